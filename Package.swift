@@ -1,0 +1,106 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Every target: Swift 6 language mode, explicit existentials, imports visible only where declared.
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Switchyard",
+    platforms: [.macOS(.v15), .iOS(.v16)],
+    products: [
+        .library(name: "SwitchyardCore", targets: ["SwitchyardCore"]),
+        .library(name: "SwitchyardClient", targets: ["SwitchyardClient"]),
+        .library(name: "SwitchyardPlugins", targets: ["SwitchyardPlugins"]),
+        .library(name: "SwitchyardMatrix", targets: ["SwitchyardMatrix"]),
+        .executable(name: "flagsd", targets: ["flagsd"]),
+        .executable(name: "flagctl", targets: ["flagctl"]),
+        .executable(name: "rider-sample", targets: ["rider-sample"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // The flag model, evaluation engine, bucketing and snapshot format. Foundation-free: builds for iOS.
+        .target(name: "SwitchyardCore", swiftSettings: settings),
+        // Flag files as code: YAML definitions in `Flags/`, linted and loaded into the model.
+        .target(
+            name: "SwitchyardFlagFiles",
+            dependencies: ["SwitchyardCore", .product(name: "Yams", package: "Yams")],
+            swiftSettings: settings
+        ),
+        // The client runtime apps embed: long-poll sync, last known good, evaluation front end. Foundation only.
+        .target(name: "SwitchyardClient", dependencies: ["SwitchyardCore"], swiftSettings: settings),
+        // Plugin points, plugin factories and the core-only guarantee, over the client runtime.
+        .target(name: "SwitchyardPlugins", dependencies: ["SwitchyardClient"], swiftSettings: settings),
+        // The exhaustive combination matrix test kit.
+        .target(name: "SwitchyardMatrix", dependencies: ["SwitchyardPlugins"], swiftSettings: settings),
+        // The release manager's command line, as a library so tests drive the real commands.
+        .target(
+            name: "FlagctlCommands",
+            dependencies: [
+                "SwitchyardCore", "SwitchyardFlagFiles",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: settings
+        ),
+        .executableTarget(name: "flagctl", dependencies: ["FlagctlCommands"], swiftSettings: settings),
+        // Storage of flag sets, the change log, audit log and tokens: a protocol, and SQLite through GRDB.
+        .target(
+            name: "SwitchyardStorage",
+            dependencies: ["SwitchyardCore", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: settings
+        ),
+        // flagsd's HTTP application: admin API, long-poll snapshots, events, metrics.
+        .target(
+            name: "SwitchyardServer",
+            dependencies: [
+                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: settings
+        ),
+        .executableTarget(
+            name: "flagsd",
+            dependencies: ["SwitchyardServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: settings
+        ),
+        // The sample rider app: a core trip flow plus the plugin points of Flags/rider.yaml.
+        .target(name: "RiderApp", dependencies: ["SwitchyardPlugins"], swiftSettings: settings),
+        .executableTarget(name: "rider-sample", dependencies: ["RiderApp"], swiftSettings: settings),
+
+        .testTarget(
+            name: "SwitchyardCoreTests",
+            dependencies: ["SwitchyardCore"],
+            resources: [.copy("Data")],
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "SwitchyardFlagFilesTests",
+            dependencies: ["SwitchyardFlagFiles"],
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "FlagctlTests",
+            dependencies: ["FlagctlCommands"],
+            swiftSettings: settings
+        ),
+    ]
+)

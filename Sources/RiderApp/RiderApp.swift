@@ -1,0 +1,1 @@
+// Sample rider app: issue 5.

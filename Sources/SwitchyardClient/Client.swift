@@ -1,0 +1,1 @@
+// Client runtime: issue 5.

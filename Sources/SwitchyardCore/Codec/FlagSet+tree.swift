@@ -1,0 +1,433 @@
+/// How rollouts are written in a document.
+public enum RolloutUnit: Sendable, Hashable {
+    /// A percentage with at most two decimals, as in flag files: `12.34`.
+    case percent
+    /// Integer basis points 0...10000, as in snapshots and the API.
+    case basisPoints
+}
+
+extension FlagSet {
+    /// The top-level fields of a flag set document.
+    static let fieldNames = ["namespace", "description", "plugin_points", "kill_switches", "flags"]
+
+    /// Reads a flag set from a JSON tree and validates it, reporting every problem.
+    ///
+    /// - Parameters:
+    ///   - tree: the document (from YAML, a snapshot or an API body).
+    ///   - unit: how rollouts are written in it.
+    ///   - file: the file name to put in problems.
+    ///   - extraFields: top-level fields the caller reads itself (a snapshot's `version`).
+    /// - Throws: `DefinitionError` with every problem found.
+    public init(tree: JSONValue, unit: RolloutUnit, file: String? = nil, extraFields: [String] = []) throws(DefinitionError) {
+        let reader = TreeReader(file: file)
+        let flagSet = FlagSet.read(tree, unit: unit, reader: reader, extraFields: extraFields)
+        var problems = reader.problems
+        if let flagSet {
+            problems += flagSet.validate().map { ValidationProblem(file: file, path: $0.path, message: $0.message) }
+        }
+        guard let flagSet, problems.isEmpty else {
+            throw DefinitionError(problems: problems.isEmpty
+                ? [ValidationProblem(file: file, path: .root, message: "is not a flag set")] : problems)
+        }
+        self = flagSet
+    }
+
+    static func read(_ tree: JSONValue, unit: RolloutUnit, reader: TreeReader, extraFields: [String]) -> FlagSet? {
+        guard var root = reader.object(tree, at: .root) else { return nil }
+        let namespace = root.string("namespace", required: true, rule: .namespace)
+        let description = root.string("description", rule: .text)
+
+        var pluginPoints: [PluginPoint] = []
+        if let value = root.value("plugin_points"), let elements = reader.list(value, at: "plugin_points") {
+            for (index, element) in elements.enumerated() {
+                if let point = PluginPoint.read(element, at: FieldPath("plugin_points") / index, reader: reader) {
+                    pluginPoints.append(point)
+                }
+            }
+        }
+
+        var killSwitches: [KillSwitch] = []
+        if let value = root.value("kill_switches"), let members = reader.object(value, at: "kill_switches") {
+            for (key, element) in members.object {
+                let path = FieldPath("kill_switches") / key
+                if let problem = NameRule.key.problem(with: key) {
+                    reader.report(path, problem)
+                    continue
+                }
+                if let kill = KillSwitch.read(element, key: key, at: path, reader: reader) {
+                    killSwitches.append(kill)
+                }
+            }
+        }
+
+        var flags: [FlagDefinition] = []
+        if let value = root.value("flags"), let members = reader.object(value, at: "flags") {
+            for (key, element) in members.object {
+                let path = FieldPath("flags") / key
+                if let problem = NameRule.key.problem(with: key) {
+                    reader.report(path, problem)
+                    continue
+                }
+                if let flag = FlagDefinition.read(element, key: key, at: path, unit: unit, reader: reader) {
+                    flags.append(flag)
+                }
+            }
+        }
+        root.finish(known: extraFields)
+        guard let namespace else { return nil }
+        return FlagSet(namespace: namespace, description: description, pluginPoints: pluginPoints,
+                       killSwitches: killSwitches, flags: flags)
+    }
+
+    /// The flag set as a JSON tree, leaving out empty and default fields.
+    public func tree(unit: RolloutUnit) -> JSONObject {
+        var root = JSONObject()
+        root["namespace"] = .string(namespace)
+        if let description { root["description"] = .string(description) }
+        if !pluginPoints.isEmpty { root["plugin_points"] = .array(pluginPoints.map { .object($0.tree) }) }
+        var kills = JSONObject()
+        for kill in killSwitches { kills[kill.key] = .object(kill.tree) }
+        root["kill_switches"] = .object(kills)
+        var flagTrees = JSONObject()
+        for flag in flags { flagTrees[flag.key] = .object(flag.tree(unit: unit)) }
+        root["flags"] = .object(flagTrees)
+        return root
+    }
+}
+
+extension PluginPoint {
+    static func read(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> PluginPoint? {
+        guard var object = reader.object(value, at: path) else { return nil }
+        let name = object.string("name", required: true, rule: .key)
+        let description = object.string("description", rule: .text)
+        let killSwitch = object.string("kill_switch", rule: .key)
+        let switches = object.stringList("switches", rule: .key)
+        if object.value("switches") == nil { reader.report(path / "switches", "is required") }
+        object.finish()
+        guard let name else { return nil }
+        return PluginPoint(name: name, description: description, killSwitch: killSwitch, switches: switches)
+    }
+
+    var tree: JSONObject {
+        var object = JSONObject()
+        object["name"] = .string(name)
+        if let description { object["description"] = .string(description) }
+        if let killSwitch { object["kill_switch"] = .string(killSwitch) }
+        object["switches"] = .array(switches.map(JSONValue.string))
+        return object
+    }
+}
+
+extension Scope {
+    static func read(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> Scope? {
+        guard var object = reader.object(value, at: path) else { return nil }
+        let scope = Scope(cities: object.stringList("cities", rule: .attribute),
+                          cohorts: object.stringList("cohorts", rule: .attribute))
+        object.finish()
+        return scope
+    }
+
+    /// The scope as a JSON object: `{"cities": [...], "cohorts": [...]}`, empty lists left out.
+    public var tree: JSONObject {
+        var object = JSONObject()
+        if !cities.isEmpty { object["cities"] = .array(cities.map(JSONValue.string)) }
+        if !cohorts.isEmpty { object["cohorts"] = .array(cohorts.map(JSONValue.string)) }
+        return object
+    }
+}
+
+extension KillSwitch {
+    static func read(_ value: JSONValue, key: String, at path: FieldPath, reader: TreeReader) -> KillSwitch? {
+        guard var object = reader.object(value, at: path) else { return nil }
+        let description = object.string("description", rule: .text)
+        let members = object.stringList("members", rule: .key, allowEmpty: true)
+        var entries: [Scope] = []
+        if let value = object.value("entries"), let elements = reader.list(value, at: path / "entries") {
+            for (index, element) in elements.enumerated() {
+                if let scope = Scope.read(element, at: path / "entries" / index, reader: reader) {
+                    entries.append(scope)
+                }
+            }
+        }
+        object.finish()
+        return KillSwitch(key: key, description: description, members: members, entries: entries)
+    }
+
+    var tree: JSONObject {
+        var object = JSONObject()
+        if let description { object["description"] = .string(description) }
+        if !members.isEmpty { object["members"] = .array(members.map(JSONValue.string)) }
+        if !entries.isEmpty { object["entries"] = .array(entries.map { .object($0.tree) }) }
+        return object
+    }
+}
+
+extension Conditions {
+    static let fieldNames = ["cities", "not_cities", "cohorts", "not_cohorts", "units", "app_version_at_least",
+                             "app_version_below", "platforms"]
+
+    static func read(_ object: inout ObjectReader, reader: TreeReader) -> Conditions {
+        var conditions = Conditions()
+        conditions.cities = object.stringList("cities", rule: .attribute)
+        conditions.notCities = object.stringList("not_cities", rule: .attribute)
+        conditions.cohorts = object.stringList("cohorts", rule: .attribute)
+        conditions.notCohorts = object.stringList("not_cohorts", rule: .attribute)
+        conditions.units = object.stringList("units", rule: .attribute)
+        conditions.platforms = object.stringList("platforms", rule: .attribute)
+        for (field, keyPath) in [("app_version_at_least", \Conditions.appVersionAtLeast),
+                                 ("app_version_below", \Conditions.appVersionBelow)] {
+            guard let text = object.string(field, rule: .attribute) else { continue }
+            guard let version = SemanticVersion(text) else {
+                reader.report(object.path / field, "'\(text)' is not a semantic version (e.g. 5.12.0)")
+                continue
+            }
+            conditions[keyPath: keyPath] = version
+        }
+        if let lower = conditions.appVersionAtLeast, let upper = conditions.appVersionBelow, !(lower < upper) {
+            reader.report(object.path / "app_version_below",
+                          "\(upper) must be above app_version_at_least \(lower), or no version can match")
+        }
+        return conditions
+    }
+
+    func write(into object: inout JSONObject) {
+        func list(_ key: String, _ values: [String]) {
+            if !values.isEmpty { object[key] = .array(values.map(JSONValue.string)) }
+        }
+        list("cities", cities)
+        list("not_cities", notCities)
+        list("cohorts", cohorts)
+        list("not_cohorts", notCohorts)
+        list("units", units)
+        if let appVersionAtLeast { object["app_version_at_least"] = .string(appVersionAtLeast.description) }
+        if let appVersionBelow { object["app_version_below"] = .string(appVersionBelow.description) }
+        list("platforms", platforms)
+    }
+}
+
+extension Rollout {
+    static func read(_ value: JSONValue, at path: FieldPath, unit: RolloutUnit, reader: TreeReader) -> Rollout? {
+        guard case .number(let number) = value else {
+            reader.report(path, "must be a number, not \(value.typeDescription)")
+            return nil
+        }
+        switch unit {
+        case .percent:
+            if number.literal.contains(where: { $0 == "e" || $0 == "E" }) {
+                reader.report(path, "\(number.literal) is not a plain decimal percentage (write e.g. 12.5)")
+                return nil
+            }
+            switch Rollout.parsePercent(number.literal) {
+            case .success(let rollout): return rollout
+            case .failure(let error):
+                reader.report(path, error.description)
+                return nil
+            }
+        case .basisPoints:
+            guard let integer = number.int64Value else {
+                reader.report(path, "\(number.literal) must be an integer number of basis points")
+                return nil
+            }
+            guard let rollout = Rollout(basisPoints: Int(clamping: integer)) else {
+                reader.report(path, "\(integer) is not between 0 and 10000 basis points")
+                return nil
+            }
+            return rollout
+        }
+    }
+
+    func jsonValue(unit: RolloutUnit) -> JSONValue {
+        switch unit {
+        case .percent: .number(JSONNumber(uncheckedLiteral: percentText))
+        case .basisPoints: .int(Int(basisPoints))
+        }
+    }
+}
+
+extension FlagDefinition {
+    static func read(_ value: JSONValue, key: String, at path: FieldPath, unit: RolloutUnit, reader: TreeReader) -> FlagDefinition? {
+        guard var object = reader.object(value, at: path) else { return nil }
+        let description = object.string("description", rule: .text)
+        let owner = object.string("owner", rule: .text)
+        let isSwitchKey = key.hasPrefix(FlagDefinition.pluginSwitchPrefix)
+        let type = object.string("type") ?? (isSwitchKey ? "plugin_switch" : nil)
+        let kind: Kind?
+        switch type {
+        case "plugin_switch":
+            if !isSwitchKey {
+                reader.report(path, "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'")
+            }
+            kind = PluginSwitch.read(&object, unit: unit, reader: reader).map(Kind.pluginSwitch)
+        case "experiment":
+            if isSwitchKey {
+                reader.report(path / "type", "'\(key)' is named like a plugin switch; an experiment needs another key")
+            }
+            kind = Experiment.read(&object, reader: reader).map(Kind.experiment)
+        case nil:
+            reader.report(path / "type", "is required for '\(key)' (plugin_switch or experiment); plugin switch keys start with '\(FlagDefinition.pluginSwitchPrefix)'")
+            kind = nil
+        case let other?:
+            reader.report(path / "type", "'\(other)' is not a flag type (plugin_switch or experiment)")
+            kind = nil
+        }
+        guard let kind else { return nil }
+        object.finish()
+        return FlagDefinition(key: key, description: description, owner: owner, kind: kind)
+    }
+
+    /// The flag as a JSON object (without its key, which is the member name).
+    public func tree(unit: RolloutUnit) -> JSONObject {
+        var object = JSONObject()
+        object["type"] = .string(typeName)
+        if let description { object["description"] = .string(description) }
+        if let owner { object["owner"] = .string(owner) }
+        switch kind {
+        case .pluginSwitch(let gate): gate.write(into: &object, unit: unit)
+        case .experiment(let experiment): experiment.write(into: &object)
+        }
+        return object
+    }
+}
+
+extension PluginSwitch {
+    static func read(_ object: inout ObjectReader, unit: RolloutUnit, reader: TreeReader) -> PluginSwitch? {
+        var gate = PluginSwitch()
+        gate.disabled = object.bool("disabled") ?? false
+        if let value = object.value("disabled_scopes"), let elements = reader.list(value, at: object.path / "disabled_scopes") {
+            for (index, element) in elements.enumerated() {
+                let path = object.path / "disabled_scopes" / index
+                guard let scope = Scope.read(element, at: path, reader: reader) else { continue }
+                if scope.isEverywhere {
+                    reader.report(path, "a scoped disable must name cities or cohorts (use disabled: true to disable everywhere)")
+                    continue
+                }
+                gate.disabledScopes.append(scope)
+            }
+        }
+        if let value = object.value("rules"), let elements = reader.list(value, at: object.path / "rules") {
+            for (index, element) in elements.enumerated() {
+                let path = object.path / "rules" / index
+                guard var rule = reader.object(element, at: path) else { continue }
+                let name = rule.string("name", rule: .text)
+                let conditions = Conditions.read(&rule, reader: reader)
+                let rollout = rule.value("rollout", required: true).flatMap {
+                    Rollout.read($0, at: path / "rollout", unit: unit, reader: reader)
+                }
+                rule.finish()
+                if let rollout { gate.rules.append(SwitchRule(name: name, conditions: conditions, rollout: rollout)) }
+            }
+        }
+        if let value = object.value("rollout") {
+            gate.rollout = Rollout.read(value, at: object.path / "rollout", unit: unit, reader: reader) ?? .off
+        }
+        return gate
+    }
+
+    func write(into object: inout JSONObject, unit: RolloutUnit) {
+        if disabled { object["disabled"] = .bool(true) }
+        if !disabledScopes.isEmpty { object["disabled_scopes"] = .array(disabledScopes.map { .object($0.tree) }) }
+        if !rules.isEmpty {
+            object["rules"] = .array(rules.map { rule in
+                var tree = JSONObject()
+                if let name = rule.name { tree["name"] = .string(name) }
+                rule.conditions.write(into: &tree)
+                tree["rollout"] = rule.rollout.jsonValue(unit: unit)
+                return .object(tree)
+            })
+        }
+        object["rollout"] = rollout.jsonValue(unit: unit)
+    }
+}
+
+extension Experiment {
+    static func read(_ object: inout ObjectReader, reader: TreeReader) -> Experiment? {
+        let path = object.path
+        let typeName = object.string("value_type", required: true)
+        let valueType = typeName.flatMap(FlagValueType.init(rawValue:))
+        if let typeName, valueType == nil {
+            reader.report(path / "value_type", "'\(typeName)' is not a value type (boolean, string, integer, float or object)")
+        }
+        var variants: [Variant] = []
+        if let value = object.value("variants", required: true), let elements = reader.list(value, at: path / "variants") {
+            if elements.isEmpty { reader.report(path / "variants", "must list at least one variant") }
+            for (index, element) in elements.enumerated() {
+                let elementPath = path / "variants" / index
+                guard var variant = reader.object(element, at: elementPath) else { continue }
+                let key = variant.string("key", required: true, rule: .key)
+                let raw = variant.value("value", required: true)
+                variant.finish()
+                guard let key, let raw, let valueType else { continue }
+                if variants.contains(where: { $0.key == key }) {
+                    reader.report(elementPath / "key", "variant '\(key)' is declared twice")
+                    continue
+                }
+                guard let value = FlagValue(raw, as: valueType) else {
+                    reader.report(elementPath / "value", "\(raw.serializedString()) is not a \(valueType) value")
+                    continue
+                }
+                variants.append(Variant(key: key, value: value))
+            }
+        }
+        let defaultVariant = object.string("default_variant", required: true, rule: .key)
+        let weights = object.value("weights", required: true).map {
+            readWeights($0, at: path / "weights", reader: reader)
+        } ?? [:]
+        var rules: [ExperimentRule] = []
+        if let value = object.value("rules"), let elements = reader.list(value, at: path / "rules") {
+            for (index, element) in elements.enumerated() {
+                let rulePath = path / "rules" / index
+                guard var rule = reader.object(element, at: rulePath) else { continue }
+                let name = rule.string("name", rule: .text)
+                let conditions = Conditions.read(&rule, reader: reader)
+                let ruleWeights = rule.value("weights", required: true).map {
+                    readWeights($0, at: rulePath / "weights", reader: reader)
+                }
+                rule.finish()
+                if let ruleWeights { rules.append(ExperimentRule(name: name, conditions: conditions, weights: ruleWeights)) }
+            }
+        }
+        guard let valueType, let defaultVariant else { return nil }
+        return Experiment(valueType: valueType, variants: variants, defaultVariant: defaultVariant,
+                          weights: weights, rules: rules)
+    }
+
+    static func readWeights(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> VariantWeights {
+        guard let object = reader.object(value, at: path) else { return [:] }
+        var weights: VariantWeights = [:]
+        for (key, weight) in object.object {
+            guard case .number(let number) = weight, let integer = number.int64Value else {
+                reader.report(path / key, "must be a whole number, not \(weight.serializedString())")
+                continue
+            }
+            guard (0...1_000_000).contains(integer) else {
+                reader.report(path / key, "\(integer) is not between 0 and 1000000")
+                continue
+            }
+            weights[key] = UInt32(integer)
+        }
+        return weights
+    }
+
+    func write(into object: inout JSONObject) {
+        object["value_type"] = .string(valueType.rawValue)
+        object["variants"] = .array(variants.map { .object(JSONObject([("key", .string($0.key)), ("value", $0.value.jsonValue)])) })
+        object["default_variant"] = .string(defaultVariant)
+        object["weights"] = .object(Self.weightsTree(weights, order: variants))
+        if !rules.isEmpty {
+            object["rules"] = .array(rules.map { rule in
+                var tree = JSONObject()
+                if let name = rule.name { tree["name"] = .string(name) }
+                rule.conditions.write(into: &tree)
+                tree["weights"] = .object(Self.weightsTree(rule.weights, order: variants))
+                return .object(tree)
+            })
+        }
+    }
+
+    static func weightsTree(_ weights: VariantWeights, order: [Variant]) -> JSONObject {
+        var tree = JSONObject()
+        for variant in order { if let weight = weights[variant.key] { tree[variant.key] = .int(Int(weight)) } }
+        for (key, weight) in weights.sorted(by: { $0.key < $1.key }) where tree[key] == nil { tree[key] = .int(Int(weight)) }
+        return tree
+    }
+}

@@ -1,0 +1,104 @@
+extension FlagSet {
+    /// Checks what a document's shape cannot: references between plugin points, kill switches and flags,
+    /// variants and weights, key uniqueness and naming rules.
+    ///
+    /// - Returns: every problem, with the field path it concerns (empty when the flag set is valid).
+    public func validate() -> [ValidationProblem] {
+        var problems: [ValidationProblem] = []
+        func report(_ path: FieldPath, _ message: String) {
+            problems.append(ValidationProblem(path: path, message: message))
+        }
+
+        if let problem = NameRule.namespace.problem(with: namespace) { report("namespace", problem) }
+
+        var flagsByKey: [String: FlagDefinition] = [:]
+        for flag in flags {
+            let path = FieldPath("flags") / flag.key
+            if flagsByKey[flag.key] != nil { report(path, "'\(flag.key)' is declared twice") }
+            flagsByKey[flag.key] = flag
+            if let problem = NameRule.key.problem(with: flag.key) { report(path, problem) }
+            switch flag.kind {
+            case .pluginSwitch:
+                if !flag.key.hasPrefix(FlagDefinition.pluginSwitchPrefix) {
+                    report(path, "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'")
+                }
+            case .experiment(let experiment):
+                problems += experiment.problems(at: path)
+            }
+        }
+
+        var killKeys = Set<String>()
+        for kill in killSwitches {
+            let path = FieldPath("kill_switches") / kill.key
+            if !killKeys.insert(kill.key).inserted { report(path, "'\(kill.key)' is declared twice") }
+            if kill.isMaster && !kill.members.isEmpty {
+                report(path / "members", "the master kill switch covers every flag; it takes no member list")
+            }
+            if flagsByKey[kill.key] != nil { report(path, "'\(kill.key)' is also a flag key; kill switches need their own keys") }
+            for (index, member) in kill.members.enumerated() where flagsByKey[member] == nil {
+                report(path / "members" / index, "'\(member)' is not a flag of this namespace")
+            }
+        }
+
+        var pointNames = Set<String>()
+        var pointOfSwitch: [String: String] = [:]
+        for (index, point) in pluginPoints.enumerated() {
+            let path = FieldPath("plugin_points") / index
+            if !pointNames.insert(point.name).inserted { report(path / "name", "plugin point '\(point.name)' is declared twice") }
+            if let kill = point.killSwitch {
+                if kill == KillSwitch.masterKey {
+                    report(path / "kill_switch", "name a group kill switch; the master already covers every plugin point")
+                } else if !killKeys.contains(kill) {
+                    report(path / "kill_switch", "'\(kill)' is not a kill switch of this namespace (declare it under kill_switches)")
+                }
+            }
+            for (position, key) in point.switches.enumerated() {
+                let switchPath = path / "switches" / position
+                guard let flag = flagsByKey[key] else {
+                    report(switchPath, "'\(key)' is not a flag of this namespace")
+                    continue
+                }
+                guard flag.pluginSwitch != nil else {
+                    report(switchPath, "'\(key)' is an experiment flag; plugin points list plugin switches")
+                    continue
+                }
+                if let other = pointOfSwitch[key] {
+                    report(switchPath, "'\(key)' already belongs to plugin point '\(other)'; a plugin switch gates one plugin at one point")
+                }
+                pointOfSwitch[key] = point.name
+            }
+        }
+        return problems
+    }
+}
+
+extension Experiment {
+    func problems(at path: FieldPath) -> [ValidationProblem] {
+        var problems: [ValidationProblem] = []
+        func report(_ path: FieldPath, _ message: String) {
+            problems.append(ValidationProblem(path: path, message: message))
+        }
+        let keys = variants.map(\.key)
+        if Set(keys).count != keys.count { report(path / "variants", "variant keys must be unique") }
+        for (index, variant) in variants.enumerated() where variant.value.type != valueType {
+            report(path / "variants" / index / "value", "is a \(variant.value.type) value; this flag's value_type is \(valueType)")
+        }
+        if !variants.isEmpty, !keys.contains(defaultVariant) {
+            report(path / "default_variant", "'\(defaultVariant)' is not one of the variants (\(keys.joined(separator: ", ")))")
+        }
+        func checkWeights(_ weights: VariantWeights, at weightsPath: FieldPath) {
+            for key in weights.keys.sorted() where !keys.contains(key) {
+                report(weightsPath / key, "'\(key)' is not one of the variants (\(keys.joined(separator: ", ")))")
+            }
+            let total = weights.values.reduce(UInt64(0)) { $0 + UInt64($1) }
+            if total == 0 && !variants.isEmpty {
+                report(weightsPath, "the weights must add up to more than 0")
+            }
+        }
+        checkWeights(weights, at: path / "weights")
+        for (index, rule) in rules.enumerated() {
+            checkWeights(rule.weights, at: path / "rules" / index / "weights")
+        }
+        return problems
+    }
+}

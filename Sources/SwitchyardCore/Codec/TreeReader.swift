@@ -1,0 +1,175 @@
+/// Walks a JSON tree, collecting every problem instead of stopping at the first.
+final class TreeReader {
+    let file: String?
+    private(set) var problems: [ValidationProblem] = []
+
+    init(file: String?) {
+        self.file = file
+    }
+
+    func report(_ path: FieldPath, _ message: String) {
+        problems.append(ValidationProblem(file: file, path: path, message: message))
+    }
+
+    func object(_ value: JSONValue, at path: FieldPath) -> ObjectReader? {
+        guard case .object(let object) = value else {
+            report(path, "must be an object, not \(value.typeDescription)")
+            return nil
+        }
+        return ObjectReader(reader: self, object: object, path: path)
+    }
+
+    func list(_ value: JSONValue, at path: FieldPath) -> [JSONValue]? {
+        guard case .array(let elements) = value else {
+            report(path, "must be a list, not \(value.typeDescription)")
+            return nil
+        }
+        return elements
+    }
+
+    func string(_ value: JSONValue, at path: FieldPath, rule: NameRule? = nil) -> String? {
+        guard case .string(let string) = value else {
+            report(path, "must be a string, not \(value.typeDescription)")
+            return nil
+        }
+        if let rule, let problem = rule.problem(with: string) {
+            report(path, problem)
+            return nil
+        }
+        return string
+    }
+}
+
+/// Reads the members of one object, remembering which were read so unknown ones can be reported.
+struct ObjectReader {
+    let reader: TreeReader
+    let object: JSONObject
+    let path: FieldPath
+    private var consumed: Set<String> = []
+
+    init(reader: TreeReader, object: JSONObject, path: FieldPath) {
+        self.reader = reader
+        self.object = object
+        self.path = path
+    }
+
+    /// A member's value; `null` reads as absent (YAML's `key:` with nothing after it).
+    mutating func value(_ key: String, required: Bool = false) -> JSONValue? {
+        consumed.insert(key)
+        guard let value = object[key], value != .null else {
+            if required { reader.report(path / key, "is required") }
+            return nil
+        }
+        return value
+    }
+
+    mutating func string(_ key: String, required: Bool = false, rule: NameRule? = nil) -> String? {
+        guard let value = value(key, required: required) else { return nil }
+        return reader.string(value, at: path / key, rule: rule)
+    }
+
+    mutating func bool(_ key: String) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case .bool(let bool) = value else {
+            reader.report(path / key, "must be true or false, not \(value.typeDescription)")
+            return nil
+        }
+        return bool
+    }
+
+    mutating func integer(_ key: String, required: Bool = false) -> Int64? {
+        guard let value = value(key, required: required) else { return nil }
+        guard case .number(let number) = value, let integer = number.int64Value else {
+            reader.report(path / key, "must be an integer, not \(value.typeDescription)")
+            return nil
+        }
+        return integer
+    }
+
+    /// A list of strings, each checked against a rule; duplicates and empty lists are reported.
+    mutating func stringList(_ key: String, rule: NameRule, allowEmpty: Bool = false) -> [String] {
+        guard let value = value(key) else { return [] }
+        guard let elements = reader.list(value, at: path / key) else { return [] }
+        if elements.isEmpty && !allowEmpty {
+            reader.report(path / key, "must not be empty (leave the field out instead)")
+        }
+        var strings: [String] = []
+        for (index, element) in elements.enumerated() {
+            guard let string = reader.string(element, at: path / key / index, rule: rule) else { continue }
+            if strings.contains(string) {
+                reader.report(path / key / index, "'\(string)' is listed twice")
+                continue
+            }
+            strings.append(string)
+        }
+        return strings
+    }
+
+    /// Reports every member that was never read, suggesting the nearest known name.
+    func finish(known extra: [String] = []) {
+        let known = consumed.union(extra)
+        for (key, _) in object where !known.contains(key) {
+            var message = "unknown field"
+            if let suggestion = known.min(by: { editDistance(key, $0) < editDistance(key, $1) }),
+               editDistance(key, suggestion) <= max(2, key.count / 3) {
+                message += "; did you mean '\(suggestion)'?"
+            }
+            reader.report(path / key, message)
+        }
+    }
+}
+
+/// What a name (a key, a city, a cohort) may look like.
+struct NameRule: Sendable {
+    let what: String
+    let maximumLength: Int
+    let allowed: @Sendable (Character) -> Bool
+    let allowedDescription: String?
+
+    func problem(with string: String) -> String? {
+        if string.isEmpty { return "\(what) must not be empty" }
+        if string.count > maximumLength { return "'\(string.prefix(40))…' is longer than \(maximumLength) characters" }
+        if let allowedDescription, !string.allSatisfy(allowed) {
+            return "'\(string)' may only contain \(allowedDescription)"
+        }
+        return nil
+    }
+
+    /// Flag, kill switch, variant and plugin point keys: URL-safe, as OFREP needs.
+    static let key = NameRule(what: "a key", maximumLength: 128, allowed: isKeyCharacter,
+                              allowedDescription: "letters, digits, '.', '_' and '-'")
+    /// Namespace names.
+    static let namespace = NameRule(what: "a namespace name", maximumLength: 63, allowed: isKeyCharacter,
+                                    allowedDescription: "letters, digits, '.', '_' and '-'")
+    /// City, cohort, platform and unit values: any text without control characters.
+    static let attribute = NameRule(what: "a value", maximumLength: 256, allowed: { !$0.isASCIIControl },
+                                    allowedDescription: "printable characters")
+    static let text = NameRule(what: "a text", maximumLength: 4096, allowed: { _ in true }, allowedDescription: nil)
+
+    static func isKeyCharacter(_ character: Character) -> Bool {
+        character.isASCII && (character.isLetter || character.isNumber || character == "." || character == "_" || character == "-")
+    }
+}
+
+extension Character {
+    var isASCIIControl: Bool {
+        unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+    }
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+        current[0] = i
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        swap(&previous, &current)
+    }
+    return previous[b.count]
+}

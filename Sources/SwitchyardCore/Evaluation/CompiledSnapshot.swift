@@ -1,0 +1,271 @@
+/// A snapshot compiled once into an indexed form for fast evaluation.
+///
+/// Cities, cohorts, platforms and allowlisted units are interned to small integers and every list becomes a
+/// bitset; each flag keeps its murmur3 state after hashing its key, so bucketing a unit hashes only the unit
+/// id. Immutable and safe to share between threads.
+///
+/// ```swift
+/// let compiled = CompiledSnapshot(snapshot)
+/// let promos = compiled.handle(for: "plugin_switch_feed_promos")!
+/// let evaluator = compiled.evaluator(for: EvaluationContext(unitId: "rider-42", city: "lagos"))
+/// if evaluator.isEnabled(promos) { ... }
+/// ```
+public final class CompiledSnapshot: Sendable {
+    public let snapshot: Snapshot
+
+    let flagRecords: [FlagRecord]
+    let keyIndex: [String: Int32]
+    let cityIds: [String: Int32]
+    let cohortIds: [String: Int32]
+    let platformIds: [String: Int32]
+    let unitIds: [String: Int32]
+    let versionBounds: [SemanticVersion]
+    let words: [UInt64]
+    let scopes: [ScopeRecord]
+    let rules: [RuleRecord]
+    let killRefs: [KillRef]
+    let cumulativeWeights: [UInt64]
+
+    /// Compiles a snapshot. Never traps, even on a flag set that does not validate.
+    public init(_ snapshot: Snapshot) {
+        var builder = Builder(flagSet: snapshot.flagSet)
+        builder.build()
+        self.snapshot = snapshot
+        flagRecords = builder.flagRecords
+        keyIndex = builder.keyIndex
+        cityIds = builder.cities.ids
+        cohortIds = builder.cohorts.ids
+        platformIds = builder.platforms.ids
+        unitIds = builder.units.ids
+        versionBounds = builder.versionBounds
+        words = builder.words
+        scopes = builder.scopes
+        rules = builder.rules
+        killRefs = builder.killRefs
+        cumulativeWeights = builder.cumulativeWeights
+    }
+
+    public var namespace: String { snapshot.namespace }
+    public var epoch: String { snapshot.epoch }
+    public var version: Int64 { snapshot.version }
+    public var flagCount: Int { flagRecords.count }
+
+    /// Resolves a flag key to a handle, once.
+    public func handle(for key: String) -> FlagHandle? {
+        keyIndex[key].map(FlagHandle.init(index:))
+    }
+
+    /// The definition behind a handle.
+    public func flag(_ handle: FlagHandle) -> FlagDefinition? {
+        guard handle.index >= 0, Int(handle.index) < flagRecords.count else { return nil }
+        return snapshot.flagSet.flags[Int(handle.index)]
+    }
+
+    /// Prepares a context for evaluation against this snapshot (interning its attributes, once).
+    public func evaluator(for context: EvaluationContext) -> Evaluator {
+        Evaluator(snapshot: self, context: context)
+    }
+}
+
+// MARK: - Compiled records (plain data)
+
+/// A bitset in `CompiledSnapshot.words`; `count == 0` means "no condition".
+struct BitsetRef: Sendable, Hashable {
+    var start: Int32 = 0
+    var count: Int32 = 0
+}
+
+struct ScopeRecord: Sendable {
+    var cities = BitsetRef()
+    var cohorts = BitsetRef()
+}
+
+struct RuleRecord: Sendable {
+    var cityIn = BitsetRef()
+    var cityNotIn = BitsetRef()
+    var cohortIn = BitsetRef()
+    var cohortNotIn = BitsetRef()
+    var unitIn = BitsetRef()
+    var platformIn = BitsetRef()
+    var atLeast: Int32 = -1
+    var below: Int32 = -1
+    var rollout: UInt16 = 0
+    var weights = WeightsRecord()
+}
+
+/// Cumulative weights in `CompiledSnapshot.cumulativeWeights`.
+struct WeightsRecord: Sendable {
+    var start: Int32 = 0
+    var total: UInt64 = 0
+    /// The variant holding all the weight, or -1 when several share it.
+    var single: Int32 = -1
+}
+
+/// A kill entry that covers a flag.
+struct KillRef: Sendable {
+    var killSwitch: Int32
+    var entry: Int32
+    var scope: Int32
+}
+
+struct FlagRecord: Sendable {
+    var isExperiment = false
+    var hasher = Murmur3Hasher()
+    var killStart: Int32 = 0
+    var killCount: Int32 = 0
+    var disabled = false
+    var disableStart: Int32 = 0
+    var disableCount: Int32 = 0
+    var ruleStart: Int32 = 0
+    var ruleCount: Int32 = 0
+    var rollout: UInt16 = 0
+    var weights = WeightsRecord()
+    var variantCount: Int32 = 0
+    var defaultVariant: Int32 = 0
+}
+
+// MARK: - Compilation
+
+private struct Interner {
+    var ids: [String: Int32] = [:]
+
+    mutating func id(_ value: String) -> Int32 {
+        if let id = ids[value] { return id }
+        let id = Int32(ids.count)
+        ids[value] = id
+        return id
+    }
+}
+
+private struct Builder {
+    let flagSet: FlagSet
+    var flagRecords: [FlagRecord] = []
+    var keyIndex: [String: Int32] = [:]
+    var cities = Interner()
+    var cohorts = Interner()
+    var platforms = Interner()
+    var units = Interner()
+    var versionBounds: [SemanticVersion] = []
+    var words: [UInt64] = []
+    var scopes: [ScopeRecord] = []
+    var rules: [RuleRecord] = []
+    var killRefs: [KillRef] = []
+    var cumulativeWeights: [UInt64] = []
+
+    init(flagSet: FlagSet) {
+        self.flagSet = flagSet
+    }
+
+    mutating func bitset(_ values: [String], _ table: WritableKeyPath<Builder, Interner>) -> BitsetRef {
+        guard !values.isEmpty else { return BitsetRef() }
+        let ids = values.map { self[keyPath: table].id($0) }
+        let wordCount = Int(ids.max()!) / 64 + 1
+        let start = words.count
+        words.append(contentsOf: repeatElement(0, count: wordCount))
+        for id in ids { words[start + Int(id) / 64] |= 1 << UInt64(id % 64) }
+        return BitsetRef(start: Int32(start), count: Int32(wordCount))
+    }
+
+    mutating func scope(_ scope: Scope) -> Int32 {
+        let record = ScopeRecord(cities: bitset(scope.cities, \.cities), cohorts: bitset(scope.cohorts, \.cohorts))
+        scopes.append(record)
+        return Int32(scopes.count - 1)
+    }
+
+    mutating func versionBound(_ version: SemanticVersion?) -> Int32 {
+        guard let version else { return -1 }
+        if let index = versionBounds.firstIndex(of: version) { return Int32(index) }
+        versionBounds.append(version)
+        return Int32(versionBounds.count - 1)
+    }
+
+    mutating func conditions(_ conditions: Conditions) -> RuleRecord {
+        var record = RuleRecord()
+        record.cityIn = bitset(conditions.cities, \.cities)
+        record.cityNotIn = bitset(conditions.notCities, \.cities)
+        record.cohortIn = bitset(conditions.cohorts, \.cohorts)
+        record.cohortNotIn = bitset(conditions.notCohorts, \.cohorts)
+        record.unitIn = bitset(conditions.units, \.units)
+        record.platformIn = bitset(conditions.platforms, \.platforms)
+        record.atLeast = versionBound(conditions.appVersionAtLeast)
+        record.below = versionBound(conditions.appVersionBelow)
+        return record
+    }
+
+    mutating func weights(_ weights: VariantWeights, variants: [Variant], defaultVariant: Int32) -> WeightsRecord {
+        var record = WeightsRecord(start: Int32(cumulativeWeights.count))
+        var total: UInt64 = 0
+        var holders: [Int32] = []
+        for (index, variant) in variants.enumerated() {
+            let weight = UInt64(weights[variant.key] ?? 0)
+            total += weight
+            if weight > 0 { holders.append(Int32(index)) }
+            cumulativeWeights.append(total)
+        }
+        record.total = total
+        // No weight at all (an invalid flag set) serves the default variant rather than trapping.
+        record.single = holders.count == 1 ? holders[0] : (holders.isEmpty ? defaultVariant : -1)
+        return record
+    }
+
+    mutating func build() {
+        // Which kill switches cover which flags.
+        var coveringKills: [String: [Int32]] = [:]
+        let pointGroups = Dictionary(flagSet.pluginPoints.compactMap { point in point.killSwitch.map { ($0, point.switches) } },
+                                     uniquingKeysWith: +)
+        for (killIndex, kill) in flagSet.killSwitches.enumerated() where !kill.isMaster {
+            for member in Set(kill.members + (pointGroups[kill.key] ?? [])) {
+                coveringKills[member, default: []].append(Int32(killIndex))
+            }
+        }
+        let masterIndex = flagSet.killSwitches.firstIndex(where: \.isMaster).map(Int32.init)
+        // Kill entries compile to scopes once, shared by every flag they cover.
+        var entryScopes: [[Int32]] = []
+        for kill in flagSet.killSwitches {
+            entryScopes.append(kill.entries.map { scope($0) })
+        }
+
+        for (flagIndex, flag) in flagSet.flags.enumerated() {
+            if keyIndex[flag.key] == nil { keyIndex[flag.key] = Int32(flagIndex) }
+            var record = FlagRecord()
+            record.hasher.combine(flag.key)
+            record.killStart = Int32(killRefs.count)
+            let kills = (masterIndex.map { [$0] } ?? []) + (coveringKills[flag.key] ?? []).sorted()
+            for killIndex in kills {
+                for (entryIndex, scopeIndex) in entryScopes[Int(killIndex)].enumerated() {
+                    killRefs.append(KillRef(killSwitch: killIndex, entry: Int32(entryIndex), scope: scopeIndex))
+                }
+            }
+            record.killCount = Int32(killRefs.count) - record.killStart
+
+            switch flag.kind {
+            case .pluginSwitch(let gate):
+                record.disabled = gate.disabled
+                record.disableStart = Int32(scopes.count)
+                for disabledScope in gate.disabledScopes { _ = scope(disabledScope) }
+                record.disableCount = Int32(scopes.count) - record.disableStart
+                record.ruleStart = Int32(rules.count)
+                for rule in gate.rules {
+                    var compiled = conditions(rule.conditions)
+                    compiled.rollout = rule.rollout.basisPoints
+                    rules.append(compiled)
+                }
+                record.ruleCount = Int32(rules.count) - record.ruleStart
+                record.rollout = gate.rollout.basisPoints
+            case .experiment(let experiment):
+                record.isExperiment = true
+                record.variantCount = Int32(experiment.variants.count)
+                record.defaultVariant = Int32(experiment.variants.firstIndex { $0.key == experiment.defaultVariant } ?? 0)
+                record.weights = weights(experiment.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
+                record.ruleStart = Int32(rules.count)
+                for rule in experiment.rules {
+                    var compiled = conditions(rule.conditions)
+                    compiled.weights = weights(rule.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
+                    rules.append(compiled)
+                }
+                record.ruleCount = Int32(rules.count) - record.ruleStart
+            }
+            flagRecords.append(record)
+        }
+    }
+}

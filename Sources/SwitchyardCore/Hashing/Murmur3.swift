@@ -1,0 +1,128 @@
+/// MurmurHash3 x86_32, fed in pieces.
+///
+/// Feeding `a` then `b` gives the same hash as feeding the concatenation, so a compiled snapshot can hash a
+/// flag key once and continue from that state with each unit id.
+public struct Murmur3Hasher: Sendable, Hashable {
+    private static let c1: UInt32 = 0xCC9E_2D51
+    private static let c2: UInt32 = 0x1B87_3593
+
+    private var state: UInt32
+    /// Bytes of an incomplete 4-byte block, little-endian.
+    private var pending: UInt32 = 0
+    private var pendingCount: UInt32 = 0
+    private var length: UInt32 = 0
+
+    public init(seed: UInt32 = 0) {
+        state = seed
+    }
+
+    @inline(__always)
+    private static func mixBlock(_ block: UInt32) -> UInt32 {
+        var k = block &* c1
+        k = (k << 15) | (k >> 17)
+        return k &* c2
+    }
+
+    @inline(__always)
+    private mutating func absorb(_ block: UInt32) {
+        state ^= Self.mixBlock(block)
+        state = (state << 13) | (state >> 19)
+        state = state &* 5 &+ 0xE654_6B64
+    }
+
+    /// Feeds bytes.
+    @inlinable
+    public mutating func combine(_ bytes: UnsafeRawBufferPointer) {
+        for byte in bytes { combine(byte: byte) }
+    }
+
+    /// Feeds the UTF-8 bytes of a string.
+    public mutating func combine(_ string: String) {
+        var string = string
+        string.withUTF8 { combine(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Feeds one byte.
+    @usableFromInline @inline(__always)
+    mutating func combine(byte: UInt8) {
+        pending |= UInt32(byte) << (pendingCount * 8)
+        pendingCount += 1
+        length &+= 1
+        if pendingCount == 4 {
+            absorb(pending)
+            pending = 0
+            pendingCount = 0
+        }
+    }
+
+    /// Feeds bytes known to be contiguous, taking whole blocks at a time when aligned to a block boundary.
+    @inline(__always)
+    public mutating func combine(contiguous buffer: UnsafeBufferPointer<UInt8>) {
+        var index = 0
+        let count = buffer.count
+        while pendingCount != 0 && index < count {
+            combine(byte: buffer[index])
+            index += 1
+        }
+        while count - index >= 4 {
+            let block = UInt32(buffer[index]) | UInt32(buffer[index + 1]) << 8
+                | UInt32(buffer[index + 2]) << 16 | UInt32(buffer[index + 3]) << 24
+            absorb(block)
+            length &+= 4
+            index += 4
+        }
+        while index < count {
+            combine(byte: buffer[index])
+            index += 1
+        }
+    }
+
+    /// The hash of everything fed so far.
+    @inline(__always)
+    public func finalize() -> UInt32 {
+        var h = state
+        if pendingCount > 0 { h ^= Self.mixBlock(pending) }
+        h ^= length
+        h ^= h >> 16
+        h = h &* 0x85EB_CA6B
+        h ^= h >> 13
+        h = h &* 0xC2B2_AE35
+        h ^= h >> 16
+        return h
+    }
+
+    /// The murmur3 x86_32 hash of some bytes.
+    public static func hash(_ bytes: some Sequence<UInt8>, seed: UInt32 = 0) -> UInt32 {
+        var hasher = Murmur3Hasher(seed: seed)
+        for byte in bytes { hasher.combine(byte: byte) }
+        return hasher.finalize()
+    }
+}
+
+/// The fixed bucketing of PRODUCT.md, which every implementation must match.
+public enum Bucketing {
+    /// The hash of a unit for a flag: murmur3_x86_32 (seed 0) over the UTF-8 of `flagKey + unitId`.
+    public static func hash(flagKey: String, unitId: String) -> UInt32 {
+        var hasher = Murmur3Hasher()
+        hasher.combine(flagKey)
+        hasher.combine(unitId)
+        return hasher.finalize()
+    }
+
+    /// The unit's bucket in 0...9999: `(UInt64(h) * 10000) >> 32`.
+    @inline(__always)
+    public static func bucket(hash: UInt32) -> Int {
+        Int((UInt64(hash) &* 10_000) >> 32)
+    }
+
+    /// The bucket of a unit for a flag.
+    public static func bucket(flagKey: String, unitId: String) -> Int {
+        bucket(hash: hash(flagKey: flagKey, unitId: unitId))
+    }
+
+    /// The point in `0..<totalWeight` that picks a variant: `(UInt64(h) * W) >> 32`.
+    @inline(__always)
+    public static func weightPoint(hash: UInt32, totalWeight: UInt64) -> UInt64 {
+        (UInt64(hash) &* totalWeight) >> 32
+    }
+}

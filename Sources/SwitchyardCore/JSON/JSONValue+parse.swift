@@ -1,0 +1,297 @@
+/// Why bytes are not a JSON document: what is wrong and where.
+public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Byte offset of the problem in the input.
+    public let offset: Int
+    /// 1-based line and column of the problem.
+    public let line: Int
+    public let column: Int
+    public let message: String
+
+    public var description: String { "line \(line), column \(column): \(message)" }
+}
+
+extension JSONValue {
+    /// Parses untrusted bytes strictly: RFC 8259 syntax, UTF-8, no duplicate object keys, bounded nesting.
+    ///
+    /// Never traps, whatever the input.
+    /// - Parameters:
+    ///   - bytes: the document.
+    ///   - maximumDepth: deepest nesting of arrays and objects accepted.
+    /// - Throws: `JSONParseError` naming the position and the problem.
+    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = 64) throws(JSONParseError) -> JSONValue {
+        let buffer = Array(bytes)
+        var parser = JSONParser(bytes: buffer, maximumDepth: maximumDepth)
+        return try parser.parseDocument()
+    }
+
+    /// Parses a string holding a JSON document.
+    public static func parse(_ text: String, maximumDepth: Int = 64) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8), maximumDepth: maximumDepth)
+    }
+}
+
+private struct JSONParser {
+    let bytes: [UInt8]
+    let maximumDepth: Int
+    var index = 0
+    var depth = 0
+
+    init(bytes: [UInt8], maximumDepth: Int) {
+        self.bytes = bytes
+        self.maximumDepth = maximumDepth
+    }
+
+    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        // A UTF-8 byte order mark is tolerated, as RFC 8259 allows parsers to.
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
+        skipWhitespace()
+        if index == bytes.count { throw error("the document is empty") }
+        let value = try parseValue()
+        skipWhitespace()
+        if index != bytes.count { throw error("unexpected \(describeByte()) after the end of the document") }
+        return value
+    }
+
+    func error(_ message: String, at position: Int? = nil) -> JSONParseError {
+        let offset = min(position ?? index, bytes.count)
+        var line = 1
+        var column = 1
+        for byte in bytes[0..<offset] {
+            if byte == UInt8(ascii: "\n") {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        return JSONParseError(offset: offset, line: line, column: column, message: message)
+    }
+
+    func describeByte() -> String {
+        guard index < bytes.count else { return "end of input" }
+        let byte = bytes[index]
+        if byte >= 0x21 && byte < 0x7F { return "'\(Character(Unicode.Scalar(byte)))'" }
+        return "byte 0x\(String(byte, radix: 16, uppercase: true))"
+    }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue() throws(JSONParseError) -> JSONValue {
+        guard index < bytes.count else { throw error("unexpected end of input, expected a value") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectWord("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectWord("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectWord("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw error("unexpected \(describeByte()), expected a value")
+        }
+    }
+
+    mutating func expectWord(_ word: StaticString) throws(JSONParseError) {
+        let start = index
+        let length = word.utf8CodeUnitCount
+        guard bytes.count - index >= length else { throw error("unexpected end of input", at: start) }
+        var matches = true
+        word.withUTF8Buffer { expected in
+            for offset in 0..<length where bytes[start + offset] != expected[offset] {
+                matches = false
+            }
+        }
+        guard matches else { throw error("invalid literal, expected '\(word)'", at: start) }
+        index += length
+    }
+
+    mutating func enter() throws(JSONParseError) {
+        depth += 1
+        if depth > maximumDepth { throw error("nesting deeper than \(maximumDepth) levels") }
+    }
+
+    mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        try enter()
+        index += 1
+        var object = JSONObject()
+        var seen = Set<String>()
+        skipWhitespace()
+        if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return .object(object)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                throw error("unexpected \(describeByte()), expected a member name in quotes")
+            }
+            let keyStart = index
+            let key = try parseString()
+            guard seen.insert(key).inserted else { throw error("duplicate key '\(key)'", at: keyStart) }
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
+                throw error("unexpected \(describeByte()), expected ':' after member name")
+            }
+            index += 1
+            skipWhitespace()
+            let value = try parseValue()
+            object.appendUnchecked(key, value)
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input, expected ',' or '}'") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                depth -= 1
+                return .object(object)
+            }
+            throw error("unexpected \(describeByte()), expected ',' or '}'")
+        }
+    }
+
+    mutating func parseArray() throws(JSONParseError) -> JSONValue {
+        try enter()
+        index += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count && bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input, expected ',' or ']'") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                depth -= 1
+                return .array(elements)
+            }
+            throw error("unexpected \(describeByte()), expected ',' or ']'")
+        }
+    }
+
+    mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
+        let start = index
+        func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+            if index < bytes.count && isDigit(bytes[index]) { throw error("invalid number, leading zeros are not allowed") }
+        } else {
+            while index < bytes.count && isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count && bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit after '.'") }
+            while index < bytes.count && isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count && (bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")) {
+            index += 1
+            if index < bytes.count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit in the exponent") }
+            while index < bytes.count && isDigit(bytes[index]) { index += 1 }
+        }
+        if index - start > 400 { throw error("number literal too long", at: start) }
+        let literal = String(decoding: bytes[start..<index], as: UTF8.self)
+        if let double = Double(literal), !double.isFinite {
+            throw error("number out of range", at: start)
+        }
+        return JSONNumber(uncheckedLiteral: literal)
+    }
+
+    mutating func parseString() throws(JSONParseError) -> String {
+        index += 1  // opening quote
+        var scalars = String.UnicodeScalarView()
+        var runStart = index
+        func flushRun(_ parser: JSONParser, upTo end: Int, into scalars: inout String.UnicodeScalarView) throws(JSONParseError) {
+            guard end > runStart else { return }
+            guard let run = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
+                throw parser.error("invalid UTF-8 in string", at: runStart)
+            }
+            scalars.append(contentsOf: run.unicodeScalars)
+        }
+        while true {
+            guard index < bytes.count else { throw error("unterminated string") }
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                try flushRun(self, upTo: index, into: &scalars)
+                index += 1
+                return String(scalars)
+            }
+            if byte < 0x20 { throw error("control character in string; escape it") }
+            if byte != UInt8(ascii: "\\") {
+                index += 1
+                continue
+            }
+            try flushRun(self, upTo: index, into: &scalars)
+            index += 1
+            guard index < bytes.count else { throw error("unterminated escape sequence") }
+            let escape = bytes[index]
+            index += 1
+            switch escape {
+            case UInt8(ascii: "\""): scalars.append("\"")
+            case UInt8(ascii: "\\"): scalars.append("\\")
+            case UInt8(ascii: "/"): scalars.append("/")
+            case UInt8(ascii: "b"): scalars.append("\u{08}")
+            case UInt8(ascii: "f"): scalars.append("\u{0C}")
+            case UInt8(ascii: "n"): scalars.append("\n")
+            case UInt8(ascii: "r"): scalars.append("\r")
+            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "u"):
+                let high = try parseHex4()
+                if (0xD800...0xDBFF).contains(high) {
+                    guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                        throw error("unpaired surrogate in \\u escape")
+                    }
+                    index += 2
+                    let low = try parseHex4()
+                    guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate in \\u escape") }
+                    let value = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+                    scalars.append(Unicode.Scalar(value)!)
+                } else if (0xDC00...0xDFFF).contains(high) {
+                    throw error("unpaired surrogate in \\u escape")
+                } else {
+                    scalars.append(Unicode.Scalar(high)!)
+                }
+            default:
+                throw error("invalid escape sequence '\\\(Character(Unicode.Scalar(escape)))'", at: index - 2)
+            }
+            runStart = index
+        }
+    }
+
+    mutating func parseHex4() throws(JSONParseError) -> UInt32 {
+        guard bytes.count - index >= 4 else { throw error("incomplete \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw error("invalid hex digit in \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+}

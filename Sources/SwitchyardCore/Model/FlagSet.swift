@@ -1,0 +1,338 @@
+/// The definitions and switch states of one namespace: plugin points, kill switches and flags.
+///
+/// This is what a flag file declares and what a snapshot carries (with the namespace's epoch and version).
+public struct FlagSet: Sendable, Hashable {
+    /// The namespace name: one app in one environment (`rider`, `rider-staging`).
+    public var namespace: String
+    public var description: String?
+    /// Plugin points, each with its switches in the order the point tries them.
+    public var pluginPoints: [PluginPoint]
+    /// Kill switches; the master kill switch (key `master`) always exists.
+    public var killSwitches: [KillSwitch]
+    /// Plugin switches and experiment flags.
+    public var flags: [FlagDefinition]
+
+    public init(
+        namespace: String, description: String? = nil, pluginPoints: [PluginPoint] = [],
+        killSwitches: [KillSwitch] = [], flags: [FlagDefinition] = []
+    ) {
+        self.namespace = namespace
+        self.description = description
+        self.pluginPoints = pluginPoints
+        self.killSwitches = killSwitches
+        self.flags = flags
+        if !self.killSwitches.contains(where: \.isMaster) {
+            self.killSwitches.insert(KillSwitch(key: KillSwitch.masterKey), at: 0)
+        }
+    }
+
+    /// The flag with a key.
+    public func flag(_ key: String) -> FlagDefinition? {
+        flags.first { $0.key == key }
+    }
+
+    /// The kill switch with a key (`master` for the master kill switch).
+    public func killSwitch(_ key: String) -> KillSwitch? {
+        killSwitches.first { $0.key == key }
+    }
+
+    /// The master kill switch.
+    public var master: KillSwitch {
+        killSwitch(KillSwitch.masterKey) ?? KillSwitch(key: KillSwitch.masterKey)
+    }
+
+    /// The keys of the kill switches that cover a flag: the master, every group listing it as a member, and the
+    /// group kill switch of its plugin point.
+    public func killSwitchKeys(covering flagKey: String) -> [String] {
+        let pointGroups = Set(pluginPoints.filter { $0.switches.contains(flagKey) }.compactMap(\.killSwitch))
+        return killSwitches.filter { kill in
+            kill.isMaster || kill.members.contains(flagKey) || pointGroups.contains(kill.key)
+        }.map(\.key)
+    }
+
+    /// The members of a group kill switch: its own list plus the switches of plugin points that name it.
+    public func members(of killSwitchKey: String) -> [String] {
+        guard let kill = killSwitch(killSwitchKey) else { return [] }
+        if kill.isMaster { return flags.map(\.key) }
+        var members = kill.members
+        for point in pluginPoints where point.killSwitch == killSwitchKey {
+            for key in point.switches where !members.contains(key) { members.append(key) }
+        }
+        return members
+    }
+}
+
+/// A place in the app where optional plugins plug in, declared in the flag file as well as in code.
+public struct PluginPoint: Sendable, Hashable {
+    public var name: String
+    public var description: String?
+    /// The group kill switch that covers this point's switches.
+    public var killSwitch: String?
+    /// The plugin switches of this point, in the order the point tries them.
+    public var switches: [String]
+
+    public init(name: String, description: String? = nil, killSwitch: String? = nil, switches: [String]) {
+        self.name = name
+        self.description = description
+        self.killSwitch = killSwitch
+        self.switches = switches
+    }
+}
+
+/// Where a kill entry or a scoped disable applies: units matching every attribute it names.
+///
+/// An empty scope applies everywhere. `cities` matches the unit's city; `cohorts` matches when any of the
+/// unit's cohorts is listed. A scope naming an attribute that the context lacks does not match.
+public struct Scope: Sendable, Hashable, CustomStringConvertible {
+    public var cities: [String]
+    public var cohorts: [String]
+
+    public init(cities: [String] = [], cohorts: [String] = []) {
+        self.cities = cities
+        self.cohorts = cohorts
+    }
+
+    public static let everywhere = Scope()
+
+    public var isEverywhere: Bool { cities.isEmpty && cohorts.isEmpty }
+
+    /// `everywhere`, `cities lagos, paris`, `cities lagos and cohorts beta`.
+    public var description: String {
+        var parts: [String] = []
+        if !cities.isEmpty { parts.append("cities \(cities.joined(separator: ", "))") }
+        if !cohorts.isEmpty { parts.append("cohorts \(cohorts.joined(separator: ", "))") }
+        return parts.isEmpty ? "everywhere" : parts.joined(separator: " and ")
+    }
+
+    /// Whether the scope applies to a context.
+    public func matches(_ context: EvaluationContext) -> Bool {
+        if !cities.isEmpty {
+            guard let city = context.city, cities.contains(city) else { return false }
+        }
+        if !cohorts.isEmpty {
+            guard context.cohorts.contains(where: cohorts.contains) else { return false }
+        }
+        return true
+    }
+}
+
+/// The master kill switch or a group kill switch, holding kill entries.
+public struct KillSwitch: Sendable, Hashable {
+    /// The key of the master kill switch, which covers every flag of the namespace.
+    public static let masterKey = "master"
+
+    public var key: String
+    public var description: String?
+    /// Flags this group covers beyond the switches of plugin points that name it. Empty for the master.
+    public var members: [String]
+    /// Kill entries; any entry matching a context kills every covered flag for it.
+    public var entries: [Scope]
+
+    public init(key: String, description: String? = nil, members: [String] = [], entries: [Scope] = []) {
+        self.key = key
+        self.description = description
+        self.members = members
+        self.entries = entries
+    }
+
+    public var isMaster: Bool { key == Self.masterKey }
+    /// Whether an entry kills everywhere.
+    public var isKilledEverywhere: Bool { entries.contains(where: \.isEverywhere) }
+}
+
+/// Conditions of a rule; all must hold. An empty list is no condition.
+public struct Conditions: Sendable, Hashable {
+    public var cities: [String]
+    public var notCities: [String]
+    /// Holds when any of the unit's cohorts is listed.
+    public var cohorts: [String]
+    /// Holds when none of the unit's cohorts is listed (and the unit has cohorts).
+    public var notCohorts: [String]
+    /// Unit ids (QA and dogfood allowlists).
+    public var units: [String]
+    /// Inclusive lower bound.
+    public var appVersionAtLeast: SemanticVersion?
+    /// Exclusive upper bound.
+    public var appVersionBelow: SemanticVersion?
+    public var platforms: [String]
+
+    public init(
+        cities: [String] = [], notCities: [String] = [], cohorts: [String] = [], notCohorts: [String] = [],
+        units: [String] = [], appVersionAtLeast: SemanticVersion? = nil, appVersionBelow: SemanticVersion? = nil,
+        platforms: [String] = []
+    ) {
+        self.cities = cities
+        self.notCities = notCities
+        self.cohorts = cohorts
+        self.notCohorts = notCohorts
+        self.units = units
+        self.appVersionAtLeast = appVersionAtLeast
+        self.appVersionBelow = appVersionBelow
+        self.platforms = platforms
+    }
+
+    public var isEmpty: Bool { self == Conditions() }
+
+    /// Whether every condition holds for a context (the reference semantics the compiled form follows).
+    public func hold(for context: EvaluationContext) -> Bool {
+        if !cities.isEmpty {
+            guard let city = context.city, cities.contains(city) else { return false }
+        }
+        if !notCities.isEmpty {
+            guard let city = context.city, !notCities.contains(city) else { return false }
+        }
+        if !cohorts.isEmpty {
+            guard context.cohorts.contains(where: cohorts.contains) else { return false }
+        }
+        if !notCohorts.isEmpty {
+            guard !context.cohorts.isEmpty, !context.cohorts.contains(where: notCohorts.contains) else { return false }
+        }
+        if !units.isEmpty {
+            guard let unit = context.unitId, units.contains(unit) else { return false }
+        }
+        if appVersionAtLeast != nil || appVersionBelow != nil {
+            guard let text = context.appVersion, let version = SemanticVersion(text) else { return false }
+            if let lower = appVersionAtLeast, version < lower { return false }
+            if let upper = appVersionBelow, !(version < upper) { return false }
+        }
+        if !platforms.isEmpty {
+            guard let platform = context.platform, platforms.contains(platform) else { return false }
+        }
+        return true
+    }
+}
+
+/// A plugin switch or an experiment flag.
+public struct FlagDefinition: Sendable, Hashable {
+    /// The kind of flag, with what only that kind has.
+    public enum Kind: Sendable, Hashable {
+        case pluginSwitch(PluginSwitch)
+        case experiment(Experiment)
+    }
+
+    /// The prefix of every plugin switch key, the convention of the original plugin design.
+    public static let pluginSwitchPrefix = "plugin_switch_"
+
+    public var key: String
+    public var description: String?
+    /// The team or person to ask about it.
+    public var owner: String?
+    public var kind: Kind
+
+    public init(key: String, description: String? = nil, owner: String? = nil, kind: Kind) {
+        self.key = key
+        self.description = description
+        self.owner = owner
+        self.kind = kind
+    }
+
+    public var pluginSwitch: PluginSwitch? {
+        get {
+            if case .pluginSwitch(let value) = kind { return value }
+            return nil
+        }
+        set { if let newValue { kind = .pluginSwitch(newValue) } }
+    }
+
+    public var experiment: Experiment? {
+        get {
+            if case .experiment(let value) = kind { return value }
+            return nil
+        }
+        set { if let newValue { kind = .experiment(newValue) } }
+    }
+
+    /// `plugin_switch` or `experiment`.
+    public var typeName: String {
+        switch kind {
+        case .pluginSwitch: "plugin_switch"
+        case .experiment: "experiment"
+        }
+    }
+}
+
+/// The gate of one optional plugin. Off unless enabled.
+public struct PluginSwitch: Sendable, Hashable {
+    /// Off everywhere (a release manager's or the crash guard's disable).
+    public var disabled: Bool
+    /// Scopes where the switch is off.
+    public var disabledScopes: [Scope]
+    /// Ordered rules; the first whose conditions hold decides.
+    public var rules: [SwitchRule]
+    /// The rollout when no rule holds.
+    public var rollout: Rollout
+
+    public init(disabled: Bool = false, disabledScopes: [Scope] = [], rules: [SwitchRule] = [], rollout: Rollout = .off) {
+        self.disabled = disabled
+        self.disabledScopes = disabledScopes
+        self.rules = rules
+        self.rollout = rollout
+    }
+}
+
+/// A targeting rule of a plugin switch.
+public struct SwitchRule: Sendable, Hashable {
+    /// An optional label shown by `flagctl` and the console.
+    public var name: String?
+    public var conditions: Conditions
+    public var rollout: Rollout
+
+    public init(name: String? = nil, conditions: Conditions, rollout: Rollout) {
+        self.name = name
+        self.conditions = conditions
+        self.rollout = rollout
+    }
+}
+
+/// A named value of an experiment flag.
+public struct Variant: Sendable, Hashable {
+    public var key: String
+    public var value: FlagValue
+
+    public init(key: String, value: FlagValue) {
+        self.key = key
+        self.value = value
+    }
+}
+
+/// Integer weights per variant key; variants not listed weigh 0. Cumulated in the flag's variant order.
+public typealias VariantWeights = [String: UInt32]
+
+/// An experiment flag: typed variants picked by weight.
+public struct Experiment: Sendable, Hashable {
+    public var valueType: FlagValueType
+    /// Variants, in the order weights are cumulated.
+    public var variants: [Variant]
+    /// Served when the flag is killed or no bucket can be computed.
+    public var defaultVariant: String
+    public var weights: VariantWeights
+    public var rules: [ExperimentRule]
+
+    public init(
+        valueType: FlagValueType, variants: [Variant], defaultVariant: String, weights: VariantWeights,
+        rules: [ExperimentRule] = []
+    ) {
+        self.valueType = valueType
+        self.variants = variants
+        self.defaultVariant = defaultVariant
+        self.weights = weights
+        self.rules = rules
+    }
+
+    public func variant(_ key: String) -> Variant? {
+        variants.first { $0.key == key }
+    }
+}
+
+/// A targeting rule of an experiment flag, with its own weights.
+public struct ExperimentRule: Sendable, Hashable {
+    public var name: String?
+    public var conditions: Conditions
+    public var weights: VariantWeights
+
+    public init(name: String? = nil, conditions: Conditions, weights: VariantWeights) {
+        self.name = name
+        self.conditions = conditions
+        self.weights = weights
+    }
+}

@@ -1,0 +1,1 @@
+// Combination matrix: issue 6.

@@ -1,0 +1,1 @@
+// Plugin framework: issue 5.

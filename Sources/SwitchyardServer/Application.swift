@@ -1,0 +1,1 @@
+// flagsd application: issue 3.

@@ -1,0 +1,1 @@
+// Storage protocol and SQLite backend: issue 3.

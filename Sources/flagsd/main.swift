@@ -1,0 +1,1 @@
+print("flagsd: issue 3")

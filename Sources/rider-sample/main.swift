@@ -1,0 +1,1 @@
+print("rider-sample: issue 5")

@@ -1,0 +1,18 @@
+# Shared by the scripts: installs the system packages the build and tests need, when they are missing.
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_install() {
+  echo "==> installing $* (apt-get)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+}
+
+# libsqlite3-dev: GRDB links the system SQLite.
+ensure_system_packages() {
+  local missing=()
+  [ -e /usr/include/sqlite3.h ] || missing+=(libsqlite3-dev)
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+}
