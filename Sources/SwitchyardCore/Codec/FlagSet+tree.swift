@@ -362,7 +362,7 @@ extension Experiment {
                     continue
                 }
                 guard let value = FlagValue(raw, as: valueType) else {
-                    reader.report(elementPath / "value", "\(raw.serializedString()) is not a \(valueType) value")
+                    reader.report(elementPath / "value", "\(raw.serializedString()) is not a valid \(valueType) value")
                     continue
                 }
                 variants.append(Variant(key: key, value: value))

@@ -36,6 +36,21 @@ public struct FlagSet: Sendable, Hashable {
         killSwitches.first { $0.key == key }
     }
 
+    /// Flag sets are equal when they declare the same things: the order of flags and kill switches (a map in
+    /// every document) does not matter; the order of plugin points and of everything inside them does.
+    public static func == (lhs: FlagSet, rhs: FlagSet) -> Bool {
+        lhs.namespace == rhs.namespace && lhs.description == rhs.description && lhs.pluginPoints == rhs.pluginPoints
+            && lhs.killSwitches.sorted { $0.key < $1.key } == rhs.killSwitches.sorted { $0.key < $1.key }
+            && lhs.flags.sorted { $0.key < $1.key } == rhs.flags.sorted { $0.key < $1.key }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(namespace)
+        hasher.combine(pluginPoints)
+        hasher.combine(Set(flags))
+        hasher.combine(Set(killSwitches))
+    }
+
     /// The master kill switch.
     public var master: KillSwitch {
         killSwitch(KillSwitch.masterKey) ?? KillSwitch(key: KillSwitch.masterKey)
