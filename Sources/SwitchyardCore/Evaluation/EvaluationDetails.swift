@@ -107,7 +107,8 @@ extension Evaluator {
         }
         let value: FlagValue
         let variant: String
-        if let experiment = flag.experiment {
+        // An experiment asked as a plugin switch answers as a switch would: off.
+        if let experiment = flag.experiment, evaluation.decision != .typeMismatch {
             let chosen = experiment.variants.indices.contains(Int(evaluation.variantIndex))
                 ? experiment.variants[Int(evaluation.variantIndex)] : nil
             value = chosen?.value ?? .boolean(false)
