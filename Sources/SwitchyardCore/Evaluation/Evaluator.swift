@@ -29,7 +29,8 @@ public struct Evaluator: Sendable {
         city = intern(context.city, snapshot.cityIds)
         platform = intern(context.platform, snapshot.platformIds)
         unit = intern(context.unitId, snapshot.unitIds)
-        hasUnitId = context.unitId != nil
+        // An empty unit id is no unit id: hashing "" would put every such unit in one bucket.
+        hasUnitId = !(context.unitId ?? "").isEmpty
         unitBytes = Array((context.unitId ?? "").utf8)
         hasCohorts = !context.cohorts.isEmpty
         var cohortWords = [UInt64](repeating: 0, count: (snapshot.cohortIds.count + 63) / 64)

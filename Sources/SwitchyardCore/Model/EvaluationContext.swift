@@ -1,6 +1,6 @@
 /// Who a flag is evaluated for: a unit (user or device) and its attributes.
 public struct EvaluationContext: Sendable, Hashable {
-    /// The unit id bucketing hashes (OpenFeature's targeting key).
+    /// The unit id bucketing hashes (OpenFeature's targeting key). An empty one counts as missing.
     public var unitId: String?
     public var city: String?
     public var cohorts: [String]
