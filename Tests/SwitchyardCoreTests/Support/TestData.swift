@@ -78,7 +78,7 @@ extension JSONValue {
 }
 
 /// Bytes from lowercase or uppercase hex.
-func bytes(fromHex hex: String) -> [UInt8] {
+func hexBytes(_ hex: String) -> [UInt8] {
     let digits = Array(hex.utf8)
     func value(_ digit: UInt8) -> UInt8 {
         switch digit {
