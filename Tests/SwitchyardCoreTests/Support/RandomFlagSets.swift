@@ -29,13 +29,19 @@ struct RandomFlagSets {
               cohorts: chance(0.5) ? some(of: Self.cohorts, upTo: 2) : [])
     }
 
+    /// A scope naming at least one attribute (scoped disables must).
+    mutating func namedScope() -> Scope {
+        let scope = scope()
+        return scope.isEverywhere ? Scope(cities: [Self.cities.randomElement(using: &generator)!]) : scope
+    }
+
     mutating func conditions() -> Conditions {
         var conditions = Conditions()
         if chance(0.4) { conditions.cities = some(of: Self.cities, upTo: 3) }
         if chance(0.2) { conditions.notCities = some(of: Self.cities, upTo: 2) }
         if chance(0.3) { conditions.cohorts = some(of: Self.cohorts, upTo: 2) }
         if chance(0.2) { conditions.notCohorts = some(of: Self.cohorts, upTo: 2) }
-        if chance(0.1) { conditions.units = (0..<3).map { _ in "u-\(Int.random(in: 0..<40, using: &generator))" } }
+        if chance(0.1) { conditions.units = some(of: (0..<40).map { "u-\($0)" }, upTo: 3) }
         if chance(0.2) { conditions.platforms = some(of: Self.platforms, upTo: 2) }
         if chance(0.2) { conditions.appVersionAtLeast = SemanticVersion(Self.bounds.randomElement(using: &generator)!) }
         if chance(0.15) { conditions.appVersionBelow = SemanticVersion("7.0.0") }
@@ -52,7 +58,7 @@ struct RandomFlagSets {
 
     mutating func pluginSwitch() -> PluginSwitch {
         PluginSwitch(disabled: chance(0.1),
-                     disabledScopes: chance(0.3) ? (0..<Int.random(in: 1...2, using: &generator)).map { _ in scope() } : [],
+                     disabledScopes: chance(0.3) ? (0..<Int.random(in: 1...2, using: &generator)).map { _ in namedScope() } : [],
                      rules: (0..<Int.random(in: 0...3, using: &generator)).map { index in
                          SwitchRule(name: chance(0.5) ? "rule \(index)" : nil, conditions: conditions(), rollout: rollout())
                      },
