@@ -270,8 +270,9 @@ extension FlagDefinition {
             reader.report(path / "type", "'\(other)' is not a flag type (plugin_switch or experiment)")
             kind = nil
         }
+        // Report unknown fields whenever the type was known, even if the flag could not be read.
+        if type == "plugin_switch" || type == "experiment" { object.finish() }
         guard let kind else { return nil }
-        object.finish()
         return FlagDefinition(key: key, description: description, owner: owner, kind: kind)
     }
 
