@@ -23,7 +23,11 @@ extension FlagSet {
         let flagSet = FlagSet.read(tree, unit: unit, reader: reader, extraFields: extraFields)
         var problems = reader.problems
         if let flagSet {
-            problems += flagSet.validate().map { ValidationProblem(file: file, path: $0.path, message: $0.message) }
+            // The reader already reports some rules validate() checks too (a plugin switch key's prefix): once each.
+            for problem in flagSet.validate().map({ ValidationProblem(file: file, path: $0.path, message: $0.message) })
+            where !problems.contains(problem) {
+                problems.append(problem)
+            }
         }
         guard let flagSet, problems.isEmpty else {
             throw DefinitionError(problems: problems.isEmpty
