@@ -67,6 +67,22 @@ struct BucketingTests {
         }
     }
 
+    /// The worked examples of docs/evaluation.md.
+    @Test func workedExamplesOfTheDocumentationHold() throws {
+        #expect(Bucketing.hash(flagKey: "plugin_switch_feed_promos", unitId: "rider-42") == 0xE762_D569)
+        #expect(Bucketing.bucket(flagKey: "plugin_switch_feed_promos", unitId: "rider-42") == 9_038)
+        #expect(Bucketing.bucket(flagKey: "plugin_switch_feed_promos", unitId: "rider-43") == 1_922)
+        #expect(Bucketing.bucket(flagKey: "plugin_switch_rollout_110", unitId: "rider-8300") == 109)
+        #expect(Bucketing.bucket(flagKey: "plugin_switch_rollout_110", unitId: "rider-1083") == 110)
+        let colors = Experiment(valueType: .string, variants: ["green", "blue", "red"].map { Variant(key: $0, value: .string($0)) },
+                                defaultVariant: "green", weights: ["green": 34, "blue": 33, "red": 33])
+        let compiled = CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: FlagSet(
+            namespace: "docs", flags: [FlagDefinition(key: "checkout_button_color", kind: .experiment(colors))])))
+        #expect(Bucketing.weightPoint(hash: Bucketing.hash(flagKey: "checkout_button_color", unitId: "unit-d1212a8d9b"), totalWeight: 100) == 90)
+        #expect(compiled.evaluator(for: EvaluationContext(unitId: "unit-d1212a8d9b")).details(for: "checkout_button_color").variant == "red")
+        #expect(compiled.evaluator(for: EvaluationContext(unitId: "rider-42")).details(for: "checkout_button_color").variant == "green")
+    }
+
     /// PRODUCT.md: concatenation with no separator, so a key and unit split differently hash alike.
     @Test func theHashCoversThePlainConcatenation() {
         #expect(Bucketing.hash(flagKey: "plugin_switch_ab", unitId: "c") == Bucketing.hash(flagKey: "plugin_switch_a", unitId: "bc"))
