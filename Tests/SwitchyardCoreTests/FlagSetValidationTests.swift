@@ -131,7 +131,7 @@ struct FlagSetValidationTests {
             "flags.plugin_switch_ok.rules[0].cities[1]: a value must not be empty",
             "flags.plugin_switch_ok.rules[0].units[0]: must be a string, not an integer",
             "flags.plugin_switch_ok.rules[0].app_version_at_least: 'five' is not a semantic version (e.g. 5.12.0)",
-            "flags.exp.variants[0].value: \"1.0\" is not a float value",
+            "flags.exp.variants[0].value: \"1.0\" is not a valid float value",
             "flags.exp.variants[2].key: variant 'b' is declared twice",
             "flags.exp.weights.b: -1 is not between 0 and 1000000",
         ])

@@ -68,14 +68,6 @@ enum Samples {
         Snapshot(epoch: "3f1c9a5e-epoch", version: 42, flagSet: try rider())
     }
 
-    /// The order a snapshot document gives: flags and kill switches sorted by the UTF-8 bytes of their keys.
-    static func documentOrder(_ flagSet: FlagSet) -> FlagSet {
-        var sorted = flagSet
-        sorted.flags.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        sorted.killSwitches.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        return sorted
-    }
-
     /// Bytes of a snapshot document for a tree, signed the documented way: `sha256:` + the SHA-256 of the
     /// canonical form (sorted keys, compact) of the document without its `checksum` member.
     static func signed(_ tree: JSONValue) -> [UInt8] {
