@@ -30,10 +30,14 @@ public enum YAMLWriter {
     private static func writeMembers(_ object: JSONObject, indent: Int, depth: Int, into out: inout String,
                                      firstLinePrefix: String? = nil) {
         let padding = String(repeating: " ", count: indent)
-        // Top-level sections, and entries of `flags` / `kill_switches`, are set apart by a blank line.
-        let spaced = depth == 0 || (depth == 1 && object.allSatisfy { $0.value.objectValue != nil })
+        // Top-level sections (`plugin_points:`, `flags:`), and the entries of `flags` and `kill_switches`, are
+        // set apart by a blank line.
+        let spacedEntries = depth == 1 && object.allSatisfy { $0.value.objectValue != nil }
+        var previousIsBlock = false
         for (position, member) in object.enumerated() {
-            if spaced && position > 0 { out += "\n" }
+            let isBlock = isBlock(member.value)
+            if position > 0 && (spacedEntries || (depth == 0 && (isBlock || previousIsBlock))) { out += "\n" }
+            previousIsBlock = isBlock
             out += position == 0 ? (firstLinePrefix ?? padding) : padding
             out += key(member.key) + ":"
             write(member.value, indent: indent, depth: depth, into: &out, column: indent + member.key.count + 2)
@@ -70,6 +74,15 @@ public enum YAMLWriter {
             }
         default:
             out += " " + (inline(value) ?? flow(value)) + "\n"
+        }
+    }
+
+    /// Whether a value is written on lines of its own (a non-empty object, or a list that is not inline).
+    private static func isBlock(_ value: JSONValue) -> Bool {
+        switch value {
+        case .object(let object): !object.isEmpty
+        case .array(let elements): !elements.isEmpty
+        default: false
         }
     }
 
