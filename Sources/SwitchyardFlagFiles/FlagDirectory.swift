@@ -49,7 +49,8 @@ public struct FlagDirectory: Sendable {
             return
         }
 
-        var fileOfNamespace: [String: String] = [:]
+        /// Each `.yaml` file read, in name order, with its problems so far.
+        var readings: [(path: String, stem: String, result: FlagFile.ReadResult)] = []
         for name in names where !name.hasPrefix(".") {
             let filePath = "\(directory)/\(name)"
             if name.hasSuffix(".yml") {
@@ -60,31 +61,35 @@ public struct FlagDirectory: Sendable {
             guard name.hasSuffix(".\(Self.fileExtension)") else { continue }
             filePaths.append(filePath)
             let stem = String(name.dropLast(Self.fileExtension.count + 1))
-            let result: FlagFile.ReadResult
             switch FlagFile.contents(of: filePath) {
-            case .success(let text): result = FlagFile.read(yaml: text, path: filePath)
-            case .failure(let error):
-                problems += error.problems
-                continue
+            case .success(let text): readings.append((filePath, stem, FlagFile.read(yaml: text, path: filePath)))
+            case .failure(let error): readings.append((filePath, stem, FlagFile.ReadResult(problems: error.problems)))
             }
-            var fileProblems = result.problems
-            if let namespace = result.namespace {
-                if namespace != stem {
+        }
+
+        // One file per namespace, named after it: the file whose name matches owns the namespace.
+        var owner: [String: String] = [:]
+        for reading in readings where reading.result.namespace == reading.stem {
+            owner[reading.stem] = reading.path
+        }
+        for reading in readings {
+            var fileProblems = reading.result.problems
+            if let namespace = reading.result.namespace, namespace != reading.stem {
+                let name = (reading.path as NSString).lastPathComponent
+                fileProblems.append(ValidationProblem(
+                    file: reading.path, path: "namespace",
+                    message: "'\(namespace)' differs from the file name \(name); name the file \(namespace).\(Self.fileExtension) or set namespace: \(reading.stem) (one file per namespace, named <namespace>.\(Self.fileExtension))"))
+                if let other = owner[namespace] {
                     fileProblems.append(ValidationProblem(
-                        file: filePath, path: "namespace",
-                        message: "'\(namespace)' differs from the file name \(name); name the file \(namespace).\(Self.fileExtension) or set namespace: \(stem) (one file per namespace, named <namespace>.\(Self.fileExtension))"))
-                }
-                if let other = fileOfNamespace[namespace] {
-                    fileProblems.append(ValidationProblem(
-                        file: filePath, path: "namespace",
+                        file: reading.path, path: "namespace",
                         message: "'\(namespace)' is also declared in \(other); keep one file per namespace"))
                 } else {
-                    fileOfNamespace[namespace] = filePath
+                    owner[namespace] = reading.path
                 }
             }
             problems += fileProblems
-            if let flagSet = result.flagSet, fileProblems.isEmpty {
-                files.append(FlagFile(path: filePath, flagSet: flagSet))
+            if let flagSet = reading.result.flagSet, fileProblems.isEmpty {
+                files.append(FlagFile(path: reading.path, flagSet: flagSet))
             }
         }
         if filePaths.isEmpty && problems.isEmpty {

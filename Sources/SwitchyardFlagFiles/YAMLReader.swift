@@ -224,7 +224,8 @@ private struct Walker {
         }
         for marked in markedKeys {
             let later = mapping.keys.first { $0.scalar?.string == marked.key }?.mark?.line
-            let lines = later.map { " (lines \(marked.line) and \($0))" } ?? " (line \(marked.line))"
+            let lines = later.map { $0 == marked.line ? " (line \($0))" : " (lines \(marked.line) and \($0))" }
+                ?? " (line \(marked.line))"
             report(path, "duplicate key '\(marked.key)'\(lines); keep one")
         }
         return object
