@@ -144,6 +144,8 @@ public struct Explain: FlagctlCommand {
         if let bucket = details.bucket {
             if let threshold = splitRollout(details, flag: flag) {
                 table.add("bucket", "\(bucket) (on below \(threshold.basisPoints))")
+            } else if let weights = splitWeights(details, flag: flag) {
+                table.add("bucket", "\(bucket) (of 0...9999; weights \(weights))")
             } else {
                 table.add("bucket", "\(bucket) (of 0...9999)")
             }
@@ -154,6 +156,17 @@ public struct Explain: FlagctlCommand {
         let killed = details.metadata["kill_switch"] != nil
         table.add("kill switches", kills.joined(separator: ", ") + (killed ? "" : " (no entry matches)"))
         return table.text
+    }
+
+    /// The weights an experiment's variant was picked with, in variant order: `control 34, book_now 33`.
+    func splitWeights(_ details: EvaluationDetails, flag: FlagDefinition) -> String? {
+        guard let experiment = flag.experiment else { return nil }
+        var weights = experiment.weights
+        if let rule = details.metadata["rule"]?.int64Value, experiment.rules.indices.contains(Int(rule)) {
+            weights = experiment.rules[Int(rule)].weights
+        }
+        return experiment.variants.compactMap { variant in weights[variant.key].map { "\(variant.key) \($0)" } }
+            .joined(separator: ", ")
     }
 
     /// The rollout a plugin switch's bucket was compared with.
