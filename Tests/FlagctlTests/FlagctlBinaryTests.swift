@@ -42,3 +42,16 @@ struct FlagctlBinaryTests {
         #expect(help.output.contains("USAGE: flagctl <subcommand>"))
     }
 }
+
+/// The examples in docs/flagctl.md are what flagctl prints.
+struct FlagctlDocumentationTests {
+    @Test func theExplainExampleIsTheRealOutput() throws {
+        let text = try String(contentsOfFile: TestPaths.repository + "/docs/flagctl.md", encoding: .utf8)
+        let command = "$ flagctl explain plugin_switch_feed_promos --flags Flags --unit rider-42 --city nairobi\n"
+        let start = try #require(text.range(of: command))
+        let end = try #require(text.range(of: "```", range: start.upperBound..<text.endIndex))
+        let documented = String(text[start.upperBound..<end.lowerBound])
+        let result = try runBinary(["explain", "plugin_switch_feed_promos", "--flags", "Flags", "--unit", "rider-42", "--city", "nairobi"])
+        #expect(result.output == documented)
+    }
+}
