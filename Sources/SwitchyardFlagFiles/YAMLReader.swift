@@ -38,7 +38,8 @@ struct YAMLReader {
     static let duplicateMarker = "__switchyard_duplicate_key_"
 
     func read(_ text: String) -> Result {
-        var text = text
+        // A byte order mark is allowed at the start; dropping it keeps columns aligned with the text.
+        var text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         var problems: [ValidationProblem] = []
         /// Duplicates found so far, by marker number: the key as written and the line of its first occurrence.
         var duplicates: [(key: String, line: Int)] = []
@@ -67,7 +68,9 @@ struct YAMLReader {
             }
             var walker = Walker(file: file, duplicates: duplicates)
             let tree = walker.value(root, at: .root)
-            withExtendedLifetime(parser) {}  // Anchors are weak references the parser keeps alive.
+            // Node anchors are weak references that the parser keeps alive: hold it until the walk is done.
+            // (This is `Yams.compose(yaml:_:)` with the parser kept.)
+            withExtendedLifetime(parser) {}
             return Result(tree: tree, problems: problems + walker.problems)
         }
     }

@@ -58,7 +58,12 @@ struct SchemaTests {
         #expect(text.hasPrefix("# yaml-language-server: $schema=../docs/schemas/flag-file.schema.json\n"))
         #expect(throws: Never.self) { try FlagFile(yaml: text, path: "Flags/rider.yaml") }
     }
+}
 
+/// scripts/check-schemas, an independent validator (Python's jsonschema), on the same files. Serialized: the first
+/// run creates the script's virtual environment.
+@Suite(.serialized)
+struct SchemaScriptTests {
     static var pythonIsAvailable: Bool {
         ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").contains {
             FileManager.default.isExecutableFile(atPath: "\($0)/python3")

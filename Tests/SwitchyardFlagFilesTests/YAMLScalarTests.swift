@@ -118,3 +118,11 @@ struct YAMLScalarTests {
         ])
     }
 }
+
+extension YAMLScalarTests {
+    @Test func aByteOrderMarkDoesNotShiftColumns() {
+        let (tree, problems) = tree("\u{FEFF}a: 1\na: 2\n")
+        #expect(problems == ["f.yaml: duplicate key 'a' (lines 1 and 2); keep one"])
+        #expect(tree?["a"] == .int(2))
+    }
+}
