@@ -94,12 +94,14 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchyardFlagFilesTests",
-            dependencies: ["SwitchyardFlagFiles"],
+            dependencies: ["SwitchyardFlagFiles", "SwitchyardCore"],
+            exclude: ["Fixtures"],
             swiftSettings: settings
         ),
         .testTarget(
             name: "FlagctlTests",
-            dependencies: ["FlagctlCommands"],
+            // `flagctl` so the end-to-end tests find the built binary next to the test bundle.
+            dependencies: ["FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl"],
             swiftSettings: settings
         ),
     ]

@@ -1,1 +1,4 @@
-print("flagctl")
+import FlagctlCommands
+import Foundation
+
+exit(await Flagctl.execute(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,105 @@
+import Foundation
+import SwitchyardCore
+import SwitchyardFlagFiles
+import Testing
+
+/// docs/schemas/flag-file.schema.json: the JSON Schema editors validate flag files with.
+struct SchemaTests {
+    func schema() throws -> JSONValue {
+        let data = try #require(FileManager.default.contents(atPath: TestPaths.schema))
+        return try JSONValue.parse(Array(data))
+    }
+
+    @Test func schemaIsJSONForDraft2020_12() throws {
+        let schema = try schema()
+        #expect(schema["$schema"] == .string("https://json-schema.org/draft/2020-12/schema"))
+        #expect(schema["type"] == .string("object"))
+    }
+
+    @Test func everyObjectInTheSchemaForbidsUnknownFields() throws {
+        var unclosed: [String] = []
+        func visit(_ value: JSONValue, at path: String) {
+            switch value {
+            case .object(let object):
+                if object["properties"] != nil, object["type"] == .string("object"),
+                   object["additionalProperties"] == nil || object["additionalProperties"] == .bool(true) {
+                    unclosed.append(path)
+                }
+                for (key, member) in object { visit(member, at: path + "/" + key) }
+            case .array(let elements):
+                for (index, element) in elements.enumerated() { visit(element, at: "\(path)/\(index)") }
+            default: break
+            }
+        }
+        visit(try schema(), at: "#")
+        #expect(unclosed == [])
+    }
+
+    @Test func schemaNamesEveryFieldTheLoaderReads() throws {
+        let schema = try schema()
+        let definitions = try #require(schema["$defs"])
+        func fields(_ definition: String) -> Set<String> {
+            Set(definitions[definition]?["properties"]?.objectValue?.memberKeys ?? [])
+        }
+        #expect(Set(schema["properties"]?.objectValue?.memberKeys ?? []) == ["namespace", "description", "plugin_points", "kill_switches", "flags"])
+        #expect(fields("pluginPoint") == ["name", "description", "kill_switch", "switches"])
+        #expect(fields("killSwitch") == ["description", "members", "entries"])
+        #expect(fields("scope") == ["cities", "cohorts"])
+        let conditions: Set<String> = ["name", "cities", "not_cities", "cohorts", "not_cohorts", "units", "app_version_at_least", "app_version_below", "platforms"]
+        #expect(fields("switchRule") == conditions.union(["rollout"]))
+        #expect(fields("experimentRule") == conditions.union(["weights"]))
+        #expect(fields("pluginSwitch") == ["type", "description", "owner", "disabled", "disabled_scopes", "rules", "rollout"])
+        #expect(fields("experiment") == ["type", "description", "owner", "value_type", "variants", "default_variant", "weights", "rules"])
+        #expect(fields("variant") == ["key", "value"])
+    }
+
+    @Test func riderFilePointsEditorsAtTheSchema() throws {
+        let text = try String(contentsOfFile: TestPaths.riderFile, encoding: .utf8)
+        #expect(text.hasPrefix("# yaml-language-server: $schema=../docs/schemas/flag-file.schema.json\n"))
+        #expect(throws: Never.self) { try FlagFile(yaml: text, path: "Flags/rider.yaml") }
+    }
+}
+
+/// scripts/check-schemas, an independent validator (Python's jsonschema), on the same files. Serialized: the first
+/// run creates the script's virtual environment.
+@Suite(.serialized)
+struct SchemaScriptTests {
+    static var pythonIsAvailable: Bool {
+        ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").contains {
+            FileManager.default.isExecutableFile(atPath: "\($0)/python3")
+        } ?? false
+    }
+
+    /// Runs scripts/check-schemas (an independent validator, Python's jsonschema) with the given files.
+    func checkSchemas(_ files: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPaths.repository + "/scripts/check-schemas")
+        process.arguments = files
+        process.currentDirectoryURL = URL(fileURLWithPath: TestPaths.repository)
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    @Test(.enabled(if: pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/venv)"))
+    func pythonValidatorAcceptsTheFilesTheLoaderAccepts() throws {
+        let valid = TestPaths.yamlFiles(in: TestPaths.valid).map { TestPaths.valid + "/" + $0 }
+        let result = try checkSchemas([TestPaths.riderFile] + valid)
+        #expect(result.status == 0, "\(result.output)")
+        let all = try checkSchemas([])
+        #expect(all.status == 0, "\(all.output)")
+    }
+
+    @Test(.enabled(if: pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/venv)"))
+    func pythonValidatorRejectsTyposAndOutOfRangeRollouts() throws {
+        let files = ["unknown-field.yaml", "rollout-out-of-range.yaml"].map { TestPaths.broken + "/" + $0 }
+        let result = try checkSchemas(files)
+        #expect(result.status == 1)
+        #expect(result.output.contains("unknown-field.yaml: flags.plugin_switch_feed_promos: Additional properties are not allowed ('descripton', 'rollot' were unexpected)"))
+        #expect(result.output.contains("rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is greater than the maximum of 100"))
+    }
+}
