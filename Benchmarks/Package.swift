@@ -1,0 +1,52 @@
+// swift-tools-version: 6.2
+// Benchmarks of SwitchyardCore, kept out of the main package so its build and CI stay lean.
+//
+//   swift package --package-path Benchmarks -c release benchmark     # ordo-one/benchmark suites
+//   bench/run-core.sh                                                # everything, as a table
+import Foundation
+import PackageDescription
+
+/// A path dependency's package identity is its folder name, which differs between clones and worktrees
+/// (`switchyard`, `main`, `bench`), so derive it from where this manifest lives.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+let switchyard = repositoryRoot.lastPathComponent
+
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "SwitchyardBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+        // The default trait pulls a runtime interposer that is not mirrored here; the malloc counters are all we need.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // Generated snapshots and the reference evaluators the figures are compared with.
+        .target(
+            name: "CoreFixtures",
+            dependencies: [.product(name: "SwitchyardCore", package: switchyard)],
+            swiftSettings: settings
+        ),
+        // Instruction counts under callgrind, and a self-timed cross-check of the benchmark figures.
+        .executableTarget(
+            name: "core-figures",
+            dependencies: ["CoreFixtures", .product(name: "SwitchyardCore", package: switchyard)],
+            swiftSettings: settings
+        ),
+        .executableTarget(
+            name: "CoreEvaluation",
+            dependencies: [
+                "CoreFixtures",
+                .product(name: "SwitchyardCore", package: switchyard),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/CoreEvaluation",
+            swiftSettings: settings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)

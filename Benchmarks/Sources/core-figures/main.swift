@@ -1,0 +1,54 @@
+// Figures that need no benchmark harness:
+//
+//   core-figures loop CASE COUNT    runs COUNT evaluations of one case (run it under callgrind twice, with two
+//                                   counts: the difference in instructions over the difference in counts is
+//                                   the cost of one evaluation, free of the machine's noise)
+//   core-figures check              prints the fixture's answers, so the figures measure what they claim
+//
+// CASE: plain, targeted, isEnabled-plain, isEnabled-targeted, dictionary, model-plain, model-targeted.
+import CoreFixtures
+import SwitchyardCore
+
+@inline(never)
+func sink<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// Keeps the optimiser from hoisting loop-invariant work out of the measured loop.
+@inline(never)
+func opaque<T>(_ value: T) -> T { value }
+
+let arguments = CommandLine.arguments.dropFirst()
+let compiled = CompiledSnapshot(Fixtures.snapshot(flagCount: 1_000))
+let context = Fixtures.context
+let evaluator = compiled.evaluator(for: context)
+let plain = compiled.handle(for: Fixtures.plainKey)!
+let targeted = compiled.handle(for: Fixtures.targetedKey)!
+
+switch arguments.first {
+case "loop":
+    guard arguments.count == 3, let count = Int(arguments.dropFirst(2).first!) else {
+        fatalError("usage: core-figures loop CASE COUNT")
+    }
+    let name = arguments.dropFirst().first!
+    let dictionary = DictionaryClient(compiled, context: context)
+    let model = ModelEvaluator(compiled.snapshot.flagSet)
+    switch name {
+    case "plain": for _ in 0..<count { sink(evaluator.evaluate(opaque(plain))) }
+    case "targeted": for _ in 0..<count { sink(evaluator.evaluate(opaque(targeted))) }
+    case "isEnabled-plain": for _ in 0..<count { sink(evaluator.isEnabled(opaque(plain))) }
+    case "isEnabled-targeted": for _ in 0..<count { sink(evaluator.isEnabled(opaque(targeted))) }
+    case "dictionary": for _ in 0..<count { sink(dictionary.isEnabled(opaque(Fixtures.plainKey))) }
+    case "model-plain": for _ in 0..<count { sink(model.isEnabled(opaque(Fixtures.plainKey), context: context)) }
+    case "model-targeted": for _ in 0..<count { sink(model.isEnabled(opaque(Fixtures.targetedKey), context: context)) }
+    case "prepare": for _ in 0..<count { sink(compiled.evaluator(for: opaque(context))) }
+    default: fatalError("unknown case '\(name)'; see the comment at the top of main.swift")
+    }
+case "check":
+    for (name, handle) in [("plain", plain), ("targeted", targeted)] {
+        let details = evaluator.details(for: handle, evaluation: evaluator.evaluate(handle))
+        print("\(name): \(details.flagKey) = \(details.value) reason \(details.reason) by \(details.decidedBy) bucket \(details.bucket.map(String.init) ?? "-")")
+    }
+default:
+    print("usage: core-figures loop CASE COUNT | core-figures check")
+}
