@@ -13,42 +13,49 @@
 public final class CompiledSnapshot: Sendable {
     public let snapshot: Snapshot
 
-    let flagRecords: [FlagRecord]
     let keyIndex: [String: Int32]
     let cityIds: [String: Int32]
     let cohortIds: [String: Int32]
     let platformIds: [String: Int32]
     let unitIds: [String: Int32]
     let versionBounds: [SemanticVersion]
-    let words: [UInt64]
-    let scopes: [ScopeRecord]
-    let rules: [RuleRecord]
-    let killRefs: [KillRef]
-    let cumulativeWeights: [UInt64]
+    /// Per kill switch of the flag set, its entries' scopes in `killEntryScopes`.
+    let killSwitchRecords: [KillSwitchRecord]
+    let killEntryScopes: [Int32]
+    /// The hot tables, in memory this object owns (never moved, never written after init, freed in deinit).
+    let tables: Tables
 
     /// Compiles a snapshot. Never traps, even on a flag set that does not validate.
     public init(_ snapshot: Snapshot) {
         var builder = Builder(flagSet: snapshot.flagSet)
         builder.build()
         self.snapshot = snapshot
-        flagRecords = builder.flagRecords
         keyIndex = builder.keyIndex
         cityIds = builder.cities.ids
         cohortIds = builder.cohorts.ids
         platformIds = builder.platforms.ids
         unitIds = builder.units.ids
         versionBounds = builder.versionBounds
-        words = builder.words
-        scopes = builder.scopes
-        rules = builder.rules
-        killRefs = builder.killRefs
-        cumulativeWeights = builder.cumulativeWeights
+        killSwitchRecords = builder.killSwitchRecords
+        killEntryScopes = builder.killEntryScopes
+        tables = Tables(
+            flags: Table(copying: builder.flagRecords),
+            rules: Table(copying: builder.rules),
+            scopes: Table(copying: builder.scopes),
+            words: Table(copying: builder.words),
+            flagKillSwitches: Table(copying: builder.flagKillSwitches),
+            cumulativeWeights: Table(copying: builder.cumulativeWeights)
+        )
+    }
+
+    deinit {
+        tables.deallocate()
     }
 
     public var namespace: String { snapshot.namespace }
     public var epoch: String { snapshot.epoch }
     public var version: Int64 { snapshot.version }
-    public var flagCount: Int { flagRecords.count }
+    public var flagCount: Int { tables.flags.count }
 
     /// Resolves a flag key to a handle, once.
     public func handle(for key: String) -> FlagHandle? {
@@ -57,7 +64,7 @@ public final class CompiledSnapshot: Sendable {
 
     /// The definition behind a handle.
     public func flag(_ handle: FlagHandle) -> FlagDefinition? {
-        guard handle.index >= 0, Int(handle.index) < flagRecords.count else { return nil }
+        guard handle.index >= 0, Int(handle.index) < tables.flags.count else { return nil }
         return snapshot.flagSet.flags[Int(handle.index)]
     }
 
@@ -68,6 +75,54 @@ public final class CompiledSnapshot: Sendable {
 }
 
 // MARK: - Compiled records (plain data)
+
+/// An immutable array of plain records in memory allocated once, read without bounds checks or reference
+/// counting on the evaluation path. Indices into it are produced by the compiler and are in range by
+/// construction; only flag handles, which come from callers, are checked.
+struct Table<Element: BitwiseCopyable>: @unchecked Sendable {
+    let base: UnsafeMutablePointer<Element>
+    let count: Int
+
+    init(copying elements: [Element]) {
+        count = elements.count
+        base = UnsafeMutablePointer<Element>.allocate(capacity: max(count, 1))
+        _ = UnsafeMutableBufferPointer(start: base, count: count).initialize(from: elements)
+    }
+
+    @inline(__always)
+    subscript(_ index: Int32) -> Element {
+        base[Int(index)]
+    }
+
+    @inline(__always)
+    func pointer(_ index: Int32) -> UnsafePointer<Element> {
+        UnsafePointer(base + Int(index))
+    }
+
+    func deallocate() {
+        base.deallocate()
+    }
+}
+
+/// The tables evaluation reads; an evaluator keeps a copy of these pointers (and its snapshot, which owns them).
+struct Tables: Sendable {
+    let flags: Table<FlagRecord>
+    let rules: Table<RuleRecord>
+    let scopes: Table<ScopeRecord>
+    let words: Table<UInt64>
+    /// Per flag, the kill switches (indices in the flag set) that cover it and hold entries: the master first.
+    let flagKillSwitches: Table<Int32>
+    let cumulativeWeights: Table<UInt64>
+
+    func deallocate() {
+        flags.deallocate()
+        rules.deallocate()
+        scopes.deallocate()
+        words.deallocate()
+        flagKillSwitches.deallocate()
+        cumulativeWeights.deallocate()
+    }
+}
 
 /// A bitset in `CompiledSnapshot.words`; `count == 0` means "no condition".
 struct BitsetRef: Sendable, Hashable {
@@ -101,24 +156,23 @@ struct WeightsRecord: Sendable {
     var single: Int32 = -1
 }
 
-/// A kill entry that covers a flag.
-struct KillRef: Sendable {
-    var killSwitch: Int32
-    var entry: Int32
-    var scope: Int32
+/// The entries of one kill switch: scope indices `killEntryScopes[start..<start + count]`.
+struct KillSwitchRecord: Sendable {
+    var start: Int32
+    var count: Int32
 }
 
 struct FlagRecord: Sendable {
     var isExperiment = false
-    var hasher = Murmur3Hasher()
+    var disabled = false
+    var rollout: UInt16 = 0
     var killStart: Int32 = 0
     var killCount: Int32 = 0
-    var disabled = false
     var disableStart: Int32 = 0
     var disableCount: Int32 = 0
     var ruleStart: Int32 = 0
     var ruleCount: Int32 = 0
-    var rollout: UInt16 = 0
+    var hasher = Murmur3Hasher()
     var weights = WeightsRecord()
     var variantCount: Int32 = 0
     var defaultVariant: Int32 = 0
@@ -149,7 +203,9 @@ private struct Builder {
     var words: [UInt64] = []
     var scopes: [ScopeRecord] = []
     var rules: [RuleRecord] = []
-    var killRefs: [KillRef] = []
+    var killSwitchRecords: [KillSwitchRecord] = []
+    var killEntryScopes: [Int32] = []
+    var flagKillSwitches: [Int32] = []
     var cumulativeWeights: [UInt64] = []
 
     init(flagSet: FlagSet) {
@@ -219,24 +275,25 @@ private struct Builder {
             }
         }
         let masterIndex = flagSet.killSwitches.firstIndex(where: \.isMaster).map(Int32.init)
-        // Kill entries compile to scopes once, shared by every flag they cover.
-        var entryScopes: [[Int32]] = []
+        // Kill entries compile to scopes once, shared by every flag they cover; an evaluator matches them
+        // against its context once, when it is prepared.
         for kill in flagSet.killSwitches {
-            entryScopes.append(kill.entries.map { scope($0) })
+            let start = Int32(killEntryScopes.count)
+            for entry in kill.entries { killEntryScopes.append(scope(entry)) }
+            killSwitchRecords.append(KillSwitchRecord(start: start, count: Int32(kill.entries.count)))
         }
 
         for (flagIndex, flag) in flagSet.flags.enumerated() {
             if keyIndex[flag.key] == nil { keyIndex[flag.key] = Int32(flagIndex) }
             var record = FlagRecord()
             record.hasher.combine(flag.key)
-            record.killStart = Int32(killRefs.count)
+            record.killStart = Int32(flagKillSwitches.count)
             let kills = (masterIndex.map { [$0] } ?? []) + (coveringKills[flag.key] ?? []).sorted()
-            for killIndex in kills {
-                for (entryIndex, scopeIndex) in entryScopes[Int(killIndex)].enumerated() {
-                    killRefs.append(KillRef(killSwitch: killIndex, entry: Int32(entryIndex), scope: scopeIndex))
-                }
+            // A kill switch without entries can never kill: leave it out of the flag's list.
+            for killIndex in kills where killSwitchRecords[Int(killIndex)].count > 0 {
+                flagKillSwitches.append(killIndex)
             }
-            record.killCount = Int32(killRefs.count) - record.killStart
+            record.killCount = Int32(flagKillSwitches.count) - record.killStart
 
             switch flag.kind {
             case .pluginSwitch(let gate):

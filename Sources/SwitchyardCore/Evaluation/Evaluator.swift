@@ -7,6 +7,8 @@ public struct Evaluator: Sendable {
     public let snapshot: CompiledSnapshot
     public let context: EvaluationContext
 
+    /// The snapshot's tables (kept alive by `snapshot`), read without reference counting.
+    let tables: Tables
     /// -2: the context has no such attribute; -1: it has one the snapshot never mentions.
     let city: Int32
     let platform: Int32
@@ -14,14 +16,19 @@ public struct Evaluator: Sendable {
     let hasUnitId: Bool
     let hasCohorts: Bool
     let hasVersion: Bool
+    /// Whether any kill entry of the snapshot matches the context; when none does, no flag is killed.
+    let anyKilled: Bool
     let unitBytes: [UInt8]
     let cohortWords: [UInt64]
     /// Bit i: the context's app version is at or above `versionBounds[i]`.
     let versionAtLeast: [UInt64]
+    /// Per kill switch of the flag set, the index of its first entry that matches the context, or -1.
+    let killingEntry: [Int32]
 
     init(snapshot: CompiledSnapshot, context: EvaluationContext) {
         self.snapshot = snapshot
         self.context = context
+        tables = snapshot.tables
         func intern(_ value: String?, _ ids: [String: Int32]) -> Int32 {
             guard let value else { return -2 }
             return ids[value] ?? -1
@@ -47,6 +54,19 @@ public struct Evaluator: Sendable {
             }
         }
         self.versionAtLeast = versionAtLeast
+        // Kill entries are few and shared by many flags: match each against the context once, here.
+        var killingEntry = [Int32](repeating: -1, count: snapshot.killSwitchRecords.count)
+        for (killIndex, kill) in snapshot.killSwitchRecords.enumerated() {
+            for entry in 0..<kill.count {
+                let scope = snapshot.tables.scopes[snapshot.killEntryScopes[Int(kill.start + entry)]]
+                if Self.matches(scope, city: city, hasCohorts: hasCohorts, cohortWords: cohortWords, words: tables.words) {
+                    killingEntry[killIndex] = entry
+                    break
+                }
+            }
+        }
+        anyKilled = killingEntry.contains { $0 >= 0 }
+        self.killingEntry = killingEntry
     }
 
     /// Whether a plugin switch is on. Off for unknown flags and experiment flags.
@@ -57,45 +77,47 @@ public struct Evaluator: Sendable {
 
     /// Evaluates a flag: a plugin switch by the evaluation table, an experiment flag by its weights.
     public func evaluate(_ handle: FlagHandle) -> Evaluation {
-        let records = snapshot.flagRecords
-        let index = Int(handle.index)
-        guard index >= 0, index < records.count else { return .notFound }
-        let flag = records[index]
-        return flag.isExperiment ? evaluateExperiment(flag) : evaluateSwitch(flag)
+        guard handle.index >= 0, Int(handle.index) < tables.flags.count else { return .notFound }
+        let flag = tables.flags.pointer(handle.index)
+        return flag.pointee.isExperiment ? evaluateExperiment(flag) : evaluateSwitch(flag)
     }
 
     /// Evaluates a plugin switch; an experiment flag gives `TYPE_MISMATCH`.
     public func evaluateSwitch(_ handle: FlagHandle) -> Evaluation {
-        let records = snapshot.flagRecords
-        let index = Int(handle.index)
-        guard index >= 0, index < records.count else { return .notFound }
-        let flag = records[index]
-        return flag.isExperiment ? .typeMismatch : evaluateSwitch(flag)
+        guard handle.index >= 0, Int(handle.index) < tables.flags.count else { return .notFound }
+        let flag = tables.flags.pointer(handle.index)
+        return flag.pointee.isExperiment ? .typeMismatch : evaluateSwitch(flag)
     }
 
     @inline(__always)
-    private func evaluateSwitch(_ flag: FlagRecord) -> Evaluation {
-        if flag.killCount > 0, let killed = killEntry(flag) {
+    private func evaluateSwitch(_ flag: UnsafePointer<FlagRecord>) -> Evaluation {
+        if anyKilled && flag.pointee.killCount > 0, let killed = killEntry(flag) {
             return Evaluation(isOn: false, variantIndex: 0, reason: .disabled, decision: killed)
         }
-        if flag.disabled {
+        if flag.pointee.disabled {
             return Evaluation(isOn: false, variantIndex: 0, reason: .disabled, decision: .disabled)
         }
-        if flag.disableCount > 0 {
-            for offset in 0..<flag.disableCount where matches(snapshot.scopes[Int(flag.disableStart + offset)]) {
+        let disableCount = flag.pointee.disableCount
+        if disableCount > 0 {
+            let disableStart = flag.pointee.disableStart
+            for offset in 0..<disableCount where matches(tables.scopes[disableStart + offset]) {
                 return Evaluation(isOn: false, variantIndex: 0, reason: .disabled, decision: .disabledInScope(offset))
             }
         }
-        var rollout = flag.rollout
+        var rollout = flag.pointee.rollout
         var decision = Decision.fallback
-        var fixedReason: EvaluationReason = flag.ruleCount == 0 ? .static : .default
-        if flag.ruleCount > 0 {
-            let rules = snapshot.rules
-            for offset in 0..<flag.ruleCount where holds(rules[Int(flag.ruleStart + offset)]) {
-                rollout = rules[Int(flag.ruleStart + offset)].rollout
-                decision = .rule(offset)
-                fixedReason = .targetingMatch
-                break
+        let ruleCount = flag.pointee.ruleCount
+        var fixedReason: EvaluationReason = ruleCount == 0 ? .static : .default
+        if ruleCount > 0 {
+            let ruleStart = flag.pointee.ruleStart
+            for offset in 0..<ruleCount {
+                let rule = tables.rules.pointer(ruleStart + offset)
+                if holds(rule) {
+                    rollout = rule.pointee.rollout
+                    decision = .rule(offset)
+                    fixedReason = .targetingMatch
+                    break
+                }
             }
         }
         if rollout == 0 || rollout >= Rollout.maximum {
@@ -111,32 +133,36 @@ public struct Evaluator: Sendable {
     }
 
     @inline(__always)
-    private func evaluateExperiment(_ flag: FlagRecord) -> Evaluation {
-        if flag.killCount > 0, let killed = killEntry(flag) {
-            return Evaluation(isOn: false, variantIndex: flag.defaultVariant, reason: .disabled, decision: killed)
+    private func evaluateExperiment(_ flag: UnsafePointer<FlagRecord>) -> Evaluation {
+        if anyKilled && flag.pointee.killCount > 0, let killed = killEntry(flag) {
+            return Evaluation(isOn: false, variantIndex: flag.pointee.defaultVariant, reason: .disabled, decision: killed)
         }
-        var weights = flag.weights
+        var weights = flag.pointee.weights
         var decision = Decision.fallback
-        if flag.ruleCount > 0 {
-            let rules = snapshot.rules
-            for offset in 0..<flag.ruleCount where holds(rules[Int(flag.ruleStart + offset)]) {
-                weights = rules[Int(flag.ruleStart + offset)].weights
-                decision = .rule(offset)
-                break
+        let ruleCount = flag.pointee.ruleCount
+        if ruleCount > 0 {
+            let ruleStart = flag.pointee.ruleStart
+            for offset in 0..<ruleCount {
+                let rule = tables.rules.pointer(ruleStart + offset)
+                if holds(rule) {
+                    weights = rule.pointee.weights
+                    decision = .rule(offset)
+                    break
+                }
             }
         }
         if weights.single >= 0 {
             return Evaluation(isOn: false, variantIndex: weights.single, reason: .targetingMatch, decision: decision)
         }
         guard hasUnitId else {
-            return Evaluation(isOn: false, variantIndex: flag.defaultVariant, reason: .error,
+            return Evaluation(isOn: false, variantIndex: flag.pointee.defaultVariant, reason: .error,
                               errorCode: .targetingKeyMissing, decision: decision)
         }
         let hash = hash(flag)
         let point = Bucketing.weightPoint(hash: hash, totalWeight: weights.total)
-        var variant = flag.variantCount - 1
-        let cumulative = snapshot.cumulativeWeights
-        for offset in 0..<flag.variantCount where cumulative[Int(weights.start + offset)] > point {
+        let variantCount = flag.pointee.variantCount
+        var variant = variantCount - 1
+        for offset in 0..<variantCount where tables.cumulativeWeights[weights.start + offset] > point {
             variant = offset
             break
         }
@@ -145,18 +171,20 @@ public struct Evaluator: Sendable {
     }
 
     @inline(__always)
-    private func hash(_ flag: FlagRecord) -> UInt32 {
-        var hasher = flag.hasher
+    private func hash(_ flag: UnsafePointer<FlagRecord>) -> UInt32 {
+        var hasher = flag.pointee.hasher
         unitBytes.withUnsafeBufferPointer { hasher.combine(contiguous: $0) }
         return hasher.finalize()
     }
 
-    private func killEntry(_ flag: FlagRecord) -> Decision? {
-        let refs = snapshot.killRefs
-        for offset in 0..<flag.killCount {
-            let ref = refs[Int(flag.killStart + offset)]
-            if matches(snapshot.scopes[Int(ref.scope)]) {
-                return .killed(killSwitch: ref.killSwitch, entry: ref.entry)
+    /// The first kill entry that matches the context among the kill switches covering a flag, in their order.
+    private func killEntry(_ flag: UnsafePointer<FlagRecord>) -> Decision? {
+        let start = flag.pointee.killStart
+        for offset in 0..<flag.pointee.killCount {
+            let killSwitch = tables.flagKillSwitches[start + offset]
+            let entry = killingEntry[Int(killSwitch)]
+            if entry >= 0 {
+                return .killed(killSwitch: killSwitch, entry: entry)
             }
         }
         return nil
@@ -167,13 +195,12 @@ public struct Evaluator: Sendable {
     @inline(__always)
     private func contains(_ set: BitsetRef, _ id: Int32) -> Bool {
         guard id >= 0, id / 64 < set.count else { return false }
-        return snapshot.words[Int(set.start + id / 64)] & (1 << UInt64(id % 64)) != 0
+        return tables.words[set.start + id / 64] & (1 << UInt64(id % 64)) != 0
     }
 
     @inline(__always)
-    private func intersects(_ set: BitsetRef, _ bits: [UInt64]) -> Bool {
-        let words = snapshot.words
-        for offset in 0..<min(Int(set.count), bits.count) where words[Int(set.start) + offset] & bits[offset] != 0 {
+    private static func intersects(_ set: BitsetRef, _ bits: [UInt64], words: Table<UInt64>) -> Bool {
+        for offset in 0..<min(Int(set.count), bits.count) where words[set.start + Int32(offset)] & bits[offset] != 0 {
             return true
         }
         return false
@@ -185,18 +212,30 @@ public struct Evaluator: Sendable {
     }
 
     @inline(__always)
-    private func matches(_ scope: ScopeRecord) -> Bool {
-        if scope.cities.count > 0 && !contains(scope.cities, city) { return false }
-        if scope.cohorts.count > 0 && !(hasCohorts && intersects(scope.cohorts, cohortWords)) { return false }
+    private static func matches(_ scope: ScopeRecord, city: Int32, hasCohorts: Bool, cohortWords: [UInt64],
+                                words: Table<UInt64>) -> Bool {
+        if scope.cities.count > 0 {
+            guard city >= 0, city / 64 < scope.cities.count,
+                  words[scope.cities.start + city / 64] & (1 << UInt64(city % 64)) != 0 else { return false }
+        }
+        if scope.cohorts.count > 0 && !(hasCohorts && intersects(scope.cohorts, cohortWords, words: words)) { return false }
         return true
     }
 
     @inline(__always)
-    private func holds(_ rule: RuleRecord) -> Bool {
+    private func matches(_ scope: ScopeRecord) -> Bool {
+        Self.matches(scope, city: city, hasCohorts: hasCohorts, cohortWords: cohortWords, words: tables.words)
+    }
+
+    @inline(__always)
+    private func holds(_ rule: UnsafePointer<RuleRecord>) -> Bool {
+        let rule = rule.pointee
         if rule.cityIn.count > 0 && !contains(rule.cityIn, city) { return false }
         if rule.cityNotIn.count > 0 && (city == -2 || contains(rule.cityNotIn, city)) { return false }
-        if rule.cohortIn.count > 0 && !(hasCohorts && intersects(rule.cohortIn, cohortWords)) { return false }
-        if rule.cohortNotIn.count > 0 && (!hasCohorts || intersects(rule.cohortNotIn, cohortWords)) { return false }
+        if rule.cohortIn.count > 0
+            && !(hasCohorts && Self.intersects(rule.cohortIn, cohortWords, words: tables.words)) { return false }
+        if rule.cohortNotIn.count > 0
+            && (!hasCohorts || Self.intersects(rule.cohortNotIn, cohortWords, words: tables.words)) { return false }
         if rule.unitIn.count > 0 && !contains(rule.unitIn, unit) { return false }
         if rule.atLeast >= 0 || rule.below >= 0 {
             if !hasVersion { return false }

@@ -2,7 +2,7 @@
 ///
 /// Feeding `a` then `b` gives the same hash as feeding the concatenation, so a compiled snapshot can hash a
 /// flag key once and continue from that state with each unit id.
-public struct Murmur3Hasher: Sendable, Hashable {
+public struct Murmur3Hasher: Sendable, Hashable, BitwiseCopyable {
     private static let c1: UInt32 = 0xCC9E_2D51
     private static let c2: UInt32 = 0x1B87_3593
 
@@ -39,7 +39,7 @@ public struct Murmur3Hasher: Sendable, Hashable {
     /// Feeds the UTF-8 bytes of a string.
     public mutating func combine(_ string: String) {
         var string = string
-        string.withUTF8 { combine(UnsafeRawBufferPointer($0)) }
+        string.withUTF8 { combine(contiguous: $0) }
     }
 
     /// Feeds one byte.
@@ -55,25 +55,37 @@ public struct Murmur3Hasher: Sendable, Hashable {
         }
     }
 
-    /// Feeds bytes known to be contiguous, taking whole blocks at a time when aligned to a block boundary.
+    /// Feeds bytes known to be contiguous: completes a pending block byte by byte, then reads whole 4-byte
+    /// blocks with one load each.
     @inline(__always)
     public mutating func combine(contiguous buffer: UnsafeBufferPointer<UInt8>) {
+        guard let base = buffer.baseAddress else { return }
         var index = 0
         let count = buffer.count
         while pendingCount != 0 && index < count {
-            combine(byte: buffer[index])
+            combine(byte: base[index])
             index += 1
         }
+        let raw = UnsafeRawPointer(base)
+        let blocksStart = index
         while count - index >= 4 {
-            let block = UInt32(buffer[index]) | UInt32(buffer[index + 1]) << 8
-                | UInt32(buffer[index + 2]) << 16 | UInt32(buffer[index + 3]) << 24
-            absorb(block)
-            length &+= 4
+            absorb(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt32.self)))
             index += 4
         }
+        length &+= UInt32(truncatingIfNeeded: index - blocksStart)
+        // At most three bytes remain, and no block is pending unless the input ran out while completing one.
+        var tail: UInt32 = 0
+        var shift: UInt32 = 0
+        let remaining = count - index
         while index < count {
-            combine(byte: buffer[index])
+            tail |= UInt32(base[index]) << shift
+            shift += 8
             index += 1
+        }
+        if remaining > 0 {
+            pending = tail
+            pendingCount = UInt32(remaining)
+            length &+= UInt32(remaining)
         }
     }
 
