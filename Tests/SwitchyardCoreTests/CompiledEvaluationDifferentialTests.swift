@@ -169,7 +169,7 @@ private struct PlainEvaluator {
 private enum RandomFlagSet {
     static let cities = ["lagos", "paris", "nairobi", "köln", "são-paulo"]
     static let cohorts = ["beta", "staff", "dogfood", "riders", "ios-beta"]
-    static let units = ["u1", "u2", "rider-42", "", "5f0c6a2e-9b1d-4c8e-a7f3-2d4b6e8a0c1f", "ünït-ß"]
+    static let units = ["u1", "u2", "abc", "abcd", "rider", "rider-42", "", "5f0c6a2e-9b1d-4c8e-a7f3-2d4b6e8a0c1f", "ünït-ß"]
     static let platforms = ["ios", "android", "linux"]
     static let versions = ["4.9.9", "5.0.0", "5.12.0", "6.0.0-beta.2", "6.0.0", "not-a-version", "7"]
 
@@ -219,7 +219,9 @@ private enum RandomFlagSet {
 
     static func make(_ random: inout SplitMix64) -> FlagSet {
         var flags: [FlagDefinition] = []
-        for index in 0..<Int(8 + random.next() % 16) {
+        for number in 0..<Int(8 + random.next() % 16) {
+            // Keys of every length modulo 4, so unit ids are hashed after each possible partial block.
+            let index = "\(number)" + String("xyz".prefix(Int(random.next() % 4)))
             if chance(&random, 25) {
                 let variants = (0..<Int(1 + random.next() % 4)).map { Variant(key: "v\($0)", value: .integer(Int64($0))) }
                 func weights(_ random: inout SplitMix64) -> VariantWeights {

@@ -164,6 +164,8 @@ struct KillSwitchRecord: Sendable {
 
 struct FlagRecord: Sendable {
     var isExperiment = false
+    /// A plugin switch without rules or disables, at 0 % or 100 %: only a kill entry can change its value.
+    var isFixed = false
     var disabled = false
     var rollout: UInt16 = 0
     var killStart: Int32 = 0
@@ -309,6 +311,8 @@ private struct Builder {
                 }
                 record.ruleCount = Int32(rules.count) - record.ruleStart
                 record.rollout = gate.rollout.basisPoints
+                record.isFixed = !gate.disabled && gate.disabledScopes.isEmpty && gate.rules.isEmpty
+                    && (record.rollout == 0 || record.rollout == Rollout.maximum)
             case .experiment(let experiment):
                 record.isExperiment = true
                 record.variantCount = Int32(experiment.variants.count)

@@ -18,7 +18,8 @@ public struct Evaluator: Sendable {
     let hasVersion: Bool
     /// Whether any kill entry of the snapshot matches the context; when none does, no flag is killed.
     let anyKilled: Bool
-    let unitBytes: [UInt8]
+    /// The unit id's UTF-8 bytes, cut into blocks once for hashing after any flag key.
+    let unitSuffix: Murmur3Suffix
     let cohortWords: [UInt64]
     /// Bit i: the context's app version is at or above `versionBounds[i]`.
     let versionAtLeast: [UInt64]
@@ -38,7 +39,7 @@ public struct Evaluator: Sendable {
         unit = intern(context.unitId, snapshot.unitIds)
         // An empty unit id is no unit id: hashing "" would put every such unit in one bucket.
         hasUnitId = !(context.unitId ?? "").isEmpty
-        unitBytes = Array((context.unitId ?? "").utf8)
+        unitSuffix = Murmur3Suffix(Array((context.unitId ?? "").utf8))
         hasCohorts = !context.cohorts.isEmpty
         var cohortWords = [UInt64](repeating: 0, count: (snapshot.cohortIds.count + 63) / 64)
         for cohort in context.cohorts {
@@ -79,6 +80,7 @@ public struct Evaluator: Sendable {
     public func evaluate(_ handle: FlagHandle) -> Evaluation {
         guard handle.index >= 0, Int(handle.index) < tables.flags.count else { return .notFound }
         let flag = tables.flags.pointer(handle.index)
+        if let fixed = fixedEvaluation(flag) { return fixed }
         return flag.pointee.isExperiment ? evaluateExperiment(flag) : evaluateSwitch(flag)
     }
 
@@ -86,10 +88,20 @@ public struct Evaluator: Sendable {
     public func evaluateSwitch(_ handle: FlagHandle) -> Evaluation {
         guard handle.index >= 0, Int(handle.index) < tables.flags.count else { return .notFound }
         let flag = tables.flags.pointer(handle.index)
+        if let fixed = fixedEvaluation(flag) { return fixed }
         return flag.pointee.isExperiment ? .typeMismatch : evaluateSwitch(flag)
     }
 
+    /// The fast path of a switch without rules, disables or a partial rollout, which only a kill entry can turn
+    /// off: the table's last steps (`STATIC`), unless a kill entry matches the context.
     @inline(__always)
+    private func fixedEvaluation(_ flag: UnsafePointer<FlagRecord>) -> Evaluation? {
+        guard flag.pointee.isFixed, !anyKilled || flag.pointee.killCount == 0 else { return nil }
+        let isOn = flag.pointee.rollout != 0
+        return Evaluation(isOn: isOn, variantIndex: isOn ? 1 : 0, reason: .static, decision: .fallback)
+    }
+
+    @inline(never)
     private func evaluateSwitch(_ flag: UnsafePointer<FlagRecord>) -> Evaluation {
         if anyKilled && flag.pointee.killCount > 0, let killed = killEntry(flag) {
             return Evaluation(isOn: false, variantIndex: 0, reason: .disabled, decision: killed)
@@ -132,7 +144,7 @@ public struct Evaluator: Sendable {
         return Evaluation(isOn: isOn, variantIndex: isOn ? 1 : 0, reason: .split, decision: decision, bucket: bucket)
     }
 
-    @inline(__always)
+    @inline(never)
     private func evaluateExperiment(_ flag: UnsafePointer<FlagRecord>) -> Evaluation {
         if anyKilled && flag.pointee.killCount > 0, let killed = killEntry(flag) {
             return Evaluation(isOn: false, variantIndex: flag.pointee.defaultVariant, reason: .disabled, decision: killed)
@@ -172,9 +184,7 @@ public struct Evaluator: Sendable {
 
     @inline(__always)
     private func hash(_ flag: UnsafePointer<FlagRecord>) -> UInt32 {
-        var hasher = flag.pointee.hasher
-        unitBytes.withUnsafeBufferPointer { hasher.combine(contiguous: $0) }
-        return hasher.finalize()
+        flag.pointee.hasher.finalize(appending: unitSuffix)
     }
 
     /// The first kill entry that matches the context among the kill switches covering a flag, in their order.
@@ -229,20 +239,22 @@ public struct Evaluator: Sendable {
 
     @inline(__always)
     private func holds(_ rule: UnsafePointer<RuleRecord>) -> Bool {
-        let rule = rule.pointee
-        if rule.cityIn.count > 0 && !contains(rule.cityIn, city) { return false }
-        if rule.cityNotIn.count > 0 && (city == -2 || contains(rule.cityNotIn, city)) { return false }
-        if rule.cohortIn.count > 0
-            && !(hasCohorts && Self.intersects(rule.cohortIn, cohortWords, words: tables.words)) { return false }
-        if rule.cohortNotIn.count > 0
-            && (!hasCohorts || Self.intersects(rule.cohortNotIn, cohortWords, words: tables.words)) { return false }
-        if rule.unitIn.count > 0 && !contains(rule.unitIn, unit) { return false }
-        if rule.atLeast >= 0 || rule.below >= 0 {
+        // Fields are read in place: copying the whole record costs more than the checks.
+        if rule.pointee.cityIn.count > 0 && !contains(rule.pointee.cityIn, city) { return false }
+        if rule.pointee.cityNotIn.count > 0 && (city == -2 || contains(rule.pointee.cityNotIn, city)) { return false }
+        if rule.pointee.cohortIn.count > 0
+            && !(hasCohorts && Self.intersects(rule.pointee.cohortIn, cohortWords, words: tables.words)) { return false }
+        if rule.pointee.cohortNotIn.count > 0
+            && (!hasCohorts || Self.intersects(rule.pointee.cohortNotIn, cohortWords, words: tables.words)) { return false }
+        if rule.pointee.unitIn.count > 0 && !contains(rule.pointee.unitIn, unit) { return false }
+        let atLeast = rule.pointee.atLeast
+        let below = rule.pointee.below
+        if atLeast >= 0 || below >= 0 {
             if !hasVersion { return false }
-            if rule.atLeast >= 0 && !versionIsAtLeast(rule.atLeast) { return false }
-            if rule.below >= 0 && versionIsAtLeast(rule.below) { return false }
+            if atLeast >= 0 && !versionIsAtLeast(atLeast) { return false }
+            if below >= 0 && versionIsAtLeast(below) { return false }
         }
-        if rule.platformIn.count > 0 && !contains(rule.platformIn, platform) { return false }
+        if rule.pointee.platformIn.count > 0 && !contains(rule.pointee.platformIn, platform) { return false }
         return true
     }
 }

@@ -9,6 +9,7 @@ public struct Murmur3Hasher: Sendable, Hashable, BitwiseCopyable {
     private var state: UInt32
     /// Bytes of an incomplete 4-byte block, little-endian.
     private var pending: UInt32 = 0
+    /// How many bytes `pending` holds, 0...3.
     private var pendingCount: UInt32 = 0
     private var length: UInt32 = 0
 
@@ -66,21 +67,24 @@ public struct Murmur3Hasher: Sendable, Hashable, BitwiseCopyable {
             combine(byte: base[index])
             index += 1
         }
-        let raw = UnsafeRawPointer(base)
-        let blocksStart = index
-        while count - index >= 4 {
-            absorb(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt32.self)))
-            index += 4
+        // Whole blocks, one unaligned little-endian load each.
+        var block = UnsafeRawPointer(base + index)
+        let blockBytes = (count &- index) & ~3
+        let blocksEnd = block + blockBytes
+        while block < blocksEnd {
+            absorb(UInt32(littleEndian: block.loadUnaligned(as: UInt32.self)))
+            block += 4
         }
-        length &+= UInt32(truncatingIfNeeded: index - blocksStart)
+        index &+= blockBytes
+        length &+= UInt32(truncatingIfNeeded: blockBytes)
         // At most three bytes remain, and no block is pending unless the input ran out while completing one.
         var tail: UInt32 = 0
         var shift: UInt32 = 0
-        let remaining = count - index
+        let remaining = count &- index
         while index < count {
             tail |= UInt32(base[index]) << shift
-            shift += 8
-            index += 1
+            shift &+= 8
+            index &+= 1
         }
         if remaining > 0 {
             pending = tail
@@ -103,11 +107,84 @@ public struct Murmur3Hasher: Sendable, Hashable, BitwiseCopyable {
         return h
     }
 
+    /// The hash of everything fed so far followed by a prepared suffix; the same as feeding the suffix's
+    /// bytes and finalizing, without touching them one at a time.
+    @inline(__always)
+    func finalize(appending suffix: Murmur3Suffix) -> UInt32 {
+        guard suffix.length >= 3 else {
+            var hasher = self
+            suffix.bytes.withUnsafeBufferPointer { hasher.combine(contiguous: $0) }
+            return hasher.finalize()
+        }
+        return suffix.words.withUnsafeBufferPointer { words in
+            let alignment = Int(pendingCount)
+            var hasher = self
+            // The suffix's first bytes complete the pending block.
+            if alignment != 0 { hasher.absorb(pending | words[Murmur3Suffix.heads + alignment]) }
+            var index = Int(words[Murmur3Suffix.blockStarts + alignment])
+            let end = Int(words[Murmur3Suffix.blockStarts + alignment + 1])
+            while index < end {
+                hasher.absorb(words[index])
+                index &+= 1
+            }
+            hasher.pending = words[Murmur3Suffix.tails + alignment]
+            hasher.pendingCount = words[Murmur3Suffix.tailCounts + alignment]
+            hasher.length = length &+ suffix.length
+            return hasher.finalize()
+        }
+    }
+
     /// The murmur3 x86_32 hash of some bytes.
     public static func hash(_ bytes: some Sequence<UInt8>, seed: UInt32 = 0) -> UInt32 {
         var hasher = Murmur3Hasher(seed: seed)
         for byte in bytes { hasher.combine(byte: byte) }
         return hasher.finalize()
+    }
+}
+
+/// Bytes prepared once to be hashed after many different hasher states (a unit id after each flag key): cut
+/// into little-endian blocks for each of the four numbers of bytes (0...3) a state can have pending.
+struct Murmur3Suffix: Sendable {
+    static let heads = 0
+    static let tails = 4
+    static let tailCounts = 8
+    static let blockStarts = 12
+    static let blocksStart = 17
+
+    let bytes: [UInt8]
+    let length: UInt32
+    /// `heads[a]`: the first `4 - a` bytes shifted to follow `a` pending bytes (unused for a = 0);
+    /// `tails[a]`, `tailCounts[a]`: the bytes left after the last whole block; `blockStarts[a]..<blockStarts[a+1]`:
+    /// where the whole blocks for alignment `a` are in this same array.
+    let words: [UInt32]
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        length = UInt32(truncatingIfNeeded: bytes.count)
+        var words = [UInt32](repeating: 0, count: Self.blocksStart)
+        guard bytes.count >= 3 else {
+            self.words = words
+            return
+        }
+        for alignment in 0..<4 {
+            let offset = alignment == 0 ? 0 : 4 - alignment
+            var head: UInt32 = 0
+            for index in 0..<offset { head |= UInt32(bytes[index]) << (8 * UInt32(alignment + index)) }
+            words[Self.heads + alignment] = head
+            words[Self.blockStarts + alignment] = UInt32(words.count)
+            var index = offset
+            while bytes.count - index >= 4 {
+                words.append(UInt32(bytes[index]) | UInt32(bytes[index + 1]) << 8
+                    | UInt32(bytes[index + 2]) << 16 | UInt32(bytes[index + 3]) << 24)
+                index += 4
+            }
+            var tail: UInt32 = 0
+            for (position, byte) in bytes[index...].enumerated() { tail |= UInt32(byte) << (8 * UInt32(position)) }
+            words[Self.tails + alignment] = tail
+            words[Self.tailCounts + alignment] = UInt32(bytes.count - index)
+        }
+        words[Self.blockStarts + 4] = UInt32(words.count)
+        self.words = words
     }
 }
 
