@@ -58,15 +58,16 @@ extension JSONValue {
                 out.append(UInt8(ascii: "}"))
                 return
             }
-            var keys = object.memberKeys
-            if options.sortedKeys { keys.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
-            for (position, key) in keys.enumerated() {
+            // Members are taken in one pass: looking each key up again would make large objects quadratic.
+            var members = Array(object)
+            if options.sortedKeys { members.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } }
+            for (position, member) in members.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
                 Self.newline(&out, options, indent + 1)
-                Self.writeString(key, into: &out)
+                Self.writeString(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
                 if options.prettyPrinted { out.append(UInt8(ascii: " ")) }
-                object[key]!.write(into: &out, options: options, indent: indent + 1)
+                member.value.write(into: &out, options: options, indent: indent + 1)
             }
             Self.newline(&out, options, indent)
             out.append(UInt8(ascii: "}"))
