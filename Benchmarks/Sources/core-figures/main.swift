@@ -3,6 +3,7 @@
 //   core-figures loop CASE COUNT    runs COUNT evaluations of one case (run it under callgrind twice, with two
 //                                   counts: the difference in instructions over the difference in counts is
 //                                   the cost of one evaluation, free of the machine's noise)
+//   core-figures decode FLAGS COUNT decodes and compiles a generated snapshot COUNT times, printing each time
 //   core-figures check              prints the fixture's answers, so the figures measure what they claim
 //
 // CASE: plain, targeted, isEnabled-plain, isEnabled-targeted, dictionary, model-plain, model-targeted.
@@ -43,6 +44,27 @@ case "loop":
     case "model-targeted": for _ in 0..<count { sink(model.isEnabled(opaque(Fixtures.targetedKey), context: context)) }
     case "prepare": for _ in 0..<count { sink(compiled.evaluator(for: opaque(context))) }
     default: fatalError("unknown case '\(name)'; see the comment at the top of main.swift")
+    }
+case "decode":
+    // core-figures decode FLAGS COUNT: decodes and compiles a FLAGS-flag snapshot COUNT times.
+    guard arguments.count == 3, let flagCount = Int(arguments.dropFirst().first!), let count = Int(arguments.last!) else {
+        fatalError("usage: core-figures decode FLAGS COUNT")
+    }
+    let bytes = SnapshotDocument.encode(Fixtures.snapshot(flagCount: flagCount))
+    let clock = ContinuousClock()
+    for _ in 0..<count {
+        let started = clock.now
+        sink(CompiledSnapshot(try SnapshotDocument.decode(bytes)))
+        let decoded = clock.now
+        var tree = try JSONValue.parse(bytes).objectValue!
+        let parsed = clock.now
+        tree["checksum"] = nil
+        sink(SHA256.hexDigest(JSONValue.object(tree).serialized(.canonical)))
+        let checked = clock.now
+        let flagSet = try FlagSet(tree: .object(tree), unit: .basisPoints, extraFields: ["format", "epoch", "version", "checksum"])
+        let read = clock.now
+        sink(CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flagSet)))
+        print("decode + compile \(flagCount) flags (\(bytes.count) bytes): \(decoded - started); parse \(parsed - decoded), checksum \(checked - parsed), read \(read - checked), compile \(clock.now - read)")
     }
 case "check":
     for (name, handle) in [("plain", plain), ("targeted", targeted)] {
