@@ -20,6 +20,7 @@ let benchmarks: @Sendable () -> Void = {
     let context = Fixtures.context
     let plain = compiled.handle(for: Fixtures.plainKey)!
     let targeted = compiled.handle(for: Fixtures.targetedKey)!
+    let experiment = compiled.handle(for: Fixtures.experimentKey)!
     let dictionary = DictionaryClient(compiled, context: context)
     let model = ModelEvaluator(compiled.snapshot.flagSet)
 
@@ -53,6 +54,29 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
             blackHole(evaluator.isEnabled(identity(targeted)))
+        }
+    }
+
+    Benchmark("evaluate experiment (handle)") { benchmark in
+        let evaluator = compiled.evaluator(for: context)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            blackHole(evaluator.evaluate(identity(experiment)))
+        }
+    }
+
+    // Allocations, unscaled: one iteration is 1,000,000 evaluations, so a single allocation among them shows.
+    for (name, handle) in [("plain", plain), ("targeted", targeted), ("experiment", experiment)] {
+        Benchmark(
+            "allocations per 1,000,000 evaluations, \(name)",
+            configuration: .init(metrics: [.mallocCountTotal, .wallClock], timeUnits: .milliseconds, warmupIterations: 1,
+                                 scalingFactor: .one, maxDuration: .seconds(2), maxIterations: 5)
+        ) { benchmark in
+            let evaluator = compiled.evaluator(for: context)
+            benchmark.startMeasurement()
+            for _ in 0..<1_000_000 {
+                blackHole(evaluator.evaluate(identity(handle)))
+            }
         }
     }
 

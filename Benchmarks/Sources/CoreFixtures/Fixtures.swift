@@ -13,6 +13,9 @@ public enum Fixtures {
     /// so a bucket is hashed; its group kill switch has a scoped entry that does not match.
     public static let targetedKey = "plugin_switch_targeted_0025"
 
+    /// The experiment measured: its rule for the beta cohort holds and splits three ways, so a bucket is hashed.
+    public static let experimentKey = "experiment_0010"
+
     /// The context measured: a UUID unit id, a city and two cohorts, an app version and a platform.
     public static let context = EvaluationContext(
         unitId: "5f0c6a2e-9b1d-4c8e-a7f3-2d4b6e8a0c1f", city: "lagos", cohorts: ["beta", "riders"],

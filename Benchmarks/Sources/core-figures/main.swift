@@ -6,7 +6,7 @@
 //   core-figures decode FLAGS COUNT decodes and compiles a generated snapshot COUNT times, printing each time
 //   core-figures check              prints the fixture's answers, so the figures measure what they claim
 //
-// CASE: plain, targeted, isEnabled-plain, isEnabled-targeted, dictionary, model-plain, model-targeted.
+// CASE: plain, targeted, experiment, isEnabled-plain, isEnabled-targeted, dictionary, model-plain, model-targeted, prepare.
 import CoreFixtures
 import SwitchyardCore
 
@@ -25,6 +25,7 @@ let context = Fixtures.context
 let evaluator = compiled.evaluator(for: context)
 let plain = compiled.handle(for: Fixtures.plainKey)!
 let targeted = compiled.handle(for: Fixtures.targetedKey)!
+let experiment = compiled.handle(for: Fixtures.experimentKey)!
 
 switch arguments.first {
 case "loop":
@@ -37,6 +38,7 @@ case "loop":
     switch name {
     case "plain": for _ in 0..<count { sink(evaluator.evaluate(opaque(plain))) }
     case "targeted": for _ in 0..<count { sink(evaluator.evaluate(opaque(targeted))) }
+    case "experiment": for _ in 0..<count { sink(evaluator.evaluate(opaque(experiment))) }
     case "isEnabled-plain": for _ in 0..<count { sink(evaluator.isEnabled(opaque(plain))) }
     case "isEnabled-targeted": for _ in 0..<count { sink(evaluator.isEnabled(opaque(targeted))) }
     case "dictionary": for _ in 0..<count { sink(dictionary.isEnabled(opaque(Fixtures.plainKey))) }
@@ -67,7 +69,7 @@ case "decode":
         print("decode + compile \(flagCount) flags (\(bytes.count) bytes): \(decoded - started); parse \(parsed - decoded), checksum \(checked - parsed), read \(read - checked), compile \(clock.now - read)")
     }
 case "check":
-    for (name, handle) in [("plain", plain), ("targeted", targeted)] {
+    for (name, handle) in [("plain", plain), ("targeted", targeted), ("experiment", experiment)] {
         let details = evaluator.details(for: handle, evaluation: evaluator.evaluate(handle))
         print("\(name): \(details.flagKey) = \(details.value) reason \(details.reason) by \(details.decidedBy) bucket \(details.bucket.map(String.init) ?? "-")")
     }

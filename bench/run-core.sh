@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the core benchmarks in release, runs them and prints the figures of bench/README.md as a table.
+#
+#   bench/run-core.sh              # ordo-one/benchmark suites, then callgrind instruction counts (~6 minutes)
+#   CALLGRIND=0 bench/run-core.sh  # skip the instruction counts
+#
+# Raw output goes to bench/results/ (not committed). Needs valgrind for the instruction counts
+# (apt-get install -y valgrind) and python3 for the table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+results=bench/results
+mkdir -p "$results"
+
+echo "==> machine" >&2
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//') ($(nproc) cores)"
+    echo "memory: $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
+    echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "swift: $(swift --version 2>&1 | head -1)"
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} > "$results/machine.txt"
+
+echo "==> swift package benchmark (release)" >&2
+swift package --package-path Benchmarks -c release benchmark --no-progress > "$results/benchmark.txt"
+
+if [[ "${CALLGRIND:-1}" != 0 ]] && command -v valgrind > /dev/null; then
+    echo "==> callgrind instruction counts" >&2
+    swift build --package-path Benchmarks -c release --product core-figures > "$results/build.log" 2>&1 \
+        || { cat "$results/build.log" >&2; exit 1; }
+    figures="$(swift build --package-path Benchmarks -c release --show-bin-path)/core-figures"
+    "$figures" check > "$results/check.txt"
+    : > "$results/instructions.tsv"
+    # Two runs per case differ only in the number of evaluations: the difference in instructions over the
+    # difference in counts is the cost of one evaluation, whatever the setup costs and whatever the machine does.
+    for case in plain isEnabled-plain targeted isEnabled-targeted experiment dictionary model-plain model-targeted prepare; do
+        low=100000; high=300000
+        if [[ "$case" == prepare ]]; then low=10000; high=30000; fi
+        total() {
+            valgrind --tool=callgrind --callgrind-out-file=/dev/null "$figures" loop "$case" "$1" 2>&1 \
+                | awk '/Collected/ {print $NF}'
+        }
+        a=$(total "$low"); b=$(total "$high")
+        printf '%s\t%s\n' "$case" "$(python3 -c "print(round(($b - $a) / ($high - $low), 1))")" >> "$results/instructions.tsv"
+    done
+fi
+
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$results/machine.txt"
+python3 bench/summarize.py "$results"
