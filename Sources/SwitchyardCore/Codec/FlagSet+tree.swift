@@ -89,12 +89,9 @@ extension FlagSet {
         root["namespace"] = .string(namespace)
         if let description { root["description"] = .string(description) }
         if !pluginPoints.isEmpty { root["plugin_points"] = .array(pluginPoints.map { .object($0.tree) }) }
-        var kills = JSONObject()
-        for kill in killSwitches { kills[kill.key] = .object(kill.tree) }
-        root["kill_switches"] = .object(kills)
-        var flagTrees = JSONObject()
-        for flag in flags { flagTrees[flag.key] = .object(flag.tree(unit: unit)) }
-        root["flags"] = .object(flagTrees)
+        // Built in one pass: setting members one by one looks each key up, quadratic for thousands of flags.
+        root["kill_switches"] = .object(JSONObject(killSwitches.map { ($0.key, .object($0.tree)) }))
+        root["flags"] = .object(JSONObject(flags.map { ($0.key, .object($0.tree(unit: unit))) }))
         return root
     }
 }

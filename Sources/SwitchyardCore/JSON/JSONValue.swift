@@ -81,10 +81,20 @@ public struct JSONObject: Sendable, Hashable, Sequence {
         values = []
     }
 
-    /// Builds an object; a later duplicate key replaces the earlier value.
+    /// Builds an object; a later duplicate key replaces the earlier value. Linear in the member count.
     public init(_ members: [(String, JSONValue)]) {
         self.init()
-        for (key, value) in members { self[key] = value }
+        var positions: [String: Int] = [:]
+        positions.reserveCapacity(members.count)
+        for (key, value) in members {
+            if let position = positions[key] {
+                values[position] = value
+            } else {
+                positions[key] = keys.count
+                keys.append(key)
+                values.append(value)
+            }
+        }
     }
 
     public var count: Int { keys.count }
