@@ -33,9 +33,13 @@ if [[ "${CALLGRIND:-1}" != 0 ]] && command -v valgrind > /dev/null; then
     : > "$results/instructions.tsv"
     # Two runs per case differ only in the number of evaluations: the difference in instructions over the
     # difference in counts is the cost of one evaluation, whatever the setup costs and whatever the machine does.
-    for case in plain isEnabled-plain targeted isEnabled-targeted experiment dictionary model-plain model-targeted prepare; do
-        low=100000; high=300000
-        if [[ "$case" == prepare ]]; then low=10000; high=30000; fi
+    for case in plain isEnabled-plain targeted isEnabled-targeted experiment dictionary model-plain model-targeted prepare \
+                decode-1000 decode-10000; do
+        case "$case" in
+            prepare) low=10000; high=30000 ;;
+            decode-*) low=1; high=3 ;;
+            *) low=100000; high=300000 ;;
+        esac
         total() {
             valgrind --tool=callgrind --callgrind-out-file=/dev/null "$figures" loop "$case" "$1" 2>&1 \
                 | awk '/Collected/ {print $NF}'

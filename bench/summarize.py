@@ -83,11 +83,13 @@ def main():
     if prepare is not None:
         print(f"| preparing an evaluator (once per context) | {prepare:.0f} per preparation | |")
     print()
-    print("| decode + compile (bytes built beforehand) | ms (p50) | mallocs (p50) |")
-    print("|---|---:|---:|")
+    print("| decode + compile (bytes built beforehand) | ms (p50) | instructions | mallocs (p50) |")
+    print("|---|---:|---:|---:|")
     for count in ("1000", "10000"):
         entry = bench[f"decode + compile {count} flags"]
-        print(f"| {int(count):,} flags | {entry['wall'] * 1e3:.0f} | {entry['mallocs']:,.0f} |")
+        instr = instructions.get(f"decode-{count}")
+        shown = f"{instr / 1e6:,.0f} M" if instr else "–"
+        print(f"| {int(count):,} flags | {entry['wall'] * 1e3:.0f} | {shown} | {entry['mallocs']:,.0f} |")
 
 
 if __name__ == "__main__":

@@ -18,14 +18,14 @@ struct CompiledEvaluationDifferentialTests {
                 let handle = compiled.handle(for: flag.key)!
                 let actual = evaluator.evaluate(handle)
                 let expected = reference.evaluate(flag, context)
-                if Outcome(actual) != expected {
-                    mismatches.append("\(flag.key) for \(context): compiled \(Outcome(actual)), model \(expected)")
+                if DifferentialOutcome(actual) != expected {
+                    mismatches.append("\(flag.key) for \(context): compiled \(DifferentialOutcome(actual)), model \(expected)")
                 }
                 let asSwitch = evaluator.evaluateSwitch(handle)
                 if flag.experiment != nil {
                     if asSwitch.decision != .typeMismatch { mismatches.append("\(flag.key) as a switch: \(asSwitch)") }
-                } else if Outcome(asSwitch) != expected {
-                    mismatches.append("\(flag.key) as a switch for \(context): \(Outcome(asSwitch)), model \(expected)")
+                } else if DifferentialOutcome(asSwitch) != expected {
+                    mismatches.append("\(flag.key) as a switch for \(context): \(DifferentialOutcome(asSwitch)), model \(expected)")
                 }
                 if evaluator.isEnabled(handle) != (flag.pluginSwitch != nil && expected.isOn) {
                     mismatches.append("\(flag.key) isEnabled for \(context)")
@@ -51,7 +51,7 @@ struct CompiledEvaluationDifferentialTests {
 }
 
 /// The fields of an evaluation that the model decides.
-private struct Outcome: Equatable, CustomStringConvertible {
+private struct DifferentialOutcome: Equatable, CustomStringConvertible {
     var isOn: Bool
     var variantIndex: Int32
     var reason: EvaluationReason
@@ -100,16 +100,16 @@ private struct PlainEvaluator {
         Murmur3Hasher.hash(Array(key.utf8) + Array(unit.utf8))
     }
 
-    func evaluate(_ flag: FlagDefinition, _ context: EvaluationContext) -> Outcome {
+    func evaluate(_ flag: FlagDefinition, _ context: EvaluationContext) -> DifferentialOutcome {
         let unit = context.unitId.flatMap { $0.isEmpty ? nil : $0 }
         switch flag.kind {
         case .pluginSwitch(let gate):
             if let decision = killed(flag.key, context) {
-                return Outcome(isOn: false, variantIndex: 0, reason: .disabled, decision: decision)
+                return DifferentialOutcome(isOn: false, variantIndex: 0, reason: .disabled, decision: decision)
             }
-            if gate.disabled { return Outcome(isOn: false, variantIndex: 0, reason: .disabled, decision: .disabled) }
+            if gate.disabled { return DifferentialOutcome(isOn: false, variantIndex: 0, reason: .disabled, decision: .disabled) }
             if let scope = gate.disabledScopes.firstIndex(where: { $0.matches(context) }) {
-                return Outcome(isOn: false, variantIndex: 0, reason: .disabled, decision: .disabledInScope(Int32(scope)))
+                return DifferentialOutcome(isOn: false, variantIndex: 0, reason: .disabled, decision: .disabledInScope(Int32(scope)))
             }
             var rollout = gate.rollout.basisPoints
             var decision = Decision.fallback
@@ -120,18 +120,18 @@ private struct PlainEvaluator {
                 reason = .targetingMatch
             }
             if rollout == 0 || rollout == 10_000 {
-                return Outcome(isOn: rollout != 0, variantIndex: rollout != 0 ? 1 : 0, reason: reason, decision: decision)
+                return DifferentialOutcome(isOn: rollout != 0, variantIndex: rollout != 0 ? 1 : 0, reason: reason, decision: decision)
             }
             guard let unit else {
-                return Outcome(isOn: false, variantIndex: 0, reason: .error, errorCode: .targetingKeyMissing, decision: decision)
+                return DifferentialOutcome(isOn: false, variantIndex: 0, reason: .error, errorCode: .targetingKeyMissing, decision: decision)
             }
             let bucket = Bucketing.bucket(hash: hash(flag.key, unit))
             let isOn = bucket < Int(rollout)
-            return Outcome(isOn: isOn, variantIndex: isOn ? 1 : 0, reason: .split, decision: decision, bucket: bucket)
+            return DifferentialOutcome(isOn: isOn, variantIndex: isOn ? 1 : 0, reason: .split, decision: decision, bucket: bucket)
         case .experiment(let experiment):
             let defaultIndex = Int32(experiment.variants.firstIndex { $0.key == experiment.defaultVariant } ?? 0)
             if let decision = killed(flag.key, context) {
-                return Outcome(isOn: false, variantIndex: defaultIndex, reason: .disabled, decision: decision)
+                return DifferentialOutcome(isOn: false, variantIndex: defaultIndex, reason: .disabled, decision: decision)
             }
             var weights = experiment.weights
             var decision = Decision.fallback
@@ -142,10 +142,10 @@ private struct PlainEvaluator {
             let ordered = experiment.variants.map { UInt64(weights[$0.key] ?? 0) }
             let holders = ordered.indices.filter { ordered[$0] > 0 }
             if holders.count == 1 {
-                return Outcome(isOn: false, variantIndex: Int32(holders[0]), reason: .targetingMatch, decision: decision)
+                return DifferentialOutcome(isOn: false, variantIndex: Int32(holders[0]), reason: .targetingMatch, decision: decision)
             }
             guard let unit else {
-                return Outcome(isOn: false, variantIndex: defaultIndex, reason: .error, errorCode: .targetingKeyMissing,
+                return DifferentialOutcome(isOn: false, variantIndex: defaultIndex, reason: .error, errorCode: .targetingKeyMissing,
                                decision: decision)
             }
             let h = hash(flag.key, unit)
@@ -159,7 +159,7 @@ private struct PlainEvaluator {
                     break
                 }
             }
-            return Outcome(isOn: false, variantIndex: Int32(chosen), reason: .split, decision: decision,
+            return DifferentialOutcome(isOn: false, variantIndex: Int32(chosen), reason: .split, decision: decision,
                            bucket: Bucketing.bucket(hash: h))
         }
     }

@@ -6,7 +6,7 @@
 //   core-figures decode FLAGS COUNT decodes and compiles a generated snapshot COUNT times, printing each time
 //   core-figures check              prints the fixture's answers, so the figures measure what they claim
 //
-// CASE: plain, targeted, experiment, isEnabled-plain, isEnabled-targeted, dictionary, model-plain, model-targeted, prepare.
+// CASE: plain, targeted, experiment, isEnabled-plain, isEnabled-targeted, dictionary, model-plain, model-targeted, prepare, decode-1000, decode-10000 (decode + compile).
 import CoreFixtures
 import SwitchyardCore
 
@@ -45,6 +45,9 @@ case "loop":
     case "model-plain": for _ in 0..<count { sink(model.isEnabled(opaque(Fixtures.plainKey), context: context)) }
     case "model-targeted": for _ in 0..<count { sink(model.isEnabled(opaque(Fixtures.targetedKey), context: context)) }
     case "prepare": for _ in 0..<count { sink(compiled.evaluator(for: opaque(context))) }
+    case "decode-1000", "decode-10000":
+        let bytes = SnapshotDocument.encode(Fixtures.snapshot(flagCount: name == "decode-1000" ? 1_000 : 10_000))
+        for _ in 0..<count { sink(CompiledSnapshot(try SnapshotDocument.decode(opaque(bytes)))) }
     default: fatalError("unknown case '\(name)'; see the comment at the top of main.swift")
     }
 case "decode":
