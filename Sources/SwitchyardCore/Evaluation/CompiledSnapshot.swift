@@ -124,7 +124,7 @@ struct Tables: Sendable {
     }
 }
 
-/// A bitset in `CompiledSnapshot.words`; `count == 0` means "no condition".
+/// A bitset in `Tables.words`; `count == 0` means "no condition".
 struct BitsetRef: Sendable, Hashable {
     var start: Int32 = 0
     var count: Int32 = 0
@@ -148,7 +148,7 @@ struct RuleRecord: Sendable {
     var weights = WeightsRecord()
 }
 
-/// Cumulative weights in `CompiledSnapshot.cumulativeWeights`.
+/// Cumulative weights in `Tables.cumulativeWeights`.
 struct WeightsRecord: Sendable {
     var start: Int32 = 0
     var total: UInt64 = 0
