@@ -9,7 +9,7 @@ import PackageDescription
 /// A path dependency's package identity is its folder name, which differs between clones and worktrees
 /// (`switchyard`, `main`, `bench`), so derive it from where this manifest lives.
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-let switchyard = repositoryRoot.lastPathComponent
+let switchyard = repositoryRoot.lastPathComponent.lowercased()
 
 let settings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
