@@ -24,7 +24,7 @@ public struct FlagsServer: Service {
     package var flagService: FlagService { service }
 
     /// A responder over the same routes, for sending requests in-process (tests).
-    package func makeResponder(registry: PrometheusCollectorRegistry) -> RouterResponder<FlagsRequestContext> {
+    package func makeResponder() -> RouterResponder<FlagsRequestContext> {
         buildRouter(service: service, routes: routes).buildResponder()
     }
 

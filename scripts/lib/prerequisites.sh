@@ -10,9 +10,10 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
 }
 
-# libsqlite3-dev: GRDB links the system SQLite.
+# libsqlite3-dev: GRDB links the system SQLite. zlib1g-dev: flagsd gzips snapshots with the system zlib.
 ensure_system_packages() {
   local missing=()
   [ -e /usr/include/sqlite3.h ] || missing+=(libsqlite3-dev)
+  [ -e /usr/include/zlib.h ] || missing+=(zlib1g-dev)
   if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 }

@@ -56,7 +56,7 @@ struct TestApp: Sendable {
         let registry = PrometheusCollectorRegistry()
         let server = try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger)
         return TestApp(tokens: tokens, store: store, server: server, folder: folder, registry: registry,
-                       responder: server.makeResponder(registry: registry), logger: logger)
+                       responder: server.makeResponder(), logger: logger)
     }
 
     func close() {
