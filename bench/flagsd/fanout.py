@@ -101,8 +101,18 @@ async def main() -> None:
             batch.append(loop.create_connection(lambda done=done: Waiter(request, done), args.host, args.port))
         waiters += [protocol for _, protocol in await asyncio.gather(*batch)]
 
+    async def reconnect_lost():
+        """Opens again the connections the server reset while accepting (a full accept backlog)."""
+        for index, done in enumerate(futures):
+            if done.done() and done.exception() is not None:
+                again = loop.create_future()
+                futures[index] = again
+                _, protocol = await loop.create_connection(lambda: Waiter(request, again), args.host, args.port)
+                waiters.append(protocol)
+
     parked_since = time.monotonic()
     while True:
+        await reconnect_lost()
         connection.request("GET", "/metrics")
         metrics = connection.getresponse().read().decode()
         match = re.search(r"(?m)^flagsd_long_poll_waiters (\d+)", metrics)
