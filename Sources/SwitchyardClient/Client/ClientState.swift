@@ -1,0 +1,77 @@
+import Foundation
+import SwitchyardCore
+
+/// What the evaluation front end reads: an immutable compiled snapshot, the evaluator prepared for the current
+/// context, the slot → handle table, and the local overrides (staleness, crash guard). A new one replaces it on
+/// every change; readers hold on to the one they read.
+final class ClientState: Sendable {
+    let compiled: CompiledSnapshot?
+    let evaluator: Evaluator?
+    /// Slot of a ``PluginSwitch`` or ``ExperimentFlag`` → handle in `compiled`; index -1 when absent.
+    let slots: [FlagHandle]
+    let origin: SnapshotOrigin?
+    let fetchedAt: Date?
+    let verifiedAt: Date?
+    /// Past this wall-clock time every plugin switch is off (the opt-in staleness policy).
+    let staleAfter: Date?
+    /// By flag index: forced off by the crash-loop guard. Empty when nothing is.
+    let quarantined: [Bool]
+    let quarantinedKeys: Set<String>
+    let contextGeneration: UInt64
+
+    static let missing = FlagHandle(index: -1)
+
+    init(compiled: CompiledSnapshot?, context: EvaluationContext, origin: SnapshotOrigin?, fetchedAt: Date?,
+         verifiedAt: Date?, stalenessLimit: Duration?, quarantinedKeys: Set<String>, contextGeneration: UInt64) {
+        self.compiled = compiled
+        evaluator = compiled?.evaluator(for: context)
+        self.origin = origin
+        self.fetchedAt = fetchedAt
+        self.verifiedAt = verifiedAt
+        self.contextGeneration = contextGeneration
+        self.quarantinedKeys = quarantinedKeys
+        if let compiled {
+            slots = SlotRegistry.shared.keys.map { compiled.handle(for: $0) ?? Self.missing }
+            if quarantinedKeys.isEmpty {
+                quarantined = []
+            } else {
+                var flags = [Bool](repeating: false, count: compiled.flagCount)
+                for key in quarantinedKeys {
+                    if let handle = compiled.handle(for: key) { flags[Int(handle.index)] = true }
+                }
+                quarantined = flags
+            }
+            let reference = verifiedAt ?? fetchedAt
+            staleAfter = stalenessLimit.flatMap { limit in reference.map { $0.addingTimeInterval(limit.secondsValue) } }
+        } else {
+            slots = []
+            quarantined = []
+            staleAfter = nil
+        }
+    }
+
+    /// The handle of a slot (a string lookup only for keys registered after this state was built).
+    @inline(__always)
+    func handle(slot: Int32, key: String) -> FlagHandle {
+        let index = Int(UInt32(bitPattern: slot))
+        if index < slots.count { return slots[index] }
+        return compiled?.handle(for: key) ?? Self.missing
+    }
+
+    @inline(__always)
+    func isQuarantined(_ handle: FlagHandle) -> Bool {
+        !quarantined.isEmpty && quarantined[Int(handle.index)]
+    }
+
+    @inline(__always)
+    func isStale(now: Date) -> Bool {
+        guard let staleAfter else { return false }
+        return now >= staleAfter
+    }
+
+    var snapshotInfo: SnapshotInfo? {
+        guard let compiled, let origin else { return nil }
+        return SnapshotInfo(namespace: compiled.namespace, epoch: compiled.epoch, version: compiled.version, origin: origin,
+                            fetchedAt: fetchedAt ?? Date(timeIntervalSince1970: 0))
+    }
+}

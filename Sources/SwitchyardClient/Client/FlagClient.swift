@@ -1,0 +1,284 @@
+import Foundation
+public import SwitchyardCore
+
+/// The client runtime an app embeds: it keeps a flag snapshot current, evaluates plugin switches and experiment
+/// flags locally, and reports sessions, crashes and exposures.
+///
+/// ```swift
+/// let client = FlagClient(configuration: .init(
+///     serverURL: URL(string: "https://flags.example.com")!, namespace: "rider", token: clientToken,
+///     context: EvaluationContext(unitId: riderId, city: "lagos", appVersion: "5.12.0", platform: "ios"),
+///     directory: applicationSupport.appendingPathComponent("Switchyard/rider")))
+/// let sync = Task { await client.run() }          // long-polls the server until cancelled
+///
+/// static let promos = PluginSwitch("plugin_switch_feed_promos")
+/// if client.isEnabled(Self.promos) { … } else { … core flow … }
+/// ```
+///
+/// Start order: the bundled snapshot (if any), then the last known good snapshot from disk (reasons say
+/// `CACHED` until the server confirms or replaces it), then live snapshots. Without any snapshot every plugin
+/// switch is off: the core flow. A failed, slow, corrupt or hostile server never replaces a good snapshot.
+///
+/// Reads (``isEnabled(_:)``, ``value(of:)``) are synchronous and thread-safe; they never wait for I/O.
+/// `init` reads and writes a few small files in `directory` (the cache, the previous session's record) and
+/// starts no task; ``run()`` does the networking.
+public final class FlagClient: Sendable {
+    public let namespace: String
+    let configuration: Configuration
+    let shared: LockedBox<Shared>
+    let session: LockedBox<SessionState>
+    let exposures = LockedBox(Set<ExposureKey>())
+    let queue: EventQueue
+    let eventSignal: AsyncStream<Void>
+    let eventSignalContinuation: AsyncStream<Void>.Continuation
+    let broadcaster = ChangeBroadcaster()
+    let cache: SnapshotCache?
+    let snapshotTransport: any HTTPTransport
+    let eventTransport: any HTTPTransport
+    let isRunning = LockedBox(false)
+    let wallClock: @Sendable () -> Date
+
+    /// Mutable bookkeeping behind the lock; `state` is what readers take.
+    struct Shared {
+        var state: ClientState
+        var compiled: CompiledSnapshot?
+        var origin: SnapshotOrigin?
+        var fetchedAt: Date?
+        var verifiedAt: Date?
+        var context: EvaluationContext
+        var contextGeneration: UInt64 = 0
+        var guardState: CrashLoopGuardState
+        var consecutiveFailures = 0
+        var lastError: ClientError?
+        var verifiedPersistedAt: Date?
+        var staleAnnounced = false
+
+        /// Replaces `state` from the parts.
+        mutating func rebuild(stalenessLimit: Duration?) {
+            state = ClientState(compiled: compiled, context: context, origin: origin, fetchedAt: fetchedAt,
+                                verifiedAt: verifiedAt, stalenessLimit: stalenessLimit,
+                                quarantinedKeys: Set(guardState.quarantined.keys), contextGeneration: contextGeneration)
+        }
+    }
+
+    struct SessionState {
+        var record: SessionRecord
+        var activeSlots: Set<Int32> = []
+    }
+
+    struct ExposureKey: Hashable {
+        var slot: Int32
+        var variant: Int32
+        var version: Int64
+        var contextGeneration: UInt64
+    }
+
+    /// Creates a client and restores what the last launch left: the cached snapshot, the crash guard, queued
+    /// events. Reports the previous session (crashed or not) and starts a new one.
+    ///
+    /// Never fails: unusable files are ignored and reported through `configuration.report`.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        namespace = configuration.namespace
+        wallClock = configuration.wallClock
+        snapshotTransport = configuration.snapshotTransport ?? URLSessionTransport()
+        eventTransport = configuration.eventTransport ?? URLSessionTransport()
+        (eventSignal, eventSignalContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let report = configuration.report
+        let now = configuration.wallClock()
+        let directory = configuration.directory
+        if let directory {
+            do { try FileIO.createDirectory(directory) } catch {
+                report(ClientReport(kind: .storageFailed, message: "\(error.message); the client keeps its state in memory only", error: error))
+            }
+        }
+        cache = directory.map {
+            SnapshotCache(directory: $0, namespace: configuration.namespace, maximumSnapshotSize: configuration.maximumSnapshotSize)
+        }
+
+        // 1. Bundled defaults, 2. the last known good snapshot from disk.
+        var installed: (snapshot: Snapshot, origin: SnapshotOrigin, fetchedAt: Date, verifiedAt: Date?)?
+        if let bytes = configuration.bundledSnapshot {
+            do {
+                let snapshot = try SnapshotDocument.decode(bytes)
+                if snapshot.namespace == configuration.namespace {
+                    installed = (snapshot, .bundled, now, nil)
+                } else {
+                    report(ClientReport(kind: .snapshotIgnored, message: "the bundled snapshot is for namespace '\(snapshot.namespace)', not '\(configuration.namespace)'; ignoring it"))
+                }
+            } catch {
+                report(ClientReport(kind: .snapshotIgnored, message: "the bundled snapshot is unusable (\(error)); ignoring it", error: error))
+            }
+        }
+        if let cache {
+            do {
+                if let entry = try cache.load() {
+                    if let current = installed?.snapshot, current.epoch == entry.snapshot.epoch, entry.snapshot.version < current.version {
+                        report(ClientReport(kind: .snapshotIgnored, message: "the cached snapshot (version \(entry.snapshot.version)) is older than the bundled one (version \(current.version)); using the bundled one"))
+                    } else {
+                        installed = (entry.snapshot, .cache, entry.fetchedAt, entry.verifiedAt)
+                    }
+                }
+            } catch {
+                report(ClientReport(kind: .snapshotIgnored, message: error.message, error: error))
+            }
+        }
+        let compiled = installed.map { CompiledSnapshot($0.snapshot) }
+
+        // The crash guard and the event queue, as the last launch left them.
+        var guardState = CrashLoopGuardState()
+        let guardURL = directory?.appendingPathComponent(CrashLoopGuardState.fileName)
+        if let guardURL {
+            do {
+                if let bytes = try FileIO.read(guardURL, limit: 1 << 20) {
+                    if let json = try? JSONValue.parse(bytes), let state = CrashLoopGuardState(json: json) {
+                        guardState = state
+                    } else {
+                        report(ClientReport(kind: .storageFailed, message: "\(guardURL.path) is not a crash-guard state file; starting the crash-loop guard afresh"))
+                    }
+                }
+            } catch {
+                report(ClientReport(kind: .storageFailed, message: error.message, error: error))
+            }
+        }
+        let (queue, queueProblem) = EventQueue.open(fileURL: directory?.appendingPathComponent(EventQueue.fileName),
+                                                    capacity: configuration.events.capacity)
+        self.queue = queue
+        if let queueProblem {
+            report(ClientReport(kind: .storageFailed, message: queueProblem.message, error: queueProblem))
+        }
+
+        // The previous session: report it, and let the crash guard count it.
+        var guardChanged = false
+        let sessionURL = directory?.appendingPathComponent(SessionRecord.fileName)
+        if let sessionURL, let previous = Self.readSession(sessionURL, namespace: configuration.namespace, report: report) {
+            let crashed = !previous.isClean
+            queue.enqueue(ClientEvent.session(previous, crashed: crashed, id: previous.id, time: now))
+            let keys = previous.switches.map(\.key)
+            if crashed {
+                report(ClientReport(kind: .previousSessionCrashed, message: "the previous session (\(previous.id)) ended without endSession(): reporting a crash with \(keys.isEmpty ? "no plugin switch" : keys.joined(separator: ", ")) active", flagKeys: keys))
+            }
+            let tripped = guardState.record(previous, crashed: crashed, now: now, policy: configuration.crashLoopGuard)
+            guardChanged = true
+            if !tripped.isEmpty {
+                report(ClientReport(kind: .crashGuardTripped, message: "the crash-loop guard forces \(tripped.joined(separator: ", ")) off on this device: active in \(configuration.crashLoopGuard.consecutiveCrashes) crashed sessions in a row; it stays off until a newer snapshot changes its definition or \(Int(configuration.crashLoopGuard.ttl.secondsValue)) s pass", flagKeys: tripped))
+            }
+        }
+        var lifted = guardState.liftExpired(now: now, ttl: configuration.crashLoopGuard.ttl)
+        if let snapshot = installed?.snapshot { lifted += guardState.liftChanged(by: snapshot) }
+        if !lifted.isEmpty {
+            guardChanged = true
+            report(ClientReport(kind: .crashGuardLifted, message: "the crash-loop guard released \(lifted.joined(separator: ", "))", flagKeys: lifted))
+        }
+        if guardChanged, let guardURL {
+            Self.write(guardState.json, to: guardURL, sync: true, report: report)
+        }
+        do { try queue.persist() } catch {
+            report(ClientReport(kind: .storageFailed, message: "\(error.message); queued events stay in memory", error: error))
+        }
+
+        // This session.
+        let record = SessionRecord(id: ClientEvent.newID(), namespace: configuration.namespace, start: now, context: configuration.context)
+        session = LockedBox(SessionState(record: record))
+        if let sessionURL {
+            Self.write(record.json, to: sessionURL, sync: false, report: report)
+        }
+
+        var shared = Shared(state: ClientState(compiled: nil, context: configuration.context, origin: nil, fetchedAt: nil,
+                                               verifiedAt: nil, stalenessLimit: nil, quarantinedKeys: [], contextGeneration: 0),
+                            compiled: compiled, origin: installed?.origin, fetchedAt: installed?.fetchedAt,
+                            verifiedAt: installed?.verifiedAt, context: configuration.context, guardState: guardState)
+        shared.rebuild(stalenessLimit: configuration.stalenessLimit)
+        self.shared = LockedBox(shared)
+        if let info = shared.state.snapshotInfo {
+            report(ClientReport(kind: .snapshotInstalled, message: "installed \(info)"))
+        }
+        if !queue.isEmpty { eventSignalContinuation.yield() }
+    }
+
+    deinit {
+        eventSignalContinuation.finish()
+        broadcaster.finish()
+    }
+
+    /// Reports through the configured callback.
+    func report(_ report: ClientReport) {
+        configuration.report(report)
+    }
+
+    static func readSession(_ url: URL, namespace: String, report: (ClientReport) -> Void) -> SessionRecord? {
+        do {
+            guard let bytes = try FileIO.read(url, limit: 1 << 20) else { return nil }
+            guard let json = try? JSONValue.parse(bytes), let record = SessionRecord(json: json) else {
+                report(ClientReport(kind: .storageFailed, message: "\(url.path) is not a session record (torn or edited); the previous session is not reported"))
+                return nil
+            }
+            guard record.namespace == namespace else {
+                report(ClientReport(kind: .storageFailed, message: "\(url.path) records a session of namespace '\(record.namespace)', not '\(namespace)'; give each namespace its own directory"))
+                return nil
+            }
+            return record
+        } catch {
+            report(ClientReport(kind: .storageFailed, message: error.message, error: error))
+            return nil
+        }
+    }
+
+    static func write(_ object: JSONObject, to url: URL, sync: Bool, report: (ClientReport) -> Void) {
+        do {
+            try FileIO.writeAtomically(JSONValue.object(object).serialized(.canonical), to: url, sync: sync)
+        } catch {
+            report(ClientReport(kind: .storageFailed, message: error.message, error: error))
+        }
+    }
+
+    // MARK: Context, changes, status
+
+    /// The evaluation context in use.
+    public var context: EvaluationContext {
+        shared.withLock { $0.context }
+    }
+
+    /// Replaces the evaluation context (login, logout, city change) and re-prepares evaluation.
+    ///
+    /// Publishes a ``FlagsChange`` with cause `contextChanged`.
+    public func updateContext(_ context: EvaluationContext) {
+        let info = shared.withLock { shared in
+            shared.context = context
+            shared.contextGeneration += 1
+            shared.rebuild(stalenessLimit: configuration.stalenessLimit)
+            return shared.state.snapshotInfo
+        }
+        session.withLock { state in
+            state.record.appVersion = context.appVersion
+            state.record.platform = context.platform
+            state.record.city = context.city
+            state.record.cohorts = context.cohorts
+        }
+        broadcaster.publish(FlagsChange(cause: .contextChanged, snapshot: info))
+    }
+
+    /// Changes the evaluation context in place: `client.updateContext { $0.city = "paris" }`.
+    public func updateContext(_ change: (inout EvaluationContext) -> Void) {
+        var context = self.context
+        change(&context)
+        updateContext(context)
+    }
+
+    /// Every change that may change evaluations, from now on: a new snapshot, a new context, staleness, the
+    /// crash guard. Each access starts a new subscription; it keeps the newest 64 changes if not read.
+    public var changes: AsyncStream<FlagsChange> {
+        broadcaster.subscribe()
+    }
+
+    /// The installed snapshot, its age, and how the sync is going.
+    public var status: ClientStatus {
+        let now = wallClock()
+        let (state, failures, lastError) = shared.withLock { ($0.state, $0.consecutiveFailures, $0.lastError) }
+        let reference = state.verifiedAt ?? state.fetchedAt
+        return ClientStatus(snapshot: state.snapshotInfo, verifiedAt: state.verifiedAt,
+                            age: reference.map { .clampedSeconds(now.timeIntervalSince($0)) },
+                            isStale: state.isStale(now: now), consecutiveFailures: failures, lastError: lastError,
+                            disabledByCrashGuard: state.quarantinedKeys.sorted(), queuedEvents: queue.count)
+    }
+}
