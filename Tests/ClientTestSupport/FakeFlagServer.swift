@@ -28,10 +28,11 @@ public final class FakeFlagServer: @unchecked Sendable {
     private let condition = NSCondition()
     private var http: TestHTTPServer!
 
-    public init(namespace: String = "rider", waitCap: Duration = .seconds(2)) throws {
+    /// - Parameter port: a port to bind (to bring a server up where a client already points); 0 for a free one.
+    public init(namespace: String = "rider", waitCap: Duration = .seconds(2), port: Int = 0) throws {
         self.namespace = namespace
         self.waitCap = waitCap
-        http = try TestHTTPServer { [unowned self] request in self.handle(request) }
+        http = try TestHTTPServer(port: port) { [unowned self] request in self.handle(request) }
     }
 
     public var baseURL: URL { http.baseURL }

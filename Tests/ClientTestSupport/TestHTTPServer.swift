@@ -45,8 +45,8 @@ public final class TestHTTPServer: @unchecked Sendable {
     private let log = LockedBox([Request]())
     private let acceptDone = DispatchSemaphore(value: 0)
 
-    /// Binds 127.0.0.1 on a free port and starts accepting.
-    public init(handler: @escaping Handler) throws {
+    /// Binds 127.0.0.1 on a port (0: a free one) and starts accepting.
+    public init(port: Int = 0, handler: @escaping Handler) throws {
         self.handler = handler
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestServerError("socket() failed: \(errno)") }
@@ -54,7 +54,7 @@ public final class TestHTTPServer: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -67,7 +67,7 @@ public final class TestHTTPServer: @unchecked Sendable {
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = Int(UInt16(bigEndian: address.sin_port))
         listener = fd
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
