@@ -1,6 +1,6 @@
 public import Foundation
 public import SwitchyardCore
-public import SwitchyardClient
+import SwitchyardClient
 
 /// A flagsd stand-in on loopback: serves one namespace's snapshots with ETags, conditional GETs and long-polls,
 /// records event batches, and plays scripted faults first.

@@ -1,5 +1,5 @@
 public import Foundation
-public import SwitchyardClient
+import SwitchyardClient
 
 /// A clock whose sleeps return at once, advancing its time by the duration asked: backoffs and long waits
 /// pass without wall time. Records every sleep. ``wallClock`` is a wall clock that moves with it.

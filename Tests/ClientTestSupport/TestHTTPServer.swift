@@ -4,7 +4,7 @@ import Darwin
 import Glibc
 #endif
 public import Foundation
-public import SwitchyardClient
+import SwitchyardClient
 
 /// A small HTTP/1.1 server on a random loopback port whose answers tests script, including hostile ones:
 /// garbage, a body that stops early, a slow trickle, a huge body, a connection closed without an answer.
