@@ -5,11 +5,13 @@ public import SwitchyardClient
 /// Fresh state for one client test: a temporary directory, a test clock, a report log.
 public final class ClientHarness: Sendable {
     public let directory: TemporaryDirectory
-    public let clock = TestClock()
+    public let clock: TestClock
     public let reports = ReportLog()
 
-    public init() throws {
+    /// - Parameter manualClock: sleeps wait for ``TestClock/advance(by:)`` instead of passing at once.
+    public init(manualClock: Bool = false) throws {
         directory = try TemporaryDirectory()
+        clock = TestClock(advancesAutomatically: !manualClock)
     }
 
     /// A configuration with fast test policies: the test clock, no poll spacing, a short long-poll and a short

@@ -48,28 +48,29 @@ struct StalenessTests {
     }
 
     @Test func goingStaleIsPublishedAndAServerConfirmationMakesTheSnapshotFreshAgain() async throws {
-        let harness = try ClientHarness()
+        let harness = try ClientHarness(manualClock: true)
         let server = try FakeFlagServer()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
-        server.script(Array(repeating: .response(status: 500), count: 40))
+        server.script(Array(repeating: .response(status: 500), count: 3))
         let client = try client(harness, server: server.baseURL, limit: .seconds(60))
         var changes = client.changes.makeAsyncIterator()
         await whileRunning(client) {
-            // The failing server makes the loop back off on the test clock until the snapshot is older than 60 s.
-            var causes: [FlagsChange.Cause] = []
-            while let change = await changes.next() {
-                causes.append(change.cause)
-                if change.cause == .becameStale { break }
-            }
-            #expect(causes.last == .becameStale)
+            // The sync loop backs off after the first 500; the staleness watch waits for the 60 s mark.
+            #expect(await eventually { harness.clock.sleeperCount == 2 })
+            harness.clock.advance(by: .seconds(61))
+            #expect(await changes.next()?.cause == .becameStale)
             #expect(!client.isEnabled(Self.promos))
-            // Once the scripted failures are spent, the server confirms version 5.
-            let next = await changes.next()
-            #expect(next?.cause == .confirmedLive)
+            #expect(client.details(for: Self.promos).reason == .stale)
+            // Time passes until the scripted failures are spent and the server confirms version 5.
+            #expect(await eventually {
+                harness.clock.advance(by: .seconds(5))
+                return client.status.snapshot?.origin == .server
+            })
+            #expect(await changes.next()?.cause == .confirmedLive)
+            #expect(client.isEnabled(Self.promos))
+            #expect(!client.status.isStale)
         }
-        #expect(client.isEnabled(Self.promos))
-        #expect(!client.status.isStale)
     }
 }
 

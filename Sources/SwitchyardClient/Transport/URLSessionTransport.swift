@@ -47,31 +47,31 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         let delegate = delegate
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
-                exchange.start(continuation)
+                guard exchange.start(continuation) else { return }
                 delegate.register(exchange, for: task.taskIdentifier)
                 let deadline = DispatchTime.now() + .milliseconds(Int(min(request.timeout.secondsValue * 1000, 1e9)))
                 DispatchQueue.global().asyncAfter(deadline: deadline) { [weak task] in
-                    if exchange.markTimedOut() { task?.cancel() }
+                    if exchange.finish(.failure(exchange.timeoutError)) { task?.cancel() }
                 }
                 task.resume()
             }
         } onCancel: {
-            exchange.markCancelled()
-            task.cancel()
+            if exchange.cancel() { task.cancel() }
         }
     }
 }
 
 /// The state of one request, shared by the delegate queue, the deadline timer and cancellation.
+///
+/// Whichever comes first (the last byte, the deadline, the size limit, cancellation) resumes the caller; the
+/// others find the exchange finished. The caller never depends on URLSession reporting a cancelled task.
 private final class Exchange: @unchecked Sendable {
-    enum Ending { case none, timedOut, cancelled, tooLarge }
-
     private struct State {
         var continuation: CheckedContinuation<HTTPResponse, any Error>?
+        var finished = false
         var status = 0
         var headers: [String: String] = [:]
         var body: [UInt8] = []
-        var ending = Ending.none
     }
 
     let limit: Int
@@ -83,78 +83,82 @@ private final class Exchange: @unchecked Sendable {
         self.url = url
     }
 
-    func start(_ continuation: CheckedContinuation<HTTPResponse, any Error>) {
-        state.withLock { $0.continuation = continuation }
+    var timeoutError: ClientError {
+        ClientError(.timedOut, "\(url.absoluteString) did not answer completely within the request deadline; the server is down or too slow")
     }
 
-    /// Marks the exchange timed out; true when it was still running.
-    func markTimedOut() -> Bool {
-        state.withLock { state in
-            guard state.continuation != nil, state.ending == .none else { return false }
-            state.ending = .timedOut
-            return true
-        }
+    var tooLargeError: ClientError {
+        ClientError(.tooLarge, "the response from \(url.absoluteString) is larger than \(limit) bytes; the client refuses it")
     }
 
-    func markCancelled() {
-        state.withLock { state in
-            if state.ending == .none { state.ending = .cancelled }
+    /// Attaches the caller; false (and the caller resumed with `CancellationError`) when already cancelled.
+    func start(_ continuation: CheckedContinuation<HTTPResponse, any Error>) -> Bool {
+        let alreadyFinished = state.withLock { state in
+            if !state.finished { state.continuation = continuation }
+            return state.finished
         }
+        if alreadyFinished { continuation.resume(throwing: CancellationError()) }
+        return !alreadyFinished
+    }
+
+    /// Resumes the caller with a result, once. True when this call finished the exchange.
+    @discardableResult
+    func finish(_ result: Result<HTTPResponse, any Error>) -> Bool {
+        let continuation: CheckedContinuation<HTTPResponse, any Error>?? = state.withLock { state in
+            guard !state.finished else { return .none }
+            state.finished = true
+            state.body = []
+            defer { state.continuation = nil }
+            return .some(state.continuation)
+        }
+        guard case .some(let waiting) = continuation else { return false }
+        waiting?.resume(with: result)
+        return true
+    }
+
+    /// Cancels; true when the exchange was still running (the task should be cancelled too).
+    func cancel() -> Bool {
+        finish(.failure(CancellationError()))
     }
 
     /// Records the status and headers; false when the announced length is already over the limit.
     func receive(_ response: URLResponse) -> Bool {
-        state.withLock { state in
+        let fits = state.withLock { state in
             if let http = response as? HTTPURLResponse {
                 state.status = http.statusCode
                 for (name, value) in http.allHeaderFields {
                     if let name = name as? String, let value = value as? String { state.headers[name.lowercased()] = value }
                 }
             }
-            if response.expectedContentLength > Int64(limit) {
-                state.ending = .tooLarge
-                return false
-            }
-            return true
+            return response.expectedContentLength <= Int64(limit)
         }
+        if !fits { finish(.failure(tooLargeError)) }
+        return fits
     }
 
-    /// Appends body bytes; false when the body went over the limit.
+    /// Appends body bytes; false when the exchange is over (the body went over the limit, or it finished).
     func receive(_ data: Data) -> Bool {
-        state.withLock { state in
-            guard state.ending == .none else { return false }
-            if state.body.count + data.count > limit {
-                state.ending = .tooLarge
-                state.body = []
-                return false
-            }
+        let outcome: Bool? = state.withLock { state in
+            guard !state.finished else { return false }
+            if state.body.count + data.count > limit { return nil }
             state.body.append(contentsOf: data)
             return true
         }
+        guard let outcome else {
+            finish(.failure(tooLargeError))
+            return false
+        }
+        return outcome
     }
 
+    /// URLSession reports the end of the task.
     func complete(_ error: (any Error)?) {
-        let (continuation, result): (CheckedContinuation<HTTPResponse, any Error>?, Result<HTTPResponse, any Error>) =
-            state.withLock { state in
-                let continuation = state.continuation
-                state.continuation = nil
-                switch state.ending {
-                case .timedOut:
-                    return (continuation, .failure(ClientError(.timedOut, "\(url.absoluteString) did not answer completely within the request deadline; the server is down or too slow")))
-                case .cancelled:
-                    return (continuation, .failure(CancellationError()))
-                case .tooLarge:
-                    return (continuation, .failure(ClientError(.tooLarge, "the response from \(url.absoluteString) is larger than \(limit) bytes; the client refuses it")))
-                case .none:
-                    if let error {
-                        return (continuation, .failure(ClientError(.transport, "\(url.absoluteString): \(error.localizedDescription)")))
-                    }
-                    let response = HTTPResponse(status: state.status, headers: state.headers, body: state.body)
-                    state.body = []
-                    return (continuation, .success(response))
-                }
-            }
-        continuation?.resume(with: result)
+        if let error {
+            finish(.failure(ClientError(.transport, "\(url.absoluteString): \(error.localizedDescription)")))
+            return
+        }
+        let response = state.withLock { HTTPResponse(status: $0.status, headers: $0.headers, body: $0.body) }
+        finish(.success(response))
     }
 }
 
