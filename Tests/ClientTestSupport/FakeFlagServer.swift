@@ -32,7 +32,8 @@ public final class FakeFlagServer: @unchecked Sendable {
     public init(namespace: String = "rider", waitCap: Duration = .seconds(2), port: Int = 0) throws {
         self.namespace = namespace
         self.waitCap = waitCap
-        http = try TestHTTPServer(port: port) { [unowned self] request in self.handle(request) }
+        // The handler holds the fake server until `stop()` clears it.
+        http = try TestHTTPServer(port: port) { request in self.handle(request) }
     }
 
     public var baseURL: URL { http.baseURL }

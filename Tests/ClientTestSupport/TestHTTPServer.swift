@@ -39,7 +39,9 @@ public final class TestHTTPServer: @unchecked Sendable {
 
     public let port: Int
     private let listener: Int32
-    private let handler: Handler
+    /// Cleared by `stop()`, so a connection thread that outlives the server finds no handler (and the handler's
+    /// captures are released).
+    private let handler: LockedBox<Handler?>
     private let stopped = LockedBox(false)
     private let connections = LockedBox(Set<Int32>())
     private let log = LockedBox([Request]())
@@ -47,7 +49,7 @@ public final class TestHTTPServer: @unchecked Sendable {
 
     /// Binds 127.0.0.1 on a port (0: a free one) and starts accepting.
     public init(port: Int = 0, handler: @escaping Handler) throws {
-        self.handler = handler
+        self.handler = LockedBox(handler)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestServerError("socket() failed: \(errno)") }
         var yes: Int32 = 1
@@ -92,6 +94,7 @@ public final class TestHTTPServer: @unchecked Sendable {
             return stopped
         }
         guard !wasStopped else { return }
+        handler.withLock { $0 = nil }
         shutdown(listener, Int32(SHUT_RDWR))
         acceptDone.wait()
         close(listener)
@@ -122,7 +125,7 @@ public final class TestHTTPServer: @unchecked Sendable {
             shutdown(fd, Int32(SHUT_RDWR))
             close(fd)
         }
-        guard let request = readRequest(fd) else { return }
+        guard let request = readRequest(fd), let handler = handler.current else { return }
         log.withLock { $0.append(request) }
         switch handler(request) {
         case .response(let status, let headers, let body):
