@@ -6,7 +6,9 @@ import SwitchyardCore
 /// every change; readers hold on to the one they read.
 final class ClientState: Sendable {
     let compiled: CompiledSnapshot?
-    let evaluator: Evaluator?
+    /// Prepared for the context; over an empty snapshot when there is none (every handle is then missing), so the
+    /// hot path reads it in place instead of copying it out of an optional.
+    let preparedEvaluator: Evaluator
     /// Slot of a ``PluginSwitch`` or ``ExperimentFlag`` → handle in `compiled`; index -1 when absent.
     let slots: [FlagHandle]
     let origin: SnapshotOrigin?
@@ -20,11 +22,27 @@ final class ClientState: Sendable {
     let contextGeneration: UInt64
 
     static let missing = FlagHandle(index: -1)
+    /// No snapshot: the core flow.
+    static let none = ClientState(compiled: nil, context: EvaluationContext(), origin: nil, fetchedAt: nil, verifiedAt: nil,
+                                  stalenessLimit: nil, quarantinedKeys: [], contextGeneration: 0)
+    static let empty = CompiledSnapshot(Snapshot(epoch: "", version: -1, flagSet: FlagSet(namespace: "")))
+
+    /// The evaluator, when there is a snapshot.
+    var evaluator: Evaluator? { compiled == nil ? nil : preparedEvaluator }
+
+    /// The hot path of ``FlagClient/isEnabled(_:)``.
+    @inline(__always)
+    func isEnabled(slot: Int32, key: String, wallClock: () -> Date) -> Bool {
+        if staleAfter != nil && isStale(now: wallClock()) { return false }
+        let handle = handle(slot: slot, key: key)
+        guard handle.index >= 0, !isQuarantined(handle) else { return false }
+        return preparedEvaluator.isEnabled(handle)
+    }
 
     init(compiled: CompiledSnapshot?, context: EvaluationContext, origin: SnapshotOrigin?, fetchedAt: Date?,
          verifiedAt: Date?, stalenessLimit: Duration?, quarantinedKeys: Set<String>, contextGeneration: UInt64) {
         self.compiled = compiled
-        evaluator = compiled?.evaluator(for: context)
+        preparedEvaluator = (compiled ?? Self.empty).evaluator(for: context)
         self.origin = origin
         self.fetchedAt = fetchedAt
         self.verifiedAt = verifiedAt
@@ -48,6 +66,30 @@ final class ClientState: Sendable {
             quarantined = []
             staleAfter = nil
         }
+    }
+
+    /// The same state with a slot table covering every switch registered so far.
+    init(extending other: ClientState) {
+        compiled = other.compiled
+        preparedEvaluator = other.preparedEvaluator
+        origin = other.origin
+        fetchedAt = other.fetchedAt
+        verifiedAt = other.verifiedAt
+        staleAfter = other.staleAfter
+        quarantined = other.quarantined
+        quarantinedKeys = other.quarantinedKeys
+        contextGeneration = other.contextGeneration
+        if let compiled = other.compiled {
+            slots = SlotRegistry.shared.keys.map { compiled.handle(for: $0) ?? Self.missing }
+        } else {
+            slots = []
+        }
+    }
+
+    /// Whether a slot lies beyond the table (a switch created after this state was built).
+    @inline(__always)
+    func lacksSlot(_ slot: Int32) -> Bool {
+        compiled != nil && Int(UInt32(bitPattern: slot)) >= slots.count
     }
 
     /// The handle of a slot (a string lookup only for keys registered after this state was built).

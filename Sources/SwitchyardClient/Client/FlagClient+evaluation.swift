@@ -9,12 +9,9 @@ extension FlagClient {
     /// crash-loop guard holds the switch off on this device.
     @inline(__always)
     public func isEnabled(_ pluginSwitch: PluginSwitch) -> Bool {
-        let state = shared.withLock { $0.state }
-        guard let evaluator = state.evaluator else { return false }
-        if state.staleAfter != nil && state.isStale(now: wallClock()) { return false }
-        let handle = state.handle(slot: pluginSwitch.slot, key: pluginSwitch.key)
-        guard handle.index >= 0, !state.isQuarantined(handle) else { return false }
-        return evaluator.isEnabled(handle)
+        var state = shared.withLock { $0.state }
+        if state.lacksSlot(pluginSwitch.slot) { state = stateWithCurrentSlots() }
+        return state.isEnabled(slot: pluginSwitch.slot, key: pluginSwitch.key, wallClock: wallClock)
     }
 
     /// A plugin switch's value with its reason, variant and metadata (for logs, debug screens, `explain`).
@@ -58,14 +55,15 @@ extension FlagClient {
     /// Synchronous and thread-safe. Reports an exposure (once per flag, variant, snapshot version and
     /// context) unless ``EventPolicy/recordsExposures`` is off.
     public func value<Value>(of flag: ExperimentFlag<Value>) -> Value {
-        let state = shared.withLock { $0.state }
-        guard let evaluator = state.evaluator, let compiled = state.compiled else { return flag.defaultValue }
+        var state = shared.withLock { $0.state }
+        if state.lacksSlot(flag.slot) { state = stateWithCurrentSlots() }
+        guard let compiled = state.compiled else { return flag.defaultValue }
         if state.staleAfter != nil && state.isStale(now: wallClock()) { return flag.defaultValue }
         let handle = state.handle(slot: flag.slot, key: flag.key)
         guard handle.index >= 0, let experiment = compiled.snapshot.flagSet.flags[Int(handle.index)].experiment else {
             return flag.defaultValue
         }
-        let evaluation = evaluator.evaluate(handle)
+        let evaluation = state.preparedEvaluator.evaluate(handle)
         let index = Int(evaluation.variantIndex)
         guard experiment.variants.indices.contains(index), let value = Value(flagValue: experiment.variants[index].value) else {
             return flag.defaultValue

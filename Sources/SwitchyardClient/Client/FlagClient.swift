@@ -53,11 +53,21 @@ public final class FlagClient: Sendable {
         var verifiedPersistedAt: Date?
         var staleAnnounced = false
 
-        /// Replaces `state` from the parts.
-        mutating func rebuild(stalenessLimit: Duration?) {
-            state = ClientState(compiled: compiled, context: context, origin: origin, fetchedAt: fetchedAt,
-                                verifiedAt: verifiedAt, stalenessLimit: stalenessLimit,
-                                quarantinedKeys: Set(guardState.quarantined.keys), contextGeneration: contextGeneration)
+        /// Bumped by every change of the parts; a state built for an older generation is not installed.
+        var generation: UInt64 = 0
+
+        /// A state for the current parts.
+        func makeState(stalenessLimit: Duration?) -> ClientState {
+            ClientState(compiled: compiled, context: context, origin: origin, fetchedAt: fetchedAt, verifiedAt: verifiedAt,
+                        stalenessLimit: stalenessLimit, quarantinedKeys: Set(guardState.quarantined.keys),
+                        contextGeneration: contextGeneration)
+        }
+
+        /// The installed snapshot, from the parts.
+        var snapshotInfo: SnapshotInfo? {
+            guard let compiled, let origin else { return nil }
+            return SnapshotInfo(namespace: compiled.namespace, epoch: compiled.epoch, version: compiled.version, origin: origin,
+                                fetchedAt: fetchedAt ?? Date(timeIntervalSince1970: 0))
         }
     }
 
@@ -184,13 +194,12 @@ public final class FlagClient: Sendable {
             Self.write(record.json, to: sessionURL, sync: false, report: report)
         }
 
-        var shared = Shared(state: ClientState(compiled: nil, context: configuration.context, origin: nil, fetchedAt: nil,
-                                               verifiedAt: nil, stalenessLimit: nil, quarantinedKeys: [], contextGeneration: 0),
-                            compiled: compiled, origin: installed?.origin, fetchedAt: installed?.fetchedAt,
-                            verifiedAt: installed?.verifiedAt, context: configuration.context, guardState: guardState)
-        shared.rebuild(stalenessLimit: configuration.stalenessLimit)
+        var shared = Shared(state: ClientState.none, compiled: compiled, origin: installed?.origin,
+                            fetchedAt: installed?.fetchedAt, verifiedAt: installed?.verifiedAt, context: configuration.context,
+                            guardState: guardState)
+        shared.state = shared.makeState(stalenessLimit: configuration.stalenessLimit)
         self.shared = LockedBox(shared)
-        if let info = shared.state.snapshotInfo {
+        if let info = shared.snapshotInfo {
             report(ClientReport(kind: .snapshotInstalled, message: "installed \(info)"))
         }
         if !queue.isEmpty { eventSignalContinuation.yield() }
@@ -199,6 +208,37 @@ public final class FlagClient: Sendable {
     deinit {
         eventSignalContinuation.finish()
         broadcaster.finish()
+    }
+
+    /// Changes the bookkeeping under the lock, then builds the matching state outside it (compiling the slot table
+    /// and preparing the evaluator take a while) and installs it unless a later change got there first. Readers
+    /// never wait for a state to be built.
+    @discardableResult
+    func update<Result>(_ change: (inout Shared) -> Result) -> Result {
+        let (result, parts, generation) = shared.withLock { shared in
+            let result = change(&shared)
+            shared.generation += 1
+            return (result, shared, shared.generation)
+        }
+        let state = parts.makeState(stalenessLimit: configuration.stalenessLimit)
+        shared.withLock { shared in
+            if shared.generation == generation { shared.state = state }
+        }
+        return result
+    }
+
+    /// Extends the installed state's slot table to switches created after it was built (a `static let` switch is
+    /// created on first use). Once per new batch of switches; later reads use the table.
+    @inline(never)
+    func stateWithCurrentSlots() -> ClientState {
+        let registered = SlotRegistry.shared.count
+        let state = shared.withLock { $0.state }
+        guard state.slots.count < registered else { return state }
+        let extended = ClientState(extending: state)
+        return shared.withLock { shared in
+            if shared.state === state { shared.state = extended }
+            return shared.state
+        }
     }
 
     /// Reports through the configured callback.
@@ -225,10 +265,18 @@ public final class FlagClient: Sendable {
     }
 
     static func write(_ object: JSONObject, to url: URL, sync: Bool, report: (ClientReport) -> Void) {
+        if let error = write(object, to: url, sync: sync) {
+            report(ClientReport(kind: .storageFailed, message: error.message, error: error))
+        }
+    }
+
+    /// Writes a JSON file atomically; returns the error instead of reporting it (for callers holding a lock).
+    static func write(_ object: JSONObject, to url: URL, sync: Bool) -> ClientError? {
         do {
             try FileIO.writeAtomically(JSONValue.object(object).serialized(.canonical), to: url, sync: sync)
+            return nil
         } catch {
-            report(ClientReport(kind: .storageFailed, message: error.message, error: error))
+            return error
         }
     }
 
@@ -243,11 +291,10 @@ public final class FlagClient: Sendable {
     ///
     /// Publishes a ``FlagsChange`` with cause `contextChanged`.
     public func updateContext(_ context: EvaluationContext) {
-        let info = shared.withLock { shared in
+        let info = update { shared in
             shared.context = context
             shared.contextGeneration += 1
-            shared.rebuild(stalenessLimit: configuration.stalenessLimit)
-            return shared.state.snapshotInfo
+            return shared.snapshotInfo
         }
         session.withLock { state in
             state.record.appVersion = context.appVersion
@@ -280,5 +327,12 @@ public final class FlagClient: Sendable {
                             age: reference.map { .clampedSeconds(now.timeIntervalSince($0)) },
                             isStale: state.isStale(now: now), consecutiveFailures: failures, lastError: lastError,
                             disabledByCrashGuard: state.quarantinedKeys.sorted(), queuedEvents: queue.count)
+    }
+}
+
+extension FlagClient: CustomReflectable {
+    /// What the client holds, read under its locks (debuggers and test failure messages reflect values).
+    public var customMirror: Mirror {
+        Mirror(self, children: ["namespace": namespace, "status": status.description])
     }
 }

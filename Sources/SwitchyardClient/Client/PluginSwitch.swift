@@ -126,6 +126,11 @@ package final class SlotRegistry: Sendable {
         }
     }
 
+    /// How many keys have a slot.
+    package var count: Int {
+        table.withLock { $0.keys.count }
+    }
+
     /// Every key with a slot, in slot order.
     package var keys: [String] {
         table.withLock { $0.keys }

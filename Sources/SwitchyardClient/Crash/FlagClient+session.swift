@@ -9,8 +9,9 @@ extension FlagClient {
     public func recordActive(_ pluginSwitch: PluginSwitch) {
         let state = shared.withLock { $0.state }
         let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
-        session.withLock { session in
-            guard session.record.end != nil || !session.activeSlots.contains(pluginSwitch.slot) else { return }
+        // The record is written under the lock (so writes land in order); failures are reported after it.
+        let failure: ClientError? = session.withLock { session in
+            guard session.record.end != nil || !session.activeSlots.contains(pluginSwitch.slot) else { return nil }
             if !session.activeSlots.contains(pluginSwitch.slot) {
                 session.activeSlots.insert(pluginSwitch.slot)
                 let definition = state.compiled?.snapshot.flagSet.flag(pluginSwitch.key)
@@ -20,8 +21,9 @@ extension FlagClient {
             }
             session.record.end = nil
             session.record.updated = wallClock()
-            if let url { Self.write(session.record.json, to: url, sync: false, report: report) }
+            return url.flatMap { Self.write(session.record.json, to: $0, sync: false) }
         }
+        if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
     }
 
     /// Reports a plugin factory that threw; the plugin point moves on to the next eligible factory.
@@ -37,12 +39,13 @@ extension FlagClient {
     /// app may be killed without notice, which is not a crash). Creating a plugin afterwards reopens the session.
     public func endSession() {
         let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
-        session.withLock { session in
+        let failure: ClientError? = session.withLock { session in
             let now = wallClock()
             session.record.end = now
             session.record.updated = now
-            if let url { Self.write(session.record.json, to: url, sync: true, report: report) }
+            return url.flatMap { Self.write(session.record.json, to: $0, sync: true) }
         }
+        if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
         persistQueue()
     }
 

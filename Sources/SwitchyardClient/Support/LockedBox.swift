@@ -61,3 +61,10 @@ package final class LockedBox<Value> {
 }
 
 extension LockedBox: @unchecked Sendable where Value: Sendable {}
+
+extension LockedBox: CustomReflectable {
+    /// A copy taken under the lock: reflecting the raw storage while another thread writes it would be a race.
+    package var customMirror: Mirror {
+        Mirror(self, children: ["value": current])
+    }
+}

@@ -112,7 +112,7 @@ extension FlagClient {
     package func install(_ snapshot: Snapshot, origin: SnapshotOrigin) {
         let compiled = CompiledSnapshot(snapshot)
         let now = wallClock()
-        let (info, lifted, guardJSON) = shared.withLock { shared in
+        let (info, lifted, guardJSON) = update { shared in
             shared.compiled = compiled
             shared.origin = origin
             shared.fetchedAt = now
@@ -123,8 +123,7 @@ extension FlagClient {
             shared.verifiedPersistedAt = now
             var lifted = shared.guardState.liftChanged(by: snapshot)
             lifted += shared.guardState.liftExpired(now: now, ttl: configuration.crashLoopGuard.ttl)
-            shared.rebuild(stalenessLimit: configuration.stalenessLimit)
-            return (shared.state.snapshotInfo, lifted, lifted.isEmpty ? nil : shared.guardState.json)
+            return (shared.snapshotInfo, lifted, lifted.isEmpty ? nil : shared.guardState.json)
         }
         if let cache {
             do { try cache.store(snapshot, fetchedAt: now) } catch {
@@ -144,7 +143,7 @@ extension FlagClient {
     /// The server confirmed the installed snapshot (304, or the same version again).
     func confirm() {
         let now = wallClock()
-        let (cause, info, persistVerified, lifted, guardJSON) = shared.withLock { shared in
+        let (cause, info, persistVerified, lifted, guardJSON) = update { shared in
             let wasStale = shared.state.isStale(now: now)
             let wasCached = shared.origin != .server
             shared.origin = .server
@@ -157,12 +156,11 @@ extension FlagClient {
                 shared.verifiedPersistedAt = now
                 persist = (compiled.epoch, compiled.version)
             }
-            shared.rebuild(stalenessLimit: configuration.stalenessLimit)
             var cause: FlagsChange.Cause?
             if wasCached { cause = .confirmedLive } else if wasStale { cause = .becameFresh }
             if !lifted.isEmpty && cause == nil { cause = .crashGuardChanged }
             if wasStale { shared.staleAnnounced = false }
-            return (cause, shared.state.snapshotInfo, persist, lifted, lifted.isEmpty ? nil : shared.guardState.json)
+            return (cause, shared.snapshotInfo, persist, lifted, lifted.isEmpty ? nil : shared.guardState.json)
         }
         if let persistVerified, let cache {
             try? cache.storeVerified(epoch: persistVerified.0, version: persistVerified.1, at: now)
@@ -189,7 +187,7 @@ extension FlagClient {
                 let info: SnapshotInfo?? = shared.withLock { shared in
                     guard !shared.staleAnnounced, shared.state.isStale(now: wallClock()) else { return .none }
                     shared.staleAnnounced = true
-                    return .some(shared.state.snapshotInfo)
+                    return .some(shared.snapshotInfo)
                 }
                 if let info { broadcaster.publish(FlagsChange(cause: .becameStale, snapshot: info)) }
                 continue
