@@ -98,10 +98,12 @@ public final class ReportLog: Sendable {
 
 /// Waits until a condition holds, checking every few milliseconds, up to a generous deadline.
 ///
-/// A liveness check, not a speed claim: the deadline only bounds a test that would otherwise hang.
+/// A liveness check, not a speed claim: the deadline only bounds a test that would otherwise hang. It is long
+/// because the whole package's tests run in parallel on a 2-core machine, where CPU-bound suites can hold both
+/// threads of the concurrency pool for most of a minute before the client's loops get a turn.
 /// - Returns: whether the condition held before the deadline.
 @discardableResult
-public func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async rethrows -> Bool {
+public func eventually(timeout: Duration = .seconds(180), _ condition: () async throws -> Bool) async rethrows -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout
     while clock.now < deadline {
