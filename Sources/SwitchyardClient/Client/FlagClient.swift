@@ -105,98 +105,21 @@ public final class FlagClient: Sendable {
         cache = directory.map {
             SnapshotCache(directory: $0, namespace: configuration.namespace, maximumSnapshotSize: configuration.maximumSnapshotSize)
         }
-
-        // 1. Bundled defaults, 2. the last known good snapshot from disk.
-        var installed: (snapshot: Snapshot, origin: SnapshotOrigin, fetchedAt: Date, verifiedAt: Date?)?
-        if let bytes = configuration.bundledSnapshot {
-            do {
-                let snapshot = try SnapshotDocument.decode(bytes)
-                if snapshot.namespace == configuration.namespace {
-                    installed = (snapshot, .bundled, now, nil)
-                } else {
-                    report(ClientReport(kind: .snapshotIgnored, message: "the bundled snapshot is for namespace '\(snapshot.namespace)', not '\(configuration.namespace)'; ignoring it"))
-                }
-            } catch {
-                report(ClientReport(kind: .snapshotIgnored, message: "the bundled snapshot is unusable (\(error)); ignoring it", error: error))
-            }
-        }
-        if let cache {
-            do {
-                if let entry = try cache.load() {
-                    if let current = installed?.snapshot, current.epoch == entry.snapshot.epoch, entry.snapshot.version < current.version {
-                        report(ClientReport(kind: .snapshotIgnored, message: "the cached snapshot (version \(entry.snapshot.version)) is older than the bundled one (version \(current.version)); using the bundled one"))
-                    } else {
-                        installed = (entry.snapshot, .cache, entry.fetchedAt, entry.verifiedAt)
-                    }
-                }
-            } catch {
-                report(ClientReport(kind: .snapshotIgnored, message: error.message, error: error))
-            }
-        }
-        let compiled = installed.map { CompiledSnapshot($0.snapshot) }
-
-        // The crash guard and the event queue, as the last launch left them.
-        var guardState = CrashLoopGuardState()
-        let guardURL = directory?.appendingPathComponent(CrashLoopGuardState.fileName)
-        if let guardURL {
-            do {
-                if let bytes = try FileIO.read(guardURL, limit: 1 << 20) {
-                    if let json = try? JSONValue.parse(bytes), let state = CrashLoopGuardState(json: json) {
-                        guardState = state
-                    } else {
-                        report(ClientReport(kind: .storageFailed, message: "\(guardURL.path) is not a crash-guard state file; starting the crash-loop guard afresh"))
-                    }
-                }
-            } catch {
-                report(ClientReport(kind: .storageFailed, message: error.message, error: error))
-            }
-        }
+        let installed = Self.restoreSnapshot(configuration, cache: cache, now: now, report: report)
+        var guardState = Self.restoreCrashGuard(directory, report: report)
         let (queue, queueProblem) = EventQueue.open(fileURL: directory?.appendingPathComponent(EventQueue.fileName),
                                                     capacity: configuration.events.capacity)
         self.queue = queue
         if let queueProblem {
             report(ClientReport(kind: .storageFailed, message: queueProblem.message, error: queueProblem))
         }
+        Self.concludePreviousSession(configuration, queue: queue, guardState: &guardState, installed: installed?.snapshot,
+                                     now: now, report: report)
+        session = LockedBox(SessionState(record: Self.startSession(configuration, now: now, report: report)))
 
-        // The previous session: report it, and let the crash guard count it.
-        var guardChanged = false
-        let sessionURL = directory?.appendingPathComponent(SessionRecord.fileName)
-        if let sessionURL, let previous = Self.readSession(sessionURL, namespace: configuration.namespace, report: report) {
-            let crashed = !previous.isClean
-            queue.enqueue(ClientEvent.session(previous, crashed: crashed, id: previous.id, time: now))
-            let keys = previous.switches.map(\.key)
-            if crashed {
-                report(ClientReport(kind: .previousSessionCrashed, message: "the previous session (\(previous.id)) ended without endSession(): reporting a crash with \(keys.isEmpty ? "no plugin switch" : keys.joined(separator: ", ")) active", flagKeys: keys))
-            }
-            let tripped = guardState.record(previous, crashed: crashed, now: now, policy: configuration.crashLoopGuard)
-            guardChanged = true
-            if !tripped.isEmpty {
-                report(ClientReport(kind: .crashGuardTripped, message: "the crash-loop guard forces \(tripped.joined(separator: ", ")) off on this device: active in \(configuration.crashLoopGuard.consecutiveCrashes) crashed sessions in a row; it stays off until a newer snapshot changes its definition or \(Int(configuration.crashLoopGuard.ttl.secondsValue)) s pass", flagKeys: tripped))
-            }
-        }
-        var lifted = guardState.liftExpired(now: now, ttl: configuration.crashLoopGuard.ttl)
-        if let snapshot = installed?.snapshot { lifted += guardState.liftChanged(by: snapshot) }
-        if !lifted.isEmpty {
-            guardChanged = true
-            report(ClientReport(kind: .crashGuardLifted, message: "the crash-loop guard released \(lifted.joined(separator: ", "))", flagKeys: lifted))
-        }
-        if guardChanged, let guardURL {
-            Self.write(guardState.json, to: guardURL, sync: true, report: report)
-        }
-        do { try queue.persist() } catch {
-            report(ClientReport(kind: .storageFailed, message: "\(error.message); queued events stay in memory", error: error))
-        }
-
-        // This session.
-        let record = SessionRecord(id: ClientEvent.newID(), namespace: configuration.namespace, start: now, context: configuration.context)
-        session = LockedBox(SessionState(record: record))
-        if let sessionURL {
-            Self.write(record.json, to: sessionURL, sync: false, report: report)
-        }
-
-        var shared = Shared(state: ClientState.none, compiled: compiled, origin: installed?.origin,
-                            fetchedAt: installed?.fetchedAt, verifiedAt: installed?.verifiedAt, context: configuration.context,
-                            guardState: guardState)
+        var shared = Shared(state: ClientState.none, compiled: installed.map { CompiledSnapshot($0.snapshot) },
+                            origin: installed?.origin, fetchedAt: installed?.fetchedAt, verifiedAt: installed?.verifiedAt,
+                            context: configuration.context, guardState: guardState)
         shared.state = shared.makeState(stalenessLimit: configuration.stalenessLimit)
         self.shared = LockedBox(shared)
         if let info = shared.snapshotInfo {
@@ -244,24 +167,6 @@ public final class FlagClient: Sendable {
     /// Reports through the configured callback.
     func report(_ report: ClientReport) {
         configuration.report(report)
-    }
-
-    static func readSession(_ url: URL, namespace: String, report: (ClientReport) -> Void) -> SessionRecord? {
-        do {
-            guard let bytes = try FileIO.read(url, limit: 1 << 20) else { return nil }
-            guard let json = try? JSONValue.parse(bytes), let record = SessionRecord(json: json) else {
-                report(ClientReport(kind: .storageFailed, message: "\(url.path) is not a session record (torn or edited); the previous session is not reported"))
-                return nil
-            }
-            guard record.namespace == namespace else {
-                report(ClientReport(kind: .storageFailed, message: "\(url.path) records a session of namespace '\(record.namespace)', not '\(namespace)'; give each namespace its own directory"))
-                return nil
-            }
-            return record
-        } catch {
-            report(ClientReport(kind: .storageFailed, message: error.message, error: error))
-            return nil
-        }
     }
 
     static func write(_ object: JSONObject, to url: URL, sync: Bool, report: (ClientReport) -> Void) {
