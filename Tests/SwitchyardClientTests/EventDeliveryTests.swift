@@ -161,3 +161,39 @@ struct EventDeliveryTests {
         #expect(harness.reports.contains(.eventsFailed) { ($0.error as? ClientError)?.kind == .protocolViolation })
     }
 }
+
+struct RunLifecycleTests {
+    /// An app stops the client's loops in the background and starts them again in the foreground.
+    @Test func aClientRunsAgainAfterItsRunWasCancelled() async throws {
+        let harness = try ClientHarness()
+        let server = try FakeFlagServer()
+        defer { server.stop() }
+        server.publish(Fixtures.snapshot(version: 1))
+        let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
+        await whileRunning(client) {
+            #expect(await eventually { client.status.snapshot?.version == 1 })
+        }
+        client.recordActive(PluginSwitch("plugin_switch_feed_news"))
+        client.endSession()
+        server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
+        await whileRunning(client) {
+            #expect(await eventually { client.status.snapshot?.version == 2 && client.status.queuedEvents == 0 })
+            // The sender is idle, waiting for events: a new one must wake it.
+            client.enqueue(JSONObject([("id", .string("after-restart")), ("type", .string("exposure"))]))
+            #expect(await eventually { server.receivedEvents.contains { $0["id"] == .string("after-restart") } })
+        }
+        #expect(client.isEnabled(PluginSwitch("plugin_switch_feed_promos")))
+    }
+
+    @Test func aSecondConcurrentRunReturnsAtOnce() async throws {
+        let harness = try ClientHarness()
+        let server = try FakeFlagServer()
+        defer { server.stop() }
+        server.publish(Fixtures.snapshot(version: 1))
+        let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
+        await whileRunning(client) {
+            #expect(await eventually { client.status.snapshot?.version == 1 })
+            await client.run()
+        }
+    }
+}

@@ -29,8 +29,8 @@ public final class FlagClient: Sendable {
     let session: LockedBox<SessionState>
     let exposures = LockedBox(Set<ExposureKey>())
     let queue: EventQueue
-    let eventSignal: AsyncStream<Void>
-    let eventSignalContinuation: AsyncStream<Void>.Continuation
+    /// Wakes the running event sender; a new stream per `run()` (a cancelled wait finishes its stream).
+    let eventWakeup = LockedBox<AsyncStream<Void>.Continuation?>(nil)
     let broadcaster = ChangeBroadcaster()
     let cache: SnapshotCache?
     let snapshotTransport: any HTTPTransport
@@ -93,7 +93,6 @@ public final class FlagClient: Sendable {
         wallClock = configuration.wallClock
         snapshotTransport = configuration.snapshotTransport ?? URLSessionTransport()
         eventTransport = configuration.eventTransport ?? URLSessionTransport()
-        (eventSignal, eventSignalContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let report = configuration.report
         let now = configuration.wallClock()
         let directory = configuration.directory
@@ -125,11 +124,9 @@ public final class FlagClient: Sendable {
         if let info = shared.snapshotInfo {
             report(ClientReport(kind: .snapshotInstalled, message: "installed \(info)"))
         }
-        if !queue.isEmpty { eventSignalContinuation.yield() }
     }
 
     deinit {
-        eventSignalContinuation.finish()
         broadcaster.finish()
     }
 

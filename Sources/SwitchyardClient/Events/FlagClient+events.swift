@@ -8,7 +8,7 @@ extension FlagClient {
         if dropped > 0 {
             report(ClientReport(kind: .eventsDropped, message: "the event queue is full (\(queue.capacity) events): dropped the \(dropped) oldest"))
         }
-        eventSignalContinuation.yield()
+        eventWakeup.withLock { $0 }?.yield()
     }
 
     /// What became of a batch.
@@ -26,7 +26,13 @@ extension FlagClient {
     /// Sends queued events in batches until cancelled: waits for events, lets a few more gather
     /// (`flushDelay`), sends, and backs off with jitter on failures.
     package func runEvents<C: Clock<Duration>>(clock: C) async {
-        var signals = eventSignal.makeAsyncIterator()
+        let (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        eventWakeup.withLock { $0 = continuation }
+        defer {
+            eventWakeup.withLock { $0 = nil }
+            continuation.finish()
+        }
+        var signals = wakeups.makeAsyncIterator()
         var failures = 0
         var batchSize = max(1, configuration.events.batchSize)
         while !Task.isCancelled {
