@@ -88,7 +88,9 @@ extension PluginPoint: Sendable {}
 
 /// Where a plugin point routes an input: to a plugin (and the switch that enabled it) or to the core flow.
 public enum PluginRoute<Plugin> {
+    /// A plugin serves, enabled by this switch.
     case plugin(Plugin, PluginSwitch)
+    /// No plugin serves: the app runs its core flow.
     case coreFlow
 
     /// The plugin, or nil for the core flow.

@@ -78,8 +78,10 @@ extension FlagClient {
 
     /// Sends one batch to `POST /v1/namespaces/{ns}/events`.
     package func send(_ batch: [EventQueue.Entry]) async -> BatchResult {
-        let namespacePath = namespace.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? namespace
-        let url = configuration.serverURL.appendingPathComponent("v1/namespaces/\(namespacePath)/events")
+        guard let url = endpoint("events") else {
+            report(ClientReport(kind: .eventsFailed, message: "cannot build an events URL from \(configuration.serverURL) and namespace '\(namespace)'; the events stay queued"))
+            return .retry(retryAfter: nil)
+        }
         var body = Array(#"{"events":["#.utf8)
         for (index, entry) in batch.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }

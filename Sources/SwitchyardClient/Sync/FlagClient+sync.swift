@@ -48,14 +48,8 @@ extension FlagClient {
 
     /// Performs one snapshot request and decodes its answer. Never throws: every failure is an outcome.
     package func fetchSnapshot(_ request: SyncStateMachine.Request) async -> SyncStateMachine.Outcome {
-        var components = URLComponents(url: configuration.serverURL, resolvingAgainstBaseURL: false)
-        let base = components?.percentEncodedPath ?? ""
-        let namespacePath = namespace.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? namespace
-        components?.percentEncodedPath = (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/v1/namespaces/\(namespacePath)/snapshot"
-        if let wait = request.wait {
-            components?.queryItems = [URLQueryItem(name: "wait", value: String(Int64(wait.secondsValue.rounded(.down))))]
-        }
-        guard let url = components?.url else {
+        let query = request.wait.map { ["wait": String(Int64($0.secondsValue.rounded(.down)))] } ?? [:]
+        guard let url = endpoint("snapshot", query: query) else {
             return .failed(ClientError(.transport, "cannot build a snapshot URL from \(configuration.serverURL) and namespace '\(namespace)'"))
         }
         var headers = ["Authorization": "Bearer \(configuration.token)", "Accept": "application/json"]
@@ -90,6 +84,20 @@ extension FlagClient {
         default:
             return .failed(ClientError(.httpStatus, "the server answered \(response.status) to \(url.path): \(response.bodyExcerpt)", status: response.status))
         }
+    }
+
+    /// `<server>/v1/namespaces/<namespace>/<resource>`, keeping a path prefix of the server URL.
+    func endpoint(_ resource: String, query: [String: String] = [:]) -> URL? {
+        var components = URLComponents(url: configuration.serverURL, resolvingAgainstBaseURL: false)
+        let base = components?.percentEncodedPath ?? ""
+        let allowed = CharacterSet.urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))
+        let namespacePath = namespace.addingPercentEncoding(withAllowedCharacters: allowed) ?? namespace
+        components?.percentEncodedPath = (base.hasSuffix("/") ? String(base.dropLast()) : base)
+            + "/v1/namespaces/\(namespacePath)/\(resource)"
+        if !query.isEmpty {
+            components?.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) }
+        }
+        return components?.url
     }
 
     /// Applies a verdict of the state machine.
