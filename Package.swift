@@ -43,7 +43,7 @@ let package = Package(
         // The client runtime apps embed: long-poll sync, last known good, evaluation front end. Foundation only.
         .target(name: "SwitchyardClient", dependencies: ["SwitchyardCore"], swiftSettings: settings),
         // Plugin points, plugin factories and the core-only guarantee, over the client runtime.
-        .target(name: "SwitchyardPlugins", dependencies: ["SwitchyardClient"], swiftSettings: settings),
+        .target(name: "SwitchyardPlugins", dependencies: ["SwitchyardCore", "SwitchyardClient"], swiftSettings: settings),
         // The exhaustive combination matrix test kit.
         .target(name: "SwitchyardMatrix", dependencies: ["SwitchyardPlugins"], swiftSettings: settings),
         // The release manager's command line, as a library so tests drive the real commands.
@@ -106,6 +106,23 @@ let package = Package(
             name: "SwitchyardFlagFilesTests",
             dependencies: ["SwitchyardFlagFiles", "SwitchyardCore"],
             exclude: ["Fixtures"],
+            swiftSettings: settings
+        ),
+        // Test support for the client runtime: a hostile loopback HTTP server, a flagsd stand-in, a test clock.
+        .target(
+            name: "ClientTestSupport",
+            dependencies: ["SwitchyardCore", "SwitchyardClient"],
+            path: "Tests/ClientTestSupport",
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "SwitchyardClientTests",
+            dependencies: ["SwitchyardCore", "SwitchyardClient", "ClientTestSupport"],
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "SwitchyardPluginsTests",
+            dependencies: ["SwitchyardCore", "SwitchyardPlugins", "ClientTestSupport"],
             swiftSettings: settings
         ),
         .testTarget(

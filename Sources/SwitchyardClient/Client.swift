@@ -1,1 +1,0 @@
-// Client runtime: issue 5.

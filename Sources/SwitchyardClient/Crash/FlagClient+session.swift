@@ -1,0 +1,61 @@
+import Foundation
+import SwitchyardCore
+
+extension FlagClient {
+    /// Records that a plugin behind this switch is being created in this session, for crash attribution.
+    ///
+    /// Plugin points call it before building a plugin. The first call per switch and session rewrites the small
+    /// session record on disk (so a crash right after still names the switch); later calls only take a lock.
+    public func recordActive(_ pluginSwitch: PluginSwitch) {
+        let state = shared.withLock { $0.state }
+        let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
+        // The record is written under the lock (so writes land in order); failures are reported after it.
+        let failure: ClientError? = session.withLock { session in
+            guard session.record.end != nil || !session.activeSlots.contains(pluginSwitch.slot) else { return nil }
+            if !session.activeSlots.contains(pluginSwitch.slot) {
+                session.activeSlots.insert(pluginSwitch.slot)
+                let definition = state.compiled?.snapshot.flagSet.flag(pluginSwitch.key)
+                session.record.switches.append(SessionRecord.ActiveSwitch(
+                    key: pluginSwitch.key, epoch: state.compiled?.epoch, version: state.compiled?.version,
+                    definition: definition?.fingerprint))
+            }
+            session.record.end = nil
+            session.record.updated = wallClock()
+            return url.flatMap { Self.write(session.record.json, to: $0, sync: false) }
+        }
+        if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
+    }
+
+    /// Reports a plugin factory that threw; the plugin point moves on to the next eligible factory.
+    public func reportFactoryFailure(pluginPoint: String, pluginSwitch: PluginSwitch, error: any Error) {
+        report(ClientReport(kind: .pluginFactoryFailed,
+                            message: "plugin point '\(pluginPoint)': the factory of \(pluginSwitch.key) threw (\(error)); using the next eligible plugin or the core flow",
+                            flagKeys: [pluginSwitch.key], pluginPoint: pluginPoint, error: error))
+    }
+
+    /// Marks the session as ended cleanly, so the next launch reports it as not crashed.
+    ///
+    /// Call it when the app terminates normally, and on iOS when it moves to the background (a background
+    /// app may be killed without notice, which is not a crash). Creating a plugin afterwards reopens the session.
+    public func endSession() {
+        let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
+        let failure: ClientError? = session.withLock { session in
+            let now = wallClock()
+            session.record.end = now
+            session.record.updated = now
+            return url.flatMap { Self.write(session.record.json, to: $0, sync: true) }
+        }
+        if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
+        persistQueue()
+    }
+
+    /// The id of the current session (the `session_id` of its event at the next launch).
+    public var sessionID: String {
+        session.withLock { $0.record.id }
+    }
+
+    /// The plugin switches recorded as active in the current session.
+    public var activeSwitches: [String] {
+        session.withLock { $0.record.switches.map(\.key) }
+    }
+}

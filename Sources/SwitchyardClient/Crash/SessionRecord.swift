@@ -1,0 +1,110 @@
+package import Foundation
+package import SwitchyardCore
+
+/// One app session as the client records it in `session.json`: when it started, which plugin switches were
+/// active in it, and whether it ended cleanly.
+///
+/// The file is rewritten (atomically, without fsync: it must survive an app crash, not a power cut) when a
+/// switch becomes active for the first time in the session and when the session ends. At the next launch a
+/// record still marked open means the app exited uncleanly: a crash.
+package struct SessionRecord: Sendable, Hashable {
+    /// A plugin switch active in the session, with the definition it had when it became active.
+    package struct ActiveSwitch: Sendable, Hashable {
+        package var key: String
+        package var epoch: String?
+        package var version: Int64?
+        /// `sha256:` of the switch's canonical definition.
+        package var definition: String?
+
+        package init(key: String, epoch: String? = nil, version: Int64? = nil, definition: String? = nil) {
+            self.key = key
+            self.epoch = epoch
+            self.version = version
+            self.definition = definition
+        }
+    }
+
+    package static let fileName = "session.json"
+
+    package var id: String
+    package var namespace: String
+    package var start: Date
+    /// The last time the record was written: the end of a session that crashed.
+    package var updated: Date
+    /// Set when the session ended cleanly.
+    package var end: Date?
+    package var appVersion: String?
+    package var platform: String?
+    package var city: String?
+    package var cohorts: [String]
+    package var switches: [ActiveSwitch]
+
+    package init(id: String, namespace: String, start: Date, context: EvaluationContext) {
+        self.id = id
+        self.namespace = namespace
+        self.start = start
+        updated = start
+        appVersion = context.appVersion
+        platform = context.platform
+        city = context.city
+        cohorts = context.cohorts
+        switches = []
+    }
+
+    /// Whether the session ended cleanly.
+    package var isClean: Bool { end != nil }
+
+    package var json: JSONObject {
+        var object = JSONObject()
+        object["format"] = .int(1)
+        object["id"] = .string(id)
+        object["namespace"] = .string(namespace)
+        object["start_ms"] = .int64(Timestamp.milliseconds(start))
+        object["updated_ms"] = .int64(Timestamp.milliseconds(updated))
+        if let end { object["end_ms"] = .int64(Timestamp.milliseconds(end)) }
+        if let appVersion { object["app_version"] = .string(appVersion) }
+        if let platform { object["platform"] = .string(platform) }
+        if let city { object["city"] = .string(city) }
+        object["cohorts"] = .array(cohorts.map { .string($0) })
+        object["switches"] = .array(switches.map { active in
+            var entry = JSONObject()
+            entry["key"] = .string(active.key)
+            if let epoch = active.epoch { entry["epoch"] = .string(epoch) }
+            if let version = active.version { entry["version"] = .int64(version) }
+            if let definition = active.definition { entry["definition"] = .string(definition) }
+            return .object(entry)
+        })
+        return object
+    }
+
+    /// Reads a record; nil when the JSON is not one.
+    package init?(json: JSONValue) {
+        guard let object = json.objectValue, object["format"]?.int64Value == 1,
+              let id = object["id"]?.stringValue, let namespace = object["namespace"]?.stringValue,
+              let start = object["start_ms"]?.int64Value, let updated = object["updated_ms"]?.int64Value,
+              let switches = object["switches"]?.arrayValue else { return nil }
+        self.id = id
+        self.namespace = namespace
+        self.start = Timestamp.date(milliseconds: start)
+        self.updated = Timestamp.date(milliseconds: updated)
+        end = object["end_ms"]?.int64Value.map(Timestamp.date(milliseconds:))
+        appVersion = object["app_version"]?.stringValue
+        platform = object["platform"]?.stringValue
+        city = object["city"]?.stringValue
+        cohorts = object["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        var active: [ActiveSwitch] = []
+        for entry in switches {
+            guard let key = entry["key"]?.stringValue else { return nil }
+            active.append(ActiveSwitch(key: key, epoch: entry["epoch"]?.stringValue, version: entry["version"]?.int64Value,
+                                       definition: entry["definition"]?.stringValue))
+        }
+        self.switches = active
+    }
+}
+
+extension FlagDefinition {
+    /// `sha256:` of the flag's canonical definition: changes exactly when the flag's own definition changes.
+    package var fingerprint: String {
+        "sha256:" + SHA256.hexDigest(JSONValue.object(tree(unit: .basisPoints)).serialized(.canonical))
+    }
+}

@@ -1,0 +1,136 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+package import Foundation
+
+/// Small POSIX file helpers: bounded reads and atomic replacement (write a temporary file, sync, rename).
+package enum FileIO {
+    /// Reads a whole file, refusing files larger than `limit` bytes.
+    ///
+    /// - Returns: the bytes, or nil when the file does not exist.
+    /// - Throws: `ClientError` when the file exists but cannot be read or is too large.
+    package static func read(_ url: URL, limit: Int) throws(ClientError) -> [UInt8]? {
+        let path = url.path
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw ClientError(.fileSystem, "cannot open \(path): \(String(cString: strerror(code)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw ClientError(.fileSystem, "cannot stat \(path): \(String(cString: strerror(errno)))")
+        }
+        let size = Int(info.st_size)
+        guard size <= limit else {
+            throw ClientError(.tooLarge, "\(path) is \(size) bytes; the limit is \(limit)")
+        }
+        var bytes = [UInt8](repeating: 0, count: size)
+        var offset = 0
+        while offset < size {
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                posixRead(fd, buffer.baseAddress! + offset, size - offset)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw ClientError(.fileSystem, "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            offset += count
+        }
+        if offset < size { bytes.removeSubrange(offset...) }
+        return bytes
+    }
+
+    /// Replaces a file atomically: readers see the old content or the new one, never a mix.
+    ///
+    /// Writes a temporary file next to the target, syncs it to disk when `sync` is true (survives power loss,
+    /// not only an app crash), renames it over the target and syncs the directory.
+    /// - Throws: `ClientError` saying which step failed.
+    package static func writeAtomically(_ bytes: [UInt8], to url: URL, sync: Bool = true) throws(ClientError) {
+        let directory = url.deletingLastPathComponent().path
+        let temporary = directory + "/." + url.lastPathComponent + ".tmp-" + UUID().uuidString
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ClientError(.fileSystem, "cannot create \(temporary): \(String(cString: strerror(errno)))")
+        }
+        var closed = false
+        defer {
+            if !closed { close(fd) }
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                posixWrite(fd, buffer.baseAddress! + offset, bytes.count - offset)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                let message = String(cString: strerror(errno))
+                unlink(temporary)
+                throw ClientError(.fileSystem, "cannot write \(temporary): \(message)")
+            }
+            offset += count
+        }
+        if sync && fsync(fd) != 0 {
+            let message = String(cString: strerror(errno))
+            unlink(temporary)
+            throw ClientError(.fileSystem, "cannot sync \(temporary): \(message)")
+        }
+        close(fd)
+        closed = true
+        guard rename(temporary, url.path) == 0 else {
+            let message = String(cString: strerror(errno))
+            unlink(temporary)
+            throw ClientError(.fileSystem, "cannot rename \(temporary) to \(url.path): \(message)")
+        }
+        if sync {
+            let directoryFD = open(directory, O_RDONLY | O_CLOEXEC)
+            if directoryFD >= 0 {
+                _ = fsync(directoryFD)
+                close(directoryFD)
+            }
+        }
+    }
+
+    /// Creates a directory and its parents when missing.
+    package static func createDirectory(_ url: URL) throws(ClientError) {
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            throw ClientError(.fileSystem, "cannot create the directory \(url.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Removes a file; a missing file is not an error.
+    package static func remove(_ url: URL) {
+        unlink(url.path)
+    }
+}
+
+// `read` and `write` are shadowed by members in some contexts; name the C functions explicitly.
+@inline(__always)
+private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    #if canImport(Darwin)
+    return Darwin.read(fd, buffer, count)
+    #elseif canImport(Glibc)
+    return Glibc.read(fd, buffer, count)
+    #else
+    return Musl.read(fd, buffer, count)
+    #endif
+}
+
+@inline(__always)
+private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Darwin)
+    return Darwin.write(fd, buffer, count)
+    #elseif canImport(Glibc)
+    return Glibc.write(fd, buffer, count)
+    #else
+    return Musl.write(fd, buffer, count)
+    #endif
+}

@@ -1,0 +1,214 @@
+import ClientTestSupport
+import Foundation
+import SwitchyardCore
+@testable import SwitchyardClient
+import Testing
+
+struct CrashLoopGuardStateTests {
+    let policy = CrashLoopGuardPolicy(consecutiveCrashes: 3, ttl: .seconds(3600))
+    let now = Date(timeIntervalSince1970: 1_795_000_000)
+
+    func session(_ keys: [String], version: Int64 = 5, definition: String = "sha256:a") -> SessionRecord {
+        var record = SessionRecord(id: UUID().uuidString, namespace: "rider", start: now, context: EvaluationContext())
+        record.switches = keys.map { .init(key: $0, epoch: Fixtures.epoch, version: version, definition: definition) }
+        return record
+    }
+
+    @Test func aSwitchInThreeCrashedSessionsInARowIsQuarantined() {
+        var state = CrashLoopGuardState()
+        #expect(state.record(session(["a", "b"]), crashed: true, now: now, policy: policy).isEmpty)
+        #expect(state.record(session(["a"]), crashed: true, now: now, policy: policy).isEmpty)
+        #expect(state.record(session(["a", "b"]), crashed: true, now: now, policy: policy) == ["a"])
+        #expect(state.quarantined["a"]?.crashes == 3)
+        #expect(state.streaks["b"] == 2)
+    }
+
+    @Test func aCleanSessionEndsTheStreakOfItsSwitches() {
+        var state = CrashLoopGuardState()
+        _ = state.record(session(["a"]), crashed: true, now: now, policy: policy)
+        _ = state.record(session(["a"]), crashed: true, now: now, policy: policy)
+        _ = state.record(session(["a"]), crashed: false, now: now, policy: policy)
+        #expect(state.record(session(["a"]), crashed: true, now: now, policy: policy).isEmpty)
+        #expect(state.streaks["a"] == 1)
+    }
+
+    @Test func sessionsWithoutTheSwitchDoNotBreakItsStreak() {
+        var state = CrashLoopGuardState()
+        _ = state.record(session(["a"]), crashed: true, now: now, policy: policy)
+        _ = state.record(session(["b"]), crashed: false, now: now, policy: policy)
+        _ = state.record(session(["a"]), crashed: true, now: now, policy: policy)
+        #expect(state.record(session(["a"]), crashed: true, now: now, policy: policy) == ["a"])
+    }
+
+    @Test func theGuardSwitchedOffNeverQuarantines() {
+        var state = CrashLoopGuardState()
+        for _ in 0..<10 { _ = state.record(session(["a"]), crashed: true, now: now, policy: .off) }
+        #expect(state.quarantined.isEmpty)
+    }
+
+    @Test func aQuarantineEndsWhenItsTTLPasses() {
+        var state = CrashLoopGuardState()
+        for _ in 0..<3 { _ = state.record(session(["a"]), crashed: true, now: now, policy: policy) }
+        #expect(state.liftExpired(now: now.addingTimeInterval(3599), ttl: policy.ttl).isEmpty)
+        #expect(state.liftExpired(now: now.addingTimeInterval(3600), ttl: policy.ttl) == ["a"])
+        #expect(state.streaks["a"] == nil)
+    }
+
+    @Test func onlyANewerSnapshotThatChangesTheSwitchItselfEndsTheQuarantine() throws {
+        let crashed = Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"])
+        let definition = try #require(crashed.flagSet.flag("plugin_switch_feed_promos")).fingerprint
+        var state = CrashLoopGuardState()
+        for _ in 0..<3 {
+            _ = state.record(session(["plugin_switch_feed_promos"], version: 5, definition: definition), crashed: true,
+                             now: now, policy: policy)
+        }
+        // Same version, or a newer one that changes another flag or a kill switch: still quarantined.
+        #expect(state.liftChanged(by: crashed).isEmpty)
+        #expect(state.liftChanged(by: Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"],
+                                                        killedGroups: ["kill_checkout"])).isEmpty)
+        // An older version that happens to differ does not count either.
+        #expect(state.liftChanged(by: Fixtures.snapshot(version: 4)).isEmpty)
+        // A newer version that changes the switch's own definition does.
+        #expect(state.liftChanged(by: Fixtures.snapshot(version: 7, disabled: ["plugin_switch_feed_promos"])) == ["plugin_switch_feed_promos"])
+    }
+
+    @Test func theStateSurvivesItsFileFormat() throws {
+        var state = CrashLoopGuardState()
+        for _ in 0..<3 { _ = state.record(session(["a", "b"]), crashed: true, now: now, policy: policy) }
+        _ = state.record(session(["c"]), crashed: true, now: now, policy: policy)
+        let reread = try #require(CrashLoopGuardState(json: JSONValue.parse(JSONValue.object(state.json).serialized())))
+        #expect(reread == state)
+    }
+}
+
+/// Launches simulated by successive clients on one directory: a client dropped without `endSession()` is a
+/// session that crashed.
+struct CrashAttributionTests {
+    static let promos = PluginSwitch("plugin_switch_feed_promos")
+    static let news = PluginSwitch("plugin_switch_feed_news")
+
+    func launch(_ harness: ClientHarness, server: URL? = nil, guardPolicy: CrashLoopGuardPolicy = CrashLoopGuardPolicy(consecutiveCrashes: 2, ttl: .seconds(3600)),
+                bundled: Snapshot = Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"])) throws -> FlagClient {
+        var configuration = harness.configuration(server: try server ?? ClientHarness.deadServerURL())
+        configuration.bundledSnapshot = SnapshotDocument.encode(bundled)
+        configuration.crashLoopGuard = guardPolicy
+        return FlagClient(configuration: configuration)
+    }
+
+    func sessionEvents(_ client: FlagClient) throws -> [JSONValue] {
+        try client.queue.entries.map { try JSONValue.parse($0.line) }.filter { $0["type"] == .string("session") }
+    }
+
+    @Test func aSessionWithoutACleanEndIsReportedAsACrashNamingItsActiveSwitches() throws {
+        let harness = try ClientHarness()
+        let first = try launch(harness)
+        first.recordActive(Self.promos)
+        first.recordActive(Self.promos)
+        let firstSession = first.sessionID
+        harness.clock.advance(by: .seconds(90))
+        let second = try launch(harness)
+        let events = try sessionEvents(second)
+        #expect(events.count == 1)
+        let event = try #require(events.first)
+        #expect(event["crashed"] == .bool(true))
+        #expect(event["session_id"] == .string(firstSession))
+        #expect(event["id"] == .string(firstSession))
+        #expect(event["switches"] == .array([.string("plugin_switch_feed_promos")]))
+        #expect(event["city"] == .string("lagos"))
+        #expect(event["cohorts"] == .array([.string("beta")]))
+        #expect(event["app_version"] == .string("5.12.0"))
+        #expect(event["start"] == .string(Timestamp.rfc3339(harness.clock.start)))
+        #expect(harness.reports.contains(.previousSessionCrashed) { $0.flagKeys == ["plugin_switch_feed_promos"] })
+        #expect(second.sessionID != firstSession)
+    }
+
+    @Test func aCleanlyEndedSessionIsReportedAsNotCrashed() throws {
+        let harness = try ClientHarness()
+        let first = try launch(harness)
+        first.recordActive(Self.news)
+        harness.clock.advance(by: .seconds(30))
+        first.endSession()
+        let second = try launch(harness)
+        let event = try #require(try sessionEvents(second).first)
+        #expect(event["crashed"] == .bool(false))
+        #expect(event["end"] == .string(Timestamp.rfc3339(harness.clock.start.addingTimeInterval(30))))
+        #expect(event["switches"] == .array([.string("plugin_switch_feed_news")]))
+        #expect(!harness.reports.contains(.previousSessionCrashed))
+    }
+
+    @Test func creatingAPluginAfterEndSessionReopensTheSession() throws {
+        let harness = try ClientHarness()
+        let first = try launch(harness)
+        first.endSession()
+        first.recordActive(Self.news)
+        let second = try launch(harness)
+        #expect(try sessionEvents(second).first?["crashed"] == .bool(true))
+    }
+
+    @Test func aSwitchActiveInKCrashedSessionsInARowIsForcedOffOnThisDevice() throws {
+        let harness = try ClientHarness()
+        for _ in 0..<2 {
+            let client = try launch(harness)
+            #expect(client.isEnabled(Self.promos))
+            client.recordActive(Self.promos)
+        }
+        let third = try launch(harness)
+        #expect(!third.isEnabled(Self.promos))
+        #expect(third.isEnabled(Self.news), "only the crashing switch is forced off")
+        let details = third.details(for: Self.promos)
+        #expect(details.reason == .disabled)
+        #expect(details.value == .boolean(false))
+        #expect(details.metadata["crash_loop_guard"] == .bool(true))
+        #expect(details.metadata["consecutive_crashes"] == .int(2))
+        #expect(third.status.disabledByCrashGuard == ["plugin_switch_feed_promos"])
+        #expect(harness.reports.contains(.crashGuardTripped) { $0.flagKeys == ["plugin_switch_feed_promos"] })
+
+        // The guard holds across further launches, even clean ones.
+        third.endSession()
+        let fourth = try launch(harness)
+        #expect(!fourth.isEnabled(Self.promos))
+    }
+
+    @Test func theGuardLiftsWhenItsTTLPasses() throws {
+        let harness = try ClientHarness()
+        for _ in 0..<2 { try launch(harness).recordActive(Self.promos) }
+        #expect(try !launch(harness).isEnabled(Self.promos))
+        harness.clock.advance(by: .seconds(3601))
+        let later = try launch(harness)
+        #expect(later.isEnabled(Self.promos))
+        #expect(harness.reports.contains(.crashGuardLifted) { $0.flagKeys == ["plugin_switch_feed_promos"] })
+    }
+
+    @Test func theGuardLiftsWhenANewerSnapshotChangesTheSwitchButNotForOtherChanges() async throws {
+        let harness = try ClientHarness()
+        let server = try FakeFlagServer()
+        defer { server.stop() }
+        for _ in 0..<2 { try launch(harness, server: server.baseURL).recordActive(Self.promos) }
+        let client = try launch(harness, server: server.baseURL)
+        #expect(!client.isEnabled(Self.promos))
+        var changes = client.changes.makeAsyncIterator()
+        await whileRunning(client) {
+            server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news", "plugin_switch_tipping"]))
+            #expect(await changes.next()?.snapshot?.version == 6)
+            #expect(!client.isEnabled(Self.promos), "version 6 does not change the switch itself")
+            var fixed = Fixtures.snapshot(version: 7, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"])
+            fixed.flagSet.flags[0].description = "promos 2.1 (crash fixed)"
+            server.publish(fixed)
+            #expect(await changes.next()?.snapshot?.version == 7)
+        }
+        #expect(client.isEnabled(Self.promos))
+        #expect(client.status.disabledByCrashGuard.isEmpty)
+        #expect(harness.reports.contains(.crashGuardLifted))
+        let persisted = try #require(CrashLoopGuardState(json: JSONValue.parse(
+            FileIO.read(harness.directory.file(CrashLoopGuardState.fileName), limit: 1 << 20) ?? [])))
+        #expect(persisted.quarantined.isEmpty)
+    }
+
+    @Test func aCorruptSessionRecordIsReportedAndIgnored() throws {
+        let harness = try ClientHarness()
+        try Data("{\"format\":1,\"id\":".utf8).write(to: harness.directory.file(SessionRecord.fileName))
+        let client = try launch(harness)
+        #expect(try sessionEvents(client).isEmpty)
+        #expect(harness.reports.contains(.storageFailed) { $0.message.contains(SessionRecord.fileName) })
+    }
+}
