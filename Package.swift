@@ -63,11 +63,13 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
+        // The system zlib, for the gzip form of snapshots (built once per version, so speed matters little).
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // flagsd's HTTP application: admin API, long-poll snapshots, events, metrics.
         .target(
             name: "SwitchyardServer",
             dependencies: [
-                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles",
+                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -96,6 +98,22 @@ let package = Package(
             name: "SwitchyardFlagFilesTests",
             dependencies: ["SwitchyardFlagFiles", "SwitchyardCore"],
             exclude: ["Fixtures"],
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "SwitchyardStorageTests",
+            dependencies: ["SwitchyardStorage", "SwitchyardCore"],
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "SwitchyardServerTests",
+            dependencies: [
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: settings
         ),
         .testTarget(

@@ -1,0 +1,151 @@
+public import Foundation
+public import SwitchyardCore
+
+/// Where flagsd keeps namespaces, their flag sets, the change log, the audit log and tokens.
+///
+/// Backends: `SQLiteFlagStore` (embedded, the default). A PostgreSQL backend implements the same protocol, and
+/// one conformance suite runs against every backend.
+///
+/// Implementation requirements:
+/// - `change(_:_:mutation:)` runs in one transaction: read the current flag set, apply the mutation, plan the
+///   change with `ChangePlan` (validation, diff, reason policy), take the next version from a stored counter
+///   (never reused, also across restarts and after a namespace is deleted), append the change log row and the
+///   audit row, and commit. The change is durable when the call returns.
+/// - A change that alters nothing takes no version and writes no rows (`CommittedChange.record` is nil).
+/// - `basedOn` refuses a change unless the namespace is at that epoch and version, with `StorageError`
+///   `conflict` naming who made the current version and when.
+/// - Every error is a `StorageError`; errors thrown by a mutation pass through unchanged.
+/// - Token secrets are never stored, only their SHA-256.
+public protocol FlagStore: Sendable {
+    /// Every live namespace, by name.
+    func namespaces() async throws -> [NamespaceRecord]
+
+    /// A live namespace and its current flag set; nil when it does not exist.
+    func namespace(_ name: String) async throws -> NamespaceState?
+
+    /// Creates a namespace with a fresh epoch at version 1, recording the creation as its first change.
+    ///
+    /// - Throws: `alreadyExists` when a live namespace has the name; `invalid` for an invalid flag set.
+    func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws -> CommittedChange
+
+    /// Sets a namespace's reason policy (audited; takes no version, as the flag set does not change).
+    func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord
+
+    /// Deletes a namespace. Its change log and audit entries stay; a namespace created later under the same
+    /// name gets a new epoch.
+    func deleteNamespace(_ name: String, by author: ChangeAuthor) async throws
+
+    /// Changes a namespace's flag set in one transaction (see the implementation requirements).
+    ///
+    /// - Parameters:
+    ///   - namespace: the namespace name.
+    ///   - request: author, reason, the version it is based on, and a summary.
+    ///   - mutation: returns the new flag set from the current one; runs inside the transaction, so it must
+    ///     be quick and do no I/O. It may throw to refuse the change.
+    /// - Returns: the namespace after the change, and its change log entry.
+    func change(
+        _ namespace: String, _ request: ChangeRequest, mutation: @escaping @Sendable (FlagSet) throws -> FlagSet
+    ) async throws -> CommittedChange
+
+    /// Change log entries of a namespace with a version above `after`, oldest first.
+    func changes(in namespace: String, after version: Int64, limit: Int) async throws -> [ChangeRecord]
+
+    /// Audit entries matching a query, newest first.
+    func audit(_ query: AuditQuery) async throws -> AuditPage
+
+    /// Every token, live and revoked, with the hashes needed to verify secrets.
+    func tokens() async throws -> [StoredToken]
+
+    /// Stores a new token.
+    ///
+    /// - Throws: `alreadyExists` when a live token has the name.
+    func createToken(_ token: StoredToken, by author: ChangeAuthor) async throws
+
+    /// Revokes a token by id or by the name of a live token.
+    ///
+    /// - Returns: the revoked token.
+    /// - Throws: `notFound` when no token has that id or live name.
+    func revokeToken(_ idOrName: String, by author: ChangeAuthor) async throws -> TokenRecord
+
+    /// Checks that the database answers (for `/readyz`).
+    func checkHealth() async throws
+}
+
+extension FlagStore {
+    /// One change log entry; nil when the namespace has no change of that version.
+    public func change(in namespace: String, version: Int64) async throws -> ChangeRecord? {
+        guard version >= 1 else { return nil }
+        return try await changes(in: namespace, after: version - 1, limit: 1).first { $0.version == version }
+    }
+
+    /// Issues a new token: generates its secret, stores its hash, and returns the secret (shown once).
+    ///
+    /// - Returns: the record and the secret, which the store does not keep.
+    public func issueToken(
+        name: String, role: Role, namespaces: [String]?, by author: ChangeAuthor, now: Date = Date()
+    ) async throws -> (record: TokenRecord, secret: String) {
+        let secret = TokenSecret.generate(role: role)
+        let record = TokenRecord(id: TokenSecret.newID(), name: name, role: role, namespaces: namespaces,
+                                 createdAt: now, createdBy: author.actor)
+        try await createToken(StoredToken(record: record, secretHash: TokenSecret.hash(secret)), by: author)
+        return (record, secret)
+    }
+
+    /// Restores what a change touched to its state before that change, as a new change.
+    ///
+    /// Objects the change created are deleted; objects it deleted or updated get their earlier definition
+    /// back, whatever happened to them since.
+    /// - Throws: `notFound` when the namespace has no such change; `invalid` when the restored flag set is
+    ///   invalid (for example, a restored plugin point names a flag deleted since).
+    public func revert(
+        _ namespace: String, version: Int64, request: ChangeRequest
+    ) async throws -> CommittedChange {
+        guard let target = try await change(in: namespace, version: version) else {
+            if try await self.namespace(namespace) == nil { throw StorageError.namespaceNotFound(namespace) }
+            throw StorageError(.notFound, "namespace '\(namespace)' has no change with version \(version) (list changes with GET /v1/namespaces/\(namespace)/changes)")
+        }
+        var request = request
+        if request.summary == nil { request.summary = "revert version \(version) (\(target.summary))" }
+        let objects = target.changes
+        return try await change(namespace, request) { current in
+            try current.restoring(objects, from: version)
+        }
+    }
+}
+
+extension FlagSet {
+    /// This flag set with some objects set back to their `before` trees.
+    func restoring(_ objects: [ObjectChange], from version: Int64) throws(StorageError) -> FlagSet {
+        var tree = self.tree(unit: .basisPoints)
+        var flags = tree["flags"]?.objectValue ?? JSONObject()
+        var kills = tree["kill_switches"]?.objectValue ?? JSONObject()
+        var points = tree["plugin_points"]?.arrayValue ?? []
+        for object in objects {
+            switch object.kind {
+            case .namespace:
+                if object.key == "description" { tree["description"] = object.before }
+            case .flag:
+                flags[object.key] = object.before
+            case .killSwitch:
+                kills[object.key] = object.before
+            case .pluginPoint:
+                let index = points.firstIndex { $0["name"]?.stringValue == object.key }
+                switch (index, object.before) {
+                case (let index?, let before?): points[index] = before
+                case (let index?, nil): points.remove(at: index)
+                case (nil, let before?): points.append(before)
+                case (nil, nil): break
+                }
+            }
+        }
+        tree["flags"] = .object(flags)
+        tree["kill_switches"] = .object(kills)
+        tree["plugin_points"] = points.isEmpty ? nil : .array(points)
+        do {
+            return try FlagSet(tree: .object(tree), unit: .basisPoints)
+        } catch {
+            throw StorageError(.invalid, "reverting version \(version) would leave namespace '\(namespace)' invalid; change the objects it names first",
+                               problems: error.problems)
+        }
+    }
+}

@@ -1,0 +1,302 @@
+public import Foundation
+public import SwitchyardCore
+
+/// Who made a change, through what, and why.
+public struct ChangeAuthor: Sendable, Hashable {
+    /// The token's name (or `flagsd`, `crash-guard` for the service's own changes).
+    public var actor: String
+    public var source: ChangeSource
+    /// Why; required by the namespace's reason policy for some changes.
+    public var reason: String?
+
+    public init(actor: String, source: ChangeSource, reason: String? = nil) {
+        self.actor = actor
+        self.source = source
+        self.reason = reason
+    }
+}
+
+/// Where a change came from: the API directly, `flagctl`, the web console, `flagctl apply`, the crash guard.
+public struct ChangeSource: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    public static let api = ChangeSource(rawValue: "api")
+    public static let cli = ChangeSource(rawValue: "cli")
+    public static let console = ChangeSource(rawValue: "console")
+    public static let apply = ChangeSource(rawValue: "apply")
+    public static let crashGuard = ChangeSource(rawValue: "crash-guard")
+    /// The service itself (seeding from flag files at first start).
+    public static let system = ChangeSource(rawValue: "system")
+
+    /// The sources a request may name; `crash-guard` and `system` are the service's own.
+    public static let requestable: [ChangeSource] = [.api, .cli, .console, .apply]
+    /// Every source an audit entry may carry.
+    public static let all: [ChangeSource] = [.api, .cli, .console, .apply, .crashGuard, .system]
+
+    public var description: String { rawValue }
+}
+
+/// When a namespace requires a reason on a change.
+public enum ReasonPolicy: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Every change needs a reason.
+    case always
+    /// Changes that add a kill entry need a reason (the default).
+    case kills
+    /// No change needs one.
+    case never
+
+    public var description: String { rawValue }
+}
+
+/// A namespace's identity, version and settings.
+public struct NamespaceRecord: Sendable, Hashable {
+    public var name: String
+    /// The random id fixed at creation; a namespace deleted and created again gets a new epoch.
+    public var epoch: String
+    /// The version of the latest change; every change takes the next one.
+    public var version: Int64
+    public var reasonPolicy: ReasonPolicy
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(name: String, epoch: String, version: Int64, reasonPolicy: ReasonPolicy, createdAt: Date, updatedAt: Date) {
+        self.name = name
+        self.epoch = epoch
+        self.version = version
+        self.reasonPolicy = reasonPolicy
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// The strong entity tag of the namespace at this version: `"<epoch>.<version>"`.
+    public var entityTag: String { "\"\(epoch).\(version)\"" }
+}
+
+/// A namespace with its current flag set.
+public struct NamespaceState: Sendable, Hashable {
+    public var record: NamespaceRecord
+    public var flagSet: FlagSet
+
+    public init(record: NamespaceRecord, flagSet: FlagSet) {
+        self.record = record
+        self.flagSet = flagSet
+    }
+
+    /// The snapshot clients download for this state.
+    public var snapshot: Snapshot {
+        Snapshot(epoch: record.epoch, version: record.version, flagSet: flagSet)
+    }
+}
+
+/// The version a change was based on (HTTP `If-Match`): a change based on another version is refused.
+public struct VersionTag: Sendable, Hashable, CustomStringConvertible {
+    public var epoch: String
+    public var version: Int64
+
+    public init(epoch: String, version: Int64) {
+        self.epoch = epoch
+        self.version = version
+    }
+
+    /// Parses an entity tag `"<epoch>.<version>"`, weak (`W/"…"`) or strong.
+    public init?(entityTag: some StringProtocol) {
+        var text = Substring(entityTag).drop { $0 == " " }
+        while text.last == " " { text = text.dropLast() }
+        if text.hasPrefix("W/") { text = text.dropFirst(2) }
+        guard text.count >= 2, text.first == "\"", text.last == "\"" else { return nil }
+        let inner = text.dropFirst().dropLast()
+        guard let dot = inner.lastIndex(of: "."), let version = Int64(inner[inner.index(after: dot)...]),
+              version >= 0, dot != inner.startIndex
+        else { return nil }
+        self.epoch = String(inner[..<dot])
+        self.version = version
+    }
+
+    public var description: String { "\"\(epoch).\(version)\"" }
+}
+
+/// What a change asks for besides its mutation.
+public struct ChangeRequest: Sendable, Hashable {
+    public var author: ChangeAuthor
+    /// When set, the change is refused unless the namespace is still at this version.
+    public var basedOn: VersionTag?
+    /// A one-line description of the operation (`disable plugin_switch_feed_promos in cities lagos`); derived
+    /// from what changed when nil.
+    public var summary: String?
+
+    public init(author: ChangeAuthor, basedOn: VersionTag? = nil, summary: String? = nil) {
+        self.author = author
+        self.basedOn = basedOn
+        self.summary = summary
+    }
+}
+
+/// The kind of object a change touched.
+public enum ObjectKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case flag
+    case killSwitch = "kill_switch"
+    case pluginPoint = "plugin_point"
+    /// The namespace's own fields (its description).
+    case namespace
+
+    public var description: String { rawValue }
+}
+
+/// One object a change touched, as JSON trees before and after (nil when it did not exist).
+public struct ObjectChange: Sendable, Hashable {
+    public var kind: ObjectKind
+    /// The flag or kill switch key, the plugin point name, or the namespace field.
+    public var key: String
+    public var before: JSONValue?
+    public var after: JSONValue?
+
+    public init(kind: ObjectKind, key: String, before: JSONValue?, after: JSONValue?) {
+        self.kind = kind
+        self.key = key
+        self.before = before
+        self.after = after
+    }
+}
+
+/// An entry of a namespace's change log.
+public struct ChangeRecord: Sendable, Hashable {
+    public var namespace: String
+    public var epoch: String
+    public var version: Int64
+    public var time: Date
+    public var actor: String
+    public var source: ChangeSource
+    public var reason: String?
+    public var summary: String
+    public var changes: [ObjectChange]
+
+    public init(
+        namespace: String, epoch: String, version: Int64, time: Date, actor: String, source: ChangeSource,
+        reason: String?, summary: String, changes: [ObjectChange]
+    ) {
+        self.namespace = namespace
+        self.epoch = epoch
+        self.version = version
+        self.time = time
+        self.actor = actor
+        self.source = source
+        self.reason = reason
+        self.summary = summary
+        self.changes = changes
+    }
+}
+
+/// The outcome of a change: the namespace after it, and the change log entry (nil when nothing changed, so no
+/// version was taken).
+public struct CommittedChange: Sendable, Hashable {
+    public var state: NamespaceState
+    public var record: ChangeRecord?
+
+    public init(state: NamespaceState, record: ChangeRecord?) {
+        self.state = state
+        self.record = record
+    }
+
+    /// Whether the change altered the flag set (and so took a new version).
+    public var changed: Bool { record != nil }
+}
+
+/// What an audit entry records.
+public struct AuditAction: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// A change to a namespace's flags (it has a version).
+    public static let change = AuditAction(rawValue: "change")
+    public static let namespaceCreate = AuditAction(rawValue: "namespace.create")
+    public static let namespaceUpdate = AuditAction(rawValue: "namespace.update")
+    public static let namespaceDelete = AuditAction(rawValue: "namespace.delete")
+    public static let tokenCreate = AuditAction(rawValue: "token.create")
+    public static let tokenRevoke = AuditAction(rawValue: "token.revoke")
+
+    public var description: String { rawValue }
+}
+
+/// An entry of the audit log: every write, who made it, when, why, and the objects before and after.
+public struct AuditEntry: Sendable, Hashable {
+    /// Increasing; never reused.
+    public var id: Int64
+    public var time: Date
+    public var actor: String
+    public var source: ChangeSource
+    public var action: AuditAction
+    public var namespace: String?
+    /// The namespace version a change took.
+    public var version: Int64?
+    public var reason: String?
+    public var summary: String
+    public var changes: [ObjectChange]
+
+    public init(
+        id: Int64, time: Date, actor: String, source: ChangeSource, action: AuditAction, namespace: String?,
+        version: Int64?, reason: String?, summary: String, changes: [ObjectChange]
+    ) {
+        self.id = id
+        self.time = time
+        self.actor = actor
+        self.source = source
+        self.action = action
+        self.namespace = namespace
+        self.version = version
+        self.reason = reason
+        self.summary = summary
+        self.changes = changes
+    }
+}
+
+/// A filter over the audit log, newest first.
+public struct AuditQuery: Sendable, Hashable {
+    public var namespace: String?
+    /// When set, only entries of these namespaces (a token limited to some namespaces).
+    public var visibleNamespaces: [String]?
+    /// Entries that touched this flag, kill switch or plugin point (or token name).
+    public var target: String?
+    public var actor: String?
+    public var source: ChangeSource?
+    /// Inclusive lower bound.
+    public var since: Date?
+    /// Exclusive upper bound.
+    public var until: Date?
+    /// Entries with an id below this (the previous page's `nextCursor`).
+    public var before: Int64?
+    public var limit: Int
+
+    public init(
+        namespace: String? = nil, visibleNamespaces: [String]? = nil, target: String? = nil, actor: String? = nil,
+        source: ChangeSource? = nil, since: Date? = nil, until: Date? = nil, before: Int64? = nil, limit: Int = 50
+    ) {
+        self.namespace = namespace
+        self.visibleNamespaces = visibleNamespaces
+        self.target = target
+        self.actor = actor
+        self.source = source
+        self.since = since
+        self.until = until
+        self.before = before
+        self.limit = limit
+    }
+}
+
+/// One page of audit entries.
+public struct AuditPage: Sendable, Hashable {
+    public var entries: [AuditEntry]
+    /// Pass as `before` for the next (older) page; nil on the last page.
+    public var nextCursor: Int64?
+
+    public init(entries: [AuditEntry], nextCursor: Int64?) {
+        self.entries = entries
+        self.nextCursor = nextCursor
+    }
+}

@@ -1,0 +1,71 @@
+import GRDB
+
+extension SQLiteFlagStore {
+    /// The schema, one migration per released change; never edit a migration once released.
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: namespaces, change log, audit log, tokens") { db in
+            // A row per namespace ever created; `version` is the counter each change takes the next value of.
+            try db.execute(sql: """
+                CREATE TABLE namespace (
+                    epoch TEXT PRIMARY KEY NOT NULL,
+                    name TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    flag_set TEXT NOT NULL,
+                    reason_policy TEXT NOT NULL,
+                    created_ms INTEGER NOT NULL,
+                    updated_ms INTEGER NOT NULL,
+                    deleted_ms INTEGER
+                );
+                CREATE UNIQUE INDEX namespace_live_name ON namespace(name) WHERE deleted_ms IS NULL;
+
+                CREATE TABLE change (
+                    epoch TEXT NOT NULL REFERENCES namespace(epoch),
+                    version INTEGER NOT NULL,
+                    time_ms INTEGER NOT NULL,
+                    actor TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    reason TEXT,
+                    summary TEXT NOT NULL,
+                    changes TEXT NOT NULL,
+                    PRIMARY KEY (epoch, version)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE audit (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    time_ms INTEGER NOT NULL,
+                    actor TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    namespace TEXT,
+                    version INTEGER,
+                    reason TEXT,
+                    summary TEXT NOT NULL,
+                    changes TEXT NOT NULL
+                );
+                CREATE INDEX audit_time ON audit(time_ms);
+                CREATE INDEX audit_actor ON audit(actor, id);
+                CREATE INDEX audit_namespace ON audit(namespace, id);
+
+                CREATE TABLE audit_target (
+                    target TEXT NOT NULL,
+                    audit_id INTEGER NOT NULL REFERENCES audit(id),
+                    PRIMARY KEY (target, audit_id)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE token (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    name TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    namespaces TEXT,
+                    secret_hash BLOB NOT NULL UNIQUE,
+                    created_ms INTEGER NOT NULL,
+                    created_by TEXT NOT NULL,
+                    revoked_ms INTEGER
+                );
+                CREATE UNIQUE INDEX token_live_name ON token(name) WHERE revoked_ms IS NULL;
+                """)
+        }
+        return migrator
+    }()
+}

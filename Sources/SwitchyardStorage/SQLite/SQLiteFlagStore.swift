@@ -1,0 +1,473 @@
+public import Foundation
+import GRDB
+public import Logging
+public import SwitchyardCore
+
+/// The embedded backend: one SQLite file through a GRDB `DatabasePool` in WAL mode.
+///
+/// Every commit is synced (`PRAGMA synchronous = FULL` on the writer), so a change is durable when
+/// `change(_:_:mutation:)` returns. Open one store per file per process.
+///
+/// ```swift
+/// let store = try SQLiteFlagStore(path: ".switchyard/flags.sqlite", logger: logger)
+/// ```
+public final class SQLiteFlagStore: FlagStore {
+    let pool: DatabasePool
+    let logger: Logger
+    let now: @Sendable () -> Date
+    let makeEpoch: @Sendable () -> String
+
+    /// Opens (creating when missing) a database file and migrates it to the current schema.
+    ///
+    /// - Parameters:
+    ///   - path: the database file; its folder is created when missing.
+    ///   - logger: where to log migrations.
+    ///   - now: the clock for timestamps.
+    ///   - makeEpoch: makes the random id of a new namespace.
+    /// - Throws: `StorageError` `unavailable` when the file cannot be opened or migrated.
+    public init(
+        path: String, logger: Logger = Logger(label: "switchyard.storage"),
+        now: @escaping @Sendable () -> Date = { Date() },
+        makeEpoch: @escaping @Sendable () -> String = SQLiteFlagStore.randomEpoch
+    ) throws(StorageError) {
+        self.logger = logger
+        self.now = now
+        self.makeEpoch = makeEpoch
+        do {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA foreign_keys = ON")
+            }
+            pool = try DatabasePool(path: path, configuration: configuration)
+            // Opening a WAL pool sets synchronous = NORMAL on the writer after prepareDatabase ran; a commit
+            // would then survive a crash of flagsd but not a power failure. Set FULL again, on the writer.
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            }
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw StorageError(.unavailable, "cannot open the SQLite database at \(path): \(error) (check the path and its permissions)")
+        }
+    }
+
+    /// The clock's time, truncated to the milliseconds that are stored.
+    private func currentTime() -> Date {
+        Date(milliseconds: now().milliseconds)
+    }
+
+    /// 32 random hex digits.
+    public static let randomEpoch: @Sendable () -> String = {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let hex = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+    }
+
+    /// The writer connection's `PRAGMA synchronous` (2 is FULL), for tests.
+    package func writerSynchronousMode() async throws -> Int {
+        try await pool.writeWithoutTransaction { db in
+            try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+        }
+    }
+
+    /// The writer connection's `PRAGMA journal_mode`, for tests.
+    package func journalMode() async throws -> String {
+        try await pool.writeWithoutTransaction { db in
+            try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? ""
+        }
+    }
+
+    // MARK: Namespaces
+
+    public func namespaces() async throws -> [NamespaceRecord] {
+        try await access {
+            try await self.pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM namespace WHERE deleted_ms IS NULL ORDER BY name")
+                    .map(Self.namespaceRecord)
+            }
+        }
+    }
+
+    public func namespace(_ name: String) async throws -> NamespaceState? {
+        try await access {
+            try await self.pool.read { db in
+                try Self.liveNamespaceRow(db, name).map(Self.namespaceState)
+            }
+        }
+    }
+
+    public func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws -> CommittedChange {
+        let time = currentTime()
+        let epoch = makeEpoch()
+        return try await access {
+            try await self.pool.write { db in
+                if try Self.liveNamespaceRow(db, flagSet.namespace) != nil {
+                    throw StorageError(.alreadyExists, "namespace '\(flagSet.namespace)' exists already (delete it first, or choose another name)")
+                }
+                let empty = FlagSet(namespace: flagSet.namespace)
+                var request = request
+                request.summary = request.summary ?? "created namespace \(flagSet.namespace)"
+                let plan = try ChangePlan(before: empty, after: flagSet, request: request, policy: .never)
+                let changes = [ObjectChange(kind: .namespace, key: "namespace", before: nil, after: .string(flagSet.namespace))]
+                    + plan.changes
+                try db.execute(sql: """
+                    INSERT INTO namespace (epoch, name, version, flag_set, reason_policy, created_ms, updated_ms)
+                    VALUES (?, ?, 1, ?, ?, ?, ?)
+                    """, arguments: [epoch, flagSet.namespace, flagSet.storedText, reasonPolicy.rawValue, time.milliseconds, time.milliseconds])
+                let record = ChangeRecord(namespace: flagSet.namespace, epoch: epoch, version: 1, time: time,
+                                          actor: request.author.actor, source: request.author.source,
+                                          reason: plan.reason, summary: plan.summary, changes: changes)
+                try Self.append(record, action: .namespaceCreate, to: db)
+                let state = try Self.namespaceState(Self.liveNamespaceRow(db, flagSet.namespace)!)
+                return CommittedChange(state: state, record: record)
+            }
+        }
+    }
+
+    public func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord {
+        let time = currentTime()
+        return try await access {
+            try await self.pool.write { db in
+                guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
+                let old = try Self.namespaceRecord(row)
+                guard old.reasonPolicy != policy else { return old }
+                try db.execute(sql: "UPDATE namespace SET reason_policy = ?, updated_ms = ? WHERE epoch = ?",
+                               arguments: [policy.rawValue, time.milliseconds, old.epoch])
+                let change = ObjectChange(kind: .namespace, key: "reason_policy", before: .string(old.reasonPolicy.rawValue),
+                                          after: .string(policy.rawValue))
+                try Self.appendAudit(time: time, author: author, action: .namespaceUpdate, namespace: namespace, version: nil,
+                                     summary: "set the reason policy of \(namespace) to \(policy)", changes: [change],
+                                     targets: [], to: db)
+                return try Self.namespaceRecord(Self.liveNamespaceRow(db, namespace)!)
+            }
+        }
+    }
+
+    public func deleteNamespace(_ name: String, by author: ChangeAuthor) async throws {
+        let time = currentTime()
+        try await access {
+            try await self.pool.write { db in
+                guard let row = try Self.liveNamespaceRow(db, name) else { throw StorageError.namespaceNotFound(name) }
+                let state = try Self.namespaceState(row)
+                try db.execute(sql: "UPDATE namespace SET deleted_ms = ? WHERE epoch = ?",
+                               arguments: [time.milliseconds, state.record.epoch])
+                let change = ObjectChange(kind: .namespace, key: "namespace", before: .object(state.flagSet.tree(unit: .basisPoints)),
+                                          after: nil)
+                try Self.appendAudit(time: time, author: author, action: .namespaceDelete, namespace: name,
+                                     version: state.record.version, summary: "deleted namespace \(name) at version \(state.record.version)",
+                                     changes: [change], targets: [], to: db)
+            }
+        }
+    }
+
+    // MARK: Changes
+
+    public func change(
+        _ namespace: String, _ request: ChangeRequest, mutation: @escaping @Sendable (FlagSet) throws -> FlagSet
+    ) async throws -> CommittedChange {
+        let time = currentTime()
+        return try await access {
+            try await self.pool.write { db in
+                guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
+                let state = try Self.namespaceState(row)
+                let current = state.record
+                if let basedOn = request.basedOn, basedOn.epoch != current.epoch || basedOn.version != current.version {
+                    throw try Self.conflict(db, current: current, basedOn: basedOn)
+                }
+                let after = try mutation(state.flagSet)
+                let plan = try ChangePlan(before: state.flagSet, after: after, request: request, policy: current.reasonPolicy)
+                guard !plan.changes.isEmpty else { return CommittedChange(state: state, record: nil) }
+                let version = current.version + 1
+                try db.execute(sql: "UPDATE namespace SET version = ?, flag_set = ?, updated_ms = ? WHERE epoch = ?",
+                               arguments: [version, plan.after.storedText, time.milliseconds, current.epoch])
+                let record = ChangeRecord(namespace: namespace, epoch: current.epoch, version: version, time: time,
+                                          actor: request.author.actor, source: request.author.source, reason: plan.reason,
+                                          summary: plan.summary, changes: plan.changes)
+                try Self.append(record, action: .change, to: db)
+                var newRecord = current
+                newRecord.version = version
+                newRecord.updatedAt = time
+                return CommittedChange(state: NamespaceState(record: newRecord, flagSet: plan.after), record: record)
+            }
+        }
+    }
+
+    public func changes(in namespace: String, after version: Int64, limit: Int) async throws -> [ChangeRecord] {
+        try await access {
+            try await self.pool.read { db in
+                guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
+                let epoch: String = row["epoch"]
+                return try Row.fetchAll(db, sql: """
+                    SELECT * FROM change WHERE epoch = ? AND version > ? ORDER BY version LIMIT ?
+                    """, arguments: [epoch, version, max(0, limit)]).map { try Self.changeRecord($0, namespace: namespace) }
+            }
+        }
+    }
+
+    public func audit(_ query: AuditQuery) async throws -> AuditPage {
+        try await access {
+            try await self.pool.read { db in
+                var clauses: [String] = []
+                var arguments: StatementArguments = []
+                if let namespace = query.namespace {
+                    clauses.append("namespace = ?")
+                    arguments += [namespace]
+                }
+                if let visible = query.visibleNamespaces {
+                    clauses.append("namespace IN (SELECT value FROM json_each(?))")
+                    arguments += [JSONValue.array(visible.map(JSONValue.string)).serializedString()]
+                }
+                if let target = query.target {
+                    clauses.append("id IN (SELECT audit_id FROM audit_target WHERE target = ?)")
+                    arguments += [target]
+                }
+                if let actor = query.actor {
+                    clauses.append("actor = ?")
+                    arguments += [actor]
+                }
+                if let source = query.source {
+                    clauses.append("source = ?")
+                    arguments += [source.rawValue]
+                }
+                if let since = query.since {
+                    clauses.append("time_ms >= ?")
+                    arguments += [since.milliseconds]
+                }
+                if let until = query.until {
+                    clauses.append("time_ms < ?")
+                    arguments += [until.milliseconds]
+                }
+                if let before = query.before {
+                    clauses.append("id < ?")
+                    arguments += [before]
+                }
+                let limit = min(max(query.limit, 1), 1000)
+                arguments += [limit + 1]
+                let filter = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+                var entries = try Row.fetchAll(db, sql: "SELECT * FROM audit \(filter) ORDER BY id DESC LIMIT ?",
+                                               arguments: arguments).map(Self.auditEntry)
+                var next: Int64?
+                if entries.count > limit {
+                    entries.removeLast()
+                    next = entries.last?.id
+                }
+                return AuditPage(entries: entries, nextCursor: next)
+            }
+        }
+    }
+
+    // MARK: Tokens
+
+    public func tokens() async throws -> [StoredToken] {
+        try await access {
+            try await self.pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM token ORDER BY created_ms, id").map(Self.storedToken)
+            }
+        }
+    }
+
+    public func createToken(_ token: StoredToken, by author: ChangeAuthor) async throws {
+        let time = currentTime()
+        try await access {
+            try await self.pool.write { db in
+                let record = token.record
+                if try Row.fetchOne(db, sql: "SELECT 1 FROM token WHERE name = ? AND revoked_ms IS NULL", arguments: [record.name]) != nil {
+                    throw StorageError(.alreadyExists, "a live token is named '\(record.name)' already (choose another name, or revoke that one first)")
+                }
+                let namespaces = record.namespaces.map { JSONValue.array($0.map(JSONValue.string)).serializedString() }
+                try db.execute(sql: """
+                    INSERT INTO token (id, name, role, namespaces, secret_hash, created_ms, created_by)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [record.id, record.name, record.role.rawValue, namespaces, Data(token.secretHash),
+                                     record.createdAt.milliseconds, record.createdBy])
+                let scope = record.namespaces.map { " for namespaces \($0.joined(separator: ", "))" } ?? ""
+                try Self.appendAudit(time: time, author: author, action: .tokenCreate, namespace: nil, version: nil,
+                                     summary: "created \(record.role) token \(record.name) (\(record.id))\(scope)",
+                                     changes: [ObjectChange(kind: .namespace, key: "token", before: nil, after: record.tree)],
+                                     targets: [record.name, record.id], to: db)
+            }
+        }
+    }
+
+    public func revokeToken(_ idOrName: String, by author: ChangeAuthor) async throws -> TokenRecord {
+        let time = currentTime()
+        return try await access {
+            try await self.pool.write { db in
+                let row = try Row.fetchOne(db, sql: "SELECT * FROM token WHERE id = ?", arguments: [idOrName])
+                    ?? Row.fetchOne(db, sql: "SELECT * FROM token WHERE name = ? AND revoked_ms IS NULL", arguments: [idOrName])
+                guard let row else {
+                    throw StorageError(.notFound, "no token has the id or live name '\(idOrName)' (list tokens with GET /v1/tokens)")
+                }
+                var record = try Self.storedToken(row).record
+                guard record.revokedAt == nil else { return record }
+                try db.execute(sql: "UPDATE token SET revoked_ms = ? WHERE id = ?", arguments: [time.milliseconds, record.id])
+                let before = record.tree
+                record.revokedAt = Date(milliseconds: time.milliseconds)
+                try Self.appendAudit(time: time, author: author, action: .tokenRevoke, namespace: nil, version: nil,
+                                     summary: "revoked token \(record.name) (\(record.id))",
+                                     changes: [ObjectChange(kind: .namespace, key: "token", before: before, after: record.tree)],
+                                     targets: [record.name, record.id], to: db)
+                return record
+            }
+        }
+    }
+
+    public func checkHealth() async throws {
+        try await access {
+            _ = try await self.pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        }
+    }
+
+    // MARK: Rows
+
+    /// Runs a database operation, turning GRDB errors into `StorageError` and passing others through.
+    private func access<T: Sendable>(_ operation: () async throws -> T) async throws -> T {
+        do {
+            return try await operation()
+        } catch let error as StorageError {
+            throw error
+        } catch let error as DatabaseError {
+            logger.error("database error", metadata: ["error": "\(error)"])
+            throw StorageError(.unavailable, "the database refused the operation: \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+
+    static func liveNamespaceRow(_ db: Database, _ name: String) throws -> Row? {
+        try Row.fetchOne(db, sql: "SELECT * FROM namespace WHERE name = ? AND deleted_ms IS NULL", arguments: [name])
+    }
+
+    static func namespaceRecord(_ row: Row) throws -> NamespaceRecord {
+        let name: String = row["name"]
+        let policyText: String = row["reason_policy"]
+        guard let policy = ReasonPolicy(rawValue: policyText) else {
+            throw StorageError(.corrupt, "namespace '\(name)' has an unknown reason policy '\(policyText)'")
+        }
+        return NamespaceRecord(name: name, epoch: row["epoch"], version: row["version"], reasonPolicy: policy,
+                               createdAt: Date(milliseconds: row["created_ms"]), updatedAt: Date(milliseconds: row["updated_ms"]))
+    }
+
+    static func namespaceState(_ row: Row) throws -> NamespaceState {
+        let record = try namespaceRecord(row)
+        return NamespaceState(record: record, flagSet: try FlagSet(storedText: row["flag_set"], namespace: record.name))
+    }
+
+    static func changeRecord(_ row: Row, namespace: String) throws -> ChangeRecord {
+        ChangeRecord(namespace: namespace, epoch: row["epoch"], version: row["version"],
+                     time: Date(milliseconds: row["time_ms"]), actor: row["actor"],
+                     source: ChangeSource(rawValue: row["source"]), reason: row["reason"], summary: row["summary"],
+                     changes: try ObjectChange.decodeList(row["changes"]))
+    }
+
+    static func auditEntry(_ row: Row) throws -> AuditEntry {
+        AuditEntry(id: row["id"], time: Date(milliseconds: row["time_ms"]), actor: row["actor"],
+                   source: ChangeSource(rawValue: row["source"]), action: AuditAction(rawValue: row["action"]),
+                   namespace: row["namespace"], version: row["version"], reason: row["reason"], summary: row["summary"],
+                   changes: try ObjectChange.decodeList(row["changes"]))
+    }
+
+    static func storedToken(_ row: Row) throws -> StoredToken {
+        let roleText: String = row["role"]
+        guard let role = Role(rawValue: roleText) else {
+            throw StorageError(.corrupt, "token \(row["id"] as String) has an unknown role '\(roleText)'")
+        }
+        var namespaces: [String]?
+        if let text: String = row["namespaces"] {
+            namespaces = (try? JSONValue.parse(text))?.arrayValue?.compactMap(\.stringValue)
+        }
+        let revoked: Int64? = row["revoked_ms"]
+        let record = TokenRecord(id: row["id"], name: row["name"], role: role, namespaces: namespaces,
+                                 createdAt: Date(milliseconds: row["created_ms"]), createdBy: row["created_by"],
+                                 revokedAt: revoked.map(Date.init(milliseconds:)))
+        let hash: Data = row["secret_hash"]
+        return StoredToken(record: record, secretHash: Array(hash))
+    }
+
+    static func conflict(_ db: Database, current: NamespaceRecord, basedOn: VersionTag) throws -> StorageError {
+        let last = try Row.fetchOne(db, sql: "SELECT actor, time_ms FROM change WHERE epoch = ? AND version = ?",
+                                    arguments: [current.epoch, current.version])
+        let changedBy: String? = last?["actor"]
+        let changedAt = (last?["time_ms"] as Int64?).map(Date.init(milliseconds:))
+        let conflict = StorageError.Conflict(currentEpoch: current.epoch, currentVersion: current.version,
+                                             changedBy: changedBy, changedAt: changedAt)
+        let message: String
+        if basedOn.epoch != current.epoch {
+            message = "namespace '\(current.name)' was deleted and created again since your view (epoch \(basedOn.epoch), now \(current.epoch)); reload it and retry"
+        } else {
+            let who = changedBy.map { " by \($0)" } ?? ""
+            let when = changedAt.map { " at \($0.iso8601)" } ?? ""
+            message = "namespace '\(current.name)' is at version \(current.version), changed\(who)\(when); your change was based on version \(basedOn.version). Reload, check the change, and retry"
+        }
+        return StorageError(.conflict, message, conflict: conflict)
+    }
+
+    static func append(_ record: ChangeRecord, action: AuditAction, to db: Database) throws {
+        let changes = ObjectChange.encodeList(record.changes)
+        try db.execute(sql: """
+            INSERT INTO change (epoch, version, time_ms, actor, source, reason, summary, changes)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [record.epoch, record.version, record.time.milliseconds, record.actor, record.source.rawValue,
+                             record.reason, record.summary, changes])
+        let targets = record.changes.filter { $0.kind != .namespace }.map(\.key)
+        try appendAudit(time: record.time, author: ChangeAuthor(actor: record.actor, source: record.source, reason: record.reason),
+                        action: action, namespace: record.namespace, version: record.version, summary: record.summary,
+                        changes: record.changes, targets: targets, to: db)
+    }
+
+    static func appendAudit(
+        time: Date, author: ChangeAuthor, action: AuditAction, namespace: String?, version: Int64?, summary: String,
+        changes: [ObjectChange], targets: [String], to db: Database
+    ) throws {
+        let reason = author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
+        try db.execute(sql: """
+            INSERT INTO audit (time_ms, actor, source, action, namespace, version, reason, summary, changes)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [time.milliseconds, author.actor, author.source.rawValue, action.rawValue, namespace, version,
+                             reason?.isEmpty == false ? reason : nil, summary, ObjectChange.encodeList(changes)])
+        let id = db.lastInsertedRowID
+        for target in Set(targets) {
+            try db.execute(sql: "INSERT INTO audit_target (target, audit_id) VALUES (?, ?)", arguments: [target, id])
+        }
+    }
+}
+
+extension TokenRecord {
+    /// The token as JSON, without any secret: for audit entries and the API.
+    public var tree: JSONValue {
+        var object = JSONObject([
+            ("id", .string(id)), ("name", .string(name)), ("role", .string(role.rawValue)),
+            ("created_at", .string(createdAt.iso8601)), ("created_by", .string(createdBy)),
+        ])
+        object["namespaces"] = namespaces.map { .array($0.map(JSONValue.string)) } ?? .null
+        object["revoked_at"] = revokedAt.map { .string($0.iso8601) } ?? .null
+        return .object(object)
+    }
+}
+
+extension Date {
+    /// Milliseconds since 1970, as stored.
+    package var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    package init(milliseconds: Int64) {
+        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+
+    /// RFC 3339 with milliseconds, in UTC: `2026-11-22T04:50:35.123Z`.
+    public var iso8601: String {
+        formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    /// Parses RFC 3339 text, with or without fractional seconds.
+    public init?(iso8601 text: String) {
+        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) {
+            self = date
+        } else if let date = try? Date(text, strategy: Date.ISO8601FormatStyle()) {
+            self = date
+        } else {
+            return nil
+        }
+    }
+}

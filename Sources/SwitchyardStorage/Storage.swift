@@ -1,1 +1,0 @@
-// Storage protocol and SQLite backend: issue 3.
