@@ -86,7 +86,7 @@ extension FlagStore {
     ) async throws -> (record: TokenRecord, secret: String) {
         let secret = TokenSecret.generate(role: role)
         let record = TokenRecord(id: TokenSecret.newID(), name: name, role: role, namespaces: namespaces,
-                                 createdAt: now, createdBy: author.actor)
+                                 createdAt: Date(milliseconds: now.milliseconds), createdBy: author.actor)
         try await createToken(StoredToken(record: record, secretHash: TokenSecret.hash(secret)), by: author)
         return (record, secret)
     }

@@ -67,6 +67,11 @@ public final class SQLiteFlagStore: FlagStore {
         }.joined()
     }
 
+    /// Closes the database; later calls fail with `unavailable`.
+    public func close() throws {
+        try pool.close()
+    }
+
     /// The writer connection's `PRAGMA synchronous` (2 is FULL), for tests.
     package func writerSynchronousMode() async throws -> Int {
         try await pool.writeWithoutTransaction { db in

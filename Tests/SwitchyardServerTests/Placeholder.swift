@@ -1,0 +1,1 @@
+// Server tests: see the suites in this folder.

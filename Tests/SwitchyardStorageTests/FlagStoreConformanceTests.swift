@@ -1,0 +1,291 @@
+import Foundation
+import SwitchyardCore
+import SwitchyardStorage
+import Testing
+
+/// The behaviour every storage backend must have; runs against each backend in `StoreBackend.all`.
+struct FlagStoreConformanceTests {
+    @Test(arguments: StoreBackend.all)
+    func createdNamespaceStartsAtVersionOneWithAFreshEpoch(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let first = try await store.createNamespace(Fixtures.rider("a"), reasonPolicy: .kills, request: Fixtures.request())
+            let second = try await store.createNamespace(Fixtures.rider("b"), reasonPolicy: .kills, request: Fixtures.request())
+            #expect(first.state.record.version == 1)
+            #expect(first.record?.version == 1)
+            #expect(first.state.flagSet == Fixtures.rider("a"))
+            #expect(first.state.record.epoch != second.state.record.epoch)
+            #expect(first.state.record.epoch.count >= 16)
+            let loaded = try #require(try await store.namespace("a"))
+            #expect(loaded == first.state)
+            #expect(try await store.namespaces().map(\.name) == ["a", "b"])
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func creatingANamespaceThatExistsFails(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let error = await expectStorageError(.alreadyExists) {
+                try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            }
+            #expect(error?.message.contains("'rider'") == true)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func eachChangeTakesTheNextVersionAndIsLogged(backend: StoreBackend) async throws {
+        let clock = TestClock()
+        try await backend.withStore(clock: clock) { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            clock.advance(by: 60)
+            let second = try await store.change("rider", Fixtures.request("bo", source: .api, reason: "ramp up"),
+                                                mutation: Fixtures.rollout("plugin_switch_feed_weather", 2500))
+            let third = try await store.change("rider", Fixtures.request("cy", reason: nil, summary: "ramp further"),
+                                               mutation: Fixtures.rollout("plugin_switch_feed_weather", 5000))
+            #expect(second.state.record.version == 2)
+            #expect(third.state.record.version == 3)
+            #expect(third.state.flagSet.flag("plugin_switch_feed_weather")?.pluginSwitch?.rollout.basisPoints == 5000)
+
+            let log = try await store.changes(in: "rider", after: 1, limit: 10)
+            #expect(log.map(\.version) == [2, 3])
+            #expect(log[0].actor == "bo")
+            #expect(log[0].source == .api)
+            #expect(log[0].reason == "ramp up")
+            #expect(log[0].time == clock.now)
+            #expect(log[0].summary == "updated flag plugin_switch_feed_weather")
+            #expect(log[1].summary == "ramp further")
+            #expect(log[1].reason == nil)
+            let touched = try #require(log[0].changes.first)
+            #expect(touched.kind == .flag)
+            #expect(touched.key == "plugin_switch_feed_weather")
+            #expect(touched.before?["rollout"] == .int(0))
+            #expect(touched.after?["rollout"] == .int(2500))
+            #expect(try await store.changes(in: "rider", after: 0, limit: 2).map(\.version) == [1, 2])
+            #expect(try await store.change(in: "rider", version: 3)?.actor == "cy")
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aChangeThatAltersNothingTakesNoVersion(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let result = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 0))
+            #expect(!result.changed)
+            #expect(result.state.record.version == 1)
+            #expect(try await store.changes(in: "rider", after: 1, limit: 10).isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aChangeBasedOnAStaleVersionIsRefusedNamingWhoChangedIt(backend: StoreBackend) async throws {
+        let clock = TestClock()
+        try await backend.withStore(clock: clock) { store in
+            let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let epoch = created.state.record.epoch
+            _ = try await store.change("rider", Fixtures.request("bo", basedOn: VersionTag(epoch: epoch, version: 1)),
+                                       mutation: Fixtures.rollout("plugin_switch_feed_weather", 100))
+            let error = await expectStorageError(.conflict) {
+                try await store.change("rider", Fixtures.request("cy", basedOn: VersionTag(epoch: epoch, version: 1)),
+                                       mutation: Fixtures.rollout("plugin_switch_feed_weather", 200))
+            }
+            #expect(error?.conflict?.currentVersion == 2)
+            #expect(error?.conflict?.changedBy == "bo")
+            #expect(error?.conflict?.changedAt == clock.now)
+            #expect(error?.message.contains("bo") == true)
+            let other = await expectStorageError(.conflict) {
+                try await store.change("rider", Fixtures.request(basedOn: VersionTag(epoch: "another", version: 2)),
+                                       mutation: Fixtures.rollout("plugin_switch_feed_weather", 200))
+            }
+            #expect(other?.conflict?.currentEpoch == epoch)
+            #expect(try await store.namespace("rider")?.record.version == 2)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aChangeLeavingAnInvalidFlagSetIsRefusedWithFieldPaths(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let error = await expectStorageError(.invalid) {
+                try await store.change("rider", Fixtures.request()) { flagSet in
+                    var flagSet = flagSet
+                    flagSet.flags.removeAll { $0.key == "plugin_switch_feed_weather" }
+                    return flagSet
+                }
+            }
+            #expect(error?.problems.map(\.path.description) == ["plugin_points[0].switches[1]"])
+            #expect(try await store.namespace("rider")?.record.version == 1)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func errorsThrownByTheMutationPassThroughAndChangeNothing(backend: StoreBackend) async throws {
+        struct Refused: Error {}
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            await #expect(throws: Refused.self) {
+                try await store.change("rider", Fixtures.request()) { _ in throw Refused() }
+            }
+            #expect(try await store.namespace("rider")?.record.version == 1)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func killingNeedsAReasonUnlessThePolicySaysNever(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider("a"), reasonPolicy: .kills, request: Fixtures.request())
+            _ = try await store.createNamespace(Fixtures.rider("b"), reasonPolicy: .always, request: Fixtures.request())
+            _ = try await store.createNamespace(Fixtures.rider("c"), reasonPolicy: .never, request: Fixtures.request())
+            _ = await expectStorageError(.reasonRequired) {
+                try await store.change("a", Fixtures.request(reason: "  "), mutation: Fixtures.kill("feed_cards"))
+            }
+            _ = try await store.change("a", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
+            _ = try await store.change("a", Fixtures.request(reason: "incident 42"), mutation: Fixtures.kill("feed_cards"))
+            _ = await expectStorageError(.reasonRequired) {
+                try await store.change("b", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
+            }
+            _ = try await store.change("c", Fixtures.request(reason: nil), mutation: Fixtures.kill(KillSwitch.masterKey))
+            let record = try await store.setReasonPolicy(.never, of: "a", by: Fixtures.editor)
+            #expect(record.reasonPolicy == .never)
+            #expect(try await store.namespace("a")?.record.reasonPolicy == .never)
+            #expect(try await store.namespace("a")?.record.version == 3)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func auditEntriesCanBeFilteredByFlagActorSourceAndTimeAndPaged(backend: StoreBackend) async throws {
+        let clock = TestClock()
+        try await backend.withStore(clock: clock) { store in
+            let start = clock.now
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request("seed", source: .apply))
+            for index in 1...5 {
+                clock.advance(by: 10)
+                _ = try await store.change("rider", Fixtures.request(index.isMultiple(of: 2) ? "bo" : "cy", source: .api, reason: "step \(index)"),
+                                           mutation: Fixtures.rollout("plugin_switch_feed_weather", index * 100))
+            }
+            clock.advance(by: 10)
+            _ = try await store.change("rider", Fixtures.request("bo", source: .console, reason: "incident"), mutation: Fixtures.kill("feed_cards"))
+
+            let all = try await store.audit(AuditQuery(limit: 100))
+            #expect(all.entries.count == 7)
+            #expect(all.entries.map(\.id) == all.entries.map(\.id).sorted(by: >))
+            #expect(all.entries.last?.action == .namespaceCreate)
+            #expect(all.entries.first?.action == .change)
+            #expect(all.entries.first?.version == 7)
+            #expect(all.entries.first?.reason == "incident")
+            #expect(all.entries.first?.changes.first?.kind == .killSwitch)
+
+            #expect(try await store.audit(AuditQuery(target: "plugin_switch_feed_weather", limit: 100)).entries.count == 6)
+            #expect(try await store.audit(AuditQuery(target: "feed_cards", limit: 100)).entries.map(\.version) == [7, 1])
+            #expect(try await store.audit(AuditQuery(actor: "bo", limit: 100)).entries.map(\.version) == [7, 5, 3])
+            #expect(try await store.audit(AuditQuery(source: .console, limit: 100)).entries.map(\.version) == [7])
+            let window = AuditQuery(since: start.addingTimeInterval(20), until: start.addingTimeInterval(40), limit: 100)
+            #expect(try await store.audit(window).entries.map(\.version) == [4, 3])
+            #expect(try await store.audit(AuditQuery(namespace: "other", limit: 100)).entries.isEmpty)
+            #expect(try await store.audit(AuditQuery(visibleNamespaces: ["other"], limit: 100)).entries.isEmpty)
+
+            var versions: [Int64?] = []
+            var cursor: Int64?
+            repeat {
+                let page = try await store.audit(AuditQuery(before: cursor, limit: 3))
+                #expect(page.entries.count <= 3)
+                versions += page.entries.map(\.version)
+                cursor = page.nextCursor
+            } while cursor != nil
+            #expect(versions == all.entries.map(\.version))
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func revertRestoresWhatAChangeTouchedAsANewChange(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            _ = try await store.change("rider", Fixtures.request()) { flagSet in
+                var flagSet = try Fixtures.rollout("plugin_switch_feed_weather", 900)(flagSet)
+                flagSet.flags.removeAll { $0.key == "checkout_button" }
+                flagSet.killSwitches.append(KillSwitch(key: "ops", entries: [Scope(cities: ["paris"])]))
+                return flagSet
+            }
+            _ = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 42))
+            let reverted = try await store.revert("rider", version: 2, request: Fixtures.request("bo", reason: "bad idea"))
+            #expect(reverted.state.record.version == 4)
+            let flagSet = reverted.state.flagSet
+            #expect(flagSet.flag("plugin_switch_feed_weather")?.pluginSwitch?.rollout == .off)
+            #expect(flagSet.flag("checkout_button") == Fixtures.rider().flag("checkout_button"))
+            #expect(flagSet.killSwitch("ops") == nil)
+            #expect(flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.rollout.basisPoints == 42)
+            #expect(reverted.record?.summary.hasPrefix("revert version 2") == true)
+            #expect(reverted.record?.reason == "bad idea")
+            _ = await expectStorageError(.notFound) {
+                try await store.revert("rider", version: 99, request: Fixtures.request())
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aDeletedNamespaceIsGoneAndComesBackWithANewEpoch(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let first = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            _ = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
+            try await store.deleteNamespace("rider", by: Fixtures.editor)
+            #expect(try await store.namespace("rider") == nil)
+            #expect(try await store.namespaces().isEmpty)
+            _ = await expectStorageError(.notFound) {
+                try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 2))
+            }
+            _ = await expectStorageError(.notFound) { try await store.deleteNamespace("rider", by: Fixtures.editor) }
+            let second = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            #expect(second.state.record.epoch != first.state.record.epoch)
+            #expect(try await store.changes(in: "rider", after: 0, limit: 10).map(\.version) == [1])
+            let deletions = try await store.audit(AuditQuery(namespace: "rider", limit: 10)).entries.filter { $0.action == .namespaceDelete }
+            #expect(deletions.count == 1)
+            #expect(deletions.first?.version == 2)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func tokensAreStoredHashedAndRevokedByIdOrName(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let admin = ChangeAuthor(actor: "root", source: .api)
+            let (record, secret) = try await store.issueToken(name: "ci", role: .client, namespaces: ["rider"], by: admin)
+            #expect(secret.hasPrefix("sy_client_"))
+            let stored = try #require(try await store.tokens().first)
+            #expect(stored.record == record)
+            #expect(stored.secretHash == TokenSecret.hash(secret))
+            #expect(!stored.secretHash.isEmpty)
+            _ = await expectStorageError(.alreadyExists) {
+                try await store.issueToken(name: "ci", role: .editor, namespaces: nil, by: admin)
+            }
+            let revoked = try await store.revokeToken("ci", by: admin)
+            #expect(revoked.isRevoked)
+            #expect(revoked.id == record.id)
+            _ = try await store.issueToken(name: "ci", role: .editor, namespaces: nil, by: admin)
+            #expect(try await store.revokeToken(record.id, by: admin).isRevoked)
+            _ = await expectStorageError(.notFound) { try await store.revokeToken("nobody", by: admin) }
+            let tokens = try await store.tokens()
+            #expect(tokens.count == 2)
+            #expect(tokens.filter { !$0.record.isRevoked }.map(\.record.role) == [.editor])
+            let audit = try await store.audit(AuditQuery(target: "ci", limit: 10)).entries
+            #expect(audit.map(\.action) == [.tokenCreate, .tokenRevoke, .tokenCreate])
+            #expect(!audit.contains { $0.changes.description.contains(secret) })
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func concurrentChangesEachTakeADistinctVersion(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            let versions = try await withThrowingTaskGroup(of: Int64.self) { group in
+                for index in 1...40 {
+                    group.addTask {
+                        try await store.change("rider", Fixtures.request("writer\(index)"),
+                                               mutation: Fixtures.rollout("plugin_switch_feed_weather", index)).state.record.version
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(Set(versions) == Set(2...41))
+            #expect(try await store.namespace("rider")?.record.version == 41)
+            #expect(try await store.changes(in: "rider", after: 0, limit: 100).map(\.version) == Array(1...41))
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import SwitchyardCore
+@testable import SwitchyardStorage
+import Testing
+
+/// What only the SQLite backend promises: durable commits in WAL mode, and state that survives reopening.
+struct SQLiteFlagStoreTests {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-sqlite-\(UUID().uuidString)")
+    var path: String { folder.appendingPathComponent("nested/flags.sqlite").path }
+
+    @Test func writerSyncsEveryCommitInWALMode() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try SQLiteFlagStore(path: path)
+        #expect(try await store.writerSynchronousMode() == 2)
+        #expect(try await store.journalMode() == "wal")
+        try store.close()
+    }
+
+    @Test func versionsContinueAfterReopeningTheFile() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var store = try SQLiteFlagStore(path: path)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        _ = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
+        try store.close()
+
+        store = try SQLiteFlagStore(path: path)
+        let reopened = try #require(try await store.namespace("rider"))
+        #expect(reopened.record.version == 2)
+        #expect(reopened.flagSet.flag("plugin_switch_feed_weather")?.pluginSwitch?.rollout.basisPoints == 5)
+        let next = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 6))
+        #expect(next.state.record.version == 3)
+        try store.close()
+    }
+
+    @Test func aDeletedNamespaceKeepsItsHistoryBesideItsSuccessor() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try SQLiteFlagStore(path: path)
+        let first = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        try await store.deleteNamespace("rider", by: Fixtures.editor)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        // The old epoch's history is kept beside the new one's.
+        let actions = try await store.audit(AuditQuery(namespace: "rider", limit: 10)).entries.map(\.action)
+        #expect(actions == [.namespaceCreate, .namespaceDelete, .namespaceCreate])
+        #expect(first.state.record.epoch != (try await store.namespace("rider")?.record.epoch))
+        try store.close()
+    }
+
+    @Test func anUnopenableFileFailsWithAClearError() throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let notADatabase = folder.appendingPathComponent("garbage.sqlite")
+        try Data(repeating: 0x41, count: 4096).write(to: notADatabase)
+        #expect {
+            try SQLiteFlagStore(path: notADatabase.path)
+        } throws: { error in
+            let error = error as? StorageError
+            return error?.kind == .unavailable && error?.message.contains(notADatabase.path) == true
+        }
+    }
+}
