@@ -1,0 +1,139 @@
+public import Hummingbird
+public import Logging
+import Metrics
+import NIOCore
+public import Prometheus
+public import ServiceLifecycle
+public import SwitchyardStorage
+
+/// flagsd's HTTP service, ready to run: the Hummingbird application and the long-poll hub.
+///
+/// On graceful shutdown the hub answers every waiting request first, then the server drains.
+public struct FlagsServer: Service {
+    let application: Application<RouterResponder<FlagsRequestContext>>
+    let service: FlagService
+    let routes: [RouteSpec]
+
+    public func run() async throws {
+        // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server.
+        let group = ServiceGroup(configuration: .init(services: [application, service.hub], logger: service.logger))
+        try await group.run()
+    }
+
+    /// The shared parts, for in-process tests.
+    package var flagService: FlagService { service }
+
+    /// A responder over the same routes, for sending requests in-process (tests).
+    package func makeResponder(registry: PrometheusCollectorRegistry) -> RouterResponder<FlagsRequestContext> {
+        buildRouter(service: service, routes: routes).buildResponder()
+    }
+
+    /// Every route as `(method, path template)`, for the OpenAPI sync test.
+    package var routeList: [(method: String, path: String)] {
+        routes.map { ($0.method.rawValue, $0.path) }
+    }
+}
+
+/// Builds flagsd's application over a store: loads every namespace and token, and sets up the routes.
+///
+/// ```swift
+/// let store = try SQLiteFlagStore(path: ".switchyard/flags.sqlite")
+/// let server = try await buildApplication(configuration: ServerConfiguration(), store: store, logger: logger)
+/// try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
+/// ```
+/// - Parameters:
+///   - configuration: address, wait cap, waiter cap, body size limit.
+///   - store: where flags, logs and tokens live.
+///   - registry: the Prometheus registry `/metrics` renders; the server records its metrics there.
+///   - logger: the server's logger (requests add `request_id`).
+///   - onServerRunning: called with the bound port once the server listens.
+/// - Throws: a `StorageError` when the store cannot be read.
+public func buildApplication(
+    configuration: ServerConfiguration, store: any FlagStore, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+    logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) async throws -> FlagsServer {
+    var factory = PrometheusMetricsFactory(registry: registry)
+    factory.defaultDurationHistogramBuckets = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
+    ]
+    let hub = LongPollHub(maximumWaiters: configuration.maximumWaiters, metricsFactory: factory, logger: logger)
+    let service = FlagService(
+        store: store, hub: hub, auth: Authenticator(store: store, metricsFactory: factory), configuration: configuration,
+        metricsFactory: factory, logger: logger)
+    try await service.load()
+    let routes = makeRoutes(API(service: service), registry: registry)
+    let application = Application(
+        router: buildRouter(service: service, routes: routes),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        logger: logger)
+    return FlagsServer(application: application, service: service, routes: routes)
+}
+
+/// One route: method, path template, handler.
+struct RouteSpec: Sendable {
+    let method: HTTPRequest.Method
+    let path: String
+    let handler: @Sendable (Request, FlagsRequestContext) async throws -> Response
+
+    init(_ method: HTTPRequest.Method, _ path: String, _ handler: @escaping @Sendable (Request, FlagsRequestContext) async throws -> Response) {
+        self.method = method
+        self.path = path
+        self.handler = handler
+    }
+}
+
+func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec] {
+    let ns = "/v1/namespaces/{namespace}"
+    return [
+        RouteSpec(.get, "/healthz") { try await api.health($0, context: $1) },
+        RouteSpec(.get, "/readyz") { try await api.ready($0, context: $1) },
+        RouteSpec(.get, "/metrics") { try await api.metrics($0, context: $1, registry: registry) },
+        RouteSpec(.get, "/openapi.yaml") { try await api.openAPI($0, context: $1) },
+
+        RouteSpec(.get, "/v1/namespaces") { try await api.listNamespaces($0, context: $1) },
+        RouteSpec(.post, "/v1/namespaces") { try await api.createNamespace($0, context: $1) },
+        RouteSpec(.get, ns) { try await api.getNamespace($0, context: $1) },
+        RouteSpec(.patch, ns) { try await api.updateNamespace($0, context: $1) },
+        RouteSpec(.delete, ns) { try await api.deleteNamespace($0, context: $1) },
+
+        RouteSpec(.get, "\(ns)/snapshot") { try await api.snapshot($0, context: $1) },
+        RouteSpec(.get, "\(ns)/changes") { try await api.changes($0, context: $1) },
+        RouteSpec(.get, "\(ns)/changes/{version}") { try await api.change($0, context: $1) },
+        RouteSpec(.post, "\(ns)/changes/{version}/revert") { try await api.revert($0, context: $1) },
+        // POST \(ns)/events (session, crash and exposure events) arrives with the client runtime's issue.
+
+        RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },
+        RouteSpec(.put, "\(ns)/flag-set") { try await api.putFlagSet($0, context: $1) },
+        RouteSpec(.get, "\(ns)/flags") { try await api.listFlags($0, context: $1) },
+        RouteSpec(.post, "\(ns)/flags") { try await api.createFlag($0, context: $1) },
+        RouteSpec(.get, "\(ns)/flags/{key}") { try await api.getFlag($0, context: $1) },
+        RouteSpec(.put, "\(ns)/flags/{key}") { try await api.putFlag($0, context: $1) },
+        RouteSpec(.delete, "\(ns)/flags/{key}") { try await api.deleteFlag($0, context: $1) },
+        RouteSpec(.post, "\(ns)/flags/{key}/enable") { try await api.switchState($0, context: $1, enable: true) },
+        RouteSpec(.post, "\(ns)/flags/{key}/disable") { try await api.switchState($0, context: $1, enable: false) },
+        RouteSpec(.post, "\(ns)/flags/{key}/rollout") { try await api.setRollout($0, context: $1) },
+        RouteSpec(.post, "\(ns)/flags/{key}/targeting") { try await api.target($0, context: $1) },
+        RouteSpec(.get, "\(ns)/kill-switches") { try await api.listKillSwitches($0, context: $1) },
+        RouteSpec(.post, "\(ns)/kill-switches/{key}/kill") { try await api.killState($0, context: $1, kill: true) },
+        RouteSpec(.post, "\(ns)/kill-switches/{key}/revive") { try await api.killState($0, context: $1, kill: false) },
+
+        RouteSpec(.get, "/v1/audit") { try await api.audit($0, context: $1) },
+        RouteSpec(.get, "/v1/tokens") { try await api.listTokens($0, context: $1) },
+        RouteSpec(.post, "/v1/tokens") { try await api.createToken($0, context: $1) },
+        RouteSpec(.delete, "/v1/tokens/{token}") { try await api.revokeToken($0, context: $1) },
+    ]
+}
+
+func buildRouter(service: FlagService, routes: [RouteSpec]) -> Router<FlagsRequestContext> {
+    let router = Router(context: FlagsRequestContext.self)
+    // Middleware applies to routes added after it, so it comes first.
+    router.add(middleware: ObservabilityMiddleware(metricsFactory: service.metricsFactory))
+    router.add(middleware: ProblemMiddleware(routes: RouteTable(routes.map { ($0.method, $0.path) })))
+    for route in routes {
+        router.on(RouterPath(route.path), method: route.method, use: route.handler)
+    }
+    return router
+}

@@ -1,1 +1,0 @@
-// flagsd application: issue 3.

@@ -1,0 +1,93 @@
+import Foundation
+package import Hummingbird
+package import Logging
+package import Metrics
+package import SwitchyardCore
+package import SwitchyardStorage
+import Synchronization
+
+/// Verifies bearer tokens against the stored hashes and checks roles and namespaces.
+///
+/// Tokens are cached in memory by the SHA-256 of their secret, reloaded after every token change made through
+/// this process and at most `maximumAge` after the last load (for changes made by other instances). The final
+/// comparison of digests takes constant time.
+package final class Authenticator: Sendable {
+    private struct Cache {
+        var tokens: [[UInt8]: StoredToken] = [:]
+        var loadedAt: ContinuousClock.Instant?
+    }
+
+    private let store: any FlagStore
+    private let cache = Mutex(Cache())
+    private let clock = ContinuousClock()
+    private let maximumAge: Duration
+    private let metricsFactory: any MetricsFactory
+
+    package init(store: any FlagStore, maximumAge: Duration = .seconds(10), metricsFactory: any MetricsFactory) {
+        self.store = store
+        self.maximumAge = maximumAge
+        self.metricsFactory = metricsFactory
+    }
+
+    /// Loads every token from the store.
+    package func reload() async throws {
+        let tokens = try await store.tokens()
+        let now = clock.now
+        cache.withLock { cache in
+            cache.tokens = Dictionary(tokens.map { ($0.secretHash, $0) }, uniquingKeysWith: { first, _ in first })
+            cache.loadedAt = now
+        }
+    }
+
+    /// The live token a request presents (`Authorization: Bearer …`).
+    ///
+    /// - Throws: `APIError` 401 when the token is missing, unknown or revoked.
+    package func authenticate(_ request: Request) async throws -> TokenRecord {
+        guard let secret = Self.bearerToken(request) else {
+            fail("missing")
+            throw APIError.unauthorized("this route needs a token: send 'Authorization: Bearer <token>' (create tokens with POST /v1/tokens or flagctl tokens create)")
+        }
+        let hash = TokenSecret.hash(secret)
+        let stale = cache.withLock { cache in cache.loadedAt.map { clock.now - $0 > maximumAge } ?? true }
+        if stale { try await reload() }
+        guard let stored = cache.withLock({ $0.tokens[hash] }), TokenSecret.constantTimeEquals(stored.secretHash, hash) else {
+            fail("invalid")
+            throw APIError.unauthorized("the bearer token is not valid (check for a typo, or ask an admin for a new token)")
+        }
+        guard !stored.record.isRevoked else {
+            fail("revoked")
+            throw APIError.unauthorized("token '\(stored.record.name)' was revoked; ask an admin for a new token")
+        }
+        return stored.record
+    }
+
+    /// The token of a request, when it has at least `role` and may use `namespace`.
+    ///
+    /// - Throws: `APIError` 401 (see `authenticate`), 403 when the role is too low or the namespace not allowed.
+    @discardableResult
+    package func authorize(_ request: Request, role: Role, namespace: String? = nil) async throws -> TokenRecord {
+        let token = try await authenticate(request)
+        guard token.role >= role else {
+            fail("role")
+            throw APIError.forbidden("this needs the \(role) role; token '\(token.name)' has the \(token.role) role")
+        }
+        if let namespace, !token.allows(namespace: namespace) {
+            fail("namespace")
+            let allowed = token.namespaces?.joined(separator: ", ") ?? ""
+            throw APIError.forbidden("token '\(token.name)' may not use namespace '\(namespace)' (it is limited to \(allowed))")
+        }
+        return token
+    }
+
+    private func fail(_ reason: String) {
+        Counter(label: "flagsd_auth_failures_total", dimensions: [("reason", reason)], factory: metricsFactory).increment()
+    }
+
+    static func bearerToken(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+package import Hummingbird
+package import Logging
+package import Metrics
+package import SwitchyardCore
+package import SwitchyardStorage
+
+/// What every route shares: the store, the long-poll hub, token checks, metrics, and the change path that
+/// commits a change and then wakes the waiters of its namespace.
+///
+/// The crash guard and other in-process writers change flags through `change(_:_:mutation:)` too, so every
+/// change is delivered the same way.
+package struct FlagService: Sendable {
+    package let store: any FlagStore
+    package let hub: LongPollHub
+    package let auth: Authenticator
+    package let configuration: ServerConfiguration
+    package let metricsFactory: any MetricsFactory
+    package let logger: Logger
+
+    /// Loads every namespace into the hub and every token into the cache.
+    package func load() async throws {
+        try await auth.reload()
+        for record in try await store.namespaces() {
+            if let state = try await store.namespace(record.name) { hub.publish(state) }
+        }
+    }
+
+    /// Commits a change and wakes the namespace's waiters.
+    package func change(
+        _ namespace: String, _ request: ChangeRequest, mutation: @escaping @Sendable (FlagSet) throws -> FlagSet
+    ) async throws -> CommittedChange {
+        let start = ContinuousClock.now
+        let result = try await store.change(namespace, request, mutation: mutation)
+        if let record = result.record { committed(result.state, record) }
+        Timer(label: "flagsd_change_commit_duration_seconds", factory: metricsFactory)
+            .recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+        return result
+    }
+
+    /// Publishes a committed change: hub, metrics, log.
+    package func committed(_ state: NamespaceState, _ record: ChangeRecord) {
+        hub.publish(state)
+        Counter(label: "flagsd_changes_total", dimensions: [("namespace", record.namespace), ("source", record.source.rawValue)],
+                factory: metricsFactory).increment()
+        logger.info("change committed", metadata: [
+            "namespace": .string(record.namespace), "version": .stringConvertible(record.version),
+            "actor": .string(record.actor), "source": .string(record.source.rawValue), "summary": .string(record.summary),
+        ])
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import SwitchyardStorage
+
+/// The routes flagsd serves, as templates (`/v1/namespaces/{namespace}/flags/{key}`), for 405 answers.
+struct RouteTable: Sendable {
+    let routes: [(method: HTTPRequest.Method, template: [Substring])]
+
+    init(_ routes: [(HTTPRequest.Method, String)]) {
+        self.routes = routes.map { ($0.0, $0.1.split(separator: "/")) }
+    }
+
+    /// The methods allowed on a path that matches some route template.
+    func methods(allowedOn path: String) -> [HTTPRequest.Method] {
+        let segments = path.split(separator: "/")
+        var methods: [HTTPRequest.Method] = []
+        for route in routes where route.template.count == segments.count {
+            let matches = zip(route.template, segments).allSatisfy { template, segment in
+                template.hasPrefix("{") || template == segment
+            }
+            if matches, !methods.contains(route.method) { methods.append(route.method) }
+        }
+        return methods
+    }
+}
+
+/// Turns every error into a response, in one place: `APIError` and `StorageError` into their problem
+/// documents, an unmatched route into 404 or 405, anything else into 500 (logged once with the request id).
+struct ProblemMiddleware: RouterMiddleware {
+    typealias Context = FlagsRequestContext
+    let routes: RouteTable
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let apiError = map(error, request: request, context: context)
+            return Response.problem(apiError, instance: request.uri.path, requestID: context.requestID)
+        }
+    }
+
+    private func map(_ error: any Error, request: Request, context: Context) -> APIError {
+        switch error {
+        case let error as APIError:
+            return error
+        case let error as StorageError:
+            if error.kind == .unavailable || error.kind == .corrupt {
+                context.logger.error("storage error", metadata: ["error": "\(error.message)"])
+            }
+            return APIError(error)
+        case let error as HTTPError where error.status == .notFound:
+            let allowed = routes.methods(allowedOn: request.uri.path)
+            if !allowed.isEmpty {
+                return .methodNotAllowed(request.method, path: request.uri.path, allowed: allowed)
+            }
+            return .notFound("no route matches \(request.method.rawValue) \(request.uri.path) (the API is described at /openapi.yaml)")
+        case let error as HTTPError:
+            return APIError(error.status, "http-\(error.status.code)", error.status.reasonPhrase, error.body ?? error.status.reasonPhrase)
+        default:
+            context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
+            return APIError(.internalServerError, "internal", "Internal error",
+                            "an unexpected error occurred; it was logged with request id \(context.requestID)")
+        }
+    }
+}
+
+/// Gives each request an id (`X-Request-Id`, taken from the request when it is sane), logs it without
+/// secrets, and records request counts and latencies by route and status.
+struct ObservabilityMiddleware: RouterMiddleware {
+    typealias Context = FlagsRequestContext
+    let metricsFactory: any MetricsFactory
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        let requestID = Self.requestID(from: request)
+        context.requestID = requestID
+        context.logger[metadataKey: "request_id"] = .string(requestID)
+        let start = ContinuousClock.now
+        var response = try await next(request, context)
+        let elapsed = ContinuousClock.now - start
+        response.headers[.requestID] = requestID
+
+        let route = context.endpointPath.map { $0 == "NotFound" ? "unmatched" : $0 } ?? "unmatched"
+        let status = response.status.code
+        Counter(label: "flagsd_http_requests_total",
+                dimensions: [("method", request.method.rawValue), ("route", route), ("status", String(status))],
+                factory: metricsFactory).increment()
+        Timer(label: "flagsd_http_request_duration_seconds", dimensions: [("method", request.method.rawValue), ("route", route)],
+              factory: metricsFactory).recordNanoseconds(elapsed.nanoseconds)
+        let level: Logger.Level = status >= 500 ? .error : .debug
+        context.logger.log(level: level, "request", metadata: [
+            "method": .string(request.method.rawValue), "path": .string(request.uri.path), "route": .string(route),
+            "status": .stringConvertible(status), "duration_ms": .stringConvertible(Double(elapsed.nanoseconds) / 1e6),
+        ])
+        return response
+    }
+
+    static func requestID(from request: Request) -> String {
+        if let given = request.headers[.requestID], (1...64).contains(given.utf8.count),
+           given.utf8.allSatisfy({ $0.isASCIIIdentifier }) {
+            return given
+        }
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() as UInt64
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
+
+extension UInt8 {
+    var isASCIIIdentifier: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self)
+            || self == UInt8(ascii: "-") || self == UInt8(ascii: "_") || self == UInt8(ascii: ".")
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

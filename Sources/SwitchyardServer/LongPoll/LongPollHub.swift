@@ -1,0 +1,171 @@
+package import Logging
+package import Metrics
+package import NIOCore
+package import ServiceLifecycle
+package import SwitchyardCore
+package import SwitchyardStorage
+import Synchronization
+
+/// A namespace's snapshot at one version, encoded once and shared by every request.
+package struct PublishedSnapshot: Sendable {
+    package let namespace: String
+    package let epoch: String
+    package let version: Int64
+    /// `"<epoch>.<version>"`.
+    package let entityTag: String
+    package let body: ByteBuffer
+    package let gzipBody: ByteBuffer
+
+    /// Encodes a snapshot (canonical JSON with its checksum) and its gzip form.
+    package init(_ snapshot: Snapshot) {
+        let bytes = SnapshotDocument.encode(snapshot)
+        namespace = snapshot.namespace
+        epoch = snapshot.epoch
+        version = snapshot.version
+        entityTag = snapshot.entityTag
+        body = ByteBuffer(bytes: bytes)
+        gzipBody = ByteBuffer(bytes: Gzip.compress(bytes))
+    }
+
+    package var position: FeedPosition {
+        FeedPosition(epoch: epoch, version: version)
+    }
+}
+
+/// Holds the current snapshot of every namespace and the long-poll requests waiting for the next one.
+///
+/// Publishing a version swaps the waiters out under the lock and resumes them outside it; one sweeper
+/// (`run()`) answers waiters whose wait ended; a cancelled request removes its waiter; graceful shutdown answers
+/// every waiter at once and every later one immediately.
+package final class LongPollHub: Service, Sendable {
+    typealias Waiter = CheckedContinuation<WakeReason, Never>
+    typealias State = LongPollState<Waiter, ContinuousClock.Instant>
+
+    private struct Shared {
+        var state: State
+        var snapshots: [String: PublishedSnapshot] = [:]
+        var nextID = 0
+    }
+
+    private let shared: Mutex<Shared>
+    private let clock = ContinuousClock()
+    private let sweepInterval: Duration
+    private let waitersGauge: Gauge
+    private let metricsFactory: any MetricsFactory
+    private let logger: Logger
+
+    package init(maximumWaiters: Int, sweepInterval: Duration = .milliseconds(100), metricsFactory: any MetricsFactory, logger: Logger) {
+        shared = Mutex(Shared(state: State(maximumWaiters: maximumWaiters)))
+        self.sweepInterval = sweepInterval
+        self.metricsFactory = metricsFactory
+        self.waitersGauge = Gauge(label: "flagsd_long_poll_waiters", factory: metricsFactory)
+        self.logger = logger
+        waitersGauge.record(0)
+    }
+
+    /// The current snapshot of a namespace; nil when it is unknown.
+    package func snapshot(of namespace: String) -> PublishedSnapshot? {
+        shared.withLock { $0.snapshots[namespace] }
+    }
+
+    /// The number of parked requests.
+    package var waiterCount: Int {
+        shared.withLock { $0.state.count }
+    }
+
+    /// Makes a namespace state current (when it is newer than the current one) and wakes the requests it passes.
+    package func publish(_ state: NamespaceState) {
+        let snapshot = PublishedSnapshot(state.snapshot)
+        let position = snapshot.position
+        let (woken, count) = shared.withLock { shared -> ([Waiter], Int) in
+            if let current = shared.snapshots[snapshot.namespace], current.epoch == snapshot.epoch,
+               current.version >= snapshot.version {
+                return ([], shared.state.count)
+            }
+            shared.snapshots[snapshot.namespace] = snapshot
+            return (shared.state.publish(snapshot.namespace, position), shared.state.count)
+        }
+        Gauge(label: "flagsd_namespace_version", dimensions: [("namespace", snapshot.namespace)], factory: metricsFactory)
+            .record(snapshot.version)
+        for waiter in woken { waiter.resume(returning: .changed) }
+        waitersGauge.record(count)
+    }
+
+    /// Forgets a deleted namespace and answers its waiters.
+    package func remove(_ namespace: String) {
+        let (woken, count) = shared.withLock { shared in
+            shared.snapshots[namespace] = nil
+            return (shared.state.remove(namespace), shared.state.count)
+        }
+        for waiter in woken { waiter.resume(returning: .gone) }
+        waitersGauge.record(count)
+    }
+
+    /// Waits until a namespace passes a position, the timeout ends, or the service shuts down.
+    package func wait(for namespace: String, after position: FeedPosition, timeout: Duration) async -> WakeReason {
+        let deadline = clock.now.advanced(by: timeout)
+        let id = shared.withLock { shared in
+            shared.nextID += 1
+            return shared.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: Waiter) in
+                let (action, count) = shared.withLock { shared in
+                    (shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline, waiter: continuation),
+                     shared.state.count)
+                }
+                switch action {
+                case .parked:
+                    waitersGauge.record(count)
+                    if Task.isCancelled { cancel(id) }
+                case .answerNow(let reason):
+                    continuation.resume(returning: reason)
+                }
+            }
+        } onCancel: {
+            cancel(id)
+        }
+    }
+
+    private func cancel(_ id: Int) {
+        let waiter = shared.withLock { $0.state.cancel(id: id) }
+        waiter?.resume(returning: .cancelled)
+    }
+
+    /// Answers every waiter and every later request at once (graceful shutdown).
+    package func shutdown() {
+        let woken = shared.withLock { $0.state.shutdown() }
+        for waiter in woken { waiter.resume(returning: .shutdown) }
+        waitersGauge.record(0)
+        if !woken.isEmpty { logger.info("answered waiting requests for shutdown", metadata: ["count": "\(woken.count)"]) }
+    }
+
+    /// Whether `shutdown()` ran.
+    package var isShutDown: Bool {
+        shared.withLock { $0.state.isShutDown }
+    }
+
+    /// Expires waits that ended, until graceful shutdown, which answers every waiter.
+    package func run() async throws {
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled, !isShutDown {
+                try? await Task.sleep(for: sweepInterval)
+                sweep()
+            }
+        } onGracefulShutdown: {
+            self.shutdown()
+        }
+        shutdown()
+    }
+
+    /// Answers the waiters whose deadline passed.
+    package func sweep() {
+        let now = clock.now
+        let (expired, count) = shared.withLock { shared in
+            (shared.state.expire(now: now), shared.state.count)
+        }
+        guard !expired.isEmpty else { return }
+        for waiter in expired { waiter.resume(returning: .timedOut) }
+        waitersGauge.record(count)
+    }
+}

@@ -1,0 +1,145 @@
+/// Why a parked long-poll request was answered.
+package enum WakeReason: Sendable, Hashable {
+    /// The namespace passed the version the request waited on (or its epoch changed).
+    case changed
+    /// The wait ended without a change.
+    case timedOut
+    /// The namespace was deleted.
+    case gone
+    /// The service is shutting down.
+    case shutdown
+    /// The request's task was cancelled.
+    case cancelled
+    /// Too many requests are waiting already.
+    case overloaded
+}
+
+/// Where a namespace's feed is: its epoch and version.
+package struct FeedPosition: Sendable, Hashable {
+    package var epoch: String
+    package var version: Int64
+
+    package init(epoch: String, version: Int64) {
+        self.epoch = epoch
+        self.version = version
+    }
+}
+
+/// The decisions of the long-poll hub, without I/O or locks: which waiters to park, wake, expire or refuse.
+///
+/// Generic over the waiter (a continuation in the hub, a plain value in tests) and over time, so tests drive it
+/// with their own instants.
+package struct LongPollState<Waiter, Instant: Comparable> {
+    package typealias Position = FeedPosition
+
+    struct Entry {
+        var after: Position
+        var deadline: Instant
+        var waiter: Waiter
+    }
+
+    /// What to do with a request that asks to wait.
+    package enum RegisterAction {
+        /// Parked; it will be answered by `publish`, `expire`, `cancel`, `remove` or `shutdown`.
+        case parked
+        /// Answer at once with this reason (the waiter was not kept); `overloaded` past the waiter cap.
+        case answerNow(WakeReason)
+    }
+
+    package let maximumWaiters: Int
+    private(set) var positions: [String: Position] = [:]
+    private var waiters: [String: [Int: Entry]] = [:]
+    private var namespaceOfWaiter: [Int: String] = [:]
+    private var earliestDeadline: Instant?
+    package private(set) var isShutDown = false
+
+    package init(maximumWaiters: Int) {
+        self.maximumWaiters = maximumWaiters
+    }
+
+    /// The number of parked waiters.
+    package var count: Int { namespaceOfWaiter.count }
+
+    /// The current position of a namespace, nil when unknown.
+    package func position(of namespace: String) -> Position? {
+        positions[namespace]
+    }
+
+    /// Parks a waiter until its namespace passes `after` (a version of the same epoch) or `deadline`.
+    package mutating func register(id: Int, namespace: String, after: Position, deadline: Instant, waiter: Waiter) -> RegisterAction {
+        if isShutDown { return .answerNow(.shutdown) }
+        guard let current = positions[namespace] else { return .answerNow(.gone) }
+        if current.epoch != after.epoch || current.version > after.version { return .answerNow(.changed) }
+        if count >= maximumWaiters { return .answerNow(.overloaded) }
+        waiters[namespace, default: [:]][id] = Entry(after: after, deadline: deadline, waiter: waiter)
+        namespaceOfWaiter[id] = namespace
+        if earliestDeadline.map({ deadline < $0 }) ?? true { earliestDeadline = deadline }
+        return .parked
+    }
+
+    /// Records a namespace's new position and returns the waiters it passes.
+    package mutating func publish(_ namespace: String, _ position: Position) -> [Waiter] {
+        if let current = positions[namespace], current.epoch == position.epoch, current.version >= position.version {
+            return []
+        }
+        positions[namespace] = position
+        guard var parked = waiters.removeValue(forKey: namespace) else { return [] }
+        var woken: [Waiter] = []
+        woken.reserveCapacity(parked.count)
+        for (id, entry) in parked where entry.after.epoch != position.epoch || entry.after.version < position.version {
+            woken.append(entry.waiter)
+            parked[id] = nil
+            namespaceOfWaiter[id] = nil
+        }
+        if !parked.isEmpty { waiters[namespace] = parked }
+        return woken
+    }
+
+    /// Forgets a deleted namespace and returns its waiters.
+    package mutating func remove(_ namespace: String) -> [Waiter] {
+        positions[namespace] = nil
+        let parked = waiters.removeValue(forKey: namespace) ?? [:]
+        for id in parked.keys { namespaceOfWaiter[id] = nil }
+        return parked.values.map(\.waiter)
+    }
+
+    /// Returns the waiters whose deadline is at or before `now`.
+    package mutating func expire(now: Instant) -> [Waiter] {
+        guard let earliest = earliestDeadline, earliest <= now else { return [] }
+        var expired: [Waiter] = []
+        var next: Instant?
+        for namespace in Array(waiters.keys) {
+            guard var parked = waiters[namespace] else { continue }
+            for (id, entry) in parked {
+                if entry.deadline <= now {
+                    expired.append(entry.waiter)
+                    parked[id] = nil
+                    namespaceOfWaiter[id] = nil
+                } else if next.map({ entry.deadline < $0 }) ?? true {
+                    next = entry.deadline
+                }
+            }
+            waiters[namespace] = parked.isEmpty ? nil : parked
+        }
+        earliestDeadline = next
+        return expired
+    }
+
+    /// Removes one waiter (its request was cancelled); nil when it was already answered.
+    package mutating func cancel(id: Int) -> Waiter? {
+        guard let namespace = namespaceOfWaiter.removeValue(forKey: id) else { return nil }
+        let entry = waiters[namespace]?.removeValue(forKey: id)
+        if waiters[namespace]?.isEmpty == true { waiters[namespace] = nil }
+        return entry?.waiter
+    }
+
+    /// Refuses every later waiter and returns every parked one.
+    package mutating func shutdown() -> [Waiter] {
+        isShutDown = true
+        let all = waiters.values.flatMap { $0.values.map(\.waiter) }
+        waiters = [:]
+        namespaceOfWaiter = [:]
+        earliestDeadline = nil
+        return all
+    }
+}

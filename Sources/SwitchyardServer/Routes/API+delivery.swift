@@ -1,0 +1,166 @@
+import Foundation
+import Hummingbird
+import SwitchyardCore
+import SwitchyardStorage
+
+extension API {
+    /// `GET /v1/namespaces/{namespace}/snapshot`: the snapshot, a conditional GET, or a long-poll.
+    func snapshot(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let namespace = try parameter("namespace", context)
+        try await auth.authorize(request, role: .client, namespace: namespace)
+        let wait = try waitSeconds(request)
+        guard var current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+        let tags = EntityTagList(request.headers[.ifNoneMatch])
+
+        if let wait, wait > 0, let position = tags.waitPosition(current: current.position) {
+            switch await service.hub.wait(for: namespace, after: position, timeout: .seconds(wait)) {
+            case .changed:
+                guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+                current = latest
+            case .timedOut, .shutdown, .cancelled:
+                return notModified(current)
+            case .gone:
+                throw APIError.namespaceNotFound(namespace)
+            case .overloaded:
+                throw APIError.overloaded(retryAfter: service.configuration.retryAfter,
+                                          "\(service.configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
+            }
+        } else if tags.matches(current.entityTag) {
+            return notModified(current)
+        }
+        var headers = deliveryHeaders(current)
+        headers[.contentType] = "application/json"
+        if AcceptEncoding(request.headers[.acceptEncoding]).acceptsGzip {
+            headers[.contentEncoding] = "gzip"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: current.gzipBody))
+        }
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: current.body))
+    }
+
+    private func deliveryHeaders(_ snapshot: PublishedSnapshot) -> HTTPFields {
+        var headers = HTTPFields()
+        headers[.eTag] = snapshot.entityTag
+        headers[.vary] = "Accept-Encoding"
+        headers[.cacheControl] = "no-cache"
+        return headers
+    }
+
+    private func notModified(_ snapshot: PublishedSnapshot) -> Response {
+        Response(status: .notModified, headers: deliveryHeaders(snapshot))
+    }
+
+    /// `GET /v1/namespaces/{namespace}/changes?after=&wait=&limit=`: the change log after a version, long-polled.
+    func changes(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let namespace = try parameter("namespace", context)
+        try await auth.authorize(request, role: .client, namespace: namespace)
+        let after = try queryInteger(request, "after", default: 0, in: 0...Int64.max)!
+        let limit = try queryInteger(request, "limit", default: 100, in: 1...1000)!
+        let wait = try waitSeconds(request)
+        guard var current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+        if let wait, wait > 0, current.version <= after {
+            let reason = await service.hub.wait(for: namespace, after: FeedPosition(epoch: current.epoch, version: after),
+                                                timeout: .seconds(wait))
+            switch reason {
+            case .gone: throw APIError.namespaceNotFound(namespace)
+            case .overloaded:
+                throw APIError.overloaded(retryAfter: service.configuration.retryAfter,
+                                          "\(service.configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
+            default: break
+            }
+            guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+            current = latest
+        }
+        let records = try await store.changes(in: namespace, after: after, limit: Int(limit))
+        var headers = HTTPFields()
+        headers[.eTag] = current.entityTag
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("epoch", .string(current.epoch)), ("version", .int64(current.version)),
+            ("changes", .array(records.map(View.change))),
+            ("next_after", .int64(records.last?.version ?? after)),
+        ])), headers: headers)
+    }
+
+    /// `GET /v1/namespaces/{namespace}/changes/{version}`: one change log entry.
+    func change(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let namespace = try parameter("namespace", context)
+        try await auth.authorize(request, role: .client, namespace: namespace)
+        let version = try versionParameter(context)
+        guard let record = try await store.change(in: namespace, version: version) else {
+            guard service.hub.snapshot(of: namespace) != nil else { throw APIError.namespaceNotFound(namespace) }
+            throw APIError.notFound("namespace '\(namespace)' has no change with version \(version)")
+        }
+        return .json(View.change(record))
+    }
+
+    func versionParameter(_ context: FlagsRequestContext) throws -> Int64 {
+        let text = try parameter("version", context)
+        guard let version = Int64(text), version >= 1 else {
+            throw APIError.badRequest("'\(text)' is not a version (a whole number from 1)", path: "version")
+        }
+        return version
+    }
+}
+
+extension APIError {
+    static func namespaceNotFound(_ namespace: String) -> APIError {
+        .notFound("namespace '\(namespace)' does not exist (list namespaces with GET /v1/namespaces)")
+    }
+}
+
+/// The entity tags of an `If-None-Match` header, compared weakly as HTTP says for it.
+struct EntityTagList {
+    private(set) var any = false
+    private(set) var tags: [VersionTag] = []
+    private(set) var opaque: [String] = []
+
+    init(_ header: String?) {
+        guard let header else { return }
+        for part in header.split(separator: ",") {
+            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            if trimmed == "*" {
+                any = true
+            } else if let tag = VersionTag(entityTag: trimmed) {
+                tags.append(tag)
+            } else {
+                opaque.append(trimmed)
+            }
+        }
+    }
+
+    /// Whether a tag matches the current one by weak comparison (`W/` ignored).
+    func matches(_ entityTag: String) -> Bool {
+        any || tags.contains { $0.description == entityTag }
+    }
+
+    /// The position to wait past: the highest version named for the current epoch when it is at or above the
+    /// current version (`*` names the current one); nil when the request must be answered at once.
+    func waitPosition(current: FeedPosition) -> FeedPosition? {
+        var highest: Int64? = any ? current.version : nil
+        for tag in tags where tag.epoch == current.epoch {
+            highest = max(highest ?? tag.version, tag.version)
+        }
+        guard let highest, highest >= current.version else { return nil }
+        return FeedPosition(epoch: current.epoch, version: highest)
+    }
+}
+
+/// Whether an `Accept-Encoding` header accepts gzip (`gzip` or `*` with a non-zero quality).
+struct AcceptEncoding {
+    let acceptsGzip: Bool
+
+    init(_ header: String?) {
+        var gzip: Bool?
+        var wildcard: Bool?
+        for part in (header ?? "").split(separator: ",") {
+            let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let coding = pieces.first else { continue }
+            var accepted = true
+            for parameter in pieces.dropFirst() where parameter.hasPrefix("q=") {
+                accepted = (Double(parameter.dropFirst(2)) ?? 1) > 0
+            }
+            if coding == "gzip" || coding == "x-gzip" { gzip = accepted }
+            if coding == "*" { wildcard = accepted }
+        }
+        acceptsGzip = gzip ?? wildcard ?? false
+    }
+}

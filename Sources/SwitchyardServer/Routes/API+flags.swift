@@ -1,0 +1,223 @@
+import Foundation
+import Hummingbird
+import SwitchyardCore
+import SwitchyardStorage
+import Synchronization
+
+extension API {
+    /// Loads a namespace for reading after checking access.
+    func readableState(_ request: Request, _ context: FlagsRequestContext, role: Role = .editor) async throws -> (String, NamespaceState) {
+        let namespace = try parameter("namespace", context)
+        try await auth.authorize(request, role: role, namespace: namespace)
+        guard let state = try await store.namespace(namespace) else { throw APIError.namespaceNotFound(namespace) }
+        return (namespace, state)
+    }
+
+    func etagHeaders(_ record: NamespaceRecord) -> HTTPFields {
+        var headers = HTTPFields()
+        headers[.eTag] = record.entityTag
+        return headers
+    }
+
+    /// `GET /v1/namespaces/{namespace}/flags`
+    func listFlags(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, state) = try await readableState(request, context)
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
+            ("flags", .array(state.flagSet.flags.map { View.flag($0, in: state.flagSet) })),
+        ])), headers: etagHeaders(state.record))
+    }
+
+    /// `GET /v1/namespaces/{namespace}/flags/{key}`
+    func getFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (_, state) = try await readableState(request, context)
+        let key = try parameter("key", context)
+        let index = try state.flagSet.requireFlag(key)
+        var object = View.flag(state.flagSet.flags[index], in: state.flagSet).objectValue!
+        object["version"] = .int64(state.record.version)
+        return .json(.object(object), headers: etagHeaders(state.record))
+    }
+
+    /// Authorizes a write and reads its body object.
+    func writeInput(_ request: Request, _ context: FlagsRequestContext) async throws -> (String, TokenRecord, BodyObject, BodyProblems) {
+        let namespace = try parameter("namespace", context)
+        let token = try await auth.authorize(request, role: .editor, namespace: namespace)
+        let body = try await request.jsonBody(limit: bodyLimit)
+        let problems = BodyProblems()
+        guard let object = BodyObject(body, problems: problems) else {
+            try problems.check()
+            throw APIError.badRequest("the body must be a JSON object")
+        }
+        return (namespace, token, object, problems)
+    }
+
+    /// `POST /v1/namespaces/{namespace}/flags`: `{"key", "flag", "reason"}`; 409 when the key exists.
+    func createFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let key = body.string("key", required: true)
+        let definition = body.value("flag", required: true)
+        let reason = API.reason(&body)
+        body.finish()
+        try problems.check()
+        guard let key, let definition else { throw APIError.badRequest("key and flag are required") }
+        let change = try changeRequest(request, token: token, reason: reason, summary: "create flag \(key)")
+        let result = try await service.change(namespace, change) { flagSet in
+            guard flagSet.flag(key) == nil else {
+                throw APIError.conflict("namespace '\(namespace)' has a flag '\(key)' already; change it with PUT /v1/namespaces/\(namespace)/flags/\(key)")
+            }
+            return try flagSet.replacingFlag(key, with: definition)
+        }
+        return committedResponse(result, status: .created, [("flag", flagView(result, key))])
+    }
+
+    /// `PUT /v1/namespaces/{namespace}/flags/{key}`: `{"flag", "reason"}`; creates or replaces the definition.
+    func putFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let key = try parameter("key", context)
+        let definition = body.value("flag", required: true)
+        let reason = API.reason(&body)
+        body.finish()
+        try problems.check()
+        guard let definition else { throw APIError.badRequest("flag is required", path: "flag") }
+        let change = try changeRequest(request, token: token, reason: reason, summary: "update flag \(key)")
+        let result = try await service.change(namespace, change) { try $0.replacingFlag(key, with: definition) }
+        return committedResponse(result, [("flag", flagView(result, key))])
+    }
+
+    /// `DELETE /v1/namespaces/{namespace}/flags/{key}`: removes the flag and every reference to it.
+    func deleteFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let key = try parameter("key", context)
+        let reason = API.reason(&body) ?? request.uri.queryParameters.get("reason")
+        body.finish()
+        try problems.check()
+        let change = try changeRequest(request, token: token, reason: reason, summary: "delete flag \(key)")
+        let result = try await service.change(namespace, change) { try $0.deletingFlag(key) }
+        return committedResponse(result)
+    }
+
+    /// `POST …/flags/{key}/enable` and `…/disable`: `{"scope"?, "reason"?}`.
+    func switchState(_ request: Request, context: FlagsRequestContext, enable: Bool) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let key = try parameter("key", context)
+        let scope = body.scope("scope")
+        let reason = API.reason(&body)
+        body.finish()
+        try problems.check()
+        let verb = enable ? "enable" : "disable"
+        let scopeText = scope.flatMap { $0.isEverywhere ? nil : " in \($0)" } ?? ""
+        let change = try changeRequest(request, token: token, reason: reason, summary: "\(verb) \(key)\(scopeText)")
+        let result = try await service.change(namespace, change) { flagSet in
+            enable ? try flagSet.enabling(key, scope: scope) : try flagSet.disabling(key, scope: scope)
+        }
+        return committedResponse(result, [("flag", flagView(result, key))])
+    }
+
+    /// `POST …/flags/{key}/rollout`: `{"rollout", "rule"? | "conditions"?, "reason"?}`.
+    func setRollout(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let key = try parameter("key", context)
+        let basisPoints = body.integer("rollout", required: true, in: 0...Int64(Rollout.maximum))
+        let rule = body.integer("rule", in: 0...10_000).map(Int.init)
+        var readConditions: Conditions?
+        if var object = body.object("conditions") {
+            let lists = TargetingLists.read(&object)
+            readConditions = lists
+            if lists.isEmpty { problems.report("conditions", "must name cities, cohorts, units or platforms (leave it out to set the default rollout)") }
+        }
+        let conditions = readConditions
+        if rule != nil, conditions != nil { problems.report("conditions", "pass either rule or conditions, not both") }
+        let reason = API.reason(&body)
+        body.finish()
+        try problems.check()
+        guard let basisPoints, let rollout = Rollout(basisPoints: Int(basisPoints)) else {
+            throw APIError.badRequest("rollout is required", path: "rollout")
+        }
+        let target = rule.map { " rule \($0)" } ?? conditions.map { _ in " (targeted rule)" } ?? ""
+        let change = try changeRequest(request, token: token, reason: reason, summary: "roll out \(key)\(target) to \(rollout)")
+        let editedRule = RuleIndexBox()
+        let result = try await service.change(namespace, change) { flagSet in
+            let (changed, index) = try flagSet.settingRollout(key, rollout, rule: rule, conditions: conditions)
+            editedRule.set(index)
+            return changed
+        }
+        return committedResponse(result, [("flag", flagView(result, key)), ("rule", editedRule.value.map(JSONValue.int) ?? .null)])
+    }
+
+    /// `POST …/flags/{key}/targeting`: `{"rule"?, "add"?, "remove"?, "rollout"?, "reason"?}`.
+    func target(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let key = try parameter("key", context)
+        let rule = body.integer("rule", in: 0...10_000).map(Int.init)
+        var readAdd = Conditions(), readRemove = Conditions()
+        if var object = body.object("add") { readAdd = TargetingLists.read(&object) }
+        if var object = body.object("remove") { readRemove = TargetingLists.read(&object) }
+        let add = readAdd, remove = readRemove
+        let basisPoints = body.integer("rollout", in: 0...Int64(Rollout.maximum))
+        let reason = API.reason(&body)
+        body.finish()
+        if add.isEmpty && remove.isEmpty && basisPoints == nil {
+            problems.report(.root, "pass add, remove or rollout")
+        }
+        try problems.check()
+        let rollout = basisPoints.flatMap { Rollout(basisPoints: Int($0)) }
+        let change = try changeRequest(request, token: token, reason: reason, summary: "edit targeting of \(key)")
+        let editedRule = RuleIndexBox()
+        let result = try await service.change(namespace, change) { flagSet in
+            let (changed, index) = try flagSet.targeting(key, rule: rule, add: add, remove: remove, rollout: rollout)
+            editedRule.set(index)
+            return changed
+        }
+        return committedResponse(result, [("flag", flagView(result, key)), ("rule", editedRule.value.map(JSONValue.int) ?? .null)])
+    }
+
+    func flagView(_ result: CommittedChange, _ key: String) -> JSONValue {
+        result.state.flagSet.flag(key).map { View.flag($0, in: result.state.flagSet) } ?? .null
+    }
+
+    /// `GET /v1/namespaces/{namespace}/kill-switches`
+    func listKillSwitches(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, state) = try await readableState(request, context)
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
+            ("kill_switches", .array(state.flagSet.killSwitches.map { View.killSwitch($0, in: state.flagSet) })),
+        ])), headers: etagHeaders(state.record))
+    }
+
+    /// `POST …/kill-switches/{key}/kill` (`{"scope"?, "reason"}`) and `…/revive` (`{"scope"? | "all"?, "reason"?}`).
+    func killState(_ request: Request, context: FlagsRequestContext, kill: Bool) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let key = try parameter("key", context)
+        let scope = body.scope("scope")
+        let all = kill ? false : (body.bool("all") ?? false)
+        if all, scope != nil { problems.report("all", "pass either scope or all, not both") }
+        let reason = API.reason(&body)
+        body.finish()
+        try problems.check()
+        let scopeText = all ? " everywhere and in every scope" : " \(scope.map { $0.isEverywhere ? "everywhere" : "in \($0)" } ?? "everywhere")"
+        let change = try changeRequest(request, token: token, reason: reason, summary: "\(kill ? "kill" : "revive") \(key)\(scopeText)")
+        let result = try await service.change(namespace, change) { flagSet in
+            kill ? try flagSet.killing(key, scope: scope ?? .everywhere) : try flagSet.reviving(key, scope: scope, all: all)
+        }
+        let view = result.state.flagSet.killSwitch(key).map { View.killSwitch($0, in: result.state.flagSet) } ?? .null
+        return committedResponse(result, [("kill_switch", view)])
+    }
+}
+
+/// Carries which rule a mutation edited out of the store's transaction.
+final class RuleIndexBox: Sendable {
+    private let stored = Mutex<Int?>(nil)
+
+    func set(_ value: Int?) {
+        stored.withLock { $0 = value }
+    }
+
+    var value: Int? { stored.withLock { $0 } }
+}
