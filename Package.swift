@@ -81,7 +81,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "flagsd",
-            dependencies: ["SwitchyardServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "SwitchyardServer", "SwitchyardStorage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: settings
         ),
         // The sample rider app: a core trip flow plus the plugin points of Flags/rider.yaml.

@@ -1,4 +1,4 @@
-public import Hummingbird
+package import Hummingbird
 public import Logging
 import Metrics
 import NIOCore

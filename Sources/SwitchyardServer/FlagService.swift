@@ -1,5 +1,5 @@
 import Foundation
-package import Hummingbird
+import Hummingbird
 package import Logging
 package import Metrics
 package import SwitchyardCore

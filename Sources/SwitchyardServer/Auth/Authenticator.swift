@@ -1,8 +1,7 @@
 import Foundation
 package import Hummingbird
-package import Logging
 package import Metrics
-package import SwitchyardCore
+import SwitchyardCore
 package import SwitchyardStorage
 import Synchronization
 

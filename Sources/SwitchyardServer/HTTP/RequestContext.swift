@@ -1,5 +1,5 @@
 public import Hummingbird
-public import Logging
+package import Logging
 
 /// The request context of flagsd's routes: Hummingbird's core storage and the request id.
 public struct FlagsRequestContext: RequestContext {

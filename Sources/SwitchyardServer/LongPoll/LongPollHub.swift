@@ -1,7 +1,7 @@
 package import Logging
 package import Metrics
 package import NIOCore
-package import ServiceLifecycle
+import ServiceLifecycle
 package import SwitchyardCore
 package import SwitchyardStorage
 import Synchronization

@@ -188,7 +188,7 @@ extension API {
 
     /// `GET /v1/tokens`
     func listTokens(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        try await authorizeTokenAdmin(request)
+        _ = try await authorizeTokenAdmin(request)
         let tokens = try await store.tokens()
         return .json(.object(JSONObject([("tokens", .array(tokens.map(\.record.tree)))])))
     }

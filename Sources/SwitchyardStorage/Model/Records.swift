@@ -29,13 +29,11 @@ public struct ChangeSource: RawRepresentable, Sendable, Hashable, CustomStringCo
     public static let console = ChangeSource(rawValue: "console")
     public static let apply = ChangeSource(rawValue: "apply")
     public static let crashGuard = ChangeSource(rawValue: "crash-guard")
-    /// The service itself (seeding from flag files at first start).
-    public static let system = ChangeSource(rawValue: "system")
 
-    /// The sources a request may name; `crash-guard` and `system` are the service's own.
+    /// The sources a request may name; `crash-guard` is the service's own.
     public static let requestable: [ChangeSource] = [.api, .cli, .console, .apply]
     /// Every source an audit entry may carry.
-    public static let all: [ChangeSource] = [.api, .cli, .console, .apply, .crashGuard, .system]
+    public static let all: [ChangeSource] = [.api, .cli, .console, .apply, .crashGuard]
 
     public var description: String { rawValue }
 }

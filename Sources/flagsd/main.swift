@@ -1,1 +1,0 @@
-print("flagsd: issue 3")
