@@ -118,6 +118,7 @@ let package = Package(
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

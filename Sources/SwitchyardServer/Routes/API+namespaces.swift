@@ -33,6 +33,9 @@ extension API {
         body.finish()
         try problems.check()
         guard let name else { throw APIError.badRequest("name is required", path: "name") }
+        if let problem = FlagSet(namespace: name).validate().first(where: { $0.path == "namespace" }) {
+            throw APIError.badRequest("name: \(problem.message)", path: "name")
+        }
         guard token.allows(namespace: name) else {
             throw APIError.forbidden("token '\(token.name)' may not create namespace '\(name)' (it is limited to \(token.namespaces?.joined(separator: ", ") ?? ""))")
         }

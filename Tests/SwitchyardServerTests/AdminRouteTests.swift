@@ -1,0 +1,219 @@
+import Foundation
+import HTTPTypes
+import SwitchyardCore
+@testable import SwitchyardServer
+import SwitchyardStorage
+import Testing
+
+/// Namespaces, tokens and the audit log, in-process.
+struct AdminRouteTests {
+    @Test func namespacesAreCreatedWithAFreshEpochListedUpdatedAndDeleted() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        var response = try await app.send(.post, "/v1/namespaces", token: "admin", body: """
+            {"name": "driver", "description": "Driver app", "reason_policy": "always", "flag_set": \(Fixtures.riderJSON("driver"))}
+            """)
+        #expect(response.status == .created)
+        #expect(response.json["version"] == .int(1))
+        #expect(response.json["reason_policy"] == .string("always"))
+        #expect(response.json["description"] == .string("Driver app"))
+        #expect(response.headers[.location] == "/v1/namespaces/driver")
+        let epoch = try #require(response.json["epoch"]?.stringValue)
+        #expect(epoch != (try await app.store.namespace("rider")?.record.epoch))
+        #expect(try await app.send(.get, "/v1/namespaces/driver/snapshot", token: "client").status == .ok)
+
+        response = try await app.send(.post, "/v1/namespaces", token: "admin", body: #"{"name": "driver"}"#)
+        #expect(response.status == .conflict)
+        response = try await app.send(.post, "/v1/namespaces", token: "admin", body: #"{"name": "bad name!"}"#)
+        #expect(response.problemPaths == ["name"])
+        response = try await app.send(.post, "/v1/namespaces", token: "admin", body: #"{"name": "x", "reason_policy": "sometimes"}"#)
+        #expect(response.problemPaths == ["reason_policy"])
+
+        response = try await app.send(.get, "/v1/namespaces", token: "editor")
+        #expect(response.json["namespaces"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["driver", "rider"])
+        response = try await app.send(.get, "/v1/namespaces/driver", token: "editor")
+        #expect(response.json["counts"]?["flags"] == .int(4))
+
+        response = try await app.send(.patch, "/v1/namespaces/driver", token: "admin", body: #"{"reason_policy": "never"}"#)
+        #expect(response.json["reason_policy"] == .string("never"))
+        response = try await app.send(.patch, "/v1/namespaces/driver", token: "admin", body: "{}")
+        #expect(response.problemPaths == ["reason_policy"])
+
+        response = try await app.send(.delete, "/v1/namespaces/driver", token: "admin")
+        #expect(response.status == .noContent)
+        #expect(try await app.send(.get, "/v1/namespaces/driver/snapshot", token: "client").status == .notFound)
+        #expect(try await app.send(.delete, "/v1/namespaces/driver", token: "admin").status == .notFound)
+    }
+
+    @Test func aNamespaceLimitedAdminManagesOnlyItsNamespaces() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        #expect(try await app.send(.post, "/v1/namespaces", token: "rider-admin", body: #"{"name": "driver"}"#).status == .forbidden)
+        #expect(try await app.send(.patch, "/v1/namespaces/rider", token: "rider-admin", body: #"{"reason_policy": "never"}"#).status == .ok)
+        #expect(try await app.send(.get, "/v1/tokens", token: "rider-admin").status == .forbidden)
+        let list = try await app.send(.get, "/v1/namespaces", token: "other-editor")
+        #expect(list.json["namespaces"] == .array([]))
+    }
+
+    @Test func tokensAreCreatedShownOnceListedWithoutSecretsAndRevoked() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        var response = try await app.send(.post, "/v1/tokens", token: "admin",
+                                          body: #"{"name": "ios-app", "role": "client", "namespaces": ["rider"]}"#)
+        #expect(response.status == .created)
+        let secret = try #require(response.json["token"]?.stringValue)
+        #expect(secret.hasPrefix("sy_client_"))
+        #expect(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status == .ok)
+
+        response = try await app.send(.get, "/v1/tokens", token: "admin")
+        #expect(!response.text.contains(secret))
+        #expect(!response.text.contains("sy_"))
+        let listed = response.json["tokens"]?.arrayValue?.first { $0["name"] == .string("ios-app") }
+        #expect(listed?["role"] == .string("client"))
+        #expect(listed?["namespaces"] == .array([.string("rider")]))
+
+        response = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "ios-app", "role": "client"}"#)
+        #expect(response.status == .conflict)
+        response = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "", "role": "root", "namespaces": [], "x": 1}"#)
+        #expect(Set(response.problemPaths) == ["name", "role", "namespaces", "x"])
+
+        response = try await app.send(.delete, "/v1/tokens/ios-app", token: "admin")
+        #expect(response.status == .ok)
+        #expect(response.json["revoked_at"]?.stringValue != nil)
+        let revoked = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret)
+        #expect(revoked.status == .unauthorized)
+        #expect(revoked.json["detail"]?.stringValue?.contains("revoked") == true)
+        #expect(try await app.send(.delete, "/v1/tokens/nobody", token: "admin").status == .notFound)
+    }
+
+    @Test func theAuditLogIsFilteredAndPaged() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor", body: #"{"reason": "a"}"#)
+        _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable", token: "admin",
+                               headers: [.init("X-Switchyard-Source")!: "console"], body: #"{"reason": "b"}"#)
+        var response = try await app.send(.get, "/v1/audit?namespace=rider&flag=plugin_switch_map_traffic", token: "editor")
+        #expect(response.json["entries"]?.arrayValue?.compactMap { $0["version"]?.int64Value } == [2, 1])
+        response = try await app.send(.get, "/v1/audit?actor=admin", token: "editor")
+        #expect(response.json["entries"]?.arrayValue?.compactMap { $0["reason"]?.stringValue } == ["b"])
+        response = try await app.send(.get, "/v1/audit?source=console", token: "editor")
+        #expect(response.json["entries"]?.arrayValue?.count == 1)
+        let first = try #require(response.json["entries"]?.arrayValue?.first)
+        #expect(first["changes"]?.arrayValue?.first?["before"]?["disabled"] == nil)
+        #expect(first["changes"]?.arrayValue?.first?["after"]?["disabled"] == .bool(true))
+
+        response = try await app.send(.get, "/v1/audit?since=2000-01-01T00:00:00Z&until=2000-01-02T00:00:00.000Z", token: "editor")
+        #expect(response.json["entries"] == .array([]))
+        response = try await app.send(.get, "/v1/audit?limit=2", token: "editor")
+        #expect(response.json["entries"]?.arrayValue?.count == 2)
+        let cursor = try #require(response.json["next_cursor"]?.int64Value)
+        response = try await app.send(.get, "/v1/audit?limit=2&cursor=\(cursor)", token: "editor")
+        #expect(response.json["entries"]?.arrayValue?.first?["id"]?.int64Value.map { $0 < cursor } == true)
+
+        #expect(try await app.send(.get, "/v1/audit?since=yesterday", token: "editor").problemPaths == ["since"])
+        #expect(try await app.send(.get, "/v1/audit?source=robot", token: "editor").problemPaths == ["source"])
+        #expect(try await app.send(.get, "/v1/audit?namespace=rider", token: "other-editor").status == .forbidden)
+        response = try await app.send(.get, "/v1/audit", token: "other-editor")
+        #expect(response.json["entries"] == .array([]))
+    }
+}
+
+/// Errors every route shares: problem documents, unknown routes and methods, malformed and oversized bodies.
+struct ErrorTests {
+    @Test func unknownRoutesAre404AndWrongMethods405WithAllow() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        var response = try await app.send(.get, "/v1/nothing", token: "admin")
+        #expect(response.status == .notFound)
+        #expect(response.headers[.contentType] == "application/problem+json")
+        #expect(response.json["type"] == .string("urn:switchyard:problem:not-found"))
+        #expect(response.json["instance"] == .string("/v1/nothing"))
+        #expect(response.json["status"] == .int(404))
+        response = try await app.send(.patch, "/v1/namespaces/rider/flags/x", token: "admin")
+        #expect(response.status == .methodNotAllowed)
+        #expect(response.headers[.allow] == "GET, PUT, DELETE")
+        response = try await app.send(.delete, "/v1/audit")
+        #expect(response.status == .methodNotAllowed)
+    }
+
+    @Test func malformedJSONWrongTypesAndUnknownFieldsAre400NamingTheField() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let path = "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable"
+        var response = try await app.send(.post, path, token: "editor", body: #"{"reason": "x",}"#)
+        #expect(response.status == .badRequest)
+        #expect(response.json["detail"]?.stringValue?.contains("line 1") == true)
+        response = try await app.send(.post, path, token: "editor", body: #"[1]"#)
+        #expect(response.status == .badRequest)
+        response = try await app.send(.post, path, token: "editor", body: #"{"reason": 5, "scope": {"cities": "lagos", "towns": []}, "x": 1}"#)
+        #expect(Set(response.problemPaths) == ["reason", "scope.cities", "scope.towns", "x"])
+        response = try await app.send(.post, path, token: "editor", body: #"{"reason": "a", "reason": "b"}"#)
+        #expect(response.status == .badRequest)
+    }
+
+    @Test func bodiesOverTheLimitAre413() async throws {
+        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumBodySize: 64))
+        defer { app.close() }
+        let reason = String(repeating: "x", count: 100)
+        let response = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor",
+                                          body: #"{"reason": "\#(reason)"}"#)
+        #expect(response.status == .contentTooLarge)
+        #expect(response.headers[.contentType] == "application/problem+json")
+    }
+
+    @Test func everyResponseHasARequestIdAndAGivenOneIsKept() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let generated = try await app.send(.get, "/healthz")
+        #expect(generated.headers[.init("X-Request-Id")!]?.count == 16)
+        let given = try await app.send(.get, "/v1/nothing", headers: [.init("X-Request-Id")!: "trace-42"])
+        #expect(given.headers[.init("X-Request-Id")!] == "trace-42")
+        #expect(given.json["request_id"] == .string("trace-42"))
+        let hostile = try await app.send(.get, "/healthz", headers: [.init("X-Request-Id")!: "a b\u{7F}"])
+        #expect(hostile.headers[.init("X-Request-Id")!] != "a b\u{7F}")
+    }
+}
+
+/// `/healthz`, `/readyz`, `/metrics`, `/openapi.yaml`.
+struct OperationsRouteTests {
+    @Test func healthReadinessAndTheOpenAPIDocumentAreOpen() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        #expect(try await app.send(.get, "/healthz").json["status"] == .string("ok"))
+        #expect(try await app.send(.get, "/readyz").json["status"] == .string("ready"))
+        let document = try await app.send(.get, "/openapi.yaml")
+        #expect(document.status == .ok)
+        #expect(document.text.hasPrefix("openapi: 3.1"))
+    }
+
+    @Test func readinessFailsWhenTheDatabaseIsClosed() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try app.store.close()
+        let response = try await app.send(.get, "/readyz")
+        #expect(response.status == .serviceUnavailable)
+    }
+
+    @Test func metricsCountRequestsChangesWaitersVersionsAndAuthFailures() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        _ = try await app.send(.get, "/v1/namespaces/rider/snapshot")
+        _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor")
+        let text = try await app.send(.get, "/metrics").text
+        #expect(text.contains(#"flagsd_http_requests_total{method="POST",route="/v1/namespaces/{namespace}/flags/{key}/disable",status="200"} 1"#))
+        #expect(text.contains(#"flagsd_auth_failures_total{reason="missing"} 1"#))
+        #expect(text.contains(#"flagsd_changes_total{namespace="rider",source="api"} 1"#))
+        #expect(text.contains(#"flagsd_namespace_version{namespace="rider"} 2"#))
+        #expect(text.contains("flagsd_long_poll_waiters 0"))
+        #expect(text.contains("flagsd_http_request_duration_seconds_bucket"))
+        #expect(text.contains("flagsd_change_commit_duration_seconds"))
+        #expect(!text.contains("sy_"))
+    }
+
+    @Test func metricsCanRequireAToken() async throws {
+        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, metricsRequireToken: true))
+        defer { app.close() }
+        #expect(try await app.send(.get, "/metrics").status == .unauthorized)
+        #expect(try await app.send(.get, "/metrics", token: "client").status == .ok)
+    }
+}

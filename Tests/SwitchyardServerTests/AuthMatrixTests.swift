@@ -1,0 +1,105 @@
+import HTTPTypes
+import SwitchyardServer
+import SwitchyardStorage
+import Testing
+
+/// Every route × no token, client, editor, admin and a revoked token, as PRODUCT.md "Access" says.
+struct AuthMatrixTests {
+    /// A route, a concrete request to it, and the least role it needs (nil: open).
+    struct Case: Sendable, CustomTestStringConvertible {
+        let method: HTTPRequest.Method
+        let template: String
+        let path: String
+        let role: Role?
+        var namespaced = true
+        var body = "{}"
+
+        var testDescription: String { "\(method.rawValue) \(template)" }
+    }
+
+    static let ns = "/v1/namespaces/{namespace}"
+    static let cases: [Case] = [
+        Case(method: .get, template: "/healthz", path: "/healthz", role: nil, namespaced: false),
+        Case(method: .get, template: "/readyz", path: "/readyz", role: nil, namespaced: false),
+        Case(method: .get, template: "/metrics", path: "/metrics", role: nil, namespaced: false),
+        Case(method: .get, template: "/openapi.yaml", path: "/openapi.yaml", role: nil, namespaced: false),
+        Case(method: .get, template: "/v1/namespaces", path: "/v1/namespaces", role: .editor, namespaced: false),
+        Case(method: .post, template: "/v1/namespaces", path: "/v1/namespaces", role: .admin, namespaced: false,
+             body: #"{"name": "driver"}"#),
+        Case(method: .get, template: ns, path: "/v1/namespaces/rider", role: .editor),
+        Case(method: .patch, template: ns, path: "/v1/namespaces/rider", role: .admin, body: #"{"reason_policy": "never"}"#),
+        Case(method: .delete, template: ns, path: "/v1/namespaces/rider", role: .admin),
+        Case(method: .get, template: "\(ns)/snapshot", path: "/v1/namespaces/rider/snapshot", role: .client),
+        Case(method: .get, template: "\(ns)/changes", path: "/v1/namespaces/rider/changes", role: .client),
+        Case(method: .get, template: "\(ns)/changes/{version}", path: "/v1/namespaces/rider/changes/1", role: .client),
+        Case(method: .post, template: "\(ns)/changes/{version}/revert", path: "/v1/namespaces/rider/changes/1/revert", role: .editor),
+        Case(method: .get, template: "\(ns)/flag-set", path: "/v1/namespaces/rider/flag-set", role: .editor),
+        Case(method: .put, template: "\(ns)/flag-set", path: "/v1/namespaces/rider/flag-set", role: .editor,
+             body: #"{"flag_set": \#(Fixtures.riderJSON())}"#),
+        Case(method: .get, template: "\(ns)/flags", path: "/v1/namespaces/rider/flags", role: .editor),
+        Case(method: .post, template: "\(ns)/flags", path: "/v1/namespaces/rider/flags", role: .editor,
+             body: #"{"key": "plugin_switch_x", "flag": {}}"#),
+        Case(method: .get, template: "\(ns)/flags/{key}", path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic", role: .editor),
+        Case(method: .put, template: "\(ns)/flags/{key}", path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic", role: .editor,
+             body: #"{"flag": {"rollout": 5}}"#),
+        Case(method: .delete, template: "\(ns)/flags/{key}", path: "/v1/namespaces/rider/flags/checkout_button", role: .editor),
+        Case(method: .post, template: "\(ns)/flags/{key}/enable", path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic/enable", role: .editor),
+        Case(method: .post, template: "\(ns)/flags/{key}/disable", path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", role: .editor),
+        Case(method: .post, template: "\(ns)/flags/{key}/rollout", path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", role: .editor,
+             body: #"{"rollout": 5}"#),
+        Case(method: .post, template: "\(ns)/flags/{key}/targeting", path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic/targeting", role: .editor,
+             body: #"{"add": {"cities": ["paris"]}}"#),
+        Case(method: .get, template: "\(ns)/kill-switches", path: "/v1/namespaces/rider/kill-switches", role: .editor),
+        Case(method: .post, template: "\(ns)/kill-switches/{key}/kill", path: "/v1/namespaces/rider/kill-switches/master/kill", role: .editor,
+             body: #"{"reason": "matrix"}"#),
+        Case(method: .post, template: "\(ns)/kill-switches/{key}/revive", path: "/v1/namespaces/rider/kill-switches/master/revive", role: .editor),
+        Case(method: .get, template: "/v1/audit", path: "/v1/audit", role: .editor, namespaced: false),
+        Case(method: .get, template: "/v1/tokens", path: "/v1/tokens", role: .admin, namespaced: false),
+        Case(method: .post, template: "/v1/tokens", path: "/v1/tokens", role: .admin, namespaced: false,
+             body: #"{"name": "matrix", "role": "client"}"#),
+        Case(method: .delete, template: "/v1/tokens/{token}", path: "/v1/tokens/client", role: .admin, namespaced: false),
+    ]
+
+    @Test(arguments: cases)
+    func accessFollowsTheRoleTheRouteNeeds(route: Case) async throws {
+        for (token, role) in [(nil, nil), ("client", Role.client), ("editor", .editor), ("admin", .admin), ("revoked", nil)] as [(String?, Role?)] {
+            let app = try await TestApp.make()
+            defer { app.close() }
+            let response = try await app.send(route.method, route.path, token: token, body: route.body)
+            let who = token ?? "no token"
+            guard let needed = route.role else {
+                #expect(response.status.kind == .successful, "\(who): \(response.status)")
+                continue
+            }
+            if role == nil {
+                #expect(response.status == .unauthorized, "\(who): \(response.status) \(response.text)")
+                #expect(response.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true)
+            } else if role! < needed {
+                #expect(response.status == .forbidden, "\(who): \(response.status) \(response.text)")
+            } else {
+                #expect(response.status.kind == .successful, "\(who): \(response.status) \(response.text)")
+            }
+            #expect(response.status.kind == .successful || response.headers[.contentType] == "application/problem+json")
+        }
+    }
+
+    @Test(arguments: cases.filter { $0.namespaced })
+    func aTokenLimitedToAnotherNamespaceIsRefused(route: Case) async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let response = try await app.send(route.method, route.path, token: "other-editor", body: route.body)
+        #expect(response.status == .forbidden, "\(response.text)")
+        if route.role == .client {
+            let allowed = try await app.send(route.method, route.path, token: "rider-client", body: route.body)
+            #expect(allowed.status.kind == .successful)
+        }
+    }
+
+    @Test func theMatrixCoversEveryRoute() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let served = Set(app.server.routeList.map { "\($0.method) \($0.path)" })
+        let covered = Set(Self.cases.map { "\($0.method.rawValue) \($0.template)" })
+        #expect(served == covered)
+    }
+}

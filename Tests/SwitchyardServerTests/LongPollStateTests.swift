@@ -1,0 +1,120 @@
+@testable import SwitchyardServer
+import Testing
+
+/// The long-poll decisions, driven with plain integers for waiters and instants.
+struct LongPollStateTests {
+    typealias State = LongPollState<String, Int>
+    let v1 = FeedPosition(epoch: "e", version: 1)
+    let v2 = FeedPosition(epoch: "e", version: 2)
+
+    func state(maximumWaiters: Int = 10) -> State {
+        var state = State(maximumWaiters: maximumWaiters)
+        _ = state.publish("rider", v1)
+        return state
+    }
+
+    func isParked(_ action: State.RegisterAction) -> Bool {
+        if case .parked = action { return true }
+        return false
+    }
+
+    func answer(_ action: State.RegisterAction) -> WakeReason? {
+        if case .answerNow(let reason) = action { return reason }
+        return nil
+    }
+
+    @Test func aWaiterAtTheCurrentVersionIsParkedAndWokenByTheNextOne() {
+        var state = state()
+        #expect(isParked(state.register(id: 1, namespace: "rider", after: v1, deadline: 30, waiter: "a")))
+        #expect(isParked(state.register(id: 2, namespace: "rider", after: v1, deadline: 30, waiter: "b")))
+        #expect(state.count == 2)
+        #expect(Set(state.publish("rider", v2)) == ["a", "b"])
+        #expect(state.count == 0)
+    }
+
+    @Test func aWaiterBehindOrOnAnotherEpochIsAnsweredAtOnce() {
+        var state = state()
+        _ = state.publish("rider", v2)
+        #expect(answer(state.register(id: 1, namespace: "rider", after: v1, deadline: 30, waiter: "a")) == .changed)
+        #expect(answer(state.register(id: 2, namespace: "rider", after: FeedPosition(epoch: "old", version: 9), deadline: 30, waiter: "b")) == .changed)
+        #expect(answer(state.register(id: 3, namespace: "nope", after: v1, deadline: 30, waiter: "c")) == .gone)
+        #expect(state.count == 0)
+    }
+
+    @Test func aWaiterAheadOfTheNamespaceWaitsUntilItIsPassed() {
+        var state = state()
+        #expect(isParked(state.register(id: 1, namespace: "rider", after: FeedPosition(epoch: "e", version: 3), deadline: 30, waiter: "a")))
+        #expect(state.publish("rider", v2).isEmpty)
+        #expect(state.count == 1)
+        #expect(state.publish("rider", FeedPosition(epoch: "e", version: 4)) == ["a"])
+    }
+
+    @Test func aNewEpochWakesEveryWaiter() {
+        var state = state()
+        _ = state.register(id: 1, namespace: "rider", after: FeedPosition(epoch: "e", version: 7), deadline: 30, waiter: "a")
+        #expect(state.publish("rider", FeedPosition(epoch: "f", version: 1)) == ["a"])
+    }
+
+    @Test func anOlderPublishIsIgnored() {
+        var state = state()
+        _ = state.publish("rider", FeedPosition(epoch: "e", version: 5))
+        _ = state.register(id: 1, namespace: "rider", after: FeedPosition(epoch: "e", version: 5), deadline: 30, waiter: "a")
+        #expect(state.publish("rider", FeedPosition(epoch: "e", version: 4)).isEmpty)
+        #expect(state.position(of: "rider")?.version == 5)
+        #expect(state.count == 1)
+    }
+
+    @Test func waitersOfOtherNamespacesStayParked() {
+        var state = state()
+        _ = state.publish("driver", v1)
+        _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 30, waiter: "a")
+        _ = state.register(id: 2, namespace: "driver", after: v1, deadline: 30, waiter: "b")
+        #expect(state.publish("rider", v2) == ["a"])
+        #expect(state.count == 1)
+    }
+
+    @Test func waitersExpireAtTheirDeadlineAndNotBefore() {
+        var state = state()
+        _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a")
+        _ = state.register(id: 2, namespace: "rider", after: v1, deadline: 20, waiter: "b")
+        #expect(state.expire(now: 9).isEmpty)
+        #expect(state.expire(now: 10) == ["a"])
+        #expect(state.expire(now: 19).isEmpty)
+        #expect(state.expire(now: 25) == ["b"])
+        #expect(state.count == 0)
+    }
+
+    @Test func aCancelledWaiterIsRemovedOnce() {
+        var state = state()
+        _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a")
+        #expect(state.cancel(id: 1) == "a")
+        #expect(state.cancel(id: 1) == nil)
+        #expect(state.publish("rider", v2).isEmpty)
+        #expect(state.expire(now: 100).isEmpty)
+    }
+
+    @Test func pastTheCapWaitersAreRefused() {
+        var state = state(maximumWaiters: 2)
+        _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a")
+        _ = state.register(id: 2, namespace: "rider", after: v1, deadline: 10, waiter: "b")
+        #expect(answer(state.register(id: 3, namespace: "rider", after: v1, deadline: 10, waiter: "c")) == .overloaded)
+        _ = state.cancel(id: 1)
+        #expect(isParked(state.register(id: 4, namespace: "rider", after: v1, deadline: 10, waiter: "d")))
+    }
+
+    @Test func shutdownAnswersEveryWaiterAndRefusesLaterOnes() {
+        var state = state()
+        _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a")
+        _ = state.register(id: 2, namespace: "rider", after: v1, deadline: 10, waiter: "b")
+        #expect(Set(state.shutdown()) == ["a", "b"])
+        #expect(answer(state.register(id: 3, namespace: "rider", after: v1, deadline: 10, waiter: "c")) == .shutdown)
+        #expect(state.count == 0)
+    }
+
+    @Test func removingANamespaceAnswersItsWaiters() {
+        var state = state()
+        _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a")
+        #expect(state.remove("rider") == ["a"])
+        #expect(answer(state.register(id: 2, namespace: "rider", after: v1, deadline: 10, waiter: "b")) == .gone)
+    }
+}

@@ -1,1 +1,0 @@
-// Server tests: see the suites in this folder.

@@ -1,0 +1,121 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Prometheus
+import ServiceLifecycle
+import SwitchyardCore
+@testable import SwitchyardServer
+import SwitchyardStorage
+import Synchronization
+
+/// A response read in-process or over the wire.
+struct TestResponse: Sendable {
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    var body: [UInt8]
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The body as JSON (`.null` when it is not JSON).
+    var json: JSONValue { (try? JSONValue.parse(body)) ?? .null }
+
+    /// The field paths of a problem document's `errors`.
+    var problemPaths: [String] { json["errors"]?.arrayValue?.compactMap { $0["path"]?.stringValue } ?? [] }
+}
+
+/// A flagsd application over a fresh SQLite file, with one token per role, for in-process and live tests.
+struct TestApp: Sendable {
+    /// Secrets of tokens by name: admin, editor, client, revoked (a revoked editor), other-editor (an editor
+    /// limited to namespace `other`), rider-client (a client limited to `rider`).
+    let tokens: [String: String]
+    let store: SQLiteFlagStore
+    let server: FlagsServer
+    let folder: URL
+    let registry: PrometheusCollectorRegistry
+    private let responder: RouterResponder<FlagsRequestContext>
+    let logger: Logger
+
+    static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0), namespaces: [String] = ["rider"]) async throws -> TestApp {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-test-\(UUID().uuidString)")
+        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let root = ChangeAuthor(actor: "setup", source: .api)
+        for name in namespaces {
+            _ = try await store.createNamespace(Fixtures.rider(name), reasonPolicy: .kills,
+                                                request: ChangeRequest(author: root))
+        }
+        var tokens: [String: String] = [:]
+        for (name, role, limit) in [("admin", Role.admin, nil), ("editor", .editor, nil), ("client", .client, nil),
+                                    ("revoked", .editor, nil), ("other-editor", .editor, ["other"]),
+                                    ("rider-client", .client, ["rider"]), ("rider-admin", .admin, ["rider"])] as [(String, Role, [String]?)] {
+            tokens[name] = try await store.issueToken(name: name, role: role, namespaces: limit, by: root).secret
+        }
+        _ = try await store.revokeToken("revoked", by: root)
+        var logger = Logger(label: "flagsd-test")
+        logger.logLevel = .critical
+        let registry = PrometheusCollectorRegistry()
+        let server = try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger)
+        return TestApp(tokens: tokens, store: store, server: server, folder: folder, registry: registry,
+                       responder: server.makeResponder(registry: registry), logger: logger)
+    }
+
+    func close() {
+        try? store.close()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    var hub: LongPollHub { server.flagService.hub }
+
+    /// Sends a request to the router in-process.
+    func send(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, headers: HTTPFields = [:],
+              body: String? = nil) async throws -> TestResponse {
+        var fields = headers
+        if let token { fields[.authorization] = "Bearer \(self.tokens[token] ?? token)" }
+        if let body { fields[.contentLength] = String(body.utf8.count) }
+        let request = Request(head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: path, headerFields: fields),
+                              body: RequestBody(buffer: ByteBuffer(string: body ?? "")))
+        let response = try await responder.respond(to: request, context: FlagsRequestContext(logger: logger))
+        let collector = BodyCollector()
+        try await response.body.write(collector)
+        return TestResponse(status: response.status, headers: response.headers, body: collector.bytes)
+    }
+
+    /// Runs the real server on a free loopback port for the duration of `body`, then shuts it down gracefully.
+    func withLiveServer<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let live = try await buildApplication(configuration: server.flagService.configuration, store: store,
+                                              registry: PrometheusCollectorRegistry(), logger: logger) { port in
+            continuation.yield(port)
+        }
+        let group = ServiceGroup(configuration: .init(services: [live], logger: logger))
+        return try await withThrowingTaskGroup(of: T?.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                return nil
+            }
+            guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
+            do {
+                let result = try await body(URL(string: "http://127.0.0.1:\(port)")!)
+                await group.triggerGracefulShutdown()
+                for try await _ in tasks {}
+                return result
+            } catch {
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+        }
+    }
+}
+
+/// Collects a response body written in-process.
+final class BodyCollector: ResponseBodyWriter, Sendable {
+    private let storage = Mutex<[UInt8]>([])
+
+    var bytes: [UInt8] { storage.withLock { $0 } }
+
+    func write(_ buffer: ByteBuffer) async throws {
+        storage.withLock { $0.append(contentsOf: buffer.readableBytesView) }
+    }
+
+    func finish(_ trailingHeaders: HTTPFields?) async throws {}
+}
