@@ -1,0 +1,185 @@
+import Foundation
+import HTTPTypes
+import SwitchyardCore
+import Synchronization
+import Testing
+
+/// A child flagsd process acknowledges changes while being killed with SIGKILL at random moments; after each
+/// restart every acknowledged change is present and versions continue.
+@Suite(.serialized)
+struct CrashRecoveryTests {
+    static let adminToken = "crash-test-admin-token-0123456789"
+
+    @Test func everyAcknowledgedChangeSurvivesSIGKILLAndVersionsContinue() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-crash-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let database = folder.appendingPathComponent("flags.sqlite").path
+        var random = SeededRandom(seed: UInt64.random(in: 1...UInt64.max))
+        let seed = random.seed
+
+        var acknowledged: [(version: Int64, rollout: Int)] = []
+        var nextRollout = 1
+        for round in 0..<10 {
+            let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken)
+            let port = try await child.port()
+            let client = LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: Self.adminToken, timeout: 30)
+            if round == 0 {
+                let created = try await client.send("POST", "/v1/namespaces", body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
+                #expect(created.status == .created, "seed \(seed)")
+            }
+            try await verify(client, acknowledged: acknowledged, seed: seed)
+
+            // Send changes back to back; after a random number of acknowledgments, kill the process while the
+            // next change is on its way.
+            let killAfter = Int.random(in: 1...12, using: &random)
+            let acknowledgedThisRound = Mutex<[(version: Int64, rollout: Int)]>([])
+            let first = nextRollout
+            let sender = Task {
+                var rollout = first
+                while !Task.isCancelled {
+                    guard let response = try? await client.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout",
+                                                                body: #"{"rollout": \#(rollout)}"#),
+                          response.status == .ok, let version = response.json["version"]?.int64Value
+                    else { return }
+                    let value = rollout
+                    acknowledgedThisRound.withLock { $0.append((version, value)) }
+                    rollout += 1
+                }
+            }
+            try await waitUntil(timeout: .seconds(60)) { acknowledgedThisRound.withLock { $0.count } >= killAfter }
+            child.kill()
+            _ = await sender.result
+            let round = acknowledgedThisRound.withLock { $0 }
+            acknowledged += round
+            nextRollout = first + round.count + 1
+        }
+
+        let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken)
+        let client = LiveClient(base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken)
+        try await verify(client, acknowledged: acknowledged, seed: seed)
+        let current = try await client.send("GET", "/v1/namespaces/rider").json["version"]?.int64Value ?? 0
+        let next = try await client.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 10000}"#)
+        #expect(next.json["version"]?.int64Value == current + 1, "seed \(seed)")
+        child.kill()
+    }
+
+    /// Every acknowledged change is in the log with its value; versions run 1, 2, 3, … without gaps.
+    func verify(_ client: LiveClient, acknowledged: [(version: Int64, rollout: Int)], seed: UInt64) async throws {
+        let log = try await client.send("GET", "/v1/namespaces/rider/changes?after=0&limit=1000")
+        let entries = log.json["changes"]?.arrayValue ?? []
+        let versions = entries.compactMap { $0["version"]?.int64Value }
+        #expect(versions == (0..<versions.count).map { Int64($0 + 1) }, "versions must run 1, 2, 3, … without gaps; seed \(seed)")
+        var rolloutOfVersion: [Int64: Int64] = [:]
+        for entry in entries {
+            guard let version = entry["version"]?.int64Value,
+                  let after = entry["changes"]?.arrayValue?.first(where: { $0["key"] == .string("plugin_switch_map_traffic") })?["after"],
+                  let rollout = after["rollout"]?.int64Value
+            else { continue }
+            rolloutOfVersion[version] = rollout
+        }
+        for change in acknowledged {
+            #expect(rolloutOfVersion[change.version] == Int64(change.rollout),
+                    "acknowledged version \(change.version) (rollout \(change.rollout)) is missing or different; seed \(seed)")
+        }
+    }
+}
+
+/// flagsd as a child process on a free port.
+final class ChildFlagsd: Sendable {
+    private let process: Process
+    private let lines: AsyncStream<String>
+
+    init(database: String, folder: URL, adminToken: String) throws {
+        let process = Process()
+        process.executableURL = try Self.binary()
+        process.arguments = ["--port", "0", "--database", database, "--flags", folder.appendingPathComponent("no-flags").path,
+                             "--log-format", "json", "--log-level", "error"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWITCHYARD_ADMIN_TOKEN"] = adminToken
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        let (lines, continuation) = AsyncStream<String>.makeStream()
+        let buffer = Mutex("")
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                continuation.finish()
+                return
+            }
+            let complete = buffer.withLock { text -> [String] in
+                text += String(decoding: data, as: UTF8.self)
+                var found: [String] = []
+                while let newline = text.firstIndex(of: "\n") {
+                    found.append(String(text[..<newline]))
+                    text = String(text[text.index(after: newline)...])
+                }
+                return found
+            }
+            for line in complete { continuation.yield(line) }
+        }
+        try process.run()
+        self.process = process
+        self.lines = lines
+    }
+
+    /// The port from flagsd's `listening on` line.
+    func port() async throws -> Int {
+        for await line in lines {
+            if let range = line.range(of: "listening on http://127.0.0.1:") {
+                let digits = line[range.upperBound...].prefix { $0.isNumber }
+                if let port = Int(digits) { return port }
+            }
+        }
+        throw ChildError(message: "flagsd exited before it listened (status \(process.terminationStatus))")
+    }
+
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// `.build/<configuration>/flagsd`, next to the test binary.
+    static func binary() throws -> URL {
+        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var folder = testBinary.deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("flagsd")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            folder = folder.deletingLastPathComponent()
+        }
+        let fallback = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/flagsd")
+        guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
+            throw ChildError(message: "flagsd is not built next to the tests; run 'swift build --build-tests' first")
+        }
+        return fallback
+    }
+}
+
+struct ChildError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+/// A small seeded generator (SplitMix64), so a failing run can be told by its seed.
+struct SeededRandom: RandomNumberGenerator {
+    let seed: UInt64
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        self.seed = seed
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
