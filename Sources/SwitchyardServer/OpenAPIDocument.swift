@@ -2,5 +2,998 @@
 enum OpenAPIDocument {
     static let yaml = #"""
 openapi: 3.1.0
+info:
+  title: Switchyard flagsd API
+  version: "1"
+  summary: Feature flags and plugin switches per namespace, audited changes, long-poll snapshot delivery.
+  description: |
+    The HTTP API of `flagsd`. Rollouts are integer basis points (0 to 10000) everywhere in this API.
+
+    **Access.** Send a token as `Authorization: Bearer <token>`. Roles are nested: `client` (snapshots, changes)
+    ⊂ `editor` (flags, kill switches, audit) ⊂ `admin` (namespaces, tokens). A token may be limited to some
+    namespaces; managing tokens needs an admin token that is not limited. `/healthz`, `/readyz`,
+    `/openapi.yaml` and (unless flagsd runs with `--metrics-require-token`) `/metrics` are open.
+
+    **Errors.** Every error is an RFC 9457 `application/problem+json` document; 400s list every field at fault
+    in `errors` (`path`, `message`).
+
+    **Writes.** Every write may carry `If-Match: "<epoch>.<version>"` (the `ETag` of what you read) and is
+    refused with 409 when the namespace has changed since; `X-Switchyard-Source` names the tool making the
+    change (`api` by default, `cli`, `console`, `apply`); a `reason` is required where the namespace's reason
+    policy says so (by default for kills). A write that changes nothing answers 200 with `changed: false` and
+    takes no version.
+
+    See docs/api.md for a walkthrough with curl.
+servers:
+  - url: http://127.0.0.1:8080
+security:
+  - bearer: []
+
+paths:
+  /healthz:
+    get:
+      operationId: health
+      summary: The process answers.
+      security: []
+      responses:
+        "200":
+          description: Alive.
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Status"}
+
+  /readyz:
+    get:
+      operationId: ready
+      summary: The database answers and flagsd is not shutting down.
+      security: []
+      responses:
+        "200":
+          description: Ready for traffic.
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Status"}
+        "503": {$ref: "#/components/responses/Problem"}
+
+  /metrics:
+    get:
+      operationId: metrics
+      summary: Prometheus metrics (text exposition format).
+      description: |
+        `flagsd_http_requests_total{method,route,status}`, `flagsd_http_request_duration_seconds{method,route}`,
+        `flagsd_long_poll_waiters`, `flagsd_namespace_version{namespace}`, `flagsd_changes_total{namespace,source}`,
+        `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`.
+      security: [{}, {bearer: []}]
+      responses:
+        "200":
+          description: The metrics.
+          content:
+            text/plain:
+              schema: {type: string}
+        "401": {$ref: "#/components/responses/Problem"}
+
+  /openapi.yaml:
+    get:
+      operationId: openAPI
+      summary: This document.
+      security: []
+      responses:
+        "200":
+          description: The OpenAPI document.
+          content:
+            application/yaml:
+              schema: {type: string}
+
+  /v1/namespaces:
+    get:
+      operationId: listNamespaces
+      summary: The namespaces the token may use (editor).
+      responses:
+        "200":
+          description: Namespaces by name.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [namespaces]
+                properties:
+                  namespaces:
+                    type: array
+                    items: {$ref: "#/components/schemas/Namespace"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+    post:
+      operationId: createNamespace
+      summary: Create a namespace with a fresh epoch at version 1 (admin).
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [name]
+              properties:
+                name: {type: string, description: "Letters, digits, '.', '_' and '-'; at most 63 characters."}
+                description: {type: string}
+                reason_policy: {$ref: "#/components/schemas/ReasonPolicy"}
+                flag_set: {$ref: "#/components/schemas/FlagSet"}
+                reason: {type: string}
+      responses:
+        "201":
+          description: Created; `Location` names it, `ETag` is its version.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+            Location: {schema: {type: string}}
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Namespace"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    get:
+      operationId: getNamespace
+      summary: A namespace's epoch, version, reason policy and counts (editor).
+      responses:
+        "200":
+          description: The namespace.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Namespace"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+    patch:
+      operationId: updateNamespace
+      summary: Set the reason policy (admin).
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [reason_policy]
+              properties:
+                reason_policy: {$ref: "#/components/schemas/ReasonPolicy"}
+                reason: {type: string}
+      responses:
+        "200":
+          description: The namespace after the update.
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Namespace"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+    delete:
+      operationId: deleteNamespace
+      summary: Delete a namespace (admin). Its history stays in the audit log; waiting clients get 404.
+      parameters:
+        - {name: reason, in: query, schema: {type: string}}
+      responses:
+        "204": {description: Deleted.}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/snapshot:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    get:
+      operationId: getSnapshot
+      summary: The namespace's snapshot; a conditional GET, or a long-poll with `wait` (client).
+      description: |
+        The `ETag` is `"<epoch>.<version>"`; `If-None-Match` compares weakly. Without `wait`, a matching tag gets
+        304. With `wait` and a tag naming the current epoch at or above the current version, the request is held
+        until the namespace passes that version (200 with the new snapshot) or the wait ends (304). A tag of
+        another epoch, an older version or an unparsable tag gets 200 at once. Past the server's waiter cap: 503
+        with `Retry-After`. With `Accept-Encoding: gzip` the body is gzip (same `ETag`, `Vary: Accept-Encoding`).
+        The document format is described in docs/snapshot.md.
+      parameters:
+        - $ref: "#/components/parameters/wait"
+        - {name: If-None-Match, in: header, schema: {type: string}}
+        - {name: Accept-Encoding, in: header, schema: {type: string}}
+      responses:
+        "200":
+          description: The snapshot.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+            Vary: {schema: {type: string, const: Accept-Encoding}}
+            Content-Encoding: {schema: {type: string, const: gzip}}
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Snapshot"}
+        "304":
+          description: Not modified (or the wait ended without a change).
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "503": {$ref: "#/components/responses/Overloaded"}
+
+  /v1/namespaces/{namespace}/changes:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    get:
+      operationId: listChanges
+      summary: The change log after a version, oldest first; long-polls with `wait` (client).
+      description: |
+        With `wait`, when the namespace is not past `after`, the request is held until it is (or the wait
+        ends: 200 with no changes). Follow the feed by passing `next_after` as the next `after`. A new `epoch`
+        means the namespace was deleted and created again: start over from `after=0`.
+      parameters:
+        - {name: after, in: query, schema: {type: integer, minimum: 0, default: 0}}
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
+        - $ref: "#/components/parameters/wait"
+      responses:
+        "200":
+          description: Changes after `after`.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [namespace, epoch, version, changes, next_after]
+                properties:
+                  namespace: {type: string}
+                  epoch: {type: string}
+                  version: {type: integer, description: The current version.}
+                  changes:
+                    type: array
+                    items: {$ref: "#/components/schemas/Change"}
+                  next_after: {type: integer}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "503": {$ref: "#/components/responses/Overloaded"}
+
+  /v1/namespaces/{namespace}/changes/{version}:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - $ref: "#/components/parameters/version"
+    get:
+      operationId: getChange
+      summary: One change log entry (client).
+      responses:
+        "200":
+          description: The change.
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Change"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/changes/{version}/revert:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - $ref: "#/components/parameters/version"
+    post:
+      operationId: revertChange
+      summary: Restore what a change touched to its state before it, as a new change (editor).
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        $ref: "#/components/requestBodies/ReasonOnly"
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/flag-set:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    get:
+      operationId: getFlagSet
+      summary: The whole flag set document (editor).
+      responses:
+        "200":
+          description: The flag set with its version.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [version, etag, flag_set]
+                properties:
+                  version: {type: integer}
+                  etag: {type: string}
+                  flag_set: {$ref: "#/components/schemas/FlagSet"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+    put:
+      operationId: putFlagSet
+      summary: Replace every definition in one change (editor); what `flagctl apply` uses.
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [flag_set]
+              properties:
+                flag_set: {$ref: "#/components/schemas/FlagSet"}
+                reason: {type: string}
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/flags:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    get:
+      operationId: listFlags
+      summary: Every flag with its definition, covering kill switches and plugin point (editor).
+      responses:
+        "200":
+          description: The flags.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [namespace, version, flags]
+                properties:
+                  namespace: {type: string}
+                  version: {type: integer}
+                  flags:
+                    type: array
+                    items: {$ref: "#/components/schemas/Flag"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+    post:
+      operationId: createFlag
+      summary: Create a flag; 409 when the key exists (editor).
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [key, flag]
+              properties:
+                key: {type: string}
+                flag: {$ref: "#/components/schemas/FlagDefinition"}
+                reason: {type: string}
+      responses:
+        "201": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/flags/{key}:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - $ref: "#/components/parameters/key"
+    get:
+      operationId: getFlag
+      summary: One flag (editor).
+      responses:
+        "200":
+          description: The flag, with the namespace version.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Flag"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+    put:
+      operationId: putFlag
+      summary: Create or replace a flag's definition (editor); problems are reported under `flag`.
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [flag]
+              properties:
+                flag: {$ref: "#/components/schemas/FlagDefinition"}
+                reason: {type: string}
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+    delete:
+      operationId: deleteFlag
+      summary: Delete a flag and every reference to it (plugin points, kill switch members) (editor).
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+        - {name: reason, in: query, schema: {type: string}}
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/flags/{key}/enable:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - $ref: "#/components/parameters/key"
+    post:
+      operationId: enableFlag
+      summary: Clear a plugin switch's global disable, or remove the scoped disable equal to `scope` (editor).
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        $ref: "#/components/requestBodies/ScopeAndReason"
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/flags/{key}/disable:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - $ref: "#/components/parameters/key"
+    post:
+      operationId: disableFlag
+      summary: Disable a plugin switch everywhere, or add a scoped disable for `scope` (editor).
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        $ref: "#/components/requestBodies/ScopeAndReason"
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/flags/{key}/rollout:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - $ref: "#/components/parameters/key"
+    post:
+      operationId: setRollout
+      summary: Set a plugin switch's default rollout, a rule's rollout, or a targeted rule's (editor).
+      description: |
+        Without `rule` or `conditions`: the default rollout. With `rule`: that rule (numbered from 0). With
+        `conditions`: the first rule whose conditions are exactly these, or a new rule appended after the
+        existing ones. The response's `rule` names the rule set.
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [rollout]
+              properties:
+                rollout: {$ref: "#/components/schemas/BasisPoints"}
+                rule: {type: integer, minimum: 0}
+                conditions: {$ref: "#/components/schemas/ConditionLists"}
+                reason: {type: string}
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/flags/{key}/targeting:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - $ref: "#/components/parameters/key"
+    post:
+      operationId: editTargeting
+      summary: Add and remove cities, cohorts, platforms and allowlisted units in a rule (editor).
+      description: |
+        `rule` may be left out when the flag has exactly one rule; a plugin switch without rules gets a new one
+        (pass `rollout` for it). Removing a value the rule does not list is a 400 naming it.
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              properties:
+                rule: {type: integer, minimum: 0}
+                add: {$ref: "#/components/schemas/ConditionLists"}
+                remove: {$ref: "#/components/schemas/ConditionLists"}
+                rollout: {$ref: "#/components/schemas/BasisPoints"}
+                reason: {type: string}
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/kill-switches:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    get:
+      operationId: listKillSwitches
+      summary: The master and group kill switches with their members and entries (editor).
+      responses:
+        "200":
+          description: The kill switches.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [namespace, version, kill_switches]
+                properties:
+                  namespace: {type: string}
+                  version: {type: integer}
+                  kill_switches:
+                    type: array
+                    items: {$ref: "#/components/schemas/KillSwitch"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/kill-switches/{key}/kill:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - $ref: "#/components/parameters/key"
+    post:
+      operationId: kill
+      summary: Add a kill entry; without `scope` it kills everywhere (editor; a reason by default).
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        $ref: "#/components/requestBodies/ScopeAndReason"
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/kill-switches/{key}/revive:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - $ref: "#/components/parameters/key"
+    post:
+      operationId: revive
+      summary: Remove the kill entry equal to `scope` (none - the everywhere entry; `all` - every entry) (editor).
+      parameters:
+        - $ref: "#/components/parameters/ifMatch"
+        - $ref: "#/components/parameters/source"
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              properties:
+                scope: {$ref: "#/components/schemas/Scope"}
+                all: {type: boolean}
+                reason: {type: string}
+      responses:
+        "200": {$ref: "#/components/responses/Committed"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/audit:
+    get:
+      operationId: audit
+      summary: The audit log, newest first, filtered and paged (editor).
+      description: |
+        A token limited to namespaces sees only their entries. Page by passing `next_cursor` as `cursor`.
+      parameters:
+        - {name: namespace, in: query, schema: {type: string}}
+        - {name: flag, in: query, description: "A flag, kill switch or plugin point key, or a token name or id.", schema: {type: string}}
+        - {name: actor, in: query, schema: {type: string}}
+        - {name: source, in: query, schema: {$ref: "#/components/schemas/Source"}}
+        - {name: since, in: query, description: Inclusive RFC 3339 time., schema: {type: string, format: date-time}}
+        - {name: until, in: query, description: Exclusive RFC 3339 time., schema: {type: string, format: date-time}}
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 50}}
+        - {name: cursor, in: query, schema: {type: integer, minimum: 1}}
+      responses:
+        "200":
+          description: A page of entries.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [entries, next_cursor]
+                properties:
+                  entries:
+                    type: array
+                    items: {$ref: "#/components/schemas/AuditEntry"}
+                  next_cursor: {type: [integer, "null"]}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+
+  /v1/tokens:
+    get:
+      operationId: listTokens
+      summary: Every token, live and revoked, without secrets (admin for every namespace).
+      responses:
+        "200":
+          description: The tokens.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [tokens]
+                properties:
+                  tokens:
+                    type: array
+                    items: {$ref: "#/components/schemas/Token"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+    post:
+      operationId: createToken
+      summary: Create a token; its secret is in this response only (admin for every namespace).
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [name, role]
+              properties:
+                name: {type: string, minLength: 1, maxLength: 64}
+                role: {$ref: "#/components/schemas/Role"}
+                namespaces:
+                  type: array
+                  minItems: 1
+                  items: {type: string}
+      responses:
+        "201":
+          description: The token, with `token` (the secret, `sy_<role>_…`).
+          content:
+            application/json:
+              schema:
+                allOf:
+                  - {$ref: "#/components/schemas/Token"}
+                  - type: object
+                    required: [token]
+                    properties:
+                      token: {type: string}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/tokens/{token}:
+    parameters:
+      - {name: token, in: path, required: true, description: The token's id or live name., schema: {type: string}}
+    delete:
+      operationId: revokeToken
+      summary: Revoke a token (admin for every namespace).
+      responses:
+        "200":
+          description: The revoked token.
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Token"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+
+components:
+  securitySchemes:
+    bearer:
+      type: http
+      scheme: bearer
+
+  parameters:
+    namespace: {name: namespace, in: path, required: true, schema: {type: string}}
+    key: {name: key, in: path, required: true, description: A flag or kill switch key., schema: {type: string}}
+    version: {name: version, in: path, required: true, schema: {type: integer, minimum: 1}}
+    wait:
+      name: wait
+      in: query
+      description: Seconds to hold the request (clamped to the server's cap, 30 by default); negative or non-numeric is a 400.
+      schema: {type: integer, minimum: 0}
+    ifMatch:
+      name: If-Match
+      in: header
+      description: The `ETag` the change is based on; 409 when the namespace has moved on.
+      schema: {type: string}
+    source:
+      name: X-Switchyard-Source
+      in: header
+      schema: {type: string, enum: [api, cli, console, apply], default: api}
+
+  headers:
+    ETag:
+      description: '"<epoch>.<version>" of the namespace.'
+      schema: {type: string}
+
+  requestBodies:
+    ReasonOnly:
+      content:
+        application/json:
+          schema:
+            type: object
+            additionalProperties: false
+            properties:
+              reason: {type: string}
+    ScopeAndReason:
+      content:
+        application/json:
+          schema:
+            type: object
+            additionalProperties: false
+            properties:
+              scope: {$ref: "#/components/schemas/Scope"}
+              reason: {type: string}
+
+  responses:
+    Problem:
+      description: An RFC 9457 problem.
+      content:
+        application/problem+json:
+          schema: {$ref: "#/components/schemas/Problem"}
+    Overloaded:
+      description: Too many waiting requests; retry after `Retry-After` seconds, with jitter.
+      headers:
+        Retry-After: {schema: {type: integer}}
+      content:
+        application/problem+json:
+          schema: {$ref: "#/components/schemas/Problem"}
+    Committed:
+      description: The namespace after the change; `ETag` is its version.
+      headers:
+        ETag: {$ref: "#/components/headers/ETag"}
+      content:
+        application/json:
+          schema: {$ref: "#/components/schemas/Committed"}
+
+  schemas:
+    Status:
+      type: object
+      required: [status]
+      properties:
+        status: {type: string}
+    Problem:
+      type: object
+      required: [type, title, status, detail]
+      properties:
+        type: {type: string, description: "urn:switchyard:problem:<slug>"}
+        title: {type: string}
+        status: {type: integer}
+        detail: {type: string, description: What failed, with which input, and what to do next.}
+        instance: {type: string}
+        request_id: {type: string}
+        errors:
+          type: array
+          items:
+            type: object
+            required: [path, message]
+            properties:
+              path: {type: string, description: "A field path such as flag.rules[1].rollout, a query parameter or a header."}
+              message: {type: string}
+        current_version: {type: integer, description: On a version conflict.}
+        current_etag: {type: string}
+        changed_by: {type: [string, "null"]}
+        changed_at: {type: [string, "null"], format: date-time}
+    ReasonPolicy:
+      type: string
+      enum: [always, kills, never]
+      description: When a change needs a reason; `kills` (the default) for changes that add a kill entry.
+    Source:
+      type: string
+      enum: [api, cli, console, apply, crash-guard]
+    Role:
+      type: string
+      enum: [client, editor, admin]
+    BasisPoints:
+      type: integer
+      minimum: 0
+      maximum: 10000
+    Scope:
+      type: object
+      additionalProperties: false
+      description: Units matching every attribute named; an empty scope is everywhere.
+      properties:
+        cities: {type: array, items: {type: string}}
+        cohorts: {type: array, items: {type: string}}
+    ConditionLists:
+      type: object
+      additionalProperties: false
+      properties:
+        cities: {type: array, items: {type: string}}
+        not_cities: {type: array, items: {type: string}}
+        cohorts: {type: array, items: {type: string}}
+        not_cohorts: {type: array, items: {type: string}}
+        units: {type: array, items: {type: string}}
+        platforms: {type: array, items: {type: string}}
+    FlagSet:
+      type: object
+      description: |
+        A flag set document as in a flag file (docs/flag-files.md) with rollouts in basis points:
+        `namespace` (may be left out in requests), `description`, `plugin_points`, `kill_switches`, `flags`.
+      properties:
+        namespace: {type: string}
+        description: {type: string}
+        plugin_points: {type: array, items: {type: object}}
+        kill_switches: {type: object}
+        flags: {type: object, additionalProperties: {$ref: "#/components/schemas/FlagDefinition"}}
+    FlagDefinition:
+      type: object
+      description: |
+        A flag as under `flags.<key>` of a flag set: `type` (plugin_switch or experiment, inferred for
+        `plugin_switch_` keys), `description`, `owner`; plugin switches: `disabled`, `disabled_scopes`, `rules`
+        (conditions and `rollout`), `rollout`; experiments: `value_type`, `variants`, `default_variant`,
+        `weights`, `rules` (conditions and `weights`).
+    Flag:
+      allOf:
+        - {$ref: "#/components/schemas/FlagDefinition"}
+        - type: object
+          required: [key, kill_switches, plugin_point]
+          properties:
+            key: {type: string}
+            kill_switches: {type: array, items: {type: string}, description: The kill switches covering it.}
+            plugin_point: {type: [string, "null"]}
+            version: {type: integer}
+    KillSwitch:
+      type: object
+      required: [key, members, entries, killed_everywhere]
+      properties:
+        key: {type: string}
+        description: {type: [string, "null"]}
+        members: {type: array, items: {type: string}}
+        entries: {type: array, items: {$ref: "#/components/schemas/Scope"}}
+        killed_everywhere: {type: boolean}
+    Snapshot:
+      type: object
+      description: The snapshot document (docs/snapshot.md), canonical JSON with a checksum.
+      required: [format, namespace, epoch, version, checksum]
+      properties:
+        format: {type: integer}
+        namespace: {type: string}
+        epoch: {type: string}
+        version: {type: integer}
+        checksum: {type: string}
+    Namespace:
+      type: object
+      required: [name, epoch, version, etag, reason_policy, created_at, updated_at]
+      properties:
+        name: {type: string}
+        epoch: {type: string, description: Random id fixed at creation.}
+        version: {type: integer}
+        etag: {type: string}
+        reason_policy: {$ref: "#/components/schemas/ReasonPolicy"}
+        created_at: {type: string, format: date-time}
+        updated_at: {type: string, format: date-time}
+        description: {type: [string, "null"]}
+        counts:
+          type: object
+          properties:
+            flags: {type: integer}
+            plugin_points: {type: integer}
+            kill_switches: {type: integer}
+    ObjectChange:
+      type: object
+      required: [kind, key, before, after]
+      properties:
+        kind: {type: string, enum: [flag, kill_switch, plugin_point, namespace]}
+        key: {type: string}
+        before: {description: The object before (null when it did not exist).}
+        after: {description: The object after (null when it was deleted).}
+    Change:
+      type: object
+      required: [version, time, actor, source, reason, summary, changes]
+      properties:
+        version: {type: integer}
+        time: {type: string, format: date-time}
+        actor: {type: string, description: The token's name.}
+        source: {$ref: "#/components/schemas/Source"}
+        reason: {type: [string, "null"]}
+        summary: {type: string}
+        changes:
+          type: array
+          items: {$ref: "#/components/schemas/ObjectChange"}
+    Committed:
+      type: object
+      required: [namespace, version, etag, changed, change]
+      properties:
+        namespace: {type: string}
+        version: {type: integer}
+        etag: {type: string}
+        changed: {type: boolean}
+        change:
+          oneOf:
+            - {$ref: "#/components/schemas/Change"}
+            - {type: "null"}
+        flag: {description: The flag after the change (flag routes).}
+        kill_switch: {description: The kill switch after the change (kill switch routes).}
+        rule: {type: [integer, "null"], description: The rule edited (rollout and targeting routes).}
+    AuditEntry:
+      type: object
+      required: [id, time, actor, source, action, namespace, version, reason, summary, changes]
+      properties:
+        id: {type: integer}
+        time: {type: string, format: date-time}
+        actor: {type: string}
+        source: {$ref: "#/components/schemas/Source"}
+        action: {type: string, enum: [change, namespace.create, namespace.update, namespace.delete, token.create, token.revoke]}
+        namespace: {type: [string, "null"]}
+        version: {type: [integer, "null"]}
+        reason: {type: [string, "null"]}
+        summary: {type: string}
+        changes:
+          type: array
+          items: {$ref: "#/components/schemas/ObjectChange"}
+    Token:
+      type: object
+      required: [id, name, role, namespaces, created_at, created_by, revoked_at]
+      properties:
+        id: {type: string}
+        name: {type: string}
+        role: {$ref: "#/components/schemas/Role"}
+        namespaces: {type: [array, "null"], items: {type: string}}
+        created_at: {type: string, format: date-time}
+        created_by: {type: string}
+        revoked_at: {type: [string, "null"], format: date-time}
 """#
 }
