@@ -47,8 +47,14 @@ package final class Authenticator: Sendable {
             throw APIError.unauthorized("this route needs a token: send 'Authorization: Bearer <token>' (create tokens with POST /v1/tokens or flagctl tokens create)")
         }
         let hash = TokenSecret.hash(secret)
-        let stale = cache.withLock { cache in cache.loadedAt.map { clock.now - $0 > maximumAge } ?? true }
-        if stale { try await reload() }
+        // One request reloads a stale cache; the others go on with what is cached meanwhile.
+        let now = clock.now
+        let reloads = cache.withLock { cache in
+            guard cache.loadedAt.map({ now - $0 > maximumAge }) ?? true else { return false }
+            cache.loadedAt = now
+            return true
+        }
+        if reloads { try await reload() }
         guard let stored = cache.withLock({ $0.tokens[hash] }), TokenSecret.constantTimeEquals(stored.secretHash, hash) else {
             fail("invalid")
             throw APIError.unauthorized("the bearer token is not valid (check for a typo, or ask an admin for a new token)")

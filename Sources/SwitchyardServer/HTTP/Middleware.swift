@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import Metrics
 import SwitchyardStorage
+import Synchronization
 
 /// The routes flagsd serves, as templates (`/v1/namespaces/{namespace}/flags/{key}`), for 405 answers.
 struct RouteTable: Sendable {
@@ -70,7 +71,11 @@ struct ProblemMiddleware: RouterMiddleware {
 /// secrets, and records request counts and latencies by route and status.
 struct ObservabilityMiddleware: RouterMiddleware {
     typealias Context = FlagsRequestContext
-    let metricsFactory: any MetricsFactory
+    let metrics: RequestMetrics
+
+    init(metricsFactory: any MetricsFactory) {
+        metrics = RequestMetrics(factory: metricsFactory)
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -84,11 +89,7 @@ struct ObservabilityMiddleware: RouterMiddleware {
 
         let route = context.endpointPath.map { $0 == "NotFound" ? "unmatched" : $0 } ?? "unmatched"
         let status = response.status.code
-        Counter(label: "flagsd_http_requests_total",
-                dimensions: [("method", request.method.rawValue), ("route", route), ("status", String(status))],
-                factory: metricsFactory).increment()
-        Timer(label: "flagsd_http_request_duration_seconds", dimensions: [("method", request.method.rawValue), ("route", route)],
-              factory: metricsFactory).recordNanoseconds(elapsed.nanoseconds)
+        metrics.record(method: request.method.rawValue, route: route, status: status, nanoseconds: elapsed.nanoseconds)
         let level: Logger.Level = status >= 500 ? .error : .debug
         context.logger.log(level: level, "request", metadata: [
             "method": .string(request.method.rawValue), "path": .string(request.uri.path), "route": .string(route),
@@ -106,6 +107,45 @@ struct ObservabilityMiddleware: RouterMiddleware {
         let value = generator.next() as UInt64
         let hex = String(value, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
+
+/// Request counters and latency histograms by route, made once per label set (the registry lookup and label
+/// checks would otherwise run on every request).
+final class RequestMetrics: Sendable {
+    private struct Key: Hashable {
+        let method: String
+        let route: String
+        let status: Int
+    }
+
+    private let factory: any MetricsFactory
+    private let counters = Mutex<[Key: Counter]>([:])
+    private let timers = Mutex<[Key: Timer]>([:])
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+    }
+
+    func record(method: String, route: String, status: Int, nanoseconds: Int64) {
+        let countKey = Key(method: method, route: route, status: status)
+        let timeKey = Key(method: method, route: route, status: 0)
+        let counter = counters.withLock { counters in
+            if let counter = counters[countKey] { return counter }
+            let counter = Counter(label: "flagsd_http_requests_total",
+                                  dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory)
+            counters[countKey] = counter
+            return counter
+        }
+        let timer = timers.withLock { timers in
+            if let timer = timers[timeKey] { return timer }
+            let timer = Timer(label: "flagsd_http_request_duration_seconds", dimensions: [("method", method), ("route", route)],
+                              factory: factory)
+            timers[timeKey] = timer
+            return timer
+        }
+        counter.increment()
+        timer.recordNanoseconds(nanoseconds)
     }
 }
 

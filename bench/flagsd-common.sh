@@ -1,0 +1,57 @@
+# Shared by bench/flagsd-*.sh: builds a release flagsd, installs the tools, starts flagsd with a ~50 KB
+# benchmark namespace. Source it from the repository root.
+
+FLAGSD_BENCH_TOKEN=${FLAGSD_BENCH_TOKEN:-bench-admin-token-0123456789abcdef}
+FLAGSD_BENCH_DIR=${FLAGSD_BENCH_DIR:-$(mktemp -d /tmp/flagsd-bench.XXXXXX)}
+FLAGSD_PORT=${FLAGSD_PORT:-18181}
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+ensure_apt() {
+  local missing=()
+  for tool in "$@"; do command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || missing+=("$tool"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "==> installing ${missing[*]} (apt-get)" >&2
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+ensure_venv() {
+  if [ ! -x .venv-bench/bin/python ] || ! .venv-bench/bin/python -c 'import uvloop' 2>/dev/null; then
+    echo "==> making .venv-bench with uvloop" >&2
+    python3 -m venv .venv-bench
+    .venv-bench/bin/pip install -q uvloop
+  fi
+}
+
+build_flagsd() {
+  echo "==> swift build -c release --product flagsd" >&2
+  swift build -c release --product flagsd >&2
+  FLAGSD_BIN=$(swift build -c release --show-bin-path)/flagsd
+}
+
+# Starts flagsd on $FLAGSD_PORT with a fresh database and creates the `bench` namespace (~50 KB snapshot).
+start_flagsd() {
+  ulimit -n 20000
+  rm -f "$FLAGSD_BENCH_DIR/flags.sqlite"*
+  SWITCHYARD_ADMIN_TOKEN=$FLAGSD_BENCH_TOKEN "$FLAGSD_BIN" --port "$FLAGSD_PORT" --database "$FLAGSD_BENCH_DIR/flags.sqlite" \
+    --flags "$FLAGSD_BENCH_DIR/no-flags" --log-level warning --log-format json --max-waiters 15000 --max-wait 120 \
+    >"$FLAGSD_BENCH_DIR/flagsd.out" 2>"$FLAGSD_BENCH_DIR/flagsd.err" &
+  FLAGSD_PID=$!
+  for _ in $(seq 100); do grep -q listening "$FLAGSD_BENCH_DIR/flagsd.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q listening "$FLAGSD_BENCH_DIR/flagsd.out" || { cat "$FLAGSD_BENCH_DIR/flagsd.err" >&2; return 1; }
+  python3 bench/flagsd/make_flagset.py --size 50000 > "$FLAGSD_BENCH_DIR/flagset.json"
+  printf '{"name":"bench","reason_policy":"never","flag_set":%s}' "$(cat "$FLAGSD_BENCH_DIR/flagset.json")" \
+    | curl -sf -X POST "http://127.0.0.1:$FLAGSD_PORT/v1/namespaces" -H "Authorization: Bearer $FLAGSD_BENCH_TOKEN" \
+        --data-binary @- -o /dev/null
+}
+
+stop_flagsd() {
+  if [ -n "${FLAGSD_PID:-}" ]; then kill "$FLAGSD_PID" 2>/dev/null || true; wait "$FLAGSD_PID" 2>/dev/null || true; fi
+  FLAGSD_PID=
+}
+
+machine_line() {
+  echo "$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+}

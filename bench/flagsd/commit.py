@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Change commit latency through the API: sequential rollout changes on one keep-alive connection; each is
+acknowledged only once durable. Prints one JSON object with p50 / p99 / max in milliseconds."""
+import argparse
+import http.client
+import json
+import statistics
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--namespace", default="bench")
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--changes", type=int, default=2000)
+    args = parser.parse_args()
+    connection = http.client.HTTPConnection(args.host, args.port)
+    headers = {"Authorization": f"Bearer {args.token}", "Content-Type": "application/json"}
+    latencies = []
+    for n in range(args.changes + 50):
+        body = json.dumps({"rollout": n % 10001})
+        start = time.perf_counter()
+        connection.request("POST", f"/v1/namespaces/{args.namespace}/flags/plugin_switch_point_000_2/rollout", body, headers)
+        response = connection.getresponse()
+        response.read()
+        elapsed = (time.perf_counter() - start) * 1000
+        if response.status != 200:
+            raise SystemExit(f"change {n} failed with {response.status}")
+        if n >= 50:  # warm-up
+            latencies.append(elapsed)
+    latencies.sort()
+    print(json.dumps({
+        "changes": len(latencies), "p50_ms": round(statistics.median(latencies), 2),
+        "p99_ms": round(latencies[int(0.99 * (len(latencies) - 1))], 2), "max_ms": round(latencies[-1], 2),
+        "changes_per_s": round(len(latencies) / (sum(latencies) / 1000), 0),
+    }))
+
+
+if __name__ == "__main__":
+    main()
