@@ -56,21 +56,21 @@ public struct ChangePlan: Sendable, Hashable {
                                         before: before.description.map(JSONValue.string),
                                         after: after.description.map(JSONValue.string)))
         }
-        func compare(_ kind: ObjectKind, _ old: [(String, JSONValue)], _ new: [(String, JSONValue)]) {
+        // Compare the model first and build JSON trees only for the objects that differ.
+        func compare<Object: Equatable>(_ kind: ObjectKind, _ old: [(String, Object)], _ new: [(String, Object)],
+                                        tree: (Object) -> JSONValue) {
             let oldByKey = Dictionary(old, uniquingKeysWith: { first, _ in first })
             let newByKey = Dictionary(new, uniquingKeysWith: { first, _ in first })
             var keys = old.map(\.0)
             for (key, _) in new where oldByKey[key] == nil { keys.append(key) }
             for key in keys where oldByKey[key] != newByKey[key] {
-                changes.append(ObjectChange(kind: kind, key: key, before: oldByKey[key], after: newByKey[key]))
+                let before = oldByKey[key].map(tree), after = newByKey[key].map(tree)
+                if before != after { changes.append(ObjectChange(kind: kind, key: key, before: before, after: after)) }
             }
         }
-        compare(.pluginPoint, before.pluginPoints.map { ($0.name, $0.jsonTree) },
-                after.pluginPoints.map { ($0.name, $0.jsonTree) })
-        compare(.killSwitch, before.killSwitches.map { ($0.key, $0.jsonTree) },
-                after.killSwitches.map { ($0.key, $0.jsonTree) })
-        compare(.flag, before.flags.map { ($0.key, .object($0.tree(unit: .basisPoints))) },
-                after.flags.map { ($0.key, .object($0.tree(unit: .basisPoints))) })
+        compare(.pluginPoint, before.pluginPoints.map { ($0.name, $0) }, after.pluginPoints.map { ($0.name, $0) }) { $0.jsonTree }
+        compare(.killSwitch, before.killSwitches.map { ($0.key, $0) }, after.killSwitches.map { ($0.key, $0) }) { $0.jsonTree }
+        compare(.flag, before.flags.map { ($0.key, $0) }, after.flags.map { ($0.key, $0) }) { .object($0.tree(unit: .basisPoints)) }
         return changes
     }
 

@@ -2,6 +2,7 @@ public import Foundation
 import GRDB
 public import Logging
 public import SwitchyardCore
+import Synchronization
 
 /// The embedded backend: one SQLite file through a GRDB `DatabasePool` in WAL mode.
 ///
@@ -16,6 +17,8 @@ public final class SQLiteFlagStore: FlagStore {
     let logger: Logger
     let now: @Sendable () -> Date
     let makeEpoch: @Sendable () -> String
+    /// The last flag set parsed or committed per epoch, with its version.
+    private let parsed = Mutex<[String: (version: Int64, flagSet: FlagSet)]>([:])
 
     /// Opens (creating when missing) a database file and migrates it to the current schema.
     ///
@@ -100,7 +103,7 @@ public final class SQLiteFlagStore: FlagStore {
     public func namespace(_ name: String) async throws -> NamespaceState? {
         try await access {
             try await self.pool.read { db in
-                try Self.liveNamespaceRow(db, name).map(Self.namespaceState)
+                try Self.liveNamespaceRow(db, name).map(self.state)
             }
         }
     }
@@ -127,7 +130,7 @@ public final class SQLiteFlagStore: FlagStore {
                                           actor: request.author.actor, source: request.author.source,
                                           reason: plan.reason, summary: plan.summary, changes: changes)
                 try Self.append(record, action: .namespaceCreate, to: db)
-                let state = try Self.namespaceState(Self.liveNamespaceRow(db, flagSet.namespace)!)
+                let state = try self.state(Self.liveNamespaceRow(db, flagSet.namespace)!)
                 return CommittedChange(state: state, record: record)
             }
         }
@@ -157,7 +160,7 @@ public final class SQLiteFlagStore: FlagStore {
         try await access {
             try await self.pool.write { db in
                 guard let row = try Self.liveNamespaceRow(db, name) else { throw StorageError.namespaceNotFound(name) }
-                let state = try Self.namespaceState(row)
+                let state = try self.state(row)
                 try db.execute(sql: "UPDATE namespace SET deleted_ms = ? WHERE epoch = ?",
                                arguments: [time.milliseconds, state.record.epoch])
                 let change = ObjectChange(kind: .namespace, key: "namespace", before: .object(state.flagSet.tree(unit: .basisPoints)),
@@ -178,7 +181,7 @@ public final class SQLiteFlagStore: FlagStore {
         return try await access {
             try await self.pool.write { db in
                 guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
-                let state = try Self.namespaceState(row)
+                let state = try self.state(row)
                 let current = state.record
                 if let basedOn = request.basedOn, basedOn.epoch != current.epoch || basedOn.version != current.version {
                     throw try Self.conflict(db, current: current, basedOn: basedOn)
@@ -198,7 +201,24 @@ public final class SQLiteFlagStore: FlagStore {
                 newRecord.updatedAt = time
                 return CommittedChange(state: NamespaceState(record: newRecord, flagSet: plan.after), record: record)
             }
+        }.remembered(by: self)
+    }
+
+    /// A namespace state from its row, reusing the flag set parsed for the same epoch and version.
+    func state(_ row: Row) throws -> NamespaceState {
+        let record = try Self.namespaceRecord(row)
+        if let cached = parsed.withLock({ $0[record.epoch] }), cached.version == record.version {
+            return NamespaceState(record: record, flagSet: cached.flagSet)
         }
+        let state = NamespaceState(record: record, flagSet: try FlagSet(storedText: row["flag_set"], namespace: record.name))
+        remember(state)
+        return state
+    }
+
+    /// Keeps a committed state's flag set, so the next change need not parse the stored text again. Keyed by
+    /// epoch and checked against the stored version, so a stale entry is never used.
+    func remember(_ state: NamespaceState) {
+        parsed.withLock { $0[state.record.epoch] = (state.record.version, state.flagSet) }
     }
 
     public func changes(in namespace: String, after version: Int64, limit: Int) async throws -> [ChangeRecord] {
@@ -355,11 +375,6 @@ public final class SQLiteFlagStore: FlagStore {
                                createdAt: Date(milliseconds: row["created_ms"]), updatedAt: Date(milliseconds: row["updated_ms"]))
     }
 
-    static func namespaceState(_ row: Row) throws -> NamespaceState {
-        let record = try namespaceRecord(row)
-        return NamespaceState(record: record, flagSet: try FlagSet(storedText: row["flag_set"], namespace: record.name))
-    }
-
     static func changeRecord(_ row: Row, namespace: String) throws -> ChangeRecord {
         ChangeRecord(namespace: namespace, epoch: row["epoch"], version: row["version"],
                      time: Date(milliseconds: row["time_ms"]), actor: row["actor"],
@@ -474,5 +489,13 @@ extension Date {
         } else {
             return nil
         }
+    }
+}
+
+extension CommittedChange {
+    /// Hands a committed state to the store's cache once the transaction has committed.
+    fileprivate func remembered(by store: SQLiteFlagStore) -> CommittedChange {
+        if changed { store.remember(state) }
+        return self
     }
 }
