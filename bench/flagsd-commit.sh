@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
 build_flagsd
-trap stop_flagsd EXIT
+trap 'stop_flagsd; rm -rf "$FLAGSD_BENCH_DIR"' EXIT
 CHANGES=${CHANGES:-2000}
 MACHINE=$(machine_line)
 start_flagsd

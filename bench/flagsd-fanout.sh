@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
 ensure_venv
 build_flagsd
-trap stop_flagsd EXIT
+trap 'stop_flagsd; rm -rf "$FLAGSD_BENCH_DIR"' EXIT
 CLIENTS=${CLIENTS:-10000}
 MACHINE=$(machine_line)
 ulimit -n 20000

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
 ensure_apt wrk nginx
 build_flagsd
-trap 'stop_flagsd; [ -f "$FLAGSD_BENCH_DIR/nginx.pid" ] && kill "$(cat "$FLAGSD_BENCH_DIR/nginx.pid")" 2>/dev/null; true' EXIT
+trap 'stop_flagsd; [ -f "$FLAGSD_BENCH_DIR/nginx.pid" ] && kill "$(cat "$FLAGSD_BENCH_DIR/nginx.pid")" 2>/dev/null; rm -rf "$FLAGSD_BENCH_DIR"' EXIT
 start_flagsd
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
@@ -18,7 +18,7 @@ AUTH="Authorization: Bearer $FLAGSD_BENCH_TOKEN"
 
 mkdir -p "$FLAGSD_BENCH_DIR/www"
 curl -sf "$URL" -H "$AUTH" -o "$FLAGSD_BENCH_DIR/www/snapshot.json"
-ETAG=$(curl -sfI "$URL" -H "$AUTH" | awk 'tolower($1)=="etag:"{print $2}' | tr -d '\r')
+ETAG=$(curl -sf -D - -o /dev/null "$URL" -H "$AUTH" | awk 'tolower($1)=="etag:"{print $2}' | tr -d '\r')
 SIZE=$(stat -c %s "$FLAGSD_BENCH_DIR/www/snapshot.json")
 chmod -R a+rX "$FLAGSD_BENCH_DIR"
 
@@ -43,7 +43,7 @@ NGINX_BIN=$(command -v nginx || echo /usr/sbin/nginx)
 "$NGINX_BIN" -c "$FLAGSD_BENCH_DIR/nginx.conf"
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$NGINX_PORT/snapshot.json" -o /dev/null && break; sleep 0.1; done
 NGINX_URL="http://127.0.0.1:$NGINX_PORT/snapshot.json"
-NGINX_ETAG=$(curl -sfI "$NGINX_URL" | awk 'tolower($1)=="etag:"{print $2}' | tr -d '\r')
+NGINX_ETAG=$(curl -sf -D - -o /dev/null "$NGINX_URL" | awk 'tolower($1)=="etag:"{print $2}' | tr -d '\r')
 cmp "$FLAGSD_BENCH_DIR/www/snapshot.json" <(curl -sf "$NGINX_URL") || { echo "nginx serves other bytes" >&2; exit 1; }
 
 rps() {  # wrk args… → requests per second

@@ -95,6 +95,20 @@ struct AuthMatrixTests {
         }
     }
 
+    @Test func theBearerSchemeIsCaseInsensitiveAndSpacesAreTrimmed() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let secret = try #require(app.tokens["client"])
+        for header in ["Bearer \(secret)", "bearer \(secret)", "BEARER   \(secret)  "] {
+            let response = try await app.send(.get, "/v1/namespaces/rider/snapshot", headers: [.authorization: header])
+            #expect(response.status == .ok, "\(header)")
+        }
+        for header in ["Basic \(secret)", "Bearer", "Bearer ", "\(secret)", "Bearer\(secret)", "Bearer x\(secret)"] {
+            let response = try await app.send(.get, "/v1/namespaces/rider/snapshot", headers: [.authorization: header])
+            #expect(response.status == .unauthorized, "\(header)")
+        }
+    }
+
     @Test func theMatrixCoversEveryRoute() async throws {
         let app = try await TestApp.make()
         defer { app.close() }

@@ -88,11 +88,19 @@ package final class Authenticator: Sendable {
         Counter(label: "flagsd_auth_failures_total", dimensions: [("reason", reason)], factory: metricsFactory).increment()
     }
 
+    /// The token of `Authorization: Bearer <token>` (scheme case-insensitive), without Foundation's string
+    /// scanning: this runs on every request.
     static func bearerToken(_ request: Request) -> String? {
         guard let header = request.headers[.authorization] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        let bytes = header.utf8
+        let scheme = "bearer ".utf8
+        guard bytes.count > scheme.count,
+              zip(bytes, scheme).allSatisfy({ $1 == 0x20 ? $0 == 0x20 : ($0 | 0x20) == $1 })
+        else { return nil }
+        let token = bytes.dropFirst(scheme.count).drop { $0 == 0x20 }
+        var end = token.endIndex
+        while end > token.startIndex, bytes[bytes.index(before: end)] == 0x20 { end = bytes.index(before: end) }
+        let trimmed = token[..<end]
+        return trimmed.isEmpty ? nil : String(Substring(trimmed))
     }
 }

@@ -17,6 +17,7 @@ struct API: Sendable {
         guard let raw = context.parameters.get(name) else {
             throw APIError.badRequest("the path is missing its \(name)")
         }
+        guard raw.utf8.contains(UInt8(ascii: "%")) else { return raw }
         return raw.removingPercentEncoding ?? raw
     }
 
