@@ -24,14 +24,15 @@ echo
 echo "Machine: $MACHINE. flagsd release build; the load client (Python asyncio on uvloop, one process) shares the cores."
 echo "Time from sending the change to each client holding the complete new snapshot."
 echo
-echo "| body | p50 ms | p99 ms | max ms | change acknowledged ms | bytes per response | RSS idle / $CLIENTS parked / peak MiB |"
-echo "|---|---|---|---|---|---|---|"
+echo "| body | p50 ms | p99 ms | max ms | change acknowledged ms | flagsd CPU for the wake (per client) | load client CPU | bytes per response | RSS idle / $CLIENTS parked / peak MiB |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for result in "$GZIP" "$PLAIN"; do
   python3 - "$result" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1])
 assert r["statuses"] == [200] and len(r["versions"]) == 1 and r["versions"][0] == r["base_version"] + 1, r
 print(f"| {'gzip' if r['gzip'] else 'identity'} | {r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} | {r['change_ack_ms']} | "
+      f"{r['server_cpu_ms']} ms ({r['server_cpu_us_per_client']} µs) | {r['client_cpu_ms']} ms | "
       f"{r['bytes_per_response']} | {r['rss_idle_mib']} / {r['rss_parked_mib']} / {r['rss_peak_mib']} |")
 PY
 done

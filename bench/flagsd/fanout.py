@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import http.client
 import json
+import os
 import re
 import statistics
 import time
@@ -39,17 +40,24 @@ class Waiter(asyncio.Protocol):
             tag = re.search(r'(?im)^etag:\s*"[^".]*\.(\d+)"', head)
             self.version = int(tag.group(1)) if tag else None
         if len(self.buffer) - self.header_end - 4 >= self.length and not self.done.done():
+            # Keep the connection open, as a client about to poll again would; closed after the measurement.
             self.done.set_result((time.monotonic(), self.status, self.version, len(self.buffer)))
-            self.transport.close()
 
     def connection_lost(self, exc):
-        if not self.done.done():
+        if not self.done.done() and not getattr(self, "closing", False):
             self.done.set_exception(ConnectionError(f"closed before a response: {exc}"))
 
 
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_kib(pid: int, field: str) -> int:
@@ -84,14 +92,14 @@ async def main() -> None:
     request = (f"GET /v1/namespaces/{args.namespace}/snapshot?wait=120 HTTP/1.1\r\nHost: {args.host}\r\n"
                f"Authorization: Bearer {args.token}\r\nIf-None-Match: {etag}\r\n{encoding}\r\n").encode()
     loop = asyncio.get_running_loop()
-    futures = []
+    futures, waiters = [], []
     for start in range(0, args.clients, 250):
         batch = []
         for _ in range(min(250, args.clients - start)):
             done = loop.create_future()
             futures.append(done)
             batch.append(loop.create_connection(lambda done=done: Waiter(request, done), args.host, args.port))
-        await asyncio.gather(*batch)
+        waiters += [protocol for _, protocol in await asyncio.gather(*batch)]
 
     parked_since = time.monotonic()
     while True:
@@ -109,10 +117,17 @@ async def main() -> None:
     change_done = loop.create_future()
     change = (f"POST /v1/namespaces/{args.namespace}/flags/plugin_switch_point_000_1/rollout HTTP/1.1\r\n"
               f"Host: {args.host}\r\nAuthorization: Bearer {args.token}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    cpu_before = cpu_seconds(args.pid) if args.pid else None
+    client_before = time.process_time()
     t0 = time.monotonic()
     await loop.create_connection(lambda: Waiter(change, change_done), args.host, args.port)
     results = await asyncio.gather(*futures)
     change_time, change_status, _, _ = await change_done
+    cpu_used = cpu_seconds(args.pid) - cpu_before if args.pid else None
+    client_cpu = time.process_time() - client_before
+    for waiter in waiters:
+        waiter.closing = True
+        waiter.transport.close()
     latencies = [(at - t0) * 1000 for at, _, _, _ in results]
     statuses = {status for _, status, _, _ in results}
     versions = {version for _, _, version, _ in results}
@@ -122,6 +137,9 @@ async def main() -> None:
         "change_ack_ms": round((change_time - t0) * 1000, 1), "change_status": change_status,
         "p50_ms": round(statistics.median(latencies), 1), "p99_ms": round(percentile(latencies, 99), 1),
         "max_ms": round(max(latencies), 1),
+        "server_cpu_ms": round(cpu_used * 1000) if cpu_used is not None else None,
+        "client_cpu_ms": round(client_cpu * 1000),
+        "server_cpu_us_per_client": round(cpu_used * 1e6 / args.clients, 1) if cpu_used is not None else None,
         "rss_idle_mib": round(rss_before / 1024, 1) if rss_before else None,
         "rss_parked_mib": round(rss_parked / 1024, 1) if rss_parked else None,
         "rss_peak_mib": round(rss_kib(args.pid, "VmHWM") / 1024, 1) if args.pid else None,
