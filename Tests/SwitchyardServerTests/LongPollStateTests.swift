@@ -118,3 +118,26 @@ struct LongPollStateTests {
         #expect(answer(state.register(id: 2, namespace: "rider", after: v1, deadline: 10, waiter: "b")) == .gone)
     }
 }
+
+/// Reading `Accept-Encoding` and `If-None-Match`.
+struct HeaderParsingTests {
+    @Test(arguments: [
+        ("gzip", true), ("GZIP", true), ("deflate, gzip , br", true), ("x-gzip", true), ("*", true), ("br", false),
+        ("", false), ("gzip;q=0", false), ("gzip;q=0.5, br", true), ("*;q=0.1", true), ("identity, *;q=0", false),
+        ("br;q=1, gzip;q=0", false), ("gzipped", false),
+    ])
+    func acceptEncodingAcceptsGzipWithANonZeroQuality(header: String, expected: Bool) {
+        #expect(AcceptEncoding(header).acceptsGzip == expected)
+    }
+
+    @Test func ifNoneMatchWaitsFromTheHighestVersionOfTheCurrentEpoch() {
+        let current = FeedPosition(epoch: "e", version: 5)
+        #expect(EntityTagList("\"e.5\"").waitPosition(current: current)?.version == 5)
+        #expect(EntityTagList("W/\"e.4\", \"e.7\"").waitPosition(current: current)?.version == 7)
+        #expect(EntityTagList("*").waitPosition(current: current)?.version == 5)
+        #expect(EntityTagList("\"e.4\"").waitPosition(current: current) == nil)
+        #expect(EntityTagList("\"f.9\"").waitPosition(current: current) == nil)
+        #expect(EntityTagList("junk").waitPosition(current: current) == nil)
+        #expect(EntityTagList(nil).waitPosition(current: current) == nil)
+    }
+}

@@ -149,6 +149,15 @@ struct AcceptEncoding {
     let acceptsGzip: Bool
 
     init(_ header: String?) {
+        // Fast path for the common `gzip`, `gzip, deflate, br` (no quality values): every request reads this.
+        if let header, !header.utf8.contains(UInt8(ascii: ";")) {
+            acceptsGzip = header.utf8.split(separator: UInt8(ascii: ",")).contains { coding in
+                let trimmed = coding.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }
+                let lowered = trimmed.reversed().map { $0 | 0x20 }
+                return lowered.elementsEqual("gzip".utf8) || lowered.elementsEqual("x-gzip".utf8) || lowered.elementsEqual("*".utf8)
+            }
+            return
+        }
         var gzip: Bool?
         var wildcard: Bool?
         for part in (header ?? "").split(separator: ",") {
