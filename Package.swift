@@ -127,8 +127,13 @@ let package = Package(
         ),
         .testTarget(
             name: "FlagctlTests",
-            // `flagctl` so the end-to-end tests find the built binary next to the test bundle.
-            dependencies: ["FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl"],
+            // `flagctl` so the end-to-end tests find the built binary next to the test bundle; the server and
+            // storage so they run a live flagsd in-process on a random loopback port.
+            dependencies: [
+                "FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl", "SwitchyardServer", "SwitchyardStorage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: settings
         ),
     ]
