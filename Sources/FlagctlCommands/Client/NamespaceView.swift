@@ -63,9 +63,11 @@ extension APIClient {
         else {
             throw CommandFailure("flagsd at \(settings.serverText) sent a flag set without version or etag; is it a flagsd of this flagctl's version (\(FlagctlVersion.current))?")
         }
-        let flagSet: FlagSet
+        var flagSet: FlagSet
         do {
             flagSet = try FlagSet(tree: flagSetTree, unit: .basisPoints)
+            // The API's documents have sorted keys; show the master kill switch first, as flag files do.
+            flagSet.killSwitches.sort { $0.isMaster && !$1.isMaster }
         } catch {
             throw CommandFailure("flagctl cannot read namespace '\(namespace)' as sent by flagsd: \(error.problems.first?.description ?? "\(error)"); upgrade flagctl to the server's version")
         }

@@ -202,7 +202,8 @@ public struct Explain: FlagctlCommand {
         } else {
             table.add("bucket", "none (no bucket needed)")
         }
-        let kills = flagSet.killSwitchKeys(covering: flag.key)
+        // The master first, as flag files list it (the service's documents sort keys).
+        let kills = flagSet.killSwitchKeys(covering: flag.key).sorted { $0 == KillSwitch.masterKey && $1 != KillSwitch.masterKey }
         let killed = details.metadata["kill_switch"] != nil
         table.add("kill switches", kills.joined(separator: ", ") + (killed ? "" : " (no entry matches)"))
         return table.text

@@ -117,7 +117,14 @@ public struct Get: FlagctlCommand {
             kills.add([.init(kill.key), .init(kill.entriesText, kill.entries.isEmpty ? .plain : .red),
                        .init("\(covers) flag\(covers == 1 ? "" : "s")")])
         }
-        return "namespace \(view.namespace) at version \(view.version)\n\n" + flags.render(colour: colour) + "\n" + kills.render(colour: colour)
+        var header = "namespace \(view.namespace) at version \(view.version)\n"
+        let master = flagSet.master
+        if master.isKilledEverywhere {
+            header += Style.red.apply("the master kill switch is on: every flag is off, apps run their core flow", colour: colour) + "\n"
+        } else if !master.entries.isEmpty {
+            header += "master kill switch entries: \(Style.red.apply(master.entriesText, colour: colour)) (every flag is off there)\n"
+        }
+        return header + "\n" + flags.render(colour: colour) + "\n" + kills.render(colour: colour)
     }
 
     static func flagTable(_ flag: FlagDefinition, view: NamespaceView, colour: Bool) -> String {

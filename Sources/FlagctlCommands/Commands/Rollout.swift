@@ -98,9 +98,9 @@ public struct RolloutCommand: FlagctlCommand {
     static func shareText(from before: Rollout, to after: Rollout) -> String {
         let difference = Rollout(basisPoints: abs(Int(after.basisPoints) - Int(before.basisPoints)))!
         if after > before {
-            return "about \(difference) more of those units get it (every unit that had it keeps it)"
+            return "about \(difference) more of its units get it; units that had it keep it"
         } else if after < before {
-            return "about \(difference) of those units lose it"
+            return "about \(difference) of its units lose it"
         }
         return "no unit changes"
     }
@@ -132,7 +132,7 @@ public struct RolloutCommand: FlagctlCommand {
                 if rule.rollout == rollout { planned.nothingToDo = "\(key) rule \(index) is at \(rollout) already" }
             case .newRule(let conditions):
                 planned.body["conditions"] = .object(Scope(cities: conditions.cities, cohorts: conditions.cohorts).tree)
-                description = (target, gate.rollout, "new rule \(gate.rules.count) (\(conditions.summary))",
+                description = (target, gate.rollout, "rule \(gate.rules.count) (\(conditions.summary))",
                                Self.shadowingRules(for: conditions, in: gate))
             }
             if target == .defaultRollout, gate.rollout == rollout {
@@ -146,13 +146,16 @@ public struct RolloutCommand: FlagctlCommand {
         case .newRule:
             lines.append(outcome.summaryLine(done: "\(key): added \(description.scope) at \(rollout)", unchanged: "\(key) is at \(rollout) already"))
             if outcome.changed {
-                lines.append("its units got the default rollout (\(description.before)) before: \(Self.shareText(from: description.before, to: rollout))")
+                let difference = Rollout(basisPoints: abs(Int(rollout.basisPoints) - Int(description.before.basisPoints)))!
+                let verb = rollout > description.before ? "get it now" : "lose it"
+                lines.append("its units got the default rollout (\(description.before)) before; about \(difference) of them \(verb)")
                 if !description.shadowed.isEmpty {
                     let rules = outcome.view.flagSet.flag(key)?.pluginSwitch?.rules ?? []
                     let names = description.shadowed.map { index in
                         "rule \(index) (\(rules.indices.contains(index) ? rules[index].conditions.summary : "?"))"
                     }
-                    lines.append("note: \(names.joined(separator: ", ")) come\(names.count == 1 ? "s" : "") first and decide for the units \(names.count == 1 ? "it matches" : "they match")")
+                    let verbs = names.count == 1 ? "comes first and decides for the units it matches" : "come first and decide for the units they match"
+                    lines.append("note: \(names.joined(separator: ", ")) \(verbs)")
                 }
             }
         default:

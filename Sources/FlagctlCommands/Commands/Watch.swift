@@ -71,7 +71,9 @@ public struct Watch: FlagctlCommand {
             if let fromVersion {
                 after = fromVersion
             } else {
-                after = try await client.get(APIClient.path("v1", "namespaces", namespace))["version"]?.int64Value ?? 0
+                // The feed's envelope carries the current version; a client token may read it.
+                after = try await client.get(APIClient.path("v1", "namespaces", namespace, "changes"),
+                                             query: [("after", "0"), ("limit", "1")])["version"]?.int64Value ?? 0
             }
         } catch let failure as APIFailure where failure.status == 404 {
             throw client.namespaceNotFound(namespace)
@@ -141,15 +143,18 @@ public struct Watch: FlagctlCommand {
         }
     }
 
-    /// `version 14  TIME  actor (source)  summary`, the reason, and a line per object changed.
+    /// The most lines of field changes shown per change.
+    static let maximumLines = 8
+
+    /// `version 14  TIME  actor (source)  summary`, the reason, and a line per field changed.
     static func text(_ entry: ChangeEntry, colour: Bool) -> String {
         let style: Style = entry.source == "crash-guard" ? .red : .plain
         let source = style.apply("\(entry.actor) (\(entry.source))", colour: colour)
         var text = "\(Style.bold.apply("version \(entry.version)", colour: colour))  \(Audit.shortTime(entry.time))  \(source)  \(entry.summary)\n"
         if let reason = entry.reason { text += "  reason: \(reason)\n" }
-        for change in entry.tree["changes"]?.arrayValue ?? [] {
-            for line in ObjectDiff.lines(change) { text += "  \(line)\n" }
-        }
+        let lines = (entry.tree["changes"]?.arrayValue ?? []).flatMap(ObjectDiff.lines)
+        for line in lines.prefix(maximumLines) { text += "  \(line)\n" }
+        if lines.count > maximumLines { text += "  ... and \(lines.count - maximumLines) more (-o json shows every field)\n" }
         return text
     }
 }

@@ -24,7 +24,8 @@ extension Conditions {
 struct FlagState: Sendable {
     /// Kill switches with an entry that kills everywhere.
     var killedBy: [String] = []
-    /// Kill entries limited to some cities or cohorts: `(kill switch, scope)`.
+    /// Kill entries of group kill switches limited to some cities or cohorts: `(kill switch, scope)`. The master
+    /// kill switch's scoped entries cover every flag, so `get` shows them once, above the table.
     var scopedKills: [(killSwitch: String, scope: Scope)] = []
     var disabled = false
     var disabledScopes: [Scope] = []
@@ -37,7 +38,7 @@ struct FlagState: Sendable {
             for entry in kill.entries {
                 if entry.isEverywhere {
                     if !killedBy.contains(key) { killedBy.append(key) }
-                } else {
+                } else if !kill.isMaster {
                     scopedKills.append((key, entry))
                 }
             }

@@ -25,7 +25,7 @@ enum ObjectDiff {
     static func lines(kind: String, key: String, before: JSONValue?, after: JSONValue?) -> [String] {
         switch (before, after) {
         case (nil, nil): return []
-        case (nil, let after?): return ["\(kind) \(key): created (\(inline(after, key: "")))"]
+        case (nil, _?): return [kind == "namespace" && key == "namespace" ? "namespace: created" : "\(kind) \(key): created"]
         case (_?, nil): return ["\(kind) \(key): removed"]
         case (let before?, let after?):
             return fields(before, after).map { field in

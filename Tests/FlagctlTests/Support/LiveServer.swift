@@ -100,8 +100,13 @@ struct LiveServer: Sendable {
         await flagctl(arguments, environment: environment(token: token), terminal: true, answer: { _ in answer })
     }
 
-    /// The namespace as stored now.
-    func state(_ namespace: String = "rider") async throws -> NamespaceState {
-        try #require(try await store.namespace(namespace))
+    /// The namespace as stored now (the test fails at once when it cannot be read).
+    func state(_ namespace: String = "rider") async -> NamespaceState {
+        try! await store.namespace(namespace)!
+    }
+
+    /// A change log entry as stored.
+    func change(_ version: Int64, in namespace: String = "rider") async -> ChangeRecord? {
+        try! await store.change(in: namespace, version: version)
     }
 }
