@@ -230,18 +230,29 @@ struct NamespacePlan: Sendable {
                         impacts.append(Impact(scope: "units matching rule \(index) (\(newRule.conditions.summary))", cities: cities,
                                               cohorts: cohorts, from: oldRule.rollout, to: newRule.rollout))
                     }
-                case (let oldRule, let newRule):
-                    if let newRule {
-                        let (cities, cohorts) = scope(newRule.conditions)
-                        let from = oldRule?.rollout ?? oldGate.rollout
-                        impacts.append(Impact(scope: "units matching \(oldRule == nil ? "new " : "changed ")rule \(index) (\(newRule.conditions.summary))",
-                                              cities: cities, cohorts: cohorts, from: from, to: newRule.rollout))
+                case (let oldRule?, let newRule?):
+                    // Units entering the rule get its rollout; units leaving it fall to later rules or the default.
+                    let cities = oldRule.conditions.cities.isEmpty || newRule.conditions.cities.isEmpty
+                        ? nil : Array(Set(oldRule.conditions.cities + newRule.conditions.cities)).sorted()
+                    let cohorts = oldRule.conditions.cohorts.isEmpty || newRule.conditions.cohorts.isEmpty
+                        ? nil : Array(Set(oldRule.conditions.cohorts + newRule.conditions.cohorts)).sorted()
+                    let scope = "units of rule \(index) (was \(oldRule.conditions.summary); now \(newRule.conditions.summary))"
+                    if oldRule.rollout == newRule.rollout {
+                        impacts.append(Impact(scope: scope, cities: cities, cohorts: cohorts,
+                                              note: "units entering it get \(newRule.rollout), units leaving it get later rules or the default \(new.rollout)"))
+                    } else {
+                        impacts.append(Impact(scope: scope, cities: cities, cohorts: cohorts, from: oldRule.rollout, to: newRule.rollout))
                     }
-                    if let oldRule {
-                        let (cities, cohorts) = scope(oldRule.conditions)
-                        impacts.append(Impact(scope: "units that matched \(newRule == nil ? "removed " : "")rule \(index) (\(oldRule.conditions.summary))",
-                                              cities: cities, cohorts: cohorts, from: oldRule.rollout, to: newRule?.rollout ?? new.rollout))
-                    }
+                case (nil, let newRule?):
+                    let (cities, cohorts) = scope(newRule.conditions)
+                    impacts.append(Impact(scope: "units matching new rule \(index) (\(newRule.conditions.summary))",
+                                          cities: cities, cohorts: cohorts, from: oldGate.rollout, to: newRule.rollout))
+                case (let oldRule?, nil):
+                    let (cities, cohorts) = scope(oldRule.conditions)
+                    impacts.append(Impact(scope: "units that matched removed rule \(index) (\(oldRule.conditions.summary))",
+                                          cities: cities, cohorts: cohorts, from: oldRule.rollout, to: new.rollout))
+                case (nil, nil):
+                    break
                 }
             }
             if oldGate.rollout != new.rollout {
