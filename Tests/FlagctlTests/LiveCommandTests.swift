@@ -562,7 +562,7 @@ enum Fixtures {
 }
 
 /// Waits until a condition holds, polling; a generous deadline is a liveness check, not a speed claim.
-func waitUntil(timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool) async throws {
+func waitUntil(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {
         guard ContinuousClock.now < deadline else {
