@@ -57,10 +57,7 @@ public struct Kill: FlagctlCommand {
             if kill.entries.contains(where: { Kill.sameScope($0, scope.scope) }) {
                 planned.nothingToDo = "\(name) has an entry for \(scope.scope) already"
             }
-            planned.preview = [
-                "\(name) covers \(members.count) flag\(members.count == 1 ? "" : "s"): \(Kill.list(members))",
-                "current entries: \(kill.entriesText)",
-            ]
+            planned.preview = [Kill.covers(kill, members: members, namespace: view.namespace), "current entries: \(kill.entriesText)"]
             return planned
         }
         var lines = [outcome.summaryLine(done: "killed \(name)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)", unchanged: "")]
@@ -73,6 +70,14 @@ public struct Kill: FlagctlCommand {
     /// `the master kill switch` or `kill_home_feed`.
     static func name(_ key: String) -> String {
         key == KillSwitch.masterKey ? "the master kill switch" : key
+    }
+
+    /// What a kill switch covers, for the confirmation.
+    static func covers(_ kill: KillSwitch, members: [String], namespace: String) -> String {
+        if kill.isMaster {
+            return "the master kill switch covers every flag of namespace \(namespace) (\(members.count)): apps run their core flow where it applies"
+        }
+        return "\(kill.key) covers \(members.count) flag\(members.count == 1 ? "" : "s"): \(list(members))"
     }
 
     static func sameScope(_ lhs: Scope, _ rhs: Scope) -> Bool {
@@ -157,11 +162,8 @@ public struct Revive: FlagctlCommand {
                 } ?? ""
                 throw CommandFailure("\(name) has no entry for \(scope.scope); its entries: \(kill.entriesText). Pass the scope of one (e.g. \(hint)), or --all to remove every entry")
             }
-            let members = view.flagSet.members(of: key)
-            planned.preview = [
-                "\(name) covers \(members.count) flag\(members.count == 1 ? "" : "s"): \(Kill.list(members))",
-                "current entries: \(kill.entriesText)",
-            ]
+            planned.preview = [Kill.covers(kill, members: view.flagSet.members(of: key), namespace: view.namespace),
+                               "current entries: \(kill.entriesText)"]
             return planned
         }
         var lines = [outcome.summaryLine(done: "revived \(name): removed \(what)", unchanged: "")]

@@ -30,26 +30,38 @@ struct LiveServer: Sendable {
     var configPath: String { folder + "/config/flagctl.json" }
 
     /// Starts a server, runs `body`, and shuts the server down gracefully.
-    static func run<T: Sendable>(namespaces: [String] = ["rider"], _ body: @Sendable (LiveServer) async throws -> T) async throws -> T {
+    ///
+    /// - Parameters:
+    ///   - namespaces: namespaces to create from Flags/rider.yaml (by the actor `setup`).
+    ///   - bootstrapped: seed instead as flagsd does on its first start (`bootstrap`), so the first change is
+    ///     `flagsd`'s, as a real deployment's is.
+    static func run<T: Sendable>(namespaces: [String] = ["rider"], bootstrapped: Bool = false,
+                                 _ body: @Sendable (LiveServer) async throws -> T) async throws -> T {
         let folder = NSTemporaryDirectory() + "flagctl-live-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let store = try SQLiteFlagStore(path: folder + "/flags.sqlite")
         defer { try? store.close() }
         let setup = ChangeAuthor(actor: "setup", source: .apply, reason: "test setup")
+        var logger = Logger(label: "flagctl-live-test")
+        logger.logLevel = .critical
         let rider = try #require(FlagDirectory(reading: TestPaths.flags).file(namespace: "rider")).flagSet
-        for name in namespaces {
-            var flagSet = rider
-            flagSet.namespace = name
-            _ = try await store.createNamespace(flagSet, reasonPolicy: .kills, request: ChangeRequest(author: setup, summary: "seeded namespace \(name) from Flags/rider.yaml"))
-        }
         var tokens: [String: String] = [:]
         for (name, role, limit) in [("admin", Role.admin, nil), ("amara", .editor, nil), ("bob", .editor, nil),
                                     ("app", .client, nil), ("staging-only", .editor, ["rider-staging"])] as [(String, Role, [String]?)] {
             tokens[name] = try await store.issueToken(name: name, role: role, namespaces: limit, by: setup).secret
         }
-        var logger = Logger(label: "flagctl-live-test")
-        logger.logLevel = .critical
+        if bootstrapped {
+            // As flagsd's `bootstrap` seeds on a first start from `--flags Flags` (run from the repository).
+            let author = ChangeAuthor(actor: "flagsd", source: .apply, reason: "first start: seeded from flag files")
+            _ = try await store.createNamespace(rider, reasonPolicy: .kills,
+                                                request: ChangeRequest(author: author, summary: "seeded namespace rider from Flags/rider.yaml"))
+        }
+        for name in namespaces where !bootstrapped {
+            var flagSet = rider
+            flagSet.namespace = name
+            _ = try await store.createNamespace(flagSet, reasonPolicy: .kills, request: ChangeRequest(author: setup, summary: "seeded namespace \(name) from Flags/rider.yaml"))
+        }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let application = try await buildApplication(configuration: ServerConfiguration(port: 0, maximumWait: 30), store: store,
                                                      logger: logger) { port in continuation.yield(port) }
