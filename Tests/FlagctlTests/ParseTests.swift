@@ -234,6 +234,17 @@ struct HelpTests {
         #expect(console.output.contains("flagctl \(command.joined(separator: " "))"), "\(command)")
     }
 
+    @Test(arguments: commands)
+    func noExampleIsWrappedOnAnEightyColumnTerminal(_ command: [String]) async {
+        let console = Console.capturing()
+        _ = await Flagctl.execute(["help"] + command, console: console)
+        let discussion = console.output.components(separatedBy: "USAGE:")[0].split(separator: "\n", omittingEmptySubsequences: false)
+        for (line, next) in zip(discussion, discussion.dropFirst()) where line.hasPrefix("  ") && line.contains("flagctl ") {
+            // A wrapped example continues on a line that is neither indented nor blank.
+            #expect(next.isEmpty || next.hasPrefix(" "), "\(command): '\(line)' wraps to '\(next)'")
+        }
+    }
+
     @Test func everyCommandWithExitStatusesDocumentsThem() async {
         for command in Self.commands where !(command.count == 1 && ["namespaces", "tokens"].contains(command[0])) {
             let console = Console.capturing()

@@ -159,7 +159,7 @@ public struct Diff: FlagctlCommand {
 
               flagctl diff Flags
               flagctl diff Flags --namespace rider --prune
-              flagctl diff Flags --exit-code      # in CI: exit status 1 when the server drifted from Git
+              flagctl diff Flags --exit-code    # in CI: 1 when the server drifted
 
             Exit status: 0 (with --exit-code: 0 no differences, 1 differences), 1 failure (invalid files), \
             4 no file for --namespace, 5 token refused, 64 usage.

@@ -76,7 +76,7 @@ public struct Disable: FlagctlCommand {
 
             Examples:
 
-              flagctl disable plugin_switch_feed_promos --reason "INC-4411: crashes on open"
+              flagctl disable plugin_switch_feed_promos --reason "INC-4411"
               flagctl disable plugin_switch_feed_promos --city lagos --cohort beta
 
             Exit status: 0 ok (also when it was disabled already), 1 failure, 3 changed since you read it, \

@@ -36,7 +36,7 @@ public struct Explain: FlagctlCommand {
               $ flagctl explain confirmation_button_copy --flags Flags \\
                   --unit rider-42 --cohort employees --app-version 5.12.0 -o json
 
-              $ flagctl explain plugin_switch_feed_promos --unit rider-42 --city lagos    # live, from flagsd
+              $ flagctl explain plugin_switch_feed_promos --unit rider-42 --city lagos
 
             With -o json the result is one object with stable keys: key, namespace, context, value, variant, \
             reason, decided_by, bucket (null when none was needed), metadata, and error_code / error_message \

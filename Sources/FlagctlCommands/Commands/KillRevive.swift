@@ -20,7 +20,7 @@ public struct Kill: FlagctlCommand {
 
               flagctl kill --city lagos --reason "INC-4411: crash loop after 5.14 in Lagos"
               flagctl kill kill_home_feed --reason "INC-4412: feed API down" --yes
-              flagctl kill kill_map_layers --cohort beta --reason "map stutter on beta builds"
+              flagctl kill kill_map_layers --cohort beta --reason "map stutter"
 
             'flagctl revive' removes the entry again.
 

@@ -16,7 +16,8 @@ public struct Login: FlagctlCommand {
             Examples:
 
               flagctl login --server https://flags.internal --namespace rider
-              vault read -field=token secret/flagctl | flagctl login --server https://flags.internal --token-stdin
+              vault read -field=token secret/flagctl \\
+                  | flagctl login --server https://flags.internal --token-stdin
 
             Exit status: 0 saved, 1 failure (service unreachable, file not writable), 5 token refused, 64 usage.
             """

@@ -10,7 +10,7 @@ public struct Namespaces: AsyncParsableCommand {
             Examples:
 
               flagctl namespaces list
-              flagctl namespaces create rider-staging --description "Rider app, staging" --reason-policy never
+              flagctl namespaces create rider-staging --reason-policy never
               flagctl namespaces delete rider-old --reason "app retired" --yes
 
             Creating and deleting need an admin token. A new namespace is empty: fill it with \
@@ -70,7 +70,7 @@ public struct NamespacesCreate: FlagctlCommand {
             The reason policy says which changes need a --reason: always, kills (adding a kill entry; the \
             default) or never.
 
-            Example: flagctl namespaces create rider-staging --description "Rider app, staging" --reason-policy never
+            Example: flagctl namespaces create rider-staging --description "Rider app, staging"
 
             Exit status: 0 ok, 1 failure (a bad name), 3 it exists already, 5 not an admin token, 64 usage.
             """

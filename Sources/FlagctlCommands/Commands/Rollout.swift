@@ -11,17 +11,17 @@ public struct RolloutCommand: FlagctlCommand {
             PERCENT is a percentage with at most two decimals (12.5, 0.05, 100), converted exactly to basis \
             points. Raising a rollout only adds units: every unit that had the plugin keeps it.
 
-            Which rollout is set:
-              (none)            the default rollout: units that no rule matches.
-              --rule N          rule N (numbered from 0, as 'flagctl get KEY' shows).
-              --city/--cohort   the first rule whose only conditions are exactly those cities and cohorts \
-            (in any order). If there is none, a rule with those conditions is appended after the existing \
-            rules, so earlier rules still decide for the units they match (flagctl names them).
+            Which rollout is set: without options, the default rollout (units that no rule matches). With \
+            --rule N, rule N (numbered from 0, as 'flagctl get KEY' shows). With --city and/or --cohort, the \
+            first rule whose only conditions are exactly those cities and cohorts (in any order); if there is \
+            none, a rule with those conditions is appended after the existing rules, so earlier rules still \
+            decide for the units they match (flagctl names them).
 
             Examples:
 
               flagctl rollout plugin_switch_prefs_ride_pass 1 --city nairobi
-              flagctl rollout plugin_switch_prefs_ride_pass 10 --city nairobi --reason "no crashes at 1%"
+              flagctl rollout plugin_switch_prefs_ride_pass 10 --city nairobi \\
+                  --reason "no crashes at 1%"
               flagctl rollout plugin_switch_feed_safety_tips 50
               flagctl rollout plugin_switch_feed_promos 25 --rule 1
 

@@ -14,10 +14,11 @@ public struct Target: FlagctlCommand {
 
             Examples:
 
-              flagctl target plugin_switch_feed_promos --rule 0 --add-unit qa-rider-4 --remove-unit qa-rider-1
-              flagctl target plugin_switch_prefs_ride_pass --add-city nairobi --reason "Ride Pass launches in Nairobi"
-              flagctl target plugin_switch_map_scooters --add-cohort beta --remove-cohort staff
-              flagctl target plugin_switch_new_onboarding --add-cohort employees --rollout 100
+              flagctl target plugin_switch_feed_promos --rule 0 \\
+                  --add-unit qa-rider-4 --remove-unit qa-rider-1
+              flagctl target plugin_switch_prefs_ride_pass --add-city nairobi
+              flagctl target plugin_switch_map_scooters --add-platform ios
+              flagctl target plugin_switch_map_traffic --add-cohort beta --rollout 100
 
             Exit status: 0 ok, 1 failure (a value to remove is not there), 3 changed since you read it, 4 no \
             such flag, 5 token refused, 64 usage (nothing to change, or several rules and no --rule).

@@ -72,7 +72,7 @@ public struct TokensCreate: FlagctlCommand {
             Examples:
 
               flagctl tokens create amara --role editor
-              flagctl tokens create rider-ios --role client --allow rider --allow rider-staging
+              flagctl tokens create rider-ios --role client --allow rider
 
             Exit status: 0 ok, 1 failure (a bad name), 3 a live token has that name, 5 not an admin token for \
             every namespace, 64 usage.
