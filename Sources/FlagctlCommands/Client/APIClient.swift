@@ -31,10 +31,13 @@ struct APIFailure: Error, Sendable {
     var requestID: String? { document["request_id"]?.stringValue }
     /// The connection it was sent over, for messages about the token and server.
     var settings: ServerSettings
+    /// Whole seconds from a `Retry-After` header (503 when the service is overloaded).
+    var retryAfter: Int?
 
     init(response: APIResponse, settings: ServerSettings) {
         self.settings = settings
         status = response.status
+        retryAfter = response.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         let document = response.json.objectValue ?? JSONObject()
         self.document = document
         let type = document["type"]?.stringValue ?? ""
@@ -180,7 +183,7 @@ extension APIFailure {
         case 409:
             return .conflict(message)
         case 503:
-            let retry = document["retry_after"]?.int64Value.map { " in \($0) s" } ?? " shortly"
+            let retry = retryAfter.map { " in \($0) s" } ?? " shortly"
             return CommandFailure("flagsd is unavailable: \(message); retry\(retry)")
         default:
             let id = requestID.map { " (request id \($0))" } ?? ""

@@ -100,9 +100,15 @@ public struct Watch: FlagctlCommand {
             } catch {
                 if interrupted.withLock({ $0 }) { break }
                 failures += 1
-                let delay = min(30, 1 << min(failures, 5))
-                console.writeError("lost the change feed (\(Self.reason(error))); retrying in \(delay) s\n")
-                try? await Task.sleep(for: .seconds(delay))
+                // Exponential backoff with jitter, never sooner than the service's Retry-After.
+                let backoff = Double(min(30, 1 << min(failures, 5))) * Double.random(in: 0.5...1.0)
+                let delay = max(backoff, Double((error as? APIFailure)?.retryAfter ?? 0))
+                console.writeError("lost the change feed (\(Self.reason(error))); retrying in \(Int(delay.rounded(.up))) s\n")
+                // In short steps, so Ctrl-C during the wait ends it at once.
+                let until = ContinuousClock.now + .seconds(delay)
+                while ContinuousClock.now < until, !interrupted.withLock({ $0 }) {
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
                 continue
             }
             if let current = page["epoch"]?.stringValue {
