@@ -105,7 +105,7 @@ public struct Version: FlagctlCommand {
         var tree = JSONObject([("flagctl", .string(FlagctlVersion.current)), ("server", .null)])
         var lines = ["flagctl \(FlagctlVersion.current)"]
         if let settings = try? ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console) {
-            let client = APIClient(settings: settings, timeout: 5)
+            let client = APIClient(settings: settings, timeout: 15)
             let status: String
             do {
                 let health = try await client.get("/healthz")
