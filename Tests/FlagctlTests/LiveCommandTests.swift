@@ -435,6 +435,8 @@ struct LiveCommandTests {
     @Test func watchPrintsEachChangeAsItLands() async throws {
         try await LiveServer.run { server in
             let console = Console.capturing(environment: server.environment(token: "app"))
+            let watchdog = Watchdog(console)
+            defer { watchdog.cancel() }
             async let status = Flagctl.execute(["watch", "--count", "2", "--wait", "20"], console: console)
             // It says so once it has read the current version; every later change must be printed.
             try await waitUntil { console.errorOutput.contains("Ctrl-C stops") }
@@ -459,8 +461,13 @@ struct LiveCommandTests {
             _ = await server.flagctl("disable", "plugin_switch_feed_promos")
             _ = await server.flagctl("rollout", "plugin_switch_feed_safety_tips", "40")
             _ = await server.flagctl("enable", "plugin_switch_feed_promos")
-            let result = await server.flagctl("watch", "plugin_switch_feed_promos", "--from-version", "1", "--count", "2", "-o", "json")
-            let lines = result.output.split(separator: "\n")
+            let console = Console.capturing(environment: server.environment())
+            let watchdog = Watchdog(console)
+            defer { watchdog.cancel() }
+            let status = await Flagctl.execute(["watch", "plugin_switch_feed_promos", "--from-version", "1", "--count", "2", "-o", "json"],
+                                               console: console)
+            #expect(status == 0)
+            let lines = console.output.split(separator: "\n")
             #expect(lines.count == 2)
             let trees = try lines.map { try JSONValue.parse(String($0)) }
             #expect(trees.map { $0["version"] } == [.int(2), .int(4)])
@@ -471,6 +478,8 @@ struct LiveCommandTests {
     @Test func ctrlCEndsWatchCleanlyWithStatusZero() async throws {
         try await LiveServer.run { server in
             let console = Console.capturing(environment: server.environment())
+            let watchdog = Watchdog(console)
+            defer { watchdog.cancel() }
             async let status = Flagctl.execute(["watch", "--wait", "30"], console: console)
             // Once it prints that it is watching it has installed its Ctrl-C handler.
             try await waitUntil { console.errorOutput.contains("Ctrl-C stops") }
@@ -558,6 +567,24 @@ enum Fixtures {
 
     static func riderFlag(_ key: String) -> FlagDefinition? {
         rider.flag(key)
+    }
+}
+
+/// Ends a `watch` that runs longer than a generous deadline with a Ctrl-C, so a test that misses a change fails
+/// instead of hanging (the test's own expectations then fail).
+final class Watchdog: Sendable {
+    private let task: Task<Void, Never>
+
+    init(_ console: Console, deadline: Duration = .seconds(90)) {
+        task = Task {
+            guard (try? await Task.sleep(for: deadline)) != nil else { return }
+            Issue.record("watch was still running after \(deadline); interrupting it")
+            console.interrupt()
+        }
+    }
+
+    func cancel() {
+        task.cancel()
     }
 }
 

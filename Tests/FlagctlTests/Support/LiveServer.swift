@@ -103,6 +103,8 @@ struct LiveServer: Sendable {
     func flagctl(_ arguments: [String], environment: [String: String], terminal: Bool = false,
                  answer: (@Sendable (String) async -> String?)? = nil) async -> Outcome {
         let console = Console.capturing(environment: environment, terminal: terminal, answer: answer)
+        let watchdog = Watchdog(console)
+        defer { watchdog.cancel() }
         let status = await Flagctl.execute(arguments, console: console)
         return Outcome(status: status, output: console.output, error: console.errorOutput, transcript: console.transcript)
     }
