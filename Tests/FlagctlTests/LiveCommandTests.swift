@@ -599,3 +599,58 @@ func waitUntil(timeout: Duration = .seconds(30), _ condition: () async throws ->
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+/// Every command that prints a result prints it as JSON and as YAML, with the same top-level fields.
+struct OutputFormatTests {
+    /// Commands in an order that works on one server, each with a top-level field its answer must have.
+    static let commands: [(arguments: [String], token: String, field: String)] = [
+        (["get"], "amara", "flags"),
+        (["get", "plugin_switch_feed_promos"], "amara", "flag"),
+        (["get", "kill_home_feed"], "amara", "kill_switch"),
+        (["disable", "plugin_switch_feed_promos"], "amara", "changed"),
+        (["enable", "plugin_switch_feed_promos"], "amara", "changed"),
+        (["kill", "kill_home_feed", "--reason", "r", "--yes"], "amara", "kill_switch"),
+        (["revive", "kill_home_feed", "--yes"], "amara", "changed"),
+        (["rollout", "plugin_switch_feed_safety_tips", "40"], "amara", "rule"),
+        (["target", "plugin_switch_prefs_ride_pass", "--add-city", "nairobi"], "amara", "rule"),
+        (["explain", "plugin_switch_feed_promos", "--unit", "u"], "amara", "decided_by"),
+        (["audit"], "amara", "entries"),
+        (["revert", "{revert}"], "amara", "change"),
+        (["watch", "--from-version", "1", "--count", "1"], "amara", "summary"),
+        (["diff", TestPaths.flags], "amara", "namespaces"),
+        (["apply", TestPaths.flags, "--yes"], "amara", "namespaces"),
+        (["lint", TestPaths.flags], "amara", "valid"),
+        (["namespaces", "list"], "amara", "namespaces"),
+        (["namespaces", "create", "rider-{format}"], "admin", "epoch"),
+        (["namespaces", "delete", "rider-{format}", "--yes"], "admin", "deleted"),
+        (["tokens", "create", "ci-{format}", "--role", "client"], "admin", "token"),
+        (["tokens", "list"], "admin", "tokens"),
+        (["tokens", "revoke", "ci-{format}"], "admin", "revoked_at"),
+        (["version"], "amara", "flagctl"),
+    ]
+
+    @Test func everyCommandAnswersInJSONAndYAML() async throws {
+        try await LiveServer.run { server in
+            for command in Self.commands {
+                for format in ["json", "yaml"] {
+                    // Rollout and target took versions 6 and 7; revert one in each format (a later change to the
+                    // same flag would make flagctl refuse to revert).
+                    let arguments = command.arguments.map {
+                        $0.replacingOccurrences(of: "{format}", with: format).replacingOccurrences(of: "{revert}", with: format == "json" ? "6" : "7")
+                    } + ["-o", format]
+                    let result = await server.flagctl(arguments, environment: server.environment(token: command.token))
+                    #expect(result.status == 0, "\(arguments): \(result.error)")
+                    if format == "json" {
+                        let firstLine = command.arguments[0] == "watch" ? String(result.output.split(separator: "\n").first ?? "") : result.output
+                        let tree = try JSONValue.parse(firstLine)
+                        #expect(tree[command.field] != nil, "\(arguments): no \(command.field) in \(result.output.prefix(300))")
+                    } else {
+                        #expect(result.output.contains("\n\(command.field):") || result.output.hasPrefix("\(command.field):")
+                                    || result.output.hasPrefix("---\n\(command.field):") || result.output.contains("\n\(command.field):"),
+                                "\(arguments): no \(command.field) in \(result.output.prefix(300))")
+                    }
+                }
+            }
+        }
+    }
+}

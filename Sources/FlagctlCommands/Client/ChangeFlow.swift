@@ -54,6 +54,8 @@ struct PlannedChange: Sendable {
     var question: String?
     /// When set, the namespace is as asked already: nothing is sent or asked, and this is why.
     var nothingToDo: String?
+    /// Fields the service would add to its answer (`rule`), for the answer flagctl gives when nothing is sent.
+    var unchangedFields = JSONObject()
 }
 
 /// The outcome of a change: the server's answer and the view it was based on.
@@ -96,10 +98,21 @@ struct ChangeFlow {
         }
         var planned = try plan(view)
         if planned.nothingToDo != nil {
-            return ChangeOutcome(response: .object(JSONObject([
+            // The same fields the service answers a change that alters nothing with.
+            var response = JSONObject([
                 ("namespace", .string(view.namespace)), ("version", .int64(view.version)), ("etag", .string(view.etag)),
                 ("changed", .bool(false)), ("change", .null),
-            ])), view: view, nothingToDo: planned.nothingToDo)
+            ])
+            for object in planned.objects {
+                switch object {
+                case .flag(let key):
+                    if let flag = view.flagSet.flag(key) { response["flag"] = Get.flagTree(flag, in: view.flagSet, withState: false) }
+                case .killSwitch(let key):
+                    if let kill = view.flagSet.killSwitch(key) { response["kill_switch"] = Get.killSwitchTree(kill, in: view.flagSet) }
+                }
+            }
+            for (name, value) in planned.unchangedFields { response[name] = value }
+            return ChangeOutcome(response: .object(response), view: view, nothingToDo: planned.nothingToDo)
         }
         try checkReason(planned, view: view)
         if confirms {

@@ -84,13 +84,14 @@ public struct Get: FlagctlCommand {
         return tree
     }
 
-    /// A flag as the API shows it (rollouts in basis points), with its plugin point, kill switches and state.
-    static func flagTree(_ flag: FlagDefinition, in flagSet: FlagSet) -> JSONValue {
+    /// A flag as the API shows it (rollouts in basis points), with its plugin point, kill switches and (for
+    /// `get`) its state.
+    static func flagTree(_ flag: FlagDefinition, in flagSet: FlagSet, withState: Bool = true) -> JSONValue {
         var object = JSONObject([("key", .string(flag.key))])
         for (name, value) in flag.tree(unit: .basisPoints) { object[name] = value }
         object["plugin_point"] = flagSet.pluginPoints.first { $0.switches.contains(flag.key) }.map { .string($0.name) } ?? .null
         object["kill_switches"] = .array(flagSet.killSwitchKeys(covering: flag.key).map(JSONValue.string))
-        object["state"] = .string(FlagState(flag, in: flagSet).word)
+        if withState { object["state"] = .string(FlagState(flag, in: flagSet).word) }
         return .object(object)
     }
 

@@ -130,6 +130,7 @@ public struct RolloutCommand: FlagctlCommand {
                 let rule = gate.rules[index]
                 description = (target, rule.rollout, "rule \(index) (\(rule.conditions.summary))", [])
                 if rule.rollout == rollout { planned.nothingToDo = "\(key) rule \(index) is at \(rollout) already" }
+                planned.unchangedFields["rule"] = .int(index)
             case .newRule(let conditions):
                 planned.body["conditions"] = .object(Scope(cities: conditions.cities, cohorts: conditions.cohorts).tree)
                 description = (target, gate.rollout, "rule \(gate.rules.count) (\(conditions.summary))",
@@ -137,6 +138,7 @@ public struct RolloutCommand: FlagctlCommand {
             }
             if target == .defaultRollout, gate.rollout == rollout {
                 planned.nothingToDo = "\(key)'s default rollout is \(rollout) already"
+                planned.unchangedFields["rule"] = .null
             }
             planned.action = "roll out \(key) to \(rollout) for \(description.scope)"
             return planned
