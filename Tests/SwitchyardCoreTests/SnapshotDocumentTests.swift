@@ -183,3 +183,13 @@ struct SnapshotDocumentTests {
         #expect(try SnapshotDocument.decode(pretty) == SnapshotDocument.decode(bytes))
     }
 }
+
+@Suite struct EmptyPluginPointTests {
+    @Test func aPluginPointWithoutSwitchesRoundTripsThroughTheSnapshot() throws {
+        let flagSet = FlagSet(namespace: "rider", pluginPoints: [PluginPoint(name: "empty_point", switches: [])])
+        let snapshot = Snapshot(epoch: "e", version: 1, flagSet: flagSet)
+        let decoded = try SnapshotDocument.decode(SnapshotDocument.encode(snapshot))
+        #expect(decoded == snapshot)
+        #expect(decoded.flagSet.pluginPoints.first?.switches == [])
+    }
+}

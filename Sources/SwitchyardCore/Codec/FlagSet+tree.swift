@@ -102,7 +102,7 @@ extension PluginPoint {
         let name = object.string("name", required: true, rule: .key)
         let description = object.string("description", rule: .text)
         let killSwitch = object.string("kill_switch", rule: .key)
-        let switches = object.stringList("switches", rule: .key)
+        let switches = object.stringList("switches", rule: .key, allowEmpty: true)
         if object.value("switches") == nil { reader.report(path / "switches", "is required") }
         object.finish()
         guard let name else { return nil }
