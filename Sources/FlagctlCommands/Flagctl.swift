@@ -10,26 +10,43 @@ public import ArgumentParser
 /// // status == 0, console.output == "Flags: 1 file, namespace rider: no problems\n"
 /// ```
 ///
-/// Exit statuses: 0 success, 1 failure (for example lint problems), 4 not found (an unknown flag or
-/// namespace), 64 usage (a bad or missing argument).
+/// Exit statuses: 0 success, 1 failure (for example lint problems, an unreachable server), 3 conflict (the
+/// namespace changed since the view a change was based on), 4 not found (an unknown flag or namespace),
+/// 5 unauthorised or forbidden, 64 usage (a bad or missing argument).
 public struct Flagctl: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "flagctl",
-        abstract: "Check, explain and (with the flags service) change Switchyard flags.",
+        abstract: "Switch Switchyard flags: kill optional code, roll plugins out, read the audit log, apply flag files.",
         discussion: """
-            Offline commands work on flag files (Flags/<namespace>.yaml):
+            Point flagctl at the flags service once (or use --server/--token/--namespace, or FLAGCTL_SERVER, \
+            FLAGCTL_TOKEN and FLAGCTL_NAMESPACE):
 
-              flagctl lint Flags
-              flagctl explain plugin_switch_feed_promos --flags Flags --unit rider-42
+              flagctl login --server https://flags.internal --namespace rider
 
-            Exit status: 0 success, 1 failure (problems found), 4 not found (unknown flag or namespace), \
-            64 usage (bad or missing argument). Run 'flagctl help <command>' for a command's options and examples.
+            Then, for example:
+
+              flagctl get
+              flagctl kill --city lagos --reason "INC-4411: crash loop in Lagos"
+              flagctl rollout plugin_switch_prefs_ride_pass 10 --city nairobi
+              flagctl audit --since 24h
+              flagctl apply Flags --dry-run
+
+            lint, and explain with --flags, work on flag files without the service.
+
+            Exit status: 0 success, 1 failure, 3 conflict (changed since you read it), 4 not found, \
+            5 unauthorised or forbidden, 64 usage. Run 'flagctl help <command>' for a command's options and \
+            examples; 'flagctl --generate-completion-script bash|zsh|fish' prints shell completions.
             """,
+        version: FlagctlVersion.current,
         subcommands: subcommands
     )
 
     /// Every subcommand, in the order help lists them. Add new commands here.
-    static let subcommands: [any ParsableCommand.Type] = [Lint.self, Explain.self]
+    static let subcommands: [any ParsableCommand.Type] = [
+        Get.self, Enable.self, Disable.self, Kill.self, Revive.self, RolloutCommand.self, Target.self, Explain.self,
+        Audit.self, Revert.self, Watch.self, Diff.self, Apply.self, Lint.self, Namespaces.self, Tokens.self, Login.self,
+        Version.self,
+    ]
 
     public init() {}
 
@@ -56,6 +73,10 @@ public struct Flagctl: AsyncParsableCommand {
             return ExitStatus.success
         } catch let failure as CommandFailure {
             if !failure.message.isEmpty { console.writeError("error: \(failure.message)\n") }
+            return failure.exitStatus
+        } catch let failure as APIFailure {
+            let failure = failure.commandFailure
+            console.writeError("error: \(failure.message)\n")
             return failure.exitStatus
         } catch {
             let message = fullMessage(for: error)

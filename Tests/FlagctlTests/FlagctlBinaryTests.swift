@@ -1,3 +1,4 @@
+import FlagctlCommands
 import Foundation
 import SwitchyardCore
 import Testing
@@ -53,5 +54,61 @@ struct FlagctlDocumentationTests {
         let documented = String(text[start.upperBound..<end.lowerBound])
         let result = try runBinary(["explain", "plugin_switch_feed_promos", "--flags", "Flags", "--unit", "rider-42", "--city", "nairobi"])
         #expect(result.output == documented)
+    }
+}
+
+/// The built binary against a live flagsd: exit statuses reach the shell, Ctrl-C ends watch cleanly.
+struct FlagctlBinaryLiveTests {
+    @Test func everyExitStatusReachesTheShell() async throws {
+        try await LiveServer.run { server in
+            let environment = server.environment().merging(["PATH": "/usr/bin:/bin"]) { $1 }
+            func status(_ arguments: [String], token: String = "amara") throws -> Int32 {
+                var environment = environment
+                environment["FLAGCTL_TOKEN"] = server.tokens[token]
+                return try runBinary(arguments, environment: environment).status
+            }
+            #expect(try status(["get", "plugin_switch_feed_promos"]) == 0)
+            #expect(try status(["rollout", "confirmation_button_copy", "5"]) == 1)
+            _ = try status(["disable", "plugin_switch_map_traffic"], token: "bob")
+            #expect(try status(["disable", "plugin_switch_feed_promos", "--if-version", "1"]) == 3)
+            #expect(try status(["get", "plugin_switch_nope"]) == 4)
+            #expect(try status(["audit"], token: "app") == 5)
+            #expect(try status(["kill", "--reason", "r"]) == 64)
+            #expect(try status(["rollout", "plugin_switch_feed_promos", "1.234"]) == 64)
+        }
+    }
+
+    @Test func ctrlCEndsWatchWithStatusZero() async throws {
+        try await LiveServer.run { server in
+            let scratch = try TestPaths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: scratch) }
+            let outputPath = scratch + "/stdout", errorPath = scratch + "/stderr"
+            FileManager.default.createFile(atPath: outputPath, contents: nil)
+            FileManager.default.createFile(atPath: errorPath, contents: nil)
+            let process = Process()
+            process.executableURL = TestPaths.flagctl
+            process.arguments = ["watch", "--wait", "30"]
+            process.environment = server.environment(token: "app")
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+            try process.run()
+            defer { if process.isRunning { process.terminate() } }
+            let errors = { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+            let output = { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+            try await waitUntil { errors().contains("Ctrl-C stops") }
+            _ = await server.flagctl("kill", "--city", "lagos", "--reason", "INC-4411", "--yes")
+            try await waitUntil { output().contains("version 2") }
+            process.interrupt()
+            try await waitUntil { !process.isRunning }
+            #expect(process.terminationReason == .exit)
+            #expect(process.terminationStatus == 0)
+            #expect(output().contains("kill master in cities lagos"))
+        }
+    }
+
+    @Test func completionScriptsComeFromTheBinary() throws {
+        let result = try runBinary(["--generate-completion-script", "bash"])
+        #expect(result.status == 0)
+        #expect(result.output.contains("_flagctl"))
     }
 }

@@ -32,10 +32,12 @@ enum TestPaths {
 }
 
 /// What a command printed and returned.
-struct Outcome {
+struct Outcome: Sendable {
     var status: Int32
     var output: String
     var error: String
+    /// Output, errors and answers typed at prompts, in order, as a terminal shows them.
+    var transcript: String = ""
 }
 
 /// Runs flagctl in-process, through the same entry point the binary uses.
@@ -50,7 +52,8 @@ func flagctl(_ arguments: [String]) async -> Outcome {
 }
 
 /// Runs the built `flagctl` binary as a child process in a directory, its output going to temporary files.
-func runBinary(_ arguments: [String], in directory: String = TestPaths.repository) throws -> Outcome {
+func runBinary(_ arguments: [String], in directory: String = TestPaths.repository,
+               environment: [String: String]? = nil) throws -> Outcome {
     let scratch = try TestPaths.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: scratch) }
     let outputPath = scratch + "/stdout", errorPath = scratch + "/stderr"
@@ -66,6 +69,7 @@ func runBinary(_ arguments: [String], in directory: String = TestPaths.repositor
     process.executableURL = TestPaths.flagctl
     process.arguments = arguments
     process.currentDirectoryURL = URL(fileURLWithPath: directory)
+    if let environment { process.environment = environment }
     process.standardOutput = output
     process.standardError = error
     try process.run()

@@ -2,11 +2,17 @@ public import ArgumentParser
 import SwitchyardCore
 import SwitchyardFlagFiles
 
-/// `flagctl explain KEY`: evaluates one flag for one unit from flag files and says why it has its value.
+/// `flagctl explain KEY`: evaluates one flag for one unit, from flag files or from the flags service, and says
+/// why it has its value.
 public struct Explain: FlagctlCommand {
     public static let configuration = CommandConfiguration(
-        abstract: "Evaluate a flag for a unit from flag files, and show what decided its value.",
+        abstract: "Evaluate a flag for a unit, from flag files or the live service, and show what decided its value.",
         discussion: """
+            With --flags DIR it reads the flag files; without it, the namespace's current snapshot from the \
+            flags service (--server/--token/--namespace, FLAGCTL_* or 'flagctl login'), evaluated by the same \
+            engine client apps embed. The output is the same either way; only the namespace line says where \
+            the flags came from.
+
             Evaluates KEY for the unit and attributes you pass, exactly as a client app would, and prints the \
             value, the variant, the OpenFeature reason, what decided (a kill switch entry, a disabled scope, a \
             rule, the default rollout or the weights) and the unit's bucket (0...9999; a plugin switch at r \
@@ -30,12 +36,15 @@ public struct Explain: FlagctlCommand {
               $ flagctl explain confirmation_button_copy --flags Flags \\
                   --unit rider-42 --cohort employees --app-version 5.12.0 -o json
 
+              $ flagctl explain plugin_switch_feed_promos --unit rider-42 --city lagos
+
             With -o json the result is one object with stable keys: key, namespace, context, value, variant, \
             reason, decided_by, bucket (null when none was needed), metadata, and error_code / error_message \
             when an error applies.
 
-            Exit status: 0 when the flag was evaluated, 1 when the flag file has problems, 4 when the flag or \
-            namespace does not exist, 64 for a bad or missing argument.
+            Exit status: 0 when the flag was evaluated, 1 when the flag file has problems or the service cannot \
+            be reached, 4 when the flag or namespace does not exist, 5 when the service refuses the token, 64 for \
+            a bad or missing argument.
             """
     )
 
@@ -43,6 +52,7 @@ public struct Explain: FlagctlCommand {
     public var key: String
 
     @OptionGroup public var flags: FlagsOptions
+    @OptionGroup public var connection: ConnectionOptions
 
     @Option(help: ArgumentHelp("The unit id (user or device) buckets are computed for.", valueName: "id"))
     public var unit: String
@@ -77,6 +87,10 @@ public struct Explain: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
+        guard flags.directory != nil else {
+            try await runAgainstServer(console: console)
+            return
+        }
         let file = try flags.flagFile(console: console)
         let flagSet = file.flagSet
         guard let flag = flagSet.flag(key) else {
@@ -94,7 +108,44 @@ public struct Explain: FlagctlCommand {
         if let rendered = outputOptions.render(.object(tree(details, namespace: flagSet.namespace))) {
             console.write(rendered)
         } else {
-            console.write(table(details, flag: flag, file: file))
+            console.write(table(details, flag: flag, flagSet: flagSet, source: file.path))
+        }
+    }
+
+    /// Evaluates against the namespace's live snapshot: the service sends the snapshot clients download, and
+    /// the core engine evaluates it here (flagsd has no evaluation route for editors), so the answer is the
+    /// one a client app with that snapshot computes.
+    func runAgainstServer(console: Console) async throws {
+        let settings: ServerSettings
+        do {
+            settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: flags.namespace, console: console)
+        } catch let failure as CommandFailure where failure.exitStatus == ExitStatus.usage {
+            throw CommandFailure.usage("pass --flags DIR to explain from flag files, or point flagctl at the flags service (--server URL, FLAGCTL_SERVER, or 'flagctl login')")
+        }
+        let namespace = try settings.requireNamespace()
+        let client = APIClient(settings: settings)
+        let response: APIResponse
+        do {
+            response = try await client.send("GET", APIClient.path("v1", "namespaces", namespace, "snapshot"))
+        } catch let failure as APIFailure where failure.status == 404 {
+            throw client.namespaceNotFound(namespace)
+        }
+        let snapshot: Snapshot
+        do {
+            snapshot = try SnapshotDocument.decode(response.body)
+        } catch {
+            throw CommandFailure("the snapshot of '\(namespace)' from \(settings.serverText) cannot be read: \(error); retry, and upgrade flagctl if it persists")
+        }
+        let flagSet = snapshot.flagSet
+        guard let flag = flagSet.flag(key) else {
+            throw CommandFailure.notFound("namespace '\(namespace)' has no flag '\(key)' at version \(snapshot.version)"
+                + FlagSet.didYouMean(key, flagSet.flags.map(\.key)) + "; 'flagctl get' lists its flags")
+        }
+        let details = CompiledSnapshot(snapshot).evaluator(for: context).details(for: key)
+        if let rendered = outputOptions.render(.object(tree(details, namespace: namespace))) {
+            console.write(rendered)
+        } else {
+            console.write(table(details, flag: flag, flagSet: flagSet, source: "version \(snapshot.version) on \(settings.serverText)"))
         }
     }
 
@@ -112,8 +163,7 @@ public struct Explain: FlagctlCommand {
         return tree
     }
 
-    func table(_ details: EvaluationDetails, flag: FlagDefinition, file: FlagFile) -> String {
-        let flagSet = file.flagSet
+    func table(_ details: EvaluationDetails, flag: FlagDefinition, flagSet: FlagSet, source: String) -> String {
         var table = KeyValueTable()
         switch flag.kind {
         case .pluginSwitch:
@@ -127,7 +177,7 @@ public struct Explain: FlagctlCommand {
         case .experiment(let experiment):
             table.add("flag", "\(flag.key) (experiment, \(experiment.valueType) values)")
         }
-        table.add("namespace", "\(flagSet.namespace) (\(file.path))")
+        table.add("namespace", "\(flagSet.namespace) (\(source))")
         var attributes = ["unit \(unit)"]
         if let city { attributes.append("city \(city)") }
         if !cohorts.isEmpty { attributes.append("cohort\(cohorts.count == 1 ? "" : "s") \(cohorts.joined(separator: ", "))") }
@@ -152,7 +202,8 @@ public struct Explain: FlagctlCommand {
         } else {
             table.add("bucket", "none (no bucket needed)")
         }
-        let kills = flagSet.killSwitchKeys(covering: flag.key)
+        // The master first, as flag files list it (the service's documents sort keys).
+        let kills = flagSet.killSwitchKeys(covering: flag.key).sorted { $0 == KillSwitch.masterKey && $1 != KillSwitch.masterKey }
         let killed = details.metadata["kill_switch"] != nil
         table.add("kill switches", kills.joined(separator: ", ") + (killed ? "" : " (no entry matches)"))
         return table.text

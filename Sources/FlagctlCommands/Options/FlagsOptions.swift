@@ -4,16 +4,21 @@ import SwitchyardCore
 import SwitchyardFlagFiles
 
 /// `--flags DIR [--namespace NS]`: which flag files, and which namespace among them.
+///
+/// `--flags` is optional for commands that can also read the namespace from the flags service (`explain`);
+/// `flagFile(console:)` needs it.
 public struct FlagsOptions: ParsableArguments, Sendable {
-    @Option(name: .customLong("flags"), help: ArgumentHelp("The directory of flag files.", valueName: "dir"))
-    public var directory: String
+    @Option(name: .customLong("flags"), help: ArgumentHelp("The directory of flag files (leave out to use the flags service).", valueName: "dir"))
+    public var directory: String?
 
-    @Option(help: ArgumentHelp("The namespace; needed when the directory holds several.", valueName: "ns"))
+    @Option(name: [.customShort("n"), .long],
+            help: ArgumentHelp("The namespace; needed when the directory holds several (or FLAGCTL_NAMESPACE with the service).", valueName: "ns"))
     public var namespace: String?
 
     public init() {}
 
     public func validate() throws {
+        guard let directory else { return }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ValidationError("No directory '\(directory)'. Pass the folder that holds your flag files, e.g. --flags Flags.")
@@ -25,6 +30,7 @@ public struct FlagsOptions: ParsableArguments, Sendable {
     /// - Throws: `CommandFailure` (exit 1) when that file has problems, `.notFound` (exit 4) for an unknown
     ///   namespace, `ValidationError` (exit 64) when a namespace must be chosen.
     func flagFile(console: Console) throws -> FlagFile {
+        guard let directory else { throw ValidationError("Pass --flags DIR, the folder of your flag files, e.g. --flags Flags.") }
         let flags = FlagDirectory(reading: directory)
         let file: FlagFile
         if let namespace {

@@ -1,0 +1,124 @@
+import Foundation
+import SwitchyardCore
+
+/// A namespace as flagctl read it: its flag set at one version, and the settings that decide what a change needs.
+struct NamespaceView: Sendable {
+    var namespace: String
+    var epoch: String
+    var version: Int64
+    /// The entity tag of this version (`"<epoch>.<version>"`), sent as `If-Match` with a change based on it.
+    var etag: String
+    /// `always`, `kills` or `never`.
+    var reasonPolicy: String
+    var flagSet: FlagSet
+}
+
+/// One entry of a namespace's change log.
+struct ChangeEntry: Sendable {
+    var version: Int64
+    var time: String
+    var actor: String
+    var source: String
+    var reason: String?
+    var summary: String
+    /// `(kind, key)` of each object touched.
+    var objects: [(kind: String, key: String)]
+    var tree: JSONValue
+
+    init(_ tree: JSONValue) {
+        self.tree = tree
+        version = tree["version"]?.int64Value ?? 0
+        time = tree["time"]?.stringValue ?? ""
+        actor = tree["actor"]?.stringValue ?? ""
+        source = tree["source"]?.stringValue ?? ""
+        reason = tree["reason"]?.stringValue
+        summary = tree["summary"]?.stringValue ?? ""
+        objects = (tree["changes"]?.arrayValue ?? []).compactMap { change in
+            guard let kind = change["kind"]?.stringValue, let key = change["key"]?.stringValue else { return nil }
+            return (kind, key)
+        }
+    }
+
+    /// `version 14 by bob (cli) at 2026-11-22T10:02:11.000Z: disable plugin_switch_feed_promos`
+    var line: String {
+        "version \(version) by \(actor) (\(source)) at \(time): \(summary)" + (reason.map { " (reason: \($0))" } ?? "")
+    }
+}
+
+extension APIClient {
+    /// Reads a namespace: its settings and its flag set.
+    ///
+    /// - Throws: `CommandFailure.notFound` naming the namespace and how to list them; `APIFailure` otherwise.
+    func namespaceView(_ namespace: String) async throws -> NamespaceView {
+        let record: JSONValue
+        let document: JSONValue
+        do {
+            record = try await get(Self.path("v1", "namespaces", namespace))
+            document = try await get(Self.path("v1", "namespaces", namespace, "flag-set"))
+        } catch let failure as APIFailure where failure.status == 404 {
+            throw namespaceNotFound(namespace)
+        }
+        guard let flagSetTree = document["flag_set"], let version = document["version"]?.int64Value,
+              let etag = document["etag"]?.stringValue
+        else {
+            throw CommandFailure("flagsd at \(settings.serverText) sent a flag set without version or etag; is it a flagsd of this flagctl's version (\(FlagctlVersion.current))?")
+        }
+        var flagSet: FlagSet
+        do {
+            flagSet = try FlagSet(tree: flagSetTree, unit: .basisPoints)
+            // The API's documents have sorted keys; show the master kill switch first, as flag files do.
+            flagSet.killSwitches.sort { $0.isMaster && !$1.isMaster }
+        } catch {
+            throw CommandFailure("flagctl cannot read namespace '\(namespace)' as sent by flagsd: \(error.problems.first?.description ?? "\(error)"); upgrade flagctl to the server's version")
+        }
+        return NamespaceView(namespace: namespace, epoch: record["epoch"]?.stringValue ?? "", version: version, etag: etag,
+                             reasonPolicy: record["reason_policy"]?.stringValue ?? "kills", flagSet: flagSet)
+    }
+
+    /// The change log entries after a version, oldest first (at most 1000).
+    func changes(_ namespace: String, after version: Int64, limit: Int = 1000) async throws -> [ChangeEntry] {
+        let tree = try await get(Self.path("v1", "namespaces", namespace, "changes"),
+                                 query: [("after", String(version)), ("limit", String(limit))])
+        return (tree["changes"]?.arrayValue ?? []).map(ChangeEntry.init)
+    }
+
+    /// A 404 for a namespace, saying how to find the right one.
+    func namespaceNotFound(_ namespace: String) -> CommandFailure {
+        .notFound("namespace '\(namespace)' does not exist on \(settings.serverText); 'flagctl namespaces list' shows the namespaces your token may use")
+    }
+}
+
+extension FlagSet {
+    /// The flag with a key, or a not-found failure suggesting the nearest keys.
+    func requireFlag(_ key: String, server: String) throws(CommandFailure) -> FlagDefinition {
+        guard let flag = flag(key) else {
+            throw CommandFailure.notFound("namespace '\(namespace)' has no flag '\(key)'\(Self.didYouMean(key, flags.map(\.key)))"
+                + "; 'flagctl get' lists its flags")
+        }
+        return flag
+    }
+
+    /// The plugin switch with a key, or a failure saying why not.
+    func requireSwitch(_ key: String, server: String, for operation: String) throws(CommandFailure) -> PluginSwitch {
+        let flag = try requireFlag(key, server: server)
+        guard let gate = flag.pluginSwitch else {
+            throw CommandFailure("'\(key)' is an experiment flag; \(operation) applies to plugin switches. Experiments are turned off with a kill switch ('flagctl kill') and shaped by their weights (edit the flag file and 'flagctl apply')")
+        }
+        return gate
+    }
+
+    /// The kill switch with a key, or a not-found failure listing them.
+    func requireKillSwitch(_ key: String) throws(CommandFailure) -> KillSwitch {
+        guard let kill = killSwitch(key) else {
+            let known = killSwitches.map(\.key).joined(separator: ", ")
+            throw CommandFailure.notFound("namespace '\(namespace)' has no kill switch '\(key)'\(Self.didYouMean(key, killSwitches.map(\.key))); its kill switches: \(known)")
+        }
+        return kill
+    }
+
+    static func didYouMean(_ key: String, _ candidates: [String]) -> String {
+        let suggestions = Suggestions.nearest(to: key, among: candidates)
+        guard !suggestions.isEmpty else { return "" }
+        return "; did you mean \(suggestions.map { "'\($0)'" }.joined(separator: " or "))?"
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+public import ArgumentParser
+import SwitchyardCore
+
+/// `flagctl get [KEY]`: the flags of a namespace, or one flag (or kill switch) with its state.
+public struct Get: FlagctlCommand {
+    public static let configuration = CommandConfiguration(
+        abstract: "List a namespace's flags and kill switches, or show one flag with its state, rules and kill switches.",
+        discussion: """
+            Without KEY: every flag with its state (on, off, disabled, killed), default rollout, number of rules \
+            and scoped kills or disables, then every kill switch with its entries. With KEY: that flag's \
+            description, owner, plugin point, state, disabled scopes, rules (numbered from 0, as --rule takes \
+            them), default rollout and the kill switches covering it with their entries. KEY may also be a kill \
+            switch.
+
+            Examples:
+
+              flagctl get
+              flagctl get plugin_switch_feed_promos
+              flagctl get kill_home_feed
+              flagctl get plugin_switch_feed_promos -o json
+
+            -o json and -o yaml give rollouts in basis points (10000 = 100%), as the API does. Fields: \
+            namespace, version, etag, and flags + kill_switches (list) or flag + kill_switches, or kill_switch.
+
+            Exit status: 0 ok, 1 failure, 4 no such namespace or key, 5 token refused, 64 usage.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("A flag or kill switch key; leave out to list everything.", valueName: "key"))
+    public var key: String?
+
+    @OptionGroup public var server: ServerOptions
+    @OptionGroup public var outputOptions: OutputOptions
+
+    public init() {}
+
+    public func run(console: Console) async throws {
+        let settings = try server.settings(console)
+        let client = APIClient(settings: settings)
+        let view = try await client.namespaceView(try settings.requireNamespace())
+        let flagSet = view.flagSet
+        guard let key else {
+            if let rendered = outputOptions.render(.object(Self.listTree(view))) {
+                console.write(rendered)
+            } else {
+                console.write(Self.listTable(view, colour: console.usesColour))
+            }
+            return
+        }
+        if let flag = flagSet.flag(key) {
+            var tree = Self.header(view)
+            tree["flag"] = Self.flagTree(flag, in: flagSet)
+            tree["kill_switches"] = .array(flagSet.killSwitchKeys(covering: key).compactMap(flagSet.killSwitch)
+                .map { Self.killSwitchTree($0, in: flagSet) })
+            if let rendered = outputOptions.render(.object(tree)) {
+                console.write(rendered)
+            } else {
+                console.write(Self.flagTable(flag, view: view, colour: console.usesColour))
+            }
+        } else if let kill = flagSet.killSwitch(key) {
+            var tree = Self.header(view)
+            tree["kill_switch"] = Self.killSwitchTree(kill, in: flagSet)
+            if let rendered = outputOptions.render(.object(tree)) {
+                console.write(rendered)
+            } else {
+                console.write(Self.killSwitchTable(kill, view: view, colour: console.usesColour))
+            }
+        } else {
+            let keys = flagSet.flags.map(\.key) + flagSet.killSwitches.map(\.key)
+            throw CommandFailure.notFound("namespace '\(view.namespace)' has no flag or kill switch '\(key)'"
+                + FlagSet.didYouMean(key, keys) + "; 'flagctl get' lists them")
+        }
+    }
+
+    static func header(_ view: NamespaceView) -> JSONObject {
+        JSONObject([("namespace", .string(view.namespace)), ("version", .int64(view.version)), ("etag", .string(view.etag))])
+    }
+
+    static func listTree(_ view: NamespaceView) -> JSONObject {
+        var tree = header(view)
+        tree["flags"] = .array(view.flagSet.flags.map { flagTree($0, in: view.flagSet) })
+        tree["kill_switches"] = .array(view.flagSet.killSwitches.map { killSwitchTree($0, in: view.flagSet) })
+        return tree
+    }
+
+    /// A flag as the API shows it (rollouts in basis points), with its plugin point, kill switches and (for
+    /// `get`) its state.
+    static func flagTree(_ flag: FlagDefinition, in flagSet: FlagSet, withState: Bool = true) -> JSONValue {
+        var object = JSONObject([("key", .string(flag.key))])
+        for (name, value) in flag.tree(unit: .basisPoints) { object[name] = value }
+        object["plugin_point"] = flagSet.pluginPoints.first { $0.switches.contains(flag.key) }.map { .string($0.name) } ?? .null
+        object["kill_switches"] = .array(flagSet.killSwitchKeys(covering: flag.key).map(JSONValue.string))
+        if withState { object["state"] = .string(FlagState(flag, in: flagSet).word) }
+        return .object(object)
+    }
+
+    static func killSwitchTree(_ kill: KillSwitch, in flagSet: FlagSet) -> JSONValue {
+        .object(JSONObject([
+            ("key", .string(kill.key)), ("description", kill.description.map(JSONValue.string) ?? .null),
+            ("members", .array(flagSet.members(of: kill.key).map(JSONValue.string))),
+            ("entries", .array(kill.entries.map { .object($0.tree) })),
+            ("killed_everywhere", .bool(kill.isKilledEverywhere)),
+        ]))
+    }
+
+    static func listTable(_ view: NamespaceView, colour: Bool) -> String {
+        let flagSet = view.flagSet
+        var flags = Table("FLAG", "TYPE", "STATE", "ROLLOUT", "RULES", "SCOPED OFF")
+        for flag in flagSet.flags {
+            let state = FlagState(flag, in: flagSet)
+            flags.add([.init(flag.key), .init(flag.kindName), .init(state.headline, state.style), .init(flag.rolloutText),
+                       .init(String(flag.ruleCount)), .init(state.scopedText, state.scopedText == "-" ? .plain : .yellow)])
+        }
+        var kills = Table("KILL SWITCH", "ENTRIES", "COVERS")
+        for kill in flagSet.killSwitches {
+            let covers = flagSet.members(of: kill.key).count
+            kills.add([.init(kill.key), .init(kill.entriesText, kill.entries.isEmpty ? .plain : .red),
+                       .init("\(covers) flag\(covers == 1 ? "" : "s")")])
+        }
+        var header = "namespace \(view.namespace) at version \(view.version)\n"
+        let master = flagSet.master
+        if master.isKilledEverywhere {
+            header += Style.red.apply("the master kill switch is on: every flag is off, apps run their core flow", colour: colour) + "\n"
+        } else if !master.entries.isEmpty {
+            header += "master kill switch entries: \(Style.red.apply(master.entriesText, colour: colour)) (every flag is off there)\n"
+        }
+        return header + "\n" + flags.render(colour: colour) + "\n" + kills.render(colour: colour)
+    }
+
+    static func flagTable(_ flag: FlagDefinition, view: NamespaceView, colour: Bool) -> String {
+        let flagSet = view.flagSet
+        let state = FlagState(flag, in: flagSet)
+        var table = KeyValueTable()
+        switch flag.kind {
+        case .pluginSwitch: table.add("flag", "\(flag.key) (plugin switch)")
+        case .experiment(let experiment): table.add("flag", "\(flag.key) (experiment, \(experiment.valueType) values)")
+        }
+        if let description = flag.description { table.add("description", description) }
+        if let owner = flag.owner { table.add("owner", owner) }
+        if let point = flagSet.pluginPoints.first(where: { $0.switches.contains(flag.key) }),
+           let position = point.switches.firstIndex(of: flag.key) {
+            table.add("plugin point", "\(point.name), position \(position + 1) of \(point.switches.count)")
+        } else if flag.pluginSwitch != nil {
+            table.add("plugin point", "none")
+        }
+        table.add("namespace", "\(view.namespace) at version \(view.version)")
+        table.add("state", state.style.apply(state.headline, colour: colour))
+        switch flag.kind {
+        case .pluginSwitch(let gate):
+            table.add("disabled", gate.disabled ? Style.red.apply("yes, everywhere", colour: colour) : "no")
+            table.add("disabled in", gate.disabledScopes.isEmpty ? "none" : gate.disabledScopes.map(\.description).joined(separator: "; "))
+            if gate.rules.isEmpty { table.add("rules", "none") }
+            for (index, rule) in gate.rules.enumerated() {
+                table.add("rule \(index)", "\(rule.conditions.summary) → \(rule.rollout)" + (rule.name.map { "  ('\($0)')" } ?? ""))
+            }
+            table.add("default rollout", gate.rollout.description)
+        case .experiment(let experiment):
+            let variants = experiment.variants.map { "\($0.key) \($0.value.jsonValue.serializedString())" }.joined(separator: ", ")
+            table.add("variants", "\(variants) (default \(experiment.defaultVariant))")
+            if experiment.rules.isEmpty { table.add("rules", "none") }
+            for (index, rule) in experiment.rules.enumerated() {
+                table.add("rule \(index)", "\(rule.conditions.summary) → \(experiment.weightsText(rule.weights))" + (rule.name.map { "  ('\($0)')" } ?? ""))
+            }
+            table.add("weights", experiment.weightsText(experiment.weights))
+        }
+        let kills = flagSet.killSwitchKeys(covering: flag.key).compactMap(flagSet.killSwitch).map { kill in
+            let entries = kill.entries.isEmpty ? "no entries" : "entries: \(kill.entriesText)"
+            return "\(kill.key) (\(kill.entries.isEmpty ? entries : Style.red.apply(entries, colour: colour)))"
+        }
+        table.add("kill switches", kills.joined(separator: ", "))
+        return table.text
+    }
+
+    static func killSwitchTable(_ kill: KillSwitch, view: NamespaceView, colour: Bool) -> String {
+        var table = KeyValueTable()
+        table.add("kill switch", kill.isMaster ? "master (covers every flag)" : kill.key)
+        if let description = kill.description { table.add("description", description) }
+        table.add("namespace", "\(view.namespace) at version \(view.version)")
+        table.add("entries", kill.entries.isEmpty ? "none" : Style.red.apply(kill.entriesText, colour: colour))
+        table.add("covers", view.flagSet.members(of: kill.key).joined(separator: ", "))
+        return table.text
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+public import ArgumentParser
+import SwitchyardCore
+
+/// `flagctl tokens list|create|revoke`.
+public struct Tokens: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        abstract: "List, create and revoke API tokens (needs an admin token for every namespace).",
+        discussion: """
+            Roles nest: client (apps: snapshots, changes, events) ⊂ editor (change flags, read the audit log) ⊂ \
+            admin (tokens, namespaces). A token may be limited to some namespaces with --allow.
+
+            Examples:
+
+              flagctl tokens list
+              flagctl tokens create amara --role editor
+              flagctl tokens create rider-ios --role client --allow rider
+              flagctl tokens revoke amara --reason "left the release team"
+            """,
+        subcommands: [TokensList.self, TokensCreate.self, TokensRevoke.self]
+    )
+
+    public init() {}
+}
+
+/// `flagctl tokens list`
+public struct TokensList: FlagctlCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List tokens: id, name, role, namespaces, who created them, and whether revoked (never their secrets).",
+        discussion: """
+            Example: flagctl tokens list -o json
+
+            Exit status: 0 ok, 1 failure, 5 not an admin token for every namespace, 64 usage.
+            """
+    )
+
+    @OptionGroup public var connection: ConnectionOptions
+    @OptionGroup public var outputOptions: OutputOptions
+
+    public init() {}
+
+    public func run(console: Console) async throws {
+        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
+        let tree = try await APIClient(settings: settings).get(APIClient.path("v1", "tokens"))
+        if let rendered = outputOptions.render(tree) {
+            console.write(rendered)
+            return
+        }
+        var table = Table("ID", "NAME", "ROLE", "NAMESPACES", "CREATED", "BY", "REVOKED")
+        for token in tree["tokens"]?.arrayValue ?? [] {
+            let revoked = token["revoked_at"]?.stringValue.map(Audit.shortTime)
+            table.add([.init(token["id"]?.stringValue ?? ""), .init(token["name"]?.stringValue ?? "", .bold),
+                       .init(token["role"]?.stringValue ?? ""),
+                       .init(token["namespaces"]?.arrayValue?.compactMap(\.stringValue).joined(separator: ", ") ?? "all"),
+                       .init(Audit.shortTime(token["created_at"]?.stringValue ?? ""), .dim), .init(token["created_by"]?.stringValue ?? ""),
+                       .init(revoked ?? "-", revoked == nil ? .plain : .red)])
+        }
+        console.write(table.render(colour: console.usesColour))
+    }
+}
+
+/// `flagctl tokens create NAME --role R [--allow NS ...]`
+public struct TokensCreate: FlagctlCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Create a token; its secret is printed once, alone on standard output.",
+        discussion: """
+            The secret goes to standard output on its own line (so TOKEN=$(flagctl tokens create ...) works) \
+            and the token's details to standard error. The server keeps only a hash: store the secret now.
+
+            Examples:
+
+              flagctl tokens create amara --role editor
+              flagctl tokens create rider-ios --role client --allow rider
+
+            Exit status: 0 ok, 1 failure (a bad name), 3 a live token has that name, 5 not an admin token for \
+            every namespace, 64 usage.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("A name for the token: its holder, person or app (recorded as the actor of its changes).", valueName: "name"))
+    public var name: String
+    @Option(help: ArgumentHelp("client, editor or admin.", valueName: "role"))
+    public var role: String
+    @Option(help: ArgumentHelp("Limit the token to this namespace; repeat for several (default: every namespace).", valueName: "ns"))
+    public var allow: [String] = []
+    @OptionGroup public var change: ChangeOptions
+    @OptionGroup public var connection: ConnectionOptions
+    @OptionGroup public var outputOptions: OutputOptions
+
+    public init() {}
+
+    public func validate() throws {
+        guard ["client", "editor", "admin"].contains(role) else {
+            throw ValidationError("--role '\(role)' is not a role; pass client (apps), editor (release managers) or admin.")
+        }
+    }
+
+    public func run(console: Console) async throws {
+        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
+        var body = JSONObject([("name", .string(name)), ("role", .string(role))])
+        if !allow.isEmpty { body["namespaces"] = .array(allow.map(JSONValue.string)) }
+        let response: JSONValue
+        do {
+            response = try await APIClient(settings: settings).send("POST", APIClient.path("v1", "tokens"), body: .object(body)).json
+        } catch let failure as APIFailure where failure.status == 409 {
+            throw CommandFailure.conflict("a live token is named '\(name)' already; pick another name, or revoke it first ('flagctl tokens revoke \(name)')")
+        }
+        if let rendered = outputOptions.render(response) {
+            console.write(rendered)
+            return
+        }
+        let scope = allow.isEmpty ? "every namespace" : "namespace\(allow.count == 1 ? "" : "s") \(allow.joined(separator: ", "))"
+        console.writeError("created token \(name) (\(role), \(scope)), id \(response["id"]?.stringValue ?? "?"); "
+            + "the secret below is shown only this once, store it now\n")
+        console.write((response["token"]?.stringValue ?? "") + "\n")
+    }
+}
+
+/// `flagctl tokens revoke ID|NAME`
+public struct TokensRevoke: FlagctlCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "revoke",
+        abstract: "Revoke a token by id or name; it stops working at once.",
+        discussion: """
+            Example: flagctl tokens revoke amara --reason "left the release team"
+
+            Exit status: 0 ok, 1 failure, 4 no such token, 5 not an admin token for every namespace, 64 usage.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The token's id (tok_...) or the name of a live token.", valueName: "token"))
+    public var idOrName: String
+    @OptionGroup public var change: ChangeOptions
+    @OptionGroup public var connection: ConnectionOptions
+    @OptionGroup public var outputOptions: OutputOptions
+
+    public init() {}
+
+    public func run(console: Console) async throws {
+        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
+        var query: [(String, String)] = []
+        if let reason = change.trimmedReason { query.append(("reason", reason)) }
+        let response: JSONValue
+        do {
+            response = try await APIClient(settings: settings).send("DELETE", APIClient.path("v1", "tokens", idOrName), query: query).json
+        } catch let failure as APIFailure where failure.status == 404 {
+            throw CommandFailure.notFound("no live token has the id or name '\(idOrName)'; 'flagctl tokens list' shows them")
+        }
+        if let rendered = outputOptions.render(response) {
+            console.write(rendered)
+        } else {
+            console.write("revoked token \(response["name"]?.stringValue ?? idOrName) (\(response["id"]?.stringValue ?? "?")); it no longer works\n")
+        }
+    }
+}

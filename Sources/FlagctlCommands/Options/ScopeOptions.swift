@@ -1,0 +1,43 @@
+import Foundation
+public import ArgumentParser
+import SwitchyardCore
+
+/// `--city C --cohort K`: where a disable or kill entry applies (units matching every attribute named).
+public struct ScopeOptions: ParsableArguments, Sendable {
+    @Option(name: .customLong("city"), help: ArgumentHelp("Only in this city; repeat for several.", valueName: "city"))
+    public var cities: [String] = []
+
+    @Option(name: .customLong("cohort"), help: ArgumentHelp("Only for units in this cohort; repeat for several.", valueName: "cohort"))
+    public var cohorts: [String] = []
+
+    public init() {}
+
+    public func validate() throws {
+        for value in cities + cohorts where value.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("A --city or --cohort is empty. Name one, e.g. --city lagos.")
+        }
+    }
+
+    var scope: Scope { Scope(cities: cities, cohorts: cohorts) }
+
+    /// The scope as an API body member; nil for everywhere.
+    var scopeTree: JSONValue? {
+        scope.isEverywhere ? nil : .object(scope.tree)
+    }
+
+    /// ` in cities lagos`, or `` for everywhere.
+    var inText: String {
+        scope.isEverywhere ? "" : " in \(scope)"
+    }
+}
+
+extension OutputOptions {
+    /// Writes a change's result: the server's answer for -o json/yaml, else the lines.
+    func emit(_ outcome: ChangeOutcome, _ lines: [String], console: Console) {
+        if let rendered = render(outcome.response) {
+            console.write(rendered)
+        } else {
+            console.write(lines.map { $0 + "\n" }.joined())
+        }
+    }
+}
