@@ -143,23 +143,6 @@ let package = Package(
             swiftSettings: settings
         ),
         .testTarget(
-            name: "SwitchyardStorageTests",
-            dependencies: ["SwitchyardStorage", "SwitchyardCore"],
-            swiftSettings: settings
-        ),
-        .testTarget(
-            name: "SwitchyardServerTests",
-            dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: settings
-        ),
-        .testTarget(
             name: "FlagctlTests",
             // `flagctl` so the end-to-end tests find the built binary next to the test bundle; the server and
             // storage so they run a live flagsd in-process on a random loopback port.
