@@ -22,7 +22,7 @@ public enum Fixtures {
         let feed = ["plugin_switch_feed_promos", "plugin_switch_feed_news"]
         let checkout = ["plugin_switch_split_fare", "plugin_switch_tipping"]
         var flags: [FlagDefinition] = (feed + checkout).map { key in
-            FlagDefinition(key: key, owner: "tests", kind: .pluginSwitch(SwitchyardCore.PluginSwitch(
+            FlagDefinition(key: key, owner: "tests", kind: .pluginSwitch(SwitchyardCore.PluginSwitchDefinition(
                 disabled: disabled.contains(key), rollout: on.contains(key) ? .full : .off)))
         }
         flags.append(FlagDefinition(key: "exp_checkout_copy", kind: .experiment(Experiment(
@@ -33,8 +33,8 @@ public enum Fixtures {
         return FlagSet(
             namespace: namespace,
             pluginPoints: [
-                SwitchyardCore.PluginPoint(name: "home_feed", killSwitch: "kill_home_feed", switches: feed),
-                SwitchyardCore.PluginPoint(name: "checkout", killSwitch: "kill_checkout", switches: checkout),
+                SwitchyardCore.PluginPointDefinition(name: "home_feed", killSwitch: "kill_home_feed", switches: feed),
+                SwitchyardCore.PluginPointDefinition(name: "checkout", killSwitch: "kill_checkout", switches: checkout),
             ],
             killSwitches: [
                 KillSwitch(key: KillSwitch.masterKey, entries: masterKilled ? [.everywhere] : []),

@@ -196,7 +196,7 @@ struct DiffApplyTests {
     // MARK: plans as data
 
     @Test func theImpactOfARolloutChangeIsTheDifferenceInShare() {
-        let before = FlagDefinition(key: "plugin_switch_x", kind: .pluginSwitch(PluginSwitch(
+        let before = FlagDefinition(key: "plugin_switch_x", kind: .pluginSwitch(PluginSwitchDefinition(
             rules: [SwitchRule(conditions: Conditions(cities: ["nairobi"]), rollout: Rollout(basisPoints: 100)!)], rollout: .off)))
         var after = before
         after.pluginSwitch?.rules[0].rollout = Rollout(basisPoints: 5000)!

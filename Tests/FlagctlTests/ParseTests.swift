@@ -152,7 +152,7 @@ struct ParseTests {
     }
 
     @Test func aCityScopeEditsTheRuleWithExactlyThoseConditions() {
-        let gate = PluginSwitch(rules: [
+        let gate = PluginSwitchDefinition(rules: [
             SwitchRule(conditions: Conditions(units: ["qa"]), rollout: .full),
             SwitchRule(conditions: Conditions(cities: ["lagos", "accra"]), rollout: .off),
             SwitchRule(conditions: Conditions(cities: ["nairobi"], platforms: ["ios"]), rollout: .off),

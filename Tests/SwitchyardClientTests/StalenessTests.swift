@@ -81,7 +81,7 @@ struct ContextTests {
     func snapshot() -> Snapshot {
         var snapshot = Fixtures.snapshot(version: 3)
         let index = snapshot.flagSet.flags.firstIndex { $0.key == "plugin_switch_feed_promos" }!
-        snapshot.flagSet.flags[index].kind = .pluginSwitch(SwitchyardCore.PluginSwitch(
+        snapshot.flagSet.flags[index].kind = .pluginSwitch(SwitchyardCore.PluginSwitchDefinition(
             rules: [SwitchRule(conditions: Conditions(cities: ["lagos"]), rollout: .full)], rollout: .off))
         return snapshot
     }

@@ -23,7 +23,7 @@ struct BucketingTests {
         let vectors = try BucketVector.all()
         let keys = Array(Set(vectors.map(\.flagKey)))
         let flagSet = FlagSet(namespace: "vectors", flags: keys.map {
-            FlagDefinition(key: $0, kind: .pluginSwitch(PluginSwitch(rollout: Rollout(basisPoints: 5_000)!)))
+            FlagDefinition(key: $0, kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: 5_000)!)))
         })
         let compiled = CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flagSet))
         for vector in vectors {

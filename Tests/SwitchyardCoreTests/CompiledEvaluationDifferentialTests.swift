@@ -237,7 +237,7 @@ private enum RandomFlagSet {
                     valueType: .integer, variants: variants, defaultVariant: pick(variants, &random).key,
                     weights: weights(&random), rules: rules))))
             } else {
-                let gate = PluginSwitch(
+                let gate = PluginSwitchDefinition(
                     disabled: chance(&random, 8),
                     disabledScopes: (0..<Int(random.next() % 3)).map { _ in scope(&random) }.filter { !$0.isEverywhere },
                     rules: (0..<Int(random.next() % 4)).map { _ in SwitchRule(conditions: conditions(&random), rollout: rollout(&random)) },
@@ -248,7 +248,7 @@ private enum RandomFlagSet {
         }
         let switches = flags.filter { $0.pluginSwitch != nil }.map(\.key)
         var kills = [KillSwitch(key: KillSwitch.masterKey, entries: chance(&random, 30) ? [scope(&random)] : [])]
-        var points: [PluginPoint] = []
+        var points: [PluginPointDefinition] = []
         for group in 0..<3 {
             let members = some(flags.map(\.key), &random, upTo: 4)
             let entries = (0..<Int(random.next() % 3)).map { _ in scope(&random) }
@@ -256,7 +256,7 @@ private enum RandomFlagSet {
         }
         // Plugin points over disjoint slices of the switches, each naming one of the groups.
         for (number, start) in stride(from: 0, to: switches.count, by: 4).enumerated() {
-            points.append(PluginPoint(name: "point_\(number)", killSwitch: "group_\(number % 3)",
+            points.append(PluginPointDefinition(name: "point_\(number)", killSwitch: "group_\(number % 3)",
                                       switches: Array(switches[start..<min(start + 4, switches.count)])))
         }
         if chance(&random, 50) { kills.shuffle(using: &random) }

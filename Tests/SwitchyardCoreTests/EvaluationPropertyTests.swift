@@ -20,8 +20,8 @@ struct EvaluationPropertyTests {
         let snapshots = rollouts.map { basisPoints in
             let rollout = Rollout(basisPoints: basisPoints)!
             let gate = throughARule
-                ? PluginSwitch(rules: [SwitchRule(conditions: Conditions(cities: ["lagos"]), rollout: rollout)], rollout: .off)
-                : PluginSwitch(rollout: rollout)
+                ? PluginSwitchDefinition(rules: [SwitchRule(conditions: Conditions(cities: ["lagos"]), rollout: rollout)], rollout: .off)
+                : PluginSwitchDefinition(rollout: rollout)
             return Self.snapshot([FlagDefinition(key: key, kind: .pluginSwitch(gate))])
         }
         let handles = snapshots.map { $0.handle(for: key)! }
@@ -44,7 +44,7 @@ struct EvaluationPropertyTests {
     @Test func shareOfUnitsOnIsWithinOnePointOfThePercentage() {
         let rollouts = [7, 110, 500, 1_234, 3_333, 5_000, 9_000, 9_999]
         let flags = rollouts.map { basisPoints in
-            FlagDefinition(key: "plugin_switch_share_\(basisPoints)", kind: .pluginSwitch(PluginSwitch(rollout: Rollout(basisPoints: basisPoints)!)))
+            FlagDefinition(key: "plugin_switch_share_\(basisPoints)", kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: basisPoints)!)))
         }
         let compiled = Self.snapshot(flags)
         let handles = flags.map { compiled.handle(for: $0.key)! }

@@ -59,13 +59,13 @@ struct FuzzTests {
     @Test func compilingAnInvalidFlagSetNeverTraps() {
         let broken = FlagSet(
             namespace: "",
-            pluginPoints: [PluginPoint(name: "p", killSwitch: "missing", switches: ["nothing", "plugin_switch_a", "plugin_switch_a"])],
+            pluginPoints: [PluginPointDefinition(name: "p", killSwitch: "missing", switches: ["nothing", "plugin_switch_a", "plugin_switch_a"])],
             killSwitches: [KillSwitch(key: "master", members: ["x"], entries: [Scope(cities: ["lagos"])]),
                            KillSwitch(key: "kill_dup", members: ["plugin_switch_a", "empty"], entries: []),
                            KillSwitch(key: "kill_dup", members: ["plugin_switch_a"], entries: [Scope(cohorts: ["beta"])])],
             flags: [
-                FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitch(rules: [SwitchRule(conditions: Conditions(appVersionAtLeast: SemanticVersion("9.0.0"), appVersionBelow: SemanticVersion("1.0.0")), rollout: .full)], rollout: Rollout(basisPoints: 1)!))),
-                FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitch(rollout: .full))),
+                FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition(rules: [SwitchRule(conditions: Conditions(appVersionAtLeast: SemanticVersion("9.0.0"), appVersionBelow: SemanticVersion("1.0.0")), rollout: .full)], rollout: Rollout(basisPoints: 1)!))),
+                FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full))),
                 FlagDefinition(key: "empty", kind: .experiment(Experiment(valueType: .string, variants: [], defaultVariant: "none", weights: [:]))),
                 FlagDefinition(key: "weightless", kind: .experiment(Experiment(valueType: .integer, variants: [Variant(key: "a", value: .integer(1)), Variant(key: "b", value: .string("wrong type"))], defaultVariant: "missing", weights: ["zzz": 5], rules: [ExperimentRule(conditions: Conditions(), weights: [:])]))),
             ])

@@ -73,7 +73,7 @@ struct RolloutTests {
 
     @Test func flagFileWriterWritesExactPercentagesThatReadBack() throws {
         let flagSet = FlagSet(namespace: "n", flags: [0, 1, 7, 29, 110, 1234, 9999, 10_000].map { basisPoints in
-            FlagDefinition(key: "plugin_switch_\(basisPoints)", kind: .pluginSwitch(PluginSwitch(rollout: Rollout(basisPoints: basisPoints)!)))
+            FlagDefinition(key: "plugin_switch_\(basisPoints)", kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: basisPoints)!)))
         })
         let tree = JSONValue.object(flagSet.tree(unit: .percent))
         #expect(tree["flags"]?["plugin_switch_7"]?["rollout"] == .number(JSONNumber(uncheckedLiteral: "0.07")))

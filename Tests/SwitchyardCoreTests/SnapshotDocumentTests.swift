@@ -186,7 +186,7 @@ struct SnapshotDocumentTests {
 
 @Suite struct EmptyPluginPointTests {
     @Test func aPluginPointWithoutSwitchesRoundTripsThroughTheSnapshot() throws {
-        let flagSet = FlagSet(namespace: "rider", pluginPoints: [PluginPoint(name: "empty_point", switches: [])])
+        let flagSet = FlagSet(namespace: "rider", pluginPoints: [PluginPointDefinition(name: "empty_point", switches: [])])
         let snapshot = Snapshot(epoch: "e", version: 1, flagSet: flagSet)
         let decoded = try SnapshotDocument.decode(SnapshotDocument.encode(snapshot))
         #expect(decoded == snapshot)

@@ -81,7 +81,7 @@ struct SnapshotSchemaTests {
     /// sorted by UTF-8 bytes, floats in both notations, nested objects.
     static let sample: Snapshot = {
         let scope = Scope(cities: ["lagos", "são-paulo"], cohorts: ["beta"])
-        let gate = PluginSwitch(
+        let gate = PluginSwitchDefinition(
             disabled: true,
             disabledScopes: [Scope(cities: ["köln"])],
             rules: [
@@ -102,7 +102,7 @@ struct SnapshotSchemaTests {
         ])
         let flags = [
             FlagDefinition(key: "plugin_switch_everything", description: "line\nbreak", owner: "team-ü", kind: .pluginSwitch(gate)),
-            FlagDefinition(key: "plugin_switch_plain", kind: .pluginSwitch(PluginSwitch(rollout: .full))),
+            FlagDefinition(key: "plugin_switch_plain", kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full))),
             FlagDefinition(key: "float_experiment", kind: .experiment(Experiment(
                 valueType: .float,
                 variants: floats.enumerated().map { Variant(key: "f\($0.offset)", value: .float($0.element)) },
@@ -120,7 +120,7 @@ struct SnapshotSchemaTests {
         ]
         let flagSet = FlagSet(
             namespace: "rider-staging", description: "Every member, \"escaped\".",
-            pluginPoints: [PluginPoint(name: "home_feed", description: "Cards", killSwitch: "kill_home_feed",
+            pluginPoints: [PluginPointDefinition(name: "home_feed", description: "Cards", killSwitch: "kill_home_feed",
                                        switches: ["plugin_switch_everything", "plugin_switch_plain"])],
             killSwitches: [KillSwitch(key: KillSwitch.masterKey, description: "All", entries: [Scope()]),
                            KillSwitch(key: "kill_home_feed", entries: [scope]),

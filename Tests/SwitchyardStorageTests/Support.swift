@@ -54,14 +54,14 @@ enum Fixtures {
     static func rider(_ name: String = "rider") -> FlagSet {
         FlagSet(
             namespace: name, description: "Rider app",
-            pluginPoints: [PluginPoint(name: "feed", killSwitch: "feed_cards",
+            pluginPoints: [PluginPointDefinition(name: "feed", killSwitch: "feed_cards",
                                        switches: ["plugin_switch_feed_promos", "plugin_switch_feed_weather"])],
             killSwitches: [KillSwitch(key: KillSwitch.masterKey), KillSwitch(key: "feed_cards")],
             flags: [
-                FlagDefinition(key: "plugin_switch_feed_promos", kind: .pluginSwitch(PluginSwitch(
+                FlagDefinition(key: "plugin_switch_feed_promos", kind: .pluginSwitch(PluginSwitchDefinition(
                     rules: [SwitchRule(conditions: Conditions(cities: ["lagos"]), rollout: Rollout(basisPoints: 500)!)],
                     rollout: .full))),
-                FlagDefinition(key: "plugin_switch_feed_weather", kind: .pluginSwitch(PluginSwitch())),
+                FlagDefinition(key: "plugin_switch_feed_weather", kind: .pluginSwitch(PluginSwitchDefinition())),
                 FlagDefinition(key: "checkout_button", kind: .experiment(Experiment(
                     valueType: .string,
                     variants: [Variant(key: "control", value: .string("Pay")), Variant(key: "bold", value: .string("PAY NOW"))],

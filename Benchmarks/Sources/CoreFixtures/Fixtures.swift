@@ -31,7 +31,7 @@ public enum Fixtures {
     /// A snapshot with `flagCount` flags.
     public static func snapshot(flagCount: Int, version: Int64 = 42) -> Snapshot {
         var flags: [FlagDefinition] = []
-        var points: [PluginPoint] = []
+        var points: [PluginPointDefinition] = []
         var kills: [KillSwitch] = [KillSwitch(key: KillSwitch.masterKey)]
         var pointSwitches: [String] = []
 
@@ -43,7 +43,7 @@ public enum Fixtures {
             let entries: [Scope] = number % 3 == 0
                 ? [Scope(cohorts: ["crash-loop-\(number)"]), Scope(cities: ["atlantis"])] : []
             kills.append(KillSwitch(key: killKey, entries: entries))
-            points.append(PluginPoint(name: "point_\(pad(number))", killSwitch: killKey, switches: pointSwitches))
+            points.append(PluginPointDefinition(name: "point_\(pad(number))", killSwitch: killKey, switches: pointSwitches))
             pointSwitches = []
         }
 
@@ -92,7 +92,7 @@ public enum Fixtures {
         case 1...4:
             return FlagDefinition(
                 key: "plugin_switch_plain_\(pad(index))", owner: "team-\(index % 17)",
-                kind: .pluginSwitch(PluginSwitch(rollout: index % 10 == 4 ? .off : .full))
+                kind: .pluginSwitch(PluginSwitchDefinition(rollout: index % 10 == 4 ? .off : .full))
             )
         case 5...7:
             let rules = [
@@ -104,13 +104,13 @@ public enum Fixtures {
             ]
             return FlagDefinition(
                 key: "plugin_switch_targeted_\(pad(index))", owner: "team-\(index % 17)",
-                kind: .pluginSwitch(PluginSwitch(disabledScopes: [Scope(cities: [otherCity == "lagos" ? "paris" : otherCity])],
+                kind: .pluginSwitch(PluginSwitchDefinition(disabledScopes: [Scope(cities: [otherCity == "lagos" ? "paris" : otherCity])],
                                                  rules: rules, rollout: .off))
             )
         default:
             return FlagDefinition(
                 key: "plugin_switch_rollout_\(pad(index))", owner: "team-\(index % 17)",
-                kind: .pluginSwitch(PluginSwitch(rollout: Rollout(basisPoints: (index * 37) % 10_001)!))
+                kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: (index * 37) % 10_001)!))
             )
         }
     }

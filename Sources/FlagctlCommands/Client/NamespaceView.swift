@@ -99,7 +99,7 @@ extension FlagSet {
     }
 
     /// The plugin switch with a key, or a failure saying why not.
-    func requireSwitch(_ key: String, server: String, for operation: String) throws(CommandFailure) -> PluginSwitch {
+    func requireSwitch(_ key: String, server: String, for operation: String) throws(CommandFailure) -> PluginSwitchDefinition {
         let flag = try requireFlag(key, server: server)
         guard let gate = flag.pluginSwitch else {
             throw CommandFailure("'\(key)' is an experiment flag; \(operation) applies to plugin switches. Experiments are turned off with a kill switch ('flagctl kill') and shaped by their weights (edit the flag file and 'flagctl apply')")

@@ -69,7 +69,7 @@ public struct RolloutCommand: FlagctlCommand {
     }
 
     /// The rule a --city/--cohort scope edits: the first whose conditions are exactly those cities and cohorts.
-    static func target(rule: Int?, cities: [String], cohorts: [String], in gate: PluginSwitch) -> Target {
+    static func target(rule: Int?, cities: [String], cohorts: [String], in gate: PluginSwitchDefinition) -> Target {
         if let rule { return .rule(rule) }
         if cities.isEmpty && cohorts.isEmpty { return .defaultRollout }
         let wanted = Conditions(cities: cities, cohorts: cohorts)
@@ -84,7 +84,7 @@ public struct RolloutCommand: FlagctlCommand {
     }
 
     /// Earlier rules that may match some of the units of a new rule, and so decide for them first.
-    static func shadowingRules(for conditions: Conditions, in gate: PluginSwitch) -> [Int] {
+    static func shadowingRules(for conditions: Conditions, in gate: PluginSwitchDefinition) -> [Int] {
         gate.rules.indices.filter { index in
             let other = gate.rules[index].conditions
             let sharesCities = other.cities.isEmpty || conditions.cities.isEmpty || !Set(other.cities).isDisjoint(with: conditions.cities)

@@ -6,8 +6,7 @@ public import SwitchyardCore
 /// installs carries a table from slot to compiled flag, so ``FlagClient/isEnabled(_:)`` does no string lookup
 /// and no allocation. Declare switches once (a `static let` on the plugin factory) and reuse them.
 ///
-/// This type shadows `SwitchyardCore.PluginSwitch` (the switch's definition in a flag set) in code that
-/// imports both modules; write `SwitchyardCore.PluginSwitch` for the definition.
+/// Its definition in a flag set (state, rules, rollout) is `SwitchyardCore.PluginSwitchDefinition`.
 public struct PluginSwitch: Sendable, Hashable, CustomStringConvertible {
     /// The flag key, `plugin_switch_<feature>` by convention.
     public let key: String

@@ -41,10 +41,10 @@ extension FlagSet {
         let namespace = root.string("namespace", required: true, rule: .namespace)
         let description = root.string("description", rule: .text)
 
-        var pluginPoints: [PluginPoint] = []
+        var pluginPoints: [PluginPointDefinition] = []
         if let value = root.value("plugin_points"), let elements = reader.list(value, at: "plugin_points") {
             for (index, element) in elements.enumerated() {
-                if let point = PluginPoint.read(element, at: FieldPath("plugin_points") / index, reader: reader) {
+                if let point = PluginPointDefinition.read(element, at: FieldPath("plugin_points") / index, reader: reader) {
                     pluginPoints.append(point)
                 }
             }
@@ -96,8 +96,8 @@ extension FlagSet {
     }
 }
 
-extension PluginPoint {
-    static func read(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> PluginPoint? {
+extension PluginPointDefinition {
+    static func read(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> PluginPointDefinition? {
         guard var object = reader.object(value, at: path) else { return nil }
         let name = object.string("name", required: true, rule: .key)
         let description = object.string("description", rule: .text)
@@ -106,7 +106,7 @@ extension PluginPoint {
         if object.value("switches") == nil { reader.report(path / "switches", "is required") }
         object.finish()
         guard let name else { return nil }
-        return PluginPoint(name: name, description: description, killSwitch: killSwitch, switches: switches)
+        return PluginPointDefinition(name: name, description: description, killSwitch: killSwitch, switches: switches)
     }
 
     var tree: JSONObject {
@@ -258,7 +258,7 @@ extension FlagDefinition {
             if !isSwitchKey {
                 reader.report(path, "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'")
             }
-            kind = PluginSwitch.read(&object, unit: unit, reader: reader).map(Kind.pluginSwitch)
+            kind = PluginSwitchDefinition.read(&object, unit: unit, reader: reader).map(Kind.pluginSwitch)
         case "experiment":
             if isSwitchKey {
                 reader.report(path / "type", "'\(key)' is named like a plugin switch; an experiment needs another key")
@@ -291,9 +291,9 @@ extension FlagDefinition {
     }
 }
 
-extension PluginSwitch {
-    static func read(_ object: inout ObjectReader, unit: RolloutUnit, reader: TreeReader) -> PluginSwitch? {
-        var gate = PluginSwitch()
+extension PluginSwitchDefinition {
+    static func read(_ object: inout ObjectReader, unit: RolloutUnit, reader: TreeReader) -> PluginSwitchDefinition? {
+        var gate = PluginSwitchDefinition()
         gate.disabled = object.bool("disabled") ?? false
         if let value = object.value("disabled_scopes"), let elements = reader.list(value, at: object.path / "disabled_scopes") {
             for (index, element) in elements.enumerated() {

@@ -6,14 +6,14 @@ public struct FlagSet: Sendable, Hashable {
     public var namespace: String
     public var description: String?
     /// Plugin points, each with its switches in the order the point tries them.
-    public var pluginPoints: [PluginPoint]
+    public var pluginPoints: [PluginPointDefinition]
     /// Kill switches; the master kill switch (key `master`) always exists.
     public var killSwitches: [KillSwitch]
     /// Plugin switches and experiment flags.
     public var flags: [FlagDefinition]
 
     public init(
-        namespace: String, description: String? = nil, pluginPoints: [PluginPoint] = [],
+        namespace: String, description: String? = nil, pluginPoints: [PluginPointDefinition] = [],
         killSwitches: [KillSwitch] = [], flags: [FlagDefinition] = []
     ) {
         self.namespace = namespace
@@ -78,7 +78,7 @@ public struct FlagSet: Sendable, Hashable {
 }
 
 /// A place in the app where optional plugins plug in, declared in the flag file as well as in code.
-public struct PluginPoint: Sendable, Hashable {
+public struct PluginPointDefinition: Sendable, Hashable {
     public var name: String
     public var description: String?
     /// The group kill switch that covers this point's switches.
@@ -221,7 +221,7 @@ public struct Conditions: Sendable, Hashable {
 public struct FlagDefinition: Sendable, Hashable {
     /// The kind of flag, with what only that kind has.
     public enum Kind: Sendable, Hashable {
-        case pluginSwitch(PluginSwitch)
+        case pluginSwitch(PluginSwitchDefinition)
         case experiment(Experiment)
     }
 
@@ -241,7 +241,7 @@ public struct FlagDefinition: Sendable, Hashable {
         self.kind = kind
     }
 
-    public var pluginSwitch: PluginSwitch? {
+    public var pluginSwitch: PluginSwitchDefinition? {
         get {
             if case .pluginSwitch(let value) = kind { return value }
             return nil
@@ -267,7 +267,7 @@ public struct FlagDefinition: Sendable, Hashable {
 }
 
 /// The gate of one optional plugin. Off unless enabled.
-public struct PluginSwitch: Sendable, Hashable {
+public struct PluginSwitchDefinition: Sendable, Hashable {
     /// Off everywhere (a release manager's or the crash guard's disable).
     public var disabled: Bool
     /// Scopes where the switch is off.

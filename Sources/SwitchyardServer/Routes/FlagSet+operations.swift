@@ -11,7 +11,7 @@ extension FlagSet {
         return index
     }
 
-    func requireSwitch(_ key: String, for operation: String) throws(APIError) -> (Int, PluginSwitch) {
+    func requireSwitch(_ key: String, for operation: String) throws(APIError) -> (Int, PluginSwitchDefinition) {
         let index = try requireFlag(key)
         guard let gate = flags[index].pluginSwitch else {
             throw APIError.badRequest("'\(key)' is an experiment flag; \(operation) applies to plugin switches (experiments are killed with a kill switch and shaped by weights)")

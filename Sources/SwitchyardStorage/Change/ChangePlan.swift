@@ -120,7 +120,7 @@ extension Scope {
     }
 }
 
-extension PluginPoint {
+extension PluginPointDefinition {
     /// The plugin point as it appears in a flag set document.
     var jsonTree: JSONValue {
         let tree = FlagSet(namespace: "x", pluginPoints: [self]).tree(unit: .basisPoints)

@@ -56,8 +56,8 @@ struct RandomFlagSets {
         }
     }
 
-    mutating func pluginSwitch() -> PluginSwitch {
-        PluginSwitch(disabled: chance(0.1),
+    mutating func pluginSwitch() -> PluginSwitchDefinition {
+        PluginSwitchDefinition(disabled: chance(0.1),
                      disabledScopes: chance(0.3) ? (0..<Int.random(in: 1...2, using: &generator)).map { _ in namedScope() } : [],
                      rules: (0..<Int.random(in: 0...3, using: &generator)).map { index in
                          SwitchRule(name: chance(0.5) ? "rule \(index)" : nil, conditions: conditions(), rollout: rollout())
@@ -86,7 +86,7 @@ struct RandomFlagSets {
         let switchKeys = (0..<switches).map { "plugin_switch_s\($0)" }
         let experimentKeys = (0..<experiments).map { "experiment_e\($0)" }
         let points = stride(from: 0, to: switchKeys.count, by: 4).map { start in
-            PluginPoint(name: "point\(start / 4)", killSwitch: "kill_point\(start / 4)",
+            PluginPointDefinition(name: "point\(start / 4)", killSwitch: "kill_point\(start / 4)",
                         switches: Array(switchKeys[start..<min(start + 4, switchKeys.count)]))
         }
         var kills = [KillSwitch(key: KillSwitch.masterKey, entries: chance(0.5) ? [scope()] : [])]

@@ -34,7 +34,7 @@ struct ReferenceEvaluator {
         return nil
     }
 
-    private func switchOutcome(_ key: String, _ gate: PluginSwitch, _ context: EvaluationContext) -> Outcome {
+    private func switchOutcome(_ key: String, _ gate: PluginSwitchDefinition, _ context: EvaluationContext) -> Outcome {
         func off(_ reason: EvaluationReason, _ decision: DecisionStep, error: EvaluationErrorCode? = nil) -> Outcome {
             Outcome(value: .boolean(false), variant: "off", reason: reason, errorCode: error, decision: decision, bucket: nil)
         }
