@@ -60,7 +60,9 @@ public func buildApplication(
     ]
     let hub = LongPollHub(maximumWaiters: configuration.maximumWaiters, metricsFactory: factory, logger: logger)
     let service = FlagService(
-        store: store, hub: hub, auth: Authenticator(store: store, metricsFactory: factory), configuration: configuration,
+        store: store, hub: hub,
+        auth: Authenticator(store: store, maximumAge: configuration.tokenCacheMaximumAge, metricsFactory: factory),
+        configuration: configuration,
         metricsFactory: factory, logger: logger)
     try await service.load()
     let routes = makeRoutes(API(service: service), registry: registry)
@@ -119,6 +121,9 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "\(ns)/kill-switches") { try await api.listKillSwitches($0, context: $1) },
         RouteSpec(.post, "\(ns)/kill-switches/{key}/kill") { try await api.killState($0, context: $1, kill: true) },
         RouteSpec(.post, "\(ns)/kill-switches/{key}/revive") { try await api.killState($0, context: $1, kill: false) },
+
+        RouteSpec(.post, "/ofrep/v1/evaluate/flags") { try await api.ofrepEvaluateFlags($0, context: $1) },
+        RouteSpec(.post, "/ofrep/v1/evaluate/flags/{key}") { try await api.ofrepEvaluateFlag($0, context: $1) },
 
         RouteSpec(.get, "/v1/audit") { try await api.audit($0, context: $1) },
         RouteSpec(.get, "/v1/tokens") { try await api.listTokens($0, context: $1) },

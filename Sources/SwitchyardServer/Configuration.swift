@@ -14,10 +14,19 @@ public struct ServerConfiguration: Sendable {
     public var maximumBodySize: Int
     /// Whether `/metrics` needs a token (any live token) instead of being open.
     public var metricsRequireToken: Bool
+    /// The namespace OFREP requests evaluate in when neither the token (limited to one namespace) nor the
+    /// `X-Switchyard-Namespace` header names one.
+    public var defaultNamespace: String?
+    /// The most OFREP evaluation requests per minute a token without its own rate may send; nil: no limit.
+    public var ofrepRatePerMinute: Int?
+    /// How long token checks trust the tokens cached in memory before reading the store again (for tokens
+    /// created or revoked by another instance).
+    public var tokenCacheMaximumAge: Duration = .seconds(10)
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,
-        retryAfter: Int = 5, maximumBodySize: Int = 1 << 20, metricsRequireToken: Bool = false
+        retryAfter: Int = 5, maximumBodySize: Int = 1 << 20, metricsRequireToken: Bool = false,
+        defaultNamespace: String? = nil, ofrepRatePerMinute: Int? = nil
     ) {
         self.host = host
         self.port = port
@@ -26,5 +35,7 @@ public struct ServerConfiguration: Sendable {
         self.retryAfter = retryAfter
         self.maximumBodySize = maximumBodySize
         self.metricsRequireToken = metricsRequireToken
+        self.defaultNamespace = defaultNamespace
+        self.ofrepRatePerMinute = ofrepRatePerMinute
     }
 }

@@ -17,6 +17,8 @@ package struct FlagService: Sendable {
     package let configuration: ServerConfiguration
     package let metricsFactory: any MetricsFactory
     package let logger: Logger
+    /// Per-token request budgets of OFREP evaluations.
+    package let rateLimiter = RateLimiter()
 
     /// Loads every namespace into the hub and every token into the cache.
     package func load() async throws {

@@ -80,13 +80,17 @@ extension FlagStore {
 
     /// Issues a new token: generates its secret, stores its hash, and returns the secret (shown once).
     ///
+    /// - Parameter ratePerMinute: the most OFREP evaluation requests per minute the token may send (nil: the
+    ///   server's default).
     /// - Returns: the record and the secret, which the store does not keep.
     public func issueToken(
-        name: String, role: Role, namespaces: [String]?, by author: ChangeAuthor, now: Date = Date()
+        name: String, role: Role, namespaces: [String]?, ratePerMinute: Int? = nil, by author: ChangeAuthor,
+        now: Date = Date()
     ) async throws -> (record: TokenRecord, secret: String) {
         let secret = TokenSecret.generate(role: role)
         let record = TokenRecord(id: TokenSecret.newID(), name: name, role: role, namespaces: namespaces,
-                                 createdAt: Date(milliseconds: now.milliseconds), createdBy: author.actor)
+                                 ratePerMinute: ratePerMinute, createdAt: Date(milliseconds: now.milliseconds),
+                                 createdBy: author.actor)
         try await createToken(StoredToken(record: record, secretHash: TokenSecret.hash(secret)), by: author)
         return (record, secret)
     }

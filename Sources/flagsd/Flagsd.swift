@@ -52,6 +52,16 @@ struct Flagsd: AsyncParsableCommand {
     @Flag(help: "Require a token on /metrics (SWITCHYARD_METRICS_REQUIRE_TOKEN=1).")
     var metricsRequireToken = env("SWITCHYARD_METRICS_REQUIRE_TOKEN") == "1"
 
+    @Option(help: "The namespace OFREP requests evaluate in when neither their token (limited to one namespace) nor their X-Switchyard-Namespace header names one (SWITCHYARD_DEFAULT_NAMESPACE).")
+    var defaultNamespace: String?
+
+    @Option(help: "The most OFREP evaluation requests per minute per token, for tokens created without --rate; more get 429 with Retry-After (default: no limit) (SWITCHYARD_OFREP_RATE_LIMIT).")
+    var ofrepRateLimit: Int?
+
+    /// The options' values, or their environment variables' (an Optional option cannot default to one).
+    var ofrepDefaultNamespace: String? { defaultNamespace ?? env("SWITCHYARD_DEFAULT_NAMESPACE") }
+    var ofrepRatePerMinute: Int? { ofrepRateLimit ?? env("SWITCHYARD_OFREP_RATE_LIMIT").flatMap(Int.init) }
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level '\(logLevel)' is not a level; use trace, debug, info, notice, warning, error or critical.")
@@ -62,6 +72,15 @@ struct Flagsd: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port \(port) is not a port (0 to 65535).") }
         guard maxWait >= 0, maxWaiters >= 0, maxBodySize > 0 else {
             throw ValidationError("--max-wait and --max-waiters take 0 or more, --max-body-size more than 0.")
+        }
+        if let text = env("SWITCHYARD_OFREP_RATE_LIMIT"), ofrepRateLimit == nil, Int(text) == nil {
+            throw ValidationError("SWITCHYARD_OFREP_RATE_LIMIT '\(text)' is not a whole number of requests per minute.")
+        }
+        if let rate = ofrepRatePerMinute, !(1...1_000_000).contains(rate) {
+            throw ValidationError("--ofrep-rate-limit \(rate) is not between 1 and 1000000 requests per minute; leave it out for no limit.")
+        }
+        if let defaultNamespace = ofrepDefaultNamespace, defaultNamespace.isEmpty || defaultNamespace.contains(where: \.isWhitespace) {
+            throw ValidationError("--default-namespace '\(defaultNamespace)' is not a namespace name, e.g. --default-namespace rider.")
         }
         if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
             throw ValidationError("PostgreSQL is not supported by this build yet; pass a SQLite path, e.g. --database .switchyard/flags.sqlite.")
@@ -99,7 +118,8 @@ struct Flagsd: AsyncParsableCommand {
         }
         let configuration = ServerConfiguration(
             host: host, port: port, maximumWait: maxWait, maximumWaiters: maxWaiters,
-            maximumBodySize: maxBodySize, metricsRequireToken: metricsRequireToken)
+            maximumBodySize: maxBodySize, metricsRequireToken: metricsRequireToken,
+            defaultNamespace: ofrepDefaultNamespace, ofrepRatePerMinute: ofrepRatePerMinute)
         let host = self.host
         let server = try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger) { port in
             FileHandle.standardOutput.write(Data("flagsd listening on http://\(host):\(port) (database \(path))\n".utf8))

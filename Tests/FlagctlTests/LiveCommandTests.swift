@@ -546,6 +546,17 @@ struct LiveCommandTests {
         }
     }
 
+    @Test func aTokenCanBeCreatedWithAnOFREPRequestRate() async throws {
+        try await LiveServer.run { server in
+            let created = await server.flagctl("tokens", "create", "web", "--role", "client", "--rate", "600", as: "admin")
+            #expect(created.status == 0, "\(created.error)")
+            #expect(created.error.hasPrefix("created token web (client, every namespace, 600 OFREP requests per minute), id tok_"))
+            let listJSON = try JSONValue.parse(await server.flagctl("tokens", "list", "-o", "json", as: "admin").output)
+            let web = listJSON["tokens"]?.arrayValue?.first { $0["name"] == .string("web") }
+            #expect(web?["rate_per_minute"] == .int(600))
+        }
+    }
+
     @Test func versionReportsTheServer() async throws {
         try await LiveServer.run { server in
             let result = await server.flagctl("version")

@@ -104,6 +104,9 @@ struct ParseTests {
         #expect(try parse(["namespaces", "delete", "x", "--yes"], as: NamespacesDelete.self).change.yes)
         let token = try parse(["tokens", "create", "ci", "--role", "client", "--allow", "rider", "--allow", "driver"], as: TokensCreate.self)
         #expect(token.allow == ["rider", "driver"])
+        #expect(token.rate == nil)
+        #expect(try parse(["tokens", "create", "web", "--role", "client", "--rate", "600"], as: TokensCreate.self).rate == 600)
+        #expect(throws: (any Error).self) { try parse(["tokens", "create", "web", "--role", "client", "--rate", "0"], as: TokensCreate.self) }
         #expect(try parse(["tokens", "revoke", "tok_1"], as: TokensRevoke.self).idOrName == "tok_1")
         _ = try parse(["tokens", "list"], as: TokensList.self)
         let login = try parse(["login", "--server", "http://s:1", "-n", "rider", "--token-stdin"], as: Login.self)

@@ -271,6 +271,20 @@ struct FlagStoreConformanceTests {
     }
 
     @Test(arguments: StoreBackend.all)
+    func aTokensRequestRateIsStoredWithItAndAbsentByDefault(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let admin = ChangeAuthor(actor: "root", source: .api)
+            let (limited, _) = try await store.issueToken(name: "web", role: .client, namespaces: nil, ratePerMinute: 120, by: admin)
+            let (unlimited, _) = try await store.issueToken(name: "ios", role: .client, namespaces: nil, by: admin)
+            let tokens = try await store.tokens()
+            #expect(tokens.first { $0.record.id == limited.id }?.record.ratePerMinute == 120)
+            #expect(tokens.first { $0.record.id == unlimited.id }?.record.ratePerMinute == nil)
+            #expect(limited.tree["rate_per_minute"] == .int(120))
+            #expect(unlimited.tree["rate_per_minute"] == .null)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
     func concurrentChangesEachTakeADistinctVersion(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())

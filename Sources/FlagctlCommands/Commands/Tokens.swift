@@ -15,6 +15,7 @@ public struct Tokens: AsyncParsableCommand {
               flagctl tokens list
               flagctl tokens create amara --role editor
               flagctl tokens create rider-ios --role client --allow rider
+              flagctl tokens create web-checkout --role client --allow rider --rate 600
               flagctl tokens revoke amara --reason "left the release team"
             """,
         subcommands: [TokensList.self, TokensCreate.self, TokensRevoke.self]
@@ -60,7 +61,7 @@ public struct TokensList: FlagctlCommand {
     }
 }
 
-/// `flagctl tokens create NAME --role R [--allow NS ...]`
+/// `flagctl tokens create NAME --role R [--allow NS ...] [--rate N]`
 public struct TokensCreate: FlagctlCommand {
     public static let configuration = CommandConfiguration(
         commandName: "create",
@@ -73,6 +74,7 @@ public struct TokensCreate: FlagctlCommand {
 
               flagctl tokens create amara --role editor
               flagctl tokens create rider-ios --role client --allow rider
+              flagctl tokens create web-checkout --role client --allow rider --rate 600
 
             Exit status: 0 ok, 1 failure (a bad name), 3 a live token has that name, 5 not an admin token for \
             every namespace, 64 usage.
@@ -85,6 +87,8 @@ public struct TokensCreate: FlagctlCommand {
     public var role: String
     @Option(help: ArgumentHelp("Limit the token to this namespace; repeat for several (default: every namespace).", valueName: "ns"))
     public var allow: [String] = []
+    @Option(help: ArgumentHelp("The most OFREP evaluation requests per minute the token may send; more get 429 (default: the server's --ofrep-rate-limit).", valueName: "n"))
+    public var rate: Int?
     @OptionGroup public var change: ChangeOptions
     @OptionGroup public var connection: ConnectionOptions
     @OptionGroup public var outputOptions: OutputOptions
@@ -95,12 +99,16 @@ public struct TokensCreate: FlagctlCommand {
         guard ["client", "editor", "admin"].contains(role) else {
             throw ValidationError("--role '\(role)' is not a role; pass client (apps), editor (release managers) or admin.")
         }
+        if let rate, !(1...1_000_000).contains(rate) {
+            throw ValidationError("--rate \(rate) is not between 1 and 1000000 requests per minute; leave it out for the server's default.")
+        }
     }
 
     public func run(console: Console) async throws {
         let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
         var body = JSONObject([("name", .string(name)), ("role", .string(role))])
         if !allow.isEmpty { body["namespaces"] = .array(allow.map(JSONValue.string)) }
+        if let rate { body["rate_per_minute"] = .int(rate) }
         let response: JSONValue
         do {
             response = try await APIClient(settings: settings).send("POST", APIClient.path("v1", "tokens"), body: .object(body)).json
@@ -111,7 +119,8 @@ public struct TokensCreate: FlagctlCommand {
             console.write(rendered)
             return
         }
-        let scope = allow.isEmpty ? "every namespace" : "namespace\(allow.count == 1 ? "" : "s") \(allow.joined(separator: ", "))"
+        var scope = allow.isEmpty ? "every namespace" : "namespace\(allow.count == 1 ? "" : "s") \(allow.joined(separator: ", "))"
+        if let rate { scope += ", \(rate) OFREP requests per minute" }
         console.writeError("created token \(name) (\(role), \(scope)), id \(response["id"]?.stringValue ?? "?"); "
             + "the secret below is shown only this once, store it now\n")
         console.write((response["token"]?.stringValue ?? "") + "\n")

@@ -46,6 +46,17 @@ package final class Authenticator: Sendable {
             fail("missing")
             throw APIError.unauthorized("this route needs a token: send 'Authorization: Bearer <token>' (create tokens with POST /v1/tokens or flagctl tokens create)")
         }
+        return try await authenticate(secret: secret)
+    }
+
+    /// The live token with a secret, however the request presented it.
+    ///
+    /// - Parameters:
+    ///   - secret: the token's secret.
+    ///   - presentedAs: how the request sent it, for the error message (`bearer token`, `X-API-Key`).
+    /// - Throws: `APIError` 401 when the token is unknown or revoked; a `StorageError` when tokens cannot be
+    ///   reloaded.
+    package func authenticate(secret: String, presentedAs: String = "bearer token") async throws -> TokenRecord {
         let hash = TokenSecret.hash(secret)
         // One request reloads a stale cache; the others go on with what is cached meanwhile.
         let now = clock.now
@@ -57,7 +68,7 @@ package final class Authenticator: Sendable {
         if reloads { try await reload() }
         guard let stored = cache.withLock({ $0.tokens[hash] }), TokenSecret.constantTimeEquals(stored.secretHash, hash) else {
             fail("invalid")
-            throw APIError.unauthorized("the bearer token is not valid (check for a typo, or ask an admin for a new token)")
+            throw APIError.unauthorized("the \(presentedAs) is not valid (check for a typo, or ask an admin for a new token)")
         }
         guard !stored.record.isRevoked else {
             fail("revoked")
@@ -84,7 +95,7 @@ package final class Authenticator: Sendable {
         return token
     }
 
-    private func fail(_ reason: String) {
+    package func fail(_ reason: String) {
         Counter(label: "flagsd_auth_failures_total", dimensions: [("reason", reason)], factory: metricsFactory).increment()
     }
 

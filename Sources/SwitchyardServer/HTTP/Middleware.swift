@@ -29,6 +29,9 @@ struct RouteTable: Sendable {
 
 /// Turns every error into a response, in one place: `APIError` and `StorageError` into their problem
 /// documents, an unmatched route into 404 or 405, anything else into 500 (logged once with the request id).
+///
+/// Under `/ofrep/` the same errors get OFREP's bodies instead (`{errorCode, errorDetails}`): the OFREP handlers
+/// answer their own errors, so only unmatched paths and methods reach this.
 struct ProblemMiddleware: RouterMiddleware {
     typealias Context = FlagsRequestContext
     let routes: RouteTable
@@ -38,6 +41,9 @@ struct ProblemMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch {
             let apiError = map(error, request: request, context: context)
+            if request.uri.path.hasPrefix("/ofrep/") {
+                return OFREPError(apiError).response(key: nil)
+            }
             return Response.problem(apiError, instance: request.uri.path, requestID: context.requestID)
         }
     }

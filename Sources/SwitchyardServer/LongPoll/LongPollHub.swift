@@ -15,10 +15,13 @@ package struct PublishedSnapshot: Sendable {
     package let entityTag: String
     package let body: ByteBuffer
     package let gzipBody: ByteBuffer
+    /// The snapshot compiled for evaluation (OFREP), once per version.
+    package let compiled: CompiledSnapshot
 
-    /// Encodes a snapshot (canonical JSON with its checksum) and its gzip form.
+    /// Encodes a snapshot (canonical JSON with its checksum) and its gzip form, and compiles it.
     package init(_ snapshot: Snapshot) {
         let bytes = SnapshotDocument.encode(snapshot)
+        compiled = CompiledSnapshot(snapshot)
         namespace = snapshot.namespace
         epoch = snapshot.epoch
         version = snapshot.version

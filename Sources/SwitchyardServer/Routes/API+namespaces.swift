@@ -196,7 +196,7 @@ extension API {
         return .json(.object(JSONObject([("tokens", .array(tokens.map(\.record.tree)))])))
     }
 
-    /// `POST /v1/tokens`: `{"name", "role", "namespaces"?}`; the secret is in the response, once.
+    /// `POST /v1/tokens`: `{"name", "role", "namespaces"?, "rate_per_minute"?}`; the secret is in the response, once.
     func createToken(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let token = try await authorizeTokenAdmin(request)
         let problems = BodyProblems()
@@ -215,11 +215,13 @@ extension API {
         if let namespaces, namespaces.isEmpty {
             problems.report("namespaces", "must list at least one namespace (leave it out for every namespace)")
         }
+        let rate = body.integer("rate_per_minute", in: 1...1_000_000)
         body.finish()
         try problems.check()
         guard let name, let role else { throw APIError.badRequest("name and role are required") }
         let author = try changeRequest(request, token: token, reason: nil).author
-        let (record, secret) = try await store.issueToken(name: name, role: role, namespaces: namespaces, by: author)
+        let (record, secret) = try await store.issueToken(name: name, role: role, namespaces: namespaces,
+                                                          ratePerMinute: rate.map { Int($0) }, by: author)
         try await auth.reload()
         var object = record.tree.objectValue!
         object["token"] = .string(secret)

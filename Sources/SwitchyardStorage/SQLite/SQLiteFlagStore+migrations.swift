@@ -66,6 +66,10 @@ extension SQLiteFlagStore {
                 CREATE UNIQUE INDEX token_live_name ON token(name) WHERE revoked_ms IS NULL;
                 """)
         }
+        migrator.registerMigration("v2: a request rate per token") { db in
+            // The most OFREP evaluation requests per minute a token may send; NULL: the server's default.
+            try db.execute(sql: "ALTER TABLE token ADD COLUMN rate_per_minute INTEGER")
+        }
         return migrator
     }()
 }

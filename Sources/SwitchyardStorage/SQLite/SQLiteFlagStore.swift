@@ -305,10 +305,10 @@ public final class SQLiteFlagStore: FlagStore {
                 }
                 let namespaces = record.namespaces.map { JSONValue.array($0.map(JSONValue.string)).serializedString() }
                 try db.execute(sql: """
-                    INSERT INTO token (id, name, role, namespaces, secret_hash, created_ms, created_by)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [record.id, record.name, record.role.rawValue, namespaces, Data(token.secretHash),
-                                     record.createdAt.milliseconds, record.createdBy])
+                    INSERT INTO token (id, name, role, namespaces, rate_per_minute, secret_hash, created_ms, created_by)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [record.id, record.name, record.role.rawValue, namespaces, record.ratePerMinute,
+                                     Data(token.secretHash), record.createdAt.milliseconds, record.createdBy])
                 let scope = record.namespaces.map { " for namespaces \($0.joined(separator: ", "))" } ?? ""
                 try Self.appendAudit(time: time, author: author, action: .tokenCreate, namespace: nil, version: nil,
                                      summary: "created \(record.role) token \(record.name) (\(record.id))\(scope)",
@@ -400,7 +400,8 @@ public final class SQLiteFlagStore: FlagStore {
         }
         let revoked: Int64? = row["revoked_ms"]
         let record = TokenRecord(id: row["id"], name: row["name"], role: role, namespaces: namespaces,
-                                 createdAt: Date(milliseconds: row["created_ms"]), createdBy: row["created_by"],
+                                 ratePerMinute: row["rate_per_minute"], createdAt: Date(milliseconds: row["created_ms"]),
+                                 createdBy: row["created_by"],
                                  revokedAt: revoked.map(Date.init(milliseconds:)))
         let hash: Data = row["secret_hash"]
         return StoredToken(record: record, secretHash: Array(hash))
@@ -462,6 +463,7 @@ extension TokenRecord {
             ("created_at", .string(createdAt.iso8601)), ("created_by", .string(createdBy)),
         ])
         object["namespaces"] = namespaces.map { .array($0.map(JSONValue.string)) } ?? .null
+        object["rate_per_minute"] = ratePerMinute.map { .int($0) } ?? .null
         object["revoked_at"] = revokedAt.map { .string($0.iso8601) } ?? .null
         return .object(object)
     }

@@ -32,18 +32,21 @@ public struct TokenRecord: Sendable, Hashable {
     public var role: Role
     /// The namespaces the token may use; nil for every namespace.
     public var namespaces: [String]?
+    /// The most OFREP evaluation requests per minute the token may send; nil for the server's default.
+    public var ratePerMinute: Int?
     public var createdAt: Date
     public var createdBy: String
     public var revokedAt: Date?
 
     public init(
-        id: String, name: String, role: Role, namespaces: [String]?, createdAt: Date, createdBy: String,
-        revokedAt: Date? = nil
+        id: String, name: String, role: Role, namespaces: [String]?, ratePerMinute: Int? = nil, createdAt: Date,
+        createdBy: String, revokedAt: Date? = nil
     ) {
         self.id = id
         self.name = name
         self.role = role
         self.namespaces = namespaces
+        self.ratePerMinute = ratePerMinute
         self.createdAt = createdAt
         self.createdBy = createdBy
         self.revokedAt = revokedAt
