@@ -133,7 +133,7 @@ let package = Package(
         .testTarget(
             name: "SwitchyardServerTests",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

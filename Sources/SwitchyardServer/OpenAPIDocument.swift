@@ -23,6 +23,12 @@ info:
     policy says so (by default for kills). A write that changes nothing answers 200 with `changed: false` and
     takes no version.
 
+    **OpenFeature.** `/ofrep/v1/...` is the OpenFeature Remote Evaluation Protocol (OFREP 0.3, the spec copied
+    in docs/specs/ofrep): any OpenFeature SDK with an OFREP provider evaluates flags there. Those routes accept
+    the token as `Authorization: Bearer` or `X-API-Key`, answer errors with OFREP bodies (`key`, `errorCode`,
+    `errorDetails`) rather than problem+json, and may answer 429 when a token exceeds its request rate.
+    docs/openfeature.md has the details.
+
     See docs/api.md for a walkthrough with curl.
 servers:
   - url: http://127.0.0.1:8080
@@ -705,6 +711,11 @@ paths:
                   type: array
                   minItems: 1
                   items: {type: string}
+                rate_per_minute:
+                  type: integer
+                  minimum: 1
+                  maximum: 1000000
+                  description: The most OFREP requests per minute (default flagsd's `--ofrep-rate-limit`).
       responses:
         "201":
           description: The token, with `token` (the secret, `sy_<role>_…`).
@@ -738,11 +749,98 @@ paths:
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
 
+  /ofrep/v1/evaluate/flags/{key}:
+    parameters:
+      - name: key
+        in: path
+        required: true
+        description: The flag key (`[A-Za-z0-9._-]`); percent-encoding is decoded.
+        schema: {type: string}
+      - {$ref: "#/components/parameters/ofrepNamespace"}
+    post:
+      operationId: ofrepEvaluateFlag
+      tags: [OpenFeature]
+      summary: "OFREP: evaluate one flag for a context (client role)."
+      description: |
+        Plugin switches answer `true`/`false` with variant `on`/`off`; experiment flags their variant's typed
+        value (floats always with a decimal point). A killed experiment answers without `value`: use the code
+        default (OFREP ADR 0006). `reason` is STATIC (also for Switchyard's DEFAULT), TARGETING_MATCH, SPLIT,
+        DISABLED or UNKNOWN. Errors are never a 200: 400 for a malformed body or context and for a flag that
+        needs a bucket when the context has no `targetingKey`, 404 for an unknown flag.
+      security: [{bearer: []}, {apiKey: []}]
+      requestBody: {$ref: "#/components/requestBodies/OFREPContext"}
+      responses:
+        "200":
+          description: The evaluation.
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/OFREPEvaluation"}
+        "400": {$ref: "#/components/responses/OFREPError"}
+        "401": {$ref: "#/components/responses/OFREPError"}
+        "403": {$ref: "#/components/responses/OFREPError"}
+        "404": {$ref: "#/components/responses/OFREPError"}
+        "429": {$ref: "#/components/responses/OFREPRateLimited"}
+        "500": {$ref: "#/components/responses/OFREPError"}
+
+  /ofrep/v1/evaluate/flags:
+    parameters:
+      - {$ref: "#/components/parameters/ofrepNamespace"}
+    post:
+      operationId: ofrepEvaluateFlags
+      tags: [OpenFeature]
+      summary: "OFREP: evaluate every flag of the namespace for a context (client role)."
+      description: |
+        Items as in the single-flag answer; a flag that needs a bucket when the context has no `targetingKey`
+        is an item with `errorCode` TARGETING_KEY_MISSING. `ETag` hashes the answer, so it changes exactly when
+        the result for this context changes; `If-None-Match` with it gets 304 while the result stays the same.
+      security: [{bearer: []}, {apiKey: []}]
+      parameters:
+        - name: If-None-Match
+          in: header
+          description: An `ETag` of an earlier answer (weak comparison; `*` matches any).
+          schema: {type: string}
+      requestBody: {$ref: "#/components/requestBodies/OFREPContext"}
+      responses:
+        "200":
+          description: Every flag's evaluation.
+          headers:
+            ETag: {description: A hash of this answer., schema: {type: string}}
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [flags]
+                properties:
+                  flags:
+                    type: array
+                    items:
+                      oneOf:
+                        - {$ref: "#/components/schemas/OFREPEvaluation"}
+                        - {$ref: "#/components/schemas/OFREPError"}
+                  metadata:
+                    type: object
+                    properties:
+                      namespace: {type: string}
+        "304":
+          description: The result for this context is the one tagged by `If-None-Match`; no body.
+          headers:
+            ETag: {description: The same tag., schema: {type: string}}
+        "400": {$ref: "#/components/responses/OFREPError"}
+        "401": {$ref: "#/components/responses/OFREPError"}
+        "403": {$ref: "#/components/responses/OFREPError"}
+        "429": {$ref: "#/components/responses/OFREPRateLimited"}
+        "500": {$ref: "#/components/responses/OFREPError"}
+
 components:
   securitySchemes:
     bearer:
       type: http
       scheme: bearer
+    apiKey:
+      type: apiKey
+      in: header
+      name: X-API-Key
+      description: OFREP routes only; the same tokens as `bearer`.
 
   parameters:
     namespace: {name: namespace, in: path, required: true, schema: {type: string}}
@@ -762,6 +860,13 @@ components:
       name: X-Switchyard-Source
       in: header
       schema: {type: string, enum: [api, cli, console, apply], default: api}
+    ofrepNamespace:
+      name: X-Switchyard-Namespace
+      in: header
+      description: |
+        The namespace to evaluate in. A token limited to one namespace evaluates there (naming another is a
+        403); otherwise this header, else flagsd's `--default-namespace`.
+      schema: {type: string}
 
   headers:
     ETag:
@@ -787,7 +892,40 @@ components:
               scope: {$ref: "#/components/schemas/Scope"}
               reason: {type: string}
 
+    OFREPContext:
+      required: true
+      content:
+        application/json:
+          schema:
+            type: object
+            properties:
+              context:
+                type: object
+                description: |
+                  `targetingKey` (the unit id), `city`, `cohort` or `cohorts` (a string or a list), `appVersion`,
+                  `platform`; other members pass through. An empty context (or body) is accepted.
+                properties:
+                  targetingKey: {type: string}
+                  city: {type: string}
+                  cohort: {oneOf: [{type: string}, {type: array, items: {type: string}}]}
+                  cohorts: {oneOf: [{type: string}, {type: array, items: {type: string}}]}
+                  appVersion: {type: string}
+                  platform: {type: string}
+                additionalProperties: true
+
   responses:
+    OFREPError:
+      description: An OFREP error body (not problem+json).
+      content:
+        application/json:
+          schema: {$ref: "#/components/schemas/OFREPError"}
+    OFREPRateLimited:
+      description: The token exceeded its request rate; retry after `Retry-After` whole seconds.
+      headers:
+        Retry-After: {schema: {type: integer, minimum: 1}}
+      content:
+        application/json:
+          schema: {$ref: "#/components/schemas/OFREPError"}
     Problem:
       description: An RFC 9457 problem.
       content:
@@ -809,6 +947,30 @@ components:
           schema: {$ref: "#/components/schemas/Committed"}
 
   schemas:
+    OFREPEvaluation:
+      type: object
+      required: [key, variant, reason]
+      properties:
+        key: {type: string}
+        value:
+          description: Boolean, string, integer, float (with a decimal point) or object; absent for the code default.
+        variant: {type: string, description: "`on`/`off` for plugin switches, the variant key for experiments."}
+        reason: {type: string, enum: [STATIC, TARGETING_MATCH, SPLIT, DISABLED, UNKNOWN]}
+        metadata:
+          type: object
+          description: |
+            `flag_type`, `decided_by`, and as they apply `kill_switch`, `kill_entry`, `scope`, `disabled_scope`,
+            `rule`, `bucket`, `code_default`; single-flag answers add `namespace` and `version`.
+          additionalProperties: {type: [boolean, string, number]}
+    OFREPError:
+      type: object
+      required: [errorCode, errorDetails]
+      properties:
+        key: {type: string, description: The flag key (single-flag route).}
+        errorCode:
+          type: string
+          enum: [PARSE_ERROR, INVALID_CONTEXT, TARGETING_KEY_MISSING, FLAG_NOT_FOUND, GENERAL]
+        errorDetails: {type: string, description: What failed, with which input, and what to do next.}
     Status:
       type: object
       required: [status]
@@ -992,6 +1154,7 @@ components:
         name: {type: string}
         role: {$ref: "#/components/schemas/Role"}
         namespaces: {type: [array, "null"], items: {type: string}}
+        rate_per_minute: {type: [integer, "null"], description: OFREP requests per minute; null for the server's default.}
         created_at: {type: string, format: date-time}
         created_by: {type: string}
         revoked_at: {type: [string, "null"], format: date-time}

@@ -13,6 +13,10 @@ struct AuthMatrixTests {
         let role: Role?
         var namespaced = true
         var body = "{}"
+        var headers: HTTPFields = [:]
+
+        /// OFREP routes answer errors with OFREP bodies, every other route with problem+json.
+        var errorContentType: String { template.hasPrefix("/ofrep/") ? "application/json" : "application/problem+json" }
 
         var testDescription: String { "\(method.rawValue) \(template)" }
     }
@@ -58,6 +62,10 @@ struct AuthMatrixTests {
         Case(method: .post, template: "/v1/tokens", path: "/v1/tokens", role: .admin, namespaced: false,
              body: #"{"name": "matrix", "role": "client"}"#),
         Case(method: .delete, template: "/v1/tokens/{token}", path: "/v1/tokens/client", role: .admin, namespaced: false),
+        Case(method: .post, template: "/ofrep/v1/evaluate/flags", path: "/ofrep/v1/evaluate/flags", role: .client,
+             body: #"{"context": {"targetingKey": "u"}}"#, headers: [HTTPField.Name("X-Switchyard-Namespace")!: "rider"]),
+        Case(method: .post, template: "/ofrep/v1/evaluate/flags/{key}", path: "/ofrep/v1/evaluate/flags/plugin_switch_feed_weather",
+             role: .client, body: #"{"context": {"targetingKey": "u"}}"#, headers: [HTTPField.Name("X-Switchyard-Namespace")!: "rider"]),
     ]
 
     @Test(arguments: cases)
@@ -65,7 +73,7 @@ struct AuthMatrixTests {
         for (token, role) in [(nil, nil), ("client", Role.client), ("editor", .editor), ("admin", .admin), ("revoked", nil)] as [(String?, Role?)] {
             let app = try await TestApp.make()
             defer { app.close() }
-            let response = try await app.send(route.method, route.path, token: token, body: route.body)
+            let response = try await app.send(route.method, route.path, token: token, headers: route.headers, body: route.body)
             let who = token ?? "no token"
             guard let needed = route.role else {
                 #expect(response.status.kind == .successful, "\(who): \(response.status)")
@@ -79,7 +87,7 @@ struct AuthMatrixTests {
             } else {
                 #expect(response.status.kind == .successful, "\(who): \(response.status) \(response.text)")
             }
-            #expect(response.status.kind == .successful || response.headers[.contentType] == "application/problem+json")
+            #expect(response.status.kind == .successful || response.headers[.contentType] == route.errorContentType)
         }
     }
 
@@ -87,10 +95,10 @@ struct AuthMatrixTests {
     func aTokenLimitedToAnotherNamespaceIsRefused(route: Case) async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let response = try await app.send(route.method, route.path, token: "other-editor", body: route.body)
+        let response = try await app.send(route.method, route.path, token: "other-editor", headers: route.headers, body: route.body)
         #expect(response.status == .forbidden, "\(response.text)")
         if route.role == .client {
-            let allowed = try await app.send(route.method, route.path, token: "rider-client", body: route.body)
+            let allowed = try await app.send(route.method, route.path, token: "rider-client", headers: route.headers, body: route.body)
             #expect(allowed.status.kind == .successful)
         }
     }
