@@ -90,11 +90,17 @@ final class ChildFlagsd: Sendable {
     private let process: Process
     private let lines: AsyncStream<String>
 
-    init(database: String, folder: URL, adminToken: String) throws {
+    /// Starts flagsd on a free port.
+    ///
+    /// - Parameters:
+    ///   - flagsDirectory: the flag files to seed an empty database from (default: none).
+    ///   - arguments: further options, e.g. `["--default-namespace", "shop"]`.
+    init(database: String, folder: URL, adminToken: String, flagsDirectory: String? = nil, arguments: [String] = []) throws {
         let process = Process()
         process.executableURL = try Self.binary()
-        process.arguments = ["--port", "0", "--database", database, "--flags", folder.appendingPathComponent("no-flags").path,
-                             "--log-format", "json", "--log-level", "error"]
+        process.arguments = ["--port", "0", "--database", database,
+                             "--flags", flagsDirectory ?? folder.appendingPathComponent("no-flags").path,
+                             "--log-format", "json", "--log-level", "error"] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["SWITCHYARD_ADMIN_TOKEN"] = adminToken
         process.environment = environment

@@ -17,3 +17,11 @@ ensure_system_packages() {
   [ -e /usr/include/zlib.h ] || missing+=(zlib1g-dev)
   if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 }
+
+# python3 with venv and pip: the OpenFeature client test (Tests/ofrep-python/run) and scripts/check-schemas make
+# virtual environments and install from PyPI.
+ensure_python() {
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    apt_install python3 python3-venv python3-pip
+  fi
+}
