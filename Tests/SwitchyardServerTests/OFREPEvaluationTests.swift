@@ -200,7 +200,7 @@ struct OFREPEvaluationTests {
         let app = try await TestApp.makeOFREP()
         defer { app.close() }
         for path in ["/ofrep/v1/evaluate/flags", "/ofrep/v1/evaluate/flags/plugin_switch_banner"] {
-            for method in [HTTPRequest.Method.get, .put, .delete, .patch] {
+            for method in [HTTPRequest.Method.get, .put, .delete, .patch, .options] {
                 let response = try await app.send(method, path, token: "client")
                 #expect(response.status == .methodNotAllowed, "\(method) \(path)")
                 #expect(response.headers[.allow] == "POST")
