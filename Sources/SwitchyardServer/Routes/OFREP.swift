@@ -14,10 +14,8 @@ extension API {
     /// 200 with the evaluation; 400 `PARSE_ERROR`, `INVALID_CONTEXT` or `TARGETING_KEY_MISSING`; 404
     /// `FLAG_NOT_FOUND`; 401, 403, 429 and 500 with OFREP bodies.
     func ofrepEvaluateFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let rawKey = context.parameters.get("key")
-        let key = try? parameter("key", context)
-        return await ofrep(key: key ?? rawKey ?? "", context: context) {
-            let key = try parameter("key", context)
+        let key = (try? parameter("key", context)) ?? ""
+        return await ofrep(key: key, context: context) {
             let (_, snapshot) = try await ofrepAccess(request)
             let evaluationContext = try OFREPContext.read(try await ofrepBody(request))
             let compiled = snapshot.compiled
