@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // The flag model, evaluation engine, bucketing and snapshot format. Foundation-free: builds for iOS.
@@ -63,6 +64,15 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
+        // The PostgreSQL backend of the storage protocol (PostgresNIO), for several flagsd instances sharing one database.
+        .target(
+            name: "SwitchyardPostgres",
+            dependencies: ["SwitchyardCore", "SwitchyardStorage",
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            swiftSettings: settings
+        ),
         // The system zlib, for the gzip form of snapshots (built once per version, so speed matters little).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // flagsd's HTTP application: admin API, long-poll snapshots, events, metrics.
@@ -82,7 +92,7 @@ let package = Package(
         .executableTarget(
             name: "flagsd",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -125,15 +135,24 @@ let package = Package(
             dependencies: ["SwitchyardCore", "SwitchyardPlugins", "ClientTestSupport"],
             swiftSettings: settings
         ),
+        // Test support for the PostgreSQL backend: the test server's URL, fresh databases, private servers.
+        .target(
+            name: "PostgresTestSupport",
+            dependencies: ["SwitchyardPostgres", .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Tests/PostgresTestSupport",
+            swiftSettings: settings
+        ),
         .testTarget(
             name: "SwitchyardStorageTests",
-            dependencies: ["SwitchyardStorage", "SwitchyardCore"],
+            dependencies: ["SwitchyardStorage", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport"],
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardServerTests",
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles",
+                "SwitchyardPostgres", "PostgresTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
