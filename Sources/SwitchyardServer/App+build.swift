@@ -13,10 +13,13 @@ public struct FlagsServer: Service {
     let application: Application<RouterResponder<FlagsRequestContext>>
     let service: FlagService
     let routes: [RouteSpec]
+    /// Follows the writes of other processes on a shared store (nil for a store only this process writes).
+    var follower: StoreFollower?
 
     public func run() async throws {
         // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server.
-        let group = ServiceGroup(configuration: .init(services: [application, service.hub], logger: service.logger))
+        let services: [any Service] = (follower.map { [$0] } ?? []) + [application, service.hub]
+        let group = ServiceGroup(configuration: .init(services: services, logger: service.logger))
         try await group.run()
     }
 
@@ -64,6 +67,8 @@ public func buildApplication(
         auth: Authenticator(store: store, maximumAge: configuration.tokenCacheMaximumAge, metricsFactory: factory),
         configuration: configuration,
         metricsFactory: factory, logger: logger)
+    // Subscribe before loading, so no write committed elsewhere meanwhile is missed.
+    let notifications = store.notifications()
     try await service.load()
     let routes = makeRoutes(API(service: service), registry: registry)
     let application = Application(
@@ -71,7 +76,11 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
-    return FlagsServer(application: application, service: service, routes: routes)
+    var server = FlagsServer(application: application, service: service, routes: routes)
+    if let notifications {
+        server.follower = StoreFollower(service: service, notifications: notifications, interval: configuration.storeCheckInterval)
+    }
+    return server
 }
 
 /// One route: method, path template, handler.

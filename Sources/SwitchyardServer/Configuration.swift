@@ -22,6 +22,9 @@ public struct ServerConfiguration: Sendable {
     /// How long token checks trust the tokens cached in memory before reading the store again (for tokens
     /// created or revoked by another instance).
     public var tokenCacheMaximumAge: Duration = .seconds(10)
+    /// On a store shared by several processes (PostgreSQL): how often every namespace is compared with the
+    /// store, the safety net for missed change notifications.
+    public var storeCheckInterval: Duration = .seconds(5)
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,
