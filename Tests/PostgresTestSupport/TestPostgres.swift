@@ -36,14 +36,17 @@ public enum TestPostgres {
 
     /// Creates an empty database on the test server.
     ///
+    /// - Parameter timeout: the `timeout` parameter of the URL returned: the seconds a store operation may take.
+    ///   Tests that are not about timeouts raise it, as the suite runs in parallel on shared, loaded cores.
     /// - Returns: its URL, and a closure that drops it (ending its connections).
-    public static func createDatabase(on serverURL: String? = nil) async throws -> (url: String, drop: @Sendable () async -> Void) {
+    public static func createDatabase(on serverURL: String? = nil, timeout: Int? = nil) async throws -> (url: String, drop: @Sendable () async -> Void) {
         let server = try serverURL ?? Self.serverURL()
         let name = "sy_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         try await administer(server) { connection, logger in
             try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger).collect()
         }
-        let url = try databaseURL(server, name: name)
+        var url = try databaseURL(server, name: name)
+        if let timeout { url += (url.contains("?") ? "&" : "?") + "timeout=\(timeout)" }
         return (url, {
             try? await administer(server) { connection, logger in
                 try await connection.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger).collect()

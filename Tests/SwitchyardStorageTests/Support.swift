@@ -28,7 +28,7 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
 
     /// A fresh database on the test server (`scripts/test` starts one), the stores running until cleanup.
     static let postgres = StoreBackend(name: "PostgreSQL") { clock, count in
-        let (url, drop) = try await TestPostgres.createDatabase()
+        let (url, drop) = try await TestPostgres.createDatabase(timeout: 30)
         var stores: [PostgresFlagStore] = []
         var tasks: [Task<Void, any Error>] = []
         let stop: @Sendable ([Task<Void, any Error>]) async -> Void = { tasks in
