@@ -1,5 +1,6 @@
 import Foundation
 import SwitchyardCore
+import SwitchyardStorage
 import Testing
 
 /// End to end: a live flagsd, the built `rider-sample` binary following it, and `flagctl` flipping switches.
@@ -74,6 +75,34 @@ struct RiderSampleLiveTests {
         #expect(Self.keys(printed, "map_layers") == ["plugin_switch_map_traffic", "plugin_switch_map_pickup_spots"])
         #expect(next.errorOutput.contains("ended without endSession(): reporting a crash with"), "\(next.errorOutput)")
         #expect(next.errorOutput.contains("plugin_switch_map_traffic"))
+    }
+
+    @Test func theNextLaunchReportsACrashedSessionAndFlagsdCountsItForTheSwitchesActiveInIt() async throws {
+        let state = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try await LiveServer.run { server in
+            let arguments = ["--server", server.url, "--city", "lagos", "--cohort", "beta", "--state-dir", state, "--once", "-o", "json"]
+            let crashing = try SampleProcess(arguments + ["--crash-in", "plugin_switch_map_traffic"], token: server.tokens["app"])
+            #expect(await crashing.status() == 134)
+            let next = try SampleProcess(arguments, token: server.tokens["app"])
+            _ = try await next.next { _ in true }
+            #expect(await next.status() == 0, "\(next.errorOutput)")
+
+            let counts = try await server.store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 3600, until: Date() + 3600))
+            func tally(_ subject: EventSubject, _ dimension: EventDimension = .all) -> EventTally {
+                counts.first { $0.subject == subject && $0.dimension == dimension }?.tally ?? .zero
+            }
+            #expect(tally(.baseline) == EventTally(sessions: 1, crashedSessions: 1), "\(counts)")
+            #expect(tally(.pluginSwitch("plugin_switch_map_traffic")) == EventTally(sessions: 1, crashedSessions: 1))
+            #expect(tally(.pluginSwitch("plugin_switch_map_traffic"), .city("lagos")) == EventTally(sessions: 1, crashedSessions: 1))
+            #expect(tally(.pluginSwitch("plugin_switch_map_traffic"), .cohort("beta")) == EventTally(sessions: 1, crashedSessions: 1))
+            #expect(tally(.pluginSwitch("plugin_switch_feed_promos")).crashedSessions == 1)
+            // The map is drawn after the feed and before the trip: the crash happened before any later plugin.
+            #expect(tally(.pluginSwitch("plugin_switch_surge_notice")) == .zero)
+            // The second launch got as far as the confirm button: one exposure of the copy experiment.
+            let exposures = counts.filter { $0.subject.kind == .variant && $0.subject.key == "confirmation_button_copy" && $0.dimension == .all }
+            #expect(exposures.map(\.tally.exposures) == [1], "\(exposures)")
+        }
     }
 
     @Test func helpTeachesAndBadOptionsAreRefusedWithTheNextStep() async throws {
