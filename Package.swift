@@ -160,7 +160,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RiderAppTests",
-            dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles"],
+            dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrix"],
             swiftSettings: settings
         ),
         .testTarget(
