@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     /// How long token checks trust the tokens cached in memory before reading the store again (for tokens
     /// created or revoked by another instance).
     public var tokenCacheMaximumAge: Duration = .seconds(10)
+    /// Whether flagsd serves the web console at `/console/`.
+    public var console: Bool = true
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,
