@@ -96,7 +96,11 @@ let package = Package(
         ),
         // The sample rider app: a core trip flow plus the plugin points of Flags/rider.yaml.
         .target(name: "RiderApp", dependencies: ["SwitchyardPlugins"], swiftSettings: settings),
-        .executableTarget(name: "rider-sample", dependencies: ["RiderApp"], swiftSettings: settings),
+        .executableTarget(
+            name: "rider-sample",
+            dependencies: ["RiderApp", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: settings
+        ),
 
         .testTarget(
             name: "SwitchyardCoreTests",
@@ -145,11 +149,16 @@ let package = Package(
             swiftSettings: settings
         ),
         .testTarget(
+            name: "RiderAppTests",
+            dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles"],
+            swiftSettings: settings
+        ),
+        .testTarget(
             name: "FlagctlTests",
-            // `flagctl` so the end-to-end tests find the built binary next to the test bundle; the server and
-            // storage so they run a live flagsd in-process on a random loopback port.
+            // `flagctl` and `rider-sample` so the end-to-end tests find the built binaries next to the test bundle;
+            // the server and storage so they run a live flagsd in-process on a random loopback port.
             dependencies: [
-                "FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl", "SwitchyardServer", "SwitchyardStorage",
+                "FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl", "rider-sample", "SwitchyardServer", "SwitchyardStorage",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -108,7 +108,7 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "\(ns)/changes") { try await api.changes($0, context: $1) },
         RouteSpec(.get, "\(ns)/changes/{version}") { try await api.change($0, context: $1) },
         RouteSpec(.post, "\(ns)/changes/{version}/revert") { try await api.revert($0, context: $1) },
-        // POST \(ns)/events (session, crash and exposure events) arrives with the client runtime's issue.
+        RouteSpec(.post, "\(ns)/events") { try await api.postEvents($0, context: $1) },
 
         RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },
         RouteSpec(.put, "\(ns)/flag-set") { try await api.putFlagSet($0, context: $1) },

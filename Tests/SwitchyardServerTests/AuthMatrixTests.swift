@@ -38,6 +38,7 @@ struct AuthMatrixTests {
         Case(method: .get, template: "\(ns)/snapshot", path: "/v1/namespaces/rider/snapshot", role: .client),
         Case(method: .get, template: "\(ns)/changes", path: "/v1/namespaces/rider/changes", role: .client),
         Case(method: .get, template: "\(ns)/changes/{version}", path: "/v1/namespaces/rider/changes/1", role: .client),
+        Case(method: .post, template: "\(ns)/events", path: "/v1/namespaces/rider/events", role: .client, body: #"{"events": []}"#),
         Case(method: .post, template: "\(ns)/changes/{version}/revert", path: "/v1/namespaces/rider/changes/1/revert", role: .editor),
         Case(method: .get, template: "\(ns)/flag-set", path: "/v1/namespaces/rider/flag-set", role: .editor),
         Case(method: .put, template: "\(ns)/flag-set", path: "/v1/namespaces/rider/flag-set", role: .editor,
