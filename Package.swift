@@ -44,13 +44,20 @@ let package = Package(
         .target(name: "SwitchyardClient", dependencies: ["SwitchyardCore"], swiftSettings: settings),
         // Plugin points, plugin factories and the core-only guarantee, over the client runtime.
         .target(name: "SwitchyardPlugins", dependencies: ["SwitchyardCore", "SwitchyardClient"], swiftSettings: settings),
-        // The exhaustive combination matrix test kit.
-        .target(name: "SwitchyardMatrix", dependencies: ["SwitchyardPlugins"], swiftSettings: settings),
+        // Which switch combinations a matrix runs: gates, exhaustive or covering-array plans, shards. Shared by the
+        // test kit and `flagctl matrix`.
+        .target(name: "SwitchyardMatrixPlan", dependencies: ["SwitchyardCore"], swiftSettings: settings),
+        // The exhaustive combination matrix test kit (imports Swift Testing; link it into test targets only).
+        .target(
+            name: "SwitchyardMatrix",
+            dependencies: ["SwitchyardCore", "SwitchyardClient", "SwitchyardPlugins", "SwitchyardMatrixPlan", "SwitchyardFlagFiles"],
+            swiftSettings: settings
+        ),
         // The release manager's command line, as a library so tests drive the real commands.
         .target(
             name: "FlagctlCommands",
             dependencies: [
-                "SwitchyardCore", "SwitchyardFlagFiles",
+                "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrixPlan",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: settings
@@ -129,6 +136,11 @@ let package = Package(
         .testTarget(
             name: "SwitchyardPluginsTests",
             dependencies: ["SwitchyardCore", "SwitchyardPlugins", "ClientTestSupport"],
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "SwitchyardMatrixTests",
+            dependencies: ["SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles"],
             swiftSettings: settings
         ),
         .testTarget(
