@@ -70,13 +70,15 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
+        // The web console: plain HTML, CSS and JavaScript, served by flagsd at /console/ (no build step).
+        .target(name: "SwitchyardConsole", dependencies: ["SwitchyardCore"], resources: [.copy("Assets")], swiftSettings: settings),
         // The system zlib, for the gzip form of snapshots (built once per version, so speed matters little).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // flagsd's HTTP application: admin API, long-poll snapshots, events, metrics.
         .target(
             name: "SwitchyardServer",
             dependencies: [
-                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "CZlib",
+                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardConsole", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -149,7 +151,7 @@ let package = Package(
         .testTarget(
             name: "SwitchyardServerTests",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
