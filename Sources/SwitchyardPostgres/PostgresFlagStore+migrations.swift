@@ -81,6 +81,37 @@ extension PostgresFlagStore {
             """,
             "CREATE UNIQUE INDEX token_live_name ON token(name) WHERE revoked_ms IS NULL",
         ]),
+        Migration(id: 2, name: "event ids and counters", statements: [
+            // The ids of events counted, per namespace (the primary key makes a batch retried through any
+            // instance count once); forgotten once older than the server accepts events.
+            """
+            CREATE TABLE event_id (
+                namespace TEXT NOT NULL,
+                id TEXT NOT NULL,
+                time_ms BIGINT NOT NULL,
+                received_ms BIGINT NOT NULL,
+                PRIMARY KEY (namespace, id)
+            )
+            """,
+            "CREATE INDEX event_id_time ON event_id(time_ms)",
+            // Counters per namespace, subject (baseline, switch, variant), dimension (all, city, cohort) and minute.
+            """
+            CREATE TABLE event_count (
+                namespace TEXT NOT NULL,
+                subject_kind TEXT NOT NULL,
+                subject TEXT NOT NULL,
+                variant TEXT NOT NULL,
+                dimension TEXT NOT NULL,
+                value TEXT NOT NULL,
+                bucket_ms BIGINT NOT NULL,
+                sessions BIGINT NOT NULL,
+                crashed BIGINT NOT NULL,
+                exposures BIGINT NOT NULL,
+                PRIMARY KEY (namespace, subject_kind, subject, variant, dimension, value, bucket_ms)
+            )
+            """,
+            "CREATE INDEX event_count_bucket ON event_count(namespace, bucket_ms)",
+        ]),
     ]
 
     /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).

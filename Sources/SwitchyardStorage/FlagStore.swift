@@ -21,7 +21,9 @@ public import SwitchyardCore
 ///   mutation under a lock on the namespace that the other processes respect, so versions stay strictly
 ///   increasing and a mutation that refuses a change when it finds its work done (the crash guard's "disable
 ///   unless disabled") decides on the latest state.
-public protocol FlagStore: Sendable {
+///
+/// Every store is also an `EventStore` (client events: ids and counters), with its own requirements.
+public protocol FlagStore: EventStore {
     /// Every live namespace, by name.
     func namespaces() async throws -> [NamespaceRecord]
 

@@ -409,5 +409,38 @@ struct FlagStoreConformanceTests {
             #expect(try await stores[0].tokens().filter { $0.record.name == "race" }.count == 1)
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func aBatchSentThroughSeveralProcessesAtOnceCountsOnce(backend: StoreBackend) async throws {
+        // A client retries a batch through another instance while the first is still counting it; batches
+        // overlapping in other orders must not deadlock.
+        try await backend.withStores(3) { stores in
+            _ = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let t0 = EventStoreConformanceTests.t0
+            var batch: [StoredEvent] = []
+            for index in 0..<60 {
+                let cohorts: [String] = index % 2 == 0 ? ["beta"] : []
+                batch.append(EventStoreConformanceTests.session("e\(index)", at: Double(index), crashed: index % 4 == 0,
+                                                                switches: ["plugin_switch_feed_promos"], cohorts: cohorts))
+            }
+            let orders: [[StoredEvent]] = [batch, batch.reversed(), batch.shuffled()]
+            let results = try await withThrowingTaskGroup(of: EventIngestResult.self) { group in
+                for (index, store) in stores.enumerated() {
+                    for order in orders {
+                        group.addTask { try await store.ingestEvents(order, in: "rider", receivedAt: t0 + Double(index)) }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let counted = results.flatMap(\.counted)
+            #expect(counted.count == 60)
+            #expect(Set(counted).count == 60)
+            #expect(results.map(\.duplicates.count).reduce(0, +) == 60 * 8)
+            let counts = try await stores[1].eventCounts(EventStoreConformanceTests.window())
+            #expect(counts.first { $0.subject == .baseline && $0.dimension == .all }?.tally == EventTally(sessions: 60, crashedSessions: 15))
+            #expect(counts.first { $0.subject == .pluginSwitch("plugin_switch_feed_promos") && $0.dimension == .cohort("beta") }?.tally
+                    == EventTally(sessions: 30, crashedSessions: 15))
+        }
+    }
 }
 

@@ -25,3 +25,12 @@ ensure_python() {
     apt_install python3 python3-venv python3-pip
   fi
 }
+
+# chromium and chromium-driver: the web console's browser test (Tests/console-browser) drives Debian's chromium,
+# headless, through Debian's chromedriver, both named by path; nothing is downloaded at run time.
+ensure_browser() {
+  local missing=()
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v chromedriver >/dev/null || missing+=(chromium-driver)
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+}
