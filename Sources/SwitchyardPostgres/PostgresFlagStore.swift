@@ -206,7 +206,7 @@ public final class PostgresFlagStore: FlagStore, Service {
             guard requested || (refusing && due) else { continue }
             lastProbe = .now
             do {
-                try await deadline(min(configuration.operationTimeout, .seconds(2))) {
+                try await deadline(configuration.operationTimeout) {
                     try await client.query("SELECT 1", logger: self.poolLogger).collect()
                 }
                 failuresWhileListening = 0
@@ -214,9 +214,11 @@ public final class PostgresFlagStore: FlagStore, Service {
             } catch {
                 shared.withLock { $0.probeRequested = false }
                 markUnreachable("the database does not answer: \(describe(error))")
+                // The listener's fresh connection reaches the database but the pool keeps failing: replace
+                // the pool (PostgresNIO's backs off for up to a minute between attempts after an outage).
                 if listening {
                     failuresWhileListening += 1
-                    if failuresWhileListening >= 2 { return }
+                    if failuresWhileListening >= 3 { return }
                 }
             }
         }

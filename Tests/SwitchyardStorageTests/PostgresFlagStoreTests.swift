@@ -24,7 +24,9 @@ struct PostgresFlagStoreTests {
             }
             let result = try await body(stores)
             for task in tasks { task.cancel() }
-            for task in tasks { _ = await task.result }
+            for task in tasks {
+                if await !ended(task, within: .seconds(60)) { Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation") }
+            }
             await drop()
             return result
         } catch {
@@ -93,7 +95,7 @@ struct PostgresFlagStoreTests {
         try await migrated
         #expect(try await store.namespaces().isEmpty)
         running.cancel()
-        _ = await running.result
+        #expect(await ended(running, within: .seconds(60)))
         await drop()
     }
 

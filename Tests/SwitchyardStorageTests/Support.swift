@@ -33,7 +33,9 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
         var tasks: [Task<Void, any Error>] = []
         let stop: @Sendable ([Task<Void, any Error>]) async -> Void = { tasks in
             for task in tasks { task.cancel() }
-            for task in tasks { _ = await task.result }
+            for task in tasks {
+                if await !ended(task, within: .seconds(60)) { Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation") }
+            }
             await drop()
         }
         do {
@@ -69,6 +71,23 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
             try? await cleanup()
             throw error
         }
+    }
+}
+
+/// Whether a task ended within a time (a liveness check: a hang becomes a failure naming what hung).
+func ended(_ task: Task<Void, any Error>, within limit: Duration) async -> Bool {
+    await withTaskGroup(of: Bool.self) { group in
+        group.addTask {
+            _ = await task.result
+            return true
+        }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return false
+        }
+        let first = await group.next() ?? false
+        group.cancelAll()
+        return first
     }
 }
 
