@@ -123,13 +123,25 @@ public final class PostgresFlagStore: FlagStore, Service {
                     $0.probeRequested = true
                 }
                 self.clientReadyContinuation.yield()
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask { await client.run() }
-                    group.addTask { await self.supervise(client) }
-                    _ = await group.next()
-                    group.cancelAll()
+                // The pool and the supervisor run in tasks of their own, so that a part of PostgresNIO that does not
+                // end when cancelled (seen once in a listener under heavy load) cannot keep this store from
+                // replacing its pool or from shutting down.
+                let pool = Task { await client.run() }
+                let supervisor = Task { await self.supervise(client) }
+                // Until the supervisor asks for a new pool, or the store shuts down.
+                _ = await ended(supervisor, within: nil, untilCancelled: true)
+                supervisor.cancel()
+                pool.cancel()
+                if Task.isCancelled {
+                    // Shutting down: give the pool time to close its connections.
+                    let closed = await ended(pool, within: .seconds(10))
+                    let stopped = await ended(supervisor, within: .seconds(2))
+                    if !closed || !stopped {
+                        self.logger.warning("the PostgreSQL connections did not all close within 10 s of shutdown")
+                    }
+                } else {
+                    self.logger.notice("replacing the PostgreSQL connection pool, which still failed after the database answered again")
                 }
-                if !Task.isCancelled { self.logger.notice("replacing the PostgreSQL connection pool, which still failed after the database answered again") }
             }
         }
         let subscribers = shared.withLock { shared in
@@ -206,7 +218,7 @@ public final class PostgresFlagStore: FlagStore, Service {
             guard requested || (refusing && due) else { continue }
             lastProbe = .now
             do {
-                try await deadline(configuration.operationTimeout) {
+                _ = try await deadline(configuration.operationTimeout) {
                     try await client.query("SELECT 1", logger: self.poolLogger).collect()
                 }
                 failuresWhileListening = 0
@@ -419,11 +431,33 @@ public final class PostgresFlagStore: FlagStore, Service {
     }
 }
 
-/// Which of an operation and its timer ended first.
-private enum DeadlineOutcome<T: Sendable>: Sendable {
-    case value(T)
-    case timedOut
-    case cancelled
+/// Whether a task ended within a time; waits no longer, also when the task does not end at all.
+///
+/// - Parameters:
+///   - limit: the longest wait; nil for no limit.
+///   - untilCancelled: also stop waiting (and return false) when the waiting task is cancelled.
+func ended<Failure: Error>(_ task: Task<Void, Failure>, within limit: Duration?, untilCancelled: Bool = false) async -> Bool {
+    let outcome = Outcome<Bool>()
+    let timer = limit.map { limit in
+        Task {
+            try await Task.sleep(for: limit)
+            outcome.resume(with: .success(false))
+        }
+    }
+    defer { timer?.cancel() }
+    let wait = {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+            outcome.wait(continuation)
+            Task {
+                _ = await task.result
+                outcome.resume(with: .success(true))
+            }
+        }
+    }
+    guard untilCancelled else { return (try? await wait()) ?? false }
+    return (try? await withTaskCancellationHandler(operation: wait, onCancel: {
+        outcome.resume(with: .success(false))
+    })) ?? false
 }
 
 /// An operation that ran out of time.
@@ -431,26 +465,61 @@ struct DeadlineExceeded: Error {
     let limit: Duration
 }
 
-/// Runs an operation, throwing `DeadlineExceeded` when it takes longer than `limit` (the operation is cancelled).
+/// Runs an operation, throwing `DeadlineExceeded` when it takes longer than `limit`.
+///
+/// The operation runs in a task of its own that is never cancelled: a PostgresNIO query whose task is cancelled
+/// can stop in the middle of a transaction and never return (seen under load: a connection left "idle in
+/// transaction" and the caller waiting forever). Past the limit the caller gets the error at once and the
+/// operation finishes (or fails) on its own, returning its connection to the pool.
 func deadline<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: DeadlineOutcome<T>.self) { group in
-        group.addTask { .value(try await operation()) }
-        group.addTask {
-            do {
-                try await Task.sleep(for: limit)
-                return .timedOut
-            } catch {
-                return .cancelled
-            }
+    let work = Task { try await operation() }
+    let outcome = Outcome<T>()
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        outcome.wait(continuation)
+        let timer = Task {
+            try await Task.sleep(for: limit)
+            outcome.resume(with: .failure(DeadlineExceeded(limit: limit)))
         }
-        defer { group.cancelAll() }
-        while let outcome = try await group.next() {
-            switch outcome {
-            case .value(let value): return value
-            case .timedOut: throw DeadlineExceeded(limit: limit)
-            case .cancelled: continue
-            }
+        Task {
+            let result = await work.result
+            timer.cancel()
+            outcome.resume(with: result)
         }
-        throw CancellationError()
+    }
+}
+
+/// The caller of `deadline` or `ended`, resumed once by whichever event comes first.
+private final class Outcome<T: Sendable>: Sendable {
+    private struct State {
+        var waiter: CheckedContinuation<T, any Error>?
+        /// An event came before the waiter was set.
+        var early: Result<T, any Error>?
+        var settled = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Sets the waiter, resuming it at once when an event came first.
+    func wait(_ continuation: CheckedContinuation<T, any Error>) {
+        let early = state.withLock { state -> Result<T, any Error>? in
+            if let early = state.early { return early }
+            state.waiter = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    func resume(with result: Result<T, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            guard !state.settled else { return nil }
+            state.settled = true
+            guard let waiter = state.waiter else {
+                state.early = result
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(with: result)
     }
 }

@@ -162,3 +162,21 @@ public final class PrivateServer: Sendable {
 public struct TestPostgresError: Error, CustomStringConvertible {
     public let description: String
 }
+
+/// Progress marks of the PostgreSQL tests, appended to the file `SWITCHYARD_TEST_TRACE` names (when set), to
+/// find where a test waits when it hangs.
+public enum TestTrace {
+    private static let path = ProcessInfo.processInfo.environment["SWITCHYARD_TEST_TRACE"]
+
+    public static func mark(_ text: String) {
+        guard let path else { return }
+        let line = "\(Date().timeIntervalSince1970) \(text)\n"
+        if let handle = FileHandle(forWritingAtPath: path) {
+            handle.seekToEndOfFile()
+            handle.write(Data(line.utf8))
+            try? handle.close()
+        } else {
+            FileManager.default.createFile(atPath: path, contents: Data(line.utf8))
+        }
+    }
+}

@@ -24,7 +24,7 @@ struct MultiInstanceTests {
     func withInstances<T>(_ count: Int, serverURL: String? = nil, _ body: ([(child: ChildFlagsd, client: LiveClient)]) async throws -> T) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-multi-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let (url, drop) = try await TestPostgres.createDatabase(on: serverURL, timeout: 30)
+        let (url, drop) = try await TestPostgres.createDatabase(on: serverURL, timeout: 60)
         let started = try await instances(count, database: url, folder: folder)
         defer {
             for instance in started { instance.child.kill() }

@@ -12,7 +12,7 @@ import Testing
 struct PostgresFlagStoreTests {
     /// Stores on one fresh database, running until the body ends.
     func withStores<T>(_ count: Int, url: String? = nil, _ body: ([PostgresFlagStore]) async throws -> T) async throws -> T {
-        let (databaseURL, drop) = try await TestPostgres.createDatabase(on: url, timeout: 30)
+        let (databaseURL, drop) = try await TestPostgres.createDatabase(on: url, timeout: 60)
         var stores: [PostgresFlagStore] = []
         var tasks: [Task<Void, any Error>] = []
         defer { for task in tasks { task.cancel() } }
@@ -87,7 +87,7 @@ struct PostgresFlagStoreTests {
     }
 
     @Test func operationsBeforeTheFirstConnectionWaitForRun() async throws {
-        let (url, drop) = try await TestPostgres.createDatabase(timeout: 30)
+        let (url, drop) = try await TestPostgres.createDatabase(timeout: 60)
         let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: url))
         async let migrated: Void = store.migrate()
         try await Task.sleep(for: .milliseconds(50))

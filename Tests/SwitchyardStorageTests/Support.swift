@@ -28,21 +28,30 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
 
     /// A fresh database on the test server (`scripts/test` starts one), the stores running until cleanup.
     static let postgres = StoreBackend(name: "PostgreSQL") { clock, count in
-        let (url, drop) = try await TestPostgres.createDatabase(timeout: 30)
+        let trace = UUID().uuidString.prefix(6)
+        TestTrace.mark("\(trace) create database")
+        let (url, drop) = try await TestPostgres.createDatabase(timeout: 60)
+        TestTrace.mark("\(trace) created \(url)")
         var stores: [PostgresFlagStore] = []
         var tasks: [Task<Void, any Error>] = []
         let stop: @Sendable ([Task<Void, any Error>]) async -> Void = { tasks in
+            TestTrace.mark("\(trace) stopping")
+            defer { TestTrace.mark("\(trace) stopped") }
             for task in tasks { task.cancel() }
             for task in tasks {
                 if await !ended(task, within: .seconds(60)) { Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation") }
             }
+            TestTrace.mark("\(trace) dropping")
             await drop()
+            TestTrace.mark("\(trace) dropped")
         }
         do {
             for _ in 0..<count {
                 let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: url), now: { clock.now })
                 tasks.append(Task { try await store.run() })
+                TestTrace.mark("\(trace) migrating")
                 try await store.migrate(waitingUpTo: .seconds(10))
+                TestTrace.mark("\(trace) migrated")
                 stores.append(store)
             }
         } catch {
@@ -63,9 +72,13 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
     /// Runs a test body with several stores on one fresh database, as several processes would use it.
     func withStores<T>(_ count: Int, clock: TestClock = TestClock(), _ body: ([any FlagStore]) async throws -> T) async throws -> T {
         let (stores, cleanup) = try await open(clock, count)
+        let trace = "\(name) \(UUID().uuidString.prefix(6))"
         do {
+            TestTrace.mark("\(trace) body")
             let result = try await body(stores)
+            TestTrace.mark("\(trace) body done")
             try await cleanup()
+            TestTrace.mark("\(trace) cleaned up")
             return result
         } catch {
             try? await cleanup()
@@ -74,21 +87,22 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// Whether a task ended within a time (a liveness check: a hang becomes a failure naming what hung).
+/// Whether a task ended within a time (a liveness check: a hang becomes a failure naming what hung); waits no
+/// longer, also when the task never ends.
 func ended(_ task: Task<Void, any Error>, within limit: Duration) async -> Bool {
-    await withTaskGroup(of: Bool.self) { group in
-        group.addTask {
-            _ = await task.result
-            return true
-        }
-        group.addTask {
-            try? await Task.sleep(for: limit)
-            return false
-        }
-        let first = await group.next() ?? false
-        group.cancelAll()
-        return first
+    let (results, continuation) = AsyncStream<Bool>.makeStream()
+    let timer = Task {
+        try? await Task.sleep(for: limit)
+        continuation.yield(false)
     }
+    Task {
+        _ = await task.result
+        continuation.yield(true)
+    }
+    let first = await results.first { _ in true } ?? false
+    timer.cancel()
+    continuation.finish()
+    return first
 }
 
 /// A settable wall clock for timestamps.
