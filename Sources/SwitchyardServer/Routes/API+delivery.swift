@@ -5,36 +5,69 @@ import SwitchyardStorage
 
 extension API {
     /// `GET /v1/namespaces/{namespace}/snapshot`: the snapshot, a conditional GET, or a long-poll.
+    ///
+    /// `SnapshotFastPathHandler` answers most of these requests before the router, through the same
+    /// `snapshotAnswer` and `snapshotAfterWait`; this handler takes the rest (see its documentation).
     func snapshot(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let namespace = try parameter("namespace", context)
         try await auth.authorize(request, role: .client, namespace: namespace)
-        let wait = try waitSeconds(request)
-        guard var current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-        let tags = EntityTagList(request.headers[.ifNoneMatch])
-
-        if let wait, wait > 0, let position = tags.waitPosition(current: current.position) {
-            switch await service.hub.wait(for: namespace, after: position, timeout: .seconds(wait)) {
-            case .changed:
-                guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-                current = latest
-            case .timedOut, .shutdown, .cancelled:
-                return notModified(current)
-            case .gone:
-                throw APIError.namespaceNotFound(namespace)
-            case .overloaded:
-                throw APIError.overloaded(retryAfter: service.configuration.retryAfter,
-                                          "\(service.configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
-            }
-        } else if tags.matches(current.entityTag) {
-            return notModified(current)
+        switch try snapshotAnswer(request, namespace: namespace) {
+        case .now(let reply):
+            return reply.response
+        case .wait(let position, let seconds, let current):
+            let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds))
+            return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current).response
         }
-        var headers = deliveryHeaders(current)
+    }
+
+    /// What a snapshot request that passed the access checks gets: a reply now, or a wait past a position.
+    enum SnapshotAnswer {
+        case now(Reply)
+        case wait(after: FeedPosition, seconds: Int, current: PublishedSnapshot)
+    }
+
+    /// Decides a snapshot request (access already checked): `wait`, `If-None-Match`, `Accept-Encoding`.
+    ///
+    /// - Throws: `APIError` 400 for a bad `wait`, 404 for an unknown namespace.
+    func snapshotAnswer(_ request: Request, namespace: String) throws -> SnapshotAnswer {
+        let wait = try waitSeconds(request)
+        guard let current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+        let tags = EntityTagList(request.headers[.ifNoneMatch])
+        if let wait, wait > 0, let position = tags.waitPosition(current: current.position) {
+            return .wait(after: position, seconds: wait, current: current)
+        }
+        if tags.matches(current.entityTag) {
+            return .now(notModified(current))
+        }
+        return .now(snapshotReply(current, request))
+    }
+
+    /// The reply to a snapshot request once its wait ended: the new snapshot, or 304 with the one it waited on.
+    ///
+    /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already.
+    func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot) throws -> Reply {
+        switch reason {
+        case .changed:
+            guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+            return snapshotReply(latest, request)
+        case .timedOut, .shutdown, .cancelled:
+            return notModified(current)
+        case .gone:
+            throw APIError.namespaceNotFound(namespace)
+        case .overloaded:
+            throw APIError.overloaded(retryAfter: service.configuration.retryAfter,
+                                      "\(service.configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
+        }
+    }
+
+    private func snapshotReply(_ snapshot: PublishedSnapshot, _ request: Request) -> Reply {
+        var headers = deliveryHeaders(snapshot)
         headers[.contentType] = "application/json"
         if AcceptEncoding(request.headers[.acceptEncoding]).acceptsGzip {
             headers[.contentEncoding] = "gzip"
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: current.gzipBody))
+            return Reply(status: .ok, headers: headers, body: snapshot.gzipBody)
         }
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: current.body))
+        return Reply(status: .ok, headers: headers, body: snapshot.body)
     }
 
     private func deliveryHeaders(_ snapshot: PublishedSnapshot) -> HTTPFields {
@@ -45,8 +78,8 @@ extension API {
         return headers
     }
 
-    private func notModified(_ snapshot: PublishedSnapshot) -> Response {
-        Response(status: .notModified, headers: deliveryHeaders(snapshot))
+    private func notModified(_ snapshot: PublishedSnapshot) -> Reply {
+        Reply(status: .notModified, headers: deliveryHeaders(snapshot), body: nil)
     }
 
     /// `GET /v1/namespaces/{namespace}/changes?after=&wait=&limit=`: the change log after a version, long-polled.
