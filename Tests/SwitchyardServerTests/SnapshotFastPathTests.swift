@@ -241,9 +241,17 @@ struct SnapshotFastPathTests {
     }
 }
 
+/// A live server's configuration whose token cache stays fresh for the whole test, however slowly a busy machine
+/// runs it: a due cache sends requests to the router (the stale-cache test sets its own age).
+func freshTokenCacheConfiguration() -> ServerConfiguration {
+    var configuration = ServerConfiguration(port: 0)
+    configuration.tokenCacheMaximumAge = .seconds(3600)
+    return configuration
+}
+
 /// Runs a live flagsd over the app's store on a free loopback port for the duration of `body`, then shuts it down.
 func withLiveFlagsd<T: Sendable>(
-    _ app: TestApp, configuration: ServerConfiguration = ServerConfiguration(port: 0),
+    _ app: TestApp, configuration: ServerConfiguration = freshTokenCacheConfiguration(),
     _ body: @escaping @Sendable (FlagsServer, Int) async throws -> T
 ) async throws -> T {
     let (ports, continuation) = AsyncStream<Int>.makeStream()
