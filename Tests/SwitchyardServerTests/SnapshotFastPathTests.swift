@@ -230,6 +230,15 @@ struct SnapshotFastPathTests {
         #expect(HTTPDateCache.format(secondsSince1970: seconds) == Self.imfFixdate().string(from: Date(timeIntervalSince1970: TimeInterval(seconds))))
     }
 
+    @Test func ifNoneMatchPartsAreTrimmedExactlyAsFoundationTrimsThem() {
+        var generator = SystemRandomNumberGenerator()
+        let pieces = [" ", "\t", "  ", "\"e.1\"", "W/", "*", "x", "\u{00A0}", "\u{3000}", "é", "\u{2003}", ".", "\""]
+        for _ in 0..<2000 {
+            let text = (0..<Int.random(in: 0...6, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            #expect(EntityTagList.trimmingWhitespace(Substring(text)) == text.trimmingCharacters(in: .whitespaces), "\(Array(text.unicodeScalars))")
+        }
+    }
+
     @Test func theSnapshotTargetIsRecognisedExactly() {
         #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider/snapshot") == "rider")
         #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider-staging/snapshot?wait=30&x=/") == "rider-staging")

@@ -36,7 +36,7 @@ extension API {
         if let wait, wait > 0, let position = tags.waitPosition(current: current.position) {
             return .wait(after: position, seconds: wait, current: current)
         }
-        if tags.matches(current.entityTag) {
+        if tags.matches(current.position) {
             return .now(notModified(current))
         }
         return .now(snapshotReply(current, request))
@@ -149,7 +149,7 @@ struct EntityTagList {
     init(_ header: String?) {
         guard let header else { return }
         for part in header.split(separator: ",") {
-            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            let trimmed = Self.trimmingWhitespace(part)
             if trimmed == "*" {
                 any = true
             } else if let tag = VersionTag(entityTag: trimmed) {
@@ -160,9 +160,24 @@ struct EntityTagList {
         }
     }
 
-    /// Whether a tag matches the current one by weak comparison (`W/` ignored).
-    func matches(_ entityTag: String) -> Bool {
-        any || tags.contains { $0.description == entityTag }
+    /// Whether a tag names the current position, by weak comparison (`W/` ignored): the tag is the position's
+    /// `"<epoch>.<version>"`.
+    func matches(_ position: FeedPosition) -> Bool {
+        any || tags.contains { $0.epoch == position.epoch && $0.version == position.version }
+    }
+
+    /// `trimmingCharacters(in: .whitespaces)`, without Foundation when the text is ASCII (as header values are),
+    /// where that set is space and tab: every poll reads this header.
+    static func trimmingWhitespace(_ text: Substring) -> String {
+        let bytes = text.utf8
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return text.trimmingCharacters(in: .whitespaces) }
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
+        while end > start, bytes[bytes.index(before: end)] == 0x20 || bytes[bytes.index(before: end)] == 0x09 {
+            end = bytes.index(before: end)
+        }
+        return String(text[start..<end])
     }
 
     /// The position to wait past: the highest version named for the current epoch when it is at or above the
