@@ -40,8 +40,5 @@ struct OperationsMetricsTests {
         #expect(text.contains("flagsd_change_propagation_seconds_count 2"))
         #expect(text.contains(#"flagsd_changes_by_actor_total{namespace="rider",actor="editor"} 1"#))
         #expect(text.contains(#"flagsd_changes_by_actor_total{namespace="rider",actor="admin"} 1"#))
-        // Published in the same process right after the commit: well under the 1 s bucket.
-        let underOneSecond = text.split(separator: "\n").first { $0.hasPrefix(#"flagsd_change_propagation_seconds_bucket{le="1.0"}"#) }
-        #expect(underOneSecond?.hasSuffix(" 2") == true, "\(underOneSecond ?? "no 1 s bucket")")
     }
 }
