@@ -162,7 +162,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RiderAppTests",
-            dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles"],
+            dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrix"],
             swiftSettings: settings
         ),
         // Dashboards/ and deploy/ against the real flagsd: metrics, options, probes; promtool, systemd-analyze.

@@ -1,5 +1,6 @@
 import Foundation
-public import SwitchyardMatrixPlan
+// Plans, shards and gate sets come with the kit: a test target imports SwitchyardMatrix alone.
+@_exported public import SwitchyardMatrixPlan
 public import SwitchyardPlugins
 import SwitchyardFlagFiles
 
