@@ -65,6 +65,12 @@ public struct PluginPoint<Input, Plugin> {
         factories.compactMap { build($0, for: input) }
     }
 
+    /// ``createPlugins(for:)`` with the switch that enabled each plugin: which plugins serve, for logs and
+    /// tests.
+    public func servingPlugins(for input: Input) -> [(plugin: Plugin, pluginSwitch: PluginSwitch)] {
+        factories.compactMap { factory in build(factory, for: input).map { ($0, factory.pluginSwitch) } }
+    }
+
     /// The switches whose plugins would be tried for an input, in order: on and applicable. Builds nothing.
     public func eligibleSwitches(for input: Input) -> [PluginSwitch] {
         factories.filter { states.isEnabled($0.pluginSwitch) && $0.isApplicable(to: input) }.map(\.pluginSwitch)

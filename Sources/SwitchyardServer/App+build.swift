@@ -65,7 +65,8 @@ public func buildApplication(
         store: store, hub: hub,
         auth: Authenticator(store: store, maximumAge: configuration.tokenCacheMaximumAge, metricsFactory: factory),
         configuration: configuration,
-        metricsFactory: factory, logger: logger)
+        metricsFactory: factory, logger: logger,
+        console: ConsoleSite.load(enabled: configuration.console, logger: logger))
     try await service.load()
     let routes = makeRoutes(API(service: service), registry: registry)
     // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
@@ -99,6 +100,8 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "/readyz") { try await api.ready($0, context: $1) },
         RouteSpec(.get, "/metrics") { try await api.metrics($0, context: $1, registry: registry) },
         RouteSpec(.get, "/openapi.yaml") { try await api.openAPI($0, context: $1) },
+        RouteSpec(.get, "/console") { try await api.console($0, context: $1) },
+        RouteSpec(.get, "/console/{asset}") { try await api.consoleAsset($0, context: $1) },
 
         RouteSpec(.get, "/v1/namespaces") { try await api.listNamespaces($0, context: $1) },
         RouteSpec(.post, "/v1/namespaces") { try await api.createNamespace($0, context: $1) },
@@ -110,7 +113,7 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "\(ns)/changes") { try await api.changes($0, context: $1) },
         RouteSpec(.get, "\(ns)/changes/{version}") { try await api.change($0, context: $1) },
         RouteSpec(.post, "\(ns)/changes/{version}/revert") { try await api.revert($0, context: $1) },
-        // POST \(ns)/events (session, crash and exposure events) arrives with the client runtime's issue.
+        RouteSpec(.post, "\(ns)/events") { try await api.postEvents($0, context: $1) },
 
         RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },
         RouteSpec(.put, "\(ns)/flag-set") { try await api.putFlagSet($0, context: $1) },

@@ -22,6 +22,15 @@ public struct ServerConfiguration: Sendable {
     /// How long token checks trust the tokens cached in memory before reading the store again (for tokens
     /// created or revoked by another instance).
     public var tokenCacheMaximumAge: Duration = .seconds(10)
+    /// Whether flagsd serves the web console at `/console/`.
+    public var console: Bool = true
+    /// The most events one `POST /v1/namespaces/{ns}/events` batch may hold (more: 413).
+    public var maximumEventsPerBatch = 1000
+    /// Events older than this are refused; their ids are remembered a day longer, so a retried batch never
+    /// counts twice.
+    public var maximumEventAge: Duration = .seconds(7 * 86_400)
+    /// How far in the future an event's time may be (device clocks drift).
+    public var maximumEventClockSkew: Duration = .seconds(600)
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,
@@ -37,5 +46,11 @@ public struct ServerConfiguration: Sendable {
         self.metricsRequireToken = metricsRequireToken
         self.defaultNamespace = defaultNamespace
         self.ofrepRatePerMinute = ofrepRatePerMinute
+    }
+}
+
+extension ServerConfiguration {
+    var eventLimits: EventLimits {
+        EventLimits(maximumEvents: maximumEventsPerBatch, maximumAge: maximumEventAge, maximumFutureSkew: maximumEventClockSkew)
     }
 }

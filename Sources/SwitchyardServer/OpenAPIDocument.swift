@@ -9,10 +9,11 @@ info:
   description: |
     The HTTP API of `flagsd`. Rollouts are integer basis points (0 to 10000) everywhere in this API.
 
-    **Access.** Send a token as `Authorization: Bearer <token>`. Roles are nested: `client` (snapshots, changes)
+    **Access.** Send a token as `Authorization: Bearer <token>`. Roles are nested: `client` (snapshots, changes, events)
     ⊂ `editor` (flags, kill switches, audit) ⊂ `admin` (namespaces, tokens). A token may be limited to some
     namespaces; managing tokens needs an admin token that is not limited. `/healthz`, `/readyz`,
-    `/openapi.yaml` and (unless flagsd runs with `--metrics-require-token`) `/metrics` are open.
+    `/openapi.yaml`, the web console's files (`/console/`) and (unless flagsd runs with
+    `--metrics-require-token`) `/metrics` are open.
 
     **Errors.** Every error is an RFC 9457 `application/problem+json` document; 400s list every field at fault
     in `errors` (`path`, `message`).
@@ -68,7 +69,8 @@ paths:
       description: |
         `flagsd_http_requests_total{method,route,status}`, `flagsd_http_request_duration_seconds{method,route}`,
         `flagsd_long_poll_waiters`, `flagsd_namespace_version{namespace}`, `flagsd_changes_total{namespace,source}`,
-        `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`.
+        `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`, `flagsd_long_poll_max_waiters`,
+        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`.
       security: [{}, {bearer: []}]
       responses:
         "200":
@@ -89,6 +91,61 @@ paths:
           content:
             application/yaml:
               schema: {type: string}
+
+  /console:
+    get:
+      operationId: console
+      summary: The web console (HTML). `/console` redirects to `/console/`, which serves the page.
+      description: |
+        Plain HTML, CSS and JavaScript (docs/console.md). Sign in with an editor or admin token, kept in the
+        tab's session storage only. Sent with a Content-Security-Policy (scripts and styles from flagsd only,
+        Trusted Types required, no framing), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
+        Answers 404 when flagsd runs with `--no-console`.
+      security: []
+      responses:
+        "200":
+          description: The console's page (`/console/`), revalidated on every load (`Cache-Control: no-cache`, `ETag`).
+          content:
+            text/html:
+              schema: {type: string}
+        "301":
+          description: "`/console` without the slash: `Location: console/`."
+        "304":
+          description: "`If-None-Match` names the page's current `ETag`."
+        "404": {$ref: "#/components/responses/Problem"}
+
+  /console/{asset}:
+    get:
+      operationId: consoleAsset
+      summary: One of the console's files (JavaScript, CSS, icon).
+      description: |
+        With `?v=` naming the current version (as the page links them), cacheable for a year
+        (`Cache-Control: public, max-age=31536000, immutable`); otherwise revalidated by `ETag`. gzip when accepted.
+      security: []
+      parameters:
+        - name: asset
+          in: path
+          required: true
+          description: A file name, e.g. `app.js`.
+          schema: {type: string, pattern: "^[A-Za-z0-9_-][A-Za-z0-9._-]*$"}
+        - name: v
+          in: query
+          required: false
+          description: The console's version, as the page names it.
+          schema: {type: string}
+      responses:
+        "200":
+          description: The file, with its content type.
+          content:
+            text/javascript:
+              schema: {type: string}
+            text/css:
+              schema: {type: string}
+            image/svg+xml:
+              schema: {type: string}
+        "304":
+          description: "`If-None-Match` names the file's current `ETag`."
+        "404": {$ref: "#/components/responses/Problem"}
 
   /v1/namespaces:
     get:
@@ -303,6 +360,98 @@ paths:
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
         "409": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/events:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    post:
+      operationId: postEvents
+      summary: A batch of client events, sessions and exposures, counted for the crash guard and experiment results (client).
+      description: |
+        Each event is checked on its own: valid events are counted (once per id: a retried batch never counts
+        twice) in one transaction before the answer, and listed in `accepted` with the ids counted before;
+        invalid ones are listed in `rejected` with the reason, naming the field. Only a body that is not
+        `{"events": [...]}` is a 400, and more than 1,000 events (`maximumEventsPerBatch`) a 413. Times more than
+        10 minutes in the future or more than 7 days old are rejected per event; ids are remembered 8 days.
+        Members this server does not know are ignored. Counters: per minute (UTC), per plugin switch, variant
+        and the namespace-wide baseline, for all units, per city and per cohort.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [events]
+              properties:
+                events:
+                  type: array
+                  maxItems: 1000
+                  items:
+                    type: object
+                    required: [id, type, time]
+                    properties:
+                      id: {type: string, maxLength: 128, description: Client-generated and unique; the session id for a session.}
+                      type: {type: string, enum: [session, exposure]}
+                      time: {type: string, format: date-time, description: When the client queued the event (RFC 3339); decides the minute it counts in.}
+                      app_version: {type: string}
+                      platform: {type: string}
+                      city: {type: string}
+                      cohorts: {type: array, maxItems: 32, items: {type: string}}
+                      session_id: {type: string, description: "session: required."}
+                      start: {type: string, format: date-time, description: "session: required."}
+                      end: {type: string, format: date-time, description: "session: required, not before start."}
+                      crashed: {type: boolean, description: "session: required; true after an unclean exit."}
+                      switches:
+                        type: array
+                        maxItems: 256
+                        items: {type: string}
+                        description: "session: required; the plugin switches active in the session."
+                      variants:
+                        type: object
+                        additionalProperties: {type: string}
+                        description: "session: the variant of each experiment flag served in the session."
+                      flag: {type: string, description: "exposure: required."}
+                      variant: {type: string, description: "exposure: required."}
+                      epoch: {type: string}
+                      version: {type: integer, minimum: 1}
+            example:
+              events:
+                - {id: 0b7e5a8e-5b1c-4d0e-9f3a-6f1c2d3e4a5b, type: session, time: "2026-11-22T09:20:40.118Z", city: lagos,
+                   cohorts: [beta], session_id: 0b7e5a8e-5b1c-4d0e-9f3a-6f1c2d3e4a5b, start: "2026-11-22T09:02:11.004Z",
+                   end: "2026-11-22T09:14:03.250Z", crashed: true, switches: [plugin_switch_feed_promos],
+                   variants: {confirmation_button_copy: book_now}}
+      responses:
+        "200":
+          description: What was counted and what was refused.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [accepted, rejected, duplicates]
+                properties:
+                  accepted:
+                    type: array
+                    items: {type: string}
+                    description: Every id acknowledged, counted now or before; the client drops them from its queue.
+                  rejected:
+                    type: array
+                    items:
+                      type: object
+                      required: [index, reason]
+                      properties:
+                        id: {type: [string, "null"], description: The event's id; null when it has no usable one.}
+                        index: {type: integer, description: The event's position in the batch.}
+                        reason: {type: string, description: "What is wrong, naming the field, e.g. `time: ... is 3 days in the future ...`."}
+                  duplicates:
+                    type: array
+                    items: {type: string}
+                    description: The accepted ids that had been counted before (a retried batch); nothing was added for them.
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "413": {$ref: "#/components/responses/Problem"}
+        "503": {$ref: "#/components/responses/Problem"}
 
   /v1/namespaces/{namespace}/flag-set:
     parameters:

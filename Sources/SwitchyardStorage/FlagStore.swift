@@ -16,7 +16,9 @@ public import SwitchyardCore
 ///   `conflict` naming who made the current version and when.
 /// - Every error is a `StorageError`; errors thrown by a mutation pass through unchanged.
 /// - Token secrets are never stored, only their SHA-256.
-public protocol FlagStore: Sendable {
+///
+/// Every store is also an `EventStore` (client events: ids and counters), with its own requirements.
+public protocol FlagStore: EventStore {
     /// Every live namespace, by name.
     func namespaces() async throws -> [NamespaceRecord]
 

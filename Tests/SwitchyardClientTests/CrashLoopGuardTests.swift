@@ -136,6 +136,36 @@ struct CrashAttributionTests {
         #expect(!harness.reports.contains(.previousSessionCrashed))
     }
 
+    @Test func theSessionEventNamesTheExperimentVariantsServedInIt() throws {
+        let harness = try ClientHarness()
+        let copy = ExperimentFlag("exp_checkout_copy", default: "Book")
+        var configuration = harness.configuration(server: try ClientHarness.deadServerURL())
+        // Everyone gets the treatment; exposures off: the session still records the variant.
+        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 5, experimentWeights: ["treatment": 1]))
+        configuration.events.recordsExposures = false
+        let first = FlagClient(configuration: configuration)
+        #expect(first.value(of: copy) == "Let's go")
+        #expect(first.value(of: copy) == "Let's go")
+        #expect(first.servedVariants == ["exp_checkout_copy": "treatment"])
+        #expect(first.status.queuedEvents == 0)
+        // The record on disk names it, so a crash right after still counts for the variant.
+        let bytes = try #require(try FileIO.read(harness.directory.file(SessionRecord.fileName), limit: 1 << 20))
+        let record = try #require(SessionRecord(json: JSONValue.parse(bytes)))
+        #expect(record.variants == ["exp_checkout_copy": "treatment"])
+
+        let second = try launch(harness)
+        let event = try #require(try sessionEvents(second).first)
+        #expect(event["crashed"] == .bool(true))
+        #expect(event["variants"] == .object(JSONObject([("exp_checkout_copy", .string("treatment"))])))
+        // A session that served no experiment leaves the field out.
+        second.endSession()
+        let third = try launch(harness)
+        let events = try sessionEvents(third)
+        #expect(events.count == 2)
+        #expect(events.last?["session_id"] == .string(second.sessionID))
+        #expect(events.last?["variants"] == nil)
+    }
+
     @Test func creatingAPluginAfterEndSessionReopensTheSession() throws {
         let harness = try ClientHarness()
         let first = try launch(harness)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
+import SwitchyardStorage
 import Synchronization
 import Testing
 
@@ -62,6 +63,76 @@ struct CrashRecoveryTests {
         let next = try await client.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 10000}"#)
         #expect(next.json["version"]?.int64Value == current + 1, "seed \(seed)")
         child.kill()
+    }
+
+    /// Event batches posted back to back while flagsd is killed: every acknowledged batch is counted after the
+    /// restart, at most the one batch in flight besides, and re-sending every batch counts nothing twice.
+    @Test func everyAcknowledgedEventBatchSurvivesSIGKILLAndCountsOnce() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-crash-events-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let database = folder.appendingPathComponent("flags.sqlite").path
+        var random = SeededRandom(seed: UInt64.random(in: 1...UInt64.max))
+        let seed = random.seed
+
+        /// Batch n: five sessions, ids "b<n>-<i>", the first one crashed.
+        func batch(_ number: Int) -> String {
+            let now = Date().iso8601
+            let events = (0..<5).map { index in
+                #"{"id": "b\#(number)-\#(index)", "type": "session", "time": "\#(now)", "cohorts": [], "session_id": "b\#(number)-\#(index)", "start": "\#(now)", "end": "\#(now)", "crashed": \#(index == 0), "switches": ["plugin_switch_feed_promos"]}"#
+            }
+            return #"{"events": [\#(events.joined(separator: ","))]}"#
+        }
+
+        var acknowledged = 0
+        var sent = 0
+        for round in 0..<4 {
+            let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken)
+            let client = LiveClient(base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken, timeout: 30)
+            if round == 0 {
+                let created = try await client.send("POST", "/v1/namespaces", body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
+                #expect(created.status == .created, "seed \(seed)")
+            }
+            let killAfter = Int.random(in: 1...8, using: &random)
+            let progress = Mutex((acknowledged: 0, sent: 0))
+            let first = sent
+            let sender = Task {
+                var number = first
+                while !Task.isCancelled {
+                    progress.withLock { $0.sent += 1 }
+                    guard let response = try? await client.send("POST", "/v1/namespaces/rider/events", body: batch(number)),
+                          response.status == .ok, response.json["accepted"]?.arrayValue?.count == 5 else { return }
+                    progress.withLock { $0.acknowledged += 1 }
+                    number += 1
+                }
+            }
+            try await waitUntil(timeout: .seconds(60)) { progress.withLock { $0.acknowledged } >= killAfter }
+            child.kill()
+            _ = await sender.result
+            let round = progress.withLock { $0 }
+            acknowledged += round.acknowledged
+            // The batch in flight when flagsd died may or may not have committed; the next round starts after it.
+            sent = first + round.sent
+        }
+
+        let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken)
+        let client = LiveClient(base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken)
+        // Re-send every batch ever sent: only the in-flight ones that never committed may count now.
+        var countedAgain = 0
+        for number in 0..<sent {
+            let response = try await client.send("POST", "/v1/namespaces/rider/events", body: batch(number))
+            countedAgain += 5 - (response.json["duplicates"]?.arrayValue?.count ?? 0)
+        }
+        child.kill()
+        let store = try SQLiteFlagStore(path: database)
+        defer { try? store.close() }
+        let counts = try await store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 3600, until: Date() + 3600,
+                                                                 subjects: [.baseline], dimensions: [.all]))
+        let sessions = counts.first?.tally.sessions ?? 0
+        #expect(sessions == Int64(sent * 5), "every batch counted exactly once after re-sending; seed \(seed)")
+        #expect(sessions - Int64(countedAgain) >= Int64(acknowledged * 5), "acknowledged batches were lost; seed \(seed)")
+        #expect(countedAgain <= (sent - acknowledged) * 5, "a batch counted twice; seed \(seed)")
+        #expect(counts.first?.tally.crashedSessions == Int64(sent), "seed \(seed)")
     }
 
     /// Every acknowledged change is in the log with its value; versions run 1, 2, 3, … without gaps.

@@ -52,8 +52,9 @@ extension FlagClient {
     /// An experiment flag's value for the current context; the flag's code default when there is no snapshot,
     /// the flag is missing or has another type, or the snapshot is stale.
     ///
-    /// Synchronous and thread-safe. Reports an exposure (once per flag, variant, snapshot version and
-    /// context) unless ``EventPolicy/recordsExposures`` is off.
+    /// Synchronous and thread-safe. Records the variant in the session (its `session` event lists the variants
+    /// served, for per-variant crash rates) and reports an exposure (once per flag, variant, snapshot version
+    /// and context) unless ``EventPolicy/recordsExposures`` is off.
     public func value<Value>(of flag: ExperimentFlag<Value>) -> Value {
         var state = shared.withLock { $0.state }
         if state.lacksSlot(flag.slot) { state = stateWithCurrentSlots() }
@@ -68,9 +69,9 @@ extension FlagClient {
         guard experiment.variants.indices.contains(index), let value = Value(flagValue: experiment.variants[index].value) else {
             return flag.defaultValue
         }
-        if configuration.events.recordsExposures, evaluation.reason == .split || evaluation.reason == .targetingMatch {
-            recordExposure(slot: flag.slot, key: flag.key, variantIndex: evaluation.variantIndex,
-                           variant: experiment.variants[index].key, state: state, compiled: compiled)
+        if evaluation.reason == .split || evaluation.reason == .targetingMatch {
+            recordServed(slot: flag.slot, key: flag.key, variantIndex: evaluation.variantIndex,
+                         variant: experiment.variants[index].key, state: state, compiled: compiled)
         }
         return value
     }
@@ -131,8 +132,11 @@ extension FlagClient {
         return details
     }
 
-    func recordExposure(slot: Int32, key: String, variantIndex: Int32, variant: String, state: ClientState,
-                        compiled: CompiledSnapshot) {
+    /// Records a variant served: in the session record (the first variant of each flag) and, unless exposures
+    /// are off, as an exposure event. Once per flag, variant, snapshot version and context; later calls only
+    /// take a lock.
+    func recordServed(slot: Int32, key: String, variantIndex: Int32, variant: String, state: ClientState,
+                      compiled: CompiledSnapshot) {
         let exposureKey = ExposureKey(slot: slot, variant: variantIndex, version: compiled.version,
                                       contextGeneration: state.contextGeneration)
         let isNew = exposures.withLock { seen in
@@ -140,6 +144,8 @@ extension FlagClient {
             return seen.insert(exposureKey).inserted
         }
         guard isNew else { return }
+        recordVariant(variant, of: key)
+        guard configuration.events.recordsExposures else { return }
         let context = shared.withLock { $0.context }
         enqueue(ClientEvent.exposure(flag: key, variant: variant, epoch: compiled.epoch, version: compiled.version,
                                      context: context, id: ClientEvent.newID(), time: wallClock()))

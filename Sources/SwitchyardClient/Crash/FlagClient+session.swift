@@ -26,6 +26,26 @@ extension FlagClient {
         if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
     }
 
+    /// Records the variant of an experiment flag served in this session (the first one per flag), so the
+    /// `session` event can say which variants its crash counts belong to. Rewrites the session record when the
+    /// flag is new to the session.
+    func recordVariant(_ variant: String, of flag: String) {
+        let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
+        let failure: ClientError? = session.withLock { session in
+            guard session.record.variants[flag] == nil else { return nil }
+            session.record.variants[flag] = variant
+            session.record.end = nil
+            session.record.updated = wallClock()
+            return url.flatMap { Self.write(session.record.json, to: $0, sync: false) }
+        }
+        if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
+    }
+
+    /// The variants of experiment flags served in the current session, by flag key.
+    public var servedVariants: [String: String] {
+        session.withLock { $0.record.variants }
+    }
+
     /// Reports a plugin factory that threw; the plugin point moves on to the next eligible factory.
     public func reportFactoryFailure(pluginPoint: String, pluginSwitch: PluginSwitch, error: any Error) {
         report(ClientReport(kind: .pluginFactoryFailed,

@@ -38,6 +38,8 @@ package struct SessionRecord: Sendable, Hashable {
     package var city: String?
     package var cohorts: [String]
     package var switches: [ActiveSwitch]
+    /// The variant of each experiment flag served in the session (the first one served, when several were).
+    package var variants: [String: String]
 
     package init(id: String, namespace: String, start: Date, context: EvaluationContext) {
         self.id = id
@@ -49,6 +51,7 @@ package struct SessionRecord: Sendable, Hashable {
         city = context.city
         cohorts = context.cohorts
         switches = []
+        variants = [:]
     }
 
     /// Whether the session ended cleanly.
@@ -74,6 +77,11 @@ package struct SessionRecord: Sendable, Hashable {
             if let definition = active.definition { entry["definition"] = .string(definition) }
             return .object(entry)
         })
+        if !variants.isEmpty {
+            var served = JSONObject()
+            for (flag, variant) in variants.sorted(by: { $0.key < $1.key }) { served[flag] = .string(variant) }
+            object["variants"] = .object(served)
+        }
         return object
     }
 
@@ -99,6 +107,12 @@ package struct SessionRecord: Sendable, Hashable {
                                        definition: entry["definition"]?.stringValue))
         }
         self.switches = active
+        var served: [String: String] = [:]
+        for (flag, variant) in object["variants"]?.objectValue ?? JSONObject() {
+            guard let variant = variant.stringValue else { return nil }
+            served[flag] = variant
+        }
+        variants = served
     }
 }
 

@@ -11,7 +11,8 @@ package import SwitchyardCore
 /// ```json
 /// {"app_version":"5.12.0","city":"lagos","cohorts":["beta"],"crashed":true,"end":"2026-11-22T09:14:03.250Z",
 ///  "id":"6f1c…","platform":"ios","session_id":"0b7e…","start":"2026-11-22T09:02:11.004Z",
-///  "switches":["plugin_switch_feed_promos"],"time":"2026-11-22T09:20:40.118Z","type":"session"}
+///  "switches":["plugin_switch_feed_promos"],"time":"2026-11-22T09:20:40.118Z","type":"session",
+///  "variants":{"exp_checkout_copy":"treatment"}}
 /// {"app_version":"5.12.0","city":"lagos","cohorts":["beta"],"epoch":"9f2…","flag":"exp_checkout_copy",
 ///  "id":"1d3a…","time":"2026-11-22T09:21:00.000Z","type":"exposure","variant":"treatment","version":42}
 /// ```
@@ -25,6 +26,11 @@ package enum ClientEvent {
         event["end"] = .string(Timestamp.rfc3339(record.end ?? record.updated))
         event["crashed"] = .bool(crashed)
         event["switches"] = .array(record.switches.map { .string($0.key) })
+        if !record.variants.isEmpty {
+            var variants = JSONObject()
+            for (flag, variant) in record.variants.sorted(by: { $0.key < $1.key }) { variants[flag] = .string(variant) }
+            event["variants"] = .object(variants)
+        }
         return event
     }
 

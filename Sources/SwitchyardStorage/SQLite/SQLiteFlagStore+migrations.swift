@@ -70,6 +70,35 @@ extension SQLiteFlagStore {
             // The most OFREP evaluation requests per minute a token may send; NULL: the server's default.
             try db.execute(sql: "ALTER TABLE token ADD COLUMN rate_per_minute INTEGER")
         }
+        migrator.registerMigration("v3: event ids and counters") { db in
+            // The ids of events counted, per namespace; forgotten once older than the server accepts events.
+            // Counters per namespace, subject (baseline, switch, variant), dimension (all, city, cohort) and minute.
+            try db.execute(sql: """
+                CREATE TABLE event_id (
+                    namespace TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    time_ms INTEGER NOT NULL,
+                    received_ms INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, id)
+                ) WITHOUT ROWID;
+                CREATE INDEX event_id_time ON event_id(time_ms);
+
+                CREATE TABLE event_count (
+                    namespace TEXT NOT NULL,
+                    subject_kind TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    variant TEXT NOT NULL,
+                    dimension TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    bucket_ms INTEGER NOT NULL,
+                    sessions INTEGER NOT NULL,
+                    crashed INTEGER NOT NULL,
+                    exposures INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, subject_kind, subject, variant, dimension, value, bucket_ms)
+                ) WITHOUT ROWID;
+                CREATE INDEX event_count_bucket ON event_count(namespace, bucket_ms);
+                """)
+        }
         return migrator
     }()
 }

@@ -350,7 +350,7 @@ public final class SQLiteFlagStore: FlagStore {
     // MARK: Rows
 
     /// Runs a database operation, turning GRDB errors into `StorageError` and passing others through.
-    private func access<T: Sendable>(_ operation: () async throws -> T) async throws -> T {
+    func access<T: Sendable>(_ operation: () async throws -> T) async throws -> T {
         do {
             return try await operation()
         } catch let error as StorageError {

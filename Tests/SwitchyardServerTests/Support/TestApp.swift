@@ -64,6 +64,16 @@ struct TestApp: Sendable {
         try? FileManager.default.removeItem(at: folder)
     }
 
+    /// The same database opened again by a new application, as after a restart (this app's store is closed).
+    func restarted() async throws -> TestApp {
+        try store.close()
+        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let server = try await buildApplication(configuration: server.flagService.configuration, store: store,
+                                                registry: PrometheusCollectorRegistry(), logger: logger)
+        return TestApp(tokens: tokens, store: store, server: server, folder: folder, registry: registry,
+                       responder: server.makeResponder(), logger: logger)
+    }
+
     var hub: LongPollHub { server.flagService.hub }
 
     /// Sends a request to the router in-process.

@@ -1,0 +1,53 @@
+public import SwitchyardPlugins
+
+/// A card of the home feed, under the "Where to?" box. The core flow shows the box alone.
+public protocol FeedCard {
+    /// The card's text. Throws when the plugin crashes (simulated).
+    func render(for rider: RiderProfile) throws(SimulatedCrash) -> String
+}
+
+/// Promotions: for every rider (where it ramps is the switch's rule).
+struct FeedPromosFactory: PluginFactory {
+    var pluginSwitch: PluginSwitch { RiderSwitches.feedPromos }
+    let faults: Faults
+
+    func build(for rider: RiderProfile) throws -> any FeedCard {
+        try faults.build(pluginSwitch)
+        return Card(faults: faults, pluginSwitch: pluginSwitch) { _ in "Promotions near you" }
+    }
+}
+
+/// Recent trips with one-tap rebooking: applicable once the rider has taken a trip.
+struct FeedTripHistoryFactory: PluginFactory {
+    var pluginSwitch: PluginSwitch { RiderSwitches.feedTripHistory }
+    let faults: Faults
+
+    func isApplicable(to rider: RiderProfile) -> Bool { rider.tripsTaken > 0 }
+
+    func build(for rider: RiderProfile) throws -> any FeedCard {
+        try faults.build(pluginSwitch)
+        return Card(faults: faults, pluginSwitch: pluginSwitch) { "Your \($0.tripsTaken) recent trips" }
+    }
+}
+
+/// Safety tips: for every rider (who sees it is the switch's rules).
+struct FeedSafetyTipsFactory: PluginFactory {
+    var pluginSwitch: PluginSwitch { RiderSwitches.feedSafetyTips }
+    let faults: Faults
+
+    func build(for rider: RiderProfile) throws -> any FeedCard {
+        try faults.build(pluginSwitch)
+        return Card(faults: faults, pluginSwitch: pluginSwitch) { _ in "Safety tip: check the plate before you get in" }
+    }
+}
+
+private struct Card: FeedCard {
+    let faults: Faults
+    let pluginSwitch: PluginSwitch
+    let text: (RiderProfile) -> String
+
+    func render(for rider: RiderProfile) throws(SimulatedCrash) -> String {
+        try faults.use(pluginSwitch, at: RiderCatalogue.homeFeed.name)
+        return text(rider)
+    }
+}

@@ -1,0 +1,285 @@
+public import Foundation
+
+/// Where flagsd keeps what clients report: the ids of events already counted, and durable counters of
+/// sessions, crashed sessions and exposures per namespace, minute, subject and dimension.
+///
+/// The crash guard reads crash rates from it (sessions with a plugin switch active, and those that crashed,
+/// beside the namespace-wide baseline); experiment results read exposures, sessions and crashes per variant.
+///
+/// Implementation requirements (the conformance suite checks each):
+/// - `ingestEvents` runs in one transaction and is durable when it returns, like a flag change: for each
+///   event in order, record its id for the namespace unless recorded already (an id seen before, in an earlier
+///   call, in this call, or before a restart, is a duplicate and counts nothing); then add the increments of
+///   the new events, computed with ``EventAggregation/increments(of:)``, to the counters, in the order that
+///   function returns them (a fixed order, so concurrent batches cannot deadlock on the same rows). Nothing is
+///   counted when the call throws.
+/// - An unknown or deleted namespace throws `StorageError` `notFound` and records nothing.
+/// - `eventCounts` sums counters over the buckets that start in `[from, until)` (bucket starts are
+///   ``EventAggregation/bucketSize`` apart, from the Unix epoch, UTC), grouped by subject and dimension (and by
+///   bucket when `perBucket` is set); counters that sum to zero are left out. Results are sorted by subject,
+///   dimension, then bucket.
+/// - `pruneEventIDs(before:)` forgets the ids of events whose time is before the date, and never touches
+///   counters. The server keeps ids for longer than it accepts old events, so a forgotten id can only come
+///   back on an event that is refused as too old.
+public protocol EventStore: Sendable {
+    /// Counts new events and records their ids; duplicates count nothing.
+    ///
+    /// - Parameters:
+    ///   - events: validated events, in the order they arrived.
+    ///   - namespace: the namespace they were posted to.
+    ///   - receivedAt: when the server received them.
+    /// - Returns: which ids were counted now and which had been counted before.
+    func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date) async throws -> EventIngestResult
+
+    /// Counter sums over a time range.
+    func eventCounts(_ query: EventCountQuery) async throws -> [EventCount]
+
+    /// Forgets the ids of events older than a date.
+    ///
+    /// - Returns: how many ids were forgotten.
+    @discardableResult
+    func pruneEventIDs(before date: Date) async throws -> Int
+}
+
+/// One validated event, as the store counts it.
+public struct StoredEvent: Sendable, Hashable {
+    /// What the event reports.
+    public enum Payload: Sendable, Hashable {
+        /// A finished session: whether it crashed, the plugin switches active in it, and the variant of each
+        /// experiment flag served in it.
+        case session(crashed: Bool, switches: [String], variants: [String: String])
+        /// An experiment flag's variant served to a unit.
+        case exposure(flag: String, variant: String)
+    }
+
+    /// The client-generated id, unique per namespace.
+    public var id: String
+    /// The event's time: it decides the bucket.
+    public var time: Date
+    public var city: String?
+    public var cohorts: [String]
+    public var payload: Payload
+
+    public init(id: String, time: Date, city: String? = nil, cohorts: [String] = [], payload: Payload) {
+        self.id = id
+        self.time = time
+        self.city = city
+        self.cohorts = cohorts
+        self.payload = payload
+    }
+}
+
+/// What `ingestEvents` did with a batch.
+public struct EventIngestResult: Sendable, Hashable {
+    /// Ids counted now.
+    public var counted: [String]
+    /// Ids counted before (a retried batch): nothing was added for them.
+    public var duplicates: [String]
+
+    public init(counted: [String], duplicates: [String]) {
+        self.counted = counted
+        self.duplicates = duplicates
+    }
+}
+
+/// What a counter counts: every session of the namespace (the baseline), the sessions with one plugin switch
+/// active, or one variant of an experiment flag.
+public struct EventSubject: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The kind of subject; stored as its raw value.
+    public struct Kind: Sendable, Hashable, Comparable, CustomStringConvertible {
+        public let rawValue: String
+
+        public init?(rawValue: String) {
+            guard ["baseline", "switch", "variant"].contains(rawValue) else { return nil }
+            self.rawValue = rawValue
+        }
+
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
+        /// Every session of the namespace.
+        public static let baseline = Kind("baseline")
+        /// Sessions with a plugin switch active.
+        public static let pluginSwitch = Kind("switch")
+        /// A variant of an experiment flag: exposures, and the sessions it was served in.
+        public static let variant = Kind("variant")
+
+        public var description: String { rawValue }
+        public static func < (lhs: Kind, rhs: Kind) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    public var kind: Kind
+    /// The switch or experiment flag key; empty for the baseline.
+    public var key: String
+    /// The variant key; empty unless `kind` is `variant`.
+    public var variant: String
+
+    public init(kind: Kind, key: String, variant: String = "") {
+        self.kind = kind
+        self.key = key
+        self.variant = variant
+    }
+
+    public static let baseline = EventSubject(kind: .baseline, key: "")
+
+    public static func pluginSwitch(_ key: String) -> EventSubject {
+        EventSubject(kind: .pluginSwitch, key: key)
+    }
+
+    public static func variant(_ variant: String, of flag: String) -> EventSubject {
+        EventSubject(kind: .variant, key: flag, variant: variant)
+    }
+
+    public var description: String {
+        switch kind {
+        case .baseline: "all sessions"
+        case .variant: "\(key)=\(variant)"
+        default: key
+        }
+    }
+
+    public static func < (lhs: EventSubject, rhs: EventSubject) -> Bool {
+        (lhs.kind, lhs.key, lhs.variant) < (rhs.kind, rhs.key, rhs.variant)
+    }
+}
+
+/// Which units a counter covers: all of them, those of one city, or those in one cohort.
+public struct EventDimension: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The kind of dimension; stored as its raw value.
+    public struct Kind: Sendable, Hashable, Comparable, CustomStringConvertible {
+        public let rawValue: String
+
+        public init?(rawValue: String) {
+            guard ["all", "city", "cohort"].contains(rawValue) else { return nil }
+            self.rawValue = rawValue
+        }
+
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
+        public static let all = Kind("all")
+        public static let city = Kind("city")
+        public static let cohort = Kind("cohort")
+
+        public var description: String { rawValue }
+        public static func < (lhs: Kind, rhs: Kind) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    public var kind: Kind
+    /// The city or cohort; empty for `all`.
+    public var value: String
+
+    public init(kind: Kind, value: String = "") {
+        self.kind = kind
+        self.value = value
+    }
+
+    public static let all = EventDimension(kind: .all)
+
+    public static func city(_ city: String) -> EventDimension {
+        EventDimension(kind: .city, value: city)
+    }
+
+    public static func cohort(_ cohort: String) -> EventDimension {
+        EventDimension(kind: .cohort, value: cohort)
+    }
+
+    public var description: String { kind == .all ? "all" : "\(kind)=\(value)" }
+
+    public static func < (lhs: EventDimension, rhs: EventDimension) -> Bool {
+        (lhs.kind, lhs.value) < (rhs.kind, rhs.value)
+    }
+}
+
+/// The values of one counter.
+public struct EventTally: Sendable, Hashable, CustomStringConvertible {
+    /// Sessions reported.
+    public var sessions: Int64
+    /// Of those, sessions that crashed.
+    public var crashedSessions: Int64
+    /// Exposures reported (variants only).
+    public var exposures: Int64
+
+    public init(sessions: Int64 = 0, crashedSessions: Int64 = 0, exposures: Int64 = 0) {
+        self.sessions = sessions
+        self.crashedSessions = crashedSessions
+        self.exposures = exposures
+    }
+
+    public static let zero = EventTally()
+
+    public var isZero: Bool { self == .zero }
+
+    /// Crashed sessions per session; nil without sessions.
+    public var crashRate: Double? {
+        sessions > 0 ? Double(crashedSessions) / Double(sessions) : nil
+    }
+
+    public static func + (lhs: EventTally, rhs: EventTally) -> EventTally {
+        EventTally(sessions: lhs.sessions + rhs.sessions, crashedSessions: lhs.crashedSessions + rhs.crashedSessions,
+                   exposures: lhs.exposures + rhs.exposures)
+    }
+
+    public static func += (lhs: inout EventTally, rhs: EventTally) { lhs = lhs + rhs }
+
+    public var description: String {
+        "\(sessions) sessions, \(crashedSessions) crashed, \(exposures) exposures"
+    }
+}
+
+/// A counter sum: one subject in one dimension, over a query's range (or one bucket of it).
+public struct EventCount: Sendable, Hashable, CustomStringConvertible {
+    public var subject: EventSubject
+    public var dimension: EventDimension
+    /// The bucket's start, when the query asked for buckets.
+    public var bucket: Date?
+    public var tally: EventTally
+
+    public init(subject: EventSubject, dimension: EventDimension, bucket: Date? = nil, tally: EventTally) {
+        self.subject = subject
+        self.dimension = dimension
+        self.bucket = bucket
+        self.tally = tally
+    }
+
+    public var description: String { "\(subject) [\(dimension)]: \(tally)" }
+}
+
+/// Which counters to sum, over which time range.
+///
+/// ```swift
+/// // Crash counts of every plugin switch in the last 10 minutes, per city, beside the baseline:
+/// let now = Date()
+/// let counts = try await store.eventCounts(EventCountQuery(namespace: "rider", from: now - 600, until: now,
+///                                                          subjects: [.pluginSwitch, .baseline], dimensions: [.city]))
+/// ```
+public struct EventCountQuery: Sendable, Hashable {
+    public var namespace: String
+    /// Buckets starting at or after this (rounded down to a bucket start).
+    public var from: Date
+    /// Buckets starting before this.
+    public var until: Date
+    /// Subject kinds to include; nil for every kind.
+    public var subjects: Set<EventSubject.Kind>?
+    /// Switch or flag keys to include; nil for every key (the baseline's key is empty).
+    public var keys: Set<String>?
+    /// Dimension kinds to include; nil for every kind.
+    public var dimensions: Set<EventDimension.Kind>?
+    /// One result per bucket instead of sums over the range.
+    public var perBucket: Bool
+
+    public init(namespace: String, from: Date, until: Date, subjects: Set<EventSubject.Kind>? = nil, keys: Set<String>? = nil,
+                dimensions: Set<EventDimension.Kind>? = nil, perBucket: Bool = false) {
+        self.namespace = namespace
+        self.from = from
+        self.until = until
+        self.subjects = subjects
+        self.keys = keys
+        self.dimensions = dimensions
+        self.perBucket = perBucket
+    }
+
+    /// The first bucket start included, in milliseconds.
+    public var fromBucket: Int64 { EventAggregation.bucketStart(of: from) }
+
+    /// Bucket starts below this are included, in milliseconds.
+    public var untilMilliseconds: Int64 { until.milliseconds }
+}

@@ -1,0 +1,143 @@
+import Dispatch
+import Foundation
+import RiderApp
+import SwitchyardPlugins
+
+/// What `rider-sample` was asked to do.
+struct SampleSettings: Sendable {
+    var server: URL
+    var token: String
+    var namespace: String
+    var context: EvaluationContext
+    var directory: URL
+    var faults: Faults
+    var output: OutputFormat
+    var once: Bool
+    var timeout: Duration
+}
+
+/// Runs the sample: a client following flagsd, the rider app routed over it, an assignment printed per change.
+struct SampleRunner {
+    /// What wakes the main loop.
+    enum Event: Sendable {
+        case change(FlagsChange)
+        case syncFailed
+        case timeout
+        case stop
+    }
+
+    let settings: SampleSettings
+
+    init(_ settings: SampleSettings) {
+        self.settings = settings
+    }
+
+    /// - Returns: the exit status.
+    func run() async -> Int32 {
+        let (events, sink) = AsyncStream.makeStream(of: Event.self)
+        var configuration = FlagClient.Configuration(serverURL: settings.server, namespace: settings.namespace, token: settings.token,
+                                                     context: settings.context, directory: settings.directory)
+        configuration.events.flushDelay = .milliseconds(200)
+        configuration.report = { report in
+            if report.kind == .syncFailed { sink.yield(.syncFailed) }
+            guard report.kind != .snapshotInstalled else { return }
+            Output.error("rider-sample: \(report.message)")
+        }
+        let client = FlagClient(configuration: configuration)
+        let app = RiderApp(states: client, experiments: client, faults: settings.faults)
+        let printer = AssignmentPrinter(settings: settings)
+
+        let changes = client.changes
+        let forwarder = Task {
+            for await change in changes { sink.yield(.change(change)) }
+        }
+        let signals = SignalWatcher { sink.yield(.stop) }
+        let sync = Task { await client.run() }
+        defer {
+            signals.cancel()
+            forwarder.cancel()
+        }
+
+        if settings.once {
+            let timer = Task {
+                try? await Task.sleep(for: settings.timeout)
+                sink.yield(.timeout)
+            }
+            defer { timer.cancel() }
+            var stopped = false
+            if client.status.snapshot?.origin != .server {
+                loop: for await event in events {
+                    switch event {
+                    case .change: if client.status.snapshot?.origin == .server { break loop }
+                    case .syncFailed, .timeout: break loop
+                    case .stop:
+                        stopped = true
+                        break loop
+                    }
+                }
+            }
+            let status = client.status
+            if status.snapshot?.origin != .server {
+                Output.error("rider-sample: no answer from \(settings.server.absoluteString) yet; printing what the app runs without it (\(status.snapshot.map { "the \($0.origin) snapshot, version \($0.version)" } ?? "no snapshot: the core flow everywhere"))")
+            }
+            printer.print(run(app), client: client, cause: "once")
+            if status.snapshot?.origin == .server, !stopped {
+                // Send what is queued (the previous session, this session's exposures) before leaving.
+                let deadline = ContinuousClock.now + .seconds(3)
+                while client.status.queuedEvents > 0, ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            client.endSession()
+            sync.cancel()
+            await sync.value
+            return stopped ? 130 : 0
+        }
+
+        var last = printer.print(run(app), client: client, cause: "launch")
+        for await event in events {
+            guard case .change(let change) = event else {
+                if case .stop = event { break }
+                continue
+            }
+            let outcome = run(app)
+            let signature = AssignmentPrinter.Signature(outcome: outcome, client: client)
+            guard signature != last else { continue }
+            last = printer.print(outcome, client: client, cause: change.cause.description, previous: last)
+        }
+        client.endSession()
+        sync.cancel()
+        await sync.value
+        return 0
+    }
+
+    /// Runs a trip; a simulated crash ends the process at once, as a real crash would, leaving the session open.
+    private func run(_ app: RiderApp) -> TripOutcome {
+        do {
+            return try app.runTrip(.standard(unitID: settings.context.unitId ?? "rider", city: settings.context.city))
+        } catch {
+            Output.error("rider-sample: \(error); exiting as a crash would, without ending the session (status 134)")
+            _exit(134)
+        }
+    }
+}
+
+/// Calls back on SIGINT and SIGTERM (and stops the default handling, so the sample ends its session cleanly).
+final class SignalWatcher {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ handler: @escaping @Sendable () -> Void) {
+        let queue = DispatchQueue(label: "rider-sample.signals")
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+    }
+}

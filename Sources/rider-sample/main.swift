@@ -1,1 +1,0 @@
-print("rider-sample: issue 5")

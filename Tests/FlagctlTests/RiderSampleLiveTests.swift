@@ -1,0 +1,122 @@
+import Foundation
+import SwitchyardCore
+import SwitchyardStorage
+import Testing
+
+/// End to end: a live flagsd, the built `rider-sample` binary following it, and `flagctl` flipping switches.
+struct RiderSampleLiveTests {
+    static func keys(_ json: JSONValue, _ point: String) -> [String] {
+        json["points"]?[point]?.arrayValue?.compactMap(\.stringValue) ?? ["missing"]
+    }
+
+    static func everyPointIsCoreFlow(_ json: JSONValue) -> Bool {
+        guard let points = json["points"]?.objectValue, points.count == 4 else { return false }
+        return points.allSatisfy { $0.value == .array([]) }
+    }
+
+    @Test func theSampleReroutesWhenFlagctlDisablesASwitchAndRunsTheCoreFlowWhenTheMasterIsKilled() async throws {
+        try await LiveServer.run { server in
+            let state = try TestPaths.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: state) }
+            let sample = try SampleProcess(["--server", server.url, "--city", "lagos", "--state-dir", state, "-o", "json"],
+                                           token: server.tokens["app"])
+            let live = try await sample.next { $0["snapshot"]?["origin"] == .string("server") }
+            #expect(Self.keys(live, "home_feed") == ["plugin_switch_feed_promos", "plugin_switch_feed_trip_history"])
+            #expect(Self.keys(live, "map_layers") == ["plugin_switch_map_traffic", "plugin_switch_map_pickup_spots"])
+            #expect(live["trip"]?["completed"] == .bool(true))
+            let version = try #require(live["snapshot"]?["version"]?.int64Value)
+
+            let disabled = await server.flagctl("disable", "plugin_switch_feed_promos", "--reason", "end-to-end test")
+            #expect(disabled.status == 0, "\(disabled.error)")
+            let rerouted = try await sample.next { Self.keys($0, "home_feed") == ["plugin_switch_feed_trip_history"] }
+            #expect(rerouted["snapshot"]?["version"]?.int64Value == version + 1)
+            #expect(Self.keys(rerouted, "map_layers") == Self.keys(live, "map_layers"))
+            #expect(rerouted["points"]?["preferences_hub"] == live["points"]?["preferences_hub"])
+
+            let killed = await server.flagctl("kill", "--reason", "end-to-end test", "--yes")
+            #expect(killed.status == 0, "\(killed.error)")
+            let core = try await sample.next(where: Self.everyPointIsCoreFlow)
+            #expect(core["snapshot"]?["version"]?.int64Value == version + 2)
+            #expect(core["trip"]?["completed"] == .bool(true))
+            #expect(core["trip"]?["charged"] == core["trip"]?["quote"])
+            #expect(await sample.stop() == 0, "\(sample.errorOutput)")
+        }
+    }
+
+    @Test func onceWithTheServerDownPrintsTheCoreFlowAndSaysSo() async throws {
+        let state = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        // A port nobody listens on: bound, then closed.
+        let sample = try SampleProcess(["--server", "http://127.0.0.1:9", "--state-dir", state, "--once", "-o", "json"], token: "sy_client_x")
+        let printed = try await sample.next { _ in true }
+        #expect(await sample.status() == 0)
+        #expect(Self.everyPointIsCoreFlow(printed))
+        #expect(printed["snapshot"] == .null)
+        #expect(printed["trip"]?["completed"] == .bool(true))
+        #expect(sample.errorOutput.contains("no answer from http://127.0.0.1:9"), "\(sample.errorOutput)")
+    }
+
+    @Test func aCrashInAPluginIsReportedAtTheNextLaunchAndTheCacheServesWithTheServerGone() async throws {
+        let state = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try await LiveServer.run { server in
+            let crashing = try SampleProcess(["--server", server.url, "--city", "lagos", "--state-dir", state, "--once",
+                                              "--crash-in", "plugin_switch_map_traffic"], token: server.tokens["app"])
+            #expect(await crashing.status() == 134)
+            #expect(crashing.errorOutput.contains("simulated crash in the plugin of plugin_switch_map_traffic at plugin point map_layers"))
+            #expect(crashing.output.isEmpty)
+        }
+        // The next launch, with the server gone: the cached snapshot routes, and the crash is reported.
+        let next = try SampleProcess(["--server", "http://127.0.0.1:9", "--city", "lagos", "--state-dir", state, "--once", "-o", "json"],
+                                     token: "sy_client_x")
+        let printed = try await next.next { _ in true }
+        #expect(await next.status() == 0)
+        #expect(printed["snapshot"]?["origin"] == .string("cache"))
+        #expect(Self.keys(printed, "map_layers") == ["plugin_switch_map_traffic", "plugin_switch_map_pickup_spots"])
+        #expect(next.errorOutput.contains("ended without endSession(): reporting a crash with"), "\(next.errorOutput)")
+        #expect(next.errorOutput.contains("plugin_switch_map_traffic"))
+    }
+
+    @Test func theNextLaunchReportsACrashedSessionAndFlagsdCountsItForTheSwitchesActiveInIt() async throws {
+        let state = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try await LiveServer.run { server in
+            let arguments = ["--server", server.url, "--city", "lagos", "--cohort", "beta", "--state-dir", state, "--once", "-o", "json"]
+            let crashing = try SampleProcess(arguments + ["--crash-in", "plugin_switch_map_traffic"], token: server.tokens["app"])
+            #expect(await crashing.status() == 134)
+            let next = try SampleProcess(arguments, token: server.tokens["app"])
+            _ = try await next.next { _ in true }
+            #expect(await next.status() == 0, "\(next.errorOutput)")
+
+            let counts = try await server.store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 3600, until: Date() + 3600))
+            func tally(_ subject: EventSubject, _ dimension: EventDimension = .all) -> EventTally {
+                counts.first { $0.subject == subject && $0.dimension == dimension }?.tally ?? .zero
+            }
+            #expect(tally(.baseline) == EventTally(sessions: 1, crashedSessions: 1), "\(counts)")
+            #expect(tally(.pluginSwitch("plugin_switch_map_traffic")) == EventTally(sessions: 1, crashedSessions: 1))
+            #expect(tally(.pluginSwitch("plugin_switch_map_traffic"), .city("lagos")) == EventTally(sessions: 1, crashedSessions: 1))
+            #expect(tally(.pluginSwitch("plugin_switch_map_traffic"), .cohort("beta")) == EventTally(sessions: 1, crashedSessions: 1))
+            #expect(tally(.pluginSwitch("plugin_switch_feed_promos")).crashedSessions == 1)
+            // The map is drawn after the feed and before the trip: the crash happened before any later plugin.
+            #expect(tally(.pluginSwitch("plugin_switch_surge_notice")) == .zero)
+            // The second launch got as far as the confirm button: one exposure of the copy experiment.
+            let exposures = counts.filter { $0.subject.kind == .variant && $0.subject.key == "confirmation_button_copy" && $0.dimension == .all }
+            #expect(exposures.map(\.tally.exposures) == [1], "\(exposures)")
+        }
+    }
+
+    @Test func helpTeachesAndBadOptionsAreRefusedWithTheNextStep() async throws {
+        let help = try SampleProcess(["--help"], token: nil)
+        #expect(await help.status() == 0)
+        #expect(help.output.joined(separator: "\n").contains("USAGE: rider-sample <options>"))
+        #expect(help.output.joined(separator: "\n").contains("flagctl disable plugin_switch_feed_promos"))
+
+        let unknown = try SampleProcess(["--crash-in", "plugin_switch_nope"], token: "t")
+        #expect(await unknown.status() == 64)
+        #expect(unknown.errorOutput.contains("'plugin_switch_nope' is not a plugin switch of the rider app. Pick one of: plugin_switch_prefs_saved_places"))
+
+        let noToken = try SampleProcess(["--once"], token: nil)
+        #expect(await noToken.status() == 64)
+        #expect(noToken.errorOutput.contains("flagctl tokens create rider-sample --role client --allow rider"))
+    }
+}

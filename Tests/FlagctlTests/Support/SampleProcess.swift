@@ -1,0 +1,111 @@
+import Foundation
+import SwitchyardCore
+import Synchronization
+
+/// The built `rider-sample` binary as a child process: its standard output as JSON lines (`-o json`), its
+/// standard error collected, and its exit status.
+final class SampleProcess: Sendable {
+    static let binary = TestPaths.products.appendingPathComponent("rider-sample")
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private let process: Process
+    private let cursor = Mutex(0)
+    private let collected = Collected()
+    private let exit: AsyncStream<Int32>
+
+    /// Starts `rider-sample` with arguments and `SWITCHYARD_TOKEN` (when given) in its environment.
+    init(_ arguments: [String], token: String?) throws {
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWITCHYARD_TOKEN"] = token
+        environment["SWITCHYARD_SERVER"] = nil
+        process.environment = environment
+        let output = Pipe(), error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        let buffer = Mutex("")
+        let collected = self.collected
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                return
+            }
+            let complete = buffer.withLock { text -> [String] in
+                text += String(decoding: data, as: UTF8.self)
+                var found: [String] = []
+                while let newline = text.firstIndex(of: "\n") {
+                    found.append(String(text[..<newline]))
+                    text = String(text[text.index(after: newline)...])
+                }
+                return found
+            }
+            collected.lines.withLock { $0 += complete }
+        }
+        error.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                return
+            }
+            collected.errors.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        }
+        let (exit, exitContinuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        process.terminationHandler = { exitContinuation.yield($0.terminationStatus) }
+        try process.run()
+        self.process = process
+        self.exit = exit
+    }
+
+    /// What the sample wrote to standard error so far.
+    var errorOutput: String { collected.errors.withLock { $0 } }
+
+    /// Every line printed so far.
+    var output: [String] { collected.lines.withLock { $0 } }
+
+    /// The next printed JSON object (after the last one a wait returned) that satisfies a predicate, within a
+    /// generous deadline.
+    ///
+    /// - Throws: when the deadline passes first (naming what the sample printed).
+    func next(within deadline: Duration = .seconds(60), where predicate: (JSONValue) -> Bool) async throws -> JSONValue {
+        let clock = ContinuousClock()
+        let end = clock.now + deadline
+        while true {
+            let (lines, start) = (output, cursor.withLock { $0 })
+            for index in start..<max(start, lines.count) {
+                if let json = try? JSONValue.parse(Array(lines[index].utf8)), predicate(json) {
+                    cursor.withLock { $0 = index + 1 }
+                    return json
+                }
+            }
+            cursor.withLock { $0 = max($0, lines.count) }
+            guard clock.now < end else {
+                throw Failure(description: "rider-sample printed nothing matching within \(deadline); it printed:\n\(output.joined(separator: "\n"))\nand on standard error:\n\(errorOutput)")
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Sends a signal and waits for the exit status.
+    func stop(signal: Int32 = SIGTERM) async -> Int32 {
+        kill(process.processIdentifier, signal)
+        return await status()
+    }
+
+    /// Waits for the sample to exit.
+    func status() async -> Int32 {
+        for await status in exit { return status }
+        return process.terminationStatus
+    }
+}
+
+/// What a child process printed, shared with its pipe handlers.
+private final class Collected: Sendable {
+    let lines = Mutex<[String]>([])
+    let errors = Mutex("")
+}
