@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Hummingbird
 import Logging
 import Prometheus
 import ServiceLifecycle
@@ -228,6 +229,42 @@ struct SnapshotFastPathTests {
     @Test(arguments: [Int64(0), 951_782_400, 784_111_777, 1_700_000_000, 4_107_542_399, 4_102_444_800, 1_234_567_890, 1_709_164_799])
     func theDateHeaderIsAnIMFFixdate(seconds: Int64) {
         #expect(HTTPDateCache.format(secondsSince1970: seconds) == Self.imfFixdate().string(from: Date(timeIntervalSince1970: TimeInterval(seconds))))
+    }
+
+    @Test func aConnectionThatChangesTokensIsCheckedForEachOne() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try await withLiveFlagsd(app) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            // The connection remembers the digest of the header it presented last; a different header is hashed
+            // and looked up again, whatever came before it.
+            for (token, status) in [("client", HTTPResponse.Status.ok), ("revoked", .unauthorized), ("client", .ok),
+                                    ("other-editor", .forbidden), ("rider-client", .ok), ("client", .ok)] {
+                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot",
+                                                          headers: [("Authorization", "Bearer \(app.tokens[token]!)")]))
+                #expect(try await connection.readResponse().status == status, "\(token)")
+            }
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot",
+                                                      headers: [("Authorization", "Bearer \(app.tokens["client"]!)x")]))
+            #expect(try await connection.readResponse().status == .unauthorized)
+            #expect(server.snapshotFastPath.answeredCount == 4)
+        }
+    }
+
+    @Test func aHeaderReadsAsTheFieldsSubscriptReadsIt() {
+        var fields: HTTPFields = [.accept: "a", .ifNoneMatch: "\"e.1\"", .cookie: "x=1", .accept: "b", .cookie: "y=2"]
+        for name in [HTTPField.Name.accept, .ifNoneMatch, .cookie, .authorization] {
+            #expect(fields.value(name) == fields[name], "\(name)")
+        }
+        fields[.accept] = nil
+        #expect(fields.value(.accept) == nil)
+    }
+
+    @Test func generatedRequestIDsAreSixteenLowercaseHexDigits() {
+        let request = Request(head: HTTPRequest(method: .get, scheme: "http", authority: "x", path: "/"), body: RequestBody(buffer: ByteBuffer()))
+        let ids = (0..<200).map { _ in ObservabilityMiddleware.requestID(from: request) }
+        #expect(ids.allSatisfy { $0.utf8.count == 16 && $0.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) } })
+        #expect(Set(ids).count == 200)
     }
 
     @Test func ifNoneMatchPartsAreTrimmedExactlyAsFoundationTrimsThem() {

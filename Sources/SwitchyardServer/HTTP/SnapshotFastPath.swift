@@ -130,6 +130,8 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var parkSerial = 0
     private var queued = CircularBuffer<Queued>()
     private var readHeld = false
+    /// The token this connection presented last, so its next polls skip hashing the same secret.
+    private var lastPresentedToken: PresentedToken?
 
     fileprivate init(_ fastPath: SnapshotFastPath) {
         self.fastPath = fastPath
@@ -200,10 +202,10 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     private func take(_ head: HTTPRequest, context: ChannelHandlerContext) -> Bool {
         guard head.method == .get, let target = head.path,
               let namespace = SnapshotFastPath.namespace(inSnapshotTarget: target),
-              head.headerFields[.connection] != "close"
+              head.headerFields.value(.connection) != "close"
         else { return false }
         let request = Request(head: head, body: RequestBody(buffer: ByteBuffer()))
-        guard let token = fastPath.api.auth.cachedToken(request), token.role >= .client,
+        guard let token = fastPath.api.auth.cachedToken(request, lastPresented: &lastPresentedToken), token.role >= .client,
               token.allows(namespace: namespace)
         else { return false }
         let start = ContinuousClock.now
@@ -211,8 +213,8 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         let reply: Reply
         do {
             switch try fastPath.api.snapshotAnswer(request, namespace: namespace) {
-            case .now(let now):
-                reply = now
+            case .now(let outcome):
+                reply = outcome.reply
             case .wait(let position, let seconds, let current):
                 parkSerial += 1
                 let connection = ParkedSnapshotRequest(handler: NIOLoopBound(self, eventLoop: context.eventLoop), serial: parkSerial)
@@ -222,7 +224,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
                                     current: current, start: start)
                     return true
                 case .answerNow(let reason):
-                    reply = try fastPath.api.snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current)
+                    reply = try fastPath.api.snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current).reply
                 }
             }
         } catch {
@@ -239,7 +241,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         let reply: Reply
         do {
             reply = try fastPath.api.snapshotAfterWait(reason, request: parked.request, namespace: parked.namespace,
-                                                       waitedOn: parked.current)
+                                                       waitedOn: parked.current).reply
         } catch {
             reply = Self.problem(error, request: parked.request, requestID: parked.requestID)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 package import Logging
 package import Metrics
 package import NIOCore
@@ -18,6 +19,10 @@ package struct PublishedSnapshot: Sendable {
     package let gzipBody: ByteBuffer
     /// The snapshot compiled for evaluation (OFREP), once per version.
     package let compiled: CompiledSnapshot
+    /// The response headers of its 200 (identity and gzip, with `Content-Length`) and of its 304, built once.
+    let identityHeaders: HTTPFields
+    let gzipHeaders: HTTPFields
+    let notModifiedHeaders: HTTPFields
 
     /// Encodes a snapshot (canonical JSON with its checksum) and its gzip form, and compiles it.
     package init(_ snapshot: Snapshot) {
@@ -29,6 +34,18 @@ package struct PublishedSnapshot: Sendable {
         entityTag = snapshot.entityTag
         body = ByteBuffer(bytes: bytes)
         gzipBody = ByteBuffer(bytes: Gzip.compress(bytes))
+        var delivery = HTTPFields()
+        delivery[.eTag] = entityTag
+        delivery[.vary] = "Accept-Encoding"
+        delivery[.cacheControl] = "no-cache"
+        notModifiedHeaders = delivery
+        delivery[.contentType] = "application/json"
+        var gzip = delivery
+        delivery[.contentLength] = String(body.readableBytes)
+        identityHeaders = delivery
+        gzip[.contentEncoding] = "gzip"
+        gzip[.contentLength] = String(gzipBody.readableBytes)
+        gzipHeaders = gzip
     }
 
     package var position: FeedPosition {

@@ -12,17 +12,17 @@ extension API {
         let namespace = try parameter("namespace", context)
         try await auth.authorize(request, role: .client, namespace: namespace)
         switch try snapshotAnswer(request, namespace: namespace) {
-        case .now(let reply):
-            return reply.response
+        case .now(let outcome):
+            return outcome.reply.response
         case .wait(let position, let seconds, let current):
             let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds))
-            return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current).response
+            return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current).reply.response
         }
     }
 
-    /// What a snapshot request that passed the access checks gets: a reply now, or a wait past a position.
+    /// What a snapshot request that passed the access checks gets: an answer now, or a wait past a position.
     enum SnapshotAnswer {
-        case now(Reply)
+        case now(SnapshotOutcome)
         case wait(after: FeedPosition, seconds: Int, current: PublishedSnapshot)
     }
 
@@ -32,26 +32,26 @@ extension API {
     func snapshotAnswer(_ request: Request, namespace: String) throws -> SnapshotAnswer {
         let wait = try waitSeconds(request)
         guard let current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-        let tags = EntityTagList(request.headers[.ifNoneMatch])
+        let tags = EntityTagList(request.headers.value(.ifNoneMatch))
         if let wait, wait > 0, let position = tags.waitPosition(current: current.position) {
             return .wait(after: position, seconds: wait, current: current)
         }
         if tags.matches(current.position) {
-            return .now(notModified(current))
+            return .now(.notModified(current))
         }
-        return .now(snapshotReply(current, request))
+        return .now(.snapshot(current, request))
     }
 
-    /// The reply to a snapshot request once its wait ended: the new snapshot, or 304 with the one it waited on.
+    /// The answer to a snapshot request once its wait ended: the new snapshot, or 304 with the one it waited on.
     ///
     /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already.
-    func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot) throws -> Reply {
+    func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
         switch reason {
         case .changed:
             guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-            return snapshotReply(latest, request)
+            return .snapshot(latest, request)
         case .timedOut, .shutdown, .cancelled:
-            return notModified(current)
+            return .notModified(current)
         case .gone:
             throw APIError.namespaceNotFound(namespace)
         case .overloaded:
@@ -60,26 +60,28 @@ extension API {
         }
     }
 
-    private func snapshotReply(_ snapshot: PublishedSnapshot, _ request: Request) -> Reply {
-        var headers = deliveryHeaders(snapshot)
-        headers[.contentType] = "application/json"
-        if AcceptEncoding(request.headers[.acceptEncoding]).acceptsGzip {
-            headers[.contentEncoding] = "gzip"
-            return Reply(status: .ok, headers: headers, body: snapshot.gzipBody)
+    /// A snapshot response: its headers and body are built once per version (`PublishedSnapshot`).
+    enum SnapshotOutcome {
+        /// 200 with the snapshot, gzip-encoded when accepted.
+        case ok(PublishedSnapshot, gzip: Bool)
+        /// 304 with the snapshot's tag.
+        case notModified(PublishedSnapshot)
+
+        /// The snapshot in the encoding the request accepts.
+        static func snapshot(_ snapshot: PublishedSnapshot, _ request: Request) -> SnapshotOutcome {
+            .ok(snapshot, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip)
         }
-        return Reply(status: .ok, headers: headers, body: snapshot.body)
-    }
 
-    private func deliveryHeaders(_ snapshot: PublishedSnapshot) -> HTTPFields {
-        var headers = HTTPFields()
-        headers[.eTag] = snapshot.entityTag
-        headers[.vary] = "Accept-Encoding"
-        headers[.cacheControl] = "no-cache"
-        return headers
-    }
-
-    private func notModified(_ snapshot: PublishedSnapshot) -> Reply {
-        Reply(status: .notModified, headers: deliveryHeaders(snapshot), body: nil)
+        var reply: Reply {
+            switch self {
+            case .ok(let snapshot, gzip: false):
+                Reply(status: .ok, headers: snapshot.identityHeaders, body: snapshot.body)
+            case .ok(let snapshot, gzip: true):
+                Reply(status: .ok, headers: snapshot.gzipHeaders, body: snapshot.gzipBody)
+            case .notModified(let snapshot):
+                Reply(status: .notModified, headers: snapshot.notModifiedHeaders, body: nil)
+            }
+        }
     }
 
     /// `GET /v1/namespaces/{namespace}/changes?after=&wait=&limit=`: the change log after a version, long-polled.
