@@ -276,6 +276,16 @@ struct SnapshotFastPathTests {
         }
     }
 
+    @Test func asciiIfNoneMatchHeadersReadAsTheGeneralReaderReadsThem() {
+        var generator = SystemRandomNumberGenerator()
+        let pieces = [" ", "\t", ",", "\"", "W/", "w/", "*", ".", "e", "f0", "1", "12", "-", "+", "/", "\"e.1\"", "W/\"e.7\"", "\".5\"", "9223372036854775808"]
+        for _ in 0..<5000 {
+            let header = (0..<Int.random(in: 0...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            #expect(EntityTagList(ascii: header) == EntityTagList(general: header), "\(header)")
+        }
+        #expect(EntityTagList("W/\"e.4\" ,\t\"e.7\", *, junk").tags == [VersionTag(epoch: "e", version: 4), VersionTag(epoch: "e", version: 7)])
+    }
+
     @Test func theSnapshotTargetIsRecognisedExactly() {
         #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider/snapshot") == "rider")
         #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider-staging/snapshot?wait=30&x=/") == "rider-staging")

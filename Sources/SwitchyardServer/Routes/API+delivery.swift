@@ -143,23 +143,65 @@ extension APIError {
 }
 
 /// The entity tags of an `If-None-Match` header, compared weakly as HTTP says for it.
-struct EntityTagList {
+struct EntityTagList: Equatable {
     private(set) var any = false
     private(set) var tags: [VersionTag] = []
     private(set) var opaque: [String] = []
 
     init(_ header: String?) {
-        guard let header else { return }
-        for part in header.split(separator: ",") {
-            let trimmed = Self.trimmingWhitespace(part)
-            if trimmed == "*" {
-                any = true
-            } else if let tag = VersionTag(entityTag: trimmed) {
-                tags.append(tag)
-            } else {
-                opaque.append(trimmed)
-            }
+        guard let header else {
+            self.init(general: "")
+            return
         }
+        if header.utf8.allSatisfy({ $0 < 0x80 }) {
+            self.init(ascii: header)
+        } else {
+            self.init(general: header)
+        }
+    }
+
+    /// Any header: parts split at commas, trimmed as Foundation trims whitespace, read as `VersionTag`s.
+    init(general header: String) {
+        for part in header.split(separator: ",") {
+            add(Self.trimmingWhitespace(part), tag: { VersionTag(entityTag: $0) })
+        }
+    }
+
+    /// An ASCII header (as they are), read the same way on its bytes: every poll reads this header.
+    init(ascii header: String) {
+        let bytes = header.utf8
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.endIndex
+            if start < end {  // `split` leaves out empty parts
+                add(Self.trimmingWhitespace(header[start..<end]), tag: Self.versionTag(ascii:))
+            }
+            start = end == bytes.endIndex ? end : bytes.index(after: end)
+        }
+    }
+
+    private mutating func add(_ part: String, tag: (String) -> VersionTag?) {
+        if part == "*" {
+            any = true
+        } else if let tag = tag(part) {
+            tags.append(tag)
+        } else {
+            opaque.append(part)
+        }
+    }
+
+    /// `VersionTag(entityTag:)` for ASCII text, on its bytes (where characters are bytes).
+    static func versionTag(ascii text: String) -> VersionTag? {
+        var bytes = Substring(text).utf8[...]
+        while bytes.first == 0x20 { bytes = bytes.dropFirst() }
+        while bytes.last == 0x20 { bytes = bytes.dropLast() }
+        if bytes.starts(with: "W/".utf8) { bytes = bytes.dropFirst(2) }
+        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
+        let inner = bytes.dropFirst().dropLast()
+        guard let dot = inner.lastIndex(of: UInt8(ascii: ".")), dot != inner.startIndex,
+              let version = Int64(Substring(inner[inner.index(after: dot)...])), version >= 0
+        else { return nil }
+        return VersionTag(epoch: String(Substring(inner[..<dot])), version: version)
     }
 
     /// Whether a tag names the current position, by weak comparison (`W/` ignored): the tag is the position's
