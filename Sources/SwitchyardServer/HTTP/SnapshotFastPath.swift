@@ -23,7 +23,12 @@ import Synchronization
 /// - every request that arrives while a request passed on before it is unanswered, so responses keep their order.
 ///
 /// Requests that arrive behind a parked long-poll on the same connection (pipelining) wait in order until it is
-/// answered. A parked request whose connection closes leaves the hub at once.
+/// answered. A parked request whose connection resets leaves the hub at once; end of input alone keeps it parked
+/// (a client may half-close and still want the answer), as on the router.
+///
+/// Hummingbird's connection state handler, after this one, sees only the requests passed on. That is why a fast
+/// path request must never outlive a quiescing connection (graceful shutdown answers the hub's waiters first),
+/// and why an idle timeout, if flagsd ever configures one, would have to count this handler's parked requests.
 package final class SnapshotFastPath: Sendable {
     let api: API
     let metrics: RequestMetrics
