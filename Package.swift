@@ -167,6 +167,12 @@ let package = Package(
             dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrix"],
             swiftSettings: settings
         ),
+        // Dashboards/ and deploy/ against the real flagsd: metrics, options, probes; promtool, systemd-analyze.
+        .testTarget(
+            name: "DeployTests",
+            dependencies: ["flagsd", "SwitchyardCore", .product(name: "Yams", package: "Yams")],
+            swiftSettings: settings
+        ),
         .testTarget(
             name: "FlagctlTests",
             // `flagctl` and `rider-sample` so the end-to-end tests find the built binaries next to the test bundle;

@@ -69,7 +69,8 @@ paths:
       description: |
         `flagsd_http_requests_total{method,route,status}`, `flagsd_http_request_duration_seconds{method,route}`,
         `flagsd_long_poll_waiters`, `flagsd_namespace_version{namespace}`, `flagsd_changes_total{namespace,source}`,
-        `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`.
+        `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`, `flagsd_long_poll_max_waiters`,
+        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`.
       security: [{}, {bearer: []}]
       responses:
         "200":
