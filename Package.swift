@@ -63,13 +63,15 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
+        // The crash guard's decisions: windowed counts, the Wilson-bound trip rule, scopes, evidence. No I/O.
+        .target(name: "SwitchyardGuard", dependencies: ["SwitchyardCore", "SwitchyardStorage"], swiftSettings: settings),
         // The system zlib, for the gzip form of snapshots (built once per version, so speed matters little).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // flagsd's HTTP application: admin API, long-poll snapshots, events, metrics.
         .target(
             name: "SwitchyardServer",
             dependencies: [
-                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "CZlib",
+                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardGuard", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,6 +134,11 @@ let package = Package(
         .testTarget(
             name: "SwitchyardStorageTests",
             dependencies: ["SwitchyardStorage", "SwitchyardCore"],
+            swiftSettings: settings
+        ),
+        .testTarget(
+            name: "SwitchyardGuardTests",
+            dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore"],
             swiftSettings: settings
         ),
         .testTarget(
