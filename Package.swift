@@ -44,13 +44,20 @@ let package = Package(
         .target(name: "SwitchyardClient", dependencies: ["SwitchyardCore"], swiftSettings: settings),
         // Plugin points, plugin factories and the core-only guarantee, over the client runtime.
         .target(name: "SwitchyardPlugins", dependencies: ["SwitchyardCore", "SwitchyardClient"], swiftSettings: settings),
-        // The exhaustive combination matrix test kit.
-        .target(name: "SwitchyardMatrix", dependencies: ["SwitchyardPlugins"], swiftSettings: settings),
+        // Which switch combinations a matrix runs: gates, exhaustive or covering-array plans, shards. Shared by the
+        // test kit and `flagctl matrix`.
+        .target(name: "SwitchyardMatrixPlan", dependencies: ["SwitchyardCore"], swiftSettings: settings),
+        // The exhaustive combination matrix test kit (imports Swift Testing; link it into test targets only).
+        .target(
+            name: "SwitchyardMatrix",
+            dependencies: ["SwitchyardCore", "SwitchyardClient", "SwitchyardPlugins", "SwitchyardMatrixPlan", "SwitchyardFlagFiles"],
+            swiftSettings: settings
+        ),
         // The release manager's command line, as a library so tests drive the real commands.
         .target(
             name: "FlagctlCommands",
             dependencies: [
-                "SwitchyardCore", "SwitchyardFlagFiles",
+                "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrixPlan",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: settings
@@ -65,13 +72,15 @@ let package = Package(
         ),
         // The crash guard's decisions: windowed counts, the Wilson-bound trip rule, scopes, evidence. No I/O.
         .target(name: "SwitchyardGuard", dependencies: ["SwitchyardCore", "SwitchyardStorage"], swiftSettings: settings),
+        // The web console: plain HTML, CSS and JavaScript, served by flagsd at /console/ (no build step).
+        .target(name: "SwitchyardConsole", dependencies: ["SwitchyardCore"], resources: [.copy("Assets")], swiftSettings: settings),
         // The system zlib, for the gzip form of snapshots (built once per version, so speed matters little).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // flagsd's HTTP application: admin API, long-poll snapshots, events, metrics.
         .target(
             name: "SwitchyardServer",
             dependencies: [
-                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardGuard", "CZlib",
+                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardGuard", "SwitchyardConsole", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,6 +141,11 @@ let package = Package(
             swiftSettings: settings
         ),
         .testTarget(
+            name: "SwitchyardMatrixTests",
+            dependencies: ["SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles"],
+            swiftSettings: settings
+        ),
+        .testTarget(
             name: "SwitchyardStorageTests",
             dependencies: ["SwitchyardStorage", "SwitchyardCore"],
             swiftSettings: settings
@@ -144,7 +158,7 @@ let package = Package(
         .testTarget(
             name: "SwitchyardServerTests",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -155,7 +169,13 @@ let package = Package(
         ),
         .testTarget(
             name: "RiderAppTests",
-            dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles"],
+            dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrix"],
+            swiftSettings: settings
+        ),
+        // Dashboards/ and deploy/ against the real flagsd: metrics, options, probes; promtool, systemd-analyze.
+        .testTarget(
+            name: "DeployTests",
+            dependencies: ["flagsd", "SwitchyardCore", .product(name: "Yams", package: "Yams")],
             swiftSettings: settings
         ),
         .testTarget(

@@ -63,7 +63,8 @@ public func buildApplication(
         store: store, hub: hub,
         auth: Authenticator(store: store, maximumAge: configuration.tokenCacheMaximumAge, metricsFactory: factory),
         configuration: configuration,
-        metricsFactory: factory, logger: logger)
+        metricsFactory: factory, logger: logger,
+        console: ConsoleSite.load(enabled: configuration.console, logger: logger))
     try await service.load()
     let routes = makeRoutes(API(service: service), registry: registry)
     let application = Application(
@@ -94,6 +95,8 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "/readyz") { try await api.ready($0, context: $1) },
         RouteSpec(.get, "/metrics") { try await api.metrics($0, context: $1, registry: registry) },
         RouteSpec(.get, "/openapi.yaml") { try await api.openAPI($0, context: $1) },
+        RouteSpec(.get, "/console") { try await api.console($0, context: $1) },
+        RouteSpec(.get, "/console/{asset}") { try await api.consoleAsset($0, context: $1) },
 
         RouteSpec(.get, "/v1/namespaces") { try await api.listNamespaces($0, context: $1) },
         RouteSpec(.post, "/v1/namespaces") { try await api.createNamespace($0, context: $1) },

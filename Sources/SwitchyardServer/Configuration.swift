@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     /// How long token checks trust the tokens cached in memory before reading the store again (for tokens
     /// created or revoked by another instance).
     public var tokenCacheMaximumAge: Duration = .seconds(10)
+    /// Whether flagsd serves the web console at `/console/`.
+    public var console: Bool = true
     /// The most events one `POST /v1/namespaces/{ns}/events` batch may hold (more: 413).
     public var maximumEventsPerBatch = 1000
     /// Events older than this are refused; their ids are remembered a day longer, so a retried batch never

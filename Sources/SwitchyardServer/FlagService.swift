@@ -19,6 +19,8 @@ package struct FlagService: Sendable {
     package let logger: Logger
     /// Per-token request budgets of OFREP evaluations.
     package let rateLimiter = RateLimiter()
+    /// The web console's files and headers (`/console/`).
+    var console = ConsoleSite(unavailable: "the web console is not set up on this flagsd")
     /// Told after each batch of client events commits (the crash guard adds itself here).
     package let eventObservers = EventObservers()
     /// Forgets old event ids, at most once an hour.
@@ -48,6 +50,8 @@ package struct FlagService: Sendable {
     package func committed(_ state: NamespaceState, _ record: ChangeRecord) {
         hub.publish(state)
         Counter(label: "flagsd_changes_total", dimensions: [("namespace", record.namespace), ("source", record.source.rawValue)],
+                factory: metricsFactory).increment()
+        Counter(label: "flagsd_changes_by_actor_total", dimensions: [("namespace", record.namespace), ("actor", record.actor)],
                 factory: metricsFactory).increment()
         logger.info("change committed", metadata: [
             "namespace": .string(record.namespace), "version": .stringConvertible(record.version),

@@ -12,7 +12,8 @@ info:
     **Access.** Send a token as `Authorization: Bearer <token>`. Roles are nested: `client` (snapshots, changes, events)
     ⊂ `editor` (flags, kill switches, audit) ⊂ `admin` (namespaces, tokens). A token may be limited to some
     namespaces; managing tokens needs an admin token that is not limited. `/healthz`, `/readyz`,
-    `/openapi.yaml` and (unless flagsd runs with `--metrics-require-token`) `/metrics` are open.
+    `/openapi.yaml`, the web console's files (`/console/`) and (unless flagsd runs with
+    `--metrics-require-token`) `/metrics` are open.
 
     **Errors.** Every error is an RFC 9457 `application/problem+json` document; 400s list every field at fault
     in `errors` (`path`, `message`).
@@ -68,7 +69,8 @@ paths:
       description: |
         `flagsd_http_requests_total{method,route,status}`, `flagsd_http_request_duration_seconds{method,route}`,
         `flagsd_long_poll_waiters`, `flagsd_namespace_version{namespace}`, `flagsd_changes_total{namespace,source}`,
-        `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`.
+        `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`, `flagsd_long_poll_max_waiters`,
+        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`.
       security: [{}, {bearer: []}]
       responses:
         "200":
@@ -89,6 +91,61 @@ paths:
           content:
             application/yaml:
               schema: {type: string}
+
+  /console:
+    get:
+      operationId: console
+      summary: The web console (HTML). `/console` redirects to `/console/`, which serves the page.
+      description: |
+        Plain HTML, CSS and JavaScript (docs/console.md). Sign in with an editor or admin token, kept in the
+        tab's session storage only. Sent with a Content-Security-Policy (scripts and styles from flagsd only,
+        Trusted Types required, no framing), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
+        Answers 404 when flagsd runs with `--no-console`.
+      security: []
+      responses:
+        "200":
+          description: The console's page (`/console/`), revalidated on every load (`Cache-Control: no-cache`, `ETag`).
+          content:
+            text/html:
+              schema: {type: string}
+        "301":
+          description: "`/console` without the slash: `Location: console/`."
+        "304":
+          description: "`If-None-Match` names the page's current `ETag`."
+        "404": {$ref: "#/components/responses/Problem"}
+
+  /console/{asset}:
+    get:
+      operationId: consoleAsset
+      summary: One of the console's files (JavaScript, CSS, icon).
+      description: |
+        With `?v=` naming the current version (as the page links them), cacheable for a year
+        (`Cache-Control: public, max-age=31536000, immutable`); otherwise revalidated by `ETag`. gzip when accepted.
+      security: []
+      parameters:
+        - name: asset
+          in: path
+          required: true
+          description: A file name, e.g. `app.js`.
+          schema: {type: string, pattern: "^[A-Za-z0-9_-][A-Za-z0-9._-]*$"}
+        - name: v
+          in: query
+          required: false
+          description: The console's version, as the page names it.
+          schema: {type: string}
+      responses:
+        "200":
+          description: The file, with its content type.
+          content:
+            text/javascript:
+              schema: {type: string}
+            text/css:
+              schema: {type: string}
+            image/svg+xml:
+              schema: {type: string}
+        "304":
+          description: "`If-None-Match` names the file's current `ETag`."
+        "404": {$ref: "#/components/responses/Problem"}
 
   /v1/namespaces:
     get:

@@ -52,6 +52,9 @@ struct Flagsd: AsyncParsableCommand {
     @Flag(help: "Require a token on /metrics (SWITCHYARD_METRICS_REQUIRE_TOKEN=1).")
     var metricsRequireToken = env("SWITCHYARD_METRICS_REQUIRE_TOKEN") == "1"
 
+    @Flag(inversion: .prefixedNo, help: "Serve the web console at /console/ (SWITCHYARD_CONSOLE=0 turns it off).")
+    var console = env("SWITCHYARD_CONSOLE").map { !["0", "false", "no", "off"].contains($0.lowercased()) } ?? true
+
     @Option(help: "The namespace OFREP requests evaluate in when neither their token (limited to one namespace) nor their X-Switchyard-Namespace header names one (SWITCHYARD_DEFAULT_NAMESPACE).")
     var defaultNamespace: String?
 
@@ -116,10 +119,11 @@ struct Flagsd: AsyncParsableCommand {
 
                 """.utf8))
         }
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: host, port: port, maximumWait: maxWait, maximumWaiters: maxWaiters,
             maximumBodySize: maxBodySize, metricsRequireToken: metricsRequireToken,
             defaultNamespace: ofrepDefaultNamespace, ofrepRatePerMinute: ofrepRatePerMinute)
+        configuration.console = console
         let host = self.host
         let server = try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger) { port in
             FileHandle.standardOutput.write(Data("flagsd listening on http://\(host):\(port) (database \(path))\n".utf8))

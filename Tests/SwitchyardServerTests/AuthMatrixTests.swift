@@ -27,6 +27,8 @@ struct AuthMatrixTests {
         Case(method: .get, template: "/readyz", path: "/readyz", role: nil, namespaced: false),
         Case(method: .get, template: "/metrics", path: "/metrics", role: nil, namespaced: false),
         Case(method: .get, template: "/openapi.yaml", path: "/openapi.yaml", role: nil, namespaced: false),
+        Case(method: .get, template: "/console", path: "/console/", role: nil, namespaced: false),
+        Case(method: .get, template: "/console/{asset}", path: "/console/app.js", role: nil, namespaced: false),
         Case(method: .get, template: "/v1/namespaces", path: "/v1/namespaces", role: .editor, namespaced: false),
         Case(method: .post, template: "/v1/namespaces", path: "/v1/namespaces", role: .admin, namespaced: false,
              body: #"{"name": "driver"}"#),

@@ -25,3 +25,21 @@ ensure_python() {
     apt_install python3 python3-venv python3-pip
   fi
 }
+
+# chromium and chromium-driver: the web console's browser test (Tests/console-browser) drives Debian's chromium,
+# headless, through Debian's chromedriver, both named by path; nothing is downloaded at run time.
+ensure_browser() {
+  local missing=()
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v chromedriver >/dev/null || missing+=(chromium-driver)
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+}
+
+# promtool (Debian's prometheus package) checks and unit-tests Dashboards/alerts.yml; systemd-analyze (systemd)
+# verifies deploy/systemd/flagsd.service. No Prometheus or systemd service is started.
+ensure_ops_tools() {
+  local missing=()
+  command -v promtool >/dev/null || missing+=(prometheus)
+  command -v systemd-analyze >/dev/null || missing+=(systemd)
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+}

@@ -1,3 +1,4 @@
+import Foundation
 package import Logging
 package import Metrics
 package import NIOCore
@@ -54,6 +55,10 @@ package final class LongPollHub: Service, Sendable {
     private let clock = ContinuousClock()
     private let sweepInterval: Duration
     private let waitersGauge: Gauge
+    /// Waiters answered because a newer version was published: the fan-out of changes.
+    private let wakeups: Counter
+    /// From a version's commit (its `updatedAt`) to its publication here; cross-instance delay on other instances.
+    private let propagation: Timer
     private let metricsFactory: any MetricsFactory
     private let logger: Logger
 
@@ -62,8 +67,12 @@ package final class LongPollHub: Service, Sendable {
         self.sweepInterval = sweepInterval
         self.metricsFactory = metricsFactory
         self.waitersGauge = Gauge(label: "flagsd_long_poll_waiters", factory: metricsFactory)
+        self.wakeups = Counter(label: "flagsd_long_poll_wakeups_total", factory: metricsFactory)
+        self.propagation = Timer(label: "flagsd_change_propagation_seconds", factory: metricsFactory)
         self.logger = logger
         waitersGauge.record(0)
+        // The cap next to the count, so an alert can compare them (Dashboards/alerts.yml).
+        Gauge(label: "flagsd_long_poll_max_waiters", factory: metricsFactory).record(maximumWaiters)
     }
 
     /// The current snapshot of a namespace; nil when it is unknown.
@@ -80,18 +89,23 @@ package final class LongPollHub: Service, Sendable {
     package func publish(_ state: NamespaceState) {
         let snapshot = PublishedSnapshot(state.snapshot)
         let position = snapshot.position
-        let (woken, count) = shared.withLock { shared -> ([Waiter], Int) in
-            if let current = shared.snapshots[snapshot.namespace], current.epoch == snapshot.epoch,
-               current.version >= snapshot.version {
-                return ([], shared.state.count)
+        let (woken, count, isUpdate) = shared.withLock { shared -> ([Waiter], Int, Bool) in
+            let current = shared.snapshots[snapshot.namespace]
+            if let current, current.epoch == snapshot.epoch, current.version >= snapshot.version {
+                return ([], shared.state.count, false)
             }
             shared.snapshots[snapshot.namespace] = snapshot
-            return (shared.state.publish(snapshot.namespace, position), shared.state.count)
+            return (shared.state.publish(snapshot.namespace, position), shared.state.count, current != nil)
         }
         Gauge(label: "flagsd_namespace_version", dimensions: [("namespace", snapshot.namespace)], factory: metricsFactory)
             .record(snapshot.version)
         for waiter in woken { waiter.resume(returning: .changed) }
         waitersGauge.record(count)
+        wakeups.increment(by: woken.count)
+        // A namespace's first publication (at start) is not a change arriving; clocks of other hosts may run behind.
+        if isUpdate {
+            propagation.recordNanoseconds(max(0, Int64(Date().timeIntervalSince(state.record.updatedAt) * 1e9)))
+        }
     }
 
     /// Forgets a deleted namespace and answers its waiters.

@@ -1,0 +1,665 @@
+// Switchyard console: signing in, the namespace and view in the URL fragment (#/rider/flags), loading and live
+// updates through the change log's long-poll, and every change through one confirmation dialog with a reason.
+'use strict';
+
+(function (global) {
+  const { api, follow, views, dom } = global.Switchyard;
+  const { h, replace, percent, parsePercent, parseList, scopeText, isEverywhere } = dom;
+  const $ = (id) => document.getElementById(id);
+
+  const VIEWS = ['flags', 'kill-switches', 'audit', 'guard'];
+  const VIEW_TITLES = { flags: 'Flags', 'kill-switches': 'Kill switches', audit: 'Audit', guard: 'Crash guard' };
+
+  const state = {
+    namespaces: [],
+    namespace: null,
+    view: 'flags',
+    record: null,
+    flags: [],
+    killSwitches: [],
+    version: 0,
+    epoch: null,
+    etag: null,
+    filter: '',
+    recent: [],
+    audit: freshAudit(),
+    guard: freshGuard(),
+    following: null,
+    loading: null,
+    /** Whether a change made here is on its way, and the versions changes made here took. */
+    saving: false,
+    saved: new Set(),
+  };
+
+  function freshAudit() {
+    return { query: {}, entries: [], nextCursor: null, loaded: false, error: null, fresh: new Set() };
+  }
+
+  function freshGuard() {
+    return { entries: [], loaded: false, error: null, status: null };
+  }
+
+  // Announcements for screen readers (and a visible trace for everyone in the live status line).
+  function announce(text) {
+    const announcer = $('announcer');
+    announcer.textContent = '';
+    // A new text node after a tick makes screen readers read repeated messages too.
+    setTimeout(() => { announcer.textContent = text; }, 50);
+  }
+
+  function setLiveStatus(status, detail) {
+    const element = $('live-status');
+    element.dataset.state = status;
+    element.textContent = {
+      live: 'Live',
+      retrying: `Reconnecting… ${detail || ''}`.trim(),
+      stopped: `Live updates stopped: ${detail || ''}`.trim(),
+      idle: 'Not connected',
+    }[status] || status;
+  }
+
+  // Signing in and out ---------------------------------------------------------------------------------------
+
+  function showSignIn(message) {
+    stopFollowing();
+    $('session').hidden = true;
+    $('view-nav').hidden = true;
+    $('view').hidden = true;
+    replace($('view'));
+    $('sign-in').hidden = false;
+    const error = $('token-error');
+    error.hidden = !message;
+    error.textContent = message || '';
+    $('token-input').setAttribute('aria-invalid', message ? 'true' : 'false');
+    document.title = 'Sign in · Switchyard console';
+    $('token-input').focus();
+  }
+
+  function signOut(message) {
+    api.session.clear();
+    Object.assign(state, { namespaces: [], namespace: null, record: null, flags: [], killSwitches: [], recent: [] });
+    showSignIn(message);
+  }
+
+  /** What a refused token means, in words. */
+  function refusal(error) {
+    if (error.status === 401) return 'flagsd did not accept this token (unknown, mistyped or revoked). Check it and try again.';
+    if (error.status === 403) return `This token may not use the console: it needs the editor or admin role. (${error.message})`;
+    return error.message;
+  }
+
+  async function signIn(token) {
+    const button = $('sign-in-button');
+    button.disabled = true;
+    try {
+      const { body } = await api.namespaces({ token });
+      api.session.token = token;
+      $('token-input').value = '';
+      await start(body.namespaces);
+    } catch (error) {
+      showSignIn(refusal(error));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async function start(namespaces) {
+    state.namespaces = namespaces.map((namespace) => namespace.name);
+    $('sign-in').hidden = true;
+    $('session').hidden = false;
+    $('view-nav').hidden = false;
+    $('view').hidden = false;
+    const picker = $('namespace-picker');
+    replace(picker, state.namespaces.map((name) => h('option', { value: name }, name)));
+    if (!state.namespaces.length) {
+      replace($('view'), h('p', { class: 'notice' }, 'This token may not use any namespace. Ask an admin for a token that includes one (flagctl tokens create NAME --role editor --allow NAMESPACE).'));
+      return;
+    }
+    await route(true);
+  }
+
+  // Routing: #/<namespace>/<view> --------------------------------------------------------------------------
+
+  function parseHash() {
+    const match = /^#\/([^/]*)\/?([^/]*)$/.exec(location.hash);
+    if (!match) return null;
+    let namespace = '';
+    try {
+      namespace = decodeURIComponent(match[1]);
+    } catch (error) {
+      namespace = '';
+    }
+    return { namespace, view: match[2] };
+  }
+
+  function hashFor(namespace, view) {
+    return `#/${encodeURIComponent(namespace)}/${view}`;
+  }
+
+  async function route(moveFocus) {
+    if (!api.session.token || !state.namespaces.length) return;
+    const wanted = parseHash();
+    let namespace = wanted && state.namespaces.includes(wanted.namespace) ? wanted.namespace : null;
+    if (!namespace) namespace = state.namespace && state.namespaces.includes(state.namespace) ? state.namespace : state.namespaces[0];
+    const view = wanted && VIEWS.includes(wanted.view) ? wanted.view : state.view || 'flags';
+    const target = hashFor(namespace, view);
+    if (location.hash !== target) {
+      history.replaceState(null, '', target);
+    }
+    for (const link of document.querySelectorAll('#view-nav a')) {
+      link.setAttribute('href', hashFor(namespace, link.dataset.view));
+      if (link.dataset.view === view) link.setAttribute('aria-current', 'page');
+      else link.removeAttribute('aria-current');
+    }
+    $('namespace-picker').value = namespace;
+    const namespaceChanged = namespace !== state.namespace;
+    state.view = view;
+    document.title = `${VIEW_TITLES[view]} · ${namespace} · Switchyard console`;
+    if (namespaceChanged) {
+      stopFollowing();
+      Object.assign(state, { namespace, record: null, flags: [], killSwitches: [], version: 0, epoch: null, etag: null, recent: [], filter: '', saved: new Set() });
+      state.audit = freshAudit();
+      state.guard = freshGuard();
+      replace($('view'), h('p', { class: 'empty' }, `Loading ${namespace}…`));
+      try {
+        await load();
+      } catch (error) {
+        if (error.status === 401) return signOut(refusal(error));
+        replace($('view'), h('p', { class: 'notice error', role: 'alert' }, `Could not load namespace ${namespace}: ${error.message}`));
+        return;
+      }
+      startFollowing();
+    }
+    if (view === 'audit' && !state.audit.loaded) loadAudit();
+    if (view === 'guard' && !state.guard.loaded) loadGuard();
+    render();
+    if (moveFocus) {
+      const title = $('view-title');
+      if (title) title.focus();
+    }
+  }
+
+  // Loading and live updates --------------------------------------------------------------------------------
+
+  /** Loads the namespace, its flags and kill switches at one version (retrying when a change lands between). */
+  async function load() {
+    const namespace = state.namespace;
+    for (let attempt = 0; attempt < 4; attempt += 1) {
+      const [record, flags, kills] = await Promise.all([api.namespace(namespace), api.flags(namespace), api.killSwitches(namespace)]);
+      if (namespace !== state.namespace) return;
+      const consistent = record.etag === flags.etag && flags.etag === kills.etag;
+      if (consistent || attempt === 3) {
+        state.record = record.body;
+        state.flags = flags.body.flags;
+        state.killSwitches = kills.body.kill_switches;
+        state.version = flags.body.version;
+        state.epoch = record.body.epoch;
+        state.etag = flags.etag;
+        return;
+      }
+    }
+  }
+
+  /** Reloads after changes, coalescing the changes that arrive while a reload runs. */
+  function reload() {
+    if (state.loading) {
+      state.loading.again = true;
+      return state.loading.promise;
+    }
+    const loading = { again: false };
+    loading.promise = (async () => {
+      try {
+        do {
+          loading.again = false;
+          await load();
+        } while (loading.again);
+        render();
+      } catch (error) {
+        if (error.status === 401) signOut(refusal(error));
+        else announce(`Could not refresh: ${error.message}`);
+      } finally {
+        state.loading = null;
+      }
+    })();
+    state.loading = loading;
+    return loading.promise;
+  }
+
+  function startFollowing() {
+    stopFollowing();
+    const controller = new AbortController();
+    state.following = controller;
+    const namespace = state.namespace;
+    follow({
+      namespace,
+      after: state.version,
+      epoch: state.epoch,
+      signal: controller.signal,
+      onStatus: (status, detail) => {
+        if (state.following === controller) setLiveStatus(status, detail);
+      },
+      onChanges: (changes) => {
+        if (state.following !== controller) return;
+        for (const change of changes) state.recent.unshift(change);
+        state.recent.length = Math.min(state.recent.length, 20);
+        // Changes made here are announced once, as saved; others as they arrive.
+        const others = changes.filter((change) => !state.saved.has(change.version));
+        const latest = others[others.length - 1];
+        if (latest && !state.saving) announce(`Version ${latest.version}: ${latest.actor} (${latest.source}) ${latest.summary}`);
+        reload();
+        if (state.audit.loaded) refreshAudit();
+        if (state.guard.loaded && changes.some((change) => change.source === 'crash-guard')) loadGuard();
+      },
+      onEpoch: () => {
+        announce(`Namespace ${namespace} was deleted and created again; reloading it.`);
+        state.namespace = null;
+        route(false);
+      },
+      onStop: (error) => {
+        if (error.status === 401) signOut(refusal(error));
+        else if (error.status === 404) replace($('view'), h('p', { class: 'notice error', role: 'alert' }, `Namespace ${namespace} no longer exists.`));
+      },
+    });
+  }
+
+  function stopFollowing() {
+    if (state.following) state.following.abort();
+    state.following = null;
+    setLiveStatus('idle');
+  }
+
+  // Audit and crash guard -------------------------------------------------------------------------------------
+
+  async function loadAudit(cursor) {
+    const audit = state.audit;
+    try {
+      const { body } = await api.audit({ namespace: state.namespace, limit: 50, cursor, ...audit.query });
+      if (audit !== state.audit) return;
+      audit.entries = cursor ? audit.entries.concat(body.entries) : body.entries;
+      audit.nextCursor = body.next_cursor;
+      audit.loaded = true;
+      audit.error = null;
+    } catch (error) {
+      if (error.status === 401) return signOut(refusal(error));
+      audit.error = `Could not load the audit log: ${error.message}`;
+    }
+    render();
+  }
+
+  /** Adds the entries newer than the newest shown (live), marking them fresh. */
+  async function refreshAudit() {
+    const audit = state.audit;
+    try {
+      const { body } = await api.audit({ namespace: state.namespace, limit: 50, ...audit.query });
+      if (audit !== state.audit) return;
+      const newest = audit.entries.length ? audit.entries[0].id : 0;
+      const added = body.entries.filter((entry) => entry.id > newest);
+      for (const entry of added) audit.fresh.add(entry.id);
+      audit.entries = added.concat(audit.entries);
+      audit.loaded = true;
+      if (!audit.nextCursor && body.next_cursor && !newest) audit.nextCursor = body.next_cursor;
+      render();
+    } catch (error) {
+      if (error.status === 401) signOut(refusal(error));
+    }
+  }
+
+  async function loadGuard() {
+    const guard = state.guard;
+    try {
+      const { body } = await api.audit({ namespace: state.namespace, source: 'crash-guard', limit: 50 });
+      if (guard !== state.guard) return;
+      guard.entries = body.entries;
+      guard.loaded = true;
+      guard.error = null;
+      // The guard's statistics, when a renderer for them is installed (it needs flagsd's crash guard API).
+      if (typeof global.Switchyard.guardStatus === 'function') {
+        guard.status = await global.Switchyard.guardStatus(state);
+      }
+    } catch (error) {
+      if (error.status === 401) return signOut(refusal(error));
+      guard.error = `Could not load the crash guard's changes: ${error.message}`;
+    }
+    render();
+  }
+
+  // Rendering -------------------------------------------------------------------------------------------------
+
+  const handlers = {
+    action: (action, button) => openChange(action, button),
+    filter: (value) => {
+      state.filter = value;
+      render();
+    },
+    auditQuery: (query) => {
+      state.audit = freshAudit();
+      state.audit.query = Object.fromEntries(Object.entries(query).filter(([, value]) => value));
+      render();
+      loadAudit();
+    },
+    auditMore: (button) => {
+      button.disabled = true;
+      loadAudit(state.audit.nextCursor);
+    },
+  };
+
+  /** Renders the current view again, keeping focus (and the caret in a text field) where it was. */
+  function render() {
+    if (!state.namespace || !state.record) return;
+    const active = document.activeElement;
+    const focusID = active && active.id && $('view').contains(active) ? active.id : null;
+    // When the focused button goes away (Disable became Enable), focus moves to its row's first button.
+    const row = focusID && active.closest('tr[data-flag], tr[data-kill-switch]');
+    const rowSelector = row ? (row.dataset.flag ? `tr[data-flag="${CSS.escape(row.dataset.flag)}"]`
+      : `tr[data-kill-switch="${CSS.escape(row.dataset.killSwitch)}"]`) : null;
+    const caret = focusID && typeof active.selectionStart === 'number' ? [active.selectionStart, active.selectionEnd] : null;
+    const openDetails = [...$('view').querySelectorAll('details[open] > summary')].map((summary) => summary.textContent);
+    const scroll = [global.scrollX, global.scrollY];
+    replace($('view'), views[state.view](state, handlers));
+    for (const summary of $('view').querySelectorAll('details > summary')) {
+      if (openDetails.includes(summary.textContent)) summary.parentElement.open = true;
+    }
+    if (focusID && $(focusID)) {
+      const element = $(focusID);
+      element.focus({ preventScroll: true });
+      if (caret && typeof element.setSelectionRange === 'function') element.setSelectionRange(caret[0], caret[1]);
+    } else if (rowSelector) {
+      const fallback = $('view').querySelector(`${rowSelector} button`);
+      if (fallback) fallback.focus({ preventScroll: true });
+    }
+    global.scrollTo(scroll[0], scroll[1]);
+  }
+
+  // Changes: one dialog, a summary of the effect, a reason, a confirmation -------------------------------------
+
+  let pending = null;
+
+  function field(id, label, input, help) {
+    input.id = id;
+    if (help) input.setAttribute('aria-describedby', `${id}-help`);
+    return h('div', { class: 'field' }, h('label', { for: id }, label), input, help ? h('p', { class: 'help', id: `${id}-help` }, help) : null);
+  }
+
+  /** "Where": everywhere, or only for some cities and cohorts (kill and disable). */
+  function scopeFields(prefix, verb) {
+    const everywhere = h('input', { type: 'radio', name: `${prefix}-where`, value: 'everywhere', id: `${prefix}-everywhere`, checked: true });
+    const scoped = h('input', { type: 'radio', name: `${prefix}-where`, value: 'scope', id: `${prefix}-scoped` });
+    const cities = h('input', { type: 'text', autocomplete: 'off', placeholder: 'lagos, nairobi' });
+    const cohorts = h('input', { type: 'text', autocomplete: 'off', placeholder: 'beta' });
+    const scopeInputs = h('div', { hidden: true },
+      field(`${prefix}-cities`, 'Cities', cities, 'Comma-separated city ids, as the app reports them.'),
+      field(`${prefix}-cohorts`, 'Cohorts', cohorts, 'A unit matches when any of its cohorts is listed.'));
+    const toggle = () => { scopeInputs.hidden = !scoped.checked; };
+    everywhere.addEventListener('change', toggle);
+    scoped.addEventListener('change', toggle);
+    const fieldset = h('fieldset', {},
+      h('legend', {}, `Where to ${verb}`),
+      h('div', {}, everywhere, ' ', h('label', { for: `${prefix}-everywhere` }, 'Everywhere')),
+      h('div', {}, scoped, ' ', h('label', { for: `${prefix}-scoped` }, 'Only for some cities or cohorts')),
+      scopeInputs);
+    return {
+      element: fieldset,
+      /** The scope typed, or an error; null for everywhere. */
+      read() {
+        if (!scoped.checked) return { scope: null };
+        const scope = {};
+        const cityList = parseList(cities.value);
+        const cohortList = parseList(cohorts.value);
+        if (cityList.length) scope.cities = cityList;
+        if (cohortList.length) scope.cohorts = cohortList;
+        if (!cityList.length && !cohortList.length) return { error: 'Name at least one city or cohort, or choose Everywhere.', input: cities };
+        return { scope };
+      },
+      inputs: { scope: cities, 'scope.cities': cities, 'scope.cohorts': cohorts },
+    };
+  }
+
+  /** Builds the dialog's contents for an action; returns {title, summary, confirm, danger, fields, submit}. */
+  function describe(action) {
+    const namespace = state.namespace;
+    const flag = state.flags.find((candidate) => candidate.key === action.key);
+    const kill = state.killSwitches.find((candidate) => candidate.key === action.key);
+    switch (action.kind) {
+      case 'disable': {
+        const where = scopeFields('disable', 'disable it');
+        return {
+          title: `Disable ${action.key}?`,
+          summary: `Turns this plugin off in namespace ${namespace}${flag && flag.plugin_point ? `; plugin point ${flag.plugin_point} then serves its next enabled plugin, or the core flow` : ''}. Clients receive the change within a second.`,
+          confirm: 'Disable', danger: true, fields: [where.element], inputs: where.inputs,
+          submit: (reason) => {
+            const read = where.read();
+            if (read.error) return read;
+            const body = { reason };
+            if (read.scope) body.scope = read.scope;
+            return { send: () => api.setSwitch(namespace, action.key, false, body, state.etag) };
+          },
+        };
+      }
+      case 'enable': {
+        const options = [];
+        if (flag && flag.disabled) options.push({ label: 'Everywhere (remove the global disable)', scope: null });
+        for (const scope of (flag && flag.disabled_scopes) || []) options.push({ label: `For ${scopeText(scope)} (remove this scoped disable)`, scope });
+        if (!options.length) options.push({ label: 'Everywhere', scope: null });
+        const radios = options.map((option, index) => h('input', { type: 'radio', name: 'enable-which', id: `enable-which-${index}`, value: String(index), checked: index === 0 }));
+        const fieldset = h('fieldset', {}, h('legend', {}, 'Which disable to remove'),
+          options.map((option, index) => h('div', {}, radios[index], ' ', h('label', { for: `enable-which-${index}` }, option.label))));
+        const guardNote = action.fromGuard || (state.guard.entries || []).some((entry) => (entry.changes || []).some((change) => change.key === action.key))
+          ? ' The crash guard turned it off: check its evidence in the Crash guard view first.' : '';
+        return {
+          title: `Enable ${action.key}?`,
+          summary: `Turns this plugin back on in namespace ${namespace}, as its rules and rollout say.${guardNote}`,
+          confirm: 'Enable', danger: false, fields: [fieldset], inputs: { scope: radios[0] },
+          submit: (reason) => {
+            const chosen = options[radios.findIndex((radio) => radio.checked)];
+            const body = { reason };
+            if (chosen.scope) body.scope = chosen.scope;
+            return { send: () => api.setSwitch(namespace, action.key, true, body, state.etag) };
+          },
+        };
+      }
+      case 'rollout': {
+        const rules = (flag && flag.rules) || [];
+        const target = h('select', {},
+          h('option', { value: '' }, `Default rollout (now ${percent(flag ? flag.rollout : 0)})`),
+          rules.map((rule, index) => h('option', { value: String(index) },
+            `Rule ${index}${rule.name ? ` “${rule.name}”` : ''}: ${dom.conditionsText(rule)} (now ${percent(rule.rollout)})`)));
+        const value = h('input', { type: 'text', inputmode: 'decimal', autocomplete: 'off', value: flag ? String(flag.rollout / 100) : '' });
+        target.addEventListener('change', () => {
+          const rule = target.value === '' ? null : rules[Number(target.value)];
+          value.value = String((rule ? rule.rollout : flag.rollout) / 100);
+        });
+        return {
+          title: `Change the rollout of ${action.key}?`,
+          summary: `Sets the share of units (by their stable bucket) that get this plugin in namespace ${namespace}. Raising a rollout only adds units.`,
+          confirm: 'Set rollout', danger: false,
+          fields: [field('rollout-target', 'Which rollout', target), field('rollout-value', 'Rollout (%)', value, 'From 0 to 100, at most two decimals, e.g. 12.5.')],
+          inputs: { rollout: value, rule: target }, focus: value,
+          submit: (reason) => {
+            const parsed = parsePercent(value.value);
+            if (parsed.error) return { error: parsed.error, input: value };
+            const body = { rollout: parsed.basisPoints, reason };
+            if (target.value !== '') body.rule = Number(target.value);
+            return { send: () => api.setRollout(namespace, action.key, body, state.etag) };
+          },
+        };
+      }
+      case 'kill': {
+        const where = scopeFields('kill', 'kill');
+        const members = (kill && kill.members) || [];
+        return {
+          title: `Kill ${action.key}?`,
+          summary: `Turns off ${members.length} flag${members.length === 1 ? '' : 's'} in namespace ${namespace}${members.length ? ` (${members.slice(0, 6).join(', ')}${members.length > 6 ? ', …' : ''})` : ''}; their plugin points fall back to the core flow. Clients receive the change within a second.`,
+          confirm: 'Kill', danger: true, fields: [where.element], inputs: where.inputs,
+          submit: (reason) => {
+            const read = where.read();
+            if (read.error) return read;
+            const body = { reason };
+            if (read.scope) body.scope = read.scope;
+            return { send: () => api.kill(namespace, action.key, body, state.etag) };
+          },
+        };
+      }
+      case 'revive': {
+        const everywhere = isEverywhere(action.scope);
+        return {
+          title: `Revive ${action.key} ${everywhere ? 'everywhere' : `for ${scopeText(action.scope)}`}?`,
+          summary: `Removes this kill entry in namespace ${namespace}; its members go back to their own state${everywhere ? '' : ' for those units'}.`,
+          confirm: 'Revive', danger: false, fields: [], inputs: {},
+          submit: (reason) => {
+            const body = { reason };
+            if (!everywhere) body.scope = action.scope;
+            return { send: () => api.revive(namespace, action.key, body, state.etag) };
+          },
+        };
+      }
+      default:
+        throw new Error(`unknown action ${action.kind}`);
+    }
+  }
+
+  function openChange(action, opener) {
+    const description = describe(action);
+    pending = { action, description, opener };
+    const dialog = $('change-dialog');
+    $('change-title').textContent = description.title;
+    $('change-summary').textContent = description.summary;
+    replace($('change-fields'), description.fields);
+    const reason = $('change-reason');
+    reason.value = '';
+    reason.setAttribute('aria-invalid', 'false');
+    showDialogError(null);
+    const confirm = $('change-confirm');
+    confirm.textContent = description.confirm;
+    confirm.className = description.danger ? 'danger' : 'primary';
+    confirm.disabled = false;
+    dialog.showModal();
+    (description.focus || reason).focus();
+  }
+
+  function closeChange() {
+    const dialog = $('change-dialog');
+    if (dialog.open) dialog.close();
+  }
+
+  function showDialogError(message) {
+    const error = $('change-error');
+    error.hidden = !message;
+    error.textContent = message || '';
+  }
+
+  function markInvalid(input) {
+    for (const element of $('change-form').querySelectorAll('[aria-invalid="true"]')) element.setAttribute('aria-invalid', 'false');
+    if (input) {
+      input.setAttribute('aria-invalid', 'true');
+      input.focus();
+    }
+  }
+
+  async function confirmChange(event) {
+    event.preventDefault();
+    if (!pending) return;
+    const { description } = pending;
+    const reasonInput = $('change-reason');
+    const reason = reasonInput.value.trim();
+    if (!reason) {
+      showDialogError('Give a reason: it goes into the audit log with the change.');
+      markInvalid(reasonInput);
+      return;
+    }
+    const prepared = description.submit(reason);
+    if (prepared.error) {
+      showDialogError(prepared.error);
+      markInvalid(prepared.input);
+      return;
+    }
+    markInvalid(null);
+    const confirm = $('change-confirm');
+    confirm.disabled = true;
+    state.saving = true;
+    try {
+      const { body } = await prepared.send();
+      state.saving = false;
+      if (body.changed) state.saved.add(body.version);
+      closeChange();
+      if (body.changed) {
+        announce(`Saved: ${body.change.summary}. Namespace ${body.namespace} is at version ${body.version}.`);
+      } else {
+        announce('Nothing changed: the namespace was already like that.');
+      }
+      await reload();
+    } catch (error) {
+      state.saving = false;
+      confirm.disabled = false;
+      if (error.status === 401) {
+        closeChange();
+        signOut(refusal(error));
+        return;
+      }
+      if (error.status === 409 && error.type === 'version-conflict') {
+        showDialogError(`Someone changed ${state.namespace} while you were looking (${error.message}). The view now shows the latest state: check it and confirm again.`);
+        await reload();
+        return;
+      }
+      const fieldError = error.fieldErrors[0];
+      const input = fieldError && (description.inputs[fieldError.path] || (fieldError.path === 'reason' ? reasonInput : null));
+      const detail = error.fieldErrors.length
+        ? error.fieldErrors.map((problem) => `${problem.path}: ${problem.message}`).join('; ')
+        : error.message;
+      showDialogError(`flagsd refused the change: ${detail}`);
+      markInvalid(input || null);
+    }
+  }
+
+  // Wiring ------------------------------------------------------------------------------------------------------
+
+  function wire() {
+    $('sign-in-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const token = $('token-input').value.trim();
+      if (!token) {
+        showSignIn('Paste a token to sign in.');
+        return;
+      }
+      signIn(token);
+    });
+    $('sign-out').addEventListener('click', () => signOut(null));
+    $('namespace-picker').addEventListener('change', (event) => {
+      location.hash = hashFor(event.target.value, state.view);
+    });
+    global.addEventListener('hashchange', () => {
+      if (parseHash()) route(true);
+    });
+    $('skip-link').addEventListener('click', (event) => {
+      event.preventDefault();
+      const title = $('view-title') || $('sign-in-title');
+      (title || $('main')).focus();
+    });
+    $('change-form').addEventListener('submit', confirmChange);
+    $('change-cancel').addEventListener('click', closeChange);
+    $('change-dialog').addEventListener('close', () => {
+      const opener = pending && pending.opener;
+      pending = null;
+      // The opener may have been rendered again meanwhile: find it by id.
+      const target = opener && (document.getElementById(opener.id) || opener);
+      if (target && document.contains(target)) target.focus();
+    });
+  }
+
+  async function boot() {
+    wire();
+    const token = api.session.token;
+    if (!token) {
+      showSignIn(null);
+      return;
+    }
+    try {
+      const { body } = await api.namespaces();
+      await start(body.namespaces);
+    } catch (error) {
+      if (error.status === 401 || error.status === 403) signOut(refusal(error));
+      else showSignIn(error.message);
+    }
+  }
+
+  boot();
+})(window);

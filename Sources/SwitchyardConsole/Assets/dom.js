@@ -1,0 +1,119 @@
+// Switchyard console: building the page safely, and formatting flag values for people.
+//
+// Nothing from the server is ever parsed as HTML: elements are made with `h()`, and every string becomes a text
+// node. The Content-Security-Policy flagsd sends (Trusted Types required for script sinks) makes innerHTML with a
+// string throw, so a slip here fails loudly instead of opening an XSS hole.
+'use strict';
+
+(function (global) {
+  const Switchyard = (global.Switchyard = global.Switchyard || {});
+
+  const forbiddenAttribute = /^(on|style$|srcdoc$|formaction$)/i;
+
+  /**
+   * Makes an element. `attributes` may hold `class`, `text` (text content), `dataset` (an object), boolean
+   * attributes (true sets, false/null/undefined leaves out) and ordinary attributes; children are nodes or
+   * strings (made text nodes), nested arrays allowed.
+   */
+  function h(tag, attributes, ...children) {
+    const element = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (forbiddenAttribute.test(name)) throw new Error(`h(): attribute '${name}' is not allowed`);
+      if (name === 'class') {
+        element.className = Array.isArray(value) ? value.filter(Boolean).join(' ') : value;
+      } else if (name === 'text') {
+        element.textContent = String(value);
+      } else if (name === 'dataset') {
+        for (const [key, data] of Object.entries(value)) element.dataset[key] = String(data);
+      } else if (name === 'href' && !/^#/.test(String(value))) {
+        throw new Error('h(): only in-page links (#...) are made');
+      } else {
+        element.setAttribute(name, value === true ? '' : String(value));
+      }
+    }
+    append(element, children);
+    return element;
+  }
+
+  /** Appends nodes and strings (as text) to an element, skipping null, undefined and false. */
+  function append(parent, children) {
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      parent.append(child instanceof Node ? child : String(child));
+    }
+    return parent;
+  }
+
+  /** Replaces an element's children. */
+  function replace(parent, ...children) {
+    parent.replaceChildren();
+    return append(parent, children);
+  }
+
+  // Rollouts: integer basis points in the API (10000 = 100 %); people read and type percentages.
+
+  /** `1250` → `"12.5 %"`, exactly (integer arithmetic, no floating point). */
+  function percent(basisPoints) {
+    const whole = Math.floor(basisPoints / 100);
+    const fraction = basisPoints % 100;
+    if (fraction === 0) return `${whole} %`;
+    return `${whole}.${String(fraction).padStart(2, '0').replace(/0$/, '')} %`;
+  }
+
+  /**
+   * A percentage as typed (`12.5`, `12,5`, `12.5 %`, at most two decimals) → basis points, or an error message.
+   * Exact, like flagctl: `12.34` is 1234 basis points; a third decimal is refused rather than rounded.
+   */
+  function parsePercent(text) {
+    const match = /^\s*(\d{1,3})(?:[.,](\d{1,2}))?\s*%?\s*$/.exec(String(text));
+    if (!match) return { error: 'Enter a percentage from 0 to 100 with at most two decimals, e.g. 12.5.' };
+    const basisPoints = Number(match[1]) * 100 + Number((match[2] || '').padEnd(2, '0'));
+    if (basisPoints > 10000) return { error: 'A rollout cannot be above 100 %.' };
+    return { basisPoints };
+  }
+
+  /** A comma- or space-separated list as typed → trimmed, non-empty values without duplicates. */
+  function parseList(text) {
+    const values = String(text || '').split(/[\s,]+/).map((value) => value.trim()).filter(Boolean);
+    return [...new Set(values)];
+  }
+
+  /** `{cities: [a], cohorts: [b]}` → `"cities a · cohorts b"`; an empty scope is `"everywhere"`. */
+  function scopeText(scope) {
+    const parts = [];
+    if (scope && scope.cities && scope.cities.length) parts.push(`cities ${scope.cities.join(', ')}`);
+    if (scope && scope.cohorts && scope.cohorts.length) parts.push(`cohorts ${scope.cohorts.join(', ')}`);
+    return parts.length ? parts.join(' · ') : 'everywhere';
+  }
+
+  function isEverywhere(scope) {
+    return !scope || ((!scope.cities || !scope.cities.length) && (!scope.cohorts || !scope.cohorts.length));
+  }
+
+  /** A rule's conditions in words: `cities lagos, paris · app ≥ 5.12.0`. */
+  function conditionsText(rule) {
+    const parts = [];
+    const list = (field, label) => {
+      if (rule[field] && rule[field].length) parts.push(`${label} ${rule[field].join(', ')}`);
+    };
+    list('cities', 'cities');
+    list('not_cities', 'not cities');
+    list('cohorts', 'cohorts');
+    list('not_cohorts', 'not cohorts');
+    list('platforms', 'platforms');
+    if (rule.units && rule.units.length) parts.push(`${rule.units.length} allowlisted unit${rule.units.length === 1 ? '' : 's'}`);
+    if (rule.app_version_at_least) parts.push(`app ≥ ${rule.app_version_at_least}`);
+    if (rule.app_version_below) parts.push(`app < ${rule.app_version_below}`);
+    return parts.length ? parts.join(' · ') : 'everyone';
+  }
+
+  /** An RFC 3339 time as a `<time>` element in the reader's locale, with the exact time as its tooltip. */
+  function timeElement(iso) {
+    const date = new Date(iso);
+    const valid = !Number.isNaN(date.getTime());
+    return h('time', { datetime: iso, title: valid ? date.toISOString() : iso }, valid ? date.toLocaleString() : iso);
+  }
+
+  Switchyard.dom = { h, append, replace, percent, parsePercent, parseList, scopeText, isEverywhere, conditionsText, timeElement };
+})(window);

@@ -1,0 +1,170 @@
+/// A t-wise covering array: rows assigning a level to every factor so that, for any `strength` factors, every
+/// combination of their levels appears in some row.
+///
+/// Built by in-parameter-order growth (IPOG, Lei et al. 2007): start from every combination of the `strength`
+/// factors with the most levels, then add the other factors one at a time, first giving each existing row the
+/// level that covers the most new interactions, then adding rows for what is left. Deterministic: the same
+/// levels and strength give the same rows.
+///
+/// ```swift
+/// let pairwise = CoveringArray(levels: [16, 16, 16, 16, 2], strength: 2)
+/// pairwise.rows.count        // 256 or a little more, instead of 16⁴·2 = 131,072
+/// ```
+public struct CoveringArray: Sendable, Hashable {
+    /// Levels per factor, in the caller's order.
+    public let levels: [Int]
+    /// The interaction strength `t` (2 is pairwise).
+    public let strength: Int
+    /// Each row gives a level (`0..<levels[f]`) for every factor `f`.
+    public let rows: [[Int]]
+
+    /// Builds the array.
+    /// - Parameters:
+    ///   - levels: how many levels each factor has (at least 1).
+    ///   - strength: `t`; with `t` or fewer factors the array is their full product.
+    public init(levels: [Int], strength: Int) {
+        self.levels = levels
+        self.strength = strength
+        rows = Self.build(levels: levels, strength: max(1, strength))
+    }
+
+    /// How many interactions of `strength` factors there are (each must appear in some row).
+    public var interactionCount: Int {
+        let t = min(strength, levels.count)
+        return Self.subsets(of: Array(levels.indices), size: t).reduce(0) { total, subset in
+            total + subset.reduce(1) { $0 * levels[$1] }
+        }
+    }
+
+    /// How many interactions no row covers: 0 for a correct array (tests check it).
+    public func missingInteractionCount() -> Int {
+        let t = min(strength, levels.count)
+        var missing = 0
+        for subset in Self.subsets(of: Array(levels.indices), size: t) {
+            var seen = Set<[Int]>()
+            for row in rows { seen.insert(subset.map { row[$0] }) }
+            missing += subset.reduce(1) { $0 * levels[$1] } - seen.count
+        }
+        return missing
+    }
+
+    private static func build(levels original: [Int], strength: Int) -> [[Int]] {
+        let factorCount = original.count
+        guard factorCount > 0 else { return [[]] }
+        // Work with factors sorted by levels, most first; map back at the end.
+        let order = original.indices.sorted { original[$0] > original[$1] || (original[$0] == original[$1] && $0 < $1) }
+        let levels = order.map { max(1, original[$0]) }
+        let t = min(strength, factorCount)
+
+        var rows: [[Int]] = [[]]
+        for factor in 0..<t {
+            rows = rows.flatMap { row in (0..<levels[factor]).map { row + [$0] } }
+        }
+        rows = rows.map { $0 + Array(repeating: -1, count: factorCount - t) }
+
+        for factor in t..<factorCount {
+            let subsets = Self.subsets(of: Array(0..<factor), size: t - 1)
+            let tupleCounts = subsets.map { subset in subset.reduce(levels[factor]) { $0 * levels[$1] } }
+            var covered = tupleCounts.map { [Bool](repeating: false, count: $0) }
+            let width = levels[factor]
+
+            /// The tuple index of a row's values on a subset with `value` for the new factor, or nil when the row
+            /// has a don't-care there.
+            func tupleIndex(_ row: [Int], _ subset: [Int], _ value: Int) -> Int? {
+                var index = 0
+                for column in subset {
+                    let level = row[column]
+                    if level < 0 { return nil }
+                    index = index * levels[column] + level
+                }
+                return index * width + value
+            }
+
+            func markCovered(_ row: [Int]) {
+                let value = row[factor]
+                guard value >= 0 else { return }
+                for (position, subset) in subsets.enumerated() {
+                    if let index = tupleIndex(row, subset, value) { covered[position][index] = true }
+                }
+            }
+
+            // Horizontal growth: each row takes the level that covers the most uncovered interactions.
+            for rowIndex in rows.indices {
+                var best = 0, bestGain = -1
+                for value in 0..<width {
+                    var gain = 0
+                    for (position, subset) in subsets.enumerated() {
+                        if let index = tupleIndex(rows[rowIndex], subset, value), !covered[position][index] { gain += 1 }
+                    }
+                    if gain > bestGain {
+                        best = value
+                        bestGain = gain
+                    }
+                }
+                rows[rowIndex][factor] = best
+                markCovered(rows[rowIndex])
+            }
+
+            // Vertical growth: put every interaction still uncovered into a row with room for it, or a new row.
+            var openRows = rows.indices.filter { index in rows[index][0...factor].contains(-1) }
+            for (position, subset) in subsets.enumerated() {
+                for tuple in 0..<tupleCounts[position] where !covered[position][tuple] {
+                    // Decode the tuple: the subset's levels, then the new factor's.
+                    var values = [Int](repeating: 0, count: subset.count)
+                    var rest = tuple / width
+                    let value = tuple % width
+                    for slot in stride(from: subset.count - 1, through: 0, by: -1) {
+                        values[slot] = rest % levels[subset[slot]]
+                        rest /= levels[subset[slot]]
+                    }
+                    let fits = openRows.first { rowIndex in
+                        let row = rows[rowIndex]
+                        guard row[factor] == -1 || row[factor] == value else { return false }
+                        return zip(subset, values).allSatisfy { row[$0] == -1 || row[$0] == $1 }
+                    }
+                    let rowIndex: Int
+                    if let fits {
+                        rowIndex = fits
+                    } else {
+                        rows.append(Array(repeating: -1, count: factorCount))
+                        rowIndex = rows.count - 1
+                        openRows.append(rowIndex)
+                    }
+                    for (column, level) in zip(subset, values) { rows[rowIndex][column] = level }
+                    rows[rowIndex][factor] = value
+                    markCovered(rows[rowIndex])
+                    if !rows[rowIndex][0...factor].contains(-1) { openRows.removeAll { $0 == rowIndex } }
+                }
+            }
+        }
+
+        // Don't-cares take level 0; columns go back to the caller's order.
+        return rows.map { row in
+            var result = [Int](repeating: 0, count: factorCount)
+            for (position, factor) in order.enumerated() { result[factor] = max(0, row[position]) }
+            return result
+        }
+    }
+
+    /// Every subset of `size` elements, in lexicographic order.
+    static func subsets(of elements: [Int], size: Int) -> [[Int]] {
+        guard size > 0 else { return [[]] }
+        guard size <= elements.count else { return [] }
+        var result: [[Int]] = []
+        var chosen: [Int] = []
+        func extend(from start: Int) {
+            if chosen.count == size {
+                result.append(chosen.map { elements[$0] })
+                return
+            }
+            guard start < elements.count else { return }
+            for next in start..<elements.count where elements.count - next >= size - chosen.count {
+                chosen.append(next)
+                extend(from: next + 1)
+                chosen.removeLast()
+            }
+        }
+        extend(from: 0)
+        return result
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import HTTPTypes
+import SwitchyardCore
+import Testing
+
+/// The web console in a real browser: Debian's chromium, headless, driven by Selenium from PyPI through Debian's
+/// chromedriver (Tests/console-browser: `run` makes the virtual environment under .build/console-venv on first use
+/// and gives the browser and driver paths explicitly, so nothing is downloaded at run time). The flagsd binary
+/// runs on a free port, seeded from Flags/; the script signs in, flips a switch with a reason, checks it with the
+/// real `flagctl get` and in the audit timeline, and sees changes made by `flagctl` appear without a reload.
+///
+/// Serialized: the first run creates the virtual environment (PyPI must be reachable); chromium and
+/// chromium-driver must be installed, as scripts/lib/prerequisites.sh does.
+@Suite(.serialized)
+struct ConsoleBrowserTests {
+    static let adminToken = "console-browser-test-admin-0123456789"
+    static let script = OFREPFixtures.repository + "/Tests/console-browser/run"
+    static let xssPayload = #"<img src=x onerror="window.__xss=1"><script>window.__xss=2</script> probe"#
+
+    /// The checks console_browser_test.py makes; each must print `ok <name>`.
+    static let checks = [
+        "a client token is refused with a message naming the role the console needs",
+        "signing in keeps the token in this tab's session storage only, never in the URL, a cookie or local storage",
+        "flag descriptions from the server are shown as text and never run",
+        "flipping a switch takes a reason and a confirmation",
+        "flagctl get sees the switch the console flipped",
+        "the audit timeline shows the change with its reason, actor and source",
+        "a change made with flagctl appears in the audit timeline without reloading",
+        "a rollout changed with flagctl appears in the flags view without reloading",
+        "changing a rollout in the console refuses a third decimal and saves an exact percentage",
+        "a kill switch can be killed with the keyboard alone, and focus comes back where it was",
+        "every control has an accessible name",
+        "on a phone-sized screen nothing scrolls sideways",
+        "no script error and no Content-Security-Policy violation",
+        "signing out forgets the token",
+    ]
+
+    @Test func theConsoleWorksInARealBrowserAlongsideFlagctl() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-console-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let flagctl = try ChildFlagsd.binary().deletingLastPathComponent().appendingPathComponent("flagctl")
+        try #require(FileManager.default.isExecutableFile(atPath: flagctl.path), "flagctl is not built next to flagsd; run 'swift build --build-tests' first")
+        let child = try ChildFlagsd(database: folder.appendingPathComponent("flags.sqlite").path, folder: folder,
+                                    adminToken: Self.adminToken, flagsDirectory: OFREPFixtures.repository + "/Flags")
+        defer { child.kill() }
+        let url = "http://127.0.0.1:\(try await child.port())"
+        let admin = LiveClient(base: URL(string: url)!, token: Self.adminToken, timeout: 60)
+
+        func token(_ name: String, role: String) async throws -> String {
+            let response = try await admin.send("POST", "/v1/tokens", body: #"{"name": "\#(name)", "role": "\#(role)"}"#)
+            try #require(response.status == .created, "\(response.text)")
+            return try #require(response.json["token"]?.stringValue)
+        }
+        let editor = try await token("ada-console", role: "editor")
+        let client = try await token("rider-ios", role: "client")
+        let cli = try await token("release-bot", role: "editor")
+        let description = JSONValue.string(Self.xssPayload).serializedString()
+        let probe = try await admin.send("PUT", "/v1/namespaces/rider/flags/plugin_switch_xss_probe",
+                                         body: #"{"flag": {"description": \#(description), "rollout": 0}, "reason": "XSS probe"}"#)
+        try #require(probe.status == .ok, "\(probe.text)")
+
+        let result = try await runTestScript(Self.script, environment: [
+            "CONSOLE_URL": url, "SWITCHYARD_EDITOR_TOKEN": editor, "EDITOR_NAME": "ada-console",
+            "SWITCHYARD_CLIENT_TOKEN": client, "FLAGCTL": flagctl.path, "FLAGCTL_TOKEN": cli, "FLAGCTL_ACTOR": "release-bot",
+        ], folder: folder)
+        let lines = result.output.split(separator: "\n").map(String.init)
+        for check in Self.checks {
+            let failure = lines.first { $0.hasPrefix("FAIL \(check):") }
+            #expect(lines.contains("ok \(check)"), "\(failure ?? "no line for '\(check)'")")
+        }
+        let reported = lines.compactMap { line -> String? in
+            if line.hasPrefix("ok ") { return String(line.dropFirst(3)) }
+            if line.hasPrefix("FAIL "), let colon = line.firstIndex(of: ":") { return String(line[line.index(line.startIndex, offsetBy: 5)..<colon]) }
+            return nil
+        }
+        #expect(reported.filter { !Self.checks.contains($0) } == [], "checks the script makes that this test does not list")
+        #expect(result.status == 0, "Tests/console-browser/run exited with \(result.status):\n\(result.output)")
+
+        // What the console did is what flagsd recorded: the switch, with its reason, by the console.
+        let flag = try await admin.send("GET", "/v1/namespaces/rider/flags/plugin_switch_feed_promos")
+        #expect(flag.json["disabled"] == .bool(true))
+        let audit = try await admin.send("GET", "/v1/audit?namespace=rider&source=console")
+        let summaries = audit.json["entries"]?.arrayValue?.compactMap { $0["summary"]?.stringValue } ?? []
+        #expect(summaries.contains("disable plugin_switch_feed_promos"), "\(summaries)")
+        #expect(audit.json["entries"]?.arrayValue?.allSatisfy { $0["actor"] == .string("ada-console") } == true)
+    }
+}

@@ -1,0 +1,403 @@
+"""Drives flagsd's web console in a real browser: Debian's chromium, headless, through Debian's chromedriver and
+Selenium (pinned in requirements.txt; run through ./run, which makes the venv and finds the browser).
+
+flagsd must serve namespace `rider` seeded from Flags/rider.yaml, plus the flag `plugin_switch_xss_probe` whose
+description is XSS_PAYLOAD. Environment:
+
+  CONSOLE_URL               flagsd's base URL, e.g. http://127.0.0.1:8080 (the console is at /console/)
+  SWITCHYARD_EDITOR_TOKEN   an editor token named EDITOR_NAME
+  EDITOR_NAME               that token's name (the actor the audit log shows)
+  SWITCHYARD_CLIENT_TOKEN   a client token (the console must refuse it)
+  FLAGCTL                   the flagctl binary; FLAGCTL_TOKEN: a token for it (its changes show as its actor)
+  FLAGCTL_ACTOR             the name of FLAGCTL_TOKEN
+  CHROMIUM, CHROMEDRIVER    the browser and the driver (set by ./run)
+
+Prints one line per check, `ok <name>` or `FAIL <name>: <what differed>`, and exits 1 when any check failed.
+Checks depend on the ones before them (one browser session walks through the console like a person).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+URL = os.environ["CONSOLE_URL"].rstrip("/")
+EDITOR_TOKEN = os.environ["SWITCHYARD_EDITOR_TOKEN"]
+EDITOR_NAME = os.environ["EDITOR_NAME"]
+CLIENT_TOKEN = os.environ["SWITCHYARD_CLIENT_TOKEN"]
+FLAGCTL = os.environ["FLAGCTL"]
+FLAGCTL_TOKEN = os.environ["FLAGCTL_TOKEN"]
+FLAGCTL_ACTOR = os.environ["FLAGCTL_ACTOR"]
+XSS_PAYLOAD = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script> probe'
+
+# Generous deadlines: liveness checks on a shared, busy machine, not speed claims.
+DEADLINE = 30
+
+failures = []
+checks = []
+browser = None
+
+
+def check(name):
+    """Registers a check; main() runs them in order. A check returns "" or what differed."""
+    def decorate(function):
+        checks.append((name, function))
+        return function
+    return decorate
+
+
+def run_checks():
+    for name, function in checks:
+        try:
+            problem = function()
+        except Exception as error:  # A crash in a check is that check's failure, with where it happened.
+            # The line of the check itself (the frame after run_checks), not of a helper it called.
+            here = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == __file__]
+            frame = here[1] if len(here) > 1 else (here[0] if here else None)
+            where = f" (line {frame.lineno}: {frame.line})" if frame else ""
+            message = getattr(error, "msg", None) or str(error)
+            problem = f"{type(error).__name__}: {message.strip().splitlines()[0] if message.strip() else ''}{where}"
+        if problem:
+            failures.append(name)
+            print(f"FAIL {name}: {problem}", flush=True)
+        else:
+            print(f"ok {name}", flush=True)
+
+
+def start_browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ["CHROMIUM"]
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--window-size=1280,900", "--no-first-run", "--disable-extensions",
+                     "--disable-background-networking", "--disable-sync", "--disable-component-update",
+                     "--disable-default-apps", "--metrics-recording-only", "--no-default-browser-check"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(executable_path=os.environ["CHROMEDRIVER"])
+    driver = webdriver.Chrome(service=service, options=options)
+    driver.set_page_load_timeout(DEADLINE)
+    return driver
+
+
+def wait_for(condition, what, timeout=DEADLINE):
+    """Waits until condition(browser) is truthy; returns its value or raises with `what` in the message."""
+    try:
+        # The console renders a view again on every change, so an element found a moment ago may be gone: look again.
+        return WebDriverWait(browser, timeout, poll_frequency=0.1,
+                             ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(condition)
+    except TimeoutException:
+        raise AssertionError(f"waited {timeout} s for {what}") from None
+
+
+def by_id(element_id):
+    return browser.find_element(By.ID, element_id)
+
+
+def flag_row(key):
+    return browser.find_element(By.CSS_SELECTOR, f'tr[data-flag="{key}"]')
+
+
+def badge_of(row):
+    return row.find_element(By.CSS_SELECTOR, ".badge").get_attribute("data-state")
+
+
+def flagctl(*arguments):
+    """Runs the real flagctl binary against the same flagsd, as a release manager would."""
+    with tempfile.TemporaryDirectory() as home:
+        environment = dict(os.environ, HOME=home, XDG_CONFIG_HOME=home, FLAGCTL_SERVER=URL,
+                           FLAGCTL_TOKEN=FLAGCTL_TOKEN, FLAGCTL_NAMESPACE="rider", NO_COLOR="1")
+        result = subprocess.run([FLAGCTL, *arguments], capture_output=True, text=True, env=environment, timeout=DEADLINE)
+    if result.returncode != 0:
+        raise AssertionError(f"flagctl {' '.join(arguments)} exited {result.returncode}: {result.stderr.strip()}")
+    return result.stdout
+
+
+VIEW_TITLES = {"flags": "Flags", "kill-switches": "Kill switches", "audit": "Audit", "guard": "Crash guard"}
+
+
+def open_view(view):
+    browser.find_element(By.CSS_SELECTOR, f'#view-nav a[data-view="{view}"]').click()
+    wait_for(lambda d: d.execute_script("return location.hash").endswith("/" + view)
+             and d.find_element(By.ID, "view-title").text.startswith(VIEW_TITLES[view]), f"the {view} view")
+
+
+def sign_in(token):
+    field = by_id("token-input")
+    field.clear()
+    field.send_keys(token)
+    by_id("sign-in-button").click()
+
+
+@check("a client token is refused with a message naming the role the console needs")
+def refuse_client_token():
+    browser.get(URL + "/console")
+    sign_in(CLIENT_TOKEN)
+    error = wait_for(lambda d: d.find_element(By.ID, "token-error").is_displayed() and d.find_element(By.ID, "token-error"),
+                     "the sign-in error")
+    problems = []
+    if "editor" not in error.text:
+        problems.append(f"message {error.text!r} does not name the editor role")
+    if by_id("token-input").get_attribute("aria-invalid") != "true":
+        problems.append("the token field is not marked invalid")
+    if browser.execute_script("return sessionStorage.length") != 0:
+        problems.append("a refused token was kept")
+    return "; ".join(problems)
+
+
+@check("signing in keeps the token in this tab's session storage only, never in the URL, a cookie or local storage")
+def sign_in_with_editor():
+    sign_in(EDITOR_TOKEN)
+    wait_for(lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-flag="plugin_switch_feed_promos"]'), "the flags table")
+    problems = []
+    stored = browser.execute_script(
+        "return Object.keys(sessionStorage).map(k => sessionStorage.getItem(k))")
+    if stored != [EDITOR_TOKEN]:
+        problems.append(f"sessionStorage holds {len(stored)} values, expected exactly the token")
+    if browser.execute_script("return localStorage.length") != 0:
+        problems.append("localStorage is not empty")
+    if browser.execute_script("return document.cookie") != "":
+        problems.append("a cookie was set")
+    if EDITOR_TOKEN in browser.current_url:
+        problems.append("the token is in the URL")
+    if not browser.current_url.endswith("/console/#/rider/flags"):
+        problems.append(f"URL {browser.current_url}, expected /console/#/rider/flags")
+    if by_id("live-status").get_attribute("data-state") != "live":
+        problems.append("live updates are not running")
+    return "; ".join(problems)
+
+
+@check("flag descriptions from the server are shown as text and never run")
+def descriptions_are_text():
+    row = flag_row("plugin_switch_xss_probe")
+    description = row.find_element(By.CSS_SELECTOR, ".description").text
+    problems = []
+    if description != XSS_PAYLOAD:
+        problems.append(f"description shown as {description!r}")
+    if row.find_elements(By.CSS_SELECTOR, "img, script"):
+        problems.append("the description became markup")
+    if browser.execute_script("return window.__xss") is not None:
+        problems.append("the payload ran")
+    return "; ".join(problems)
+
+
+@check("flipping a switch takes a reason and a confirmation")
+def flip_switch():
+    row = flag_row("plugin_switch_feed_promos")
+    if badge_of(row) == "disabled":
+        return "plugin_switch_feed_promos starts disabled"
+    row.find_element(By.CSS_SELECTOR, 'button[id="disable:plugin_switch_feed_promos"]').click()
+    dialog = by_id("change-dialog")
+    wait_for(lambda d: dialog.get_attribute("open") is not None, "the confirmation dialog")
+    problems = []
+    if "plugin_switch_feed_promos" not in by_id("change-title").text:
+        problems.append(f"the dialog's title {by_id('change-title').text!r} does not name the switch")
+    # Confirming without a reason is refused, in the dialog.
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-error").is_displayed(), "the missing-reason error")
+    if dialog.get_attribute("open") is None:
+        problems.append("the dialog closed without a reason")
+    if by_id("change-reason").get_attribute("aria-invalid") != "true":
+        problems.append("the reason field is not marked invalid")
+    by_id("change-reason").send_keys("INC-7 promos card crashes on Android 14")
+    by_id("change-confirm").click()
+    wait_for(lambda d: dialog.get_attribute("open") is None, "the dialog to close after confirming")
+    wait_for(lambda d: badge_of(flag_row("plugin_switch_feed_promos")) == "disabled", "the switch to show as disabled")
+    announcement = wait_for(lambda d: d.find_element(By.ID, "announcer").text, "the saved announcement")
+    if "Saved" not in announcement:
+        problems.append(f"announced {announcement!r}")
+    return "; ".join(problems)
+
+
+@check("flagctl get sees the switch the console flipped")
+def flagctl_sees_it():
+    output = json.loads(flagctl("get", "plugin_switch_feed_promos", "-o", "json"))
+    if output["flag"].get("disabled") is not True:
+        return f"flagctl get shows {json.dumps(output['flag'])[:300]}"
+    return ""
+
+
+@check("the audit timeline shows the change with its reason, actor and source")
+def audit_shows_it():
+    open_view("audit")
+    first = wait_for(lambda d: d.find_elements(By.CSS_SELECTOR, "#audit-timeline > li"), "the audit timeline")[0]
+    text = first.text
+    problems = []
+    for expected in ["disable plugin_switch_feed_promos", "INC-7 promos card crashes on Android 14", EDITOR_NAME, "console"]:
+        if expected not in text:
+            problems.append(f"the newest entry lacks {expected!r}: {text!r}")
+    return "; ".join(problems)
+
+
+@check("a change made with flagctl appears in the audit timeline without reloading")
+def live_audit():
+    browser.execute_script("window.__sameDocument = 'marker'")
+    flagctl("kill", "kill_home_feed", "--city", "lagos", "--reason", "INC-8 feed stalls in Lagos", "--yes")
+    first = wait_for(lambda d: (items := d.find_elements(By.CSS_SELECTOR, "#audit-timeline > li"))
+                     and "kill_home_feed" in items[0].text and items[0], "the flagctl kill in the timeline")
+    problems = []
+    if FLAGCTL_ACTOR not in first.text or "cli" not in first.text:
+        problems.append(f"the entry does not show flagctl's actor and source: {first.text!r}")
+    if browser.execute_script("return window.__sameDocument") != "marker":
+        problems.append("the page reloaded")
+    return "; ".join(problems)
+
+
+@check("a rollout changed with flagctl appears in the flags view without reloading")
+def live_flags():
+    open_view("flags")
+    before = flag_row("plugin_switch_map_traffic").find_element(By.CSS_SELECTOR, "[data-rollout]").get_attribute("data-rollout")
+    flagctl("rollout", "plugin_switch_map_traffic", "25", "--reason", "halve the traffic layer", "--yes")
+    wait_for(lambda d: flag_row("plugin_switch_map_traffic").find_element(By.CSS_SELECTOR, "[data-rollout]")
+             .get_attribute("data-rollout") == "2500", "the rollout to show 25 %")
+    problems = []
+    if before != "10000":
+        problems.append(f"the rollout started at {before}, expected 10000")
+    if "25 %" not in flag_row("plugin_switch_map_traffic").text:
+        problems.append("25 % is not shown")
+    if browser.execute_script("return window.__sameDocument") != "marker":
+        problems.append("the page reloaded")
+    latest = by_id("last-change").text
+    if FLAGCTL_ACTOR not in latest:
+        problems.append(f"the latest-change line shows {latest!r}")
+    return "; ".join(problems)
+
+
+@check("changing a rollout in the console refuses a third decimal and saves an exact percentage")
+def console_rollout():
+    row = flag_row("plugin_switch_map_scooters")
+    row.find_element(By.CSS_SELECTOR, 'button[id="rollout:plugin_switch_map_scooters"]').click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the rollout dialog")
+    value = by_id("rollout-value")
+    problems = []
+    if browser.switch_to.active_element != value:
+        problems.append("focus is not on the rollout field")
+    value.clear()
+    value.send_keys("12.345")
+    by_id("change-reason").send_keys("scooters beta")
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-error").is_displayed(), "the rollout error")
+    if value.get_attribute("aria-invalid") != "true":
+        problems.append("the rollout field is not marked invalid")
+    value.clear()
+    value.send_keys("12.34")
+    by_id("change-confirm").click()
+    wait_for(lambda d: flag_row("plugin_switch_map_scooters").find_element(By.CSS_SELECTOR, "[data-rollout]")
+             .get_attribute("data-rollout") == "1234", "the default rollout to be 1234 basis points")
+    output = json.loads(flagctl("get", "plugin_switch_map_scooters", "-o", "json"))
+    if output["flag"].get("rollout") != 1234:
+        problems.append(f"flagctl shows rollout {output['flag'].get('rollout')}")
+    return "; ".join(problems)
+
+
+@check("a kill switch can be killed with the keyboard alone, and focus comes back where it was")
+def keyboard_kill():
+    open_view("kill-switches")
+    button = wait_for(lambda d: d.find_element(By.CSS_SELECTOR, 'button[id="kill:kill_map_layers"]'), "the kill button")
+    browser.execute_script("arguments[0].focus()", button)
+    problems = []
+    button.send_keys(Keys.ENTER)
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the kill dialog")
+    active = browser.switch_to.active_element
+    if active.get_attribute("id") != "change-reason":
+        problems.append(f"focus went to {active.get_attribute('id')!r}, not the reason")
+    active.send_keys(Keys.ESCAPE)
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "Escape to close the dialog")
+    if browser.switch_to.active_element.get_attribute("id") != "kill:kill_map_layers":
+        problems.append("focus did not return to the kill button")
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the kill dialog again")
+    active = browser.switch_to.active_element
+    active.send_keys("INC-9 map stutters")
+    active.send_keys(Keys.TAB)  # Cancel
+    browser.switch_to.active_element.send_keys(Keys.TAB)  # Kill
+    confirm = browser.switch_to.active_element
+    if confirm.get_attribute("id") != "change-confirm":
+        problems.append(f"Tab reached {confirm.get_attribute('id')!r}, not the confirm button")
+    confirm.send_keys(Keys.ENTER)
+    wait_for(lambda d: d.find_element(By.CSS_SELECTOR, 'tr[data-kill-switch="kill_map_layers"] .badge')
+             .get_attribute("data-state") == "killed", "kill_map_layers to show as killed")
+    open_view("flags")
+    if badge_of(flag_row("plugin_switch_map_pickup_spots")) != "killed":
+        problems.append("a member switch does not show as killed")
+    return "; ".join(problems)
+
+
+@check("every control has an accessible name")
+def accessible_names():
+    unnamed = browser.execute_script("""
+        const named = (element) => (element.labels && element.labels.length) || element.getAttribute('aria-label')
+          || element.getAttribute('aria-labelledby') || element.textContent.trim();
+        return [...document.querySelectorAll('button, input, select, textarea, a[href]')]
+          .filter((element) => element.offsetParent !== null && !named(element))
+          .map((element) => element.outerHTML.slice(0, 120));
+    """)
+    return f"controls without a name: {unnamed}" if unnamed else ""
+
+
+@check("on a phone-sized screen nothing scrolls sideways")
+def phone_layout():
+    browser.set_window_size(390, 844)
+    try:
+        problems = []
+        for view in ["flags", "kill-switches", "audit"]:
+            open_view(view)
+            widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            if widths[0] > widths[1] + 1:
+                problems.append(f"{view}: {widths[0]} px wide on a {widths[1]} px screen")
+        return "; ".join(problems)
+    finally:
+        browser.set_window_size(1280, 900)
+
+
+@check("no script error and no Content-Security-Policy violation")
+def clean_console_log():
+    bad = []
+    for entry in browser.get_log("browser"):
+        message = entry.get("message", "")
+        # The refused client token's 403 is expected; any other failure is not.
+        if "Failed to load resource" in message and "status of 403" in message:
+            continue
+        if entry.get("level") == "SEVERE" or "Content Security Policy" in message or "Trusted Type" in message:
+            bad.append(message[:300])
+    return f"browser log: {bad}" if bad else ""
+
+
+@check("signing out forgets the token")
+def sign_out():
+    by_id("sign-out").click()
+    wait_for(lambda d: d.find_element(By.ID, "sign-in").is_displayed(), "the sign-in form")
+    if browser.execute_script("return sessionStorage.length") != 0:
+        return "sessionStorage still holds something"
+    browser.refresh()
+    wait_for(lambda d: d.find_element(By.ID, "sign-in").is_displayed(), "the sign-in form after a reload")
+    return ""
+
+
+def main():
+    global browser
+    started = time.monotonic()
+    try:
+        browser = start_browser()
+    except Exception as error:  # No browser: the environment, not the console.
+        print(f"error: could not start {os.environ['CHROMIUM']} through {os.environ['CHROMEDRIVER']}: {error}", file=sys.stderr)
+        return 2
+    try:
+        run_checks()
+    finally:
+        browser.quit()
+    print(f"{len(checks) - len(failures)} of {len(checks)} checks passed in {time.monotonic() - started:.1f} s", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
