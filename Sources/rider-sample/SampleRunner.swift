@@ -78,7 +78,8 @@ struct SampleRunner {
             }
             let status = client.status
             if status.snapshot?.origin != .server {
-                Output.error("rider-sample: no answer from \(settings.server.absoluteString) yet; printing what the app runs without it (\(status.snapshot.map { "the \($0.origin) snapshot, version \($0.version)" } ?? "no snapshot: the core flow everywhere"))")
+                let why = status.lastError?.message ?? "no answer within --timeout"
+                Output.error("rider-sample: no snapshot from \(settings.server.absoluteString) (\(why)); printing what the app runs without it (\(status.snapshot.map { "the \($0.origin) snapshot, version \($0.version)" } ?? "no snapshot: the core flow everywhere"))")
             }
             printer.print(run(app), client: client, cause: "once")
             if status.snapshot?.origin == .server, !stopped {

@@ -53,7 +53,8 @@ struct RiderSampleLiveTests {
         #expect(Self.everyPointIsCoreFlow(printed))
         #expect(printed["snapshot"] == .null)
         #expect(printed["trip"]?["completed"] == .bool(true))
-        #expect(sample.errorOutput.contains("no answer from http://127.0.0.1:9"), "\(sample.errorOutput)")
+        #expect(sample.errorOutput.contains("no snapshot from http://127.0.0.1:9 ("), "\(sample.errorOutput)")
+        #expect(sample.errorOutput.contains("no snapshot: the core flow everywhere"))
     }
 
     @Test func aCrashInAPluginIsReportedAtTheNextLaunchAndTheCacheServesWithTheServerGone() async throws {

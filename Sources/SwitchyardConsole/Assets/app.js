@@ -431,7 +431,7 @@
             if (read.error) return read;
             const body = { reason };
             if (read.scope) body.scope = read.scope;
-            return { send: () => api.setSwitch(namespace, action.key, false, body, state.etag) };
+            return { send: (etag) => api.setSwitch(namespace, action.key, false, body, etag) };
           },
         };
       }
@@ -453,7 +453,7 @@
             const chosen = options[radios.findIndex((radio) => radio.checked)];
             const body = { reason };
             if (chosen.scope) body.scope = chosen.scope;
-            return { send: () => api.setSwitch(namespace, action.key, true, body, state.etag) };
+            return { send: (etag) => api.setSwitch(namespace, action.key, true, body, etag) };
           },
         };
       }
@@ -479,7 +479,7 @@
             if (parsed.error) return { error: parsed.error, input: value };
             const body = { rollout: parsed.basisPoints, reason };
             if (target.value !== '') body.rule = Number(target.value);
-            return { send: () => api.setRollout(namespace, action.key, body, state.etag) };
+            return { send: (etag) => api.setRollout(namespace, action.key, body, etag) };
           },
         };
       }
@@ -495,7 +495,7 @@
             if (read.error) return read;
             const body = { reason };
             if (read.scope) body.scope = read.scope;
-            return { send: () => api.kill(namespace, action.key, body, state.etag) };
+            return { send: (etag) => api.kill(namespace, action.key, body, etag) };
           },
         };
       }
@@ -508,7 +508,7 @@
           submit: (reason) => {
             const body = { reason };
             if (!everywhere) body.scope = action.scope;
-            return { send: () => api.revive(namespace, action.key, body, state.etag) };
+            return { send: (etag) => api.revive(namespace, action.key, body, etag) };
           },
         };
       }
@@ -519,7 +519,9 @@
 
   function openChange(action, opener) {
     const description = describe(action);
-    pending = { action, description, opener };
+    // The change is based on what the dialog opened over: a change by anyone since then is refused (409), shown,
+    // and confirmed again on purpose.
+    pending = { action, description, opener, etag: state.etag };
     const dialog = $('change-dialog');
     $('change-title').textContent = description.title;
     $('change-summary').textContent = description.summary;
@@ -577,7 +579,7 @@
     confirm.disabled = true;
     state.saving = true;
     try {
-      const { body } = await prepared.send();
+      const { body } = await prepared.send(pending.etag);
       state.saving = false;
       if (body.changed) state.saved.add(body.version);
       closeChange();
@@ -596,8 +598,13 @@
         return;
       }
       if (error.status === 409 && error.type === 'version-conflict') {
-        showDialogError(`Someone changed ${state.namespace} while you were looking (${error.message}). The view now shows the latest state: check it and confirm again.`);
+        const problem = error.problem;
+        const who = problem.changed_by ? `${problem.changed_by} changed` : 'Someone changed';
+        const when = problem.changed_at ? ` at ${new Date(problem.changed_at).toLocaleTimeString()}` : '';
+        const version = problem.current_version ? ` (version ${problem.current_version})` : '';
+        showDialogError(`${who} ${state.namespace}${when}${version} since you opened this. The view now shows the latest state: check it and confirm again.`);
         await reload();
+        if (pending) pending.etag = state.etag;
         return;
       }
       const fieldError = error.fieldErrors[0];
