@@ -114,18 +114,22 @@ package struct LongPollState<Waiter, Instant: Comparable> {
         var expired: [Waiter] = []
         var next: Instant?
         for namespace in Array(waiters.keys) {
-            guard let parked = waiters.removeValue(forKey: namespace) else { continue }
-            var staying: [Int: Entry] = [:]
+            // Taken out, so removing after the loop mutates it in place (removing while iterating would copy it).
+            guard var parked = waiters.removeValue(forKey: namespace) else { continue }
+            var expiredIDs: [Int] = []
             for (id, entry) in parked {
                 if entry.deadline <= now {
                     expired.append(entry.waiter)
-                    namespaceOfWaiter[id] = nil
-                } else {
-                    staying[id] = entry
-                    if next.map({ entry.deadline < $0 }) ?? true { next = entry.deadline }
+                    expiredIDs.append(id)
+                } else if next.map({ entry.deadline < $0 }) ?? true {
+                    next = entry.deadline
                 }
             }
-            if !staying.isEmpty { waiters[namespace] = staying }
+            for id in expiredIDs {
+                parked[id] = nil
+                namespaceOfWaiter[id] = nil
+            }
+            if !parked.isEmpty { waiters[namespace] = parked }
         }
         earliestDeadline = next
         return expired
