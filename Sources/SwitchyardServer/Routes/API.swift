@@ -7,6 +7,8 @@ import SwitchyardStorage
 /// reporting every problem with its field path.
 struct API: Sendable {
     let service: FlagService
+    /// The crash guard, for its status, trips and experiment results.
+    let crashGuard: CrashGuard
 
     var auth: Authenticator { service.auth }
     var store: any FlagStore { service.store }
