@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "SwitchyardClient", targets: ["SwitchyardClient"]),
         .library(name: "SwitchyardPlugins", targets: ["SwitchyardPlugins"]),
         .library(name: "SwitchyardMatrix", targets: ["SwitchyardMatrix"]),
+        // The sample app's library, for the matrix benchmark (Benchmarks/) and apps that embed the sample.
+        .library(name: "RiderApp", targets: ["RiderApp"]),
         .executable(name: "flagsd", targets: ["flagsd"]),
         .executable(name: "flagctl", targets: ["flagctl"]),
         .executable(name: "rider-sample", targets: ["rider-sample"]),

@@ -49,6 +49,17 @@ let package = Package(
             ],
             swiftSettings: settings
         ),
+        // The combination matrix's figures: switch evaluation alone, the kit over a 20-gate app, the rider sample.
+        .executableTarget(
+            name: "matrix-figures",
+            dependencies: [
+                .product(name: "SwitchyardCore", package: switchyard),
+                .product(name: "SwitchyardMatrix", package: switchyard),
+                .product(name: "RiderApp", package: switchyard),
+                .product(name: "SwitchyardPlugins", package: switchyard),
+            ],
+            swiftSettings: settings
+        ),
         .executableTarget(
             name: "CoreEvaluation",
             dependencies: [

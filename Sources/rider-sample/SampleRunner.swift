@@ -84,7 +84,7 @@ struct SampleRunner {
             printer.print(run(app), client: client, cause: "once")
             if status.snapshot?.origin == .server, !stopped {
                 // Send what is queued (the previous session, this session's exposures) before leaving.
-                let deadline = ContinuousClock.now + .seconds(3)
+                let deadline = ContinuousClock.now + settings.timeout
                 while client.status.queuedEvents > 0, ContinuousClock.now < deadline {
                     try? await Task.sleep(for: .milliseconds(50))
                 }
