@@ -14,6 +14,8 @@ public struct FlagsServer: Service {
     let service: FlagService
     let routes: [RouteSpec]
     let crashGuard: CrashGuard
+    /// What answers snapshot polls before the router.
+    package let snapshotFastPath: SnapshotFastPath
 
     public func run() async throws {
         // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server, and
@@ -75,12 +77,16 @@ public func buildApplication(
         refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL))
     service.eventObservers.add(crashGuard)
     let routes = makeRoutes(API(service: service, crashGuard: crashGuard), registry: registry)
+    // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
+    let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")
     let application = Application(
         router: buildRouter(service: service, routes: routes),
+        server: .http1(configuration: .init(additionalChannelHandlers: [snapshotFastPath.makeHandler()])),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
-    return FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard)
+    return FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard,
+                       snapshotFastPath: snapshotFastPath)
 }
 
 /// One route: method, path template, handler.

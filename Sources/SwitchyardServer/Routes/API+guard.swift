@@ -5,6 +5,14 @@ import SwitchyardGuard
 import SwitchyardStorage
 
 extension API {
+    /// The crash guard the guard routes read.
+    var crashGuard: CrashGuard {
+        get throws {
+            guard let guardService else { throw APIError(.serviceUnavailable, "no-crash-guard", "No crash guard", "this server runs no crash guard") }
+            return guardService
+        }
+    }
+
     /// `GET /v1/namespaces/{namespace}/guard`: every plugin switch as the crash guard sees it now: sessions,
     /// crashes, rate, lower bound, bound, threshold, state, trips in force, and the cities and cohorts above it.
     func guardStatus(_ request: Request, context: FlagsRequestContext) async throws -> Response {
