@@ -13,6 +13,8 @@ public struct FlagsServer: Service {
     let application: Application<RouterResponder<FlagsRequestContext>>
     let service: FlagService
     let routes: [RouteSpec]
+    /// What answers snapshot polls before the router.
+    package let snapshotFastPath: SnapshotFastPath
 
     public func run() async throws {
         // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server.
@@ -67,12 +69,15 @@ public func buildApplication(
         console: ConsoleSite.load(enabled: configuration.console, logger: logger))
     try await service.load()
     let routes = makeRoutes(API(service: service), registry: registry)
+    // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
+    let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")
     let application = Application(
         router: buildRouter(service: service, routes: routes),
+        server: .http1(configuration: .init(additionalChannelHandlers: [snapshotFastPath.makeHandler()])),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
-    return FlagsServer(application: application, service: service, routes: routes)
+    return FlagsServer(application: application, service: service, routes: routes, snapshotFastPath: snapshotFastPath)
 }
 
 /// One route: method, path template, handler.

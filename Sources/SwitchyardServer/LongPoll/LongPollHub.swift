@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 package import Logging
 package import Metrics
 package import NIOCore
@@ -18,6 +19,10 @@ package struct PublishedSnapshot: Sendable {
     package let gzipBody: ByteBuffer
     /// The snapshot compiled for evaluation (OFREP), once per version.
     package let compiled: CompiledSnapshot
+    /// The response headers of its 200 (identity and gzip, with `Content-Length`) and of its 304, built once.
+    let identityHeaders: HTTPFields
+    let gzipHeaders: HTTPFields
+    let notModifiedHeaders: HTTPFields
 
     /// Encodes a snapshot (canonical JSON with its checksum) and its gzip form, and compiles it.
     package init(_ snapshot: Snapshot) {
@@ -29,6 +34,18 @@ package struct PublishedSnapshot: Sendable {
         entityTag = snapshot.entityTag
         body = ByteBuffer(bytes: bytes)
         gzipBody = ByteBuffer(bytes: Gzip.compress(bytes))
+        var delivery = HTTPFields()
+        delivery[.eTag] = entityTag
+        delivery[.vary] = "Accept-Encoding"
+        delivery[.cacheControl] = "no-cache"
+        notModifiedHeaders = delivery
+        delivery[.contentType] = "application/json"
+        var gzip = delivery
+        delivery[.contentLength] = String(body.readableBytes)
+        identityHeaders = delivery
+        gzip[.contentEncoding] = "gzip"
+        gzip[.contentLength] = String(gzipBody.readableBytes)
+        gzipHeaders = gzip
     }
 
     package var position: FeedPosition {
@@ -36,14 +53,36 @@ package struct PublishedSnapshot: Sendable {
     }
 }
 
+/// A long-poll request parked by its connection rather than by a suspended task: the snapshot fast path
+/// (`SnapshotFastPathHandler`) answers it on the connection's event loop when it is woken.
+package protocol ParkedConnection: Sendable {
+    /// The event loop `wake` runs on.
+    var eventLoop: any EventLoop { get }
+    /// Answers the request; called on `eventLoop`, once, unless the connection forgot the wait first.
+    func wake(_ reason: WakeReason)
+}
+
 /// Holds the current snapshot of every namespace and the long-poll requests waiting for the next one.
 ///
 /// Publishing a version swaps the waiters out under the lock and resumes them outside it; one sweeper
 /// (`run()`) answers waiters whose wait ended; a cancelled request removes its waiter; graceful shutdown answers
-/// every waiter at once and every later one immediately.
+/// every waiter at once and every later one immediately. A waiter is either a suspended task (the router's
+/// handlers) or a parked connection (the snapshot fast path); connections are woken in one batch per event
+/// loop, so a publish costs one hop per loop rather than one per waiter.
 package final class LongPollHub: Service, Sendable {
-    typealias Waiter = CheckedContinuation<WakeReason, Never>
+    enum Waiter: Sendable {
+        case task(CheckedContinuation<WakeReason, Never>)
+        case connection(any ParkedConnection)
+    }
     typealias State = LongPollState<Waiter, ContinuousClock.Instant>
+
+    /// What `park` did with a connection's request.
+    package enum ParkAction: Sendable, Equatable {
+        /// Parked under this id (for `forget`); `wake` answers it later.
+        case parked(id: Int)
+        /// Not parked: answer at once with this reason.
+        case answerNow(WakeReason)
+    }
 
     private struct Shared {
         var state: State
@@ -99,12 +138,30 @@ package final class LongPollHub: Service, Sendable {
         }
         Gauge(label: "flagsd_namespace_version", dimensions: [("namespace", snapshot.namespace)], factory: metricsFactory)
             .record(snapshot.version)
-        for waiter in woken { waiter.resume(returning: .changed) }
+        Self.wake(woken, .changed)
         waitersGauge.record(count)
         wakeups.increment(by: woken.count)
         // A namespace's first publication (at start) is not a change arriving; clocks of other hosts may run behind.
         if isUpdate {
             propagation.recordNanoseconds(max(0, Int64(Date().timeIntervalSince(state.record.updatedAt) * 1e9)))
+        }
+    }
+
+    /// Resumes parked tasks, and wakes parked connections in one job per event loop.
+    private static func wake(_ waiters: [Waiter], _ reason: WakeReason) {
+        var connections: [ObjectIdentifier: (loop: any EventLoop, parked: [any ParkedConnection])] = [:]
+        for waiter in waiters {
+            switch waiter {
+            case .task(let continuation):
+                continuation.resume(returning: reason)
+            case .connection(let connection):
+                connections[ObjectIdentifier(connection.eventLoop), default: (connection.eventLoop, [])].parked.append(connection)
+            }
+        }
+        for (loop, parked) in connections.values {
+            loop.execute {
+                for connection in parked { connection.wake(reason) }
+            }
         }
     }
 
@@ -114,7 +171,7 @@ package final class LongPollHub: Service, Sendable {
             shared.snapshots[namespace] = nil
             return (shared.state.remove(namespace), shared.state.count)
         }
-        for waiter in woken { waiter.resume(returning: .gone) }
+        Self.wake(woken, .gone)
         waitersGauge.record(count)
     }
 
@@ -126,9 +183,9 @@ package final class LongPollHub: Service, Sendable {
             return shared.nextID
         }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: Waiter) in
+            await withCheckedContinuation { (continuation: CheckedContinuation<WakeReason, Never>) in
                 let (action, count) = shared.withLock { shared in
-                    (shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline, waiter: continuation),
+                    (shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline, waiter: .task(continuation)),
                      shared.state.count)
                 }
                 switch action {
@@ -146,13 +203,40 @@ package final class LongPollHub: Service, Sendable {
 
     private func cancel(_ id: Int) {
         let waiter = shared.withLock { $0.state.cancel(id: id) }
-        waiter?.resume(returning: .cancelled)
+        if let waiter { Self.wake([waiter], .cancelled) }
+    }
+
+    /// Parks a connection's request until a namespace passes a position, the timeout ends, or the service shuts
+    /// down; `connection.wake` then answers it on its event loop.
+    ///
+    /// - Returns: `.parked(id:)`, or `.answerNow` with the reason to answer with at once (the namespace passed the
+    ///   position already, is unknown, too many requests wait, or the service is shutting down).
+    package func park(_ connection: any ParkedConnection, for namespace: String, after position: FeedPosition,
+                      timeout: Duration) -> ParkAction {
+        let deadline = clock.now.advanced(by: timeout)
+        let (action, count) = shared.withLock { shared -> (ParkAction, Int) in
+            shared.nextID += 1
+            let id = shared.nextID
+            switch shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline,
+                                         waiter: .connection(connection)) {
+            case .parked: return (.parked(id: id), shared.state.count)
+            case .answerNow(let reason): return (.answerNow(reason), shared.state.count)
+            }
+        }
+        if case .parked = action { waitersGauge.record(count) }
+        return action
+    }
+
+    /// Removes a parked connection's request without waking it (its connection closed).
+    package func forget(_ id: Int) {
+        let (waiter, count) = shared.withLock { ($0.state.cancel(id: id), $0.state.count) }
+        if waiter != nil { waitersGauge.record(count) }
     }
 
     /// Answers every waiter and every later request at once (graceful shutdown).
     package func shutdown() {
         let woken = shared.withLock { $0.state.shutdown() }
-        for waiter in woken { waiter.resume(returning: .shutdown) }
+        Self.wake(woken, .shutdown)
         waitersGauge.record(0)
         if !woken.isEmpty { logger.info("answered waiting requests for shutdown", metadata: ["count": "\(woken.count)"]) }
     }
@@ -182,7 +266,7 @@ package final class LongPollHub: Service, Sendable {
             (shared.state.expire(now: now), shared.state.count)
         }
         guard !expired.isEmpty else { return }
-        for waiter in expired { waiter.resume(returning: .timedOut) }
+        Self.wake(expired, .timedOut)
         waitersGauge.record(count)
     }
 }
