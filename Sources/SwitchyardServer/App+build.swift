@@ -13,17 +13,22 @@ public struct FlagsServer: Service {
     let application: Application<RouterResponder<FlagsRequestContext>>
     let service: FlagService
     let routes: [RouteSpec]
+    let crashGuard: CrashGuard
     /// What answers snapshot polls before the router.
     package let snapshotFastPath: SnapshotFastPath
 
     public func run() async throws {
-        // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server.
-        let group = ServiceGroup(configuration: .init(services: [application, service.hub], logger: service.logger))
+        // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server, and
+        // the crash guard once no more events come in.
+        let group = ServiceGroup(configuration: .init(services: [crashGuard, application, service.hub], logger: service.logger))
         try await group.run()
     }
 
     /// The shared parts, for in-process tests.
     package var flagService: FlagService { service }
+
+    /// The crash guard, for in-process tests (which call its `drain()` when the service does not run).
+    package var guardService: CrashGuard { crashGuard }
 
     /// A responder over the same routes, for sending requests in-process (tests).
     package func makeResponder() -> RouterResponder<FlagsRequestContext> {
@@ -68,7 +73,10 @@ public func buildApplication(
         metricsFactory: factory, logger: logger,
         console: ConsoleSite.load(enabled: configuration.console, logger: logger))
     try await service.load()
-    let routes = makeRoutes(API(service: service), registry: registry)
+    let crashGuard = CrashGuard(service: service, options: CrashGuard.Options(
+        refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL))
+    service.eventObservers.add(crashGuard)
+    let routes = makeRoutes(API(service: service, crashGuard: crashGuard), registry: registry)
     // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
     let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")
     let application = Application(
@@ -77,7 +85,8 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
-    return FlagsServer(application: application, service: service, routes: routes, snapshotFastPath: snapshotFastPath)
+    return FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard,
+                       snapshotFastPath: snapshotFastPath)
 }
 
 /// One route: method, path template, handler.
@@ -114,6 +123,9 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "\(ns)/changes/{version}") { try await api.change($0, context: $1) },
         RouteSpec(.post, "\(ns)/changes/{version}/revert") { try await api.revert($0, context: $1) },
         RouteSpec(.post, "\(ns)/events") { try await api.postEvents($0, context: $1) },
+        RouteSpec(.get, "\(ns)/guard") { try await api.guardStatus($0, context: $1) },
+        RouteSpec(.get, "\(ns)/guard/trips") { try await api.guardTrips($0, context: $1) },
+        RouteSpec(.get, "\(ns)/experiments/{key}") { try await api.experimentResults($0, context: $1) },
 
         RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },
         RouteSpec(.put, "\(ns)/flag-set") { try await api.putFlagSet($0, context: $1) },

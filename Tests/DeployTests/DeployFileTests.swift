@@ -170,7 +170,9 @@ struct DeployFileTests {
             #expect(database.hasSuffix("@postgres:5432/\(postgresEnvironment["POSTGRES_DB"] ?? "?")"), "\(name) uses POSTGRES_DB on the postgres service")
             #expect((service["depends_on"] as? [String: Any])?["postgres"] != nil)
         }
-        withKnownIssue("flagsd does not accept postgres:// until the PostgreSQL backend (issue 9) lands; then this passes and withKnownIssue must go") {
+        // Known until the PostgreSQL backend (issue 9) lands: flagsd then names postgres:// under --database and
+        // this passes (intermittent: not an error once it does; delete the wrapper then).
+        withKnownIssue("flagsd does not accept postgres:// before the PostgreSQL backend (issue 9)", isIntermittent: true) {
             #expect(options.helpOf("--database").lowercased().contains("postgres"), "flagsd --database takes no PostgreSQL URL: \(options.helpOf("--database"))")
         }
 

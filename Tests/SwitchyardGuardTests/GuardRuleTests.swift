@@ -47,6 +47,13 @@ struct GuardRuleTests {
         #expect(assessment.trip?.scope == Scope(cities: ["lagos"]))
     }
 
+    @Test func withoutEnoughSessionsElsewhereTheTripIsGlobal() throws {
+        // Every session so far is from Lagos: nothing shows the crashes are Lagos's alone.
+        let counts = tallies([.all: (300, 60), .city("lagos"): (300, 60)])
+        let assessment = GuardRule.assess(key: Self.key, tallies: counts, policy: Self.policy, gate: PluginSwitchDefinition(rollout: .full))
+        #expect(assessment.trip?.scope == .everywhere)
+    }
+
     @Test func aCohortCanBeTheScope() throws {
         let counts = tallies([.all: (3000, 70), .cohort("beta"): (500, 60), .city("lagos"): (3000, 70)])
         let assessment = GuardRule.assess(key: Self.key, tallies: counts, policy: Self.policy, gate: PluginSwitchDefinition(rollout: .full))
@@ -72,7 +79,7 @@ struct GuardRuleTests {
         #expect(assessment.trip == nil)
         #expect(assessment.overall.sessions == 2000 && assessment.overall.crashes == 2)
         // If Paris starts crashing too, Paris is cut, not the whole world.
-        let worse = tallies([.all: (3000, 160), .city("lagos"): (1000, 60), .city("paris"): (2000, 100)])
+        let worse = tallies([.all: (4000, 161), .city("lagos"): (1000, 60), .city("paris"): (2000, 100), .city("rome"): (1000, 1)])
         #expect(GuardRule.assess(key: Self.key, tallies: worse, policy: Self.policy, gate: gate).trip?.scope == Scope(cities: ["paris"]))
     }
 

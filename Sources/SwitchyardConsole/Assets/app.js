@@ -77,7 +77,8 @@
 
   function signOut(message) {
     api.session.clear();
-    Object.assign(state, { namespaces: [], namespace: null, record: null, flags: [], killSwitches: [], recent: [] });
+    Object.assign(state, { namespaces: [], namespace: null, record: null, flags: [], killSwitches: [], recent: [],
+                           audit: freshAudit(), guard: freshGuard(), saved: new Set() });
     showSignIn(message);
   }
 
@@ -488,7 +489,7 @@
         const members = (kill && kill.members) || [];
         return {
           title: `Kill ${action.key}?`,
-          summary: `Turns off ${members.length} flag${members.length === 1 ? '' : 's'} in namespace ${namespace}${members.length ? ` (${members.slice(0, 6).join(', ')}${members.length > 6 ? ', …' : ''})` : ''}; their plugin points fall back to the core flow. Clients receive the change within a second.`,
+          summary: `Turns off ${members.length} flag${members.length === 1 ? '' : 's'} in namespace ${namespace}${members.length ? ` (${members.slice(0, 6).join(', ')}${members.length > 6 ? ', …' : ''})` : ''}${action.key === 'master' ? '; every plugin point serves its core flow' : '; their plugin points serve another enabled plugin, or their core flow'}, for the units where you kill it. Clients receive the change within a second.`,
           confirm: 'Kill', danger: true, fields: [where.element], inputs: where.inputs,
           submit: (reason) => {
             const read = where.read();

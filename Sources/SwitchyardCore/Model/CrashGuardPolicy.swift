@@ -29,8 +29,9 @@ public struct CrashGuardPolicy: Sendable, Hashable {
     public var minimumCrashes: Int?
     /// The crash rate (crashed sessions per session with the switch active) the switch must be shown to exceed.
     public var maximumCrashRate: Rollout?
-    /// When set, the switch must also be shown to crash this many times as often as sessions without it (in
-    /// hundredths: 300 is 3×). Keeps the guard quiet when a bad release crashes everything alike.
+    /// The switch must also be shown to crash this many times as often as sessions without it (in hundredths:
+    /// 300 is 3×). Keeps the guard quiet when a bad release crashes everything alike, and keeps a healthy switch
+    /// that shares sessions with a crashing one from taking the blame (sessions without it crash as often).
     public var baselineRatio: Int?
     /// The one-sided confidence of the lower bound compared with the threshold, in basis points (9990 = 99.9 %).
     public var confidence: Rollout?
@@ -62,7 +63,7 @@ public struct CrashGuardPolicy: Sendable, Hashable {
     /// The values used where neither the namespace nor the switch names one.
     public static let builtIn = ResolvedCrashGuardPolicy(
         enabled: true, window: .seconds(600), minimumSessions: 200, minimumCrashes: 10,
-        maximumCrashRate: Rollout(basisPoints: 200)!, baselineRatio: nil, confidence: Rollout(basisPoints: 9990)!,
+        maximumCrashRate: Rollout(basisPoints: 200)!, baselineRatio: 200, confidence: Rollout(basisPoints: 9990)!,
         cooldown: .seconds(1800), scopeBy: [.city, .cohort])
 
     /// The policy in force for a switch: its own fields, else the namespace's, else the built-in ones.

@@ -164,8 +164,9 @@ public struct GuardAssessment: Sendable, Hashable {
 /// 1. Sessions in scopes where the switch is disabled already (a city list, or a cohort list) are left out: the
 ///    population is every session with the switch active minus those.
 /// 2. For each city and cohort (as the policy's `scope_by` allows) not disabled yet: its test must exceed, and
-///    the test of the population outside it must not, with a crash rate at most its bound. Such a scope is where
-///    the crashes concentrate; the one with the fewest sessions is disabled (the narrowest cut).
+///    the population outside it must have `min_sessions` sessions, a test that does not exceed, and a crash rate
+///    at most its bound. Such a scope is where the crashes concentrate; the one with the fewest sessions is
+///    disabled (the narrowest cut). Without enough sessions elsewhere there is no evidence of concentration.
 /// 3. Otherwise, when the population's test exceeds, the switch is disabled everywhere.
 ///
 /// A test exceeds when the sample has `min_sessions` sessions and `min_crashes` crashes and the Wilson lower
@@ -212,7 +213,8 @@ public enum GuardRule {
             let outside = clamped(population - tally)
             let outsideBaseline = clamped(withoutSwitch - baseline)
             let complement = RateCheck(outside, withoutSwitch: outsideBaseline, policy: policy)
-            if !complement.exceeds, (complement.rate ?? 0) <= complement.bound {
+            // Concentrated: enough sessions elsewhere to say so, and they are fine.
+            if complement.sessions >= Int64(policy.minimumSessions), !complement.exceeds, (complement.rate ?? 0) <= complement.bound {
                 concentrated.append((dimension, check, complement))
             }
         }
