@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "SwitchyardClient", targets: ["SwitchyardClient"]),
         .library(name: "SwitchyardPlugins", targets: ["SwitchyardPlugins"]),
         .library(name: "SwitchyardMatrix", targets: ["SwitchyardMatrix"]),
+        // The sample app's library, for the matrix benchmark (Benchmarks/) and apps that embed the sample.
+        .library(name: "RiderApp", targets: ["RiderApp"]),
         .executable(name: "flagsd", targets: ["flagsd"]),
         .executable(name: "flagctl", targets: ["flagctl"]),
         .executable(name: "rider-sample", targets: ["rider-sample"]),
@@ -80,6 +82,8 @@ let package = Package(
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             swiftSettings: settings
         ),
+        // The crash guard's decisions: windowed counts, the Wilson-bound trip rule, scopes, evidence. No I/O.
+        .target(name: "SwitchyardGuard", dependencies: ["SwitchyardCore", "SwitchyardStorage"], swiftSettings: settings),
         // The web console: plain HTML, CSS and JavaScript, served by flagsd at /console/ (no build step).
         .target(name: "SwitchyardConsole", dependencies: ["SwitchyardCore"], resources: [.copy("Assets")], swiftSettings: settings),
         // The system zlib, for the gzip form of snapshots (built once per version, so speed matters little).
@@ -88,7 +92,7 @@ let package = Package(
         .target(
             name: "SwitchyardServer",
             dependencies: [
-                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardConsole", "CZlib",
+                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardGuard", "SwitchyardConsole", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -167,6 +171,11 @@ let package = Package(
             swiftSettings: settings
         ),
         .testTarget(
+            name: "SwitchyardGuardTests",
+            dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore"],
+            swiftSettings: settings
+        ),
+        .testTarget(
             name: "SwitchyardServerTests",
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
@@ -182,6 +191,12 @@ let package = Package(
         .testTarget(
             name: "RiderAppTests",
             dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrix"],
+            swiftSettings: settings
+        ),
+        // Dashboards/ and deploy/ against the real flagsd: metrics, options, probes; promtool, systemd-analyze.
+        .testTarget(
+            name: "DeployTests",
+            dependencies: ["flagsd", "SwitchyardCore", .product(name: "Yams", package: "Yams")],
             swiftSettings: settings
         ),
         .testTarget(

@@ -37,6 +37,29 @@ let package = Package(
             dependencies: ["CoreFixtures", .product(name: "SwitchyardCore", package: switchyard)],
             swiftSettings: settings
         ),
+        // Counts allocations per thread and live bytes by interposing glibc's allocator (client-figures only).
+        .target(name: "MallocCounter"),
+        // The client runtime's figures: isEnabled under updates, memory, change propagation from a live flagsd.
+        .executableTarget(
+            name: "client-figures",
+            dependencies: [
+                "CoreFixtures", "MallocCounter",
+                .product(name: "SwitchyardCore", package: switchyard),
+                .product(name: "SwitchyardClient", package: switchyard),
+            ],
+            swiftSettings: settings
+        ),
+        // The combination matrix's figures: switch evaluation alone, the kit over a 20-gate app, the rider sample.
+        .executableTarget(
+            name: "matrix-figures",
+            dependencies: [
+                .product(name: "SwitchyardCore", package: switchyard),
+                .product(name: "SwitchyardMatrix", package: switchyard),
+                .product(name: "RiderApp", package: switchyard),
+                .product(name: "SwitchyardPlugins", package: switchyard),
+            ],
+            swiftSettings: settings
+        ),
         .executableTarget(
             name: "CoreEvaluation",
             dependencies: [

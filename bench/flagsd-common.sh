@@ -25,7 +25,9 @@ ensure_venv() {
   fi
 }
 
+# FLAGSD_BIN=path skips the build and benchmarks that binary (to compare two builds in one sitting).
 build_flagsd() {
+  if [ -n "${FLAGSD_BIN:-}" ]; then echo "==> benchmarking $FLAGSD_BIN" >&2; return; fi
   echo "==> swift build -c release --product flagsd" >&2
   swift build -c release --product flagsd >&2
   FLAGSD_BIN=$(swift build -c release --show-bin-path)/flagsd

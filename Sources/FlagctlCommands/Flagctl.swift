@@ -29,6 +29,7 @@ public struct Flagctl: AsyncParsableCommand {
               flagctl kill --city lagos --reason "INC-4411: crash loop in Lagos"
               flagctl rollout plugin_switch_prefs_ride_pass 10 --city nairobi
               flagctl audit --since 24h
+              flagctl guard status
               flagctl apply Flags --dry-run
 
             lint, and explain with --flags, work on flag files without the service.
@@ -44,7 +45,8 @@ public struct Flagctl: AsyncParsableCommand {
     /// Every subcommand, in the order help lists them. Add new commands here.
     static let subcommands: [any ParsableCommand.Type] = [
         Get.self, Enable.self, Disable.self, Kill.self, Revive.self, RolloutCommand.self, Target.self, Explain.self,
-        Audit.self, Revert.self, Watch.self, Diff.self, Apply.self, Lint.self, MatrixCommands.self, Namespaces.self,
+        Audit.self, Revert.self, Watch.self, Guard.self, ExperimentResults.self, Diff.self, Apply.self, Lint.self,
+        MatrixCommands.self, Namespaces.self,
         Tokens.self, Login.self, Version.self,
     ]
 

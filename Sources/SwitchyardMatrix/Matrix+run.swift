@@ -111,8 +111,9 @@ extension Matrix {
         }
         var neverServed: [String] = []
         if shard.count == 1 && !execution.stoppedEarly {
+            let declared = Runner(matrix: self, context: context).declaredSwitchesByPoint
             for (index, point) in points.enumerated() {
-                for (bit, pluginSwitch) in point.switches.enumerated() where bit < 64
+                for (bit, pluginSwitch) in declared[index].enumerated() where bit < 64
                     && execution.tally.served[index] & (1 << UInt64(bit)) == 0 {
                     neverServed.append("\(point.name)/\(pluginSwitch.key)")
                 }

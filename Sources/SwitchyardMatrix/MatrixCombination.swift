@@ -119,15 +119,20 @@ final class Recorder: Sendable {
         events.withLock { $0.failures.append((pluginSwitch, message)) }
     }
 
+    /// Whether a factory threw.
+    var hasFailures: Bool {
+        events.withLock { !$0.failures.isEmpty }
+    }
+
     /// Factories that threw, with the error.
     var failures: [(PluginSwitch, String)] {
         events.withLock { $0.failures }
     }
 
-    /// Plugins built and not failed, in order: what `createPlugins` returned.
-    var served: [PluginSwitch] {
+    /// Appends the plugins built and not failed, in order: what `createPlugins` returned.
+    func appendServed(to served: inout [PluginSwitch]) {
         events.withLock { events in
-            events.failures.isEmpty ? events.built : events.built.filter { built in !events.failures.contains { $0.0 == built } }
+            for built in events.built where !events.failures.contains(where: { $0.0 == built }) { served.append(built) }
         }
     }
 }

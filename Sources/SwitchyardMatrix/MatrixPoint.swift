@@ -33,7 +33,8 @@ public struct MatrixPoint {
     /// Each input, described for failure messages.
     public let inputDescriptions: [String]
     let isApplicable: (_ pluginSwitch: PluginSwitch, _ input: Int) -> Bool
-    let resolve: (_ states: CombinationStates, _ input: Int) throws -> [PluginSwitch]
+    /// Routes one input and appends the switches of the plugins that served.
+    let resolve: (_ states: CombinationStates, _ input: Int, _ served: inout [PluginSwitch]) throws -> Void
 
     /// A plugin point the matrix cannot look into: it routes each input itself and says which plugins served.
     ///
@@ -55,7 +56,7 @@ public struct MatrixPoint {
         self.serving = serving
         inputDescriptions = inputs.map(Self.describe)
         self.isApplicable = { pluginSwitch, input in isApplicable(pluginSwitch, inputs[input]) }
-        self.resolve = { states, input in try resolve(states, inputs[input]) }
+        self.resolve = { states, input, served in served.append(contentsOf: try resolve(states, inputs[input])) }
     }
 
     /// A ``PluginPoint`` with the inputs to route: the matrix reads its factories' switches and applicability,
@@ -76,14 +77,14 @@ public struct MatrixPoint {
         isApplicable = { pluginSwitch, input in
             factories.first { $0.pluginSwitch == pluginSwitch }?.isApplicable(to: inputs[input]) ?? false
         }
-        resolve = { states, input in
+        resolve = { states, input, served in
             let routed = point.with(states: states)
             switch serving {
             case .firstEligible:
-                return routed.route(for: inputs[input]).pluginSwitch.map { [$0] } ?? []
+                if let pluginSwitch = routed.route(for: inputs[input]).pluginSwitch { served.append(pluginSwitch) }
             case .everyEligible:
                 _ = routed.createPlugins(for: inputs[input])
-                return states.recorder?.served ?? []
+                states.recorder?.appendServed(to: &served)
             }
         }
     }

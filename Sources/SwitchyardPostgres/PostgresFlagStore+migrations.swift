@@ -112,6 +112,11 @@ extension PostgresFlagStore {
             """,
             "CREATE INDEX event_count_bucket ON event_count(namespace, bucket_ms)",
         ]),
+        Migration(id: 3, name: "evidence of automatic changes", statements: [
+            // The crash guard's evidence (counts, rate, bound, window, scope) as canonical JSON; NULL for people's changes.
+            "ALTER TABLE change ADD COLUMN evidence TEXT",
+            "ALTER TABLE audit ADD COLUMN evidence TEXT",
+        ]),
     ]
 
     /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).

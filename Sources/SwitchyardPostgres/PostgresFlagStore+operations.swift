@@ -128,7 +128,7 @@ extension PostgresFlagStore {
                 """, logger: self.logger).collect()
             let record = ChangeRecord(namespace: namespace, epoch: current.epoch, version: version, time: time,
                                       actor: request.author.actor, source: request.author.source, reason: plan.reason,
-                                      summary: plan.summary, changes: plan.changes)
+                                      summary: plan.summary, changes: plan.changes, evidence: request.evidence)
             try await Self.append(record, action: .change, to: connection, logger: self.logger)
             try await Self.notify(.namespace(name: namespace, epoch: current.epoch, version: version, deleted: false),
                                   on: connection, logger: self.logger)
@@ -143,7 +143,7 @@ extension PostgresFlagStore {
 
     public func changes(in namespace: String, after version: Int64, limit: Int) async throws -> [ChangeRecord] {
         let rows = try await rows("""
-            SELECT n.epoch, c.version, c.time_ms, c.actor, c.source, c.reason, c.summary, c.changes
+            SELECT n.epoch, c.version, c.time_ms, c.actor, c.source, c.reason, c.summary, c.changes, c.evidence
             FROM namespace n LEFT JOIN change c ON c.epoch = n.epoch AND c.version > \(version)
             WHERE n.name = \(namespace) AND n.deleted_ms IS NULL
             ORDER BY c.version LIMIT \(max(0, limit) + 1)
@@ -286,7 +286,15 @@ extension PostgresFlagStore {
                      time: Date(milliseconds: try row["time_ms"].decode(Int64.self)), actor: try row["actor"].decode(String.self),
                      source: ChangeSource(rawValue: try row["source"].decode(String.self)), reason: try row["reason"].decode(String?.self),
                      summary: try row["summary"].decode(String.self),
-                     changes: try ObjectChange.decodeList(row["changes"].decode(String.self)))
+                     changes: try ObjectChange.decodeList(row["changes"].decode(String.self)),
+                     evidence: try decodeEvidence(row["evidence"].decode(String?.self)))
+    }
+
+    /// Reads stored evidence text; nil when there is none.
+    static func decodeEvidence(_ text: String?) throws(StorageError) -> JSONValue? {
+        guard let text else { return nil }
+        guard let value = try? JSONValue.parse(text) else { throw StorageError(.corrupt, "stored evidence is not JSON") }
+        return value
     }
 
     static func auditEntry(_ row: PostgresRandomAccessRow) throws -> AuditEntry {
@@ -294,7 +302,8 @@ extension PostgresFlagStore {
                    actor: try row["actor"].decode(String.self), source: ChangeSource(rawValue: try row["source"].decode(String.self)),
                    action: AuditAction(rawValue: try row["action"].decode(String.self)), namespace: try row["namespace"].decode(String?.self),
                    version: try row["version"].decode(Int64?.self), reason: try row["reason"].decode(String?.self),
-                   summary: try row["summary"].decode(String.self), changes: try ObjectChange.decodeList(row["changes"].decode(String.self)))
+                   summary: try row["summary"].decode(String.self), changes: try ObjectChange.decodeList(row["changes"].decode(String.self)),
+                   evidence: try decodeEvidence(row["evidence"].decode(String?.self)))
     }
 
     static func storedToken(_ row: PostgresRandomAccessRow) throws -> StoredToken {
@@ -338,27 +347,28 @@ extension PostgresFlagStore {
 
     static func append(_ record: ChangeRecord, action: AuditAction, to connection: PostgresConnection, logger: Logger) async throws {
         let changes = ObjectChange.encodeList(record.changes)
+        let evidence = record.evidence.map { $0.serializedString(.canonical) }
         try await connection.query("""
-            INSERT INTO change (epoch, version, time_ms, actor, source, reason, summary, changes)
+            INSERT INTO change (epoch, version, time_ms, actor, source, reason, summary, changes, evidence)
             VALUES (\(record.epoch), \(record.version), \(record.time.milliseconds), \(record.actor), \(record.source.rawValue),
-                    \(record.reason), \(record.summary), \(changes))
+                    \(record.reason), \(record.summary), \(changes), \(evidence))
             """, logger: logger).collect()
         let targets = record.changes.filter { $0.kind != .namespace }.map(\.key)
         try await appendAudit(time: record.time, author: ChangeAuthor(actor: record.actor, source: record.source, reason: record.reason),
                               action: action, namespace: record.namespace, version: record.version, summary: record.summary,
-                              changes: record.changes, targets: targets, to: connection, logger: logger)
+                              changes: record.changes, targets: targets, evidence: evidence, to: connection, logger: logger)
     }
 
     static func appendAudit(
         time: Date, author: ChangeAuthor, action: AuditAction, namespace: String?, version: Int64?, summary: String,
-        changes: [ObjectChange], targets: [String], to connection: PostgresConnection, logger: Logger
+        changes: [ObjectChange], targets: [String], evidence: String? = nil, to connection: PostgresConnection, logger: Logger
     ) async throws {
         let trimmed = author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         let reason = trimmed?.isEmpty == false ? trimmed : nil
         let row = try await connection.query("""
-            INSERT INTO audit (time_ms, actor, source, action, namespace, version, reason, summary, changes)
+            INSERT INTO audit (time_ms, actor, source, action, namespace, version, reason, summary, changes, evidence)
             VALUES (\(time.milliseconds), \(author.actor), \(author.source.rawValue), \(action.rawValue), \(namespace), \(version),
-                    \(reason), \(summary), \(ObjectChange.encodeList(changes)))
+                    \(reason), \(summary), \(ObjectChange.encodeList(changes)), \(evidence))
             RETURNING id
             """, logger: logger).collect().first
         let id = try row?.decode(Int64.self) ?? 0

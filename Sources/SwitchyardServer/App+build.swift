@@ -13,18 +13,25 @@ public struct FlagsServer: Service {
     let application: Application<RouterResponder<FlagsRequestContext>>
     let service: FlagService
     let routes: [RouteSpec]
+    let crashGuard: CrashGuard
+    /// What answers snapshot polls before the router.
+    package let snapshotFastPath: SnapshotFastPath
     /// Follows the writes of other processes on a shared store (nil for a store only this process writes).
     var follower: StoreFollower?
 
     public func run() async throws {
-        // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server.
-        let services: [any Service] = (follower.map { [$0] } ?? []) + [application, service.hub]
+        // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server, and
+        // the crash guard once no more events come in.
+        let services: [any Service] = [crashGuard] + (follower.map { [$0] } ?? []) + [application, service.hub]
         let group = ServiceGroup(configuration: .init(services: services, logger: service.logger))
         try await group.run()
     }
 
     /// The shared parts, for in-process tests.
     package var flagService: FlagService { service }
+
+    /// The crash guard, for in-process tests (which call its `drain()` when the service does not run).
+    package var guardService: CrashGuard { crashGuard }
 
     /// A responder over the same routes, for sending requests in-process (tests).
     package func makeResponder() -> RouterResponder<FlagsRequestContext> {
@@ -71,13 +78,20 @@ public func buildApplication(
     // Subscribe before loading, so no write committed elsewhere meanwhile is missed.
     let notifications = store.notifications()
     try await service.load()
-    let routes = makeRoutes(API(service: service), registry: registry)
+    let crashGuard = CrashGuard(service: service, options: CrashGuard.Options(
+        refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL))
+    service.eventObservers.add(crashGuard)
+    let routes = makeRoutes(API(service: service, crashGuard: crashGuard), registry: registry)
+    // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
+    let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")
     let application = Application(
         router: buildRouter(service: service, routes: routes),
+        server: .http1(configuration: .init(additionalChannelHandlers: [snapshotFastPath.makeHandler()])),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
-    var server = FlagsServer(application: application, service: service, routes: routes)
+    var server = FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard,
+                             snapshotFastPath: snapshotFastPath)
     if let notifications {
         server.follower = StoreFollower(service: service, notifications: notifications, interval: configuration.storeCheckInterval)
     }
@@ -118,6 +132,9 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "\(ns)/changes/{version}") { try await api.change($0, context: $1) },
         RouteSpec(.post, "\(ns)/changes/{version}/revert") { try await api.revert($0, context: $1) },
         RouteSpec(.post, "\(ns)/events") { try await api.postEvents($0, context: $1) },
+        RouteSpec(.get, "\(ns)/guard") { try await api.guardStatus($0, context: $1) },
+        RouteSpec(.get, "\(ns)/guard/trips") { try await api.guardTrips($0, context: $1) },
+        RouteSpec(.get, "\(ns)/experiments/{key}") { try await api.experimentResults($0, context: $1) },
 
         RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },
         RouteSpec(.put, "\(ns)/flag-set") { try await api.putFlagSet($0, context: $1) },

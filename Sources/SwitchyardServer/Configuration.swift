@@ -1,3 +1,5 @@
+public import Foundation
+
 /// How flagsd's HTTP application behaves.
 public struct ServerConfiguration: Sendable {
     /// The address to listen on.
@@ -34,6 +36,11 @@ public struct ServerConfiguration: Sendable {
     public var maximumEventAge: Duration = .seconds(7 * 86_400)
     /// How far in the future an event's time may be (device clocks drift).
     public var maximumEventClockSkew: Duration = .seconds(600)
+    /// Where the crash guard announces each trip (`POST` of JSON, retried with backoff); nil: nowhere.
+    public var guardWebhookURL: URL?
+    /// How often the crash guard reloads its counters from the store (other flagsd processes count events too)
+    /// and updates its gauges.
+    public var guardRefreshInterval: Duration = .seconds(15)
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,

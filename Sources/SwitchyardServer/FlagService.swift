@@ -51,6 +51,8 @@ package struct FlagService: Sendable {
         hub.publish(state)
         Counter(label: "flagsd_changes_total", dimensions: [("namespace", record.namespace), ("source", record.source.rawValue)],
                 factory: metricsFactory).increment()
+        Counter(label: "flagsd_changes_by_actor_total", dimensions: [("namespace", record.namespace), ("actor", record.actor)],
+                factory: metricsFactory).increment()
         logger.info("change committed", metadata: [
             "namespace": .string(record.namespace), "version": .stringConvertible(record.version),
             "actor": .string(record.actor), "source": .string(record.source.rawValue), "summary": .string(record.summary),

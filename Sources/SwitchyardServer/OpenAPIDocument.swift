@@ -69,7 +69,8 @@ paths:
       description: |
         `flagsd_http_requests_total{method,route,status}`, `flagsd_http_request_duration_seconds{method,route}`,
         `flagsd_long_poll_waiters`, `flagsd_namespace_version{namespace}`, `flagsd_changes_total{namespace,source}`,
-        `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`.
+        `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`, `flagsd_long_poll_max_waiters`,
+        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`.
       security: [{}, {bearer: []}]
       responses:
         "200":
@@ -450,6 +451,157 @@ paths:
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
         "413": {$ref: "#/components/responses/Problem"}
+        "503": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/guard:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    get:
+      operationId: getGuardStatus
+      summary: Every plugin switch as the crash guard sees it now (editor).
+      description: |
+        Per plugin switch, over its policy's window (from the later of the window's start and the last time a
+        person re-enabled it): sessions with the switch active, crashed sessions, the crash rate, its one-sided
+        Wilson lower bound at the policy's confidence, the bound it must exceed (`max_crash_rate`, or
+        `baseline_ratio` times the crash rate of sessions without the switch), what keeps it from tripping, the
+        cities and cohorts above the bound, the trips in force and the state: `watching`, `tripping` (the store's
+        counts trip it; the guard is committing), `tripped` (off by the guard until a person enables it),
+        `disabled` (off by a person), `cooling_down` (re-enabled; the guard waits), `off` (the policy turns the
+        guard off). Rates are fractions (0.0497), the policy's percentages basis points. See docs/crash-guard.md.
+      parameters:
+        - {name: switch, in: query, schema: {type: string}, description: Only this plugin switch.}
+      responses:
+        "200":
+          description: The guard's view of the namespace.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [namespace, version, time, rule, switches]
+                properties:
+                  namespace: {type: string}
+                  version: {type: integer}
+                  time: {type: string, format: date-time}
+                  rule: {type: string, enum: [wilson-lower-bound]}
+                  switches:
+                    type: array
+                    items: {$ref: "#/components/schemas/GuardSwitchStatus"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "503": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/guard/trips:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    get:
+      operationId: getGuardTrips
+      summary: The crash guard's trips, newest first, with their evidence (editor).
+      description: |
+        Every change the crash guard made in the last 8 days (the audit log keeps all of them: `GET
+        /v1/audit?source=crash-guard`), with its evidence, whether it is still in force, and who turned the switch
+        back on and when.
+      parameters:
+        - {name: switch, in: query, schema: {type: string}, description: Only this plugin switch.}
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 50}}
+      responses:
+        "200":
+          description: The trips.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [namespace, version, trips]
+                properties:
+                  namespace: {type: string}
+                  version: {type: integer}
+                  trips:
+                    type: array
+                    items: {$ref: "#/components/schemas/GuardTrip"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "503": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/experiments/{key}:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - {name: key, in: path, required: true, schema: {type: string}, description: An experiment flag.}
+    get:
+      operationId: getExperimentResults
+      summary: Exposures, sessions and crash rate per variant of an experiment flag, against the control (editor).
+      description: |
+        Counts over the window from the `exposure` events and the variants named by `session` events. For each
+        variant but the control: the difference of its crash rate to the control's, with Newcombe's hybrid score
+        interval (method 10, built from the two Wilson intervals) at 95 % confidence; `significant` when the
+        interval excludes 0. The control is the variant named `control`, else the flag's default variant.
+      parameters:
+        - {name: window, in: query, schema: {type: string, default: 1d}, description: "How far back: 1m to 30d (30m, 24h, 7d)."}
+        - {name: control, in: query, schema: {type: string}, description: The variant to compare with.}
+      responses:
+        "200":
+          description: The results.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [namespace, flag, window, from, until, control, interval, confidence, variants]
+                properties:
+                  namespace: {type: string}
+                  flag: {type: string}
+                  window: {type: string}
+                  from: {type: string, format: date-time}
+                  until: {type: string, format: date-time}
+                  control: {type: string}
+                  interval: {type: string, enum: [newcombe-hybrid-score]}
+                  confidence: {type: number}
+                  variants:
+                    type: array
+                    items:
+                      type: object
+                      required: [variant, declared, control, exposures, sessions, crashes, crash_rate, difference]
+                      properties:
+                        variant: {type: string}
+                        declared: {type: boolean, description: False for a variant clients reported that the flag no longer declares.}
+                        control: {type: boolean}
+                        exposures: {type: integer}
+                        sessions: {type: integer}
+                        crashes: {type: integer}
+                        crash_rate: {type: [number, "null"]}
+                        difference:
+                          oneOf:
+                            - type: object
+                              required: [estimate, lower, upper, significant]
+                              properties:
+                                estimate: {type: number, description: This variant's crash rate minus the control's.}
+                                lower: {type: number}
+                                upper: {type: number}
+                                significant: {type: boolean}
+                            - {type: "null"}
+              example:
+                namespace: rider
+                flag: confirmation_button_copy
+                window: 1d
+                from: "2026-11-23T09:00:00.000Z"
+                until: "2026-11-24T09:00:00.000Z"
+                control: control
+                interval: newcombe-hybrid-score
+                confidence: 0.95
+                variants:
+                  - {variant: control, declared: true, control: true, exposures: 5120, sessions: 4980, crashes: 21, crash_rate: 0.00422, difference: null}
+                  - {variant: book_now, declared: true, control: false, exposures: 5034, sessions: 4902, crashes: 48, crash_rate: 0.00979,
+                     difference: {estimate: 0.00557, lower: 0.00243, upper: 0.00889, significant: true}}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
         "503": {$ref: "#/components/responses/Problem"}
 
   /v1/namespaces/{namespace}/flag-set:
@@ -1181,7 +1333,8 @@ components:
       type: object
       description: |
         A flag set document as in a flag file (docs/flag-files.md) with rollouts in basis points:
-        `namespace` (may be left out in requests), `description`, `plugin_points`, `kill_switches`, `flags`.
+        `namespace` (may be left out in requests), `description`, `crash_guard`, `plugin_points`, `kill_switches`,
+        `flags`.
       properties:
         namespace: {type: string}
         description: {type: string}
@@ -1193,7 +1346,7 @@ components:
       description: |
         A flag as under `flags.<key>` of a flag set: `type` (plugin_switch or experiment, inferred for
         `plugin_switch_` keys), `description`, `owner`; plugin switches: `disabled`, `disabled_scopes`, `rules`
-        (conditions and `rollout`), `rollout`; experiments: `value_type`, `variants`, `default_variant`,
+        (conditions and `rollout`), `rollout`, `crash_guard`; experiments: `value_type`, `variants`, `default_variant`,
         `weights`, `rules` (conditions and `weights`).
     Flag:
       allOf:
@@ -1263,6 +1416,7 @@ components:
         changes:
           type: array
           items: {$ref: "#/components/schemas/ObjectChange"}
+        evidence: {$ref: "#/components/schemas/GuardEvidence", description: "Only on the crash guard's changes."}
     Committed:
       type: object
       required: [namespace, version, etag, changed, change]
@@ -1294,6 +1448,121 @@ components:
         changes:
           type: array
           items: {$ref: "#/components/schemas/ObjectChange"}
+    GuardCheck:
+      type: object
+      description: One crash-rate test. Rates are fractions.
+      required: [sessions, crashes, crash_rate, lower_bound, threshold, baseline_rate, bound, shortfall]
+      properties:
+        sessions: {type: integer, description: Sessions with the switch active.}
+        crashes: {type: integer, description: Of those, sessions that crashed.}
+        crash_rate: {type: [number, "null"]}
+        lower_bound: {type: [number, "null"], description: The one-sided Wilson lower bound at the policy's confidence.}
+        threshold: {type: number, description: The policy's max_crash_rate.}
+        baseline_rate: {type: [number, "null"], description: "The crash rate of sessions without the switch (with baseline_ratio)."}
+        bound: {type: number, description: What the lower bound must exceed.}
+        shortfall: {type: array, items: {type: string}, description: "What keeps it from tripping: `35 of 200 sessions needed`."}
+    GuardTrip:
+      type: object
+      required: [switch, scope, version, time, reason, evidence, reenabled]
+      properties:
+        switch: {type: string}
+        scope: {$ref: "#/components/schemas/Scope"}
+        version: {type: integer, description: The namespace version the trip took.}
+        time: {type: string, format: date-time}
+        reason: {type: [string, "null"]}
+        evidence: {$ref: "#/components/schemas/GuardEvidence"}
+        in_force: {type: boolean, description: "trips route: the switch is still off in the trip's scope."}
+        reenabled:
+          oneOf:
+            - type: object
+              required: [version, time, actor, deleted]
+              properties:
+                version: {type: integer}
+                time: {type: string, format: date-time}
+                actor: {type: string}
+                deleted: {type: boolean, description: The switch was deleted rather than enabled.}
+            - {type: "null"}
+    GuardEvidence:
+      type: object
+      description: |
+        Why the crash guard tripped: the counts over the window and scope, the rate, its lower bound, the bound,
+        the sessions outside the scope (`complement`, for a scoped trip) and the policy. Kept with the change
+        log entry and the audit entry (`evidence`).
+      properties:
+        rule: {type: string, enum: [wilson-lower-bound]}
+        switch: {type: string}
+        scope: {$ref: "#/components/schemas/Scope"}
+        scope_text: {type: string, description: "`everywhere`, `city lagos`, `cohort beta`."}
+        window: {type: string}
+        from: {type: string, format: date-time}
+        until: {type: string, format: date-time}
+        sessions: {type: integer}
+        crashes: {type: integer}
+        crash_rate: {type: number}
+        lower_bound: {type: number}
+        confidence: {type: number}
+        threshold: {type: number}
+        baseline_rate: {type: [number, "null"]}
+        bound: {type: number}
+        complement:
+          oneOf:
+            - {$ref: "#/components/schemas/GuardCheck"}
+            - {type: "null"}
+        policy: {type: object, description: The resolved crash guard policy (percentages in basis points).}
+      example:
+        rule: wilson-lower-bound
+        switch: plugin_switch_feed_promos
+        scope: {cities: [lagos]}
+        scope_text: city lagos
+        window: 10m
+        from: "2026-11-24T09:02:00.000Z"
+        until: "2026-11-24T09:12:03.118Z"
+        sessions: 1228
+        crashes: 61
+        crash_rate: 0.04967
+        lower_bound: 0.03375
+        confidence: 0.999
+        threshold: 0.02
+        baseline_rate: null
+        bound: 0.02
+        complement: {sessions: 20114, crashes: 22, crash_rate: 0.00109, lower_bound: 0.00058, threshold: 0.02, baseline_rate: null, bound: 0.02, exceeds: false, shortfall: ["lower bound 0.058% ≤ bound 2%"]}
+    GuardSwitchStatus:
+      allOf:
+        - {$ref: "#/components/schemas/GuardCheck"}
+        - type: object
+          required: [key, state, window, from, until, disabled, disabled_scopes, cooling_down_until, would_trip, scopes, open_trips, last_trip, policy]
+          properties:
+            key: {type: string}
+            state: {type: string, enum: [watching, tripping, tripped, disabled, cooling_down, "off"]}
+            window: {type: string, description: "The policy's window: 10m."}
+            from: {type: string, format: date-time, description: The first minute counted.}
+            until: {type: string, format: date-time}
+            disabled: {type: boolean}
+            disabled_scopes: {type: array, items: {$ref: "#/components/schemas/Scope"}}
+            cooling_down_until: {type: [string, "null"], format: date-time}
+            would_trip:
+              oneOf:
+                - type: object
+                  properties:
+                    scope: {$ref: "#/components/schemas/Scope"}
+                    scope_text: {type: string}
+                - {type: "null"}
+            scopes:
+              type: array
+              description: Cities and cohorts whose own test exceeds the bound.
+              items:
+                allOf:
+                  - {$ref: "#/components/schemas/GuardCheck"}
+                  - type: object
+                    properties:
+                      kind: {type: string, enum: [city, cohort]}
+                      value: {type: string}
+            open_trips: {type: array, items: {$ref: "#/components/schemas/GuardTrip"}}
+            last_trip:
+              oneOf:
+                - {$ref: "#/components/schemas/GuardTrip"}
+                - {type: "null"}
+            policy: {type: object, description: The resolved crash guard policy (percentages in basis points).}
     Token:
       type: object
       required: [id, name, role, namespaces, created_at, created_by, revoked_at]

@@ -14,6 +14,8 @@ public import SwitchyardCore
 /// - A change that alters nothing takes no version and writes no rows (`CommittedChange.record` is nil).
 /// - `basedOn` refuses a change unless the namespace is at that epoch and version, with `StorageError`
 ///   `conflict` naming who made the current version and when.
+/// - The change log row and the audit row of a change keep `ChangeRequest.evidence` (the crash guard's), and
+///   give it back in `ChangeRecord.evidence` and `AuditEntry.evidence`.
 /// - Every error is a `StorageError`; errors thrown by a mutation pass through unchanged.
 /// - Token secrets are never stored, only their SHA-256.
 /// - A store that several processes share returns `notifications()`, and sends one after every commit of a
@@ -145,7 +147,7 @@ extension FlagSet {
         for object in objects {
             switch object.kind {
             case .namespace:
-                if object.key == "description" { tree["description"] = object.before }
+                if object.key == "description" || object.key == "crash_guard" { tree[object.key] = object.before }
             case .flag:
                 flags[object.key] = object.before
             case .killSwitch:

@@ -75,7 +75,11 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "The most OFREP evaluation requests per minute per token, for tokens created without --rate; more get 429 with Retry-After (default: no limit) (SWITCHYARD_OFREP_RATE_LIMIT).")
     var ofrepRateLimit: Int?
 
+    @Option(help: "A URL the crash guard POSTs a JSON announcement to when it disables a plugin switch; retried with backoff, never in the way of ingestion (SWITCHYARD_GUARD_WEBHOOK).")
+    var guardWebhook: String?
+
     /// The options' values, or their environment variables' (an Optional option cannot default to one).
+    var crashGuardWebhook: String? { guardWebhook ?? env("SWITCHYARD_GUARD_WEBHOOK") }
     var ofrepDefaultNamespace: String? { defaultNamespace ?? env("SWITCHYARD_DEFAULT_NAMESPACE") }
     var ofrepRatePerMinute: Int? { ofrepRateLimit ?? env("SWITCHYARD_OFREP_RATE_LIMIT").flatMap(Int.init) }
 
@@ -98,6 +102,11 @@ struct Flagsd: AsyncParsableCommand {
         }
         if let defaultNamespace = ofrepDefaultNamespace, defaultNamespace.isEmpty || defaultNamespace.contains(where: \.isWhitespace) {
             throw ValidationError("--default-namespace '\(defaultNamespace)' is not a namespace name, e.g. --default-namespace rider.")
+        }
+        if let text = crashGuardWebhook {
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+                throw ValidationError("--guard-webhook '\(text)' is not an http or https URL, e.g. --guard-webhook https://hooks.example.com/switchyard.")
+            }
         }
         if PostgresStoreConfiguration.isPostgresURL(database) {
             do {
@@ -173,6 +182,7 @@ struct Flagsd: AsyncParsableCommand {
             defaultNamespace: ofrepDefaultNamespace, ofrepRatePerMinute: ofrepRatePerMinute)
         configuration.storeCheckInterval = .milliseconds(Int64(syncInterval * 1000))
         configuration.console = console
+        configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))
         let host = self.host
         return try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger) { port in
             FileHandle.standardOutput.write(Data("flagsd listening on http://\(host):\(port) (database \(databaseName))\n".utf8))

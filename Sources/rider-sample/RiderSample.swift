@@ -69,7 +69,8 @@ struct RiderSample: AsyncParsableCommand {
     @Flag(help: "Print the assignment once, as soon as the server answered (or failed to), and exit.")
     var once = false
 
-    @Option(help: ArgumentHelp("How long --once waits for the server, in seconds.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("How long --once waits for the server's snapshot, then for queued events to be sent, in seconds.",
+                               valueName: "seconds"))
     var timeout: Double = 10
 
     @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Output format: text, or json (one JSON object per line).", valueName: "format"))

@@ -78,12 +78,13 @@ struct SampleRunner {
             }
             let status = client.status
             if status.snapshot?.origin != .server {
-                Output.error("rider-sample: no answer from \(settings.server.absoluteString) yet; printing what the app runs without it (\(status.snapshot.map { "the \($0.origin) snapshot, version \($0.version)" } ?? "no snapshot: the core flow everywhere"))")
+                let why = status.lastError?.message ?? "no answer within --timeout"
+                Output.error("rider-sample: no snapshot from \(settings.server.absoluteString) (\(why)); printing what the app runs without it (\(status.snapshot.map { "the \($0.origin) snapshot, version \($0.version)" } ?? "no snapshot: the core flow everywhere"))")
             }
             printer.print(run(app), client: client, cause: "once")
             if status.snapshot?.origin == .server, !stopped {
                 // Send what is queued (the previous session, this session's exposures) before leaving.
-                let deadline = ContinuousClock.now + .seconds(3)
+                let deadline = ContinuousClock.now + settings.timeout
                 while client.status.queuedEvents > 0, ContinuousClock.now < deadline {
                     try? await Task.sleep(for: .milliseconds(50))
                 }

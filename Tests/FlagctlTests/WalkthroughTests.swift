@@ -18,11 +18,12 @@ struct WalkthroughTests {
 
     static let documentedServer = "https://flags.example.com"
 
-    /// The steps of the walkthrough, in order.
-    static func steps() throws -> [Step] {
+    /// The steps of the walkthrough (or of another section of docs/flagctl.md between `<!-- NAME:begin -->` and
+    /// `<!-- NAME:end -->`), in order.
+    static func steps(section name: String = "walkthrough") throws -> [Step] {
         let text = try String(contentsOfFile: TestPaths.repository + "/docs/flagctl.md", encoding: .utf8)
-        let start = try #require(text.range(of: "<!-- walkthrough:begin -->"))
-        let end = try #require(text.range(of: "<!-- walkthrough:end -->"))
+        let start = try #require(text.range(of: "<!-- \(name):begin -->"))
+        let end = try #require(text.range(of: "<!-- \(name):end -->"))
         let section = text[start.upperBound..<end.lowerBound]
         var steps: [Step] = []
         var inBlock = false

@@ -41,14 +41,16 @@ struct SchemaTests {
         func fields(_ definition: String) -> Set<String> {
             Set(definitions[definition]?["properties"]?.objectValue?.memberKeys ?? [])
         }
-        #expect(Set(schema["properties"]?.objectValue?.memberKeys ?? []) == ["namespace", "description", "plugin_points", "kill_switches", "flags"])
+        #expect(Set(schema["properties"]?.objectValue?.memberKeys ?? []) == ["namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags"])
         #expect(fields("pluginPoint") == ["name", "description", "kill_switch", "switches"])
         #expect(fields("killSwitch") == ["description", "members", "entries"])
         #expect(fields("scope") == ["cities", "cohorts"])
         let conditions: Set<String> = ["name", "cities", "not_cities", "cohorts", "not_cohorts", "units", "app_version_at_least", "app_version_below", "platforms"]
         #expect(fields("switchRule") == conditions.union(["rollout"]))
         #expect(fields("experimentRule") == conditions.union(["weights"]))
-        #expect(fields("pluginSwitch") == ["type", "description", "owner", "disabled", "disabled_scopes", "rules", "rollout"])
+        #expect(fields("pluginSwitch") == ["type", "description", "owner", "disabled", "disabled_scopes", "rules", "rollout", "crash_guard"])
+        #expect(fields("crashGuard") == ["enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
+                                         "confidence", "cooldown", "scope_by"])
         #expect(fields("experiment") == ["type", "description", "owner", "value_type", "variants", "default_variant", "weights", "rules"])
         #expect(fields("variant") == ["key", "value"])
     }
@@ -97,8 +99,11 @@ struct SchemaScriptTests {
     @Test(.enabled(if: pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/venv)"))
     func pythonValidatorRejectsTyposAndOutOfRangeRollouts() throws {
         let files = ["unknown-field.yaml", "rollout-out-of-range.yaml"].map { TestPaths.broken + "/" + $0 }
+            + [TestPaths.fixtures + "/crash-guard/crash-guard-invalid.yaml"]
         let result = try checkSchemas(files)
         #expect(result.status == 1)
+        #expect(result.output.contains("crash-guard-invalid.yaml: crash_guard.confidence: 100 is greater than or equal to the maximum of 100"))
+        #expect(result.output.contains("crash-guard-invalid.yaml: crash_guard.scope_by[1]: 'country' is not one of ['city', 'cohort']"))
         #expect(result.output.contains("unknown-field.yaml: flags.plugin_switch_feed_promos: Additional properties are not allowed ('descripton', 'rollot' were unexpected)"))
         #expect(result.output.contains("rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is greater than the maximum of 100"))
     }

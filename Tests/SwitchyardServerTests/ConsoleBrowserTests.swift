@@ -28,6 +28,7 @@ struct ConsoleBrowserTests {
         "a change made with flagctl appears in the audit timeline without reloading",
         "a rollout changed with flagctl appears in the flags view without reloading",
         "changing a rollout in the console refuses a third decimal and saves an exact percentage",
+        "a change made meanwhile by someone else is not overwritten: the console shows it and asks again",
         "a kill switch can be killed with the keyboard alone, and focus comes back where it was",
         "every control has an accessible name",
         "on a phone-sized screen nothing scrolls sideways",

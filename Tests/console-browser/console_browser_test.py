@@ -299,6 +299,31 @@ def console_rollout():
     return "; ".join(problems)
 
 
+@check("a change made meanwhile by someone else is not overwritten: the console shows it and asks again")
+def conflict():
+    row = flag_row("plugin_switch_feed_trip_history")
+    row.find_element(By.CSS_SELECTOR, 'button[id="disable:plugin_switch_feed_trip_history"]').click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the disable dialog")
+    by_id("change-reason").send_keys("INC-10 trip history times out")
+    # Someone else changes the namespace while the dialog is open; flagctl waits for the console to see it.
+    flagctl("rollout", "plugin_switch_feed_safety_tips", "40", "--reason", "safety tips to 40 %", "--yes")
+    wait_for(lambda d: "40 %" in flag_row("plugin_switch_feed_safety_tips").text, "the other change to show")
+    by_id("change-confirm").click()
+    error = wait_for(lambda d: d.find_element(By.ID, "change-error").is_displayed() and d.find_element(By.ID, "change-error").text,
+                     "the conflict message")
+    problems = []
+    if f"{FLAGCTL_ACTOR} changed rider" not in error:
+        problems.append(f"the dialog does not say who changed the namespace: {error!r}")
+    # The view showed the other change before the confirmation, but the console's ETag was older: flagsd refused it.
+    output = json.loads(flagctl("get", "plugin_switch_feed_trip_history", "-o", "json"))
+    if output["flag"].get("disabled") is True:
+        problems.append("the change was applied over the other one")
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the second confirmation")
+    wait_for(lambda d: badge_of(flag_row("plugin_switch_feed_trip_history")) == "disabled", "the switch to show as disabled")
+    return "; ".join(problems)
+
+
 @check("a kill switch can be killed with the keyboard alone, and focus comes back where it was")
 def keyboard_kill():
     open_view("kill-switches")
@@ -364,8 +389,8 @@ def clean_console_log():
     bad = []
     for entry in browser.get_log("browser"):
         message = entry.get("message", "")
-        # The refused client token's 403 is expected; any other failure is not.
-        if "Failed to load resource" in message and "status of 403" in message:
+        # The refused client token's 403 and the conflict's 409 are the scenario's; any other failure is not.
+        if "Failed to load resource" in message and ("status of 403" in message or "status of 409" in message):
             continue
         if entry.get("level") == "SEVERE" or "Content Security Policy" in message or "Trusted Type" in message:
             bad.append(message[:300])

@@ -77,6 +77,8 @@ async def main() -> None:
     parser.add_argument("--clients", type=int, default=10_000)
     parser.add_argument("--gzip", action="store_true", help="accept gzip, as real clients do")
     parser.add_argument("--pid", type=int, help="flagsd's pid, for its RSS")
+    parser.add_argument("--waiters-binary", help="hold the waiting connections with this C program (bench/flagsd/waiters.c) "
+                        "instead of asyncio: a cheaper load client on the shared cores")
     args = parser.parse_args()
 
     auth = {"Authorization": f"Bearer {args.token}"}
@@ -92,14 +94,24 @@ async def main() -> None:
     request = (f"GET /v1/namespaces/{args.namespace}/snapshot?wait=120 HTTP/1.1\r\nHost: {args.host}\r\n"
                f"Authorization: Bearer {args.token}\r\nIf-None-Match: {etag}\r\n{encoding}\r\n").encode()
     loop = asyncio.get_running_loop()
-    futures, waiters = [], []
-    for start in range(0, args.clients, 250):
-        batch = []
-        for _ in range(min(250, args.clients - start)):
-            done = loop.create_future()
-            futures.append(done)
-            batch.append(loop.create_connection(lambda done=done: Waiter(request, done), args.host, args.port))
-        waiters += [protocol for _, protocol in await asyncio.gather(*batch)]
+    futures, waiters, helper = [], [], None
+    if args.waiters_binary:
+        with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fanout-request-{os.getpid()}"), "wb") as file:
+            file.write(request)
+        helper = await asyncio.create_subprocess_exec(
+            args.waiters_binary, args.host, str(args.port), str(args.clients), file.name,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        if (await helper.stdout.readline()).strip() != b"sent":
+            raise SystemExit("the waiters program failed")
+        os.unlink(file.name)
+    else:
+        for start in range(0, args.clients, 250):
+            batch = []
+            for _ in range(min(250, args.clients - start)):
+                done = loop.create_future()
+                futures.append(done)
+                batch.append(loop.create_connection(lambda done=done: Waiter(request, done), args.host, args.port))
+            waiters += [protocol for _, protocol in await asyncio.gather(*batch)]
 
     async def reconnect_lost():
         """Opens again the connections the server reset while accepting (a full accept backlog)."""
@@ -128,21 +140,31 @@ async def main() -> None:
     change = (f"POST /v1/namespaces/{args.namespace}/flags/plugin_switch_point_000_1/rollout HTTP/1.1\r\n"
               f"Host: {args.host}\r\nAuthorization: Bearer {args.token}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
     cpu_before = cpu_seconds(args.pid) if args.pid else None
-    client_before = time.process_time()
+    client_before = time.process_time() + (cpu_seconds(helper.pid) if helper else 0)
     t0 = time.monotonic()
     await loop.create_connection(lambda: Waiter(change, change_done), args.host, args.port)
-    results = await asyncio.gather(*futures)
+    if helper:
+        results = []
+        while (line := (await helper.stdout.readline()).split()) != [b"end"]:
+            if not line:
+                raise SystemExit("the waiters program ended early")
+            results.append((float(line[1]), int(line[2]), int(line[3]), int(line[4])))
+    else:
+        results = await asyncio.gather(*futures)
     change_time, change_status, _, _ = await change_done
     cpu_used = cpu_seconds(args.pid) - cpu_before if args.pid else None
-    client_cpu = time.process_time() - client_before
+    client_cpu = time.process_time() + (cpu_seconds(helper.pid) if helper else 0) - client_before
     for waiter in waiters:
         waiter.closing = True
         waiter.transport.close()
+    if helper:
+        helper.stdin.close()
+        await helper.wait()
     latencies = [(at - t0) * 1000 for at, _, _, _ in results]
     statuses = {status for _, status, _, _ in results}
     versions = {version for _, _, version, _ in results}
     print(json.dumps({
-        "clients": args.clients, "gzip": args.gzip, "statuses": sorted(statuses), "versions": sorted(v for v in versions if v),
+        "clients": args.clients, "gzip": args.gzip, "load_client": "c" if helper else "asyncio", "statuses": sorted(statuses), "versions": sorted(v for v in versions if v),
         "base_version": base_version, "bytes_per_response": results[0][3],
         "change_ack_ms": round((change_time - t0) * 1000, 1), "change_status": change_status,
         "p50_ms": round(statistics.median(latencies), 1), "p99_ms": round(percentile(latencies, 99), 1),

@@ -34,3 +34,12 @@ ensure_browser() {
   command -v chromedriver >/dev/null || missing+=(chromium-driver)
   if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 }
+
+# promtool (Debian's prometheus package) checks and unit-tests Dashboards/alerts.yml; systemd-analyze (systemd)
+# verifies deploy/systemd/flagsd.service. No Prometheus or systemd service is started.
+ensure_ops_tools() {
+  local missing=()
+  command -v promtool >/dev/null || missing+=(prometheus)
+  command -v systemd-analyze >/dev/null || missing+=(systemd)
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+}

@@ -12,6 +12,10 @@ public struct Enable: FlagctlCommand {
             those cities and cohorts. Enabling does not change rollouts or rules, and does not revive kill \
             switches: flagctl tells you when a kill switch still keeps the switch off.
 
+            When the crash guard turned the switch off there, flagctl shows its evidence and asks before \
+            enabling (--yes skips the question; scripts need it); the guard then leaves the switch alone for \
+            its cool-down and counts only sessions reported afterwards.
+
             Examples:
 
               flagctl enable plugin_switch_feed_promos --reason "crash fixed in 5.14.1"
@@ -34,9 +38,13 @@ public struct Enable: FlagctlCommand {
     public func run(console: Console) async throws {
         let settings = try server.settings(console)
         let client = APIClient(settings: settings)
-        let flow = ChangeFlow(client: client, console: console, namespace: try settings.requireNamespace(), options: change)
+        let namespace = try settings.requireNamespace()
+        var flow = ChangeFlow(client: client, console: console, namespace: namespace, options: change)
         let scope = self.scope
         let key = self.key
+        // A trip of the crash guard in force for exactly this scope: show its evidence and ask first.
+        let trip = try await Self.tripInForce(key, scope: scope.scope, namespace: namespace, client: client)
+        flow.confirms = trip != nil
         let outcome = try await flow.run { view in
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "enable")
             if !scope.scope.isEverywhere, !gate.disabledScopes.contains(where: { Set($0.cities) == Set(scope.cities) && Set($0.cohorts) == Set(scope.cohorts) }) {
@@ -45,11 +53,20 @@ public struct Enable: FlagctlCommand {
             }
             var body = JSONObject()
             if let tree = scope.scopeTree { body["scope"] = tree }
-            return PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "enable"), body: body,
-                                 objects: [.flag(key)], action: "enable \(key)\(scope.inText)")
+            var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "enable"), body: body,
+                                        objects: [.flag(key)], action: "enable \(key)\(scope.inText)")
+            if let trip {
+                planned.preview = Self.tripLines(trip, key: key)
+                let cooldown = trip["evidence"]?["policy"]?["cooldown"]?.stringValue ?? "its cool-down"
+                planned.preview.append("  if it still crashes, the guard turns it off again once \(cooldown) has passed")
+            }
+            return planned
         }
         var lines = [outcome.summaryLine(done: "enabled \(key)\(scope.inText)",
                                          unchanged: scope.scope.isEverywhere ? "\(key) is not disabled" : "\(key) is not disabled\(scope.inText)")]
+        if let trip, outcome.changed, change.yes {
+            lines.append("note: " + Self.tripLines(trip, key: key).joined(separator: "\n"))
+        }
         if let flag = outcome.view.flagSet.flag(key) {
             let state = FlagState(flag, in: outcome.view.flagSet)
             if !state.killedBy.isEmpty {
@@ -61,6 +78,33 @@ public struct Enable: FlagctlCommand {
             }
         }
         outputOptions.emit(outcome, lines, console: console)
+    }
+}
+
+extension Enable {
+    /// The crash guard's latest trip of a switch still in force for exactly a scope; nil when there is none (or
+    /// the server has no crash guard).
+    static func tripInForce(_ key: String, scope: Scope, namespace: String, client: APIClient) async throws -> JSONValue? {
+        let tree: JSONValue
+        do {
+            tree = try await client.get(APIClient.path("v1", "namespaces", namespace, "guard", "trips"),
+                                        query: [("switch", key), ("limit", "100")])
+        } catch let failure as APIFailure where failure.status == 404 || failure.status == 503 {
+            return nil
+        }
+        return tree["trips"]?.arrayValue?.first { trip in
+            guard trip["in_force"]?.boolValue == true else { return false }
+            let cities = trip["scope"]?["cities"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            let cohorts = trip["scope"]?["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            return Set(cities) == Set(scope.cities) && Set(cohorts) == Set(scope.cohorts)
+        }
+    }
+
+    /// `the crash guard turned … off …` and its evidence.
+    static func tripLines(_ trip: JSONValue, key: String) -> [String] {
+        let scope = Guard.scopeText(trip["scope"])
+        return ["the crash guard turned \(key) off \(scope == "everywhere" ? "everywhere" : "in " + scope) at \(Audit.shortTime(trip["time"]?.stringValue ?? "")) (version \(trip["version"]?.int64Value ?? 0)):"]
+            + Guard.evidenceLines(trip["evidence"])
     }
 }
 

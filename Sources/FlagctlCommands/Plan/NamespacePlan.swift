@@ -171,6 +171,13 @@ struct NamespacePlan: Sendable {
                                       fields: [ObjectDiff.Field(path: "description", before: before.description.map(JSONValue.string),
                                                                 after: after.description.map(JSONValue.string))], impact: []))
         }
+        if before.crashGuard != after.crashGuard {
+            let old = before.crashGuard.map { JSONValue.object($0.tree(unit: .basisPoints)) }
+            let new = after.crashGuard.map { JSONValue.object($0.tree(unit: .basisPoints)) }
+            let action: Action = old == nil ? .create : new == nil ? .remove : .update
+            objects.append(ObjectPlan(kind: "namespace", key: "crash_guard", action: action,
+                                      fields: action == .update ? ObjectDiff.fields(old, new) : [], impact: []))
+        }
         let oldTree = before.tree(unit: .basisPoints), newTree = after.tree(unit: .basisPoints)
         func pointTrees(_ tree: JSONObject) -> [(String, JSONValue)] {
             (tree["plugin_points"]?.arrayValue ?? []).map { ($0["name"]?.stringValue ?? "", $0) }

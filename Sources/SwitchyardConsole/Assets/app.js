@@ -77,7 +77,8 @@
 
   function signOut(message) {
     api.session.clear();
-    Object.assign(state, { namespaces: [], namespace: null, record: null, flags: [], killSwitches: [], recent: [] });
+    Object.assign(state, { namespaces: [], namespace: null, record: null, flags: [], killSwitches: [], recent: [],
+                           audit: freshAudit(), guard: freshGuard(), saved: new Set() });
     showSignIn(message);
   }
 
@@ -431,7 +432,7 @@
             if (read.error) return read;
             const body = { reason };
             if (read.scope) body.scope = read.scope;
-            return { send: () => api.setSwitch(namespace, action.key, false, body, state.etag) };
+            return { send: (etag) => api.setSwitch(namespace, action.key, false, body, etag) };
           },
         };
       }
@@ -453,7 +454,7 @@
             const chosen = options[radios.findIndex((radio) => radio.checked)];
             const body = { reason };
             if (chosen.scope) body.scope = chosen.scope;
-            return { send: () => api.setSwitch(namespace, action.key, true, body, state.etag) };
+            return { send: (etag) => api.setSwitch(namespace, action.key, true, body, etag) };
           },
         };
       }
@@ -479,7 +480,7 @@
             if (parsed.error) return { error: parsed.error, input: value };
             const body = { rollout: parsed.basisPoints, reason };
             if (target.value !== '') body.rule = Number(target.value);
-            return { send: () => api.setRollout(namespace, action.key, body, state.etag) };
+            return { send: (etag) => api.setRollout(namespace, action.key, body, etag) };
           },
         };
       }
@@ -488,14 +489,14 @@
         const members = (kill && kill.members) || [];
         return {
           title: `Kill ${action.key}?`,
-          summary: `Turns off ${members.length} flag${members.length === 1 ? '' : 's'} in namespace ${namespace}${members.length ? ` (${members.slice(0, 6).join(', ')}${members.length > 6 ? ', …' : ''})` : ''}; their plugin points fall back to the core flow. Clients receive the change within a second.`,
+          summary: `Turns off ${members.length} flag${members.length === 1 ? '' : 's'} in namespace ${namespace}${members.length ? ` (${members.slice(0, 6).join(', ')}${members.length > 6 ? ', …' : ''})` : ''}${action.key === 'master' ? '; every plugin point serves its core flow' : '; their plugin points serve another enabled plugin, or their core flow'}, for the units where you kill it. Clients receive the change within a second.`,
           confirm: 'Kill', danger: true, fields: [where.element], inputs: where.inputs,
           submit: (reason) => {
             const read = where.read();
             if (read.error) return read;
             const body = { reason };
             if (read.scope) body.scope = read.scope;
-            return { send: () => api.kill(namespace, action.key, body, state.etag) };
+            return { send: (etag) => api.kill(namespace, action.key, body, etag) };
           },
         };
       }
@@ -508,7 +509,7 @@
           submit: (reason) => {
             const body = { reason };
             if (!everywhere) body.scope = action.scope;
-            return { send: () => api.revive(namespace, action.key, body, state.etag) };
+            return { send: (etag) => api.revive(namespace, action.key, body, etag) };
           },
         };
       }
@@ -519,7 +520,9 @@
 
   function openChange(action, opener) {
     const description = describe(action);
-    pending = { action, description, opener };
+    // The change is based on what the dialog opened over: a change by anyone since then is refused (409), shown,
+    // and confirmed again on purpose.
+    pending = { action, description, opener, etag: state.etag };
     const dialog = $('change-dialog');
     $('change-title').textContent = description.title;
     $('change-summary').textContent = description.summary;
@@ -577,7 +580,7 @@
     confirm.disabled = true;
     state.saving = true;
     try {
-      const { body } = await prepared.send();
+      const { body } = await prepared.send(pending.etag);
       state.saving = false;
       if (body.changed) state.saved.add(body.version);
       closeChange();
@@ -596,8 +599,13 @@
         return;
       }
       if (error.status === 409 && error.type === 'version-conflict') {
-        showDialogError(`Someone changed ${state.namespace} while you were looking (${error.message}). The view now shows the latest state: check it and confirm again.`);
+        const problem = error.problem;
+        const who = problem.changed_by ? `${problem.changed_by} changed` : 'Someone changed';
+        const when = problem.changed_at ? ` at ${new Date(problem.changed_at).toLocaleTimeString()}` : '';
+        const version = problem.current_version ? ` (version ${problem.current_version})` : '';
+        showDialogError(`${who} ${state.namespace}${when}${version} since you opened this. The view now shows the latest state: check it and confirm again.`);
         await reload();
+        if (pending) pending.etag = state.etag;
         return;
       }
       const fieldError = error.fieldErrors[0];

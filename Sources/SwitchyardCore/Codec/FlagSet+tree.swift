@@ -8,7 +8,7 @@ public enum RolloutUnit: Sendable, Hashable {
 
 extension FlagSet {
     /// The top-level fields of a flag set document.
-    static let fieldNames = ["namespace", "description", "plugin_points", "kill_switches", "flags"]
+    static let fieldNames = ["namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags"]
 
     /// Reads a flag set from a JSON tree and validates it, reporting every problem.
     ///
@@ -40,6 +40,9 @@ extension FlagSet {
         guard var root = reader.object(tree, at: .root) else { return nil }
         let namespace = root.string("namespace", required: true, rule: .namespace)
         let description = root.string("description", rule: .text)
+        let crashGuard = root.value("crash_guard").flatMap {
+            CrashGuardPolicy.read($0, at: "crash_guard", unit: unit, reader: reader)
+        }
 
         var pluginPoints: [PluginPointDefinition] = []
         if let value = root.value("plugin_points"), let elements = reader.list(value, at: "plugin_points") {
@@ -80,18 +83,24 @@ extension FlagSet {
         root.finish(known: extraFields)
         guard let namespace else { return nil }
         return FlagSet(namespace: namespace, description: description, pluginPoints: pluginPoints,
-                       killSwitches: killSwitches, flags: flags)
+                       killSwitches: killSwitches, flags: flags, crashGuard: crashGuard)
     }
 
     /// The flag set as a JSON tree, leaving out empty and default fields.
-    public func tree(unit: RolloutUnit) -> JSONObject {
+    ///
+    /// - Parameters:
+    ///   - unit: how rollouts (and other percentages) are written.
+    ///   - includingCrashGuard: whether crash guard policies are written; snapshots leave them out (clients do
+    ///     not need them, and a client that does not know a field refuses the snapshot).
+    public func tree(unit: RolloutUnit, includingCrashGuard: Bool = true) -> JSONObject {
         var root = JSONObject()
         root["namespace"] = .string(namespace)
         if let description { root["description"] = .string(description) }
+        if includingCrashGuard, let crashGuard { root["crash_guard"] = .object(crashGuard.tree(unit: unit)) }
         if !pluginPoints.isEmpty { root["plugin_points"] = .array(pluginPoints.map { .object($0.tree) }) }
         // Built in one pass: setting members one by one looks each key up, quadratic for thousands of flags.
         root["kill_switches"] = .object(JSONObject(killSwitches.map { ($0.key, .object($0.tree)) }))
-        root["flags"] = .object(JSONObject(flags.map { ($0.key, .object($0.tree(unit: unit))) }))
+        root["flags"] = .object(JSONObject(flags.map { ($0.key, .object($0.tree(unit: unit, includingCrashGuard: includingCrashGuard))) }))
         return root
     }
 }
@@ -278,13 +287,15 @@ extension FlagDefinition {
     }
 
     /// The flag as a JSON object (without its key, which is the member name).
-    public func tree(unit: RolloutUnit) -> JSONObject {
+    ///
+    /// - Parameter includingCrashGuard: whether a plugin switch's crash guard policy is written (not in snapshots).
+    public func tree(unit: RolloutUnit, includingCrashGuard: Bool = true) -> JSONObject {
         var object = JSONObject()
         object["type"] = .string(typeName)
         if let description { object["description"] = .string(description) }
         if let owner { object["owner"] = .string(owner) }
         switch kind {
-        case .pluginSwitch(let gate): gate.write(into: &object, unit: unit)
+        case .pluginSwitch(let gate): gate.write(into: &object, unit: unit, includingCrashGuard: includingCrashGuard)
         case .experiment(let experiment): experiment.write(into: &object)
         }
         return object
@@ -322,10 +333,13 @@ extension PluginSwitchDefinition {
         if let value = object.value("rollout") {
             gate.rollout = Rollout.read(value, at: object.path / "rollout", unit: unit, reader: reader) ?? .off
         }
+        if let value = object.value("crash_guard") {
+            gate.crashGuard = CrashGuardPolicy.read(value, at: object.path / "crash_guard", unit: unit, reader: reader)
+        }
         return gate
     }
 
-    func write(into object: inout JSONObject, unit: RolloutUnit) {
+    func write(into object: inout JSONObject, unit: RolloutUnit, includingCrashGuard: Bool = true) {
         if disabled { object["disabled"] = .bool(true) }
         if !disabledScopes.isEmpty { object["disabled_scopes"] = .array(disabledScopes.map { .object($0.tree) }) }
         if !rules.isEmpty {
@@ -338,6 +352,7 @@ extension PluginSwitchDefinition {
             })
         }
         object["rollout"] = rollout.jsonValue(unit: unit)
+        if includingCrashGuard, let crashGuard { object["crash_guard"] = .object(crashGuard.tree(unit: unit)) }
     }
 }
 

@@ -11,16 +11,20 @@ public struct FlagSet: Sendable, Hashable {
     public var killSwitches: [KillSwitch]
     /// Plugin switches and experiment flags.
     public var flags: [FlagDefinition]
+    /// The crash guard's defaults for the namespace's plugin switches (each switch may override them). Kept by
+    /// flagsd; left out of snapshots, as clients do not need it.
+    public var crashGuard: CrashGuardPolicy?
 
     public init(
         namespace: String, description: String? = nil, pluginPoints: [PluginPointDefinition] = [],
-        killSwitches: [KillSwitch] = [], flags: [FlagDefinition] = []
+        killSwitches: [KillSwitch] = [], flags: [FlagDefinition] = [], crashGuard: CrashGuardPolicy? = nil
     ) {
         self.namespace = namespace
         self.description = description
         self.pluginPoints = pluginPoints
         self.killSwitches = killSwitches
         self.flags = flags
+        self.crashGuard = crashGuard
         if !self.killSwitches.contains(where: \.isMaster) {
             self.killSwitches.insert(KillSwitch(key: KillSwitch.masterKey), at: 0)
         }
@@ -40,12 +44,14 @@ public struct FlagSet: Sendable, Hashable {
     /// every document) does not matter; the order of plugin points and of everything inside them does.
     public static func == (lhs: FlagSet, rhs: FlagSet) -> Bool {
         lhs.namespace == rhs.namespace && lhs.description == rhs.description && lhs.pluginPoints == rhs.pluginPoints
+            && lhs.crashGuard == rhs.crashGuard
             && lhs.killSwitches.sorted { $0.key < $1.key } == rhs.killSwitches.sorted { $0.key < $1.key }
             && lhs.flags.sorted { $0.key < $1.key } == rhs.flags.sorted { $0.key < $1.key }
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(namespace)
+        hasher.combine(crashGuard)
         hasher.combine(pluginPoints)
         hasher.combine(Set(flags))
         hasher.combine(Set(killSwitches))
@@ -276,12 +282,27 @@ public struct PluginSwitchDefinition: Sendable, Hashable {
     public var rules: [SwitchRule]
     /// The rollout when no rule holds.
     public var rollout: Rollout
+    /// The crash guard's policy for this switch, over the namespace's (fields left out come from there).
+    public var crashGuard: CrashGuardPolicy?
 
-    public init(disabled: Bool = false, disabledScopes: [Scope] = [], rules: [SwitchRule] = [], rollout: Rollout = .off) {
+    public init(disabled: Bool = false, disabledScopes: [Scope] = [], rules: [SwitchRule] = [], rollout: Rollout = .off,
+                crashGuard: CrashGuardPolicy? = nil) {
         self.disabled = disabled
         self.disabledScopes = disabledScopes
         self.rules = rules
         self.rollout = rollout
+        self.crashGuard = crashGuard
+    }
+
+    /// Whether the switch is off for every unit of a scope: disabled everywhere, or by a scoped disable that
+    /// names no more attributes than the scope does and covers its values (`cities [lagos]` covers the scope
+    /// `cities [lagos]`; it does not cover `cohorts [beta]`).
+    public func isDisabled(in scope: Scope) -> Bool {
+        if disabled { return true }
+        return disabledScopes.contains { disable in
+            (disable.cities.isEmpty || (!scope.cities.isEmpty && Set(scope.cities).isSubset(of: disable.cities)))
+                && (disable.cohorts.isEmpty || (!scope.cohorts.isEmpty && Set(scope.cohorts).isSubset(of: disable.cohorts)))
+        }
     }
 }
 

@@ -20,7 +20,8 @@ public enum SnapshotDocument {
 
     /// Encodes a snapshot as canonical JSON with its checksum.
     public static func encode(_ snapshot: Snapshot) -> [UInt8] {
-        var tree = snapshot.flagSet.tree(unit: .basisPoints)
+        // Crash guard policies are flagsd's own business: clients neither need nor know them.
+        var tree = snapshot.flagSet.tree(unit: .basisPoints, includingCrashGuard: false)
         tree["format"] = .int64(format)
         tree["epoch"] = .string(snapshot.epoch)
         tree["version"] = .int64(snapshot.version)

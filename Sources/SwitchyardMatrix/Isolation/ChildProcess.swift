@@ -9,6 +9,8 @@ import SwitchyardMatrixPlan
 struct ChildLauncher: Sendable {
     /// The variable naming the child's directory.
     static let childVariable = "SWITCHYARD_MATRIX_CHILD"
+    /// The child's scheduling niceness (batch priority).
+    static let niceness: Int32 = 10
 
     let executable: String
     let arguments: [String]
@@ -119,6 +121,12 @@ struct ChildLauncher: Sendable {
         process.standardError = errorHandle
         try process.run()
         try? errorHandle.close()
+        // Batch work: the child yields the cores to latency-sensitive work (a server answering, other tests).
+        #if os(Linux)
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(process.processIdentifier), Self.niceness)
+        #else
+        _ = setpriority(PRIO_PROCESS, id_t(process.processIdentifier), Self.niceness)
+        #endif
         while process.isRunning {
             if Task.isCancelled { process.terminate() }
             progress(shared[SharedState.Slot.done])

@@ -9,6 +9,9 @@ final class Progress {
     private let total: UInt64
     private let label: String
     private let drawsBar: Bool
+    /// Where the bar goes: standard error when it is a terminal; else the controlling terminal, since
+    /// `swift test` pipes the test process's output (nil: no bar).
+    private let terminal: FileHandle?
     private let filePath: String?
     private let started = ContinuousClock.now
     private var lastDraw = ContinuousClock.now - .seconds(1)
@@ -18,13 +21,23 @@ final class Progress {
     ///   - total: positions the run will check.
     ///   - label: what is running (`matrix rider`).
     ///   - environment: `CI`, `TERM`, `SWITCHYARD_MATRIX_PROGRESS`.
-    ///   - terminal: whether standard error is a terminal; nil asks the process.
+    ///   - terminal: whether to draw a bar; nil draws one on standard error when it is a terminal, else on the
+    ///     controlling terminal when there is one (never when `CI` is set).
     init(total: UInt64, label: String, environment: [String: String], terminal: Bool? = nil) {
         self.total = total
         self.label = label
-        let isTerminal = terminal ?? (isatty(STDERR_FILENO) == 1)
-        drawsBar = isTerminal && environment["CI"] == nil && environment["TERM"] != "dumb"
         filePath = environment[Self.fileVariable].flatMap { $0.isEmpty ? nil : $0 }
+        let wanted = terminal ?? true
+        if !wanted || environment["CI"] != nil || environment["TERM"] == "dumb" {
+            self.terminal = nil
+        } else if isatty(STDERR_FILENO) == 1 {
+            self.terminal = FileHandle.standardError
+        } else if terminal == nil {
+            self.terminal = FileHandle(forWritingAtPath: "/dev/tty")
+        } else {
+            self.terminal = FileHandle.standardError
+        }
+        drawsBar = self.terminal != nil
     }
 
     /// Reports how many positions are done; draws at most ten times a second.
@@ -39,7 +52,7 @@ final class Progress {
     /// Writes the final count and clears the bar.
     func finish(_ done: UInt64) {
         write(done, at: .now)
-        if drewBar { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+        if drewBar { terminal?.write(Data("\r\u{1B}[2K".utf8)) }
     }
 
     private func write(_ done: UInt64, at now: ContinuousClock.Instant) {
@@ -48,7 +61,7 @@ final class Progress {
         }
         guard drawsBar else { return }
         drewBar = true
-        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + Self.bar(label: label, done: done, total: total,
+        terminal?.write(Data(("\r\u{1B}[2K" + Self.bar(label: label, done: done, total: total,
                                                                      elapsed: now - started)).utf8))
     }
 

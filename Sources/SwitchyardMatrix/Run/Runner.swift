@@ -27,7 +27,19 @@ final class Runner {
     private let declaredSwitches: [[PluginSwitch]]
     /// Per point, the gate of each code switch (nil when the file does not declare it).
     private let codeGates: [[Int?]]
+    /// Per point and input, a bit per declared switch whose plugin is applicable to the input.
+    private let applicable: [[UInt64]]
+    /// Per point, the declared position of each switch gate (-1 for gates of other points).
+    private let positionOfGate: [[Int]]
+    /// For layouts of at most 64 gates: each kill switch's cover as one word, and the switch bits.
+    private let coverWords: [UInt64]?
+    private let switchMask: UInt64
     private let recorder = Recorder()
+    /// Reused for every resolution: the switches a point served.
+    private var served: [PluginSwitch] = []
+    /// Reused for every combination: the effective switch words the states read (unique again once the
+    /// combination's states are gone, so it is written in place).
+    private var effectiveBuffer: [UInt64]
 
     init(matrix: Matrix, context: MatrixContext, skips: TrapSkips = TrapSkips()) {
         self.context = context
@@ -52,6 +64,48 @@ final class Runner {
         }
         self.declaredOrder = declaredOrder
         self.declaredSwitches = declaredSwitches
+        applicable = matrix.points.enumerated().map { index, point in
+            point.inputDescriptions.indices.map { input in
+                var bits: UInt64 = 0
+                for (position, pluginSwitch) in declaredSwitches[index].enumerated() where position < 64 {
+                    if point.isApplicable(pluginSwitch, input) { bits |= 1 << UInt64(position) }
+                }
+                return bits
+            }
+        }
+        positionOfGate = declaredOrder.map { order in
+            var positions = Array(repeating: -1, count: layout.switchCount)
+            for (position, gate) in order.enumerated() { positions[gate] = position }
+            return positions
+        }
+        if layout.gateCount <= 64 {
+            coverWords = layout.covers.map { cover in cover.reduce(UInt64(0)) { $0 | (1 << UInt64($1)) } }
+        } else {
+            coverWords = nil
+        }
+        switchMask = layout.switchCount >= 64 ? .max : (UInt64(1) << UInt64(layout.switchCount)) - 1
+        effectiveBuffer = Array(repeating: 0, count: max(1, (layout.switchCount + 63) / 64))
+    }
+
+    /// The switches of each point in the order the flag file declares them (the code's, for a point the file
+    /// lacks): what served-coverage bits index.
+    var declaredSwitchesByPoint: [[PluginSwitch]] { declaredSwitches }
+
+    /// The effective switch words of a combination, in the reused buffer.
+    private func computeEffective(_ combination: GateSet) {
+        if let coverWords {
+            let word = combination.words[0]
+            var effective = word & switchMask
+            var killed = layout.switchCount >= 64 ? 0 : word >> UInt64(layout.switchCount)
+            while killed != 0 {
+                effective &= ~coverWords[killed.trailingZeroBitCount]
+                killed &= killed - 1
+            }
+            effectiveBuffer[0] = effective
+        } else {
+            let effective = layout.effectiveSwitches(of: combination).words
+            for index in effectiveBuffer.indices { effectiveBuffer[index] = index < effective.count ? effective[index] : 0 }
+        }
     }
 
     var layout: MatrixLayout { context.layout }
@@ -79,8 +133,8 @@ final class Runner {
     @discardableResult
     func check(_ combination: GateSet, index: UInt64, collectKinds: Bool) -> Set<KindID> {
         shared?[SharedState.Slot.position] = index
-        let effectiveSet = layout.effectiveSwitches(of: combination)
-        let effective = effectiveSet.words
+        computeEffective(combination)
+        let effective = effectiveBuffer
         let size = combination.count
         var failed: Set<KindID> = []
         var failedOnce: Set<KindID> = []
@@ -110,6 +164,10 @@ final class Runner {
             for (bit, gate) in codeGates[pointIndex].enumerated() where bit < 64 {
                 if let gate, isOn(gate) { local |= 1 << UInt64(bit) }
             }
+            var onMask: UInt64 = 0
+            for (position, gate) in declaredOrder[pointIndex].enumerated() where position < 64 && isOn(gate) {
+                onMask |= 1 << UInt64(position)
+            }
             for input in point.inputDescriptions.indices {
                 if !skips.points.isEmpty, skips.points.contains(.init(point: pointIndex, input: input, local: local)) {
                     pointTrapped = true
@@ -124,18 +182,47 @@ final class Runner {
                     shared[SharedState.Slot.phase] = 1
                 }
                 recorder.reset()
-                let states = CombinationStates(effective: effective, table: context.table, recorder: recorder)
-                let served: [PluginSwitch]
+                served.removeAll(keepingCapacity: true)
                 do {
-                    served = try point.resolve(states, input)
+                    let states = CombinationStates(effective: effective, table: context.table, recorder: recorder)
+                    try point.resolve(states, input, &served)
                 } catch {
                     fail(.of(scope: pointIndex, .threw), "\(point.name): routing threw \(error)\(Self.inputNote(point, input))")
                     continue
                 }
-                let failures = recorder.failures
-                for (pluginSwitch, message) in failures {
-                    fail(.of(scope: pointIndex, .factoryThrew), "\(point.name): the factory of \(pluginSwitch.key) threw: \(message)\(Self.inputNote(point, input))")
+                var failedMask: UInt64 = 0
+                var failures: [(PluginSwitch, String)] = []
+                if recorder.hasFailures {
+                    failures = recorder.failures
+                    for (pluginSwitch, message) in failures {
+                        if let gate = context.table.gate(of: pluginSwitch), case let position = positionOfGate[pointIndex][gate],
+                           position >= 0, position < 64 {
+                            failedMask |= 1 << UInt64(position)
+                        }
+                        fail(.of(scope: pointIndex, .factoryThrew),
+                             "\(point.name): the factory of \(pluginSwitch.key) threw: \(message)\(Self.inputNote(point, input))")
+                    }
                 }
+                // The fast path: what served is exactly what must, in order.
+                let eligible = onMask & applicable[pointIndex][input] & ~failedMask
+                let expected = point.serving == .firstEligible ? eligible & (0 &- eligible) : eligible
+                var servedMask: UInt64 = 0
+                var inOrder = true
+                var last = -1
+                for pluginSwitch in served {
+                    guard let gate = context.table.gate(of: pluginSwitch), case let position = positionOfGate[pointIndex][gate],
+                          position > last, position < 64 else {
+                        inOrder = false
+                        break
+                    }
+                    last = position
+                    servedMask |= 1 << UInt64(position)
+                }
+                if servedMask != 0 {
+                    tally.served[pointIndex] |= servedMask
+                    shared?.markServed(pointIndex, servedMask)
+                }
+                if inOrder && servedMask == expected && trace == nil { continue }
                 verify(pointIndex, point, input: input, served: served, failures: failures, combination: combination,
                        isOn: isOn, fail: fail)
             }
@@ -150,7 +237,7 @@ final class Runner {
         } else {
             for (flowIndex, flow) in flows.enumerated() where !skips.disabledFlows.contains(flowIndex) {
                 let scope = points.count + flowIndex
-                if !skips.flows.isEmpty, skips.flows.contains(.init(flow: flowIndex, effective: effectiveSet.words)) {
+                if !skips.flows.isEmpty, skips.flows.contains(.init(flow: flowIndex, effective: effective)) {
                     let kind = KindID.of(scope: scope, .trapped)
                     fail(kind, skips.messages[kind] ?? "flow '\(flow.name)' trapped")
                     continue
@@ -197,16 +284,6 @@ final class Runner {
             if point.serving == .firstEligible { break }
         }
         let servedGates = served.map { context.table.gate(of: $0) ?? -1 }
-
-        // What served, for coverage.
-        var servedBits: UInt64 = 0
-        for pluginSwitch in served {
-            if let position = point.switches.firstIndex(of: pluginSwitch), position < 64 { servedBits |= 1 << UInt64(position) }
-        }
-        if servedBits != 0 {
-            tally.served[pointIndex] |= servedBits
-            shared?.markServed(pointIndex, servedBits)
-        }
         if trace != nil {
             func names(_ gates: [Int]) -> String {
                 gates.isEmpty ? "the core flow" : gates.map { $0 < 0 ? "?" : layout.gates[$0].key }.joined(separator: ", ")

@@ -41,7 +41,7 @@ struct Tally: Sendable {
     var records: [KindID: Record] = [:]
     /// Combinations checked.
     var checked: UInt64 = 0
-    /// Per point, a bit per switch (code order) that served at least once.
+    /// Per point, a bit per switch (in the declared order) that served at least once.
     var served: [UInt64]
     /// Combinations whose flows did not run because a plugin point traps in them.
     var flowsSkipped: UInt64 = 0

@@ -14,7 +14,7 @@ import Synchronization
 /// constant time.
 package final class Authenticator: Sendable {
     private struct Cache {
-        var tokens: [[UInt8]: StoredToken] = [:]
+        var tokens: [TokenDigest: StoredToken] = [:]
         var loadedAt: ContinuousClock.Instant?
         /// Why the last reload failed; nil after a successful one.
         var reloadFailure: StorageError?
@@ -44,7 +44,7 @@ package final class Authenticator: Sendable {
         }
         let now = clock.now
         cache.withLock { cache in
-            cache.tokens = Dictionary(tokens.map { ($0.secretHash, $0) }, uniquingKeysWith: { first, _ in first })
+            cache.tokens = Dictionary(tokens.map { (TokenDigest($0.secretHash), $0) }, uniquingKeysWith: { first, _ in first })
             cache.loadedAt = now
             cache.reloadFailure = nil
         }
@@ -85,7 +85,7 @@ package final class Authenticator: Sendable {
                 Counter(label: "flagsd_token_reload_failures_total", factory: metricsFactory).increment()
             }
         }
-        let (found, failure) = cache.withLock { ($0.tokens[hash], $0.reloadFailure) }
+        let (found, failure) = cache.withLock { ($0.tokens[TokenDigest(hash)], $0.reloadFailure) }
         guard let stored = found, TokenSecret.constantTimeEquals(stored.secretHash, hash) else {
             if let failure {
                 throw StorageError(.unavailable, "the \(presentedAs) cannot be checked while the database is unreachable (\(failure.message))")
@@ -98,6 +98,36 @@ package final class Authenticator: Sendable {
             throw APIError.unauthorized("token '\(stored.record.name)' was revoked; ask an admin for a new token")
         }
         return stored.record
+    }
+
+    /// The live token a request presents, from the cache alone, without waiting and without counting failures:
+    /// for the snapshot fast path, which sends every request this does not accept to `authorize`.
+    ///
+    /// - Parameters:
+    ///   - request: the request.
+    ///   - lastPresented: what this connection presented last; when the request presents the same
+    ///     `Authorization` header (compared in constant time), its digest is reused instead of hashing the secret
+    ///     again. Updated with this request's.
+    /// - Returns: the token; nil when the request presents none, the token is unknown or revoked, or the cache is
+    ///   due for a reload (the same age `authenticate` reloads at).
+    package func cachedToken(_ request: Request, lastPresented: inout PresentedToken?) -> TokenRecord? {
+        guard let header = request.headers.value(.authorization) else { return nil }
+        let hash: [UInt8]
+        if let last = lastPresented, TokenSecret.constantTimeEquals(last.header, header.utf8) {
+            hash = last.secretHash
+        } else {
+            guard let secret = Self.bearerToken(header) else { return nil }
+            hash = TokenSecret.hash(secret)
+            lastPresented = PresentedToken(header: Array(header.utf8), secretHash: hash)
+        }
+        let now = clock.now
+        return cache.withLock { cache -> TokenRecord? in
+            guard let loadedAt = cache.loadedAt, now - loadedAt <= maximumAge,
+                  let stored = cache.tokens[TokenDigest(hash)], TokenSecret.constantTimeEquals(stored.secretHash, hash),
+                  !stored.record.isRevoked
+            else { return nil }
+            return stored.record
+        }
     }
 
     /// The token of a request, when it has at least `role` and may use `namespace`.
@@ -125,7 +155,11 @@ package final class Authenticator: Sendable {
     /// The token of `Authorization: Bearer <token>` (scheme case-insensitive), without Foundation's string
     /// scanning: this runs on every request.
     static func bearerToken(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization] else { return nil }
+        request.headers.value(.authorization).flatMap { bearerToken($0) }
+    }
+
+    /// The token of an `Authorization` header's value, `Bearer <token>`.
+    static func bearerToken(_ header: String) -> String? {
         let bytes = header.utf8
         let scheme = "bearer ".utf8
         guard bytes.count > scheme.count,
@@ -136,5 +170,46 @@ package final class Authenticator: Sendable {
         while end > token.startIndex, bytes[bytes.index(before: end)] == 0x20 { end = bytes.index(before: end) }
         let trimmed = token[..<end]
         return trimmed.isEmpty ? nil : String(Substring(trimmed))
+    }
+}
+
+/// An `Authorization` header a connection presented and the SHA-256 of its secret (`Authenticator.cachedToken`).
+package struct PresentedToken: Sendable {
+    let header: [UInt8]
+    let secretHash: [UInt8]
+}
+
+/// A token's SHA-256 as the cache's key: hashed as four words rather than byte by byte. (Lookups by it are not
+/// what keeps comparisons constant-time: a found token's digest is compared in constant time after.)
+struct TokenDigest: Hashable {
+    let words: (UInt64, UInt64, UInt64, UInt64)
+
+    /// The 32 bytes of a SHA-256 as four words (a shorter array is padded with zeros).
+    init(_ digest: [UInt8]) {
+        func word(_ at: Int) -> UInt64 {
+            (at..<(at + 8)).reduce(0) { $0 << 8 | UInt64($1 < digest.count ? digest[$1] : 0) }
+        }
+        words = (word(0), word(8), word(16), word(24))
+    }
+
+    static func == (lhs: TokenDigest, rhs: TokenDigest) -> Bool {
+        lhs.words == rhs.words
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0)
+        hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
+    }
+}
+
+extension TokenSecret {
+    /// Compares stored bytes with a string's UTF-8 in time that depends only on their lengths.
+    static func constantTimeEquals(_ bytes: [UInt8], _ utf8: String.UTF8View) -> Bool {
+        guard bytes.count == utf8.count else { return false }
+        var difference: UInt8 = 0
+        for (left, right) in zip(bytes, utf8) { difference |= left ^ right }
+        return difference == 0
     }
 }

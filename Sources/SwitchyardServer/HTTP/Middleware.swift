@@ -105,14 +105,20 @@ struct ObservabilityMiddleware: RouterMiddleware {
     }
 
     static func requestID(from request: Request) -> String {
-        if let given = request.headers[.requestID], (1...64).contains(given.utf8.count),
+        if let given = request.headers.value(.requestID), (1...64).contains(given.utf8.count),
            given.utf8.allSatisfy({ $0.isASCIIIdentifier }) {
             return given
         }
         var generator = SystemRandomNumberGenerator()
         let value = generator.next() as UInt64
-        let hex = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        // 16 lowercase hex digits, written in place (every request without an id of its own makes one).
+        return String(unsafeUninitializedCapacity: 16) { digits in
+            for index in 0..<16 {
+                let nibble = UInt8(truncatingIfNeeded: value >> (60 - 4 * index)) & 0xF
+                digits[index] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble
+            }
+            return 16
+        }
     }
 }
 

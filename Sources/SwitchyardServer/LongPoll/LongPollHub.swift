@@ -1,3 +1,5 @@
+import Foundation
+import HTTPTypes
 package import Logging
 package import Metrics
 package import NIOCore
@@ -17,6 +19,10 @@ package struct PublishedSnapshot: Sendable {
     package let gzipBody: ByteBuffer
     /// The snapshot compiled for evaluation (OFREP), once per version.
     package let compiled: CompiledSnapshot
+    /// The response headers of its 200 (identity and gzip, with `Content-Length`) and of its 304, built once.
+    let identityHeaders: HTTPFields
+    let gzipHeaders: HTTPFields
+    let notModifiedHeaders: HTTPFields
 
     /// Encodes a snapshot (canonical JSON with its checksum) and its gzip form, and compiles it.
     package init(_ snapshot: Snapshot) {
@@ -28,6 +34,18 @@ package struct PublishedSnapshot: Sendable {
         entityTag = snapshot.entityTag
         body = ByteBuffer(bytes: bytes)
         gzipBody = ByteBuffer(bytes: Gzip.compress(bytes))
+        var delivery = HTTPFields()
+        delivery[.eTag] = entityTag
+        delivery[.vary] = "Accept-Encoding"
+        delivery[.cacheControl] = "no-cache"
+        notModifiedHeaders = delivery
+        delivery[.contentType] = "application/json"
+        var gzip = delivery
+        delivery[.contentLength] = String(body.readableBytes)
+        identityHeaders = delivery
+        gzip[.contentEncoding] = "gzip"
+        gzip[.contentLength] = String(gzipBody.readableBytes)
+        gzipHeaders = gzip
     }
 
     package var position: FeedPosition {
@@ -35,14 +53,36 @@ package struct PublishedSnapshot: Sendable {
     }
 }
 
+/// A long-poll request parked by its connection rather than by a suspended task: the snapshot fast path
+/// (`SnapshotFastPathHandler`) answers it on the connection's event loop when it is woken.
+package protocol ParkedConnection: Sendable {
+    /// The event loop `wake` runs on.
+    var eventLoop: any EventLoop { get }
+    /// Answers the request; called on `eventLoop`, once, unless the connection forgot the wait first.
+    func wake(_ reason: WakeReason)
+}
+
 /// Holds the current snapshot of every namespace and the long-poll requests waiting for the next one.
 ///
 /// Publishing a version swaps the waiters out under the lock and resumes them outside it; one sweeper
 /// (`run()`) answers waiters whose wait ended; a cancelled request removes its waiter; graceful shutdown answers
-/// every waiter at once and every later one immediately.
+/// every waiter at once and every later one immediately. A waiter is either a suspended task (the router's
+/// handlers) or a parked connection (the snapshot fast path); connections are woken in batches on their event
+/// loop, so a publish costs a hop per few hundred waiters rather than one per waiter.
 package final class LongPollHub: Service, Sendable {
-    typealias Waiter = CheckedContinuation<WakeReason, Never>
+    enum Waiter: Sendable {
+        case task(CheckedContinuation<WakeReason, Never>)
+        case connection(any ParkedConnection)
+    }
     typealias State = LongPollState<Waiter, ContinuousClock.Instant>
+
+    /// What `park` did with a connection's request.
+    package enum ParkAction: Sendable, Equatable {
+        /// Parked under this id (for `forget`); `wake` answers it later.
+        case parked(id: Int)
+        /// Not parked: answer at once with this reason.
+        case answerNow(WakeReason)
+    }
 
     private struct Shared {
         var state: State
@@ -54,6 +94,10 @@ package final class LongPollHub: Service, Sendable {
     private let clock = ContinuousClock()
     private let sweepInterval: Duration
     private let waitersGauge: Gauge
+    /// Waiters answered because a newer version was published: the fan-out of changes.
+    private let wakeups: Counter
+    /// From a version's commit (its `updatedAt`) to its publication here; cross-instance delay on other instances.
+    private let propagation: Timer
     private let metricsFactory: any MetricsFactory
     private let logger: Logger
 
@@ -62,8 +106,12 @@ package final class LongPollHub: Service, Sendable {
         self.sweepInterval = sweepInterval
         self.metricsFactory = metricsFactory
         self.waitersGauge = Gauge(label: "flagsd_long_poll_waiters", factory: metricsFactory)
+        self.wakeups = Counter(label: "flagsd_long_poll_wakeups_total", factory: metricsFactory)
+        self.propagation = Timer(label: "flagsd_change_propagation_seconds", factory: metricsFactory)
         self.logger = logger
         waitersGauge.record(0)
+        // The cap next to the count, so an alert can compare them (Dashboards/alerts.yml).
+        Gauge(label: "flagsd_long_poll_max_waiters", factory: metricsFactory).record(maximumWaiters)
     }
 
     /// The current snapshot of a namespace; nil when it is unknown.
@@ -85,18 +133,51 @@ package final class LongPollHub: Service, Sendable {
     package func publish(_ state: NamespaceState) {
         let snapshot = PublishedSnapshot(state.snapshot)
         let position = snapshot.position
-        let (woken, count) = shared.withLock { shared -> ([Waiter], Int) in
-            if let current = shared.snapshots[snapshot.namespace], current.epoch == snapshot.epoch,
-               current.version >= snapshot.version {
-                return ([], shared.state.count)
+        let (woken, count, isUpdate) = shared.withLock { shared -> ([Waiter], Int, Bool) in
+            let current = shared.snapshots[snapshot.namespace]
+            if let current, current.epoch == snapshot.epoch, current.version >= snapshot.version {
+                return ([], shared.state.count, false)
             }
             shared.snapshots[snapshot.namespace] = snapshot
-            return (shared.state.publish(snapshot.namespace, position), shared.state.count)
+            return (shared.state.publish(snapshot.namespace, position), shared.state.count, current != nil)
         }
         Gauge(label: "flagsd_namespace_version", dimensions: [("namespace", snapshot.namespace)], factory: metricsFactory)
             .record(snapshot.version)
-        for waiter in woken { waiter.resume(returning: .changed) }
+        Self.wake(woken, .changed)
         waitersGauge.record(count)
+        wakeups.increment(by: woken.count)
+        // A namespace's first publication (at start) is not a change arriving; clocks of other hosts may run behind.
+        if isUpdate {
+            propagation.recordNanoseconds(max(0, Int64(Date().timeIntervalSince(state.record.updatedAt) * 1e9)))
+        }
+    }
+
+    /// Resumes parked tasks, and wakes parked connections in one job per event loop.
+    private static func wake(_ waiters: [Waiter], _ reason: WakeReason) {
+        var connections: [ObjectIdentifier: (loop: any EventLoop, parked: [any ParkedConnection])] = [:]
+        for waiter in waiters {
+            switch waiter {
+            case .task(let continuation):
+                continuation.resume(returning: reason)
+            case .connection(let connection):
+                connections[ObjectIdentifier(connection.eventLoop), default: (connection.eventLoop, [])].parked.append(connection)
+            }
+        }
+        for (loop, parked) in connections.values {
+            wake(parked[...], on: loop, reason)
+        }
+    }
+
+    /// Parked connections woken per job on their loop: between jobs, work queued meanwhile (the change's own
+    /// response, other handlers' writes) gets its turn.
+    private static let wakeBatch = 256
+
+    private static func wake(_ parked: ArraySlice<any ParkedConnection>, on loop: any EventLoop, _ reason: WakeReason) {
+        loop.execute {
+            for connection in parked.prefix(wakeBatch) { connection.wake(reason) }
+            let rest = parked.dropFirst(wakeBatch)
+            if !rest.isEmpty { wake(rest, on: loop, reason) }
+        }
     }
 
     /// Forgets a deleted namespace and answers its waiters.
@@ -105,7 +186,7 @@ package final class LongPollHub: Service, Sendable {
             shared.snapshots[namespace] = nil
             return (shared.state.remove(namespace), shared.state.count)
         }
-        for waiter in woken { waiter.resume(returning: .gone) }
+        Self.wake(woken, .gone)
         waitersGauge.record(count)
     }
 
@@ -117,9 +198,9 @@ package final class LongPollHub: Service, Sendable {
             return shared.nextID
         }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: Waiter) in
+            await withCheckedContinuation { (continuation: CheckedContinuation<WakeReason, Never>) in
                 let (action, count) = shared.withLock { shared in
-                    (shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline, waiter: continuation),
+                    (shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline, waiter: .task(continuation)),
                      shared.state.count)
                 }
                 switch action {
@@ -137,13 +218,40 @@ package final class LongPollHub: Service, Sendable {
 
     private func cancel(_ id: Int) {
         let waiter = shared.withLock { $0.state.cancel(id: id) }
-        waiter?.resume(returning: .cancelled)
+        if let waiter { Self.wake([waiter], .cancelled) }
+    }
+
+    /// Parks a connection's request until a namespace passes a position, the timeout ends, or the service shuts
+    /// down; `connection.wake` then answers it on its event loop.
+    ///
+    /// - Returns: `.parked(id:)`, or `.answerNow` with the reason to answer with at once (the namespace passed the
+    ///   position already, is unknown, too many requests wait, or the service is shutting down).
+    package func park(_ connection: any ParkedConnection, for namespace: String, after position: FeedPosition,
+                      timeout: Duration) -> ParkAction {
+        let deadline = clock.now.advanced(by: timeout)
+        let (action, count) = shared.withLock { shared -> (ParkAction, Int) in
+            shared.nextID += 1
+            let id = shared.nextID
+            switch shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline,
+                                         waiter: .connection(connection)) {
+            case .parked: return (.parked(id: id), shared.state.count)
+            case .answerNow(let reason): return (.answerNow(reason), shared.state.count)
+            }
+        }
+        if case .parked = action { waitersGauge.record(count) }
+        return action
+    }
+
+    /// Removes a parked connection's request without waking it (its connection closed).
+    package func forget(_ id: Int) {
+        let (waiter, count) = shared.withLock { ($0.state.cancel(id: id), $0.state.count) }
+        if waiter != nil { waitersGauge.record(count) }
     }
 
     /// Answers every waiter and every later request at once (graceful shutdown).
     package func shutdown() {
         let woken = shared.withLock { $0.state.shutdown() }
-        for waiter in woken { waiter.resume(returning: .shutdown) }
+        Self.wake(woken, .shutdown)
         waitersGauge.record(0)
         if !woken.isEmpty { logger.info("answered waiting requests for shutdown", metadata: ["count": "\(woken.count)"]) }
     }
@@ -173,7 +281,7 @@ package final class LongPollHub: Service, Sendable {
             (shared.state.expire(now: now), shared.state.count)
         }
         guard !expired.isEmpty else { return }
-        for waiter in expired { waiter.resume(returning: .timedOut) }
+        Self.wake(expired, .timedOut)
         waitersGauge.record(count)
     }
 }

@@ -5,48 +5,83 @@ import SwitchyardStorage
 
 extension API {
     /// `GET /v1/namespaces/{namespace}/snapshot`: the snapshot, a conditional GET, or a long-poll.
+    ///
+    /// `SnapshotFastPathHandler` answers most of these requests before the router, through the same
+    /// `snapshotAnswer` and `snapshotAfterWait`; this handler takes the rest (see its documentation).
     func snapshot(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let namespace = try parameter("namespace", context)
         try await auth.authorize(request, role: .client, namespace: namespace)
+        switch try snapshotAnswer(request, namespace: namespace) {
+        case .now(let outcome):
+            return outcome.reply.response
+        case .wait(let position, let seconds, let current):
+            let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds))
+            return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current).reply.response
+        }
+    }
+
+    /// What a snapshot request that passed the access checks gets: an answer now, or a wait past a position.
+    enum SnapshotAnswer {
+        case now(SnapshotOutcome)
+        case wait(after: FeedPosition, seconds: Int, current: PublishedSnapshot)
+    }
+
+    /// Decides a snapshot request (access already checked): `wait`, `If-None-Match`, `Accept-Encoding`.
+    ///
+    /// - Throws: `APIError` 400 for a bad `wait`, 404 for an unknown namespace.
+    func snapshotAnswer(_ request: Request, namespace: String) throws -> SnapshotAnswer {
         let wait = try waitSeconds(request)
-        guard var current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-        let tags = EntityTagList(request.headers[.ifNoneMatch])
-
+        guard let current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+        let tags = EntityTagList(request.headers.value(.ifNoneMatch))
         if let wait, wait > 0, let position = tags.waitPosition(current: current.position) {
-            switch await service.hub.wait(for: namespace, after: position, timeout: .seconds(wait)) {
-            case .changed:
-                guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-                current = latest
-            case .timedOut, .shutdown, .cancelled:
-                return notModified(current)
-            case .gone:
-                throw APIError.namespaceNotFound(namespace)
-            case .overloaded:
-                throw APIError.overloaded(retryAfter: service.configuration.retryAfter,
-                                          "\(service.configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
+            return .wait(after: position, seconds: wait, current: current)
+        }
+        if tags.matches(current.position) {
+            return .now(.notModified(current))
+        }
+        return .now(.snapshot(current, request))
+    }
+
+    /// The answer to a snapshot request once its wait ended: the new snapshot, or 304 with the one it waited on.
+    ///
+    /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already.
+    func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
+        switch reason {
+        case .changed:
+            guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+            return .snapshot(latest, request)
+        case .timedOut, .shutdown, .cancelled:
+            return .notModified(current)
+        case .gone:
+            throw APIError.namespaceNotFound(namespace)
+        case .overloaded:
+            throw APIError.overloaded(retryAfter: service.configuration.retryAfter,
+                                      "\(service.configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
+        }
+    }
+
+    /// A snapshot response: its headers and body are built once per version (`PublishedSnapshot`).
+    enum SnapshotOutcome {
+        /// 200 with the snapshot, gzip-encoded when accepted.
+        case ok(PublishedSnapshot, gzip: Bool)
+        /// 304 with the snapshot's tag.
+        case notModified(PublishedSnapshot)
+
+        /// The snapshot in the encoding the request accepts.
+        static func snapshot(_ snapshot: PublishedSnapshot, _ request: Request) -> SnapshotOutcome {
+            .ok(snapshot, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip)
+        }
+
+        var reply: Reply {
+            switch self {
+            case .ok(let snapshot, gzip: false):
+                Reply(status: .ok, headers: snapshot.identityHeaders, body: snapshot.body)
+            case .ok(let snapshot, gzip: true):
+                Reply(status: .ok, headers: snapshot.gzipHeaders, body: snapshot.gzipBody)
+            case .notModified(let snapshot):
+                Reply(status: .notModified, headers: snapshot.notModifiedHeaders, body: nil)
             }
-        } else if tags.matches(current.entityTag) {
-            return notModified(current)
         }
-        var headers = deliveryHeaders(current)
-        headers[.contentType] = "application/json"
-        if AcceptEncoding(request.headers[.acceptEncoding]).acceptsGzip {
-            headers[.contentEncoding] = "gzip"
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: current.gzipBody))
-        }
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: current.body))
-    }
-
-    private func deliveryHeaders(_ snapshot: PublishedSnapshot) -> HTTPFields {
-        var headers = HTTPFields()
-        headers[.eTag] = snapshot.entityTag
-        headers[.vary] = "Accept-Encoding"
-        headers[.cacheControl] = "no-cache"
-        return headers
-    }
-
-    private func notModified(_ snapshot: PublishedSnapshot) -> Response {
-        Response(status: .notModified, headers: deliveryHeaders(snapshot))
     }
 
     /// `GET /v1/namespaces/{namespace}/changes?after=&wait=&limit=`: the change log after a version, long-polled.
@@ -108,28 +143,85 @@ extension APIError {
 }
 
 /// The entity tags of an `If-None-Match` header, compared weakly as HTTP says for it.
-struct EntityTagList {
+struct EntityTagList: Equatable {
     private(set) var any = false
     private(set) var tags: [VersionTag] = []
     private(set) var opaque: [String] = []
 
     init(_ header: String?) {
-        guard let header else { return }
-        for part in header.split(separator: ",") {
-            let trimmed = part.trimmingCharacters(in: .whitespaces)
-            if trimmed == "*" {
-                any = true
-            } else if let tag = VersionTag(entityTag: trimmed) {
-                tags.append(tag)
-            } else {
-                opaque.append(trimmed)
-            }
+        guard let header else {
+            self.init(general: "")
+            return
+        }
+        if header.utf8.allSatisfy({ $0 < 0x80 }) {
+            self.init(ascii: header)
+        } else {
+            self.init(general: header)
         }
     }
 
-    /// Whether a tag matches the current one by weak comparison (`W/` ignored).
-    func matches(_ entityTag: String) -> Bool {
-        any || tags.contains { $0.description == entityTag }
+    /// Any header: parts split at commas, trimmed as Foundation trims whitespace, read as `VersionTag`s.
+    init(general header: String) {
+        for part in header.split(separator: ",") {
+            add(Self.trimmingWhitespace(part), tag: { VersionTag(entityTag: $0) })
+        }
+    }
+
+    /// An ASCII header (as they are), read the same way on its bytes: every poll reads this header.
+    init(ascii header: String) {
+        let bytes = header.utf8
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.endIndex
+            if start < end {  // `split` leaves out empty parts
+                add(Self.trimmingWhitespace(header[start..<end]), tag: Self.versionTag(ascii:))
+            }
+            start = end == bytes.endIndex ? end : bytes.index(after: end)
+        }
+    }
+
+    private mutating func add(_ part: String, tag: (String) -> VersionTag?) {
+        if part == "*" {
+            any = true
+        } else if let tag = tag(part) {
+            tags.append(tag)
+        } else {
+            opaque.append(part)
+        }
+    }
+
+    /// `VersionTag(entityTag:)` for ASCII text, on its bytes (where characters are bytes).
+    static func versionTag(ascii text: String) -> VersionTag? {
+        var bytes = Substring(text).utf8[...]
+        while bytes.first == 0x20 { bytes = bytes.dropFirst() }
+        while bytes.last == 0x20 { bytes = bytes.dropLast() }
+        if bytes.starts(with: "W/".utf8) { bytes = bytes.dropFirst(2) }
+        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
+        let inner = bytes.dropFirst().dropLast()
+        guard let dot = inner.lastIndex(of: UInt8(ascii: ".")), dot != inner.startIndex,
+              let version = Int64(Substring(inner[inner.index(after: dot)...])), version >= 0
+        else { return nil }
+        return VersionTag(epoch: String(Substring(inner[..<dot])), version: version)
+    }
+
+    /// Whether a tag names the current position, by weak comparison (`W/` ignored): the tag is the position's
+    /// `"<epoch>.<version>"`.
+    func matches(_ position: FeedPosition) -> Bool {
+        any || tags.contains { $0.epoch == position.epoch && $0.version == position.version }
+    }
+
+    /// `trimmingCharacters(in: .whitespaces)`, without Foundation when the text is ASCII (as header values are),
+    /// where that set is space and tab: every poll reads this header.
+    static func trimmingWhitespace(_ text: Substring) -> String {
+        let bytes = text.utf8
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return text.trimmingCharacters(in: .whitespaces) }
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
+        while end > start, bytes[bytes.index(before: end)] == 0x20 || bytes[bytes.index(before: end)] == 0x09 {
+            end = bytes.index(before: end)
+        }
+        return String(text[start..<end])
     }
 
     /// The position to wait past: the highest version named for the current epoch when it is at or above the

@@ -7,6 +7,13 @@ import SwitchyardStorage
 /// reporting every problem with its field path.
 struct API: Sendable {
     let service: FlagService
+    /// The crash guard, for its status and trips (nil in an API that serves no guard route).
+    let guardService: CrashGuard?
+
+    init(service: FlagService, crashGuard: CrashGuard? = nil) {
+        self.service = service
+        self.guardService = crashGuard
+    }
 
     var auth: Authenticator { service.auth }
     var store: any FlagStore { service.store }

@@ -20,23 +20,29 @@ enum View {
         return .object(object)
     }
 
+    /// A change log entry; `evidence` only on automatic changes (the crash guard's).
     static func change(_ record: ChangeRecord) -> JSONValue {
-        .object(JSONObject([
+        var object = JSONObject([
             ("version", .int64(record.version)), ("time", .string(record.time.iso8601)), ("actor", .string(record.actor)),
             ("source", .string(record.source.rawValue)), ("reason", record.reason.map(JSONValue.string) ?? .null),
             ("summary", .string(record.summary)), ("changes", .array(record.changes.map(\.tree))),
-        ]))
+        ])
+        if let evidence = record.evidence { object["evidence"] = evidence }
+        return .object(object)
     }
 
+    /// An audit entry; `evidence` only on automatic changes (the crash guard's).
     static func audit(_ entry: AuditEntry) -> JSONValue {
-        .object(JSONObject([
+        var object = JSONObject([
             ("id", .int64(entry.id)), ("time", .string(entry.time.iso8601)), ("actor", .string(entry.actor)),
             ("source", .string(entry.source.rawValue)), ("action", .string(entry.action.rawValue)),
             ("namespace", entry.namespace.map(JSONValue.string) ?? .null),
             ("version", entry.version.map(JSONValue.int64) ?? .null),
             ("reason", entry.reason.map(JSONValue.string) ?? .null), ("summary", .string(entry.summary)),
             ("changes", .array(entry.changes.map(\.tree))),
-        ]))
+        ])
+        if let evidence = entry.evidence { object["evidence"] = evidence }
+        return .object(object)
     }
 
     /// A flag with its key and the kill switches covering it.

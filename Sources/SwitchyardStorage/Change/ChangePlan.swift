@@ -56,6 +56,11 @@ public struct ChangePlan: Sendable, Hashable {
                                         before: before.description.map(JSONValue.string),
                                         after: after.description.map(JSONValue.string)))
         }
+        if before.crashGuard != after.crashGuard {
+            changes.append(ObjectChange(kind: .namespace, key: "crash_guard",
+                                        before: before.crashGuard.map { .object($0.tree(unit: .basisPoints)) },
+                                        after: after.crashGuard.map { .object($0.tree(unit: .basisPoints)) }))
+        }
         // Compare the model first and build JSON trees only for the objects that differ.
         func compare<Object: Equatable>(_ kind: ObjectKind, _ old: [(String, Object)], _ new: [(String, Object)],
                                         tree: (Object) -> JSONValue) {

@@ -125,11 +125,15 @@ public struct ChangeRequest: Sendable, Hashable {
     /// A one-line description of the operation (`disable plugin_switch_feed_promos in cities lagos`); derived
     /// from what changed when nil.
     public var summary: String?
+    /// Why an automatic change was made, as data: the crash guard's counts, rate, bound, window and scope.
+    /// Stored with the change log entry and the audit entry.
+    public var evidence: JSONValue?
 
-    public init(author: ChangeAuthor, basedOn: VersionTag? = nil, summary: String? = nil) {
+    public init(author: ChangeAuthor, basedOn: VersionTag? = nil, summary: String? = nil, evidence: JSONValue? = nil) {
         self.author = author
         self.basedOn = basedOn
         self.summary = summary
+        self.evidence = evidence
     }
 }
 
@@ -171,10 +175,12 @@ public struct ChangeRecord: Sendable, Hashable {
     public var reason: String?
     public var summary: String
     public var changes: [ObjectChange]
+    /// The evidence an automatic change carried (see `ChangeRequest.evidence`).
+    public var evidence: JSONValue?
 
     public init(
         namespace: String, epoch: String, version: Int64, time: Date, actor: String, source: ChangeSource,
-        reason: String?, summary: String, changes: [ObjectChange]
+        reason: String?, summary: String, changes: [ObjectChange], evidence: JSONValue? = nil
     ) {
         self.namespace = namespace
         self.epoch = epoch
@@ -185,6 +191,7 @@ public struct ChangeRecord: Sendable, Hashable {
         self.reason = reason
         self.summary = summary
         self.changes = changes
+        self.evidence = evidence
     }
 }
 
@@ -236,11 +243,14 @@ public struct AuditEntry: Sendable, Hashable {
     public var reason: String?
     public var summary: String
     public var changes: [ObjectChange]
+    /// The evidence of an automatic change (the crash guard's counts, rate, bound, window and scope).
+    public var evidence: JSONValue?
 
     public init(
         id: Int64, time: Date, actor: String, source: ChangeSource, action: AuditAction, namespace: String?,
-        version: Int64?, reason: String?, summary: String, changes: [ObjectChange]
+        version: Int64?, reason: String?, summary: String, changes: [ObjectChange], evidence: JSONValue? = nil
     ) {
+        self.evidence = evidence
         self.id = id
         self.time = time
         self.actor = actor

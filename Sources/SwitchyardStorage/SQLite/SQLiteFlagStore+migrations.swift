@@ -99,6 +99,13 @@ extension SQLiteFlagStore {
                 CREATE INDEX event_count_bucket ON event_count(namespace, bucket_ms);
                 """)
         }
+        migrator.registerMigration("v4: evidence of automatic changes") { db in
+            // The crash guard's evidence (counts, rate, bound, window, scope) as canonical JSON; NULL for people's changes.
+            try db.execute(sql: """
+                ALTER TABLE change ADD COLUMN evidence TEXT;
+                ALTER TABLE audit ADD COLUMN evidence TEXT;
+                """)
+        }
         return migrator
     }()
 }

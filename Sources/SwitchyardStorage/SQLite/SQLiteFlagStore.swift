@@ -194,7 +194,7 @@ public final class SQLiteFlagStore: FlagStore {
                                arguments: [version, plan.after.storedText, time.milliseconds, current.epoch])
                 let record = ChangeRecord(namespace: namespace, epoch: current.epoch, version: version, time: time,
                                           actor: request.author.actor, source: request.author.source, reason: plan.reason,
-                                          summary: plan.summary, changes: plan.changes)
+                                          summary: plan.summary, changes: plan.changes, evidence: request.evidence)
                 try Self.append(record, action: .change, to: db)
                 var newRecord = current
                 newRecord.version = version
@@ -379,14 +379,21 @@ public final class SQLiteFlagStore: FlagStore {
         ChangeRecord(namespace: namespace, epoch: row["epoch"], version: row["version"],
                      time: Date(milliseconds: row["time_ms"]), actor: row["actor"],
                      source: ChangeSource(rawValue: row["source"]), reason: row["reason"], summary: row["summary"],
-                     changes: try ObjectChange.decodeList(row["changes"]))
+                     changes: try ObjectChange.decodeList(row["changes"]), evidence: try decodeEvidence(row["evidence"]))
+    }
+
+    /// Reads stored evidence text; nil when there is none.
+    static func decodeEvidence(_ text: String?) throws(StorageError) -> JSONValue? {
+        guard let text else { return nil }
+        guard let value = try? JSONValue.parse(text) else { throw StorageError(.corrupt, "stored evidence is not JSON") }
+        return value
     }
 
     static func auditEntry(_ row: Row) throws -> AuditEntry {
         AuditEntry(id: row["id"], time: Date(milliseconds: row["time_ms"]), actor: row["actor"],
                    source: ChangeSource(rawValue: row["source"]), action: AuditAction(rawValue: row["action"]),
                    namespace: row["namespace"], version: row["version"], reason: row["reason"], summary: row["summary"],
-                   changes: try ObjectChange.decodeList(row["changes"]))
+                   changes: try ObjectChange.decodeList(row["changes"]), evidence: try decodeEvidence(row["evidence"]))
     }
 
     static func storedToken(_ row: Row) throws -> StoredToken {
@@ -427,27 +434,28 @@ public final class SQLiteFlagStore: FlagStore {
 
     static func append(_ record: ChangeRecord, action: AuditAction, to db: Database) throws {
         let changes = ObjectChange.encodeList(record.changes)
+        let evidence = record.evidence.map { $0.serializedString(.canonical) }
         try db.execute(sql: """
-            INSERT INTO change (epoch, version, time_ms, actor, source, reason, summary, changes)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO change (epoch, version, time_ms, actor, source, reason, summary, changes, evidence)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [record.epoch, record.version, record.time.milliseconds, record.actor, record.source.rawValue,
-                             record.reason, record.summary, changes])
+                             record.reason, record.summary, changes, evidence])
         let targets = record.changes.filter { $0.kind != .namespace }.map(\.key)
         try appendAudit(time: record.time, author: ChangeAuthor(actor: record.actor, source: record.source, reason: record.reason),
                         action: action, namespace: record.namespace, version: record.version, summary: record.summary,
-                        changes: record.changes, targets: targets, to: db)
+                        changes: record.changes, targets: targets, evidence: evidence, to: db)
     }
 
     static func appendAudit(
         time: Date, author: ChangeAuthor, action: AuditAction, namespace: String?, version: Int64?, summary: String,
-        changes: [ObjectChange], targets: [String], to db: Database
+        changes: [ObjectChange], targets: [String], evidence: String? = nil, to db: Database
     ) throws {
         let reason = author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         try db.execute(sql: """
-            INSERT INTO audit (time_ms, actor, source, action, namespace, version, reason, summary, changes)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO audit (time_ms, actor, source, action, namespace, version, reason, summary, changes, evidence)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [time.milliseconds, author.actor, author.source.rawValue, action.rawValue, namespace, version,
-                             reason?.isEmpty == false ? reason : nil, summary, ObjectChange.encodeList(changes)])
+                             reason?.isEmpty == false ? reason : nil, summary, ObjectChange.encodeList(changes), evidence])
         let id = db.lastInsertedRowID
         for target in Set(targets) {
             try db.execute(sql: "INSERT INTO audit_target (target, audit_id) VALUES (?, ?)", arguments: [target, id])

@@ -28,38 +28,39 @@ final class SampleProcess: Sendable {
         let output = Pipe(), error = Pipe()
         process.standardOutput = output
         process.standardError = error
-        let buffer = Mutex("")
         let collected = self.collected
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                return
-            }
-            let complete = buffer.withLock { text -> [String] in
-                text += String(decoding: data, as: UTF8.self)
-                var found: [String] = []
-                while let newline = text.firstIndex(of: "\n") {
-                    found.append(String(text[..<newline]))
-                    text = String(text[text.index(after: newline)...])
+        // One reading thread per pipe, blocking until the end of the pipe: every byte is read before `closed`
+        // counts the pipe (readability handlers do not reliably see the end on Linux).
+        Self.drain(output.fileHandleForReading, into: collected) { text in
+            var found: [String] = []
+            collected.pending.withLock { pending in
+                pending += text
+                while let newline = pending.firstIndex(of: "\n") {
+                    found.append(String(pending[..<newline]))
+                    pending = String(pending[pending.index(after: newline)...])
                 }
-                return found
             }
-            collected.lines.withLock { $0 += complete }
+            collected.lines.withLock { $0 += found }
         }
-        error.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                return
-            }
-            collected.errors.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        Self.drain(error.fileHandleForReading, into: collected) { text in
+            collected.errors.withLock { $0 += text }
         }
         let (exit, exitContinuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(1))
         process.terminationHandler = { exitContinuation.yield($0.terminationStatus) }
         try process.run()
         self.process = process
         self.exit = exit
+    }
+
+    private static func drain(_ handle: FileHandle, into collected: Collected, _ append: @escaping @Sendable (String) -> Void) {
+        Thread {
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                append(String(decoding: data, as: UTF8.self))
+            }
+            collected.closed.withLock { $0 += 1 }
+        }.start()
     }
 
     /// What the sample wrote to standard error so far.
@@ -72,7 +73,7 @@ final class SampleProcess: Sendable {
     /// generous deadline.
     ///
     /// - Throws: when the deadline passes first (naming what the sample printed).
-    func next(within deadline: Duration = .seconds(60), where predicate: (JSONValue) -> Bool) async throws -> JSONValue {
+    func next(within deadline: Duration = .seconds(300), where predicate: (JSONValue) -> Bool) async throws -> JSONValue {
         let clock = ContinuousClock()
         let end = clock.now + deadline
         while true {
@@ -97,10 +98,19 @@ final class SampleProcess: Sendable {
         return await status()
     }
 
-    /// Waits for the sample to exit.
+    /// Waits for the sample to exit and for everything it printed to be read.
     func status() async -> Int32 {
-        for await status in exit { return status }
-        return process.terminationStatus
+        var status: Int32 = -1
+        for await exited in exit {
+            status = exited
+            break
+        }
+        // Both pipes reach their end once the process is gone; read what is left before answering.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while collected.closed.withLock({ $0 }) < 2, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return status
     }
 }
 
@@ -108,4 +118,8 @@ final class SampleProcess: Sendable {
 private final class Collected: Sendable {
     let lines = Mutex<[String]>([])
     let errors = Mutex("")
+    /// Standard output not yet ending in a newline.
+    let pending = Mutex("")
+    /// Pipes that reached their end (2: both).
+    let closed = Mutex(0)
 }

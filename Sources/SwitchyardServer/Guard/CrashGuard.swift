@@ -1,0 +1,434 @@
+package import Foundation
+package import Logging
+import Metrics
+package import ServiceLifecycle
+package import SwitchyardCore
+package import SwitchyardGuard
+package import SwitchyardStorage
+import Synchronization
+
+/// The crash guard inside flagsd: watches committed `session` events and disables a plugin switch that crashes
+/// too often, in the city or cohort where the crashes concentrate or everywhere, through the same change path as
+/// a person (a new version, long-poll waiters woken, an audit entry by `crash-guard` with the evidence).
+///
+/// On the ingestion path it only adds the batch's increments to per-minute counters in memory and assesses the
+/// switches the batch names (``GuardRule``), which costs a few sums of at most a window of minutes; it never
+/// reads the store there. A switch that looks like it trips is queued; the worker (``run()``) then decides on
+/// the store's durable counts and the namespace's latest state, and commits the trip as a conditional change
+/// that does nothing when the switch is off in that scope already, so flagsd processes sharing a store never
+/// trip it twice. Counters are reloaded from the store at start (nothing acknowledged is lost by a restart) and
+/// refreshed periodically (other processes count events too).
+///
+/// A tripped switch stays off until a person enables it; after that the guard counts only sessions reported
+/// later, and leaves the switch alone for the policy's cool-down.
+package final class CrashGuard: EventObserver, Service, Sendable {
+    /// How the guard runs.
+    package struct Options: Sendable {
+        /// How often the counters are reloaded from the store and the gauges updated.
+        package var refreshInterval: Duration = .seconds(15)
+        /// The least time between two store confirmations of the same switch.
+        package var confirmInterval: Duration = .seconds(1)
+        /// Where trips are announced (`POST` of JSON); nil: nowhere.
+        package var webhookURL: URL?
+        /// Wall-clock time, for windows and cool-downs.
+        package var now: @Sendable () -> Date = { Date() }
+
+        package init(refreshInterval: Duration = .seconds(15), webhookURL: URL? = nil) {
+            self.refreshInterval = refreshInterval
+            self.webhookURL = webhookURL
+        }
+    }
+
+    /// The actor and source of the guard's changes.
+    package static let actor = "crash-guard"
+
+    enum Work: Hashable {
+        case load(String)
+        case confirm(String, String)
+    }
+
+    struct Watched: Sendable {
+        var window = WindowCounts()
+        var loaded = false
+        /// Increments committed while the counters were being read from the store, to add again afterwards.
+        var buffered: [[(key: EventAggregation.CounterKey, tally: EventTally)]]?
+        var history = GuardHistory()
+        var lastConfirmed: [String: ContinuousClock.Instant] = [:]
+        /// When the batch that queued a confirmation was received, for the trip latency.
+        var queuedAt: [String: Date] = [:]
+    }
+
+    struct Shared: Sendable {
+        var namespaces: [String: Watched] = [:]
+        var queue: [Work] = []
+        var queued = Set<Work>()
+    }
+
+    let service: FlagService
+    let options: Options
+    let webhook: GuardWebhook?
+    private let shared = Mutex(Shared())
+    private let wakeups: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+    private let clock = ContinuousClock()
+    var logger: Logger { service.logger }
+    var store: any FlagStore { service.store }
+
+    package init(service: FlagService, options: Options = Options()) {
+        self.service = service
+        self.options = options
+        (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        webhook = options.webhookURL.map { GuardWebhook(url: $0, metricsFactory: service.metricsFactory, logger: service.logger) }
+    }
+
+    // MARK: Ingestion path
+
+    package func eventsCommitted(_ batch: CommittedEvents) async {
+        let switches = batch.switches
+        let increments = EventAggregation.increments(of: batch.events)
+        let flagSet = service.hub.snapshot(of: batch.namespace)?.compiled.snapshot.flagSet
+        let now = options.now()
+        let instant = clock.now
+        let queuedWork = shared.withLock { shared -> Bool in
+            var watched = shared.namespaces[batch.namespace] ?? Watched()
+            var work: [Work] = []
+            if !watched.loaded { work.append(.load(batch.namespace)) }
+            watched.window.add(increments)
+            watched.buffered?.append(increments)
+            if let flagSet {
+                for key in switches.sorted() {
+                    guard let gate = flagSet.flag(key)?.pluginSwitch,
+                          Self.wouldTrip(key, gate: gate, flagSet: flagSet, watched: watched, now: now) else { continue }
+                    if let last = watched.lastConfirmed[key], instant - last < options.confirmInterval { continue }
+                    work.append(.confirm(batch.namespace, key))
+                    if watched.queuedAt[key] == nil { watched.queuedAt[key] = batch.receivedAt }
+                }
+            }
+            shared.namespaces[batch.namespace] = watched
+            var added = false
+            for item in work where shared.queued.insert(item).inserted {
+                shared.queue.append(item)
+                added = true
+            }
+            return added
+        }
+        if queuedWork { wake.yield() }
+    }
+
+    /// Whether the in-memory counts make a switch look like it trips (the worker then checks the store's).
+    static func wouldTrip(_ key: String, gate: PluginSwitchDefinition, flagSet: FlagSet, watched: Watched, now: Date) -> Bool {
+        let policy = CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: gate.crashGuard)
+        guard policy.enabled, !gate.disabled else { return false }
+        let span = Self.span(key, policy: policy, history: watched.history, now: now)
+        guard !span.coolingDown else { return false }
+        let tallies = watched.window.tallies(of: key, from: span.from, until: Int64.max)
+        return GuardRule.assess(key: key, tallies: tallies, policy: policy, gate: gate).trip != nil
+    }
+
+    /// The buckets a switch's window covers now, and whether it is in its cool-down.
+    static func span(_ key: String, policy: ResolvedCrashGuardPolicy, history: GuardHistory, now: Date)
+        -> (from: Int64, coolingDown: Bool, reenabled: GuardHistory.Reenable?) {
+        var from = EventAggregation.bucketStart(of: now - policy.window.timeInterval)
+        var coolingDown = false
+        let reenable = history.lastReenable(of: key)
+        if let reenable {
+            // Only minutes that start after the re-enable: the minute it happened in holds earlier sessions.
+            let start = EventAggregation.bucketStart(of: reenable.time)
+            from = max(from, start == reenable.time.milliseconds ? start : start + 60_000)
+            coolingDown = now < reenable.time + policy.cooldown.timeInterval
+        }
+        return (from, coolingDown, reenable)
+    }
+
+    // MARK: Worker
+
+    /// Loads every namespace, then works through confirmations as they come and refreshes the counters
+    /// periodically, until graceful shutdown.
+    package func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    await self.loadAll()
+                    await self.drain()
+                    for await _ in self.wakeups { await self.drain() }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        do { try await Task.sleep(for: self.options.refreshInterval) } catch { return }
+                        await self.refreshAll()
+                    }
+                }
+                if let webhook = self.webhook {
+                    group.addTask { await webhook.run() }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Does the queued work now (the worker calls it; in-process tests that do not run the service too).
+    package func drain() async {
+        while let work = dequeue() {
+            switch work {
+            case .load(let namespace): await refresh(namespace)
+            case .confirm(let namespace, let key): await confirm(namespace, key)
+            }
+            shared.withLock { _ = $0.queued.remove(work) }
+        }
+    }
+
+    private func dequeue() -> Work? {
+        shared.withLock { shared in shared.queue.isEmpty ? nil : shared.queue.removeFirst() }
+    }
+
+    func loadAll() async {
+        do {
+            for record in try await store.namespaces() { await refresh(record.name) }
+        } catch {
+            logger.warning("crash guard: could not list namespaces; counting from new events only", metadata: ["error": "\(error)"])
+        }
+    }
+
+    func refreshAll() async {
+        let names = shared.withLock { Array($0.namespaces.keys) }
+        for name in names { await refresh(name) }
+    }
+
+    /// Reloads a namespace's counters from the store and reads its change log since the last time.
+    func refresh(_ namespace: String) async {
+        shared.withLock { $0.namespaces[namespace, default: Watched()].buffered = [] }
+        do {
+            guard let state = try await store.namespace(namespace) else {
+                shared.withLock { _ = $0.namespaces.removeValue(forKey: namespace) }
+                return
+            }
+            let now = options.now()
+            let longest = Self.longestWindow(state.flagSet)
+            let counts = try await store.eventCounts(EventCountQuery(
+                namespace: namespace, from: now - longest.timeInterval - 60, until: now + 86_400,
+                subjects: [.pluginSwitch, .baseline], perBucket: true))
+            try await updateHistory(namespace, state: state)
+            let assessments = shared.withLock { shared -> [GuardAssessment] in
+                var watched = shared.namespaces[namespace] ?? Watched()
+                var window = WindowCounts(counts)
+                for increments in watched.buffered ?? [] { window.add(increments) }
+                window.prune(before: EventAggregation.bucketStart(of: now - longest.timeInterval) - 60_000)
+                watched.window = window
+                watched.buffered = nil
+                watched.loaded = true
+                shared.namespaces[namespace] = watched
+                return Self.assessAll(state.flagSet, watched: watched, now: now)
+            }
+            recordGauges(namespace, assessments)
+        } catch {
+            shared.withLock { $0.namespaces[namespace]?.buffered = nil }
+            logger.warning("crash guard: could not read the counts of namespace \(namespace); will retry", metadata: ["error": "\(error)"])
+        }
+    }
+
+    static func longestWindow(_ flagSet: FlagSet) -> Duration {
+        flagSet.flags.compactMap(\.pluginSwitch).map {
+            CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: $0.crashGuard).window
+        }.max() ?? CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil).window
+    }
+
+    static func assessAll(_ flagSet: FlagSet, watched: Watched, now: Date) -> [GuardAssessment] {
+        flagSet.flags.compactMap { flag in
+            guard let gate = flag.pluginSwitch else { return nil }
+            let policy = CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: gate.crashGuard)
+            let span = span(flag.key, policy: policy, history: watched.history, now: now)
+            return GuardRule.assess(key: flag.key, tallies: watched.window.tallies(of: flag.key, from: span.from, until: Int64.max),
+                                    policy: policy, gate: gate)
+        }
+    }
+
+    /// Brings a namespace's trip history up to its latest change.
+    func updateHistory(_ namespace: String, state: NamespaceState) async throws {
+        var history = shared.withLock { $0.namespaces[namespace]?.history } ?? GuardHistory()
+        if history.epoch != state.record.epoch {
+            // First look, or the namespace was deleted and created again: the trips of the last week from the
+            // audit log, then the changes since the oldest one still in force.
+            history = GuardHistory()
+            history.epoch = state.record.epoch
+            let since = max(state.record.createdAt, options.now() - 8 * 86_400)
+            let trips = try await store.audit(AuditQuery(namespace: namespace, source: .crashGuard, since: since, limit: 1000))
+            for entry in trips.entries where entry.action == .change { history.add(entry) }
+            history.seenVersion = (history.trips.keys.min() ?? state.record.version + 1) - 1
+            // Trips already re-enabled long ago still need their re-enable read: start at the oldest trip.
+        }
+        while history.seenVersion < state.record.version {
+            let changes = try await store.changes(in: namespace, after: history.seenVersion, limit: 500)
+            guard !changes.isEmpty else { break }
+            for change in changes { history.apply(change) }
+        }
+        let updated = history
+        shared.withLock { shared in
+            var watched = shared.namespaces[namespace] ?? Watched()
+            if watched.history.epoch == updated.epoch {
+                for (version, trip) in updated.trips {
+                    if let known = watched.history.trips[version], known.reenabled != nil, trip.reenabled == nil { continue }
+                    watched.history.trips[version] = trip
+                }
+                watched.history.seenVersion = max(watched.history.seenVersion, updated.seenVersion)
+            } else {
+                watched.history = updated
+            }
+            shared.namespaces[namespace] = watched
+        }
+    }
+
+    /// Decides on the store's counts whether a switch trips, and trips it.
+    func confirm(_ namespace: String, _ key: String, attempt: Int = 1) async {
+        let queuedAt = shared.withLock { shared in
+            shared.namespaces[namespace]?.lastConfirmed[key] = clock.now
+            return shared.namespaces[namespace]?.queuedAt.removeValue(forKey: key)
+        }
+        do {
+            guard let state = try await store.namespace(namespace) else { return }
+            try await updateHistory(namespace, state: state)
+            guard let flag = state.flagSet.flag(key), let gate = flag.pluginSwitch else { return }
+            let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: gate.crashGuard)
+            let now = options.now()
+            let history = shared.withLock { $0.namespaces[namespace]?.history } ?? GuardHistory()
+            let span = Self.span(key, policy: policy, history: history, now: now)
+            guard policy.enabled, !span.coolingDown else { return }
+            let from = Date(milliseconds: span.from)
+            let counts = try await store.eventCounts(EventCountQuery(
+                namespace: namespace, from: from, until: now + 86_400, subjects: [.pluginSwitch, .baseline], keys: [key, ""]))
+            let assessment = GuardRule.assess(key: key, tallies: SwitchTallies(counts, of: key), policy: policy, gate: gate)
+            guard let trip = assessment.trip else {
+                count(namespace, "no_trip")
+                return
+            }
+            let where_ = trip.scope.isEverywhere ? "everywhere" : "in \(trip.scopeText)"
+            let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: trip.reason),
+                                        summary: "crash guard: disable \(key) \(where_)", evidence: trip.evidence(from: from, until: now))
+            let result = try await service.change(namespace, request) { current in
+                try Self.disabling(key, in: trip.scope, expecting: flag, current)
+            }
+            guard let record = result.record else {
+                count(namespace, "already_disabled")
+                return
+            }
+            tripped(trip, record: record, queuedAt: queuedAt)
+        } catch is GuardStaleDecision {
+            // The switch changed between the decision and the commit: decide again on what it is now.
+            if attempt < 3 { await confirm(namespace, key, attempt: attempt + 1) }
+        } catch {
+            count(namespace, "error")
+            logger.error("crash guard: could not check or disable \(key) in namespace \(namespace); it is checked again on the next batch that names it",
+                         metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The trip as a conditional change: nothing when the switch is off in the scope already; refused when the
+    /// switch changed since the decision.
+    static func disabling(_ key: String, in scope: Scope, expecting expected: FlagDefinition, _ flagSet: FlagSet) throws -> FlagSet {
+        guard let index = flagSet.flags.firstIndex(where: { $0.key == key }), var gate = flagSet.flags[index].pluginSwitch else {
+            return flagSet
+        }
+        if gate.isDisabled(in: scope) { return flagSet }
+        guard flagSet.flags[index] == expected else { throw GuardStaleDecision() }
+        if scope.isEverywhere { gate.disabled = true } else { gate.disabledScopes.append(scope) }
+        var flagSet = flagSet
+        flagSet.flags[index].pluginSwitch = gate
+        return flagSet
+    }
+
+    private func tripped(_ trip: GuardTrip, record: ChangeRecord, queuedAt: Date?) {
+        shared.withLock { shared in shared.namespaces[record.namespace]?.history.apply(record) }
+        let factory = service.metricsFactory
+        Counter(label: "switchyard_guard_trips_total",
+                dimensions: [("namespace", record.namespace), ("switch", trip.key), ("scope", trip.scopeKind)], factory: factory).increment()
+        count(record.namespace, "tripped")
+        if let queuedAt {
+            Timer(label: "switchyard_guard_trip_seconds", factory: factory)
+                .recordNanoseconds(Int64(max(0, record.time.timeIntervalSince(queuedAt)) * 1e9))
+        }
+        logger.warning("crash guard disabled \(trip.key) \(trip.scope.isEverywhere ? "everywhere" : "in " + trip.scopeText)", metadata: [
+            "namespace": .string(record.namespace), "version": .stringConvertible(record.version), "switch": .string(trip.key),
+            "sessions": .stringConvertible(trip.check.sessions), "crashes": .stringConvertible(trip.check.crashes),
+            "reason": .string(record.reason ?? ""),
+        ])
+        webhook?.announce(GuardWebhook.payload(trip, record: record))
+    }
+
+    private func count(_ namespace: String, _ result: String) {
+        Counter(label: "switchyard_guard_checks_total", dimensions: [("namespace", namespace), ("result", result)],
+                factory: service.metricsFactory).increment()
+    }
+
+    private func recordGauges(_ namespace: String, _ assessments: [GuardAssessment]) {
+        let factory = service.metricsFactory
+        for assessment in assessments {
+            let dimensions = [("namespace", namespace), ("switch", assessment.key)]
+            Gauge(label: "switchyard_guard_window_sessions", dimensions: dimensions, factory: factory).record(assessment.overall.sessions)
+            Gauge(label: "switchyard_guard_window_crashes", dimensions: dimensions, factory: factory).record(assessment.overall.crashes)
+            Gauge(label: "switchyard_guard_crash_rate_lower_bound", dimensions: dimensions, factory: factory)
+                .record(assessment.overall.lowerBound ?? 0)
+            Gauge(label: "switchyard_guard_crash_rate_bound", dimensions: dimensions, factory: factory).record(assessment.overall.bound)
+        }
+    }
+
+    // MARK: Views
+
+    /// The guard's view of every plugin switch of a namespace, on the store's counts (for the API).
+    package func status(of state: NamespaceState) async throws -> [SwitchStatus] {
+        try await updateHistory(state.record.name, state: state)
+        let now = options.now()
+        let longest = Self.longestWindow(state.flagSet)
+        let counts = try await store.eventCounts(EventCountQuery(
+            namespace: state.record.name, from: now - longest.timeInterval, until: now + 86_400,
+            subjects: [.pluginSwitch, .baseline], perBucket: true))
+        let window = WindowCounts(counts)
+        let history = shared.withLock { $0.namespaces[state.record.name]?.history } ?? GuardHistory()
+        return state.flagSet.flags.compactMap { flag in
+            guard let gate = flag.pluginSwitch else { return nil }
+            let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: gate.crashGuard)
+            let span = Self.span(flag.key, policy: policy, history: history, now: now)
+            let assessment = GuardRule.assess(key: flag.key, tallies: window.tallies(of: flag.key, from: span.from, until: Int64.max),
+                                              policy: policy, gate: gate)
+            return SwitchStatus(key: flag.key, gate: gate, assessment: assessment, from: Date(milliseconds: span.from), until: now,
+                                coolingDownUntil: span.coolingDown ? span.reenabled.map { $0.time + policy.cooldown.timeInterval } : nil,
+                                openTrips: history.openTrips(of: flag.key), latestTrip: history.latestTrip(of: flag.key))
+        }
+    }
+
+    /// The trips of a namespace, newest first (for the API).
+    func trips(of state: NamespaceState) async throws -> [GuardHistory.Trip] {
+        try await updateHistory(state.record.name, state: state)
+        let history = shared.withLock { $0.namespaces[state.record.name]?.history } ?? GuardHistory()
+        return history.trips.values.sorted { $0.version > $1.version }
+    }
+}
+
+/// The switch changed between the guard's decision and its commit.
+struct GuardStaleDecision: Error {}
+
+/// One plugin switch as the guard sees it now.
+package struct SwitchStatus: Sendable {
+    var key: String
+    var gate: PluginSwitchDefinition
+    var assessment: GuardAssessment
+    var from: Date
+    var until: Date
+    var coolingDownUntil: Date?
+    var openTrips: [GuardHistory.Trip]
+    var latestTrip: GuardHistory.Trip?
+
+    /// `off` (the policy), `tripped`, `disabled` (by a person), `cooling_down`, `tripping`, `watching`.
+    var state: String {
+        if !assessment.policy.enabled { return "off" }
+        if !openTrips.isEmpty { return "tripped" }
+        if gate.disabled { return "disabled" }
+        if coolingDownUntil != nil { return "cooling_down" }
+        if assessment.trip != nil { return "tripping" }
+        return "watching"
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for `Date` arithmetic.
+    var timeInterval: TimeInterval { seconds }
+}

@@ -1,0 +1,148 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Logging
+import Metrics
+import SwitchyardCore
+import SwitchyardGuard
+import SwitchyardStorage
+import Synchronization
+
+/// Announces the crash guard's trips to a URL: one `POST` of JSON per trip, retried with backoff, never in the
+/// way of ingestion (trips are queued and delivered by the guard's worker).
+///
+/// ```json
+/// {"event": "crash_guard.tripped", "namespace": "rider", "switch": "plugin_switch_feed_promos",
+///  "scope": {"cities": ["lagos"]}, "scope_text": "city lagos", "version": 42, "time": "2026-11-24T09:12:03.118Z",
+///  "actor": "crash-guard", "summary": "…", "reason": "…", "evidence": {…}}
+/// ```
+///
+/// Any 2xx answer delivers it; anything else (another status, no answer within 5 s, no connection) is retried
+/// after 1, 2, 4, 8 and 16 s, then given up and logged. Only the process whose change committed announces a
+/// trip, so several flagsd sharing a store announce it once.
+final class GuardWebhook: Sendable {
+    struct Delivery: Sendable {
+        var body: [UInt8]
+        var attempts = 0
+    }
+
+    static let maximumAttempts = 6
+    static let timeout: TimeInterval = 5
+
+    let url: URL
+    private let pending = Mutex<[Delivery]>([])
+    private let wakeups: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+    private let session: URLSession
+    private let metricsFactory: any MetricsFactory
+    private let logger: Logger
+    /// Waiting for the delay before a retry; `idle()` returns once the queue is empty.
+    private let busy = Mutex(false)
+
+    init(url: URL, metricsFactory: any MetricsFactory, logger: Logger) {
+        self.url = url
+        self.metricsFactory = metricsFactory
+        self.logger = logger
+        (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = Self.timeout
+        configuration.timeoutIntervalForResource = Self.timeout
+        configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        session = URLSession(configuration: configuration)
+    }
+
+    deinit {
+        session.invalidateAndCancel()
+    }
+
+    /// The body announcing a trip.
+    static func payload(_ trip: GuardTrip, record: ChangeRecord) -> JSONValue {
+        .object(JSONObject([
+            ("event", .string("crash_guard.tripped")), ("namespace", .string(record.namespace)), ("switch", .string(trip.key)),
+            ("scope", .object(trip.scope.tree)), ("scope_text", .string(trip.scopeText)), ("version", .int64(record.version)),
+            ("time", .string(record.time.iso8601)), ("actor", .string(record.actor)), ("summary", .string(record.summary)),
+            ("reason", record.reason.map(JSONValue.string) ?? .null), ("evidence", record.evidence ?? .null),
+        ]))
+    }
+
+    /// Queues an announcement; returns at once.
+    func announce(_ payload: JSONValue) {
+        pending.withLock { $0.append(Delivery(body: Array(payload.serializedString().utf8))) }
+        wake.yield()
+    }
+
+    /// Delivers queued announcements until cancelled.
+    func run() async {
+        for await _ in wakeups {
+            while let delivery = pending.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                await deliver(delivery)
+                if Task.isCancelled { break }
+            }
+        }
+        let dropped = pending.withLock { $0.count }
+        if dropped > 0 {
+            logger.warning("crash guard webhook: \(dropped) announcement(s) not delivered at shutdown (the audit log has every trip)",
+                           metadata: ["url": .string(url.absoluteString)])
+        }
+    }
+
+    /// Whether nothing is queued or being delivered (for tests).
+    var isIdle: Bool {
+        pending.withLock { $0.isEmpty } && !busy.withLock { $0 }
+    }
+
+    private func deliver(_ delivery: Delivery) async {
+        busy.withLock { $0 = true }
+        defer { busy.withLock { $0 = false } }
+        var delivery = delivery
+        while delivery.attempts < Self.maximumAttempts {
+            delivery.attempts += 1
+            let outcome = await post(delivery.body)
+            if outcome == nil {
+                record(delivery.attempts == 1 ? "delivered" : "delivered_after_retry")
+                return
+            }
+            guard delivery.attempts < Self.maximumAttempts else { break }
+            let delay = Double(1 << (delivery.attempts - 1))
+            logger.notice("crash guard webhook: \(outcome!); retrying in \(Int(delay)) s",
+                          metadata: ["url": .string(url.absoluteString), "attempt": .stringConvertible(delivery.attempts)])
+            record("retried")
+            do { try await Task.sleep(for: .seconds(delay)) } catch {
+                pending.withLock { $0.insert(delivery, at: 0) }
+                return
+            }
+        }
+        record("failed")
+        logger.error("crash guard webhook: gave up after \(Self.maximumAttempts) attempts (the audit log has the trip)",
+                     metadata: ["url": .string(url.absoluteString)])
+    }
+
+    /// Sends one request; nil when it was delivered, else what went wrong.
+    private func post(_ body: [UInt8]) async -> String? {
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.timeoutInterval = Self.timeout
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("flagsd crash guard", forHTTPHeaderField: "User-Agent")
+        request.setValue("crash_guard.tripped", forHTTPHeaderField: "X-Switchyard-Event")
+        request.httpBody = Data(body)
+        let session = self.session
+        return await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+            session.dataTask(with: request) { _, response, error in
+                if let error {
+                    continuation.resume(returning: "no answer (\(error.localizedDescription))")
+                } else if let status = (response as? HTTPURLResponse)?.statusCode, !(200..<300).contains(status) {
+                    continuation.resume(returning: "answered \(status)")
+                } else {
+                    continuation.resume(returning: nil)
+                }
+            }.resume()
+        }
+    }
+
+    private func record(_ result: String) {
+        Counter(label: "switchyard_guard_webhook_deliveries_total", dimensions: [("result", result)], factory: metricsFactory).increment()
+    }
+}

@@ -1,0 +1,345 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTPTypes
+import SwitchyardCore
+import SwitchyardStorage
+import Synchronization
+
+/// Answers `GET /v1/namespaces/{namespace}/snapshot`, the route every client polls, on the connection's event loop
+/// before Hummingbird's router: no task per request, no hop between the event loop and Swift concurrency's
+/// threads, and a parked long-poll holds a few hundred bytes in the hub instead of a suspended task.
+///
+/// It answers exactly what the route answers, through the same functions (`API.snapshotAnswer`,
+/// `API.snapshotAfterWait`, `Reply.problem`), with the same headers (`X-Request-Id`, `Date`, `Server`), metrics
+/// (`flagsd_http_requests_total` and the latency histogram under the route's label) and request log line. It
+/// passes on to the router, untouched, every request it does not fully own:
+/// - anything but a GET of exactly `/v1/namespaces/<name>/snapshot` (a percent-encoded name included);
+/// - a request whose token is missing, unknown, revoked, without the client role or not allowed the namespace, or
+///   when the token cache is due for a reload: the router reloads, explains the 401 or 403 and counts the failure;
+/// - `Connection: close`, which Hummingbird honours by closing after the response;
+/// - every request that arrives while a request passed on before it is unanswered, so responses keep their order.
+///
+/// Requests that arrive behind a parked long-poll on the same connection (pipelining) wait in order until it is
+/// answered. A parked request whose connection resets leaves the hub at once; end of input alone keeps it parked
+/// (a client may half-close and still want the answer), as on the router.
+///
+/// Hummingbird's connection state handler, after this one, sees only the requests passed on. That is why a fast
+/// path request must never outlive a quiescing connection (graceful shutdown answers the hub's waiters first),
+/// and why an idle timeout, if flagsd ever configures one, would have to count this handler's parked requests.
+package final class SnapshotFastPath: Sendable {
+    let api: API
+    let metrics: RequestMetrics
+    /// The route's label in metrics and logs: the router's description of its path.
+    let route = RouterPath("/v1/namespaces/{namespace}/snapshot").description
+    let serverName: String?
+    let logger: Logger
+    private let dates = HTTPDateCache()
+    private let answered = Atomic<Int>(0)
+
+    /// How many requests the fast path answered (the rest went to the router), for tests.
+    package var answeredCount: Int { answered.load(ordering: .relaxed) }
+
+    /// - Parameters:
+    ///   - service: what the routes share (hub, tokens, configuration, metrics factory, logger).
+    ///   - serverName: the `Server` header Hummingbird's application sends (its configuration's `serverName`).
+    init(service: FlagService, serverName: String?) {
+        api = API(service: service)
+        metrics = RequestMetrics(factory: service.metricsFactory)
+        self.serverName = serverName
+        logger = service.logger
+    }
+
+    /// A handler for one connection, added after the HTTP codec (`HTTP1Channel.Configuration.additionalChannelHandlers`).
+    func makeHandler() -> SnapshotFastPathHandler {
+        SnapshotFastPathHandler(self)
+    }
+
+    /// The namespace of a request target that is exactly `/v1/namespaces/<name>/snapshot` with an optional query;
+    /// nil for any other target, and for a name with `/` or percent-encoding (left to the router's decoding).
+    static func namespace(inSnapshotTarget target: String) -> String? {
+        let path = target.utf8.prefix { $0 != UInt8(ascii: "?") }
+        let prefix = "/v1/namespaces/".utf8
+        let suffix = "/snapshot".utf8
+        guard path.count > prefix.count + suffix.count, path.starts(with: prefix),
+              path.reversed().starts(with: suffix.reversed())
+        else { return nil }
+        let name = path.dropFirst(prefix.count).dropLast(suffix.count)
+        guard !name.contains(UInt8(ascii: "/")), !name.contains(UInt8(ascii: "%")) else { return nil }
+        return String(Substring(name))
+    }
+
+    /// The head of a reply as the application sends it: the reply's headers with `Content-Length`, then the
+    /// request id, `Date` and `Server` (added in that order by the middleware and the application).
+    func head(of reply: Reply, requestID: String) -> HTTPResponse {
+        var head = reply.response.head
+        head.headerFields[.requestID] = requestID
+        head.headerFields[.date] = dates.now()
+        if let serverName { head.headerFields[.server] = serverName }
+        return head
+    }
+
+    /// Records an answered request as `ObservabilityMiddleware` does: counter, latency, request log line.
+    func record(_ request: Request, requestID: String, status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
+        answered.add(1, ordering: .relaxed)
+        let elapsed = ContinuousClock.now - start
+        metrics.record(method: request.method.rawValue, route: route, status: status.code, nanoseconds: elapsed.nanoseconds)
+        let level: Logger.Level = status.code >= 500 ? .error : .debug
+        guard logger.logLevel <= level else { return }
+        var logger = logger
+        logger[metadataKey: "hb.request.id"] = .stringConvertible(RequestID())
+        logger[metadataKey: "request_id"] = .string(requestID)
+        logger.log(level: level, "request", metadata: [
+            "method": .string(request.method.rawValue), "path": .string(request.uri.path), "route": .string(route),
+            "status": .stringConvertible(status.code), "duration_ms": .stringConvertible(Double(elapsed.nanoseconds) / 1e6),
+        ])
+    }
+}
+
+/// One connection's snapshot fast path (see `SnapshotFastPath`). Lives on the connection's event loop.
+final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// A request the fast path took, parked in the hub until `wake`.
+    private struct Parked {
+        let serial: Int
+        let id: Int
+        let request: Request
+        let namespace: String
+        let requestID: String
+        let current: PublishedSnapshot
+        let start: ContinuousClock.Instant
+    }
+
+    /// What arrived behind a parked request, replayed in order once it is answered.
+    private enum Queued {
+        case part(HTTPRequestPart)
+        case event(Any)
+    }
+
+    /// Past this many queued parts, reading stops until the parked request is answered.
+    private static let queueLimit = 64
+
+    private let fastPath: SnapshotFastPath
+    private var context: ChannelHandlerContext?
+    /// Requests passed on to the router whose response has not ended: later requests follow them there.
+    private var forwarded = 0
+    /// The rest of a request the fast path took (its body, if any, up to its end) is dropped.
+    private var droppingRequestRest = false
+    private var parked: Parked?
+    private var parkSerial = 0
+    /// Rarely more than empty (an empty array allocates nothing: most connections never queue).
+    private var queued: [Queued] = []
+    private var readHeld = false
+    /// The token this connection presented last, so its next polls skip hashing the same secret.
+    private var lastPresentedToken: PresentedToken?
+
+    fileprivate init(_ fastPath: SnapshotFastPath) {
+        self.fastPath = fastPath
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        forgetParked()
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        _ = receive(unwrapInboundIn(data), context: context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Half-closure, quiescing: after the parked request's answer, as the router would see them.
+        if parked != nil {
+            queued.append(.event(event))
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        forgetParked()
+        queued.removeAll()
+        context.fireChannelInactive()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        // Only the router's responses pass here; the fast path writes below this handler.
+        if case .end = unwrapOutboundIn(data), forwarded > 0 { forwarded -= 1 }
+        context.write(data, promise: promise)
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if queued.count >= Self.queueLimit {
+            readHeld = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// Takes, drops, queues or passes on one part; true when it was passed on to the router.
+    private func receive(_ part: HTTPRequestPart, context: ChannelHandlerContext) -> Bool {
+        if droppingRequestRest {
+            if case .end = part { droppingRequestRest = false }
+            return false
+        }
+        if parked != nil {
+            queued.append(.part(part))
+            return false
+        }
+        if case .head(let head) = part, forwarded == 0, take(head, context: context) {
+            droppingRequestRest = true
+            return false
+        }
+        if case .head = part { forwarded += 1 }
+        context.fireChannelRead(wrapInboundOut(part))
+        return true
+    }
+
+    /// Answers or parks a request when the fast path owns it; false to pass it on to the router.
+    private func take(_ head: HTTPRequest, context: ChannelHandlerContext) -> Bool {
+        guard head.method == .get, let target = head.path,
+              let namespace = SnapshotFastPath.namespace(inSnapshotTarget: target),
+              head.headerFields.value(.connection) != "close"
+        else { return false }
+        let request = Request(head: head, body: RequestBody(buffer: ByteBuffer()))
+        guard let token = fastPath.api.auth.cachedToken(request, lastPresented: &lastPresentedToken), token.role >= .client,
+              token.allows(namespace: namespace)
+        else { return false }
+        let start = ContinuousClock.now
+        let requestID = ObservabilityMiddleware.requestID(from: request)
+        let reply: Reply
+        do {
+            switch try fastPath.api.snapshotAnswer(request, namespace: namespace) {
+            case .now(let outcome):
+                reply = outcome.reply
+            case .wait(let position, let seconds, let current):
+                parkSerial += 1
+                let connection = ParkedSnapshotRequest(handler: NIOLoopBound(self, eventLoop: context.eventLoop), serial: parkSerial)
+                switch fastPath.api.service.hub.park(connection, for: namespace, after: position, timeout: .seconds(seconds)) {
+                case .parked(let id):
+                    parked = Parked(serial: parkSerial, id: id, request: request, namespace: namespace, requestID: requestID,
+                                    current: current, start: start)
+                    return true
+                case .answerNow(let reason):
+                    reply = try fastPath.api.snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current).reply
+                }
+            }
+        } catch {
+            reply = Self.problem(error, request: request, requestID: requestID)
+        }
+        respond(reply, to: request, requestID: requestID, since: start, context: context)
+        return true
+    }
+
+    /// Answers the parked request (on the event loop, from the hub), then what queued behind it.
+    fileprivate func wake(_ reason: WakeReason, serial: Int) {
+        guard let parked, parked.serial == serial, let context else { return }
+        self.parked = nil
+        let reply: Reply
+        do {
+            reply = try fastPath.api.snapshotAfterWait(reason, request: parked.request, namespace: parked.namespace,
+                                                       waitedOn: parked.current).reply
+        } catch {
+            reply = Self.problem(error, request: parked.request, requestID: parked.requestID)
+        }
+        respond(reply, to: parked.request, requestID: parked.requestID, since: parked.start, context: context)
+        replayQueued(context: context)
+    }
+
+    private func replayQueued(context: ChannelHandlerContext) {
+        var passedOn = false
+        while parked == nil, !queued.isEmpty {
+            let item = queued.removeFirst()
+            switch item {
+            case .part(let part):
+                if receive(part, context: context) { passedOn = true }
+            case .event(let event):
+                context.fireUserInboundEventTriggered(event)
+            }
+        }
+        // The router's side delivers what it read at read completion.
+        if passedOn { context.fireChannelReadComplete() }
+        if readHeld, queued.count < Self.queueLimit {
+            readHeld = false
+            context.read()
+        }
+    }
+
+    private func respond(_ reply: Reply, to request: Request, requestID: String, since start: ContinuousClock.Instant,
+                         context: ChannelHandlerContext) {
+        // Recorded before the write, as the middleware records before the application writes.
+        fastPath.record(request, requestID: requestID, status: reply.status, since: start)
+        context.write(wrapOutboundOut(.head(fastPath.head(of: reply, requestID: requestID))), promise: nil)
+        if let body = reply.body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    private func forgetParked() {
+        if let parked {
+            fastPath.api.service.hub.forget(parked.id)
+            self.parked = nil
+        }
+    }
+
+    /// The problem reply `ProblemMiddleware` gives for an error of these functions.
+    private static func problem(_ error: any Error, request: Request, requestID: String) -> Reply {
+        let apiError = error as? APIError
+            ?? APIError(.internalServerError, "internal", "Internal error",
+                        "an unexpected error occurred; it was logged with request id \(requestID)")
+        return .problem(apiError, instance: request.uri.path, requestID: requestID)
+    }
+}
+
+/// A parked fast-path request as the hub holds it.
+private struct ParkedSnapshotRequest: ParkedConnection {
+    let handler: NIOLoopBound<SnapshotFastPathHandler>
+    let serial: Int
+
+    var eventLoop: any EventLoop { handler.eventLoop }
+
+    func wake(_ reason: WakeReason) {
+        handler.value.wake(reason, serial: serial)
+    }
+}
+
+/// The `Date` header's value (RFC 9110 IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`), formatted once per second.
+final class HTTPDateCache: Sendable {
+    private let cached = Mutex<(second: Int64, text: String)>((.min, ""))
+
+    func now() -> String {
+        let second = Int64(Date().timeIntervalSince1970.rounded(.down))
+        return cached.withLock { cached in
+            if cached.second != second { cached = (second, Self.format(secondsSince1970: second)) }
+            return cached.text
+        }
+    }
+
+    /// IMF-fixdate of a time in whole seconds since 1970 (days to civil date: Howard Hinnant's algorithm).
+    static func format(secondsSince1970 seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let time = seconds - days * 86_400
+        let weekday = Int((days % 7 + 11) % 7)  // 1970-01-01 was a Thursday
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(weekdays[weekday]), \(two(day)) \(months[Int(month) - 1]) \(year) \(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Hummingbird
+import SwitchyardCore
+import SwitchyardGuard
+import SwitchyardStorage
+
+extension API {
+    /// The crash guard the guard routes read.
+    var crashGuard: CrashGuard {
+        get throws {
+            guard let guardService else { throw APIError(.serviceUnavailable, "no-crash-guard", "No crash guard", "this server runs no crash guard") }
+            return guardService
+        }
+    }
+
+    /// `GET /v1/namespaces/{namespace}/guard`: every plugin switch as the crash guard sees it now: sessions,
+    /// crashes, rate, lower bound, bound, threshold, state, trips in force, and the cities and cohorts above it.
+    func guardStatus(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, state) = try await readableState(request, context)
+        let only = request.uri.queryParameters.get("switch")
+        if let only, state.flagSet.flag(only)?.pluginSwitch == nil {
+            throw APIError.notFound("namespace '\(namespace)' has no plugin switch '\(only)' (list them with GET /v1/namespaces/\(namespace)/guard)")
+        }
+        let statuses = try await crashGuard.status(of: state).filter { only == nil || $0.key == only }
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("version", .int64(state.record.version)), ("time", .string(Date().iso8601)),
+            ("rule", .string("wilson-lower-bound")), ("switches", .array(statuses.map(\.tree))),
+        ])), headers: etagHeaders(state.record))
+    }
+
+    /// `GET /v1/namespaces/{namespace}/guard/trips?switch=&limit=`: the guard's trips, newest first, with their
+    /// evidence and whether a person has turned the switch back on.
+    func guardTrips(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, state) = try await readableState(request, context)
+        let limit = Int(try queryInteger(request, "limit", default: 50, in: 1...1000)!)
+        let only = request.uri.queryParameters.get("switch")
+        let trips = try await crashGuard.trips(of: state).filter { only == nil || $0.key == only }.prefix(limit)
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
+            ("trips", .array(trips.map { trip in
+                var object = trip.tree.objectValue ?? JSONObject()
+                object["in_force"] = .bool(trip.reenabled == nil
+                    && (state.flagSet.flag(trip.key)?.pluginSwitch?.isDisabled(in: trip.scope) ?? false))
+                return .object(object)
+            })),
+        ])), headers: etagHeaders(state.record))
+    }
+
+    /// `GET /v1/namespaces/{namespace}/experiments/{key}?window=&control=`: per variant of an experiment flag,
+    /// exposures, sessions, crashed sessions and crash rate, with Newcombe's hybrid score interval (95 %) for the
+    /// difference of each variant's crash rate to the control's.
+    func experimentResults(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, state) = try await readableState(request, context)
+        let key = try parameter("key", context)
+        guard let flag = state.flagSet.flag(key) else {
+            throw APIError.notFound("namespace '\(namespace)' has no flag '\(key)' (list flags with GET /v1/namespaces/\(namespace)/flags)")
+        }
+        guard let experiment = flag.experiment else {
+            throw APIError.badRequest("'\(key)' is a plugin switch; experiment results are for experiment flags (see GET /v1/namespaces/\(namespace)/guard for a switch's crash rate)", path: "key")
+        }
+        var window: Duration = .seconds(86_400)
+        if let text = request.uri.queryParameters.get("window") {
+            guard let parsed = GuardDurationText.parse(text), parsed >= .seconds(60), parsed <= .seconds(30 * 86_400) else {
+                throw APIError.badRequest("query parameter window='\(text)' is not a duration from 1m to 30d (e.g. 24h, 7d)", path: "window")
+            }
+            window = parsed
+        }
+        let variants = experiment.variants.map(\.key)
+        let control = request.uri.queryParameters.get("control")
+            ?? (variants.contains("control") ? "control" : experiment.defaultVariant)
+        guard variants.contains(control) else {
+            throw APIError.badRequest("query parameter control='\(control)' is not a variant of \(key) (\(variants.joined(separator: ", ")))", path: "control")
+        }
+        let until = Date()
+        let from = until - window.timeInterval
+        let counts = try await store.eventCounts(EventCountQuery(namespace: namespace, from: from, until: until + 86_400,
+                                                                 subjects: [.variant], keys: [key], dimensions: [.all]))
+        var tallies: [String: EventTally] = [:]
+        for count in counts { tallies[count.subject.variant, default: .zero] += count.tally }
+        let z = Proportions.normalQuantile(0.975)
+        let reference = tallies[control] ?? .zero
+        let shown = variants + tallies.keys.filter { !variants.contains($0) }.sorted()
+        let rows: [JSONValue] = shown.map { variant in
+            let tally = tallies[variant] ?? .zero
+            var object = JSONObject([
+                ("variant", .string(variant)), ("declared", .bool(variants.contains(variant))), ("control", .bool(variant == control)),
+                ("exposures", .int64(tally.exposures)), ("sessions", .int64(tally.sessions)), ("crashes", .int64(tally.crashedSessions)),
+                ("crash_rate", tally.crashRate.map(JSONValue.double) ?? .null),
+            ])
+            if variant != control, let interval = Proportions.newcombeDifference(
+                successes1: tally.crashedSessions, trials1: tally.sessions,
+                successes2: reference.crashedSessions, trials2: reference.sessions, z: z) {
+                object["difference"] = .object(JSONObject([
+                    ("estimate", .double(interval.difference)), ("lower", .double(interval.lower)), ("upper", .double(interval.upper)),
+                    ("significant", .bool(interval.lower > 0 || interval.upper < 0)),
+                ]))
+            } else {
+                object["difference"] = .null
+            }
+            return .object(object)
+        }
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("flag", .string(key)), ("window", .string(GuardDurationText.text(window))),
+            ("from", .string(from.iso8601)), ("until", .string(until.iso8601)), ("control", .string(control)),
+            ("interval", .string("newcombe-hybrid-score")), ("confidence", .double(0.95)),
+            ("variants", .array(rows)),
+        ])), headers: etagHeaders(state.record))
+    }
+}
+
+extension SwitchStatus {
+    /// The status as JSON: counts and rates as fractions, the bound, state, trips in force.
+    var tree: JSONValue {
+        var object = JSONObject([("key", .string(key)), ("state", .string(state))])
+        for (name, value) in assessment.overall.tree where name != "exceeds" { object[name] = value }
+        object["window"] = .string(GuardDurationText.text(assessment.policy.window))
+        object["from"] = .string(from.iso8601)
+        object["until"] = .string(until.iso8601)
+        object["disabled"] = .bool(gate.disabled)
+        object["disabled_scopes"] = .array(gate.disabledScopes.map { .object($0.tree) })
+        object["cooling_down_until"] = coolingDownUntil.map { .string($0.iso8601) } ?? .null
+        object["would_trip"] = assessment.trip.map { trip in
+            .object(JSONObject([("scope", .object(trip.scope.tree)), ("scope_text", .string(trip.scopeText))]))
+        } ?? .null
+        object["scopes"] = .array(assessment.exceedingScopes.map { dimension, check in
+            var scope = JSONObject([("kind", .string(dimension.kind.rawValue)), ("value", .string(dimension.value))])
+            for (name, value) in check.tree where name != "shortfall" { scope[name] = value }
+            return .object(scope)
+        })
+        object["open_trips"] = .array(openTrips.map(\.tree))
+        object["last_trip"] = latestTrip?.tree ?? .null
+        object["policy"] = .object(assessment.policy.tree(unit: .basisPoints))
+        return .object(object)
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// Files of the repository, found from this source file's location.
+enum Repository {
+    static let root: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { url.deleteLastPathComponent() }
+        return url
+    }()
+
+    static func url(_ path: String) -> URL {
+        root.appendingPathComponent(path)
+    }
+
+    static func text(_ path: String) throws -> String {
+        try String(contentsOf: url(path), encoding: .utf8)
+    }
+
+    static func exists(_ path: String) -> Bool {
+        FileManager.default.fileExists(atPath: url(path).path)
+    }
+}
+
+/// What a program printed and returned.
+struct ProgramOutcome: Sendable {
+    var status: Int32
+    var output: String
+    var error: String
+}
+
+/// Runs a program to its end, without blocking a thread while it runs.
+/// - Parameter deadline: a liveness deadline; past it the program is terminated.
+func runProgram(_ executable: String, _ arguments: [String], in directory: URL? = nil,
+                environment: [String: String] = [:], deadline: Duration = .seconds(120)) async throws -> ProgramOutcome {
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-tests-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    let outputURL = scratch.appendingPathComponent("stdout"), errorURL = scratch.appendingPathComponent("stderr")
+    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+    let output = try FileHandle(forWritingTo: outputURL), error = try FileHandle(forWritingTo: errorURL)
+    defer {
+        try? output.close()
+        try? error.close()
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    process.standardOutput = output
+    process.standardError = error
+    process.standardInput = FileHandle.nullDevice
+    let (ended, continuation) = AsyncStream<Int32>.makeStream()
+    process.terminationHandler = { continuation.yield($0.terminationStatus) }
+    try process.run()
+    let timer = Task {
+        try await Task.sleep(for: deadline)
+        process.terminate()
+    }
+    defer { timer.cancel() }
+    let status = await ended.first { _ in true } ?? -1
+    return ProgramOutcome(status: status,
+                          output: (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "",
+                          error: (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "")
+}
+
+/// The path of a program on PATH (or in the sbin folders, where Debian puts some tools).
+func programPath(_ name: String) -> String? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+    for folder in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin", "/usr/bin"] {
+        let candidate = folder + "/" + name
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return nil
+}
+
+/// A tool the tests need, or a failure saying how to install it (./scripts/test installs them).
+func requireProgram(_ name: String, package: String) throws -> String {
+    try #require(programPath(name), "\(name) is not installed; apt-get install \(package) (./scripts/test installs it)")
+}
+
+/// The built binaries next to the test bundle (`swift build --build-tests` builds them).
+enum Built {
+    static func binary(_ name: String) throws -> URL {
+        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var folder = testBinary.deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            folder = folder.deletingLastPathComponent()
+        }
+        let fallback = Repository.url(".build/debug/\(name)")
+        try #require(FileManager.default.isExecutableFile(atPath: fallback.path), "\(name) is not built next to the tests; run 'swift build --build-tests' first")
+        return fallback
+    }
+}
+
+/// flagsd's options and environment variables, read from `flagsd --help` (not a copied list).
+struct FlagsdOptions: Sendable {
+    /// `--host`, `--port`, ..., `--no-console`.
+    let options: Set<String>
+    /// `SWITCHYARD_HOST`, ..., `SWITCHYARD_ADMIN_TOKEN`.
+    let variables: Set<String>
+    /// The help text.
+    let help: String
+
+    static func read() async throws -> FlagsdOptions {
+        let outcome = try await runProgram(try Built.binary("flagsd").path, ["--help"])
+        try #require(outcome.status == 0, "flagsd --help: \(outcome.error)")
+        let help = outcome.output
+        return FlagsdOptions(options: Set(matches(#"--[a-z][a-z-]*"#, in: help)),
+                             variables: Set(matches(#"SWITCHYARD_[A-Z_]+"#, in: help)), help: help)
+    }
+
+    /// The help of one option, up to the next option.
+    func helpOf(_ option: String) -> String {
+        guard let start = help.range(of: "  \(option) ") else { return "" }
+        let rest = help[start.upperBound...]
+        let end = rest.range(of: #"\n  --"#, options: .regularExpression)?.lowerBound ?? rest.endIndex
+        return String(rest[..<end])
+    }
+}
+
+func matches(_ pattern: String, in text: String, group: Int = 0) -> [String] {
+    let expression = try! NSRegularExpression(pattern: pattern)
+    return expression.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap { match in
+        Range(match.range(at: group), in: text).map { String(text[$0]) }
+    }
+}
+
+/// flagsd as a child process on a free loopback port, seeded from Flags/, with a known admin token.
+final class LiveFlagsd: Sendable {
+    static let adminToken = "deploy-tests-admin-token-0123456789"
+    let process: Process
+    let folder: URL
+    let base: URL
+
+    private init(process: Process, folder: URL, base: URL) {
+        self.process = process
+        self.folder = folder
+        self.base = base
+    }
+
+    static func start() async throws -> LiveFlagsd {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-tests-flagsd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = try Built.binary("flagsd")
+        process.arguments = ["--port", "0", "--database", folder.appendingPathComponent("flags.sqlite").path,
+                             "--flags", Repository.url("Flags").path, "--log-format", "json", "--log-level", "error"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["SWITCHYARD_ADMIN_TOKEN": adminToken]) { _, new in new }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        let (lines, continuation) = AsyncStream<String>.makeStream()
+        let reader = output.fileHandleForReading
+        reader.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                continuation.finish()
+            } else {
+                continuation.yield(String(decoding: data, as: UTF8.self))
+            }
+        }
+        try process.run()
+        var text = ""
+        for await chunk in lines {
+            text += chunk
+            if let port = matches(#"listening on http://127\.0\.0\.1:(\d+)"#, in: text, group: 1).first {
+                return LiveFlagsd(process: process, folder: folder, base: URL(string: "http://127.0.0.1:\(port)")!)
+            }
+        }
+        throw ProgramFailure(message: "flagsd exited before it listened (status \(process.terminationStatus)): \(text)")
+    }
+
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// Sends a request; `token` nil sends none.
+    func send(_ method: String = "GET", _ path: String, token: String? = LiveFlagsd.adminToken, body: String? = nil,
+              timeout: TimeInterval = 60) async throws -> (status: Int, body: String) {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.urlCache = nil
+        let session = URLSession(configuration: configuration)
+        var request = URLRequest(url: URL(string: path, relativeTo: base)!)
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body { request.httpBody = Data(body.utf8) }
+        let (data, response) = try await session.data(for: request)
+        return ((response as! HTTPURLResponse).statusCode, String(decoding: data, as: UTF8.self))
+    }
+}
+
+struct ProgramFailure: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}

@@ -1,0 +1,129 @@
+import FlagctlCommands
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SwitchyardCore
+import SwitchyardStorage
+import Testing
+
+/// `flagctl guard status|trips`, `flagctl experiment` and `flagctl enable` after a trip, against a live flagsd
+/// whose crash guard tripped on events posted over HTTP, as docs/flagctl.md shows them.
+struct GuardCommandTests {
+    /// Posts client events to the live server in batches of at most 1000.
+    static func post(_ events: [JSONValue], to server: LiveServer) async throws {
+        for start in stride(from: 0, to: events.count, by: 1000) {
+            var request = URLRequest(url: URL(string: server.url + "/v1/namespaces/rider/events")!)
+            request.httpMethod = "POST"
+            request.setValue("Bearer \(server.tokens["app"]!)", forHTTPHeaderField: "Authorization")
+            request.httpBody = Data(JSONValue.object(JSONObject([("events", .array(Array(events[start..<min(start + 1000, events.count)])))]))
+                .serializedString().utf8)
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        }
+    }
+
+    static func session(_ id: String, crashed: Bool, switches: [String], city: String, variant: String? = nil) -> JSONValue {
+        let now = Date()
+        var event = JSONObject([
+            ("id", .string(id)), ("type", .string("session")), ("time", .string((now - 1).iso8601)), ("city", .string(city)),
+            ("cohorts", .array([])), ("session_id", .string(id)), ("start", .string((now - 600).iso8601)), ("end", .string((now - 2).iso8601)),
+            ("crashed", .bool(crashed)), ("switches", .array(switches.map(JSONValue.string))),
+        ])
+        if let variant { event["variants"] = .object(JSONObject([("confirmation_button_copy", .string(variant))])) }
+        return .object(event)
+    }
+
+    /// The story of docs/flagctl.md's crash guard section: the promotions card crashes in Lagos (50 of 600
+    /// sessions) and hardly anywhere else; an experiment's variant crashes more than its control. Waits for the trip.
+    static func setUp(_ server: LiveServer) async throws {
+        let promos = "plugin_switch_feed_promos"
+        var events: [JSONValue] = []
+        events += (0..<1400).map { session("nairobi-\($0)", crashed: $0 % 700 == 0, switches: [promos], city: "nairobi") }
+        for (variant, every) in [("control", 250), ("book_now", 50), ("lets_go", 200)] {
+            events += (0..<1000).map { session("\(variant)-\($0)", crashed: $0 % every == 0, switches: [], city: "nairobi", variant: variant) }
+            events += (0..<1000).map { index in
+                .object(JSONObject([
+                    ("id", .string("exposure-\(variant)-\(index)")), ("type", .string("exposure")), ("time", .string((Date() - 1).iso8601)),
+                    ("cohorts", .array([])), ("flag", .string("confirmation_button_copy")), ("variant", .string(variant)),
+                ]))
+            }
+        }
+        try await post(events, to: server)
+        // Lagos last, in one batch: the guard decides on all of it.
+        try await post((0..<600).map { session("lagos-\($0)", crashed: $0 % 12 == 0, switches: [promos], city: "lagos") }, to: server)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await server.store.audit(AuditQuery(namespace: "rider", source: .crashGuard)).entries.isEmpty {
+            try #require(ContinuousClock.now < deadline, "the crash guard did not trip within 60 s")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    @Test func theCrashGuardSectionOfTheDocumentationPrintsWhatItShows() async throws {
+        let steps = try WalkthroughTests.steps(section: "guard")
+        #expect(steps.map(\.command).contains { $0.hasPrefix("flagctl guard status") })
+        #expect(steps.map(\.command).contains { $0.hasPrefix("flagctl guard trips") })
+        #expect(steps.map(\.command).contains { $0.hasPrefix("flagctl experiment ") })
+        #expect(steps.map(\.command).contains { $0.hasPrefix("flagctl enable ") })
+        try await LiveServer.run(bootstrapped: true) { server in
+            try await Self.setUp(server)
+            var environment = server.environment(token: "amara")
+            environment["NO_COLOR"] = "1"
+            let dump = ProcessInfo.processInfo.environment["FLAGCTL_WALKTHROUGH_DUMP"]
+            var dumped = ""
+            defer { if let dump { try? dumped.write(toFile: dump, atomically: true, encoding: .utf8) } }
+            for step in steps {
+                let words = try WalkthroughTests.words(step.command)
+                try #require(words.first == "flagctl")
+                let result = await server.flagctl(Array(words.dropFirst()), environment: environment, terminal: true) { _ in "y" }
+                #expect(result.status == 0, "\(step.command)\n\(result.transcript)")
+                let actual = WalkthroughTests().normalized(result.transcript, server: server)
+                dumped += "$ \(step.command)\n" + actual
+                #expect(actual == WalkthroughTests().normalized(step.expected.trimmingTrailingBlankLines, server: server), "\(step.command)")
+            }
+        }
+    }
+
+    @Test func enablingATrippedSwitchWithoutATerminalNeedsYesAndThenPrintsTheEvidence() async throws {
+        try await LiveServer.run(bootstrapped: true) { server in
+            try await Self.setUp(server)
+            let refused = await server.flagctl("enable", "plugin_switch_feed_promos", "--city", "lagos")
+            #expect(refused.status == 64)
+            #expect(refused.error.contains("add --yes to enable plugin_switch_feed_promos in cities lagos"), "\(refused.error)")
+            #expect(await server.state().flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.disabledScopes == [Scope(cities: ["lagos"])])
+            let enabled = await server.flagctl("enable", "plugin_switch_feed_promos", "--city", "lagos", "--yes")
+            #expect(enabled.status == 0, "\(enabled.error)")
+            #expect(enabled.output.contains("note: the crash guard turned plugin_switch_feed_promos off in city lagos"), "\(enabled.output)")
+            #expect(enabled.output.contains("crash rate 8.33% (50 of 600 sessions) in city lagos over 10m"))
+            #expect(await server.state().flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.disabledScopes == [])
+            // A switch the guard did not turn off is enabled without a question, as before.
+            let plain = await server.flagctl("enable", "plugin_switch_surge_notice", "--city", "berlin")
+            #expect(plain.status == 0, "\(plain.error)")
+            let trips = await server.flagctl("guard", "trips", "-o", "json")
+            let tree = try JSONValue.parse(Array(trips.output.utf8))
+            #expect(tree["trips"]?.arrayValue?.first?["reenabled"]?["actor"] == .string("amara"))
+            #expect(tree["trips"]?.arrayValue?.first?["in_force"] == .bool(false))
+        }
+    }
+
+    @Test func guardCommandsExplainWhatIsWrong() async throws {
+        try await LiveServer.run(bootstrapped: true) { server in
+            let missing = await server.flagctl("guard", "status", "plugin_switch_nope")
+            #expect(missing.status == 4)
+            #expect(missing.error.contains("has no plugin switch 'plugin_switch_nope'"))
+            let none = await server.flagctl("guard", "trips")
+            #expect(none.status == 0)
+            #expect(none.output == "the crash guard has turned nothing off in namespace rider in the last 8 days\n")
+            let window = await server.flagctl("experiment", "confirmation_button_copy", "--window", "forever")
+            #expect(window.status == 64)
+            #expect(window.error.contains("--window 'forever' is not a duration from 1m to 30d"))
+            let notExperiment = await server.flagctl("experiment", "plugin_switch_feed_promos")
+            #expect(notExperiment.status == 1)
+            #expect(notExperiment.error.contains("is a plugin switch; experiment results are for experiment flags"))
+            let unknown = await server.flagctl("experiment", "nope")
+            #expect(unknown.status == 4)
+            let client = await server.flagctl("guard", "status", as: "app")
+            #expect(client.status == 5)
+        }
+    }
+}

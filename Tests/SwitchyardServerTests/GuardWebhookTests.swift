@@ -1,0 +1,103 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import SwitchyardCore
+@testable import SwitchyardServer
+import SwitchyardStorage
+import Synchronization
+import Testing
+
+/// The crash guard's webhook, against a real receiver on loopback, through a live flagsd.
+struct GuardWebhookTests {
+    /// A webhook receiver on a free loopback port that answers the first `failures` requests with 500.
+    final class Receiver: Sendable {
+        let bodies = Mutex<[(headers: HTTPFields, body: JSONValue)]>([])
+        let failures: Int
+
+        init(failures: Int) {
+            self.failures = failures
+        }
+
+        var received: [(headers: HTTPFields, body: JSONValue)] { bodies.withLock { $0 } }
+
+        /// Runs the receiver for the duration of `body`, passing its URL.
+        func run<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
+            let router = Router()
+            router.post("/hooks/crash-guard") { request, _ -> HTTPResponse.Status in
+                let buffer = try await request.body.collect(upTo: 1 << 20)
+                let json = (try? JSONValue.parse(Array(buffer.readableBytesView))) ?? .null
+                let count = self.bodies.withLock { bodies in
+                    bodies.append((request.headers, json))
+                    return bodies.count
+                }
+                return count <= self.failures ? .internalServerError : .noContent
+            }
+            let (ports, continuation) = AsyncStream<Int>.makeStream()
+            var logger = Logger(label: "webhook-receiver")
+            logger.logLevel = .critical
+            let application = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                                          onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+            let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
+            return try await withThrowingTaskGroup(of: T?.self) { tasks in
+                tasks.addTask {
+                    try await group.run()
+                    return nil
+                }
+                guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
+                do {
+                    let result = try await body(URL(string: "http://127.0.0.1:\(port)/hooks/crash-guard")!)
+                    await group.triggerGracefulShutdown()
+                    for try await _ in tasks {}
+                    return result
+                } catch {
+                    await group.triggerGracefulShutdown()
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Waits until a condition holds, checking every 50 ms, for at most `seconds` (a liveness deadline).
+    static func eventually(within seconds: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+
+    @Test func aTripIsAnnouncedToTheWebhookAndAFailedDeliveryIsRetried() async throws {
+        let receiver = Receiver(failures: 1)
+        try await receiver.run { url in
+            var configuration = ServerConfiguration(port: 0)
+            configuration.guardWebhookURL = url
+            let app = try await TestApp.make(configuration: configuration)
+            defer { app.close() }
+            try await CrashGuardTests.setPolicy(app, CrashGuardTests.policy)
+            try await app.withLiveServer { base in
+                let client = LiveClient(base: base, token: app.tokens["client"])
+                let events = CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos])
+                let response = try await client.send("POST", "/v1/namespaces/rider/events", body: CrashGuardTests.batch(events))
+                #expect(response.status == .ok)
+                #expect(await Self.eventually { receiver.received.count >= 2 })
+            }
+            let deliveries = receiver.received
+            #expect(deliveries.count == 2)
+            let payload = try #require(deliveries.last?.body)
+            #expect(deliveries.first?.body == payload)
+            #expect(payload["event"] == .string("crash_guard.tripped"))
+            #expect(payload["namespace"] == .string("rider"))
+            #expect(payload["switch"] == .string(CrashGuardTests.promos))
+            #expect(payload["actor"] == .string("crash-guard"))
+            #expect(payload["version"] == .int64(3))
+            #expect(payload["evidence"]?["sessions"] == .int64(300))
+            #expect(payload["evidence"]?["crashes"] == .int64(60))
+            #expect(deliveries.last?.headers[HTTPField.Name("X-Switchyard-Event")!] == "crash_guard.tripped")
+            #expect(deliveries.last?.headers[.contentType] == "application/json")
+        }
+    }
+}

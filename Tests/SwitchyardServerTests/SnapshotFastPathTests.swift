@@ -1,0 +1,333 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Prometheus
+import ServiceLifecycle
+import SwitchyardCore
+@testable import SwitchyardServer
+import SwitchyardStorage
+import Testing
+
+/// The snapshot fast path (`SnapshotFastPathHandler`) on the real server over loopback: it answers exactly as the
+/// router does, hands the router what it does not own, keeps pipelined responses in order, counts its requests in
+/// the same metrics, and lets go of parked requests whose connection closed.
+struct SnapshotFastPathTests {
+    /// Requests sent both to the live server and to the router in-process; `fast` when the fast path owns them.
+    struct Case: Sendable, CustomStringConvertible {
+        let target: String
+        let token: String?
+        let headers: [(String, String)]
+        let fast: Bool
+
+        var description: String { "\(target) token=\(token ?? "none") \(headers)" }
+    }
+
+    @Test func itAnswersExactlyAsTheRouterDoesAndLeavesItTheRest() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let snapshot = "/v1/namespaces/rider/snapshot"
+        let cases = [
+            Case(target: snapshot, token: "client", headers: [], fast: true),
+            Case(target: snapshot, token: "client", headers: [("Accept-Encoding", "gzip, deflate")], fast: true),
+            Case(target: snapshot, token: "client", headers: [("Accept-Encoding", "br;q=1, gzip;q=0")], fast: true),
+            Case(target: snapshot, token: "client", headers: [("If-None-Match", tag)], fast: true),
+            Case(target: snapshot, token: "client", headers: [("If-None-Match", "W/\(tag)"), ("Accept-Encoding", "gzip")], fast: true),
+            Case(target: snapshot + "?wait=30", token: "client", headers: [("If-None-Match", "\"other.1\"")], fast: true),
+            Case(target: snapshot + "?wait=0", token: "rider-client", headers: [("If-None-Match", tag)], fast: true),
+            Case(target: snapshot + "?wait=abc", token: "client", headers: [], fast: true),
+            Case(target: "/v1/namespaces/nope/snapshot", token: "client", headers: [], fast: true),
+            Case(target: snapshot, token: "admin", headers: [], fast: true),
+            Case(target: snapshot, token: nil, headers: [], fast: false),
+            Case(target: snapshot, token: "not-a-token", headers: [], fast: false),
+            Case(target: snapshot, token: "revoked", headers: [], fast: false),
+            Case(target: snapshot, token: "other-editor", headers: [], fast: false),
+            Case(target: "/v1/namespaces/%72ider/snapshot", token: "client", headers: [], fast: false),
+            Case(target: "/v1/namespaces/%72ider/snapshot", token: "client", headers: [("If-None-Match", tag)], fast: false),
+            Case(target: "/v1/namespaces/rider/snapshot/", token: "client", headers: [], fast: false),
+            Case(target: "/v1/namespaces/rider/changes", token: "client", headers: [], fast: false),
+        ]
+        try await withLiveFlagsd(app) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            for (index, testCase) in cases.enumerated() {
+                var headers = testCase.headers
+                headers.append(("X-Request-Id", "case-\(index)"))
+                if let token = testCase.token { headers.append(("Authorization", "Bearer \(app.tokens[token] ?? token)")) }
+                let answeredBefore = server.snapshotFastPath.answeredCount
+                try connection.send(RawHTTPConnection.get(testCase.target, headers: headers))
+                let live = try await connection.readResponse()
+                #expect(server.snapshotFastPath.answeredCount - answeredBefore == (testCase.fast ? 1 : 0), "\(testCase)")
+
+                var fields = HTTPFields()
+                for (name, value) in headers { fields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
+                let routed = try await app.send(.get, testCase.target, headers: fields)
+                #expect(live.status == routed.status, "\(testCase)")
+                #expect(live.body == routed.body, "\(testCase)")
+                // The same headers in the same order; the application adds Date and Server to every response, and
+                // NIO's encoder leaves a 304's Content-Length off the wire (on both paths: see the %72ider case).
+                let expected = routed.headers.filter { routed.status != .notModified || $0.name != .contentLength }
+                #expect(Array(live.headers.filter { $0.name != .date && $0.name != .server }) == Array(expected), "\(testCase)")
+                #expect(live.headers[.server] == "flagsd")
+                #expect(live.headers[.date].flatMap { Self.imfFixdate().date(from: $0) } != nil, "Date: \(live.headers[.date] ?? "")")
+            }
+        }
+    }
+
+    @Test func aParkedRequestIsAnsweredOnItsConnectionAndPipelinedRequestsFollowInOrder() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let auth = ("Authorization", "Bearer \(app.tokens["client"]!)")
+        try await withLiveFlagsd(app) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            // A long-poll, a request for the router and a plain snapshot GET, pipelined behind it.
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60", headers: [auth, ("If-None-Match", tag)])
+                + RawHTTPConnection.get("/healthz")
+                + RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth, ("Accept-Encoding", "gzip")]))
+            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            let change = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
+                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4200}"#)
+            #expect(change.status == .ok)
+            let woken = try await connection.readResponse()
+            #expect(woken.status == .ok)
+            let decoded = try SnapshotDocument.decode(woken.body)
+            #expect(decoded.version == 2)
+            #expect(woken.headers[.eTag] == decoded.entityTag)
+            let health = try await connection.readResponse()
+            #expect(health.status == .ok)
+            #expect(health.json["status"] == .string("ok"))
+            let plain = try await connection.readResponse()
+            #expect(plain.headers[.contentEncoding] == "gzip")
+            #expect(try SnapshotDocument.decode(Gzip.decompress(plain.body)).version == 2)
+            #expect(server.flagService.hub.waiterCount == 0)
+            // The connection stays usable, on either path.
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth, ("If-None-Match", decoded.entityTag)]))
+            #expect(try await connection.readResponse().status == .notModified)
+        }
+    }
+
+    @Test func aParkedRequestWhoseConnectionIsResetLeavesTheHubAtOnce() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        try await withLiveFlagsd(app) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
+                                                      headers: [("Authorization", "Bearer \(app.tokens["client"]!)"), ("If-None-Match", tag)]))
+            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            connection.reset()
+            // Well before the 60 s wait ends. (A client that only closes its sending side may still want the
+            // answer, as HTTP allows, so end of input alone keeps the request parked, as on the router.)
+            try await waitUntil { server.flagService.hub.waiterCount == 0 }
+        }
+    }
+
+    @Test func aHalfClosedClientGetsItsAnswerBeforeTheConnectionCloses() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        try await withLiveFlagsd(app) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
+                                                      headers: [("Authorization", "Bearer \(app.tokens["client"]!)"), ("If-None-Match", tag)]))
+            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            connection.shutdownWriting()
+            _ = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
+                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable")
+            let response = try await connection.readResponse()
+            #expect(response.status == .ok)
+            #expect(try SnapshotDocument.decode(response.body).version == 2)
+            #expect(try await connection.isClosedByServer())
+        }
+    }
+
+    @Test func connectionCloseIsLeftToTheRouterWhichCloses() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try await withLiveFlagsd(app) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot",
+                                                      headers: [("Authorization", "Bearer \(app.tokens["client"]!)"), ("Connection", "close")]))
+            #expect(try await connection.readResponse().status == .ok)
+            #expect(try await connection.isClosedByServer())
+            #expect(server.snapshotFastPath.answeredCount == 0)
+        }
+    }
+
+    @Test func aDeletedNamespaceAnswersItsParkedRequestsWith404() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        try await withLiveFlagsd(app) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60", headers: [
+                ("Authorization", "Bearer \(app.tokens["client"]!)"), ("If-None-Match", tag), ("X-Request-Id", "parked-1"),
+            ]))
+            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            let deleted = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["admin"])
+                .send("DELETE", "/v1/namespaces/rider")
+            #expect(deleted.status == .ok || deleted.status == .noContent)
+            let response = try await connection.readResponse()
+            #expect(response.status == .notFound)
+            #expect(response.headers[.contentType] == "application/problem+json")
+            #expect(response.headers[.requestID] == "parked-1")
+            #expect(response.json["instance"] == .string("/v1/namespaces/rider/snapshot"))
+            #expect(response.json["detail"]?.stringValue?.contains("'rider'") == true)
+        }
+    }
+
+    @Test func itsRequestsAreCountedUnderTheRoutesLabels() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        try await withLiveFlagsd(app) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            let auth = ("Authorization", "Bearer \(app.tokens["client"]!)")
+            for _ in 0..<3 { try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth])) }
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth, ("If-None-Match", tag)]))
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot"))  // no token: the router's 401
+            for _ in 0..<5 { _ = try await connection.readResponse() }
+            #expect(server.snapshotFastPath.answeredCount == 4)
+            let metrics = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: nil).send("GET", "/metrics").text
+            let route = #"route="/v1/namespaces/{namespace}/snapshot""#
+            #expect(metrics.contains(#"flagsd_http_requests_total{method="GET",\#(route),status="200"} 3"#), "\(metrics)")
+            #expect(metrics.contains(#"flagsd_http_requests_total{method="GET",\#(route),status="304"} 1"#))
+            #expect(metrics.contains(#"flagsd_http_requests_total{method="GET",\#(route),status="401"} 1"#))
+            #expect(metrics.contains(#"flagsd_http_request_duration_seconds_count{method="GET",\#(route)} 5"#))
+            #expect(metrics.contains(#"flagsd_auth_failures_total{reason="missing"} 1"#))
+        }
+    }
+
+    @Test func aTokenRevokedElsewhereIsRefusedOnceTheCacheIsDue() async throws {
+        var configuration = ServerConfiguration(port: 0)
+        configuration.tokenCacheMaximumAge = .milliseconds(200)
+        let app = try await TestApp.make(configuration: configuration)
+        defer { app.close() }
+        try await withLiveFlagsd(app, configuration: configuration) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            let request = RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")])
+            try connection.send(request)
+            #expect(try await connection.readResponse().status == .ok)
+            // Revoked in the store directly, as another instance would: this server learns it at its next reload.
+            _ = try await app.store.revokeToken("client", by: ChangeAuthor(actor: "elsewhere", source: .api))
+            try await waitUntilAsync {
+                guard (try? connection.send(request)) != nil else { return false }
+                return (try? await connection.readResponse().status) == .unauthorized
+            }
+        }
+    }
+
+    static func imfFixdate() -> DateFormatter {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter
+    }
+
+    @Test(arguments: [Int64(0), 951_782_400, 784_111_777, 1_700_000_000, 4_107_542_399, 4_102_444_800, 1_234_567_890, 1_709_164_799])
+    func theDateHeaderIsAnIMFFixdate(seconds: Int64) {
+        #expect(HTTPDateCache.format(secondsSince1970: seconds) == Self.imfFixdate().string(from: Date(timeIntervalSince1970: TimeInterval(seconds))))
+    }
+
+    @Test func aConnectionThatChangesTokensIsCheckedForEachOne() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try await withLiveFlagsd(app) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            // The connection remembers the digest of the header it presented last; a different header is hashed
+            // and looked up again, whatever came before it.
+            for (token, status) in [("client", HTTPResponse.Status.ok), ("revoked", .unauthorized), ("client", .ok),
+                                    ("other-editor", .forbidden), ("rider-client", .ok), ("client", .ok)] {
+                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot",
+                                                          headers: [("Authorization", "Bearer \(app.tokens[token]!)")]))
+                #expect(try await connection.readResponse().status == status, "\(token)")
+            }
+            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot",
+                                                      headers: [("Authorization", "Bearer \(app.tokens["client"]!)x")]))
+            #expect(try await connection.readResponse().status == .unauthorized)
+            #expect(server.snapshotFastPath.answeredCount == 4)
+        }
+    }
+
+    @Test func aHeaderReadsAsTheFieldsSubscriptReadsIt() {
+        var fields: HTTPFields = [.accept: "a", .ifNoneMatch: "\"e.1\"", .cookie: "x=1", .accept: "b", .cookie: "y=2"]
+        for name in [HTTPField.Name.accept, .ifNoneMatch, .cookie, .authorization] {
+            #expect(fields.value(name) == fields[name], "\(name)")
+        }
+        fields[.accept] = nil
+        #expect(fields.value(.accept) == nil)
+    }
+
+    @Test func generatedRequestIDsAreSixteenLowercaseHexDigits() {
+        let request = Request(head: HTTPRequest(method: .get, scheme: "http", authority: "x", path: "/"), body: RequestBody(buffer: ByteBuffer()))
+        let ids = (0..<200).map { _ in ObservabilityMiddleware.requestID(from: request) }
+        #expect(ids.allSatisfy { $0.utf8.count == 16 && $0.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) } })
+        #expect(Set(ids).count == 200)
+    }
+
+    @Test func ifNoneMatchPartsAreTrimmedExactlyAsFoundationTrimsThem() {
+        var generator = SystemRandomNumberGenerator()
+        let pieces = [" ", "\t", "  ", "\"e.1\"", "W/", "*", "x", "\u{00A0}", "\u{3000}", "é", "\u{2003}", ".", "\""]
+        for _ in 0..<2000 {
+            let text = (0..<Int.random(in: 0...6, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            #expect(EntityTagList.trimmingWhitespace(Substring(text)) == text.trimmingCharacters(in: .whitespaces), "\(Array(text.unicodeScalars))")
+        }
+    }
+
+    @Test func asciiIfNoneMatchHeadersReadAsTheGeneralReaderReadsThem() {
+        var generator = SystemRandomNumberGenerator()
+        let pieces = [" ", "\t", ",", "\"", "W/", "w/", "*", ".", "e", "f0", "1", "12", "-", "+", "/", "\"e.1\"", "W/\"e.7\"", "\".5\"", "9223372036854775808"]
+        for _ in 0..<5000 {
+            let header = (0..<Int.random(in: 0...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            #expect(EntityTagList(ascii: header) == EntityTagList(general: header), "\(header)")
+        }
+        #expect(EntityTagList("W/\"e.4\" ,\t\"e.7\", *, junk").tags == [VersionTag(epoch: "e", version: 4), VersionTag(epoch: "e", version: 7)])
+    }
+
+    @Test func theSnapshotTargetIsRecognisedExactly() {
+        #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider/snapshot") == "rider")
+        #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider-staging/snapshot?wait=30&x=/") == "rider-staging")
+        for target in ["/v1/namespaces//snapshot", "/v1/namespaces/snapshot", "/v1/namespaces/a/b/snapshot", "/v1/namespaces/%61/snapshot",
+                       "/v1/namespaces/rider/snapshot/", "/v1/namespaces/rider/snapshots", "/v2/namespaces/rider/snapshot",
+                       "v1/namespaces/rider/snapshot", "/v1/namespaces/rider/changes"] {
+            #expect(SnapshotFastPath.namespace(inSnapshotTarget: target) == nil, "\(target)")
+        }
+    }
+}
+
+/// A live server's configuration whose token cache stays fresh for the whole test, however slowly a busy machine
+/// runs it: a due cache sends requests to the router (the stale-cache test sets its own age).
+func freshTokenCacheConfiguration() -> ServerConfiguration {
+    var configuration = ServerConfiguration(port: 0)
+    configuration.tokenCacheMaximumAge = .seconds(3600)
+    return configuration
+}
+
+/// Runs a live flagsd over the app's store on a free loopback port for the duration of `body`, then shuts it down.
+func withLiveFlagsd<T: Sendable>(
+    _ app: TestApp, configuration: ServerConfiguration = freshTokenCacheConfiguration(),
+    _ body: @escaping @Sendable (FlagsServer, Int) async throws -> T
+) async throws -> T {
+    let (ports, continuation) = AsyncStream<Int>.makeStream()
+    let server = try await buildApplication(configuration: configuration, store: app.store, registry: PrometheusCollectorRegistry(),
+                                            logger: app.logger) { continuation.yield($0) }
+    let group = ServiceGroup(configuration: .init(services: [server], logger: app.logger))
+    return try await withThrowingTaskGroup(of: T?.self) { tasks in
+        tasks.addTask {
+            try await group.run()
+            return nil
+        }
+        guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
+        do {
+            let result = try await withDeadline(.seconds(120)) { try await body(server, port) }
+            await group.triggerGracefulShutdown()
+            for try await _ in tasks {}
+            return result
+        } catch {
+            await group.triggerGracefulShutdown()
+            throw error
+        }
+    }
+}
