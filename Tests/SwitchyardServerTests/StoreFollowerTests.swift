@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
@@ -51,15 +52,36 @@ struct StoreFollowerTests {
         var configuration = ServerConfiguration(port: 0)
         configuration.tokenCacheMaximumAge = .seconds(3600)
         let app = try await TestApp.make(configuration: configuration)
-        defer { app.close() }
         let (notifications, continuation) = AsyncStream<StoreNotification>.makeStream()
         let follower = StoreFollower(service: app.server.flagService, notifications: notifications, interval: interval)
         let running = Task { try await follower.run() }
-        defer {
-            continuation.finish()
-            running.cancel()
+        var failure: (any Error)?
+        do {
+            try await body(app, continuation)
+        } catch {
+            failure = error
         }
-        try await body(app, continuation)
+        continuation.finish()
+        running.cancel()
+        // The follower ends before the store closes: closing waits, blocking its thread, for reads in flight, and a
+        // read releases its connection only when its task resumes (on a 2-core machine the test process's
+        // cooperative pool is 2 threads, so two tests closing at once would wait on each other forever).
+        let ended = EndFlag(watching: running)
+        try await waitUntil(timeout: .seconds(60)) { ended.isSet }
+        app.close()
+        if let failure { throw failure }
+    }
+
+    /// Set once a task has ended.
+    final class EndFlag: Sendable {
+        private let value = Mutex(false)
+        init(watching task: Task<Void, any Error>) {
+            Task { [self] in
+                _ = await task.result
+                value.withLock { $0 = true }
+            }
+        }
+        var isSet: Bool { value.withLock { $0 } }
     }
 
     func changeBehindTheAppsBack(_ app: TestApp, rollout: Int = 7000) async throws -> CommittedChange {
