@@ -200,8 +200,11 @@ struct MultiInstanceTests {
             try await waitForWaiters(2, on: b)
 
             try await server.start()
+            // A liveness deadline, not a figure: after a long outage PostgresNIO's pool waits up to a minute between
+            // attempts to reconnect, and the store replaces it after three failed probes of up to the operation
+            // timeout (60 s here) once its listener is back.
             for client in [a, b] {
-                try await waitUntilLive(timeout: .seconds(60)) {
+                try await waitUntilLive(timeout: .seconds(240)) {
                     try await client.send("GET", "/readyz").json["status"] == .string("ready")
                 }
             }

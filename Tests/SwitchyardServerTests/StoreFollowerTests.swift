@@ -135,7 +135,8 @@ struct StoreFollowerTests {
         try await withFollower { app, notify in
             let committed = try await changeBehindTheAppsBack(app)
             notify.yield(.resync)
-            try await waitUntil { app.hub.snapshot(of: "rider")?.version == committed.state.record.version }
+            // A liveness deadline: the whole suite shares two cores with other builds.
+            try await waitUntil(timeout: .seconds(60)) { app.hub.snapshot(of: "rider")?.version == committed.state.record.version }
         }
     }
 
