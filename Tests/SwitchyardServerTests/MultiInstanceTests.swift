@@ -56,11 +56,12 @@ struct MultiInstanceTests {
 
     /// Waits until an instance reports this many parked waiters.
     func waitForWaiters(_ count: Int, on client: LiveClient) async throws {
-        try await waitUntilLive(timeout: .seconds(60)) {
+        let seen = Mutex<String>("nothing")
+        try await waitUntilLive(timeout: .seconds(60), "\(count) waiters on \(client.base) (last seen: \(seen.withLock { $0 }))") {
             let metrics = try await client.send("GET", "/metrics").text
-            return metrics.split(separator: "\n").contains { line in
-                line.hasPrefix("flagsd_long_poll_waiters ") && Double(line.split(separator: " ").last ?? "") == Double(count)
-            }
+            let line = metrics.split(separator: "\n").first { $0.hasPrefix("flagsd_long_poll_waiters ") }
+            seen.withLock { $0 = line.map(String.init) ?? "no flagsd_long_poll_waiters line" }
+            return line.map { Double($0.split(separator: " ").last ?? "") == Double(count) } ?? false
         }
     }
 
@@ -167,13 +168,13 @@ struct MultiInstanceTests {
             }
             let before = try await b.send("GET", "/v1/namespaces/rider/snapshot")
             #expect(try await b.send("GET", "/readyz").json["status"] == .string("ready"))
-            let parked = park(3, on: a, after: etag, wait: 6) + park(3, on: b, after: etag, wait: 6)
+            let parked = park(3, on: a, after: etag, wait: 20) + park(3, on: b, after: etag, wait: 20)
             try await waitForWaiters(3, on: a)
             try await waitForWaiters(3, on: b)
 
             try await server.stop()
             for client in [a, b] {
-                try await waitUntilLive(timeout: .seconds(30)) {
+                try await waitUntilLive(timeout: .seconds(30), "degraded on \(client.base)") {
                     let ready = try await client.send("GET", "/readyz")
                     return ready.status == .ok && ready.json["status"] == .string("degraded")
                 }
@@ -204,7 +205,7 @@ struct MultiInstanceTests {
             // attempts to reconnect, and the store replaces it after three failed probes of up to the operation
             // timeout (60 s here) once its listener is back.
             for client in [a, b] {
-                try await waitUntilLive(timeout: .seconds(240)) {
+                try await waitUntilLive(timeout: .seconds(240), "ready again on \(client.base)") {
                     try await client.send("GET", "/readyz").json["status"] == .string("ready")
                 }
             }
@@ -221,12 +222,12 @@ struct MultiInstanceTests {
 }
 
 /// Waits until a condition holds, checking every 100 ms, for at most a generous `timeout`.
-func waitUntilLive(timeout: Duration, _ condition: () async throws -> Bool) async throws {
+func waitUntilLive(timeout: Duration, _ what: @autoclosure () -> String = "the condition", _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while true {
         if (try? await condition()) == true { return }
         guard ContinuousClock.now < deadline else {
-            Issue.record("the condition did not hold within \(timeout)")
+            Issue.record("\(what()) did not hold within \(timeout)")
             throw CancellationError()
         }
         try await Task.sleep(for: .milliseconds(100))
