@@ -157,6 +157,16 @@ let package = Package(
             dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore"],
             swiftSettings: settings
         ),
+        // A fleet of real client runtimes against a live flagsd: the crash guard end to end.
+        .testTarget(
+            name: "GuardFleetTests",
+            dependencies: [
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardClient", "SwitchyardCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: settings
+        ),
         .testTarget(
             name: "SwitchyardServerTests",
             dependencies: [

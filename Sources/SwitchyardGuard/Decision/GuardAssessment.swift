@@ -133,7 +133,7 @@ public struct GuardTrip: Sendable, Hashable {
         text += " over \(GuardDurationText.text(policy.window)); lower bound \(RateCheck.percent(check.lowerBound ?? 0))"
         text += " at \(policy.confidence.percentText)% confidence > threshold \(RateCheck.percent(check.threshold))"
         if let baseline = check.baselineRate, let ratio = policy.baselineRatio {
-            text += ", and above \(RatioText.text(ratio))× the \(RateCheck.percent(baseline)) of sessions without it"
+            text += ", and above \(RatioText.text(ratio))× the crash rate without it (\(RateCheck.percent(baseline)))"
         }
         if let complement, let rate = complement.rate {
             text += "; elsewhere \(RateCheck.percent(rate)) (\(complement.crashes) of \(complement.sessions))"
