@@ -337,7 +337,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     }
 
     private func tripped(_ trip: GuardTrip, record: ChangeRecord, queuedAt: Date?) {
-        shared.withLock { shared in shared.namespaces[record.namespace]?.history.apply(record) }
+        shared.withLock { shared in shared.namespaces[record.namespace]?.history.add(committed: record) }
         let factory = service.metricsFactory
         Counter(label: "switchyard_guard_trips_total",
                 dimensions: [("namespace", record.namespace), ("switch", trip.key), ("scope", trip.scopeKind)], factory: factory).increment()
