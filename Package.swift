@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "SwitchyardClient", targets: ["SwitchyardClient"]),
         .library(name: "SwitchyardPlugins", targets: ["SwitchyardPlugins"]),
         .library(name: "SwitchyardMatrix", targets: ["SwitchyardMatrix"]),
+        .library(name: "SwitchyardGuard", targets: ["SwitchyardGuard"]),
         // The sample app's library, for the matrix benchmark (Benchmarks/) and apps that embed the sample.
         .library(name: "RiderApp", targets: ["RiderApp"]),
         .executable(name: "flagsd", targets: ["flagsd"]),
