@@ -133,7 +133,8 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var droppingRequestRest = false
     private var parked: Parked?
     private var parkSerial = 0
-    private var queued = CircularBuffer<Queued>()
+    /// Rarely more than empty (an empty array allocates nothing: most connections never queue).
+    private var queued: [Queued] = []
     private var readHeld = false
     /// The token this connection presented last, so its next polls skip hashing the same secret.
     private var lastPresentedToken: PresentedToken?
@@ -256,7 +257,8 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private func replayQueued(context: ChannelHandlerContext) {
         var passedOn = false
-        while parked == nil, let item = queued.popFirst() {
+        while parked == nil, !queued.isEmpty {
+            let item = queued.removeFirst()
             switch item {
             case .part(let part):
                 if receive(part, context: context) { passedOn = true }

@@ -67,8 +67,8 @@ package protocol ParkedConnection: Sendable {
 /// Publishing a version swaps the waiters out under the lock and resumes them outside it; one sweeper
 /// (`run()`) answers waiters whose wait ended; a cancelled request removes its waiter; graceful shutdown answers
 /// every waiter at once and every later one immediately. A waiter is either a suspended task (the router's
-/// handlers) or a parked connection (the snapshot fast path); connections are woken in one batch per event
-/// loop, so a publish costs one hop per loop rather than one per waiter.
+/// handlers) or a parked connection (the snapshot fast path); connections are woken in batches on their event
+/// loop, so a publish costs a hop per few hundred waiters rather than one per waiter.
 package final class LongPollHub: Service, Sendable {
     enum Waiter: Sendable {
         case task(CheckedContinuation<WakeReason, Never>)
@@ -159,9 +159,19 @@ package final class LongPollHub: Service, Sendable {
             }
         }
         for (loop, parked) in connections.values {
-            loop.execute {
-                for connection in parked { connection.wake(reason) }
-            }
+            wake(parked[...], on: loop, reason)
+        }
+    }
+
+    /// Parked connections woken per job on their loop: between jobs, work queued meanwhile (the change's own
+    /// response, other handlers' writes) gets its turn.
+    private static let wakeBatch = 256
+
+    private static func wake(_ parked: ArraySlice<any ParkedConnection>, on loop: any EventLoop, _ reason: WakeReason) {
+        loop.execute {
+            for connection in parked.prefix(wakeBatch) { connection.wake(reason) }
+            let rest = parked.dropFirst(wakeBatch)
+            if !rest.isEmpty { wake(rest, on: loop, reason) }
         }
     }
 

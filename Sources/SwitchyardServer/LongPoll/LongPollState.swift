@@ -83,15 +83,20 @@ package struct LongPollState<Waiter, Instant: Comparable> {
             return []
         }
         positions[namespace] = position
-        guard var parked = waiters.removeValue(forKey: namespace) else { return [] }
+        guard let parked = waiters.removeValue(forKey: namespace) else { return [] }
         var woken: [Waiter] = []
         woken.reserveCapacity(parked.count)
-        for (id, entry) in parked where entry.after.epoch != position.epoch || entry.after.version < position.version {
-            woken.append(entry.waiter)
-            parked[id] = nil
-            namespaceOfWaiter[id] = nil
+        // The ones that stay go to a new dictionary: removing from the one being iterated would copy all of it.
+        var staying: [Int: Entry] = [:]
+        for (id, entry) in parked {
+            if entry.after.epoch != position.epoch || entry.after.version < position.version {
+                woken.append(entry.waiter)
+                namespaceOfWaiter[id] = nil
+            } else {
+                staying[id] = entry
+            }
         }
-        if !parked.isEmpty { waiters[namespace] = parked }
+        if !staying.isEmpty { waiters[namespace] = staying }
         return woken
     }
 
@@ -109,17 +114,22 @@ package struct LongPollState<Waiter, Instant: Comparable> {
         var expired: [Waiter] = []
         var next: Instant?
         for namespace in Array(waiters.keys) {
-            guard var parked = waiters[namespace] else { continue }
+            // Taken out, so removing after the loop mutates it in place (removing while iterating would copy it).
+            guard var parked = waiters.removeValue(forKey: namespace) else { continue }
+            var expiredIDs: [Int] = []
             for (id, entry) in parked {
                 if entry.deadline <= now {
                     expired.append(entry.waiter)
-                    parked[id] = nil
-                    namespaceOfWaiter[id] = nil
+                    expiredIDs.append(id)
                 } else if next.map({ entry.deadline < $0 }) ?? true {
                     next = entry.deadline
                 }
             }
-            waiters[namespace] = parked.isEmpty ? nil : parked
+            for id in expiredIDs {
+                parked[id] = nil
+                namespaceOfWaiter[id] = nil
+            }
+            if !parked.isEmpty { waiters[namespace] = parked }
         }
         earliestDeadline = next
         return expired
