@@ -110,6 +110,8 @@ struct CrashGuardTests {
         #expect(change.json["source"] == .string("crash-guard"))
         let metrics = try await app.send(.get, "/metrics")
         #expect(metrics.text.contains(#"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_feed_promos",scope="global"} 1"#))
+        // Switches that never tripped have their counters at 0, so Prometheus sees a first trip as an increase.
+        #expect(metrics.text.contains(#"switchyard_guard_trips_total{namespace="rider",switch="\#(Self.weather)",scope="city"} 0"#))
     }
 
     @Test func aHealthySwitchThatSharesSessionsWithACrashingOneIsNotBlamed() async throws {
