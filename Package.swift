@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "SwitchyardClient", targets: ["SwitchyardClient"]),
         .library(name: "SwitchyardPlugins", targets: ["SwitchyardPlugins"]),
         .library(name: "SwitchyardMatrix", targets: ["SwitchyardMatrix"]),
+        .library(name: "SwitchyardGuard", targets: ["SwitchyardGuard"]),
         // The sample app's library, for the matrix benchmark (Benchmarks/) and apps that embed the sample.
         .library(name: "RiderApp", targets: ["RiderApp"]),
         .executable(name: "flagsd", targets: ["flagsd"]),
@@ -173,6 +174,16 @@ let package = Package(
         .testTarget(
             name: "SwitchyardGuardTests",
             dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore"],
+            swiftSettings: settings
+        ),
+        // A fleet of real client runtimes against a live flagsd: the crash guard end to end.
+        .testTarget(
+            name: "GuardFleetTests",
+            dependencies: [
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardClient", "SwitchyardCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: settings
         ),
         .testTarget(

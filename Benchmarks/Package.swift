@@ -60,6 +60,15 @@ let package = Package(
             ],
             swiftSettings: settings
         ),
+        // The crash guard's false-trip rates and time to trip, by simulation through its rule.
+        .executableTarget(
+            name: "guard-figures",
+            dependencies: [
+                .product(name: "SwitchyardCore", package: switchyard),
+                .product(name: "SwitchyardGuard", package: switchyard),
+            ],
+            swiftSettings: settings
+        ),
         .executableTarget(
             name: "CoreEvaluation",
             dependencies: [

@@ -52,7 +52,8 @@ struct DashboardTests {
         }
     }
 
-    /// A live flagsd's /metrics after requests of every kind, a long-poll woken by a change, auth failures, events.
+    /// A live flagsd's /metrics after requests of every kind, a long-poll woken by a change, auth failures, events,
+    /// and a crash guard trip.
     static func exercisedMetrics(_ flagsd: LiveFlagsd) async throws -> String {
         let client = try #require(try await flagsd.send("POST", "/v1/tokens", body: #"{"name": "metrics-app", "role": "client"}"#)
             .body.data(using: .utf8).flatMap { try? JSONValue.parse(Array($0)) }?["token"]?.stringValue)
@@ -90,6 +91,20 @@ struct DashboardTests {
         for _ in 0..<2 {
             let events = try await flagsd.send("POST", "/v1/namespaces/rider/events", token: client, body: batch)
             try #require(events.status == 200, "\(events.body)")
+        }
+        // The crash guard trips: 250 sessions with split fare, one in ten crashed (the built-in bound is 2 %).
+        let sessions = (0..<250).map { index in
+            #"{"id": "\#(UUID().uuidString)", "type": "session", "time": "\#(time)", "city": "lagos", "cohorts": [], "#
+                + #""session_id": "\#(UUID().uuidString)", "start": "\#(start)", "end": "\#(time)", "crashed": \#(index % 10 == 0), "#
+                + #""switches": ["plugin_switch_split_fare"]}"#
+        }
+        let crashes = try await flagsd.send("POST", "/v1/namespaces/rider/events", token: client,
+                                            body: #"{"events": [\#(sessions.joined(separator: ","))]}"#)
+        try #require(crashes.status == 200, "\(crashes.body)")
+        let tripped = #"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_split_fare",scope="global"} 1"#
+        while !(try await flagsd.send("GET", "/metrics", token: nil).body.contains(tripped)) {
+            try #require(ContinuousClock.now < deadline + .seconds(30), "the crash guard never tripped plugin_switch_split_fare")
+            try await Task.sleep(for: .milliseconds(50))
         }
         return try await flagsd.send("GET", "/metrics", token: nil).body
     }
@@ -130,7 +145,9 @@ struct DashboardTests {
                                ("long-poll waiters", "flagsd_long_poll_waiters"),
                                ("change propagation", "flagsd_change_propagation_seconds_bucket"),
                                ("namespace versions per instance", "flagsd_namespace_version"),
-                               ("changes by actor", "flagsd_changes_by_actor_total")] {
+                               ("changes by actor", "flagsd_changes_by_actor_total"),
+                               ("crash rates per plugin switch", "switchyard_guard_window_crashes"),
+                               ("crash guard trips", "switchyard_guard_trips_total")] {
             #expect(used.contains(metric), "the dashboard shows no \(what) (\(metric))")
         }
         let versions = try Self.expressions().filter { $0.source.hasPrefix("panel") && $0.expression.contains("flagsd_namespace_version") }
@@ -180,7 +197,7 @@ struct DashboardTests {
         let document = try #require(try Yams.load(yaml: try Repository.text(Self.alertsPath)) as? [String: Any])
         let rules = ((document["groups"] as? [[String: Any]]) ?? []).flatMap { ($0["rules"] as? [[String: Any]]) ?? [] }
         let names = Set(rules.compactMap { $0["alert"] as? String })
-        for name in ["FlagsdLongPollWaitersNearCap", "FlagsdNamespaceVersionDrift", "FlagsdHighErrorRate"] {
+        for name in ["FlagsdLongPollWaitersNearCap", "FlagsdNamespaceVersionDrift", "FlagsdHighErrorRate", "SwitchyardCrashGuardTripped"] {
             #expect(names.contains(name), "no \(name) alert")
         }
         for rule in rules {

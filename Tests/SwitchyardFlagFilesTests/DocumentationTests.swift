@@ -14,4 +14,19 @@ struct DocumentationTests {
         #expect(file.namespace == "rider")
         #expect(file.flagSet.flags.count == 3)
     }
+
+    /// The policy example in docs/crash-guard.md is a valid flag file whose namespace defaults are the built-in ones.
+    @Test func theCrashGuardPolicyExampleShowsTheBuiltInDefaults() throws {
+        let text = try String(contentsOfFile: TestPaths.repository + "/docs/crash-guard.md", encoding: .utf8)
+        let start = try #require(text.range(of: "```yaml\n"))
+        let end = try #require(text.range(of: "\n```", range: start.upperBound..<text.endIndex))
+        let file = try FlagFile(yaml: String(text[start.upperBound..<end.lowerBound]), path: "docs/crash-guard.md")
+        let defaults = try #require(file.flagSet.crashGuard)
+        #expect(CrashGuardPolicy.resolved(namespace: defaults, switch: nil) == CrashGuardPolicy.builtIn)
+        #expect(CrashGuardPolicy.resolved(namespace: CrashGuardPolicy(), switch: nil) == CrashGuardPolicy.builtIn)
+        let promos = try #require(file.flagSet.flags.first { $0.key == "plugin_switch_feed_promos" }?.pluginSwitch)
+        #expect(CrashGuardPolicy.resolved(namespace: defaults, switch: promos.crashGuard).maximumCrashRate == Rollout(basisPoints: 50))
+        let split = try #require(file.flagSet.flags.first { $0.key == "plugin_switch_split_fare" }?.pluginSwitch)
+        #expect(CrashGuardPolicy.resolved(namespace: defaults, switch: split.crashGuard).enabled == false)
+    }
 }

@@ -30,6 +30,8 @@ struct ConsoleBrowserTests {
         "changing a rollout in the console refuses a third decimal and saves an exact percentage",
         "a change made meanwhile by someone else is not overwritten: the console shows it and asks again",
         "a kill switch can be killed with the keyboard alone, and focus comes back where it was",
+        "the crash guard view shows a switch the guard turned off and its evidence, without reloading",
+        "a switch the guard turned off is enabled from its view after a warning, and the guard cools down",
         "every control has an accessible name",
         "on a phone-sized screen nothing scrolls sideways",
         "no script error and no Content-Security-Policy violation",

@@ -110,6 +110,8 @@ struct CrashGuardTests {
         #expect(change.json["source"] == .string("crash-guard"))
         let metrics = try await app.send(.get, "/metrics")
         #expect(metrics.text.contains(#"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_feed_promos",scope="global"} 1"#))
+        // Switches that never tripped have their counters at 0, so Prometheus sees a first trip as an increase.
+        #expect(metrics.text.contains(#"switchyard_guard_trips_total{namespace="rider",switch="\#(Self.weather)",scope="city"} 0"#))
     }
 
     @Test func aHealthySwitchThatSharesSessionsWithACrashingOneIsNotBlamed() async throws {
@@ -251,6 +253,27 @@ struct CrashGuardTests {
         #expect(after.from == EventAggregation.bucketStart(of: reenabled + 1801 - 600))
         let later = CrashGuard.span(Self.promos, policy: policy, history: history, now: reenabled + 7200)
         #expect(later.from == EventAggregation.bucketStart(of: reenabled + 7200 - 600))
+    }
+
+    @Test func aTripThisProcessCommittedLeavesEarlierChangesToBeRead() {
+        let time = Date(timeIntervalSince1970: 1_800_000_000)
+        func change(_ version: Int64, source: ChangeSource, key: String, disabled: Bool, evidence: JSONValue? = nil) -> ChangeRecord {
+            ChangeRecord(namespace: "rider", epoch: "e", version: version, time: time + Double(version), actor: source == .crashGuard ? "crash-guard" : "ada",
+                         source: source, reason: nil, summary: "",
+                         changes: [ObjectChange(kind: .flag, key: key, before: nil, after: .object(JSONObject([("disabled", .bool(disabled))])))],
+                         evidence: evidence)
+        }
+        var history = GuardHistory()
+        history.apply(change(2, source: .crashGuard, key: "plugin_switch_a", disabled: true,
+                             evidence: .object(JSONObject([("switch", .string("plugin_switch_a"))]))))
+        // This process trips another switch at version 5 while version 3 (a person turning A back on) is unread.
+        history.add(committed: change(5, source: .crashGuard, key: "plugin_switch_b", disabled: true,
+                                      evidence: .object(JSONObject([("switch", .string("plugin_switch_b"))]))))
+        #expect(history.seenVersion == 2)
+        #expect(history.openTrips(of: "plugin_switch_b").map(\.version) == [5])
+        history.apply(change(3, source: .api, key: "plugin_switch_a", disabled: false))
+        #expect(history.openTrips(of: "plugin_switch_a").isEmpty)
+        #expect(history.lastReenable(of: "plugin_switch_a")?.version == 3)
     }
 
     @Test func aPolicyCanTurnTheGuardOffForASwitch() async throws {

@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.request
+import uuid
 
 from selenium import webdriver
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
@@ -357,6 +359,94 @@ def keyboard_kill():
     return "; ".join(problems)
 
 
+GUARDED = "plugin_switch_prefs_ride_pass"
+
+
+def post_sessions(count, crash_every, switches):
+    """Reports `count` sessions through the events API with the client token, as apps do; every `crash_every`th
+    one crashed."""
+    now = time.time()
+    stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + "Z"
+    events = []
+    for index in range(count):
+        session_id = f"console-guard-{uuid.uuid4().hex}"
+        events.append({"id": session_id, "type": "session", "time": stamp(now), "city": ["lagos", "nairobi", "lima"][index % 3],
+                       "cohorts": [], "app_version": "5.14.0", "platform": "android", "session_id": session_id,
+                       "start": stamp(now - 120), "end": stamp(now - 1), "crashed": index % crash_every == 0, "switches": switches})
+    request = urllib.request.Request(f"{URL}/v1/namespaces/rider/events", data=json.dumps({"events": events}).encode(),
+                                     headers={"Authorization": f"Bearer {CLIENT_TOKEN}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+        if response.status != 200:
+            raise AssertionError(f"POST events answered {response.status}")
+
+
+def guard_row(key):
+    return browser.find_element(By.CSS_SELECTOR, f'#guard-status-table tr[data-guard-switch="{key}"]')
+
+
+@check("the crash guard view shows a switch the guard turned off and its evidence, without reloading")
+def guard_trip():
+    browser.execute_script("window.__sameDocument = 'guard'")
+    open_view("guard")
+    wait_for(lambda d: guard_row(GUARDED).get_attribute("data-state") == "watching", f"{GUARDED} watched in the crash guard's statistics")
+    # 300 sessions with the switch, 30 crashed (10 %, the built-in bound is 2 %), spread over three cities: a global trip.
+    post_sessions(300, 10, [GUARDED])
+    row = wait_for(lambda d: guard_row(GUARDED).get_attribute("data-state") == "tripped" and guard_row(GUARDED), f"{GUARDED} tripped")
+    problems = []
+    cells = {name: row.find_element(By.CSS_SELECTOR, f"td.{name}").text for name in ["sessions", "crashes", "crash-rate", "lower-bound", "bound"]}
+    if cells["sessions"] != "300" or cells["crashes"] != "30" or cells["crash-rate"] != "10 %" or cells["bound"] != "2 %":
+        problems.append(f"the row shows {cells}")
+    # The bound flagsd computed, as the API gives it (Wilson, 99.9 %: about 5.8 %).
+    status = json.loads(flagctl("guard", "status", GUARDED, "-o", "json"))
+    expected = round(status["switches"][0]["lower_bound"] * 100, 2)
+    if cells["lower-bound"] != f"{expected:g} %":
+        problems.append(f"lower bound {cells['lower-bound']!r}, the API says {expected} %")
+    evidence = row.find_element(By.CSS_SELECTOR, ".guard-trip .evidence").text
+    for expected_text in ["30 crashes in 300 sessions (10 %)", "above the bound 2 %", "window 10m"]:
+        if expected_text not in evidence:
+            problems.append(f"the evidence {evidence!r} lacks {expected_text!r}")
+    if "everywhere" not in row.find_element(By.CSS_SELECTOR, ".guard-trip").text:
+        problems.append("the trip does not say where")
+    record = row.find_element(By.CSS_SELECTOR, ".guard-trip pre").get_attribute("textContent")
+    if json.loads(record).get("sessions") != 300:
+        problems.append(f"the recorded evidence is not the trip's: {record[:200]!r}")
+    off = by_id("guard-disabled").text
+    if GUARDED not in off or "everywhere" not in off:
+        problems.append(f"the switches still off show {off!r}")
+    timeline = by_id("guard-timeline").find_elements(By.CSS_SELECTOR, "li")
+    if not timeline or f"crash guard: disable {GUARDED} everywhere" not in timeline[0].text or "crash-guard" not in timeline[0].text:
+        problems.append(f"the guard's changes start with {timeline[0].text if timeline else None!r}")
+    if browser.execute_script("return window.__sameDocument") != "guard":
+        problems.append("the page reloaded")
+    return "; ".join(problems)
+
+
+@check("a switch the guard turned off is enabled from its view after a warning, and the guard cools down")
+def guard_reenable():
+    button = by_id(f"enable:{GUARDED}:guard")
+    button.click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the enable dialog")
+    problems = []
+    summary = by_id("change-dialog").text
+    if "crash guard turned it off" not in summary:
+        problems.append(f"the dialog does not warn that the guard turned it off: {summary[:300]!r}")
+    by_id("change-reason").send_keys("INC-10 fixed in 5.14.1")
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    row = wait_for(lambda d: guard_row(GUARDED).get_attribute("data-state") == "cooling_down" and guard_row(GUARDED),
+                   f"{GUARDED} cooling down in the statistics")
+    if "Watched again from" not in row.text:
+        problems.append(f"the row does not say when the guard watches again: {row.text!r}")
+    if row.find_elements(By.CSS_SELECTOR, ".guard-trip"):
+        problems.append("a re-enabled trip is still shown as in force")
+    if browser.find_elements(By.ID, "guard-disabled"):
+        problems.append("the switch is still listed as off")
+    output = json.loads(flagctl("get", GUARDED, "-o", "json"))
+    if output["flag"].get("disabled", False) is not False or output["flag"].get("disabled_scopes"):
+        problems.append(f"flagctl get shows {json.dumps(output['flag'])[:200]}")
+    return "; ".join(problems)
+
+
 @check("every control has an accessible name")
 def accessible_names():
     unnamed = browser.execute_script("""
@@ -374,7 +464,7 @@ def phone_layout():
     browser.set_window_size(390, 844)
     try:
         problems = []
-        for view in ["flags", "kill-switches", "audit"]:
+        for view in ["flags", "kill-switches", "audit", "guard"]:
             open_view(view)
             widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             if widths[0] > widths[1] + 1:

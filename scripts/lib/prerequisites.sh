@@ -6,8 +6,8 @@ as_root() {
 
 apt_install() {
   echo "==> installing $* (apt-get)"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+  as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$@" >/dev/null
 }
 
 # libsqlite3-dev: GRDB links the system SQLite. zlib1g-dev: flagsd gzips snapshots with the system zlib.

@@ -117,6 +117,8 @@
     changes: (namespace, after, wait, options = {}) =>
       request('GET', `${ns(namespace)}/changes`, { ...options, query: { after, wait } }),
     audit: (query, options = {}) => request('GET', 'v1/audit', { ...options, query }),
+    /** The crash guard's view of every plugin switch (editors and admins). */
+    guard: (namespace, options) => request('GET', `${ns(namespace)}/guard`, options),
 
     setSwitch: (namespace, key, enable, body, ifMatch) =>
       request('POST', `${ns(namespace)}/flags/${segment(key)}/${enable ? 'enable' : 'disable'}`, { body, ifMatch }),

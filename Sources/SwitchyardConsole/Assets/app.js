@@ -36,7 +36,7 @@
   }
 
   function freshGuard() {
-    return { entries: [], loaded: false, error: null, status: null };
+    return { entries: [], loaded: false, stale: false, error: null, status: null };
   }
 
   // Announcements for screen readers (and a visible trace for everyone in the live status line).
@@ -172,7 +172,7 @@
       startFollowing();
     }
     if (view === 'audit' && !state.audit.loaded) loadAudit();
-    if (view === 'guard' && !state.guard.loaded) loadGuard();
+    if (view === 'guard' && (!state.guard.loaded || state.guard.stale)) loadGuard();
     render();
     if (moveFocus) {
       const title = $('view-title');
@@ -249,7 +249,12 @@
         if (latest && !state.saving) announce(`Version ${latest.version}: ${latest.actor} (${latest.source}) ${latest.summary}`);
         reload();
         if (state.audit.loaded) refreshAudit();
-        if (state.guard.loaded && changes.some((change) => change.source === 'crash-guard')) loadGuard();
+        // A change may trip, re-enable or re-scope a switch: the crash guard's view is loaded again now when it
+        // is shown, else when it is opened.
+        if (state.guard.loaded) {
+          if (state.view === 'guard') loadGuard();
+          else state.guard.stale = true;
+        }
       },
       onEpoch: () => {
         announce(`Namespace ${namespace} was deleted and created again; reloading it.`);
@@ -312,6 +317,7 @@
       if (guard !== state.guard) return;
       guard.entries = body.entries;
       guard.loaded = true;
+      guard.stale = false;
       guard.error = null;
       // The guard's statistics, when a renderer for them is installed (it needs flagsd's crash guard API).
       if (typeof global.Switchyard.guardStatus === 'function') {

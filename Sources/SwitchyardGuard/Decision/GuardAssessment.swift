@@ -15,15 +15,24 @@ public struct RateCheck: Sendable, Hashable {
     public var lowerBound: Double?
     /// The policy's maximum crash rate, as a fraction.
     public var threshold: Double
-    /// The crash rate of sessions without the switch in the same population, when the policy compares with it
-    /// and there are enough of them.
+    /// The crash rate of sessions without the switch in the same population, when the policy compares with it.
     public var baselineRate: Double?
-    /// What the lower bound must exceed: the threshold, or the baseline rate times the ratio when higher.
+    /// When compared with the baseline: the lower bound of `rate − baseline_ratio × baselineRate` (Newcombe's
+    /// hybrid score interval at 95 %); the switch must be shown to crash that much more often, so above 0.
+    public var baselineDifferenceLower: Double?
+    /// What the rate is held against: the threshold, or the baseline rate times the ratio when higher.
     public var bound: Double
-    /// Whether the sample is large enough and its lower bound is above the bound.
+    /// Whether the sample is large enough, its lower bound is above the threshold, and (when compared with the
+    /// baseline) it is shown to crash `baseline_ratio` times as often as sessions without the switch.
     public var exceeds: Bool
-    /// Why it does not exceed (`35 of 200 sessions needed`, `lower bound 1.2% ≤ bound 2%`); empty when it does.
+    /// Why it does not exceed (`35 of 200 sessions needed`, `lower bound 1.2% ≤ threshold 2%`); empty when it does.
     public var shortfall: [String]
+
+    /// A switch with fewer than one session without it for this many with it runs in nearly every session: it is
+    /// held against the threshold alone, as no baseline will build up.
+    public static let nearlyEverySession: Int64 = 10
+    /// The normal quantile of the baseline comparison: Newcombe's interval at 95 % (as experiment results).
+    public static let baselineZ = 1.959963984540054
 
     /// Tests a tally against a policy.
     ///
@@ -39,18 +48,31 @@ public struct RateCheck: Sendable, Hashable {
                                                   confidence: Double(policy.confidence.basisPoints) / 10_000)
         threshold = Double(policy.maximumCrashRate.basisPoints) / 10_000
         bound = threshold
-        if let ratio = policy.baselineRatio, let baseline = withoutSwitch, baseline.sessions >= Int64(policy.minimumSessions) {
-            let baseRate = Double(min(max(0, baseline.crashedSessions), baseline.sessions)) / Double(baseline.sessions)
-            baselineRate = baseRate
-            bound = max(threshold, baseRate * Double(ratio) / 100)
-        }
         var shortfall: [String] = []
         if sessions < Int64(policy.minimumSessions) { shortfall.append("\(sessions) of \(policy.minimumSessions) sessions needed") }
         if crashes < Int64(policy.minimumCrashes) { shortfall.append("\(crashes) of \(policy.minimumCrashes) crashes needed") }
-        if let lowerBound, lowerBound <= bound {
-            shortfall.append("lower bound \(Self.percent(lowerBound)) ≤ bound \(Self.percent(bound))")
-        } else if lowerBound == nil {
+        if let lowerBound {
+            if lowerBound <= threshold { shortfall.append("lower bound \(Self.percent(lowerBound)) ≤ threshold \(Self.percent(threshold))") }
+        } else {
             shortfall.append("no sessions")
+        }
+        // Compared with sessions without the switch unless it runs in nearly all of them (then there is no baseline
+        // to speak of). The comparison keeps a healthy switch that shares sessions with a crashing one, or a
+        // release that crashes everything alike, from tripping.
+        if let ratio = policy.baselineRatio, ratio > 100, let baseline = withoutSwitch, baseline.sessions > 0,
+           baseline.sessions * Self.nearlyEverySession > sessions {
+            let baseCrashes = min(max(0, baseline.crashedSessions), baseline.sessions)
+            let baseRate = Double(baseCrashes) / Double(baseline.sessions)
+            let factor = Double(ratio) / 100
+            baselineRate = baseRate
+            bound = max(threshold, baseRate * factor)
+            if let lower = Proportions.newcombeScaledDifferenceLowerBound(
+                successes1: crashes, trials1: sessions, successes2: baseCrashes, trials2: baseline.sessions, ratio: factor, z: Self.baselineZ) {
+                baselineDifferenceLower = lower
+                if lower <= 0 {
+                    shortfall.append("not shown to crash \(RatioText.text(ratio))× as often as sessions without it (\(Self.percent(baseRate)))")
+                }
+            }
         }
         self.shortfall = shortfall
         exceeds = shortfall.isEmpty
@@ -72,6 +94,7 @@ public struct RateCheck: Sendable, Hashable {
             ("sessions", .int64(sessions)), ("crashes", .int64(crashes)),
             ("crash_rate", rate.map(JSONValue.double) ?? .null), ("lower_bound", lowerBound.map(JSONValue.double) ?? .null),
             ("threshold", .double(threshold)), ("baseline_rate", baselineRate.map(JSONValue.double) ?? .null),
+            ("baseline_difference_lower", baselineDifferenceLower.map(JSONValue.double) ?? .null),
             ("bound", .double(bound)), ("exceeds", .bool(exceeds)),
             ("shortfall", .array(shortfall.map(JSONValue.string))),
         ])
@@ -108,7 +131,10 @@ public struct GuardTrip: Sendable, Hashable {
         var text = "crash guard: crash rate \(RateCheck.percent(check.rate ?? 0)) (\(check.crashes) of \(check.sessions) sessions) "
         text += scope.isEverywhere ? "everywhere" : "in \(scopeText)"
         text += " over \(GuardDurationText.text(policy.window)); lower bound \(RateCheck.percent(check.lowerBound ?? 0))"
-        text += " at \(policy.confidence.percentText)% confidence > bound \(RateCheck.percent(check.bound))"
+        text += " at \(policy.confidence.percentText)% confidence > threshold \(RateCheck.percent(check.threshold))"
+        if let baseline = check.baselineRate, let ratio = policy.baselineRatio {
+            text += ", and above \(RatioText.text(ratio))× the crash rate without it (\(RateCheck.percent(baseline)))"
+        }
         if let complement, let rate = complement.rate {
             text += "; elsewhere \(RateCheck.percent(rate)) (\(complement.crashes) of \(complement.sessions))"
         }
@@ -169,9 +195,10 @@ public struct GuardAssessment: Sendable, Hashable {
 ///    disabled (the narrowest cut). Without enough sessions elsewhere there is no evidence of concentration.
 /// 3. Otherwise, when the population's test exceeds, the switch is disabled everywhere.
 ///
-/// A test exceeds when the sample has `min_sessions` sessions and `min_crashes` crashes and the Wilson lower
-/// bound of its crash rate is above the bound (`max_crash_rate`, or `baseline_ratio` times the crash rate of
-/// sessions without the switch when that is higher).
+/// A test exceeds when the sample has `min_sessions` sessions and `min_crashes` crashes, the Wilson lower bound of
+/// its crash rate (at the policy's confidence) is above `max_crash_rate`, and, unless the switch runs in nearly
+/// every session, the lower bound of Newcombe's 95 % interval for `rate − baseline_ratio × rate without the
+/// switch` is above 0.
 public enum GuardRule {
     /// Assesses a switch.
     ///

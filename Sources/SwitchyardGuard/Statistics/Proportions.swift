@@ -50,6 +50,16 @@ public enum Proportions {
         return (difference, max(-1, lower), min(1, upper))
     }
 
+    /// The lower bound of Newcombe's hybrid score interval for `p1 − ratio × p2`: the Wilson bounds of `p2` scale
+    /// with the ratio, so `L = (p̂1 − r·p̂2) − √((p̂1 − l1)² + r²(u2 − p̂2)²)`. Nil when either sample is empty.
+    public static func newcombeScaledDifferenceLowerBound(successes1: Int64, trials1: Int64, successes2: Int64, trials2: Int64,
+                                                         ratio: Double, z: Double) -> Double? {
+        guard let first = wilson(successes: successes1, trials: trials1, z: z),
+              let second = wilson(successes: successes2, trials: trials2, z: z) else { return nil }
+        let p1 = Double(successes1) / Double(trials1), p2 = Double(successes2) / Double(trials2)
+        return (p1 - ratio * p2) - ((p1 - first.lower) * (p1 - first.lower) + ratio * ratio * (second.upper - p2) * (second.upper - p2)).squareRoot()
+    }
+
     /// The standard normal quantile Φ⁻¹(p) for 0 < p < 1 (Acklam's rational approximation refined by one Halley
     /// step: absolute error below 1e-12).
     public static func normalQuantile(_ p: Double) -> Double {

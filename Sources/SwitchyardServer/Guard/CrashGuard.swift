@@ -337,7 +337,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     }
 
     private func tripped(_ trip: GuardTrip, record: ChangeRecord, queuedAt: Date?) {
-        shared.withLock { shared in shared.namespaces[record.namespace]?.history.apply(record) }
+        shared.withLock { shared in shared.namespaces[record.namespace]?.history.add(committed: record) }
         let factory = service.metricsFactory
         Counter(label: "switchyard_guard_trips_total",
                 dimensions: [("namespace", record.namespace), ("switch", trip.key), ("scope", trip.scopeKind)], factory: factory).increment()
@@ -368,6 +368,13 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             Gauge(label: "switchyard_guard_crash_rate_lower_bound", dimensions: dimensions, factory: factory)
                 .record(assessment.overall.lowerBound ?? 0)
             Gauge(label: "switchyard_guard_crash_rate_bound", dimensions: dimensions, factory: factory).record(assessment.overall.bound)
+            // Each trip counter exists from the start at 0: a series first seen at 1 shows no increase in
+            // Prometheus, and the guard-trip alert would miss a switch's first trip.
+            if assessment.policy.enabled {
+                for scope in ["global"] + assessment.policy.scopeBy.map(\.rawValue) {
+                    _ = Counter(label: "switchyard_guard_trips_total", dimensions: dimensions + [("scope", scope)], factory: factory)
+                }
+            }
         }
     }
 

@@ -55,6 +55,13 @@ struct GuardHistory: Sendable {
         }
     }
 
+    /// Adds a trip this process just committed, without marking the change log read up to it (changes before it
+    /// may still be unread).
+    mutating func add(committed change: ChangeRecord) {
+        guard change.source == .crashGuard, let trip = Self.trip(change.version, change.time, change.reason, change.evidence) else { return }
+        if trips[trip.version] == nil { trips[trip.version] = trip }
+    }
+
     /// Adds a trip read from the audit log.
     mutating func add(_ entry: AuditEntry) {
         guard let version = entry.version, let trip = Self.trip(version, entry.time, entry.reason, entry.evidence) else { return }

@@ -1,0 +1,124 @@
+// Switchyard console: the crash guard's statistics for the Crash guard view, from flagsd's guard API
+// (GET /v1/namespaces/{ns}/guard, editors and admins): per plugin switch the sessions and crashes in the guard's
+// window, the crash rate, its lower bound against the bound the guard holds it to, the state, and the evidence of
+// the trips in force. app.js calls Switchyard.guardStatus(state) when the view loads and after each change.
+'use strict';
+
+(function (global) {
+  const Switchyard = (global.Switchyard = global.Switchyard || {});
+  const { h, scopeText, timeElement } = Switchyard.dom;
+
+  /** `0.04967` → `"4.97 %"`; small rates keep three decimals (`0.012 %`); no value → `"–"`. */
+  function rate(fraction) {
+    if (typeof fraction !== 'number' || !Number.isFinite(fraction)) return '–';
+    const value = fraction * 100;
+    const digits = value >= 10 ? 1 : value >= 1 ? 2 : 3;
+    return `${value.toFixed(digits).replace(/\.?0+$/, '')} %`;
+  }
+
+  const count = (value) => (typeof value === 'number' ? value.toLocaleString('en-US') : '–');
+
+  // States as flagsd names them: badge tone and words, most urgent first. `off`: its policy says enabled: false.
+  const STATES = {
+    tripped: ['guard', 'tripped'],
+    tripping: ['killed', 'tripping'],
+    disabled: ['disabled', 'disabled by a person'],
+    cooling_down: ['partial', 'cooling down'],
+    watching: ['on', 'watching'],
+    off: ['', 'not watched'],
+  };
+  const ORDER = Object.keys(STATES);
+
+  /** The evidence of one trip in force, in words, with the whole record folded away. */
+  function tripEvidence(trip) {
+    const evidence = trip.evidence || {};
+    const where = evidence.scope_text || scopeText(trip.scope);
+    return h('div', { class: 'guard-trip', dataset: { version: String(trip.version) } },
+      h('p', { class: 'meta' },
+        `Turned off ${where === 'everywhere' ? 'everywhere' : `for ${where}`} in version ${trip.version}, `, timeElement(trip.time), ': ',
+        h('span', { class: 'evidence' },
+          `${count(evidence.crashes)} crashes in ${count(evidence.sessions)} sessions (${rate(evidence.crash_rate)}), `
+          + `lower bound ${rate(evidence.lower_bound)} above the bound ${rate(evidence.bound)}`
+          + (typeof evidence.baseline_rate === 'number' ? `; sessions without it crash at ${rate(evidence.baseline_rate)}` : '')
+          + (evidence.window ? `; window ${evidence.window}` : ''))),
+      h('details', {},
+        h('summary', {}, 'Evidence as recorded'),
+        h('pre', {}, JSON.stringify(evidence, null, 2))));
+  }
+
+  /** One plugin switch as a table row. */
+  function row(status) {
+    const [tone, words] = STATES[status.state] || ['watching', status.state];
+    const shortfall = Array.isArray(status.shortfall) && status.shortfall.length && status.state === 'watching'
+      ? h('p', { class: 'meta' }, `Not tripping: ${status.shortfall.join('; ')}`) : null;
+    const scopes = (status.scopes || []).length
+      ? h('p', { class: 'meta' }, 'Above the bound in: ', status.scopes.map((scope) => `${scope.kind} ${scope.value} (${rate(scope.crash_rate)})`).join(', '))
+      : null;
+    const cooling = status.cooling_down_until ? h('p', { class: 'meta' }, 'Watched again from ', timeElement(status.cooling_down_until)) : null;
+    return h('tr', { dataset: { guardSwitch: status.key, state: status.state } },
+      h('td', { 'data-label': 'Plugin switch' }, h('span', { class: 'key' }, status.key)),
+      h('td', { 'data-label': 'State' }, h('span', { class: ['badge', tone], dataset: { state: status.state } }, words), cooling),
+      h('td', { 'data-label': 'Sessions', class: 'number sessions' }, count(status.sessions)),
+      h('td', { 'data-label': 'Crashes', class: 'number crashes' }, count(status.crashes)),
+      h('td', { 'data-label': 'Crash rate', class: 'number crash-rate' }, rate(status.crash_rate)),
+      h('td', { 'data-label': 'Lower bound', class: 'number lower-bound' }, rate(status.lower_bound)),
+      h('td', { 'data-label': 'Bound', class: 'number bound' }, rate(status.bound),
+        status.bound !== status.threshold ? h('span', { class: 'meta' }, ` (threshold ${rate(status.threshold)})`) : null),
+      h('td', { 'data-label': 'Evidence and notes' },
+        (status.open_trips || []).map(tripEvidence), scopes, shortfall));
+  }
+
+  /** The statistics of every plugin switch of the namespace as a table, most urgent first. */
+  function table(body, refresh) {
+    const switches = [...(body.switches || [])].sort((a, b) =>
+      (ORDER.indexOf(a.state) + 1 || 99) - (ORDER.indexOf(b.state) + 1 || 99) || (b.crash_rate || 0) - (a.crash_rate || 0)
+      || a.key.localeCompare(b.key));
+    const window = switches.length ? switches[0].window : null;
+    const confidence = switches.length && switches[0].policy ? switches[0].policy.confidence / 100 : null;
+    return h('div', { id: 'guard-status' },
+      h('p', { class: 'help' },
+        `Sessions and crashes with each switch active over the guard's window${window ? ` (${window} by default)` : ''}, as of `,
+        timeElement(body.time), '. The guard turns a switch off when the lower bound of its crash rate',
+        confidence ? ` (Wilson score, ${confidence} % one-sided)` : '', ' is above its bound, with enough sessions and crashes. ',
+        refresh),
+      switches.length ? h('table', { id: 'guard-status-table' },
+        h('caption', {}, `${switches.length} plugin switches`),
+        h('thead', {}, h('tr', {}, ['Plugin switch', 'State', 'Sessions', 'Crashes', 'Crash rate', 'Lower bound', 'Bound', 'Evidence and notes']
+          .map((title) => h('th', { scope: 'col' }, title)))),
+        h('tbody', {}, switches.map(row)))
+        : h('p', { class: 'empty' }, 'This namespace has no plugin switches.'));
+  }
+
+  /**
+   * Loads the guard's view of the namespace and returns it as a DOM node (with a Refresh button). A 401 is
+   * rethrown (app.js signs out); other failures become a message in the node.
+   */
+  async function guardStatus(state) {
+    const refresh = h('button', { type: 'button', class: 'small', id: 'guard-status-refresh' }, 'Refresh');
+    let node;
+    try {
+      const { body } = await Switchyard.api.guard(state.namespace);
+      node = table(body, refresh);
+    } catch (error) {
+      if (error.status === 401) throw error;
+      const why = error.status === 403
+        ? 'Your token may not read the crash guard\'s statistics (editors and admins may); the changes it made are below.'
+        : `Could not load the crash guard's statistics: ${error.message}`;
+      node = h('div', { id: 'guard-status' }, h('p', { class: 'notice error', role: 'alert', id: 'guard-status-error' }, why), refresh);
+    }
+    refresh.addEventListener('click', async () => {
+      refresh.disabled = true;
+      let next;
+      try {
+        next = await guardStatus(state);
+      } catch (error) {
+        next = h('p', { class: 'notice error', role: 'alert', id: 'guard-status' }, `Could not load the crash guard's statistics: ${error.message}`);
+      }
+      if (state.guard) state.guard.status = next;
+      node.replaceWith(next);
+    });
+    return node;
+  }
+
+  Switchyard.guardStatus = guardStatus;
+})(window);

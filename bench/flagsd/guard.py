@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""The crash guard's figures against a running flagsd (bench/guard-ingest.sh starts one):
+
+ingest   events ingested per second through POST /v1/namespaces/{ns}/events, with the crash guard assessing
+         every batch (namespace guard-on) and, in the same run, interleaved, with the guard turned off by policy
+         (namespace guard-off): the guard's cost on the ingestion path as a ratio.
+trip     time from sending the batch that trips a plugin switch until each of W long-poll clients holds the new
+         snapshot; in the same run, the same for a person's `POST …/disable` (the reference path).
+
+Prints one JSON object. Needs uvloop (the venv bench/flagsd-common.sh makes).
+"""
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import statistics
+import time
+import uuid
+
+import uvloop
+
+SWITCHES = [f"plugin_switch_bench_{i}" for i in range(8)]
+CITIES = [f"city-{i}" for i in range(20)]
+
+
+def flag_set(enabled: bool) -> dict:
+    return {
+        "crash_guard": {"enabled": enabled, "min_sessions": 200, "min_crashes": 10, "cooldown": "0s"},
+        "plugin_points": [{"name": f"point_{i}", "switches": [key]} for i, key in enumerate(SWITCHES)],
+        "flags": {key: {"type": "plugin_switch", "rollout": 10000} for key in SWITCHES},
+    }
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection."""
+
+    def __init__(self, host, port, token):
+        self.host, self.port, self.token = host, port, token
+        self.reader = self.writer = None
+
+    async def request(self, method, path, body=b"", headers=()):
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {self.token}\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in headers)
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        self.writer.write(head.encode() + body)
+        status_line = await self.reader.readline()
+        status = int(status_line.split()[1])
+        length, etag = 0, None
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            if name.lower() == "content-length":
+                length = int(value.strip())
+            elif name.lower() == "etag":
+                etag = value.strip()
+        data = await self.reader.readexactly(length) if length else b""
+        return status, etag, data
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+
+
+def session(crashed: bool, switches, city: str) -> dict:
+    now = time.time()
+    stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
+    event_id = uuid.uuid4().hex
+    return {"id": event_id, "type": "session", "time": stamp(now - 1), "city": city, "cohorts": ["riders"],
+            "app_version": "5.14.0", "platform": "ios", "session_id": event_id, "start": stamp(now - 300),
+            "end": stamp(now - 2), "crashed": crashed, "switches": switches}
+
+
+def batch_bodies(count: int, size: int, rng: random.Random):
+    bodies = []
+    for _ in range(count):
+        events = [session(rng.random() < 0.001, rng.sample(SWITCHES, 4), rng.choice(CITIES)) for _ in range(size)]
+        bodies.append(json.dumps({"events": events}).encode())
+    return bodies
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+async def create(connection, name, body):
+    status, _, data = await connection.request("POST", "/v1/namespaces", json.dumps(
+        {"name": name, "reason_policy": "never", "flag_set": body}).encode())
+    assert status == 201, (status, data)
+
+
+async def ingest(host, port, admin, client, seconds, rounds, connections, size):
+    setup = Connection(host, port, admin)
+    for name, enabled in (("guard-on", True), ("guard-off", False)):
+        await create(setup, name, flag_set(enabled))
+    setup.close()
+    rng = random.Random(7)
+    bodies = batch_bodies(400, size, rng)
+    totals = {"guard-on": [0, 0.0, []], "guard-off": [0, 0.0, []]}
+    for _ in range(rounds):
+        for namespace in ("guard-on", "guard-off"):
+            deadline = time.monotonic() + seconds
+            counter = {"next": 0}
+
+            async def worker():
+                connection = Connection(host, port, client)
+                sent = 0
+                while time.monotonic() < deadline:
+                    body = bodies[counter["next"] % len(bodies)]
+                    counter["next"] += 1
+                    # Fresh ids each time a body is reused, so nothing is counted as a duplicate.
+                    body = body.replace(b'"id": "', b'"id": "' + uuid.uuid4().hex[:6].encode())
+                    started = time.monotonic()
+                    status, _, data = await connection.request("POST", f"/v1/namespaces/{namespace}/events", body)
+                    assert status == 200, (status, data[:200])
+                    totals[namespace][2].append((time.monotonic() - started) * 1000)
+                    sent += size
+                connection.close()
+                return sent
+
+            started = time.monotonic()
+            counts = await asyncio.gather(*(worker() for _ in range(connections)))
+            totals[namespace][0] += sum(counts)
+            totals[namespace][1] += time.monotonic() - started
+    result = {}
+    for namespace, (events, elapsed, latencies) in totals.items():
+        result[namespace] = {"events": events, "seconds": round(elapsed, 2), "events_per_second": round(events / elapsed),
+                             "batch_p50_ms": round(percentile(latencies, 50), 2), "batch_p99_ms": round(percentile(latencies, 99), 2)}
+    result["ratio_on_to_off"] = round(result["guard-on"]["events_per_second"] / result["guard-off"]["events_per_second"], 3)
+    return result
+
+
+async def wake(host, port, client, namespace, waiters, trigger):
+    """Parks `waiters` long-polls on a namespace, runs `trigger`, and returns each waiter's time from the trigger."""
+    probe = Connection(host, port, client)
+    status, etag, _ = await probe.request("GET", f"/v1/namespaces/{namespace}/snapshot")
+    assert status == 200
+    probe.close()
+    connections = [Connection(host, port, client) for _ in range(waiters)]
+    times = []
+
+    async def wait(connection):
+        status, tag, _ = await connection.request("GET", f"/v1/namespaces/{namespace}/snapshot?wait=60", headers=[("If-None-Match", etag)])
+        assert status == 200, status
+        times.append(time.monotonic())
+
+    tasks = [asyncio.ensure_future(wait(connection)) for connection in connections]
+    await asyncio.sleep(1.0)  # every waiter parked
+    started = time.monotonic()
+    await trigger()
+    acknowledged = time.monotonic()
+    await asyncio.gather(*tasks)
+    for connection in connections:
+        connection.close()
+    return [(t - started) * 1000 for t in times], (acknowledged - started) * 1000
+
+
+async def trip(host, port, admin, client, waiters, repeats):
+    setup = Connection(host, port, admin)
+    for index in range(repeats):
+        await create(setup, f"trip-{index}", flag_set(True))
+        await create(setup, f"ref-{index}", flag_set(True))
+    setup.close()
+    guard, person, acks_guard, acks_person = [], [], [], []
+    for index in range(repeats):
+        # 300 sessions with plugin_switch_bench_0, 30 crashed, spread over every city: a global trip.
+        events = [session(i % 10 == 0, ["plugin_switch_bench_0"], CITIES[i % len(CITIES)]) for i in range(300)]
+        body = json.dumps({"events": events}).encode()
+        poster = Connection(host, port, client)
+
+        async def post():
+            status, _, data = await poster.request("POST", f"/v1/namespaces/trip-{index}/events", body)
+            assert status == 200, data
+
+        times, ack = await wake(host, port, client, f"trip-{index}", waiters, post)
+        guard += times
+        acks_guard.append(ack)
+        poster.close()
+        editor = Connection(host, port, admin)
+
+        async def disable():
+            status, _, data = await editor.request("POST", f"/v1/namespaces/ref-{index}/flags/plugin_switch_bench_0/disable",
+                                                   json.dumps({"reason": "bench"}).encode())
+            assert status == 200, data
+
+        times, ack = await wake(host, port, client, f"ref-{index}", waiters, disable)
+        person += times
+        acks_person.append(ack)
+        editor.close()
+    summary = lambda values: {"p50_ms": round(percentile(values, 50), 2), "p99_ms": round(percentile(values, 99), 2),
+                              "max_ms": round(max(values), 2)}
+    result = {"waiters": waiters, "repeats": repeats, "guard_trip": summary(guard), "person_disable": summary(person),
+              "guard_batch_ack_p50_ms": round(statistics.median(acks_guard), 2),
+              "person_change_ack_p50_ms": round(statistics.median(acks_person), 2)}
+    result["ratio_p50_guard_to_person"] = round(result["guard_trip"]["p50_ms"] / result["person_disable"]["p50_ms"], 2)
+    return result
+
+
+async def client_token(host, port, admin):
+    connection = Connection(host, port, admin)
+    status, _, data = await connection.request("POST", "/v1/tokens", json.dumps(
+        {"name": f"bench-client-{uuid.uuid4().hex[:8]}", "role": "client"}).encode())
+    connection.close()
+    assert status == 201, (status, data)
+    return json.loads(data)["token"]
+
+
+async def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("mode", choices=["ingest", "trip"])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--admin-token", required=True)
+    parser.add_argument("--seconds", type=float, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--waiters", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    args.client_token = await client_token(args.host, args.port, args.admin_token)
+    if args.mode == "ingest":
+        result = await ingest(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
+                              args.connections, args.batch)
+    else:
+        result = await trip(args.host, args.port, args.admin_token, args.client_token, args.waiters, args.repeats)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    uvloop.install()
+    asyncio.run(main())
