@@ -5,8 +5,9 @@ import SwitchyardCore
 import Synchronization
 import Testing
 
-/// Several flagsd processes (the built binary) on one PostgreSQL database, as behind a load balancer.
-struct MultiInstanceTests {
+/// Several flagsd processes (the built binary) on one PostgreSQL database, as behind a load balancer. One test at a
+/// time: each runs two or three debug flagsd processes, and the rest of the suite shares the same two cores.
+@Suite(.serialized) struct MultiInstanceTests {
     static let adminToken = "multi-instance-admin-token-0123456789"
 
     /// Starts `count` flagsd processes on a database; the first one alone first, so it seeds the database.
