@@ -125,7 +125,7 @@ struct StoreFollowerTests {
             let committed = try await changeBehindTheAppsBack(app)
             _ = try await app.store.createNamespace(Fixtures.rider("new"), reasonPolicy: .kills,
                                                     request: ChangeRequest(author: ChangeAuthor(actor: "elsewhere", source: .api)))
-            try await waitUntil {
+            try await waitUntil(timeout: .seconds(60)) {
                 app.hub.snapshot(of: "rider")?.version == committed.state.record.version && app.hub.snapshot(of: "new") != nil
             }
         }
