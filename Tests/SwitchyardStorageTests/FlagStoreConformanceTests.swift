@@ -4,7 +4,7 @@ import SwitchyardStorage
 import Testing
 
 /// The behaviour every storage backend must have; runs against each backend in `StoreBackend.all`.
-struct FlagStoreConformanceTests {
+@Suite(.serialized) struct FlagStoreConformanceTests {
     @Test(arguments: StoreBackend.all)
     func createdNamespaceStartsAtVersionOneWithAFreshEpoch(backend: StoreBackend) async throws {
         try await backend.withStore { store in

@@ -5,7 +5,7 @@ import Testing
 
 /// What the crash guard needs from every backend: evidence kept with its changes, conditional disables that
 /// commit once however many flagsd processes race, and crash guard policies versioned like any definition.
-struct GuardStorageConformanceTests {
+@Suite(.serialized) struct GuardStorageConformanceTests {
     static let evidence: JSONValue = .object(JSONObject([
         ("switch", .string("plugin_switch_feed_promos")), ("scope", .object(JSONObject([("cities", .array([.string("lagos")]))]))),
         ("sessions", .int(1228)), ("crashes", .int(61)), ("crash_rate", .double(0.0497)), ("bound", .double(0.02)),

@@ -9,7 +9,7 @@ import Testing
 
 /// What only the PostgreSQL backend promises: notifications to every process, migrations shared safely by
 /// processes starting together, degraded mode while the database is gone, URLs.
-struct PostgresFlagStoreTests {
+@Suite(.serialized) struct PostgresFlagStoreTests {
     /// Stores on one fresh database, running until the body ends.
     func withStores<T>(_ count: Int, url: String? = nil, _ body: ([PostgresFlagStore]) async throws -> T) async throws -> T {
         let (databaseURL, drop) = try await TestPostgres.createDatabase(on: url, timeout: 60)

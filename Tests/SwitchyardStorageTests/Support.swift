@@ -6,7 +6,9 @@ import SwitchyardPostgres
 import SwitchyardStorage
 import Testing
 
-/// A storage backend the conformance suite runs against. The PostgreSQL backend adds itself to `all`.
+/// A storage backend the conformance suite runs against. The PostgreSQL backend adds itself to `all`. The suites
+/// that open PostgreSQL stores run their tests one at a time (`.serialized`): dozens of stores starting at once in one
+/// test process, beside the rest of the suite on two shared cores, starved each other past their operation timeouts.
 struct StoreBackend: Sendable, CustomTestStringConvertible {
     let name: String
     /// Opens `count` stores on one fresh, empty database (as `count` processes would); the cleanup runs after
