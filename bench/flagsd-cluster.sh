@@ -16,7 +16,14 @@ ensure_postgres
 ensure_venv
 build_flagsd
 MACHINE=$(machine_line)
-ulimit -n 30000
+# The load client holds CLIENTS connections per instance; raise the soft limit as far as the hard one allows.
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] && hard=30000
+ulimit -n "$(( hard < 30000 ? hard : 30000 ))"
+if [ "$(ulimit -n)" -lt $(( CLIENTS * 2 + 200 )) ]; then
+  echo "error: $((CLIENTS * 2)) connections need 'ulimit -n' above $((CLIENTS * 2 + 200)) (now $(ulimit -n)); lower CLIENTS" >&2
+  exit 1
+fi
 
 PG_ROOT=$(mktemp -d /tmp/flagsd-cluster-pg.XXXXXX)
 chmod 755 "$PG_ROOT"
