@@ -65,7 +65,11 @@ RESULT=$(.venv-bench/bin/python bench/flagsd/cluster_fanout.py --ports "$A_PORT,
   --clients "$CLIENTS" --rounds "$ROUNDS" --gzip)
 echo "### (d) Cross-instance propagation, 2 instances on PostgreSQL $PG_VERSION, $CLIENTS waiters each ($(date -u +%F))"
 echo
-echo "Machine: $MACHINE; load average after: $(cut -d' ' -f1-3 /proc/loadavg). flagsd release builds, PostgreSQL with"
+case "$FLAGSD_BIN" in
+  */release/*) BUILD="flagsd release builds" ;;
+  *) BUILD="flagsd $FLAGSD_BIN (not a release build)" ;;
+esac
+echo "Machine: $MACHINE; load average after: $(cut -d' ' -f1-3 /proc/loadavg). $BUILD, PostgreSQL with"
 echo "its default (durable) settings, the load client (Python asyncio on uvloop, one process) all share the cores."
 echo "Time from sending the change to A until each waiter holds the new gzip snapshot; $ROUNDS rounds pooled."
 echo
