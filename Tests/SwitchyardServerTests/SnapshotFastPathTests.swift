@@ -107,6 +107,41 @@ struct SnapshotFastPathTests {
         }
     }
 
+    @Test func aParkedRequestIsWokenInTheEncodingItAskedForWithItsOwnRequestID() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let auth = ("Authorization", "Bearer \(app.tokens["client"]!)")
+        try await withLiveFlagsd(app) { server, port in
+            // A parked request keeps its Accept-Encoding's answer, not the request: each must still get its own.
+            let encodings = ["gzip", "br;q=1, gzip;q=0", "deflate, x-gzip"]
+            var connections: [RawHTTPConnection] = []
+            for (index, encoding) in encodings.enumerated() {
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
+                                                          headers: [auth, ("If-None-Match", tag), ("Accept-Encoding", encoding),
+                                                                    ("X-Request-Id", "parked-\(index)")]))
+                connections.append(connection)
+            }
+            try await waitUntil { server.flagService.hub.waiterCount == encodings.count }
+            let answeredBefore = server.snapshotFastPath.answeredCount
+            let change = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
+                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4300}"#)
+            #expect(change.status == .ok)
+            for (index, connection) in connections.enumerated() {
+                let woken = try await connection.readResponse()
+                #expect(woken.status == .ok)
+                #expect(woken.headers[.requestID] == "parked-\(index)")
+                let gzip = index != 1
+                #expect(woken.headers[.contentEncoding] == (gzip ? "gzip" : nil), "\(encodings[index])")
+                let document = try SnapshotDocument.decode(gzip ? Gzip.decompress(woken.body) : woken.body)
+                #expect(document.version == 2)
+                #expect(woken.headers[.eTag] == document.entityTag)
+            }
+            #expect(server.snapshotFastPath.answeredCount - answeredBefore == encodings.count)
+        }
+    }
+
     @Test func aParkedRequestWhoseConnectionIsResetLeavesTheHubAtOnce() async throws {
         let app = try await TestApp.make()
         defer { app.close() }

@@ -9,7 +9,10 @@ package import SwitchyardStorage
 import Synchronization
 
 /// A namespace's snapshot at one version, encoded once and shared by every request.
-package struct PublishedSnapshot: Sendable {
+///
+/// A class of constants rather than a struct: every answer of a fan-out passes it along, and a copy then costs one
+/// retain instead of one per buffer, string and header list it holds.
+package final class PublishedSnapshot: Sendable {
     package let namespace: String
     package let epoch: String
     package let version: Int64

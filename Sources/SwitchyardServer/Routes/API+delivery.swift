@@ -46,10 +46,17 @@ extension API {
     ///
     /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already.
     func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
+        try snapshotAfterWait(reason, acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
+                              namespace: namespace, waitedOn: current)
+    }
+
+    /// `snapshotAfterWait(_:request:namespace:waitedOn:)` with the request's `Accept-Encoding` read already: a
+    /// parked request keeps that answer rather than the whole request.
+    func snapshotAfterWait(_ reason: WakeReason, acceptsGzip: Bool, namespace: String, waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
         switch reason {
         case .changed:
             guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-            return .snapshot(latest, request)
+            return .ok(latest, gzip: acceptsGzip)
         case .timedOut, .shutdown, .cancelled:
             return .notModified(current)
         case .gone:
