@@ -33,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // The flag model, evaluation engine, bucketing and snapshot format. Foundation-free: builds for iOS.
@@ -73,6 +74,15 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
+        // The PostgreSQL backend of the storage protocol (PostgresNIO), for several flagsd instances sharing one database.
+        .target(
+            name: "SwitchyardPostgres",
+            dependencies: ["SwitchyardCore", "SwitchyardStorage",
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            swiftSettings: settings
+        ),
         // The crash guard's decisions: windowed counts, the Wilson-bound trip rule, scopes, evidence. No I/O.
         .target(name: "SwitchyardGuard", dependencies: ["SwitchyardCore", "SwitchyardStorage"], swiftSettings: settings),
         // The web console: plain HTML, CSS and JavaScript, served by flagsd at /console/ (no build step).
@@ -96,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "flagsd",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -143,6 +153,14 @@ let package = Package(
             dependencies: ["SwitchyardCore", "SwitchyardPlugins", "ClientTestSupport"],
             swiftSettings: settings
         ),
+        // Test support for the PostgreSQL backend: the test server's URL, fresh databases, private servers.
+        .target(
+            name: "PostgresTestSupport",
+            dependencies: ["SwitchyardPostgres", .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Tests/PostgresTestSupport",
+            swiftSettings: settings
+        ),
         .testTarget(
             name: "SwitchyardMatrixTests",
             dependencies: ["SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles"],
@@ -150,7 +168,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchyardStorageTests",
-            dependencies: ["SwitchyardStorage", "SwitchyardCore"],
+            dependencies: ["SwitchyardStorage", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport"],
             swiftSettings: settings
         ),
         .testTarget(
@@ -172,6 +190,7 @@ let package = Package(
             name: "SwitchyardServerTests",
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
+                "SwitchyardPostgres", "PostgresTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -16,11 +16,14 @@ public struct FlagsServer: Service {
     let crashGuard: CrashGuard
     /// What answers snapshot polls before the router.
     package let snapshotFastPath: SnapshotFastPath
+    /// Follows the writes of other processes on a shared store (nil for a store only this process writes).
+    var follower: StoreFollower?
 
     public func run() async throws {
         // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server, and
         // the crash guard once no more events come in.
-        let group = ServiceGroup(configuration: .init(services: [crashGuard, application, service.hub], logger: service.logger))
+        let services: [any Service] = [crashGuard] + (follower.map { [$0] } ?? []) + [application, service.hub]
+        let group = ServiceGroup(configuration: .init(services: services, logger: service.logger))
         try await group.run()
     }
 
@@ -72,6 +75,8 @@ public func buildApplication(
         configuration: configuration,
         metricsFactory: factory, logger: logger,
         console: ConsoleSite.load(enabled: configuration.console, logger: logger))
+    // Subscribe before loading, so no write committed elsewhere meanwhile is missed.
+    let notifications = store.notifications()
     try await service.load()
     let crashGuard = CrashGuard(service: service, options: CrashGuard.Options(
         refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL))
@@ -85,8 +90,12 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
-    return FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard,
-                       snapshotFastPath: snapshotFastPath)
+    var server = FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard,
+                             snapshotFastPath: snapshotFastPath)
+    if let notifications {
+        server.follower = StoreFollower(service: service, notifications: notifications, interval: configuration.storeCheckInterval)
+    }
+    return server
 }
 
 /// One route: method, path template, handler.

@@ -42,7 +42,13 @@ public func bootstrap(store: any FlagStore, flagsDirectory: String?, adminToken:
         } else {
             for file in directory.files {
                 let request = ChangeRequest(author: author, summary: "seeded namespace \(file.namespace) from \(file.path)")
-                _ = try await store.createNamespace(file.flagSet, reasonPolicy: .kills, request: request)
+                do {
+                    _ = try await store.createNamespace(file.flagSet, reasonPolicy: .kills, request: request)
+                } catch let error as StorageError where error.kind == .alreadyExists {
+                    // Another instance sharing the database seeded it first.
+                    logger.info("namespace seeded by another instance", metadata: ["namespace": .string(file.namespace)])
+                    continue
+                }
                 report.seededNamespaces.append(file.namespace)
                 logger.info("seeded namespace from flag file", metadata: ["namespace": .string(file.namespace), "file": .string(file.path)])
             }
@@ -57,11 +63,19 @@ public func bootstrap(store: any FlagStore, flagsDirectory: String?, adminToken:
             }
             let record = TokenRecord(id: TokenSecret.newID(), name: "admin", role: .admin, namespaces: nil,
                                      createdAt: .now, createdBy: "flagsd")
-            try await store.createToken(StoredToken(record: record, secretHash: TokenSecret.hash(adminToken)), by: admin)
-            report.adminTokenFromEnvironment = true
+            do {
+                try await store.createToken(StoredToken(record: record, secretHash: TokenSecret.hash(adminToken)), by: admin)
+                report.adminTokenFromEnvironment = true
+            } catch let error as StorageError where error.kind == .alreadyExists {
+                logger.info("the first admin token was created by another instance sharing the database")
+            }
         } else {
-            let (_, secret) = try await store.issueToken(name: "admin", role: .admin, namespaces: nil, by: admin)
-            report.generatedAdminToken = secret
+            do {
+                let (_, secret) = try await store.issueToken(name: "admin", role: .admin, namespaces: nil, by: admin)
+                report.generatedAdminToken = secret
+            } catch let error as StorageError where error.kind == .alreadyExists {
+                logger.info("the first admin token was created (and printed) by another instance sharing the database")
+            }
         }
     } else if let adminToken, !tokens.contains(where: { $0.secretHash == TokenSecret.hash(adminToken) }) {
         logger.warning("SWITCHYARD_ADMIN_TOKEN is ignored: the database has tokens already (manage them with POST /v1/tokens or flagctl tokens)")

@@ -24,6 +24,9 @@ public struct ServerConfiguration: Sendable {
     /// How long token checks trust the tokens cached in memory before reading the store again (for tokens
     /// created or revoked by another instance).
     public var tokenCacheMaximumAge: Duration = .seconds(10)
+    /// On a store shared by several processes (PostgreSQL): how often every namespace is compared with the
+    /// store, the safety net for missed change notifications.
+    public var storeCheckInterval: Duration = .seconds(5)
     /// Whether flagsd serves the web console at `/console/`.
     public var console: Bool = true
     /// The most events one `POST /v1/namespaces/{ns}/events` batch may hold (more: 413).

@@ -3,8 +3,8 @@ public import SwitchyardCore
 
 /// Where flagsd keeps namespaces, their flag sets, the change log, the audit log and tokens.
 ///
-/// Backends: `SQLiteFlagStore` (embedded, the default). A PostgreSQL backend implements the same protocol, and
-/// one conformance suite runs against every backend.
+/// Backends: `SQLiteFlagStore` (embedded, the default) and `PostgresFlagStore` (module `SwitchyardPostgres`,
+/// shared by several flagsd processes). One conformance suite runs against every backend.
 ///
 /// Implementation requirements:
 /// - `change(_:_:mutation:)` runs in one transaction: read the current flag set, apply the mutation, plan the
@@ -18,6 +18,11 @@ public import SwitchyardCore
 ///   give it back in `ChangeRecord.evidence` and `AuditEntry.evidence`.
 /// - Every error is a `StorageError`; errors thrown by a mutation pass through unchanged.
 /// - Token secrets are never stored, only their SHA-256.
+/// - A store that several processes share returns `notifications()`, and sends one after every commit of a
+///   namespace or token write, to every process (see `StoreNotification`). `change(_:_:mutation:)` runs the
+///   mutation under a lock on the namespace that the other processes respect, so versions stay strictly
+///   increasing and a mutation that refuses a change when it finds its work done (the crash guard's "disable
+///   unless disabled") decides on the latest state.
 ///
 /// Every store is also an `EventStore` (client events: ids and counters), with its own requirements.
 public protocol FlagStore: EventStore {
@@ -73,6 +78,17 @@ public protocol FlagStore: EventStore {
 
     /// Checks that the database answers (for `/readyz`).
     func checkHealth() async throws
+
+    /// The writes of every process sharing the store, as they commit; nil when only this process writes to it.
+    ///
+    /// Each call returns a new stream; it starts with `resync` once the store listens, and ends when the task
+    /// consuming it is cancelled.
+    func notifications() -> AsyncStream<StoreNotification>?
+}
+
+extension FlagStore {
+    /// A store only this process writes to has nothing to tell it.
+    public func notifications() -> AsyncStream<StoreNotification>? { nil }
 }
 
 extension FlagStore {

@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import SwitchyardPostgres
 import SwitchyardServer
 import SwitchyardStorage
 import UnixSignals
@@ -19,7 +20,12 @@ struct Flagsd: AsyncParsableCommand {
             On first start flagsd seeds the database from the flag files in --flags and creates an admin token
             (from SWITCHYARD_ADMIN_TOKEN, or generated and printed once).
 
-            Example: flagsd --port 9090 --database /var/lib/switchyard/flags.sqlite
+            Examples:
+              flagsd --port 9090 --database /var/lib/switchyard/flags.sqlite
+              flagsd --database 'postgres://flagsd:SECRET@db.internal:5432/switchyard?sslmode=verify-full'
+
+            With PostgreSQL, run as many instances as you like on one database behind a load balancer: a change
+            through any instance wakes the long-polls of all of them. See docs/operations.md.
             """)
 
     @Option(help: "The address to listen on (SWITCHYARD_HOST).")
@@ -28,8 +34,16 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "The port to listen on; 0 picks a free one (SWITCHYARD_PORT).")
     var port = env("SWITCHYARD_PORT").flatMap(Int.init) ?? 8080
 
-    @Option(help: "The database: a SQLite file path or sqlite:PATH (SWITCHYARD_DATABASE).")
+    @Option(help: ArgumentHelp(
+        "The database: a SQLite file path or sqlite:PATH, or postgres://USER:PASSWORD@HOST:PORT/DATABASE (SWITCHYARD_DATABASE).",
+        discussion: "PostgreSQL URL parameters: sslmode=disable|prefer|require|verify-full, pool_size=N (default 10), timeout=SECONDS per operation (default 5)."))
     var database = env("SWITCHYARD_DATABASE") ?? ".switchyard/flags.sqlite"
+
+    @Option(help: "PostgreSQL: how many seconds to wait at start for the database to answer (SWITCHYARD_DATABASE_WAIT).")
+    var databaseWait = env("SWITCHYARD_DATABASE_WAIT").flatMap(Int.init) ?? 30
+
+    @Option(help: "PostgreSQL: every how many seconds to compare all namespaces with the database, the safety net for missed change notifications (SWITCHYARD_SYNC_INTERVAL).")
+    var syncInterval = env("SWITCHYARD_SYNC_INTERVAL").flatMap(Double.init) ?? 5
 
     @Option(help: "The flag files to seed an empty database from (SWITCHYARD_FLAGS).")
     var flags = env("SWITCHYARD_FLAGS") ?? "Flags"
@@ -94,8 +108,15 @@ struct Flagsd: AsyncParsableCommand {
                 throw ValidationError("--guard-webhook '\(text)' is not an http or https URL, e.g. --guard-webhook https://hooks.example.com/switchyard.")
             }
         }
-        if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
-            throw ValidationError("PostgreSQL is not supported by this build yet; pass a SQLite path, e.g. --database .switchyard/flags.sqlite.")
+        if PostgresStoreConfiguration.isPostgresURL(database) {
+            do {
+                _ = try PostgresStoreConfiguration(url: database)
+            } catch {
+                throw ValidationError("--database: \(error)")
+            }
+        }
+        guard databaseWait >= 0, syncInterval >= 0.1, syncInterval <= 3600 else {
+            throw ValidationError("--database-wait takes 0 or more seconds, --sync-interval between 0.1 and 3600 seconds.")
         }
     }
 
@@ -112,8 +133,35 @@ struct Flagsd: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "flagsd")
 
-        let path = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : database
-        let store = try SQLiteFlagStore(path: path, logger: logger)
+        if PostgresStoreConfiguration.isPostgresURL(database) {
+            let postgres = try PostgresStoreConfiguration(url: database)
+            let store = try PostgresFlagStore(configuration: postgres, logger: logger)
+            let wait = databaseWait
+            let serving = Serving {
+                try await store.migrate(waitingUpTo: .seconds(wait))
+                try await prepare(store: store, describedAs: postgres.displayURL, registry: registry, logger: logger).run()
+            }
+            // Shut down in reverse order: the server drains first, then the store closes its connections.
+            let group = ServiceGroup(configuration: .init(
+                services: [
+                    .init(service: store),
+                    .init(service: serving, successTerminationBehavior: .gracefullyShutdownGroup,
+                          failureTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+        } else {
+            let path = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : database
+            let store = try SQLiteFlagStore(path: path, logger: logger)
+            let server = try await prepare(store: store, describedAs: path, registry: registry, logger: logger)
+            let group = ServiceGroup(configuration: .init(
+                services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+        }
+    }
+
+    /// Seeds an empty store, prints a generated admin token once, and builds the server.
+    func prepare(store: any FlagStore, describedAs databaseName: String, registry: PrometheusCollectorRegistry, logger: Logger) async throws -> FlagsServer {
         let report = try await bootstrap(store: store, flagsDirectory: flags, adminToken: env("SWITCHYARD_ADMIN_TOKEN"), logger: logger)
         if let token = report.generatedAdminToken {
             FileHandle.standardOutput.write(Data("""
@@ -132,15 +180,22 @@ struct Flagsd: AsyncParsableCommand {
             host: host, port: port, maximumWait: maxWait, maximumWaiters: maxWaiters,
             maximumBodySize: maxBodySize, metricsRequireToken: metricsRequireToken,
             defaultNamespace: ofrepDefaultNamespace, ofrepRatePerMinute: ofrepRatePerMinute)
+        configuration.storeCheckInterval = .milliseconds(Int64(syncInterval * 1000))
         configuration.console = console
         configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))
         let host = self.host
-        let server = try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger) { port in
-            FileHandle.standardOutput.write(Data("flagsd listening on http://\(host):\(port) (database \(path))\n".utf8))
+        return try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger) { port in
+            FileHandle.standardOutput.write(Data("flagsd listening on http://\(host):\(port) (database \(databaseName))\n".utf8))
         }
-        let group = ServiceGroup(configuration: .init(
-            services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+    }
+}
+
+/// A piece of work run as a service of flagsd's group.
+struct Serving: Service {
+    let body: @Sendable () async throws -> Void
+
+    func run() async throws {
+        try await body()
     }
 }
 

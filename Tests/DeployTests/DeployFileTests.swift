@@ -121,6 +121,24 @@ struct DeployFileTests {
     }
 
     /// The container side of `HOST:PORT:CONTAINER`, `PORT:CONTAINER` or `CONTAINER`.
+    /// Runs flagsd on a PostgreSQL URL whose host and port are replaced by a closed loopback port (1): the URL must
+    /// pass flagsd's validation (exit status 64 and a `--database` message otherwise) and flagsd must report the
+    /// database unreachable.
+    static func expectFlagsdConnects(to url: String, service: String) async throws {
+        let closedPort = 1  // tcpmux: nothing listens there on loopback
+        let loopback = url.replacingOccurrences(of: #"@[^/@]+/"#, with: "@127.0.0.1:\(closedPort)/", options: .regularExpression)
+        #expect(loopback != url, "\(service): no @HOST:PORT/ in \(url)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-pg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let outcome = try await runProgram(try Built.binary("flagsd").path,
+                                           ["--database", loopback, "--database-wait", "0", "--port", "0", "--log-format", "text"],
+                                           in: folder, deadline: .seconds(60))
+        #expect(outcome.status != 0 && outcome.status != 64, "\(service): flagsd exited with \(outcome.status): \(outcome.error)")
+        #expect(!outcome.error.contains("Error: --database"), "\(service): flagsd refused the URL: \(outcome.error)")
+        #expect(outcome.error.contains("127.0.0.1:\(closedPort)"), "\(service): flagsd did not try the database: \(outcome.error)")
+    }
+
     static func containerPort(_ mapping: String) -> String {
         String(mapping.split(separator: ":").last ?? "").split(separator: "/").first.map(String.init) ?? ""
     }
@@ -170,10 +188,13 @@ struct DeployFileTests {
             #expect(database.hasSuffix("@postgres:5432/\(postgresEnvironment["POSTGRES_DB"] ?? "?")"), "\(name) uses POSTGRES_DB on the postgres service")
             #expect((service["depends_on"] as? [String: Any])?["postgres"] != nil)
         }
-        // Known until the PostgreSQL backend (issue 9) lands: flagsd then names postgres:// under --database and
-        // this passes (intermittent: not an error once it does; delete the wrapper then).
-        withKnownIssue("flagsd does not accept postgres:// before the PostgreSQL backend (issue 9)", isIntermittent: true) {
-            #expect(options.helpOf("--database").lowercased().contains("postgres"), "flagsd --database takes no PostgreSQL URL: \(options.helpOf("--database"))")
+        // flagsd takes the PostgreSQL URL the services are given: it passes validation and flagsd goes on to
+        // connect (to a closed loopback port here, in place of the postgres service, with no wait).
+        #expect(options.helpOf("--database").lowercased().contains("postgres://"), "flagsd --database takes no PostgreSQL URL: \(options.helpOf("--database"))")
+        for (name, service) in flagsds {
+            let database = try #require(Self.environment(service)["SWITCHYARD_DATABASE"])
+                .replacingOccurrences(of: "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}", with: "compose-password")
+            try await Self.expectFlagsdConnects(to: database, service: name)
         }
 
         // Prometheus scrapes every flagsd at its port and path, as job flagsd, and loads the alert rules.

@@ -181,15 +181,28 @@ struct OperationsRouteTests {
         defer { app.close() }
         #expect(try await app.send(.get, "/healthz").json["status"] == .string("ok"))
         #expect(try await app.send(.get, "/readyz").json["status"] == .string("ready"))
+        #expect(try await app.send(.get, "/readyz").json["database"] == .string("ok"))
         let document = try await app.send(.get, "/openapi.yaml")
         #expect(document.status == .ok)
         #expect(document.text.hasPrefix("openapi: 3.1"))
     }
 
-    @Test func readinessFailsWhenTheDatabaseIsClosed() async throws {
+    @Test func readinessReportsDegradedWhenTheDatabaseIsClosedSoReadsKeepBeingRouted() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
         try app.store.close()
+        let response = try await app.send(.get, "/readyz")
+        #expect(response.status == .ok)
+        #expect(response.json["status"] == .string("degraded"))
+        #expect(response.json["database"] == .string("unavailable"))
+        #expect(response.json["namespaces"] == .int(1))
+        #expect(response.json["detail"]?.stringValue?.contains("503") == true)
+    }
+
+    @Test func readinessFailsWhileShuttingDown() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        app.hub.shutdown()
         let response = try await app.send(.get, "/readyz")
         #expect(response.status == .serviceUnavailable)
     }

@@ -154,13 +154,18 @@ struct OFREPAccessTests {
         let app = try await TestApp.makeOFREP(configuration: configuration)
         defer { app.close() }
         #expect(try await app.evaluate("plugin_switch_banner").status == .ok)
-        // Tokens are read from the store on every request now; a closed store fails that read.
+        // Tokens are read from the store on every request now; a closed store fails that read. A token the
+        // server never loaded cannot be checked then.
+        let unseen = try await app.store.issueToken(name: "unseen", role: .client, namespaces: nil,
+                                                    by: ChangeAuthor(actor: "setup", source: .api)).secret
         try app.store.close()
         for path in ["/ofrep/v1/evaluate/flags/plugin_switch_banner", "/ofrep/v1/evaluate/flags"] {
-            let response = try await app.send(.post, path, token: "client", body: #"{"context": {}}"#)
+            let response = try await app.send(.post, path, token: unseen, body: #"{"context": {}}"#)
             #expect(response.status == .internalServerError, "\(response.text)")
             #expect(response.headers[.contentType] == "application/json")
             #expect(response.json["errorDetails"]?.stringValue?.contains("request id") == true)
         }
+        // Degraded mode: tokens already loaded keep evaluating against the snapshots held.
+        #expect(try await app.evaluate("plugin_switch_banner").status == .ok)
     }
 }

@@ -72,10 +72,12 @@ struct OFREPWireTests {
             #expect(tooMany.headers[.retryAfter].flatMap(Int.init).map { (1...60).contains($0) } == true,
                     "Retry-After: \(tooMany.headers[.retryAfter] ?? "missing")")
 
-            // 500: the store fails while the token is checked.
+            // 500: the store fails while a token the server never loaded is checked.
+            let unseen = try await app.store.issueToken(name: "unseen", role: .client, namespaces: nil,
+                                                        by: ChangeAuthor(actor: "setup", source: .api)).secret
             try app.store.close()
             for path in [single, bulk] {
-                let failed = try await post(path, ["X-API-Key": client])
+                let failed = try await post(path, ["X-API-Key": unseen])
                 #expect(failed.status == .internalServerError)
                 #expect(failed.headers[.contentType] == "application/json")
                 #expect(failed.json["errorDetails"]?.stringValue?.contains("request id") == true, "\(failed.text)")

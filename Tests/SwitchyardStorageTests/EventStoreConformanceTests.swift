@@ -5,7 +5,7 @@ import Testing
 
 /// What every backend must do with client events (`EventStore`); runs against each backend in
 /// `StoreBackend.all`, beside `FlagStoreConformanceTests`.
-struct EventStoreConformanceTests {
+@Suite(.serialized) struct EventStoreConformanceTests {
     /// 2027-01-15 08:00:00 UTC, a bucket start (1,800,000,000 is a multiple of 60).
     static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 

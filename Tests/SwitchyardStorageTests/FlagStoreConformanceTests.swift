@@ -4,7 +4,7 @@ import SwitchyardStorage
 import Testing
 
 /// The behaviour every storage backend must have; runs against each backend in `StoreBackend.all`.
-struct FlagStoreConformanceTests {
+@Suite(.serialized) struct FlagStoreConformanceTests {
     @Test(arguments: StoreBackend.all)
     func createdNamespaceStartsAtVersionOneWithAFreshEpoch(backend: StoreBackend) async throws {
         try await backend.withStore { store in
@@ -302,4 +302,145 @@ struct FlagStoreConformanceTests {
             #expect(try await store.changes(in: "rider", after: 0, limit: 100).map(\.version) == Array(1...41))
         }
     }
+
+    // MARK: Several processes on one database
+
+    @Test(arguments: StoreBackend.all)
+    func aStateReadByAnotherProcessEncodesToTheSameSnapshotBytes(backend: StoreBackend) async throws {
+        try await backend.withStores(2) { stores in
+            let created = try await stores[0].createNamespace(Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
+            let readCreated = try #require(try await stores[1].namespace("kitchen"))
+            #expect(SnapshotDocument.encode(readCreated.snapshot) == SnapshotDocument.encode(created.state.snapshot))
+            let changed = try await stores[0].change("kitchen", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 4321))
+            let read = try #require(try await stores[1].namespace("kitchen"))
+            #expect(read.record.version == 2)
+            #expect(read.flagSet == changed.state.flagSet)
+            #expect(SnapshotDocument.encode(read.snapshot) == SnapshotDocument.encode(changed.state.snapshot))
+            // The bytes are a function of the stored flag set, epoch and version: decoding and encoding again
+            // gives them back.
+            let bytes = SnapshotDocument.encode(read.snapshot)
+            #expect(SnapshotDocument.encode(try SnapshotDocument.decode(bytes)) == bytes)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func concurrentChangesThroughSeveralProcessesTakeStrictlyIncreasingVersions(backend: StoreBackend) async throws {
+        try await backend.withStores(3) { stores in
+            _ = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            let results = try await withThrowingTaskGroup(of: (rollout: Int, version: Int64).self) { group in
+                for index in 1...30 {
+                    let store = stores[index % stores.count]
+                    group.addTask {
+                        let committed = try await store.change("rider", Fixtures.request("writer\(index)"),
+                                                               mutation: Fixtures.rollout("plugin_switch_feed_weather", index))
+                        return (index, committed.state.record.version)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(Set(results.map(\.version)) == Set(2...31))
+            let log = try await stores[1].changes(in: "rider", after: 0, limit: 100)
+            #expect(log.map(\.version) == Array(1...31))
+            // Each version holds the rollout its writer set, and its `before` is the previous version's `after`.
+            for (rollout, version) in results {
+                let entry = try #require(log.first { $0.version == version })
+                #expect(entry.actor == "writer\(rollout)")
+                #expect(entry.changes.first?.after?["rollout"] == .int(rollout))
+            }
+            for (previous, next) in zip(log.dropFirst(), log.dropFirst(2)) {
+                #expect(next.changes.first?.before == previous.changes.first?.after)
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aMutationThatRefusesWorkAlreadyDoneLetsOnlyOneOfManyProcessesDoIt(backend: StoreBackend) async throws {
+        // The crash guard's trip: "disable the switch unless it is disabled", decided in the store's transaction
+        // on the latest state, so instances that see the same crashes trip it once.
+        struct AlreadyDisabled: Error {}
+        try await backend.withStores(3) { stores in
+            _ = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let outcomes = await withTaskGroup(of: Bool?.self) { group in
+                for index in 0..<12 {
+                    let store = stores[index % stores.count]
+                    group.addTask {
+                        do {
+                            _ = try await store.change("rider", Fixtures.request("crash-guard", source: .crashGuard, reason: "crashes")) { flagSet in
+                                var flagSet = flagSet
+                                let at = flagSet.flags.firstIndex { $0.key == "plugin_switch_feed_promos" }!
+                                guard flagSet.flags[at].pluginSwitch?.disabled == false else { throw AlreadyDisabled() }
+                                flagSet.flags[at].pluginSwitch?.disabled = true
+                                return flagSet
+                            }
+                            return true
+                        } catch is AlreadyDisabled {
+                            return false
+                        } catch {
+                            return nil
+                        }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 == true }.count == 1)
+            #expect(outcomes.filter { $0 == false }.count == 11)
+            #expect(try await stores[2].namespace("rider")?.record.version == 2)
+            #expect(try await stores[1].audit(AuditQuery(source: .crashGuard, limit: 10)).entries.count == 1)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func tokensAndAuditWrittenByOneProcessAreReadByAnother(backend: StoreBackend) async throws {
+        try await backend.withStores(2) { stores in
+            let admin = ChangeAuthor(actor: "root", source: .api)
+            let (record, secret) = try await stores[0].issueToken(name: "ci", role: .client, namespaces: nil, by: admin)
+            #expect(try await stores[1].tokens().first { $0.record.id == record.id }?.secretHash == TokenSecret.hash(secret))
+            _ = try await stores[1].revokeToken("ci", by: admin)
+            #expect(try await stores[0].tokens().first { $0.record.id == record.id }?.record.isRevoked == true)
+            #expect(try await stores[0].audit(AuditQuery(target: "ci", limit: 10)).entries.map(\.action) == [.tokenRevoke, .tokenCreate])
+            _ = await expectStorageError(.alreadyExists) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for store in stores {
+                        group.addTask { _ = try await store.issueToken(name: "race", role: .client, namespaces: nil, by: admin) }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            #expect(try await stores[0].tokens().filter { $0.record.name == "race" }.count == 1)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aBatchSentThroughSeveralProcessesAtOnceCountsOnce(backend: StoreBackend) async throws {
+        // A client retries a batch through another instance while the first is still counting it; batches
+        // overlapping in other orders must not deadlock.
+        try await backend.withStores(3) { stores in
+            _ = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let t0 = EventStoreConformanceTests.t0
+            var batch: [StoredEvent] = []
+            for index in 0..<60 {
+                let cohorts: [String] = index % 2 == 0 ? ["beta"] : []
+                batch.append(EventStoreConformanceTests.session("e\(index)", at: Double(index), crashed: index % 4 == 0,
+                                                                switches: ["plugin_switch_feed_promos"], cohorts: cohorts))
+            }
+            let orders: [[StoredEvent]] = [batch, batch.reversed(), batch.shuffled()]
+            let results = try await withThrowingTaskGroup(of: EventIngestResult.self) { group in
+                for (index, store) in stores.enumerated() {
+                    for order in orders {
+                        group.addTask { try await store.ingestEvents(order, in: "rider", receivedAt: t0 + Double(index)) }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let counted = results.flatMap(\.counted)
+            #expect(counted.count == 60)
+            #expect(Set(counted).count == 60)
+            #expect(results.map(\.duplicates.count).reduce(0, +) == 60 * 8)
+            let counts = try await stores[1].eventCounts(EventStoreConformanceTests.window())
+            #expect(counts.first { $0.subject == .baseline && $0.dimension == .all }?.tally == EventTally(sessions: 60, crashedSessions: 15))
+            #expect(counts.first { $0.subject == .pluginSwitch("plugin_switch_feed_promos") && $0.dimension == .cohort("beta") }?.tally
+                    == EventTally(sessions: 30, crashedSessions: 15))
+        }
+    }
 }
+

@@ -5,7 +5,7 @@ import Testing
 
 /// What the crash guard needs from every backend: evidence kept with its changes, conditional disables that
 /// commit once however many flagsd processes race, and crash guard policies versioned like any definition.
-struct GuardStorageConformanceTests {
+@Suite(.serialized) struct GuardStorageConformanceTests {
     static let evidence: JSONValue = .object(JSONObject([
         ("switch", .string("plugin_switch_feed_promos")), ("scope", .object(JSONObject([("cities", .array([.string("lagos")]))]))),
         ("sessions", .int(1228)), ("crashes", .int(61)), ("crash_rate", .double(0.0497)), ("bound", .double(0.02)),
@@ -71,6 +71,33 @@ struct GuardStorageConformanceTests {
             let scoped = try await store.change("rider", Self.guardRequest(),
                                                 mutation: Self.disableUnlessDisabled("plugin_switch_feed_promos", in: Scope(cities: ["lagos"])))
             #expect(!scoped.changed)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func racingConditionalDisablesThroughSeveralProcessesCommitOnce(backend: StoreBackend) async throws {
+        // Three flagsd instances whose guards saw the same crashes: the condition is decided under the namespace's
+        // lock on the latest state (PostgreSQL: the row lock each change takes), so one trip commits.
+        try await backend.withStores(3) { stores in
+            _ = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let results = try await withThrowingTaskGroup(of: CommittedChange.self) { group in
+                for index in 0..<9 {
+                    let store = stores[index % stores.count]
+                    group.addTask {
+                        try await store.change("rider", Self.guardRequest(),
+                                               mutation: Self.disableUnlessDisabled("plugin_switch_feed_promos", in: Scope(cities: ["lagos"])))
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.filter(\.changed).count == 1)
+            for store in stores {
+                let state = try #require(try await store.namespace("rider"))
+                #expect(state.record.version == 2)
+                #expect(state.flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.disabledScopes == [Scope(cities: ["lagos"])])
+                let audit = try await store.audit(AuditQuery(namespace: "rider", source: .crashGuard))
+                #expect(audit.entries.map(\.evidence) == [Self.evidence])
+            }
         }
     }
 

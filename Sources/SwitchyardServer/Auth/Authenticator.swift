@@ -8,12 +8,16 @@ import Synchronization
 /// Verifies bearer tokens against the stored hashes and checks roles and namespaces.
 ///
 /// Tokens are cached in memory by the SHA-256 of their secret, reloaded after every token change made through
-/// this process and at most `maximumAge` after the last load (for changes made by other instances). The final
-/// comparison of digests takes constant time.
+/// this process or notified by the store, and at most `maximumAge` after the last load (for changes made by other
+/// instances). While the database is unreachable, the cached tokens stay valid (degraded mode), and a token not
+/// in the cache gets 503 rather than 401, as it cannot be checked. The final comparison of digests takes
+/// constant time.
 package final class Authenticator: Sendable {
     private struct Cache {
         var tokens: [TokenDigest: StoredToken] = [:]
         var loadedAt: ContinuousClock.Instant?
+        /// Why the last reload failed; nil after a successful one.
+        var reloadFailure: StorageError?
     }
 
     private let store: any FlagStore
@@ -30,11 +34,19 @@ package final class Authenticator: Sendable {
 
     /// Loads every token from the store.
     package func reload() async throws {
-        let tokens = try await store.tokens()
+        let tokens: [StoredToken]
+        do {
+            tokens = try await store.tokens()
+        } catch {
+            let failure = error as? StorageError ?? StorageError(.unavailable, "cannot read tokens: \(error)")
+            cache.withLock { $0.reloadFailure = failure }
+            throw error
+        }
         let now = clock.now
         cache.withLock { cache in
             cache.tokens = Dictionary(tokens.map { (TokenDigest($0.secretHash), $0) }, uniquingKeysWith: { first, _ in first })
             cache.loadedAt = now
+            cache.reloadFailure = nil
         }
     }
 
@@ -65,8 +77,19 @@ package final class Authenticator: Sendable {
             cache.loadedAt = now
             return true
         }
-        if reloads { try await reload() }
-        guard let stored = cache.withLock({ $0.tokens[TokenDigest(hash)] }), TokenSecret.constantTimeEquals(stored.secretHash, hash) else {
+        if reloads {
+            // Degraded mode: a store that does not answer leaves the cached tokens in use.
+            do {
+                try await reload()
+            } catch {
+                Counter(label: "flagsd_token_reload_failures_total", factory: metricsFactory).increment()
+            }
+        }
+        let (found, failure) = cache.withLock { ($0.tokens[TokenDigest(hash)], $0.reloadFailure) }
+        guard let stored = found, TokenSecret.constantTimeEquals(stored.secretHash, hash) else {
+            if let failure {
+                throw StorageError(.unavailable, "the \(presentedAs) cannot be checked while the database is unreachable (\(failure.message))")
+            }
             fail("invalid")
             throw APIError.unauthorized("the \(presentedAs) is not valid (check for a typo, or ask an admin for a new token)")
         }

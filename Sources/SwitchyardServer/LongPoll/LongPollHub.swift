@@ -122,6 +122,11 @@ package final class LongPollHub: Service, Sendable {
         shared.withLock { $0.snapshots[namespace] }
     }
 
+    /// The epoch and version held of every namespace.
+    package func positions() -> [String: FeedPosition] {
+        shared.withLock { $0.snapshots.mapValues(\.position) }
+    }
+
     /// The number of parked requests.
     package var waiterCount: Int {
         shared.withLock { $0.state.count }

@@ -9,7 +9,8 @@ extension API {
         .json(.object(JSONObject([("status", .string("ok"))])))
     }
 
-    /// `GET /readyz`: the database answers and the service is not shutting down.
+    /// `GET /readyz`: 200 `ready` when the database answers; 200 `degraded` when it does not but the snapshots
+    /// held are served (a load balancer keeps routing reads; writes get 503); 503 while shutting down.
     func ready(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         guard !service.hub.isShutDown else {
             throw APIError(.serviceUnavailable, "not-ready", "Not ready", "flagsd is shutting down")
@@ -17,9 +18,14 @@ extension API {
         do {
             try await store.checkHealth()
         } catch {
-            throw APIError(.serviceUnavailable, "not-ready", "Not ready", "the database does not answer: \(error)")
+            let detail = (error as? StorageError)?.message ?? "\(error)"
+            return .json(.object(JSONObject([
+                ("status", .string("degraded")), ("database", .string("unavailable")),
+                ("namespaces", .int(service.hub.positions().count)),
+                ("detail", .string("the database does not answer, so changes fail with 503; snapshots held are served, and long-polls wait for the next change: \(detail)")),
+            ])))
         }
-        return .json(.object(JSONObject([("status", .string("ready"))])))
+        return .json(.object(JSONObject([("status", .string("ready")), ("database", .string("ok"))])))
     }
 
     /// `GET /metrics`: Prometheus text format.

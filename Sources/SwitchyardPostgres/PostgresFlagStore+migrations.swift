@@ -1,0 +1,176 @@
+public import Foundation
+import Logging
+import PostgresNIO
+public import SwitchyardStorage
+
+extension PostgresFlagStore {
+    /// One schema change; never edit a migration once released, add one.
+    struct Migration: Sendable {
+        let id: Int
+        let name: String
+        let statements: [String]
+    }
+
+    /// The schema, in the order it is applied. The same tables as the SQLite backend, in PostgreSQL's types.
+    static let migrations: [Migration] = [
+        Migration(id: 1, name: "namespaces, change log, audit log, tokens", statements: [
+            // A row per namespace ever created; `version` is the counter each change takes the next value of,
+            // under the row's lock.
+            """
+            CREATE TABLE namespace (
+                epoch TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                version BIGINT NOT NULL,
+                flag_set TEXT NOT NULL,
+                reason_policy TEXT NOT NULL,
+                created_ms BIGINT NOT NULL,
+                updated_ms BIGINT NOT NULL,
+                deleted_ms BIGINT
+            )
+            """,
+            "CREATE UNIQUE INDEX namespace_live_name ON namespace(name) WHERE deleted_ms IS NULL",
+            """
+            CREATE TABLE change (
+                epoch TEXT NOT NULL REFERENCES namespace(epoch),
+                version BIGINT NOT NULL,
+                time_ms BIGINT NOT NULL,
+                actor TEXT NOT NULL,
+                source TEXT NOT NULL,
+                reason TEXT,
+                summary TEXT NOT NULL,
+                changes TEXT NOT NULL,
+                PRIMARY KEY (epoch, version)
+            )
+            """,
+            """
+            CREATE TABLE audit (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                time_ms BIGINT NOT NULL,
+                actor TEXT NOT NULL,
+                source TEXT NOT NULL,
+                action TEXT NOT NULL,
+                namespace TEXT,
+                version BIGINT,
+                reason TEXT,
+                summary TEXT NOT NULL,
+                changes TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX audit_time ON audit(time_ms)",
+            "CREATE INDEX audit_actor ON audit(actor, id)",
+            "CREATE INDEX audit_namespace ON audit(namespace, id)",
+            """
+            CREATE TABLE audit_target (
+                target TEXT NOT NULL,
+                audit_id BIGINT NOT NULL REFERENCES audit(id),
+                PRIMARY KEY (target, audit_id)
+            )
+            """,
+            """
+            CREATE TABLE token (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                role TEXT NOT NULL,
+                namespaces TEXT,
+                rate_per_minute INTEGER,
+                secret_hash BYTEA NOT NULL UNIQUE,
+                created_ms BIGINT NOT NULL,
+                created_by TEXT NOT NULL,
+                revoked_ms BIGINT
+            )
+            """,
+            "CREATE UNIQUE INDEX token_live_name ON token(name) WHERE revoked_ms IS NULL",
+        ]),
+        Migration(id: 2, name: "event ids and counters", statements: [
+            // The ids of events counted, per namespace (the primary key makes a batch retried through any
+            // instance count once); forgotten once older than the server accepts events.
+            """
+            CREATE TABLE event_id (
+                namespace TEXT NOT NULL,
+                id TEXT NOT NULL,
+                time_ms BIGINT NOT NULL,
+                received_ms BIGINT NOT NULL,
+                PRIMARY KEY (namespace, id)
+            )
+            """,
+            "CREATE INDEX event_id_time ON event_id(time_ms)",
+            // Counters per namespace, subject (baseline, switch, variant), dimension (all, city, cohort) and minute.
+            """
+            CREATE TABLE event_count (
+                namespace TEXT NOT NULL,
+                subject_kind TEXT NOT NULL,
+                subject TEXT NOT NULL,
+                variant TEXT NOT NULL,
+                dimension TEXT NOT NULL,
+                value TEXT NOT NULL,
+                bucket_ms BIGINT NOT NULL,
+                sessions BIGINT NOT NULL,
+                crashed BIGINT NOT NULL,
+                exposures BIGINT NOT NULL,
+                PRIMARY KEY (namespace, subject_kind, subject, variant, dimension, value, bucket_ms)
+            )
+            """,
+            "CREATE INDEX event_count_bucket ON event_count(namespace, bucket_ms)",
+        ]),
+        Migration(id: 3, name: "evidence of automatic changes", statements: [
+            // The crash guard's evidence (counts, rate, bound, window, scope) as canonical JSON; NULL for people's changes.
+            "ALTER TABLE change ADD COLUMN evidence TEXT",
+            "ALTER TABLE audit ADD COLUMN evidence TEXT",
+        ]),
+    ]
+
+    /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).
+    static let migrationLock: Int64 = 0x5357_5954_4348_5944
+
+    /// Waits until the database answers (logging each failed attempt), then applies the migrations it lacks, one
+    /// process at a time (an advisory lock), each in its own transaction.
+    ///
+    /// - Parameter waitingUpTo: how long to wait for the database to answer.
+    /// - Throws: `StorageError` `unavailable` when the database does not answer in time or refuses a migration.
+    public func migrate(waitingUpTo limit: Duration = .seconds(30)) async throws {
+        let start = ContinuousClock.now
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                try await checkHealthNow()
+                break
+            } catch let error as StorageError where ContinuousClock.now - start < limit {
+                logger.notice("waiting for PostgreSQL", metadata: [
+                    "database": .string(configuration.displayURL), "attempt": .stringConvertible(attempt), "error": .string(error.message),
+                ])
+                try await Task.sleep(for: configuration.retryInterval)
+            }
+        }
+        let applied = try await transaction { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: self.logger).collect()
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS switchyard_migration (
+                    id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)
+                """, logger: self.logger).collect()
+            var done = Set<Int>()
+            for row in try await connection.query("SELECT id FROM switchyard_migration", logger: self.logger).collect() {
+                done.insert(try row.decode(Int.self))
+            }
+            var applied: [String] = []
+            for migration in Self.migrations where !done.contains(migration.id) {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger).collect()
+                }
+                let time = self.currentTime().milliseconds
+                try await connection.query("""
+                    INSERT INTO switchyard_migration (id, name, applied_ms) VALUES (\(migration.id), \(migration.name), \(time))
+                    """, logger: self.logger).collect()
+                applied.append("v\(migration.id): \(migration.name)")
+            }
+            if let newest = done.max(), newest > Self.migrations.count {
+                self.logger.warning("the database schema is newer than this flagsd (an upgraded instance migrated it); upgrade this instance too",
+                                    metadata: ["schema": .stringConvertible(newest), "known": .stringConvertible(Self.migrations.count)])
+            }
+            return applied
+        }
+        for name in applied {
+            logger.info("migrated the PostgreSQL schema", metadata: ["migration": .string(name), "database": .string(configuration.displayURL)])
+        }
+    }
+}

@@ -1,0 +1,236 @@
+import Foundation
+import HTTPTypes
+import PostgresTestSupport
+import SwitchyardCore
+import Synchronization
+import Testing
+
+/// Several flagsd processes (the built binary) on one PostgreSQL database, as behind a load balancer. One test at a
+/// time: each runs two or three debug flagsd processes, and the rest of the suite shares the same two cores.
+@Suite(.serialized) struct MultiInstanceTests {
+    static let adminToken = "multi-instance-admin-token-0123456789"
+
+    /// Starts `count` flagsd processes on a database; the first one alone first, so it seeds the database.
+    func instances(_ count: Int, database: String, folder: URL, arguments: [String] = []) async throws -> [(child: ChildFlagsd, client: LiveClient)] {
+        var started: [(ChildFlagsd, LiveClient)] = []
+        for _ in 0..<count {
+            let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken,
+                                        arguments: ["--sync-interval", "2"] + arguments)
+            let port = try await child.port()
+            started.append((child, LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: Self.adminToken)))
+        }
+        return started
+    }
+
+    func withInstances<T>(_ count: Int, serverURL: String? = nil, _ body: ([(child: ChildFlagsd, client: LiveClient)]) async throws -> T) async throws -> T {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-multi-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let (url, drop) = try await TestPostgres.createDatabase(on: serverURL, timeout: 60)
+        let started = try await instances(count, database: url, folder: folder)
+        defer {
+            for instance in started { instance.child.kill() }
+            try? FileManager.default.removeItem(at: folder)
+        }
+        do {
+            let result = try await body(started)
+            await drop()
+            return result
+        } catch {
+            await drop()
+            throw error
+        }
+    }
+
+    func createRider(_ client: LiveClient) async throws -> String {
+        let created = try await client.send("POST", "/v1/namespaces", body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
+        #expect(created.status == .created, "\(created.text)")
+        return try #require(created.headers[.eTag])
+    }
+
+    /// Parks `count` long-polls on an instance after `etag`, each on its own connection.
+    func park(_ count: Int, on client: LiveClient, after etag: String, wait: Int = 30) -> [Task<TestResponse, any Error>] {
+        (0..<count).map { _ in
+            let own = LiveClient(base: client.base, token: client.token, timeout: 90)
+            return Task { try await own.send("GET", "/v1/namespaces/rider/snapshot?wait=\(wait)", headers: ["If-None-Match": etag]) }
+        }
+    }
+
+    /// Waits until an instance reports this many parked waiters.
+    func waitForWaiters(_ count: Int, on client: LiveClient) async throws {
+        let seen = Mutex<String>("nothing")
+        try await waitUntilLive(timeout: .seconds(60), "\(count) waiters on \(client.base) (last seen: \(seen.withLock { $0 }))") {
+            let metrics = try await client.send("GET", "/metrics").text
+            let line = metrics.split(separator: "\n").first { $0.hasPrefix("flagsd_long_poll_waiters ") }
+            seen.withLock { $0 = line.map(String.init) ?? "no flagsd_long_poll_waiters line" }
+            return line.map { Double($0.split(separator: " ").last ?? "") == Double(count) } ?? false
+        }
+    }
+
+    @Test func aChangeThroughOneInstanceWakesTheWaitersOfTheOthersWithTheSameBytes() async throws {
+        try await withInstances(3) { instances in
+            let (a, b, c) = (instances[0].client, instances[1].client, instances[2].client)
+            let etag = try await createRider(a)
+            // Every instance learns of the new namespace by itself.
+            for client in [b, c] {
+                try await waitUntilLive(timeout: .seconds(30)) {
+                    try await client.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == etag
+                }
+            }
+            let waiters = park(5, on: b, after: etag) + park(5, on: c, after: etag)
+            try await waitForWaiters(5, on: b)
+            try await waitForWaiters(5, on: c)
+
+            let changed = try await a.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 5000}"#)
+            #expect(changed.status == .ok)
+            let newTag = try #require(changed.headers[.eTag])
+            #expect(newTag != etag)
+
+            let reference = try await a.send("GET", "/v1/namespaces/rider/snapshot")
+            #expect(reference.headers[.eTag] == newTag)
+            for waiter in waiters {
+                let response = try await waiter.value
+                #expect(response.status == .ok)
+                #expect(response.headers[.eTag] == newTag)
+                #expect(response.body == reference.body, "every instance serves the same bytes for the same version")
+            }
+            // The change log long-poll follows on every instance too.
+            let watcher = LiveClient(base: c.base, token: Self.adminToken, timeout: 90)
+            async let followed = watcher.send("GET", "/v1/namespaces/rider/changes?after=2&wait=30")
+            try await waitForWaiters(1, on: c)
+            #expect(try await b.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", body: "{}").status == .ok)
+            let log = try await followed
+            #expect(log.json["changes"]?.arrayValue?.compactMap { $0["version"]?.int64Value } == [3])
+        }
+    }
+
+    @Test func concurrentWritersThroughDifferentInstancesGetStrictlyIncreasingVersions() async throws {
+        try await withInstances(3) { instances in
+            _ = try await createRider(instances[0].client)
+            let versions = try await withThrowingTaskGroup(of: (Int, Int64).self) { group in
+                for index in 1...24 {
+                    let client = LiveClient(base: instances[index % 3].client.base, token: Self.adminToken)
+                    group.addTask {
+                        let response = try await client.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout",
+                                                             body: #"{"rollout": \#(index)}"#)
+                        #expect(response.status == .ok, "\(response.text)")
+                        return (index, response.json["version"]?.int64Value ?? -1)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(Set(versions.map(\.1)) == Set(2...25))
+            let log = try await instances[1].client.send("GET", "/v1/namespaces/rider/changes?after=1&limit=100")
+            let entries = log.json["changes"]?.arrayValue ?? []
+            #expect(entries.compactMap { $0["version"]?.int64Value } == Array(2...25))
+            for (rollout, version) in versions {
+                let entry = entries.first { $0["version"]?.int64Value == version }
+                #expect(entry?["changes"]?.arrayValue?.first?["after"]?["rollout"]?.int64Value == Int64(rollout))
+            }
+            // Every instance ends at the last version with the same bytes.
+            var bodies: [[UInt8]] = []
+            for instance in instances {
+                try await waitUntilLive(timeout: .seconds(30)) {
+                    try await instance.client.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag]?.hasSuffix(".25\"") == true
+                }
+                bodies.append(try await instance.client.send("GET", "/v1/namespaces/rider/snapshot").body)
+            }
+            #expect(Set(bodies).count == 1)
+        }
+    }
+
+    @Test func tokensAndAuditAreSharedByEveryInstance() async throws {
+        try await withInstances(2) { instances in
+            let (a, b) = (instances[0].client, instances[1].client)
+            _ = try await createRider(a)
+            let created = try await a.send("POST", "/v1/tokens", body: #"{"name": "ci", "role": "editor"}"#)
+            #expect(created.status == .created)
+            let secret = try #require(created.json["token"]?.stringValue)
+            let asCI = LiveClient(base: b.base, token: secret)
+            try await waitUntilLive(timeout: .seconds(30)) {
+                try await asCI.send("GET", "/v1/namespaces/rider/flags").status == .ok
+            }
+            #expect(try await asCI.send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_weather/disable", body: "{}").status == .ok)
+            let audit = try await a.send("GET", "/v1/audit?actor=ci")
+            #expect(audit.json["entries"]?.arrayValue?.count == 1)
+            #expect(try await b.send("DELETE", "/v1/tokens/ci").status == .ok)
+            let onA = LiveClient(base: a.base, token: secret)
+            try await waitUntilLive(timeout: .seconds(30)) {
+                try await onA.send("GET", "/v1/namespaces/rider/flags").status == .unauthorized
+            }
+        }
+    }
+
+    @Test func withPostgreSQLStoppedInstancesServeWhatTheyHoldRefuseWritesAndRecoverWhenItReturns() async throws {
+        try await PrivateServer.with { server in try await withInstances(2, serverURL: server.url) { instances in
+            let (a, b) = (instances[0].client, instances[1].client)
+            let etag = try await createRider(a)
+            try await waitUntilLive(timeout: .seconds(30)) {
+                try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == etag
+            }
+            let before = try await b.send("GET", "/v1/namespaces/rider/snapshot")
+            #expect(try await b.send("GET", "/readyz").json["status"] == .string("ready"))
+            let parked = park(3, on: a, after: etag, wait: 20) + park(3, on: b, after: etag, wait: 20)
+            try await waitForWaiters(3, on: a)
+            try await waitForWaiters(3, on: b)
+
+            try await server.stop()
+            for client in [a, b] {
+                try await waitUntilLive(timeout: .seconds(30), "degraded on \(client.base)") {
+                    let ready = try await client.send("GET", "/readyz")
+                    return ready.status == .ok && ready.json["status"] == .string("degraded")
+                }
+                // Snapshots held are served, to tokens already known.
+                let snapshot = try await client.send("GET", "/v1/namespaces/rider/snapshot")
+                #expect(snapshot.status == .ok)
+                #expect(snapshot.body == before.body)
+                // Writes fail at once with a problem document saying why.
+                let refused = try await client.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 42}"#)
+                #expect(refused.status == .serviceUnavailable)
+                #expect(refused.headers[.contentType] == "application/problem+json")
+                #expect(refused.json["type"] == .string("urn:switchyard:problem:storage-unavailable"))
+                #expect(refused.json["detail"]?.stringValue?.contains("unreachable") == true)
+                #expect(refused.headers[.retryAfter] != nil)
+            }
+            // The long-polls parked before the outage end normally: nothing changed.
+            for waiter in parked {
+                let response = try await waiter.value
+                #expect(response.status == .notModified)
+                #expect(response.headers[.eTag] == etag)
+            }
+            // Long-polls keep being accepted while degraded.
+            let duringOutage = park(2, on: b, after: etag, wait: 60)
+            try await waitForWaiters(2, on: b)
+
+            try await server.start()
+            // A liveness deadline, not a figure: after a long outage PostgresNIO's pool waits up to a minute between
+            // attempts to reconnect, and the store replaces it after three failed probes of up to the operation
+            // timeout (60 s here) once its listener is back.
+            for client in [a, b] {
+                try await waitUntilLive(timeout: .seconds(240), "ready again on \(client.base)") {
+                    try await client.send("GET", "/readyz").json["status"] == .string("ready")
+                }
+            }
+            let changed = try await a.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 42}"#)
+            #expect(changed.status == .ok, "\(changed.text)")
+            let newTag = try #require(changed.headers[.eTag])
+            for waiter in duringOutage {
+                let response = try await waiter.value
+                #expect(response.status == .ok)
+                #expect(response.headers[.eTag] == newTag)
+            }
+        } }
+    }
+}
+
+/// Waits until a condition holds, checking every 100 ms, for at most a generous `timeout`.
+func waitUntilLive(timeout: Duration, _ what: @autoclosure () -> String = "the condition", _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if (try? await condition()) == true { return }
+        guard ContinuousClock.now < deadline else {
+            Issue.record("\(what()) did not hold within \(timeout)")
+            throw CancellationError()
+        }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import PostgresNIO
+import PostgresTestSupport
+import SwitchyardCore
+@testable import SwitchyardPostgres
+import SwitchyardStorage
+import Synchronization
+import Testing
+
+/// What only the PostgreSQL backend promises: notifications to every process, migrations shared safely by
+/// processes starting together, degraded mode while the database is gone, URLs.
+@Suite(.serialized) struct PostgresFlagStoreTests {
+    /// Stores on one fresh database, running until the body ends.
+    func withStores<T>(_ count: Int, url: String? = nil, _ body: ([PostgresFlagStore]) async throws -> T) async throws -> T {
+        let (databaseURL, drop) = try await TestPostgres.createDatabase(on: url, timeout: 60)
+        var stores: [PostgresFlagStore] = []
+        var tasks: [Task<Void, any Error>] = []
+        defer { for task in tasks { task.cancel() } }
+        do {
+            for _ in 0..<count {
+                let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: databaseURL))
+                tasks.append(Task { try await store.run() })
+                stores.append(store)
+            }
+            let result = try await body(stores)
+            for task in tasks { task.cancel() }
+            for task in tasks {
+                if await !ended(task, within: .seconds(60)) { Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation") }
+            }
+            await drop()
+            return result
+        } catch {
+            for task in tasks { task.cancel() }
+            await drop()
+            throw error
+        }
+    }
+
+    @Test func everyCommitNotifiesEveryProcessOnTheDatabase() async throws {
+        try await withStores(2) { stores in
+            try await stores[0].migrate()
+            let received = ReceivedNotifications(try #require(stores[1].notifications()))
+            await received.expectNext(.resync)
+
+            let created = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            let epoch = created.state.record.epoch
+            await received.expectNext(.namespace(name: "rider", epoch: epoch, version: 1, deleted: false))
+            _ = try await stores[0].change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
+            await received.expectNext(.namespace(name: "rider", epoch: epoch, version: 2, deleted: false))
+            // A change that alters nothing commits nothing and notifies nobody; the next notification is the
+            // token's.
+            _ = try await stores[0].change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
+            _ = try await stores[0].issueToken(name: "ci", role: .client, namespaces: nil, by: Fixtures.editor)
+            await received.expectNext(.tokens)
+            _ = try await stores[0].revokeToken("ci", by: Fixtures.editor)
+            await received.expectNext(.tokens)
+            try await stores[0].deleteNamespace("rider", by: Fixtures.editor)
+            await received.expectNext(.namespace(name: "rider", epoch: epoch, version: 2, deleted: true))
+            // A refused change (here a conflict) rolls back its notification with everything else.
+            let again = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            _ = await expectStorageError(.conflict) {
+                try await stores[0].change("rider", Fixtures.request(basedOn: VersionTag(epoch: epoch, version: 2)),
+                                           mutation: Fixtures.rollout("plugin_switch_feed_weather", 6))
+            }
+            _ = try await stores[1].change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 7))
+            await received.expectNext(.namespace(name: "rider", epoch: again.state.record.epoch, version: 1, deleted: false))
+            await received.expectNext(.namespace(name: "rider", epoch: again.state.record.epoch, version: 2, deleted: false))
+        }
+    }
+
+    @Test func processesStartingTogetherMigrateTheSchemaOnce() async throws {
+        try await withStores(4) { stores in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for store in stores { group.addTask { try await store.migrate() } }
+                try await group.waitForAll()
+            }
+            try await stores[0].migrate()
+            let url = stores[0].configuration
+            var count = -1
+            try await TestPostgres.administer(try TestPostgres.databaseURL(TestPostgres.serverURL(), name: url.database)) { connection, logger in
+                count = try await connection.query("SELECT count(*) FROM switchyard_migration", logger: logger).collect().first!.decode(Int.self)
+            }
+            #expect(count == PostgresFlagStore.migrations.count)
+            _ = try await stores[3].createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            #expect(try await stores[1].namespaces().map(\.name) == ["rider"])
+        }
+    }
+
+    @Test func operationsBeforeTheFirstConnectionWaitForRun() async throws {
+        let (url, drop) = try await TestPostgres.createDatabase(timeout: 60)
+        let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: url))
+        async let migrated: Void = store.migrate()
+        try await Task.sleep(for: .milliseconds(50))
+        let running = Task { try await store.run() }
+        try await migrated
+        #expect(try await store.namespaces().isEmpty)
+        running.cancel()
+        #expect(await ended(running, within: .seconds(60)))
+        await drop()
+    }
+
+    @Test func anUnreachableDatabaseFailsOperationsAtOnceAndTheStoreRecoversWhenItReturns() async throws {
+        try await PrivateServer.with { server in try await withStores(1, url: server.url) { stores in
+            let store = stores[0]
+            try await store.migrate()
+            let received = ReceivedNotifications(try #require(store.notifications()))
+            await received.expectNext(.resync)
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            #expect(await received.next() != nil)
+
+            try await server.stop()
+            try await waitUntil { store.availability.refusesOperations }
+            let refused = await expectStorageError(.unavailable) {
+                try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
+            }
+            #expect(refused?.message.contains("unreachable") == true)
+            #expect(refused?.message.contains(store.configuration.displayURL) == true)
+            _ = await expectStorageError(.unavailable) { try await store.checkHealth() }
+
+            try await server.start()
+            // The store notices by itself, says notifications may have been missed, and works again.
+            try await waitUntil { !store.availability.refusesOperations }
+            await received.expectNext(.resync)
+            let committed = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
+            #expect(committed.state.record.version == 2)
+            try await store.checkHealth()
+        } }
+    }
+
+    @Test func aDatabaseThatNeverAnswersFailsMigrationWithAClearError() async throws {
+        let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&timeout=1"))
+        let running = Task { try await store.run() }
+        defer { running.cancel() }
+        let error = await expectStorageError(.unavailable) { try await store.migrate(waitingUpTo: .zero) }
+        #expect(error?.message.contains("127.0.0.1:1") == true)
+        #expect(error?.message.contains("check that it runs") == true)
+    }
+
+    // MARK: URLs
+
+    @Test func aURLNamesHostPortUserPasswordDatabaseAndOptions() throws {
+        let configuration = try PostgresStoreConfiguration(
+            url: "postgresql://flag%40sd:p%3Ass@db.internal:6543/switch_yard?sslmode=verify-full&pool_size=4&timeout=2.5&application_name=edge")
+        #expect(configuration.host == "db.internal")
+        #expect(configuration.port == 6543)
+        #expect(configuration.username == "flag@sd")
+        #expect(configuration.password == "p:ss")
+        #expect(configuration.database == "switch_yard")
+        #expect(configuration.tls == .verifyFull)
+        #expect(configuration.maximumConnections == 4)
+        #expect(configuration.operationTimeout == .milliseconds(2500))
+        #expect(configuration.applicationName == "edge")
+        #expect(!configuration.displayURL.contains("p:ss"))
+
+        let defaults = try PostgresStoreConfiguration(url: "postgres://localhost")
+        #expect(defaults.port == 5432)
+        #expect(defaults.username == "postgres")
+        #expect(defaults.database == "switchyard")
+        #expect(defaults.tls == .prefer)
+    }
+
+    @Test(arguments: [
+        ("postgres://", "names no host"),
+        ("postgres://h/db?sslmode=sometimes", "sslmode=sometimes"),
+        ("postgres://h/db?pool_size=0", "pool_size=0"),
+        ("postgres://h/db?timeout=-1", "timeout=-1"),
+        ("postgres://h/db?colour=blue", "unknown parameter 'colour'"),
+        ("postgres://h/a/b", "single database name"),
+        ("postgres://u:secret@h:99999/db", "99999"),
+    ])
+    func aBadURLIsRefusedNamingThePartAtFault(url: String, expected: String) {
+        #expect {
+            try PostgresStoreConfiguration(url: url)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains(expected) && !text.contains("secret")
+        }
+    }
+}
+
+/// Collects a store's notifications as they arrive, for tests to take in order.
+final class ReceivedNotifications: Sendable {
+    private final class Items: Sendable {
+        let list = Mutex<[StoreNotification]>([])
+    }
+
+    private let items = Items()
+    private let task: Task<Void, Never>
+
+    init(_ stream: AsyncStream<StoreNotification>) {
+        let items = self.items
+        task = Task { for await notification in stream { items.list.withLock { $0.append(notification) } } }
+    }
+
+    deinit { task.cancel() }
+
+    /// Expects the next notification to be one.
+    func expectNext(_ expected: StoreNotification, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let received = await next()
+        #expect(received == expected, sourceLocation: sourceLocation)
+    }
+
+    /// The next notification, or nil when none arrives within a generous timeout.
+    func next(timeout: Duration = .seconds(30)) async -> StoreNotification? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let first = items.list.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return first }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+}
+
+/// Waits until a condition holds, checking every 50 ms, for at most a generous `timeout`.
+func waitUntil(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("the condition did not hold within \(timeout)")
+            throw CancellationError()
+        }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+}
