@@ -1,0 +1,62 @@
+import Foundation
+import HTTPTypes
+import SwitchyardCore
+import Testing
+
+/// The crash guard across a real flagsd process killed with SIGKILL in the middle of a window: the sessions
+/// acknowledged before the kill still count after the restart, and only together with them do the sessions after
+/// it trip the switch.
+struct CrashGuardRestartTests {
+    static let adminToken = "crash-guard-restart-admin-0123456789"
+
+    @Test func sessionsAcknowledgedBeforeASIGKILLCountTowardsATripAfterTheRestart() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-guard-restart-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let database = folder.appendingPathComponent("flags.sqlite").path
+        let promos = CrashGuardTests.promos
+
+        // Built-in policy: 200 sessions and 10 crashes at least, 2 % at 99.9 %.
+        var child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken)
+        defer { child.kill() }
+        var admin = LiveClient(base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken, timeout: 30)
+        let created = try await admin.send("POST", "/v1/namespaces",
+                                           body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
+        try #require(created.status == .created, "\(created.text)")
+        let issued = try await admin.send("POST", "/v1/tokens", body: #"{"name": "rider-ios", "role": "client"}"#)
+        let clientToken = try #require(issued.json["token"]?.stringValue, "\(issued.text)")
+
+        // 150 sessions, 10 crashed: too few sessions to trip. Acknowledged, then flagsd is killed at once.
+        var app = LiveClient(base: admin.base, token: clientToken, timeout: 30)
+        let before = try await app.send("POST", "/v1/namespaces/rider/events",
+                                        body: CrashGuardTests.batch(CrashGuardTests.sessions("before", count: 150, crashEvery: 15, switches: [promos])))
+        try #require(before.status == .ok, "\(before.text)")
+        let quiet = try await admin.send("GET", "/v1/namespaces/rider/guard?switch=\(promos)")
+        #expect(quiet.json["switches"]?[0]?["sessions"] == .int64(150))
+        #expect(quiet.json["switches"]?[0]?["state"] == .string("watching"))
+        child.kill()
+
+        child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken)
+        let base = URL(string: "http://127.0.0.1:\(try await child.port())")!
+        admin = LiveClient(base: base, token: Self.adminToken, timeout: 30)
+        app = LiveClient(base: base, token: clientToken, timeout: 30)
+        // 100 more, 10 crashed: not enough alone (100 sessions), enough with the 150 from before the kill.
+        let after = try await app.send("POST", "/v1/namespaces/rider/events",
+                                       body: CrashGuardTests.batch(CrashGuardTests.sessions("after", count: 100, crashEvery: 10, switches: [promos])))
+        try #require(after.status == .ok, "\(after.text)")
+
+        var entries: [JSONValue] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        while entries.isEmpty, ContinuousClock.now < deadline {
+            entries = try await admin.send("GET", "/v1/audit?namespace=rider&source=crash-guard").json["entries"]?.arrayValue ?? []
+            if entries.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let entry = try #require(entries.first, "the restarted flagsd's guard did not trip")
+        #expect(entries.count == 1)
+        #expect(entry["summary"] == .string("crash guard: disable \(promos) everywhere"))
+        #expect(entry["evidence"]?["sessions"] == .int64(250))
+        #expect(entry["evidence"]?["crashes"] == .int64(20))
+        let flag = try await admin.send("GET", "/v1/namespaces/rider/flags/\(promos)")
+        #expect(flag.json["disabled"] == .bool(true))
+    }
+}
