@@ -16,7 +16,14 @@ ensure_postgres
 ensure_venv
 build_flagsd
 MACHINE=$(machine_line)
-ulimit -n 30000
+# The load client holds CLIENTS connections per instance; raise the soft limit as far as the hard one allows.
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] && hard=30000
+ulimit -n "$(( hard < 30000 ? hard : 30000 ))"
+if [ "$(ulimit -n)" -lt $(( CLIENTS * 2 + 200 )) ]; then
+  echo "error: $((CLIENTS * 2)) connections need 'ulimit -n' above $((CLIENTS * 2 + 200)) (now $(ulimit -n)); lower CLIENTS" >&2
+  exit 1
+fi
 
 PG_ROOT=$(mktemp -d /tmp/flagsd-cluster-pg.XXXXXX)
 chmod 755 "$PG_ROOT"
@@ -58,7 +65,11 @@ RESULT=$(.venv-bench/bin/python bench/flagsd/cluster_fanout.py --ports "$A_PORT,
   --clients "$CLIENTS" --rounds "$ROUNDS" --gzip)
 echo "### (d) Cross-instance propagation, 2 instances on PostgreSQL $PG_VERSION, $CLIENTS waiters each ($(date -u +%F))"
 echo
-echo "Machine: $MACHINE; load average after: $(cut -d' ' -f1-3 /proc/loadavg). flagsd release builds, PostgreSQL with"
+case "$FLAGSD_BIN" in
+  */release/*) BUILD="flagsd release builds" ;;
+  *) BUILD="flagsd $FLAGSD_BIN (not a release build)" ;;
+esac
+echo "Machine: $MACHINE; load average after: $(cut -d' ' -f1-3 /proc/loadavg). $BUILD, PostgreSQL with"
 echo "its default (durable) settings, the load client (Python asyncio on uvloop, one process) all share the cores."
 echo "Time from sending the change to A until each waiter holds the new gzip snapshot; $ROUNDS rounds pooled."
 echo
