@@ -50,8 +50,8 @@ struct CrashGuardTests {
     }
 
     /// An app whose rider namespace has the test policy.
-    static func app() async throws -> TestApp {
-        let app = try await TestApp.make()
+    static func app(configuration: ServerConfiguration = ServerConfiguration(port: 0)) async throws -> TestApp {
+        let app = try await TestApp.make(configuration: configuration)
         try await setPolicy(app, policy)
         return app
     }
@@ -69,11 +69,12 @@ struct CrashGuardTests {
     }
 
     @Test func aCrashingSwitchIsDisabledThroughTheChangePathWithTheEvidence() async throws {
-        let app = try await Self.app()
+        // Long-polls of up to 600 s: the guard's change comes before this one ends, however slow the machine.
+        let app = try await Self.app(configuration: ServerConfiguration(port: 0, maximumWait: 600))
         defer { app.close() }
         let before = try #require(app.hub.snapshot(of: "rider"))
         // A long-poll waiting for the next version, as every client does.
-        async let woken = app.send(.get, "/v1/namespaces/rider/snapshot?wait=30", token: "client",
+        async let woken = app.send(.get, "/v1/namespaces/rider/snapshot?wait=600", token: "client",
                                    headers: [.ifNoneMatch: before.entityTag])
         // 10 % of 300 sessions crash with the promos card, spread over two cities; weather is healthy.
         var events = Self.sessions("a", count: 150, crashEvery: 10, switches: [Self.promos], city: "lagos")

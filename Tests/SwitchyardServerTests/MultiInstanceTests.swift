@@ -15,7 +15,7 @@ import Testing
         var started: [(ChildFlagsd, LiveClient)] = []
         for _ in 0..<count {
             let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken,
-                                        arguments: ["--sync-interval", "2"] + arguments)
+                                        arguments: ["--sync-interval", "2", "--max-wait", "900"] + arguments)
             let port = try await child.port()
             started.append((child, LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: Self.adminToken)))
         }
@@ -47,18 +47,20 @@ import Testing
         return try #require(created.headers[.eTag])
     }
 
-    /// Parks `count` long-polls on an instance after `etag`, each on its own connection.
-    func park(_ count: Int, on client: LiveClient, after etag: String, wait: Int = 30) -> [Task<TestResponse, any Error>] {
+    /// Parks `count` long-polls on an instance after `etag`, each on its own connection. The instances hold a
+    /// long-poll up to 900 s (`--max-wait 900`): a test that makes a change after parking waits 600 s, longer than
+    /// `waitForWaiters` and whatever it awaits before the change, so the long-polls are still parked when it comes.
+    func park(_ count: Int, on client: LiveClient, after etag: String, wait: Int = 600) -> [Task<TestResponse, any Error>] {
         (0..<count).map { _ in
-            let own = LiveClient(base: client.base, token: client.token, timeout: 90)
+            let own = LiveClient(base: client.base, token: client.token, timeout: TimeInterval(wait + 60))
             return Task { try await own.send("GET", "/v1/namespaces/rider/snapshot?wait=\(wait)", headers: ["If-None-Match": etag]) }
         }
     }
 
-    /// Waits until an instance reports this many parked waiters.
-    func waitForWaiters(_ count: Int, on client: LiveClient) async throws {
+    /// Waits until an instance reports this many parked waiters, within a deadline shorter than their wait.
+    func waitForWaiters(_ count: Int, on client: LiveClient, within deadline: Duration = .seconds(300)) async throws {
         let seen = Mutex<String>("nothing")
-        try await waitUntilLive(timeout: .seconds(60), "\(count) waiters on \(client.base) (last seen: \(seen.withLock { $0 }))") {
+        try await waitUntilLive(timeout: deadline, "\(count) waiters on \(client.base) (last seen: \(seen.withLock { $0 }))") {
             let metrics = try await client.send("GET", "/metrics").text
             let line = metrics.split(separator: "\n").first { $0.hasPrefix("flagsd_long_poll_waiters ") }
             seen.withLock { $0 = line.map(String.init) ?? "no flagsd_long_poll_waiters line" }
@@ -94,8 +96,8 @@ import Testing
                 #expect(response.body == reference.body, "every instance serves the same bytes for the same version")
             }
             // The change log long-poll follows on every instance too.
-            let watcher = LiveClient(base: c.base, token: Self.adminToken, timeout: 90)
-            async let followed = watcher.send("GET", "/v1/namespaces/rider/changes?after=2&wait=30")
+            let watcher = LiveClient(base: c.base, token: Self.adminToken, timeout: 660)
+            async let followed = watcher.send("GET", "/v1/namespaces/rider/changes?after=2&wait=600")
             try await waitForWaiters(1, on: c)
             #expect(try await b.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", body: "{}").status == .ok)
             let log = try await followed
@@ -169,9 +171,10 @@ import Testing
             }
             let before = try await b.send("GET", "/v1/namespaces/rider/snapshot")
             #expect(try await b.send("GET", "/readyz").json["status"] == .string("ready"))
-            let parked = park(3, on: a, after: etag, wait: 20) + park(3, on: b, after: etag, wait: 20)
-            try await waitForWaiters(3, on: a)
-            try await waitForWaiters(3, on: b)
+            // Parked within 2 × 25 s, shorter than their 60 s wait: all six are parked at once before the outage.
+            let parked = park(3, on: a, after: etag, wait: 60) + park(3, on: b, after: etag, wait: 60)
+            try await waitForWaiters(3, on: a, within: .seconds(25))
+            try await waitForWaiters(3, on: b, within: .seconds(25))
 
             try await server.stop()
             for client in [a, b] {
@@ -198,7 +201,7 @@ import Testing
                 #expect(response.headers[.eTag] == etag)
             }
             // Long-polls keep being accepted while degraded.
-            let duringOutage = park(2, on: b, after: etag, wait: 60)
+            let duringOutage = park(2, on: b, after: etag, wait: 900)
             try await waitForWaiters(2, on: b)
 
             try await server.start()
