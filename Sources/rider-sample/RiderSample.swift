@@ -69,9 +69,9 @@ struct RiderSample: AsyncParsableCommand {
     @Flag(help: "Print the assignment once, as soon as the server answered (or failed to), and exit.")
     var once = false
 
-    @Option(help: ArgumentHelp("How long --once waits for the server's snapshot, then for queued events to be sent, in seconds.",
+    @Option(help: ArgumentHelp("How long to wait for the server, in seconds: the deadline of each request (beyond a long-poll's wait), and with --once, of the wait for the server's snapshot, then for queued events to be sent. Raise it on a slow machine or network.",
                                valueName: "seconds"))
-    var timeout: Double = 10
+    var timeout: Double = 15
 
     @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Output format: text, or json (one JSON object per line).", valueName: "format"))
     var output: OutputFormat = .text

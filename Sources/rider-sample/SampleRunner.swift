@@ -38,6 +38,9 @@ struct SampleRunner {
         var configuration = FlagClient.Configuration(serverURL: settings.server, namespace: settings.namespace, token: settings.token,
                                                      context: settings.context, directory: settings.directory)
         configuration.events.flushDelay = .milliseconds(200)
+        // --timeout bounds each request too: a --once that waits 300 s must not give up on a snapshot request
+        // (or an event batch) after the client runtime's default 15 s.
+        configuration.requestTimeout = settings.timeout
         configuration.report = { report in
             if report.kind == .syncFailed { sink.yield(.syncFailed) }
             guard report.kind != .snapshotInstalled else { return }

@@ -62,9 +62,11 @@ struct DashboardTests {
         _ = try await flagsd.send("GET", "/v1/namespaces/rider/snapshot", token: client)
         _ = try await flagsd.send("GET", "/v1/namespaces/rider/flags", token: "not-a-token")
         _ = try await flagsd.send("GET", "/no/such/route")
-        async let parked = flagsd.send("GET", "/v1/namespaces/rider/changes?after=1&wait=20", token: client)
-        // The long-poll parks, then a change wakes it.
-        let deadline = ContinuousClock.now + .seconds(30)
+        // The long-poll parks, then a change wakes it. The flagsd of this test holds a long-poll up to 600 s
+        // (--max-wait 600): the change below comes within the 300 s deadline for parking, so the long-poll is
+        // still parked when the change is made, however slow the machine.
+        async let parked = flagsd.send("GET", "/v1/namespaces/rider/changes?after=1&wait=600", token: client, timeout: 900)
+        let deadline = ContinuousClock.now + .seconds(300)
         while !(try await flagsd.send("GET", "/metrics", token: nil).body.contains("flagsd_long_poll_waiters 1")) {
             try #require(ContinuousClock.now < deadline, "the long-poll never parked")
             try await Task.sleep(for: .milliseconds(50))
@@ -102,15 +104,16 @@ struct DashboardTests {
                                             body: #"{"events": [\#(sessions.joined(separator: ","))]}"#)
         try #require(crashes.status == 200, "\(crashes.body)")
         let tripped = #"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_split_fare",scope="global"} 1"#
+        let tripDeadline = ContinuousClock.now + .seconds(300)
         while !(try await flagsd.send("GET", "/metrics", token: nil).body.contains(tripped)) {
-            try #require(ContinuousClock.now < deadline + .seconds(30), "the crash guard never tripped plugin_switch_split_fare")
+            try #require(ContinuousClock.now < tripDeadline, "the crash guard never tripped plugin_switch_split_fare")
             try await Task.sleep(for: .milliseconds(50))
         }
         return try await flagsd.send("GET", "/metrics", token: nil).body
     }
 
     @Test func everyMetricAndLabelTheDashboardAndAlertsUseIsInALiveFlagsdsMetrics() async throws {
-        let flagsd = try await LiveFlagsd.start()
+        let flagsd = try await LiveFlagsd.start(arguments: ["--max-wait", "600"])
         defer { flagsd.stop() }
         let exposed = exposedMetrics(try await Self.exercisedMetrics(flagsd))
         #expect(exposed["flagsd_http_requests_total"] != nil, "the live flagsd exposes no metrics: \(exposed.keys.sorted())")

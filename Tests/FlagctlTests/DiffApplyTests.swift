@@ -172,6 +172,7 @@ struct DiffApplyTests {
             let namespaces = try #require(tree["namespaces"]?.arrayValue)
             // Files in name order: rider-staging.yaml sorts before rider.yaml.
             #expect(namespaces.map { $0["namespace"] } == [.string("rider-staging"), .string("rider")])
+            try #require(namespaces.count == 2)
             #expect(namespaces[0]["result"]?["version"] == .int(1))
             #expect(namespaces[1]["result"] == .null, "rider matched already")
             #expect(await server.state("rider-staging").flagSet.flags.count == 13)

@@ -26,11 +26,11 @@ struct MatrixCommandTests {
         return examples
     }
 
-    @Test func everyDocumentedExampleIsWhatFlagctlPrints() throws {
+    @Test func everyDocumentedExampleIsWhatFlagctlPrints() async throws {
         let examples = try Self.documentedExamples()
         #expect(examples.count == 5)
         for example in examples {
-            let result = try runBinary(example.command)
+            let result = try await runBinary(example.command)
             #expect(result.status == 0, "flagctl \(example.command.joined(separator: " ")): \(result.error)")
             #expect(result.output == example.output, "flagctl \(example.command.joined(separator: " "))")
         }
@@ -70,33 +70,33 @@ struct MatrixCommandTests {
         (["matrix", "run", "--shards", "2"], "Pass --filter with the matrix test"),
         (["matrix", "run", "--filter", "X", "--jobs", "0"], "--jobs must be at least 1, not 0."),
     ])
-    func badArgumentsAreUsageErrorsThatSayWhatToWrite(arguments: [String], message: String) throws {
-        let result = try runBinary(arguments)
+    func badArgumentsAreUsageErrorsThatSayWhatToWrite(arguments: [String], message: String) async throws {
+        let result = try await runBinary(arguments)
         #expect(result.status == 64)
         #expect(result.error.contains(message), "\(result.error)")
     }
 
-    @Test func anUnknownNamespaceIsNotFound() throws {
-        let result = try runBinary(["matrix", "plan", "Flags", "-n", "driver"])
+    @Test func anUnknownNamespaceIsNotFound() async throws {
+        let result = try await runBinary(["matrix", "plan", "Flags", "-n", "driver"])
         #expect(result.status == 4)
         #expect(result.error.contains("no namespace 'driver' in Flags"))
     }
 
     /// The matrix test of the shop (SwitchyardMatrixTests) in three shards, two at a time, through the test binary
     /// this test runs in.
-    static func runShopShards(fault: String?) throws -> (Outcome, String) {
+    static func runShopShards(fault: String?) async throws -> (Outcome, String) {
         let logs = try TestPaths.temporaryDirectory()
         let testBinary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SWITCHYARD_MATRIX_") }
         environment["SHOP_MATRIX_FAULT"] = fault
-        let result = try runBinary(["matrix", "run", "--shards", "3", "--jobs", "2", "--logs", logs, "--", testBinary,
-                                    "--testing-library", "swift-testing", "--filter", "^SwitchyardMatrixTests\\.ShardedShopTests/"],
-                                   environment: environment)
+        let result = try await runBinary(["matrix", "run", "--shards", "3", "--jobs", "2", "--logs", logs, "--", testBinary,
+                                          "--testing-library", "swift-testing", "--filter", "^SwitchyardMatrixTests\\.ShardedShopTests/"],
+                                         environment: environment)
         return (result, logs)
     }
 
-    @Test func runRunsEveryShardAndSaysEachPassed() throws {
-        let (result, logs) = try Self.runShopShards(fault: nil)
+    @Test func runRunsEveryShardAndSaysEachPassed() async throws {
+        let (result, logs) = try await Self.runShopShards(fault: nil)
         defer { try? FileManager.default.removeItem(atPath: logs) }
         #expect(result.status == 0, "\(result.output)\(result.error)")
         let lines = result.output.split(separator: "\n").map(String.init)
@@ -112,8 +112,8 @@ struct MatrixCommandTests {
         #expect(log.contains("shard 2/3: combinations 170..<341 of 512"))
     }
 
-    @Test func aFailingShardFailsTheRunAndItsSummaryIsPrinted() throws {
-        let (result, logs) = try Self.runShopShards(fault: "order")
+    @Test func aFailingShardFailsTheRunAndItsSummaryIsPrinted() async throws {
+        let (result, logs) = try await Self.runShopShards(fault: "order")
         defer { try? FileManager.default.removeItem(atPath: logs) }
         #expect(result.status == 1)
         #expect(result.output.contains("FAILED (exit status"))
@@ -123,10 +123,10 @@ struct MatrixCommandTests {
         #expect(result.error.contains("of 3 shards failed"))
     }
 
-    @Test func runRefusesToStartInsideAShard() throws {
+    @Test func runRefusesToStartInsideAShard() async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["SWITCHYARD_MATRIX_SHARD"] = "1/2"
-        let result = try runBinary(["matrix", "run", "--filter", "X"], environment: environment)
+        let result = try await runBinary(["matrix", "run", "--filter", "X"], environment: environment)
         #expect(result.status == 64)
         #expect(result.error.contains("SWITCHYARD_MATRIX_SHARD is set: this is already a matrix shard"))
     }

@@ -18,8 +18,9 @@ struct RiderSampleLiveTests {
         try await LiveServer.run { server in
             let state = try TestPaths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: state) }
-            let sample = try SampleProcess(["--server", server.url, "--city", "lagos", "--state-dir", state, "-o", "json"],
-                                           token: server.tokens["app"])
+            // A generous --timeout: each request may take that long on a loaded machine before it is retried.
+            let sample = try SampleProcess(["--server", server.url, "--city", "lagos", "--state-dir", state, "-o", "json",
+                                            "--timeout", "300"], token: server.tokens["app"])
             let live = try await sample.next { $0["snapshot"]?["origin"] == .string("server") }
             #expect(Self.keys(live, "home_feed") == ["plugin_switch_feed_promos", "plugin_switch_feed_trip_history"])
             #expect(Self.keys(live, "map_layers") == ["plugin_switch_map_traffic", "plugin_switch_map_pickup_spots"])

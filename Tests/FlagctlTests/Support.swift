@@ -1,5 +1,6 @@
 import FlagctlCommands
 import Foundation
+import Testing
 
 /// Paths of the repository's files, found from this source file's location.
 enum TestPaths {
@@ -51,9 +52,13 @@ func flagctl(_ arguments: [String]) async -> Outcome {
     return Outcome(status: status, output: console.output, error: console.errorOutput)
 }
 
-/// Runs the built `flagctl` binary as a child process in a directory, its output going to temporary files.
+/// Runs the built `flagctl` binary as a child process in a directory, its output going to temporary files, without
+/// blocking a thread of the cooperative pool while it runs (a test that blocks one starves every other test of
+/// the process on a 2-core machine).
+///
+/// - Parameter deadline: a liveness deadline, not a speed claim; past it the child is killed and the test fails.
 func runBinary(_ arguments: [String], in directory: String = TestPaths.repository,
-               environment: [String: String]? = nil) throws -> Outcome {
+               environment: [String: String]? = nil, deadline: Duration = .seconds(600)) async throws -> Outcome {
     let scratch = try TestPaths.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: scratch) }
     let outputPath = scratch + "/stdout", errorPath = scratch + "/stderr"
@@ -72,9 +77,52 @@ func runBinary(_ arguments: [String], in directory: String = TestPaths.repositor
     if let environment { process.environment = environment }
     process.standardOutput = output
     process.standardError = error
+    let exit = ChildExit(process)
     try process.run()
-    process.waitUntilExit()
-    return Outcome(status: process.terminationStatus,
-                   output: try String(contentsOfFile: outputPath, encoding: .utf8),
-                   error: try String(contentsOfFile: errorPath, encoding: .utf8))
+    let ended = await exit.wait(within: deadline)
+    let outcome = Outcome(status: ended?.status ?? -1,
+                          output: try String(contentsOfFile: outputPath, encoding: .utf8),
+                          error: try String(contentsOfFile: errorPath, encoding: .utf8))
+    if ended == nil {
+        Issue.record("flagctl \(arguments.joined(separator: " ")) was still running after \(deadline); killed it. It printed:\n\(outcome.output)\nand on standard error:\n\(outcome.error)")
+    }
+    return outcome
+}
+
+/// How a child process ended, awaited without blocking a thread: create it before `run()` (it sets the process's
+/// `terminationHandler`); Foundation traps when `terminationReason` or `terminationStatus` of a running process
+/// is read, so the test only ever reads them here, once the process has ended.
+final class ChildExit: Sendable {
+    struct Ended: Sendable, Equatable {
+        var reason: Process.TerminationReason
+        var status: Int32
+    }
+
+    private let process: Process
+    private let ended: AsyncStream<Ended>
+
+    init(_ process: Process) {
+        let (ended, continuation) = AsyncStream<Ended>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        process.terminationHandler = { process in
+            continuation.yield(Ended(reason: process.terminationReason, status: process.terminationStatus))
+            continuation.finish()
+        }
+        self.process = process
+        self.ended = ended
+    }
+
+    /// Waits for the end of the process, up to a generous deadline.
+    ///
+    /// - Returns: how it ended, or nil when it was still running at the deadline (it is then killed).
+    func wait(within deadline: Duration) async -> Ended? {
+        let process = self.process
+        let killer = Task {
+            guard (try? await Task.sleep(for: deadline)) != nil else { return false }
+            kill(process.processIdentifier, SIGKILL)
+            return true
+        }
+        let ended = await self.ended.first { _ in true }
+        killer.cancel()
+        return await killer.value ? nil : ended
+    }
 }

@@ -49,6 +49,7 @@ struct ClientSyncTests {
             #expect(await eventually { server.snapshotRequests.count >= 2 })
         }
         let requests = server.snapshotRequests
+        try #require(requests.count >= 2)
         #expect(requests[0].headers["authorization"] == "Bearer client-token-1")
         #expect(requests[0].headers["if-none-match"] == "\"\(Fixtures.epoch).5\"")
         #expect(requests[0].query["wait"] == nil)

@@ -60,6 +60,7 @@ struct EventDeliveryTests {
         await whileRunning(client) {
             #expect(await eventually { server.receivedEvents.count == 2 })
         }
+        try #require(server.receivedEvents.count == 2, "\(server.receivedEvents)")
         let exposure = try #require(server.receivedEvents.first)
         #expect(exposure["type"] == .string("exposure"))
         #expect(exposure["flag"] == .string("exp_checkout_copy"))

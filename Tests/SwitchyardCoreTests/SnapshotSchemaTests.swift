@@ -143,7 +143,7 @@ struct SnapshotSchemaTests {
 /// environment.
 @Suite(.serialized)
 struct SnapshotSchemaScriptTests {
-    func checkSnapshots(_ documents: [String: [UInt8]]) throws -> (status: Int32, output: String) {
+    func checkSnapshots(_ documents: [String: [UInt8]]) async throws -> (status: Int32, output: String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -157,17 +157,11 @@ struct SnapshotSchemaScriptTests {
         process.executableURL = URL(fileURLWithPath: SnapshotSchemaTests.repository + "/scripts/check-snapshot-schema")
         process.arguments = paths
         process.currentDirectoryURL = URL(fileURLWithPath: SnapshotSchemaTests.repository)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        return try await runToEnd(process)
     }
 
-    @Test func encodedSnapshotsPassTheSchemaAndTheIndependentChecksum() throws {
-        let result = try checkSnapshots([
+    @Test func encodedSnapshotsPassTheSchemaAndTheIndependentChecksum() async throws {
+        let result = try await checkSnapshots([
             "sample.json": SnapshotDocument.encode(SnapshotSchemaTests.sample),
             "example.json": SnapshotDocument.encode(try SnapshotDocument.decode(Array(SnapshotSchemaTests.documentationExample().utf8))),
         ])
@@ -175,19 +169,19 @@ struct SnapshotSchemaScriptTests {
         #expect(result.output.contains("checked 2 snapshots"))
     }
 
-    @Test func documentationExamplePassesTheScript() throws {
-        let result = try checkSnapshots([:])
+    @Test func documentationExamplePassesTheScript() async throws {
+        let result = try await checkSnapshots([:])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("checked 1 snapshot"))
     }
 
-    @Test func brokenSnapshotsAreReportedWithTheirFieldPaths() throws {
+    @Test func brokenSnapshotsAreReportedWithTheirFieldPaths() async throws {
         let good = String(decoding: SnapshotDocument.encode(SnapshotSchemaTests.sample), as: UTF8.self)
         // A rollout over 10000 (the checksum made to match, so only the schema objects), and an altered value.
         var tree = try #require(JSONValue.parse(good.replacingOccurrences(of: "\"rollout\":1234", with: "\"rollout\":10001")).objectValue)
         tree["checksum"] = nil
         tree["checksum"] = .string("sha256:" + SHA256.hexDigest(JSONValue.object(tree).serialized(.canonical)))
-        let result = try checkSnapshots([
+        let result = try await checkSnapshots([
             "over.json": JSONValue.object(tree).serialized(.canonical),
             "altered.json": Array(good.replacingOccurrences(of: "\"rollout\":1234", with: "\"rollout\":1235").utf8),
         ])
@@ -197,4 +191,22 @@ struct SnapshotSchemaScriptTests {
         #expect(result.output.contains("altered.json: checksum: sha256:"), "\(result.output)")
         #expect(!result.output.contains("over.json: checksum"), "\(result.output)")
     }
+}
+
+/// Runs a process to its end without blocking a thread of the cooperative pool (a blocked one starves every other
+/// test of the process on a 2-core machine): both streams go to a file, the end is awaited through
+/// `terminationHandler`.
+private func runToEnd(_ process: Process) async throws -> (status: Int32, output: String) {
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent("process-\(UUID().uuidString).log")
+    FileManager.default.createFile(atPath: log.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: log) }
+    let output = try FileHandle(forWritingTo: log)
+    defer { try? output.close() }
+    process.standardOutput = output
+    process.standardError = output
+    let (ended, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    process.terminationHandler = { continuation.yield($0.terminationStatus) }
+    try process.run()
+    let status = await ended.first { _ in true } ?? -1
+    return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
 }

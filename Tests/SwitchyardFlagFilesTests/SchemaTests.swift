@@ -73,38 +73,50 @@ struct SchemaScriptTests {
     }
 
     /// Runs scripts/check-schemas (an independent validator, Python's jsonschema) with the given files.
-    func checkSchemas(_ files: [String]) throws -> (status: Int32, output: String) {
+    func checkSchemas(_ files: [String]) async throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestPaths.repository + "/scripts/check-schemas")
         process.arguments = files
         process.currentDirectoryURL = URL(fileURLWithPath: TestPaths.repository)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        return try await runToEnd(process)
     }
 
     @Test(.enabled(if: pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/venv)"))
-    func pythonValidatorAcceptsTheFilesTheLoaderAccepts() throws {
+    func pythonValidatorAcceptsTheFilesTheLoaderAccepts() async throws {
         let valid = TestPaths.yamlFiles(in: TestPaths.valid).map { TestPaths.valid + "/" + $0 }
-        let result = try checkSchemas([TestPaths.riderFile] + valid)
+        let result = try await checkSchemas([TestPaths.riderFile] + valid)
         #expect(result.status == 0, "\(result.output)")
-        let all = try checkSchemas([])
+        let all = try await checkSchemas([])
         #expect(all.status == 0, "\(all.output)")
     }
 
     @Test(.enabled(if: pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/venv)"))
-    func pythonValidatorRejectsTyposAndOutOfRangeRollouts() throws {
+    func pythonValidatorRejectsTyposAndOutOfRangeRollouts() async throws {
         let files = ["unknown-field.yaml", "rollout-out-of-range.yaml"].map { TestPaths.broken + "/" + $0 }
             + [TestPaths.fixtures + "/crash-guard/crash-guard-invalid.yaml"]
-        let result = try checkSchemas(files)
+        let result = try await checkSchemas(files)
         #expect(result.status == 1)
         #expect(result.output.contains("crash-guard-invalid.yaml: crash_guard.confidence: 100 is greater than or equal to the maximum of 100"))
         #expect(result.output.contains("crash-guard-invalid.yaml: crash_guard.scope_by[1]: 'country' is not one of ['city', 'cohort']"))
         #expect(result.output.contains("unknown-field.yaml: flags.plugin_switch_feed_promos: Additional properties are not allowed ('descripton', 'rollot' were unexpected)"))
         #expect(result.output.contains("rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is greater than the maximum of 100"))
     }
+}
+
+/// Runs a process to its end without blocking a thread of the cooperative pool (a blocked one starves every other
+/// test of the process on a 2-core machine): both streams go to a file, the end is awaited through
+/// `terminationHandler`.
+private func runToEnd(_ process: Process) async throws -> (status: Int32, output: String) {
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent("process-\(UUID().uuidString).log")
+    FileManager.default.createFile(atPath: log.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: log) }
+    let output = try FileHandle(forWritingTo: log)
+    defer { try? output.close() }
+    process.standardOutput = output
+    process.standardError = output
+    let (ended, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    process.terminationHandler = { continuation.yield($0.terminationStatus) }
+    try process.run()
+    let status = await ended.first { _ in true } ?? -1
+    return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
 }

@@ -211,7 +211,10 @@ final class ChildFlagsd: Sendable {
                 if let port = Int(digits) { return port }
             }
         }
-        throw ChildError(message: "flagsd exited before it listened (status \(process.terminationStatus))")
+        // Its output ended: it is exiting (Foundation traps when the status of a running process is read).
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        throw ChildError(message: "flagsd stopped before it listened (status \(process.terminationStatus))")
     }
 
     func kill() {

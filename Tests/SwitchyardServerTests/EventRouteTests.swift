@@ -118,6 +118,7 @@ struct EventRouteTests {
         #expect(rejected.map { $0["id"] } == [.null, .string("future"), .string("ancient"), .string("bad-crashed"), .string("bad-switch"),
                                               .string("no-variant"), .string("unknown-type"), .string("backwards"), .null])
         let reasons = rejected.map { $0["reason"]?.stringValue ?? "" }
+        try #require(reasons.count == 9, "\(response.text)")
         #expect(reasons[0] == "id: is required")
         #expect(reasons[1].hasPrefix("time: "))
         #expect(reasons[1].contains("is 3 days in the future, more than the 10 minutes of clock skew this server allows (check the device clock)"))

@@ -24,11 +24,12 @@ struct OperationsMetricsTests {
     }
 
     @Test func aChangeCountsItsActorTheWaitersItWokeAndItsPropagation() async throws {
-        let app = try await TestApp.make()
+        // Long-polls of up to 600 s, parked within 300 s: both still wait when the change is made, however slow the machine.
+        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWait: 600))
         defer { app.close() }
-        async let parked = app.send(.get, "/v1/namespaces/rider/changes?after=1&wait=20", token: "client")
-        async let second = app.send(.get, "/v1/namespaces/rider/changes?after=1&wait=20", token: "client")
-        try await waitUntil { app.hub.waiterCount == 2 }
+        async let parked = app.send(.get, "/v1/namespaces/rider/changes?after=1&wait=600", token: "client")
+        async let second = app.send(.get, "/v1/namespaces/rider/changes?after=1&wait=600", token: "client")
+        try await waitUntil(timeout: .seconds(300)) { app.hub.waiterCount == 2 }
         let change = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor")
         #expect(change.status == .ok)
         #expect(try await parked.json["version"] == .int(2))

@@ -84,11 +84,12 @@ struct SnapshotRouteTests {
     }
 
     @Test func aChangeWakesAWaiterWithTheNewSnapshotInProcess() async throws {
-        let app = try await TestApp.make()
+        // A long-poll of up to 600 s, parked within 300 s: it still waits when the change is made.
+        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWait: 600))
         defer { app.close() }
         let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
-        async let waiting = app.send(.get, "/v1/namespaces/rider/snapshot?wait=30", token: "client", headers: [.ifNoneMatch: tag])
-        try await waitUntil { app.hub.waiterCount == 1 }
+        async let waiting = app.send(.get, "/v1/namespaces/rider/snapshot?wait=600", token: "client", headers: [.ifNoneMatch: tag])
+        try await waitUntil(timeout: .seconds(300)) { app.hub.waiterCount == 1 }
         let change = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", token: "editor",
                                         body: #"{"rollout": 4200}"#)
         #expect(change.status == .ok)
@@ -101,7 +102,7 @@ struct SnapshotRouteTests {
     }
 
     @Test func theChangesFeedListsChangesAfterAVersionAndWaitsForTheNext() async throws {
-        let app = try await TestApp.make()
+        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWait: 600))
         defer { app.close() }
         _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/disable", token: "editor", body: #"{"reason": "r1"}"#)
         let all = try await app.send(.get, "/v1/namespaces/rider/changes", token: "client")
@@ -115,8 +116,9 @@ struct SnapshotRouteTests {
         #expect(entry["source"] == .string("api"))
         #expect(entry["changes"]?.arrayValue?.first?["after"]?["disabled"] == .bool(true))
 
-        async let waiting = app.send(.get, "/v1/namespaces/rider/changes?after=2&wait=30", token: "client")
-        try await waitUntil { app.hub.waiterCount == 1 }
+        // A long-poll of up to 600 s, parked within 300 s: it still waits when the change is made.
+        async let waiting = app.send(.get, "/v1/namespaces/rider/changes?after=2&wait=600", token: "client")
+        try await waitUntil(timeout: .seconds(300)) { app.hub.waiterCount == 1 }
         _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/enable", token: "editor",
                                headers: [.init("X-Switchyard-Source")!: "cli"])
         let next = try await waiting

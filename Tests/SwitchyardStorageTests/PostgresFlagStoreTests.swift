@@ -78,7 +78,8 @@ import Testing
             let url = stores[0].configuration
             var count = -1
             try await TestPostgres.administer(try TestPostgres.databaseURL(TestPostgres.serverURL(), name: url.database)) { connection, logger in
-                count = try await connection.query("SELECT count(*) FROM switchyard_migration", logger: logger).collect().first!.decode(Int.self)
+                let rows = try await connection.query("SELECT count(*) FROM switchyard_migration", logger: logger).collect()
+                count = try #require(rows.first, "SELECT count(*) returned no row").decode(Int.self)
             }
             #expect(count == PostgresFlagStore.migrations.count)
             _ = try await stores[3].createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
@@ -212,7 +213,7 @@ final class ReceivedNotifications: Sendable {
 }
 
 /// Waits until a condition holds, checking every 50 ms, for at most a generous `timeout`.
-func waitUntil(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+func waitUntil(timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {
         guard ContinuousClock.now < deadline else {

@@ -146,13 +146,14 @@ final class LiveFlagsd: Sendable {
         self.base = base
     }
 
-    static func start() async throws -> LiveFlagsd {
+    /// - Parameter arguments: more flagsd options, e.g. `["--max-wait", "600"]`.
+    static func start(arguments: [String] = []) async throws -> LiveFlagsd {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-tests-flagsd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = try Built.binary("flagsd")
         process.arguments = ["--port", "0", "--database", folder.appendingPathComponent("flags.sqlite").path,
-                             "--flags", Repository.url("Flags").path, "--log-format", "json", "--log-level", "error"]
+                             "--flags", Repository.url("Flags").path, "--log-format", "json", "--log-level", "error"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["SWITCHYARD_ADMIN_TOKEN": adminToken]) { _, new in new }
         let output = Pipe()
         process.standardOutput = output
@@ -176,7 +177,10 @@ final class LiveFlagsd: Sendable {
                 return LiveFlagsd(process: process, folder: folder, base: URL(string: "http://127.0.0.1:\(port)")!)
             }
         }
-        throw ProgramFailure(message: "flagsd exited before it listened (status \(process.terminationStatus)): \(text)")
+        // Its output ended: it is exiting (Foundation traps when the status of a running process is read).
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        throw ProgramFailure(message: "flagsd stopped before it listened (status \(process.terminationStatus)): \(text)")
     }
 
     func stop() {
@@ -199,7 +203,10 @@ final class LiveFlagsd: Sendable {
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let body { request.httpBody = Data(body.utf8) }
         let (data, response) = try await session.data(for: request)
-        return ((response as! HTTPURLResponse).statusCode, String(decoding: data, as: UTF8.self))
+        guard let http = response as? HTTPURLResponse else {
+            throw ProgramFailure(message: "\(method) \(path): not an HTTP response: \(response)")
+        }
+        return (http.statusCode, String(decoding: data, as: UTF8.self))
     }
 }
 

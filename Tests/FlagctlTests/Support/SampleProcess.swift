@@ -1,6 +1,7 @@
 import Foundation
 import SwitchyardCore
 import Synchronization
+import Testing
 
 /// The built `rider-sample` binary as a child process: its standard output as JSON lines (`-o json`), its
 /// standard error collected, and its exit status.
@@ -99,11 +100,24 @@ final class SampleProcess: Sendable {
     }
 
     /// Waits for the sample to exit and for everything it printed to be read.
-    func status() async -> Int32 {
+    ///
+    /// - Parameter deadline: a liveness deadline; past it the sample is killed and the test fails (naming what it
+    ///   printed) instead of hanging.
+    func status(within deadline: Duration = .seconds(300)) async -> Int32 {
+        let pid = process.processIdentifier
+        let killer = Task {
+            guard (try? await Task.sleep(for: deadline)) != nil else { return false }
+            kill(pid, SIGKILL)
+            return true
+        }
         var status: Int32 = -1
         for await exited in exit {
             status = exited
             break
+        }
+        killer.cancel()
+        if await killer.value {
+            Issue.record("rider-sample was still running after \(deadline); killed it. On standard error:\n\(errorOutput)")
         }
         // Both pipes reach their end once the process is gone; read what is left before answering.
         let deadline = ContinuousClock.now + .seconds(60)

@@ -28,7 +28,9 @@ struct LiveClient: Sendable {
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let body { request.httpBody = Data(body.utf8) }
         let (data, response) = try await session.data(for: request)
-        let http = response as! HTTPURLResponse
+        guard let http = response as? HTTPURLResponse else {
+            throw URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "\(method) \(path): not an HTTP response: \(response)"])
+        }
         var fields = HTTPFields()
         for (name, value) in http.allHeaderFields {
             if let text = name as? String, let field = HTTPField.Name(text), let value = value as? String { fields[field] = value }
