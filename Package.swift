@@ -126,14 +126,20 @@ let package = Package(
 
         .testTarget(
             name: "SwitchyardCoreTests",
-            dependencies: ["SwitchyardCore"],
+            dependencies: ["SwitchyardCore", "ProcessTestSupport"],
             resources: [.copy("Data")],
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardFlagFilesTests",
-            dependencies: ["SwitchyardFlagFiles", "SwitchyardCore"],
+            dependencies: ["SwitchyardFlagFiles", "SwitchyardCore", "ProcessTestSupport"],
             exclude: ["Fixtures"],
+            swiftSettings: settings
+        ),
+        // Test support: running a child process to its end without blocking a thread of the cooperative pool.
+        .target(
+            name: "ProcessTestSupport",
+            path: "Tests/ProcessTestSupport",
             swiftSettings: settings
         ),
         // Test support for the client runtime: a hostile loopback HTTP server, a flagsd stand-in, a test clock.
@@ -156,7 +162,7 @@ let package = Package(
         // Test support for the PostgreSQL backend: the test server's URL, fresh databases, private servers.
         .target(
             name: "PostgresTestSupport",
-            dependencies: ["SwitchyardPostgres", .product(name: "PostgresNIO", package: "postgres-nio"),
+            dependencies: ["SwitchyardPostgres", "ProcessTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
                            .product(name: "Logging", package: "swift-log")],
             path: "Tests/PostgresTestSupport",
             swiftSettings: settings

@@ -1,4 +1,5 @@
 public import Foundation
+import ProcessTestSupport
 public import Logging
 public import PostgresNIO
 import SwitchyardPostgres
@@ -132,26 +133,13 @@ public final class PrivateServer: Sendable {
 
     /// Runs `scripts/postgres-server` and returns what it printed.
     ///
-    /// Output goes through a file, not a pipe (the server it starts inherits the process's open descriptors and
-    /// would hold a pipe open), and the end is awaited through `terminationHandler` (`waitUntilExit` can miss it
-    /// on a concurrency thread).
+    /// Through `runToEnd`: output in a file, not a pipe (the server it starts would hold a pipe open).
     static func script(_ arguments: [String]) async throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/postgres-server")
         process.arguments = arguments
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("postgres-server-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: log) }
-        let output = try FileHandle(forWritingTo: log)
-        defer { try? output.close() }
-        process.standardOutput = output
-        process.standardError = output
-        let (ended, continuation) = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { continuation.yield($0.terminationStatus) }
-        try process.run()
-        let status = await ended.first { _ in true } ?? -1
-        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        let (status, text) = try await runToEnd(process)
         guard status == 0 else {
             throw TestPostgresError(description: "scripts/postgres-server \(arguments.joined(separator: " ")) failed (\(status)): \(text)")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import SwitchyardCore
 import SwitchyardFlagFiles
 import Testing
@@ -101,22 +102,4 @@ struct SchemaScriptTests {
         #expect(result.output.contains("unknown-field.yaml: flags.plugin_switch_feed_promos: Additional properties are not allowed ('descripton', 'rollot' were unexpected)"))
         #expect(result.output.contains("rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is greater than the maximum of 100"))
     }
-}
-
-/// Runs a process to its end without blocking a thread of the cooperative pool (a blocked one starves every other
-/// test of the process on a 2-core machine): both streams go to a file, the end is awaited through
-/// `terminationHandler`.
-private func runToEnd(_ process: Process) async throws -> (status: Int32, output: String) {
-    let log = FileManager.default.temporaryDirectory.appendingPathComponent("process-\(UUID().uuidString).log")
-    FileManager.default.createFile(atPath: log.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: log) }
-    let output = try FileHandle(forWritingTo: log)
-    defer { try? output.close() }
-    process.standardOutput = output
-    process.standardError = output
-    let (ended, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(1))
-    process.terminationHandler = { continuation.yield($0.terminationStatus) }
-    try process.run()
-    let status = await ended.first { _ in true } ?? -1
-    return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
 }
