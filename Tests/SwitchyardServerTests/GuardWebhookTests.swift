@@ -40,22 +40,8 @@ struct GuardWebhookTests {
             logger.logLevel = .critical
             let application = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                                           onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-            let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
-            return try await withThrowingTaskGroup(of: T?.self) { tasks in
-                tasks.addTask {
-                    try await group.run()
-                    return nil
-                }
-                guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
-                do {
-                    let result = try await body(URL(string: "http://127.0.0.1:\(port)/hooks/crash-guard")!)
-                    await group.triggerGracefulShutdown()
-                    for try await _ in tasks {}
-                    return result
-                } catch {
-                    await group.triggerGracefulShutdown()
-                    throw error
-                }
+            return try await whileServing(application, ports: ports, logger: logger) { port in
+                try await body(URL(string: "http://127.0.0.1:\(port)/hooks/crash-guard")!)
             }
         }
     }

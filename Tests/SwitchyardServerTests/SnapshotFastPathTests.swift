@@ -147,10 +147,7 @@ struct SnapshotFastPathTests {
         defer { app.close() }
         let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         try await withLiveFlagsd(app) { server, port in
-            let connection = try RawHTTPConnection(port: port)
-            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
-                                                      headers: [("Authorization", "Bearer \(app.tokens["client"]!)"), ("If-None-Match", tag)]))
-            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            let connection = try await parkedSnapshotRequest(app, server, port: port, tag: tag)
             connection.reset()
             // Well before the 60 s wait ends. (A client that only closes its sending side may still want the
             // answer, as HTTP allows, so end of input alone keeps the request parked, as on the router.)
@@ -163,10 +160,7 @@ struct SnapshotFastPathTests {
         defer { app.close() }
         let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         try await withLiveFlagsd(app) { server, port in
-            let connection = try RawHTTPConnection(port: port)
-            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
-                                                      headers: [("Authorization", "Bearer \(app.tokens["client"]!)"), ("If-None-Match", tag)]))
-            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            let connection = try await parkedSnapshotRequest(app, server, port: port, tag: tag)
             connection.shutdownWriting()
             _ = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
                 .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable")
@@ -195,11 +189,7 @@ struct SnapshotFastPathTests {
         defer { app.close() }
         let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         try await withLiveFlagsd(app) { server, port in
-            let connection = try RawHTTPConnection(port: port)
-            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60", headers: [
-                ("Authorization", "Bearer \(app.tokens["client"]!)"), ("If-None-Match", tag), ("X-Request-Id", "parked-1"),
-            ]))
-            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            let connection = try await parkedSnapshotRequest(app, server, port: port, tag: tag, headers: [("X-Request-Id", "parked-1")])
             let deleted = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["admin"])
                 .send("DELETE", "/v1/namespaces/rider")
             #expect(deleted.status == .ok || deleted.status == .noContent)
@@ -332,6 +322,18 @@ struct SnapshotFastPathTests {
     }
 }
 
+/// Opens a raw connection, sends `GET /v1/namespaces/rider/snapshot?wait=60` with the client token, `If-None-Match:
+/// tag` and `headers`, and returns once the hub holds it as its only waiter.
+private func parkedSnapshotRequest(_ app: TestApp, _ server: FlagsServer, port: Int, tag: String,
+                                   headers: [(String, String)] = []) async throws -> RawHTTPConnection {
+    let connection = try RawHTTPConnection(port: port)
+    try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
+                                              headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))"),
+                                                        ("If-None-Match", tag)] + headers))
+    try await waitUntil { server.flagService.hub.waiterCount == 1 }
+    return connection
+}
+
 /// A live server's configuration whose token cache stays fresh for the whole test, however slowly a busy machine
 /// runs it: a due cache sends requests to the router (the stale-cache test sets its own age).
 func freshTokenCacheConfiguration() -> ServerConfiguration {
@@ -348,21 +350,7 @@ func withLiveFlagsd<T: Sendable>(
     let (ports, continuation) = AsyncStream<Int>.makeStream()
     let server = try await buildApplication(configuration: configuration, store: app.store, registry: PrometheusCollectorRegistry(),
                                             logger: app.logger) { continuation.yield($0) }
-    let group = ServiceGroup(configuration: .init(services: [server], logger: app.logger))
-    return try await withThrowingTaskGroup(of: T?.self) { tasks in
-        tasks.addTask {
-            try await group.run()
-            return nil
-        }
-        guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
-        do {
-            let result = try await withDeadline(.seconds(120)) { try await body(server, port) }
-            await group.triggerGracefulShutdown()
-            for try await _ in tasks {}
-            return result
-        } catch {
-            await group.triggerGracefulShutdown()
-            throw error
-        }
+    return try await whileServing(server, ports: ports, logger: app.logger) { port in
+        try await withDeadline(.seconds(120)) { try await body(server, port) }
     }
 }
