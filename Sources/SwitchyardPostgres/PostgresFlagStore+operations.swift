@@ -157,30 +157,19 @@ extension PostgresFlagStore {
     }
 
     public func audit(_ query: AuditQuery) async throws -> AuditPage {
-        var clauses: [String] = []
         var bindings = PostgresBindings()
-        func bind(_ value: some PostgresNonThrowingEncodable) -> String {
-            bindings.append(value)
+        let sql = query.pageSQL { value in
+            switch value {
+            case .text(let text): bindings.append(text)
+            case .integer(let integer): bindings.append(integer)
+            case .texts(let texts):
+                bindings.append(texts)
+                return "(SELECT unnest($\(bindings.count)::text[]))"
+            }
             return "$\(bindings.count)"
         }
-        if let namespace = query.namespace { clauses.append("namespace = \(bind(namespace))") }
-        if let visible = query.visibleNamespaces { clauses.append("namespace = ANY(\(bind(visible)))") }
-        if let target = query.target { clauses.append("id IN (SELECT audit_id FROM audit_target WHERE target = \(bind(target)))") }
-        if let actor = query.actor { clauses.append("actor = \(bind(actor))") }
-        if let source = query.source { clauses.append("source = \(bind(source.rawValue))") }
-        if let since = query.since { clauses.append("time_ms >= \(bind(since.milliseconds))") }
-        if let until = query.until { clauses.append("time_ms < \(bind(until.milliseconds))") }
-        if let before = query.before { clauses.append("id < \(bind(before))") }
-        let limit = min(max(query.limit, 1), 1000)
-        let filter = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-        let sql = "SELECT * FROM audit \(filter) ORDER BY id DESC LIMIT \(bind(Int64(limit + 1)))"
-        var entries = try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings)).map { try Self.auditEntry($0.makeRandomAccess()) }
-        var next: Int64?
-        if entries.count > limit {
-            entries.removeLast()
-            next = entries.last?.id
-        }
-        return AuditPage(entries: entries, nextCursor: next)
+        let entries = try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings)).map { try Self.auditEntry($0.makeRandomAccess()) }
+        return AuditPage(fetched: entries, pageSize: query.pageSize)
     }
 
     // MARK: Tokens

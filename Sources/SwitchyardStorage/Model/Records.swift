@@ -298,6 +298,41 @@ public struct AuditQuery: Sendable, Hashable {
 }
 
 /// One page of audit entries.
+/// A value an audit query compares with, for a backend to bind.
+public enum AuditQueryValue: Sendable {
+    case text(String)
+    case integer(Int64)
+    /// A list, for `IN`: the backend's expression must be a subquery or list of the values.
+    case texts([String])
+}
+
+extension AuditQuery {
+    /// The query's conditions on the `audit` table, ANDed: one definition for every backend, which binds each value
+    /// and returns the SQL expression standing for it (its placeholder, or for a list a subquery).
+    public func conditions(binding bind: (AuditQueryValue) -> String) -> [String] {
+        var conditions: [String] = []
+        if let namespace { conditions.append("namespace = \(bind(.text(namespace)))") }
+        if let visibleNamespaces { conditions.append("namespace IN \(bind(.texts(visibleNamespaces)))") }
+        if let target { conditions.append("id IN (SELECT audit_id FROM audit_target WHERE target = \(bind(.text(target))))") }
+        if let actor { conditions.append("actor = \(bind(.text(actor)))") }
+        if let source { conditions.append("source = \(bind(.text(source.rawValue)))") }
+        if let since { conditions.append("time_ms >= \(bind(.integer(since.milliseconds)))") }
+        if let until { conditions.append("time_ms < \(bind(.integer(until.milliseconds)))") }
+        if let before { conditions.append("id < \(bind(.integer(before)))") }
+        return conditions
+    }
+
+    /// The SQL selecting one page plus one entry (which tells whether there is a next page), newest first.
+    public func pageSQL(binding bind: (AuditQueryValue) -> String) -> String {
+        let conditions = conditions(binding: bind)
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return "SELECT * FROM audit \(filter) ORDER BY id DESC LIMIT \(bind(.integer(Int64(pageSize + 1))))"
+    }
+
+    /// The page size asked for, within 1...1000.
+    public var pageSize: Int { min(max(limit, 1), 1000) }
+}
+
 public struct AuditPage: Sendable, Hashable {
     public var entries: [AuditEntry]
     /// Pass as `before` for the next (older) page; nil on the last page.
@@ -306,5 +341,11 @@ public struct AuditPage: Sendable, Hashable {
     public init(entries: [AuditEntry], nextCursor: Int64?) {
         self.entries = entries
         self.nextCursor = nextCursor
+    }
+
+    /// The page from what `AuditQuery.pageSQL` selected: up to `pageSize` entries, and a cursor when there were more.
+    public init(fetched: [AuditEntry], pageSize: Int) {
+        let more = fetched.count > pageSize
+        self.init(entries: Array(fetched.prefix(pageSize)), nextCursor: more ? fetched[pageSize - 1].id : nil)
     }
 }

@@ -236,51 +236,19 @@ public final class SQLiteFlagStore: FlagStore {
     public func audit(_ query: AuditQuery) async throws -> AuditPage {
         try await access {
             try await self.pool.read { db in
-                var clauses: [String] = []
                 var arguments: StatementArguments = []
-                if let namespace = query.namespace {
-                    clauses.append("namespace = ?")
-                    arguments += [namespace]
+                let sql = query.pageSQL { value in
+                    switch value {
+                    case .text(let text): arguments += [text]
+                    case .integer(let integer): arguments += [integer]
+                    case .texts(let texts):
+                        arguments += [JSONValue.array(texts.map(JSONValue.string)).serializedString()]
+                        return "(SELECT value FROM json_each(?))"
+                    }
+                    return "?"
                 }
-                if let visible = query.visibleNamespaces {
-                    clauses.append("namespace IN (SELECT value FROM json_each(?))")
-                    arguments += [JSONValue.array(visible.map(JSONValue.string)).serializedString()]
-                }
-                if let target = query.target {
-                    clauses.append("id IN (SELECT audit_id FROM audit_target WHERE target = ?)")
-                    arguments += [target]
-                }
-                if let actor = query.actor {
-                    clauses.append("actor = ?")
-                    arguments += [actor]
-                }
-                if let source = query.source {
-                    clauses.append("source = ?")
-                    arguments += [source.rawValue]
-                }
-                if let since = query.since {
-                    clauses.append("time_ms >= ?")
-                    arguments += [since.milliseconds]
-                }
-                if let until = query.until {
-                    clauses.append("time_ms < ?")
-                    arguments += [until.milliseconds]
-                }
-                if let before = query.before {
-                    clauses.append("id < ?")
-                    arguments += [before]
-                }
-                let limit = min(max(query.limit, 1), 1000)
-                arguments += [limit + 1]
-                let filter = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-                var entries = try Row.fetchAll(db, sql: "SELECT * FROM audit \(filter) ORDER BY id DESC LIMIT ?",
-                                               arguments: arguments).map(Self.auditEntry)
-                var next: Int64?
-                if entries.count > limit {
-                    entries.removeLast()
-                    next = entries.last?.id
-                }
-                return AuditPage(entries: entries, nextCursor: next)
+                let entries = try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.auditEntry)
+                return AuditPage(fetched: entries, pageSize: query.pageSize)
             }
         }
     }
