@@ -46,16 +46,6 @@ struct GuardWebhookTests {
         }
     }
 
-    /// Waits until a condition holds, checking every 50 ms, for at most `seconds` (a liveness deadline).
-    static func eventually(within seconds: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
-
     @Test func aTripIsAnnouncedToTheWebhookAndAFailedDeliveryIsRetried() async throws {
         let receiver = Receiver(failures: 1)
         try await receiver.run { url in
@@ -69,7 +59,7 @@ struct GuardWebhookTests {
                 let events = CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos])
                 let response = try await client.send("POST", "/v1/namespaces/rider/events", body: CrashGuardTests.batch(events))
                 #expect(response.status == .ok)
-                #expect(await Self.eventually { receiver.received.count >= 2 })
+                try await waitUntilAsync(timeout: .seconds(60), "a retried delivery") { receiver.received.count >= 2 }
             }
             let deliveries = receiver.received
             #expect(deliveries.count == 2)

@@ -134,12 +134,14 @@ struct LiveLongPollTests {
     }
 }
 
-/// Polls an async condition until it holds; the deadline is a liveness check.
-func waitUntilAsync(timeout: Duration = .seconds(30), _ condition: () async -> Bool) async throws {
+/// Polls an async condition until it holds (an error counts as not yet); the deadline is a liveness check, not a
+/// speed claim.
+func waitUntilAsync(timeout: Duration = .seconds(30), _ what: @autoclosure () -> String = "the condition",
+                    _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
-    while await !condition() {
+    while (try? await condition()) != true {
         guard ContinuousClock.now < deadline else {
-            Issue.record("condition did not hold within \(timeout)")
+            Issue.record("\(what()) did not hold within \(timeout)")
             throw CancellationError()
         }
         try await Task.sleep(for: .milliseconds(20))
