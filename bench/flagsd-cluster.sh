@@ -7,9 +7,8 @@
 #   CLIENTS=5000 ROUNDS=5 bench/flagsd-cluster.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/lib/prerequisites.sh
+source bench/flagsd-common.sh   # and scripts/lib/prerequisites.sh
 source scripts/lib/postgres.sh
-source bench/flagsd-common.sh
 CLIENTS=${CLIENTS:-5000}
 ROUNDS=${ROUNDS:-5}
 ensure_postgres

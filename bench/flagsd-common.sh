@@ -5,16 +5,13 @@ FLAGSD_BENCH_TOKEN=${FLAGSD_BENCH_TOKEN:-bench-admin-token-0123456789abcdef}
 FLAGSD_BENCH_DIR=${FLAGSD_BENCH_DIR:-$(mktemp -d /tmp/flagsd-bench.XXXXXX)}
 FLAGSD_PORT=${FLAGSD_PORT:-18181}
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+source scripts/lib/prerequisites.sh   # as_root, apt_install
 
+# Installs the named tools (each its own Debian package) when missing.
 ensure_apt() {
   local missing=()
   for tool in "$@"; do command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || missing+=("$tool"); done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "==> installing ${missing[*]} (apt-get)" >&2
-    as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
-  fi
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}" >&2; fi
 }
 
 ensure_venv() {
