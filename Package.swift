@@ -136,7 +136,8 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: settings
         ),
-        // Test support: running a child process to its end without blocking a thread of the cooperative pool.
+        // Test support: running a child process to its end, or blocking work, without blocking a thread of the
+        // cooperative pool.
         .target(
             name: "ProcessTestSupport",
             path: "Tests/ProcessTestSupport",
@@ -179,7 +180,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchyardGuardTests",
-            dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore"],
+            dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore", "ProcessTestSupport"],
             swiftSettings: settings
         ),
         // A fleet of real client runtimes against a live flagsd: the crash guard end to end.
@@ -196,7 +197,7 @@ let package = Package(
             name: "SwitchyardServerTests",
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
-                "SwitchyardPostgres", "PostgresTestSupport",
+                "SwitchyardPostgres", "PostgresTestSupport", "ProcessTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -117,6 +117,41 @@ extension PostgresFlagStore {
             "ALTER TABLE change ADD COLUMN evidence TEXT",
             "ALTER TABLE audit ADD COLUMN evidence TEXT",
         ]),
+        Migration(id: 4, name: "event sources, admission windows, crash records", statements: [
+            // Counters per source (client, reporter): each source is judged on its own sessions. Existing counters
+            // were all reported by clients.
+            "ALTER TABLE event_count ADD COLUMN source TEXT NOT NULL DEFAULT 'client'",
+            "ALTER TABLE event_count ALTER COLUMN source DROP DEFAULT",
+            "ALTER TABLE event_count DROP CONSTRAINT event_count_pkey",
+            "ALTER TABLE event_count ADD PRIMARY KEY (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms)",
+            // Sessions per unit and per source address, events per city and cohort, per window (EventAdmission).
+            """
+            CREATE TABLE event_window (
+                namespace TEXT NOT NULL,
+                window_ms BIGINT NOT NULL,
+                kind TEXT NOT NULL,
+                value TEXT NOT NULL,
+                events BIGINT NOT NULL,
+                PRIMARY KEY (namespace, window_ms, kind, value)
+            )
+            """,
+            // Crashed sessions with their unit, address, city, cohorts and switches (JSON arrays).
+            """
+            CREATE TABLE event_crash (
+                namespace TEXT NOT NULL,
+                id TEXT NOT NULL,
+                source TEXT NOT NULL,
+                bucket_ms BIGINT NOT NULL,
+                unit TEXT NOT NULL,
+                address TEXT,
+                city TEXT,
+                cohorts TEXT NOT NULL,
+                switches TEXT NOT NULL,
+                PRIMARY KEY (namespace, id)
+            )
+            """,
+            "CREATE INDEX event_crash_bucket ON event_crash(namespace, bucket_ms)",
+        ]),
     ]
 
     /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).

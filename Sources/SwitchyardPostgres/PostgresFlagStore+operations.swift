@@ -172,6 +172,23 @@ extension PostgresFlagStore {
         return AuditPage(fetched: entries, pageSize: query.pageSize)
     }
 
+    public func recordAudit(_ note: AuditNote) async throws -> AuditEntry {
+        let time = currentTime()
+        return try await transaction { connection in
+            guard try await Self.liveNamespaceRow(connection, note.namespace, lock: false, logger: self.logger) != nil else {
+                throw StorageError.namespaceNotFound(note.namespace)
+            }
+            let id = try await Self.appendAudit(time: time, author: note.author, action: note.action, namespace: note.namespace,
+                                                version: nil, summary: note.summary, changes: [], targets: note.targets,
+                                                evidence: note.evidence.map { $0.serializedString(.canonical) }, to: connection,
+                                                logger: self.logger)
+            guard let row = try await connection.query("SELECT * FROM audit WHERE id = \(id)", logger: self.logger).collect().first else {
+                throw StorageError(.corrupt, "the audit entry just written is missing")
+            }
+            return try Self.auditEntry(row.makeRandomAccess())
+        }
+    }
+
     // MARK: Tokens
 
     public func tokens() async throws -> [StoredToken] {
@@ -348,10 +365,11 @@ extension PostgresFlagStore {
                               changes: record.changes, targets: targets, evidence: evidence, to: connection, logger: logger)
     }
 
+    @discardableResult
     static func appendAudit(
         time: Date, author: ChangeAuthor, action: AuditAction, namespace: String?, version: Int64?, summary: String,
         changes: [ObjectChange], targets: [String], evidence: String? = nil, to connection: PostgresConnection, logger: Logger
-    ) async throws {
+    ) async throws -> Int64 {
         let trimmed = author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         let reason = trimmed?.isEmpty == false ? trimmed : nil
         let row = try await connection.query("""
@@ -367,6 +385,7 @@ extension PostgresFlagStore {
                 INSERT INTO audit_target (target, audit_id) SELECT unnest(\(unique)::text[]), \(id)
                 """, logger: logger).collect()
         }
+        return id
     }
 
     /// Queues a notification; PostgreSQL delivers it to every listening process when the transaction commits.

@@ -134,6 +134,9 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.post, "\(ns)/events") { try await api.postEvents($0, context: $1) },
         RouteSpec(.get, "\(ns)/guard") { try await api.guardStatus($0, context: $1) },
         RouteSpec(.get, "\(ns)/guard/trips") { try await api.guardTrips($0, context: $1) },
+        RouteSpec(.get, "\(ns)/guard/proposals") { try await api.guardProposals($0, context: $1) },
+        RouteSpec(.post, "\(ns)/guard/proposals/{id}/apply") { try await api.applyGuardProposal($0, context: $1) },
+        RouteSpec(.post, "\(ns)/guard/proposals/{id}/dismiss") { try await api.dismissGuardProposal($0, context: $1) },
         RouteSpec(.get, "\(ns)/experiments/{key}") { try await api.experimentResults($0, context: $1) },
 
         RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },

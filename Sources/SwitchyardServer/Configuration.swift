@@ -41,6 +41,9 @@ public struct ServerConfiguration: Sendable {
     /// How often the crash guard reloads its counters from the store (other flagsd processes count events too)
     /// and updates its gauges.
     public var guardRefreshInterval: Duration = .seconds(15)
+    /// The proxies whose `Forwarded` and `X-Forwarded-For` headers say where a request came from; a request from
+    /// any other peer comes from that peer.
+    public var trustedProxies = TrustedProxies()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,

@@ -62,6 +62,13 @@ public protocol FlagStore: EventStore {
     /// Audit entries matching a query, newest first.
     func audit(_ query: AuditQuery) async throws -> AuditPage
 
+    /// Records an audited action that changes no flag (a crash guard proposal, a dismissal), durable when it
+    /// returns.
+    ///
+    /// - Returns: the entry as stored.
+    /// - Throws: `notFound` when the namespace does not exist.
+    func recordAudit(_ note: AuditNote) async throws -> AuditEntry
+
     /// Every token, live and revoked, with the hashes needed to verify secrets.
     func tokens() async throws -> [StoredToken]
 

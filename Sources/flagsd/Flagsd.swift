@@ -78,8 +78,14 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "A URL the crash guard POSTs a JSON announcement to when it disables a plugin switch; retried with backoff, never in the way of ingestion (SWITCHYARD_GUARD_WEBHOOK).")
     var guardWebhook: String?
 
+    @Option(help: ArgumentHelp(
+        "The load balancers and proxies in front of flagsd, as addresses or CIDR blocks separated by commas (10.0.0.0/8,fd00::/8); a request from one of them comes from the first address of its Forwarded or X-Forwarded-For header that is not one of them. Without it (the default) every request comes from its TCP peer (SWITCHYARD_TRUSTED_PROXIES).",
+        valueName: "cidr,…"))
+    var trustedProxies: String?
+
     /// The options' values, or their environment variables' (an Optional option cannot default to one).
     var crashGuardWebhook: String? { guardWebhook ?? env("SWITCHYARD_GUARD_WEBHOOK") }
+    var proxies: String? { trustedProxies ?? env("SWITCHYARD_TRUSTED_PROXIES") }
     var ofrepDefaultNamespace: String? { defaultNamespace ?? env("SWITCHYARD_DEFAULT_NAMESPACE") }
     var ofrepRatePerMinute: Int? { ofrepRateLimit ?? env("SWITCHYARD_OFREP_RATE_LIMIT").flatMap(Int.init) }
 
@@ -106,6 +112,13 @@ struct Flagsd: AsyncParsableCommand {
         if let text = crashGuardWebhook {
             guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
                 throw ValidationError("--guard-webhook '\(text)' is not an http or https URL, e.g. --guard-webhook https://hooks.example.com/switchyard.")
+            }
+        }
+        if let proxies {
+            do {
+                _ = try TrustedProxies(parsing: proxies)
+            } catch {
+                throw ValidationError("--trusted-proxies: \(error)")
             }
         }
         if PostgresStoreConfiguration.isPostgresURL(database) {
@@ -183,6 +196,7 @@ struct Flagsd: AsyncParsableCommand {
         configuration.storeCheckInterval = .milliseconds(Int64(syncInterval * 1000))
         configuration.console = console
         configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))
+        if let proxies { configuration.trustedProxies = try TrustedProxies(parsing: proxies) }
         let host = self.host
         return try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger) { port in
             FileHandle.standardOutput.write(Data("flagsd listening on http://\(host):\(port) (database \(databaseName))\n".utf8))

@@ -7,14 +7,16 @@ public struct Tokens: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         abstract: "List, create and revoke API tokens (needs an admin token for every namespace).",
         discussion: """
-            Roles nest: client (apps: snapshots, changes, events) ⊂ editor (change flags, read the audit log) ⊂ \
-            admin (tokens, namespaces). A token may be limited to some namespaces with --allow.
+            Roles nest: client (apps: snapshots, changes, events; ships inside apps, so public) ⊂ reporter (a \
+            server-side crash pipeline: its sessions are trusted by the crash guard) ⊂ editor (change flags, read \
+            the audit log) ⊂ admin (tokens, namespaces). A token may be limited to some namespaces with --allow.
 
             Examples:
 
               flagctl tokens list
               flagctl tokens create amara --role editor
               flagctl tokens create rider-ios --role client --allow rider
+              flagctl tokens create crash-pipeline --role reporter --allow rider
               flagctl tokens create web-checkout --role client --allow rider --rate 600
               flagctl tokens revoke amara --reason "left the release team"
             """,
@@ -74,6 +76,7 @@ public struct TokensCreate: FlagctlCommand {
 
               flagctl tokens create amara --role editor
               flagctl tokens create rider-ios --role client --allow rider
+              flagctl tokens create crash-pipeline --role reporter --allow rider
               flagctl tokens create web-checkout --role client --allow rider --rate 600
 
             Exit status: 0 ok, 1 failure (a bad name), 3 a live token has that name, 5 not an admin token for \
@@ -83,7 +86,7 @@ public struct TokensCreate: FlagctlCommand {
 
     @Argument(help: ArgumentHelp("A name for the token: its holder, person or app (recorded as the actor of its changes).", valueName: "name"))
     public var name: String
-    @Option(help: ArgumentHelp("client, editor or admin.", valueName: "role"))
+    @Option(help: ArgumentHelp("client (apps: public), reporter (a server-side crash pipeline: secret), editor or admin.", valueName: "role"))
     public var role: String
     @Option(help: ArgumentHelp("Limit the token to this namespace; repeat for several (default: every namespace).", valueName: "ns"))
     public var allow: [String] = []
@@ -96,8 +99,8 @@ public struct TokensCreate: FlagctlCommand {
     public init() {}
 
     public func validate() throws {
-        guard ["client", "editor", "admin"].contains(role) else {
-            throw ValidationError("--role '\(role)' is not a role; pass client (apps), editor (release managers) or admin.")
+        guard ["client", "reporter", "editor", "admin"].contains(role) else {
+            throw ValidationError("--role '\(role)' is not a role; pass client (apps), reporter (crash pipelines), editor (release managers) or admin.")
         }
         if let rate, !(1...1_000_000).contains(rate) {
             throw ValidationError("--rate \(rate) is not between 1 and 1000000 requests per minute; leave it out for the server's default.")

@@ -210,7 +210,7 @@ extension API {
         }
         let roleText = body.string("role", required: true)
         let role = roleText.flatMap(Role.init(rawValue:))
-        if let roleText, role == nil { problems.report("role", "'\(roleText)' is not a role (client, editor or admin)") }
+        if let roleText, role == nil { problems.report("role", "'\(roleText)' is not a role (client, reporter, editor or admin)") }
         let namespaces = body.stringList("namespaces")
         if let namespaces, namespaces.isEmpty {
             problems.report("namespaces", "must list at least one namespace (leave it out for every namespace)")

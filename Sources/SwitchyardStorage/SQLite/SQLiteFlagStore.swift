@@ -255,6 +255,22 @@ public final class SQLiteFlagStore: FlagStore {
 
     // MARK: Tokens
 
+    public func recordAudit(_ note: AuditNote) async throws -> AuditEntry {
+        let time = currentTime()
+        return try await access {
+            try await self.pool.write { db in
+                guard try Self.liveNamespaceRow(db, note.namespace) != nil else { throw StorageError.namespaceNotFound(note.namespace) }
+                let id = try Self.appendAudit(time: time, author: note.author, action: note.action, namespace: note.namespace, version: nil,
+                                              summary: note.summary, changes: [], targets: note.targets,
+                                              evidence: note.evidence.map { $0.serializedString(.canonical) }, to: db)
+                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM audit WHERE id = ?", arguments: [id]) else {
+                    throw StorageError(.corrupt, "the audit entry just written is missing")
+                }
+                return try Self.auditEntry(row)
+            }
+        }
+    }
+
     public func tokens() async throws -> [StoredToken] {
         try await access {
             try await self.pool.read { db in
@@ -414,10 +430,11 @@ public final class SQLiteFlagStore: FlagStore {
                         changes: record.changes, targets: targets, evidence: evidence, to: db)
     }
 
+    @discardableResult
     static func appendAudit(
         time: Date, author: ChangeAuthor, action: AuditAction, namespace: String?, version: Int64?, summary: String,
         changes: [ObjectChange], targets: [String], evidence: String? = nil, to db: Database
-    ) throws {
+    ) throws -> Int64 {
         let reason = author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         try db.execute(sql: """
             INSERT INTO audit (time_ms, actor, source, action, namespace, version, reason, summary, changes, evidence)
@@ -428,6 +445,7 @@ public final class SQLiteFlagStore: FlagStore {
         for target in Set(targets) {
             try db.execute(sql: "INSERT INTO audit_target (target, audit_id) VALUES (?, ?)", arguments: [target, id])
         }
+        return id
     }
 }
 

@@ -1,10 +1,14 @@
 public import Foundation
 import SwitchyardCore
 
-/// What a token may do. Roles are nested: client ⊂ editor ⊂ admin.
+/// What a token may do. Roles are nested: client ⊂ reporter ⊂ editor ⊂ admin.
 public enum Role: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
-    /// Reads snapshots and changes, posts events, evaluates through OFREP.
+    /// Reads snapshots and changes, posts events, evaluates through OFREP. Client tokens ship inside apps, so
+    /// they are public: the events they post are bounded and may be forged.
     case client
+    /// Also posts events as a trusted source: a server-side crash pipeline's secret token. Its sessions are
+    /// counted apart from clients', and are not capped per source address.
+    case reporter
     /// Also changes flags, reads the audit log, uses the console.
     case editor
     /// Also manages tokens and namespaces.
@@ -13,8 +17,9 @@ public enum Role: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
     private var rank: Int {
         switch self {
         case .client: 0
-        case .editor: 1
-        case .admin: 2
+        case .reporter: 1
+        case .editor: 2
+        case .admin: 3
         }
     }
 
