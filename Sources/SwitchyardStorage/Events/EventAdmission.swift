@@ -8,8 +8,10 @@ public import SwitchyardCore
 ///   many to any one switch), and a source address at most `maximumSessionsPerAddress` sessions per window, for
 ///   sessions clients report (reporters are trusted servers: only their units are capped). Windows are fixed,
 ///   aligned on the Unix epoch and decided by each event's own time, so counts agree across processes. A session
-///   is admitted when it is among the first of the window for its unit and for its address; the rest are left
-///   out of the counts (in arrival order, whatever they report, so the sessions left in are a fair sample).
+///   is admitted when it is among the first sessions offered in the window for its unit and for its address
+///   (every session offered takes a place, admitted or not: one atomic count per key, which processes sharing a
+///   store agree on); the rest are left out of the counts, in arrival order whatever they report, so the sessions
+///   left in are a fair sample.
 /// - **Cities and cohorts**: counted on their own when the namespace declares them (`cities`, `cohorts`), or,
 ///   when it does not, when they are among the `maximumScopeValues` most frequent of their window so far; every
 ///   other value is counted as ``CrashGuardPolicy/otherValue``.
