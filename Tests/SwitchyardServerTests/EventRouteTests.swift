@@ -197,7 +197,7 @@ struct EventRouteTests {
         _ = try await app.send(.post, Self.path, token: "client", body: Self.body([
             Self.session("s1", crashed: true, switches: ["plugin_switch_feed_promos", "plugin_switch_feed_weather"],
                          variants: JSONObject([("checkout_button", .string("bold"))])),
-            Self.exposure("e1", flag: "other_experiment"),
+            Self.exposure("e1", flag: "checkout_button", variant: "control"),
         ]))
         _ = try await app.send(.post, Self.path, token: "client", body: Self.body([Self.session("s1", crashed: true)]))
         let batches = observer.batches
@@ -206,7 +206,7 @@ struct EventRouteTests {
         #expect(batch.namespace == "rider")
         #expect(batch.events.map(\.id) == ["s1", "e1"])
         #expect(batch.switches == ["plugin_switch_feed_promos", "plugin_switch_feed_weather"])
-        #expect(batch.flags == ["checkout_button", "other_experiment"])
+        #expect(batch.flags == ["checkout_button"])
         #expect(batch.sessions == 1)
         #expect(batch.crashedSessions == 1)
     }

@@ -51,14 +51,15 @@ struct GuardWebhookTests {
         try await receiver.run { url in
             var configuration = ServerConfiguration(port: 0)
             configuration.guardWebhookURL = url
-            let app = try await TestApp.make(configuration: configuration)
+            // 300 sessions at least: the trip comes with the last batch, so its evidence covers them all.
+            var policy = CrashGuardTests.policy
+            policy.minimumSessions = 300
+            let app = try await CrashGuardTests.app(configuration: configuration, policy: policy)
             defer { app.close() }
-            try await CrashGuardTests.setPolicy(app, CrashGuardTests.policy)
             try await app.withLiveServer { base in
                 let client = LiveClient(base: base, token: app.tokens["client"])
                 let events = CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos])
-                let response = try await client.send("POST", "/v1/namespaces/rider/events", body: CrashGuardTests.batch(events))
-                #expect(response.status == .ok)
+                try await CrashGuardRestartTests.post(client, events, firstAddress: 1)
                 try await waitUntilAsync(timeout: .seconds(60), "a retried delivery") { receiver.received.count >= 2 }
             }
             let deliveries = receiver.received
@@ -74,6 +75,34 @@ struct GuardWebhookTests {
             #expect(payload["evidence"]?["crashes"] == .int64(60))
             #expect(deliveries.last?.headers[HTTPField.Name("X-Switchyard-Event")!] == "crash_guard.tripped")
             #expect(deliveries.last?.headers[.contentType] == "application/json")
+        }
+    }
+
+    @Test func aProposalIsAnnouncedWithHowToApplyIt() async throws {
+        let receiver = Receiver(failures: 0)
+        try await receiver.run { url in
+            var configuration = ServerConfiguration(port: 0)
+            configuration.guardWebhookURL = url
+            var policy = CrashGuardTests.policy
+            policy.maximumTripsPerHour = 0
+            policy.minimumSessions = 300
+            let app = try await CrashGuardTests.app(configuration: configuration, policy: policy)
+            defer { app.close() }
+            try await app.withLiveServer { base in
+                let client = LiveClient(base: base, token: app.tokens["client"])
+                try await CrashGuardRestartTests.post(client, CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos]),
+                                                      firstAddress: 1)
+                try await waitUntilAsync(timeout: .seconds(60), "an announced proposal") { !receiver.received.isEmpty }
+            }
+            let delivery = try #require(receiver.received.first)
+            #expect(delivery.headers[HTTPField.Name("X-Switchyard-Event")!] == "crash_guard.proposed")
+            let proposal = try #require(delivery.body["proposal"]?.int64Value)
+            #expect(delivery.body["event"] == .string("crash_guard.proposed"))
+            #expect(delivery.body["switch"] == .string(CrashGuardTests.promos))
+            #expect(delivery.body["proposed_because"] == .string("budget"))
+            #expect(delivery.body["apply"] == .string("flagctl guard apply \(proposal) -n rider"))
+            #expect(delivery.body["evidence"]?["crashes"] == .int64(60))
+            #expect(try await CrashGuardTests.gate(app)?.disabled == false)
         }
     }
 }

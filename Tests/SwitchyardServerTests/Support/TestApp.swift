@@ -26,8 +26,8 @@ struct TestResponse: Sendable {
 
 /// A flagsd application over a fresh SQLite file, with one token per role, for in-process and live tests.
 struct TestApp: Sendable {
-    /// Secrets of tokens by name: admin, editor, client, revoked (a revoked editor), other-editor (an editor
-    /// limited to namespace `other`), rider-client (a client limited to `rider`).
+    /// Secrets of tokens by name: admin, editor, reporter, client, revoked (a revoked editor), other-editor (an
+    /// editor limited to namespace `other`), rider-client (a client limited to `rider`).
     let tokens: [String: String]
     let store: SQLiteFlagStore
     let server: FlagsServer
@@ -45,7 +45,7 @@ struct TestApp: Sendable {
                                                 request: ChangeRequest(author: root))
         }
         var tokens: [String: String] = [:]
-        for (name, role, limit) in [("admin", Role.admin, nil), ("editor", .editor, nil), ("client", .client, nil),
+        for (name, role, limit) in [("admin", Role.admin, nil), ("editor", .editor, nil), ("reporter", .reporter, nil), ("client", .client, nil),
                                     ("revoked", .editor, nil), ("other-editor", .editor, ["other"]),
                                     ("rider-client", .client, ["rider"]), ("rider-admin", .admin, ["rider"])] as [(String, Role, [String]?)] {
             tokens[name] = try await store.issueToken(name: name, role: role, namespaces: limit, by: root).secret
@@ -76,15 +76,15 @@ struct TestApp: Sendable {
 
     var hub: LongPollHub { server.flagService.hub }
 
-    /// Sends a request to the router in-process.
+    /// Sends a request to the router in-process, as from a TCP peer (loopback by default).
     func send(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, headers: HTTPFields = [:],
-              body: String? = nil) async throws -> TestResponse {
+              body: String? = nil, peer: IPAddress? = IPAddress("127.0.0.1")) async throws -> TestResponse {
         var fields = headers
         if let token { fields[.authorization] = "Bearer \(self.tokens[token] ?? token)" }
         if let body { fields[.contentLength] = String(body.utf8.count) }
         let request = Request(head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: path, headerFields: fields),
                               body: RequestBody(buffer: ByteBuffer(string: body ?? "")))
-        let response = try await responder.respond(to: request, context: FlagsRequestContext(logger: logger))
+        let response = try await responder.respond(to: request, context: FlagsRequestContext(logger: logger, peer: peer))
         let collector = BodyCollector()
         try await response.body.write(collector)
         return TestResponse(status: response.status, headers: response.headers, body: collector.bytes)
