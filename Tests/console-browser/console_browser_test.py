@@ -398,7 +398,14 @@ def guard_trip():
     wait_for(lambda d: guard_row(GUARDED).get_attribute("data-state") == "watching", f"{GUARDED} watched in the crash guard's statistics")
     # 300 sessions with the switch, 30 crashed (10 %, the built-in bound is 2 %), spread over three cities: a global trip.
     post_sessions(300, 10, [GUARDED])
-    row = wait_for(lambda d: guard_row(GUARDED).get_attribute("data-state") == "tripped" and guard_row(GUARDED), f"{GUARDED} tripped")
+    wait_for(lambda d: guard_row(GUARDED).get_attribute("data-state") == "tripped", f"{GUARDED} tripped")
+    # The view reloaded when the trip arrived, perhaps before the last batches: Refresh shows every session.
+    def refreshed():
+        by_id("guard-status-refresh").click()
+        time.sleep(0.2)
+        row = guard_row(GUARDED)
+        return row if row.find_element(By.CSS_SELECTOR, "td.sessions").text == "300" else None
+    row = wait_for(lambda d: refreshed(), f"{GUARDED}'s 300 sessions after a refresh")
     problems = []
     cells = {name: row.find_element(By.CSS_SELECTOR, f"td.{name}").text for name in ["sessions", "crashes", "crash-rate", "lower-bound", "bound"]}
     if cells["sessions"] != "300" or cells["crashes"] != "30" or cells["crash-rate"] != "10 %" or cells["bound"] != "2 %":
@@ -471,7 +478,9 @@ def guard_proposal():
                                 timeout=DEADLINE) as response:
         if response.status != 200:
             return f"PUT flag-set answered {response.status}"
-    post_sessions(300, 10, [PROPOSED])
+    # Half of them crash: well above twice the 10 % of the sessions without it (the guarded switch's), also without
+    # the crashes of the two busiest addresses.
+    post_sessions(300, 2, [PROPOSED])
 
     def proposal():
         by_id("guard-status-refresh").click()
