@@ -1,7 +1,7 @@
 public import Foundation
 import Logging
 import PostgresNIO
-public import SwitchyardCore
+import SwitchyardCore
 public import SwitchyardStorage
 
 /// The `EventStore` operations. Ids are unique per namespace (a primary key), so a batch retried through another
@@ -70,7 +70,7 @@ extension PostgresFlagStore {
                     SELECT \(namespace), c.id, c.source, c.bucket_ms, c.unit, NULLIF(c.address, ''), NULLIF(c.city, ''), c.cohorts, c.switches
                     FROM unnest(\(crashes.map(\.id))::text[], \(crashes.map(\.source.rawValue))::text[], \(crashes.map(\.bucket))::bigint[],
                                 \(crashes.map(\.unit))::text[], \(crashes.map { $0.address ?? "" })::text[], \(crashes.map { $0.city ?? "" })::text[],
-                                \(crashes.map { Self.textList($0.cohorts) })::text[], \(crashes.map { Self.textList($0.switches) })::text[])
+                                \(crashes.map { CrashRecord.storedList($0.cohorts) })::text[], \(crashes.map { CrashRecord.storedList($0.switches) })::text[])
                          WITH ORDINALITY AS c(id, source, bucket_ms, unit, address, city, cohorts, switches, position)
                     ORDER BY c.position
                     ON CONFLICT (namespace, id) DO NOTHING
@@ -119,17 +119,6 @@ extension PostgresFlagStore {
             ranked[ranking] = Set(try rows.map { try $0.decode(String.self) })
         }
         return plan.counted(ranked: ranked)
-    }
-
-    /// A list of strings as stored: a JSON array.
-    static func textList(_ values: [String]) -> String {
-        JSONValue.array(values.map(JSONValue.string)).serializedString()
-    }
-
-    /// A stored JSON array of strings.
-    static func decodeTextList(_ text: String) throws(StorageError) -> [String] {
-        guard let values = (try? JSONValue.parse(text))?.arrayValue else { throw StorageError(.corrupt, "a stored list is not a JSON array") }
-        return values.compactMap(\.stringValue)
     }
 
     public func eventCounts(_ query: EventCountQuery) async throws -> [EventCount] {
@@ -186,7 +175,7 @@ extension PostgresFlagStore {
                 throw StorageError(.corrupt, "a crash record has an unknown source '\(sourceName)'")
             }
             return CrashRecord(id: id, source: source, bucket: bucket, unit: unit, address: address, city: city,
-                               cohorts: try Self.decodeTextList(cohorts), switches: try Self.decodeTextList(switches))
+                               cohorts: try CrashRecord.list(stored: cohorts), switches: try CrashRecord.list(stored: switches))
         }
     }
 

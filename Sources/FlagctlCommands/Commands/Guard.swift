@@ -334,7 +334,7 @@ public struct GuardApply: FlagctlCommand {
     public init() {}
 
     public func validate() throws {
-        guard id > 0 else { throw ValidationError("\(id) is not a proposal id; 'flagctl guard status' lists the open proposals with theirs.") }
+        try GuardDismiss.validate(id: id)
         if let reason, reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             throw ValidationError("--reason is empty. Say why, e.g. --reason \"INC-4510: map layer crashes on 5.14\", or leave it out.")
         }
@@ -401,7 +401,7 @@ public struct GuardDismiss: FlagctlCommand {
     public init() {}
 
     public func validate() throws {
-        guard id > 0 else { throw ValidationError("\(id) is not a proposal id; 'flagctl guard status' lists the open proposals with theirs.") }
+        try Self.validate(id: id)
         guard !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             throw ValidationError("--reason is empty. Say why the switch should stay on, e.g. --reason \"crashes from a test device farm\".")
         }
@@ -429,6 +429,11 @@ public struct GuardDismiss: FlagctlCommand {
         } else {
             console.write("proposal \(id) was dismissed already; nothing changed\n")
         }
+    }
+
+    /// Refuses an id that cannot be a proposal's.
+    static func validate(id: Int64) throws {
+        guard id > 0 else { throw ValidationError("\(id) is not a proposal id; 'flagctl guard status' lists the open proposals with theirs.") }
     }
 
     /// A proposal of the last 8 days by id.

@@ -1,5 +1,5 @@
 public import Foundation
-public import SwitchyardCore
+import SwitchyardCore
 
 /// Where flagsd keeps what clients report: the ids of events already counted, and durable counters of
 /// sessions, crashed sessions and exposures per namespace, minute, subject and dimension.
@@ -207,6 +207,19 @@ public struct CrashRecord: Sendable, Hashable {
         self.city = city
         self.cohorts = cohorts
         self.switches = switches
+    }
+
+    /// A list of strings (cohorts, switches) as backends store it: a JSON array.
+    public static func storedList(_ values: [String]) -> String {
+        JSONValue.array(values.map(JSONValue.string)).serializedString()
+    }
+
+    /// A list stored with ``storedList(_:)``.
+    ///
+    /// - Throws: `StorageError` `corrupt` when it is not a JSON array.
+    public static func list(stored text: String) throws(StorageError) -> [String] {
+        guard let values = (try? JSONValue.parse(text))?.arrayValue else { throw StorageError(.corrupt, "a stored list is not a JSON array") }
+        return values.compactMap(\.stringValue)
     }
 
     /// Whether the session counts in a dimension: every one in `all`, its city's, each of its cohorts'.

@@ -38,7 +38,7 @@ extension SQLiteFlagStore {
                     """)
                 for record in EventAggregation.crashes(of: counted) {
                     try crash.execute(arguments: [namespace, record.id, record.source.rawValue, record.bucket, record.unit, record.address,
-                                                  record.city, Self.textList(record.cohorts), Self.textList(record.switches)])
+                                                  record.city, CrashRecord.storedList(record.cohorts), CrashRecord.storedList(record.switches)])
                 }
                 return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
             }
@@ -70,17 +70,6 @@ extension SQLiteFlagStore {
                 """, arguments: [namespace, ranking.window, ranking.kind.rawValue, admission.maximumScopeValues ?? Int.max]))
         }
         return plan.counted(ranked: ranked)
-    }
-
-    /// A list of strings as stored: a JSON array.
-    static func textList(_ values: [String]) -> String {
-        JSONValue.array(values.map(JSONValue.string)).serializedString()
-    }
-
-    /// A stored JSON array of strings.
-    static func decodeTextList(_ text: String) throws(StorageError) -> [String] {
-        guard let values = (try? JSONValue.parse(text))?.arrayValue else { throw StorageError(.corrupt, "a stored list is not a JSON array") }
-        return values.compactMap(\.stringValue)
     }
 
     public func eventCounts(_ query: EventCountQuery) async throws -> [EventCount] {
@@ -136,8 +125,8 @@ extension SQLiteFlagStore {
                         throw StorageError(.corrupt, "a crash record has an unknown source '\(sourceName)'")
                     }
                     return CrashRecord(id: row["id"], source: source, bucket: row["bucket_ms"], unit: row["unit"], address: row["address"],
-                                       city: row["city"], cohorts: try Self.decodeTextList(row["cohorts"]),
-                                       switches: try Self.decodeTextList(row["switches"]))
+                                       city: row["city"], cohorts: try CrashRecord.list(stored: row["cohorts"]),
+                                       switches: try CrashRecord.list(stored: row["switches"]))
                 }
             }
         }
