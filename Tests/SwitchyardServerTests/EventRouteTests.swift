@@ -189,6 +189,25 @@ struct EventRouteTests {
         #expect(response.json["detail"]?.stringValue?.contains("'nope'") == true)
     }
 
+    @Test func theUnitIsKeptAsADigestAndAReportersEventsAreTheReporters() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        var crashed = Self.session("s1", crashed: true)
+        crashed["unit"] = .string("rider-42")
+        _ = try await app.send(.post, Self.path, token: "client", body: Self.body([crashed]))
+        var reported = Self.session("r1", crashed: true)
+        reported["unit"] = .string("device-7")
+        let response = try await app.send(.post, Self.path, token: "reporter", body: Self.body([reported]))
+        #expect(Self.strings(response.json["accepted"]) == ["r1"])
+        let records = try await app.store.crashRecords(in: "rider", from: Date() - 3600, until: Date() + 3600)
+        #expect(Set(records.map(\.unit)) == [EventBatch.unitKey("rider-42"), EventBatch.unitKey("device-7")])
+        #expect(!records.contains { $0.unit.contains("rider-42") || $0.unit.contains("device-7") })
+        #expect(records.first { $0.id == "s1" }?.address == "127.0.0.1")
+        #expect(records.first { $0.id == "r1" }?.source == .reporter)
+        let counts = try await counts(app, [.baseline])
+        #expect(Set(counts.map(\.source)) == [.client, .reporter])
+    }
+
     @Test func observersHearOfEachCommittedBatchWithWhatItTouched() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
