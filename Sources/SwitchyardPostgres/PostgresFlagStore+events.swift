@@ -1,7 +1,7 @@
 public import Foundation
 import Logging
 import PostgresNIO
-public import SwitchyardCore
+import SwitchyardCore
 public import SwitchyardStorage
 
 /// The `EventStore` operations. Ids are unique per namespace (a primary key), so a batch retried through another
@@ -42,7 +42,7 @@ extension PostgresFlagStore {
             }
             let increments = EventAggregation.increments(of: counted)
             if !increments.isEmpty {
-                try await connection.query("""
+                _ = try await connection.query("""
                     INSERT INTO event_count (namespace, subject_kind, subject, variant, dimension, value, bucket_ms,
                                              sessions, crashed, exposures)
                     SELECT \(namespace), c.subject_kind, c.subject, c.variant, c.dimension, c.value, c.bucket_ms,
