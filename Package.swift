@@ -136,7 +136,7 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: settings
         ),
-        // Test support: running a child process to its end without blocking a thread of the cooperative pool.
+        // Test support: waiting for child processes and CPU-heavy work without blocking a thread of the cooperative pool.
         .target(
             name: "ProcessTestSupport",
             path: "Tests/ProcessTestSupport",
@@ -169,7 +169,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchyardMatrixTests",
-            dependencies: ["SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles"],
+            dependencies: ["SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "ProcessTestSupport"],
             swiftSettings: settings
         ),
         .testTarget(
@@ -179,7 +179,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchyardGuardTests",
-            dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore"],
+            dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore", "ProcessTestSupport"],
             swiftSettings: settings
         ),
         // A fleet of real client runtimes against a live flagsd: the crash guard end to end.
