@@ -1,6 +1,7 @@
 import FlagctlCommands
 import Foundation
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// The built `flagctl` binary, run as a child process: what a release manager and CI see.

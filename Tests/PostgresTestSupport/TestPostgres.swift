@@ -1,5 +1,5 @@
 public import Foundation
-import ProcessTestSupport
+import TestSupport
 public import Logging
 public import PostgresNIO
 import SwitchyardPostgres

@@ -1,5 +1,5 @@
-import ProcessTestSupport
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// The compiled evaluator against the evaluation table written plainly over the model, on random flag sets and

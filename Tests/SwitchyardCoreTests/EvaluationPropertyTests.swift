@@ -1,5 +1,5 @@
-import ProcessTestSupport
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// Properties of evaluation over many seeded random units, contexts and flag sets.

@@ -1,5 +1,5 @@
-import ProcessTestSupport
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// Decoding untrusted bytes never traps: seeded mutations of a valid snapshot must throw or decode.

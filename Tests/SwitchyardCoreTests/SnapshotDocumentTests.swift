@@ -1,5 +1,5 @@
-import ProcessTestSupport
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// The snapshot document: canonical JSON with a checksum, decoded from untrusted bytes.

@@ -1,6 +1,6 @@
-import ProcessTestSupport
 import SwitchyardCore
 import SwitchyardGuard
+import TestSupport
 import Testing
 
 /// The guard's rule over seeded fleets, as flagsd runs it (per-minute counters, an assessment after every batch,

@@ -1,7 +1,7 @@
-import ProcessTestSupport
 import SwitchyardCore
 import SwitchyardFlagFiles
 import SwitchyardMatrixPlan
+import TestSupport
 import Testing
 
 /// The gates of a namespace and the combinations a plan runs.

@@ -8,6 +8,7 @@ import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// The crash guard's webhook, against a real receiver on loopback, through a live flagsd.
@@ -59,7 +60,7 @@ struct GuardWebhookTests {
                 let events = CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos])
                 let response = try await client.send("POST", "/v1/namespaces/rider/events", body: CrashGuardTests.batch(events))
                 #expect(response.status == .ok)
-                try await waitUntilAsync(timeout: .seconds(60), "a retried delivery") { receiver.received.count >= 2 }
+                try await waitUntil("a retried delivery", timeout: .seconds(60)) { receiver.received.count >= 2 }
             }
             let deliveries = receiver.received
             #expect(deliveries.count == 2)

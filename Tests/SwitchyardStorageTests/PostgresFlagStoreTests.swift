@@ -5,6 +5,7 @@ import SwitchyardCore
 @testable import SwitchyardPostgres
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// What only the PostgreSQL backend promises: notifications to every process, migrations shared safely by
@@ -261,17 +262,5 @@ final class ReceivedNotifications: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
-    }
-}
-
-/// Waits until a condition holds, checking every 50 ms, for at most a generous `timeout`.
-func waitUntil(timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("the condition did not hold within \(timeout)")
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(50))
     }
 }
