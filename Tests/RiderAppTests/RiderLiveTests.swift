@@ -107,7 +107,7 @@ struct RiderLiveTests {
         #expect(step?.detached == attached.count && step?.attached == 0 && step?.leaked == 0)
         #expect(Set(events.map(\.pluginSwitch)) == Set(attached))
         #expect(events.allSatisfy { $0.kind == .detached && $0.step == step?.number })
-        #expect(live.routes.allSatisfy(\.isCoreFlow))
+        #expect(live.routes.allSatisfy { $0.isCoreFlow })
         #expect(app.screens.lines == ["home: Where to?", "map: base map | your position", "preferences: Account"])
         #expect(app.screens.confirmationAddon == nil)
         #expect(app.screens.log.filter { $0.hasPrefix("-") }.count == app.screens.log.filter { $0.hasPrefix("+") }.count)

@@ -1,3 +1,5 @@
+public import SwitchyardPlugins
+
 /// What the rider app shows on its screens while plugins are live: the home feed's cards, the map's overlays,
 /// the preferences hub's widgets and the add-on slot of the confirmation screen. Live plugins add themselves
 /// here when a ``PluginHost`` attaches them and remove themselves through their ``PluginScope`` when it detaches

@@ -1,4 +1,4 @@
-public import SwitchyardPlugins
+import SwitchyardPlugins
 
 /// The ride confirmation screen: the quote, and what add-ons change on it before the rider confirms.
 public struct Confirmation: Sendable, Hashable {

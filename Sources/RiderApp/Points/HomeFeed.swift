@@ -1,4 +1,4 @@
-public import SwitchyardPlugins
+import SwitchyardPlugins
 
 /// A card of the home feed, under the "Where to?" box. The core flow shows the box alone.
 public protocol FeedCard {

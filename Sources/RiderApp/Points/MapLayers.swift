@@ -1,4 +1,4 @@
-public import SwitchyardPlugins
+import SwitchyardPlugins
 
 /// What the home map shows: the core flow draws the base map and the rider's position; overlays add to it.
 public struct MapScene: Sendable, Hashable {

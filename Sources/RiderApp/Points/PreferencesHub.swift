@@ -1,4 +1,4 @@
-public import SwitchyardPlugins
+import SwitchyardPlugins
 
 /// A widget of the preferences hub, below the account header. The core flow shows no widget.
 public protocol PreferencesWidget {

@@ -86,7 +86,7 @@ extension Runner {
 
     /// One step of the host into a combination, and the checks of what every live point holds after it.
     private func step(_ checker: TransitionChecker, into combination: GateSet, fail: (KindID, @autoclosure () -> String) -> Void,
-                      what: () -> String) {
+                      what: @escaping () -> String) {
         computeEffective(combination)
         checker.states.effective = effectiveBuffer
         checker.states.failures.removeAll(keepingCapacity: true)

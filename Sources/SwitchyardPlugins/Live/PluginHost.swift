@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Foundation
 
 /// Keeps live plugin points current: holds what each point serves for its input, follows the client's changes,
 /// and when a plugin stops being eligible (its switch turned off, a kill switch killed, the crash-loop guard
@@ -98,8 +94,8 @@ public final class PluginHost {
     /// what started.
     ///
     /// - Parameter cause: why, for events (`update` by default).
-    /// - Returns: what the step did; nil when the host is closed or the call came from inside a step (the update
-    ///   then runs right after the current step).
+    /// - Returns: what the step did (the last step, when updates asked for during it ran right after it); nil when
+    ///   the host is closed or the call came from inside a step (the update then runs right after that step).
     @discardableResult
     public func update(cause: String = "update") -> PluginHostStep? {
         perform(cause) { step, states in
@@ -201,7 +197,7 @@ public final class PluginHost {
     }
 
     private func printWarning(_ text: String) {
-        fputs(text + "\n", stderr)
+        FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 }
 
