@@ -43,7 +43,10 @@ public final class RiderScreens {
     /// The preferences hub: the account header and the widgets below it.
     public private(set) var preferences = Surface(core: ["Account"])
     /// The note of the add-on shown above the confirm button; nil when the slot is empty (the core flow).
-    public private(set) var confirmationAddon: String?
+    public var confirmationAddon: String? { confirmationAddons.first }
+    /// Every add-on note shown, in the order shown: one at most while one live point holds the slot (a host detaches
+    /// before it attaches); the combination matrix holds the point once per input, each adding its own.
+    public private(set) var confirmationAddons: [String] = []
     /// Every change, in order: `+home: Promotions near you`, `-map: traffic`.
     public private(set) var log: [String] = []
 
@@ -72,12 +75,12 @@ public final class RiderScreens {
 
     /// Fills the confirmation's add-on slot, and registers emptying it with the plugin's scope.
     func showAddon(_ note: String, scope: PluginScope) {
-        precondition(confirmationAddon == nil, "the add-on slot holds '\(confirmationAddon ?? "")': a host detaches before it attaches")
-        confirmationAddon = note
+        confirmationAddons.append(note)
         log.append("+confirm: \(note)")
         scope.register("confirmation add-on '\(note)'") { [weak self] in
-            self?.confirmationAddon = nil
-            self?.log.append("-confirm: \(note)")
+            guard let self, let index = confirmationAddons.firstIndex(of: note) else { return }
+            confirmationAddons.remove(at: index)
+            log.append("-confirm: \(note)")
         }
     }
 
