@@ -21,7 +21,8 @@ public import SwitchyardClient
 /// switch states, so a killed point always yields the core flow.
 ///
 /// Declare the same switches, in the same order, in the flag file's `plugin_points`; ``declarationProblems(in:)``
-/// checks that they agree.
+/// checks that they agree. For plugins that stay on screen (layers, cards, widgets), hold the point in a
+/// ``PluginHost``: it detaches a plugin the moment its switch turns off.
 public struct PluginPoint<Input, Plugin> {
     /// The point's name, as in the flag file.
     public let name: String
