@@ -443,6 +443,32 @@ struct PluginHostClientTests {
         ])
     }
 
+    @Test func aSwitchTheCrashLoopGuardHoldsOffIsNeverAttachedAndTheNextPluginServes() throws {
+        let harness = try ClientHarness()
+        let snapshot = Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"])
+        let surface = Surface()
+        func feed(_ client: FlagClient) -> PluginPoint<Void, any LivePlugin> {
+            PluginPoint("home_feed", states: client, factories: [
+                PluginFactoryOf(PluginSwitch("plugin_switch_feed_promos")) { _ in ItemPlugin("promos", surface: surface) },
+                PluginFactoryOf(PluginSwitch("plugin_switch_feed_news")) { _ in ItemPlugin("news", surface: surface) },
+            ])
+        }
+        // Three launches that attach the promos plugin and crash (never end their session).
+        for _ in 0..<3 {
+            let launch = try Self.client(snapshot, harness: harness)
+            let host = PluginHost(states: launch)
+            let point = host.add(feed(launch), input: ())
+            host.update()
+            #expect(point.attachedSwitches.map(\.key) == ["plugin_switch_feed_promos"])
+        }
+        let afterCrashes = try Self.client(snapshot, harness: harness)
+        #expect(afterCrashes.status.disabledByCrashGuard == ["plugin_switch_feed_promos"])
+        let host = PluginHost(states: afterCrashes)
+        let point = host.add(feed(afterCrashes), input: ())
+        host.update()
+        #expect(point.attachedSwitches.map(\.key) == ["plugin_switch_feed_news"])
+    }
+
     @Test func aPluginWhoseAttachThrowsIsReportedThroughTheClientLikeAFactoryFailure() throws {
         let harness = try ClientHarness()
         let client = try Self.client(Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"]),
