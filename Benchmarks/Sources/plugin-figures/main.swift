@@ -133,10 +133,6 @@ struct WideSetup: Setup {
     }
 }
 
-enum SwitchyardFigures {
-    static func makeClient(_ flagSet: FlagSet) -> FlagClient { plugin_figures.client(flagSet) }
-}
-
 /// Times `changes` context flips, each from just before `updateContext` to the end of its handling on the main actor.
 @MainActor
 func settle(_ setup: some Setup, mode: Mode, changes: Int) async -> [Double] {
