@@ -44,7 +44,7 @@ extension PostgresFlagStore {
             let (counted, dropped) = try await self.admit(fresh, in: namespace, admission: admission, connection)
             let increments = EventAggregation.increments(of: counted)
             if !increments.isEmpty {
-                try await connection.query("""
+                _ = try await connection.query("""
                     INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
                                              sessions, crashed, exposures)
                     SELECT \(namespace), c.source, c.subject_kind, c.subject, c.variant, c.dimension, c.value, c.bucket_ms,
@@ -65,7 +65,7 @@ extension PostgresFlagStore {
             }
             let crashes = EventAggregation.crashes(of: counted)
             if !crashes.isEmpty {
-                try await connection.query("""
+                _ = try await connection.query("""
                     INSERT INTO event_crash (namespace, id, source, bucket_ms, unit, address, city, cohorts, switches)
                     SELECT \(namespace), c.id, c.source, c.bucket_ms, c.unit, NULLIF(c.address, ''), NULLIF(c.city, ''), c.cohorts, c.switches
                     FROM unnest(\(crashes.map(\.id))::text[], \(crashes.map(\.source.rawValue))::text[], \(crashes.map(\.bucket))::bigint[],

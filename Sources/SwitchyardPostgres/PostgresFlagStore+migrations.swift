@@ -1,7 +1,7 @@
-public import Foundation
+import Foundation
 import Logging
 import PostgresNIO
-public import SwitchyardStorage
+import SwitchyardStorage
 
 extension PostgresFlagStore {
     /// One schema change; never edit a migration once released, add one.
@@ -178,8 +178,8 @@ extension PostgresFlagStore {
             }
         }
         let applied = try await transaction { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: self.logger).collect()
-            try await connection.query("""
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: self.logger).collect()
+            _ = try await connection.query("""
                 CREATE TABLE IF NOT EXISTS switchyard_migration (
                     id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)
                 """, logger: self.logger).collect()
@@ -190,10 +190,10 @@ extension PostgresFlagStore {
             var applied: [String] = []
             for migration in Self.migrations where !done.contains(migration.id) {
                 for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger).collect()
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger).collect()
                 }
                 let time = self.currentTime().milliseconds
-                try await connection.query("""
+                _ = try await connection.query("""
                     INSERT INTO switchyard_migration (id, name, applied_ms) VALUES (\(migration.id), \(migration.name), \(time))
                     """, logger: self.logger).collect()
                 applied.append("v\(migration.id): \(migration.name)")

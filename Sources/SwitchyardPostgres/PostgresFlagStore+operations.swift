@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Logging
 import PostgresNIO
 public import SwitchyardCore
@@ -39,7 +39,7 @@ extension PostgresFlagStore {
                 let plan = try ChangePlan(before: empty, after: flagSet, request: request, policy: .never)
                 let changes = [ObjectChange(kind: .namespace, key: "namespace", before: nil, after: .string(flagSet.namespace))]
                     + plan.changes
-                try await connection.query("""
+                _ = try await connection.query("""
                     INSERT INTO namespace (epoch, name, version, flag_set, reason_policy, created_ms, updated_ms)
                     VALUES (\(epoch), \(flagSet.namespace), 1, \(flagSet.storedText), \(reasonPolicy.rawValue), \(time.milliseconds), \(time.milliseconds))
                     """, logger: self.logger).collect()
@@ -68,7 +68,7 @@ extension PostgresFlagStore {
             }
             var record = try Self.namespaceRecord(row)
             guard record.reasonPolicy != policy else { return record }
-            try await connection.query("""
+            _ = try await connection.query("""
                 UPDATE namespace SET reason_policy = \(policy.rawValue), updated_ms = \(time.milliseconds) WHERE epoch = \(record.epoch)
                 """, logger: self.logger).collect()
             let change = ObjectChange(kind: .namespace, key: "reason_policy", before: .string(record.reasonPolicy.rawValue),
@@ -89,7 +89,7 @@ extension PostgresFlagStore {
                 throw StorageError.namespaceNotFound(name)
             }
             let state = try self.state(row)
-            try await connection.query("""
+            _ = try await connection.query("""
                 UPDATE namespace SET deleted_ms = \(time.milliseconds) WHERE epoch = \(state.record.epoch)
                 """, logger: self.logger).collect()
             let change = ObjectChange(kind: .namespace, key: "namespace", before: .object(state.flagSet.tree(unit: .basisPoints)),
@@ -122,7 +122,7 @@ extension PostgresFlagStore {
             let plan = try ChangePlan(before: state.flagSet, after: after, request: request, policy: current.reasonPolicy)
             guard !plan.changes.isEmpty else { return CommittedChange(state: state, record: nil) }
             let version = current.version + 1
-            try await connection.query("""
+            _ = try await connection.query("""
                 UPDATE namespace SET version = \(version), flag_set = \(plan.after.storedText), updated_ms = \(time.milliseconds)
                 WHERE epoch = \(current.epoch)
                 """, logger: self.logger).collect()
@@ -207,7 +207,7 @@ extension PostgresFlagStore {
                 }
                 let namespaces = record.namespaces.map { JSONValue.array($0.map(JSONValue.string)).serializedString() }
                 let rate = record.ratePerMinute.map(Int32.init(clamping:))
-                try await connection.query("""
+                _ = try await connection.query("""
                     INSERT INTO token (id, name, role, namespaces, rate_per_minute, secret_hash, created_ms, created_by)
                     VALUES (\(record.id), \(record.name), \(record.role.rawValue), \(namespaces), \(rate),
                             \(ByteBuffer(bytes: token.secretHash)), \(record.createdAt.milliseconds), \(record.createdBy))
@@ -238,7 +238,7 @@ extension PostgresFlagStore {
             }
             var record = try Self.storedToken(row.makeRandomAccess()).record
             guard record.revokedAt == nil else { return record }
-            try await connection.query("UPDATE token SET revoked_ms = \(time.milliseconds) WHERE id = \(record.id)",
+            _ = try await connection.query("UPDATE token SET revoked_ms = \(time.milliseconds) WHERE id = \(record.id)",
                                        logger: self.logger).collect()
             let before = record.tree
             record.revokedAt = Date(milliseconds: time.milliseconds)
@@ -354,7 +354,7 @@ extension PostgresFlagStore {
     static func append(_ record: ChangeRecord, action: AuditAction, to connection: PostgresConnection, logger: Logger) async throws {
         let changes = ObjectChange.encodeList(record.changes)
         let evidence = record.evidence.map { $0.serializedString(.canonical) }
-        try await connection.query("""
+        _ = try await connection.query("""
             INSERT INTO change (epoch, version, time_ms, actor, source, reason, summary, changes, evidence)
             VALUES (\(record.epoch), \(record.version), \(record.time.milliseconds), \(record.actor), \(record.source.rawValue),
                     \(record.reason), \(record.summary), \(changes), \(evidence))
@@ -381,7 +381,7 @@ extension PostgresFlagStore {
         let id = try row?.decode(Int64.self) ?? 0
         let unique = Array(Set(targets)).sorted()
         if !unique.isEmpty {
-            try await connection.query("""
+            _ = try await connection.query("""
                 INSERT INTO audit_target (target, audit_id) SELECT unnest(\(unique)::text[]), \(id)
                 """, logger: logger).collect()
         }
@@ -390,7 +390,7 @@ extension PostgresFlagStore {
 
     /// Queues a notification; PostgreSQL delivers it to every listening process when the transaction commits.
     static func notify(_ notification: StoreNotification, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("SELECT pg_notify(\(channel), \(notification.payload))", logger: logger).collect()
+        _ = try await connection.query("SELECT pg_notify(\(channel), \(notification.payload))", logger: logger).collect()
     }
 }
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Where the PostgreSQL backend connects, and how it behaves when the database is slow or gone.
 ///
@@ -29,7 +29,9 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
     /// The most connections one flagsd process opens for queries (one more listens for notifications).
     public var maximumConnections: Int
     /// The longest a store operation may take (waiting for a connection included) before it fails with
-    /// `unavailable` and the store counts the database as unreachable.
+    /// `unavailable`. A slow operation alone never makes the database count as unreachable: it asks for a probe,
+    /// and the database counts as unreachable when a connection fails or three probes in a row get no answer
+    /// within this time.
     public var operationTimeout: Duration
     /// How often an unreachable database is probed, and the longest pause between attempts to listen again.
     public var retryInterval: Duration

@@ -3,6 +3,7 @@ import Foundation
 import SwitchyardCore
 import SwitchyardFlagFiles
 import SwitchyardStorage
+import TestSupport
 import Testing
 
 /// Every server command end to end: flagctl in-process against a live flagsd on a random loopback port.
@@ -601,18 +602,6 @@ final class Watchdog: Sendable {
 
     func cancel() {
         task.cancel()
-    }
-}
-
-/// Waits until a condition holds, polling; a generous deadline is a liveness check, not a speed claim.
-func waitUntil(timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("the condition did not hold within \(timeout)")
-            return
-        }
-        try await Task.sleep(for: .milliseconds(10))
     }
 }
 

@@ -1,7 +1,7 @@
 import Foundation
-import ProcessTestSupport
 import SwitchyardCore
 import SwitchyardFlagFiles
+import TestSupport
 import Testing
 
 /// docs/schemas/flag-file.schema.json: the JSON Schema editors validate flag files with.

@@ -3,6 +3,7 @@ import HTTPTypes
 import SwitchyardCore
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// A child flagsd process acknowledges changes while being killed with SIGKILL at random moments; after each

@@ -8,6 +8,7 @@ import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// The crash guard's webhook, against a real receiver on loopback, through a live flagsd.
@@ -60,7 +61,7 @@ struct GuardWebhookTests {
                 let client = LiveClient(base: base, token: app.tokens["client"])
                 let events = CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos])
                 try await CrashGuardRestartTests.post(client, events, firstAddress: 1)
-                try await waitUntilAsync(timeout: .seconds(60), "a retried delivery") { receiver.received.count >= 2 }
+                try await waitUntil("a retried delivery", timeout: .seconds(60)) { receiver.received.count >= 2 }
             }
             let deliveries = receiver.received
             #expect(deliveries.count == 2)
@@ -92,7 +93,7 @@ struct GuardWebhookTests {
                 let client = LiveClient(base: base, token: app.tokens["client"])
                 try await CrashGuardRestartTests.post(client, CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos]),
                                                       firstAddress: 1)
-                try await waitUntilAsync(timeout: .seconds(60), "an announced proposal") { !receiver.received.isEmpty }
+                try await waitUntil("an announced proposal", timeout: .seconds(60)) { !receiver.received.isEmpty }
             }
             let delivery = try #require(receiver.received.first)
             #expect(delivery.headers[HTTPField.Name("X-Switchyard-Event")!] == "crash_guard.proposed")

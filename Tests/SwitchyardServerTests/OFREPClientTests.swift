@@ -81,7 +81,7 @@ struct OFREPClientTests {
     /// Runs Tests/ofrep-python/run, its output (both streams) in a file, without blocking a thread while it runs.
     static func runScript(environment: [String: String], folder: URL) async throws -> (status: Int32, output: String) {
         let outputURL = folder.appendingPathComponent("ofrep-python.log")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         let output = try FileHandle(forWritingTo: outputURL)
         defer { try? output.close() }
         let process = Process()

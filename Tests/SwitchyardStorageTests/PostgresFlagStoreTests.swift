@@ -5,14 +5,15 @@ import SwitchyardCore
 @testable import SwitchyardPostgres
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// What only the PostgreSQL backend promises: notifications to every process, migrations shared safely by
 /// processes starting together, degraded mode while the database is gone, URLs.
 @Suite(.serialized) struct PostgresFlagStoreTests {
     /// Stores on one fresh database, running until the body ends.
-    func withStores<T>(_ count: Int, url: String? = nil, _ body: ([PostgresFlagStore]) async throws -> T) async throws -> T {
-        let (databaseURL, drop) = try await TestPostgres.createDatabase(on: url, timeout: 60)
+    func withStores<T>(_ count: Int, url: String? = nil, timeout: Int = 60, _ body: ([PostgresFlagStore]) async throws -> T) async throws -> T {
+        let (databaseURL, drop) = try await TestPostgres.createDatabase(on: url, timeout: timeout)
         var stores: [PostgresFlagStore] = []
         var tasks: [Task<Void, any Error>] = []
         defer { for task in tasks { task.cancel() } }
@@ -128,6 +129,58 @@ import Testing
         } }
     }
 
+    /// A slow answer is not an outage: operations that run out of time fail alone, with a message saying so, and
+    /// the store goes on taking operations (a busy flagsd or a slow query must not put it in degraded mode).
+    @Test func operationsThatRunOutOfTimeFailAloneAndTheDatabaseStaysReachable() async throws {
+        try await withStores(1, timeout: 2) { stores in
+            let store = stores[0]
+            try await store.migrate()
+            // More slow operations at once than the probes that may go unanswered before the database counts as
+            // unreachable.
+            let messages = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<(store.availability.silenceLimit + 1) {
+                    group.addTask {
+                        await expectStorageError(.unavailable) { try await store.rows("SELECT pg_sleep(6)") }?.message
+                    }
+                }
+                return await group.reduce(into: [String?]()) { $0.append($1) }
+            }
+            for message in messages {
+                #expect(message?.contains("did not answer within") == true, "\(message ?? "no error")")
+            }
+            #expect(!store.availability.refusesOperations, "\(store.availability.status)")
+            // The store takes the next operation at once rather than refusing it as if the database were gone.
+            let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            #expect(created.state.record.version == 1)
+            #expect(store.availability.status == .reachable)
+        }
+    }
+
+    /// A database that stops answering without closing a connection (a network partition, a hung host) counts as
+    /// unreachable once its probes go unanswered, and the store works again when it answers.
+    @Test func aSilentDatabaseBecomesUnreachableWhenItsProbesGoUnansweredAndRecovers() async throws {
+        try await PrivateServer.with { server in try await withStores(1, url: server.url, timeout: 1) { stores in
+            let store = stores[0]
+            try await store.migrate()
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+
+            try server.pause()
+            defer { try? server.resume() }
+            let timedOut = await expectStorageError(.unavailable) { try await store.namespaces() }
+            #expect(timedOut?.message.contains("did not answer within") == true, "\(timedOut?.message ?? "")")
+            try await waitUntil { store.availability.refusesOperations }
+            guard case .unreachable(_, let reason) = store.availability.status else { return }
+            #expect(reason.contains("probes in a row without an answer"), "\(reason)")
+            let refused = await expectStorageError(.unavailable) { try await store.namespaces() }
+            #expect(refused?.message.contains("unreachable") == true)
+
+            try server.resume()
+            try await waitUntil { !store.availability.refusesOperations }
+            let committed = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
+            #expect(committed.state.record.version == 2)
+        } }
+    }
+
     @Test func aDatabaseThatNeverAnswersFailsMigrationWithAClearError() async throws {
         let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&timeout=1"))
         let running = Task { try await store.run() }
@@ -209,17 +262,5 @@ final class ReceivedNotifications: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
-    }
-}
-
-/// Waits until a condition holds, checking every 50 ms, for at most a generous `timeout`.
-func waitUntil(timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("the condition did not hold within \(timeout)")
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(50))
     }
 }

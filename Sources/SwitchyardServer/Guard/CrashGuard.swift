@@ -1,10 +1,10 @@
 package import Foundation
 import HTTPTypes
-package import Logging
+import Logging
 import Metrics
-package import ServiceLifecycle
-package import SwitchyardCore
-package import SwitchyardGuard
+import ServiceLifecycle
+import SwitchyardCore
+import SwitchyardGuard
 package import SwitchyardStorage
 import Synchronization
 
@@ -160,7 +160,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     /// Loads every namespace, then works through confirmations as they come and refreshes the counters
     /// periodically, until graceful shutdown.
     package func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     await self.loadAll()

@@ -5,7 +5,6 @@ import Darwin
 #endif
 import Foundation
 import HTTPTypes
-import ProcessTestSupport
 
 /// One TCP connection to a live server on loopback, spoken to in raw HTTP/1.1: for what URLSession hides
 /// (pipelined requests, exact headers, half-closing, closing while a request is parked).
@@ -80,12 +79,18 @@ final class RawHTTPConnection: @unchecked Sendable {
 
     /// Reads one complete response (head and `Content-Length` body).
     func readResponse() async throws -> TestResponse {
-        try await onOwnThread { try self.readResponseBlocking() }
+        try await Self.offload { try self.readResponseBlocking() }
     }
 
     /// Whether the server closed the connection (end of input with nothing more buffered).
     func isClosedByServer() async throws -> Bool {
-        try await onOwnThread { try self.isClosedByServerBlocking() }
+        try await Self.offload { try self.isClosedByServerBlocking() }
+    }
+
+    private static func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
     }
 
     private func readResponseBlocking() throws -> TestResponse {
