@@ -36,7 +36,7 @@ struct BootstrapTests {
 
     @Test func anEmptyStoreIsSeededOnceAndGetsAGeneratedAdminToken() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let directory = try flags(Self.riderYAML)
         let first = try await bootstrap(store: store, flagsDirectory: directory, adminToken: nil, logger: logger)
@@ -56,7 +56,7 @@ struct BootstrapTests {
 
     @Test func theAdminTokenComesFromTheEnvironmentWhenGiven() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let report = try await bootstrap(store: store, flagsDirectory: nil, adminToken: "a-long-enough-admin-secret", logger: logger)
         #expect(report.adminTokenFromEnvironment)
@@ -69,7 +69,7 @@ struct BootstrapTests {
 
     @Test func aShortAdminTokenIsRefused() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         await #expect(throws: BootstrapError.self) {
             try await bootstrap(store: store, flagsDirectory: nil, adminToken: "short", logger: logger)
@@ -78,7 +78,7 @@ struct BootstrapTests {
 
     @Test func invalidFlagFilesStopTheStartNamingEveryProblem() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let directory = try flags("namespace: rider\nflags:\n  plugin_switch_x:\n    rollot: 5\n")
         do {
@@ -92,7 +92,7 @@ struct BootstrapTests {
 
     @Test func aMissingFlagFolderSeedsNothing() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let report = try await bootstrap(store: store, flagsDirectory: folder.appendingPathComponent("none").path, adminToken: nil, logger: logger)
         #expect(report.seededNamespaces.isEmpty)

@@ -10,7 +10,7 @@ struct SQLiteFlagStoreTests {
 
     @Test func writerSyncsEveryCommitInWALMode() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: path)
+        let store = try await SQLiteFlagStore(path: path)
         #expect(try await store.writerSynchronousMode() == 2)
         #expect(try await store.journalMode() == "wal")
         try store.close()
@@ -18,12 +18,12 @@ struct SQLiteFlagStoreTests {
 
     @Test func versionsContinueAfterReopeningTheFile() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        var store = try SQLiteFlagStore(path: path)
+        var store = try await SQLiteFlagStore(path: path)
         _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
         _ = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
         try store.close()
 
-        store = try SQLiteFlagStore(path: path)
+        store = try await SQLiteFlagStore(path: path)
         let reopened = try #require(try await store.namespace("rider"))
         #expect(reopened.record.version == 2)
         #expect(reopened.flagSet.flag("plugin_switch_feed_weather")?.pluginSwitch?.rollout.basisPoints == 5)
@@ -34,7 +34,7 @@ struct SQLiteFlagStoreTests {
 
     @Test func aDeletedNamespaceKeepsItsHistoryBesideItsSuccessor() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: path)
+        let store = try await SQLiteFlagStore(path: path)
         let first = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
         try await store.deleteNamespace("rider", by: Fixtures.editor)
         _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
@@ -45,13 +45,13 @@ struct SQLiteFlagStoreTests {
         try store.close()
     }
 
-    @Test func anUnopenableFileFailsWithAClearError() throws {
+    @Test func anUnopenableFileFailsWithAClearError() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let notADatabase = folder.appendingPathComponent("garbage.sqlite")
         try Data(repeating: 0x41, count: 4096).write(to: notADatabase)
-        #expect {
-            try SQLiteFlagStore(path: notADatabase.path)
+        await #expect {
+            try await SQLiteFlagStore(path: notADatabase.path)
         } throws: { error in
             let error = error as? StorageError
             return error?.kind == .unavailable && error?.message.contains(notADatabase.path) == true
