@@ -420,16 +420,44 @@ public enum GuardRule {
             guard !RateCheck.hasBaseline(sessions: tally.sessions, without: withoutSwitch) else {
                 return RateCheck(tally, withoutSwitch: withoutSwitch, policy: policy, spread: spread(records))
             }
-            var suspects = GuardRule.suspects(in: dimension, source: source, counts: counts, excluding: key)
-            if dimension.kind != .all { suspects.formUnion(GuardRule.suspects(in: .all, source: source, counts: counts, excluding: key)) }
-            guard !suspects.isEmpty else {
-                return RateCheck(tally, withoutSwitch: withoutSwitch, policy: policy, spread: spread(records))
+            func suspects(z: Double) -> Set<String> {
+                var found = GuardRule.suspects(in: dimension, source: source, counts: counts, excluding: key, z: z)
+                if dimension.kind != .all { found.formUnion(GuardRule.suspects(in: .all, source: source, counts: counts, excluding: key, z: z)) }
+                return found
             }
-            let clean = records.filter { Set($0.switches).isDisjoint(with: suspects) }
-            // Sessions with the switch and without any suspect: at most those with it, less those with the
-            // largest suspect that also had the switch (at least its sessions less all sessions without the switch).
+            let shown = suspects(z: RateCheck.baselineZ)
+            var check = shown.isEmpty
+                ? RateCheck(tally, withoutSwitch: withoutSwitch, policy: policy, spread: spread(records))
+                : attributed(tally, withoutSwitch: withoutSwitch, records: records, leavingOut: shown, in: dimension, policy: policy)
+            guard check.exceeds else { return check }
+            // A switch whose sessions look worse than the others' but is not shown to crash yet may be what these
+            // crashes are: when leaving its sessions out too would clear this switch, wait for the evidence.
+            var lenient = policy
+            (lenient.minimumSessions, lenient.minimumCrashes, lenient.minimumUnits, lenient.minimumAddresses) = (0, 0, 0, 0)
+            for candidate in suspects(z: Self.possibleZ).subtracting(shown).sorted() {
+                let without = attributed(tally, withoutSwitch: withoutSwitch, records: records, leavingOut: shown.union([candidate]),
+                                         in: dimension, policy: lenient)
+                if !without.exceeds {
+                    check.exceeds = false
+                    check.shortfall.append("waiting: \(candidate) may explain these crashes (its sessions crash more often than those without it, not shown yet)")
+                    break
+                }
+            }
+            return check
+        }
+
+        /// The normal quantile below which a switch whose sessions crash more often than the others' only may explain
+        /// another's crashes: one-sided 75 %.
+        static let possibleZ = 0.6744897501960817
+
+        /// The test on the sessions with the switch and without the switches left out: crashes counted exactly from
+        /// the crash records, sessions bounded from above (those with the switch, less those with the largest switch
+        /// left out that also had it: at least its sessions less all sessions without the switch).
+        func attributed(_ tally: EventTally, withoutSwitch: EventTally, records: [CrashRecord], leavingOut left: Set<String>,
+                        in dimension: EventDimension, policy: ResolvedCrashGuardPolicy) -> RateCheck {
+            let clean = records.filter { Set($0.switches).isDisjoint(with: left) }
             var largest: Int64 = 0
-            for suspect in suspects {
+            for suspect in left {
                 var sessions = counts.sessions(of: suspect, source: source, in: dimension).sessions
                 if dimension.kind == .all {
                     for scope in excluded { sessions -= counts.sessions(of: suspect, source: source, in: scope).sessions }
@@ -439,7 +467,7 @@ public enum GuardRule {
             let crashed = min(Int64(clean.count), tally.crashedSessions)
             let sessions = min(tally.sessions, max(crashed, tally.sessions - largest + withoutSwitch.sessions))
             return RateCheck(EventTally(sessions: sessions, crashedSessions: crashed), withoutSwitch: nil, policy: policy,
-                             spread: spread(clean), leftOut: suspects.sorted())
+                             spread: spread(clean), leftOut: left.sorted())
         }
 
         func spread(_ records: [CrashRecord]) -> CrashSpread {
@@ -448,9 +476,10 @@ public enum GuardRule {
     }
 
     /// The switches shown to crash in a population: with enough sessions without them to compare with, and
-    /// whose sessions crash more often than those without them (the lower bound of Newcombe's 95 % interval of
-    /// the difference above 0).
-    public static func suspects(in dimension: EventDimension, source: EventSource, counts: GuardCounts, excluding key: String) -> Set<String> {
+    /// whose sessions crash more often than those without them (the lower bound of Newcombe's interval of the
+    /// difference above 0: at 95 % by default).
+    public static func suspects(in dimension: EventDimension, source: EventSource, counts: GuardCounts, excluding key: String,
+                                z: Double = RateCheck.baselineZ) -> Set<String> {
         let all = counts.baseline(source: source, in: dimension)
         var suspects = Set<String>()
         for other in counts.switches(source: source) where other != key {
@@ -459,7 +488,7 @@ public enum GuardRule {
             guard with.sessions > 0, RateCheck.hasBaseline(sessions: with.sessions, without: without),
                   let lower = Proportions.newcombeScaledDifferenceLowerBound(
                     successes1: with.crashedSessions, trials1: with.sessions, successes2: without.crashedSessions,
-                    trials2: without.sessions, ratio: 1, z: RateCheck.baselineZ), lower > 0 else { continue }
+                    trials2: without.sessions, ratio: 1, z: z), lower > 0 else { continue }
             suspects.insert(other)
         }
         return suspects
