@@ -63,6 +63,17 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "The largest request body in bytes (SWITCHYARD_MAX_BODY_SIZE).")
     var maxBodySize = env("SWITCHYARD_MAX_BODY_SIZE").flatMap(Int.init) ?? 1 << 20
 
+    @Option(help: ArgumentHelp(
+        "The most connections open at once; past it, new connections are closed as soon as they are accepted (SWITCHYARD_MAX_CONNECTIONS).",
+        discussion: "Default: 16384, or the open-file limit minus 256 when that is lower (flagsd raises its soft limit to the hard one at start). A parked long-poll holds a connection: keep it above --max-waiters."))
+    var maxConnections: Int?
+
+    @Option(help: "Seconds a connection may wait for its client between requests, or between two bytes of a request body; a request being answered, a parked long-poll included, is never cut (SWITCHYARD_IDLE_TIMEOUT).")
+    var idleTimeout = env("SWITCHYARD_IDLE_TIMEOUT").flatMap(Double.init) ?? 75
+
+    @Option(help: "Seconds a client may take to send a request's head, from connecting or from the head's first byte, however slowly the bytes come (SWITCHYARD_HEADER_TIMEOUT).")
+    var headerTimeout = env("SWITCHYARD_HEADER_TIMEOUT").flatMap(Double.init) ?? 10
+
     @Flag(help: "Require a token on /metrics (SWITCHYARD_METRICS_REQUIRE_TOKEN=1).")
     var metricsRequireToken = env("SWITCHYARD_METRICS_REQUIRE_TOKEN") == "1"
 
@@ -82,6 +93,7 @@ struct Flagsd: AsyncParsableCommand {
     var crashGuardWebhook: String? { guardWebhook ?? env("SWITCHYARD_GUARD_WEBHOOK") }
     var ofrepDefaultNamespace: String? { defaultNamespace ?? env("SWITCHYARD_DEFAULT_NAMESPACE") }
     var ofrepRatePerMinute: Int? { ofrepRateLimit ?? env("SWITCHYARD_OFREP_RATE_LIMIT").flatMap(Int.init) }
+    var connectionCap: Int? { maxConnections ?? env("SWITCHYARD_MAX_CONNECTIONS").flatMap(Int.init) }
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -93,6 +105,20 @@ struct Flagsd: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port \(port) is not a port (0 to 65535).") }
         guard maxWait >= 0, maxWaiters >= 0, maxBodySize > 0 else {
             throw ValidationError("--max-wait and --max-waiters take 0 or more, --max-body-size more than 0.")
+        }
+        if let text = env("SWITCHYARD_MAX_CONNECTIONS"), maxConnections == nil, Int(text) == nil {
+            throw ValidationError("SWITCHYARD_MAX_CONNECTIONS '\(text)' is not a whole number of connections.")
+        }
+        for name in ["SWITCHYARD_IDLE_TIMEOUT", "SWITCHYARD_HEADER_TIMEOUT"] {
+            if let text = env(name), Double(text) == nil {
+                throw ValidationError("\(name) '\(text)' is not a number of seconds.")
+            }
+        }
+        if let cap = connectionCap, cap < 1 {
+            throw ValidationError("--max-connections \(cap) must be at least 1 (leave it out for the default).")
+        }
+        for (option, seconds) in [("--idle-timeout", idleTimeout), ("--header-timeout", headerTimeout)] where !(0.1...86_400).contains(seconds) {
+            throw ValidationError("\(option) \(seconds) is not between 0.1 and 86400 seconds.")
         }
         if let text = env("SWITCHYARD_OFREP_RATE_LIMIT"), ofrepRateLimit == nil, Int(text) == nil {
             throw ValidationError("SWITCHYARD_OFREP_RATE_LIMIT '\(text)' is not a whole number of requests per minute.")
@@ -132,6 +158,16 @@ struct Flagsd: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "flagsd")
+        let openFiles = FileDescriptorLimit.raiseToHardLimit()
+        let connections = connectionCap ?? min(16_384, max(64, (openFiles ?? 16_640) - 256))
+        if let openFiles, connections > openFiles - 64 {
+            logger.warning("--max-connections is close to the open-file limit: flagsd may run out of file descriptors before it refuses connections; raise ulimit -n or lower --max-connections",
+                           metadata: ["max_connections": .stringConvertible(connections), "open_file_limit": .stringConvertible(openFiles)])
+        }
+        if maxWaiters >= connections {
+            logger.warning("--max-waiters is not below --max-connections: every parked long-poll holds a connection, so the connection cap refuses clients first",
+                           metadata: ["max_waiters": .stringConvertible(maxWaiters), "max_connections": .stringConvertible(connections)])
+        }
 
         if PostgresStoreConfiguration.isPostgresURL(database) {
             let postgres = try PostgresStoreConfiguration(url: database)
@@ -139,7 +175,7 @@ struct Flagsd: AsyncParsableCommand {
             let wait = databaseWait
             let serving = Serving {
                 try await store.migrate(waitingUpTo: .seconds(wait))
-                try await prepare(store: store, describedAs: postgres.displayURL, registry: registry, logger: logger).run()
+                try await prepare(store: store, describedAs: postgres.displayURL, maximumConnections: connections, registry: registry, logger: logger).run()
             }
             // Shut down in reverse order: the server drains first, then the store closes its connections.
             let group = ServiceGroup(configuration: .init(
@@ -153,7 +189,7 @@ struct Flagsd: AsyncParsableCommand {
         } else {
             let path = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : database
             let store = try SQLiteFlagStore(path: path, logger: logger)
-            let server = try await prepare(store: store, describedAs: path, registry: registry, logger: logger)
+            let server = try await prepare(store: store, describedAs: path, maximumConnections: connections, registry: registry, logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
@@ -161,7 +197,8 @@ struct Flagsd: AsyncParsableCommand {
     }
 
     /// Seeds an empty store, prints a generated admin token once, and builds the server.
-    func prepare(store: any FlagStore, describedAs databaseName: String, registry: PrometheusCollectorRegistry, logger: Logger) async throws -> FlagsServer {
+    func prepare(store: any FlagStore, describedAs databaseName: String, maximumConnections: Int,
+                 registry: PrometheusCollectorRegistry, logger: Logger) async throws -> FlagsServer {
         let report = try await bootstrap(store: store, flagsDirectory: flags, adminToken: env("SWITCHYARD_ADMIN_TOKEN"), logger: logger)
         if let token = report.generatedAdminToken {
             FileHandle.standardOutput.write(Data("""
@@ -181,6 +218,9 @@ struct Flagsd: AsyncParsableCommand {
             maximumBodySize: maxBodySize, metricsRequireToken: metricsRequireToken,
             defaultNamespace: ofrepDefaultNamespace, ofrepRatePerMinute: ofrepRatePerMinute)
         configuration.storeCheckInterval = .milliseconds(Int64(syncInterval * 1000))
+        configuration.maximumConnections = maximumConnections
+        configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
+        configuration.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))
         configuration.console = console
         configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))
         let host = self.host
