@@ -14,7 +14,8 @@ public struct ServerConfiguration: Sendable {
     public var retryAfter: Int
     /// The largest request body accepted, in bytes.
     public var maximumBodySize: Int
-    /// Whether `/metrics` needs a token (any live token) instead of being open.
+    /// Whether `/metrics` needs a token (a `metrics` token, or an editor's or admin's valid in every namespace)
+    /// instead of being open.
     public var metricsRequireToken: Bool
     /// The namespace OFREP requests evaluate in when neither the token (limited to one namespace) nor the
     /// `X-Switchyard-Namespace` header names one.

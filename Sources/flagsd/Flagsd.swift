@@ -17,8 +17,11 @@ struct Flagsd: AsyncParsableCommand {
         abstract: "The Switchyard flags service: stores flags, audits changes, streams snapshots over long-poll HTTP.",
         discussion: """
             Every option can also be set by the environment variable named in its help; the option wins.
-            On first start flagsd seeds the database from the flag files in --flags and creates an admin token
-            (from SWITCHYARD_ADMIN_TOKEN, or generated and printed once).
+            On first start flagsd seeds the database from the flag files in --flags and creates an admin token:
+            from SWITCHYARD_ADMIN_TOKEN, or generated and written to a file only you can read (mode 0600) beside
+            the SQLite database (.switchyard/admin-token by default; on PostgreSQL, .switchyard/admin-token under
+            the working directory). The log says where, never what; on a terminal it is also printed once:
+              export TOKEN=$(cat .switchyard/admin-token)
 
             Examples:
               flagsd --port 9090 --database /var/lib/switchyard/flags.sqlite
@@ -36,7 +39,7 @@ struct Flagsd: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "The database: a SQLite file path or sqlite:PATH, or postgres://USER:PASSWORD@HOST:PORT/DATABASE (SWITCHYARD_DATABASE).",
-        discussion: "PostgreSQL URL parameters: sslmode=disable|prefer|require|verify-full, pool_size=N (default 10), timeout=SECONDS per operation (default 5)."))
+        discussion: "PostgreSQL URL parameters: sslmode=disable|prefer|require|verify-full (default verify-full, or prefer for a loopback host; prefer and require do not check the server's certificate), sslrootcert=PATH (the CA certificates verify-full trusts; default: the system's), pool_size=N (default 10), timeout=SECONDS per operation (default 5)."))
     var database = env("SWITCHYARD_DATABASE") ?? ".switchyard/flags.sqlite"
 
     @Option(help: "PostgreSQL: how many seconds to wait at start for the database to answer (SWITCHYARD_DATABASE_WAIT).")
@@ -196,22 +199,41 @@ struct Flagsd: AsyncParsableCommand {
         }
     }
 
-    /// Seeds an empty store, prints a generated admin token once, and builds the server.
+    /// Where a generated first admin token is written: beside the SQLite database, or in `.switchyard/` under the
+    /// working directory on PostgreSQL.
+    var adminTokenFile: String {
+        guard !PostgresStoreConfiguration.isPostgresURL(database) else { return ".switchyard/admin-token" }
+        let path = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : database
+        let folder = (path as NSString).deletingLastPathComponent
+        return folder.isEmpty ? "admin-token" : folder + "/admin-token"
+    }
+
+    /// Seeds an empty store, writes a generated admin token to a file (printing it once on a terminal), and builds
+    /// the server.
     func prepare(store: any FlagStore, describedAs databaseName: String, maximumConnections: Int,
                  registry: PrometheusCollectorRegistry, logger: Logger) async throws -> FlagsServer {
-        let report = try await bootstrap(store: store, flagsDirectory: flags, adminToken: env("SWITCHYARD_ADMIN_TOKEN"), logger: logger)
-        if let token = report.generatedAdminToken {
-            FileHandle.standardOutput.write(Data("""
-                flagsd created the first admin token. It is shown only this once; keep it somewhere safe:
+        let report = try await bootstrap(store: store, flagsDirectory: flags, adminToken: env("SWITCHYARD_ADMIN_TOKEN"),
+                                         adminTokenFile: adminTokenFile, logger: logger)
+        if let token = report.generatedAdminToken, let file = report.adminTokenFile {
+            // Standard output and the log end up in container and journal logs: they say where the token is, not
+            // what it is. A person at a terminal sees it once.
+            logger.notice("created the first admin token; its secret is in the file named here (mode 0600), not in this log",
+                          metadata: ["file": .string(file)])
+            if isatty(STDOUT_FILENO) == 1 {
+                FileHandle.standardOutput.write(Data("""
+                    flagsd created the first admin token. It is shown only this once, and kept in \(file)
+                    (mode 0600: only you can read it; delete the file once the token is somewhere safe):
 
-                    \(token)
+                        \(token)
 
-                Use it with flagctl (export FLAGCTL_TOKEN=\(token)) or curl:
-                    curl -H 'Authorization: Bearer \(token)' http://\(host):\(port)/v1/namespaces
-                Create narrower tokens with POST /v1/tokens (flagctl tokens create).
+                    Use it with flagctl or curl:
+                        export FLAGCTL_TOKEN=$(cat \(file)) TOKEN=$(cat \(file))
+                        curl -H "Authorization: Bearer $TOKEN" http://\(host):\(port)/v1/namespaces
+                    Create narrower tokens with POST /v1/tokens (flagctl tokens create).
 
 
-                """.utf8))
+                    """.utf8))
+            }
         }
         var configuration = ServerConfiguration(
             host: host, port: port, maximumWait: maxWait, maximumWaiters: maxWaiters,
