@@ -10,10 +10,12 @@ info:
     The HTTP API of `flagsd`. Rollouts are integer basis points (0 to 10000) everywhere in this API.
 
     **Access.** Send a token as `Authorization: Bearer <token>`. Roles are nested: `client` (snapshots, changes, events)
-    ⊂ `editor` (flags, kill switches, audit) ⊂ `admin` (namespaces, tokens). A token may be limited to some
-    namespaces; managing tokens needs an admin token that is not limited. `/healthz`, `/readyz`,
-    `/openapi.yaml`, the web console's files (`/console/`) and (unless flagsd runs with
-    `--metrics-require-token`) `/metrics` are open.
+    ⊂ `editor` (flags, kill switches, audit) ⊂ `admin` (namespaces, tokens); a `metrics` token reads `/metrics`
+    only. A token may be limited to some namespaces, and a client token must be (client tokens ship inside apps,
+    where anyone can read them); managing tokens needs an admin token that is not limited, and the last live one
+    cannot be revoked. `/healthz`, `/readyz`, `/openapi.yaml`, the web console's files (`/console/`) and (unless
+    flagsd runs with `--metrics-require-token`) `/metrics` are open. No response names the database (user, host,
+    port, database, file) or quotes its own error text; flagsd's log does.
 
     **Errors.** Every error is an RFC 9457 `application/problem+json` document; 400s list every field at fault
     in `errors` (`path`, `message`).
@@ -53,6 +55,9 @@ paths:
     get:
       operationId: ready
       summary: The database answers and flagsd is not shutting down.
+      description: |
+        200 with `status` `ready`, or `degraded` (with `database: unavailable` and a `detail` that never names the
+        database) while the database does not answer but the snapshots held are served; 503 while shutting down.
       security: []
       responses:
         "200":
@@ -70,7 +75,11 @@ paths:
         `flagsd_http_requests_total{method,route,status}`, `flagsd_http_request_duration_seconds{method,route}`,
         `flagsd_long_poll_waiters`, `flagsd_namespace_version{namespace}`, `flagsd_changes_total{namespace,source}`,
         `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`, `flagsd_long_poll_max_waiters`,
-        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`.
+        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`,
+        `flagsd_connections_open`, `flagsd_connections_max`, `flagsd_connections_refused_total`,
+        `flagsd_connections_cut_total{reason}` (`header_timeout`, `idle_timeout`, `body_timeout`); docs/deploy.md lists
+        them all. With `--metrics-require-token`, it needs a `metrics` token, or an editor's or admin's valid in
+        every namespace (403 for any other, client tokens included).
       security: [{}, {bearer: []}]
       responses:
         "200":
@@ -79,6 +88,7 @@ paths:
             text/plain:
               schema: {type: string}
         "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
 
   /openapi.yaml:
     get:
@@ -104,7 +114,7 @@ paths:
       security: []
       responses:
         "200":
-          description: The console's page (`/console/`), revalidated on every load (`Cache-Control: no-cache`, `ETag`).
+          description: "The console's page (`/console/`), revalidated on every load (`Cache-Control: no-cache`, `ETag`)."
           content:
             text/html:
               schema: {type: string}
@@ -996,6 +1006,9 @@ paths:
     post:
       operationId: createToken
       summary: Create a token; its secret is in this response only (admin for every namespace).
+      description: |
+        A `client` token must list its `namespaces` (400 otherwise, saying how): client tokens ship inside apps,
+        where anyone can read them. A `metrics` token must not (it reads `/metrics`, which covers every namespace).
       requestBody:
         required: true
         content:
@@ -1011,6 +1024,7 @@ paths:
                   type: array
                   minItems: 1
                   items: {type: string}
+                  description: The namespaces the token may use; required for `client`, left out for `metrics`, every namespace when left out.
                 rate_per_minute:
                   type: integer
                   minimum: 1
@@ -1039,6 +1053,9 @@ paths:
     delete:
       operationId: revokeToken
       summary: Revoke a token (admin for every namespace).
+      description: |
+        The last live admin token valid in every namespace cannot be revoked (409 `last-admin-token`): create
+        another one first, so that someone can always manage tokens.
       responses:
         "200":
           description: The revoked token.
@@ -1048,6 +1065,7 @@ paths:
         "401": {$ref: "#/components/responses/Problem"}
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
 
   /ofrep/v1/evaluate/flags/{key}:
     parameters:
@@ -1307,7 +1325,8 @@ components:
       enum: [api, cli, console, apply, crash-guard]
     Role:
       type: string
-      enum: [client, editor, admin]
+      enum: [client, editor, admin, metrics]
+      description: client ⊂ editor ⊂ admin; `metrics` reads `/metrics` only.
     BasisPoints:
       type: integer
       minimum: 0

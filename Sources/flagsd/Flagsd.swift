@@ -16,11 +16,14 @@ struct Flagsd: AsyncParsableCommand {
         commandName: "flagsd",
         abstract: "The Switchyard flags service: stores flags, audits changes, streams snapshots over long-poll HTTP.",
         discussion: """
-            Every option can also be set by the environment variable named in its help; the option wins.
-            On first start flagsd seeds the database from the flag files in --flags and creates an admin token:
-            from SWITCHYARD_ADMIN_TOKEN, or generated and written to a file only you can read (mode 0600) beside
-            the SQLite database (.switchyard/admin-token by default; on PostgreSQL, .switchyard/admin-token under
-            the working directory). The log says where, never what; on a terminal it is also printed once:
+            Every option can also be set by the environment variable named in its help;
+            the option wins.
+
+            On first start flagsd seeds the database from the flag files in --flags and
+            creates an admin token: from SWITCHYARD_ADMIN_TOKEN, or generated and
+            written to a file only you can read (mode 0600), admin-token beside the
+            SQLite database (on PostgreSQL, .switchyard/admin-token under the working
+            directory). The log says where, never what; a terminal also sees it once:
               export TOKEN=$(cat .switchyard/admin-token)
 
             Examples:
