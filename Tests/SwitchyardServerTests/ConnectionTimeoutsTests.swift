@@ -30,9 +30,7 @@ struct ConnectionTimeoutsTests {
 
     @Test func aRequestBeingAnsweredIsNeverCutHoweverLongItTakes() {
         var timeouts = make()
-        timeouts.headRead(at: at(1))
-        timeouts.requestEnded(at: at(1))
-        timeouts.bytesRead(at: at(1))
+        timeouts.readRequest(at: at(1))
         #expect(timeouts.deadline == nil)
         #expect(timeouts.expired(at: at(100_000)) == nil)
         // A parked long-poll answered after its wait: the connection is idle from the answer.
@@ -43,9 +41,7 @@ struct ConnectionTimeoutsTests {
 
     @Test func anIdleConnectionIsCutAfterTheIdleTimeoutAndANextHeadStartsItsOwnClock() {
         var timeouts = make()
-        timeouts.headRead(at: at(1))
-        timeouts.requestEnded(at: at(1))
-        timeouts.bytesRead(at: at(1))
+        timeouts.readRequest(at: at(1))
         timeouts.responseEnded(at: at(2))
         #expect(timeouts.expired(at: at(76.9)) == nil)
         #expect(timeouts.expired(at: at(77)) == .idle)
@@ -94,22 +90,27 @@ struct ConnectionTimeoutsTests {
 
     @Test func pipelinedBytesWaitForTheAnswerAheadOfThem() {
         var timeouts = make()
-        timeouts.headRead(at: at(1))
-        timeouts.requestEnded(at: at(1))
-        timeouts.bytesRead(at: at(1))
+        timeouts.readRequest(at: at(1))
         // Part of a second head arrives while the first request is answered: not timed yet.
         timeouts.bytesRead(at: at(2))
         #expect(timeouts.deadline == nil)
         timeouts.responseEnded(at: at(30))
         #expect(timeouts.deadline?.at == at(105))
         // Two requests in flight: one answer leaves the other being answered.
-        timeouts.headRead(at: at(31))
-        timeouts.requestEnded(at: at(31))
-        timeouts.headRead(at: at(31))
-        timeouts.requestEnded(at: at(31))
+        timeouts.readRequest(at: at(31))
+        timeouts.readRequest(at: at(31))
         timeouts.responseEnded(at: at(32))
         #expect(timeouts.deadline == nil)
         timeouts.responseEnded(at: at(33))
         #expect(timeouts.deadline?.at == at(108))
+    }
+}
+
+extension ConnectionTimeouts {
+    /// One read that brought a whole request (head and end), as the handler reports it.
+    mutating func readRequest(at now: Instant) {
+        headRead(at: now)
+        requestEnded(at: now)
+        bytesRead(at: now)
     }
 }
