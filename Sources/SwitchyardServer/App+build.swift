@@ -50,7 +50,7 @@ public struct FlagsServer: Service {
 /// Builds flagsd's application over a store: loads every namespace and token, and sets up the routes.
 ///
 /// ```swift
-/// let store = try SQLiteFlagStore(path: ".switchyard/flags.sqlite")
+/// let store = try await SQLiteFlagStore(path: ".switchyard/flags.sqlite")
 /// let server = try await buildApplication(configuration: ServerConfiguration(), store: store, logger: logger)
 /// try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
 /// ```

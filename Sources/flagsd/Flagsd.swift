@@ -194,7 +194,7 @@ struct Flagsd: AsyncParsableCommand {
             try await group.run()
         } else {
             let path = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : database
-            let store = try SQLiteFlagStore(path: path, logger: logger)
+            let store = try await SQLiteFlagStore(path: path, logger: logger)
             let server = try await prepare(store: store, describedAs: path, maximumConnections: connections, registry: registry, logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

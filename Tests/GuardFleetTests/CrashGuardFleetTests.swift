@@ -86,7 +86,7 @@ struct CrashGuardFleetTests {
     @Test func theCrashingPluginIsDisabledEveryDeviceTakesTheChangeAndNoHealthyPluginIsTouched() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("guard-fleet-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let setup = ChangeAuthor(actor: "setup", source: .api)
         _ = try await store.createNamespace(Self.flagSet(), reasonPolicy: .kills, request: ChangeRequest(author: setup))

@@ -37,7 +37,7 @@ struct BootstrapTests {
 
     @Test func anEmptyStoreIsSeededOnceAndGetsAGeneratedAdminTokenWrittenToAPrivateFile() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let directory = try flags(Self.riderYAML)
         let file = folder.appendingPathComponent("secrets/admin-token").path
@@ -63,7 +63,7 @@ struct BootstrapTests {
 
     @Test func theAdminTokenComesFromTheEnvironmentWhenGiven() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let report = try await bootstrap(store: store, flagsDirectory: nil, adminToken: "a-long-enough-admin-secret", logger: logger)
         #expect(report.adminTokenFromEnvironment)
@@ -78,7 +78,7 @@ struct BootstrapTests {
     /// (with a writable folder, or SWITCHYARD_ADMIN_TOKEN) creates it.
     @Test func aGeneratedAdminTokenThatCannotBeWrittenIsNotStored() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let blocker = folder.appendingPathComponent("not-a-folder")
         try "x".write(to: blocker, atomically: true, encoding: .utf8)
@@ -118,7 +118,7 @@ struct BootstrapTests {
 
     @Test func aShortAdminTokenIsRefused() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         await #expect(throws: BootstrapError.self) {
             try await bootstrap(store: store, flagsDirectory: nil, adminToken: "short", logger: logger)
@@ -127,7 +127,7 @@ struct BootstrapTests {
 
     @Test func invalidFlagFilesStopTheStartNamingEveryProblem() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let directory = try flags("namespace: rider\nflags:\n  plugin_switch_x:\n    rollot: 5\n")
         do {
@@ -141,7 +141,7 @@ struct BootstrapTests {
 
     @Test func aMissingFlagFolderSeedsNothing() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let report = try await bootstrap(store: store, flagsDirectory: folder.appendingPathComponent("none").path, adminToken: nil, logger: logger)
         #expect(report.seededNamespaces.isEmpty)

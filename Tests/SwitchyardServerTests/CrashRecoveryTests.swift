@@ -125,7 +125,7 @@ struct CrashRecoveryTests {
             countedAgain += 5 - (response.json["duplicates"]?.arrayValue?.count ?? 0)
         }
         child.kill()
-        let store = try SQLiteFlagStore(path: database)
+        let store = try await SQLiteFlagStore(path: database)
         defer { try? store.close() }
         let counts = try await store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 3600, until: Date() + 3600,
                                                                  subjects: [.baseline], dimensions: [.all]))

@@ -135,7 +135,7 @@ import Testing
     /// A slow answer is not an outage: operations that run out of time fail alone, with a message saying so, and
     /// the store goes on taking operations (a busy flagsd or a slow query must not put it in degraded mode).
     @Test func operationsThatRunOutOfTimeFailAloneAndTheDatabaseStaysReachable() async throws {
-        try await withStores(1, timeout: 2) { stores in
+        try await withStores(1, timeout: 5) { stores in
             let store = stores[0]
             try await store.migrate()
             // More slow operations at once than the probes that may go unanswered before the database counts as
@@ -143,7 +143,7 @@ import Testing
             let messages = await withTaskGroup(of: String?.self) { group in
                 for _ in 0..<(store.availability.silenceLimit + 1) {
                     group.addTask {
-                        await expectStorageError(.unavailable) { try await store.rows("SELECT pg_sleep(6)") }?.message
+                        await expectStorageError(.unavailable) { try await store.rows("SELECT pg_sleep(15)") }?.message
                     }
                 }
                 return await group.reduce(into: [String?]()) { $0.append($1) }
@@ -162,7 +162,7 @@ import Testing
     /// A database that stops answering without closing a connection (a network partition, a hung host) counts as
     /// unreachable once its probes go unanswered, and the store works again when it answers.
     @Test func aSilentDatabaseBecomesUnreachableWhenItsProbesGoUnansweredAndRecovers() async throws {
-        try await PrivateServer.with { server in try await withStores(1, url: server.url, timeout: 1) { stores in
+        try await PrivateServer.with { server in try await withStores(1, url: server.url, timeout: 5) { stores in
             let store = stores[0]
             try await store.migrate()
             _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())

@@ -15,7 +15,7 @@ import Synchronization
 /// `change(_:_:mutation:)` returns. Open one store per file per process.
 ///
 /// ```swift
-/// let store = try SQLiteFlagStore(path: ".switchyard/flags.sqlite", logger: logger)
+/// let store = try await SQLiteFlagStore(path: ".switchyard/flags.sqlite", logger: logger)
 /// ```
 public final class SQLiteFlagStore: FlagStore {
     let pool: DatabasePool
@@ -31,6 +31,9 @@ public final class SQLiteFlagStore: FlagStore {
     /// folder it creates with mode 0700: the database holds the audit log and token hashes. An existing file is
     /// left as it is, with a warning when other users may read it.
     ///
+    /// Opening syncs the file several times (the WAL set-up, each migration's commit), which takes seconds on a busy
+    /// disk: it runs on a thread of its own, never holding a thread of Swift's cooperative pool meanwhile.
+    ///
     /// - Parameters:
     ///   - path: the database file; its folder is created when missing.
     ///   - logger: where to log migrations.
@@ -41,24 +44,30 @@ public final class SQLiteFlagStore: FlagStore {
         path: String, logger: Logger = Logger(label: "switchyard.storage"),
         now: @escaping @Sendable () -> Date = { Date() },
         makeEpoch: @escaping @Sendable () -> String = SQLiteFlagStore.randomEpoch
-    ) throws(StorageError) {
+    ) async throws(StorageError) {
         self.logger = logger
         self.now = now
         self.makeEpoch = makeEpoch
+        pool = try await awaitBlocking { () throws(StorageError) -> DatabasePool in try Self.openPool(at: path, logger: logger) }
+    }
+
+    /// Opens the pool and migrates it, blocking the calling thread.
+    private static func openPool(at path: String, logger: Logger) throws(StorageError) -> DatabasePool {
         do {
-            try Self.createPrivately(path, logger: logger)
+            try createPrivately(path, logger: logger)
             var configuration = Configuration()
             configuration.busyMode = .timeout(10)
             configuration.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA foreign_keys = ON")
             }
-            pool = try DatabasePool(path: path, configuration: configuration)
+            let pool = try DatabasePool(path: path, configuration: configuration)
             // Opening a WAL pool sets synchronous = NORMAL on the writer after prepareDatabase ran; a commit
             // would then survive a crash of flagsd but not a power failure. Set FULL again, on the writer.
             try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
             }
-            try Self.migrator.migrate(pool)
+            try migrator.migrate(pool)
+            return pool
         } catch {
             throw StorageError(.unavailable, "cannot open the SQLite database (check the path and its permissions)",
                                diagnostic: "\(path): \(error)")

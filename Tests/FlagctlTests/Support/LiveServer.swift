@@ -40,7 +40,7 @@ struct LiveServer: Sendable {
         let folder = NSTemporaryDirectory() + "flagctl-live-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let store = try SQLiteFlagStore(path: folder + "/flags.sqlite")
+        let store = try await SQLiteFlagStore(path: folder + "/flags.sqlite")
         defer { try? store.close() }
         let setup = ChangeAuthor(actor: "setup", source: .apply, reason: "test setup")
         var logger = Logger(label: "flagctl-live-test")

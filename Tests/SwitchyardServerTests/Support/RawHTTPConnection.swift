@@ -20,7 +20,7 @@ final class RawHTTPConnection: @unchecked Sendable {
     private var buffer: [UInt8] = []
     private var isOpen = true
 
-    init(port: Int, timeoutSeconds: Int = 30) throws {
+    init(port: Int, timeoutSeconds: Int = 120) throws {
         #if canImport(Glibc)
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else

@@ -40,7 +40,7 @@ struct TestApp: Sendable {
 
     static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0), namespaces: [String] = ["rider"]) async throws -> TestApp {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-test-\(UUID().uuidString)")
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         let root = ChangeAuthor(actor: "setup", source: .api)
         for name in namespaces {
             _ = try await store.createNamespace(Fixtures.rider(name), reasonPolicy: .kills,
@@ -70,7 +70,7 @@ struct TestApp: Sendable {
     /// The same database opened again by a new application, as after a restart (this app's store is closed).
     func restarted() async throws -> TestApp {
         try store.close()
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         let server = try await buildApplication(configuration: server.flagService.configuration, store: store,
                                                 registry: PrometheusCollectorRegistry(), logger: logger)
         return TestApp(tokens: tokens, store: store, server: server, folder: folder, registry: registry,
