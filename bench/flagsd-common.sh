@@ -30,13 +30,14 @@ build_flagsd() {
   FLAGSD_BIN=$(swift build -c release --show-bin-path)/flagsd
 }
 
-# Starts flagsd on $FLAGSD_PORT with a fresh database and creates the `bench` namespace (~50 KB snapshot).
+# Starts flagsd on $FLAGSD_PORT with a fresh database and creates the `bench` namespace (~50 KB snapshot);
+# FLAGSD_ARGS adds options (e.g. "--max-connections 3000").
 start_flagsd() {
   ulimit -n 20000
   rm -f "$FLAGSD_BENCH_DIR/flags.sqlite"*
   SWITCHYARD_ADMIN_TOKEN=$FLAGSD_BENCH_TOKEN "$FLAGSD_BIN" --port "$FLAGSD_PORT" --database "$FLAGSD_BENCH_DIR/flags.sqlite" \
     --flags "$FLAGSD_BENCH_DIR/no-flags" --log-level warning --log-format json --max-waiters 15000 --max-wait 120 \
-    >"$FLAGSD_BENCH_DIR/flagsd.out" 2>"$FLAGSD_BENCH_DIR/flagsd.err" &
+    ${FLAGSD_ARGS:-} >"$FLAGSD_BENCH_DIR/flagsd.out" 2>"$FLAGSD_BENCH_DIR/flagsd.err" &
   FLAGSD_PID=$!
   for _ in $(seq 100); do grep -q listening "$FLAGSD_BENCH_DIR/flagsd.out" 2>/dev/null && break; sleep 0.1; done
   grep -q listening "$FLAGSD_BENCH_DIR/flagsd.out" || { cat "$FLAGSD_BENCH_DIR/flagsd.err" >&2; return 1; }

@@ -172,7 +172,7 @@ extension PostgresFlagStore {
                 break
             } catch let error as StorageError where ContinuousClock.now - start < limit {
                 logger.notice("waiting for PostgreSQL", metadata: [
-                    "database": .string(configuration.displayURL), "attempt": .stringConvertible(attempt), "error": .string(error.message),
+                    "database": .string(configuration.displayURL), "attempt": .stringConvertible(attempt), "error": .string(error.diagnostic ?? error.message),
                 ])
                 try await Task.sleep(for: configuration.retryInterval)
             }

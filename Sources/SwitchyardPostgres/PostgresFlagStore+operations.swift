@@ -228,6 +228,11 @@ extension PostgresFlagStore {
     public func revokeToken(_ idOrName: String, by author: ChangeAuthor) async throws -> TokenRecord {
         let time = currentTime()
         return try await transaction { connection in
+            // The live unrestricted admin tokens first, always in one order, so that two revocations at once wait
+            // for each other (instead of deadlocking) and the second sees the first one's result.
+            let admins = try await connection.query("""
+                SELECT id FROM token WHERE role = 'admin' AND namespaces IS NULL AND revoked_ms IS NULL ORDER BY id FOR UPDATE
+                """, logger: self.logger).collect().map { try $0.decode(String.self) }
             var row = try await connection.query("SELECT * FROM token WHERE id = \(idOrName) FOR UPDATE", logger: self.logger).collect().first
             if row == nil {
                 row = try await connection.query("SELECT * FROM token WHERE name = \(idOrName) AND revoked_ms IS NULL FOR UPDATE",
@@ -238,6 +243,9 @@ extension PostgresFlagStore {
             }
             var record = try Self.storedToken(row.makeRandomAccess()).record
             guard record.revokedAt == nil else { return record }
+            if record.role == .admin, record.namespaces == nil, !admins.contains(where: { $0 != record.id }) {
+                throw StorageError.lastAdminToken(named: record.name)
+            }
             _ = try await connection.query("UPDATE token SET revoked_ms = \(time.milliseconds) WHERE id = \(record.id)",
                                        logger: self.logger).collect()
             let before = record.tree

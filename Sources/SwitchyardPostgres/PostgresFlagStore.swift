@@ -75,6 +75,7 @@ public final class PostgresFlagStore: FlagStore, Service {
         self.makeEpoch = makeEpoch
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
         if configuration.tls != .verifyFull { tlsConfiguration.certificateVerification = .none }
+        if let rootCertificates = configuration.rootCertificates { tlsConfiguration.trustRoots = .file(rootCertificates) }
         let clientTLS: PostgresClient.Configuration.TLS = switch configuration.tls {
         case .disable: .disable
         case .prefer: .prefer(tlsConfiguration)
@@ -91,7 +92,8 @@ public final class PostgresFlagStore: FlagStore, Service {
         do {
             context = configuration.tls == .disable ? nil : try NIOSSLContext(configuration: tlsConfiguration)
         } catch {
-            throw StorageError(.unavailable, "cannot set up TLS for \(configuration.displayURL): \(error)")
+            throw StorageError(.unavailable, "cannot set up TLS for the PostgreSQL connection (check sslmode and sslrootcert)",
+                               diagnostic: "\(configuration.displayURL): \(error)")
         }
         let connectionTLS: PostgresConnection.Configuration.TLS = switch (configuration.tls, context) {
         case (.prefer, let context?): .prefer(context)
@@ -296,7 +298,8 @@ public final class PostgresFlagStore: FlagStore, Service {
                 reason = describe(error)
                 markUnreachable(reason)
             }
-            throw StorageError(.unavailable, "cannot reach PostgreSQL at \(configuration.displayURL): \(reason) (check that it runs and the URL, user and password are right)")
+            throw StorageError(.unavailable, "cannot reach PostgreSQL (check that it runs and the URL, user and password are right; flagsd's log has the details)",
+                               diagnostic: "\(configuration.displayURL): \(reason)")
         }
     }
 
@@ -350,7 +353,8 @@ public final class PostgresFlagStore: FlagStore, Service {
     /// the database is unreachable (a slow answer, or a flagsd too busy to read it, is not a lost database).
     func access<T: Sendable>(_ operation: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
         if case .unreachable(let since, let reason) = shared.withLock({ $0.availability.status }) {
-            throw StorageError(.unavailable, "PostgreSQL at \(configuration.displayURL) is unreachable since \(since.iso8601) (\(reason)); flagsd keeps serving the snapshots it holds and retries by itself. Retry the request when the database is back")
+            throw StorageError(.unavailable, "the database is unreachable since \(since.iso8601); flagsd keeps serving the snapshots it holds and retries by itself. Retry the request when the database is back",
+                               diagnostic: "\(configuration.displayURL): \(reason)")
         }
         let client = try await client()
         do {
@@ -359,15 +363,17 @@ public final class PostgresFlagStore: FlagStore, Service {
             throw error
         } catch let error as DeadlineExceeded {
             shared.withLock { $0.probeRequested = true }
-            throw StorageError(.unavailable, "PostgreSQL at \(configuration.displayURL) did not answer within \(error.limit); retry the request")
+            throw StorageError(.unavailable, "the database did not answer within \(error.limit); retry the request",
+                               diagnostic: configuration.displayURL)
         } catch let error as PSQLError {
             throw storageError(error)
         } catch let error as PostgresDecodingError {
-            throw StorageError(.corrupt, "a stored value could not be read: column \(error.columnName): \(error.code)")
+            throw StorageError(.corrupt, "a stored value could not be read", diagnostic: "column \(error.columnName): \(error.code)")
         } catch {
             if Self.isConnectionFailure(error) {
                 markUnreachable(describe(error))
-                throw StorageError(.unavailable, "cannot reach PostgreSQL at \(configuration.displayURL): \(describe(error)); retry the request")
+                throw StorageError(.unavailable, "cannot reach the database; retry the request",
+                                   diagnostic: "\(configuration.displayURL): \(describe(error))")
             }
             throw error
         }
@@ -403,17 +409,20 @@ public final class PostgresFlagStore: FlagStore, Service {
             // Class 08 (connection exception), 57P (operator intervention: shutdown), 53 (insufficient resources).
             if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
                 markUnreachable("\(message) (SQLSTATE \(state))")
-                return StorageError(.unavailable, "PostgreSQL at \(configuration.displayURL) is not available: \(message) (SQLSTATE \(state)); retry the request")
+                return StorageError(.unavailable, "the database is not available; retry the request",
+                                    diagnostic: "\(configuration.displayURL): \(message) (SQLSTATE \(state))")
             }
             if state == "23505" {
                 let constraint = error.serverInfo?[.constraintName] ?? "a unique constraint"
-                return StorageError(.alreadyExists, "the row exists already (\(constraint)): \(message)")
+                return StorageError(.alreadyExists, "a record with that name or id exists already", diagnostic: "\(constraint): \(message)")
             }
             logger.error("PostgreSQL refused an operation", metadata: ["sqlstate": .string(state), "message": .string(message)])
-            return StorageError(.unavailable, "PostgreSQL refused the operation: \(message) (SQLSTATE \(state))")
+            return StorageError(.unavailable, "the database refused the operation; flagsd's log has the details",
+                                diagnostic: "\(message) (SQLSTATE \(state))")
         }
         markUnreachable(describe(error))
-        return StorageError(.unavailable, "cannot reach PostgreSQL at \(configuration.displayURL): \(describe(error)); retry the request")
+        return StorageError(.unavailable, "cannot reach the database; retry the request",
+                            diagnostic: "\(configuration.displayURL): \(describe(error))")
     }
 
     static func isConnectionFailure(_ error: any Error) -> Bool {

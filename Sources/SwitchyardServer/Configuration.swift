@@ -14,7 +14,8 @@ public struct ServerConfiguration: Sendable {
     public var retryAfter: Int
     /// The largest request body accepted, in bytes.
     public var maximumBodySize: Int
-    /// Whether `/metrics` needs a token (any live token) instead of being open.
+    /// Whether `/metrics` needs a token (a `metrics` token, or an editor's or admin's valid in every namespace)
+    /// instead of being open.
     public var metricsRequireToken: Bool
     /// The namespace OFREP requests evaluate in when neither the token (limited to one namespace) nor the
     /// `X-Switchyard-Namespace` header names one.
@@ -27,6 +28,16 @@ public struct ServerConfiguration: Sendable {
     /// On a store shared by several processes (PostgreSQL): how often every namespace is compared with the
     /// store, the safety net for missed change notifications.
     public var storeCheckInterval: Duration = .seconds(5)
+    /// The most connections open at once; past it, a new connection is closed as soon as it is accepted (and
+    /// counted in `flagsd_connections_refused_total`). Keep it above `maximumWaiters` (a parked long-poll holds a
+    /// connection) and below the process's open-file limit.
+    public var maximumConnections: Int = 16_384
+    /// How long a connection may wait for its client: between requests (after the last response), and within a
+    /// request body (between two bytes). A request being answered, a parked long-poll included, is never cut.
+    public var idleTimeout: Duration = .seconds(75)
+    /// How long a client may take to send a request's head: from the connection's start, or from the first byte
+    /// of a later request's head, however slowly the bytes come.
+    public var headerTimeout: Duration = .seconds(10)
     /// Whether flagsd serves the web console at `/console/`.
     public var console: Bool = true
     /// The most events one `POST /v1/namespaces/{ns}/events` batch may hold (more: 413).

@@ -11,10 +11,12 @@ info:
 
     **Access.** Send a token as `Authorization: Bearer <token>`. Roles are nested: `client` (snapshots, changes, events)
     ⊂ `reporter` (events the crash guard trusts: a server-side crash pipeline) ⊂ `editor` (flags, kill switches, audit,
-    crash guard proposals) ⊂ `admin` (namespaces, tokens). A token may be limited to some
-    namespaces; managing tokens needs an admin token that is not limited. `/healthz`, `/readyz`,
-    `/openapi.yaml`, the web console's files (`/console/`) and (unless flagsd runs with
-    `--metrics-require-token`) `/metrics` are open.
+    crash guard proposals) ⊂ `admin` (namespaces, tokens); a `metrics` token reads `/metrics`
+    only. A token may be limited to some namespaces, and a client token must be (client tokens ship inside apps,
+    where anyone can read them); managing tokens needs an admin token that is not limited, and the last live one
+    cannot be revoked. `/healthz`, `/readyz`, `/openapi.yaml`, the web console's files (`/console/`) and (unless
+    flagsd runs with `--metrics-require-token`) `/metrics` are open. No response names the database (user, host,
+    port, database, file) or quotes its own error text; flagsd's log does.
 
     **Errors.** Every error is an RFC 9457 `application/problem+json` document; 400s list every field at fault
     in `errors` (`path`, `message`).
@@ -54,6 +56,9 @@ paths:
     get:
       operationId: ready
       summary: The database answers and flagsd is not shutting down.
+      description: |
+        200 with `status` `ready`, or `degraded` (with `database: unavailable` and a `detail` that never names the
+        database) while the database does not answer but the snapshots held are served; 503 while shutting down.
       security: []
       responses:
         "200":
@@ -71,7 +76,11 @@ paths:
         `flagsd_http_requests_total{method,route,status}`, `flagsd_http_request_duration_seconds{method,route}`,
         `flagsd_long_poll_waiters`, `flagsd_namespace_version{namespace}`, `flagsd_changes_total{namespace,source}`,
         `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`, `flagsd_long_poll_max_waiters`,
-        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`.
+        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`,
+        `flagsd_connections_open`, `flagsd_connections_max`, `flagsd_connections_refused_total`,
+        `flagsd_connections_cut_total{reason}` (`header_timeout`, `idle_timeout`, `body_timeout`); docs/deploy.md lists
+        them all. With `--metrics-require-token`, it needs a `metrics` token, or an editor's or admin's valid in
+        every namespace (403 for any other, client tokens included).
       security: [{}, {bearer: []}]
       responses:
         "200":
@@ -80,6 +89,7 @@ paths:
             text/plain:
               schema: {type: string}
         "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
 
   /openapi.yaml:
     get:
@@ -1156,6 +1166,9 @@ paths:
     post:
       operationId: createToken
       summary: Create a token; its secret is in this response only (admin for every namespace).
+      description: |
+        A `client` token must list its `namespaces` (400 otherwise, saying how): client tokens ship inside apps,
+        where anyone can read them. A `metrics` token must not (it reads `/metrics`, which covers every namespace).
       requestBody:
         required: true
         content:
@@ -1171,6 +1184,7 @@ paths:
                   type: array
                   minItems: 1
                   items: {type: string}
+                  description: The namespaces the token may use; required for `client`, left out for `metrics`, every namespace when left out.
                 rate_per_minute:
                   type: integer
                   minimum: 1
@@ -1199,6 +1213,9 @@ paths:
     delete:
       operationId: revokeToken
       summary: Revoke a token (admin for every namespace).
+      description: |
+        The last live admin token valid in every namespace cannot be revoked (409 `last-admin-token`): create
+        another one first, so that someone can always manage tokens.
       responses:
         "200":
           description: The revoked token.
@@ -1208,6 +1225,7 @@ paths:
         "401": {$ref: "#/components/responses/Problem"}
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
 
   /ofrep/v1/evaluate/flags/{key}:
     parameters:
@@ -1467,7 +1485,8 @@ components:
       enum: [api, cli, console, apply, crash-guard]
     Role:
       type: string
-      enum: [client, reporter, editor, admin]
+      enum: [client, reporter, editor, admin, metrics]
+      description: client ⊂ reporter ⊂ editor ⊂ admin; `metrics` reads `/metrics` only.
     BasisPoints:
       type: integer
       minimum: 0

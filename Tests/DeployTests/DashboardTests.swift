@@ -55,7 +55,7 @@ struct DashboardTests {
     /// A live flagsd's /metrics after requests of every kind, a long-poll woken by a change, auth failures, events,
     /// and a crash guard trip.
     static func exercisedMetrics(_ flagsd: LiveFlagsd) async throws -> String {
-        let client = try #require(try await flagsd.send("POST", "/v1/tokens", body: #"{"name": "metrics-app", "role": "client"}"#)
+        let client = try #require(try await flagsd.send("POST", "/v1/tokens", body: #"{"name": "metrics-app", "role": "client", "namespaces": ["rider"]}"#)
             .body.data(using: .utf8).flatMap { try? JSONValue.parse(Array($0)) }?["token"]?.stringValue)
         _ = try await flagsd.send("GET", "/healthz", token: nil)
         _ = try await flagsd.send("GET", "/readyz", token: nil)

@@ -547,6 +547,10 @@ struct LiveCommandTests {
             #expect(after.error.contains("token 'ci' was revoked"))
             let missing = await server.flagctl("tokens", "revoke", "ci", as: "admin")
             #expect(missing.status == 4)
+            let last = await server.flagctl("tokens", "revoke", "admin", as: "admin")
+            #expect(last.status == 3)
+            #expect(last.error.contains("'admin' is the last live admin token valid in every namespace"), "\(last.error)")
+            #expect(await server.flagctl("tokens", "list", as: "admin").status == 0)
             let notAdmin = await server.flagctl("tokens", "list")
             #expect(notAdmin.status == 5)
         }
@@ -554,9 +558,9 @@ struct LiveCommandTests {
 
     @Test func aTokenCanBeCreatedWithAnOFREPRequestRate() async throws {
         try await LiveServer.run { server in
-            let created = await server.flagctl("tokens", "create", "web", "--role", "client", "--rate", "600", as: "admin")
+            let created = await server.flagctl("tokens", "create", "web", "--role", "client", "--allow", "rider", "--rate", "600", as: "admin")
             #expect(created.status == 0, "\(created.error)")
-            #expect(created.error.hasPrefix("created token web (client, every namespace, 600 OFREP requests per minute), id tok_"))
+            #expect(created.error.hasPrefix("created token web (client, namespace rider, 600 OFREP requests per minute), id tok_"))
             let listJSON = try JSONValue.parse(await server.flagctl("tokens", "list", "-o", "json", as: "admin").output)
             let web = listJSON["tokens"]?.arrayValue?.first { $0["name"] == .string("web") }
             #expect(web?["rate_per_minute"] == .int(600))
@@ -628,7 +632,7 @@ struct OutputFormatTests {
         (["namespaces", "list"], "amara", "namespaces"),
         (["namespaces", "create", "rider-{format}"], "admin", "epoch"),
         (["namespaces", "delete", "rider-{format}", "--yes"], "admin", "deleted"),
-        (["tokens", "create", "ci-{format}", "--role", "client"], "admin", "token"),
+        (["tokens", "create", "ci-{format}", "--role", "client", "--allow", "rider"], "admin", "token"),
         (["tokens", "list"], "admin", "tokens"),
         (["tokens", "revoke", "ci-{format}"], "admin", "revoked_at"),
         (["version"], "amara", "flagctl"),

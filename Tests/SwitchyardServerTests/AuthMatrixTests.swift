@@ -3,7 +3,7 @@ import SwitchyardServer
 import SwitchyardStorage
 import Testing
 
-/// Every route × no token, client, reporter, editor, admin and a revoked token, as PRODUCT.md "Access" says.
+/// Every route × no token, metrics, client, reporter, editor, admin and a revoked token, as PRODUCT.md "Access" says.
 struct AuthMatrixTests {
     /// A route, a concrete request to it, and the least role it needs (nil: open).
     struct Case: Sendable, CustomTestStringConvertible {
@@ -74,7 +74,7 @@ struct AuthMatrixTests {
         Case(method: .get, template: "/v1/audit", path: "/v1/audit", role: .editor, namespaced: false),
         Case(method: .get, template: "/v1/tokens", path: "/v1/tokens", role: .admin, namespaced: false),
         Case(method: .post, template: "/v1/tokens", path: "/v1/tokens", role: .admin, namespaced: false,
-             body: #"{"name": "matrix", "role": "client"}"#),
+             body: #"{"name": "matrix", "role": "client", "namespaces": ["rider"]}"#),
         Case(method: .delete, template: "/v1/tokens/{token}", path: "/v1/tokens/client", role: .admin, namespaced: false),
         Case(method: .post, template: "/ofrep/v1/evaluate/flags", path: "/ofrep/v1/evaluate/flags", role: .client,
              body: #"{"context": {"targetingKey": "u"}}"#, headers: [HTTPField.Name("X-Switchyard-Namespace")!: "rider"]),
@@ -84,7 +84,7 @@ struct AuthMatrixTests {
 
     @Test(arguments: cases)
     func accessFollowsTheRoleTheRouteNeeds(route: Case) async throws {
-        for (token, role) in [(nil, nil), ("client", Role.client), ("reporter", .reporter), ("editor", .editor), ("admin", .admin),
+        for (token, role) in [(nil, nil), ("metrics", Role.metrics), ("client", .client), ("reporter", .reporter), ("editor", .editor), ("admin", .admin),
                               ("revoked", nil)] as [(String?, Role?)] {
             let app = try await TestApp.make()
             defer { app.close() }

@@ -54,7 +54,8 @@ struct ConsoleBrowserTests {
         let admin = LiveClient(base: URL(string: url)!, token: Self.adminToken, timeout: 60)
 
         func token(_ name: String, role: String) async throws -> String {
-            let response = try await admin.send("POST", "/v1/tokens", body: #"{"name": "\#(name)", "role": "\#(role)"}"#)
+            let limit = role == "client" ? #", "namespaces": ["rider"]"# : ""
+            let response = try await admin.send("POST", "/v1/tokens", body: #"{"name": "\#(name)", "role": "\#(role)"\#(limit)}"#)
             try #require(response.status == .created, "\(response.text)")
             return try #require(response.json["token"]?.stringValue)
         }

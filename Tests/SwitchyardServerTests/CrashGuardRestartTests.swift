@@ -34,7 +34,7 @@ struct CrashGuardRestartTests {
         let created = try await admin.send("POST", "/v1/namespaces",
                                            body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
         try #require(created.status == .created, "\(created.text)")
-        let issued = try await admin.send("POST", "/v1/tokens", body: #"{"name": "rider-ios", "role": "client"}"#)
+        let issued = try await admin.send("POST", "/v1/tokens", body: #"{"name": "rider-ios", "role": "client", "namespaces": ["rider"]}"#)
         let clientToken = try #require(issued.json["token"]?.stringValue, "\(issued.text)")
 
         // 150 sessions, 10 crashed: too few sessions to trip. Acknowledged, then flagsd is killed at once.

@@ -162,24 +162,36 @@ final class ChildFlagsd: Sendable {
     private let process: Process
     private let lines: AsyncStream<String>
 
+    /// Every line flagsd wrote so far (standard output, and its log when `logLevel` is given).
+    var output: [String] { seen.lines.withLock { $0 } }
+    private let seen: Seen
+
+    private final class Seen: Sendable {
+        let lines = Mutex<[String]>([])
+    }
+
     /// Starts flagsd on a free port.
     ///
     /// - Parameters:
+    ///   - adminToken: `SWITCHYARD_ADMIN_TOKEN`; nil leaves it unset, so flagsd generates the first admin token.
     ///   - flagsDirectory: the flag files to seed an empty database from (default: none).
+    ///   - logLevel: records flagsd's log (JSON lines, standard error) at this level in `output`; nil: no log.
     ///   - arguments: further options, e.g. `["--default-namespace", "shop"]`.
-    init(database: String, folder: URL, adminToken: String, flagsDirectory: String? = nil, arguments: [String] = []) throws {
+    init(database: String, folder: URL, adminToken: String?, flagsDirectory: String? = nil, logLevel: String? = nil,
+         arguments: [String] = []) throws {
         let process = Process()
         process.executableURL = try Self.binary()
         process.arguments = ["--port", "0", "--database", database,
                              "--flags", flagsDirectory ?? folder.appendingPathComponent("no-flags").path,
-                             "--log-format", "json", "--log-level", "error"] + arguments
+                             "--log-format", "json", "--log-level", logLevel ?? "error"] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["SWITCHYARD_ADMIN_TOKEN"] = adminToken
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = logLevel == nil ? FileHandle.nullDevice : output
         let (lines, continuation) = AsyncStream<String>.makeStream()
+        let seen = Seen()
         let buffer = Mutex("")
         output.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
@@ -197,11 +209,13 @@ final class ChildFlagsd: Sendable {
                 }
                 return found
             }
+            seen.lines.withLock { $0 += complete }
             for line in complete { continuation.yield(line) }
         }
         try process.run()
         self.process = process
         self.lines = lines
+        self.seen = seen
     }
 
     /// The port from flagsd's `listening on` line.

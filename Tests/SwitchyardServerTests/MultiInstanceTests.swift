@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import PostgresTestSupport
+import SwitchyardPostgres
 import SwitchyardCore
 import Synchronization
 import TestSupport
@@ -178,11 +179,22 @@ import Testing
             try await waitForWaiters(3, on: b, within: .seconds(25))
 
             try await server.stop()
+            let database = try PostgresStoreConfiguration(url: server.url)
+            /// What clients read never names the database or quotes PostgreSQL's own text (the log does).
+            func expectNoDatabaseIdentity(_ response: TestResponse, sourceLocation: SourceLocation = #_sourceLocation) {
+                for secret in ["postgres://", "\(database.host):\(database.port)", ":\(database.port)/", "\(database.username)@",
+                               "SQLSTATE", "connection refused", "Connection refused"] {
+                    #expect(!response.text.contains(secret), "\(response.text)", sourceLocation: sourceLocation)
+                }
+            }
             for client in [a, b] {
                 try await waitUntil("degraded on \(client.base)") {
                     let ready = try await client.send("GET", "/readyz")
                     return ready.status == .ok && ready.json["status"] == .string("degraded")
                 }
+                let ready = try await client.send("GET", "/readyz")
+                #expect(ready.json["detail"]?.stringValue?.isEmpty == false)
+                expectNoDatabaseIdentity(ready)
                 // Snapshots held are served, to tokens already known.
                 let snapshot = try await client.send("GET", "/v1/namespaces/rider/snapshot")
                 #expect(snapshot.status == .ok)
@@ -194,6 +206,9 @@ import Testing
                 #expect(refused.json["type"] == .string("urn:switchyard:problem:storage-unavailable"))
                 #expect(refused.json["detail"]?.stringValue?.contains("unreachable") == true)
                 #expect(refused.headers[.retryAfter] != nil)
+                expectNoDatabaseIdentity(refused)
+                expectNoDatabaseIdentity(try await client.send("GET", "/v1/audit"))
+                expectNoDatabaseIdentity(try await client.send("GET", "/v1/tokens"))
             }
             // The long-polls parked before the outage end normally: nothing changed.
             for waiter in parked {

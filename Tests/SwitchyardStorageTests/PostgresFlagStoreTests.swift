@@ -116,7 +116,10 @@ import Testing
                 try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
             }
             #expect(refused?.message.contains("unreachable") == true)
-            #expect(refused?.message.contains(store.configuration.displayURL) == true)
+            // What a client reads never names the database; the log's diagnostic does.
+            #expect(refused?.message.contains(store.configuration.host) == false, "\(refused?.message ?? "")")
+            #expect(refused?.message.contains("postgres://") == false)
+            #expect(refused?.diagnostic?.contains(store.configuration.displayURL) == true)
             _ = await expectStorageError(.unavailable) { try await store.checkHealth() }
 
             try await server.start()
@@ -186,7 +189,9 @@ import Testing
         let running = Task { try await store.run() }
         defer { running.cancel() }
         let error = await expectStorageError(.unavailable) { try await store.migrate(waitingUpTo: .zero) }
-        #expect(error?.message.contains("127.0.0.1:1") == true)
+        // flagsd prints the whole description when it cannot start: where, and what to check.
+        #expect(error?.description.contains("127.0.0.1:1") == true)
+        #expect(error?.message.contains("127.0.0.1:1") == false)
         #expect(error?.message.contains("check that it runs") == true)
     }
 
@@ -211,6 +216,49 @@ import Testing
         #expect(defaults.username == "postgres")
         #expect(defaults.database == "switchyard")
         #expect(defaults.tls == .prefer)
+    }
+
+    /// Across a network, the server's certificate is checked unless the URL says otherwise; on loopback no network
+    /// path lies between flagsd and the database.
+    @Test func sslmodeDefaultsToVerifyFullExceptOnLoopback() throws {
+        for host in ["db.internal", "10.0.0.5", "postgres", "[2001:db8::1]", "127.example.com"] {
+            #expect(try PostgresStoreConfiguration(url: "postgres://flagsd@\(host)/switchyard").tls == .verifyFull, "\(host)")
+        }
+        for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "[::1]"] {
+            #expect(try PostgresStoreConfiguration(url: "postgres://flagsd@\(host)/switchyard").tls == .prefer, "\(host)")
+        }
+        #expect(try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=require").tls == .require)
+        #expect(try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=disable").tls == .disable)
+        #expect(PostgresStoreConfiguration(host: "db.internal").tls == .verifyFull)
+        #expect(PostgresStoreConfiguration(host: "127.0.0.1").tls == .prefer)
+    }
+
+    @Test func sslrootcertNamesAReadableFileAndNeedsVerifyFull() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem")
+        try "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let configuration = try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslrootcert=\(file.path)")
+        #expect(configuration.rootCertificates == file.path)
+        #expect(configuration.tls == .verifyFull)
+        #expect { try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslrootcert=/no/such/ca.pem") } throws: { error in
+            "\(error)".contains("sslrootcert=/no/such/ca.pem") && "\(error)".contains("not a readable file")
+        }
+        #expect { try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=require&sslrootcert=\(file.path)") } throws: { error in
+            "\(error)".contains("needs sslmode=verify-full")
+        }
+    }
+
+    /// verify-full never falls back to plain TCP: against a server without TLS (the test server), connecting fails.
+    @Test func verifyFullRefusesAServerWithoutTLS() async throws {
+        let (url, drop) = try await TestPostgres.createDatabase(timeout: 2)
+        let strict = url.replacingOccurrences(of: "sslmode=disable", with: "sslmode=verify-full")
+        #expect(strict.contains("sslmode=verify-full"))
+        let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: strict))
+        let running = Task { try await store.run() }
+        _ = await expectStorageError(.unavailable) { try await store.migrate(waitingUpTo: .zero) }
+        running.cancel()
+        #expect(await ended(running, within: .seconds(60)))
+        await drop()
     }
 
     @Test(arguments: [

@@ -16,6 +16,27 @@ struct SQLiteFlagStoreTests {
         try store.close()
     }
 
+    /// The database holds the audit log and token hashes: only flagsd's user may read it, its WAL and its folder.
+    @Test func theFileItsJournalsAndTheFolderAreCreatedForThisUserOnly() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try await SQLiteFlagStore(path: path)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        func mode(_ path: String) throws -> Int {
+            try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+        }
+        #expect(try mode(path) == 0o600)
+        #expect(try mode(path + "-wal") == 0o600)
+        #expect(try mode(path + "-shm") == 0o600)
+        #expect(try mode(URL(fileURLWithPath: path).deletingLastPathComponent().path) == 0o700)
+        try store.close()
+        // An existing file keeps the mode its operator gave it.
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: path)
+        let reopened = try await SQLiteFlagStore(path: path)
+        #expect(try mode(path) == 0o640)
+        #expect(try await reopened.namespace("rider") != nil)
+        try reopened.close()
+    }
+
     @Test func versionsContinueAfterReopeningTheFile() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         var store = try await SQLiteFlagStore(path: path)
@@ -54,7 +75,9 @@ struct SQLiteFlagStoreTests {
             try await SQLiteFlagStore(path: notADatabase.path)
         } throws: { error in
             let error = error as? StorageError
-            return error?.kind == .unavailable && error?.message.contains(notADatabase.path) == true
+            // flagsd prints the whole description when it cannot start; the message alone never names the file.
+            return error?.kind == .unavailable && error?.description.contains(notADatabase.path) == true
+                && error?.message.contains(notADatabase.path) == false
         }
     }
 }

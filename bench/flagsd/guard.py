@@ -205,10 +205,10 @@ async def trip(host, port, admin, client, waiters, repeats):
     return result
 
 
-async def client_token(host, port, admin):
+async def client_token(host, port, admin, namespaces):
     connection = Connection(host, port, admin)
     status, _, data = await connection.request("POST", "/v1/tokens", json.dumps(
-        {"name": f"bench-client-{uuid.uuid4().hex[:8]}", "role": "client"}).encode())
+        {"name": f"bench-client-{uuid.uuid4().hex[:8]}", "role": "client", "namespaces": namespaces}).encode())
     connection.close()
     assert status == 201, (status, data)
     return json.loads(data)["token"]
@@ -227,7 +227,9 @@ async def main():
     parser.add_argument("--waiters", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    args.client_token = await client_token(args.host, args.port, args.admin_token)
+    # Client tokens name the namespaces they serve: the ones this run creates.
+    namespaces = ["guard-on", "guard-off"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
+    args.client_token = await client_token(args.host, args.port, args.admin_token, namespaces)
     if args.mode == "ingest":
         result = await ingest(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
                               args.connections, args.batch)

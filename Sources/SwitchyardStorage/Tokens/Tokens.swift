@@ -1,8 +1,11 @@
 public import Foundation
 import SwitchyardCore
 
-/// What a token may do. Roles are nested: client ⊂ reporter ⊂ editor ⊂ admin.
+/// What a token may do. Roles are nested: client ⊂ reporter ⊂ editor ⊂ admin. `metrics` stands apart, below them all.
 public enum Role: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
+    /// Reads `/metrics` when flagsd requires a token there, and nothing else: a scraper's token, which cannot read
+    /// flags or post events (an unrestricted editor's or admin's token may read `/metrics` too).
+    case metrics
     /// Reads snapshots and changes, posts events, evaluates through OFREP. Client tokens ship inside apps, so
     /// they are public: the events they post are bounded and may be forged.
     case client
@@ -16,6 +19,7 @@ public enum Role: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
 
     private var rank: Int {
         switch self {
+        case .metrics: -1
         case .client: 0
         case .reporter: 1
         case .editor: 2

@@ -26,8 +26,10 @@ struct TestResponse: Sendable {
 
 /// A flagsd application over a fresh SQLite file, with one token per role, for in-process and live tests.
 struct TestApp: Sendable {
-    /// Secrets of tokens by name: admin, editor, reporter, client, revoked (a revoked editor), other-editor (an
-    /// editor limited to namespace `other`), rider-client (a client limited to `rider`).
+    /// Secrets of tokens by name: admin, editor, reporter, client, revoked (a revoked editor), other-editor (an editor
+    /// limited to namespace `other`), rider-client (a client limited to `rider`), rider-admin (an admin limited to
+    /// `rider`), metrics (reads /metrics only). `client` is valid in every namespace, as tokens created before
+    /// client tokens had to name their namespaces may be.
     let tokens: [String: String]
     let store: SQLiteFlagStore
     let server: FlagsServer
@@ -47,7 +49,8 @@ struct TestApp: Sendable {
         var tokens: [String: String] = [:]
         for (name, role, limit) in [("admin", Role.admin, nil), ("editor", .editor, nil), ("reporter", .reporter, nil), ("client", .client, nil),
                                     ("revoked", .editor, nil), ("other-editor", .editor, ["other"]),
-                                    ("rider-client", .client, ["rider"]), ("rider-admin", .admin, ["rider"])] as [(String, Role, [String]?)] {
+                                    ("rider-client", .client, ["rider"]), ("rider-admin", .admin, ["rider"]),
+                                    ("metrics", .metrics, nil)] as [(String, Role, [String]?)] {
             tokens[name] = try await store.issueToken(name: name, role: role, namespaces: limit, by: root).secret
         }
         _ = try await store.revokeToken("revoked", by: root)
