@@ -80,7 +80,7 @@ struct CrashRecoveryTests {
         func batch(_ number: Int) -> String {
             let now = Date().iso8601
             let events = (0..<5).map { index in
-                #"{"id": "b\#(number)-\#(index)", "type": "session", "time": "\#(now)", "cohorts": [], "session_id": "b\#(number)-\#(index)", "start": "\#(now)", "end": "\#(now)", "crashed": \#(index == 0), "switches": ["plugin_switch_feed_promos"]}"#
+                #"{"id": "b\#(number)-\#(index)", "type": "session", "time": "\#(now)", "cohorts": [], "session_id": "b\#(number)-\#(index)", "unit": "u\#(number)-\#(index)", "start": "\#(now)", "end": "\#(now)", "crashed": \#(index == 0), "switches": ["plugin_switch_feed_promos"]}"#
             }
             return #"{"events": [\#(events.joined(separator: ","))]}"#
         }
