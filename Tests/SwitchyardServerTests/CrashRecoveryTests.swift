@@ -237,6 +237,11 @@ final class ChildFlagsd: Sendable {
         process.waitUntilExit()
     }
 
+    /// A test that fails (throws) before it kills its flagsd does not leave it running.
+    deinit {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+    }
+
     /// `.build/<configuration>/flagsd`, next to the test binary.
     static func binary() throws -> URL {
         let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
