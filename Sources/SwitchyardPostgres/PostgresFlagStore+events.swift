@@ -6,7 +6,8 @@ public import SwitchyardStorage
 
 /// The `EventStore` operations. Ids are unique per namespace (a primary key), so a batch retried through another
 /// instance, even at the same moment, counts once: the second insert of an id waits for the first transaction and
-/// then finds it. Ids and counters are written in sorted order, so concurrent batches cannot deadlock.
+/// then finds it. Ids and counters are written in sorted order, so concurrent batches cannot deadlock. Every
+/// operation here runs on the events pool (see `PostgresFlagStore`).
 extension PostgresFlagStore {
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
         -> EventIngestResult {
@@ -15,7 +16,7 @@ extension PostgresFlagStore {
         var seen = Set<String>()
         let unique = events.filter { seen.insert($0.id).inserted }
         let sorted = unique.sorted { $0.id < $1.id }
-        return try await transaction { connection in
+        return try await transaction(on: .events) { connection in
             guard try await Self.liveNamespaceRow(connection, namespace, lock: false, logger: self.logger) != nil else {
                 throw StorageError.namespaceNotFound(namespace)
             }
@@ -144,7 +145,7 @@ extension PostgresFlagStore {
             HAVING SUM(sessions) != 0 OR SUM(crashed) != 0 OR SUM(exposures) != 0
             """
         var counts: [EventCount] = []
-        for row in try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings)) {
+        for row in try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings), on: .events) {
             let row = row.makeRandomAccess()
             let subjectKind = try row["subject_kind"].decode(String.self)
             let dimensionKind = try row["dimension"].decode(String.self)
@@ -168,7 +169,7 @@ extension PostgresFlagStore {
             SELECT id, source, bucket_ms, unit, address, city, cohorts, switches FROM event_crash
             WHERE namespace = \(namespace) AND bucket_ms >= \(EventAggregation.bucketStart(of: from)) AND bucket_ms < \(until.milliseconds)
             ORDER BY bucket_ms, id COLLATE "C"
-            """).map { row in
+            """, on: .events).map { row in
             let (id, sourceName, bucket, unit, address, city, cohorts, switches) =
                 try row.decode((String, String, Int64, String, String?, String?, String, String).self)
             guard let source = EventSource(rawValue: sourceName) else {
@@ -184,7 +185,7 @@ extension PostgresFlagStore {
         let rows = try await rows("""
             WITH forgotten AS (DELETE FROM event_id WHERE time_ms < \(date.milliseconds) RETURNING 1)
             SELECT count(*)::bigint FROM forgotten
-            """)
+            """, on: .events)
         return Int(try rows.first?.decode(Int64.self) ?? 0)
     }
 
@@ -194,7 +195,7 @@ extension PostgresFlagStore {
             WITH windows AS (DELETE FROM event_window WHERE window_ms < \(date.milliseconds) RETURNING 1),
                  crashes AS (DELETE FROM event_crash WHERE bucket_ms < \(date.milliseconds) RETURNING 1)
             SELECT (SELECT count(*) FROM windows)::bigint + (SELECT count(*) FROM crashes)::bigint
-            """)
+            """, on: .events)
         return Int(try rows.first?.decode(Int64.self) ?? 0)
     }
 }

@@ -66,6 +66,20 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "Past this many waiting long-polls, answer 503 with Retry-After (SWITCHYARD_MAX_WAITERS).")
     var maxWaiters = env("SWITCHYARD_MAX_WAITERS").flatMap(Int.init) ?? 15_000
 
+    @Option(help: "The most long-polls one source address may have waiting at once; more get 429 with Retry-After (SWITCHYARD_MAX_WAITERS_PER_ADDRESS).")
+    var maxWaitersPerAddress = env("SWITCHYARD_MAX_WAITERS_PER_ADDRESS").flatMap(Int.init) ?? 1_000
+
+    @Option(help: ArgumentHelp(
+        "The most client events waiting to be counted; past it, event batches get 429 with Retry-After and clients send them again later (SWITCHYARD_EVENTS_BACKLOG).",
+        discussion: "Batches are counted one at a time, in small transactions, so a flag change never waits behind more than one of them; the backlog bounds the memory and delay of the rest."))
+    var eventsBacklog = env("SWITCHYARD_EVENTS_BACKLOG").flatMap(Int.init) ?? 20_000
+
+    @Option(help: "The most events per minute one token may post (a minute's worth at once, then this rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_EVENTS_RATE_PER_TOKEN).")
+    var eventsRatePerToken = env("SWITCHYARD_EVENTS_RATE_PER_TOKEN").flatMap(Int.init) ?? 600_000
+
+    @Option(help: "The most events per minute one source address may post with client tokens (reporter tokens: only their token's rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_EVENTS_RATE_PER_ADDRESS).")
+    var eventsRatePerAddress = env("SWITCHYARD_EVENTS_RATE_PER_ADDRESS").flatMap(Int.init) ?? 60_000
+
     @Option(help: "The largest request body in bytes (SWITCHYARD_MAX_BODY_SIZE).")
     var maxBodySize = env("SWITCHYARD_MAX_BODY_SIZE").flatMap(Int.init) ?? 1 << 20
 
@@ -117,6 +131,14 @@ struct Flagsd: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port \(port) is not a port (0 to 65535).") }
         guard maxWait >= 0, maxWaiters >= 0, maxBodySize > 0 else {
             throw ValidationError("--max-wait and --max-waiters take 0 or more, --max-body-size more than 0.")
+        }
+        guard maxWaitersPerAddress >= 1, eventsBacklog >= 1 else {
+            throw ValidationError("--max-waiters-per-address and --events-backlog take 1 or more.")
+        }
+        for (name, rate) in [("--events-rate-per-token", eventsRatePerToken), ("--events-rate-per-address", eventsRatePerAddress)] {
+            guard (0...100_000_000).contains(rate) else {
+                throw ValidationError("\(name) \(rate) is not a number of events per minute from 0 (no limit) to 100000000.")
+            }
         }
         if let text = env("SWITCHYARD_MAX_CONNECTIONS"), maxConnections == nil, Int(text) == nil {
             throw ValidationError("SWITCHYARD_MAX_CONNECTIONS '\(text)' is not a whole number of connections.")
@@ -260,6 +282,10 @@ struct Flagsd: AsyncParsableCommand {
         configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))
         configuration.console = console
+        configuration.maximumWaitersPerAddress = maxWaitersPerAddress
+        configuration.maximumEventBacklog = eventsBacklog
+        configuration.eventRatePerToken = eventsRatePerToken > 0 ? eventsRatePerToken : nil
+        configuration.eventRatePerAddress = eventsRatePerAddress > 0 ? eventsRatePerAddress : nil
         configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))
         if let proxies { configuration.trustedProxies = try TrustedProxies(parsing: proxies) }
         let host = self.host

@@ -6,6 +6,8 @@ ingest   events ingested per second through POST /v1/namespaces/{ns}/events, wit
          (namespace guard-off): the guard's cost on the ingestion path as a ratio.
 trip     time from sending the batch that trips a plugin switch until each of W long-poll clients holds the new
          snapshot; in the same run, the same for a person's `POST …/disable` (the reference path).
+flood    an editor's kill-switch change (kill, then revive, of the master kill switch), request to answer, at rest and
+         while C clients post event batches as fast as they can (rounds interleaved, same run): changes first.
 
 Prints one JSON object. Needs uvloop (the venv bench/flagsd-common.sh makes).
 """
@@ -205,6 +207,67 @@ async def trip(host, port, admin, client, waiters, repeats):
     return result
 
 
+async def flood(host, port, admin, client, seconds, rounds, connections, size, changes):
+    setup = Connection(host, port, admin)
+    await create(setup, "flood", flag_set(True))
+    setup.close()
+    rng = random.Random(11)
+    bodies = batch_bodies(200, size, rng)
+    latencies = {"rest": [], "flood": []}
+    flooded = {"events": 0, "refused": 0, "seconds": 0.0}
+
+    async def kill_switch_changes(into):
+        editor = Connection(host, port, admin)
+        for index in range(changes):
+            action = "kill" if index % 2 == 0 else "revive"
+            started = time.monotonic()
+            status, _, data = await editor.request("POST", f"/v1/namespaces/flood/kill-switches/master/{action}",
+                                                   json.dumps({"reason": "bench"}).encode())
+            into.append((time.monotonic() - started) * 1000)
+            assert status == 200, (status, data[:200])
+            await asyncio.sleep(seconds / changes)
+        editor.close()
+
+    for _ in range(rounds):
+        await kill_switch_changes(latencies["rest"])
+        stop = {"now": False}
+        counter = {"next": 0}
+
+        async def worker():
+            connection = Connection(host, port, client)
+            sent = refused = 0
+            while not stop["now"]:
+                body = bodies[counter["next"] % len(bodies)]
+                counter["next"] += 1
+                body = body.replace(b'"id": "', b'"id": "' + uuid.uuid4().hex[:6].encode())
+                status, _, data = await connection.request("POST", "/v1/namespaces/flood/events", body)
+                if status == 429:
+                    refused += 1
+                    continue
+                assert status == 200, (status, data[:200])
+                sent += size
+            connection.close()
+            return sent, refused
+
+        started = time.monotonic()
+        workers = [asyncio.ensure_future(worker()) for _ in range(connections)]
+        await asyncio.sleep(0.5)  # the flood is running
+        await kill_switch_changes(latencies["flood"])
+        stop["now"] = True
+        for sent, refused in await asyncio.gather(*workers):
+            flooded["events"] += sent
+            flooded["refused"] += refused
+        flooded["seconds"] += time.monotonic() - started
+    summary = lambda values: {"changes": len(values), "p50_ms": round(percentile(values, 50), 2),
+                              "p99_ms": round(percentile(values, 99), 2), "max_ms": round(max(values), 2)}
+    result = {"clients": connections, "batch": size, "rest": summary(latencies["rest"]), "flood": summary(latencies["flood"]),
+              "flood_events_per_second": round(flooded["events"] / flooded["seconds"]),
+              "flood_batches_refused": flooded["refused"]}
+    result["ratio_p50_flood_to_rest"] = round(result["flood"]["p50_ms"] / result["rest"]["p50_ms"], 2)
+    result["ratio_p99_flood_to_rest"] = round(result["flood"]["p99_ms"] / result["rest"]["p99_ms"], 2)
+    return result
+
+
 async def client_token(host, port, admin, namespaces):
     connection = Connection(host, port, admin)
     status, _, data = await connection.request("POST", "/v1/tokens", json.dumps(
@@ -216,7 +279,7 @@ async def client_token(host, port, admin, namespaces):
 
 async def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["ingest", "trip"])
+    parser.add_argument("mode", choices=["ingest", "trip", "flood"])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--admin-token", required=True)
@@ -226,13 +289,17 @@ async def main():
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--waiters", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--changes", type=int, default=50, help="kill-switch changes per round and phase (flood)")
     args = parser.parse_args()
     # Client tokens name the namespaces they serve: the ones this run creates.
-    namespaces = ["guard-on", "guard-off"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
+    namespaces = ["guard-on", "guard-off", "flood"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
     args.client_token = await client_token(args.host, args.port, args.admin_token, namespaces)
     if args.mode == "ingest":
         result = await ingest(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
                               args.connections, args.batch)
+    elif args.mode == "flood":
+        result = await flood(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
+                             args.connections, args.batch, args.changes)
     else:
         result = await trip(args.host, args.port, args.admin_token, args.client_token, args.waiters, args.repeats)
     print(json.dumps(result))

@@ -132,26 +132,44 @@ extension SQLiteFlagStore {
         }
     }
 
+    /// The most rows one pruning transaction deletes: pruning a day of ids at once would hold the writer, and every
+    /// flag change behind it, for seconds.
+    static let pruneRowsPerTransaction = 2_000
+
     @discardableResult
     public func pruneEventIDs(before date: Date) async throws -> Int {
-        try await access {
-            try await self.pool.write { db in
-                try db.execute(sql: "DELETE FROM event_id WHERE time_ms < ?", arguments: [date.milliseconds])
-                return db.changesCount
-            }
-        }
+        try await prune("""
+            DELETE FROM event_id WHERE (namespace, id) IN (SELECT namespace, id FROM event_id WHERE time_ms < ? LIMIT ?)
+            """, before: date)
     }
 
     @discardableResult
     public func pruneEventRecords(before date: Date) async throws -> Int {
-        try await access {
-            try await self.pool.write { db in
-                try db.execute(sql: "DELETE FROM event_window WHERE window_ms < ?", arguments: [date.milliseconds])
-                var forgotten = db.changesCount
-                try db.execute(sql: "DELETE FROM event_crash WHERE bucket_ms < ?", arguments: [date.milliseconds])
-                forgotten += db.changesCount
-                return forgotten
+        let windows = try await prune("""
+            DELETE FROM event_window WHERE (namespace, window_ms, kind, value) IN
+                (SELECT namespace, window_ms, kind, value FROM event_window WHERE window_ms < ? LIMIT ?)
+            """, before: date)
+        let crashes = try await prune("""
+            DELETE FROM event_crash WHERE (namespace, id) IN (SELECT namespace, id FROM event_crash WHERE bucket_ms < ? LIMIT ?)
+            """, before: date)
+        return windows + crashes
+    }
+
+    /// Runs a bounded `DELETE` (arguments: the date, the limit) in transactions of its own until it deletes fewer
+    /// rows than the limit, so that a change waits for one small transaction at most.
+    ///
+    /// - Returns: the rows deleted in all.
+    private func prune(_ sql: String, before date: Date) async throws -> Int {
+        var forgotten = 0
+        while true {
+            let deleted = try await access {
+                try await self.pool.write { db in
+                    try db.execute(sql: sql, arguments: [date.milliseconds, Self.pruneRowsPerTransaction])
+                    return db.changesCount
+                }
             }
+            forgotten += deleted
+            if deleted < Self.pruneRowsPerTransaction { return forgotten }
         }
     }
 }
