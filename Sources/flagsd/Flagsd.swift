@@ -74,6 +74,9 @@ struct Flagsd: AsyncParsableCommand {
         discussion: "Batches are counted one at a time, in small transactions, so a flag change never waits behind more than one of them; the backlog bounds the memory and delay of the rest."))
     var eventsBacklog = env("SWITCHYARD_EVENTS_BACKLOG").flatMap(Int.init) ?? 20_000
 
+    @Option(help: "The most rows (estimated) one transaction counting events may write: a flag change waits for at most one such transaction; smaller favours changes, larger counts events faster (SWITCHYARD_EVENTS_TRANSACTION_ROWS).")
+    var eventsTransactionRows = env("SWITCHYARD_EVENTS_TRANSACTION_ROWS").flatMap(Int.init) ?? 2_000
+
     @Option(help: "The most events per minute one token may post (a minute's worth at once, then this rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_EVENTS_RATE_PER_TOKEN).")
     var eventsRatePerToken = env("SWITCHYARD_EVENTS_RATE_PER_TOKEN").flatMap(Int.init) ?? 600_000
 
@@ -132,8 +135,8 @@ struct Flagsd: AsyncParsableCommand {
         guard maxWait >= 0, maxWaiters >= 0, maxBodySize > 0 else {
             throw ValidationError("--max-wait and --max-waiters take 0 or more, --max-body-size more than 0.")
         }
-        guard maxWaitersPerAddress >= 1, eventsBacklog >= 1 else {
-            throw ValidationError("--max-waiters-per-address and --events-backlog take 1 or more.")
+        guard maxWaitersPerAddress >= 1, eventsBacklog >= 1, eventsTransactionRows >= 1 else {
+            throw ValidationError("--max-waiters-per-address, --events-backlog and --events-transaction-rows take 1 or more.")
         }
         for (name, rate) in [("--events-rate-per-token", eventsRatePerToken), ("--events-rate-per-address", eventsRatePerAddress)] {
             guard (0...100_000_000).contains(rate) else {
@@ -284,6 +287,7 @@ struct Flagsd: AsyncParsableCommand {
         configuration.console = console
         configuration.maximumWaitersPerAddress = maxWaitersPerAddress
         configuration.maximumEventBacklog = eventsBacklog
+        configuration.eventRowsPerTransaction = eventsTransactionRows
         configuration.eventRatePerToken = eventsRatePerToken > 0 ? eventsRatePerToken : nil
         configuration.eventRatePerAddress = eventsRatePerAddress > 0 ? eventsRatePerAddress : nil
         configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))

@@ -2,8 +2,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Logging
-import ServiceLifecycle
 import SwitchyardClient
 import SwitchyardCore
 import SwitchyardServer
@@ -32,25 +30,10 @@ struct ClientBackpressureTests {
     }
 
     @Test func clientsRefusedWith429KeepTheirEventsAndEveryOneIsCountedOnce() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("backpressure-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
-        defer { try? store.close() }
-        let setup = ChangeAuthor(actor: "setup", source: .api)
-        _ = try await store.createNamespace(CrashGuardFleetTests.flagSet(), reasonPolicy: .kills, request: ChangeRequest(author: setup))
-        let token = try await store.issueToken(name: "fleet-app", role: .client, namespaces: ["fleet"], by: setup).secret
-        var logger = Logger(label: "backpressure")
-        logger.logLevel = .critical
         var configuration = ServerConfiguration(port: 0, retryAfter: 1)
         configuration.maximumEventBacklog = 1
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let server = try await buildApplication(configuration: configuration, store: store, logger: logger) { portContinuation.yield($0) }
-        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            defer { tasks.cancelAll() }
-            guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
-            let base = URL(string: "http://127.0.0.1:\(port)")!
+        try await FleetServer.run(configuration: configuration) { fleet in
+            let (store, server, base, token, folder) = (fleet.store, fleet.server, fleet.url, fleet.token, fleet.folder)
 
             // One event holds the whole backlog until released.
             let ingestor = server.flagService.eventIngestor
@@ -96,7 +79,6 @@ struct ClientBackpressureTests {
             #expect(counts.map(\.tally.sessions) == [6])
             for task in running { task.cancel() }
             for task in running { await task.value }
-            await group.triggerGracefulShutdown()
         }
     }
 }
