@@ -122,7 +122,11 @@ struct GuardCommandTests {
             let (_, written) = try await URLSession.shared.data(for: write)
             try #require((written as? HTTPURLResponse)?.statusCode == 200)
             let traffic = "plugin_switch_map_traffic", promos = "plugin_switch_feed_promos"
-            try await Self.post((0..<400).map { Self.session("ok-\($0)", crashed: false, switches: [], city: "nairobi") }, to: server)
+            // Enough healthy sessions that each switch trips whichever of the two the guard confirms first: its
+            // sessions without it include the other's crashed ones once both batches are in the store (with 400
+            // healthy sessions the map layer's 25 % was not twice the 21 % of sessions without it, so a guard that
+            // confirmed it after the promotions card's batch had committed rightly left it alone).
+            try await Self.post((0..<2000).map { Self.session("ok-\($0)", crashed: false, switches: [], city: "nairobi") }, to: server)
             for (key, every) in [(traffic, 4), (promos, 2)] {
                 try await Self.post((0..<300).map { Self.session("\(key)-\($0)", crashed: $0 % every == 0, switches: [key], city: "nairobi") }, to: server)
             }
