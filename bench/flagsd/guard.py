@@ -245,6 +245,23 @@ async def flood(host, port, admin, client, seconds, rounds, connections, size, c
     setup.close()
     latencies = {"rest": [], "flood": []}
     flooded = {"events": 0, "refused": 0, "seconds": 0.0}
+    # flagsd's own time in store.change (the commit, the writer's queue included), per phase, from /metrics.
+    commit = {"rest": [0.0, 0], "flood": [0.0, 0]}
+
+    async def commit_totals():
+        probe = Connection(host, port, admin)
+        _, _, data = await probe.request("GET", "/metrics")
+        probe.close()
+        text = data.decode()
+        total = lambda name: sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+        return total("flagsd_change_commit_duration_seconds_sum"), total("flagsd_change_commit_duration_seconds_count")
+
+    async def phase(name, run):
+        before = await commit_totals()
+        await run()
+        after = await commit_totals()
+        commit[name][0] += after[0] - before[0]
+        commit[name][1] += after[1] - before[1]
 
     async def kill_switch_changes(into):
         editor = Connection(host, port, admin)
@@ -259,13 +276,13 @@ async def flood(host, port, admin, client, seconds, rounds, connections, size, c
         editor.close()
 
     for _ in range(rounds):
-        await kill_switch_changes(latencies["rest"])
+        await phase("rest", lambda: kill_switch_changes(latencies["rest"]))
         stop, results = multiprocessing.Event(), multiprocessing.Queue()
         process = multiprocessing.Process(target=flood_process, args=(host, port, client, connections, size, stop, results))
         started = time.monotonic()
         process.start()
         await asyncio.sleep(1.0)  # the flood is running
-        await kill_switch_changes(latencies["flood"])
+        await phase("flood", lambda: kill_switch_changes(latencies["flood"]))
         stop.set()
         sent, refused = await asyncio.get_running_loop().run_in_executor(None, results.get)
         process.join()
@@ -276,7 +293,8 @@ async def flood(host, port, admin, client, seconds, rounds, connections, size, c
                               "p99_ms": round(percentile(values, 99), 2), "max_ms": round(max(values), 2)}
     result = {"clients": connections, "batch": size, "rest": summary(latencies["rest"]), "flood": summary(latencies["flood"]),
               "flood_events_per_second": round(flooded["events"] / flooded["seconds"]),
-              "flood_batches_refused": flooded["refused"]}
+              "flood_batches_refused": flooded["refused"],
+              "commit_mean_ms": {name: round(total / max(count, 1) * 1000, 2) for name, (total, count) in commit.items()}}
     result["ratio_p50_flood_to_rest"] = round(result["flood"]["p50_ms"] / result["rest"]["p50_ms"], 2)
     result["ratio_p99_flood_to_rest"] = round(result["flood"]["p99_ms"] / result["rest"]["p99_ms"], 2)
     return result
