@@ -39,7 +39,7 @@ struct ClientBackpressureTests {
             let ingestor = server.flagService.eventIngestor
             let (release, releaser) = AsyncStream<Void>.makeStream()
             let holder = Task {
-                try await ingestor.ingest([StoredEvent(id: "held", time: Date(), payload: .exposure(flag: "f", variant: "v"))]) { _ in
+                try await ingestor.ingest([StoredEvent(id: "held", time: Date(), payload: .exposure(flag: "f", variant: "v"))]) { _, _ in
                     for await _ in release { break }
                     return EventIngestResult(counted: [], duplicates: [])
                 }

@@ -81,6 +81,8 @@ struct EventIngestionTests {
         let retried = try await app.send(.post, Self.path, token: "client", body: body)
         #expect(EventRouteTests.strings(retried.json["duplicates"]).count == 7)
         #expect(try await Self.baselineSessions(app) == 7)
+        // The parts before the last commit unsynced; the writer syncs every commit again afterwards (2 is FULL).
+        #expect(try await app.store.writerSynchronousMode() == 2)
     }
 
     // MARK: The backlog
@@ -94,7 +96,7 @@ struct EventIngestionTests {
         // A batch of 5 events holds its turn (its write waits) until released: the backlog is full meanwhile.
         let (release, releaser) = AsyncStream<Void>.makeStream()
         let holder = Task {
-            try await ingestor.ingest((0..<5).map { Self.storedSession("held\($0)") }) { _ in
+            try await ingestor.ingest((0..<5).map { Self.storedSession("held\($0)") }) { _, _ in
                 for await _ in release { break }
                 return EventIngestResult(counted: [], duplicates: [])
             }

@@ -80,7 +80,10 @@ package struct IngestQueue<Waiter> {
 ///   ``estimatedRows(of:)``), so that one is short; a large batch is written as several transactions in a row,
 ///   each recording the ids of its own events with their counts (a crash between two leaves the first counted and
 ///   its ids recorded, so the client's retry counts only the rest: nothing twice, nothing lost);
-/// - the batch is acknowledged only after its last transaction committed (durable as a flag change is);
+/// - the batch is acknowledged only after its last transaction committed, synced (durable as a flag change is);
+///   the parts before it commit without waiting for the disk (on SQLite, `synchronous = NORMAL` for that
+///   transaction), as syncing the write-ahead log at the last commit makes every frame before it durable too: a
+///   batch costs one sync, however many parts it has;
 /// - batches wait their turn in arrival order; past `capacity` events waiting, a batch is refused (429 with
 ///   `Retry-After`, counted in `flagsd_event_batches_refused_total{reason="backlog_full"}`), and clients retry it later.
 package final class EventIngestor: Sendable {
@@ -117,18 +120,20 @@ package final class EventIngestor: Sendable {
     ///
     /// - Parameters:
     ///   - events: validated events, known names only, each id once.
-    ///   - write: writes one part of the batch (`EventStore.ingestEvents`); called once per part, in order.
+    ///   - write: writes one part of the batch (`EventStore.ingestEvents`), told whether it is the last; called once
+    ///     per part, in order. Only the last part's commit need be synced: it makes the others durable too.
     /// - Returns: the results of the parts, merged in the batch's order.
     /// - Throws: ``Refusal`` when the backlog is full (nothing written); the first error of `write` (the parts
     ///   before it are counted and their ids recorded: a retry of the batch counts only the rest).
-    package func ingest(_ events: [StoredEvent], write: @Sendable ([StoredEvent]) async throws -> EventIngestResult) async throws
-        -> EventIngestResult {
+    package func ingest(_ events: [StoredEvent], write: @Sendable (_ part: [StoredEvent], _ last: Bool) async throws -> EventIngestResult)
+        async throws -> EventIngestResult {
         try await admit(events.count)
         defer { release(events.count) }
         var merged = EventIngestResult(counted: [], duplicates: [])
-        for part in Self.parts(of: events, rowBudget: rowBudget) {
+        let parts = Self.parts(of: events, rowBudget: rowBudget)
+        for (index, part) in parts.enumerated() {
             let start = ContinuousClock.now
-            let result = try await write(part)
+            let result = try await write(part, index == parts.count - 1)
             transactionTimer.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
             merged.counted += result.counted
             merged.duplicates += result.duplicates

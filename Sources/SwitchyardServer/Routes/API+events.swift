@@ -40,8 +40,8 @@ extension API {
             result = EventIngestResult(counted: [], duplicates: [])
         } else {
             do {
-                result = try await service.eventIngestor.ingest(batch.events) { [store] part in
-                    try await store.ingestEvents(part, in: namespace, receivedAt: now, admission: admission)
+                result = try await service.eventIngestor.ingest(batch.events) { [store] part, last in
+                    try await store.ingestEvents(part, in: namespace, receivedAt: now, admission: admission, synced: last)
                 }
             } catch let refusal as EventIngestor.Refusal {
                 refused("backlog_full", namespace: namespace)

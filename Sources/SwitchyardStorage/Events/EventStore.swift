@@ -45,6 +45,13 @@ public protocol EventStore: Sendable {
     func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
         -> EventIngestResult
 
+    /// Counts new events as `ingestEvents(_:in:receivedAt:admission:)` does; when `synced` is false the commit may
+    /// return before it is on disk, provided the next synced commit of the store makes it durable too (a write-ahead
+    /// log synced up to that commit). Ingestion writes the parts of a large batch this way, and only the last one
+    /// synced, before acknowledging the batch. The default syncs every part.
+    func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool)
+        async throws -> EventIngestResult
+
     /// Counter sums over a time range.
     func eventCounts(_ query: EventCountQuery) async throws -> [EventCount]
 
@@ -65,6 +72,11 @@ public protocol EventStore: Sendable {
 }
 
 extension EventStore {
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool)
+        async throws -> EventIngestResult {
+        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission)
+    }
+
     /// Counts new events with no caps and every city and cohort on its own.
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date) async throws -> EventIngestResult {
         try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: .unlimited)

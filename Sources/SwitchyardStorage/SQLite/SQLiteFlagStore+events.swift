@@ -5,44 +5,75 @@ import SwitchyardCore
 extension SQLiteFlagStore {
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
         -> EventIngestResult {
-        let received = receivedAt.milliseconds
-        return try await access {
+        try await access {
             try await self.pool.write { db in
-                guard try Self.liveNamespaceRow(db, namespace) != nil else { throw StorageError.namespaceNotFound(namespace) }
-                let remember = try db.cachedStatement(sql: """
-                    INSERT OR IGNORE INTO event_id (namespace, id, time_ms, received_ms) VALUES (?, ?, ?, ?)
-                    """)
-                var fresh: [StoredEvent] = []
-                var duplicates: [String] = []
-                for event in events {
-                    try remember.execute(arguments: [namespace, event.id, event.time.milliseconds, received])
-                    if db.changesCount > 0 { fresh.append(event) } else { duplicates.append(event.id) }
-                }
-                let (counted, dropped) = try Self.admit(fresh, in: namespace, admission: admission, db)
-                let add = try db.cachedStatement(sql: """
-                    INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
-                                             sessions, crashed, exposures)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
-                        sessions = sessions + excluded.sessions, crashed = crashed + excluded.crashed,
-                        exposures = exposures + excluded.exposures
-                    """)
-                for (key, tally) in EventAggregation.increments(of: counted) {
-                    try add.execute(arguments: [namespace, key.source.rawValue, key.subject.kind.rawValue, key.subject.key, key.subject.variant,
-                                                key.dimension.kind.rawValue, key.dimension.value, key.bucket,
-                                                tally.sessions, tally.crashedSessions, tally.exposures])
-                }
-                let crash = try db.cachedStatement(sql: """
-                    INSERT OR IGNORE INTO event_crash (namespace, id, source, bucket_ms, unit, address, city, cohorts, switches)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
-                for record in EventAggregation.crashes(of: counted) {
-                    try crash.execute(arguments: [namespace, record.id, record.source.rawValue, record.bucket, record.unit, record.address,
-                                                  record.city, CrashRecord.storedList(record.cohorts), CrashRecord.storedList(record.switches)])
-                }
-                return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
+                try Self.ingest(events, in: namespace, receivedAt: receivedAt, admission: admission, db)
             }
         }
+    }
+
+    /// Counts a part of a batch whose last part is still to come, without waiting for the disk: its commit is
+    /// made durable by the next synced commit (the last part's, or a change's), which syncs the write-ahead log and
+    /// with it every frame before its own. A process killed meanwhile loses nothing (the operating system has the
+    /// frames); a power failure may lose the part, and then nothing of the batch was acknowledged.
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission,
+                             synced: Bool) async throws -> EventIngestResult {
+        guard !synced else { return try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission) }
+        return try await access {
+            try await self.pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                let outcome = Result {
+                    var result: EventIngestResult?
+                    try db.inTransaction {
+                        result = try Self.ingest(events, in: namespace, receivedAt: receivedAt, admission: admission, db)
+                        return .commit
+                    }
+                    return result ?? EventIngestResult(counted: [], duplicates: [])
+                }
+                // Back to syncing every commit before anything else writes (a change must be durable when it returns).
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                return try outcome.get()
+            }
+        }
+    }
+
+    /// The ingestion transaction's work (see `EventStore.ingestEvents`).
+    static func ingest(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, _ db: Database) throws
+        -> EventIngestResult {
+        let received = receivedAt.milliseconds
+        guard try Self.liveNamespaceRow(db, namespace) != nil else { throw StorageError.namespaceNotFound(namespace) }
+        let remember = try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO event_id (namespace, id, time_ms, received_ms) VALUES (?, ?, ?, ?)
+            """)
+        var fresh: [StoredEvent] = []
+        var duplicates: [String] = []
+        for event in events {
+            try remember.execute(arguments: [namespace, event.id, event.time.milliseconds, received])
+            if db.changesCount > 0 { fresh.append(event) } else { duplicates.append(event.id) }
+        }
+        let (counted, dropped) = try Self.admit(fresh, in: namespace, admission: admission, db)
+        let add = try db.cachedStatement(sql: """
+            INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
+                                     sessions, crashed, exposures)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
+                sessions = sessions + excluded.sessions, crashed = crashed + excluded.crashed,
+                exposures = exposures + excluded.exposures
+            """)
+        for (key, tally) in EventAggregation.increments(of: counted) {
+            try add.execute(arguments: [namespace, key.source.rawValue, key.subject.kind.rawValue, key.subject.key, key.subject.variant,
+                                        key.dimension.kind.rawValue, key.dimension.value, key.bucket,
+                                        tally.sessions, tally.crashedSessions, tally.exposures])
+        }
+        let crash = try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO event_crash (namespace, id, source, bucket_ms, unit, address, city, cohorts, switches)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for record in EventAggregation.crashes(of: counted) {
+            try crash.execute(arguments: [namespace, record.id, record.source.rawValue, record.bucket, record.unit, record.address,
+                                          record.city, CrashRecord.storedList(record.cohorts), CrashRecord.storedList(record.switches)])
+        }
+        return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
     }
 
     /// Drives an admission plan over the namespace's admission windows, inside the ingestion transaction.
