@@ -27,6 +27,9 @@ public struct ServerConfiguration: Sendable {
     /// On a store shared by several processes (PostgreSQL): how often every namespace is compared with the
     /// store, the safety net for missed change notifications.
     public var storeCheckInterval: Duration = .seconds(5)
+    /// How many versions back a snapshot request that accepts deltas may start and still get one (instead of the
+    /// whole snapshot); 0 answers every request with the full snapshot.
+    public var deltaVersions: Int = 100
     /// Whether flagsd serves the web console at `/console/`.
     public var console: Bool = true
     /// The most events one `POST /v1/namespaces/{ns}/events` batch may hold (more: 413).

@@ -47,6 +47,8 @@ public final class FlagClient: Sendable {
         var verifiedAt: Date?
         var context: EvaluationContext
         var contextGeneration: UInt64 = 0
+        /// The digest sums of `compiled`, which the next delta starts from; nil until worked out.
+        var digest: SnapshotDigest?
         var guardState: CrashLoopGuardState
         var consecutiveFailures = 0
         var lastError: ClientError?
@@ -116,9 +118,10 @@ public final class FlagClient: Sendable {
                                      now: now, report: report)
         session = LockedBox(SessionState(record: Self.startSession(configuration, now: now, report: report)))
 
-        var shared = Shared(state: ClientState.none, compiled: installed.map { CompiledSnapshot($0.snapshot) },
+        var shared = Shared(state: ClientState.none,
+                            compiled: installed.map { $0.compiled?.snapshot ?? CompiledSnapshot($0.snapshot) },
                             origin: installed?.origin, fetchedAt: installed?.fetchedAt, verifiedAt: installed?.verifiedAt,
-                            context: configuration.context, guardState: guardState)
+                            context: configuration.context, digest: installed?.compiled?.digest, guardState: guardState)
         shared.state = shared.makeState(stalenessLimit: configuration.stalenessLimit)
         self.shared = LockedBox(shared)
         if let info = shared.snapshotInfo {

@@ -12,19 +12,12 @@ extension FlagSet {
         if let problem = NameRule.namespace.problem(with: namespace) { report("namespace", problem) }
 
         var flagsByKey: [String: FlagDefinition] = [:]
+        flagsByKey.reserveCapacity(flags.count)
         for flag in flags {
-            let path = FieldPath("flags") / flag.key
-            if flagsByKey[flag.key] != nil { report(path, "'\(flag.key)' is declared twice") }
-            flagsByKey[flag.key] = flag
-            if let problem = NameRule.key.problem(with: flag.key) { report(path, problem) }
-            switch flag.kind {
-            case .pluginSwitch:
-                if !flag.key.hasPrefix(FlagDefinition.pluginSwitchPrefix) {
-                    report(path, "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'")
-                }
-            case .experiment(let experiment):
-                problems += experiment.problems(at: path)
+            if flagsByKey.updateValue(flag, forKey: flag.key) != nil {
+                report(FieldPath("flags") / flag.key, "'\(flag.key)' is declared twice")
             }
+            problems += Self.problems(of: flag)
         }
 
         var killKeys = Set<String>()
@@ -67,6 +60,22 @@ extension FlagSet {
                 }
                 pointOfSwitch[key] = point.name
             }
+        }
+        return problems
+    }
+
+    /// The problems of one flag on its own: its key, its kind's naming rule, an experiment's variants and weights.
+    static func problems(of flag: FlagDefinition) -> [ValidationProblem] {
+        let path = FieldPath("flags") / flag.key
+        var problems: [ValidationProblem] = []
+        if let problem = NameRule.key.problem(with: flag.key) { problems.append(ValidationProblem(path: path, message: problem)) }
+        switch flag.kind {
+        case .pluginSwitch:
+            if !flag.key.hasPrefix(FlagDefinition.pluginSwitchPrefix) {
+                problems.append(ValidationProblem(path: path, message: "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'"))
+            }
+        case .experiment(let experiment):
+            problems += experiment.problems(at: path)
         }
         return problems
     }

@@ -25,7 +25,7 @@ public struct Evaluator: Sendable {
     let cohortWords: [UInt64]
     /// Bit i: the context's app version is at or above `versionBounds[i]`.
     let versionAtLeast: [UInt64]
-    /// Per kill switch of the flag set, the index of its first entry that matches the context, or -1.
+    /// Per kill switch slot of the snapshot, the index of its first entry that matches the context, or -1.
     let killingEntry: [Int32]
 
     init(snapshot: CompiledSnapshot, context: EvaluationContext) {
@@ -193,10 +193,10 @@ public struct Evaluator: Sendable {
     private func killEntry(_ flag: UnsafePointer<FlagRecord>) -> Decision? {
         let start = flag.pointee.killStart
         for offset in 0..<flag.pointee.killCount {
-            let killSwitch = tables.flagKillSwitches[start + offset]
-            let entry = killingEntry[Int(killSwitch)]
+            let slot = tables.flagKillSwitches[start + offset]
+            let entry = killingEntry[Int(slot)]
             if entry >= 0 {
-                return .killed(killSwitch: killSwitch, entry: entry)
+                return .killed(killSwitch: tables.killSwitchIndices[slot], entry: entry)
             }
         }
         return nil

@@ -8,11 +8,16 @@ package import SwitchyardCore
 package import SwitchyardStorage
 import Synchronization
 
-/// A namespace's snapshot at one version, encoded once and shared by every request.
+/// A namespace's snapshot at one version, encoded once and shared by every request, with the deltas to it from
+/// recent versions (each built once, on first request).
 ///
 /// A class of constants rather than a struct: every answer of a fan-out passes it along, and a copy then costs one
 /// retain instead of one per buffer, string and header list it holds.
 package final class PublishedSnapshot: Sendable {
+    /// The `Vary` of every snapshot answer: the body depends on `Accept` (a delta or the snapshot) and on
+    /// `Accept-Encoding`.
+    static let vary = "Accept, Accept-Encoding"
+
     package let namespace: String
     package let epoch: String
     package let version: Int64
@@ -22,14 +27,27 @@ package final class PublishedSnapshot: Sendable {
     package let gzipBody: ByteBuffer
     /// The snapshot compiled for evaluation (OFREP), once per version.
     package let compiled: CompiledSnapshot
+    /// The `checksum` member of the document.
+    package let checksum: String
+    /// The snapshot's digest, which deltas to it carry, and the sums it came from (for the next version's).
+    package let digest: String
+    let digestSums: SnapshotDigest
+    /// What changed at each recent version, up to this one.
+    package let history: DeltaHistory
+    private let deltas: DeltaCache
     /// The response headers of its 200 (identity and gzip, with `Content-Length`) and of its 304, built once.
     let identityHeaders: HTTPFields
     let gzipHeaders: HTTPFields
     let notModifiedHeaders: HTTPFields
 
     /// Encodes a snapshot (canonical JSON with its checksum) and its gzip form, and compiles it.
-    package init(_ snapshot: Snapshot) {
-        let bytes = SnapshotDocument.encode(snapshot)
+    ///
+    /// - Parameters:
+    ///   - previous: the namespace's snapshot published before, whose history and digest this one continues
+    ///     when it is of the same epoch and older.
+    ///   - deltaVersions: how many versions back deltas may start (0: no deltas).
+    package init(_ snapshot: Snapshot, previous: PublishedSnapshot? = nil, deltaVersions: Int = 0) {
+        let (bytes, checksum) = SnapshotDocument.encodeWithChecksum(snapshot)
         compiled = CompiledSnapshot(snapshot)
         namespace = snapshot.namespace
         epoch = snapshot.epoch
@@ -37,9 +55,30 @@ package final class PublishedSnapshot: Sendable {
         entityTag = snapshot.entityTag
         body = ByteBuffer(bytes: bytes)
         gzipBody = ByteBuffer(bytes: Gzip.compress(bytes))
+        self.checksum = checksum
+        if let previous, previous.epoch == snapshot.epoch, previous.version < snapshot.version {
+            let changes = ChangedObjects(from: previous.compiled.snapshot.flagSet, to: snapshot.flagSet)
+            history = previous.history.appending(from: previous.version, to: snapshot.version, changes: changes,
+                                                 limit: deltaVersions)
+            var sums = previous.digestSums
+            for key in changes.flags {
+                sums.replace(flag: previous.compiled.handle(for: key).flatMap(previous.compiled.flag),
+                             with: compiled.handle(for: key).flatMap(compiled.flag))
+            }
+            for key in changes.killSwitches {
+                sums.replace(killSwitch: previous.compiled.snapshot.flagSet.killSwitch(key), with: snapshot.flagSet.killSwitch(key))
+            }
+            digestSums = sums
+        } else {
+            history = DeltaHistory(epoch: snapshot.epoch)
+            digestSums = SnapshotDigest(snapshot.flagSet)
+        }
+        digest = digestSums.value(for: snapshot)
+        // Kept deltas hold at most a few times the snapshot's own bytes.
+        deltas = DeltaCache(budget: 4 * (bytes.count + gzipBody.readableBytes) + 65_536)
         var delivery = HTTPFields()
         delivery[.eTag] = entityTag
-        delivery[.vary] = "Accept-Encoding"
+        delivery[.vary] = Self.vary
         delivery[.cacheControl] = "no-cache"
         notModifiedHeaders = delivery
         delivery[.contentType] = "application/json"
@@ -53,6 +92,18 @@ package final class PublishedSnapshot: Sendable {
 
     package var position: FeedPosition {
         FeedPosition(epoch: epoch, version: version)
+    }
+
+    /// What a request from `base` (a version of this epoch, below this one) gets when it accepts deltas: the
+    /// delta, built on the first such request and shared by the rest, or the full snapshot with the reason.
+    func deltaAnswer(from base: Int64) -> DeltaCache.Answer {
+        deltas.answer(from: base) {
+            guard base < version, let changes = history.changes(since: base) else { return .full(.unknownBase) }
+            let delta = SnapshotDelta(base: base, target: compiled, changes: changes, checksum: checksum, digest: digest)
+            let bytes = delta.encode()
+            guard bytes.count < body.readableBytes else { return .full(.notSmaller) }
+            return .delta(PublishedDelta(delta, bytes: bytes, entityTag: entityTag))
+        }
     }
 }
 
@@ -95,6 +146,7 @@ package final class LongPollHub: Service, Sendable {
 
     private let shared: Mutex<Shared>
     private let clock = ContinuousClock()
+    private let deltaVersions: Int
     private let sweepInterval: Duration
     private let waitersGauge: Gauge
     /// Waiters answered because a newer version was published: the fan-out of changes.
@@ -104,8 +156,11 @@ package final class LongPollHub: Service, Sendable {
     private let metricsFactory: any MetricsFactory
     private let logger: Logger
 
-    package init(maximumWaiters: Int, sweepInterval: Duration = .milliseconds(100), metricsFactory: any MetricsFactory, logger: Logger) {
+    /// - Parameter deltaVersions: how many versions back deltas may start (0: never answer with a delta).
+    package init(maximumWaiters: Int, deltaVersions: Int = 100, sweepInterval: Duration = .milliseconds(100),
+                 metricsFactory: any MetricsFactory, logger: Logger) {
         shared = Mutex(Shared(state: State(maximumWaiters: maximumWaiters)))
+        self.deltaVersions = deltaVersions
         self.sweepInterval = sweepInterval
         self.metricsFactory = metricsFactory
         self.waitersGauge = Gauge(label: "flagsd_long_poll_waiters", factory: metricsFactory)
@@ -133,8 +188,23 @@ package final class LongPollHub: Service, Sendable {
     }
 
     /// Makes a namespace state current (when it is newer than the current one) and wakes the requests it passes.
+    ///
+    /// The new snapshot continues the delta history of the one it replaces, and the delta from that version (which
+    /// most waiters hold) is built before they are woken.
     package func publish(_ state: NamespaceState) {
-        let snapshot = PublishedSnapshot(state.snapshot)
+        let name = state.record.name
+        var previous = self.snapshot(of: name)
+        if let previous, previous.epoch == state.record.epoch, previous.version >= state.record.version { return }
+        var snapshot: PublishedSnapshot
+        while true {
+            snapshot = PublishedSnapshot(state.snapshot, previous: previous, deltaVersions: deltaVersions)
+            // Another publication may have replaced the one this continues meanwhile: continue that one instead.
+            let latest = self.snapshot(of: name)
+            if latest === previous { break }
+            if let latest, latest.epoch == snapshot.epoch, latest.version >= snapshot.version { return }
+            previous = latest
+        }
+        if let previous, previous.epoch == snapshot.epoch, deltaVersions > 0 { _ = snapshot.deltaAnswer(from: previous.version) }
         let position = snapshot.position
         let (woken, count, isUpdate) = shared.withLock { shared -> ([Waiter], Int, Bool) in
             let current = shared.snapshots[snapshot.namespace]

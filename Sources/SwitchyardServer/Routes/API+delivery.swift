@@ -16,7 +16,8 @@ extension API {
             return outcome.reply.response
         case .wait(let position, let seconds, let current):
             let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds))
-            return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current).reply.response
+            return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current, after: position)
+                .reply.response
         }
     }
 
@@ -26,7 +27,7 @@ extension API {
         case wait(after: FeedPosition, seconds: Int, current: PublishedSnapshot)
     }
 
-    /// Decides a snapshot request (access already checked): `wait`, `If-None-Match`, `Accept-Encoding`.
+    /// Decides a snapshot request (access already checked): `wait`, `If-None-Match`, `Accept`, `Accept-Encoding`.
     ///
     /// - Throws: `APIError` 400 for a bad `wait`, 404 for an unknown namespace.
     func snapshotAnswer(_ request: Request, namespace: String) throws -> SnapshotAnswer {
@@ -39,24 +40,31 @@ extension API {
         if tags.matches(current.position) {
             return .now(.notModified(current))
         }
-        return .now(.snapshot(current, request))
+        let base = AcceptsDelta(request.headers.value(.accept)).accepted ? tags.deltaBase(current: current.position) : nil
+        return .now(.answer(current, deltaBase: base, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip))
     }
 
-    /// The answer to a snapshot request once its wait ended: the new snapshot, or 304 with the one it waited on.
+    /// The answer to a snapshot request once its wait ended: the new snapshot (or the delta to it from the version
+    /// the request waited on, when it accepts deltas), or 304 with the one it waited on.
     ///
     /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already.
-    func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
+    func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot,
+                           after position: FeedPosition) throws -> SnapshotOutcome {
         try snapshotAfterWait(reason, acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
+                              deltaBase: AcceptsDelta(request.headers.value(.accept)).accepted ? position.version : nil,
                               namespace: namespace, waitedOn: current)
     }
 
-    /// `snapshotAfterWait(_:request:namespace:waitedOn:)` with the request's `Accept-Encoding` read already: a
-    /// parked request keeps that answer rather than the whole request.
-    func snapshotAfterWait(_ reason: WakeReason, acceptsGzip: Bool, namespace: String, waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
+    /// `snapshotAfterWait(_:request:namespace:waitedOn:after:)` with the request's headers read already: a parked
+    /// request keeps those answers rather than the whole request.
+    ///
+    /// - Parameter deltaBase: the version the request waited past, when it accepts deltas (of `current`'s epoch).
+    func snapshotAfterWait(_ reason: WakeReason, acceptsGzip: Bool, deltaBase: Int64?, namespace: String,
+                           waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
         switch reason {
         case .changed:
             guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-            return .ok(latest, gzip: acceptsGzip)
+            return .answer(latest, deltaBase: latest.epoch == current.epoch ? deltaBase : nil, gzip: acceptsGzip)
         case .timedOut, .shutdown, .cancelled:
             return .notModified(current)
         case .gone:
@@ -67,16 +75,24 @@ extension API {
         }
     }
 
-    /// A snapshot response: its headers and body are built once per version (`PublishedSnapshot`).
+    /// A snapshot response: its headers and body are built once per version (`PublishedSnapshot`), a delta's once
+    /// per version and base (`PublishedDelta`).
     enum SnapshotOutcome {
         /// 200 with the snapshot, gzip-encoded when accepted.
         case ok(PublishedSnapshot, gzip: Bool)
+        /// 200 with a delta to the snapshot, gzip-encoded when accepted.
+        case delta(PublishedDelta, gzip: Bool)
         /// 304 with the snapshot's tag.
         case notModified(PublishedSnapshot)
 
-        /// The snapshot in the encoding the request accepts.
-        static func snapshot(_ snapshot: PublishedSnapshot, _ request: Request) -> SnapshotOutcome {
-            .ok(snapshot, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip)
+        /// The snapshot, or the delta to it from the version a request holds when it accepts deltas and one is
+        /// kept (and smaller).
+        static func answer(_ snapshot: PublishedSnapshot, deltaBase: Int64?, gzip: Bool) -> SnapshotOutcome {
+            guard let deltaBase else { return .ok(snapshot, gzip: gzip) }
+            switch snapshot.deltaAnswer(from: deltaBase) {
+            case .delta(let delta): return .delta(delta, gzip: gzip)
+            case .full: return .ok(snapshot, gzip: gzip)
+            }
         }
 
         var reply: Reply {
@@ -85,6 +101,10 @@ extension API {
                 Reply(status: .ok, headers: snapshot.identityHeaders, body: snapshot.body)
             case .ok(let snapshot, gzip: true):
                 Reply(status: .ok, headers: snapshot.gzipHeaders, body: snapshot.gzipBody)
+            case .delta(let delta, gzip: false):
+                Reply(status: .ok, headers: delta.identityHeaders, body: delta.body)
+            case .delta(let delta, gzip: true):
+                Reply(status: .ok, headers: delta.gzipHeaders, body: delta.gzipBody)
             case .notModified(let snapshot):
                 Reply(status: .notModified, headers: snapshot.notModifiedHeaders, body: nil)
             }
@@ -231,6 +251,12 @@ struct EntityTagList: Equatable {
         return String(text[start..<end])
     }
 
+    /// The version a delta starts from: the highest version named for the current epoch below the current one;
+    /// nil when none is (another epoch, `*`, or only opaque tags).
+    func deltaBase(current: FeedPosition) -> Int64? {
+        tags.filter { $0.epoch == current.epoch && $0.version < current.version }.map(\.version).max()
+    }
+
     /// The position to wait past: the highest version named for the current epoch when it is at or above the
     /// current version (`*` names the current one); nil when the request must be answered at once.
     func waitPosition(current: FeedPosition) -> FeedPosition? {
@@ -270,5 +296,50 @@ struct AcceptEncoding {
             if coding == "*" { wildcard = accepted }
         }
         acceptsGzip = gzip ?? wildcard ?? false
+    }
+}
+
+/// Whether an `Accept` header names the delta media type (`application/vnd.switchyard.snapshot-delta+json`) with
+/// a non-zero quality. Only then may a snapshot request be answered with a delta: a client that does not say so
+/// (every client before deltas) always gets the full snapshot.
+struct AcceptsDelta {
+    let accepted: Bool
+
+    private static let type = Array(SnapshotDelta.mediaType.utf8)
+
+    init(_ header: String?) {
+        // Fast path, without allocating: most requests' `Accept` does not name the type at all.
+        guard let header, Self.mentionsType(header.utf8) else {
+            accepted = false
+            return
+        }
+        var accepted = false
+        for part in header.split(separator: ",") {
+            let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard pieces.first == SnapshotDelta.mediaType else { continue }
+            accepted = true
+            for parameter in pieces.dropFirst() where parameter.hasPrefix("q=") {
+                accepted = (Double(parameter.dropFirst(2)) ?? 1) > 0
+            }
+        }
+        self.accepted = accepted
+    }
+
+    /// Whether the bytes contain the media type, compared without regard to ASCII case.
+    private static func mentionsType(_ bytes: String.UTF8View) -> Bool {
+        var start = bytes.startIndex
+        while start != bytes.endIndex {
+            var position = start
+            var matched = 0
+            while matched < type.count, position != bytes.endIndex {
+                let byte = bytes[position]
+                guard (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == type[matched] else { break }
+                matched += 1
+                position = bytes.index(after: position)
+            }
+            if matched == type.count { return true }
+            start = bytes.index(after: start)
+        }
+        return false
     }
 }
