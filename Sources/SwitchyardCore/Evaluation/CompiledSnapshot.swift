@@ -471,8 +471,9 @@ private struct Builder {
         killSwitchIndices = [Int32](repeating: -1, count: killSwitchRecords.count)
         var live = Set<Int32>()
         for (index, kill) in flagSet.killSwitches.enumerated() {
-            let slot = killSlots[kill.key]!
-            if killSwitchIndices[Int(slot)] == -1 { killSwitchIndices[Int(slot)] = Int32(index) }
+            // A key declared twice (an invalid flag set) is the first of them, as in the slot's record.
+            guard let slot = killSlots[kill.key], killSwitchIndices[Int(slot)] == -1 else { continue }
+            killSwitchIndices[Int(slot)] = Int32(index)
             live.insert(slot)
             guard changed?.contains(kill.key) ?? true else { continue }
             // Kill entries compile to scopes once, shared by every flag they cover; an evaluator matches them

@@ -59,10 +59,10 @@ struct DeltaApplication {
         var keyIndex = baseIndex
         var changed: [Int32] = []
         var replaced: [FlagDefinition] = []
+        // A delta names what is not in its result; what the base never had (added and removed again since) is
+        // simply not there.
         for key in delta.removedFlags {
-            guard let position = keyIndex.removeValue(forKey: key) else {
-                throw SnapshotDeltaError(.inconsistent, "the delta removes flag '\(key)', which the snapshot does not have")
-            }
+            guard let position = keyIndex.removeValue(forKey: key) else { continue }
             replaced.append(flagSet.flags[Int(position)])
             let last = Int32(flagSet.flags.count - 1)
             if position != last {
@@ -94,10 +94,7 @@ struct DeltaApplication {
                 guard key != KillSwitch.masterKey else {
                     throw SnapshotDeltaError(.inconsistent, "the delta removes the master kill switch, which always exists")
                 }
-                guard let old = kills.removeValue(forKey: key) else {
-                    throw SnapshotDeltaError(.inconsistent, "the delta removes kill switch '\(key)', which the snapshot does not have")
-                }
-                replacedKills.append(old)
+                if let old = kills.removeValue(forKey: key) { replacedKills.append(old) }
             }
             for kill in delta.upsertedKillSwitches {
                 if let old = kills.updateValue(kill, forKey: kill.key) { replacedKills.append(old) }
@@ -108,11 +105,7 @@ struct DeltaApplication {
         let touchesPluginPoints = delta.pluginPointOrder != nil
         if let order = delta.pluginPointOrder {
             var points = Dictionary(flagSet.pluginPoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-            for name in delta.removedPluginPoints {
-                guard points.removeValue(forKey: name) != nil else {
-                    throw SnapshotDeltaError(.inconsistent, "the delta removes plugin point '\(name)', which the snapshot does not have")
-                }
-            }
+            for name in delta.removedPluginPoints { points[name] = nil }
             for point in delta.upsertedPluginPoints { points[point.name] = point }
             guard order.count == points.count, Set(order) == Set(points.keys) else {
                 throw SnapshotDeltaError(.inconsistent, "the delta's plugin_point_order (\(order.joined(separator: ", "))) does not name the plugin points it leaves (\(points.keys.sorted().joined(separator: ", ")))")
@@ -167,7 +160,7 @@ public struct SnapshotDeltaError: Error, Sendable, Hashable, CustomStringConvert
 
         /// The delta is for another namespace, epoch or base version (a gap).
         public static let baseMismatch = Kind(.baseMismatch)
-        /// It removes what the snapshot does not have, or names plugin points that do not add up.
+        /// It removes the master kill switch, or names plugin points that do not add up.
         public static let inconsistent = Kind(.inconsistent)
         /// The result is not a valid flag set.
         public static let invalid = Kind(.invalid)
