@@ -52,6 +52,7 @@ public final class FlagClient: Sendable {
         var guardState: CrashLoopGuardState
         var consecutiveFailures = 0
         var lastError: ClientError?
+        var deltasApplied = 0
         var verifiedPersistedAt: Date?
         var staleAnnounced = false
 
@@ -226,12 +227,13 @@ public final class FlagClient: Sendable {
     /// The installed snapshot, its age, and how the sync is going.
     public var status: ClientStatus {
         let now = wallClock()
-        let (state, failures, lastError) = shared.withLock { ($0.state, $0.consecutiveFailures, $0.lastError) }
+        let (state, failures, lastError, deltas) = shared.withLock { ($0.state, $0.consecutiveFailures, $0.lastError, $0.deltasApplied) }
         let reference = state.verifiedAt ?? state.fetchedAt
         return ClientStatus(snapshot: state.snapshotInfo, verifiedAt: state.verifiedAt,
                             age: reference.map { .clampedSeconds(now.timeIntervalSince($0)) },
                             isStale: state.isStale(now: now), consecutiveFailures: failures, lastError: lastError,
-                            disabledByCrashGuard: state.quarantinedKeys.sorted(), queuedEvents: queue.count)
+                            disabledByCrashGuard: state.quarantinedKeys.sorted(), queuedEvents: queue.count,
+                            deltasApplied: deltas)
     }
 }
 

@@ -92,6 +92,8 @@ public struct ClientStatus: Sendable, CustomStringConvertible {
     public var disabledByCrashGuard: [String]
     /// Events waiting to be sent.
     public var queuedEvents: Int
+    /// Deltas applied since launch (each instead of a full snapshot download).
+    public var deltasApplied = 0
 
     public var description: String {
         var text = snapshot.map(\.description) ?? "no snapshot (core flow everywhere)"

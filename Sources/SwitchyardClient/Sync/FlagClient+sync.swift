@@ -179,6 +179,7 @@ extension FlagClient {
         } catch {
             return ClientError(.invalidSnapshot, "the server sent an unusable delta to version \(delta.version): \(error.message); keeping version \(held.version) and fetching the full snapshot")
         }
+        shared.withLock { $0.deltasApplied += 1 }
         install(next, digest: nextDigest, changed: ChangedObjects(delta, appliedTo: held), origin: .server) { cache, now throws(ClientError) in
             try cache.append(delta, result: next.snapshot, fetchedAt: now)
         }
