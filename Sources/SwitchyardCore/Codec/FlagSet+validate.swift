@@ -66,7 +66,8 @@ extension FlagSet {
 
     /// The problems of one flag on its own: its key, its kind's naming rule, an experiment's variants and weights.
     static func problems(of flag: FlagDefinition) -> [ValidationProblem] {
-        let path = FieldPath("flags") / flag.key
+        // Paths are built only for a problem: this runs for every flag of every snapshot decoded.
+        var path: FieldPath { FieldPath("flags") / flag.key }
         var problems: [ValidationProblem] = []
         if let problem = NameRule.key.problem(with: flag.key) { problems.append(ValidationProblem(path: path, message: problem)) }
         switch flag.kind {
@@ -75,13 +76,27 @@ extension FlagSet {
                 problems.append(ValidationProblem(path: path, message: "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'"))
             }
         case .experiment(let experiment):
-            problems += experiment.problems(at: path)
+            if !experiment.isPlainlyValid { problems += experiment.problems(at: path) }
         }
         return problems
     }
 }
 
 extension Experiment {
+    /// Whether the experiment passes every check of `problems(at:)` (tested without building paths or messages).
+    var isPlainlyValid: Bool {
+        guard !variants.isEmpty else { return false }
+        var keys = Set<String>()
+        for variant in variants {
+            guard keys.insert(variant.key).inserted, variant.value.type == valueType else { return false }
+        }
+        guard keys.contains(defaultVariant) else { return false }
+        func valid(_ weights: VariantWeights) -> Bool {
+            weights.keys.allSatisfy(keys.contains) && weights.values.contains { $0 > 0 }
+        }
+        return valid(weights) && rules.allSatisfy { valid($0.weights) }
+    }
+
     func problems(at path: FieldPath) -> [ValidationProblem] {
         var problems: [ValidationProblem] = []
         func report(_ path: FieldPath, _ message: String) {

@@ -45,7 +45,11 @@ struct ObjectReader {
     let reader: TreeReader
     let object: JSONObject
     let path: FieldPath
-    private var consumed: Set<String> = []
+    /// Bit i: member i was read (the first 64 members; the rest in `consumedBeyond`).
+    private var consumed: UInt64 = 0
+    private var consumedBeyond: Set<Int> = []
+    /// The names asked for, for "did you mean" suggestions.
+    private var asked: [String] = []
 
     init(reader: TreeReader, object: JSONObject, path: FieldPath) {
         self.reader = reader
@@ -55,8 +59,15 @@ struct ObjectReader {
 
     /// A member's value; `null` reads as absent (YAML's `key:` with nothing after it).
     mutating func value(_ key: String, required: Bool = false) -> JSONValue? {
-        consumed.insert(key)
-        guard let value = object[key], value != .null else {
+        if asked.capacity == 0 { asked.reserveCapacity(24) }
+        asked.append(key)
+        guard let position = object.index(of: key) else {
+            if required { reader.report(path / key, "is required") }
+            return nil
+        }
+        if position < 64 { consumed |= 1 << UInt64(position) } else { consumedBeyond.insert(position) }
+        let value = object[position: position].value
+        guard value != .null else {
             if required { reader.report(path / key, "is required") }
             return nil
         }
@@ -94,9 +105,21 @@ struct ObjectReader {
             reader.report(path / key, "must not be empty (leave the field out instead)")
         }
         var strings: [String] = []
+        strings.reserveCapacity(elements.count)
+        // Duplicates: compared with the strings so far in short lists, through a set in long ones (allowlists).
+        var seen: Set<String>?
         for (index, element) in elements.enumerated() {
             guard let string = reader.string(element, at: path / key / index, rule: rule) else { continue }
-            if strings.contains(string) {
+            let duplicate: Bool
+            if seen != nil {
+                duplicate = !seen!.insert(string).inserted
+            } else if strings.count < 16 {
+                duplicate = strings.contains { JSONObject.sameKey($0, string) }
+            } else {
+                seen = Set(strings)
+                duplicate = !seen!.insert(string).inserted
+            }
+            if duplicate {
                 reader.report(path / key / index, "'\(string)' is listed twice")
                 continue
             }
@@ -107,8 +130,12 @@ struct ObjectReader {
 
     /// Reports every member that was never read, suggesting the nearest known name.
     func finish(known extra: [String] = []) {
-        let known = consumed.union(extra)
-        for (key, _) in object where !known.contains(key) {
+        for position in 0..<object.count {
+            let isConsumed = position < 64 ? consumed & (1 << UInt64(position)) != 0 : consumedBeyond.contains(position)
+            guard !isConsumed else { continue }
+            let key = object[position: position].key
+            guard !extra.contains(where: { JSONObject.sameKey($0, key) }) else { continue }
+            let known = Set(asked).union(extra)
             var message = "unknown field"
             if let suggestion = known.min(by: { editDistance(key, $0) < editDistance(key, $1) }),
                editDistance(key, suggestion) <= max(2, key.count / 3) {
@@ -126,8 +153,26 @@ struct NameRule: Sendable {
     let allowed: @Sendable (Character) -> Bool
     let allowedDescription: String?
 
+    /// The same test as `allowed`, for an ASCII byte (most names are ASCII: checked without forming characters).
+    let allowedASCII: @Sendable (UInt8) -> Bool
+
+    init(what: String, maximumLength: Int, allowed: @escaping @Sendable (Character) -> Bool, allowedDescription: String?,
+         allowedASCII: @escaping @Sendable (UInt8) -> Bool) {
+        self.what = what
+        self.maximumLength = maximumLength
+        self.allowed = allowed
+        self.allowedDescription = allowedDescription
+        self.allowedASCII = allowedASCII
+    }
+
     func problem(with string: String) -> String? {
         if string.isEmpty { return "\(what) must not be empty" }
+        var utf8 = string
+        let asciiVerdict: Bool? = utf8.withUTF8 { bytes in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            return bytes.count <= maximumLength && (allowedDescription == nil || bytes.allSatisfy(allowedASCII))
+        }
+        if asciiVerdict == true { return nil }
         if string.count > maximumLength { return "'\(string.prefix(40))…' is longer than \(maximumLength) characters" }
         if let allowedDescription, !string.allSatisfy(allowed) {
             return "'\(string)' may only contain \(allowedDescription)"
@@ -137,14 +182,20 @@ struct NameRule: Sendable {
 
     /// Flag, kill switch, variant and plugin point keys: URL-safe, as OFREP needs.
     static let key = NameRule(what: "a key", maximumLength: 128, allowed: isKeyCharacter,
-                              allowedDescription: "letters, digits, '.', '_' and '-'")
+                              allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
     /// Namespace names.
     static let namespace = NameRule(what: "a namespace name", maximumLength: 63, allowed: isKeyCharacter,
-                                    allowedDescription: "letters, digits, '.', '_' and '-'")
+                                    allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
     /// City, cohort, platform and unit values: any text without control characters.
     static let attribute = NameRule(what: "a value", maximumLength: 256, allowed: { !$0.isASCIIControl },
-                                    allowedDescription: "printable characters")
-    static let text = NameRule(what: "a text", maximumLength: 4096, allowed: { _ in true }, allowedDescription: nil)
+                                    allowedDescription: "printable characters", allowedASCII: { $0 >= 0x20 && $0 != 0x7F })
+    static let text = NameRule(what: "a text", maximumLength: 4096, allowed: { _ in true }, allowedDescription: nil,
+                               allowedASCII: { _ in true })
+
+    static func isKeyByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
+            || byte == 0x2E || byte == 0x5F || byte == 0x2D
+    }
 
     static func isKeyCharacter(_ character: Character) -> Bool {
         character.isASCII && (character.isLetter || character.isNumber || character == "." || character == "_" || character == "-")

@@ -120,7 +120,8 @@ private struct JSONParser {
         try enter()
         index += 1
         var object = JSONObject()
-        var seen = Set<String>()
+        // Duplicates are found by comparing with the keys so far while the object is small, by a set beyond.
+        var seen: Set<String>?
         skipWhitespace()
         if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -134,7 +135,16 @@ private struct JSONParser {
             }
             let keyStart = index
             let key = try parseString()
-            guard seen.insert(key).inserted else { throw error("duplicate key '\(key)'", at: keyStart) }
+            let duplicate: Bool
+            if seen != nil {
+                duplicate = !seen!.insert(key).inserted
+            } else if object.count < 16 {
+                duplicate = object.index(of: key) != nil
+            } else {
+                seen = Set(object.memberKeys)
+                duplicate = !seen!.insert(key).inserted
+            }
+            guard !duplicate else { throw error("duplicate key '\(key)'", at: keyStart) }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
                 throw error("unexpected \(describeByte()), expected ':' after member name")
@@ -218,44 +228,66 @@ private struct JSONParser {
 
     mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
-        var scalars = String.UnicodeScalarView()
-        var runStart = index
-        func flushRun(_ parser: JSONParser, upTo end: Int, into scalars: inout String.UnicodeScalarView) throws(JSONParseError) {
-            guard end > runStart else { return }
-            guard let run = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
-                throw parser.error("invalid UTF-8 in string", at: runStart)
+        let start = index
+        // Fast path: no escape before the closing quote, so the string is its bytes (validated as UTF-8 once).
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let end = index
+                index += 1
+                guard let string = String(validating: bytes[start..<end], as: UTF8.self) else {
+                    throw error("invalid UTF-8 in string", at: start)
+                }
+                return string
             }
-            scalars.append(contentsOf: run.unicodeScalars)
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("control character in string; escape it") }
+            index += 1
+        }
+        guard index < bytes.count else { throw error("unterminated string") }
+        return try parseEscapedString(from: start)
+    }
+
+    /// A string with escapes, from its first byte: its bytes, with every escape written as UTF-8, validated once.
+    mutating func parseEscapedString(from start: Int) throws(JSONParseError) -> String {
+        var buffer = Array(bytes[start..<index])
+        var runStart = index
+        func validated(_ parser: JSONParser, _ buffer: [UInt8]) throws(JSONParseError) -> String {
+            guard let string = String(validating: buffer, as: UTF8.self) else {
+                throw parser.error("invalid UTF-8 in string", at: start)
+            }
+            return string
         }
         while true {
             guard index < bytes.count else { throw error("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                try flushRun(self, upTo: index, into: &scalars)
+                buffer.append(contentsOf: bytes[runStart..<index])
                 index += 1
-                return String(scalars)
+                return try validated(self, buffer)
             }
             if byte < 0x20 { throw error("control character in string; escape it") }
             if byte != UInt8(ascii: "\\") {
                 index += 1
                 continue
             }
-            try flushRun(self, upTo: index, into: &scalars)
+            buffer.append(contentsOf: bytes[runStart..<index])
             index += 1
             guard index < bytes.count else { throw error("unterminated escape sequence") }
             let escape = bytes[index]
             index += 1
             switch escape {
-            case UInt8(ascii: "\""): scalars.append("\"")
-            case UInt8(ascii: "\\"): scalars.append("\\")
-            case UInt8(ascii: "/"): scalars.append("/")
-            case UInt8(ascii: "b"): scalars.append("\u{08}")
-            case UInt8(ascii: "f"): scalars.append("\u{0C}")
-            case UInt8(ascii: "n"): scalars.append("\n")
-            case UInt8(ascii: "r"): scalars.append("\r")
-            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\"))
+            case UInt8(ascii: "/"): buffer.append(UInt8(ascii: "/"))
+            case UInt8(ascii: "b"): buffer.append(0x08)
+            case UInt8(ascii: "f"): buffer.append(0x0C)
+            case UInt8(ascii: "n"): buffer.append(0x0A)
+            case UInt8(ascii: "r"): buffer.append(0x0D)
+            case UInt8(ascii: "t"): buffer.append(0x09)
             case UInt8(ascii: "u"):
                 let high = try parseHex4()
+                let scalar: Unicode.Scalar
                 if (0xD800...0xDBFF).contains(high) {
                     guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
                         throw error("unpaired surrogate in \\u escape")
@@ -263,13 +295,13 @@ private struct JSONParser {
                     index += 2
                     let low = try parseHex4()
                     guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate in \\u escape") }
-                    let value = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
-                    scalars.append(Unicode.Scalar(value)!)
+                    scalar = Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))!
                 } else if (0xDC00...0xDFFF).contains(high) {
                     throw error("unpaired surrogate in \\u escape")
                 } else {
-                    scalars.append(Unicode.Scalar(high)!)
+                    scalar = Unicode.Scalar(high)!
                 }
+                buffer.append(contentsOf: UTF8.encode(scalar)!)
             default:
                 throw error("invalid escape sequence '\\\(Character(Unicode.Scalar(escape)))'", at: index - 2)
             }
