@@ -11,10 +11,11 @@ extension FlagSet {
 
         if let problem = NameRule.namespace.problem(with: namespace) { report("namespace", problem) }
 
-        var flagsByKey: [String: FlagDefinition] = [:]
+        // Positions, not copies of the flags: a copy would retain everything each flag holds.
+        var flagsByKey: [String: Int] = [:]
         flagsByKey.reserveCapacity(flags.count)
-        for flag in flags {
-            if flagsByKey.updateValue(flag, forKey: flag.key) != nil {
+        for (position, flag) in flags.enumerated() {
+            if flagsByKey.updateValue(position, forKey: flag.key) != nil {
                 report(FieldPath("flags") / flag.key, "'\(flag.key)' is declared twice")
             }
             problems += Self.problems(of: flag)
@@ -47,7 +48,7 @@ extension FlagSet {
             }
             for (position, key) in point.switches.enumerated() {
                 let switchPath = path / "switches" / position
-                guard let flag = flagsByKey[key] else {
+                guard let flag = flagsByKey[key].map({ flags[$0] }) else {
                     report(switchPath, "'\(key)' is not a flag of this namespace")
                     continue
                 }

@@ -19,21 +19,23 @@ final class TreeReader {
         return ObjectReader(reader: self, object: object, path: path)
     }
 
-    func list(_ value: JSONValue, at path: FieldPath) -> [JSONValue]? {
+    /// - Parameter path: where the value is, built only to report a problem.
+    func list(_ value: JSONValue, at path: @autoclosure () -> FieldPath) -> [JSONValue]? {
         guard case .array(let elements) = value else {
-            report(path, "must be a list, not \(value.typeDescription)")
+            report(path(), "must be a list, not \(value.typeDescription)")
             return nil
         }
         return elements
     }
 
-    func string(_ value: JSONValue, at path: FieldPath, rule: NameRule? = nil) -> String? {
+    /// - Parameter path: where the value is, built only to report a problem.
+    func string(_ value: JSONValue, at path: @autoclosure () -> FieldPath, rule: NameRule? = nil) -> String? {
         guard case .string(let string) = value else {
-            report(path, "must be a string, not \(value.typeDescription)")
+            report(path(), "must be a string, not \(value.typeDescription)")
             return nil
         }
         if let rule, let problem = rule.problem(with: string) {
-            report(path, problem)
+            report(path(), problem)
             return nil
         }
         return string

@@ -281,10 +281,14 @@ struct Tables: Sendable {
     }
 }
 
-/// A bitset in `Tables.words`; `count == 0` means "no condition".
+/// A bitset in `Tables.words`: words `start..<start + count` hold bits `64 * first ..< 64 * (first + count)` (ids
+/// below and above are not in the set: an allowlist of a few of many units takes a word, not all the words up to
+/// its ids). `count == 0` means "no condition".
 struct BitsetRef: Sendable, Hashable {
     var start: Int32 = 0
     var count: Int32 = 0
+    /// The index of the first word's bits among all the words of the id space.
+    var first: Int32 = 0
 }
 
 struct ScopeRecord: Sendable {
@@ -403,18 +407,21 @@ private struct Builder {
     mutating func bitset(_ values: [String], _ table: WritableKeyPath<Builder, Interner>) -> BitsetRef {
         guard !values.isEmpty else { return BitsetRef() }
         var highest: Int32 = 0
+        var lowest = Int32.max
         var ids: [Int32] = []
         ids.reserveCapacity(values.count)
         for value in values {
             let id = self[keyPath: table].id(value)
             ids.append(id)
             highest = max(highest, id)
+            lowest = min(lowest, id)
         }
-        let wordCount = Int(highest) / 64 + 1
+        let first = lowest / 64
+        let wordCount = Int(highest / 64 - first) + 1
         let start = words.count
         words.append(contentsOf: repeatElement(0, count: wordCount))
-        for id in ids { words[start + Int(id) / 64] |= 1 << UInt64(id % 64) }
-        return BitsetRef(start: wordBase + Int32(start), count: Int32(wordCount))
+        for id in ids { words[start + Int(id / 64 - first)] |= 1 << UInt64(id % 64) }
+        return BitsetRef(start: wordBase + Int32(start), count: Int32(wordCount), first: first)
     }
 
     mutating func scope(_ scope: Scope) -> Int32 {

@@ -108,28 +108,31 @@ public enum SHA256 {
                     var offset = 0
                     while offset < blocks.count {
                         for i in 0..<16 {
-                            w[i] = UInt32(bigEndian: blocks.loadUnaligned(fromByteOffset: offset + i * 4, as: UInt32.self))
+                            w[i] = UInt32(bigEndian: blocks.loadUnaligned(fromByteOffset: offset &+ i &* 4, as: UInt32.self))
                         }
                         for i in 16..<64 {
-                            let w15 = w[i - 15], w2 = w[i - 2]
-                            let s0 = rotr(w15, 7) ^ rotr(w15, 18) ^ (w15 >> 3)
-                            let s1 = rotr(w2, 17) ^ rotr(w2, 19) ^ (w2 >> 10)
-                            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+                            let w15 = w[i &- 15], w2 = w[i &- 2]
+                            let s0 = rotr(w15, 7) ^ rotr(w15, 18) ^ (w15 &>> 3)
+                            let s1 = rotr(w2, 17) ^ rotr(w2, 19) ^ (w2 &>> 10)
+                            w[i] = w[i &- 16] &+ s0 &+ w[i &- 7] &+ s1
                         }
                         var a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, h = h7
-                        for i in 0..<64 {
-                            let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
-                            let choice = (e & f) ^ (~e & g)
-                            let t1 = h &+ s1 &+ choice &+ k[i] &+ w[i]
-                            let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
-                            let majority = (a & b) ^ (a & c) ^ (b & c)
-                            let t2 = s0 &+ majority
-                            h = g; g = f; f = e; e = d &+ t1
-                            d = c; c = b; b = a; a = t1 &+ t2
+                        // Eight rounds per turn, the working variables renamed instead of moved.
+                        var i = 0
+                        while i < 64 {
+                            round(a, b, c, &d, e, f, g, &h, k[i] &+ w[i])
+                            round(h, a, b, &c, d, e, f, &g, k[i &+ 1] &+ w[i &+ 1])
+                            round(g, h, a, &b, c, d, e, &f, k[i &+ 2] &+ w[i &+ 2])
+                            round(f, g, h, &a, b, c, d, &e, k[i &+ 3] &+ w[i &+ 3])
+                            round(e, f, g, &h, a, b, c, &d, k[i &+ 4] &+ w[i &+ 4])
+                            round(d, e, f, &g, h, a, b, &c, k[i &+ 5] &+ w[i &+ 5])
+                            round(c, d, e, &f, g, h, a, &b, k[i &+ 6] &+ w[i &+ 6])
+                            round(b, c, d, &e, f, g, h, &a, k[i &+ 7] &+ w[i &+ 7])
+                            i &+= 8
                         }
                         h0 &+= a; h1 &+= b; h2 &+= c; h3 &+= d
                         h4 &+= e; h5 &+= f; h6 &+= g; h7 &+= h
-                        offset += 64
+                        offset &+= 64
                     }
                 }
             }
@@ -150,4 +153,14 @@ public enum SHA256 {
 }
 
 @inline(__always)
-private func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
+private func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x &>> n) | (x &<< (32 &- n)) }
+
+/// One SHA-256 round: `d` and `h` take their new values; the caller renames the rest.
+@inline(__always)
+private func round(_ a: UInt32, _ b: UInt32, _ c: UInt32, _ d: inout UInt32, _ e: UInt32, _ f: UInt32, _ g: UInt32,
+                   _ h: inout UInt32, _ kw: UInt32) {
+    let t1 = h &+ (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) &+ (g ^ (e & (f ^ g))) &+ kw
+    let t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) &+ ((a & b) | (c & (a | b)))
+    d &+= t1
+    h = t1 &+ t2
+}

@@ -19,9 +19,13 @@ extension JSONValue {
     ///   - maximumDepth: deepest nesting of arrays and objects accepted.
     /// - Throws: `JSONParseError` naming the position and the problem.
     public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = 64) throws(JSONParseError) -> JSONValue {
-        let buffer = Array(bytes)
-        var parser = JSONParser(bytes: buffer, maximumDepth: maximumDepth)
-        return try parser.parseDocument()
+        // The parser reads raw memory: no bounds check or reference count per byte.
+        func parse(_ buffer: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, JSONParseError> {
+            var parser = JSONParser(bytes: buffer, maximumDepth: maximumDepth)
+            return Result { () throws(JSONParseError) in try parser.parseDocument() }
+        }
+        let result = bytes.withContiguousStorageIfAvailable(parse) ?? Array(bytes).withUnsafeBufferPointer(parse)
+        return try result.get()
     }
 
     /// Parses a string holding a JSON document.
@@ -31,12 +35,12 @@ extension JSONValue {
 }
 
 private struct JSONParser {
-    let bytes: [UInt8]
+    let bytes: UnsafeBufferPointer<UInt8>
     let maximumDepth: Int
     var index = 0
     var depth = 0
 
-    init(bytes: [UInt8], maximumDepth: Int) {
+    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
     }
@@ -212,7 +216,9 @@ private struct JSONParser {
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit after '.'") }
             while index < bytes.count && isDigit(bytes[index]) { index += 1 }
         }
+        var hasExponent = false
         if index < bytes.count && (bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")) {
+            hasExponent = true
             index += 1
             if index < bytes.count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) { index += 1 }
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit in the exponent") }
@@ -220,7 +226,8 @@ private struct JSONParser {
         }
         if index - start > 400 { throw error("number literal too long", at: start) }
         let literal = String(decoding: bytes[start..<index], as: UTF8.self)
-        if let double = Double(literal), !double.isFinite {
+        // Only an exponent or hundreds of digits can leave the range of a double.
+        if hasExponent || index - start > 300, let double = Double(literal), !double.isFinite {
             throw error("number out of range", at: start)
         }
         return JSONNumber(uncheckedLiteral: literal)
@@ -229,17 +236,21 @@ private struct JSONParser {
     mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
         let start = index
-        // Fast path: no escape before the closing quote, so the string is its bytes (validated as UTF-8 once).
+        // Fast path: no escape before the closing quote, so the string is its bytes (validated as UTF-8 once, and
+        // not at all when they are ASCII, as keys and most values are).
+        var bits: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let end = index
                 index += 1
+                if bits < 0x80 { return String(decoding: bytes[start..<end], as: UTF8.self) }
                 guard let string = String(validating: bytes[start..<end], as: UTF8.self) else {
                     throw error("invalid UTF-8 in string", at: start)
                 }
                 return string
             }
+            bits |= byte
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in string; escape it") }
             index += 1

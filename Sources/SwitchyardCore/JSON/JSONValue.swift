@@ -71,7 +71,6 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
 /// A JSON object: members in order, keys unique.
 ///
-/// Keys are compared by their UTF-8 bytes, as the canonical form orders them (not by Unicode canonical equivalence).
 public struct JSONObject: Sendable, Hashable, Sequence {
     public typealias Member = (key: String, value: JSONValue)
 
@@ -112,11 +111,11 @@ public struct JSONObject: Sendable, Hashable, Sequence {
         members.firstIndex { Self.sameKey($0.key, key) }
     }
 
-    /// Whether two keys are the same bytes (without Unicode canonical equivalence, which `==` on strings checks
-    /// at a cost for every pair that differs).
+    /// Whether two keys are the same: equal byte counts, then `==` (which for the ASCII keys of every Switchyard
+    /// document is a byte comparison, on the words of small strings).
     @inline(__always)
     static func sameKey(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.count == rhs.utf8.count && lhs.utf8.elementsEqual(rhs.utf8)
+        lhs.utf8.count == rhs.utf8.count && lhs == rhs
     }
 
     public subscript(key: String) -> JSONValue? {
