@@ -23,7 +23,7 @@ extension FlagSet {
 
         var killKeys = Set<String>()
         for kill in killSwitches {
-            let path = FieldPath("kill_switches") / kill.key
+            var path: FieldPath { FieldPath("kill_switches") / kill.key }
             if !killKeys.insert(kill.key).inserted { report(path, "'\(kill.key)' is declared twice") }
             if kill.isMaster && !kill.members.isEmpty {
                 report(path / "members", "the master kill switch covers every flag; it takes no member list")
@@ -37,7 +37,7 @@ extension FlagSet {
         var pointNames = Set<String>()
         var pointOfSwitch: [String: String] = [:]
         for (index, point) in pluginPoints.enumerated() {
-            let path = FieldPath("plugin_points") / index
+            var path: FieldPath { FieldPath("plugin_points") / index }
             if !pointNames.insert(point.name).inserted { report(path / "name", "plugin point '\(point.name)' is declared twice") }
             if let kill = point.killSwitch {
                 if kill == KillSwitch.masterKey {
@@ -47,7 +47,7 @@ extension FlagSet {
                 }
             }
             for (position, key) in point.switches.enumerated() {
-                let switchPath = path / "switches" / position
+                var switchPath: FieldPath { path / "switches" / position }
                 guard let flag = flagsByKey[key].map({ flags[$0] }) else {
                     report(switchPath, "'\(key)' is not a flag of this namespace")
                     continue
@@ -86,14 +86,14 @@ extension FlagSet {
 extension Experiment {
     /// Whether the experiment passes every check of `problems(at:)` (tested without building paths or messages).
     var isPlainlyValid: Bool {
-        guard !variants.isEmpty else { return false }
-        var keys = Set<String>()
-        for variant in variants {
-            guard keys.insert(variant.key).inserted, variant.value.type == valueType else { return false }
+        guard !variants.isEmpty, variants.count <= 16 else { return false }
+        for (index, variant) in variants.enumerated() {
+            guard variant.value.type == valueType, !variants[..<index].contains(where: { $0.key == variant.key }) else { return false }
         }
-        guard keys.contains(defaultVariant) else { return false }
+        func isVariant(_ key: String) -> Bool { variants.contains { $0.key == key } }
+        guard isVariant(defaultVariant) else { return false }
         func valid(_ weights: VariantWeights) -> Bool {
-            weights.keys.allSatisfy(keys.contains) && weights.values.contains { $0 > 0 }
+            weights.keys.allSatisfy(isVariant) && weights.values.contains { $0 > 0 }
         }
         return valid(weights) && rules.allSatisfy { valid($0.weights) }
     }

@@ -154,32 +154,46 @@ struct NameRule: Sendable {
     let maximumLength: Int
     let allowed: @Sendable (Character) -> Bool
     let allowedDescription: String?
-
-    /// The same test as `allowed`, for an ASCII byte (most names are ASCII: checked without forming characters).
-    let allowedASCII: @Sendable (UInt8) -> Bool
+    /// Bit b of word b / 64: the ASCII byte b is allowed (the same test as `allowed`, on bytes: most names are
+    /// ASCII, and are checked without forming characters or calling a closure per byte).
+    let allowedASCII: (UInt64, UInt64)
 
     init(what: String, maximumLength: Int, allowed: @escaping @Sendable (Character) -> Bool, allowedDescription: String?,
-         allowedASCII: @escaping @Sendable (UInt8) -> Bool) {
+         allowedASCII: (UInt8) -> Bool) {
         self.what = what
         self.maximumLength = maximumLength
         self.allowed = allowed
         self.allowedDescription = allowedDescription
-        self.allowedASCII = allowedASCII
+        var table: (UInt64, UInt64) = (0, 0)
+        for byte in UInt8(0)..<0x80 where allowedASCII(byte) {
+            if byte < 64 { table.0 |= 1 << UInt64(byte) } else { table.1 |= 1 << UInt64(byte - 64) }
+        }
+        self.allowedASCII = table
     }
 
     func problem(with string: String) -> String? {
         if string.isEmpty { return "\(what) must not be empty" }
-        var utf8 = string
-        let asciiVerdict: Bool? = utf8.withUTF8 { bytes in
-            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-            return bytes.count <= maximumLength && (allowedDescription == nil || bytes.allSatisfy(allowedASCII))
-        }
-        if asciiVerdict == true { return nil }
+        if isPlainlyAllowed(string) { return nil }
         if string.count > maximumLength { return "'\(string.prefix(40))…' is longer than \(maximumLength) characters" }
         if let allowedDescription, !string.allSatisfy(allowed) {
             return "'\(string)' may only contain \(allowedDescription)"
         }
         return nil
+    }
+
+    /// Whether a string is ASCII, short enough and made of allowed bytes (false decides nothing).
+    private func isPlainlyAllowed(_ string: String) -> Bool {
+        let utf8 = string.utf8
+        guard utf8.count <= maximumLength else { return false }
+        let table = allowedASCII
+        let checked = utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes {
+                let allowed = byte < 64 ? table.0 & (1 << UInt64(byte)) : (byte < 128 ? table.1 & (1 << UInt64(byte &- 64)) : 0)
+                if allowed == 0 { return false }
+            }
+            return true
+        }
+        return checked ?? false
     }
 
     /// Flag, kill switch, variant and plugin point keys: URL-safe, as OFREP needs.

@@ -42,7 +42,7 @@ public final class CompiledSnapshot: Sendable {
         keyIndex.reserveCapacity(snapshot.flagSet.flags.count)
         for (position, flag) in snapshot.flagSet.flags.enumerated() {
             if keyIndex[flag.key] == nil { keyIndex[flag.key] = Int32(position) }
-            records.append(builder.record(for: flag, killList: builder.coveringKillList(of: flag.key)))
+            records.append(builder.record(for: flag, killList: nil))
         }
         self.snapshot = snapshot
         self.keyIndex = keyIndex
@@ -179,12 +179,10 @@ public final class CompiledSnapshot: Sendable {
         for position in positions.sorted() {
             let flag = new.flags[Int(position)]
             // A flag that was there keeps its kill list unless memberships changed around it.
-            let killList: [Int32]
+            var killList: [Int32]?
             if let oldPosition = keyIndex[flag.key], !membershipChanged.contains(flag.key) {
                 let record = tables.flags[oldPosition]
                 killList = (0..<record.killCount).map { tables.flagKillSwitches[record.killStart + $0] }
-            } else {
-                killList = builder.coveringKillList(of: flag.key)
             }
             changedRecords.append((position, builder.record(for: flag, killList: killList)))
         }
@@ -382,6 +380,9 @@ private struct Builder {
     var killSwitchIndices: [Int32] = []
     /// Group kill switch slots covering each flag key, built on first need.
     private var coveringGroups: [String: [Int32]]?
+    private var masterSlot: Int32?
+    /// Ids of the values of one list, reused from list to list.
+    private var scratch: [Int32] = []
 
     init(flagSet: FlagSet, base: CompiledSnapshot?) {
         self.flagSet = flagSet
@@ -404,18 +405,32 @@ private struct Builder {
         weightBase = Int32(base?.tables.cumulativeWeights.count ?? 0)
     }
 
-    mutating func bitset(_ values: [String], _ table: WritableKeyPath<Builder, Interner>) -> BitsetRef {
+    enum Attribute { case cities, cohorts, units, platforms }
+
+    /// The id of a value of an attribute (interned on first sight).
+    mutating func id(_ value: String, _ attribute: Attribute) -> Int32 {
+        switch attribute {
+        case .cities: cities.id(value)
+        case .cohorts: cohorts.id(value)
+        case .units: units.id(value)
+        case .platforms: platforms.id(value)
+        }
+    }
+
+    mutating func bitset(_ values: [String], _ attribute: Attribute) -> BitsetRef {
         guard !values.isEmpty else { return BitsetRef() }
         var highest: Int32 = 0
         var lowest = Int32.max
-        var ids: [Int32] = []
-        ids.reserveCapacity(values.count)
+        var ids = scratch
+        scratch = []
+        ids.removeAll(keepingCapacity: true)
         for value in values {
-            let id = self[keyPath: table].id(value)
+            let id = id(value, attribute)
             ids.append(id)
             highest = max(highest, id)
             lowest = min(lowest, id)
         }
+        defer { scratch = ids }
         let first = lowest / 64
         let wordCount = Int(highest / 64 - first) + 1
         let start = words.count
@@ -425,7 +440,7 @@ private struct Builder {
     }
 
     mutating func scope(_ scope: Scope) -> Int32 {
-        let record = ScopeRecord(cities: bitset(scope.cities, \.cities), cohorts: bitset(scope.cohorts, \.cohorts))
+        let record = ScopeRecord(cities: bitset(scope.cities, .cities), cohorts: bitset(scope.cohorts, .cohorts))
         scopes.append(record)
         return scopeBase + Int32(scopes.count - 1)
     }
@@ -439,12 +454,12 @@ private struct Builder {
 
     mutating func conditions(_ conditions: Conditions) -> RuleRecord {
         var record = RuleRecord()
-        record.cityIn = bitset(conditions.cities, \.cities)
-        record.cityNotIn = bitset(conditions.notCities, \.cities)
-        record.cohortIn = bitset(conditions.cohorts, \.cohorts)
-        record.cohortNotIn = bitset(conditions.notCohorts, \.cohorts)
-        record.unitIn = bitset(conditions.units, \.units)
-        record.platformIn = bitset(conditions.platforms, \.platforms)
+        record.cityIn = bitset(conditions.cities, .cities)
+        record.cityNotIn = bitset(conditions.notCities, .cities)
+        record.cohortIn = bitset(conditions.cohorts, .cohorts)
+        record.cohortNotIn = bitset(conditions.notCohorts, .cohorts)
+        record.unitIn = bitset(conditions.units, .units)
+        record.platformIn = bitset(conditions.platforms, .platforms)
         record.atLeast = versionBound(conditions.appVersionAtLeast)
         record.below = versionBound(conditions.appVersionBelow)
         return record
@@ -495,9 +510,9 @@ private struct Builder {
         }
     }
 
-    /// The slots of the kill switches covering a flag: the master first, then every group covering it (as a member
-    /// or through its plugin point) in the order of the flag set.
-    mutating func coveringKillList(of key: String) -> [Int32] {
+    /// Appends to `flagKillSwitches` the slots of the kill switches covering a flag: the master first, then every
+    /// group covering it (as a member or through its plugin point) in the order of the flag set.
+    mutating func appendCoveringKillList(of key: String) {
         if coveringGroups == nil {
             var groups: [String: [Int32]] = [:]
             let pointGroups = Dictionary(flagSet.pluginPoints.compactMap { point in point.killSwitch.map { ($0, point.switches) } },
@@ -507,21 +522,27 @@ private struct Builder {
                 for member in Set(kill.members + (pointGroups[kill.key] ?? [])) { groups[member, default: []].append(slot) }
             }
             coveringGroups = groups
+            masterSlot = killSlots[KillSwitch.masterKey]
         }
-        var list: [Int32] = []
-        if let master = killSlots[KillSwitch.masterKey] { list.append(master) }
-        let groups = coveringGroups?[key] ?? []
-        list += groups.sorted { killSwitchIndices[Int($0)] < killSwitchIndices[Int($1)] }
-        return list
+        if let master = masterSlot { flagKillSwitches.append(master) }
+        guard let groups = coveringGroups?[key] else { return }
+        if groups.count == 1 {
+            flagKillSwitches.append(groups[0])
+        } else {
+            flagKillSwitches += groups.sorted { killSwitchIndices[Int($0)] < killSwitchIndices[Int($1)] }
+        }
     }
 
     /// The record of one flag, appending its rules, scopes, bitsets, kill list and weights.
-    mutating func record(for flag: FlagDefinition, killList: [Int32]) -> FlagRecord {
+    ///
+    /// - Parameter killList: the slots of its covering kill switches, or nil to work them out.
+    mutating func record(for flag: FlagDefinition, killList: [Int32]?) -> FlagRecord {
         var record = FlagRecord()
         record.hasher.combine(flag.key)
-        record.killStart = killListBase + Int32(flagKillSwitches.count)
-        flagKillSwitches += killList
-        record.killCount = Int32(killList.count)
+        let killStart = flagKillSwitches.count
+        record.killStart = killListBase + Int32(killStart)
+        if let killList { flagKillSwitches += killList } else { appendCoveringKillList(of: flag.key) }
+        record.killCount = Int32(flagKillSwitches.count - killStart)
 
         switch flag.kind {
         case .pluginSwitch(let gate):

@@ -39,6 +39,10 @@ private struct JSONParser {
     let maximumDepth: Int
     var index = 0
     var depth = 0
+    /// The members and elements of the objects and arrays being parsed, nested ones above their parents': each
+    /// container is then allocated once, at its size, instead of growing.
+    var memberStack: [JSONObject.Member] = []
+    var elementStack: [JSONValue] = []
 
     init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
         self.bytes = bytes
@@ -123,14 +127,14 @@ private struct JSONParser {
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
         index += 1
-        var object = JSONObject()
         // Duplicates are found by comparing with the keys so far while the object is small, by a set beyond.
         var seen: Set<String>?
+        let base = memberStack.count
         skipWhitespace()
         if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(object)
+            return .object(JSONObject())
         }
         while true {
             skipWhitespace()
@@ -142,10 +146,10 @@ private struct JSONParser {
             let duplicate: Bool
             if seen != nil {
                 duplicate = !seen!.insert(key).inserted
-            } else if object.count < 16 {
-                duplicate = object.index(of: key) != nil
+            } else if memberStack.count - base < 16 {
+                duplicate = memberStack[base...].contains { JSONObject.sameKey($0.key, key) }
             } else {
-                seen = Set(object.memberKeys)
+                seen = Set(memberStack[base...].map(\.key))
                 duplicate = !seen!.insert(key).inserted
             }
             guard !duplicate else { throw error("duplicate key '\(key)'", at: keyStart) }
@@ -156,7 +160,7 @@ private struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            object.appendUnchecked(key, value)
+            memberStack.append((key, value))
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input, expected ',' or '}'") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -166,6 +170,8 @@ private struct JSONParser {
             if bytes[index] == UInt8(ascii: "}") {
                 index += 1
                 depth -= 1
+                let object = JSONObject(uncheckedMembers: Array(memberStack[base...]))
+                memberStack.removeSubrange(base...)
                 return .object(object)
             }
             throw error("unexpected \(describeByte()), expected ',' or '}'")
@@ -175,16 +181,17 @@ private struct JSONParser {
     mutating func parseArray() throws(JSONParseError) -> JSONValue {
         try enter()
         index += 1
-        var elements: [JSONValue] = []
+        let base = elementStack.count
         skipWhitespace()
         if index < bytes.count && bytes[index] == UInt8(ascii: "]") {
             index += 1
             depth -= 1
-            return .array(elements)
+            return .array([])
         }
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            let element = try parseValue()
+            elementStack.append(element)
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input, expected ',' or ']'") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -194,6 +201,8 @@ private struct JSONParser {
             if bytes[index] == UInt8(ascii: "]") {
                 index += 1
                 depth -= 1
+                let elements = Array(elementStack[base...])
+                elementStack.removeSubrange(base...)
                 return .array(elements)
             }
             throw error("unexpected \(describeByte()), expected ',' or ']'")

@@ -141,9 +141,9 @@ public struct JSONObject: Sendable, Hashable, Sequence {
         members[position]
     }
 
-    /// Appends a member without checking for an existing key; the parser checks duplicates itself.
-    mutating func appendUnchecked(_ key: String, _ value: JSONValue) {
-        members.append((key, value))
+    /// Members whose keys are known to be unique (the parser checks duplicates itself).
+    init(uncheckedMembers: [Member]) {
+        members = uncheckedMembers
     }
 
     mutating func reserveCapacity(_ count: Int) {

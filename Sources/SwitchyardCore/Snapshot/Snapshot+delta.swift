@@ -146,6 +146,7 @@ struct DeltaApplication {
         for flag in delta.upsertedFlags { digest.replace(flag: nil, with: flag) }
         for kill in replacedKillSwitches { digest.replace(killSwitch: kill, with: nil) }
         for kill in delta.upsertedKillSwitches { digest.replace(killSwitch: nil, with: kill) }
+        if touchesPluginPoints { digest.replacePluginPoints(with: snapshot.flagSet.pluginPoints) }
         return (digest, digest.value(for: snapshot))
     }
 }

@@ -1,38 +1,55 @@
-/// The digest of a snapshot: a second checksum of the whole document, built from one SHA-256 per flag and per
-/// kill switch so that whoever holds it can bring it up to date when a delta changes a few objects, without
+/// The digest of a snapshot: a second checksum of the whole document, built from one SHA-256 per flag, kill switch
+/// and plugin point so that whoever holds it can bring it up to date when a delta changes a few objects, without
 /// hashing the rest again.
 ///
 /// ```text
-/// leaf(member)  = SHA-256 of the member as the canonical form writes it: "<key>":<value>
-/// flag sum      = the sum of every flag's leaf, each read as a 256-bit big-endian integer, modulo 2^256
-/// kill sum      = the same over the kill switches
-/// header        = the canonical form of the document without its checksum, flags and kill_switches members
-/// digest        = "sha256:" + hex(SHA-256(header ‖ flag sum ‖ kill sum))   (sums as 32 big-endian bytes each)
+/// leaf(member)     = SHA-256 of a flag or kill switch member as the canonical form writes it: "<key>":<value>
+/// leaf(point i)    = SHA-256 of the decimal position i (from 0), ":", and the canonical form of the i-th plugin point
+/// flag sum         = the sum of every flag's leaf, each read as a 256-bit big-endian integer, modulo 2^256
+/// kill sum, point sum = the same over the kill switches, and over the plugin points
+/// header           = the canonical form of the document without its checksum, flags, kill_switches and plugin_points
+/// digest           = "sha256:" + hex(SHA-256(header ‖ flag sum ‖ kill sum ‖ point sum))   (sums as 32 bytes each)
 /// ```
 ///
-/// Two snapshots with the same digest have the same header and the same flags and kill switches (unless someone
-/// searched for a collision on purpose: it protects against corruption and mistakes, as the checksum does, not
-/// against a server that lies, which could send any snapshot with a matching checksum anyway). Deltas carry the
-/// digest of the snapshot they lead to; `docs/snapshot.md` has a reference implementation in Python.
+/// Two snapshots with the same digest have the same header, flags, kill switches and plugin points in the same order
+/// (unless someone searched for a collision on purpose: it protects against corruption and mistakes, as the
+/// checksum does, not against a server that lies, which could send any snapshot with a matching checksum anyway).
+/// Deltas carry the digest of the snapshot they lead to; `docs/snapshot.md` has a reference implementation in Python.
 public struct SnapshotDigest: Sendable, Hashable {
     /// The sum of every flag's leaf.
     private(set) var flagSum = UInt256.zero
     /// The sum of every kill switch's leaf.
     private(set) var killSwitchSum = UInt256.zero
+    /// The sum of every plugin point's leaf (which includes its position).
+    private(set) var pluginPointSum = UInt256.zero
 
-    /// The sums of a flag set's flags and kill switches (a SHA-256 of every member: linear in the flag set).
+    /// The sums of a flag set's flags, kill switches and plugin points (a SHA-256 of every one: linear in the flag
+    /// set).
     public init(_ flagSet: FlagSet) {
         for flag in flagSet.flags { flagSum &+= UInt256(Self.leaf(flag)) }
         for kill in flagSet.killSwitches { killSwitchSum &+= UInt256(Self.leaf(kill)) }
+        replacePluginPoints(with: flagSet.pluginPoints)
     }
 
-    /// The digest of a snapshot whose flags and kill switches these sums cover: `sha256:` and 64 hex digits.
+    /// The digest of a snapshot whose flags, kill switches and plugin points these sums cover: `sha256:` and 64 hex
+    /// digits.
     public func value(for snapshot: Snapshot) -> String {
         var hasher = SHA256.Hasher()
         hasher.update(SnapshotDocument.headerBytes(snapshot))
         hasher.update(flagSum.bigEndianBytes)
         hasher.update(killSwitchSum.bigEndianBytes)
+        hasher.update(pluginPointSum.bigEndianBytes)
         return "sha256:" + SHA256.hex(hasher.finalize())
+    }
+
+    /// Sums the plugin points afresh (their leaves depend on their positions; a delta that touches one is rare).
+    public mutating func replacePluginPoints(with points: [PluginPointDefinition]) {
+        pluginPointSum = .zero
+        for (position, point) in points.enumerated() {
+            var bytes = Array("\(position):".utf8)
+            bytes += JSONValue.object(point.tree).serialized(.canonical)
+            pluginPointSum &+= UInt256(SHA256.digest(bytes))
+        }
     }
 
     /// Replaces one flag's leaf by another's (nil for none: a flag added or removed).

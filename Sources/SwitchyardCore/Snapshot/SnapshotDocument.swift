@@ -51,8 +51,8 @@ public enum SnapshotDocument {
         return JSONValue.object(tree).serialized(.canonical)
     }
 
-    /// The canonical form of a snapshot's document without its `checksum`, `flags` and `kill_switches` members:
-    /// the header that `SnapshotDigest` hashes.
+    /// The canonical form of a snapshot's document without its `checksum`, `flags`, `kill_switches` and
+    /// `plugin_points` members: the header that `SnapshotDigest` hashes.
     static func headerBytes(_ snapshot: Snapshot) -> [UInt8] {
         let flagSet = snapshot.flagSet
         var tree = JSONObject()
@@ -60,7 +60,6 @@ public enum SnapshotDocument {
         tree["epoch"] = .string(snapshot.epoch)
         tree["format"] = .int64(format)
         tree["namespace"] = .string(flagSet.namespace)
-        if !flagSet.pluginPoints.isEmpty { tree["plugin_points"] = .array(flagSet.pluginPoints.map { .object($0.tree) }) }
         tree["version"] = .int64(snapshot.version)
         return JSONValue.object(tree).serialized(.canonical)
     }

@@ -68,6 +68,7 @@ package final class PublishedSnapshot: Sendable {
             for key in changes.killSwitches {
                 sums.replace(killSwitch: previous.compiled.snapshot.flagSet.killSwitch(key), with: snapshot.flagSet.killSwitch(key))
             }
+            if !changes.pluginPoints.isEmpty || changes.pluginPointOrder { sums.replacePluginPoints(with: snapshot.flagSet.pluginPoints) }
             digestSums = sums
         } else {
             history = DeltaHistory(epoch: snapshot.epoch)
