@@ -223,3 +223,18 @@ struct SnapshotDeltaTests {
         }
     }
 }
+
+extension SnapshotDeltaTests {
+    @Test func answersToRequestsThatAcceptDeltasAreCountedByKind() async throws {
+        let (app, tag, _) = try await changedApp()
+        defer { app.close() }
+        var headers = Self.accept
+        headers[.ifNoneMatch] = tag
+        _ = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client", headers: headers)
+        _ = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client", headers: Self.accept)
+        _ = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client")
+        let metrics = try await app.send(.get, "/metrics").text
+        #expect(metrics.contains(#"flagsd_snapshot_delta_answers_total{answer="delta"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"flagsd_snapshot_delta_answers_total{answer="full"} 1"#), "a request without a tag, which accepted deltas")
+    }
+}

@@ -154,6 +154,9 @@ package final class LongPollHub: Service, Sendable {
     private let wakeups: Counter
     /// From a version's commit (its `updatedAt`) to its publication here; cross-instance delay on other instances.
     private let propagation: Timer
+    /// Answers to snapshot requests that accept deltas: with a delta, or with the full snapshot.
+    private let deltaAnswers: Counter
+    private let fullAnswersToDeltaRequests: Counter
     private let metricsFactory: any MetricsFactory
     private let logger: Logger
 
@@ -167,10 +170,18 @@ package final class LongPollHub: Service, Sendable {
         self.waitersGauge = Gauge(label: "flagsd_long_poll_waiters", factory: metricsFactory)
         self.wakeups = Counter(label: "flagsd_long_poll_wakeups_total", factory: metricsFactory)
         self.propagation = Timer(label: "flagsd_change_propagation_seconds", factory: metricsFactory)
+        self.deltaAnswers = Counter(label: "flagsd_snapshot_delta_answers_total", dimensions: [("answer", "delta")], factory: metricsFactory)
+        self.fullAnswersToDeltaRequests = Counter(label: "flagsd_snapshot_delta_answers_total", dimensions: [("answer", "full")],
+                                                  factory: metricsFactory)
         self.logger = logger
         waitersGauge.record(0)
         // The cap next to the count, so an alert can compare them (Dashboards/alerts.yml).
         Gauge(label: "flagsd_long_poll_max_waiters", factory: metricsFactory).record(maximumWaiters)
+    }
+
+    /// Counts an answer with a body to a request that accepted deltas.
+    func countAnswer(delta: Bool) {
+        (delta ? deltaAnswers : fullAnswersToDeltaRequests).increment()
     }
 
     /// The current snapshot of a namespace; nil when it is unknown.

@@ -40,8 +40,11 @@ extension API {
         if tags.matches(current.position) {
             return .now(.notModified(current))
         }
-        let base = AcceptsDelta(request.headers.value(.accept)).accepted ? tags.deltaBase(current: current.position) : nil
-        return .now(.answer(current, deltaBase: base, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip))
+        let acceptsDelta = AcceptsDelta(request.headers.value(.accept)).accepted
+        let base = acceptsDelta ? tags.deltaBase(current: current.position) : nil
+        // A request that accepts deltas but holds nothing of this epoch to start one from: the full snapshot.
+        if acceptsDelta && base == nil { service.hub.countAnswer(delta: false) }
+        return .now(answer(current, deltaBase: base, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip))
     }
 
     /// The answer to a snapshot request once its wait ended: the new snapshot (or the delta to it from the version
@@ -64,7 +67,8 @@ extension API {
         switch reason {
         case .changed:
             guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-            return .answer(latest, deltaBase: latest.epoch == current.epoch ? deltaBase : nil, gzip: acceptsGzip)
+            if deltaBase != nil && latest.epoch != current.epoch { service.hub.countAnswer(delta: false) }
+            return answer(latest, deltaBase: latest.epoch == current.epoch ? deltaBase : nil, gzip: acceptsGzip)
         case .timedOut, .shutdown, .cancelled:
             return .notModified(current)
         case .gone:
@@ -72,6 +76,22 @@ extension API {
         case .overloaded:
             throw APIError.overloaded(retryAfter: service.configuration.retryAfter,
                                       "\(service.configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
+        }
+    }
+
+    /// The snapshot, or the delta to it from the version a request holds when it accepts deltas and one is kept
+    /// (and smaller); counted, for requests that accept deltas.
+    ///
+    /// - Parameter deltaBase: the version the request holds when it accepts deltas (of the snapshot's epoch).
+    func answer(_ snapshot: PublishedSnapshot, deltaBase: Int64?, gzip: Bool) -> SnapshotOutcome {
+        guard let deltaBase else { return .ok(snapshot, gzip: gzip) }
+        switch snapshot.deltaAnswer(from: deltaBase) {
+        case .delta(let delta):
+            service.hub.countAnswer(delta: true)
+            return .delta(delta, gzip: gzip)
+        case .full:
+            service.hub.countAnswer(delta: false)
+            return .ok(snapshot, gzip: gzip)
         }
     }
 
@@ -84,16 +104,6 @@ extension API {
         case delta(PublishedDelta, gzip: Bool)
         /// 304 with the snapshot's tag.
         case notModified(PublishedSnapshot)
-
-        /// The snapshot, or the delta to it from the version a request holds when it accepts deltas and one is
-        /// kept (and smaller).
-        static func answer(_ snapshot: PublishedSnapshot, deltaBase: Int64?, gzip: Bool) -> SnapshotOutcome {
-            guard let deltaBase else { return .ok(snapshot, gzip: gzip) }
-            switch snapshot.deltaAnswer(from: deltaBase) {
-            case .delta(let delta): return .delta(delta, gzip: gzip)
-            case .full: return .ok(snapshot, gzip: gzip)
-            }
-        }
 
         var reply: Reply {
             switch self {
