@@ -149,7 +149,7 @@ struct ObjectReader {
 }
 
 /// What a name (a key, a city, a cohort) may look like.
-struct NameRule: Sendable {
+final class NameRule: Sendable {
     let what: String
     let maximumLength: Int
     let allowed: @Sendable (Character) -> Bool

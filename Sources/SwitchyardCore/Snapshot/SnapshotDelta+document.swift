@@ -5,7 +5,7 @@
 ///  "format":1,"namespace":"rider","removed_flags":["plugin_switch_y"],"version":42}
 /// ```
 ///
-/// `docs/snapshot.md` ("Deltas") describes every member; `docs/schemas/snapshot-delta.schema.json` its schema.
+/// `docs/snapshot.md` ("Deltas") describes every member; `docs/openapi.yaml` (`SnapshotDelta`) its schema.
 extension SnapshotDelta {
     /// The media type of the delta document, which a client names in `Accept` to receive deltas.
     public static let mediaType = "application/vnd.switchyard.snapshot-delta+json"
