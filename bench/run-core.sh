@@ -49,6 +49,15 @@ if [[ "${CALLGRIND:-1}" != 0 ]] && command -v valgrind > /dev/null; then
         a=$(total "$low"); b=$(total "$high")
         printf '%s\t%s\n' "$case" "$(python3 -c "print(round(($b - $a) / ($high - $low), 1))")" >> "$results/instructions.tsv"
     done
+    # A one-flag delta applied to 10,000 flags: only the calls of applyDelta (decode the delta, recompile, check the
+    # digest) are counted, five of them, so building the deltas beforehand is left out.
+    applied=$(SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool=callgrind --toggle-collect='*applyDelta*' --callgrind-out-file=/dev/null \
+        "$figures" loop delta-10000 5 2>&1 | awk '/Collected/ {print $NF}')
+    printf '%s\t%s\n' "delta-10000" "$(python3 -c "print(round($applied / 5, 1))")" >> "$results/instructions.tsv"
+    echo "==> decode + compile and one-flag deltas, thread CPU time" >&2
+    "$figures" decode 1000 15 > "$results/decode-1000.txt"
+    "$figures" decode 10000 9 > "$results/decode-10000.txt"
+    "$figures" delta 10000 15 > "$results/delta-10000.txt"
 fi
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$results/machine.txt"

@@ -1,4 +1,5 @@
-import SwitchyardCore
+import Foundation
+@testable import SwitchyardCore
 import Testing
 
 /// Deltas against full downloads: random sequences of changes, delivered as deltas (through their document, from
@@ -19,6 +20,16 @@ struct SnapshotDeltaPropertyTests {
             versions.append(Snapshot(epoch: previous.epoch, version: Int64(version), flagSet: next))
         }
         random = mutator.random
+
+        // The server's way of writing each version: the previous version's flag members, changed ones written again.
+        var encoded = EncodedFlags(versions[0].flagSet)
+        #expect(encoded.document(for: versions[0]).bytes == SnapshotDocument.encode(versions[0]))
+        for position in 1..<versions.count {
+            let flagSet = versions[position].flagSet
+            encoded = encoded.updating(changes[position].flags) { key in flagSet.flag(key) }
+            #expect(encoded.document(for: versions[position]).bytes == SnapshotDocument.encode(versions[position]),
+                    "version \(versions[position].version) written from the previous one's members")
+        }
 
         // The client starts from a full download of version 1.
         var held = try SnapshotDocument.decode(SnapshotDocument.encode(versions[0]))
@@ -165,5 +176,104 @@ struct FlagSetMutator {
         default:
             flagSet.description = random.chance(0.7) ? "revision \(serial)" : nil
         }
+    }
+}
+
+/// Deltas that must be refused, by the reader (with the field at fault) or when applied (nothing changes then).
+struct SnapshotDeltaRefusalTests {
+    static let base = Snapshot(epoch: "e", version: 4, flagSet: FlagSet(
+        namespace: "rider",
+        pluginPoints: [PluginPointDefinition(name: "home_feed", killSwitch: "kill_home_feed", switches: ["plugin_switch_a"])],
+        killSwitches: [KillSwitch(key: KillSwitch.masterKey), KillSwitch(key: "kill_home_feed")],
+        flags: [FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full))),
+                FlagDefinition(key: "plugin_switch_b", kind: .pluginSwitch(PluginSwitchDefinition()))]))
+
+    static func decodingError(_ text: String) -> SnapshotDecodingError? {
+        do {
+            _ = try SnapshotDelta.decode(Array(text.utf8))
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    static let zeros = "sha256:" + String(repeating: "0", count: 64)
+
+    @Test(arguments: [
+        (#"{"format":2}"#, "format 2 is not supported"),
+        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":4,"checksum":"ZEROS","digest":"ZEROS"}"#,
+         "version: 4 must be above base_version 4"),
+        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"md5:1","digest":"ZEROS"}"#,
+         "checksum: must be 'sha256:' and 64 lowercase hex digits"),
+        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","flagz":{}}"#,
+         "flagz: unknown field; did you mean 'flags'?"),
+        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","flags":{"plugin_switch_a":{"rollout":10001}}}"#,
+         "flags.plugin_switch_a.rollout: 10001 is not between 0 and 10000 basis points"),
+        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","removed_plugin_points":["home_feed"]}"#,
+         "plugin_point_order: is required when plugin points are upserted or removed"),
+        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","flags":{"plugin_switch_a":{}},"removed_flags":["plugin_switch_a"]}"#,
+         "removed_flags: 'plugin_switch_a' is also upserted"),
+    ])
+    func aMalformedDeltaIsRefusedNamingTheFieldAtFault(text: String, message: String) throws {
+        let error = try #require(Self.decodingError(text.replacingOccurrences(of: "ZEROS", with: Self.zeros)))
+        #expect(error.message.contains(message), "\(error.message)")
+    }
+
+    static func refusal(_ delta: SnapshotDelta) -> SnapshotDeltaError? {
+        let compiled = CompiledSnapshot(base)
+        do {
+            _ = try compiled.applying(delta, digest: SnapshotDigest(base.flagSet))
+            return nil
+        } catch {
+            do {
+                _ = try base.applying(delta)
+                Issue.record("the model applied a delta the compiled form refused: \(error)")
+            } catch let modelError {
+                #expect(modelError.kind == error.kind, "model: \(modelError), compiled: \(error)")
+            }
+            return error
+        }
+    }
+
+    /// A delta to a target, with the target's real checksum and digest.
+    static func delta(to flagSet: FlagSet, version: Int64 = 5) -> SnapshotDelta {
+        SnapshotDelta(from: base, to: Snapshot(epoch: "e", version: version, flagSet: flagSet))
+    }
+
+    @Test func aDeltaForAnotherBaseIsAGap() throws {
+        var flagSet = Self.base.flagSet
+        flagSet.flags[1].pluginSwitch?.rollout = .full
+        for (epoch, baseVersion) in [("e", 3), ("e", 5), ("other", 4)] {
+            var delta = Self.delta(to: flagSet, version: 6)
+            delta.epoch = epoch
+            delta.baseVersion = Int64(baseVersion)
+            #expect(try #require(Self.refusal(delta)).kind == .baseMismatch, "\(epoch).\(baseVersion)")
+        }
+    }
+
+    @Test func aResultOtherThanTheDigestSaysIsRefused() throws {
+        var flagSet = Self.base.flagSet
+        flagSet.flags[1].pluginSwitch?.rollout = .full
+        var delta = Self.delta(to: flagSet)
+        delta.upsertedFlags[0].pluginSwitch?.rollout = Rollout(basisPoints: 9_999)!
+        #expect(try #require(Self.refusal(delta)).kind == .checksumMismatch)
+    }
+
+    @Test func aDeltaLeavingAnInvalidFlagSetIsRefusedEvenWithAMatchingDigest() throws {
+        // The flag a plugin point lists is removed: whoever computed the digest, the result is not a flag set.
+        var flagSet = Self.base.flagSet
+        flagSet.flags.remove(at: 0)
+        let error = try #require(Self.refusal(Self.delta(to: flagSet)))
+        #expect(error.kind == .invalid)
+        #expect(error.message.contains("plugin_points[0].switches[0]: 'plugin_switch_a' is not a flag of this namespace"), "\(error.message)")
+    }
+
+    @Test func theMasterKillSwitchIsNeverRemovedAndThePointOrderMustAddUp() throws {
+        var removal = Self.delta(to: Self.base.flagSet)
+        removal.removedKillSwitches = [KillSwitch.masterKey]
+        #expect(try #require(Self.refusal(removal)).kind == .inconsistent)
+        var order = Self.delta(to: Self.base.flagSet)
+        order.pluginPointOrder = ["home_feed", "nowhere"]
+        #expect(try #require(Self.refusal(order)).kind == .inconsistent)
     }
 }

@@ -154,14 +154,23 @@ public struct ChangedObjects: Sendable, Hashable {
     /// upserted as it is).
     public init(from old: FlagSet, to new: FlagSet) {
         description = old.description != new.description
-        let oldFlags = Dictionary(old.flags.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
-        var seen = Set<String>()
-        seen.reserveCapacity(new.flags.count)
-        for flag in new.flags {
-            seen.insert(flag.key)
-            if oldFlags[flag.key] != flag { flags.insert(flag.key) }
+        // Flags usually stay where they were (a change replaces one in place): compare position by position, and
+        // by key only from the first position where the keys part.
+        var position = 0
+        while position < min(old.flags.count, new.flags.count), old.flags[position].key == new.flags[position].key {
+            if old.flags[position] != new.flags[position] { flags.insert(new.flags[position].key) }
+            position += 1
         }
-        for flag in old.flags where !seen.contains(flag.key) { flags.insert(flag.key) }
+        if position < old.flags.count || position < new.flags.count {
+            let rest = old.flags[position...]
+            let oldFlags = Dictionary(rest.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+            var seen = Set<String>()
+            for flag in new.flags[position...] {
+                seen.insert(flag.key)
+                if oldFlags[flag.key] != flag { flags.insert(flag.key) }
+            }
+            for flag in rest where !seen.contains(flag.key) { flags.insert(flag.key) }
+        }
         let oldKills = Dictionary(old.killSwitches.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         let newKills = Dictionary(new.killSwitches.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         for key in Set(oldKills.keys).union(newKills.keys) where oldKills[key] != newKills[key] { killSwitches.insert(key) }

@@ -24,7 +24,12 @@ package final class PublishedSnapshot: Sendable {
     /// `"<epoch>.<version>"`.
     package let entityTag: String
     package let body: ByteBuffer
-    package let gzipBody: ByteBuffer
+    /// The flags' canonical members, which the next version's document reuses.
+    let encodedFlags: EncodedFlags
+    /// Written once, under `gzipLock`, before `gzipReady` is set; read after `gzipReady` is seen set.
+    nonisolated(unsafe) private var gzipValue: (body: ByteBuffer, headers: HTTPFields)?
+    private let gzipReady = Atomic<Bool>(false)
+    private let gzipLock = Mutex(())
     /// The snapshot compiled for evaluation (OFREP), once per version.
     package let compiled: CompiledSnapshot
     /// The `checksum` member of the document.
@@ -35,9 +40,10 @@ package final class PublishedSnapshot: Sendable {
     /// What changed at each recent version, up to this one.
     package let history: DeltaHistory
     private let deltas: DeltaCache
-    /// The response headers of its 200 (identity and gzip, with `Content-Length`) and of its 304, built once.
+    /// The response headers of its 200 (identity, with `Content-Length`; gzip's without it) and of its 304, built
+    /// once.
     let identityHeaders: HTTPFields
-    let gzipHeaders: HTTPFields
+    private let gzipHeadersWithoutLength: HTTPFields
     let notModifiedHeaders: HTTPFields
 
     /// Encodes a snapshot (canonical JSON with its checksum) and its gzip form, and compiles it.
@@ -47,49 +53,78 @@ package final class PublishedSnapshot: Sendable {
     ///     when it is of the same epoch and older.
     ///   - deltaVersions: how many versions back deltas may start (0: no deltas).
     package init(_ snapshot: Snapshot, previous: PublishedSnapshot? = nil, deltaVersions: Int = 0) {
-        let (bytes, checksum) = SnapshotDocument.encodeWithChecksum(snapshot)
-        compiled = CompiledSnapshot(snapshot)
         namespace = snapshot.namespace
         epoch = snapshot.epoch
         version = snapshot.version
         entityTag = snapshot.entityTag
-        body = ByteBuffer(bytes: bytes)
-        gzipBody = ByteBuffer(bytes: Gzip.compress(bytes))
-        self.checksum = checksum
+        // From the previous version of the epoch, the work is proportional to what changed: only changed flags are
+        // serialized again, the digest sums updated, and the compiled form made by applying the delta between them.
         if let previous, previous.epoch == snapshot.epoch, previous.version < snapshot.version {
             let changes = ChangedObjects(from: previous.compiled.snapshot.flagSet, to: snapshot.flagSet)
             history = previous.history.appending(from: previous.version, to: snapshot.version, changes: changes,
                                                  limit: deltaVersions)
+            let lookup = Dictionary(uniqueKeysWithValues: changes.flags.compactMap { key in
+                snapshot.flagSet.flag(key).map { (key, $0) }
+            })
+            encodedFlags = previous.encodedFlags.updating(changes.flags) { lookup[$0] }
+            (body, checksum) = Self.encoded(snapshot, encodedFlags)
             var sums = previous.digestSums
             for key in changes.flags {
-                sums.replace(flag: previous.compiled.handle(for: key).flatMap(previous.compiled.flag),
-                             with: compiled.handle(for: key).flatMap(compiled.flag))
+                sums.replace(flag: previous.compiled.handle(for: key).flatMap(previous.compiled.flag), with: lookup[key])
             }
             for key in changes.killSwitches {
                 sums.replace(killSwitch: previous.compiled.snapshot.flagSet.killSwitch(key), with: snapshot.flagSet.killSwitch(key))
             }
             if !changes.pluginPoints.isEmpty || changes.pluginPointOrder { sums.replacePluginPoints(with: snapshot.flagSet.pluginPoints) }
             digestSums = sums
+            digest = sums.value(for: snapshot)
+            let delta = SnapshotDelta(base: previous.version, target: snapshot, changes: changes, checksum: checksum, digest: digest)
+            compiled = (try? previous.compiled.applying(delta, digest: previous.digestSums).snapshot) ?? CompiledSnapshot(snapshot)
         } else {
             history = DeltaHistory(epoch: snapshot.epoch)
+            encodedFlags = EncodedFlags(snapshot.flagSet)
+            (body, checksum) = Self.encoded(snapshot, encodedFlags)
             digestSums = SnapshotDigest(snapshot.flagSet)
+            digest = digestSums.value(for: snapshot)
+            compiled = CompiledSnapshot(snapshot)
         }
-        digest = digestSums.value(for: snapshot)
         // Kept deltas hold at most a few times the snapshot's own bytes.
-        deltas = DeltaCache(budget: 4 * (bytes.count + gzipBody.readableBytes) + 65_536)
+        deltas = DeltaCache(budget: 5 * body.readableBytes + 65_536)
         var delivery = HTTPFields()
         delivery[.eTag] = entityTag
         delivery[.vary] = Self.vary
         delivery[.cacheControl] = "no-cache"
         notModifiedHeaders = delivery
         delivery[.contentType] = "application/json"
-        var gzip = delivery
+        gzipHeadersWithoutLength = delivery
         delivery[.contentLength] = String(body.readableBytes)
         identityHeaders = delivery
-        gzip[.contentEncoding] = "gzip"
-        gzip[.contentLength] = String(gzipBody.readableBytes)
-        gzipHeaders = gzip
     }
+
+    /// The document as a buffer, with its checksum.
+    private static func encoded(_ snapshot: Snapshot, _ flags: EncodedFlags) -> (ByteBuffer, String) {
+        let (bytes, checksum) = flags.document(for: snapshot)
+        return (ByteBuffer(bytes: bytes), checksum)
+    }
+
+    /// The gzip form of the document and its headers, compressed on first use (once: later callers wait for it)
+    /// and then shared: publishing a version does not wait for it, and a namespace whose clients all take deltas
+    /// never pays for it. After the first use, a read is one atomic load.
+    var gzipped: (body: ByteBuffer, headers: HTTPFields) {
+        if gzipReady.load(ordering: .acquiring), let value = gzipValue { return value }
+        return gzipLock.withLock { _ in
+            if let value = gzipValue { return value }
+            let compressed = ByteBuffer(bytes: Gzip.compress(Array(buffer: body)))
+            var headers = gzipHeadersWithoutLength
+            headers[.contentEncoding] = "gzip"
+            headers[.contentLength] = String(compressed.readableBytes)
+            gzipValue = (compressed, headers)
+            gzipReady.store(true, ordering: .releasing)
+            return (compressed, headers)
+        }
+    }
+
+    package var gzipBody: ByteBuffer { gzipped.body }
 
     package var position: FeedPosition {
         FeedPosition(epoch: epoch, version: version)

@@ -108,15 +108,16 @@ extension API {
         var reply: Reply {
             switch self {
             case .ok(let snapshot, gzip: false):
-                Reply(status: .ok, headers: snapshot.identityHeaders, body: snapshot.body)
+                return Reply(status: .ok, headers: snapshot.identityHeaders, body: snapshot.body)
             case .ok(let snapshot, gzip: true):
-                Reply(status: .ok, headers: snapshot.gzipHeaders, body: snapshot.gzipBody)
+                let (body, headers) = snapshot.gzipped
+                return Reply(status: .ok, headers: headers, body: body)
             case .delta(let delta, gzip: false):
-                Reply(status: .ok, headers: delta.identityHeaders, body: delta.body)
+                return Reply(status: .ok, headers: delta.identityHeaders, body: delta.body)
             case .delta(let delta, gzip: true):
-                Reply(status: .ok, headers: delta.gzipHeaders, body: delta.gzipBody)
+                return Reply(status: .ok, headers: delta.gzipHeaders, body: delta.gzipBody)
             case .notModified(let snapshot):
-                Reply(status: .notModified, headers: snapshot.notModifiedHeaders, body: nil)
+                return Reply(status: .notModified, headers: snapshot.notModifiedHeaders, body: nil)
             }
         }
     }
