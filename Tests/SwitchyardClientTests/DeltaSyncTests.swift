@@ -52,6 +52,45 @@ struct DeltaSyncTests {
         #expect(relaunched.details(for: Self.promos).reason == .cached)
     }
 
+    @Test func aSwitchHandleReadsTheFlagADeltaAddsAndTheDefaultOnceADeltaRemovesIt() async throws {
+        let tipping = PluginSwitch("plugin_switch_tipping")
+        // The namespace without the tipping switch (nor its place in the checkout point).
+        func withoutTipping(version: Int64) -> Snapshot {
+            var snapshot = Fixtures.snapshot(version: version)
+            snapshot.flagSet.flags.removeAll { $0.key == tipping.key }
+            snapshot.flagSet.pluginPoints = snapshot.flagSet.pluginPoints.map { point in
+                var point = point
+                point.switches.removeAll { $0 == tipping.key }
+                return point
+            }
+            return snapshot
+        }
+        let harness = try ClientHarness()
+        let server = try FakeFlagServer()
+        defer { server.stop() }
+        server.publish(withoutTipping(version: 1))
+        let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
+        var changes = client.changes.makeAsyncIterator()
+        try await whileRunning(client) {
+            #expect(await eventually { version(client) == 1 })
+            _ = await changes.next()
+            #expect(!client.isEnabled(tipping), "a switch the snapshot lacks is off")
+
+            server.publish(Fixtures.snapshot(version: 2, on: [tipping.key]))
+            #expect(await eventually { version(client) == 2 })
+            let added = try #require(await changes.next())
+            #expect(added.changed?.flags == [tipping.key] && added.changed?.pluginPoints == ["checkout"])
+            #expect(client.isEnabled(tipping), "the handle made before the flag existed reads the delta's definition")
+
+            server.publish(withoutTipping(version: 3))
+            #expect(await eventually { version(client) == 3 })
+            let removed = try #require(await changes.next())
+            #expect(removed.changed?.flags == [tipping.key] && removed.changed?.pluginPoints == ["checkout"])
+            #expect(!client.isEnabled(tipping), "removed by a delta: off again")
+            #expect(client.status.deltasApplied == 2 && server.deltasServed == 2)
+        }
+    }
+
     @Test func aDeltaWhoseResultIsNotTheServersSnapshotIsRefusedAndTheFullSnapshotFetched() async throws {
         let harness = try ClientHarness()
         let server = try FakeFlagServer()
