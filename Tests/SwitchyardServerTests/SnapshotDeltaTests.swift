@@ -183,6 +183,12 @@ struct SnapshotDeltaTests {
         #expect(!AcceptsDelta("*/*").accepted)
         #expect(!AcceptsDelta(nil).accepted)
         #expect(!AcceptsDelta("application/vnd.switchyard.snapshot-delta+json-v2").accepted)
+        #expect(AcceptsDelta("text/html;level=1, \tapplication/vnd.switchyard.snapshot-delta+json ; charset=utf-8 ;Q=0.001 ").accepted)
+        #expect(!AcceptsDelta("application/json, application/vnd.switchyard.snapshot-delta+json; Q=0.000").accepted)
+        #expect(!AcceptsDelta("application/vnd.switchyard.snapshot-delta+json;q=-1").accepted)
+        #expect(AcceptsDelta("application/vnd.switchyard.snapshot-delta+json;q=1.0").accepted)
+        #expect(!AcceptsDelta("x-application/vnd.switchyard.snapshot-delta+json").accepted)
+        #expect(!AcceptsDelta("").accepted)
     }
 
     @Test func theFastPathAnswersDeltasAsTheRouterDoesParkedOrNot() async throws {

@@ -319,38 +319,75 @@ struct AcceptsDelta {
     private static let type = Array(SnapshotDelta.mediaType.utf8)
 
     init(_ header: String?) {
-        // Fast path, without allocating: most requests' `Accept` does not name the type at all.
-        guard let header, Self.mentionsType(header.utf8) else {
+        guard var header else {
             accepted = false
             return
         }
-        var accepted = false
-        for part in header.split(separator: ",") {
-            let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard pieces.first == SnapshotDelta.mediaType else { continue }
-            accepted = true
-            for parameter in pieces.dropFirst() where parameter.hasPrefix("q=") {
-                accepted = (Double(parameter.dropFirst(2)) ?? 1) > 0
-            }
-        }
-        self.accepted = accepted
+        accepted = header.withUTF8 { Self.accepts($0) }
     }
 
-    /// Whether the bytes contain the media type, compared without regard to ASCII case.
-    private static func mentionsType(_ bytes: String.UTF8View) -> Bool {
-        var start = bytes.startIndex
-        while start != bytes.endIndex {
-            var position = start
-            var matched = 0
-            while matched < type.count, position != bytes.endIndex {
-                let byte = bytes[position]
-                guard (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == type[matched] else { break }
-                matched += 1
-                position = bytes.index(after: position)
+    /// Reads the header's bytes without allocating (every poll of a client that takes deltas names the type):
+    /// comma-separated media ranges, each with `;`-separated parameters, optional whitespace around each, compared
+    /// without regard to ASCII case. A `q` of zero (`0`, `0.0`, …) or below refuses; a malformed one does not.
+    private static func accepts(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var accepted = false
+        var elementStart = 0
+        while elementStart <= bytes.count {
+            let elementEnd = end(of: UInt8(ascii: ","), in: bytes, from: elementStart, to: bytes.count)
+            let rangeEnd = end(of: UInt8(ascii: ";"), in: bytes, from: elementStart, to: elementEnd)
+            if isType(bytes, trimmed(bytes, elementStart, rangeEnd)) {
+                accepted = true
+                var parameterStart = rangeEnd + 1
+                while parameterStart < elementEnd {
+                    let parameterEnd = end(of: UInt8(ascii: ";"), in: bytes, from: parameterStart, to: elementEnd)
+                    let (start, end) = trimmed(bytes, parameterStart, parameterEnd)
+                    if end - start >= 2, bytes[start] | 0x20 == UInt8(ascii: "q"), bytes[start + 1] == UInt8(ascii: "=") {
+                        accepted = !isZeroOrBelow(bytes, start + 2, end)
+                    }
+                    parameterStart = parameterEnd + 1
+                }
             }
-            if matched == type.count { return true }
-            start = bytes.index(after: start)
+            elementStart = elementEnd + 1
         }
-        return false
+        return accepted
+    }
+
+    /// The position of the first `separator` in `start..<limit`, or `limit`.
+    private static func end(of separator: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to limit: Int) -> Int {
+        var position = start
+        while position < limit, bytes[position] != separator { position += 1 }
+        return position
+    }
+
+    /// `start..<end` without the spaces and tabs around it.
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> (Int, Int) {
+        var (start, end) = (start, end)
+        while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
+        while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+        return (start, end)
+    }
+
+    private static func isType(_ bytes: UnsafeBufferPointer<UInt8>, _ range: (Int, Int)) -> Bool {
+        guard range.1 - range.0 == type.count else { return false }
+        for offset in 0..<type.count {
+            let byte = bytes[range.0 + offset]
+            guard (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == type[offset] else { return false }
+        }
+        return true
+    }
+
+    /// Whether a quality value is zero (digits all `0`, at most one `.`) or negative.
+    private static func isZeroOrBelow(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
+        guard start < end else { return false }
+        if bytes[start] == UInt8(ascii: "-") { return true }
+        var zeros = 0, points = 0
+        for position in start..<end {
+            switch bytes[position] {
+            case UInt8(ascii: "0"): zeros += 1
+            case UInt8(ascii: "."): points += 1
+            default: return false
+            }
+        }
+        return zeros > 0 && points <= 1
     }
 }
