@@ -16,6 +16,10 @@ mkdir -p "$results"
 reading="${SECONDS_PER_READING:-3}"
 rounds="${ROUNDS:-30}"
 
+# SwiftPM keeps the Benchmarks package's build plan while its own manifest is unchanged, and misses source files
+# added to the repository it depends on by path ("cannot find type … in scope"): planned afresh each time (the
+# objects stay, so the build is still incremental).
+rm -f Benchmarks/.build/release.yaml Benchmarks/.build/release/description.json
 echo "==> release builds (client-figures, flagsd)" >&2
 swift build --package-path Benchmarks -c release --product client-figures > "$results/client-build.log" 2>&1 \
     || { tail -30 "$results/client-build.log" >&2; exit 1; }
