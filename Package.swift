@@ -126,20 +126,20 @@ let package = Package(
 
         .testTarget(
             name: "SwitchyardCoreTests",
-            dependencies: ["SwitchyardCore", "ProcessTestSupport"],
+            dependencies: ["SwitchyardCore", "TestSupport"],
             resources: [.copy("Data")],
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardFlagFilesTests",
-            dependencies: ["SwitchyardFlagFiles", "SwitchyardCore", "ProcessTestSupport"],
+            dependencies: ["SwitchyardFlagFiles", "SwitchyardCore", "TestSupport"],
             exclude: ["Fixtures"],
             swiftSettings: settings
         ),
-        // Test support: running a child process to its end without blocking a thread of the cooperative pool.
+        // Test support: waiting for child processes and CPU-heavy work without blocking a thread of the cooperative pool.
         .target(
-            name: "ProcessTestSupport",
-            path: "Tests/ProcessTestSupport",
+            name: "TestSupport",
+            path: "Tests/TestSupport",
             swiftSettings: settings
         ),
         // Test support for the client runtime: a hostile loopback HTTP server, a flagsd stand-in, a test clock.
@@ -162,24 +162,24 @@ let package = Package(
         // Test support for the PostgreSQL backend: the test server's URL, fresh databases, private servers.
         .target(
             name: "PostgresTestSupport",
-            dependencies: ["SwitchyardPostgres", "ProcessTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+            dependencies: ["SwitchyardPostgres", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
                            .product(name: "Logging", package: "swift-log")],
             path: "Tests/PostgresTestSupport",
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardMatrixTests",
-            dependencies: ["SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles"],
+            dependencies: ["SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "TestSupport"],
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardStorageTests",
-            dependencies: ["SwitchyardStorage", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport"],
+            dependencies: ["SwitchyardStorage", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport", "TestSupport"],
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardGuardTests",
-            dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore"],
+            dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore", "TestSupport"],
             swiftSettings: settings
         ),
         // A fleet of real client runtimes against a live flagsd: the crash guard end to end.
@@ -196,7 +196,7 @@ let package = Package(
             name: "SwitchyardServerTests",
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
-                "SwitchyardPostgres", "PostgresTestSupport",
+                "SwitchyardPostgres", "PostgresTestSupport", "TestSupport",
                 // The client runtime against the real flagsd, end to end (deltas).
                 "SwitchyardClient", "ClientTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -224,6 +224,7 @@ let package = Package(
             // the server and storage so they run a live flagsd in-process on a random loopback port.
             dependencies: [
                 "FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl", "rider-sample", "SwitchyardServer", "SwitchyardStorage",
+                "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

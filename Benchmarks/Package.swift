@@ -60,6 +60,18 @@ let package = Package(
             ],
             swiftSettings: settings
         ),
+        // Live plugin points: change → every point settled (4 and 50 points), transitions checked per second.
+        .executableTarget(
+            name: "plugin-figures",
+            dependencies: [
+                .product(name: "SwitchyardCore", package: switchyard),
+                .product(name: "SwitchyardClient", package: switchyard),
+                .product(name: "SwitchyardPlugins", package: switchyard),
+                .product(name: "SwitchyardMatrix", package: switchyard),
+                .product(name: "RiderApp", package: switchyard),
+            ],
+            swiftSettings: settings
+        ),
         // The crash guard's false-trip rates and time to trip, by simulation through its rule.
         .executableTarget(
             name: "guard-figures",

@@ -21,6 +21,8 @@ public struct RiderApp {
     public let experiments: any ExperimentValues
     /// Faults injected into plugins.
     public let faults: Faults
+    /// Where live plugins show themselves when a ``PluginHost`` attaches them (``RiderLivePoints``).
+    public let screens: RiderScreens
 
     /// Widgets of the preferences hub (every eligible one shows).
     public let preferencesHub: PluginPoint<RiderProfile, any PreferencesWidget>
@@ -37,21 +39,24 @@ public struct RiderApp {
     ///   - states: a ``FlagClient``, or an explicit ``SwitchAssignment``.
     ///   - experiments: a ``FlagClient``, or ``CodeDefaults``.
     ///   - faults: plugins to crash or factories to fail.
-    public init(states: any SwitchStates, experiments: any ExperimentValues = CodeDefaults(), faults: Faults = .none) {
+    ///   - screens: where live plugins show themselves; new, empty screens by default.
+    public init(states: any SwitchStates, experiments: any ExperimentValues = CodeDefaults(), faults: Faults = .none,
+                screens: RiderScreens = RiderScreens()) {
         self.states = states
         self.experiments = experiments
         self.faults = faults
+        self.screens = screens
         preferencesHub = PluginPoint(RiderCatalogue.preferencesHub.name, states: states, factories: [
-            SavedPlacesFactory(faults: faults), RidePassFactory(faults: faults), AccessibilityFactory(faults: faults),
+            SavedPlacesFactory(faults: faults, screens: screens), RidePassFactory(faults: faults, screens: screens), AccessibilityFactory(faults: faults, screens: screens),
         ])
         confirmationAddons = PluginPoint(RiderCatalogue.confirmationAddons.name, states: states, factories: [
-            SurgeNoticeFactory(faults: faults), ConfirmationPromoFactory(faults: faults), SplitFareFactory(faults: faults),
+            SurgeNoticeFactory(faults: faults, screens: screens), ConfirmationPromoFactory(faults: faults, screens: screens), SplitFareFactory(faults: faults, screens: screens),
         ])
         homeFeed = PluginPoint(RiderCatalogue.homeFeed.name, states: states, factories: [
-            FeedPromosFactory(faults: faults), FeedTripHistoryFactory(faults: faults), FeedSafetyTipsFactory(faults: faults),
+            FeedPromosFactory(faults: faults, screens: screens), FeedTripHistoryFactory(faults: faults, screens: screens), FeedSafetyTipsFactory(faults: faults, screens: screens),
         ])
         mapLayers = PluginPoint(RiderCatalogue.mapLayers.name, states: states, factories: [
-            MapTrafficFactory(faults: faults), MapPickupSpotsFactory(faults: faults), MapScootersFactory(faults: faults),
+            MapTrafficFactory(faults: faults, screens: screens), MapPickupSpotsFactory(faults: faults, screens: screens), MapScootersFactory(faults: faults, screens: screens),
         ])
     }
 

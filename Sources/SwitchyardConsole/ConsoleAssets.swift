@@ -90,6 +90,14 @@ package struct ConsoleAssets: Sendable {
     /// serving flags without its console).
     /// - Throws: ``ConsoleAssetsError`` naming where the bundle was looked for and how to install it.
     package static func bundled() throws(ConsoleAssetsError) -> ConsoleAssets {
+        try bundledOnce.get()
+    }
+
+    /// The bundle's files read and hashed once per process (they cannot change while it runs): every application
+    /// built in one process (tests build hundreds) shares them instead of hashing them again.
+    private static let bundledOnce = Result { () throws(ConsoleAssetsError) -> ConsoleAssets in try readBundled() }
+
+    private static func readBundled() throws(ConsoleAssetsError) -> ConsoleAssets {
         let beside = Bundle.main.bundleURL.appendingPathComponent(bundleName)
         guard FileManager.default.fileExists(atPath: beside.path) else {
             throw ConsoleAssetsError("the console's files are not installed: \(bundleName) is not in \(Bundle.main.bundleURL.path); copy it from the build folder (.build/release/\(bundleName)) next to flagsd (docs/deploy.md)")

@@ -119,12 +119,20 @@ extension Matrix {
                 }
             }
         }
+        var transitions: UInt64 = 0
+        if options.transitions {
+            let unheld = points.filter { $0.live == nil }.map(\.name)
+            if !unheld.isEmpty {
+                notes.append("transitions not checked at \(unheld.joined(separator: ", ")): not a PluginPoint, so a plugin host cannot hold it")
+            }
+            transitions = Self.transitionSteps(plan: plan, range: range.lowerBound..<(range.lowerBound + execution.tally.checked))
+        }
         return MatrixReport(
             namespace: flagSet.namespace, coverage: plan.coverageDescription, isExhaustive: plan.isExhaustive,
             gateCount: plan.layout.gateCount, planned: plan.total, shard: shard, range: range,
             checked: execution.tally.checked, elapsed: ContinuousClock.now - started, pointCount: points.count,
             inputCount: points.reduce(0) { $0 + $1.inputDescriptions.count }, flowCount: flows.count, findings: findings,
-            neverServed: neverServed, notes: notes)
+            neverServed: neverServed, notes: notes, transitionsChecked: transitions)
     }
 
     /// Checks one named combination in this process, with a line per point and flow saying what happened.
@@ -156,6 +164,17 @@ extension Matrix {
             elapsed: ContinuousClock.now - started, pointCount: points.count,
             inputCount: points.reduce(0) { $0 + $1.inputDescriptions.count }, flowCount: flows.count,
             findings: findings, neverServed: [], notes: notes)
+    }
+
+    /// The single-gate transitions the transition check takes for a range of the plan: per combination, each gate
+    /// it does not set turned on (killed) and off again.
+    static func transitionSteps(plan: MatrixPlan, range: Range<UInt64>) -> UInt64 {
+        let gates = UInt64(plan.layout.gateCount)
+        var steps: UInt64 = 0
+        for index in range {
+            steps += 2 * (gates - UInt64(plan.combination(at: index).count))
+        }
+        return steps
     }
 
     private var declarationFindings: [MatrixFinding] {

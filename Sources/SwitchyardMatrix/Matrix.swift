@@ -49,11 +49,18 @@ public struct Matrix {
         public var maxCrashes: Int = 32
         /// A flow that traps in this many distinct switch states is not run any further.
         public var maxFlowTraps: Int = 8
+        /// Also check transitions: from each combination, turning each single gate on (or killing it) and back,
+        /// with every point held live by a ``PluginHost``, must leave every point holding exactly what a fresh
+        /// route gives, with nothing attached twice and nothing leaked. Off by default (it multiplies the work
+        /// by about twice the number of gates); see `docs/matrix.md`.
+        public var transitions = false
 
-        public init(bound: UInt64 = MatrixPlan.defaultBound, strength: Int = 2, isolation: Isolation = .childProcess) {
+        public init(bound: UInt64 = MatrixPlan.defaultBound, strength: Int = 2, isolation: Isolation = .childProcess,
+                    transitions: Bool = false) {
             self.bound = bound
             self.strength = strength
             self.isolation = isolation
+            self.transitions = transitions
         }
     }
 

@@ -26,6 +26,11 @@ public struct MatrixFinding: Sendable, Hashable, CustomStringConvertible {
         case factoryThrew
         /// Routing the point threw.
         case threw
+        /// After a single-gate transition (or the move into a combination), a point held live by a
+        /// ``PluginHost`` holds other plugins than a fresh route gives (``Matrix/Options/transitions``).
+        case transition
+        /// A live plugin was attached twice, detached without being attached, or leaked after its detach.
+        case lifecycle
         /// The process trapped (a crash: `fatalError`, a failed precondition, an out-of-range index...).
         case trapped
         /// A flow's own check failed (the flow threw).

@@ -15,15 +15,8 @@ public import SwitchyardPlugins
 /// matrix.add(legacyBanner)
 /// ```
 public struct MatrixPoint {
-    /// Whether a point serves one plugin or all of them.
-    public enum Serving: Sendable, Hashable {
-        /// The first eligible plugin in the declared order serves (``PluginPoint/route(for:)``): a slot on a
-        /// screen.
-        case firstEligible
-        /// Every eligible plugin serves, in the declared order (``PluginPoint/createPlugins(for:)``): the cards of
-        /// a feed, the layers of a map.
-        case everyEligible
-    }
+    /// Whether a point serves one plugin or all of them (``PluginServing``, shared with ``PluginHost``).
+    public typealias Serving = PluginServing
 
     /// The point's name, as in the flag file.
     public let name: String
@@ -35,6 +28,9 @@ public struct MatrixPoint {
     let isApplicable: (_ pluginSwitch: PluginSwitch, _ input: Int) -> Bool
     /// Routes one input and appends the switches of the plugins that served.
     let resolve: (_ states: CombinationStates, _ input: Int, _ served: inout [PluginSwitch]) throws -> Void
+    /// Adds the point, for one input and under a name of its own, to a plugin host (for the transition check), and
+    /// returns how to read what it holds; nil for points that are not a ``PluginPoint``.
+    let live: ((_ host: PluginHost, _ input: Int, _ name: String) -> () -> [PluginSwitch])?
 
     /// A plugin point the matrix cannot look into: it routes each input itself and says which plugins served.
     ///
@@ -57,6 +53,7 @@ public struct MatrixPoint {
         inputDescriptions = inputs.map(Self.describe)
         self.isApplicable = { pluginSwitch, input in isApplicable(pluginSwitch, inputs[input]) }
         self.resolve = { states, input, served in served.append(contentsOf: try resolve(states, inputs[input])) }
+        live = nil
     }
 
     /// A ``PluginPoint`` with the inputs to route: the matrix reads its factories' switches and applicability,
@@ -86,6 +83,10 @@ public struct MatrixPoint {
                 _ = routed.createPlugins(for: inputs[input])
                 states.recorder?.appendServed(to: &served)
             }
+        }
+        live = { host, input, name in
+            let held = host.add(PluginPoint(name, states: point.states, factories: factories), input: inputs[input], serving: serving)
+            return { held.attachedSwitches }
         }
     }
 

@@ -31,12 +31,17 @@ public struct MatrixReport: Sendable, CustomStringConvertible {
     public let neverServed: [String]
     /// What else to know: a single combination run, the isolation used, flows no longer run after traps.
     public let notes: [String]
+    /// Single-gate transitions checked with ``Matrix/Options/transitions``: out of each combination checked, each
+    /// gate it does not set turned on (killed) and off again (0 without transitions). The moves into each
+    /// combination are checked too, and not counted.
+    public let transitionsChecked: UInt64
     /// True in a child process that ran no part of this report (nothing to record).
     let isChildPassThrough: Bool
 
     init(namespace: String, coverage: String, isExhaustive: Bool, gateCount: Int, planned: UInt64, shard: Shard,
          range: Range<UInt64>, checked: UInt64, elapsed: Duration, pointCount: Int, inputCount: Int, flowCount: Int,
-         findings: [MatrixFinding], neverServed: [String], notes: [String], isChildPassThrough: Bool = false) {
+         findings: [MatrixFinding], neverServed: [String], notes: [String], transitionsChecked: UInt64 = 0,
+         isChildPassThrough: Bool = false) {
         self.namespace = namespace
         self.coverage = coverage
         self.isExhaustive = isExhaustive
@@ -52,6 +57,7 @@ public struct MatrixReport: Sendable, CustomStringConvertible {
         self.findings = findings
         self.neverServed = neverServed
         self.notes = notes
+        self.transitionsChecked = transitionsChecked
         self.isChildPassThrough = isChildPassThrough
     }
 
@@ -85,6 +91,11 @@ public struct MatrixReport: Sendable, CustomStringConvertible {
         lines.append("  \(points), \(flows); shard \(shard): combinations \(range.lowerBound)..<\(range.upperBound) of \(planned)")
         lines.append("  checked \(grouped(checked)) combination\(checked == 1 ? "" : "s") in "
             + String(format: "%.2f s", elapsed.seconds) + " (\(grouped(UInt64(combinationsPerSecond))) combinations/s)")
+        if transitionsChecked > 0 {
+            let perSecond = elapsed.seconds > 0 ? UInt64(Double(transitionsChecked) / elapsed.seconds) : 0
+            lines.append("  checked \(grouped(transitionsChecked)) single-gate transitions (\(grouped(perSecond))/s) with every point "
+                + "held live: each gate each combination leaves unset turned on and off again")
+        }
         if pointCount > 0 {
             lines.append(neverServed.isEmpty ? "  every plugin served in some combination"
                          : "  never served in any combination checked (no input made them applicable, or they fail): " + neverServed.joined(separator: ", "))

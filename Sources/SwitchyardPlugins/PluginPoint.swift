@@ -21,7 +21,8 @@ public import SwitchyardClient
 /// switch states, so a killed point always yields the core flow.
 ///
 /// Declare the same switches, in the same order, in the flag file's `plugin_points`; ``declarationProblems(in:)``
-/// checks that they agree.
+/// checks that they agree. For plugins that stay on screen (layers, cards, widgets), hold the point in a
+/// ``PluginHost``: it detaches a plugin the moment its switch turns off.
 public struct PluginPoint<Input, Plugin> {
     /// The point's name, as in the flag file.
     public let name: String
@@ -77,8 +78,13 @@ public struct PluginPoint<Input, Plugin> {
     }
 
     private func build(_ factory: any PluginFactory<Input, Plugin>, for input: Input) -> Plugin? {
+        guard states.isEnabled(factory.pluginSwitch), factory.isApplicable(to: input) else { return nil }
+        return construct(factory, for: input)
+    }
+
+    /// Builds an eligible factory's plugin: tells the states first, reports a factory that throws (nil then).
+    func construct(_ factory: any PluginFactory<Input, Plugin>, for input: Input) -> Plugin? {
         let pluginSwitch = factory.pluginSwitch
-        guard states.isEnabled(pluginSwitch), factory.isApplicable(to: input) else { return nil }
         states.willCreatePlugin(for: pluginSwitch, at: name)
         do {
             return try factory.build(for: input)
@@ -115,3 +121,13 @@ public enum PluginRoute<Plugin> {
 }
 
 extension PluginRoute: Sendable where Plugin: Sendable {}
+
+/// Whether a plugin point serves one plugin or every eligible one: how the app uses the point, which a
+/// ``PluginHost`` and the combination matrix both need to know.
+public enum PluginServing: Sendable, Hashable {
+    /// The first eligible plugin in the declared order serves (``PluginPoint/route(for:)``): a slot on a screen.
+    case firstEligible
+    /// Every eligible plugin serves, in the declared order (``PluginPoint/createPlugins(for:)``): the cards of a
+    /// feed, the layers of a map.
+    case everyEligible
+}

@@ -16,11 +16,18 @@ public protocol SwitchStates: Sendable {
 
     /// Called when a plugin factory threw; the plugin point goes on with the next eligible factory.
     func pluginFactoryFailed(for pluginSwitch: PluginSwitch, at pluginPoint: String, error: any Error)
+
+    /// The states as they are now, unaffected by later changes: a ``PluginHost`` re-routes every point of one
+    /// step through one such view, so no point sees an older state than another. The notifications must still
+    /// reach these states. Defaults to `self` (right for states that change only between steps, such as a
+    /// ``SwitchAssignment``).
+    func frozen() -> any SwitchStates
 }
 
 extension SwitchStates {
     public func willCreatePlugin(for pluginSwitch: PluginSwitch, at pluginPoint: String) {}
     public func pluginFactoryFailed(for pluginSwitch: PluginSwitch, at pluginPoint: String, error: any Error) {}
+    public func frozen() -> any SwitchStates { self }
 }
 
 extension FlagClient: SwitchStates {
@@ -32,6 +39,27 @@ extension FlagClient: SwitchStates {
     /// Reports the failure through the client's `report` callback.
     public func pluginFactoryFailed(for pluginSwitch: PluginSwitch, at pluginPoint: String, error: any Error) {
         reportFactoryFailure(pluginPoint: pluginPoint, pluginSwitch: pluginSwitch, error: error)
+    }
+
+    /// The installed state, frozen: a snapshot installed while a host applies a step waits for the next step.
+    public func frozen() -> any SwitchStates {
+        FrozenClientStates(client: self, states: frozenSwitchStates())
+    }
+}
+
+/// A client's switch states frozen at one moment; notifications still go to the client.
+private struct FrozenClientStates: SwitchStates {
+    let client: FlagClient
+    let states: FrozenSwitchStates
+
+    func isEnabled(_ pluginSwitch: PluginSwitch) -> Bool { states.isEnabled(pluginSwitch) }
+
+    func willCreatePlugin(for pluginSwitch: PluginSwitch, at pluginPoint: String) {
+        client.willCreatePlugin(for: pluginSwitch, at: pluginPoint)
+    }
+
+    func pluginFactoryFailed(for pluginSwitch: PluginSwitch, at pluginPoint: String, error: any Error) {
+        client.pluginFactoryFailed(for: pluginSwitch, at: pluginPoint, error: error)
     }
 }
 

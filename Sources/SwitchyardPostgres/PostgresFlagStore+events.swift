@@ -1,14 +1,15 @@
 public import Foundation
 import Logging
 import PostgresNIO
-public import SwitchyardCore
+import SwitchyardCore
 public import SwitchyardStorage
 
 /// The `EventStore` operations. Ids are unique per namespace (a primary key), so a batch retried through another
 /// instance, even at the same moment, counts once: the second insert of an id waits for the first transaction and
 /// then finds it. Ids and counters are written in sorted order, so concurrent batches cannot deadlock.
 extension PostgresFlagStore {
-    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date) async throws -> EventIngestResult {
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
+        -> EventIngestResult {
         let received = receivedAt.milliseconds
         // The first event of each id in the batch; later ones with the same id are duplicates.
         var seen = Set<String>()
@@ -18,7 +19,7 @@ extension PostgresFlagStore {
             guard try await Self.liveNamespaceRow(connection, namespace, lock: false, logger: self.logger) != nil else {
                 throw StorageError.namespaceNotFound(namespace)
             }
-            var fresh = Set<String>()
+            var recorded = Set<String>()
             if !sorted.isEmpty {
                 let rows = try await connection.query("""
                     INSERT INTO event_id (namespace, id, time_ms, received_ms)
@@ -28,39 +29,96 @@ extension PostgresFlagStore {
                     ON CONFLICT (namespace, id) DO NOTHING
                     RETURNING id
                     """, logger: self.logger).collect()
-                for row in rows { fresh.insert(try row.decode(String.self)) }
+                for row in rows { recorded.insert(try row.decode(String.self)) }
             }
-            var counted: [StoredEvent] = []
+            var fresh: [StoredEvent] = []
             var duplicates: [String] = []
             var used = Set<String>()
             for event in events {
-                if fresh.contains(event.id), used.insert(event.id).inserted {
-                    counted.append(event)
+                if recorded.contains(event.id), used.insert(event.id).inserted {
+                    fresh.append(event)
                 } else {
                     duplicates.append(event.id)
                 }
             }
+            let (counted, dropped) = try await self.admit(fresh, in: namespace, admission: admission, connection)
             let increments = EventAggregation.increments(of: counted)
             if !increments.isEmpty {
-                try await connection.query("""
-                    INSERT INTO event_count (namespace, subject_kind, subject, variant, dimension, value, bucket_ms,
+                _ = try await connection.query("""
+                    INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
                                              sessions, crashed, exposures)
-                    SELECT \(namespace), c.subject_kind, c.subject, c.variant, c.dimension, c.value, c.bucket_ms,
+                    SELECT \(namespace), c.source, c.subject_kind, c.subject, c.variant, c.dimension, c.value, c.bucket_ms,
                            c.sessions, c.crashed, c.exposures
-                    FROM unnest(\(increments.map(\.key.subject.kind.rawValue))::text[], \(increments.map(\.key.subject.key))::text[],
+                    FROM unnest(\(increments.map(\.key.source.rawValue))::text[],
+                                \(increments.map(\.key.subject.kind.rawValue))::text[], \(increments.map(\.key.subject.key))::text[],
                                 \(increments.map(\.key.subject.variant))::text[], \(increments.map(\.key.dimension.kind.rawValue))::text[],
                                 \(increments.map(\.key.dimension.value))::text[], \(increments.map(\.key.bucket))::bigint[],
                                 \(increments.map(\.tally.sessions))::bigint[], \(increments.map(\.tally.crashedSessions))::bigint[],
                                 \(increments.map(\.tally.exposures))::bigint[])
-                         WITH ORDINALITY AS c(subject_kind, subject, variant, dimension, value, bucket_ms, sessions, crashed, exposures, position)
+                         WITH ORDINALITY AS c(source, subject_kind, subject, variant, dimension, value, bucket_ms, sessions, crashed,
+                                              exposures, position)
                     ORDER BY c.position
-                    ON CONFLICT (namespace, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
+                    ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
                         sessions = event_count.sessions + excluded.sessions, crashed = event_count.crashed + excluded.crashed,
                         exposures = event_count.exposures + excluded.exposures
                     """, logger: self.logger).collect()
             }
-            return EventIngestResult(counted: counted.map(\.id), duplicates: duplicates)
+            let crashes = EventAggregation.crashes(of: counted)
+            if !crashes.isEmpty {
+                _ = try await connection.query("""
+                    INSERT INTO event_crash (namespace, id, source, bucket_ms, unit, address, city, cohorts, switches)
+                    SELECT \(namespace), c.id, c.source, c.bucket_ms, c.unit, NULLIF(c.address, ''), NULLIF(c.city, ''), c.cohorts, c.switches
+                    FROM unnest(\(crashes.map(\.id))::text[], \(crashes.map(\.source.rawValue))::text[], \(crashes.map(\.bucket))::bigint[],
+                                \(crashes.map(\.unit))::text[], \(crashes.map { $0.address ?? "" })::text[], \(crashes.map { $0.city ?? "" })::text[],
+                                \(crashes.map { CrashRecord.storedList($0.cohorts) })::text[], \(crashes.map { CrashRecord.storedList($0.switches) })::text[])
+                         WITH ORDINALITY AS c(id, source, bucket_ms, unit, address, city, cohorts, switches, position)
+                    ORDER BY c.position
+                    ON CONFLICT (namespace, id) DO NOTHING
+                    """, logger: self.logger).collect()
+            }
+            return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
         }
+    }
+
+    /// Drives an admission plan over the namespace's admission windows, inside the ingestion transaction. Window
+    /// rows are locked in key order (contributions, then frequencies), so concurrent batches cannot deadlock.
+    func admit(_ events: [StoredEvent], in namespace: String, admission: EventAdmission, _ connection: PostgresConnection) async throws
+        -> (events: [StoredEvent], dropped: [EventDrop]) {
+        var plan = EventAdmission.Plan(events, admission: admission)
+        @Sendable func add(_ counts: [(key: EventAdmission.WindowKey, count: Int64)]) async throws -> [EventAdmission.WindowKey: Int64] {
+            guard !counts.isEmpty else { return [:] }
+            let rows = try await connection.query("""
+                INSERT INTO event_window (namespace, window_ms, kind, value, events)
+                SELECT \(namespace), w.window_ms, w.kind, w.value, w.events
+                FROM unnest(\(counts.map(\.key.window))::bigint[], \(counts.map(\.key.kind.rawValue))::text[],
+                            \(counts.map(\.key.value))::text[], \(counts.map(\.count))::bigint[])
+                     WITH ORDINALITY AS w(window_ms, kind, value, events, position)
+                ORDER BY w.position
+                ON CONFLICT (namespace, window_ms, kind, value) DO UPDATE SET events = event_window.events + excluded.events
+                RETURNING window_ms, kind, value, events
+                """, logger: self.logger).collect()
+            var totals: [EventAdmission.WindowKey: Int64] = [:]
+            for row in rows {
+                let (window, kindName, value, total) = try row.decode((Int64, String, String, Int64).self)
+                guard let kind = EventAdmission.Kind(rawValue: kindName) else {
+                    throw StorageError(.corrupt, "an admission window has an unknown kind '\(kindName)'")
+                }
+                totals[EventAdmission.WindowKey(window: window, kind: kind, value: value)] = total
+            }
+            return totals
+        }
+        plan.admit(totals: try await add(plan.contributions))
+        _ = try await add(plan.frequencies)
+        var ranked: [EventAdmission.Ranking: Set<String>] = [:]
+        for ranking in plan.rankings {
+            let limit = Int64(admission.maximumScopeValues ?? Int.max)
+            let rows = try await connection.query("""
+                SELECT value FROM event_window WHERE namespace = \(namespace) AND window_ms = \(ranking.window) AND kind = \(ranking.kind.rawValue)
+                ORDER BY events DESC, value COLLATE "C" LIMIT \(limit)
+                """, logger: self.logger).collect()
+            ranked[ranking] = Set(try rows.map { try $0.decode(String.self) })
+        }
+        return plan.counted(ranked: ranked)
     }
 
     public func eventCounts(_ query: EventCountQuery) async throws -> [EventCount] {
@@ -76,12 +134,13 @@ extension PostgresFlagStore {
         if let subjects = query.subjects { list("subject_kind", subjects.map(\.rawValue)) }
         if let keys = query.keys { list("subject", keys) }
         if let dimensions = query.dimensions { list("dimension", dimensions.map(\.rawValue)) }
+        if let sources = query.sources { list("source", sources.map(\.rawValue)) }
         let bucket = query.perBucket ? "bucket_ms" : "0::bigint"
         let sql = """
-            SELECT subject_kind, subject, variant, dimension, value, \(bucket) AS bucket,
+            SELECT source, subject_kind, subject, variant, dimension, value, \(bucket) AS bucket,
                    SUM(sessions)::bigint AS sessions, SUM(crashed)::bigint AS crashed, SUM(exposures)::bigint AS exposures
             FROM event_count WHERE \(clauses.joined(separator: " AND "))
-            GROUP BY subject_kind, subject, variant, dimension, value, bucket
+            GROUP BY source, subject_kind, subject, variant, dimension, value, bucket
             HAVING SUM(sessions) != 0 OR SUM(crashed) != 0 OR SUM(exposures) != 0
             """
         var counts: [EventCount] = []
@@ -89,20 +148,34 @@ extension PostgresFlagStore {
             let row = row.makeRandomAccess()
             let subjectKind = try row["subject_kind"].decode(String.self)
             let dimensionKind = try row["dimension"].decode(String.self)
-            guard let subject = EventSubject.Kind(rawValue: subjectKind), let dimension = EventDimension.Kind(rawValue: dimensionKind) else {
-                throw StorageError(.corrupt, "an event counter has an unknown subject '\(subjectKind)' or dimension '\(dimensionKind)'")
+            let sourceName = try row["source"].decode(String.self)
+            guard let subject = EventSubject.Kind(rawValue: subjectKind), let dimension = EventDimension.Kind(rawValue: dimensionKind),
+                  let source = EventSource(rawValue: sourceName) else {
+                throw StorageError(.corrupt, "an event counter has an unknown source '\(sourceName)', subject '\(subjectKind)' or dimension '\(dimensionKind)'")
             }
             counts.append(EventCount(
-                subject: EventSubject(kind: subject, key: try row["subject"].decode(String.self), variant: try row["variant"].decode(String.self)),
+                source: source, subject: EventSubject(kind: subject, key: try row["subject"].decode(String.self), variant: try row["variant"].decode(String.self)),
                 dimension: EventDimension(kind: dimension, value: try row["value"].decode(String.self)),
                 bucket: query.perBucket ? Date(milliseconds: try row["bucket"].decode(Int64.self)) : nil,
                 tally: EventTally(sessions: try row["sessions"].decode(Int64.self), crashedSessions: try row["crashed"].decode(Int64.self),
                                   exposures: try row["exposures"].decode(Int64.self))))
         }
-        return counts.sorted { lhs, rhs in
-            if lhs.subject != rhs.subject { return lhs.subject < rhs.subject }
-            if lhs.dimension != rhs.dimension { return lhs.dimension < rhs.dimension }
-            return (lhs.bucket ?? .distantPast) < (rhs.bucket ?? .distantPast)
+        return counts.sorted(by: EventCount.ordered)
+    }
+
+    public func crashRecords(in namespace: String, from: Date, until: Date) async throws -> [CrashRecord] {
+        try await rows("""
+            SELECT id, source, bucket_ms, unit, address, city, cohorts, switches FROM event_crash
+            WHERE namespace = \(namespace) AND bucket_ms >= \(EventAggregation.bucketStart(of: from)) AND bucket_ms < \(until.milliseconds)
+            ORDER BY bucket_ms, id COLLATE "C"
+            """).map { row in
+            let (id, sourceName, bucket, unit, address, city, cohorts, switches) =
+                try row.decode((String, String, Int64, String, String?, String?, String, String).self)
+            guard let source = EventSource(rawValue: sourceName) else {
+                throw StorageError(.corrupt, "a crash record has an unknown source '\(sourceName)'")
+            }
+            return CrashRecord(id: id, source: source, bucket: bucket, unit: unit, address: address, city: city,
+                               cohorts: try CrashRecord.list(stored: cohorts), switches: try CrashRecord.list(stored: switches))
         }
     }
 
@@ -111,6 +184,16 @@ extension PostgresFlagStore {
         let rows = try await rows("""
             WITH forgotten AS (DELETE FROM event_id WHERE time_ms < \(date.milliseconds) RETURNING 1)
             SELECT count(*)::bigint FROM forgotten
+            """)
+        return Int(try rows.first?.decode(Int64.self) ?? 0)
+    }
+
+    @discardableResult
+    public func pruneEventRecords(before date: Date) async throws -> Int {
+        let rows = try await rows("""
+            WITH windows AS (DELETE FROM event_window WHERE window_ms < \(date.milliseconds) RETURNING 1),
+                 crashes AS (DELETE FROM event_crash WHERE bucket_ms < \(date.milliseconds) RETURNING 1)
+            SELECT (SELECT count(*) FROM windows)::bigint + (SELECT count(*) FROM crashes)::bigint
             """)
         return Int(try rows.first?.decode(Int64.self) ?? 0)
     }

@@ -1,7 +1,7 @@
-public import Foundation
+import Foundation
 import Logging
 import PostgresNIO
-public import SwitchyardStorage
+import SwitchyardStorage
 
 extension PostgresFlagStore {
     /// One schema change; never edit a migration once released, add one.
@@ -117,6 +117,41 @@ extension PostgresFlagStore {
             "ALTER TABLE change ADD COLUMN evidence TEXT",
             "ALTER TABLE audit ADD COLUMN evidence TEXT",
         ]),
+        Migration(id: 4, name: "event sources, admission windows, crash records", statements: [
+            // Counters per source (client, reporter): each source is judged on its own sessions. Existing counters
+            // were all reported by clients.
+            "ALTER TABLE event_count ADD COLUMN source TEXT NOT NULL DEFAULT 'client'",
+            "ALTER TABLE event_count ALTER COLUMN source DROP DEFAULT",
+            "ALTER TABLE event_count DROP CONSTRAINT event_count_pkey",
+            "ALTER TABLE event_count ADD PRIMARY KEY (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms)",
+            // Sessions per unit and per source address, events per city and cohort, per window (EventAdmission).
+            """
+            CREATE TABLE event_window (
+                namespace TEXT NOT NULL,
+                window_ms BIGINT NOT NULL,
+                kind TEXT NOT NULL,
+                value TEXT NOT NULL,
+                events BIGINT NOT NULL,
+                PRIMARY KEY (namespace, window_ms, kind, value)
+            )
+            """,
+            // Crashed sessions with their unit, address, city, cohorts and switches (JSON arrays).
+            """
+            CREATE TABLE event_crash (
+                namespace TEXT NOT NULL,
+                id TEXT NOT NULL,
+                source TEXT NOT NULL,
+                bucket_ms BIGINT NOT NULL,
+                unit TEXT NOT NULL,
+                address TEXT,
+                city TEXT,
+                cohorts TEXT NOT NULL,
+                switches TEXT NOT NULL,
+                PRIMARY KEY (namespace, id)
+            )
+            """,
+            "CREATE INDEX event_crash_bucket ON event_crash(namespace, bucket_ms)",
+        ]),
     ]
 
     /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).
@@ -137,14 +172,14 @@ extension PostgresFlagStore {
                 break
             } catch let error as StorageError where ContinuousClock.now - start < limit {
                 logger.notice("waiting for PostgreSQL", metadata: [
-                    "database": .string(configuration.displayURL), "attempt": .stringConvertible(attempt), "error": .string(error.message),
+                    "database": .string(configuration.displayURL), "attempt": .stringConvertible(attempt), "error": .string(error.diagnostic ?? error.message),
                 ])
                 try await Task.sleep(for: configuration.retryInterval)
             }
         }
         let applied = try await transaction { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: self.logger).collect()
-            try await connection.query("""
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: self.logger).collect()
+            _ = try await connection.query("""
                 CREATE TABLE IF NOT EXISTS switchyard_migration (
                     id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)
                 """, logger: self.logger).collect()
@@ -155,10 +190,10 @@ extension PostgresFlagStore {
             var applied: [String] = []
             for migration in Self.migrations where !done.contains(migration.id) {
                 for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger).collect()
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger).collect()
                 }
                 let time = self.currentTime().milliseconds
-                try await connection.query("""
+                _ = try await connection.query("""
                     INSERT INTO switchyard_migration (id, name, applied_ms) VALUES (\(migration.id), \(migration.name), \(time))
                     """, logger: self.logger).collect()
                 applied.append("v\(migration.id): \(migration.name)")

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Logging
 import PostgresNIO
 public import SwitchyardCore
@@ -39,7 +39,7 @@ extension PostgresFlagStore {
                 let plan = try ChangePlan(before: empty, after: flagSet, request: request, policy: .never)
                 let changes = [ObjectChange(kind: .namespace, key: "namespace", before: nil, after: .string(flagSet.namespace))]
                     + plan.changes
-                try await connection.query("""
+                _ = try await connection.query("""
                     INSERT INTO namespace (epoch, name, version, flag_set, reason_policy, created_ms, updated_ms)
                     VALUES (\(epoch), \(flagSet.namespace), 1, \(flagSet.storedText), \(reasonPolicy.rawValue), \(time.milliseconds), \(time.milliseconds))
                     """, logger: self.logger).collect()
@@ -68,7 +68,7 @@ extension PostgresFlagStore {
             }
             var record = try Self.namespaceRecord(row)
             guard record.reasonPolicy != policy else { return record }
-            try await connection.query("""
+            _ = try await connection.query("""
                 UPDATE namespace SET reason_policy = \(policy.rawValue), updated_ms = \(time.milliseconds) WHERE epoch = \(record.epoch)
                 """, logger: self.logger).collect()
             let change = ObjectChange(kind: .namespace, key: "reason_policy", before: .string(record.reasonPolicy.rawValue),
@@ -89,7 +89,7 @@ extension PostgresFlagStore {
                 throw StorageError.namespaceNotFound(name)
             }
             let state = try self.state(row)
-            try await connection.query("""
+            _ = try await connection.query("""
                 UPDATE namespace SET deleted_ms = \(time.milliseconds) WHERE epoch = \(state.record.epoch)
                 """, logger: self.logger).collect()
             let change = ObjectChange(kind: .namespace, key: "namespace", before: .object(state.flagSet.tree(unit: .basisPoints)),
@@ -122,7 +122,7 @@ extension PostgresFlagStore {
             let plan = try ChangePlan(before: state.flagSet, after: after, request: request, policy: current.reasonPolicy)
             guard !plan.changes.isEmpty else { return CommittedChange(state: state, record: nil) }
             let version = current.version + 1
-            try await connection.query("""
+            _ = try await connection.query("""
                 UPDATE namespace SET version = \(version), flag_set = \(plan.after.storedText), updated_ms = \(time.milliseconds)
                 WHERE epoch = \(current.epoch)
                 """, logger: self.logger).collect()
@@ -172,6 +172,23 @@ extension PostgresFlagStore {
         return AuditPage(fetched: entries, pageSize: query.pageSize)
     }
 
+    public func recordAudit(_ note: AuditNote) async throws -> AuditEntry {
+        let time = currentTime()
+        return try await transaction { connection in
+            guard try await Self.liveNamespaceRow(connection, note.namespace, lock: false, logger: self.logger) != nil else {
+                throw StorageError.namespaceNotFound(note.namespace)
+            }
+            let id = try await Self.appendAudit(time: time, author: note.author, action: note.action, namespace: note.namespace,
+                                                version: nil, summary: note.summary, changes: [], targets: note.targets,
+                                                evidence: note.evidence.map { $0.serializedString(.canonical) }, to: connection,
+                                                logger: self.logger)
+            guard let row = try await connection.query("SELECT * FROM audit WHERE id = \(id)", logger: self.logger).collect().first else {
+                throw StorageError(.corrupt, "the audit entry just written is missing")
+            }
+            return try Self.auditEntry(row.makeRandomAccess())
+        }
+    }
+
     // MARK: Tokens
 
     public func tokens() async throws -> [StoredToken] {
@@ -190,7 +207,7 @@ extension PostgresFlagStore {
                 }
                 let namespaces = record.namespaces.map { JSONValue.array($0.map(JSONValue.string)).serializedString() }
                 let rate = record.ratePerMinute.map(Int32.init(clamping:))
-                try await connection.query("""
+                _ = try await connection.query("""
                     INSERT INTO token (id, name, role, namespaces, rate_per_minute, secret_hash, created_ms, created_by)
                     VALUES (\(record.id), \(record.name), \(record.role.rawValue), \(namespaces), \(rate),
                             \(ByteBuffer(bytes: token.secretHash)), \(record.createdAt.milliseconds), \(record.createdBy))
@@ -211,6 +228,11 @@ extension PostgresFlagStore {
     public func revokeToken(_ idOrName: String, by author: ChangeAuthor) async throws -> TokenRecord {
         let time = currentTime()
         return try await transaction { connection in
+            // The live unrestricted admin tokens first, always in one order, so that two revocations at once wait
+            // for each other (instead of deadlocking) and the second sees the first one's result.
+            let admins = try await connection.query("""
+                SELECT id FROM token WHERE role = 'admin' AND namespaces IS NULL AND revoked_ms IS NULL ORDER BY id FOR UPDATE
+                """, logger: self.logger).collect().map { try $0.decode(String.self) }
             var row = try await connection.query("SELECT * FROM token WHERE id = \(idOrName) FOR UPDATE", logger: self.logger).collect().first
             if row == nil {
                 row = try await connection.query("SELECT * FROM token WHERE name = \(idOrName) AND revoked_ms IS NULL FOR UPDATE",
@@ -221,7 +243,10 @@ extension PostgresFlagStore {
             }
             var record = try Self.storedToken(row.makeRandomAccess()).record
             guard record.revokedAt == nil else { return record }
-            try await connection.query("UPDATE token SET revoked_ms = \(time.milliseconds) WHERE id = \(record.id)",
+            if record.role == .admin, record.namespaces == nil, !admins.contains(where: { $0 != record.id }) {
+                throw StorageError.lastAdminToken(named: record.name)
+            }
+            _ = try await connection.query("UPDATE token SET revoked_ms = \(time.milliseconds) WHERE id = \(record.id)",
                                        logger: self.logger).collect()
             let before = record.tree
             record.revokedAt = Date(milliseconds: time.milliseconds)
@@ -337,7 +362,7 @@ extension PostgresFlagStore {
     static func append(_ record: ChangeRecord, action: AuditAction, to connection: PostgresConnection, logger: Logger) async throws {
         let changes = ObjectChange.encodeList(record.changes)
         let evidence = record.evidence.map { $0.serializedString(.canonical) }
-        try await connection.query("""
+        _ = try await connection.query("""
             INSERT INTO change (epoch, version, time_ms, actor, source, reason, summary, changes, evidence)
             VALUES (\(record.epoch), \(record.version), \(record.time.milliseconds), \(record.actor), \(record.source.rawValue),
                     \(record.reason), \(record.summary), \(changes), \(evidence))
@@ -348,10 +373,11 @@ extension PostgresFlagStore {
                               changes: record.changes, targets: targets, evidence: evidence, to: connection, logger: logger)
     }
 
+    @discardableResult
     static func appendAudit(
         time: Date, author: ChangeAuthor, action: AuditAction, namespace: String?, version: Int64?, summary: String,
         changes: [ObjectChange], targets: [String], evidence: String? = nil, to connection: PostgresConnection, logger: Logger
-    ) async throws {
+    ) async throws -> Int64 {
         let trimmed = author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         let reason = trimmed?.isEmpty == false ? trimmed : nil
         let row = try await connection.query("""
@@ -363,15 +389,16 @@ extension PostgresFlagStore {
         let id = try row?.decode(Int64.self) ?? 0
         let unique = Array(Set(targets)).sorted()
         if !unique.isEmpty {
-            try await connection.query("""
+            _ = try await connection.query("""
                 INSERT INTO audit_target (target, audit_id) SELECT unnest(\(unique)::text[]), \(id)
                 """, logger: logger).collect()
         }
+        return id
     }
 
     /// Queues a notification; PostgreSQL delivers it to every listening process when the transaction commits.
     static func notify(_ notification: StoreNotification, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("SELECT pg_notify(\(channel), \(notification.payload))", logger: logger).collect()
+        _ = try await connection.query("SELECT pg_notify(\(channel), \(notification.payload))", logger: logger).collect()
     }
 }
 

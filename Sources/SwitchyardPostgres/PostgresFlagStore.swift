@@ -2,7 +2,7 @@ public import Foundation
 public import Logging
 import PostgresNIO
 public import ServiceLifecycle
-public import SwitchyardCore
+import SwitchyardCore
 public import SwitchyardStorage
 import Synchronization
 
@@ -75,6 +75,7 @@ public final class PostgresFlagStore: FlagStore, Service {
         self.makeEpoch = makeEpoch
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
         if configuration.tls != .verifyFull { tlsConfiguration.certificateVerification = .none }
+        if let rootCertificates = configuration.rootCertificates { tlsConfiguration.trustRoots = .file(rootCertificates) }
         let clientTLS: PostgresClient.Configuration.TLS = switch configuration.tls {
         case .disable: .disable
         case .prefer: .prefer(tlsConfiguration)
@@ -91,7 +92,8 @@ public final class PostgresFlagStore: FlagStore, Service {
         do {
             context = configuration.tls == .disable ? nil : try NIOSSLContext(configuration: tlsConfiguration)
         } catch {
-            throw StorageError(.unavailable, "cannot set up TLS for \(configuration.displayURL): \(error)")
+            throw StorageError(.unavailable, "cannot set up TLS for the PostgreSQL connection (check sslmode and sslrootcert)",
+                               diagnostic: "\(configuration.displayURL): \(error)")
         }
         let connectionTLS: PostgresConnection.Configuration.TLS = switch (configuration.tls, context) {
         case (.prefer, let context?): .prefer(context)
@@ -140,7 +142,7 @@ public final class PostgresFlagStore: FlagStore, Service {
                         self.logger.warning("the PostgreSQL connections did not all close within 10 s of shutdown")
                     }
                 } else {
-                    self.logger.notice("replacing the PostgreSQL connection pool, which still failed after the database answered again")
+                    self.logger.notice("replacing the PostgreSQL connection pool: three probes in a row failed through it while the notification connection stayed up")
                 }
             }
         }
@@ -206,16 +208,19 @@ public final class PostgresFlagStore: FlagStore, Service {
         }
     }
 
-    /// Probes the database when it counts as unreachable (every `retryInterval`) or a probe was requested;
-    /// returns when the pool keeps failing although a fresh connection (the listener's) reaches the database.
+    /// Probes the database when a probe was requested (an operation ran out of time, a connection came back),
+    /// and every `retryInterval` while it counts as unreachable or a probe went unanswered; returns when the pool
+    /// keeps failing although a fresh connection (the listener's) reaches the database.
     private func probe(_ client: PostgresClient) async {
         var failuresWhileListening = 0
         var lastProbe: ContinuousClock.Instant?
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(50))
-            let (requested, refusing, listening) = shared.withLock { ($0.probeRequested, $0.availability.refusesOperations, $0.listening) }
+            let (requested, retrying, listening) = shared.withLock {
+                ($0.probeRequested, $0.availability.refusesOperations || $0.availability.awaitsAnswer, $0.listening)
+            }
             let due = lastProbe.map { ContinuousClock.now - $0 >= configuration.retryInterval } ?? true
-            guard requested || (refusing && due) else { continue }
+            guard requested || (retrying && due) else { continue }
             lastProbe = .now
             do {
                 _ = try await deadline(configuration.operationTimeout) {
@@ -224,8 +229,14 @@ public final class PostgresFlagStore: FlagStore, Service {
                 failuresWhileListening = 0
                 markReachable()
             } catch {
+                // Shutting down: the pool closing under a probe says nothing about the database.
+                guard !Task.isCancelled else { return }
                 shared.withLock { $0.probeRequested = false }
-                markUnreachable("the database does not answer: \(describe(error))")
+                if let error = error as? DeadlineExceeded {
+                    markUnanswered("the database did not answer a probe within \(error.limit)")
+                } else {
+                    markUnreachable("the database does not answer: \(describe(error))")
+                }
                 // The listener's fresh connection reaches the database but the pool keeps failing: replace
                 // the pool (PostgresNIO's backs off for up to a minute between attempts after an outage).
                 if listening {
@@ -252,27 +263,43 @@ public final class PostgresFlagStore: FlagStore, Service {
         if resync { broadcast(.resync) }
     }
 
+    /// A connection to the database failed: it is unreachable now.
     private func markUnreachable(_ reason: String) {
-        let newly = shared.withLock { $0.availability.failed(reason, at: now()) }
-        if newly {
-            logger.error("PostgreSQL is unreachable; entering degraded mode (writes fail with 503 until it answers again)", metadata: [
-                "database": .string(configuration.displayURL), "reason": .string(reason),
-            ])
-        }
+        logIfNewlyUnreachable { $0.failed(reason, at: now()) }
+    }
+
+    /// A probe got no answer in time: the database is unreachable once enough probes in a row went unanswered.
+    private func markUnanswered(_ reason: String) {
+        logIfNewlyUnreachable { $0.probeUnanswered(reason, at: now()) }
+    }
+
+    private func logIfNewlyUnreachable(_ record: (inout Availability) -> Bool) {
+        let status = shared.withLock { shared in record(&shared.availability) ? shared.availability.status : nil }
+        guard case .unreachable(_, let reason) = status else { return }
+        logger.error("PostgreSQL is unreachable; entering degraded mode (writes fail with 503 until it answers again)", metadata: [
+            "database": .string(configuration.displayURL), "reason": .string(reason),
+        ])
     }
 
     /// Probes the database now, also while it counts as unreachable.
     func checkHealthNow() async throws {
         let client = try await client()
         do {
-            try await deadline(configuration.operationTimeout) {
+            _ = try await deadline(configuration.operationTimeout) {
                 try await client.query("SELECT 1", logger: self.poolLogger).collect()
             }
             markReachable()
         } catch {
-            let reason = error is DeadlineExceeded ? "no answer within \(configuration.operationTimeout)" : describe(error)
-            markUnreachable(reason)
-            throw StorageError(.unavailable, "cannot reach PostgreSQL at \(configuration.displayURL): \(reason) (check that it runs and the URL, user and password are right)")
+            let reason: String
+            if error is DeadlineExceeded {
+                reason = "no answer within \(configuration.operationTimeout)"
+                markUnanswered(reason)
+            } else {
+                reason = describe(error)
+                markUnreachable(reason)
+            }
+            throw StorageError(.unavailable, "cannot reach PostgreSQL (check that it runs and the URL, user and password are right; flagsd's log has the details)",
+                               diagnostic: "\(configuration.displayURL): \(reason)")
         }
     }
 
@@ -321,9 +348,13 @@ public final class PostgresFlagStore: FlagStore, Service {
 
     /// Runs a database operation: refused at once while the database is unreachable, bounded by the operation
     /// timeout, PostgreSQL errors turned into `StorageError`, other errors (a mutation's) passed through.
+    ///
+    /// An operation that runs out of time fails alone: it asks for a probe, and only the probes decide whether
+    /// the database is unreachable (a slow answer, or a flagsd too busy to read it, is not a lost database).
     func access<T: Sendable>(_ operation: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
         if case .unreachable(let since, let reason) = shared.withLock({ $0.availability.status }) {
-            throw StorageError(.unavailable, "PostgreSQL at \(configuration.displayURL) is unreachable since \(since.iso8601) (\(reason)); flagsd keeps serving the snapshots it holds and retries by itself. Retry the request when the database is back")
+            throw StorageError(.unavailable, "the database is unreachable since \(since.iso8601); flagsd keeps serving the snapshots it holds and retries by itself. Retry the request when the database is back",
+                               diagnostic: "\(configuration.displayURL): \(reason)")
         }
         let client = try await client()
         do {
@@ -331,16 +362,18 @@ public final class PostgresFlagStore: FlagStore, Service {
         } catch let error as StorageError {
             throw error
         } catch let error as DeadlineExceeded {
-            markUnreachable("an operation took longer than \(error.limit)")
-            throw StorageError(.unavailable, "PostgreSQL at \(configuration.displayURL) did not answer within \(error.limit); retry the request (flagsd counts the database as unreachable until it answers again)")
+            shared.withLock { $0.probeRequested = true }
+            throw StorageError(.unavailable, "the database did not answer within \(error.limit); retry the request",
+                               diagnostic: configuration.displayURL)
         } catch let error as PSQLError {
             throw storageError(error)
         } catch let error as PostgresDecodingError {
-            throw StorageError(.corrupt, "a stored value could not be read: column \(error.columnName): \(error.code)")
+            throw StorageError(.corrupt, "a stored value could not be read", diagnostic: "column \(error.columnName): \(error.code)")
         } catch {
             if Self.isConnectionFailure(error) {
                 markUnreachable(describe(error))
-                throw StorageError(.unavailable, "cannot reach PostgreSQL at \(configuration.displayURL): \(describe(error)); retry the request")
+                throw StorageError(.unavailable, "cannot reach the database; retry the request",
+                                   diagnostic: "\(configuration.displayURL): \(describe(error))")
             }
             throw error
         }
@@ -376,17 +409,20 @@ public final class PostgresFlagStore: FlagStore, Service {
             // Class 08 (connection exception), 57P (operator intervention: shutdown), 53 (insufficient resources).
             if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
                 markUnreachable("\(message) (SQLSTATE \(state))")
-                return StorageError(.unavailable, "PostgreSQL at \(configuration.displayURL) is not available: \(message) (SQLSTATE \(state)); retry the request")
+                return StorageError(.unavailable, "the database is not available; retry the request",
+                                    diagnostic: "\(configuration.displayURL): \(message) (SQLSTATE \(state))")
             }
             if state == "23505" {
                 let constraint = error.serverInfo?[.constraintName] ?? "a unique constraint"
-                return StorageError(.alreadyExists, "the row exists already (\(constraint)): \(message)")
+                return StorageError(.alreadyExists, "a record with that name or id exists already", diagnostic: "\(constraint): \(message)")
             }
             logger.error("PostgreSQL refused an operation", metadata: ["sqlstate": .string(state), "message": .string(message)])
-            return StorageError(.unavailable, "PostgreSQL refused the operation: \(message) (SQLSTATE \(state))")
+            return StorageError(.unavailable, "the database refused the operation; flagsd's log has the details",
+                                diagnostic: "\(message) (SQLSTATE \(state))")
         }
         markUnreachable(describe(error))
-        return StorageError(.unavailable, "cannot reach PostgreSQL at \(configuration.displayURL): \(describe(error)); retry the request")
+        return StorageError(.unavailable, "cannot reach the database; retry the request",
+                            diagnostic: "\(configuration.displayURL): \(describe(error))")
     }
 
     static func isConnectionFailure(_ error: any Error) -> Bool {
@@ -471,20 +507,24 @@ struct DeadlineExceeded: Error {
 /// can stop in the middle of a transaction and never return (seen under load: a connection left "idle in
 /// transaction" and the caller waiting forever). Past the limit the caller gets the error at once and the
 /// operation finishes (or fails) on its own, returning its connection to the pool.
+///
+/// The operation's task settles the outcome itself, in the same step as its last resumption: on a busy process,
+/// where that resumption waits its turn for a thread, an answer that arrived in time is not lost to a timer that
+/// happens to run first.
 func deadline<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-    let work = Task { try await operation() }
     let outcome = Outcome<T>()
+    let timer = Task {
+        try await Task.sleep(for: limit)
+        outcome.resume(with: .failure(DeadlineExceeded(limit: limit)))
+    }
+    Task {
+        let result: Result<T, any Error>
+        do { result = .success(try await operation()) } catch { result = .failure(error) }
+        timer.cancel()
+        outcome.resume(with: result)
+    }
     return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
         outcome.wait(continuation)
-        let timer = Task {
-            try await Task.sleep(for: limit)
-            outcome.resume(with: .failure(DeadlineExceeded(limit: limit)))
-        }
-        Task {
-            let result = await work.result
-            timer.cancel()
-            outcome.resume(with: result)
-        }
     }
 }
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Where the PostgreSQL backend connects, and how it behaves when the database is slow or gone.
 ///
@@ -9,15 +9,28 @@ public import Foundation
 /// ```
 public struct PostgresStoreConfiguration: Sendable, Hashable {
     /// How the connection is encrypted (`sslmode` in the URL, with libpq's names).
+    ///
+    /// Only `verifyFull` protects the password and the data from someone on the network path: `prefer` and
+    /// `require` encrypt without checking who answers, so an attacker in the middle can answer instead (and
+    /// `prefer` falls back to plain TCP when the server, or the attacker, offers no TLS).
     public enum TLSMode: String, Sendable, Hashable, CaseIterable {
         /// Plain TCP (loopback, or a network you trust).
         case disable
-        /// TLS when the server offers it, without verifying its certificate (libpq's default).
+        /// TLS when the server offers it, without verifying its certificate: proof against eavesdropping only
+        /// while nobody tampers with the connection (libpq's default; flagsd's for a loopback host).
         case prefer
-        /// TLS, without verifying the server's certificate.
+        /// TLS, without verifying the server's certificate: proof against eavesdropping, not against someone who
+        /// answers in the server's place.
         case require
-        /// TLS, verifying the certificate chain and the host name.
+        /// TLS, verifying the certificate chain (against `rootCertificates`, or the system's) and the host name
+        /// (flagsd's default for a host that is not loopback).
         case verifyFull = "verify-full"
+
+        /// `verifyFull`, except `prefer` for a loopback host (`localhost`, `127.x.x.x`, `::1`), where no network
+        /// path lies between flagsd and the database.
+        public static func defaultMode(forHost host: String) -> TLSMode {
+            PostgresStoreConfiguration.isLoopback(host) ? .prefer : .verifyFull
+        }
     }
 
     public var host: String
@@ -26,19 +39,25 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
     public var password: String?
     public var database: String
     public var tls: TLSMode
+    /// A PEM file of the certificate authorities `verifyFull` trusts (`sslrootcert`), for a server whose
+    /// certificate a private authority signed (a cloud provider's, your own); nil: the system's.
+    public var rootCertificates: String?
     /// The most connections one flagsd process opens for queries (one more listens for notifications).
     public var maximumConnections: Int
     /// The longest a store operation may take (waiting for a connection included) before it fails with
-    /// `unavailable` and the store counts the database as unreachable.
+    /// `unavailable`. A slow operation alone never makes the database count as unreachable: it asks for a probe,
+    /// and the database counts as unreachable when a connection fails or three probes in a row get no answer
+    /// within this time.
     public var operationTimeout: Duration
     /// How often an unreachable database is probed, and the longest pause between attempts to listen again.
     public var retryInterval: Duration
     /// `application_name`, shown in `pg_stat_activity`.
     public var applicationName: String
 
+    /// - Parameter tls: how the connection is encrypted; nil: `TLSMode.defaultMode(forHost:)`.
     public init(
         host: String = "127.0.0.1", port: Int = 5432, username: String = "postgres", password: String? = nil,
-        database: String = "switchyard", tls: TLSMode = .prefer, maximumConnections: Int = 10,
+        database: String = "switchyard", tls: TLSMode? = nil, rootCertificates: String? = nil, maximumConnections: Int = 10,
         operationTimeout: Duration = .seconds(5), retryInterval: Duration = .seconds(1), applicationName: String = "flagsd"
     ) {
         self.host = host
@@ -46,7 +65,8 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
         self.username = username
         self.password = password
         self.database = database
-        self.tls = tls
+        self.tls = tls ?? TLSMode.defaultMode(forHost: host)
+        self.rootCertificates = rootCertificates
         self.maximumConnections = maximumConnections
         self.operationTimeout = operationTimeout
         self.retryInterval = retryInterval
@@ -60,8 +80,10 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
 
     /// Reads `postgres://[user[:password]@]host[:port]/database[?sslmode=…&pool_size=…&timeout=…]`.
     ///
-    /// Query parameters: `sslmode` (`disable`, `prefer`, `require`, `verify-full`), `pool_size` (connections
-    /// per process, default 10), `timeout` (seconds an operation may take, default 5), `application_name`.
+    /// Query parameters: `sslmode` (`disable`, `prefer`, `require`, `verify-full`; default `verify-full`, or
+    /// `prefer` for a loopback host), `sslrootcert` (a PEM file of trusted authorities, with `verify-full`),
+    /// `pool_size` (connections per process, default 10), `timeout` (seconds an operation may take, default 5),
+    /// `application_name`.
     /// The user defaults to `postgres`, the port to 5432, the database to `switchyard`; percent-encode special
     /// characters of the password.
     /// - Throws: `PostgresConfigurationError` naming the part at fault.
@@ -74,6 +96,7 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
             throw PostgresConfigurationError("'\(Self.redacted(text))' names no host; use postgres://USER:PASSWORD@HOST:PORT/DATABASE")
         }
         self.host = host.removingPercentEncoding ?? host
+        tls = TLSMode.defaultMode(forHost: self.host)
         if let port = components.port {
             guard (1...65535).contains(port) else { throw PostgresConfigurationError("port \(port) in the database URL is not a port (1 to 65535)") }
             self.port = port
@@ -95,6 +118,11 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
                     throw PostgresConfigurationError("sslmode=\(value) in the database URL is not one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 tls = mode
+            case "sslrootcert":
+                guard FileManager.default.isReadableFile(atPath: value) else {
+                    throw PostgresConfigurationError("sslrootcert=\(value) in the database URL is not a readable file (a PEM file of the certificate authorities to trust)")
+                }
+                rootCertificates = value
             case "pool_size":
                 guard let size = Int(value), (1...1000).contains(size) else {
                     throw PostgresConfigurationError("pool_size=\(value) in the database URL is not a number of connections between 1 and 1000")
@@ -108,9 +136,20 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
             case "application_name":
                 applicationName = value
             default:
-                throw PostgresConfigurationError("the database URL has an unknown parameter '\(item.name)'; known: sslmode, pool_size, timeout, application_name")
+                throw PostgresConfigurationError("the database URL has an unknown parameter '\(item.name)'; known: sslmode, sslrootcert, pool_size, timeout, application_name")
             }
         }
+        if rootCertificates != nil, tls != .verifyFull {
+            throw PostgresConfigurationError("sslrootcert in the database URL needs sslmode=verify-full (sslmode=\(tls.rawValue) does not check the server's certificate)")
+        }
+    }
+
+    /// Whether a host names this machine: `localhost`, an IPv4 address in 127.0.0.0/8, or `::1`.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare.lowercased() == "localhost" || bare == "::1" { return true }
+        let octets = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
     /// The URL without its password, for logs and messages.

@@ -1,4 +1,5 @@
 package import Hummingbird
+import HummingbirdCore
 public import Logging
 import Metrics
 import NIOCore
@@ -16,6 +17,8 @@ public struct FlagsServer: Service {
     let crashGuard: CrashGuard
     /// What answers snapshot polls before the router.
     package let snapshotFastPath: SnapshotFastPath
+    /// The cap on open connections and their timeouts.
+    package let connections: ConnectionGate
     /// Follows the writes of other processes on a shared store (nil for a store only this process writes).
     var follower: StoreFollower?
 
@@ -47,12 +50,12 @@ public struct FlagsServer: Service {
 /// Builds flagsd's application over a store: loads every namespace and token, and sets up the routes.
 ///
 /// ```swift
-/// let store = try SQLiteFlagStore(path: ".switchyard/flags.sqlite")
+/// let store = try await SQLiteFlagStore(path: ".switchyard/flags.sqlite")
 /// let server = try await buildApplication(configuration: ServerConfiguration(), store: store, logger: logger)
 /// try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
 /// ```
 /// - Parameters:
-///   - configuration: address, wait cap, waiter cap, body size limit.
+///   - configuration: address, wait cap, waiter cap, body size limit, connection cap and timeouts.
 ///   - store: where flags, logs and tokens live.
 ///   - registry: the Prometheus registry `/metrics` renders; the server records its metrics there.
 ///   - logger: the server's logger (requests add `request_id`).
@@ -85,14 +88,25 @@ public func buildApplication(
     let routes = makeRoutes(API(service: service, crashGuard: crashGuard), registry: registry)
     // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
     let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")
+    // Every connection is counted against the cap and timed from its start (Connections/ConnectionGate.swift);
+    // the timeouts see what both the fast path and the router read and write.
+    let connections = ConnectionGate(
+        limits: .init(maximumConnections: configuration.maximumConnections, idleTimeout: configuration.idleTimeout,
+                      headerTimeout: configuration.headerTimeout),
+        metricsFactory: factory, logger: logger)
     let application = Application(
         router: buildRouter(service: service, routes: routes),
-        server: .http1(configuration: .init(additionalChannelHandlers: [snapshotFastPath.makeHandler()])),
+        server: HTTPServerBuilder { responder in
+            GatedHTTP1Channel(
+                http1: HTTP1Channel(responder: responder, configuration: .init(
+                    additionalChannelHandlers: [connections.makeHandler(), snapshotFastPath.makeHandler()])),
+                gate: connections)
+        },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
     var server = FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard,
-                             snapshotFastPath: snapshotFastPath)
+                             snapshotFastPath: snapshotFastPath, connections: connections)
     if let notifications {
         server.follower = StoreFollower(service: service, notifications: notifications, interval: configuration.storeCheckInterval)
     }
@@ -135,6 +149,9 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.post, "\(ns)/events") { try await api.postEvents($0, context: $1) },
         RouteSpec(.get, "\(ns)/guard") { try await api.guardStatus($0, context: $1) },
         RouteSpec(.get, "\(ns)/guard/trips") { try await api.guardTrips($0, context: $1) },
+        RouteSpec(.get, "\(ns)/guard/proposals") { try await api.guardProposals($0, context: $1) },
+        RouteSpec(.post, "\(ns)/guard/proposals/{id}/apply") { try await api.applyGuardProposal($0, context: $1) },
+        RouteSpec(.post, "\(ns)/guard/proposals/{id}/dismiss") { try await api.dismissGuardProposal($0, context: $1) },
         RouteSpec(.get, "\(ns)/experiments/{key}") { try await api.experimentResults($0, context: $1) },
 
         RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },

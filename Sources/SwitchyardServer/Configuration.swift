@@ -14,7 +14,8 @@ public struct ServerConfiguration: Sendable {
     public var retryAfter: Int
     /// The largest request body accepted, in bytes.
     public var maximumBodySize: Int
-    /// Whether `/metrics` needs a token (any live token) instead of being open.
+    /// Whether `/metrics` needs a token (a `metrics` token, or an editor's or admin's valid in every namespace)
+    /// instead of being open.
     public var metricsRequireToken: Bool
     /// The namespace OFREP requests evaluate in when neither the token (limited to one namespace) nor the
     /// `X-Switchyard-Namespace` header names one.
@@ -30,6 +31,16 @@ public struct ServerConfiguration: Sendable {
     /// How many versions back a snapshot request that accepts deltas may start and still get one (instead of the
     /// whole snapshot); 0 answers every request with the full snapshot.
     public var deltaVersions: Int = 100
+    /// The most connections open at once; past it, a new connection is closed as soon as it is accepted (and
+    /// counted in `flagsd_connections_refused_total`). Keep it above `maximumWaiters` (a parked long-poll holds a
+    /// connection) and below the process's open-file limit.
+    public var maximumConnections: Int = 16_384
+    /// How long a connection may wait for its client: between requests (after the last response), and within a
+    /// request body (between two bytes). A request being answered, a parked long-poll included, is never cut.
+    public var idleTimeout: Duration = .seconds(75)
+    /// How long a client may take to send a request's head: from the connection's start, or from the first byte
+    /// of a later request's head, however slowly the bytes come.
+    public var headerTimeout: Duration = .seconds(10)
     /// Whether flagsd serves the web console at `/console/`.
     public var console: Bool = true
     /// The most events one `POST /v1/namespaces/{ns}/events` batch may hold (more: 413).
@@ -44,6 +55,9 @@ public struct ServerConfiguration: Sendable {
     /// How often the crash guard reloads its counters from the store (other flagsd processes count events too)
     /// and updates its gauges.
     public var guardRefreshInterval: Duration = .seconds(15)
+    /// The proxies whose `Forwarded` and `X-Forwarded-For` headers say where a request came from; a request from
+    /// any other peer comes from that peer.
+    public var trustedProxies = TrustedProxies()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,

@@ -26,6 +26,12 @@ package struct FlagService: Sendable {
     /// Forgets old event ids, at most once an hour.
     package let eventIDPruner = EventIDPruner()
 
+    /// Where a request came from: its TCP peer, or behind a trusted proxy the address the proxies forwarded
+    /// (``TrustedProxies``). Nil when the peer is unknown (requests sent in-process).
+    func sourceAddress(of request: Request, context: FlagsRequestContext) -> IPAddress? {
+        configuration.trustedProxies.sourceAddress(peer: context.peer, headers: request.headers)
+    }
+
     /// Loads every namespace into the hub and every token into the cache.
     package func load() async throws {
         try await auth.reload()

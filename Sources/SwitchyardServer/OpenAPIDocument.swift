@@ -10,10 +10,13 @@ info:
     The HTTP API of `flagsd`. Rollouts are integer basis points (0 to 10000) everywhere in this API.
 
     **Access.** Send a token as `Authorization: Bearer <token>`. Roles are nested: `client` (snapshots, changes, events)
-    ⊂ `editor` (flags, kill switches, audit) ⊂ `admin` (namespaces, tokens). A token may be limited to some
-    namespaces; managing tokens needs an admin token that is not limited. `/healthz`, `/readyz`,
-    `/openapi.yaml`, the web console's files (`/console/`) and (unless flagsd runs with
-    `--metrics-require-token`) `/metrics` are open.
+    ⊂ `reporter` (events the crash guard trusts: a server-side crash pipeline) ⊂ `editor` (flags, kill switches, audit,
+    crash guard proposals) ⊂ `admin` (namespaces, tokens); a `metrics` token reads `/metrics`
+    only. A token may be limited to some namespaces, and a client token must be (client tokens ship inside apps,
+    where anyone can read them); managing tokens needs an admin token that is not limited, and the last live one
+    cannot be revoked. `/healthz`, `/readyz`, `/openapi.yaml`, the web console's files (`/console/`) and (unless
+    flagsd runs with `--metrics-require-token`) `/metrics` are open. No response names the database (user, host,
+    port, database, file) or quotes its own error text; flagsd's log does.
 
     **Errors.** Every error is an RFC 9457 `application/problem+json` document; 400s list every field at fault
     in `errors` (`path`, `message`).
@@ -53,6 +56,9 @@ paths:
     get:
       operationId: ready
       summary: The database answers and flagsd is not shutting down.
+      description: |
+        200 with `status` `ready`, or `degraded` (with `database: unavailable` and a `detail` that never names the
+        database) while the database does not answer but the snapshots held are served; 503 while shutting down.
       security: []
       responses:
         "200":
@@ -70,7 +76,11 @@ paths:
         `flagsd_http_requests_total{method,route,status}`, `flagsd_http_request_duration_seconds{method,route}`,
         `flagsd_long_poll_waiters`, `flagsd_namespace_version{namespace}`, `flagsd_changes_total{namespace,source}`,
         `flagsd_change_commit_duration_seconds`, `flagsd_auth_failures_total{reason}`, `flagsd_long_poll_max_waiters`,
-        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`.
+        `flagsd_long_poll_wakeups_total`, `flagsd_change_propagation_seconds`, `flagsd_changes_by_actor_total{namespace,actor}`,
+        `flagsd_connections_open`, `flagsd_connections_max`, `flagsd_connections_refused_total`,
+        `flagsd_connections_cut_total{reason}` (`header_timeout`, `idle_timeout`, `body_timeout`); docs/deploy.md lists
+        them all. With `--metrics-require-token`, it needs a `metrics` token, or an editor's or admin's valid in
+        every namespace (403 for any other, client tokens included).
       security: [{}, {bearer: []}]
       responses:
         "200":
@@ -79,6 +89,7 @@ paths:
             text/plain:
               schema: {type: string}
         "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
 
   /openapi.yaml:
     get:
@@ -388,8 +399,20 @@ paths:
         invalid ones are listed in `rejected` with the reason, naming the field. Only a body that is not
         `{"events": [...]}` is a 400, and more than 1,000 events (`maximumEventsPerBatch`) a 413. Times more than
         10 minutes in the future or more than 7 days old are rejected per event; ids are remembered 8 days.
-        Members this server does not know are ignored. Counters: per minute (UTC), per plugin switch, variant
-        and the namespace-wide baseline, for all units, per city and per cohort.
+        Members this server does not know are ignored. Counters: per minute (UTC), per source (clients,
+        reporters), per plugin switch, variant and the namespace-wide baseline, for all units, per city and per
+        cohort.
+
+        Client tokens are public, so what they send is bounded (docs/crash-guard.md, "Threat model"): accepted
+        events that name a plugin switch, experiment flag or variant the namespace does not have are not counted;
+        of the sessions of one window (the namespace's crash guard window, 10 minutes by default), a unit counts at
+        most `max_sessions_per_unit` and a source address at most `max_sessions_per_address`; the rest are
+        acknowledged but left out of the counts, and listed in `dropped` with the reason. Cities and cohorts the
+        namespace does not declare (`crash_guard.cities`, `cohorts`), or that are not among the most frequent of
+        the window, are counted as `(other)`. The source address is the TCP peer, or behind a `--trusted-proxies`
+        peer the first untrusted address of `Forwarded` or `X-Forwarded-For`. Events posted with a reporter token
+        (or a higher role) are the reporter's: counted apart, not capped per address, and their sessions must name
+        their `unit`.
       requestBody:
         required: true
         content:
@@ -412,6 +435,13 @@ paths:
                       platform: {type: string}
                       city: {type: string}
                       cohorts: {type: array, maxItems: 32, items: {type: string}}
+                      unit:
+                        type: string
+                        maxLength: 128
+                        description: |
+                          session: the unit the session ran for, opaque to flagsd, which keeps only a digest of it. The
+                          client runtime sends a digest of its unit id, never the id. Required in a reporter's sessions;
+                          a client's session without one counts as its source address's single unit.
                       session_id: {type: string, description: "session: required."}
                       start: {type: string, format: date-time, description: "session: required."}
                       end: {type: string, format: date-time, description: "session: required, not before start."}
@@ -434,7 +464,7 @@ paths:
                 - {id: 0b7e5a8e-5b1c-4d0e-9f3a-6f1c2d3e4a5b, type: session, time: "2026-11-22T09:20:40.118Z", city: lagos,
                    cohorts: [beta], session_id: 0b7e5a8e-5b1c-4d0e-9f3a-6f1c2d3e4a5b, start: "2026-11-22T09:02:11.004Z",
                    end: "2026-11-22T09:14:03.250Z", crashed: true, switches: [plugin_switch_feed_promos],
-                   variants: {confirmation_button_copy: book_now}}
+                   unit: 4be0643f1d98573b97cdca98a65347dd, variants: {confirmation_button_copy: book_now}}
       responses:
         "200":
           description: What was counted and what was refused.
@@ -461,6 +491,15 @@ paths:
                     type: array
                     items: {type: string}
                     description: The accepted ids that had been counted before (a retried batch); nothing was added for them.
+                  dropped:
+                    type: array
+                    description: The accepted ids left out of the counts, and why.
+                    items:
+                      type: object
+                      required: [id, reason]
+                      properties:
+                        id: {type: string}
+                        reason: {type: string, enum: [unknown_switch, unknown_flag, unknown_variant, unit_cap, address_cap]}
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Problem"}
         "403": {$ref: "#/components/responses/Problem"}
@@ -481,8 +520,11 @@ paths:
         `baseline_ratio` times the crash rate of sessions without the switch), what keeps it from tripping, the
         cities and cohorts above the bound, the trips in force and the state: `watching`, `tripping` (the store's
         counts trip it; the guard is committing), `tripped` (off by the guard until a person enables it),
-        `disabled` (off by a person), `cooling_down` (re-enabled; the guard waits), `off` (the policy turns the
-        guard off). Rates are fractions (0.0497), the policy's percentages basis points. See docs/crash-guard.md.
+        `proposed` (past its budget, the guard proposes disabling it: a person decides), `disabled` (off by a
+        person), `cooling_down` (re-enabled; the guard waits), `off` (the policy turns the guard off). The counts
+        are those of the source shown (`source`: the one that trips, else the allowed one with the most sessions);
+        `sources` has each source's. Also the namespace's trip budget and the open proposals. Rates are fractions
+        (0.0497), the policy's percentages basis points. See docs/crash-guard.md.
       parameters:
         - {name: switch, in: query, schema: {type: string}, description: Only this plugin switch.}
       responses:
@@ -494,12 +536,24 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [namespace, version, time, rule, switches]
+                required: [namespace, version, time, rule, budget, proposals, switches]
                 properties:
                   namespace: {type: string}
                   version: {type: integer}
                   time: {type: string, format: date-time}
                   rule: {type: string, enum: [wilson-lower-bound]}
+                  budget:
+                    type: object
+                    required: [max_trips_per_hour, trips_last_hour, remaining]
+                    description: The guard's own disables in the last hour, against the namespace's max_trips_per_hour.
+                    properties:
+                      max_trips_per_hour: {type: integer}
+                      trips_last_hour: {type: integer}
+                      remaining: {type: integer}
+                  proposals:
+                    type: array
+                    description: The open proposals (of the switch, with `switch`).
+                    items: {$ref: "#/components/schemas/GuardProposal"}
                   switches:
                     type: array
                     items: {$ref: "#/components/schemas/GuardSwitchStatus"}
@@ -541,6 +595,122 @@ paths:
         "401": {$ref: "#/components/responses/Problem"}
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
+        "503": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/guard/proposals:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+    get:
+      operationId: getGuardProposals
+      summary: The disables the crash guard proposed past its budget, newest first (editor).
+      description: |
+        Past the namespace's trip budget (`max_trips_per_hour`), or past a switch's `max_scoped_disables`, the guard
+        proposes a disable instead of making it. Each proposal of the last 8 days, with its evidence and what became
+        of it: `open` (waiting for a person), `applied`, `dismissed`, `superseded` (the switch is off in that scope
+        some other way, or was deleted).
+      parameters:
+        - {name: state, in: query, schema: {type: string, enum: [all, open, applied, dismissed, superseded], default: all}}
+        - {name: switch, in: query, schema: {type: string}, description: Only this plugin switch.}
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 50}}
+      responses:
+        "200":
+          description: The proposals.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [namespace, version, proposals]
+                properties:
+                  namespace: {type: string}
+                  version: {type: integer}
+                  proposals:
+                    type: array
+                    items: {$ref: "#/components/schemas/GuardProposal"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "503": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/guard/proposals/{id}/apply:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - {name: id, in: path, required: true, schema: {type: integer, minimum: 1}, description: The proposal's id.}
+    post:
+      operationId: applyGuardProposal
+      summary: Disables a proposal's switch in its scope, as the caller's change (editor).
+      description: |
+        The change is the caller's (actor: the token's name) with source `crash-guard` and the proposal's evidence
+        (and its id, `evidence.proposal`); the guard then treats it as one of its trips (it stays off until a
+        person enables it, then the cool-down). Every open proposal of the same switch and scope is settled with it.
+        A switch already off there answers 200 with `changed: false`; a dismissed proposal 409.
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                reason: {type: string, description: "Why (default: `applied crash guard proposal <id>`)."}
+      responses:
+        "200":
+          description: The change, and the proposal.
+          headers:
+            ETag: {$ref: "#/components/headers/ETag"}
+          content:
+            application/json:
+              schema:
+                allOf:
+                  - {$ref: "#/components/schemas/Committed"}
+                  - type: object
+                    properties:
+                      proposal: {$ref: "#/components/schemas/GuardProposal"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
+        "503": {$ref: "#/components/responses/Problem"}
+
+  /v1/namespaces/{namespace}/guard/proposals/{id}/dismiss:
+    parameters:
+      - $ref: "#/components/parameters/namespace"
+      - {name: id, in: path, required: true, schema: {type: integer, minimum: 1}, description: The proposal's id.}
+    post:
+      operationId: dismissGuardProposal
+      summary: Dismisses a proposal; the guard leaves its switch and scope alone for the cool-down (editor).
+      description: |
+        Recorded in the audit log (action `guard.dismiss`) with the reason, which is required. Every open proposal of
+        the same switch and scope is dismissed with it. Dismissing a dismissed proposal again changes nothing; an
+        applied or superseded one is a 409.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [reason]
+              properties:
+                reason: {type: string}
+      responses:
+        "200":
+          description: The proposal.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [namespace, dismissed, proposal, audit_id]
+                properties:
+                  namespace: {type: string}
+                  dismissed: {type: boolean, description: False when it was dismissed already.}
+                  proposal: {$ref: "#/components/schemas/GuardProposal"}
+                  audit_id: {type: [integer, "null"]}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Problem"}
+        "403": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
         "503": {$ref: "#/components/responses/Problem"}
 
   /v1/namespaces/{namespace}/experiments/{key}:
@@ -1011,6 +1181,9 @@ paths:
     post:
       operationId: createToken
       summary: Create a token; its secret is in this response only (admin for every namespace).
+      description: |
+        A `client` token must list its `namespaces` (400 otherwise, saying how): client tokens ship inside apps,
+        where anyone can read them. A `metrics` token must not (it reads `/metrics`, which covers every namespace).
       requestBody:
         required: true
         content:
@@ -1026,6 +1199,7 @@ paths:
                   type: array
                   minItems: 1
                   items: {type: string}
+                  description: The namespaces the token may use; required for `client`, left out for `metrics`, every namespace when left out.
                 rate_per_minute:
                   type: integer
                   minimum: 1
@@ -1054,6 +1228,9 @@ paths:
     delete:
       operationId: revokeToken
       summary: Revoke a token (admin for every namespace).
+      description: |
+        The last live admin token valid in every namespace cannot be revoked (409 `last-admin-token`): create
+        another one first, so that someone can always manage tokens.
       responses:
         "200":
           description: The revoked token.
@@ -1063,6 +1240,7 @@ paths:
         "401": {$ref: "#/components/responses/Problem"}
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
+        "409": {$ref: "#/components/responses/Problem"}
 
   /ofrep/v1/evaluate/flags/{key}:
     parameters:
@@ -1322,7 +1500,8 @@ components:
       enum: [api, cli, console, apply, crash-guard]
     Role:
       type: string
-      enum: [client, editor, admin]
+      enum: [client, reporter, editor, admin, metrics]
+      description: client ⊂ reporter ⊂ editor ⊂ admin; `metrics` reads `/metrics` only.
     BasisPoints:
       type: integer
       minimum: 0
@@ -1480,7 +1659,8 @@ components:
         time: {type: string, format: date-time}
         actor: {type: string}
         source: {$ref: "#/components/schemas/Source"}
-        action: {type: string, enum: [change, namespace.create, namespace.update, namespace.delete, token.create, token.revoke]}
+        action: {type: string, enum: [change, namespace.create, namespace.update, namespace.delete, token.create, token.revoke,
+                                      guard.propose, guard.dismiss]}
         namespace: {type: [string, "null"]}
         version: {type: [integer, "null"]}
         reason: {type: [string, "null"]}
@@ -1501,14 +1681,25 @@ components:
         baseline_rate: {type: [number, "null"], description: "The crash rate of sessions without the switch (with baseline_ratio)."}
         bound: {type: number, description: What the lower bound must exceed.}
         shortfall: {type: array, items: {type: string}, description: "What keeps it from tripping: `35 of 200 sessions needed`."}
+        units: {type: [integer, "null"], description: Distinct units among the crashed sessions.}
+        addresses: {type: [integer, "null"], description: "Distinct source addresses among the crashed sessions (clients' sessions; null for reporters')."}
+        left_out:
+          type: array
+          items: {type: string}
+          description: |
+            For a switch in nearly every session: the switches shown to crash whose sessions were left out (the
+            counts are then those of the sessions without them, `sessions` an upper bound).
     GuardTrip:
       type: object
-      required: [switch, scope, version, time, reason, evidence, reenabled]
+      required: [switch, scope, version, time, actor, automatic, proposal, reason, evidence, reenabled]
       properties:
         switch: {type: string}
         scope: {$ref: "#/components/schemas/Scope"}
         version: {type: integer, description: The namespace version the trip took.}
         time: {type: string, format: date-time}
+        actor: {type: string, description: "`crash-guard`, or the person who applied a proposal."}
+        automatic: {type: boolean, description: Made by the guard itself (what its trip budget counts).}
+        proposal: {type: [integer, "null"], description: The proposal a person applied with this change.}
         reason: {type: [string, "null"]}
         evidence: {$ref: "#/components/schemas/GuardEvidence"}
         in_force: {type: boolean, description: "trips route: the switch is still off in the trip's scope."}
@@ -1531,6 +1722,7 @@ components:
       properties:
         rule: {type: string, enum: [wilson-lower-bound]}
         switch: {type: string}
+        source: {type: string, enum: [client, reporter], description: Whose sessions tripped it.}
         scope: {$ref: "#/components/schemas/Scope"}
         scope_text: {type: string, description: "`everywhere`, `city lagos`, `cohort beta`."}
         window: {type: string}
@@ -1544,6 +1736,17 @@ components:
         threshold: {type: number}
         baseline_rate: {type: [number, "null"]}
         bound: {type: number}
+        units: {type: [integer, "null"], description: Distinct units among the crashed sessions.}
+        addresses: {type: [integer, "null"], description: Distinct source addresses among them (null for a reporter's sessions).}
+        left_out: {type: array, items: {type: string}, description: Switches shown to crash whose sessions were left out.}
+        attribution:
+          type: string
+          enum: [baseline, threshold, without-switches-shown-to-crash]
+          description: |
+            How the switch was held responsible: against sessions without it (`baseline`), against the threshold
+            alone, or on the sessions without the switches shown to crash (a switch in nearly every session).
+        proposal: {type: integer, description: The proposal a person applied (their change only).}
+        proposed_because: {type: string, enum: [budget, scoped_disables], description: A proposal's evidence only.}
         complement:
           oneOf:
             - {$ref: "#/components/schemas/GuardCheck"}
@@ -1565,6 +1768,11 @@ components:
         threshold: 0.02
         baseline_rate: null
         bound: 0.02
+        units: 1190
+        addresses: 1043
+        left_out: []
+        attribution: threshold
+        source: client
         complement: {sessions: 20114, crashes: 22, crash_rate: 0.00109, lower_bound: 0.00058, threshold: 0.02, baseline_rate: null, bound: 0.02, exceeds: false, shortfall: ["lower bound 0.058% ≤ bound 2%"]}
     GuardSwitchStatus:
       allOf:
@@ -1573,7 +1781,19 @@ components:
           required: [key, state, window, from, until, disabled, disabled_scopes, cooling_down_until, would_trip, scopes, open_trips, last_trip, policy]
           properties:
             key: {type: string}
-            state: {type: string, enum: [watching, tripping, tripped, disabled, cooling_down, "off"]}
+            state: {type: string, enum: [watching, tripping, tripped, proposed, disabled, cooling_down, "off"]}
+            source: {type: string, enum: [client, reporter], description: Whose counts these are.}
+            sources:
+              type: array
+              description: Each source with sessions of the switch, and whether the policy lets it trip the switch.
+              items:
+                allOf:
+                  - {$ref: "#/components/schemas/GuardCheck"}
+                  - type: object
+                    properties:
+                      source: {type: string, enum: [client, reporter]}
+                      may_trip: {type: boolean}
+            open_proposals: {type: array, items: {type: integer}, description: The ids of its open proposals.}
             window: {type: string, description: "The policy's window: 10m."}
             from: {type: string, format: date-time, description: The first minute counted.}
             until: {type: string, format: date-time}
@@ -1603,6 +1823,29 @@ components:
                 - {$ref: "#/components/schemas/GuardTrip"}
                 - {type: "null"}
             policy: {type: object, description: The resolved crash guard policy (percentages in basis points).}
+    GuardProposal:
+      type: object
+      required: [id, switch, scope, scope_text, time, state, proposed_because, reason, evidence, apply, dismissed]
+      properties:
+        id: {type: integer, description: The id of its audit entry (action guard.propose).}
+        switch: {type: string}
+        scope: {$ref: "#/components/schemas/Scope"}
+        scope_text: {type: string}
+        time: {type: string, format: date-time}
+        state: {type: string, enum: [open, applied, dismissed, superseded]}
+        proposed_because: {type: string, enum: [budget, scoped_disables]}
+        reason: {type: [string, "null"], description: Why it proposes, then the trip's reason.}
+        evidence: {$ref: "#/components/schemas/GuardEvidence"}
+        apply: {type: string, description: "The command that applies it: `flagctl guard apply 42 -n rider`."}
+        dismissed:
+          oneOf:
+            - type: object
+              required: [time, actor, reason]
+              properties:
+                time: {type: string, format: date-time}
+                actor: {type: string}
+                reason: {type: [string, "null"]}
+            - {type: "null"}
     Token:
       type: object
       required: [id, name, role, namespaces, created_at, created_by, revoked_at]

@@ -62,6 +62,13 @@ public protocol FlagStore: EventStore {
     /// Audit entries matching a query, newest first.
     func audit(_ query: AuditQuery) async throws -> AuditPage
 
+    /// Records an audited action that changes no flag (a crash guard proposal, a dismissal), durable when it
+    /// returns.
+    ///
+    /// - Returns: the entry as stored.
+    /// - Throws: `notFound` when the namespace does not exist.
+    func recordAudit(_ note: AuditNote) async throws -> AuditEntry
+
     /// Every token, live and revoked, with the hashes needed to verify secrets.
     func tokens() async throws -> [StoredToken]
 
@@ -72,8 +79,12 @@ public protocol FlagStore: EventStore {
 
     /// Revokes a token by id or by the name of a live token.
     ///
+    /// Refuses to revoke the last live admin token valid in every namespace, deciding on the latest tokens of
+    /// every process sharing the store (two admins revoking each other at once leave one of them live).
+    ///
     /// - Returns: the revoked token.
-    /// - Throws: `notFound` when no token has that id or live name.
+    /// - Throws: `notFound` when no token has that id or live name; `lastAdminToken` for the last unrestricted
+    ///   admin token.
     func revokeToken(_ idOrName: String, by author: ChangeAuthor) async throws -> TokenRecord
 
     /// Checks that the database answers (for `/readyz`).

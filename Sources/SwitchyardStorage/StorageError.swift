@@ -4,13 +4,16 @@ public import SwitchyardCore
 /// Why a storage operation failed.
 ///
 /// A struct over a private set of kinds, so new kinds never break callers. `flagsd` maps each kind to one HTTP
-/// status (`notFound` 404, `alreadyExists` and `conflict` 409, `invalid` and `reasonRequired` 400,
-/// `unavailable` 503).
+/// status (`notFound` 404, `alreadyExists`, `conflict` and `lastAdminToken` 409, `invalid` and `reasonRequired`
+/// 400, `unavailable` 503).
+///
+/// `message` is what a client may read: it never names the database (user, host, port, database name, file path)
+/// and never quotes the database's own text. Those go in `diagnostic`, for logs only; `description` joins both.
 public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure; new kinds may be added.
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         fileprivate enum Base: String, Sendable {
-            case notFound, alreadyExists, conflict, invalid, reasonRequired, unavailable, corrupt
+            case notFound, alreadyExists, conflict, invalid, reasonRequired, unavailable, corrupt, lastAdminToken
         }
 
         fileprivate let base: Base
@@ -29,6 +32,9 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let unavailable = Kind(base: .unavailable)
         /// Stored data could not be read back.
         public static let corrupt = Kind(base: .corrupt)
+        /// Revoking the token would leave no live admin token valid in every namespace: nobody could manage tokens
+        /// any more.
+        public static let lastAdminToken = Kind(base: .lastAdminToken)
 
         public var description: String { base.rawValue }
     }
@@ -49,22 +55,35 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public let kind: Kind
-    /// What failed, with which input, and what to do next.
+    /// What failed, with which input, and what to do next: safe to show to any client.
     public let message: String
+    /// Where and what exactly, for logs only: the database's identity (`postgres://USER@HOST:PORT/DATABASE`, a file
+    /// path) and the database's own error text. Never sent to clients.
+    public let diagnostic: String?
     /// For `invalid`: every problem, with its field path.
     public let problems: [ValidationProblem]
     /// For `conflict`: the current version and who made it.
     public let conflict: Conflict?
 
-    public init(_ kind: Kind, _ message: String, problems: [ValidationProblem] = [], conflict: Conflict? = nil) {
+    public init(_ kind: Kind, _ message: String, diagnostic: String? = nil, problems: [ValidationProblem] = [],
+                conflict: Conflict? = nil) {
         self.kind = kind
         self.message = message
+        self.diagnostic = diagnostic
         self.problems = problems
         self.conflict = conflict
     }
 
+    /// The message, the diagnostic and the problems: for logs and the command line, not for clients.
     public var description: String {
-        problems.isEmpty ? message : message + "\n" + problems.map(\.description).joined(separator: "\n")
+        var text = message
+        if let diagnostic { text += " [\(diagnostic)]" }
+        return problems.isEmpty ? text : text + "\n" + problems.map(\.description).joined(separator: "\n")
+    }
+
+    /// Refuses to revoke the last live admin token valid in every namespace (every backend says the same).
+    package static func lastAdminToken(named name: String) -> StorageError {
+        StorageError(.lastAdminToken, "token '\(name)' is the last live admin token valid in every namespace: revoking it would leave nobody able to manage tokens. Create another admin token first (flagctl tokens create NAME --role admin), then revoke this one")
     }
 
     static func namespaceNotFound(_ name: String) -> StorageError {

@@ -1,4 +1,4 @@
-public import SwitchyardCore
+import SwitchyardCore
 
 /// A write that some flagsd process committed to a store that several processes share.
 ///

@@ -16,9 +16,15 @@ struct Flagsd: AsyncParsableCommand {
         commandName: "flagsd",
         abstract: "The Switchyard flags service: stores flags, audits changes, streams snapshots over long-poll HTTP.",
         discussion: """
-            Every option can also be set by the environment variable named in its help; the option wins.
-            On first start flagsd seeds the database from the flag files in --flags and creates an admin token
-            (from SWITCHYARD_ADMIN_TOKEN, or generated and printed once).
+            Every option can also be set by the environment variable named in its help;
+            the option wins.
+
+            On first start flagsd seeds the database from the flag files in --flags and
+            creates an admin token: from SWITCHYARD_ADMIN_TOKEN, or generated and
+            written to a file only you can read (mode 0600), admin-token beside the
+            SQLite database (on PostgreSQL, .switchyard/admin-token under the working
+            directory). The log says where, never what; a terminal also sees it once:
+              export TOKEN=$(cat .switchyard/admin-token)
 
             Examples:
               flagsd --port 9090 --database /var/lib/switchyard/flags.sqlite
@@ -36,7 +42,7 @@ struct Flagsd: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "The database: a SQLite file path or sqlite:PATH, or postgres://USER:PASSWORD@HOST:PORT/DATABASE (SWITCHYARD_DATABASE).",
-        discussion: "PostgreSQL URL parameters: sslmode=disable|prefer|require|verify-full, pool_size=N (default 10), timeout=SECONDS per operation (default 5)."))
+        discussion: "PostgreSQL URL parameters: sslmode=disable|prefer|require|verify-full (default verify-full, or prefer for a loopback host; prefer and require do not check the server's certificate), sslrootcert=PATH (the CA certificates verify-full trusts; default: the system's), pool_size=N (default 10), timeout=SECONDS per operation (default 5)."))
     var database = env("SWITCHYARD_DATABASE") ?? ".switchyard/flags.sqlite"
 
     @Option(help: "PostgreSQL: how many seconds to wait at start for the database to answer (SWITCHYARD_DATABASE_WAIT).")
@@ -68,6 +74,17 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "The largest request body in bytes (SWITCHYARD_MAX_BODY_SIZE).")
     var maxBodySize = env("SWITCHYARD_MAX_BODY_SIZE").flatMap(Int.init) ?? 1 << 20
 
+    @Option(help: ArgumentHelp(
+        "The most connections open at once; past it, new connections are closed as soon as they are accepted (SWITCHYARD_MAX_CONNECTIONS).",
+        discussion: "Default: 16384, or the open-file limit minus 256 when that is lower (flagsd raises its soft limit to the hard one at start). A parked long-poll holds a connection: keep it above --max-waiters."))
+    var maxConnections: Int?
+
+    @Option(help: "Seconds a connection may wait for its client between requests, or between two bytes of a request body; a request being answered, a parked long-poll included, is never cut (SWITCHYARD_IDLE_TIMEOUT).")
+    var idleTimeout = env("SWITCHYARD_IDLE_TIMEOUT").flatMap(Double.init) ?? 75
+
+    @Option(help: "Seconds a client may take to send a request's head, from connecting or from the head's first byte, however slowly the bytes come (SWITCHYARD_HEADER_TIMEOUT).")
+    var headerTimeout = env("SWITCHYARD_HEADER_TIMEOUT").flatMap(Double.init) ?? 10
+
     @Flag(help: "Require a token on /metrics (SWITCHYARD_METRICS_REQUIRE_TOKEN=1).")
     var metricsRequireToken = env("SWITCHYARD_METRICS_REQUIRE_TOKEN") == "1"
 
@@ -83,10 +100,17 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "A URL the crash guard POSTs a JSON announcement to when it disables a plugin switch; retried with backoff, never in the way of ingestion (SWITCHYARD_GUARD_WEBHOOK).")
     var guardWebhook: String?
 
+    @Option(help: ArgumentHelp(
+        "The load balancers and proxies in front of flagsd, as addresses or CIDR blocks separated by commas (10.0.0.0/8,fd00::/8); a request from one of them comes from the first address of its Forwarded or X-Forwarded-For header that is not one of them. Without it (the default) every request comes from its TCP peer (SWITCHYARD_TRUSTED_PROXIES).",
+        valueName: "cidr,…"))
+    var trustedProxies: String?
+
     /// The options' values, or their environment variables' (an Optional option cannot default to one).
     var crashGuardWebhook: String? { guardWebhook ?? env("SWITCHYARD_GUARD_WEBHOOK") }
+    var proxies: String? { trustedProxies ?? env("SWITCHYARD_TRUSTED_PROXIES") }
     var ofrepDefaultNamespace: String? { defaultNamespace ?? env("SWITCHYARD_DEFAULT_NAMESPACE") }
     var ofrepRatePerMinute: Int? { ofrepRateLimit ?? env("SWITCHYARD_OFREP_RATE_LIMIT").flatMap(Int.init) }
+    var connectionCap: Int? { maxConnections ?? env("SWITCHYARD_MAX_CONNECTIONS").flatMap(Int.init) }
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -98,6 +122,20 @@ struct Flagsd: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port \(port) is not a port (0 to 65535).") }
         guard maxWait >= 0, maxWaiters >= 0, maxBodySize > 0 else {
             throw ValidationError("--max-wait and --max-waiters take 0 or more, --max-body-size more than 0.")
+        }
+        if let text = env("SWITCHYARD_MAX_CONNECTIONS"), maxConnections == nil, Int(text) == nil {
+            throw ValidationError("SWITCHYARD_MAX_CONNECTIONS '\(text)' is not a whole number of connections.")
+        }
+        for name in ["SWITCHYARD_IDLE_TIMEOUT", "SWITCHYARD_HEADER_TIMEOUT"] {
+            if let text = env(name), Double(text) == nil {
+                throw ValidationError("\(name) '\(text)' is not a number of seconds.")
+            }
+        }
+        if let cap = connectionCap, cap < 1 {
+            throw ValidationError("--max-connections \(cap) must be at least 1 (leave it out for the default).")
+        }
+        for (option, seconds) in [("--idle-timeout", idleTimeout), ("--header-timeout", headerTimeout)] where !(0.1...86_400).contains(seconds) {
+            throw ValidationError("\(option) \(seconds) is not between 0.1 and 86400 seconds.")
         }
         guard (0...100_000).contains(deltaVersions) else {
             throw ValidationError("--delta-versions \(deltaVersions) is not between 0 (no deltas) and 100000 versions, e.g. --delta-versions 100.")
@@ -114,6 +152,13 @@ struct Flagsd: AsyncParsableCommand {
         if let text = crashGuardWebhook {
             guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
                 throw ValidationError("--guard-webhook '\(text)' is not an http or https URL, e.g. --guard-webhook https://hooks.example.com/switchyard.")
+            }
+        }
+        if let proxies {
+            do {
+                _ = try TrustedProxies(parsing: proxies)
+            } catch {
+                throw ValidationError("--trusted-proxies: \(error)")
             }
         }
         if PostgresStoreConfiguration.isPostgresURL(database) {
@@ -140,6 +185,16 @@ struct Flagsd: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "flagsd")
+        let openFiles = FileDescriptorLimit.raiseToHardLimit()
+        let connections = connectionCap ?? min(16_384, max(64, (openFiles ?? 16_640) - 256))
+        if let openFiles, connections > openFiles - 64 {
+            logger.warning("--max-connections is close to the open-file limit: flagsd may run out of file descriptors before it refuses connections; raise ulimit -n or lower --max-connections",
+                           metadata: ["max_connections": .stringConvertible(connections), "open_file_limit": .stringConvertible(openFiles)])
+        }
+        if maxWaiters >= connections {
+            logger.warning("--max-waiters is not below --max-connections: every parked long-poll holds a connection, so the connection cap refuses clients first",
+                           metadata: ["max_waiters": .stringConvertible(maxWaiters), "max_connections": .stringConvertible(connections)])
+        }
 
         if PostgresStoreConfiguration.isPostgresURL(database) {
             let postgres = try PostgresStoreConfiguration(url: database)
@@ -147,7 +202,7 @@ struct Flagsd: AsyncParsableCommand {
             let wait = databaseWait
             let serving = Serving {
                 try await store.migrate(waitingUpTo: .seconds(wait))
-                try await prepare(store: store, describedAs: postgres.displayURL, registry: registry, logger: logger).run()
+                try await prepare(store: store, describedAs: postgres.displayURL, maximumConnections: connections, registry: registry, logger: logger).run()
             }
             // Shut down in reverse order: the server drains first, then the store closes its connections.
             let group = ServiceGroup(configuration: .init(
@@ -160,29 +215,49 @@ struct Flagsd: AsyncParsableCommand {
             try await group.run()
         } else {
             let path = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : database
-            let store = try SQLiteFlagStore(path: path, logger: logger)
-            let server = try await prepare(store: store, describedAs: path, registry: registry, logger: logger)
+            let store = try await SQLiteFlagStore(path: path, logger: logger)
+            let server = try await prepare(store: store, describedAs: path, maximumConnections: connections, registry: registry, logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
         }
     }
 
-    /// Seeds an empty store, prints a generated admin token once, and builds the server.
-    func prepare(store: any FlagStore, describedAs databaseName: String, registry: PrometheusCollectorRegistry, logger: Logger) async throws -> FlagsServer {
-        let report = try await bootstrap(store: store, flagsDirectory: flags, adminToken: env("SWITCHYARD_ADMIN_TOKEN"), logger: logger)
-        if let token = report.generatedAdminToken {
-            FileHandle.standardOutput.write(Data("""
-                flagsd created the first admin token. It is shown only this once; keep it somewhere safe:
+    /// Where a generated first admin token is written: beside the SQLite database, or in `.switchyard/` under the
+    /// working directory on PostgreSQL.
+    var adminTokenFile: String {
+        guard !PostgresStoreConfiguration.isPostgresURL(database) else { return ".switchyard/admin-token" }
+        let path = database.hasPrefix("sqlite:") ? String(database.dropFirst("sqlite:".count)) : database
+        let folder = (path as NSString).deletingLastPathComponent
+        return folder.isEmpty ? "admin-token" : folder + "/admin-token"
+    }
 
-                    \(token)
+    /// Seeds an empty store, writes a generated admin token to a file (printing it once on a terminal), and builds
+    /// the server.
+    func prepare(store: any FlagStore, describedAs databaseName: String, maximumConnections: Int,
+                 registry: PrometheusCollectorRegistry, logger: Logger) async throws -> FlagsServer {
+        let report = try await bootstrap(store: store, flagsDirectory: flags, adminToken: env("SWITCHYARD_ADMIN_TOKEN"),
+                                         adminTokenFile: adminTokenFile, logger: logger)
+        if let token = report.generatedAdminToken, let file = report.adminTokenFile {
+            // Standard output and the log end up in container and journal logs: they say where the token is, not
+            // what it is. A person at a terminal sees it once.
+            logger.notice("created the first admin token; its secret is in the file named here (mode 0600), not in this log",
+                          metadata: ["file": .string(file)])
+            if isatty(STDOUT_FILENO) == 1 {
+                FileHandle.standardOutput.write(Data("""
+                    flagsd created the first admin token. It is shown only this once, and kept in \(file)
+                    (mode 0600: only you can read it; delete the file once the token is somewhere safe):
 
-                Use it with flagctl (export FLAGCTL_TOKEN=\(token)) or curl:
-                    curl -H 'Authorization: Bearer \(token)' http://\(host):\(port)/v1/namespaces
-                Create narrower tokens with POST /v1/tokens (flagctl tokens create).
+                        \(token)
+
+                    Use it with flagctl or curl:
+                        export FLAGCTL_TOKEN=$(cat \(file)) TOKEN=$(cat \(file))
+                        curl -H "Authorization: Bearer $TOKEN" http://\(host):\(port)/v1/namespaces
+                    Create narrower tokens with POST /v1/tokens (flagctl tokens create).
 
 
-                """.utf8))
+                    """.utf8))
+            }
         }
         var configuration = ServerConfiguration(
             host: host, port: port, maximumWait: maxWait, maximumWaiters: maxWaiters,
@@ -190,8 +265,12 @@ struct Flagsd: AsyncParsableCommand {
             defaultNamespace: ofrepDefaultNamespace, ofrepRatePerMinute: ofrepRatePerMinute)
         configuration.storeCheckInterval = .milliseconds(Int64(syncInterval * 1000))
         configuration.deltaVersions = deltaVersions
+        configuration.maximumConnections = maximumConnections
+        configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
+        configuration.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))
         configuration.console = console
         configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))
+        if let proxies { configuration.trustedProxies = try TrustedProxies(parsing: proxies) }
         let host = self.host
         return try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger) { port in
             FileHandle.standardOutput.write(Data("flagsd listening on http://\(host):\(port) (database \(databaseName))\n".utf8))

@@ -44,10 +44,62 @@ struct AssignmentPrinter {
         return signature
     }
 
+    /// One attach, detach, failed attach or leak of a live plugin.
+    func print(_ event: PluginHostEvent) {
+        switch settings.output {
+        case .json:
+            var object = JSONObject()
+            object["event"] = .string(event.kind.description)
+            object["time"] = .string(Self.now())
+            object["point"] = .string(event.pluginPoint)
+            object["switch"] = .string(event.pluginSwitch.key)
+            object["step"] = .int64(Int64(clamping: event.step))
+            object["cause"] = .string(event.cause)
+            if let message = event.message { object["message"] = .string(message) }
+            Output.line(JSONValue.object(object).serializedString())
+        case .text:
+            let verb = event.kind == .attached ? "attach" : event.kind == .detached ? "detach" : "\(event.kind)"
+            let width = RiderCatalogue.pluginPoints.map(\.name.count).max() ?? 0
+            Output.line("  \(verb.padding(toLength: 6, withPad: " ", startingAt: 0)) \(event.pluginPoint.padding(toLength: width, withPad: " ", startingAt: 0))  "
+                        + event.pluginSwitch.key + (event.message.map { ": \($0)" } ?? ""))
+        }
+    }
+
+    /// A step of the plugin host that changed something: what every point holds now, and how long since the change
+    /// arrived.
+    func print(_ step: PluginHostStep, live routes: [PointRoute], since arrived: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - arrived
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        switch settings.output {
+        case .json:
+            var object = JSONObject()
+            object["event"] = .string("settled")
+            object["time"] = .string(Self.now())
+            object["step"] = .int64(Int64(clamping: step.number))
+            object["cause"] = .string(step.cause)
+            object["attached"] = .int(step.attached)
+            object["detached"] = .int(step.detached)
+            object["settled_ms"] = .double((milliseconds * 1000).rounded() / 1000)
+            var live = JSONObject()
+            for route in routes { live[route.point] = .array(route.servedBy.map { .string($0.key) }) }
+            object["live"] = .object(live)
+            Output.line(JSONValue.object(object).serializedString())
+        case .text:
+            let core = routes.filter(\.isCoreFlow).count
+            Output.line("  settled (\(step.cause)): \(step.attached) attached, \(step.detached) detached in "
+                        + String(format: "%.2f ms", milliseconds)
+                        + (core == routes.count ? "; every point on its core flow" : core > 0 ? "; \(core) point(s) on the core flow" : ""))
+        }
+    }
+
+    static func now() -> String {
+        Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
     func json(_ outcome: TripOutcome, status: ClientStatus, cause: String) -> JSONValue {
         var object = JSONObject()
         object["cause"] = .string(cause)
-        object["time"] = .string(Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+        object["time"] = .string(Self.now())
         object["namespace"] = .string(settings.namespace)
         object["unit"] = .string(settings.context.unitId ?? "")
         object["city"] = settings.context.city.map(JSONValue.string) ?? .null

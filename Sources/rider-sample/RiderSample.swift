@@ -12,7 +12,9 @@ struct RiderSample: AsyncParsableCommand {
         discussion: """
             Connects to flagsd as one rider (a unit in a city and cohorts), prints which plugin serves each plugin \
             point (or 'core flow'), runs a trip through the core flow (request → confirm → dispatch → on trip → \
-            complete), and re-routes whenever a switch flips, until Ctrl-C.
+            complete), and re-routes whenever a switch flips, until Ctrl-C. The four points are held live: each \
+            change prints the attach and detach calls of their plugins (a kill detaches all of them at once), then \
+            how long the points took to settle.
 
             Start a server and get a client token first:
               swift run flagsd        # prints an admin token on first start

@@ -32,7 +32,9 @@ struct SampleRunner {
         self.settings = settings
     }
 
+    /// Runs on the main actor, as an app's UI does: the plugin host attaches and detaches the live plugins there.
     /// - Returns: the exit status.
+    @MainActor
     func run() async -> Int32 {
         let (events, sink) = AsyncStream.makeStream(of: Event.self)
         var configuration = FlagClient.Configuration(serverURL: settings.server, namespace: settings.namespace, token: settings.token,
@@ -98,27 +100,46 @@ struct SampleRunner {
             return stopped ? 130 : 0
         }
 
+        // The four points held live: each change detaches what stopped serving and attaches what started, in one
+        // step, before the trip is routed again.
+        let host = PluginHost(states: client)
+        let live = RiderLivePoints(app: app, scenario: scenario, host: host)
+        var changeArrived = ContinuousClock.now
+        host.onEvent = { printer.print($0) }
+        host.onStep = { step in
+            if step.changedAnything { printer.print(step, live: live.routes, since: changeArrived) }
+        }
+        host.update(cause: "launch")
         var last = printer.print(run(app), client: client, cause: "launch")
         for await event in events {
             guard case .change(let change) = event else {
                 if case .stop = event { break }
                 continue
             }
+            changeArrived = ContinuousClock.now
+            host.update(cause: change.cause.description)
             let outcome = run(app)
             let signature = AssignmentPrinter.Signature(outcome: outcome, client: client)
             guard signature != last else { continue }
             last = printer.print(outcome, client: client, cause: change.cause.description, previous: last)
         }
+        changeArrived = ContinuousClock.now
+        host.close()
         client.endSession()
         sync.cancel()
         await sync.value
         return 0
     }
 
+    /// The sample's trip: a regular rider's, in the settings' city.
+    private var scenario: TripScenario {
+        .standard(unitID: settings.context.unitId ?? "rider", city: settings.context.city)
+    }
+
     /// Runs a trip; a simulated crash ends the process at once, as a real crash would, leaving the session open.
     private func run(_ app: RiderApp) -> TripOutcome {
         do {
-            return try app.runTrip(.standard(unitID: settings.context.unitId ?? "rider", city: settings.context.city))
+            return try app.runTrip(scenario)
         } catch {
             Output.error("rider-sample: \(error); exiting as a crash would, without ending the session (status 134)")
             _exit(134)

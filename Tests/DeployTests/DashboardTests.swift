@@ -55,7 +55,7 @@ struct DashboardTests {
     /// A live flagsd's /metrics after requests of every kind, a long-poll woken by a change, auth failures, events,
     /// and a crash guard trip.
     static func exercisedMetrics(_ flagsd: LiveFlagsd) async throws -> String {
-        let client = try #require(try await flagsd.send("POST", "/v1/tokens", body: #"{"name": "metrics-app", "role": "client"}"#)
+        let client = try #require(try await flagsd.send("POST", "/v1/tokens", body: #"{"name": "metrics-app", "role": "client", "namespaces": ["rider"]}"#)
             .body.data(using: .utf8).flatMap { try? JSONValue.parse(Array($0)) }?["token"]?.stringValue)
         _ = try await flagsd.send("GET", "/healthz", token: nil)
         _ = try await flagsd.send("GET", "/readyz", token: nil)
@@ -87,22 +87,29 @@ struct DashboardTests {
               {"id": "\(UUID().uuidString)", "type": "exposure", "time": "\(time)", "cohorts": [],
                "flag": "confirmation_button_copy", "variant": "book_now"},
               {"id": "\(UUID().uuidString)", "type": "session", "time": "2001-01-01T00:00:00Z", "cohorts": [],
-               "session_id": "x", "start": "2001-01-01T00:00:00Z", "end": "2001-01-01T00:00:00Z", "crashed": false, "switches": []}
+               "session_id": "x", "start": "2001-01-01T00:00:00Z", "end": "2001-01-01T00:00:00Z", "crashed": false, "switches": []},
+              {"id": "\(UUID().uuidString)", "type": "session", "time": "\(time)", "city": "lagos", "cohorts": [],
+               "session_id": "\(UUID().uuidString)", "start": "\(start)", "end": "\(time)", "crashed": true,
+               "switches": ["plugin_switch_made_up"]}
             ]}
             """
         for _ in 0..<2 {
             let events = try await flagsd.send("POST", "/v1/namespaces/rider/events", token: client, body: batch)
             try #require(events.status == 200, "\(events.body)")
         }
-        // The crash guard trips: 250 sessions with split fare, one in ten crashed (the built-in bound is 2 %).
+        // The crash guard trips: 250 sessions with split fare from their own units, one in ten crashed (the built-in
+        // bound is 2 %), in batches of 25 that the load balancer in front (127.0.0.1, trusted) forwards from 10 addresses.
         let sessions = (0..<250).map { index in
             #"{"id": "\#(UUID().uuidString)", "type": "session", "time": "\#(time)", "city": "lagos", "cohorts": [], "#
-                + #""session_id": "\#(UUID().uuidString)", "start": "\#(start)", "end": "\#(time)", "crashed": \#(index % 10 == 0), "#
-                + #""switches": ["plugin_switch_split_fare"]}"#
+                + #""session_id": "\#(UUID().uuidString)", "unit": "\#(UUID().uuidString)", "start": "\#(start)", "end": "\#(time)", "#
+                + #""crashed": \#(index % 10 == 0), "switches": ["plugin_switch_split_fare"]}"#
         }
-        let crashes = try await flagsd.send("POST", "/v1/namespaces/rider/events", token: client,
-                                            body: #"{"events": [\#(sessions.joined(separator: ","))]}"#)
-        try #require(crashes.status == 200, "\(crashes.body)")
+        for (index, start) in stride(from: 0, to: sessions.count, by: 25).enumerated() {
+            let crashes = try await flagsd.send("POST", "/v1/namespaces/rider/events", token: client,
+                                                body: #"{"events": [\#(sessions[start..<(start + 25)].joined(separator: ","))]}"#,
+                                                headers: ["X-Forwarded-For": "10.4.0.\(index + 1)"])
+            try #require(crashes.status == 200, "\(crashes.body)")
+        }
         let tripped = #"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_split_fare",scope="global"} 1"#
         let tripDeadline = ContinuousClock.now + .seconds(300)
         while !(try await flagsd.send("GET", "/metrics", token: nil).body.contains(tripped)) {
@@ -113,7 +120,7 @@ struct DashboardTests {
     }
 
     @Test func everyMetricAndLabelTheDashboardAndAlertsUseIsInALiveFlagsdsMetrics() async throws {
-        let flagsd = try await LiveFlagsd.start(arguments: ["--max-wait", "600"])
+        let flagsd = try await LiveFlagsd.start(arguments: ["--max-wait", "600", "--trusted-proxies", "127.0.0.1"])
         defer { flagsd.stop() }
         let exposed = exposedMetrics(try await Self.exercisedMetrics(flagsd))
         #expect(exposed["flagsd_http_requests_total"] != nil, "the live flagsd exposes no metrics: \(exposed.keys.sorted())")
@@ -150,7 +157,9 @@ struct DashboardTests {
                                ("namespace versions per instance", "flagsd_namespace_version"),
                                ("changes by actor", "flagsd_changes_by_actor_total"),
                                ("crash rates per plugin switch", "switchyard_guard_window_crashes"),
-                               ("crash guard trips", "switchyard_guard_trips_total")] {
+                               ("crash guard trips", "switchyard_guard_trips_total"),
+                               ("crash guard proposals", "switchyard_guard_open_proposals"),
+                               ("events left out of the counts", "flagsd_events_dropped_total")] {
             #expect(used.contains(metric), "the dashboard shows no \(what) (\(metric))")
         }
         let versions = try Self.expressions().filter { $0.source.hasPrefix("panel") && $0.expression.contains("flagsd_namespace_version") }

@@ -1,6 +1,7 @@
 import FlagctlCommands
 import Foundation
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// The built `flagctl` binary, run as a child process: what a release manager and CI see.
@@ -83,8 +84,8 @@ struct FlagctlBinaryLiveTests {
             let scratch = try TestPaths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: scratch) }
             let outputPath = scratch + "/stdout", errorPath = scratch + "/stderr"
-            FileManager.default.createFile(atPath: outputPath, contents: nil)
-            FileManager.default.createFile(atPath: errorPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
             let process = Process()
             process.executableURL = TestPaths.flagctl
             process.arguments = ["watch", "--wait", "30"]

@@ -7,15 +7,16 @@ import SwitchyardCore
 import SwitchyardStorage
 import Testing
 
-/// `flagctl guard status|trips`, `flagctl experiment` and `flagctl enable` after a trip, against a live flagsd
-/// whose crash guard tripped on events posted over HTTP, as docs/flagctl.md shows them.
+/// `flagctl guard status|trips|apply|dismiss`, `flagctl experiment` and `flagctl enable` after a trip, against a live
+/// flagsd whose crash guard tripped on events posted over HTTP, as docs/flagctl.md shows them. The events come from
+/// the rider app's crash pipeline (a reporter token: trusted, not capped per address), so a batch decides at once.
 struct GuardCommandTests {
-    /// Posts client events to the live server in batches of at most 1000.
-    static func post(_ events: [JSONValue], to server: LiveServer) async throws {
+    /// Posts events to the live server in batches of at most 1000, with a token (the crash pipeline's by default).
+    static func post(_ events: [JSONValue], to server: LiveServer, token: String = "pipeline") async throws {
         for start in stride(from: 0, to: events.count, by: 1000) {
             var request = URLRequest(url: URL(string: server.url + "/v1/namespaces/rider/events")!)
             request.httpMethod = "POST"
-            request.setValue("Bearer \(server.tokens["app"]!)", forHTTPHeaderField: "Authorization")
+            request.setValue("Bearer \(server.tokens[token]!)", forHTTPHeaderField: "Authorization")
             request.httpBody = Data(JSONValue.object(JSONObject([("events", .array(Array(events[start..<min(start + 1000, events.count)])))]))
                 .serializedString().utf8)
             let (_, response) = try await URLSession.shared.data(for: request)
@@ -28,7 +29,7 @@ struct GuardCommandTests {
         var event = JSONObject([
             ("id", .string(id)), ("type", .string("session")), ("time", .string((now - 1).iso8601)), ("city", .string(city)),
             ("cohorts", .array([])), ("session_id", .string(id)), ("start", .string((now - 600).iso8601)), ("end", .string((now - 2).iso8601)),
-            ("crashed", .bool(crashed)), ("switches", .array(switches.map(JSONValue.string))),
+            ("crashed", .bool(crashed)), ("switches", .array(switches.map(JSONValue.string))), ("unit", .string("device-\(id)")),
         ])
         if let variant { event["variants"] = .object(JSONObject([("confirmation_button_copy", .string(variant))])) }
         return .object(event)
@@ -36,6 +37,7 @@ struct GuardCommandTests {
 
     /// The story of docs/flagctl.md's crash guard section: the promotions card crashes in Lagos (50 of 600
     /// sessions) and hardly anywhere else; an experiment's variant crashes more than its control. Waits for the trip.
+    /// The crash pipeline reports every session (healthy ones too), each with its unit.
     static func setUp(_ server: LiveServer) async throws {
         let promos = "plugin_switch_feed_promos"
         var events: [JSONValue] = []
@@ -103,6 +105,67 @@ struct GuardCommandTests {
             let tree = try JSONValue.parse(Array(trips.output.utf8))
             #expect(tree["trips"]?.arrayValue?.first?["reenabled"]?["actor"] == .string("amara"))
             #expect(tree["trips"]?.arrayValue?.first?["in_force"] == .bool(false))
+        }
+    }
+
+    @Test func proposalsAreListedAppliedAndDismissedFromFlagctl() async throws {
+        try await LiveServer.run(bootstrapped: true) { server in
+            // A namespace whose guard only proposes (max_trips_per_hour: 0), set through the API as a person would.
+            let url = URL(string: server.url + "/v1/namespaces/rider/flag-set")!
+            var read = URLRequest(url: url)
+            read.setValue("Bearer \(server.tokens["admin"]!)", forHTTPHeaderField: "Authorization")
+            var flagSet = try #require(try JSONValue.parse(Array(try await URLSession.shared.data(for: read).0))["flag_set"]?.objectValue)
+            flagSet["crash_guard"] = .object(JSONObject([("max_trips_per_hour", .int(0))]))
+            var write = read
+            write.httpMethod = "PUT"
+            write.httpBody = Data(JSONValue.object(JSONObject([("flag_set", .object(flagSet))])).serializedString().utf8)
+            let (_, written) = try await URLSession.shared.data(for: write)
+            try #require((written as? HTTPURLResponse)?.statusCode == 200)
+            let traffic = "plugin_switch_map_traffic", promos = "plugin_switch_feed_promos"
+            try await Self.post((0..<400).map { Self.session("ok-\($0)", crashed: false, switches: [], city: "nairobi") }, to: server)
+            for (key, every) in [(traffic, 4), (promos, 2)] {
+                try await Self.post((0..<300).map { Self.session("\(key)-\($0)", crashed: $0 % every == 0, switches: [key], city: "nairobi") }, to: server)
+            }
+            let deadline = ContinuousClock.now + .seconds(60)
+            var proposals: [JSONValue] = []
+            while proposals.count < 2 {
+                try #require(ContinuousClock.now < deadline, "the crash guard did not propose twice within 60 s")
+                try await Task.sleep(for: .milliseconds(50))
+                let status = await server.flagctl("guard", "status", "-o", "json")
+                proposals = (try? JSONValue.parse(Array(status.output.utf8)))?["proposals"]?.arrayValue ?? []
+            }
+            let ids = Dictionary(uniqueKeysWithValues: proposals.compactMap { proposal in
+                proposal["switch"]?.stringValue.flatMap { key in proposal["id"]?.int64Value.map { (key, $0) } }
+            })
+            let applyID = try #require(ids[traffic]), dismissID = try #require(ids[promos])
+            let listed = await server.flagctl("guard", "status")
+            #expect(listed.output.contains("trip budget  none: the guard only proposes (max_trips_per_hour 0)"), "\(listed.output)")
+            #expect(listed.output.contains("turn \(traffic) off everywhere, proposed at "), "\(listed.output)")
+            #expect(listed.output.contains("'flagctl guard apply \(applyID)' or 'flagctl guard dismiss \(applyID) --reason …'"))
+            #expect(listed.output.contains("proposal \(applyID) waits for a person"))
+
+            let refused = await server.flagctl("guard", "apply", String(applyID))
+            #expect(refused.status == 64 && refused.error.contains("add --yes to apply proposal \(applyID)"), "\(refused.error)")
+            let applied = await server.flagctlOnTerminal("guard", "apply", String(applyID), "--reason", "INC-4510: map layer crashes on 5.14")
+            #expect(applied.status == 0, "\(applied.error)")
+            #expect(applied.error.contains("the crash guard proposes turning \(traffic) off everywhere, as its budget of automatic disables (max_trips_per_hour) is spent:"),
+                    "\(applied.error)")
+            #expect(applied.output.hasPrefix("applied crash guard proposal \(applyID): turned \(traffic) off everywhere (namespace rider is at version "),
+                    "\(applied.output)")
+            #expect(await server.state().flagSet.flag(traffic)?.pluginSwitch?.disabled == true)
+
+            let noReason = await server.flagctl("guard", "dismiss", String(dismissID))
+            #expect(noReason.status == 64)
+            let dismissed = await server.flagctl("guard", "dismiss", String(dismissID), "--reason", "a device farm's crashes, not riders'")
+            #expect(dismissed.status == 0, "\(dismissed.error)")
+            #expect(dismissed.output == "dismissed crash guard proposal \(dismissID): \(promos) stays on everywhere; the guard leaves it alone for its cool-down\n")
+            let again = await server.flagctl("guard", "dismiss", String(dismissID), "--reason", "twice")
+            #expect(again.output == "proposal \(dismissID) was dismissed already; nothing changed\n")
+            let settled = await server.flagctl("guard", "dismiss", String(applyID), "--reason", "too late")
+            #expect(settled.status == 1 && settled.error.contains("proposal \(applyID) is settled"), "\(settled.error)")
+            let missing = await server.flagctl("guard", "apply", "999999", "--yes")
+            #expect(missing.status == 4)
+            #expect(await server.state().flagSet.flag(promos)?.pluginSwitch?.disabled == false)
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import SwitchyardCore
 import SwitchyardFlagFiles
 import SwitchyardStorage
+import TestSupport
 import Testing
 
 /// Every server command end to end: flagctl in-process against a live flagsd on a random loopback port.
@@ -546,6 +547,10 @@ struct LiveCommandTests {
             #expect(after.error.contains("token 'ci' was revoked"))
             let missing = await server.flagctl("tokens", "revoke", "ci", as: "admin")
             #expect(missing.status == 4)
+            let last = await server.flagctl("tokens", "revoke", "admin", as: "admin")
+            #expect(last.status == 3)
+            #expect(last.error.contains("'admin' is the last live admin token valid in every namespace"), "\(last.error)")
+            #expect(await server.flagctl("tokens", "list", as: "admin").status == 0)
             let notAdmin = await server.flagctl("tokens", "list")
             #expect(notAdmin.status == 5)
         }
@@ -553,9 +558,9 @@ struct LiveCommandTests {
 
     @Test func aTokenCanBeCreatedWithAnOFREPRequestRate() async throws {
         try await LiveServer.run { server in
-            let created = await server.flagctl("tokens", "create", "web", "--role", "client", "--rate", "600", as: "admin")
+            let created = await server.flagctl("tokens", "create", "web", "--role", "client", "--allow", "rider", "--rate", "600", as: "admin")
             #expect(created.status == 0, "\(created.error)")
-            #expect(created.error.hasPrefix("created token web (client, every namespace, 600 OFREP requests per minute), id tok_"))
+            #expect(created.error.hasPrefix("created token web (client, namespace rider, 600 OFREP requests per minute), id tok_"))
             let listJSON = try JSONValue.parse(await server.flagctl("tokens", "list", "-o", "json", as: "admin").output)
             let web = listJSON["tokens"]?.arrayValue?.first { $0["name"] == .string("web") }
             #expect(web?["rate_per_minute"] == .int(600))
@@ -604,18 +609,6 @@ final class Watchdog: Sendable {
     }
 }
 
-/// Waits until a condition holds, polling; a generous deadline is a liveness check, not a speed claim.
-func waitUntil(timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("the condition did not hold within \(timeout)")
-            return
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
-
 /// Every command that prints a result prints it as JSON and as YAML, with the same top-level fields.
 struct OutputFormatTests {
     /// Commands in an order that works on one server, each with a top-level field its answer must have.
@@ -639,7 +632,7 @@ struct OutputFormatTests {
         (["namespaces", "list"], "amara", "namespaces"),
         (["namespaces", "create", "rider-{format}"], "admin", "epoch"),
         (["namespaces", "delete", "rider-{format}", "--yes"], "admin", "deleted"),
-        (["tokens", "create", "ci-{format}", "--role", "client"], "admin", "token"),
+        (["tokens", "create", "ci-{format}", "--role", "client", "--allow", "rider"], "admin", "token"),
         (["tokens", "list"], "admin", "tokens"),
         (["tokens", "revoke", "ci-{format}"], "admin", "revoked_at"),
         (["version"], "amara", "flagctl"),

@@ -11,6 +11,16 @@ struct ParseTests {
         try #require(try Flagctl.parseAsRoot(arguments) as? T)
     }
 
+    @Test func aClientTokenWithoutAllowIsAUsageErrorSayingHow() {
+        do {
+            _ = try parse(["tokens", "create", "rider-ios", "--role", "client"], as: TokensCreate.self)
+            Issue.record("expected a usage error")
+        } catch {
+            #expect(Flagctl.exitCode(for: error).rawValue == 64)
+            #expect(Flagctl.message(for: error).contains("'flagctl tokens create rider-ios --role client --allow rider'"), "\(Flagctl.message(for: error))")
+        }
+    }
+
     @Test func serverOptionsParseOnEveryServerCommand() throws {
         let get = try parse(["get", "plugin_switch_feed_promos", "--server", "http://flags:8080", "--token", "t", "-n", "rider", "-o", "json"], as: Get.self)
         #expect(get.key == "plugin_switch_feed_promos")
@@ -105,8 +115,10 @@ struct ParseTests {
         let token = try parse(["tokens", "create", "ci", "--role", "client", "--allow", "rider", "--allow", "driver"], as: TokensCreate.self)
         #expect(token.allow == ["rider", "driver"])
         #expect(token.rate == nil)
-        #expect(try parse(["tokens", "create", "web", "--role", "client", "--rate", "600"], as: TokensCreate.self).rate == 600)
-        #expect(throws: (any Error).self) { try parse(["tokens", "create", "web", "--role", "client", "--rate", "0"], as: TokensCreate.self) }
+        #expect(try parse(["tokens", "create", "web", "--role", "client", "--allow", "rider", "--rate", "600"], as: TokensCreate.self).rate == 600)
+        #expect(throws: (any Error).self) { try parse(["tokens", "create", "web", "--role", "client", "--allow", "rider", "--rate", "0"], as: TokensCreate.self) }
+        #expect(try parse(["tokens", "create", "prometheus", "--role", "metrics"], as: TokensCreate.self).role == "metrics")
+        #expect(throws: (any Error).self) { try parse(["tokens", "create", "prometheus", "--role", "metrics", "--allow", "rider"], as: TokensCreate.self) }
         #expect(try parse(["tokens", "revoke", "tok_1"], as: TokensRevoke.self).idOrName == "tok_1")
         _ = try parse(["tokens", "list"], as: TokensList.self)
         let login = try parse(["login", "--server", "http://s:1", "-n", "rider", "--token-stdin"], as: Login.self)

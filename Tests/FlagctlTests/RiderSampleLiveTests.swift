@@ -5,8 +5,14 @@ import Testing
 
 /// End to end: a live flagsd, the built `rider-sample` binary following it, and `flagctl` flipping switches.
 struct RiderSampleLiveTests {
-    static func keys(_ json: JSONValue, _ point: String) -> [String] {
-        json["points"]?[point]?.arrayValue?.compactMap(\.stringValue) ?? ["missing"]
+    static func keys(_ json: JSONValue, _ point: String, in field: String = "points") -> [String] {
+        json[field]?[point]?.arrayValue?.compactMap(\.stringValue) ?? ["missing"]
+    }
+
+    /// `point/switch` of every plugin a `settled` line says is live.
+    static func liveKeys(_ json: JSONValue) -> [String] {
+        guard let live = json["live"]?.objectValue else { return [] }
+        return live.flatMap { member in (member.value.arrayValue ?? []).compactMap(\.stringValue).map { "\(member.key)/\($0)" } }
     }
 
     static func everyPointIsCoreFlow(_ json: JSONValue) -> Bool {
@@ -29,13 +35,28 @@ struct RiderSampleLiveTests {
 
             let disabled = await server.flagctl("disable", "plugin_switch_feed_promos", "--reason", "end-to-end test")
             #expect(disabled.status == 0, "\(disabled.error)")
+            // The live card is detached at once, before the trip is routed again, and nothing else moves.
+            let detached = try await sample.next { $0["event"] == .string("detached") }
+            #expect(detached["point"] == .string("home_feed") && detached["switch"] == .string("plugin_switch_feed_promos"), "\(detached)")
+            let settled = try await sample.next { $0["event"] == .string("settled") }
+            #expect(settled["detached"] == .int(1) && settled["attached"] == .int(0), "\(settled)")
+            #expect(Self.keys(settled, "home_feed", in: "live") == ["plugin_switch_feed_trip_history"])
             let rerouted = try await sample.next { Self.keys($0, "home_feed") == ["plugin_switch_feed_trip_history"] }
             #expect(rerouted["snapshot"]?["version"]?.int64Value == version + 1)
             #expect(Self.keys(rerouted, "map_layers") == Self.keys(live, "map_layers"))
             #expect(rerouted["points"]?["preferences_hub"] == live["points"]?["preferences_hub"])
 
+            let liveBefore = RiderSampleLiveTests.liveKeys(settled)
             let killed = await server.flagctl("kill", "--reason", "end-to-end test", "--yes")
             #expect(killed.status == 0, "\(killed.error)")
+            // Every live plugin of every point is detached in one step: each point is on its core flow.
+            let coreStep = try await sample.next { $0["event"] == .string("settled") && Self.liveKeys($0).isEmpty }
+            let step = coreStep["step"]
+            let detachedByKill = sample.output.compactMap { try? JSONValue.parse(Array($0.utf8)) }
+                .filter { $0["event"] == .string("detached") && $0["step"] == step }
+                .map { "\($0["point"]?.stringValue ?? "")/\($0["switch"]?.stringValue ?? "")" }
+            #expect(Set(detachedByKill) == Set(liveBefore), "\(detachedByKill)")
+            #expect(coreStep["detached"] == .int(liveBefore.count) && coreStep["attached"] == .int(0))
             let core = try await sample.next(where: Self.everyPointIsCoreFlow)
             #expect(core["snapshot"]?["version"]?.int64Value == version + 2)
             #expect(core["trip"]?["completed"] == .bool(true))

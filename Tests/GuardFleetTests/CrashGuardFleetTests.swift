@@ -18,7 +18,9 @@ struct CrashGuardFleetTests {
     static let healthy = ["plugin_switch_map_traffic", "plugin_switch_prefs_saved_places", "plugin_switch_split_fare"]
     static let cities = ["lagos", "nairobi", "paris", "lima"]
 
-    /// Four plugin points with one switch each, every switch on for half the units; the test's guard policy.
+    /// Four plugin points with one switch each, every switch on for half the units; the test's guard policy. The fleet
+    /// is a device farm: every device behind one address (loopback) and relaunched every few seconds, so one
+    /// address suffices and the caps are raised, as docs/crash-guard.md advises for a farm.
     static func flagSet() -> FlagSet {
         let keys = [crashing] + healthy
         return FlagSet(
@@ -26,7 +28,8 @@ struct CrashGuardFleetTests {
             pluginPoints: keys.enumerated().map { PluginPointDefinition(name: "point_\($0.offset)", switches: [$0.element]) },
             flags: keys.map { FlagDefinition(key: $0, kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: 5000)!))) },
             crashGuard: CrashGuardPolicy(minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 200),
-                                         confidence: Rollout(basisPoints: 9900)))
+                                         confidence: Rollout(basisPoints: 9900), minimumAddresses: 1, maximumSessionsPerUnit: 100,
+                                         maximumSessionsPerAddress: 100_000))
     }
 
     /// One device: its directory, unit, city, transports (reused across launches) and random numbers.
@@ -86,7 +89,7 @@ struct CrashGuardFleetTests {
     @Test func theCrashingPluginIsDisabledEveryDeviceTakesTheChangeAndNoHealthyPluginIsTouched() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("guard-fleet-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
         let setup = ChangeAuthor(actor: "setup", source: .api)
         _ = try await store.createNamespace(Self.flagSet(), reasonPolicy: .kills, request: ChangeRequest(author: setup))
@@ -134,6 +137,8 @@ struct CrashGuardFleetTests {
             let sessions = try #require(evidence["sessions"]?.int64Value)
             let crashes = try #require(evidence["crashes"]?.int64Value)
             #expect(sessions >= 100 && crashes >= 5)
+            // Counted by unit: the devices sent their units (digests, never the ids), and the crashes came from several.
+            #expect((evidence["units"]?.int64Value ?? 0) >= 5, "\(evidence)")
             // Within the window: the evidence's span is the policy's 10 minutes at most (and the whole test ran in less).
             let from = try #require(evidence["from"]?.stringValue.flatMap(Date.init(iso8601:)))
             let until = try #require(evidence["until"]?.stringValue.flatMap(Date.init(iso8601:)))

@@ -1,5 +1,5 @@
 public import Foundation
-import ProcessTestSupport
+import TestSupport
 public import Logging
 public import PostgresNIO
 import SwitchyardPostgres
@@ -44,13 +44,13 @@ public enum TestPostgres {
         let server = try serverURL ?? Self.serverURL()
         let name = "sy_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         try await administer(server) { connection, logger in
-            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger).collect()
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger).collect()
         }
         var url = try databaseURL(server, name: name)
         if let timeout { url += (url.contains("?") ? "&" : "?") + "timeout=\(timeout)" }
         return (url, {
             try? await administer(server) { connection, logger in
-                try await connection.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger).collect()
+                _ = try await connection.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger).collect()
             }
         })
     }
@@ -124,8 +124,41 @@ public final class PrivateServer: Sendable {
         _ = try await Self.script(["start", "--dir", folder.path, "--port", String(port)])
     }
 
+    /// Freezes the server and every backend process (SIGSTOP) without closing a connection: to its clients it is
+    /// a database that stops answering, as behind a network partition or a hung host.
+    public func pause() throws {
+        try signalEveryProcess(SIGSTOP)
+    }
+
+    /// Lets a paused server run again (SIGCONT).
+    public func resume() throws {
+        try signalEveryProcess(SIGCONT)
+    }
+
+    /// Sends a signal to the postmaster (from `postmaster.pid`) and to each of its child processes.
+    private func signalEveryProcess(_ signal: Int32) throws {
+        let pidFile = folder.appendingPathComponent("postmaster.pid").path
+        guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+              let first = text.split(separator: "\n").first, let postmaster = Int32(first)
+        else { throw TestPostgresError(description: "no running server in \(folder.path) (\(pidFile) unreadable)") }
+        var processes = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry),
+                  let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")")
+            else { continue }
+            // Fields after the command's closing parenthesis: state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, Int32(fields[1]) == postmaster { processes.append(pid) }
+        }
+        for pid in processes where kill(pid, signal) != 0 && errno != ESRCH {
+            throw TestPostgresError(description: "cannot signal PostgreSQL process \(pid): errno \(errno)")
+        }
+    }
+
     /// Stops the server and removes its folder.
     func remove() async {
+        try? resume()   // a paused server would not hear the stop
         _ = try? await Self.script(["stop", "--dir", folder.path, "--immediate"])
         try? FileManager.default.removeItem(at: folder)
         try? FileManager.default.removeItem(at: URL(fileURLWithPath: folder.path + ".initdb.log"))
@@ -164,7 +197,7 @@ public enum TestTrace {
             handle.write(Data(line.utf8))
             try? handle.close()
         } else {
-            FileManager.default.createFile(atPath: path, contents: Data(line.utf8))
+            _ = FileManager.default.createFile(atPath: path, contents: Data(line.utf8))
         }
     }
 }

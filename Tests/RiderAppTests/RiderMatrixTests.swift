@@ -1,3 +1,4 @@
+import Foundation
 import RiderApp
 import SwitchyardMatrix
 import SwitchyardPlugins
@@ -58,6 +59,26 @@ struct RiderMatrixTests {
         #expect(report.checked == UInt64(report.range.count))
         #expect(report.pointCount == 4 && report.inputCount == 8 && report.flowCount == 2)
         if report.shard.count == 1 { #expect(report.neverServed.isEmpty) }
+    }
+
+    /// Every point held live by a plugin host, moved through single-gate transitions: each must hold exactly what a
+    /// fresh route gives, with nothing attached twice and nothing leaked, and the trips still complete.
+    ///
+    /// In CI, the covering plan (bound 2^10): every combination of each point's own gates (its three switches, its
+    /// group kill switch, the master) with every transition of those gates out of each, plus the pairwise rows
+    /// across points with all 17 gates flipped from each. A host settles each point from that point's gates alone,
+    /// so these are every transition a point can see; the exhaustive run (17 × 2^17 = 2,228,224 transitions) proves
+    /// it in release in `bench/matrix.sh`, or here with `SWITCHYARD_TRANSITIONS=exhaustive` (shard it with
+    /// `flagctl matrix run --filter RiderMatrixTests/everyTransition --shards 4`).
+    @Test func everyTransitionLeavesEveryLivePointAsAFreshRouteWould() async throws {
+        var options = Matrix.Options(transitions: true)
+        let exhaustive = ProcessInfo.processInfo.environment["SWITCHYARD_TRANSITIONS"] == "exhaustive"
+        if !exhaustive { options.bound = 1 << 10 }
+        let report = try await Self.matrix(options: options).check()
+        #expect(report.passed)
+        #expect(report.isExhaustive == exhaustive)
+        #expect(report.transitionsChecked > 0)
+        if exhaustive && report.shard.count == 1 { #expect(report.transitionsChecked == 17 << 17) }
     }
 
     /// A plugin that crashes when the trip uses it (the app throws a simulated crash) is caught with the one

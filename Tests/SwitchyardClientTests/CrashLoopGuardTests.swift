@@ -118,6 +118,10 @@ struct CrashAttributionTests {
         #expect(event["cohorts"] == .array([.string("beta")]))
         #expect(event["app_version"] == .string("5.12.0"))
         #expect(event["start"] == .string(Timestamp.rfc3339(harness.clock.start)))
+        // The unit as a digest of namespace and unit id: flagsd counts distinct units, the id never leaves the device.
+        let unit = try #require(event["unit"]?.stringValue)
+        #expect(unit == SessionRecord.unitDigest("rider-42", namespace: "rider"))
+        #expect(unit.count == 32 && unit.allSatisfy(\.isHexDigit) && !unit.contains("rider-42"))
         #expect(harness.reports.contains(.previousSessionCrashed) { $0.flagKeys == ["plugin_switch_feed_promos"] })
         #expect(second.sessionID != firstSession)
     }

@@ -1,38 +1,41 @@
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// The compiled evaluator against the evaluation table written plainly over the model, on random flag sets and
 /// random contexts: every field of every result must agree.
 struct CompiledEvaluationDifferentialTests {
     @Test(arguments: 0..<40)
-    func compiledEvaluationAgreesWithTheModelOnRandomFlagSetsAndContexts(seed: UInt64) {
-        var random = SplitMix64(seed: seed &* 0x9E37_79B9 &+ 17)
-        let flagSet = RandomFlagSet.make(&random)
-        let compiled = CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flagSet))
-        let reference = PlainEvaluator(flagSet: flagSet)
-        var mismatches: [String] = []
-        for _ in 0..<60 {
-            let context = RandomFlagSet.context(&random)
-            let evaluator = compiled.evaluator(for: context)
-            for flag in flagSet.flags {
-                let handle = compiled.handle(for: flag.key)!
-                let actual = evaluator.evaluate(handle)
-                let expected = reference.evaluate(flag, context)
-                if DifferentialOutcome(actual) != expected {
-                    mismatches.append("\(flag.key) for \(context): compiled \(DifferentialOutcome(actual)), model \(expected)")
-                }
-                let asSwitch = evaluator.evaluateSwitch(handle)
-                if flag.experiment != nil {
-                    if asSwitch.decision != .typeMismatch { mismatches.append("\(flag.key) as a switch: \(asSwitch)") }
-                } else if DifferentialOutcome(asSwitch) != expected {
-                    mismatches.append("\(flag.key) as a switch for \(context): \(DifferentialOutcome(asSwitch)), model \(expected)")
-                }
-                if evaluator.isEnabled(handle) != (flag.pluginSwitch != nil && expected.isOn) {
-                    mismatches.append("\(flag.key) isEnabled for \(context)")
+    func compiledEvaluationAgreesWithTheModelOnRandomFlagSetsAndContexts(seed: UInt64) async {
+        await onOwnThread {
+            var random = SplitMix64(seed: seed &* 0x9E37_79B9 &+ 17)
+            let flagSet = RandomFlagSet.make(&random)
+            let compiled = CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flagSet))
+            let reference = PlainEvaluator(flagSet: flagSet)
+            var mismatches: [String] = []
+            for _ in 0..<60 {
+                let context = RandomFlagSet.context(&random)
+                let evaluator = compiled.evaluator(for: context)
+                for flag in flagSet.flags {
+                    let handle = compiled.handle(for: flag.key)!
+                    let actual = evaluator.evaluate(handle)
+                    let expected = reference.evaluate(flag, context)
+                    if DifferentialOutcome(actual) != expected {
+                        mismatches.append("\(flag.key) for \(context): compiled \(DifferentialOutcome(actual)), model \(expected)")
+                    }
+                    let asSwitch = evaluator.evaluateSwitch(handle)
+                    if flag.experiment != nil {
+                        if asSwitch.decision != .typeMismatch { mismatches.append("\(flag.key) as a switch: \(asSwitch)") }
+                    } else if DifferentialOutcome(asSwitch) != expected {
+                        mismatches.append("\(flag.key) as a switch for \(context): \(DifferentialOutcome(asSwitch)), model \(expected)")
+                    }
+                    if evaluator.isEnabled(handle) != (flag.pluginSwitch != nil && expected.isOn) {
+                        mismatches.append("\(flag.key) isEnabled for \(context)")
+                    }
                 }
             }
+            #expect(mismatches.count == 0, "first mismatches: \(mismatches.prefix(3))")
         }
-        #expect(mismatches.count == 0, "first mismatches: \(mismatches.prefix(3))")
     }
 
     @Test func incrementalMurmur3MatchesOneShotHashingForEverySplitOfTheInput() {

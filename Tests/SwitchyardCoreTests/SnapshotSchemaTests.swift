@@ -1,6 +1,6 @@
 import Foundation
-import ProcessTestSupport
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// docs/snapshot.md and docs/schemas/snapshot.schema.json against what `SnapshotDocument` really reads and writes.

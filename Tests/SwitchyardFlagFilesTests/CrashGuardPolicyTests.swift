@@ -85,6 +85,61 @@ struct CrashGuardPolicyTests {
         #expect(decoded.flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.rollout == .full)
     }
 
+    @Test func whoMayTripAndHowMuchEachSourceCountsReadAndRoundTrip() throws {
+        let text = """
+            namespace: rider
+            crash_guard:
+              min_units: 3
+              min_addresses: 2
+              trip_sources: [reporters]
+              max_scoped_disables: 2
+              max_sessions_per_unit: 10
+              max_sessions_per_address: 500
+              max_trips_per_hour: 0
+              cities: [lagos, paris]
+              cohorts: [beta]
+              max_scope_values: 50
+            flags:
+              plugin_switch_feed_promos:
+                rollout: 100
+                crash_guard: {trip_sources: [clients, reporters], min_addresses: 5}
+
+            """
+        let flagSet = try FlagFile(yaml: text, path: "Flags/rider.yaml").flagSet
+        let promos = CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.crashGuard)
+        #expect(promos.tripSources == [.clients, .reporters] && promos.minimumAddresses == 5 && promos.minimumUnits == 3)
+        #expect(promos.maximumTripsPerHour == 0 && promos.maximumSessionsPerAddress == 500 && promos.maximumSessionsPerUnit == 10)
+        #expect(promos.cities == ["lagos", "paris"] && promos.cohorts == ["beta"] && promos.maximumScopeValues == 50)
+        #expect(try FlagFile(yaml: flagSet.yamlText(), path: "Flags/rider.yaml").flagSet == flagSet)
+        #expect(try FlagSet(tree: .object(flagSet.tree(unit: .basisPoints)), unit: .basisPoints) == flagSet)
+        let builtIn = CrashGuardPolicy.builtIn
+        #expect(builtIn.tripSources == [.clients, .reporters] && builtIn.minimumUnits == 5 && builtIn.minimumAddresses == 3)
+        #expect(builtIn.maximumTripsPerHour == 3 && builtIn.cities == nil)
+    }
+
+    @Test func aSwitchCannotSetWhatOnlyTheNamespaceDecides() throws {
+        let text = """
+            namespace: rider
+            flags:
+              plugin_switch_feed_promos:
+                rollout: 100
+                crash_guard: {max_trips_per_hour: 10, cities: [lagos], trip_sources: [everyone], max_scope_values: 0}
+
+            """
+        #expect {
+            try FlagFile(yaml: text, path: "Flags/rider.yaml")
+        } throws: { error in
+            let messages = Set((error as? DefinitionError)?.problems.map(\.description) ?? [])
+            return messages == [
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.crash_guard.cities: is a namespace setting (it applies to every switch of the namespace); set it in the namespace's crash_guard",
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.crash_guard.max_scope_values: is a namespace setting (it applies to every switch of the namespace); set it in the namespace's crash_guard",
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.crash_guard.max_trips_per_hour: is a namespace setting (it applies to every switch of the namespace); set it in the namespace's crash_guard",
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.crash_guard.max_scope_values: 0 is not between 1 and 10000",
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.crash_guard.trip_sources[0]: 'everyone' is not clients or reporters",
+            ]
+        }
+    }
+
     @Test(arguments: [("30s", 30), ("10m", 600), ("2h", 7200), ("1d", 86_400), ("0s", 0)])
     func durationsReadAndWriteInTheirShortestForm(text: String, seconds: Int64) {
         #expect(GuardDurationText.parse(text) == .seconds(seconds))

@@ -1,7 +1,7 @@
 import Foundation
-import ProcessTestSupport
 import SwitchyardCore
 import SwitchyardFlagFiles
+import TestSupport
 import Testing
 
 /// docs/schemas/flag-file.schema.json: the JSON Schema editors validate flag files with.
@@ -50,8 +50,11 @@ struct SchemaTests {
         #expect(fields("switchRule") == conditions.union(["rollout"]))
         #expect(fields("experimentRule") == conditions.union(["weights"]))
         #expect(fields("pluginSwitch") == ["type", "description", "owner", "disabled", "disabled_scopes", "rules", "rollout", "crash_guard"])
-        #expect(fields("crashGuard") == ["enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
-                                         "confidence", "cooldown", "scope_by"])
+        let switchPolicy: Set<String> = ["enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
+                                         "confidence", "cooldown", "scope_by", "min_units", "min_addresses", "trip_sources",
+                                         "max_scoped_disables"]
+        #expect(fields("crashGuard") == switchPolicy)
+        #expect(fields("namespaceCrashGuard") == switchPolicy.union(CrashGuardPolicy.namespaceFields))
         #expect(fields("experiment") == ["type", "description", "owner", "value_type", "variants", "default_variant", "weights", "rules"])
         #expect(fields("variant") == ["key", "value"])
     }

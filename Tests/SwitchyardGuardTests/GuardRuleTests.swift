@@ -4,10 +4,12 @@ import SwitchyardGuard
 import SwitchyardStorage
 import Testing
 
-/// The trip rule and its choice of scope, on hand-made counts.
+/// The trip rule and its choice of scope, on hand-made counts (without crash records: no minimum of units or
+/// addresses).
 struct GuardRuleTests {
     static let policy = CrashGuardPolicy.resolved(
         namespace: CrashGuardPolicy(minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 200)), switch: nil)
+        .withoutSpreadMinimums
     static let key = "plugin_switch_feed_promos"
 
     func tallies(_ withSwitch: [EventDimension: (Int64, Int64)], baseline: [EventDimension: (Int64, Int64)] = [:]) -> SwitchTallies {
@@ -146,5 +148,15 @@ struct GuardRuleTests {
             return
         }
         #expect(lower > 0.02 && lower < 0.06)
+    }
+}
+
+extension ResolvedCrashGuardPolicy {
+    /// The policy with no minimum of distinct units or addresses, for counts without crash records.
+    var withoutSpreadMinimums: ResolvedCrashGuardPolicy {
+        var policy = self
+        policy.minimumUnits = 0
+        policy.minimumAddresses = 0
+        return policy
     }
 }

@@ -1,6 +1,7 @@
 import SwitchyardCore
 import SwitchyardFlagFiles
 import SwitchyardMatrixPlan
+import TestSupport
 import Testing
 
 /// The gates of a namespace and the combinations a plan runs.
@@ -145,31 +146,33 @@ struct MatrixPlanTests {
         #expect(plan.coverageDescription == "exhaustive: every one of the 2^9 = 512 combinations of 9 gates")
     }
 
-    @Test func beyondTheBoundEachPointRunsExhaustivelyPlusACoveringArrayAcrossPoints() throws {
-        let layout = MatrixLayout(flagSet: Shop.wide(points: 6, switchesPerPoint: 3))
-        #expect(layout.gateCount == 6 * 4 + 1)
-        let plan = try MatrixPlan(layout: layout)
-        #expect(plan.mode == .covering(strength: 2))
-        // Each point: 3 switches, its group and the master: 32 combinations.
-        #expect(plan.segments.prefix(6).map(\.count) == Array(repeating: 32, count: 6))
-        // Factors: six points of 16 levels (switches and own group) and the master.
-        #expect(plan.factors.map(\.levels) == [16, 16, 16, 16, 16, 16, 2])
-        let rows = plan.segments.last!.count
-        #expect(plan.total == 6 * 32 + rows)
-        // Every pair of point states appears in some combination of the covering rows.
-        for (a, b) in [(0, 1), (2, 5), (3, 4)] {
-            var seen = Set<[Int]>()
-            for index in plan.start(of: 6)..<plan.total {
-                let combination = plan.combination(at: index)
-                seen.insert([a, b].map { point in
-                    plan.factors[point].gates.enumerated().reduce(0) { $0 | (combination.contains($1.element) ? 1 << $1.offset : 0) }
-                })
+    @Test func beyondTheBoundEachPointRunsExhaustivelyPlusACoveringArrayAcrossPoints() async throws {
+        try await onOwnThread {
+            let layout = MatrixLayout(flagSet: Shop.wide(points: 6, switchesPerPoint: 3))
+            #expect(layout.gateCount == 6 * 4 + 1)
+            let plan = try MatrixPlan(layout: layout)
+            #expect(plan.mode == .covering(strength: 2))
+            // Each point: 3 switches, its group and the master: 32 combinations.
+            #expect(plan.segments.prefix(6).map(\.count) == Array(repeating: 32, count: 6))
+            // Factors: six points of 16 levels (switches and own group) and the master.
+            #expect(plan.factors.map(\.levels) == [16, 16, 16, 16, 16, 16, 2])
+            let rows = plan.segments.last!.count
+            #expect(plan.total == 6 * 32 + rows)
+            // Every pair of point states appears in some combination of the covering rows.
+            for (a, b) in [(0, 1), (2, 5), (3, 4)] {
+                var seen = Set<[Int]>()
+                for index in plan.start(of: 6)..<plan.total {
+                    let combination = plan.combination(at: index)
+                    seen.insert([a, b].map { point in
+                        plan.factors[point].gates.enumerated().reduce(0) { $0 | (combination.contains($1.element) ? 1 << $1.offset : 0) }
+                    })
+                }
+                #expect(seen.count == 256, "points \(a) and \(b)")
             }
-            #expect(seen.count == 256, "points \(a) and \(b)")
+            #expect(plan.coverageDescription.hasPrefix("beyond the bound of 2^20 combinations: every combination of each plugin point's gates (6 points, 192 combinations) plus a pairwise covering array across 7 factors"))
+            let threeWise = try MatrixPlan(layout: layout, strength: 3)
+            #expect(threeWise.segments.last!.count > UInt64(rows))
         }
-        #expect(plan.coverageDescription.hasPrefix("beyond the bound of 2^20 combinations: every combination of each plugin point's gates (6 points, 192 combinations) plus a pairwise covering array across 7 factors"))
-        let threeWise = try MatrixPlan(layout: layout, strength: 3)
-        #expect(threeWise.segments.last!.count > UInt64(rows))
     }
 
     @Test func aLowerBoundSwitchesToCoveringAndBadOptionsAreRefused() throws {

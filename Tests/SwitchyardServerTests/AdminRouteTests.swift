@@ -72,7 +72,7 @@ struct AdminRouteTests {
         #expect(listed?["role"] == .string("client"))
         #expect(listed?["namespaces"] == .array([.string("rider")]))
 
-        response = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "ios-app", "role": "client"}"#)
+        response = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "ios-app", "role": "client", "namespaces": ["rider"]}"#)
         #expect(response.status == .conflict)
         response = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "", "role": "root", "namespaces": [], "x": 1}"#)
         #expect(Set(response.problemPaths) == ["name", "role", "namespaces", "x"])
@@ -84,6 +84,58 @@ struct AdminRouteTests {
         #expect(revoked.status == .unauthorized)
         #expect(revoked.json["detail"]?.stringValue?.contains("revoked") == true)
         #expect(try await app.send(.delete, "/v1/tokens/nobody", token: "admin").status == .notFound)
+    }
+
+    /// Client tokens ship inside apps, so anyone may read one: each must name the namespaces it serves.
+    @Test func aClientTokenWithoutNamespacesIsRefusedSayingHow() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let response = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "ios-app", "role": "client"}"#)
+        #expect(response.status == .badRequest)
+        #expect(response.problemPaths == ["namespaces"])
+        let detail = try #require(response.json["detail"]?.stringValue)
+        #expect(detail.contains(#""namespaces": ["rider"]"#), "\(detail)")
+        #expect(detail.contains("flagctl tokens create ios-app --role client --allow rider"), "\(detail)")
+        #expect(try await app.send(.get, "/v1/tokens", token: "admin").json["tokens"]?.arrayValue?
+            .contains { $0["name"] == .string("ios-app") } == false)
+        // Every other role may still be valid in every namespace.
+        let editor = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "amara", "role": "editor"}"#)
+        #expect(editor.status == .created)
+    }
+
+    @Test func aMetricsTokenReadsMetricsOnlyAndCoversEveryNamespace() async throws {
+        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, metricsRequireToken: true))
+        defer { app.close() }
+        let limited = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "scraper", "role": "metrics", "namespaces": ["rider"]}"#)
+        #expect(limited.status == .badRequest)
+        #expect(limited.problemPaths == ["namespaces"])
+        let created = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "scraper", "role": "metrics"}"#)
+        #expect(created.status == .created)
+        let secret = try #require(created.json["token"]?.stringValue)
+        #expect(secret.hasPrefix("sy_metrics_"))
+        #expect(try await app.send(.get, "/metrics", token: secret).status == .ok)
+        #expect(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status == .forbidden)
+        #expect(try await app.send(.post, "/ofrep/v1/evaluate/flags", token: secret, headers: [.testNamespace: "rider"],
+                                   body: #"{"context": {"targetingKey": "u"}}"#).status == .forbidden)
+    }
+
+    @Test func theLastAdminTokenForEveryNamespaceCannotBeRevoked() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        // A limited admin does not count: it cannot manage tokens.
+        let refused = try await app.send(.delete, "/v1/tokens/admin", token: "admin")
+        #expect(refused.status == .conflict)
+        #expect(refused.json["type"] == .string("urn:switchyard:problem:last-admin-token"))
+        let detail = try #require(refused.json["detail"]?.stringValue)
+        #expect(detail.contains("last live admin token valid in every namespace"), "\(detail)")
+        #expect(detail.contains("flagctl tokens create NAME --role admin"), "\(detail)")
+        #expect(try await app.send(.get, "/v1/tokens", token: "admin").status == .ok)
+
+        let second = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "second-admin", "role": "admin"}"#)
+        let secret = try #require(second.json["token"]?.stringValue)
+        #expect(try await app.send(.delete, "/v1/tokens/admin", token: secret).status == .ok)
+        #expect(try await app.send(.delete, "/v1/tokens/second-admin", token: secret).status == .conflict)
+        #expect(try await app.send(.delete, "/v1/tokens/rider-admin", token: secret).status == .ok)
     }
 
     @Test func theAuditLogIsFilteredAndPaged() async throws {
@@ -199,6 +251,25 @@ struct OperationsRouteTests {
         #expect(response.json["detail"]?.stringValue?.contains("503") == true)
     }
 
+    /// The open `/readyz` and every problem document say what failed, never where the database is or what it said.
+    @Test func storageFailuresNeverNameTheDatabaseOrQuoteIt() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try app.store.close()
+        let responses = [
+            try await app.send(.get, "/readyz"),
+            try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor"),
+            try await app.send(.get, "/v1/audit", token: "editor"),
+            try await app.send(.get, "/v1/tokens", token: "admin"),
+        ]
+        #expect(responses.dropFirst().allSatisfy { $0.status == .serviceUnavailable })
+        for response in responses {
+            for leak in [app.folder.path, "flags.sqlite", "SQLite", "Connection is closed", "error 21"] {
+                #expect(!response.text.contains(leak), "\(response.text)")
+            }
+        }
+    }
+
     @Test func readinessFailsWhileShuttingDown() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
@@ -223,10 +294,19 @@ struct OperationsRouteTests {
         #expect(!text.contains("sy_"))
     }
 
-    @Test func metricsCanRequireAToken() async throws {
+    /// Client tokens are public, and metrics cover every namespace: a metrics token, or an editor's or admin's valid
+    /// in every namespace.
+    @Test func metricsCanRequireAMetricsOrUnrestrictedEditorToken() async throws {
         let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, metricsRequireToken: true))
         defer { app.close() }
         #expect(try await app.send(.get, "/metrics").status == .unauthorized)
-        #expect(try await app.send(.get, "/metrics", token: "client").status == .ok)
+        for token in ["metrics", "editor", "admin"] {
+            #expect(try await app.send(.get, "/metrics", token: token).status == .ok, "\(token)")
+        }
+        for token in ["client", "rider-client", "other-editor", "rider-admin"] {
+            let response = try await app.send(.get, "/metrics", token: token)
+            #expect(response.status == .forbidden, "\(token)")
+            #expect(response.json["detail"]?.stringValue?.contains("--role metrics") == true, "\(response.text)")
+        }
     }
 }

@@ -3,7 +3,7 @@ import SwitchyardServer
 import SwitchyardStorage
 import Testing
 
-/// Every route × no token, client, editor, admin and a revoked token, as PRODUCT.md "Access" says.
+/// Every route × no token, metrics, client, reporter, editor, admin and a revoked token, as PRODUCT.md "Access" says.
 struct AuthMatrixTests {
     /// A route, a concrete request to it, and the least role it needs (nil: open).
     struct Case: Sendable, CustomTestStringConvertible {
@@ -14,6 +14,9 @@ struct AuthMatrixTests {
         var namespaced = true
         var body = "{}"
         var headers: HTTPFields = [:]
+        /// The path names something a fresh namespace does not have (a crash guard proposal): an authorized request
+        /// gets 404, which shows it passed the access check.
+        var missing = false
 
         /// OFREP routes answer errors with OFREP bodies, every other route with problem+json.
         var errorContentType: String { template.hasPrefix("/ofrep/") ? "application/json" : "application/problem+json" }
@@ -41,6 +44,11 @@ struct AuthMatrixTests {
         Case(method: .post, template: "\(ns)/events", path: "/v1/namespaces/rider/events", role: .client, body: #"{"events": []}"#),
         Case(method: .get, template: "\(ns)/guard", path: "/v1/namespaces/rider/guard", role: .editor),
         Case(method: .get, template: "\(ns)/guard/trips", path: "/v1/namespaces/rider/guard/trips", role: .editor),
+        Case(method: .get, template: "\(ns)/guard/proposals", path: "/v1/namespaces/rider/guard/proposals", role: .editor),
+        Case(method: .post, template: "\(ns)/guard/proposals/{id}/apply", path: "/v1/namespaces/rider/guard/proposals/7/apply", role: .editor,
+             missing: true),
+        Case(method: .post, template: "\(ns)/guard/proposals/{id}/dismiss", path: "/v1/namespaces/rider/guard/proposals/7/dismiss", role: .editor,
+             body: #"{"reason": "matrix"}"#, missing: true),
         Case(method: .get, template: "\(ns)/experiments/{key}", path: "/v1/namespaces/rider/experiments/checkout_button", role: .editor),
         Case(method: .post, template: "\(ns)/changes/{version}/revert", path: "/v1/namespaces/rider/changes/1/revert", role: .editor),
         Case(method: .get, template: "\(ns)/flag-set", path: "/v1/namespaces/rider/flag-set", role: .editor),
@@ -66,7 +74,7 @@ struct AuthMatrixTests {
         Case(method: .get, template: "/v1/audit", path: "/v1/audit", role: .editor, namespaced: false),
         Case(method: .get, template: "/v1/tokens", path: "/v1/tokens", role: .admin, namespaced: false),
         Case(method: .post, template: "/v1/tokens", path: "/v1/tokens", role: .admin, namespaced: false,
-             body: #"{"name": "matrix", "role": "client"}"#),
+             body: #"{"name": "matrix", "role": "client", "namespaces": ["rider"]}"#),
         Case(method: .delete, template: "/v1/tokens/{token}", path: "/v1/tokens/client", role: .admin, namespaced: false),
         Case(method: .post, template: "/ofrep/v1/evaluate/flags", path: "/ofrep/v1/evaluate/flags", role: .client,
              body: #"{"context": {"targetingKey": "u"}}"#, headers: [HTTPField.Name("X-Switchyard-Namespace")!: "rider"]),
@@ -76,7 +84,8 @@ struct AuthMatrixTests {
 
     @Test(arguments: cases)
     func accessFollowsTheRoleTheRouteNeeds(route: Case) async throws {
-        for (token, role) in [(nil, nil), ("client", Role.client), ("editor", .editor), ("admin", .admin), ("revoked", nil)] as [(String?, Role?)] {
+        for (token, role) in [(nil, nil), ("metrics", Role.metrics), ("client", .client), ("reporter", .reporter), ("editor", .editor), ("admin", .admin),
+                              ("revoked", nil)] as [(String?, Role?)] {
             let app = try await TestApp.make()
             defer { app.close() }
             let response = try await app.send(route.method, route.path, token: token, headers: route.headers, body: route.body)
@@ -90,6 +99,8 @@ struct AuthMatrixTests {
                 #expect(response.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true)
             } else if role! < needed {
                 #expect(response.status == .forbidden, "\(who): \(response.status) \(response.text)")
+            } else if route.missing {
+                #expect(response.status == .notFound, "\(who): \(response.status) \(response.text)")
             } else {
                 #expect(response.status.kind == .successful, "\(who): \(response.status) \(response.text)")
             }

@@ -32,6 +32,7 @@ struct ConsoleBrowserTests {
         "a kill switch can be killed with the keyboard alone, and focus comes back where it was",
         "the crash guard view shows a switch the guard turned off and its evidence, without reloading",
         "a switch the guard turned off is enabled from its view after a warning, and the guard cools down",
+        "past the guard's budget a proposal shows in its view and is applied from there",
         "every control has an accessible name",
         "on a phone-sized screen nothing scrolls sideways",
         "no script error and no Content-Security-Policy violation",
@@ -44,14 +45,17 @@ struct ConsoleBrowserTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let flagctl = try ChildFlagsd.binary().deletingLastPathComponent().appendingPathComponent("flagctl")
         try #require(FileManager.default.isExecutableFile(atPath: flagctl.path), "flagctl is not built next to flagsd; run 'swift build --build-tests' first")
+        // Behind a load balancer on loopback: the script's event batches come through it from many addresses.
         let child = try ChildFlagsd(database: folder.appendingPathComponent("flags.sqlite").path, folder: folder,
-                                    adminToken: Self.adminToken, flagsDirectory: OFREPFixtures.repository + "/Flags")
+                                    adminToken: Self.adminToken, flagsDirectory: OFREPFixtures.repository + "/Flags",
+                                    arguments: ["--trusted-proxies", "127.0.0.1"])
         defer { child.kill() }
         let url = "http://127.0.0.1:\(try await child.port())"
         let admin = LiveClient(base: URL(string: url)!, token: Self.adminToken, timeout: 60)
 
         func token(_ name: String, role: String) async throws -> String {
-            let response = try await admin.send("POST", "/v1/tokens", body: #"{"name": "\#(name)", "role": "\#(role)"}"#)
+            let limit = role == "client" ? #", "namespaces": ["rider"]"# : ""
+            let response = try await admin.send("POST", "/v1/tokens", body: #"{"name": "\#(name)", "role": "\#(role)"\#(limit)}"#)
             try #require(response.status == .created, "\(response.text)")
             return try #require(response.json["token"]?.stringValue)
         }

@@ -11,20 +11,29 @@ import Testing
 
 /// The crash guard inside flagsd, in-process over a real SQLite file: trips through the change path with
 /// evidence, scopes, one trip however many instances, restarts, re-enables, status, trips and experiments.
+///
+/// Sessions come from their own units, in batches of 20 from fresh source addresses behind a trusted proxy (the
+/// in-process peer, 127.0.0.1), as a fleet's do; the tests of forged reports send them otherwise.
 struct CrashGuardTests {
     static let promos = "plugin_switch_feed_promos"
     static let weather = "plugin_switch_feed_weather"
+    static let traffic = "plugin_switch_map_traffic"
     /// Small samples for tests: 100 sessions and 5 crashes at least, 2 % at 99.9 %.
     static let policy = CrashGuardPolicy(minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 200))
+    /// The load balancer in front of the in-process flagsd: the peer of every in-process request.
+    static let proxies = TrustedProxies([IPNetwork("127.0.0.1/32")!])
+    /// The next fresh source address `post` sends from.
+    static let nextAddress = Mutex(0)
 
-    /// A session event of the wire format.
+    /// A session event of the wire format, from unit `unit-<id>` unless named.
     static func session(_ id: String, crashed: Bool, switches: [String], city: String = "lagos", cohorts: [String] = [],
-                        variants: [String: String] = [:]) -> JSONValue {
+                        variants: [String: String] = [:], unit: String? = nil) -> JSONValue {
         let now = Date()
         var event = JSONObject([
             ("id", .string(id)), ("type", .string("session")), ("time", .string((now - 2).iso8601)), ("city", .string(city)),
             ("cohorts", .array(cohorts.map(JSONValue.string))), ("session_id", .string(id)), ("start", .string((now - 300).iso8601)),
             ("end", .string((now - 3).iso8601)), ("crashed", .bool(crashed)), ("switches", .array(switches.map(JSONValue.string))),
+            ("unit", .string(unit ?? "unit-\(id)")),
         ])
         if !variants.isEmpty { event["variants"] = .object(JSONObject(variants.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })) }
         return .object(event)
@@ -40,18 +49,31 @@ struct CrashGuardTests {
         (0..<count).map { session("\(prefix)-\($0)", crashed: every > 0 && $0 % every == 0, switches: switches, city: city, cohorts: cohorts) }
     }
 
-    /// Posts events in batches of at most 500.
-    static func post(_ app: TestApp, _ events: [JSONValue]) async throws {
-        for start in stride(from: 0, to: events.count, by: 500) {
-            let response = try await app.send(.post, "/v1/namespaces/rider/events", token: "client",
-                                              body: batch(Array(events[start..<min(start + 500, events.count)])))
+    /// Posts events in batches of 20, each from a fresh source address (`X-Forwarded-For` through the trusted proxy).
+    static func post(_ app: TestApp, _ events: [JSONValue], token: String = "client") async throws {
+        for start in stride(from: 0, to: events.count, by: 20) {
+            let number = nextAddress.withLock { next in
+                defer { next += 1 }
+                return next
+            }
+            var headers = HTTPFields()
+            headers[HTTPField.Name("X-Forwarded-For")!] = "10.1.\(number / 250 % 250).\(number % 250)"
+            let response = try await app.send(.post, "/v1/namespaces/rider/events", token: token, headers: headers,
+                                              body: batch(Array(events[start..<min(start + 20, events.count)])))
             #expect(response.status == .ok, "\(response.text)")
         }
     }
 
-    /// An app whose rider namespace has the test policy.
-    static func app(configuration: ServerConfiguration = ServerConfiguration(port: 0)) async throws -> TestApp {
-        let app = try await TestApp.make(configuration: configuration)
+    /// flagsd behind a load balancer at 127.0.0.1.
+    static func configuration(_ configuration: ServerConfiguration = ServerConfiguration(port: 0)) -> ServerConfiguration {
+        var configuration = configuration
+        configuration.trustedProxies = proxies
+        return configuration
+    }
+
+    /// An app whose rider namespace has the test policy, behind a trusted proxy.
+    static func app(configuration: ServerConfiguration = ServerConfiguration(port: 0), policy: CrashGuardPolicy = policy) async throws -> TestApp {
+        let app = try await TestApp.make(configuration: Self.configuration(configuration))
         try await setPolicy(app, policy)
         return app
     }
@@ -278,7 +300,7 @@ struct CrashGuardTests {
     }
 
     @Test func aPolicyCanTurnTheGuardOffForASwitch() async throws {
-        let app = try await TestApp.make()
+        let app = try await TestApp.make(configuration: Self.configuration())
         defer { app.close() }
         _ = try await app.server.flagService.change("rider", ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api))) { flagSet in
             var flagSet = flagSet
@@ -297,7 +319,7 @@ struct CrashGuardTests {
     }
 
     @Test func experimentResultsGiveEachVariantsCrashRateAndTheIntervalOfItsDifference() async throws {
-        let app = try await TestApp.make()
+        let app = try await TestApp.make(configuration: Self.configuration())
         defer { app.close() }
         var events: [JSONValue] = []
         for index in 0..<400 {

@@ -3,6 +3,7 @@ import HTTPTypes
 import SwitchyardCore
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// A child flagsd process acknowledges changes while being killed with SIGKILL at random moments; after each
@@ -79,7 +80,7 @@ struct CrashRecoveryTests {
         func batch(_ number: Int) -> String {
             let now = Date().iso8601
             let events = (0..<5).map { index in
-                #"{"id": "b\#(number)-\#(index)", "type": "session", "time": "\#(now)", "cohorts": [], "session_id": "b\#(number)-\#(index)", "start": "\#(now)", "end": "\#(now)", "crashed": \#(index == 0), "switches": ["plugin_switch_feed_promos"]}"#
+                #"{"id": "b\#(number)-\#(index)", "type": "session", "time": "\#(now)", "cohorts": [], "session_id": "b\#(number)-\#(index)", "unit": "u\#(number)-\#(index)", "start": "\#(now)", "end": "\#(now)", "crashed": \#(index == 0), "switches": ["plugin_switch_feed_promos"]}"#
             }
             return #"{"events": [\#(events.joined(separator: ","))]}"#
         }
@@ -124,7 +125,7 @@ struct CrashRecoveryTests {
             countedAgain += 5 - (response.json["duplicates"]?.arrayValue?.count ?? 0)
         }
         child.kill()
-        let store = try SQLiteFlagStore(path: database)
+        let store = try await SQLiteFlagStore(path: database)
         defer { try? store.close() }
         let counts = try await store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 3600, until: Date() + 3600,
                                                                  subjects: [.baseline], dimensions: [.all]))
@@ -161,24 +162,36 @@ final class ChildFlagsd: Sendable {
     private let process: Process
     private let lines: AsyncStream<String>
 
+    /// Every line flagsd wrote so far (standard output, and its log when `logLevel` is given).
+    var output: [String] { seen.lines.withLock { $0 } }
+    private let seen: Seen
+
+    private final class Seen: Sendable {
+        let lines = Mutex<[String]>([])
+    }
+
     /// Starts flagsd on a free port.
     ///
     /// - Parameters:
+    ///   - adminToken: `SWITCHYARD_ADMIN_TOKEN`; nil leaves it unset, so flagsd generates the first admin token.
     ///   - flagsDirectory: the flag files to seed an empty database from (default: none).
+    ///   - logLevel: records flagsd's log (JSON lines, standard error) at this level in `output`; nil: no log.
     ///   - arguments: further options, e.g. `["--default-namespace", "shop"]`.
-    init(database: String, folder: URL, adminToken: String, flagsDirectory: String? = nil, arguments: [String] = []) throws {
+    init(database: String, folder: URL, adminToken: String?, flagsDirectory: String? = nil, logLevel: String? = nil,
+         arguments: [String] = []) throws {
         let process = Process()
         process.executableURL = try Self.binary()
         process.arguments = ["--port", "0", "--database", database,
                              "--flags", flagsDirectory ?? folder.appendingPathComponent("no-flags").path,
-                             "--log-format", "json", "--log-level", "error"] + arguments
+                             "--log-format", "json", "--log-level", logLevel ?? "error"] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["SWITCHYARD_ADMIN_TOKEN"] = adminToken
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = logLevel == nil ? FileHandle.nullDevice : output
         let (lines, continuation) = AsyncStream<String>.makeStream()
+        let seen = Seen()
         let buffer = Mutex("")
         output.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
@@ -196,11 +209,13 @@ final class ChildFlagsd: Sendable {
                 }
                 return found
             }
+            seen.lines.withLock { $0 += complete }
             for line in complete { continuation.yield(line) }
         }
         try process.run()
         self.process = process
         self.lines = lines
+        self.seen = seen
     }
 
     /// The port from flagsd's `listening on` line.
@@ -220,6 +235,11 @@ final class ChildFlagsd: Sendable {
     func kill() {
         Foundation.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+    }
+
+    /// A test that fails (throws) before it kills its flagsd does not leave it running.
+    deinit {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
     }
 
     /// `.build/<configuration>/flagsd`, next to the test binary.

@@ -189,6 +189,25 @@ struct EventRouteTests {
         #expect(response.json["detail"]?.stringValue?.contains("'nope'") == true)
     }
 
+    @Test func theUnitIsKeptAsADigestAndAReportersEventsAreTheReporters() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        var crashed = Self.session("s1", crashed: true)
+        crashed["unit"] = .string("rider-42")
+        _ = try await app.send(.post, Self.path, token: "client", body: Self.body([crashed]))
+        var reported = Self.session("r1", crashed: true)
+        reported["unit"] = .string("device-7")
+        let response = try await app.send(.post, Self.path, token: "reporter", body: Self.body([reported]))
+        #expect(Self.strings(response.json["accepted"]) == ["r1"])
+        let records = try await app.store.crashRecords(in: "rider", from: Date() - 3600, until: Date() + 3600)
+        #expect(Set(records.map(\.unit)) == [EventBatch.unitKey("rider-42"), EventBatch.unitKey("device-7")])
+        #expect(!records.contains { $0.unit.contains("rider-42") || $0.unit.contains("device-7") })
+        #expect(records.first { $0.id == "s1" }?.address == "127.0.0.1")
+        #expect(records.first { $0.id == "r1" }?.source == .reporter)
+        let counts = try await counts(app, [.baseline])
+        #expect(Set(counts.map(\.source)) == [.client, .reporter])
+    }
+
     @Test func observersHearOfEachCommittedBatchWithWhatItTouched() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
@@ -197,7 +216,7 @@ struct EventRouteTests {
         _ = try await app.send(.post, Self.path, token: "client", body: Self.body([
             Self.session("s1", crashed: true, switches: ["plugin_switch_feed_promos", "plugin_switch_feed_weather"],
                          variants: JSONObject([("checkout_button", .string("bold"))])),
-            Self.exposure("e1", flag: "other_experiment"),
+            Self.exposure("e1", flag: "checkout_button", variant: "control"),
         ]))
         _ = try await app.send(.post, Self.path, token: "client", body: Self.body([Self.session("s1", crashed: true)]))
         let batches = observer.batches
@@ -206,7 +225,7 @@ struct EventRouteTests {
         #expect(batch.namespace == "rider")
         #expect(batch.events.map(\.id) == ["s1", "e1"])
         #expect(batch.switches == ["plugin_switch_feed_promos", "plugin_switch_feed_weather"])
-        #expect(batch.flags == ["checkout_button", "other_experiment"])
+        #expect(batch.flags == ["checkout_button"])
         #expect(batch.sessions == 1)
         #expect(batch.crashedSessions == 1)
     }

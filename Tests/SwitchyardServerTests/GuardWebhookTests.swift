@@ -8,6 +8,7 @@ import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// The crash guard's webhook, against a real receiver on loopback, through a live flagsd.
@@ -51,15 +52,16 @@ struct GuardWebhookTests {
         try await receiver.run { url in
             var configuration = ServerConfiguration(port: 0)
             configuration.guardWebhookURL = url
-            let app = try await TestApp.make(configuration: configuration)
+            // 300 sessions at least: the trip comes with the last batch, so its evidence covers them all.
+            var policy = CrashGuardTests.policy
+            policy.minimumSessions = 300
+            let app = try await CrashGuardTests.app(configuration: configuration, policy: policy)
             defer { app.close() }
-            try await CrashGuardTests.setPolicy(app, CrashGuardTests.policy)
             try await app.withLiveServer { base in
                 let client = LiveClient(base: base, token: app.tokens["client"])
                 let events = CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos])
-                let response = try await client.send("POST", "/v1/namespaces/rider/events", body: CrashGuardTests.batch(events))
-                #expect(response.status == .ok)
-                try await waitUntilAsync(timeout: .seconds(60), "a retried delivery") { receiver.received.count >= 2 }
+                try await CrashGuardRestartTests.post(client, events, firstAddress: 1)
+                try await waitUntil("a retried delivery", timeout: .seconds(60)) { receiver.received.count >= 2 }
             }
             let deliveries = receiver.received
             #expect(deliveries.count == 2)
@@ -74,6 +76,34 @@ struct GuardWebhookTests {
             #expect(payload["evidence"]?["crashes"] == .int64(60))
             #expect(deliveries.last?.headers[HTTPField.Name("X-Switchyard-Event")!] == "crash_guard.tripped")
             #expect(deliveries.last?.headers[.contentType] == "application/json")
+        }
+    }
+
+    @Test func aProposalIsAnnouncedWithHowToApplyIt() async throws {
+        let receiver = Receiver(failures: 0)
+        try await receiver.run { url in
+            var configuration = ServerConfiguration(port: 0)
+            configuration.guardWebhookURL = url
+            var policy = CrashGuardTests.policy
+            policy.maximumTripsPerHour = 0
+            policy.minimumSessions = 300
+            let app = try await CrashGuardTests.app(configuration: configuration, policy: policy)
+            defer { app.close() }
+            try await app.withLiveServer { base in
+                let client = LiveClient(base: base, token: app.tokens["client"])
+                try await CrashGuardRestartTests.post(client, CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos]),
+                                                      firstAddress: 1)
+                try await waitUntil("an announced proposal", timeout: .seconds(60)) { !receiver.received.isEmpty }
+            }
+            let delivery = try #require(receiver.received.first)
+            #expect(delivery.headers[HTTPField.Name("X-Switchyard-Event")!] == "crash_guard.proposed")
+            let proposal = try #require(delivery.body["proposal"]?.int64Value)
+            #expect(delivery.body["event"] == .string("crash_guard.proposed"))
+            #expect(delivery.body["switch"] == .string(CrashGuardTests.promos))
+            #expect(delivery.body["proposed_because"] == .string("budget"))
+            #expect(delivery.body["apply"] == .string("flagctl guard apply \(proposal) -n rider"))
+            #expect(delivery.body["evidence"]?["crashes"] == .int64(60))
+            #expect(try await CrashGuardTests.gate(app)?.disabled == false)
         }
     }
 }

@@ -6,6 +6,7 @@ import ServiceLifecycle
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
+import TestSupport
 import Testing
 
 /// The real server on a random loopback port, driven with URLSession: long-polls end to end.
@@ -46,7 +47,7 @@ struct LiveLongPollTests {
                     }
                 }
                 let metrics = LiveClient(base: base, token: nil)
-                try await waitUntilAsync { (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 40")) == true }
+                try await waitUntil { (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 40")) == true }
                 _ = try await LiveClient(base: base, token: app.tokens["editor"])
                     .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 77}"#)
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -95,7 +96,7 @@ struct LiveLongPollTests {
             async let parked = LiveClient(base: base, token: app.tokens["client"])
                 .send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
             let metrics = LiveClient(base: base, token: nil)
-            try await waitUntilAsync { (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 1")) == true }
+            try await waitUntil { (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 1")) == true }
             let refused = try await LiveClient(base: base, token: app.tokens["client"])
                 .send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
             #expect(refused.status == .serviceUnavailable)
@@ -131,20 +132,6 @@ struct LiveLongPollTests {
             #expect(response.status == .notModified)
             try await tasks.waitForAll()
         }
-    }
-}
-
-/// Polls an async condition until it holds (an error counts as not yet); the deadline is a liveness check, not a
-/// speed claim.
-func waitUntilAsync(timeout: Duration = .seconds(30), _ what: @autoclosure () -> String = "the condition",
-                    _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while (try? await condition()) != true {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("\(what()) did not hold within \(timeout)")
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(20))
     }
 }
 

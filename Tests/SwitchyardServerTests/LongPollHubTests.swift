@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 @testable import SwitchyardServer
 import Synchronization
+import TestSupport
 import Testing
 
 /// The hub's side of the snapshot fast path: connections parked in the hub and woken on their own event loop.

@@ -1,8 +1,10 @@
 import Foundation
 import HTTPTypes
 import PostgresTestSupport
+import SwitchyardPostgres
 import SwitchyardCore
 import Synchronization
+import TestSupport
 import Testing
 
 /// Several flagsd processes (the built binary) on one PostgreSQL database, as behind a load balancer. One test at a
@@ -60,7 +62,7 @@ import Testing
     /// Waits until an instance reports this many parked waiters, within a deadline shorter than their wait.
     func waitForWaiters(_ count: Int, on client: LiveClient, within deadline: Duration = .seconds(300)) async throws {
         let seen = Mutex<String>("nothing")
-        try await waitUntilAsync(timeout: deadline, "\(count) waiters on \(client.base) (last seen: \(seen.withLock { $0 }))") {
+        try await waitUntil("\(count) waiters on \(client.base) (last seen: \(seen.withLock { $0 }))", timeout: deadline) {
             let metrics = try await client.send("GET", "/metrics").text
             let line = metrics.split(separator: "\n").first { $0.hasPrefix("flagsd_long_poll_waiters ") }
             seen.withLock { $0 = line.map(String.init) ?? "no flagsd_long_poll_waiters line" }
@@ -74,7 +76,7 @@ import Testing
             let etag = try await createRider(a)
             // Every instance learns of the new namespace by itself.
             for client in [b, c] {
-                try await waitUntilAsync(timeout: .seconds(30)) {
+                try await waitUntil {
                     try await client.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == etag
                 }
             }
@@ -131,7 +133,7 @@ import Testing
             // Every instance ends at the last version with the same bytes.
             var bodies: [[UInt8]] = []
             for instance in instances {
-                try await waitUntilAsync(timeout: .seconds(30)) {
+                try await waitUntil {
                     try await instance.client.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag]?.hasSuffix(".25\"") == true
                 }
                 bodies.append(try await instance.client.send("GET", "/v1/namespaces/rider/snapshot").body)
@@ -193,7 +195,7 @@ import Testing
             #expect(created.status == .created)
             let secret = try #require(created.json["token"]?.stringValue)
             let asCI = LiveClient(base: b.base, token: secret)
-            try await waitUntilAsync(timeout: .seconds(30)) {
+            try await waitUntil {
                 try await asCI.send("GET", "/v1/namespaces/rider/flags").status == .ok
             }
             #expect(try await asCI.send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_weather/disable", body: "{}").status == .ok)
@@ -201,7 +203,7 @@ import Testing
             #expect(audit.json["entries"]?.arrayValue?.count == 1)
             #expect(try await b.send("DELETE", "/v1/tokens/ci").status == .ok)
             let onA = LiveClient(base: a.base, token: secret)
-            try await waitUntilAsync(timeout: .seconds(30)) {
+            try await waitUntil {
                 try await onA.send("GET", "/v1/namespaces/rider/flags").status == .unauthorized
             }
         }
@@ -211,7 +213,7 @@ import Testing
         try await PrivateServer.with { server in try await withInstances(2, serverURL: server.url) { instances in
             let (a, b) = (instances[0].client, instances[1].client)
             let etag = try await createRider(a)
-            try await waitUntilAsync(timeout: .seconds(30)) {
+            try await waitUntil {
                 try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == etag
             }
             let before = try await b.send("GET", "/v1/namespaces/rider/snapshot")
@@ -222,11 +224,22 @@ import Testing
             try await waitForWaiters(3, on: b, within: .seconds(25))
 
             try await server.stop()
+            let database = try PostgresStoreConfiguration(url: server.url)
+            /// What clients read never names the database or quotes PostgreSQL's own text (the log does).
+            func expectNoDatabaseIdentity(_ response: TestResponse, sourceLocation: SourceLocation = #_sourceLocation) {
+                for secret in ["postgres://", "\(database.host):\(database.port)", ":\(database.port)/", "\(database.username)@",
+                               "SQLSTATE", "connection refused", "Connection refused"] {
+                    #expect(!response.text.contains(secret), "\(response.text)", sourceLocation: sourceLocation)
+                }
+            }
             for client in [a, b] {
-                try await waitUntilAsync(timeout: .seconds(30), "degraded on \(client.base)") {
+                try await waitUntil("degraded on \(client.base)") {
                     let ready = try await client.send("GET", "/readyz")
                     return ready.status == .ok && ready.json["status"] == .string("degraded")
                 }
+                let ready = try await client.send("GET", "/readyz")
+                #expect(ready.json["detail"]?.stringValue?.isEmpty == false)
+                expectNoDatabaseIdentity(ready)
                 // Snapshots held are served, to tokens already known.
                 let snapshot = try await client.send("GET", "/v1/namespaces/rider/snapshot")
                 #expect(snapshot.status == .ok)
@@ -238,6 +251,9 @@ import Testing
                 #expect(refused.json["type"] == .string("urn:switchyard:problem:storage-unavailable"))
                 #expect(refused.json["detail"]?.stringValue?.contains("unreachable") == true)
                 #expect(refused.headers[.retryAfter] != nil)
+                expectNoDatabaseIdentity(refused)
+                expectNoDatabaseIdentity(try await client.send("GET", "/v1/audit"))
+                expectNoDatabaseIdentity(try await client.send("GET", "/v1/tokens"))
             }
             // The long-polls parked before the outage end normally: nothing changed.
             for waiter in parked {
@@ -254,7 +270,7 @@ import Testing
             // attempts to reconnect, and the store replaces it after three failed probes of up to the operation
             // timeout (60 s here) once its listener is back.
             for client in [a, b] {
-                try await waitUntilAsync(timeout: .seconds(240), "ready again on \(client.base)") {
+                try await waitUntil("ready again on \(client.base)", timeout: .seconds(240)) {
                     try await client.send("GET", "/readyz").json["status"] == .string("ready")
                 }
             }

@@ -135,14 +135,14 @@ struct OFREPAccessTests {
     @Test func tokensAreCreatedWithARateThroughTheAPI() async throws {
         let app = try await TestApp.makeOFREP()
         defer { app.close() }
-        let created = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "web", "role": "client", "rate_per_minute": 1}"#)
+        let created = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "web", "role": "client", "namespaces": ["shop"], "rate_per_minute": 1}"#)
         #expect(created.status == .created)
         #expect(created.json["rate_per_minute"] == .int(1))
         let secret = try #require(created.json["token"]?.stringValue)
         #expect(try await app.evaluate("plugin_switch_banner", token: secret).status == .ok)
         #expect(try await app.evaluate("plugin_switch_banner", token: secret).status == .tooManyRequests)
         for rate in ["0", "-5", "\"fast\"", "1.5"] {
-            let refused = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "bad", "role": "client", "rate_per_minute": \#(rate)}"#)
+            let refused = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "bad", "role": "client", "namespaces": ["shop"], "rate_per_minute": \#(rate)}"#)
             #expect(refused.status == .badRequest, "\(rate)")
             #expect(refused.problemPaths == ["rate_per_minute"])
         }

@@ -54,10 +54,11 @@ struct OFREPClientTests {
             try #require(response.status == .created, "\(response.text)")
             return try #require(response.json["token"]?.stringValue)
         }
-        let client = try await token(#"{"name": "python", "role": "client"}"#)
+        // Two namespaces, so that OFREP falls back to the default namespace (a token limited to one names it).
+        let client = try await token(#"{"name": "python", "role": "client", "namespaces": ["shop", "rider"]}"#)
         let shop = try await token(#"{"name": "python-shop", "role": "client", "namespaces": ["shop"]}"#)
-        let rate = try await token(#"{"name": "python-rate", "role": "client", "rate_per_minute": 3}"#)
-        let revoked = try await token(#"{"name": "python-revoked", "role": "client"}"#)
+        let rate = try await token(#"{"name": "python-rate", "role": "client", "namespaces": ["shop"], "rate_per_minute": 3}"#)
+        let revoked = try await token(#"{"name": "python-revoked", "role": "client", "namespaces": ["shop"]}"#)
         #expect(try await admin.send("DELETE", "/v1/tokens/python-revoked").status == .ok)
 
         let result = try await Self.runScript(environment: [
@@ -81,7 +82,7 @@ struct OFREPClientTests {
     /// Runs Tests/ofrep-python/run, its output (both streams) in a file, without blocking a thread while it runs.
     static func runScript(environment: [String: String], folder: URL) async throws -> (status: Int32, output: String) {
         let outputURL = folder.appendingPathComponent("ofrep-python.log")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         let output = try FileHandle(forWritingTo: outputURL)
         defer { try? output.close() }
         let process = Process()

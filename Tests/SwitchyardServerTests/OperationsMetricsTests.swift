@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import SwitchyardCore
 @testable import SwitchyardServer
+import TestSupport
 import Testing
 
 /// The metrics the dashboards and alert rules of Dashboards/ need beyond request counts: the waiter cap, the

@@ -7,6 +7,7 @@ import ServiceLifecycle
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
+import TestSupport
 import Testing
 
 /// The snapshot fast path (`SnapshotFastPathHandler`) on the real server over loopback: it answers exactly as the
@@ -236,7 +237,7 @@ struct SnapshotFastPathTests {
             #expect(try await connection.readResponse().status == .ok)
             // Revoked in the store directly, as another instance would: this server learns it at its next reload.
             _ = try await app.store.revokeToken("client", by: ChangeAuthor(actor: "elsewhere", source: .api))
-            try await waitUntilAsync {
+            try await waitUntil {
                 guard (try? connection.send(request)) != nil else { return false }
                 return (try? await connection.readResponse().status) == .unauthorized
             }

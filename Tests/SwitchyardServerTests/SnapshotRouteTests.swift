@@ -2,6 +2,7 @@ import HTTPTypes
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
+import TestSupport
 import Testing
 
 /// `GET /v1/namespaces/{ns}/snapshot` and `/changes` in-process: tags, conditional GETs, gzip, parameters.
@@ -133,18 +134,5 @@ struct SnapshotRouteTests {
         let limited = try await app.send(.get, "/v1/namespaces/rider/changes?after=0&limit=1", token: "client")
         #expect(limited.json["changes"]?.arrayValue?.count == 1)
         #expect(limited.json["next_after"]?.int64Value == 1)
-    }
-}
-
-/// Polls a condition until it holds; the deadline is a liveness check, not a speed claim.
-func waitUntil(timeout: Duration = .seconds(20), _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("condition did not hold within \(timeout)")
-            throw CancellationError()
-        }
-        await Task.yield()
-        try await Task.sleep(for: .milliseconds(2))
     }
 }

@@ -2,10 +2,11 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import ServiceLifecycle
-import Synchronization
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
+import Synchronization
+import TestSupport
 import Testing
 
 /// The follower's decisions, without I/O.
@@ -146,10 +147,10 @@ struct StoreFollowerTests {
                                                              by: ChangeAuthor(actor: "elsewhere", source: .api))
             #expect(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status == .unauthorized)
             notify.yield(.tokens)
-            try await waitUntilAsync { (try? await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status) == .ok }
+            try await waitUntil { (try? await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status) == .ok }
             _ = try await app.store.revokeToken("late", by: ChangeAuthor(actor: "elsewhere", source: .api))
             notify.yield(.tokens)
-            try await waitUntilAsync { (try? await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status) == .unauthorized }
+            try await waitUntil { (try? await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status) == .unauthorized }
         }
     }
 }

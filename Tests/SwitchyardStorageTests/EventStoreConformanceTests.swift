@@ -179,6 +179,155 @@ import Testing
     }
 }
 
+/// Who reported what, and how much each may weigh: sources counted apart, caps per unit and per source address,
+/// cities and cohorts counted on their own only when declared or among the most frequent, crashed sessions
+/// recorded with their unit and address. The same decisions on every backend.
+@Suite(.serialized) struct EventAdmissionConformanceTests {
+    static let t0 = EventStoreConformanceTests.t0
+    static let promos = "plugin_switch_feed_promos"
+
+    static func session(_ id: String, at seconds: TimeInterval = 0, crashed: Bool = true, unit: String?, address: String?,
+                        source: EventSource = .client, city: String? = "lagos", cohorts: [String] = []) -> StoredEvent {
+        StoredEvent(id: id, time: t0 + seconds, city: city, cohorts: cohorts,
+                    payload: .session(crashed: crashed, switches: [promos], variants: [:]), source: source, unit: unit, address: address)
+    }
+
+    static let capped = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: 2, maximumSessionsPerAddress: 3, cities: nil,
+                                       cohorts: nil, maximumScopeValues: nil)
+
+    func tally(_ counts: [EventCount], _ source: EventSource, _ subject: EventSubject, _ dimension: EventDimension = .all) -> EventTally {
+        counts.first { $0.source == source && $0.subject == subject && $0.dimension == dimension }?.tally ?? .zero
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aUnitAndAnAddressContributeAtMostTheirCapsPerWindowAcrossBatches(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            // One unit sends three sessions: two count. The third still counts against its address (every session offered
+            // does, admitted or not: one atomic count per key), which is full now.
+            let first = try await store.ingestEvents([
+                Self.session("a1", unit: "u1", address: "203.0.113.7"), Self.session("a2", unit: "u1", address: "203.0.113.7"),
+                Self.session("a3", unit: "u1", address: "203.0.113.7"),
+            ], in: "rider", receivedAt: Self.t0, admission: Self.capped)
+            #expect(first.counted == ["a1", "a2", "a3"])
+            #expect(first.dropped == [EventDrop(id: "a3", reason: .unitCap)])
+            #expect(first.admitted.map(\.id) == ["a1", "a2"])
+            // A later batch: other units at the same address are refused, at another address they count.
+            let second = try await store.ingestEvents([
+                Self.session("b1", unit: "u2", address: "203.0.113.7"), Self.session("b2", unit: "u3", address: "198.51.100.1"),
+                Self.session("b3", unit: "u4", address: "198.51.100.1"),
+            ], in: "rider", receivedAt: Self.t0 + 1, admission: Self.capped)
+            #expect(second.admitted.map(\.id) == ["b2", "b3"])
+            #expect(second.dropped == [EventDrop(id: "b1", reason: .addressCap)])
+            // The next window starts afresh (windows follow the events' own times).
+            let later = try await store.ingestEvents([Self.session("c1", at: 600, unit: "u1", address: "203.0.113.7")],
+                                                     in: "rider", receivedAt: Self.t0 + 600, admission: Self.capped)
+            #expect(later.admitted.map(\.id) == ["c1"])
+            let counts = try await store.eventCounts(EventStoreConformanceTests.window())
+            #expect(tally(counts, .client, .pluginSwitch(Self.promos)) == EventTally(sessions: 5, crashedSessions: 5))
+            // A retry of a dropped session is a duplicate: it never counts later.
+            let retried = try await store.ingestEvents([Self.session("a3", at: 600, unit: "u9", address: "192.0.2.1")],
+                                                       in: "rider", receivedAt: Self.t0 + 601, admission: Self.capped)
+            #expect(retried.duplicates == ["a3"] && retried.admitted.isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func reportersAreCountedApartAndOnlyTheirUnitsAreCapped(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let events = (0..<6).map { Self.session("r\($0)", unit: "device-\($0 % 3)", address: "10.0.0.1", source: .reporter) }
+            let result = try await store.ingestEvents(events, in: "rider", receivedAt: Self.t0, admission: Self.capped)
+            // Six sessions from one address, two per unit: every one counts (a reporter's address is its own server).
+            #expect(result.admitted.count == 6 && result.dropped.isEmpty)
+            _ = try await store.ingestEvents([Self.session("c1", crashed: false, unit: "u1", address: "10.0.0.1")],
+                                             in: "rider", receivedAt: Self.t0, admission: Self.capped)
+            let counts = try await store.eventCounts(EventStoreConformanceTests.window())
+            #expect(tally(counts, .reporter, .pluginSwitch(Self.promos)) == EventTally(sessions: 6, crashedSessions: 6))
+            #expect(tally(counts, .client, .pluginSwitch(Self.promos)) == EventTally(sessions: 1))
+            let clientsOnly = try await store.eventCounts(EventCountQuery(namespace: "rider", from: Self.t0, until: Self.t0 + 3600,
+                                                                           sources: [.client]))
+            #expect(clientsOnly.allSatisfy { $0.source == .client } && !clientsOnly.isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func undeclaredCitiesFoldIntoOtherAndOnlyTheMostFrequentCountOnTheirOwn(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let declared = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: nil, maximumSessionsPerAddress: nil,
+                                          cities: ["lagos"], cohorts: ["beta"], maximumScopeValues: 100)
+            let result = try await store.ingestEvents([
+                Self.session("d1", unit: "u1", address: nil, city: "lagos", cohorts: ["beta", "made-up"]),
+                Self.session("d2", unit: "u2", address: nil, city: "atlantis", cohorts: ["x", "y"]),
+            ], in: "rider", receivedAt: Self.t0, admission: declared)
+            #expect(result.admitted.map(\.city) == ["lagos", CrashGuardPolicy.otherValue])
+            #expect(result.admitted.map(\.cohorts) == [["beta", CrashGuardPolicy.otherValue], [CrashGuardPolicy.otherValue]])
+            // Not declared: the two most frequent of the window count on their own (ties by name).
+            let ranked = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: nil, maximumSessionsPerAddress: nil,
+                                        cities: nil, cohorts: nil, maximumScopeValues: 2)
+            let cities = ["paris", "paris", "rome", "paris", "rome", "nowhere-1", "nowhere-2"]
+            var seen: [String?] = []
+            for (index, city) in cities.enumerated() {
+                let admitted = try await store.ingestEvents([Self.session("t\(index)", at: 600, unit: "u\(index)", address: nil, city: city)],
+                                                            in: "rider", receivedAt: Self.t0 + 600, admission: ranked)
+                seen += admitted.admitted.map(\.city)
+            }
+            #expect(seen == ["paris", "paris", "rome", "paris", "rome", CrashGuardPolicy.otherValue, CrashGuardPolicy.otherValue])
+            let counts = try await store.eventCounts(EventCountQuery(namespace: "rider", from: Self.t0 + 600, until: Self.t0 + 1200,
+                                                                      subjects: [.baseline], dimensions: [.city]))
+            #expect(counts.map(\.dimension.value) == [CrashGuardPolicy.otherValue, "paris", "rome"])
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func crashedSessionsAreRecordedWithUnitAddressAndSwitchesUntilPruned(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            _ = try await store.ingestEvents([
+                Self.session("x2", at: 61, unit: "u2", address: "203.0.113.9", cohorts: ["beta", "beta"]),
+                Self.session("x1", at: 5, unit: nil, address: "203.0.113.8", city: nil),
+                Self.session("x3", at: 7, crashed: false, unit: "u3", address: "203.0.113.8"),
+                Self.session("x4", at: 700, unit: "u4", address: nil, source: .reporter),
+            ], in: "rider", receivedAt: Self.t0, admission: .unlimited)
+            let records = try await store.crashRecords(in: "rider", from: Self.t0, until: Self.t0 + 600)
+            #expect(records == [
+                CrashRecord(id: "x1", source: .client, bucket: Self.t0.milliseconds, unit: "address:203.0.113.8", address: "203.0.113.8",
+                            city: nil, cohorts: [], switches: [Self.promos]),
+                CrashRecord(id: "x2", source: .client, bucket: (Self.t0 + 60).milliseconds, unit: "u2", address: "203.0.113.9",
+                            city: "lagos", cohorts: ["beta"], switches: [Self.promos]),
+            ])
+            #expect(try await store.crashRecords(in: "rider", from: Self.t0 + 600, until: Self.t0 + 3600).map(\.id) == ["x4"])
+            #expect(try await store.crashRecords(in: "other", from: Self.t0, until: Self.t0 + 3600).isEmpty)
+            #expect(try await store.pruneEventRecords(before: Self.t0 + 600) >= 2)
+            #expect(try await store.crashRecords(in: "rider", from: Self.t0, until: Self.t0 + 3600).map(\.id) == ["x4"])
+        }
+    }
+}
+
+/// The admission's decisions in memory: the same as a backend's.
+struct EventAdmissionTests {
+    @Test func theLedgerAdmitsAsTheStoresDo() {
+        var ledger = EventAdmission.Ledger()
+        let events = (0..<5).map {
+            EventAdmissionConformanceTests.session("e\($0)", unit: $0 < 3 ? "same" : "u\($0)", address: "203.0.113.1")
+        }
+        let admitted = ledger.admit(events, admission: EventAdmissionConformanceTests.capped)
+        // e2 is over its unit's cap, and still takes the address's third place: e3 and e4 are over the address's.
+        #expect(admitted.events.map(\.id) == ["e0", "e1"])
+        #expect(admitted.dropped == [EventDrop(id: "e2", reason: .unitCap), EventDrop(id: "e3", reason: .addressCap),
+                                     EventDrop(id: "e4", reason: .addressCap)])
+    }
+
+    @Test func windowsAreAlignedOnTheEpochAndUnitlessSessionsShareTheirAddresssUnit() {
+        let admission = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: 1, maximumSessionsPerAddress: nil, cities: nil,
+                                       cohorts: nil, maximumScopeValues: nil)
+        #expect(admission.windowStart(of: Date(timeIntervalSince1970: 1_799_999_999)) == 1_799_999_400_000)
+        #expect(EventAdmission.unitKey(of: StoredEvent(id: "a", time: .now, payload: .exposure(flag: "f", variant: "v"), address: "192.0.2.1"))
+                == "address:192.0.2.1")
+    }
+}
+
 /// The shared aggregation every backend uses.
 struct EventAggregationTests {
     @Test func bucketsStartOnWholeMinutesUTCAlsoBefore1970() {

@@ -270,6 +270,45 @@ import Testing
         }
     }
 
+    /// Someone must always be able to manage tokens: the last live admin token valid in every namespace is never
+    /// revoked, also when two processes each revoke one of the last two at the same moment.
+    @Test(arguments: StoreBackend.all)
+    func theLastUnrestrictedAdminTokenIsNeverRevokedEvenByRevocationsAtOnce(backend: StoreBackend) async throws {
+        try await backend.withStores(2) { stores in
+            let root = ChangeAuthor(actor: "root", source: .api)
+            _ = try await stores[0].issueToken(name: "first", role: .admin, namespaces: nil, by: root)
+            _ = try await stores[0].issueToken(name: "rider-admin", role: .admin, namespaces: ["rider"], by: root)
+            let refused = await expectStorageError(.lastAdminToken) { try await stores[1].revokeToken("first", by: root) }
+            #expect(refused?.message.contains("'first'") == true)
+            // An admin limited to namespaces cannot manage tokens, so it neither counts nor is kept.
+            #expect(try await stores[1].revokeToken("rider-admin", by: root).isRevoked)
+
+            for round in 1...3 {
+                _ = try await stores[0].issueToken(name: "second-\(round)", role: .admin, namespaces: nil, by: root)
+                let live = try await stores[0].tokens().map(\.record).filter { $0.role == .admin && $0.namespaces == nil && !$0.isRevoked }
+                #expect(live.count == 2)
+                let outcomes = await withTaskGroup(of: StorageError.Kind?.self) { group in
+                    for (store, token) in zip(stores, live) {
+                        group.addTask {
+                            do {
+                                _ = try await store.revokeToken(token.id, by: root)
+                                return nil
+                            } catch {
+                                return (error as? StorageError)?.kind ?? .corrupt
+                            }
+                        }
+                    }
+                    return await group.reduce(into: [StorageError.Kind?]()) { $0.append($1) }
+                }
+                #expect(outcomes.filter { $0 == nil }.count == 1, "round \(round): \(outcomes)")
+                #expect(outcomes.filter { $0 == .lastAdminToken }.count == 1, "round \(round): \(outcomes)")
+                let left = try await stores[1].tokens().map(\.record).filter { $0.role == .admin && $0.namespaces == nil && !$0.isRevoked }
+                #expect(left.count == 1, "round \(round)")
+            }
+            #expect(try await stores[0].audit(AuditQuery(limit: 100)).entries.filter { $0.action == .tokenRevoke }.count == 4)
+        }
+    }
+
     @Test(arguments: StoreBackend.all)
     func aTokensRequestRateIsStoredWithItAndAbsentByDefault(backend: StoreBackend) async throws {
         try await backend.withStore { store in

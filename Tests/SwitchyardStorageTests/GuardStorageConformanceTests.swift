@@ -126,4 +126,31 @@ import Testing
             #expect(reverted.state.flagSet == Fixtures.rider())
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func proposalsAndDismissalsAreAuditedWithoutAVersionAndFoundByAction(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let proposed = try await store.recordAudit(AuditNote(
+                author: ChangeAuthor(actor: "crash-guard", source: .crashGuard, reason: "the trip budget is spent"), action: .guardPropose,
+                namespace: "rider", summary: "crash guard: propose disabling plugin_switch_feed_promos in city lagos",
+                targets: ["plugin_switch_feed_promos"], evidence: Self.evidence))
+            #expect(proposed.action == .guardPropose && proposed.version == nil && proposed.evidence == Self.evidence)
+            #expect(proposed.reason == "the trip budget is spent")
+            let dismissed = try await store.recordAudit(AuditNote(
+                author: ChangeAuthor(actor: "ada", source: .cli, reason: "a known flaky device farm"), action: .guardDismiss,
+                namespace: "rider", summary: "dismiss crash guard proposal \(proposed.id)", targets: ["plugin_switch_feed_promos"],
+                evidence: .object(JSONObject([("proposal", .int64(proposed.id))]))))
+            #expect(dismissed.id > proposed.id)
+            #expect(try await store.namespace("rider")?.record.version == 1)
+            let found = try await store.audit(AuditQuery(namespace: "rider", actions: [.guardPropose, .guardDismiss]))
+            #expect(found.entries.map(\.id) == [dismissed.id, proposed.id])
+            #expect(try await store.audit(AuditQuery(target: "plugin_switch_feed_promos", actions: [.guardDismiss])).entries.map(\.actor) == ["ada"])
+            #expect(try await store.audit(AuditQuery(namespace: "rider", actions: [.change])).entries.isEmpty)
+            _ = await expectStorageError(.notFound) {
+                try await store.recordAudit(AuditNote(author: ChangeAuthor(actor: "crash-guard", source: .crashGuard), action: .guardPropose,
+                                                          namespace: "nope", summary: "x", targets: [], evidence: nil))
+            }
+        }
+    }
 }

@@ -5,14 +5,15 @@ import SwitchyardCore
 @testable import SwitchyardPostgres
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// What only the PostgreSQL backend promises: notifications to every process, migrations shared safely by
 /// processes starting together, degraded mode while the database is gone, URLs.
 @Suite(.serialized) struct PostgresFlagStoreTests {
     /// Stores on one fresh database, running until the body ends.
-    func withStores<T>(_ count: Int, url: String? = nil, _ body: ([PostgresFlagStore]) async throws -> T) async throws -> T {
-        let (databaseURL, drop) = try await TestPostgres.createDatabase(on: url, timeout: 60)
+    func withStores<T>(_ count: Int, url: String? = nil, timeout: Int = 60, _ body: ([PostgresFlagStore]) async throws -> T) async throws -> T {
+        let (databaseURL, drop) = try await TestPostgres.createDatabase(on: url, timeout: timeout)
         var stores: [PostgresFlagStore] = []
         var tasks: [Task<Void, any Error>] = []
         defer { for task in tasks { task.cancel() } }
@@ -115,7 +116,10 @@ import Testing
                 try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
             }
             #expect(refused?.message.contains("unreachable") == true)
-            #expect(refused?.message.contains(store.configuration.displayURL) == true)
+            // What a client reads never names the database; the log's diagnostic does.
+            #expect(refused?.message.contains(store.configuration.host) == false, "\(refused?.message ?? "")")
+            #expect(refused?.message.contains("postgres://") == false)
+            #expect(refused?.diagnostic?.contains(store.configuration.displayURL) == true)
             _ = await expectStorageError(.unavailable) { try await store.checkHealth() }
 
             try await server.start()
@@ -128,12 +132,66 @@ import Testing
         } }
     }
 
+    /// A slow answer is not an outage: operations that run out of time fail alone, with a message saying so, and
+    /// the store goes on taking operations (a busy flagsd or a slow query must not put it in degraded mode).
+    @Test func operationsThatRunOutOfTimeFailAloneAndTheDatabaseStaysReachable() async throws {
+        try await withStores(1, timeout: 5) { stores in
+            let store = stores[0]
+            try await store.migrate()
+            // More slow operations at once than the probes that may go unanswered before the database counts as
+            // unreachable.
+            let messages = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<(store.availability.silenceLimit + 1) {
+                    group.addTask {
+                        await expectStorageError(.unavailable) { try await store.rows("SELECT pg_sleep(15)") }?.message
+                    }
+                }
+                return await group.reduce(into: [String?]()) { $0.append($1) }
+            }
+            for message in messages {
+                #expect(message?.contains("did not answer within") == true, "\(message ?? "no error")")
+            }
+            #expect(!store.availability.refusesOperations, "\(store.availability.status)")
+            // The store takes the next operation at once rather than refusing it as if the database were gone.
+            let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            #expect(created.state.record.version == 1)
+            #expect(store.availability.status == .reachable)
+        }
+    }
+
+    /// A database that stops answering without closing a connection (a network partition, a hung host) counts as
+    /// unreachable once its probes go unanswered, and the store works again when it answers.
+    @Test func aSilentDatabaseBecomesUnreachableWhenItsProbesGoUnansweredAndRecovers() async throws {
+        try await PrivateServer.with { server in try await withStores(1, url: server.url, timeout: 5) { stores in
+            let store = stores[0]
+            try await store.migrate()
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+
+            try server.pause()
+            defer { try? server.resume() }
+            let timedOut = await expectStorageError(.unavailable) { try await store.namespaces() }
+            #expect(timedOut?.message.contains("did not answer within") == true, "\(timedOut?.message ?? "")")
+            try await waitUntil { store.availability.refusesOperations }
+            guard case .unreachable(_, let reason) = store.availability.status else { return }
+            #expect(reason.contains("probes in a row without an answer"), "\(reason)")
+            let refused = await expectStorageError(.unavailable) { try await store.namespaces() }
+            #expect(refused?.message.contains("unreachable") == true)
+
+            try server.resume()
+            try await waitUntil { !store.availability.refusesOperations }
+            let committed = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
+            #expect(committed.state.record.version == 2)
+        } }
+    }
+
     @Test func aDatabaseThatNeverAnswersFailsMigrationWithAClearError() async throws {
         let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&timeout=1"))
         let running = Task { try await store.run() }
         defer { running.cancel() }
         let error = await expectStorageError(.unavailable) { try await store.migrate(waitingUpTo: .zero) }
-        #expect(error?.message.contains("127.0.0.1:1") == true)
+        // flagsd prints the whole description when it cannot start: where, and what to check.
+        #expect(error?.description.contains("127.0.0.1:1") == true)
+        #expect(error?.message.contains("127.0.0.1:1") == false)
         #expect(error?.message.contains("check that it runs") == true)
     }
 
@@ -158,6 +216,49 @@ import Testing
         #expect(defaults.username == "postgres")
         #expect(defaults.database == "switchyard")
         #expect(defaults.tls == .prefer)
+    }
+
+    /// Across a network, the server's certificate is checked unless the URL says otherwise; on loopback no network
+    /// path lies between flagsd and the database.
+    @Test func sslmodeDefaultsToVerifyFullExceptOnLoopback() throws {
+        for host in ["db.internal", "10.0.0.5", "postgres", "[2001:db8::1]", "127.example.com"] {
+            #expect(try PostgresStoreConfiguration(url: "postgres://flagsd@\(host)/switchyard").tls == .verifyFull, "\(host)")
+        }
+        for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "[::1]"] {
+            #expect(try PostgresStoreConfiguration(url: "postgres://flagsd@\(host)/switchyard").tls == .prefer, "\(host)")
+        }
+        #expect(try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=require").tls == .require)
+        #expect(try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=disable").tls == .disable)
+        #expect(PostgresStoreConfiguration(host: "db.internal").tls == .verifyFull)
+        #expect(PostgresStoreConfiguration(host: "127.0.0.1").tls == .prefer)
+    }
+
+    @Test func sslrootcertNamesAReadableFileAndNeedsVerifyFull() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem")
+        try "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let configuration = try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslrootcert=\(file.path)")
+        #expect(configuration.rootCertificates == file.path)
+        #expect(configuration.tls == .verifyFull)
+        #expect { try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslrootcert=/no/such/ca.pem") } throws: { error in
+            "\(error)".contains("sslrootcert=/no/such/ca.pem") && "\(error)".contains("not a readable file")
+        }
+        #expect { try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=require&sslrootcert=\(file.path)") } throws: { error in
+            "\(error)".contains("needs sslmode=verify-full")
+        }
+    }
+
+    /// verify-full never falls back to plain TCP: against a server without TLS (the test server), connecting fails.
+    @Test func verifyFullRefusesAServerWithoutTLS() async throws {
+        let (url, drop) = try await TestPostgres.createDatabase(timeout: 2)
+        let strict = url.replacingOccurrences(of: "sslmode=disable", with: "sslmode=verify-full")
+        #expect(strict.contains("sslmode=verify-full"))
+        let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: strict))
+        let running = Task { try await store.run() }
+        _ = await expectStorageError(.unavailable) { try await store.migrate(waitingUpTo: .zero) }
+        running.cancel()
+        #expect(await ended(running, within: .seconds(60)))
+        await drop()
     }
 
     @Test(arguments: [
@@ -209,17 +310,5 @@ final class ReceivedNotifications: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
-    }
-}
-
-/// Waits until a condition holds, checking every 50 ms, for at most a generous `timeout`.
-func waitUntil(timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("the condition did not hold within \(timeout)")
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(50))
     }
 }

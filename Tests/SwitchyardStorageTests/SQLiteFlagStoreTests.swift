@@ -10,20 +10,41 @@ struct SQLiteFlagStoreTests {
 
     @Test func writerSyncsEveryCommitInWALMode() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: path)
+        let store = try await SQLiteFlagStore(path: path)
         #expect(try await store.writerSynchronousMode() == 2)
         #expect(try await store.journalMode() == "wal")
         try store.close()
     }
 
+    /// The database holds the audit log and token hashes: only flagsd's user may read it, its WAL and its folder.
+    @Test func theFileItsJournalsAndTheFolderAreCreatedForThisUserOnly() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try await SQLiteFlagStore(path: path)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        func mode(_ path: String) throws -> Int {
+            try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+        }
+        #expect(try mode(path) == 0o600)
+        #expect(try mode(path + "-wal") == 0o600)
+        #expect(try mode(path + "-shm") == 0o600)
+        #expect(try mode(URL(fileURLWithPath: path).deletingLastPathComponent().path) == 0o700)
+        try store.close()
+        // An existing file keeps the mode its operator gave it.
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: path)
+        let reopened = try await SQLiteFlagStore(path: path)
+        #expect(try mode(path) == 0o640)
+        #expect(try await reopened.namespace("rider") != nil)
+        try reopened.close()
+    }
+
     @Test func versionsContinueAfterReopeningTheFile() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        var store = try SQLiteFlagStore(path: path)
+        var store = try await SQLiteFlagStore(path: path)
         _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
         _ = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
         try store.close()
 
-        store = try SQLiteFlagStore(path: path)
+        store = try await SQLiteFlagStore(path: path)
         let reopened = try #require(try await store.namespace("rider"))
         #expect(reopened.record.version == 2)
         #expect(reopened.flagSet.flag("plugin_switch_feed_weather")?.pluginSwitch?.rollout.basisPoints == 5)
@@ -34,7 +55,7 @@ struct SQLiteFlagStoreTests {
 
     @Test func aDeletedNamespaceKeepsItsHistoryBesideItsSuccessor() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try SQLiteFlagStore(path: path)
+        let store = try await SQLiteFlagStore(path: path)
         let first = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
         try await store.deleteNamespace("rider", by: Fixtures.editor)
         _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
@@ -45,16 +66,18 @@ struct SQLiteFlagStoreTests {
         try store.close()
     }
 
-    @Test func anUnopenableFileFailsWithAClearError() throws {
+    @Test func anUnopenableFileFailsWithAClearError() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let notADatabase = folder.appendingPathComponent("garbage.sqlite")
         try Data(repeating: 0x41, count: 4096).write(to: notADatabase)
-        #expect {
-            try SQLiteFlagStore(path: notADatabase.path)
+        await #expect {
+            try await SQLiteFlagStore(path: notADatabase.path)
         } throws: { error in
             let error = error as? StorageError
-            return error?.kind == .unavailable && error?.message.contains(notADatabase.path) == true
+            // flagsd prints the whole description when it cannot start; the message alone never names the file.
+            return error?.kind == .unavailable && error?.description.contains(notADatabase.path) == true
+                && error?.message.contains(notADatabase.path) == false
         }
     }
 }

@@ -19,11 +19,13 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
 
     static let sqlite = StoreBackend(name: "SQLite") { clock, count in
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-store-\(UUID().uuidString)")
-        let stores = try (0..<count).map { _ in
-            try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path, now: { clock.now })
+        var stores: [SQLiteFlagStore] = []
+        for _ in 0..<count {
+            stores.append(try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path, now: { clock.now }))
         }
-        return (stores, {
-            for store in stores { try store.close() }
+        let opened = stores
+        return (opened, {
+            for store in opened { try store.close() }
             try? FileManager.default.removeItem(at: folder)
         })
     }

@@ -4,7 +4,7 @@ openfeature-provider-ofrep (versions pinned in requirements.txt; run through ./r
 flagsd must serve the namespace of Flags/shop.yaml as its default namespace. Environment:
 
   OFREP_URL                  flagsd's base URL, e.g. http://127.0.0.1:8080
-  SWITCHYARD_CLIENT_TOKEN    a client token for every namespace
+  SWITCHYARD_CLIENT_TOKEN    a client token for several namespaces (so OFREP uses the default namespace)
   SWITCHYARD_SHOP_TOKEN      a client token limited to namespace shop
   SWITCHYARD_RATE_TOKEN      a client token limited to 3 OFREP requests per minute
   SWITCHYARD_REVOKED_TOKEN   a revoked token

@@ -26,8 +26,11 @@ CITIES = [f"city-{i}" for i in range(20)]
 
 
 def flag_set(enabled: bool) -> dict:
+    # Every batch comes from the load client's one address: the caps per unit and address stay on (their counting is
+    # part of what is measured) but high enough to keep every session, and one address suffices to trip.
     return {
-        "crash_guard": {"enabled": enabled, "min_sessions": 200, "min_crashes": 10, "cooldown": "0s"},
+        "crash_guard": {"enabled": enabled, "min_sessions": 200, "min_crashes": 10, "cooldown": "0s", "min_addresses": 1,
+                        "max_sessions_per_unit": 1000000, "max_sessions_per_address": 100000000},
         "plugin_points": [{"name": f"point_{i}", "switches": [key]} for i, key in enumerate(SWITCHES)],
         "flags": {key: {"type": "plugin_switch", "rollout": 10000} for key in SWITCHES},
     }
@@ -73,7 +76,7 @@ def session(crashed: bool, switches, city: str) -> dict:
     event_id = uuid.uuid4().hex
     return {"id": event_id, "type": "session", "time": stamp(now - 1), "city": city, "cohorts": ["riders"],
             "app_version": "5.14.0", "platform": "ios", "session_id": event_id, "start": stamp(now - 300),
-            "end": stamp(now - 2), "crashed": crashed, "switches": switches}
+            "end": stamp(now - 2), "crashed": crashed, "switches": switches, "unit": event_id}
 
 
 def batch_bodies(count: int, size: int, rng: random.Random):
@@ -202,10 +205,10 @@ async def trip(host, port, admin, client, waiters, repeats):
     return result
 
 
-async def client_token(host, port, admin):
+async def client_token(host, port, admin, namespaces):
     connection = Connection(host, port, admin)
     status, _, data = await connection.request("POST", "/v1/tokens", json.dumps(
-        {"name": f"bench-client-{uuid.uuid4().hex[:8]}", "role": "client"}).encode())
+        {"name": f"bench-client-{uuid.uuid4().hex[:8]}", "role": "client", "namespaces": namespaces}).encode())
     connection.close()
     assert status == 201, (status, data)
     return json.loads(data)["token"]
@@ -224,7 +227,9 @@ async def main():
     parser.add_argument("--waiters", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    args.client_token = await client_token(args.host, args.port, args.admin_token)
+    # Client tokens name the namespaces they serve: the ones this run creates.
+    namespaces = ["guard-on", "guard-off"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
+    args.client_token = await client_token(args.host, args.port, args.admin_token, namespaces)
     if args.mode == "ingest":
         result = await ingest(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
                               args.connections, args.batch)

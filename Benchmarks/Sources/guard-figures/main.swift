@@ -14,6 +14,8 @@ struct Row {
     var scenario: GuardSimulation.Scenario
     /// The switch whose trips are wanted (nil: every trip is a false one).
     var target: String?
+    /// Other switches that really crash: their trips are not false either.
+    var alsoCrashing: [String] = []
 }
 
 func healthy(_ count: Int, rate: Double, prefix: String = "plugin_switch_ok") -> [GuardSimulation.Switch] {
@@ -29,6 +31,29 @@ func scenario(_ switches: [GuardSimulation.Switch], perMinute: Int = 200, minute
 }
 
 let crashing = GuardSimulation.Switch(key: "plugin_switch_crashing", crashRate: 0.05)
+
+/// The fleet: an always-on plugin in every session, a map layer in half of them crashing 10 % (9 % of its
+/// own beside the 1 % every session has), 80 sessions a minute (800 in the window) over 4 cities.
+func alwaysOnFleet(_ extra: [GuardSimulation.Switch] = [], alwaysOnCrashRate: Double = 0, trafficRate: Double = 0.09) -> GuardSimulation.Scenario {
+    var fleet = scenario([GuardSimulation.Switch(key: "plugin_switch_prefs_accessibility", crashRate: alwaysOnCrashRate, activeShare: 1),
+                          GuardSimulation.Switch(key: "plugin_switch_map_traffic", crashRate: trafficRate)] + extra,
+                         perMinute: 80, minutes: 30)
+    fleet.cities = ["lagos", "paris", "lima", "pune"]
+    fleet.baselineCrashRate = 0.01
+    return fleet
+}
+
+let alwaysOnHealthy = [GuardSimulation.Switch(key: "plugin_switch_always_b", crashRate: 0, activeShare: 1),
+                       GuardSimulation.Switch(key: "plugin_switch_always_c", crashRate: 0, activeShare: 1),
+                       GuardSimulation.Switch(key: "plugin_switch_half", crashRate: 0.001)]
+
+/// A fleet with forged crashed sessions naming one healthy switch.
+func forged(addresses: Int, perMinute: Int = 300) -> GuardSimulation.Scenario {
+    var fleet = scenario(healthy(6, rate: 0.001), minutes: 30)
+    fleet.forgers = [GuardSimulation.Forger(key: "plugin_switch_ok_0", sessionsPerMinute: perMinute, addresses: addresses)]
+    return fleet
+}
+
 let rows = [
     Row(name: "6 healthy plugins at 0.1 %, 200 sessions/min", scenario: scenario(healthy(6, rate: 0.001))),
     Row(name: "6 healthy plugins at 0.1 %, 2,000 sessions/min", scenario: scenario(healthy(6, rate: 0.001), perMinute: 2000, minutes: 30)),
@@ -43,6 +68,16 @@ let rows = [
     Row(name: "1 plugin at 8 % in Lagos only + 5 healthy",
         scenario: scenario([GuardSimulation.Switch(key: "plugin_switch_lagos", crashRate: 0.08, crashCity: "lagos")] + healthy(5, rate: 0.001),
                            minutes: 30), target: "plugin_switch_lagos"),
+    Row(name: "the issue's fleet: always-on plugin + map layer crashing 10 % in half the sessions, 1 % baseline",
+        scenario: alwaysOnFleet(), target: "plugin_switch_map_traffic"),
+    Row(name: "same + 2 more always-on plugins + 1 healthy at half", scenario: alwaysOnFleet(alwaysOnHealthy), target: "plugin_switch_map_traffic"),
+    Row(name: "always-on plugin crashing 5 % + map layer crashing 10 % + 1 healthy", scenario: alwaysOnFleet([alwaysOnHealthy[2]], alwaysOnCrashRate: 0.05),
+        target: "plugin_switch_prefs_accessibility", alsoCrashing: ["plugin_switch_map_traffic"]),
+    Row(name: "always-on plugin crashing 5 % beside 2 healthy always-on ones (they run in the same sessions)",
+        scenario: alwaysOnFleet(alwaysOnHealthy, alwaysOnCrashRate: 0.05, trafficRate: 0.001), target: "plugin_switch_prefs_accessibility"),
+    Row(name: "forger: 300 made-up crashed sessions/min from 1 address + 6 healthy", scenario: forged(addresses: 1)),
+    Row(name: "forger: 300/min from 3 addresses", scenario: forged(addresses: 3)),
+    Row(name: "forger: 300/min from 10 addresses", scenario: forged(addresses: 10)),
 ]
 
 func percentile(_ values: [Double], _ p: Double) -> Double? {
@@ -56,21 +91,26 @@ func text(_ value: Double?, digits: Int = 1) -> String {
 }
 
 print("runs per scenario: \(runs) (seeds 1...\(runs)); 5 cities; baseline crash rate 0.1 %; each plugin active in half the sessions;")
-print("built-in policy (window 10m, 200 sessions, 10 crashes, 2 %, 99.9 % confidence, baseline_ratio 2) unless named;")
-print("the guard assesses after every batch of 25 sessions; a trip reaches clients one batch later.")
+print("built-in policy (window 10m, 200 sessions, 10 crashes, 2 %, 99.9 % confidence, baseline_ratio 2, crashes from 5 units and 3")
+print("addresses, 5 sessions per unit and 100 per address per window, 3 automatic disables an hour) unless named; 3,000 units behind")
+print("1,500 addresses; the guard assesses after every batch of 25 sessions; a trip reaches clients one batch later. Past the budget")
+print("the guard proposes (a person would decide; the simulation applies nothing): proposals are counted apart from trips.")
 print("")
-print("| scenario | switch-hours | false trips | false trips per 1,000 switch-hours | runs where the target tripped | scope right | minutes to trip p50 / p95 | evidence sessions p50 |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+print("| scenario | switch-hours | false trips | false trips per 1,000 switch-hours | false proposals | runs where the target tripped | scope right | minutes to trip p50 / p95 | evidence sessions p50 |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 let started = Date()
 for row in rows {
     var falseTrips = 0
+    var falseProposals = 0
     var tripped = 0
     var scopeRight = 0
     var minutes: [Double] = []
     var evidence: [Double] = []
     for seed in 1...runs {
         let outcome = GuardSimulation.run(row.scenario, seed: UInt64(seed))
-        falseTrips += outcome.trips.filter { $0.key != row.target }.count
+        let real = Set([row.target].compactMap { $0 } + row.alsoCrashing)
+        falseTrips += outcome.trips.filter { !real.contains($0.key) }.count
+        falseProposals += outcome.proposals.filter { !real.contains($0.key) }.count
         if let target = row.target, let trip = outcome.trips.first(where: { $0.key == target }) {
             tripped += 1
             minutes.append(Double(trip.minute) + 0.5)
@@ -79,12 +119,12 @@ for row in rows {
             if trip.scope == expected { scopeRight += 1 }
         }
     }
-    let healthySwitches = row.scenario.switches.filter { $0.key != row.target }.count
+    let healthySwitches = row.scenario.switches.filter { $0.key != row.target && !row.alsoCrashing.contains($0.key) }.count
     let switchHours = Double(runs * healthySwitches * row.scenario.minutes) / 60
     let rate = Double(falseTrips) / switchHours * 1000
     let target = row.target == nil ? "-" : "\(tripped) of \(runs)"
     let scope = row.target == nil ? "-" : "\(scopeRight) of \(tripped)"
-    print("| \(row.name) | \(Int(switchHours)) | \(falseTrips) | \(text(rate, digits: 2)) | \(target) | \(scope) | "
+    print("| \(row.name) | \(Int(switchHours)) | \(falseTrips) | \(text(rate, digits: 2)) | \(falseProposals) | \(target) | \(scope) | "
           + "\(text(percentile(minutes, 0.5))) / \(text(percentile(minutes, 0.95))) | \(text(percentile(evidence, 0.5), digits: 0)) |")
 }
 print("")

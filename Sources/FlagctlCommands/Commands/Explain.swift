@@ -87,7 +87,7 @@ public struct Explain: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
-        guard flags.directory != nil else {
+        guard let directory = flags.directory else {
             try await runAgainstServer(console: console)
             return
         }
@@ -99,7 +99,7 @@ public struct Explain: FlagctlCommand {
             if !suggestions.isEmpty {
                 message += "; did you mean \(suggestions.map { "'\($0)'" }.joined(separator: " or "))?"
             } else {
-                message += "; 'flagctl lint \(flags.directory)' lists nothing wrong, so check the key's spelling"
+                message += "; 'flagctl lint \(directory)' lists nothing wrong, so check the key's spelling"
             }
             throw CommandFailure.notFound(message)
         }

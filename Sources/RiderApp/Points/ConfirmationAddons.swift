@@ -1,4 +1,4 @@
-public import SwitchyardPlugins
+import SwitchyardPlugins
 
 /// The ride confirmation screen: the quote, and what add-ons change on it before the rider confirms.
 public struct Confirmation: Sendable, Hashable {
@@ -30,12 +30,13 @@ public protocol ConfirmationAddon {
 struct SurgeNoticeFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.surgeNotice }
     let faults: Faults
+    let screens: RiderScreens
 
     func isApplicable(to confirmation: Confirmation) -> Bool { confirmation.surgePercent > 100 }
 
     func build(for confirmation: Confirmation) throws -> any ConfirmationAddon {
         try faults.build(pluginSwitch)
-        return Addon(faults: faults, pluginSwitch: pluginSwitch) { confirmation in
+        return Addon(faults: faults, pluginSwitch: pluginSwitch, confirmation: confirmation, screens: screens) { confirmation in
             let surge = confirmation.surgePercent
             confirmation.notes.append("Fares are \(surge / 100).\(surge % 100 < 10 ? "0" : "")\(surge % 100)× higher than usual right now")
         }
@@ -46,12 +47,13 @@ struct SurgeNoticeFactory: PluginFactory {
 struct ConfirmationPromoFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.confirmationPromo }
     let faults: Faults
+    let screens: RiderScreens
 
     func isApplicable(to confirmation: Confirmation) -> Bool { confirmation.promotion != nil }
 
     func build(for confirmation: Confirmation) throws -> any ConfirmationAddon {
         try faults.build(pluginSwitch)
-        return Addon(faults: faults, pluginSwitch: pluginSwitch) { confirmation in
+        return Addon(faults: faults, pluginSwitch: pluginSwitch, confirmation: confirmation, screens: screens) { confirmation in
             guard let promotion = confirmation.promotion else { return }
             let discount = min(Money(cents: confirmation.quote.cents * promotion.percentOff / 100), promotion.cap)
             confirmation.discount = discount
@@ -67,25 +69,45 @@ struct SplitFareFactory: PluginFactory {
 
     var pluginSwitch: PluginSwitch { RiderSwitches.splitFare }
     let faults: Faults
+    let screens: RiderScreens
 
     func isApplicable(to confirmation: Confirmation) -> Bool { confirmation.quote >= Self.threshold }
 
     func build(for confirmation: Confirmation) throws -> any ConfirmationAddon {
         try faults.build(pluginSwitch)
-        return Addon(faults: faults, pluginSwitch: pluginSwitch) { confirmation in
+        return Addon(faults: faults, pluginSwitch: pluginSwitch, confirmation: confirmation, screens: screens) { confirmation in
             confirmation.splitWays = 2
             confirmation.notes.append("Split with a friend: \(Money(cents: (confirmation.total.cents + 1) / 2)) each")
         }
     }
 }
 
-private struct Addon: ConfirmationAddon {
+private final class Addon: ConfirmationAddon, LivePlugin {
     let faults: Faults
     let pluginSwitch: PluginSwitch
+    /// The confirmation the add-on was built for (what it shows when attached live).
+    let confirmation: Confirmation
+    let screens: RiderScreens
     let change: (inout Confirmation) -> Void
+
+    init(faults: Faults, pluginSwitch: PluginSwitch, confirmation: Confirmation, screens: RiderScreens,
+         change: @escaping (inout Confirmation) -> Void) {
+        self.faults = faults
+        self.pluginSwitch = pluginSwitch
+        self.confirmation = confirmation
+        self.screens = screens
+        self.change = change
+    }
 
     func apply(to confirmation: inout Confirmation) throws(SimulatedCrash) {
         try faults.use(pluginSwitch, at: RiderCatalogue.confirmationAddons.name)
         change(&confirmation)
+    }
+
+    /// Shows the add-on's note in the slot above the confirm button until detached.
+    func attach(to scope: PluginScope) {
+        var applied = confirmation
+        change(&applied)
+        screens.showAddon(applied.notes.joined(separator: " | "), scope: scope)
     }
 }

@@ -1,4 +1,4 @@
-public import SwitchyardPlugins
+import SwitchyardPlugins
 
 /// A card of the home feed, under the "Where to?" box. The core flow shows the box alone.
 public protocol FeedCard {
@@ -10,10 +10,11 @@ public protocol FeedCard {
 struct FeedPromosFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.feedPromos }
     let faults: Faults
+    let screens: RiderScreens
 
     func build(for rider: RiderProfile) throws -> any FeedCard {
         try faults.build(pluginSwitch)
-        return Card(faults: faults, pluginSwitch: pluginSwitch) { _ in "Promotions near you" }
+        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in "Promotions near you" }
     }
 }
 
@@ -21,12 +22,13 @@ struct FeedPromosFactory: PluginFactory {
 struct FeedTripHistoryFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.feedTripHistory }
     let faults: Faults
+    let screens: RiderScreens
 
     func isApplicable(to rider: RiderProfile) -> Bool { rider.tripsTaken > 0 }
 
     func build(for rider: RiderProfile) throws -> any FeedCard {
         try faults.build(pluginSwitch)
-        return Card(faults: faults, pluginSwitch: pluginSwitch) { "Your \($0.tripsTaken) recent trips" }
+        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { "Your \($0.tripsTaken) recent trips" }
     }
 }
 
@@ -34,20 +36,37 @@ struct FeedTripHistoryFactory: PluginFactory {
 struct FeedSafetyTipsFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.feedSafetyTips }
     let faults: Faults
+    let screens: RiderScreens
 
     func build(for rider: RiderProfile) throws -> any FeedCard {
         try faults.build(pluginSwitch)
-        return Card(faults: faults, pluginSwitch: pluginSwitch) { _ in "Safety tip: check the plate before you get in" }
+        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in "Safety tip: check the plate before you get in" }
     }
 }
 
-private struct Card: FeedCard {
+private final class Card: FeedCard, LivePlugin {
     let faults: Faults
     let pluginSwitch: PluginSwitch
+    /// The rider the card was built for (what it shows when attached live).
+    let rider: RiderProfile
+    let screens: RiderScreens
     let text: (RiderProfile) -> String
+
+    init(faults: Faults, pluginSwitch: PluginSwitch, rider: RiderProfile, screens: RiderScreens, text: @escaping (RiderProfile) -> String) {
+        self.faults = faults
+        self.pluginSwitch = pluginSwitch
+        self.rider = rider
+        self.screens = screens
+        self.text = text
+    }
 
     func render(for rider: RiderProfile) throws(SimulatedCrash) -> String {
         try faults.use(pluginSwitch, at: RiderCatalogue.homeFeed.name)
         return text(rider)
+    }
+
+    /// Shows the card in the home feed until detached.
+    func attach(to scope: PluginScope) {
+        screens.show(text(rider), on: .home, scope: scope)
     }
 }

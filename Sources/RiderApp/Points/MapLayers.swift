@@ -1,4 +1,4 @@
-public import SwitchyardPlugins
+import SwitchyardPlugins
 
 /// What the home map shows: the core flow draws the base map and the rider's position; overlays add to it.
 public struct MapScene: Sendable, Hashable {
@@ -21,10 +21,11 @@ public protocol MapLayer {
 struct MapTrafficFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.mapTraffic }
     let faults: Faults
+    let screens: RiderScreens
 
     func build(for scene: MapScene) throws -> any MapLayer {
         try faults.build(pluginSwitch)
-        return Layer(faults: faults, pluginSwitch: pluginSwitch) { $0.layers.append("traffic") }
+        return Layer(faults: faults, pluginSwitch: pluginSwitch, scene: scene, screens: screens) { $0.layers.append("traffic") }
     }
 }
 
@@ -32,12 +33,13 @@ struct MapTrafficFactory: PluginFactory {
 struct MapPickupSpotsFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.mapPickupSpots }
     let faults: Faults
+    let screens: RiderScreens
 
     func isApplicable(to scene: MapScene) -> Bool { !scene.pickupSpots.isEmpty }
 
     func build(for scene: MapScene) throws -> any MapLayer {
         try faults.build(pluginSwitch)
-        return Layer(faults: faults, pluginSwitch: pluginSwitch) { $0.layers.append("pickup spots: " + $0.pickupSpots.joined(separator: ", ")) }
+        return Layer(faults: faults, pluginSwitch: pluginSwitch, scene: scene, screens: screens) { $0.layers.append("pickup spots: " + $0.pickupSpots.joined(separator: ", ")) }
     }
 }
 
@@ -45,22 +47,41 @@ struct MapPickupSpotsFactory: PluginFactory {
 struct MapScootersFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.mapScooters }
     let faults: Faults
+    let screens: RiderScreens
 
     func isApplicable(to scene: MapScene) -> Bool { scene.scootersNearby > 0 }
 
     func build(for scene: MapScene) throws -> any MapLayer {
         try faults.build(pluginSwitch)
-        return Layer(faults: faults, pluginSwitch: pluginSwitch) { $0.layers.append("\($0.scootersNearby) scooters") }
+        return Layer(faults: faults, pluginSwitch: pluginSwitch, scene: scene, screens: screens) { $0.layers.append("\($0.scootersNearby) scooters") }
     }
 }
 
-private struct Layer: MapLayer {
+private final class Layer: MapLayer, LivePlugin {
     let faults: Faults
     let pluginSwitch: PluginSwitch
+    /// The scene the overlay was built for (what it draws when attached live).
+    let scene: MapScene
+    let screens: RiderScreens
     let change: (inout MapScene) -> Void
+
+    init(faults: Faults, pluginSwitch: PluginSwitch, scene: MapScene, screens: RiderScreens, change: @escaping (inout MapScene) -> Void) {
+        self.faults = faults
+        self.pluginSwitch = pluginSwitch
+        self.scene = scene
+        self.screens = screens
+        self.change = change
+    }
 
     func draw(on scene: inout MapScene) throws(SimulatedCrash) {
         try faults.use(pluginSwitch, at: RiderCatalogue.mapLayers.name)
         change(&scene)
+    }
+
+    /// Draws the overlay on the home map until detached.
+    func attach(to scope: PluginScope) {
+        var drawn = MapScene(city: scene.city, pickupSpots: scene.pickupSpots, scootersNearby: scene.scootersNearby, layers: [])
+        change(&drawn)
+        for overlay in drawn.layers { screens.show(overlay, on: .map, scope: scope) }
     }
 }

@@ -1,4 +1,4 @@
-public import SwitchyardPlugins
+import SwitchyardPlugins
 
 /// A widget of the preferences hub, below the account header. The core flow shows no widget.
 public protocol PreferencesWidget {
@@ -10,12 +10,13 @@ public protocol PreferencesWidget {
 struct SavedPlacesFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.prefsSavedPlaces }
     let faults: Faults
+    let screens: RiderScreens
 
     func isApplicable(to rider: RiderProfile) -> Bool { !rider.savedPlaces.isEmpty }
 
     func build(for rider: RiderProfile) throws -> any PreferencesWidget {
         try faults.build(pluginSwitch)
-        return Widget(faults: faults, pluginSwitch: pluginSwitch) { "Saved places: " + $0.savedPlaces.joined(separator: ", ") }
+        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { "Saved places: " + $0.savedPlaces.joined(separator: ", ") }
     }
 }
 
@@ -23,12 +24,13 @@ struct SavedPlacesFactory: PluginFactory {
 struct RidePassFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.prefsRidePass }
     let faults: Faults
+    let screens: RiderScreens
 
     func isApplicable(to rider: RiderProfile) -> Bool { !rider.hasRidePass }
 
     func build(for rider: RiderProfile) throws -> any PreferencesWidget {
         try faults.build(pluginSwitch)
-        return Widget(faults: faults, pluginSwitch: pluginSwitch) { _ in "Ride Pass: save on every ride" }
+        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in "Ride Pass: save on every ride" }
     }
 }
 
@@ -36,20 +38,37 @@ struct RidePassFactory: PluginFactory {
 struct AccessibilityFactory: PluginFactory {
     var pluginSwitch: PluginSwitch { RiderSwitches.prefsAccessibility }
     let faults: Faults
+    let screens: RiderScreens
 
     func build(for rider: RiderProfile) throws -> any PreferencesWidget {
         try faults.build(pluginSwitch)
-        return Widget(faults: faults, pluginSwitch: pluginSwitch) { _ in "Accessibility: wheelchair-accessible vehicles, assistance" }
+        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in "Accessibility: wheelchair-accessible vehicles, assistance" }
     }
 }
 
-private struct Widget: PreferencesWidget {
+private final class Widget: PreferencesWidget, LivePlugin {
     let faults: Faults
     let pluginSwitch: PluginSwitch
+    /// The rider the widget was built for (what it shows when attached live).
+    let rider: RiderProfile
+    let screens: RiderScreens
     let text: (RiderProfile) -> String
+
+    init(faults: Faults, pluginSwitch: PluginSwitch, rider: RiderProfile, screens: RiderScreens, text: @escaping (RiderProfile) -> String) {
+        self.faults = faults
+        self.pluginSwitch = pluginSwitch
+        self.rider = rider
+        self.screens = screens
+        self.text = text
+    }
 
     func render(for rider: RiderProfile) throws(SimulatedCrash) -> String {
         try faults.use(pluginSwitch, at: RiderCatalogue.preferencesHub.name)
         return text(rider)
+    }
+
+    /// Shows the widget in the preferences hub until detached.
+    func attach(to scope: PluginScope) {
+        screens.show(text(rider), on: .preferences, scope: scope)
     }
 }

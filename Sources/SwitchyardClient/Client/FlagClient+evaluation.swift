@@ -151,3 +151,29 @@ extension FlagClient {
                                      context: context, id: ClientEvent.newID(), time: wallClock()))
     }
 }
+
+/// The plugin switch states of a client as they were at one moment: later snapshots, context changes and crash
+/// guard decisions do not change what it answers. A plugin host re-routes every point of one step through one of
+/// these, so no point sees an older state than another.
+package struct FrozenSwitchStates: Sendable {
+    private let state: ClientState
+    private let wallClock: @Sendable () -> Date
+
+    fileprivate init(state: ClientState, wallClock: @escaping @Sendable () -> Date) {
+        self.state = state
+        self.wallClock = wallClock
+    }
+
+    /// ``FlagClient/isEnabled(_:)`` in the frozen state (staleness is still judged against the wall clock).
+    @inline(__always)
+    package func isEnabled(_ pluginSwitch: PluginSwitch) -> Bool {
+        state.isEnabled(slot: pluginSwitch.slot, key: pluginSwitch.key, wallClock: wallClock)
+    }
+}
+
+extension FlagClient {
+    /// The current plugin switch states, frozen (see ``FrozenSwitchStates``).
+    package func frozenSwitchStates() -> FrozenSwitchStates {
+        FrozenSwitchStates(state: stateWithCurrentSlots(), wallClock: wallClock)
+    }
+}

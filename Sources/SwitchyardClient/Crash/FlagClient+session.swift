@@ -74,6 +74,13 @@ extension FlagClient {
         session.withLock { $0.record.id }
     }
 
+    /// The unit of the current session as its event names it (`unit`): a digest of the namespace and the unit id,
+    /// never the id itself; nil when the context has no unit id. A crash pipeline that reports sessions with a
+    /// reporter token sends the same value (docs/crash-guard.md, "Wiring a crash pipeline").
+    public var sessionUnit: String? {
+        session.withLock { $0.record.unit }
+    }
+
     /// The plugin switches recorded as active in the current session.
     public var activeSwitches: [String] {
         session.withLock { $0.record.switches.map(\.key) }

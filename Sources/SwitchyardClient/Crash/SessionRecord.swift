@@ -37,6 +37,9 @@ package struct SessionRecord: Sendable, Hashable {
     package var platform: String?
     package var city: String?
     package var cohorts: [String]
+    /// The unit the session ran for, as sent in events: a digest of its id, never the id itself
+    /// (``unitDigest(_:namespace:)``); nil when the context had no unit id.
+    package var unit: String?
     package var switches: [ActiveSwitch]
     /// The variant of each experiment flag served in the session (the first one served, when several were).
     package var variants: [String: String]
@@ -50,8 +53,17 @@ package struct SessionRecord: Sendable, Hashable {
         platform = context.platform
         city = context.city
         cohorts = context.cohorts
+        unit = context.unitId.map { Self.unitDigest($0, namespace: namespace) }
         switches = []
         variants = [:]
+    }
+
+    /// What a session event says its unit is: the first 128 bits, in hex, of the SHA-256 of
+    /// `switchyard-unit:<namespace>:<unit id>`. flagsd needs only to tell units apart (the crash guard counts
+    /// distinct units), so the unit id itself (often a user id) never leaves the device in events, and the same
+    /// unit is unlinkable across namespaces.
+    package static func unitDigest(_ unitID: String, namespace: String) -> String {
+        String(SHA256.hexDigest(Array("switchyard-unit:\(namespace):\(unitID)".utf8)).prefix(32))
     }
 
     /// Whether the session ended cleanly.
@@ -69,6 +81,7 @@ package struct SessionRecord: Sendable, Hashable {
         if let platform { object["platform"] = .string(platform) }
         if let city { object["city"] = .string(city) }
         object["cohorts"] = .array(cohorts.map { .string($0) })
+        if let unit { object["unit"] = .string(unit) }
         object["switches"] = .array(switches.map { active in
             var entry = JSONObject()
             entry["key"] = .string(active.key)
@@ -100,6 +113,7 @@ package struct SessionRecord: Sendable, Hashable {
         platform = object["platform"]?.stringValue
         city = object["city"]?.stringValue
         cohorts = object["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        unit = object["unit"]?.stringValue
         var active: [ActiveSwitch] = []
         for entry in switches {
             guard let key = entry["key"]?.stringValue else { return nil }

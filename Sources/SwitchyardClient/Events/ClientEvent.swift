@@ -6,13 +6,15 @@ package import SwitchyardCore
 ///
 /// Every event has a client-generated `id` (a UUID: the server counts each id once, so a retried batch never
 /// counts twice), a `type`, a `time` (RFC 3339, UTC), and the unit's `app_version`, `platform`, `city` and
-/// `cohorts` (absent attributes are left out; `cohorts` is always a list).
+/// `cohorts` (absent attributes are left out; `cohorts` is always a list). A session also names its `unit`: a
+/// digest of the unit id (``SessionRecord/unitDigest(_:namespace:)``), never the id itself, so the crash guard can
+/// count distinct units.
 ///
 /// ```json
 /// {"app_version":"5.12.0","city":"lagos","cohorts":["beta"],"crashed":true,"end":"2026-11-22T09:14:03.250Z",
 ///  "id":"6f1c…","platform":"ios","session_id":"0b7e…","start":"2026-11-22T09:02:11.004Z",
 ///  "switches":["plugin_switch_feed_promos"],"time":"2026-11-22T09:20:40.118Z","type":"session",
-///  "variants":{"exp_checkout_copy":"treatment"}}
+///  "unit":"4be0643f1d98573b97cdca98a65347dd","variants":{"exp_checkout_copy":"treatment"}}
 /// {"app_version":"5.12.0","city":"lagos","cohorts":["beta"],"epoch":"9f2…","flag":"exp_checkout_copy",
 ///  "id":"1d3a…","time":"2026-11-22T09:21:00.000Z","type":"exposure","variant":"treatment","version":42}
 /// ```
@@ -25,6 +27,7 @@ package enum ClientEvent {
         event["start"] = .string(Timestamp.rfc3339(record.start))
         event["end"] = .string(Timestamp.rfc3339(record.end ?? record.updated))
         event["crashed"] = .bool(crashed)
+        if let unit = record.unit { event["unit"] = .string(unit) }
         event["switches"] = .array(record.switches.map { .string($0.key) })
         if !record.variants.isEmpty {
             var variants = JSONObject()

@@ -117,8 +117,12 @@
     changes: (namespace, after, wait, options = {}) =>
       request('GET', `${ns(namespace)}/changes`, { ...options, query: { after, wait } }),
     audit: (query, options = {}) => request('GET', 'v1/audit', { ...options, query }),
-    /** The crash guard's view of every plugin switch (editors and admins). */
+    /** The crash guard's view of every plugin switch, its budget and proposals (editors and admins). */
     guard: (namespace, options) => request('GET', `${ns(namespace)}/guard`, options),
+    /** Applies a crash guard proposal: the switch goes off where it says, as the caller's change. */
+    applyProposal: (namespace, id, body) => request('POST', `${ns(namespace)}/guard/proposals/${segment(String(id))}/apply`, { body }),
+    /** Dismisses a crash guard proposal, with the reason (required). */
+    dismissProposal: (namespace, id, body) => request('POST', `${ns(namespace)}/guard/proposals/${segment(String(id))}/dismiss`, { body }),
 
     setSwitch: (namespace, key, enable, body, ifMatch) =>
       request('POST', `${ns(namespace)}/flags/${segment(key)}/${enable ? 'enable' : 'disable'}`, { body, ifMatch }),

@@ -321,7 +321,7 @@
       guard.error = null;
       // The guard's statistics, when a renderer for them is installed (it needs flagsd's crash guard API).
       if (typeof global.Switchyard.guardStatus === 'function') {
-        guard.status = await global.Switchyard.guardStatus(state);
+        guard.status = await global.Switchyard.guardStatus(state, handlers);
       }
     } catch (error) {
       if (error.status === 401) return signOut(refusal(error));
@@ -464,6 +464,32 @@
           },
         };
       }
+      case 'apply-proposal': {
+        const proposal = action.proposal;
+        const where = proposal.scope_text === 'everywhere' ? 'everywhere' : `for ${proposal.scope_text}`;
+        return {
+          title: `Apply proposal ${proposal.id}: turn ${proposal.switch} off ${where}?`,
+          summary: `The crash guard proposes this past its budget. Turns ${proposal.switch} off ${where} in namespace ${namespace}, as your change with the guard's evidence; it stays off until a person enables it${flag && flag.plugin_point ? `, and plugin point ${flag.plugin_point} serves its next enabled plugin, or the core flow` : ''}. Clients receive the change within a second.`,
+          confirm: 'Turn off', danger: true, fields: [], inputs: {},
+          submit: (reason) => ({ send: () => api.applyProposal(namespace, proposal.id, { reason }) }),
+        };
+      }
+      case 'dismiss-proposal': {
+        const proposal = action.proposal;
+        const where = proposal.scope_text === 'everywhere' ? 'everywhere' : `for ${proposal.scope_text}`;
+        const cooldown = proposal.evidence && proposal.evidence.policy ? proposal.evidence.policy.cooldown : 'its cool-down';
+        return {
+          title: `Dismiss proposal ${proposal.id}?`,
+          summary: `${proposal.switch} stays on ${where}. The crash guard leaves it alone there for ${cooldown}, and proposes again only if the crashes go on; your reason goes into the audit log.`,
+          confirm: 'Dismiss', danger: false, fields: [], inputs: {},
+          submit: (reason) => ({
+            send: async () => {
+              await api.dismissProposal(namespace, proposal.id, { reason });
+              return { body: { changed: false, announcement: `Dismissed proposal ${proposal.id}: ${proposal.switch} stays on ${where}.` } };
+            },
+          }),
+        };
+      }
       case 'rollout': {
         const rules = (flag && flag.rules) || [];
         const target = h('select', {},
@@ -592,6 +618,11 @@
       closeChange();
       if (body.changed) {
         announce(`Saved: ${body.change.summary}. Namespace ${body.namespace} is at version ${body.version}.`);
+      } else if (body.announcement) {
+        // An audited decision that changed no flag (a dismissed proposal): the guard's view is loaded again.
+        announce(body.announcement);
+        if (state.view === 'guard') loadGuard();
+        else state.guard.stale = true;
       } else {
         announce('Nothing changed: the namespace was already like that.');
       }

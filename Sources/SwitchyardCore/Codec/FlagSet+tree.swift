@@ -334,7 +334,8 @@ extension PluginSwitchDefinition {
             gate.rollout = Rollout.read(value, at: object.path / "rollout", unit: unit, reader: reader) ?? .off
         }
         if let value = object.value("crash_guard") {
-            gate.crashGuard = CrashGuardPolicy.read(value, at: object.path / "crash_guard", unit: unit, reader: reader)
+            gate.crashGuard = CrashGuardPolicy.read(value, at: object.path / "crash_guard", unit: unit, reader: reader,
+                                                    namespaceLevel: false)
         }
         return gate
     }

@@ -18,6 +18,10 @@
 ///
 /// Percentages (`max_crash_rate`, `confidence`) are written like rollouts: percent with at most two decimals in
 /// flag files, basis points in the API. Durations are text: `90s`, `10m`, `2h`, `1d`.
+///
+/// Some fields say how the namespace's events are counted or how much the guard may do in the namespace as a
+/// whole (``namespaceFields``: the caps per unit and per address, the trip budget, the declared cities and
+/// cohorts); a switch cannot override them.
 public struct CrashGuardPolicy: Sendable, Hashable {
     /// Whether the guard watches the switch at all.
     public var enabled: Bool?
@@ -40,11 +44,40 @@ public struct CrashGuardPolicy: Sendable, Hashable {
     public var cooldown: Duration?
     /// Which attributes may scope a trip: `city`, `cohort`. Empty: trips are always global.
     public var scopeBy: [GuardScopeAttribute]?
+    /// The fewest distinct units among the crashed sessions of a trip's sample (a crash-looping device counts once).
+    public var minimumUnits: Int?
+    /// The fewest distinct source addresses among the crashed sessions of a trip's sample, for sessions clients
+    /// reported (a reporter's sessions all come from its own servers).
+    public var minimumAddresses: Int?
+    /// Whose sessions may trip the switch: those clients report (client tokens, public), those reporters report
+    /// (reporter tokens: server-side crash pipelines), or both. Each source is judged on its own sessions.
+    public var tripSources: [GuardTripSource]?
+    /// The most scoped disables (a city, a cohort) the guard keeps on one switch; past it, it proposes instead.
+    public var maximumScopedDisables: Int?
+    /// Namespace only: the most sessions one unit contributes to the counts per window.
+    public var maximumSessionsPerUnit: Int?
+    /// Namespace only: the most sessions one source address (an IPv4 address, an IPv6 /64) contributes to the
+    /// counts per window, for sessions clients report.
+    public var maximumSessionsPerAddress: Int?
+    /// Namespace only: the most switches (or scopes) the guard disables by itself in any hour; past it, it proposes
+    /// and a person applies or dismisses. 0: it only ever proposes.
+    public var maximumTripsPerHour: Int?
+    /// Namespace only: the cities counted on their own; every other city is counted as `(other)`. Nil: the
+    /// `maximumScopeValues` most frequent cities of each window.
+    public var cities: [String]?
+    /// Namespace only: the cohorts counted on their own, as `cities`.
+    public var cohorts: [String]?
+    /// Namespace only: when cities (or cohorts) are not declared, how many of the most frequent ones in a window
+    /// are counted on their own.
+    public var maximumScopeValues: Int?
 
     public init(
         enabled: Bool? = nil, window: Duration? = nil, minimumSessions: Int? = nil, minimumCrashes: Int? = nil,
         maximumCrashRate: Rollout? = nil, baselineRatio: Int? = nil, confidence: Rollout? = nil, cooldown: Duration? = nil,
-        scopeBy: [GuardScopeAttribute]? = nil
+        scopeBy: [GuardScopeAttribute]? = nil, minimumUnits: Int? = nil, minimumAddresses: Int? = nil,
+        tripSources: [GuardTripSource]? = nil, maximumScopedDisables: Int? = nil, maximumSessionsPerUnit: Int? = nil,
+        maximumSessionsPerAddress: Int? = nil, maximumTripsPerHour: Int? = nil, cities: [String]? = nil,
+        cohorts: [String]? = nil, maximumScopeValues: Int? = nil
     ) {
         self.enabled = enabled
         self.window = window
@@ -55,6 +88,16 @@ public struct CrashGuardPolicy: Sendable, Hashable {
         self.confidence = confidence
         self.cooldown = cooldown
         self.scopeBy = scopeBy
+        self.minimumUnits = minimumUnits
+        self.minimumAddresses = minimumAddresses
+        self.tripSources = tripSources
+        self.maximumScopedDisables = maximumScopedDisables
+        self.maximumSessionsPerUnit = maximumSessionsPerUnit
+        self.maximumSessionsPerAddress = maximumSessionsPerAddress
+        self.maximumTripsPerHour = maximumTripsPerHour
+        self.cities = cities
+        self.cohorts = cohorts
+        self.maximumScopeValues = maximumScopeValues
     }
 
     /// Whether no field is set.
@@ -64,9 +107,12 @@ public struct CrashGuardPolicy: Sendable, Hashable {
     public static let builtIn = ResolvedCrashGuardPolicy(
         enabled: true, window: .seconds(600), minimumSessions: 200, minimumCrashes: 10,
         maximumCrashRate: Rollout(basisPoints: 200)!, baselineRatio: 200, confidence: Rollout(basisPoints: 9990)!,
-        cooldown: .seconds(1800), scopeBy: [.city, .cohort])
+        cooldown: .seconds(1800), scopeBy: [.city, .cohort], minimumUnits: 5, minimumAddresses: 3,
+        tripSources: [.clients, .reporters], maximumScopedDisables: 5, maximumSessionsPerUnit: 5,
+        maximumSessionsPerAddress: 100, maximumTripsPerHour: 3, cities: nil, cohorts: nil, maximumScopeValues: 100)
 
-    /// The policy in force for a switch: its own fields, else the namespace's, else the built-in ones.
+    /// The policy in force for a switch: its own fields, else the namespace's, else the built-in ones. The
+    /// namespace fields come from the namespace alone.
     public static func resolved(namespace: CrashGuardPolicy?, switch own: CrashGuardPolicy?) -> ResolvedCrashGuardPolicy {
         let base = builtIn
         func pick<Value>(_ keyPath: KeyPath<CrashGuardPolicy, Value?>) -> Value? {
@@ -79,8 +125,31 @@ public struct CrashGuardPolicy: Sendable, Hashable {
             maximumCrashRate: pick(\.maximumCrashRate) ?? base.maximumCrashRate,
             baselineRatio: pick(\.baselineRatio) ?? base.baselineRatio,
             confidence: pick(\.confidence) ?? base.confidence, cooldown: pick(\.cooldown) ?? base.cooldown,
-            scopeBy: pick(\.scopeBy) ?? base.scopeBy)
+            scopeBy: pick(\.scopeBy) ?? base.scopeBy, minimumUnits: pick(\.minimumUnits) ?? base.minimumUnits,
+            minimumAddresses: pick(\.minimumAddresses) ?? base.minimumAddresses,
+            tripSources: pick(\.tripSources) ?? base.tripSources,
+            maximumScopedDisables: pick(\.maximumScopedDisables) ?? base.maximumScopedDisables,
+            maximumSessionsPerUnit: namespace?.maximumSessionsPerUnit ?? base.maximumSessionsPerUnit,
+            maximumSessionsPerAddress: namespace?.maximumSessionsPerAddress ?? base.maximumSessionsPerAddress,
+            maximumTripsPerHour: namespace?.maximumTripsPerHour ?? base.maximumTripsPerHour,
+            cities: namespace?.cities ?? base.cities, cohorts: namespace?.cohorts ?? base.cohorts,
+            maximumScopeValues: namespace?.maximumScopeValues ?? base.maximumScopeValues)
     }
+
+    /// The fields only a namespace's policy may set: they decide how its events are counted and how much the guard
+    /// may do in it as a whole.
+    public static let namespaceFields = ["max_sessions_per_unit", "max_sessions_per_address", "max_trips_per_hour",
+                                         "cities", "cohorts", "max_scope_values"]
+}
+
+/// Whose sessions may trip a switch.
+public enum GuardTripSource: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Sessions reported with client tokens (by the apps themselves; client tokens are public).
+    case clients
+    /// Sessions reported with reporter tokens (server-side crash pipelines; secret tokens).
+    case reporters
+
+    public var description: String { rawValue }
 }
 
 /// An attribute the crash guard may scope a trip to.
@@ -103,10 +172,23 @@ public struct ResolvedCrashGuardPolicy: Sendable, Hashable {
     public var confidence: Rollout
     public var cooldown: Duration
     public var scopeBy: [GuardScopeAttribute]
+    public var minimumUnits: Int
+    public var minimumAddresses: Int
+    public var tripSources: [GuardTripSource]
+    public var maximumScopedDisables: Int
+    public var maximumSessionsPerUnit: Int
+    public var maximumSessionsPerAddress: Int
+    public var maximumTripsPerHour: Int
+    /// Nil: the most frequent cities of each window are counted on their own.
+    public var cities: [String]?
+    public var cohorts: [String]?
+    public var maximumScopeValues: Int
 
     public init(
         enabled: Bool, window: Duration, minimumSessions: Int, minimumCrashes: Int, maximumCrashRate: Rollout,
-        baselineRatio: Int?, confidence: Rollout, cooldown: Duration, scopeBy: [GuardScopeAttribute]
+        baselineRatio: Int?, confidence: Rollout, cooldown: Duration, scopeBy: [GuardScopeAttribute], minimumUnits: Int,
+        minimumAddresses: Int, tripSources: [GuardTripSource], maximumScopedDisables: Int, maximumSessionsPerUnit: Int,
+        maximumSessionsPerAddress: Int, maximumTripsPerHour: Int, cities: [String]?, cohorts: [String]?, maximumScopeValues: Int
     ) {
         self.enabled = enabled
         self.window = window
@@ -117,13 +199,31 @@ public struct ResolvedCrashGuardPolicy: Sendable, Hashable {
         self.confidence = confidence
         self.cooldown = cooldown
         self.scopeBy = scopeBy
+        self.minimumUnits = minimumUnits
+        self.minimumAddresses = minimumAddresses
+        self.tripSources = tripSources
+        self.maximumScopedDisables = maximumScopedDisables
+        self.maximumSessionsPerUnit = maximumSessionsPerUnit
+        self.maximumSessionsPerAddress = maximumSessionsPerAddress
+        self.maximumTripsPerHour = maximumTripsPerHour
+        self.cities = cities
+        self.cohorts = cohorts
+        self.maximumScopeValues = maximumScopeValues
     }
 
-    /// The policy as a JSON object (percentages in the given unit), every field present.
+    /// Whether sessions of a source may trip the switch.
+    public func allows(_ source: GuardTripSource) -> Bool { tripSources.contains(source) }
+
+    /// The policy as a JSON object (percentages in the given unit), every field present (`cities` and `cohorts`
+    /// only when declared).
     public func tree(unit: RolloutUnit) -> JSONObject {
         CrashGuardPolicy(enabled: enabled, window: window, minimumSessions: minimumSessions, minimumCrashes: minimumCrashes,
                          maximumCrashRate: maximumCrashRate, baselineRatio: baselineRatio, confidence: confidence,
-                         cooldown: cooldown, scopeBy: scopeBy).tree(unit: unit)
+                         cooldown: cooldown, scopeBy: scopeBy, minimumUnits: minimumUnits, minimumAddresses: minimumAddresses,
+                         tripSources: tripSources, maximumScopedDisables: maximumScopedDisables,
+                         maximumSessionsPerUnit: maximumSessionsPerUnit, maximumSessionsPerAddress: maximumSessionsPerAddress,
+                         maximumTripsPerHour: maximumTripsPerHour, cities: cities, cohorts: cohorts,
+                         maximumScopeValues: maximumScopeValues).tree(unit: unit)
     }
 }
 
@@ -189,11 +289,21 @@ public enum RatioText {
 
 extension CrashGuardPolicy {
     static let fieldNames = ["enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
-                             "confidence", "cooldown", "scope_by"]
+                             "confidence", "cooldown", "scope_by", "min_units", "min_addresses", "trip_sources",
+                             "max_scoped_disables"] + namespaceFields
 
     /// Reads a policy object, reporting every problem with its path.
-    static func read(_ value: JSONValue, at path: FieldPath, unit: RolloutUnit, reader: TreeReader) -> CrashGuardPolicy? {
+    ///
+    /// - Parameter namespaceLevel: whether it is the namespace's policy (else a switch's, which may not set the
+    ///   ``namespaceFields``).
+    static func read(_ value: JSONValue, at path: FieldPath, unit: RolloutUnit, reader: TreeReader,
+                     namespaceLevel: Bool = true) -> CrashGuardPolicy? {
         guard var object = reader.object(value, at: path) else { return nil }
+        if !namespaceLevel {
+            for field in namespaceFields where object.object[field] != nil {
+                reader.report(path / field, "is a namespace setting (it applies to every switch of the namespace); set it in the namespace's crash_guard")
+            }
+        }
         var policy = CrashGuardPolicy()
         policy.enabled = object.bool("enabled")
         if let text = object.string("window") {
@@ -215,14 +325,40 @@ extension CrashGuardPolicy {
                 reader.report(path / "cooldown", "'\(text)' is not a duration from 0s to 7d (write e.g. 30m, 2h)")
             }
         }
-        for (field, keyPath, limit) in [("min_sessions", \CrashGuardPolicy.minimumSessions, 100_000_000),
-                                        ("min_crashes", \CrashGuardPolicy.minimumCrashes, 100_000_000)] {
+        for (field, keyPath, lowest, limit) in [("min_sessions", \CrashGuardPolicy.minimumSessions, 1, 100_000_000),
+                                                ("min_crashes", \CrashGuardPolicy.minimumCrashes, 1, 100_000_000),
+                                                ("min_units", \CrashGuardPolicy.minimumUnits, 1, 1_000_000),
+                                                ("min_addresses", \CrashGuardPolicy.minimumAddresses, 1, 1_000_000),
+                                                ("max_scoped_disables", \CrashGuardPolicy.maximumScopedDisables, 0, 1000),
+                                                ("max_sessions_per_unit", \CrashGuardPolicy.maximumSessionsPerUnit, 1, 1_000_000),
+                                                ("max_sessions_per_address", \CrashGuardPolicy.maximumSessionsPerAddress, 1, 100_000_000),
+                                                ("max_trips_per_hour", \CrashGuardPolicy.maximumTripsPerHour, 0, 1000),
+                                                ("max_scope_values", \CrashGuardPolicy.maximumScopeValues, 1, 10_000)] {
             guard let integer = object.integer(field) else { continue }
-            guard (1...Int64(limit)).contains(integer) else {
-                reader.report(path / field, "\(integer) is not between 1 and \(limit)")
+            guard (Int64(lowest)...Int64(limit)).contains(integer) else {
+                reader.report(path / field, "\(integer) is not between \(lowest) and \(limit)")
                 continue
             }
             policy[keyPath: keyPath] = Int(integer)
+        }
+        if object.value("trip_sources") != nil {
+            var sources: [GuardTripSource] = []
+            for (index, name) in object.stringList("trip_sources", rule: .key).enumerated() {
+                guard let source = GuardTripSource(rawValue: name) else {
+                    reader.report(path / "trip_sources" / index, "'\(name)' is not clients or reporters")
+                    continue
+                }
+                sources.append(source)
+            }
+            policy.tripSources = sources
+        }
+        for (field, keyPath) in [("cities", \CrashGuardPolicy.cities), ("cohorts", \CrashGuardPolicy.cohorts)] {
+            guard object.value(field) != nil else { continue }
+            let values = object.stringList(field, rule: .attribute)
+            for (index, value) in values.enumerated() where value == Self.otherValue {
+                reader.report(path / field / index, "'\(value)' stands for every value not counted on its own; it cannot be declared")
+            }
+            policy[keyPath: keyPath] = values
         }
         if let value = object.value("max_crash_rate") {
             policy.maximumCrashRate = Rollout.read(value, at: path / "max_crash_rate", unit: unit, reader: reader)
@@ -281,6 +417,20 @@ extension CrashGuardPolicy {
         if let confidence { object["confidence"] = confidence.jsonValue(unit: unit) }
         if let cooldown { object["cooldown"] = .string(GuardDurationText.text(cooldown)) }
         if let scopeBy { object["scope_by"] = .array(scopeBy.map { .string($0.rawValue) }) }
+        if let minimumUnits { object["min_units"] = .int(minimumUnits) }
+        if let minimumAddresses { object["min_addresses"] = .int(minimumAddresses) }
+        if let tripSources { object["trip_sources"] = .array(tripSources.map { .string($0.rawValue) }) }
+        if let maximumScopedDisables { object["max_scoped_disables"] = .int(maximumScopedDisables) }
+        if let maximumSessionsPerUnit { object["max_sessions_per_unit"] = .int(maximumSessionsPerUnit) }
+        if let maximumSessionsPerAddress { object["max_sessions_per_address"] = .int(maximumSessionsPerAddress) }
+        if let maximumTripsPerHour { object["max_trips_per_hour"] = .int(maximumTripsPerHour) }
+        if let cities { object["cities"] = .array(cities.map(JSONValue.string)) }
+        if let cohorts { object["cohorts"] = .array(cohorts.map(JSONValue.string)) }
+        if let maximumScopeValues { object["max_scope_values"] = .int(maximumScopeValues) }
         return object
     }
+
+    /// The city or cohort value that stands for every value not counted on its own (not declared, or not among
+    /// the most frequent of its window): no client value can be counted under it alone.
+    public static let otherValue = "(other)"
 }

@@ -22,24 +22,26 @@ final class Runner {
     var lastMessages: [KindID: String] = [:]
 
     /// Per point, the switch gates in the declared order (the code's order for a point the file lacks).
-    private let declaredOrder: [[Int]]
+    let declaredOrder: [[Int]]
     /// Per point, its switches in the declared order.
-    private let declaredSwitches: [[PluginSwitch]]
+    let declaredSwitches: [[PluginSwitch]]
     /// Per point, the gate of each code switch (nil when the file does not declare it).
-    private let codeGates: [[Int?]]
+    let codeGates: [[Int?]]
     /// Per point and input, a bit per declared switch whose plugin is applicable to the input.
-    private let applicable: [[UInt64]]
+    let applicable: [[UInt64]]
     /// Per point, the declared position of each switch gate (-1 for gates of other points).
-    private let positionOfGate: [[Int]]
+    let positionOfGate: [[Int]]
     /// For layouts of at most 64 gates: each kill switch's cover as one word, and the switch bits.
     private let coverWords: [UInt64]?
     private let switchMask: UInt64
-    private let recorder = Recorder()
+    let recorder = Recorder()
+    /// Set when the matrix checks transitions: the live points and their host.
+    var transitions: TransitionChecker?
     /// Reused for every resolution: the switches a point served.
     private var served: [PluginSwitch] = []
     /// Reused for every combination: the effective switch words the states read (unique again once the
     /// combination's states are gone, so it is written in place).
-    private var effectiveBuffer: [UInt64]
+    var effectiveBuffer: [UInt64]
 
     init(matrix: Matrix, context: MatrixContext, skips: TrapSkips = TrapSkips()) {
         self.context = context
@@ -85,6 +87,9 @@ final class Runner {
         }
         switchMask = layout.switchCount >= 64 ? .max : (UInt64(1) << UInt64(layout.switchCount)) - 1
         effectiveBuffer = Array(repeating: 0, count: max(1, (layout.switchCount + 63) / 64))
+        if matrix.options.transitions {
+            transitions = TransitionChecker(points: matrix.points, table: context.table)
+        }
     }
 
     /// The switches of each point in the order the flag file declares them (the code's, for a point the file
@@ -92,7 +97,7 @@ final class Runner {
     var declaredSwitchesByPoint: [[PluginSwitch]] { declaredSwitches }
 
     /// The effective switch words of a combination, in the reused buffer.
-    private func computeEffective(_ combination: GateSet) {
+    func computeEffective(_ combination: GateSet) {
         if let coverWords {
             let word = combination.words[0]
             var effective = word & switchMask
@@ -258,6 +263,10 @@ final class Runner {
                 }
             }
             shared?[SharedState.Slot.phase] = 0
+        }
+        if transitions != nil {
+            checkTransitions(from: combination, fail: fail)
+            computeEffective(combination)
         }
         tally.checked += 1
         if let shared {

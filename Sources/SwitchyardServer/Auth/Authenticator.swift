@@ -38,7 +38,7 @@ package final class Authenticator: Sendable {
         do {
             tokens = try await store.tokens()
         } catch {
-            let failure = error as? StorageError ?? StorageError(.unavailable, "cannot read tokens: \(error)")
+            let failure = error as? StorageError ?? StorageError(.unavailable, "cannot read tokens", diagnostic: "\(error)")
             cache.withLock { $0.reloadFailure = failure }
             throw error
         }

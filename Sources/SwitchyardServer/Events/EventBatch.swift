@@ -53,9 +53,11 @@ package struct EventBatch: Sendable {
     ///   - body: the request body's JSON.
     ///   - now: the server's time, for the clock-skew checks.
     ///   - limits: batch size and time limits.
+    ///   - source: who posts it (a client token's holder, or a reporter); reporters must name each session's unit.
+    ///   - address: the batch's source address key, recorded with each event.
     /// - Throws: `APIError` 400 naming the field when the body is not `{"events": [...]}`, 413 when it holds
     ///   more than `limits.maximumEvents` events.
-    package init(_ body: JSONValue, now: Date, limits: EventLimits) throws(APIError) {
+    package init(_ body: JSONValue, now: Date, limits: EventLimits, source: EventSource = .client, address: String? = nil) throws(APIError) {
         guard case .object(let object) = body else {
             throw APIError.badRequest("the body must be a JSON object {\"events\": [...]}, not \(body.typeDescription)", path: .root)
         }
@@ -72,13 +74,52 @@ package struct EventBatch: Sendable {
         }
         var seen = Set<String>()
         for (index, element) in elements.enumerated() {
-            switch EventReader.read(element, now: now, limits: limits) {
-            case .success(let event):
+            switch EventReader.read(element, now: now, limits: limits, source: source) {
+            case .success(var event):
+                event.address = address
                 if seen.insert(event.id).inserted { events.append(event) } else { repeated.append(event.id) }
             case .failure(let rejection):
                 rejected.append(Rejection(index: index, id: rejection.id, reason: rejection.reason, category: rejection.category))
             }
         }
+    }
+
+    /// Takes out the events that name a plugin switch, experiment flag or variant the namespace does not have:
+    /// they are acknowledged but never counted, so a made-up name cannot add a counter.
+    ///
+    /// - Returns: the events taken out, with the reason.
+    package mutating func removeUnknown(in flagSet: FlagSet) -> [EventDrop] {
+        var dropped: [EventDrop] = []
+        events.removeAll { event in
+            guard let reason = Self.unknownName(in: event, flagSet: flagSet) else { return false }
+            dropped.append(EventDrop(id: event.id, reason: reason))
+            return true
+        }
+        return dropped
+    }
+
+    static func unknownName(in event: StoredEvent, flagSet: FlagSet) -> EventDropReason? {
+        func variant(_ variant: String, of key: String) -> EventDropReason? {
+            guard let experiment = flagSet.flag(key)?.experiment else { return .unknownFlag }
+            return experiment.variants.contains { $0.key == variant } ? nil : .unknownVariant
+        }
+        switch event.payload {
+        case .session(_, let switches, let variants):
+            if switches.contains(where: { flagSet.flag($0)?.pluginSwitch == nil }) { return .unknownSwitch }
+            for (key, served) in variants.sorted(by: { $0.key < $1.key }) {
+                if let reason = variant(served, of: key) { return reason }
+            }
+            return nil
+        case .exposure(let flag, let served):
+            return variant(served, of: flag)
+        }
+    }
+
+    /// The key a unit is counted under: the first 128 bits of the SHA-256 of what the client sent, in hex. The
+    /// client runtime sends a digest already (never the raw id); this keeps whatever another client sends from
+    /// being stored as it came, and bounds its size.
+    package static func unitKey(_ unit: String) -> String {
+        String(SHA256.hexDigest(Array("switchyard-unit:\(unit)".utf8)).prefix(32))
     }
 }
 
@@ -99,7 +140,7 @@ private struct EventReader {
     var problems: [String] = []
     var category = "invalid"
 
-    static func read(_ value: JSONValue, now: Date, limits: EventLimits) -> Result<StoredEvent, Problem> {
+    static func read(_ value: JSONValue, now: Date, limits: EventLimits, source: EventSource) -> Result<StoredEvent, Problem> {
         guard case .object(let object) = value else {
             return .failure(Problem(id: nil, reason: "an event must be a JSON object, not \(value.typeDescription)", category: "invalid"))
         }
@@ -111,6 +152,7 @@ private struct EventReader {
         _ = reader.text("platform")
         let city = reader.text("city")
         let cohorts = reader.keys("cohorts", limit: maximumCohorts) ?? []
+        let unit = reader.text("unit")
         if let time {
             let ahead = time.timeIntervalSince(now)
             let age = now.timeIntervalSince(time)
@@ -132,6 +174,9 @@ private struct EventReader {
                 reader.fail("end: \(Self.text(end)) is before start \(Self.text(start))")
             }
             let crashed = reader.bool("crashed", required: true)
+            if source == .reporter, unit == nil, reader.problems.allSatisfy({ !$0.hasPrefix("unit:") }) {
+                reader.fail("unit: is required in the sessions a reporter sends (the unit the session ran on, as the app reports it)")
+            }
             let switches = reader.keys("switches", required: true, limit: maximumSwitches, flagKeys: true)
             let variants = reader.variants("variants")
             if let crashed, let switches {
@@ -152,7 +197,8 @@ private struct EventReader {
             let reason = reader.problems.isEmpty ? "the event is invalid" : reader.problems.joined(separator: "; ")
             return .failure(Problem(id: id ?? (object["id"]?.stringValue), reason: reason, category: reader.category))
         }
-        return .success(StoredEvent(id: id, time: time, city: city, cohorts: cohorts, payload: payload))
+        return .success(StoredEvent(id: id, time: time, city: city, cohorts: cohorts, payload: payload, source: source,
+                                    unit: unit.map(EventBatch.unitKey)))
     }
 
     mutating func fail(_ problem: String, category: String? = nil) {

@@ -1,9 +1,10 @@
 package import Foundation
-package import Logging
+import HTTPTypes
+import Logging
 import Metrics
-package import ServiceLifecycle
-package import SwitchyardCore
-package import SwitchyardGuard
+import ServiceLifecycle
+import SwitchyardCore
+import SwitchyardGuard
 package import SwitchyardStorage
 import Synchronization
 
@@ -21,6 +22,11 @@ import Synchronization
 ///
 /// A tripped switch stays off until a person enables it; after that the guard counts only sessions reported
 /// later, and leaves the switch alone for the policy's cool-down.
+///
+/// Its blast radius is bounded (``GuardBudget``): past the namespace's trip budget, or the switch's cap on scoped
+/// disables, it proposes instead (an audit entry `guard.propose`, a metric, the webhook), and a person applies or
+/// dismisses the proposal. Trips commit only on the namespace version they were decided on, so several processes
+/// never spend more than the budget between them.
 package final class CrashGuard: EventObserver, Service, Sendable {
     /// How the guard runs.
     package struct Options: Sendable {
@@ -50,8 +56,9 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     struct Watched: Sendable {
         var window = WindowCounts()
         var loaded = false
-        /// Increments committed while the counters were being read from the store, to add again afterwards.
-        var buffered: [[(key: EventAggregation.CounterKey, tally: EventTally)]]?
+        /// Increments and crash records committed while the counters were being read from the store, to add again
+        /// afterwards.
+        var buffered: [(increments: [(key: EventAggregation.CounterKey, tally: EventTally)], crashes: [CrashRecord])]?
         var history = GuardHistory()
         var lastConfirmed: [String: ContinuousClock.Instant] = [:]
         /// When the batch that queued a confirmation was received, for the trip latency.
@@ -86,6 +93,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     package func eventsCommitted(_ batch: CommittedEvents) async {
         let switches = batch.switches
         let increments = EventAggregation.increments(of: batch.events)
+        let crashes = EventAggregation.crashes(of: batch.events)
         let flagSet = service.hub.snapshot(of: batch.namespace)?.compiled.snapshot.flagSet
         let now = options.now()
         let instant = clock.now
@@ -93,12 +101,13 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             var watched = shared.namespaces[batch.namespace] ?? Watched()
             var work: [Work] = []
             if !watched.loaded { work.append(.load(batch.namespace)) }
-            watched.window.add(increments)
-            watched.buffered?.append(increments)
+            watched.window.add(increments, crashes: crashes)
+            watched.buffered?.append((increments, crashes))
             if let flagSet {
+                var spans: [Int64: GuardCounts] = [:]
                 for key in switches.sorted() {
                     guard let gate = flagSet.flag(key)?.pluginSwitch,
-                          Self.wouldTrip(key, gate: gate, flagSet: flagSet, watched: watched, now: now) else { continue }
+                          Self.wouldTrip(key, gate: gate, flagSet: flagSet, watched: watched, now: now, counts: &spans) else { continue }
                     if let last = watched.lastConfirmed[key], instant - last < options.confirmInterval { continue }
                     work.append(.confirm(batch.namespace, key))
                     if watched.queuedAt[key] == nil { watched.queuedAt[key] = batch.receivedAt }
@@ -115,14 +124,20 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         if queuedWork { wake.yield() }
     }
 
-    /// Whether the in-memory counts make a switch look like it trips (the worker then checks the store's).
-    static func wouldTrip(_ key: String, gate: PluginSwitchDefinition, flagSet: FlagSet, watched: Watched, now: Date) -> Bool {
+    /// Whether the in-memory counts make a switch look like it trips, and nothing waits for a person about it (the
+    /// worker then checks the store's).
+    ///
+    /// - Parameter counts: the window's counts by span start, summed once per batch for the switches sharing one.
+    static func wouldTrip(_ key: String, gate: PluginSwitchDefinition, flagSet: FlagSet, watched: Watched, now: Date,
+                          counts: inout [Int64: GuardCounts]) -> Bool {
         let policy = CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: gate.crashGuard)
         guard policy.enabled, !gate.disabled else { return false }
         let span = Self.span(key, policy: policy, history: watched.history, now: now)
         guard !span.coolingDown else { return false }
-        let tallies = watched.window.tallies(of: key, from: span.from, until: Int64.max)
-        return GuardRule.assess(key: key, tallies: tallies, policy: policy, gate: gate).trip != nil
+        let sums = counts[span.from] ?? watched.window.counts(from: span.from, until: Int64.max)
+        counts[span.from] = sums
+        guard let trip = GuardRule.assess(key: key, counts: sums, policy: policy, gate: gate).trip else { return false }
+        return !watched.history.awaitsPerson(key, in: trip.scope, flagSet: flagSet, now: now, cooldown: policy.cooldown.timeInterval)
     }
 
     /// The buckets a switch's window covers now, and whether it is in its cool-down.
@@ -145,7 +160,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     /// Loads every namespace, then works through confirmations as they come and refreshes the counters
     /// periodically, until graceful shutdown.
     package func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     await self.loadAll()
@@ -208,19 +223,21 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             let counts = try await store.eventCounts(EventCountQuery(
                 namespace: namespace, from: now - longest.timeInterval - 60, until: now + 86_400,
                 subjects: [.pluginSwitch, .baseline], perBucket: true))
+            let crashes = try await store.crashRecords(in: namespace, from: now - longest.timeInterval - 60, until: now + 86_400)
             try await updateHistory(namespace, state: state)
-            let assessments = shared.withLock { shared -> [GuardAssessment] in
+            let (assessments, proposals) = shared.withLock { shared -> ([GuardAssessment], Int) in
                 var watched = shared.namespaces[namespace] ?? Watched()
-                var window = WindowCounts(counts)
-                for increments in watched.buffered ?? [] { window.add(increments) }
+                var window = WindowCounts(counts, crashes: crashes)
+                for (increments, crashes) in watched.buffered ?? [] { window.add(increments, crashes: crashes) }
                 window.prune(before: EventAggregation.bucketStart(of: now - longest.timeInterval) - 60_000)
                 watched.window = window
                 watched.buffered = nil
                 watched.loaded = true
                 shared.namespaces[namespace] = watched
-                return Self.assessAll(state.flagSet, watched: watched, now: now)
+                return (Self.assessAll(state.flagSet, watched: watched, now: now), watched.history.openProposals(in: state.flagSet).count)
             }
             recordGauges(namespace, assessments)
+            recordOpenProposals(namespace, proposals)
         } catch {
             shared.withLock { $0.namespaces[namespace]?.buffered = nil }
             logger.warning("crash guard: could not read the counts of namespace \(namespace); will retry", metadata: ["error": "\(error)"])
@@ -234,12 +251,14 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     }
 
     static func assessAll(_ flagSet: FlagSet, watched: Watched, now: Date) -> [GuardAssessment] {
-        flagSet.flags.compactMap { flag in
+        var spans: [Int64: GuardCounts] = [:]
+        return flagSet.flags.compactMap { flag in
             guard let gate = flag.pluginSwitch else { return nil }
             let policy = CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: gate.crashGuard)
             let span = span(flag.key, policy: policy, history: watched.history, now: now)
-            return GuardRule.assess(key: flag.key, tallies: watched.window.tallies(of: flag.key, from: span.from, until: Int64.max),
-                                    policy: policy, gate: gate)
+            let counts = spans[span.from] ?? watched.window.counts(from: span.from, until: Int64.max)
+            spans[span.from] = counts
+            return GuardRule.assess(key: flag.key, counts: counts, policy: policy, gate: gate)
         }
     }
 
@@ -262,6 +281,10 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             guard !changes.isEmpty else { break }
             for change in changes { history.apply(change) }
         }
+        // Proposals and dismissals are audit entries only (they change no flag): read them afresh each time.
+        let since = max(state.record.createdAt, options.now() - 8 * 86_400)
+        let notes = try await store.audit(AuditQuery(namespace: namespace, actions: [.guardPropose, .guardDismiss], since: since, limit: 1000))
+        history.setProposals(from: notes.entries)
         let updated = history
         shared.withLock { shared in
             var watched = shared.namespaces[namespace] ?? Watched()
@@ -271,6 +294,10 @@ package final class CrashGuard: EventObserver, Service, Sendable {
                     watched.history.trips[version] = trip
                 }
                 watched.history.seenVersion = max(watched.history.seenVersion, updated.seenVersion)
+                // A proposal this process just made may not be in what was read: keep it.
+                var proposals = updated.proposals
+                for (id, proposal) in watched.history.proposals where proposals[id] == nil { proposals[id] = proposal }
+                watched.history.proposals = proposals
             } else {
                 watched.history = updated
             }
@@ -278,7 +305,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         }
     }
 
-    /// Decides on the store's counts whether a switch trips, and trips it.
+    /// Decides on the store's counts whether a switch trips, and trips it, or proposes to past the budget.
     func confirm(_ namespace: String, _ key: String, attempt: Int = 1) async {
         let queuedAt = shared.withLock { shared in
             shared.namespaces[namespace]?.lastConfirmed[key] = clock.now
@@ -295,14 +322,31 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             guard policy.enabled, !span.coolingDown else { return }
             let from = Date(milliseconds: span.from)
             let counts = try await store.eventCounts(EventCountQuery(
-                namespace: namespace, from: from, until: now + 86_400, subjects: [.pluginSwitch, .baseline], keys: [key, ""]))
-            let assessment = GuardRule.assess(key: key, tallies: SwitchTallies(counts, of: key), policy: policy, gate: gate)
+                namespace: namespace, from: from, until: now + 86_400, subjects: [.pluginSwitch, .baseline]))
+            let crashes = try await store.crashRecords(in: namespace, from: from, until: now + 86_400)
+            let assessment = GuardRule.assess(key: key, counts: GuardCounts(counts, crashes: crashes), policy: policy, gate: gate)
             guard let trip = assessment.trip else {
                 count(namespace, "no_trip")
                 return
             }
+            let action = GuardBudget.decide(
+                trip, tripsInLastHour: history.automaticTrips(since: now - GuardBudget.period),
+                openScopedDisables: history.openScopedTrips(of: key),
+                pending: history.awaitsPerson(key, in: trip.scope, flagSet: state.flagSet, now: now, cooldown: policy.cooldown.timeInterval))
+            switch action {
+            case .hold:
+                count(namespace, "held")
+                return
+            case .propose(let reason):
+                try await propose(trip, because: reason, in: state, from: from, now: now)
+                return
+            case .trip:
+                break
+            }
             let where_ = trip.scope.isEverywhere ? "everywhere" : "in \(trip.scopeText)"
+            // Decided on this version's history (the budget counts its trips): commit on it, or decide again.
             let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: trip.reason),
+                                        basedOn: VersionTag(epoch: state.record.epoch, version: state.record.version),
                                         summary: "crash guard: disable \(key) \(where_)", evidence: trip.evidence(from: from, until: now))
             let result = try await service.change(namespace, request) { current in
                 try Self.disabling(key, in: trip.scope, expecting: flag, current)
@@ -312,8 +356,10 @@ package final class CrashGuard: EventObserver, Service, Sendable {
                 return
             }
             tripped(trip, record: record, queuedAt: queuedAt)
+        } catch let error as StorageError where error.kind == .conflict {
+            // The namespace changed between the decision and the commit: decide again on what it is now.
+            if attempt < 3 { await confirm(namespace, key, attempt: attempt + 1) }
         } catch is GuardStaleDecision {
-            // The switch changed between the decision and the commit: decide again on what it is now.
             if attempt < 3 { await confirm(namespace, key, attempt: attempt + 1) }
         } catch {
             count(namespace, "error")
@@ -322,14 +368,119 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         }
     }
 
+    /// Records a proposal instead of a trip: an audit entry, a metric, a log line and the webhook.
+    func propose(_ trip: GuardTrip, because reason: GuardBudget.ProposalReason, in state: NamespaceState, from: Date, now: Date) async throws {
+        let namespace = state.record.name
+        var evidence = trip.evidence(from: from, until: now).objectValue ?? JSONObject()
+        evidence["proposed_because"] = .string(reason.rawValue)
+        let where_ = trip.scope.isEverywhere ? "everywhere" : "in \(trip.scopeText)"
+        let sentence = GuardBudget.sentence(reason, policy: trip.policy)
+        let entry = try await store.recordAudit(AuditNote(
+            author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: "\(sentence); \(trip.reason)"), action: .guardPropose,
+            namespace: namespace, summary: "crash guard: propose disabling \(trip.key) \(where_)", targets: [trip.key],
+            evidence: .object(evidence)))
+        let proposal = GuardHistory.Proposal(id: entry.id, key: trip.key, scope: trip.scope, time: entry.time, why: reason.rawValue,
+                                             reason: entry.reason, evidence: .object(evidence))
+        let open = shared.withLock { shared -> Int in
+            shared.namespaces[namespace]?.history.proposals[entry.id] = proposal
+            return shared.namespaces[namespace]?.history.openProposals(in: state.flagSet).count ?? 1
+        }
+        let factory = service.metricsFactory
+        Counter(label: "switchyard_guard_proposals_total",
+                dimensions: [("namespace", namespace), ("switch", trip.key), ("reason", reason.rawValue)], factory: factory).increment()
+        count(namespace, "proposed")
+        recordOpenProposals(namespace, open)
+        logger.warning("crash guard proposes disabling \(trip.key) \(where_): \(sentence)", metadata: [
+            "namespace": .string(namespace), "proposal": .stringConvertible(entry.id), "switch": .string(trip.key),
+            "apply": .string("flagctl guard apply \(entry.id) -n \(namespace)"),
+        ])
+        webhook?.announce(GuardWebhook.payload(proposal, namespace: namespace, entry: entry))
+    }
+
+    /// Applies a proposal for a person: disables its switch in its scope as their change (source `crash-guard`,
+    /// with the proposal's evidence and id).
+    ///
+    /// - Returns: the proposal and the change (nil when the switch was off in that scope already).
+    /// - Throws: `APIError` 404 for an unknown proposal, 409 for a dismissed one; a `StorageError`.
+    func apply(_ id: Int64, in namespace: String, by author: ChangeAuthor) async throws -> (GuardHistory.Proposal, CommittedChange) {
+        let (proposal, state) = try await proposal(id, in: namespace)
+        if case .dismissed = state {
+            throw APIError(.conflict, "proposal-dismissed", "Proposal dismissed",
+                           "crash guard proposal \(id) was dismissed by \(proposal.dismissed?.actor ?? "someone") at \(proposal.dismissed?.time.iso8601 ?? "?"); disable the switch yourself if it should be off")
+        }
+        var evidence = proposal.evidence.objectValue ?? JSONObject()
+        evidence["proposal"] = .int64(id)
+        evidence["applied_through"] = .string(author.source.rawValue)
+        let where_ = proposal.scope.isEverywhere ? "everywhere" : "in \(GuardHistory.scopeText(proposal.scope))"
+        var author = author
+        if author.reason?.isEmpty ?? true { author.reason = "applied crash guard proposal \(id)" }
+        let request = ChangeRequest(author: ChangeAuthor(actor: author.actor, source: .crashGuard, reason: author.reason),
+                                    summary: "apply crash guard proposal \(id): disable \(proposal.key) \(where_)", evidence: .object(evidence))
+        let result = try await service.change(namespace, request) { current in
+            try Self.disabling(proposal.key, in: proposal.scope, expecting: nil, current)
+        }
+        if let record = result.record {
+            shared.withLock { shared in shared.namespaces[namespace]?.history.add(committed: record) }
+        }
+        await refreshOpenProposals(namespace)
+        return (proposal, result)
+    }
+
+    /// Dismisses a proposal for a person (and every open proposal of the same switch and scope): the guard leaves
+    /// that switch and scope alone for the policy's cool-down.
+    ///
+    /// - Returns: the proposal, and the audit entry (nil when it was dismissed already).
+    /// - Throws: `APIError` 404 for an unknown proposal, 409 for one applied or superseded.
+    func dismiss(_ id: Int64, in namespace: String, by author: ChangeAuthor) async throws -> (GuardHistory.Proposal, AuditEntry?) {
+        let (proposal, state) = try await proposal(id, in: namespace)
+        switch state {
+        case .dismissed:
+            return (proposal, nil)
+        case .applied, .superseded:
+            throw APIError(.conflict, "proposal-settled", "Proposal settled",
+                           "crash guard proposal \(id) is \(state.rawValue): \(proposal.key) is off \(proposal.scope.isEverywhere ? "everywhere" : "in " + GuardHistory.scopeText(proposal.scope)) already; to turn it back on, 'flagctl enable \(proposal.key)'")
+        case .open:
+            break
+        }
+        let where_ = proposal.scope.isEverywhere ? "everywhere" : "in \(GuardHistory.scopeText(proposal.scope))"
+        let entry = try await store.recordAudit(AuditNote(
+            author: author, action: .guardDismiss, namespace: namespace,
+            summary: "dismiss crash guard proposal \(id) (disable \(proposal.key) \(where_))", targets: [proposal.key],
+            evidence: .object(JSONObject([("proposal", .int64(id)), ("switch", .string(proposal.key)), ("scope", .object(proposal.scope.tree))]))))
+        await refreshOpenProposals(namespace)
+        return (proposal, entry)
+    }
+
+    /// A proposal of a namespace and what became of it.
+    func proposal(_ id: Int64, in namespace: String) async throws -> (GuardHistory.Proposal, GuardHistory.ProposalState) {
+        guard let state = try await store.namespace(namespace) else { throw APIError.namespaceNotFound(namespace) }
+        try await updateHistory(namespace, state: state)
+        let history = shared.withLock { $0.namespaces[namespace]?.history } ?? GuardHistory()
+        guard let proposal = history.proposals[id] else {
+            throw APIError.notFound("namespace '\(namespace)' has no crash guard proposal \(id) in the last 8 days (list them with GET /v1/namespaces/\(namespace)/guard/proposals)")
+        }
+        return (proposal, history.state(of: proposal, gate: state.flagSet.flag(proposal.key)?.pluginSwitch))
+    }
+
+    private func refreshOpenProposals(_ namespace: String) async {
+        guard let state = try? await store.namespace(namespace) else { return }
+        try? await updateHistory(namespace, state: state)
+        let open = shared.withLock { $0.namespaces[namespace]?.history.openProposals(in: state.flagSet).count } ?? 0
+        recordOpenProposals(namespace, open)
+    }
+
+    private func recordOpenProposals(_ namespace: String, _ count: Int) {
+        Gauge(label: "switchyard_guard_open_proposals", dimensions: [("namespace", namespace)], factory: service.metricsFactory).record(count)
+    }
+
     /// The trip as a conditional change: nothing when the switch is off in the scope already; refused when the
     /// switch changed since the decision.
-    static func disabling(_ key: String, in scope: Scope, expecting expected: FlagDefinition, _ flagSet: FlagSet) throws -> FlagSet {
+    static func disabling(_ key: String, in scope: Scope, expecting expected: FlagDefinition?, _ flagSet: FlagSet) throws -> FlagSet {
         guard let index = flagSet.flags.firstIndex(where: { $0.key == key }), var gate = flagSet.flags[index].pluginSwitch else {
             return flagSet
         }
         if gate.isDisabled(in: scope) { return flagSet }
-        guard flagSet.flags[index] == expected else { throw GuardStaleDecision() }
+        if let expected, flagSet.flags[index] != expected { throw GuardStaleDecision() }
         if scope.isEverywhere { gate.disabled = true } else { gate.disabledScopes.append(scope) }
         var flagSet = flagSet
         flagSet.flags[index].pluginSwitch = gate
@@ -380,25 +531,43 @@ package final class CrashGuard: EventObserver, Service, Sendable {
 
     // MARK: Views
 
-    /// The guard's view of every plugin switch of a namespace, on the store's counts (for the API).
-    package func status(of state: NamespaceState) async throws -> [SwitchStatus] {
+    /// The guard's view of every plugin switch of a namespace, on the store's counts, with its trip budget and
+    /// proposals (for the API).
+    package func status(of state: NamespaceState) async throws -> GuardOverview {
         try await updateHistory(state.record.name, state: state)
         let now = options.now()
         let longest = Self.longestWindow(state.flagSet)
         let counts = try await store.eventCounts(EventCountQuery(
             namespace: state.record.name, from: now - longest.timeInterval, until: now + 86_400,
             subjects: [.pluginSwitch, .baseline], perBucket: true))
-        let window = WindowCounts(counts)
+        let crashes = try await store.crashRecords(in: state.record.name, from: now - longest.timeInterval, until: now + 86_400)
+        let window = WindowCounts(counts, crashes: crashes)
         let history = shared.withLock { $0.namespaces[state.record.name]?.history } ?? GuardHistory()
-        return state.flagSet.flags.compactMap { flag in
+        var spans: [Int64: GuardCounts] = [:]
+        let statuses: [SwitchStatus] = state.flagSet.flags.compactMap { flag in
             guard let gate = flag.pluginSwitch else { return nil }
             let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: gate.crashGuard)
             let span = Self.span(flag.key, policy: policy, history: history, now: now)
-            let assessment = GuardRule.assess(key: flag.key, tallies: window.tallies(of: flag.key, from: span.from, until: Int64.max),
-                                              policy: policy, gate: gate)
+            let sums = spans[span.from] ?? window.counts(from: span.from, until: Int64.max)
+            spans[span.from] = sums
+            let assessment = GuardRule.assess(key: flag.key, counts: sums, policy: policy, gate: gate)
             return SwitchStatus(key: flag.key, gate: gate, assessment: assessment, from: Date(milliseconds: span.from), until: now,
                                 coolingDownUntil: span.coolingDown ? span.reenabled.map { $0.time + policy.cooldown.timeInterval } : nil,
-                                openTrips: history.openTrips(of: flag.key), latestTrip: history.latestTrip(of: flag.key))
+                                openTrips: history.openTrips(of: flag.key), latestTrip: history.latestTrip(of: flag.key),
+                                openProposals: history.openProposals(of: flag.key, in: state.flagSet))
+        }
+        let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: nil)
+        return GuardOverview(switches: statuses, proposals: history.openProposals(in: state.flagSet),
+                             tripsLastHour: history.automaticTrips(since: now - GuardBudget.period),
+                             maximumTripsPerHour: policy.maximumTripsPerHour)
+    }
+
+    /// The proposals of a namespace, newest first, with what became of each (for the API).
+    func proposals(of state: NamespaceState) async throws -> [(proposal: GuardHistory.Proposal, state: GuardHistory.ProposalState)] {
+        try await updateHistory(state.record.name, state: state)
+        let history = shared.withLock { $0.namespaces[state.record.name]?.history } ?? GuardHistory()
+        return history.proposals.values.sorted { $0.id > $1.id }.map { proposal in
+            (proposal, history.state(of: proposal, gate: state.flagSet.flag(proposal.key)?.pluginSwitch))
         }
     }
 
@@ -413,6 +582,16 @@ package final class CrashGuard: EventObserver, Service, Sendable {
 /// The switch changed between the guard's decision and its commit.
 struct GuardStaleDecision: Error {}
 
+/// A namespace as the crash guard sees it: every plugin switch, the proposals waiting for a person, and the trip
+/// budget.
+package struct GuardOverview: Sendable {
+    var switches: [SwitchStatus]
+    var proposals: [GuardHistory.Proposal]
+    /// The guard's own disables in the last hour.
+    var tripsLastHour: Int
+    var maximumTripsPerHour: Int
+}
+
 /// One plugin switch as the guard sees it now.
 package struct SwitchStatus: Sendable {
     var key: String
@@ -423,11 +602,14 @@ package struct SwitchStatus: Sendable {
     var coolingDownUntil: Date?
     var openTrips: [GuardHistory.Trip]
     var latestTrip: GuardHistory.Trip?
+    var openProposals: [GuardHistory.Proposal]
 
-    /// `off` (the policy), `tripped`, `disabled` (by a person), `cooling_down`, `tripping`, `watching`.
+    /// `off` (the policy), `tripped`, `proposed` (a person decides), `disabled` (by a person), `cooling_down`,
+    /// `tripping`, `watching`.
     var state: String {
         if !assessment.policy.enabled { return "off" }
         if !openTrips.isEmpty { return "tripped" }
+        if !openProposals.isEmpty { return "proposed" }
         if gate.disabled { return "disabled" }
         if coolingDownUntil != nil { return "cooling_down" }
         if assessment.trip != nil { return "tripping" }

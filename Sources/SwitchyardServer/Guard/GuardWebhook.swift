@@ -9,13 +9,16 @@ import SwitchyardGuard
 import SwitchyardStorage
 import Synchronization
 
-/// Announces the crash guard's trips to a URL: one `POST` of JSON per trip, retried with backoff, never in the
-/// way of ingestion (trips are queued and delivered by the guard's worker).
+/// Announces the crash guard's trips and proposals to a URL: one `POST` of JSON each, retried with backoff, never
+/// in the way of ingestion (they are queued and delivered by the guard's worker).
 ///
 /// ```json
 /// {"event": "crash_guard.tripped", "namespace": "rider", "switch": "plugin_switch_feed_promos",
 ///  "scope": {"cities": ["lagos"]}, "scope_text": "city lagos", "version": 42, "time": "2026-11-24T09:12:03.118Z",
 ///  "actor": "crash-guard", "summary": "…", "reason": "…", "evidence": {…}}
+/// {"event": "crash_guard.proposed", "namespace": "rider", "proposal": 1234, "switch": "plugin_switch_map_traffic",
+///  "scope": {}, "scope_text": "everywhere", "time": "…", "proposed_because": "budget", "reason": "…",
+///  "evidence": {…}, "apply": "flagctl guard apply 1234 -n rider", "dismiss": "flagctl guard dismiss 1234 -n rider"}
 /// ```
 ///
 /// Any 2xx answer delivers it; anything else (another status, no answer within 5 s, no connection) is retried
@@ -23,6 +26,7 @@ import Synchronization
 /// trip, so several flagsd sharing a store announce it once.
 final class GuardWebhook: Sendable {
     struct Delivery: Sendable {
+        var event: String
         var body: [UInt8]
         var attempts = 0
     }
@@ -67,9 +71,23 @@ final class GuardWebhook: Sendable {
         ]))
     }
 
+    /// The body announcing a proposal.
+    static func payload(_ proposal: GuardHistory.Proposal, namespace: String, entry: AuditEntry) -> JSONValue {
+        .object(JSONObject([
+            ("event", .string("crash_guard.proposed")), ("namespace", .string(namespace)), ("proposal", .int64(proposal.id)),
+            ("switch", .string(proposal.key)), ("scope", .object(proposal.scope.tree)),
+            ("scope_text", .string(GuardHistory.scopeText(proposal.scope))), ("time", .string(entry.time.iso8601)),
+            ("summary", .string(entry.summary)), ("proposed_because", .string(proposal.why)),
+            ("reason", entry.reason.map(JSONValue.string) ?? .null), ("evidence", proposal.evidence),
+            ("apply", .string("flagctl guard apply \(proposal.id) -n \(namespace)")),
+            ("dismiss", .string("flagctl guard dismiss \(proposal.id) -n \(namespace) --reason '…'")),
+        ]))
+    }
+
     /// Queues an announcement; returns at once.
     func announce(_ payload: JSONValue) {
-        pending.withLock { $0.append(Delivery(body: Array(payload.serializedString().utf8))) }
+        let event = payload["event"]?.stringValue ?? "crash_guard"
+        pending.withLock { $0.append(Delivery(event: event, body: Array(payload.serializedString().utf8))) }
         wake.yield()
     }
 
@@ -99,7 +117,7 @@ final class GuardWebhook: Sendable {
         var delivery = delivery
         while delivery.attempts < Self.maximumAttempts {
             delivery.attempts += 1
-            let outcome = await post(delivery.body)
+            let outcome = await post(delivery.body, event: delivery.event)
             if outcome == nil {
                 record(delivery.attempts == 1 ? "delivered" : "delivered_after_retry")
                 return
@@ -115,18 +133,18 @@ final class GuardWebhook: Sendable {
             }
         }
         record("failed")
-        logger.error("crash guard webhook: gave up after \(Self.maximumAttempts) attempts (the audit log has the trip)",
+        logger.error("crash guard webhook: gave up after \(Self.maximumAttempts) attempts (the audit log has every trip and proposal)",
                      metadata: ["url": .string(url.absoluteString)])
     }
 
     /// Sends one request; nil when it was delivered, else what went wrong.
-    private func post(_ body: [UInt8]) async -> String? {
+    private func post(_ body: [UInt8], event: String) async -> String? {
         var request = URLRequest(url: url)
         request.httpMethod = "POST"
         request.timeoutInterval = Self.timeout
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("flagsd crash guard", forHTTPHeaderField: "User-Agent")
-        request.setValue("crash_guard.tripped", forHTTPHeaderField: "X-Switchyard-Event")
+        request.setValue(event, forHTTPHeaderField: "X-Switchyard-Event")
         request.httpBody = Data(body)
         let session = self.session
         return await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in

@@ -93,6 +93,8 @@ package struct APIError: Error, Sendable {
         case .unavailable:
             self.init(.serviceUnavailable, "storage-unavailable", "Storage unavailable", error.message)
             headers[.retryAfter] = "1"
+        case .lastAdminToken:
+            self.init(.conflict, "last-admin-token", "The last admin token", error.message)
         default:
             self.init(.internalServerError, "internal", "Internal error", error.message)
         }

@@ -54,7 +54,8 @@ struct ProblemMiddleware: RouterMiddleware {
             return error
         case let error as StorageError:
             if error.kind == .unavailable || error.kind == .corrupt {
-                context.logger.error("storage error", metadata: ["error": "\(error.message)"])
+                // The diagnostic (the database's identity and own text) goes to the log only.
+                context.logger.error("storage error", metadata: ["error": "\(error)"])
             }
             return APIError(error)
         case let error as HTTPError where error.status == .notFound:

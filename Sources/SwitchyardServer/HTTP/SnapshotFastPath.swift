@@ -27,8 +27,9 @@ import Synchronization
 /// (a client may half-close and still want the answer), as on the router.
 ///
 /// Hummingbird's connection state handler, after this one, sees only the requests passed on. That is why a fast
-/// path request must never outlive a quiescing connection (graceful shutdown answers the hub's waiters first),
-/// and why an idle timeout, if flagsd ever configures one, would have to count this handler's parked requests.
+/// path request must never outlive a quiescing connection (graceful shutdown answers the hub's waiters first), and
+/// why flagsd's idle and header timeouts live in `ConnectionGuardHandler`, before this one: it sees the requests
+/// this handler takes, so a parked request counts as being answered, never as idle.
 package final class SnapshotFastPath: Sendable {
     let api: API
     let metrics: RequestMetrics

@@ -1,5 +1,5 @@
 import Foundation
-package import Logging
+import Logging
 import Metrics
 import ServiceLifecycle
 package import SwitchyardStorage

@@ -14,18 +14,89 @@ extension API {
     }
 
     /// `GET /v1/namespaces/{namespace}/guard`: every plugin switch as the crash guard sees it now: sessions,
-    /// crashes, rate, lower bound, bound, threshold, state, trips in force, and the cities and cohorts above it.
+    /// crashes, rate, lower bound, bound, threshold, state, trips in force, and the cities and cohorts above it;
+    /// the trip budget, and the proposals waiting for a person.
     func guardStatus(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, state) = try await readableState(request, context)
         let only = request.uri.queryParameters.get("switch")
         if let only, state.flagSet.flag(only)?.pluginSwitch == nil {
             throw APIError.notFound("namespace '\(namespace)' has no plugin switch '\(only)' (list them with GET /v1/namespaces/\(namespace)/guard)")
         }
-        let statuses = try await crashGuard.status(of: state).filter { only == nil || $0.key == only }
+        let overview = try await crashGuard.status(of: state)
+        let statuses = overview.switches.filter { only == nil || $0.key == only }
+        let proposals = overview.proposals.filter { only == nil || $0.key == only }
         return .json(.object(JSONObject([
             ("namespace", .string(namespace)), ("version", .int64(state.record.version)), ("time", .string(Date().iso8601)),
-            ("rule", .string("wilson-lower-bound")), ("switches", .array(statuses.map(\.tree))),
+            ("rule", .string("wilson-lower-bound")),
+            ("budget", .object(JSONObject([
+                ("max_trips_per_hour", .int(overview.maximumTripsPerHour)), ("trips_last_hour", .int(overview.tripsLastHour)),
+                ("remaining", .int(max(0, overview.maximumTripsPerHour - overview.tripsLastHour))),
+            ]))),
+            ("proposals", .array(proposals.map { $0.tree(state: .open, namespace: namespace) })),
+            ("switches", .array(statuses.map(\.tree))),
         ])), headers: etagHeaders(state.record))
+    }
+
+    /// `GET /v1/namespaces/{namespace}/guard/proposals?state=&switch=&limit=`: the disables the guard proposed
+    /// past its budget, newest first, with what became of each (`open`, `applied`, `dismissed`, `superseded`).
+    func guardProposals(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, state) = try await readableState(request, context)
+        let limit = Int(try queryInteger(request, "limit", default: 50, in: 1...1000)!)
+        let only = request.uri.queryParameters.get("switch")
+        let wanted = request.uri.queryParameters.get("state") ?? "all"
+        let states = ["all", "open", "applied", "dismissed", "superseded"]
+        guard states.contains(wanted) else {
+            throw APIError.badRequest("query parameter state='\(wanted)' is not one of \(states.joined(separator: ", "))", path: "state")
+        }
+        let proposals = try await crashGuard.proposals(of: state)
+            .filter { (only == nil || $0.proposal.key == only) && (wanted == "all" || $0.state.rawValue == wanted) }.prefix(limit)
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
+            ("proposals", .array(proposals.map { $0.proposal.tree(state: $0.state, namespace: namespace) })),
+        ])), headers: etagHeaders(state.record))
+    }
+
+    /// `POST /v1/namespaces/{namespace}/guard/proposals/{id}/apply`: `{"reason"?}`; disables the proposal's switch
+    /// in its scope as the caller's change (source `crash-guard`, the proposal's evidence).
+    func applyGuardProposal(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let reason = API.reason(&body)
+        body.finish()
+        try problems.check()
+        let id = try proposalID(context)
+        let change = try changeRequest(request, token: token, reason: reason)
+        let (proposal, result) = try await crashGuard.apply(id, in: namespace, by: change.author)
+        return committedResponse(result, [("proposal", proposal.tree(state: .applied, namespace: namespace))])
+    }
+
+    /// `POST /v1/namespaces/{namespace}/guard/proposals/{id}/dismiss`: `{"reason"}`; the guard leaves the
+    /// proposal's switch and scope alone for its cool-down.
+    func dismissGuardProposal(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let reason = API.reason(&body)
+        body.finish()
+        if reason?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ?? true {
+            problems.report("reason", "is required: say why the switch should stay on (it is recorded in the audit log)")
+        }
+        try problems.check()
+        let id = try proposalID(context)
+        let change = try changeRequest(request, token: token, reason: reason)
+        let (proposal, entry) = try await crashGuard.dismiss(id, in: namespace, by: change.author)
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("dismissed", .bool(entry != nil)),
+            ("proposal", proposal.tree(state: .dismissed, namespace: namespace)),
+            ("audit_id", entry.map { .int64($0.id) } ?? .null),
+        ])))
+    }
+
+    func proposalID(_ context: FlagsRequestContext) throws -> Int64 {
+        let text = try parameter("id", context)
+        guard let id = Int64(text), id > 0 else {
+            throw APIError.badRequest("'\(text)' is not a proposal id (a whole number, as 'flagctl guard status' lists them)", path: "id")
+        }
+        return id
     }
 
     /// `GET /v1/namespaces/{namespace}/guard/trips?switch=&limit=`: the guard's trips, newest first, with their
@@ -109,10 +180,14 @@ extension API {
 }
 
 extension SwitchStatus {
-    /// The status as JSON: counts and rates as fractions, the bound, state, trips in force.
+    /// The status as JSON: counts and rates as fractions, the bound, state, trips in force. The counts are those
+    /// of the source shown first (`source`: the one that trips, else the allowed one with the most sessions);
+    /// `sources` has each source's.
     var tree: JSONValue {
         var object = JSONObject([("key", .string(key)), ("state", .string(state))])
-        for (name, value) in assessment.overall.tree where name != "exceeds" { object[name] = value }
+        let primary = assessment.primary
+        object["source"] = .string(primary.source.rawValue)
+        for (name, value) in primary.overall.tree where name != "exceeds" { object[name] = value }
         object["window"] = .string(GuardDurationText.text(assessment.policy.window))
         object["from"] = .string(from.iso8601)
         object["until"] = .string(until.iso8601)
@@ -127,7 +202,13 @@ extension SwitchStatus {
             for (name, value) in check.tree where name != "shortfall" { scope[name] = value }
             return .object(scope)
         })
+        object["sources"] = .array(assessment.sources.map { source in
+            var entry = JSONObject([("source", .string(source.source.rawValue)), ("may_trip", .bool(source.allowed))])
+            for (name, value) in source.overall.tree where name != "shortfall" { entry[name] = value }
+            return .object(entry)
+        })
         object["open_trips"] = .array(openTrips.map(\.tree))
+        object["open_proposals"] = .array(openProposals.map { .int64($0.id) })
         object["last_trip"] = latestTrip?.tree ?? .null
         object["policy"] = .object(assessment.policy.tree(unit: .basisPoints))
         return .object(object)

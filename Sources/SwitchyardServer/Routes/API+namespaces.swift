@@ -210,10 +210,17 @@ extension API {
         }
         let roleText = body.string("role", required: true)
         let role = roleText.flatMap(Role.init(rawValue:))
-        if let roleText, role == nil { problems.report("role", "'\(roleText)' is not a role (client, editor or admin)") }
+        if let roleText, role == nil { problems.report("role", "'\(roleText)' is not a role (client, reporter, editor, admin or metrics)") }
         let namespaces = body.stringList("namespaces")
         if let namespaces, namespaces.isEmpty {
             problems.report("namespaces", "must list at least one namespace (leave it out for every namespace)")
+        }
+        // Client tokens ship inside apps, so anyone may extract one: each is limited to the namespaces it serves.
+        if role == .client, namespaces == nil, !problems.problems.contains(where: { $0.path.description == "namespaces" }) {
+            problems.report("namespaces", "is required for a client token: client tokens ship inside apps, where anyone can read them, so each is limited to the namespaces its app uses, e.g. \"namespaces\": [\"rider\"] (flagctl tokens create \(name ?? "NAME") --role client --allow rider)")
+        }
+        if role == .metrics, namespaces != nil {
+            problems.report("namespaces", "must be left out for a metrics token: /metrics covers every namespace")
         }
         let rate = body.integer("rate_per_minute", in: 1...1_000_000)
         body.finish()

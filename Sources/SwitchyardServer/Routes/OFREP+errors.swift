@@ -70,7 +70,7 @@ extension API {
         case let error as APIError where error.status.code < 500:
             return OFREPError(error)
         case let error as StorageError:
-            context.logger.error("storage error during an OFREP evaluation", metadata: ["error": "\(error.message)"])
+            context.logger.error("storage error during an OFREP evaluation", metadata: ["error": "\(error)"])
             return .general(.internalServerError,
                             "the flag store failed while checking the request (\(error.message)); retry later, and tell the operator the request id \(context.requestID)")
         default:

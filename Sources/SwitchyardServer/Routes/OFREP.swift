@@ -92,7 +92,11 @@ extension API {
             token = try await auth.authenticate(secret: key, presentedAs: "X-API-Key")
         } else {
             auth.fail("missing")
-            throw APIError.unauthorized("OFREP needs a token: send 'Authorization: Bearer <token>' or 'X-API-Key: <token>' (an admin creates client tokens with flagctl tokens create NAME --role client)")
+            throw APIError.unauthorized("OFREP needs a token: send 'Authorization: Bearer <token>' or 'X-API-Key: <token>' (an admin creates client tokens with flagctl tokens create NAME --role client --allow NAMESPACE)")
+        }
+        guard token.role >= .client else {
+            auth.fail("role")
+            throw OFREPError.general(.forbidden, "token '\(token.name)' has the \(token.role) role, which only reads /metrics; evaluating flags needs a client token (or higher)")
         }
 
         if let rate = token.ratePerMinute ?? service.configuration.ofrepRatePerMinute,

@@ -1,4 +1,5 @@
 public import Foundation
+import SwitchyardCore
 
 /// Where flagsd keeps what clients report: the ids of events already counted, and durable counters of
 /// sessions, crashed sessions and exposures per namespace, minute, subject and dimension.
@@ -9,18 +10,27 @@ public import Foundation
 /// Implementation requirements (the conformance suite checks each):
 /// - `ingestEvents` runs in one transaction and is durable when it returns, like a flag change: for each
 ///   event in order, record its id for the namespace unless recorded already (an id seen before, in an earlier
-///   call, in this call, or before a restart, is a duplicate and counts nothing); then add the increments of
-///   the new events, computed with ``EventAggregation/increments(of:)``, to the counters, in the order that
-///   function returns them (a fixed order, so concurrent batches cannot deadlock on the same rows). Nothing is
-///   counted when the call throws.
+///   call, in this call, or before a restart, is a duplicate and counts nothing). Then admit the new events
+///   with an ``EventAdmission/Plan`` over the namespace's admission windows (the counts of sessions each unit and
+///   address contributed, and of events per city and cohort, per window): add its `contributions` and pass the
+///   totals after adding them to `admit(totals:)`; add the frequencies that returns and pass the most frequent
+///   values of each window and kind it names (`rankings`; most events first, then by value) to
+///   `counted(ranked:)`. Add the increments of the events it counts, computed with
+///   ``EventAggregation/increments(of:)``, to the counters, and record their crashed sessions
+///   (``EventAggregation/crashes(of:)``). Rows are written in the order these functions return them (a fixed
+///   order, so concurrent batches cannot deadlock on the same rows). Nothing is counted when the call throws.
 /// - An unknown or deleted namespace throws `StorageError` `notFound` and records nothing.
 /// - `eventCounts` sums counters over the buckets that start in `[from, until)` (bucket starts are
 ///   ``EventAggregation/bucketSize`` apart, from the Unix epoch, UTC), grouped by subject and dimension (and by
 ///   bucket when `perBucket` is set); counters that sum to zero are left out. Results are sorted by subject,
 ///   dimension, then bucket.
+/// - `crashRecords` returns the recorded crashed sessions of a namespace whose bucket starts in `[from, until)`,
+///   oldest bucket first, then by id.
 /// - `pruneEventIDs(before:)` forgets the ids of events whose time is before the date, and never touches
 ///   counters. The server keeps ids for longer than it accepts old events, so a forgotten id can only come
 ///   back on an event that is refused as too old.
+/// - `pruneEventRecords(before:)` forgets admission windows that start, and crashed sessions whose bucket
+///   starts, before the date; it never touches counters or ids.
 public protocol EventStore: Sendable {
     /// Counts new events and records their ids; duplicates count nothing.
     ///
@@ -28,17 +38,57 @@ public protocol EventStore: Sendable {
     ///   - events: validated events, in the order they arrived.
     ///   - namespace: the namespace they were posted to.
     ///   - receivedAt: when the server received them.
-    /// - Returns: which ids were counted now and which had been counted before.
-    func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date) async throws -> EventIngestResult
+    ///   - admission: how much each unit and address may contribute, and which cities and cohorts are counted on
+    ///     their own.
+    /// - Returns: which ids were recorded now and which had been before, which of the new ones a cap left out of
+    ///   the counts, and the events as counted.
+    func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
+        -> EventIngestResult
 
     /// Counter sums over a time range.
     func eventCounts(_ query: EventCountQuery) async throws -> [EventCount]
+
+    /// The crashed sessions recorded for a namespace, over a time range.
+    func crashRecords(in namespace: String, from: Date, until: Date) async throws -> [CrashRecord]
 
     /// Forgets the ids of events older than a date.
     ///
     /// - Returns: how many ids were forgotten.
     @discardableResult
     func pruneEventIDs(before date: Date) async throws -> Int
+
+    /// Forgets admission windows and crashed sessions older than a date.
+    ///
+    /// - Returns: how many rows were forgotten.
+    @discardableResult
+    func pruneEventRecords(before date: Date) async throws -> Int
+}
+
+extension EventStore {
+    /// Counts new events with no caps and every city and cohort on its own.
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date) async throws -> EventIngestResult {
+        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: .unlimited)
+    }
+}
+
+/// Who reported an event: an app with a client token (public, so possibly forged), or a server-side crash
+/// pipeline with a reporter token (secret).
+public struct EventSource: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init?(rawValue: String) {
+        guard ["client", "reporter"].contains(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    private init(_ rawValue: String) { self.rawValue = rawValue }
+
+    public static let client = EventSource("client")
+    public static let reporter = EventSource("reporter")
+    public static let all: [EventSource] = [.client, .reporter]
+
+    public var description: String { rawValue }
+    public static func < (lhs: EventSource, rhs: EventSource) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// One validated event, as the store counts it.
@@ -59,26 +109,126 @@ public struct StoredEvent: Sendable, Hashable {
     public var city: String?
     public var cohorts: [String]
     public var payload: Payload
+    /// Who reported it.
+    public var source: EventSource
+    /// The unit it belongs to, as a pseudonymous key (the server keeps a digest of what the client sent, never a
+    /// raw id); nil when the event named none.
+    public var unit: String?
+    /// The source address of the batch, as a key (an IPv4 address, or the /64 of an IPv6 address); nil when
+    /// unknown.
+    public var address: String?
 
-    public init(id: String, time: Date, city: String? = nil, cohorts: [String] = [], payload: Payload) {
+    public init(id: String, time: Date, city: String? = nil, cohorts: [String] = [], payload: Payload,
+                source: EventSource = .client, unit: String? = nil, address: String? = nil) {
         self.id = id
         self.time = time
         self.city = city
         self.cohorts = cohorts
         self.payload = payload
+        self.source = source
+        self.unit = unit
+        self.address = address
     }
 }
 
 /// What `ingestEvents` did with a batch.
 public struct EventIngestResult: Sendable, Hashable {
-    /// Ids counted now.
+    /// Ids recorded now (counted, or left out of the counts by a cap: see `dropped`).
     public var counted: [String]
-    /// Ids counted before (a retried batch): nothing was added for them.
+    /// Ids recorded before (a retried batch): nothing was added for them.
     public var duplicates: [String]
+    /// New events a cap left out of the counts, in the batch's order (their ids are recorded: a retry is a duplicate).
+    public var dropped: [EventDrop]
+    /// The new events as counted (cities and cohorts not counted on their own folded into
+    /// ``CrashGuardPolicy/otherValue``), in the batch's order.
+    public var admitted: [StoredEvent]
 
-    public init(counted: [String], duplicates: [String]) {
+    public init(counted: [String], duplicates: [String], dropped: [EventDrop] = [], admitted: [StoredEvent] = []) {
         self.counted = counted
         self.duplicates = duplicates
+        self.dropped = dropped
+        self.admitted = admitted
+    }
+}
+
+/// An event received but left out of the counts, and why.
+public struct EventDrop: Sendable, Hashable {
+    public var id: String
+    public var reason: EventDropReason
+
+    public init(id: String, reason: EventDropReason) {
+        self.id = id
+        self.reason = reason
+    }
+}
+
+/// Why an event was left out of the counts: a metric label, so a fixed vocabulary.
+public struct EventDropReason: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Its unit had contributed its most sessions of the window already.
+    public static let unitCap = EventDropReason(rawValue: "unit_cap")
+    /// Its source address had contributed its most sessions of the window already.
+    public static let addressCap = EventDropReason(rawValue: "address_cap")
+    /// It names a plugin switch the namespace does not have.
+    public static let unknownSwitch = EventDropReason(rawValue: "unknown_switch")
+    /// It names an experiment flag the namespace does not have.
+    public static let unknownFlag = EventDropReason(rawValue: "unknown_flag")
+    /// It names a variant its experiment flag does not have.
+    public static let unknownVariant = EventDropReason(rawValue: "unknown_variant")
+
+    public var description: String { rawValue }
+}
+
+/// A crashed session as recorded for the crash guard: who reported it, from where, and what ran in it, so the
+/// guard can count distinct units and addresses and tell which switches a crash may be blamed on.
+public struct CrashRecord: Sendable, Hashable {
+    public var id: String
+    public var source: EventSource
+    /// The start of its minute bucket, in milliseconds since 1970.
+    public var bucket: Int64
+    /// Its unit key (for a session that named none: one key per source address).
+    public var unit: String
+    public var address: String?
+    /// As counted (folded).
+    public var city: String?
+    public var cohorts: [String]
+    public var switches: [String]
+
+    public init(id: String, source: EventSource, bucket: Int64, unit: String, address: String?, city: String?,
+                cohorts: [String], switches: [String]) {
+        self.id = id
+        self.source = source
+        self.bucket = bucket
+        self.unit = unit
+        self.address = address
+        self.city = city
+        self.cohorts = cohorts
+        self.switches = switches
+    }
+
+    /// A list of strings (cohorts, switches) as backends store it: a JSON array.
+    public static func storedList(_ values: [String]) -> String {
+        JSONValue.array(values.map(JSONValue.string)).serializedString()
+    }
+
+    /// A list stored with ``storedList(_:)``.
+    ///
+    /// - Throws: `StorageError` `corrupt` when it is not a JSON array.
+    public static func list(stored text: String) throws(StorageError) -> [String] {
+        guard let values = (try? JSONValue.parse(text))?.arrayValue else { throw StorageError(.corrupt, "a stored list is not a JSON array") }
+        return values.compactMap(\.stringValue)
+    }
+
+    /// Whether the session counts in a dimension: every one in `all`, its city's, each of its cohorts'.
+    public func counts(in dimension: EventDimension) -> Bool {
+        switch dimension.kind {
+        case .city: city == dimension.value
+        case .cohort: cohorts.contains(dimension.value)
+        default: true
+        }
     }
 }
 
@@ -225,22 +375,33 @@ public struct EventTally: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A counter sum: one subject in one dimension, over a query's range (or one bucket of it).
+/// A counter sum: the events one source reported for one subject in one dimension, over a query's range (or one
+/// bucket of it).
 public struct EventCount: Sendable, Hashable, CustomStringConvertible {
+    public var source: EventSource
     public var subject: EventSubject
     public var dimension: EventDimension
     /// The bucket's start, when the query asked for buckets.
     public var bucket: Date?
     public var tally: EventTally
 
-    public init(subject: EventSubject, dimension: EventDimension, bucket: Date? = nil, tally: EventTally) {
+    public init(source: EventSource = .client, subject: EventSubject, dimension: EventDimension, bucket: Date? = nil, tally: EventTally) {
+        self.source = source
         self.subject = subject
         self.dimension = dimension
         self.bucket = bucket
         self.tally = tally
     }
 
-    public var description: String { "\(subject) [\(dimension)]: \(tally)" }
+    public var description: String { "\(source == .client ? "" : "\(source): ")\(subject) [\(dimension)]: \(tally)" }
+
+    /// The order `eventCounts` returns: by source, subject, dimension, then bucket.
+    public static func ordered(_ lhs: EventCount, _ rhs: EventCount) -> Bool {
+        if lhs.source != rhs.source { return lhs.source < rhs.source }
+        if lhs.subject != rhs.subject { return lhs.subject < rhs.subject }
+        if lhs.dimension != rhs.dimension { return lhs.dimension < rhs.dimension }
+        return (lhs.bucket ?? .distantPast) < (rhs.bucket ?? .distantPast)
+    }
 }
 
 /// Which counters to sum, over which time range.
@@ -263,17 +424,20 @@ public struct EventCountQuery: Sendable, Hashable {
     public var keys: Set<String>?
     /// Dimension kinds to include; nil for every kind.
     public var dimensions: Set<EventDimension.Kind>?
+    /// Sources to include; nil for every source. Results are per source either way.
+    public var sources: Set<EventSource>?
     /// One result per bucket instead of sums over the range.
     public var perBucket: Bool
 
     public init(namespace: String, from: Date, until: Date, subjects: Set<EventSubject.Kind>? = nil, keys: Set<String>? = nil,
-                dimensions: Set<EventDimension.Kind>? = nil, perBucket: Bool = false) {
+                dimensions: Set<EventDimension.Kind>? = nil, sources: Set<EventSource>? = nil, perBucket: Bool = false) {
         self.namespace = namespace
         self.from = from
         self.until = until
         self.subjects = subjects
         self.keys = keys
         self.dimensions = dimensions
+        self.sources = sources
         self.perBucket = perBucket
     }
 

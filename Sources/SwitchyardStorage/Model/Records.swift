@@ -225,6 +225,10 @@ public struct AuditAction: RawRepresentable, Sendable, Hashable, CustomStringCon
     public static let namespaceDelete = AuditAction(rawValue: "namespace.delete")
     public static let tokenCreate = AuditAction(rawValue: "token.create")
     public static let tokenRevoke = AuditAction(rawValue: "token.revoke")
+    /// The crash guard proposed disabling a switch instead of disabling it (past its trip budget).
+    public static let guardPropose = AuditAction(rawValue: "guard.propose")
+    /// A person dismissed a crash guard proposal.
+    public static let guardDismiss = AuditAction(rawValue: "guard.dismiss")
 
     public var description: String { rawValue }
 }
@@ -264,6 +268,28 @@ public struct AuditEntry: Sendable, Hashable {
     }
 }
 
+/// An audited action that changes no flag and takes no version: the crash guard's proposals, and a person's
+/// dismissal of one.
+public struct AuditNote: Sendable, Hashable {
+    public var author: ChangeAuthor
+    public var action: AuditAction
+    public var namespace: String
+    public var summary: String
+    /// The flags it concerns, so `AuditQuery.target` finds it.
+    public var targets: [String]
+    /// What it rests on, as data.
+    public var evidence: JSONValue?
+
+    public init(author: ChangeAuthor, action: AuditAction, namespace: String, summary: String, targets: [String], evidence: JSONValue?) {
+        self.author = author
+        self.action = action
+        self.namespace = namespace
+        self.summary = summary
+        self.targets = targets
+        self.evidence = evidence
+    }
+}
+
 /// A filter over the audit log, newest first.
 public struct AuditQuery: Sendable, Hashable {
     public var namespace: String?
@@ -273,6 +299,8 @@ public struct AuditQuery: Sendable, Hashable {
     public var target: String?
     public var actor: String?
     public var source: ChangeSource?
+    /// When set, only entries with one of these actions.
+    public var actions: [AuditAction]?
     /// Inclusive lower bound.
     public var since: Date?
     /// Exclusive upper bound.
@@ -283,13 +311,15 @@ public struct AuditQuery: Sendable, Hashable {
 
     public init(
         namespace: String? = nil, visibleNamespaces: [String]? = nil, target: String? = nil, actor: String? = nil,
-        source: ChangeSource? = nil, since: Date? = nil, until: Date? = nil, before: Int64? = nil, limit: Int = 50
+        source: ChangeSource? = nil, actions: [AuditAction]? = nil, since: Date? = nil, until: Date? = nil, before: Int64? = nil,
+        limit: Int = 50
     ) {
         self.namespace = namespace
         self.visibleNamespaces = visibleNamespaces
         self.target = target
         self.actor = actor
         self.source = source
+        self.actions = actions
         self.since = since
         self.until = until
         self.before = before
@@ -316,6 +346,7 @@ extension AuditQuery {
         if let target { conditions.append("id IN (SELECT audit_id FROM audit_target WHERE target = \(bind(.text(target))))") }
         if let actor { conditions.append("actor = \(bind(.text(actor)))") }
         if let source { conditions.append("source = \(bind(.text(source.rawValue)))") }
+        if let actions { conditions.append("action IN \(bind(.texts(actions.map(\.rawValue))))") }
         if let since { conditions.append("time_ms >= \(bind(.integer(since.milliseconds)))") }
         if let until { conditions.append("time_ms < \(bind(.integer(until.milliseconds)))") }
         if let before { conditions.append("id < \(bind(.integer(before)))") }

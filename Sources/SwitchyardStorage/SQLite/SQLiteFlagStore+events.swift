@@ -3,7 +3,8 @@ import GRDB
 import SwitchyardCore
 
 extension SQLiteFlagStore {
-    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date) async throws -> EventIngestResult {
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
+        -> EventIngestResult {
         let received = receivedAt.milliseconds
         return try await access {
             try await self.pool.write { db in
@@ -11,28 +12,64 @@ extension SQLiteFlagStore {
                 let remember = try db.cachedStatement(sql: """
                     INSERT OR IGNORE INTO event_id (namespace, id, time_ms, received_ms) VALUES (?, ?, ?, ?)
                     """)
-                var counted: [StoredEvent] = []
+                var fresh: [StoredEvent] = []
                 var duplicates: [String] = []
                 for event in events {
                     try remember.execute(arguments: [namespace, event.id, event.time.milliseconds, received])
-                    if db.changesCount > 0 { counted.append(event) } else { duplicates.append(event.id) }
+                    if db.changesCount > 0 { fresh.append(event) } else { duplicates.append(event.id) }
                 }
+                let (counted, dropped) = try Self.admit(fresh, in: namespace, admission: admission, db)
                 let add = try db.cachedStatement(sql: """
-                    INSERT INTO event_count (namespace, subject_kind, subject, variant, dimension, value, bucket_ms,
+                    INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
                                              sessions, crashed, exposures)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (namespace, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
                         sessions = sessions + excluded.sessions, crashed = crashed + excluded.crashed,
                         exposures = exposures + excluded.exposures
                     """)
                 for (key, tally) in EventAggregation.increments(of: counted) {
-                    try add.execute(arguments: [namespace, key.subject.kind.rawValue, key.subject.key, key.subject.variant,
+                    try add.execute(arguments: [namespace, key.source.rawValue, key.subject.kind.rawValue, key.subject.key, key.subject.variant,
                                                 key.dimension.kind.rawValue, key.dimension.value, key.bucket,
                                                 tally.sessions, tally.crashedSessions, tally.exposures])
                 }
-                return EventIngestResult(counted: counted.map(\.id), duplicates: duplicates)
+                let crash = try db.cachedStatement(sql: """
+                    INSERT OR IGNORE INTO event_crash (namespace, id, source, bucket_ms, unit, address, city, cohorts, switches)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+                for record in EventAggregation.crashes(of: counted) {
+                    try crash.execute(arguments: [namespace, record.id, record.source.rawValue, record.bucket, record.unit, record.address,
+                                                  record.city, CrashRecord.storedList(record.cohorts), CrashRecord.storedList(record.switches)])
+                }
+                return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
             }
         }
+    }
+
+    /// Drives an admission plan over the namespace's admission windows, inside the ingestion transaction.
+    static func admit(_ events: [StoredEvent], in namespace: String, admission: EventAdmission, _ db: Database) throws
+        -> (events: [StoredEvent], dropped: [EventDrop]) {
+        var plan = EventAdmission.Plan(events, admission: admission)
+        let add = try db.cachedStatement(sql: """
+            INSERT INTO event_window (namespace, window_ms, kind, value, events) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (namespace, window_ms, kind, value) DO UPDATE SET events = events + excluded.events
+            RETURNING events
+            """)
+        var totals: [EventAdmission.WindowKey: Int64] = [:]
+        for (key, count) in plan.contributions {
+            totals[key] = try Int64.fetchOne(add, arguments: [namespace, key.window, key.kind.rawValue, key.value, count])
+        }
+        plan.admit(totals: totals)
+        for (key, count) in plan.frequencies {
+            _ = try Int64.fetchOne(add, arguments: [namespace, key.window, key.kind.rawValue, key.value, count])
+        }
+        var ranked: [EventAdmission.Ranking: Set<String>] = [:]
+        for ranking in plan.rankings {
+            ranked[ranking] = Set(try String.fetchAll(db, sql: """
+                SELECT value FROM event_window WHERE namespace = ? AND window_ms = ? AND kind = ?
+                ORDER BY events DESC, value LIMIT ?
+                """, arguments: [namespace, ranking.window, ranking.kind.rawValue, admission.maximumScopeValues ?? Int.max]))
+        }
+        return plan.counted(ranked: ranked)
     }
 
     public func eventCounts(_ query: EventCountQuery) async throws -> [EventCount] {
@@ -47,31 +84,49 @@ extension SQLiteFlagStore {
                 if let subjects = query.subjects { list("subject_kind", subjects.map(\.rawValue)) }
                 if let keys = query.keys { list("subject", keys) }
                 if let dimensions = query.dimensions { list("dimension", dimensions.map(\.rawValue)) }
+                if let sources = query.sources { list("source", sources.map(\.rawValue)) }
                 let bucket = query.perBucket ? "bucket_ms" : "0"
                 let rows = try Row.fetchAll(db, sql: """
-                    SELECT subject_kind, subject, variant, dimension, value, \(bucket) AS bucket,
+                    SELECT source, subject_kind, subject, variant, dimension, value, \(bucket) AS bucket,
                            SUM(sessions) AS sessions, SUM(crashed) AS crashed, SUM(exposures) AS exposures
                     FROM event_count WHERE \(clauses.joined(separator: " AND "))
-                    GROUP BY subject_kind, subject, variant, dimension, value, bucket
+                    GROUP BY source, subject_kind, subject, variant, dimension, value, bucket
                     HAVING SUM(sessions) != 0 OR SUM(crashed) != 0 OR SUM(exposures) != 0
                     """, arguments: arguments)
                 var counts: [EventCount] = []
                 for row in rows {
                     let subjectKind: String = row["subject_kind"]
                     let dimensionKind: String = row["dimension"]
-                    guard let subject = EventSubject.Kind(rawValue: subjectKind), let dimension = EventDimension.Kind(rawValue: dimensionKind) else {
-                        throw StorageError(.corrupt, "an event counter has an unknown subject '\(subjectKind)' or dimension '\(dimensionKind)'")
+                    let sourceName: String = row["source"]
+                    guard let subject = EventSubject.Kind(rawValue: subjectKind), let dimension = EventDimension.Kind(rawValue: dimensionKind),
+                          let source = EventSource(rawValue: sourceName) else {
+                        throw StorageError(.corrupt, "an event counter has an unknown source '\(sourceName)', subject '\(subjectKind)' or dimension '\(dimensionKind)'")
                     }
                     counts.append(EventCount(
-                        subject: EventSubject(kind: subject, key: row["subject"], variant: row["variant"]),
+                        source: source, subject: EventSubject(kind: subject, key: row["subject"], variant: row["variant"]),
                         dimension: EventDimension(kind: dimension, value: row["value"]),
                         bucket: query.perBucket ? Date(milliseconds: row["bucket"]) : nil,
                         tally: EventTally(sessions: row["sessions"], crashedSessions: row["crashed"], exposures: row["exposures"])))
                 }
-                return counts.sorted { lhs, rhs in
-                    if lhs.subject != rhs.subject { return lhs.subject < rhs.subject }
-                    if lhs.dimension != rhs.dimension { return lhs.dimension < rhs.dimension }
-                    return (lhs.bucket ?? .distantPast) < (rhs.bucket ?? .distantPast)
+                return counts.sorted(by: EventCount.ordered)
+            }
+        }
+    }
+
+    public func crashRecords(in namespace: String, from: Date, until: Date) async throws -> [CrashRecord] {
+        try await access {
+            try await self.pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT id, source, bucket_ms, unit, address, city, cohorts, switches FROM event_crash
+                    WHERE namespace = ? AND bucket_ms >= ? AND bucket_ms < ? ORDER BY bucket_ms, id
+                    """, arguments: [namespace, EventAggregation.bucketStart(of: from), until.milliseconds]).map { row in
+                    let sourceName: String = row["source"]
+                    guard let source = EventSource(rawValue: sourceName) else {
+                        throw StorageError(.corrupt, "a crash record has an unknown source '\(sourceName)'")
+                    }
+                    return CrashRecord(id: row["id"], source: source, bucket: row["bucket_ms"], unit: row["unit"], address: row["address"],
+                                       city: row["city"], cohorts: try CrashRecord.list(stored: row["cohorts"]),
+                                       switches: try CrashRecord.list(stored: row["switches"]))
                 }
             }
         }
@@ -83,6 +138,19 @@ extension SQLiteFlagStore {
             try await self.pool.write { db in
                 try db.execute(sql: "DELETE FROM event_id WHERE time_ms < ?", arguments: [date.milliseconds])
                 return db.changesCount
+            }
+        }
+    }
+
+    @discardableResult
+    public func pruneEventRecords(before date: Date) async throws -> Int {
+        try await access {
+            try await self.pool.write { db in
+                try db.execute(sql: "DELETE FROM event_window WHERE window_ms < ?", arguments: [date.milliseconds])
+                var forgotten = db.changesCount
+                try db.execute(sql: "DELETE FROM event_crash WHERE bucket_ms < ?", arguments: [date.milliseconds])
+                forgotten += db.changesCount
+                return forgotten
             }
         }
     }

@@ -106,6 +106,59 @@ extension SQLiteFlagStore {
                 ALTER TABLE audit ADD COLUMN evidence TEXT;
                 """)
         }
+        migrator.registerMigration("v5: event sources, admission windows, crash records") { db in
+            // Counters per source (client, reporter): each source is judged on its own sessions. Existing counters
+            // were all reported by clients.
+            // Admission windows: sessions per unit and per source address, events per city and cohort, per window
+            // (the caps and the most frequent values; see EventAdmission).
+            // Crashed sessions with their unit, address, city, cohorts and switches: distinct units and addresses,
+            // and which switches a crash may be blamed on.
+            try db.execute(sql: """
+                CREATE TABLE event_count_v5 (
+                    namespace TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    subject_kind TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    variant TEXT NOT NULL,
+                    dimension TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    bucket_ms INTEGER NOT NULL,
+                    sessions INTEGER NOT NULL,
+                    crashed INTEGER NOT NULL,
+                    exposures INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms)
+                ) WITHOUT ROWID;
+                INSERT INTO event_count_v5
+                    SELECT namespace, 'client', subject_kind, subject, variant, dimension, value, bucket_ms, sessions, crashed, exposures
+                    FROM event_count;
+                DROP TABLE event_count;
+                ALTER TABLE event_count_v5 RENAME TO event_count;
+                CREATE INDEX event_count_bucket ON event_count(namespace, bucket_ms);
+
+                CREATE TABLE event_window (
+                    namespace TEXT NOT NULL,
+                    window_ms INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    events INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, window_ms, kind, value)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE event_crash (
+                    namespace TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    bucket_ms INTEGER NOT NULL,
+                    unit TEXT NOT NULL,
+                    address TEXT,
+                    city TEXT,
+                    cohorts TEXT NOT NULL,
+                    switches TEXT NOT NULL,
+                    PRIMARY KEY (namespace, id)
+                ) WITHOUT ROWID;
+                CREATE INDEX event_crash_bucket ON event_crash(namespace, bucket_ms);
+                """)
+        }
         return migrator
     }()
 }

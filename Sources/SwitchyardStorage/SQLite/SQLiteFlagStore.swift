@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 public import Foundation
 import GRDB
 public import Logging
@@ -10,7 +15,7 @@ import Synchronization
 /// `change(_:_:mutation:)` returns. Open one store per file per process.
 ///
 /// ```swift
-/// let store = try SQLiteFlagStore(path: ".switchyard/flags.sqlite", logger: logger)
+/// let store = try await SQLiteFlagStore(path: ".switchyard/flags.sqlite", logger: logger)
 /// ```
 public final class SQLiteFlagStore: FlagStore {
     let pool: DatabasePool
@@ -22,6 +27,13 @@ public final class SQLiteFlagStore: FlagStore {
 
     /// Opens (creating when missing) a database file and migrates it to the current schema.
     ///
+    /// A file it creates, and its WAL and shared-memory files, only this user may read and write (mode 0600), in a
+    /// folder it creates with mode 0700: the database holds the audit log and token hashes. An existing file is
+    /// left as it is, with a warning when other users may read it.
+    ///
+    /// Opening syncs the file several times (the WAL set-up, each migration's commit), which takes seconds on a busy
+    /// disk: it runs on a thread of its own, never holding a thread of Swift's cooperative pool meanwhile.
+    ///
     /// - Parameters:
     ///   - path: the database file; its folder is created when missing.
     ///   - logger: where to log migrations.
@@ -32,27 +44,54 @@ public final class SQLiteFlagStore: FlagStore {
         path: String, logger: Logger = Logger(label: "switchyard.storage"),
         now: @escaping @Sendable () -> Date = { Date() },
         makeEpoch: @escaping @Sendable () -> String = SQLiteFlagStore.randomEpoch
-    ) throws(StorageError) {
+    ) async throws(StorageError) {
         self.logger = logger
         self.now = now
         self.makeEpoch = makeEpoch
+        pool = try await awaitBlocking { () throws(StorageError) -> DatabasePool in try Self.openPool(at: path, logger: logger) }
+    }
+
+    /// Opens the pool and migrates it, blocking the calling thread.
+    private static func openPool(at path: String, logger: Logger) throws(StorageError) -> DatabasePool {
         do {
-            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try createPrivately(path, logger: logger)
             var configuration = Configuration()
             configuration.busyMode = .timeout(10)
             configuration.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA foreign_keys = ON")
             }
-            pool = try DatabasePool(path: path, configuration: configuration)
+            let pool = try DatabasePool(path: path, configuration: configuration)
             // Opening a WAL pool sets synchronous = NORMAL on the writer after prepareDatabase ran; a commit
             // would then survive a crash of flagsd but not a power failure. Set FULL again, on the writer.
             try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
             }
-            try Self.migrator.migrate(pool)
+            try migrator.migrate(pool)
+            return pool
         } catch {
-            throw StorageError(.unavailable, "cannot open the SQLite database at \(path): \(error) (check the path and its permissions)")
+            throw StorageError(.unavailable, "cannot open the SQLite database (check the path and its permissions)",
+                               diagnostic: "\(path): \(error)")
+        }
+    }
+
+    /// Creates a missing database file empty with mode 0600 (SQLite gives its WAL and shared-memory files the same
+    /// mode), and a missing folder with mode 0700; warns about an existing file that other users may read.
+    private static func createPrivately(_ path: String, logger: Logger) throws {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        if !FileManager.default.fileExists(atPath: folder.path) {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        if descriptor >= 0 {
+            #if canImport(Glibc)
+            Glibc.close(descriptor)
+            #else
+            Darwin.close(descriptor)
+            #endif
+        } else if errno == EEXIST, let mode = (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int,
+                  mode & 0o077 != 0 {
+            logger.warning("other users may read the database file: it holds the audit log and token hashes; restrict it with chmod 600 (and its -wal and -shm files)",
+                           metadata: ["path": .string(path), "mode": .string(String(mode, radix: 8))])
         }
     }
 
@@ -255,6 +294,22 @@ public final class SQLiteFlagStore: FlagStore {
 
     // MARK: Tokens
 
+    public func recordAudit(_ note: AuditNote) async throws -> AuditEntry {
+        let time = currentTime()
+        return try await access {
+            try await self.pool.write { db in
+                guard try Self.liveNamespaceRow(db, note.namespace) != nil else { throw StorageError.namespaceNotFound(note.namespace) }
+                let id = try Self.appendAudit(time: time, author: note.author, action: note.action, namespace: note.namespace, version: nil,
+                                              summary: note.summary, changes: [], targets: note.targets,
+                                              evidence: note.evidence.map { $0.serializedString(.canonical) }, to: db)
+                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM audit WHERE id = ?", arguments: [id]) else {
+                    throw StorageError(.corrupt, "the audit entry just written is missing")
+                }
+                return try Self.auditEntry(row)
+            }
+        }
+    }
+
     public func tokens() async throws -> [StoredToken] {
         try await access {
             try await self.pool.read { db in
@@ -297,6 +352,12 @@ public final class SQLiteFlagStore: FlagStore {
                 }
                 var record = try Self.storedToken(row).record
                 guard record.revokedAt == nil else { return record }
+                if record.role == .admin, record.namespaces == nil {
+                    let others = try Int.fetchOne(db, sql: """
+                        SELECT COUNT(*) FROM token WHERE role = 'admin' AND namespaces IS NULL AND revoked_ms IS NULL AND id <> ?
+                        """, arguments: [record.id]) ?? 0
+                    guard others > 0 else { throw StorageError.lastAdminToken(named: record.name) }
+                }
                 try db.execute(sql: "UPDATE token SET revoked_ms = ? WHERE id = ?", arguments: [time.milliseconds, record.id])
                 let before = record.tree
                 record.revokedAt = Date(milliseconds: time.milliseconds)
@@ -325,7 +386,8 @@ public final class SQLiteFlagStore: FlagStore {
             throw error
         } catch let error as DatabaseError {
             logger.error("database error", metadata: ["error": "\(error)"])
-            throw StorageError(.unavailable, "the database refused the operation: \(error.message ?? "\(error.resultCode)")")
+            throw StorageError(.unavailable, "the database refused the operation; flagsd's log has the details",
+                               diagnostic: error.message ?? "\(error.resultCode)")
         }
     }
 
@@ -414,10 +476,11 @@ public final class SQLiteFlagStore: FlagStore {
                         changes: record.changes, targets: targets, evidence: evidence, to: db)
     }
 
+    @discardableResult
     static func appendAudit(
         time: Date, author: ChangeAuthor, action: AuditAction, namespace: String?, version: Int64?, summary: String,
         changes: [ObjectChange], targets: [String], evidence: String? = nil, to db: Database
-    ) throws {
+    ) throws -> Int64 {
         let reason = author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         try db.execute(sql: """
             INSERT INTO audit (time_ms, actor, source, action, namespace, version, reason, summary, changes, evidence)
@@ -428,6 +491,7 @@ public final class SQLiteFlagStore: FlagStore {
         for target in Set(targets) {
             try db.execute(sql: "INSERT INTO audit_target (target, audit_id) VALUES (?, ?)", arguments: [target, id])
         }
+        return id
     }
 }
 

@@ -193,7 +193,7 @@ final class LiveFlagsd: Sendable {
 
     /// Sends a request; `token` nil sends none.
     func send(_ method: String = "GET", _ path: String, token: String? = LiveFlagsd.adminToken, body: String? = nil,
-              timeout: TimeInterval = 60) async throws -> (status: Int, body: String) {
+              headers: [String: String] = [:], timeout: TimeInterval = 60) async throws -> (status: Int, body: String) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = timeout
         configuration.urlCache = nil
@@ -201,6 +201,7 @@ final class LiveFlagsd: Sendable {
         var request = URLRequest(url: URL(string: path, relativeTo: base)!)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let body { request.httpBody = Data(body.utf8) }
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else {

@@ -40,7 +40,7 @@ struct LiveServer: Sendable {
         let folder = NSTemporaryDirectory() + "flagctl-live-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let store = try SQLiteFlagStore(path: folder + "/flags.sqlite")
+        let store = try await SQLiteFlagStore(path: folder + "/flags.sqlite")
         defer { try? store.close() }
         let setup = ChangeAuthor(actor: "setup", source: .apply, reason: "test setup")
         var logger = Logger(label: "flagctl-live-test")
@@ -48,7 +48,8 @@ struct LiveServer: Sendable {
         let rider = try #require(FlagDirectory(reading: TestPaths.flags).file(namespace: "rider")).flagSet
         var tokens: [String: String] = [:]
         for (name, role, limit) in [("admin", Role.admin, nil), ("amara", .editor, nil), ("bob", .editor, nil),
-                                    ("app", .client, nil), ("staging-only", .editor, ["rider-staging"])] as [(String, Role, [String]?)] {
+                                    ("app", .client, nil), ("pipeline", .reporter, ["rider"]),
+                                    ("staging-only", .editor, ["rider-staging"])] as [(String, Role, [String]?)] {
             tokens[name] = try await store.issueToken(name: name, role: role, namespaces: limit, by: setup).secret
         }
         if bootstrapped {

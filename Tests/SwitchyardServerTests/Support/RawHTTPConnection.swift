@@ -20,7 +20,7 @@ final class RawHTTPConnection: @unchecked Sendable {
     private var buffer: [UInt8] = []
     private var isOpen = true
 
-    init(port: Int, timeoutSeconds: Int = 30) throws {
+    init(port: Int, timeoutSeconds: Int = 120) throws {
         #if canImport(Glibc)
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -47,12 +47,18 @@ final class RawHTTPConnection: @unchecked Sendable {
     }
 
     /// Sends bytes as they are (several requests at once to pipeline them).
+    ///
+    /// - Throws: when the server closed or reset the connection (without the `SIGPIPE` a plain `write` would raise).
     func send(_ text: String) throws {
         let bytes = Array(text.utf8)
         var sent = 0
         while sent < bytes.count {
+            #if canImport(Glibc)
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            #else
             let count = bytes[sent...].withUnsafeBytes { write(socket, $0.baseAddress, $0.count) }
-            guard count > 0 else { throw Failure(description: "write failed") }
+            #endif
+            guard count > 0 else { throw Failure(description: "write failed (errno \(errno))") }
             sent += count
         }
     }
@@ -82,7 +88,7 @@ final class RawHTTPConnection: @unchecked Sendable {
         try await Self.offload { try self.readResponseBlocking() }
     }
 
-    /// Whether the server closed the connection (end of input with nothing more buffered).
+    /// Whether the server closed the connection (end of input with nothing more buffered, or a reset).
     func isClosedByServer() async throws -> Bool {
         try await Self.offload { try self.isClosedByServerBlocking() }
     }
@@ -121,7 +127,10 @@ final class RawHTTPConnection: @unchecked Sendable {
         let count = read(socket, &byte, 1)
         if count == 0 { return true }
         if count > 0 { buffer.append(byte) }
-        if count < 0 { throw Failure(description: "read failed or timed out") }
+        if count < 0 {
+            if errno == ECONNRESET { return true }
+            throw Failure(description: "read failed or timed out (errno \(errno))")
+        }
         return false
     }
 

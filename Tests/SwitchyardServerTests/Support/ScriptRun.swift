@@ -8,7 +8,7 @@ import Foundation
 func runTestScript(_ script: String, environment: [String: String], folder: URL,
                    deadline: Duration = .seconds(600)) async throws -> (status: Int32, output: String) {
     let outputURL = folder.appendingPathComponent(URL(fileURLWithPath: script).deletingLastPathComponent().lastPathComponent + ".log")
-    FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
     let output = try FileHandle(forWritingTo: outputURL)
     defer { try? output.close() }
     let process = Process()

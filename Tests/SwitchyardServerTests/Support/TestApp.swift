@@ -26,8 +26,10 @@ struct TestResponse: Sendable {
 
 /// A flagsd application over a fresh SQLite file, with one token per role, for in-process and live tests.
 struct TestApp: Sendable {
-    /// Secrets of tokens by name: admin, editor, client, revoked (a revoked editor), other-editor (an editor
-    /// limited to namespace `other`), rider-client (a client limited to `rider`).
+    /// Secrets of tokens by name: admin, editor, reporter, client, revoked (a revoked editor), other-editor (an editor
+    /// limited to namespace `other`), rider-client (a client limited to `rider`), rider-admin (an admin limited to
+    /// `rider`), metrics (reads /metrics only). `client` is valid in every namespace, as tokens created before
+    /// client tokens had to name their namespaces may be.
     let tokens: [String: String]
     let store: SQLiteFlagStore
     let server: FlagsServer
@@ -38,16 +40,17 @@ struct TestApp: Sendable {
 
     static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0), namespaces: [String] = ["rider"]) async throws -> TestApp {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-test-\(UUID().uuidString)")
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         let root = ChangeAuthor(actor: "setup", source: .api)
         for name in namespaces {
             _ = try await store.createNamespace(Fixtures.rider(name), reasonPolicy: .kills,
                                                 request: ChangeRequest(author: root))
         }
         var tokens: [String: String] = [:]
-        for (name, role, limit) in [("admin", Role.admin, nil), ("editor", .editor, nil), ("client", .client, nil),
+        for (name, role, limit) in [("admin", Role.admin, nil), ("editor", .editor, nil), ("reporter", .reporter, nil), ("client", .client, nil),
                                     ("revoked", .editor, nil), ("other-editor", .editor, ["other"]),
-                                    ("rider-client", .client, ["rider"]), ("rider-admin", .admin, ["rider"])] as [(String, Role, [String]?)] {
+                                    ("rider-client", .client, ["rider"]), ("rider-admin", .admin, ["rider"]),
+                                    ("metrics", .metrics, nil)] as [(String, Role, [String]?)] {
             tokens[name] = try await store.issueToken(name: name, role: role, namespaces: limit, by: root).secret
         }
         _ = try await store.revokeToken("revoked", by: root)
@@ -67,7 +70,7 @@ struct TestApp: Sendable {
     /// The same database opened again by a new application, as after a restart (this app's store is closed).
     func restarted() async throws -> TestApp {
         try store.close()
-        let store = try SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         let server = try await buildApplication(configuration: server.flagService.configuration, store: store,
                                                 registry: PrometheusCollectorRegistry(), logger: logger)
         return TestApp(tokens: tokens, store: store, server: server, folder: folder, registry: registry,
@@ -76,15 +79,15 @@ struct TestApp: Sendable {
 
     var hub: LongPollHub { server.flagService.hub }
 
-    /// Sends a request to the router in-process.
+    /// Sends a request to the router in-process, as from a TCP peer (loopback by default).
     func send(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, headers: HTTPFields = [:],
-              body: String? = nil) async throws -> TestResponse {
+              body: String? = nil, peer: IPAddress? = IPAddress("127.0.0.1")) async throws -> TestResponse {
         var fields = headers
         if let token { fields[.authorization] = "Bearer \(self.tokens[token] ?? token)" }
         if let body { fields[.contentLength] = String(body.utf8.count) }
         let request = Request(head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: path, headerFields: fields),
                               body: RequestBody(buffer: ByteBuffer(string: body ?? "")))
-        let response = try await responder.respond(to: request, context: FlagsRequestContext(logger: logger))
+        let response = try await responder.respond(to: request, context: FlagsRequestContext(logger: logger, peer: peer))
         let collector = BodyCollector()
         try await response.body.write(collector)
         return TestResponse(status: response.status, headers: response.headers, body: collector.bytes)

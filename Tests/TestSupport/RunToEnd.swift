@@ -6,7 +6,7 @@ public import Foundation
 /// (`waitUntilExit` can miss it on a concurrency thread).
 public func runToEnd(_ process: Process) async throws -> (status: Int32, output: String) {
     let log = FileManager.default.temporaryDirectory.appendingPathComponent("process-\(UUID().uuidString).log")
-    FileManager.default.createFile(atPath: log.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
     defer { try? FileManager.default.removeItem(at: log) }
     let output = try FileHandle(forWritingTo: log)
     defer { try? output.close() }
