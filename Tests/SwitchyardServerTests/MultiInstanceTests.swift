@@ -146,7 +146,7 @@ import Testing
         try await withInstances(2) { instances in
             let (a, b) = (instances[0].client, instances[1].client)
             let etag = try await createRider(a)
-            try await waitUntilAsync(timeout: .seconds(30)) {
+            try await waitUntil("instance B serving the namespace created through A") {
                 try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == etag
             }
             let base = try SnapshotDocument.decode(try await b.send("GET", "/v1/namespaces/rider/snapshot").body)
@@ -176,7 +176,7 @@ import Testing
 
             // A second change through B; a client still at the first version asks either instance: one delta for both.
             #expect(try await b.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", body: "{}").status == .ok)
-            try await waitUntilAsync(timeout: .seconds(60)) {
+            try await waitUntil("instance A serving the change made through B") {
                 try await a.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == (try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag])
             }
             let fromA = try await a.send("GET", "/v1/namespaces/rider/snapshot", headers: accept)

@@ -3,6 +3,7 @@ import HTTPTypes
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
+import TestSupport
 import Testing
 
 /// Deltas on `GET /v1/namespaces/{ns}/snapshot`: asked for with `Accept`, from the version in `If-None-Match`,
@@ -108,7 +109,7 @@ struct SnapshotDeltaTests {
         // Long-polls of up to 600 s, parked within 300 s: they still wait when the change is made.
         async let deltaWaiter = app.send(.get, "/v1/namespaces/rider/snapshot?wait=600", token: "client", headers: headers)
         async let plainWaiter = app.send(.get, "/v1/namespaces/rider/snapshot?wait=600", token: "client", headers: [.ifNoneMatch: tag])
-        try await waitUntil(timeout: .seconds(300)) { app.hub.waiterCount == 2 }
+        try await waitUntil("two parked waiters") { app.hub.waiterCount == 2 }
         _ = try await app.send(.post, "/v1/namespaces/rider/kill-switches/kill_home_feed/kill", token: "editor",
                                body: #"{"reason": "incident", "scope": {"cities": ["lagos"]}}"#)
         let delta = try await deltaWaiter
