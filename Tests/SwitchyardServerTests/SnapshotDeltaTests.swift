@@ -51,6 +51,28 @@ struct SnapshotDeltaTests {
         #expect(try Gzip.decompress(gzip.body) == response.body)
     }
 
+    /// A version published from the one before (its compiled form made by applying the delta) still offers the
+    /// store's flag set to flagsd itself: settings snapshots do not carry (the crash guard policy) and the order.
+    @Test func aVersionPublishedFromTheOneBeforeKeepsTheStoresFlagSet() async throws {
+        let (app, _, _) = try await changedApp()
+        defer { app.close() }
+        let policy = CrashGuardPolicy(tripSources: [.reporters], cities: ["lagos"])
+        _ = try await app.server.flagService.change("rider", ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api))) { flagSet in
+            var flagSet = flagSet
+            flagSet.crashGuard = policy
+            // A new flag first: applying a delta appends it, the store keeps it where it was put.
+            flagSet.flags.insert(FlagDefinition(key: "button_color", kind: .experiment(Experiment(
+                valueType: .string, variants: [Variant(key: "control", value: .string("grey")), Variant(key: "blue", value: .string("blue"))],
+                defaultVariant: "control", weights: ["control": 1, "blue": 1]))), at: 0)
+            return flagSet
+        }
+        let stored = try #require(try await app.store.namespace("rider")).flagSet
+        let published = try #require(app.hub.snapshot(of: "rider"))
+        #expect(published.flagSet.crashGuard == policy)
+        #expect(published.flagSet == stored)
+        #expect(published.flagSet.flags.map(\.key) == stored.flags.map(\.key))
+    }
+
     @Test func aClientThatDoesNotAskAlwaysGetsTheFullSnapshot() async throws {
         let (app, tag, _) = try await changedApp()
         defer { app.close() }

@@ -30,6 +30,10 @@ package final class PublishedSnapshot: Sendable {
     nonisolated(unsafe) private var gzipValue: (body: ByteBuffer, headers: HTTPFields)?
     private let gzipReady = Atomic<Bool>(false)
     private let gzipLock = Mutex(())
+    /// The version's flag set as the store holds it: the namespace's settings that snapshots do not carry (its
+    /// crash guard policy) included, flags in the store's order. Read this, not `compiled.snapshot.flagSet`: a
+    /// compiled form made by applying a delta carries only what deltas carry, in the order applying leaves.
+    package let flagSet: FlagSet
     /// The snapshot compiled for evaluation (OFREP), once per version.
     package let compiled: CompiledSnapshot
     /// The `checksum` member of the document.
@@ -57,10 +61,11 @@ package final class PublishedSnapshot: Sendable {
         epoch = snapshot.epoch
         version = snapshot.version
         entityTag = snapshot.entityTag
+        flagSet = snapshot.flagSet
         // From the previous version of the epoch, the work is proportional to what changed: only changed flags are
         // serialized again, the digest sums updated, and the compiled form made by applying the delta between them.
         if let previous, previous.epoch == snapshot.epoch, previous.version < snapshot.version {
-            let changes = ChangedObjects(from: previous.compiled.snapshot.flagSet, to: snapshot.flagSet)
+            let changes = ChangedObjects(from: previous.flagSet, to: snapshot.flagSet)
             history = previous.history.appending(from: previous.version, to: snapshot.version, changes: changes,
                                                  limit: deltaVersions)
             let lookup = Dictionary(uniqueKeysWithValues: changes.flags.compactMap { key in
@@ -73,7 +78,7 @@ package final class PublishedSnapshot: Sendable {
                 sums.replace(flag: previous.compiled.handle(for: key).flatMap(previous.compiled.flag), with: lookup[key])
             }
             for key in changes.killSwitches {
-                sums.replace(killSwitch: previous.compiled.snapshot.flagSet.killSwitch(key), with: snapshot.flagSet.killSwitch(key))
+                sums.replace(killSwitch: previous.flagSet.killSwitch(key), with: snapshot.flagSet.killSwitch(key))
             }
             if !changes.pluginPoints.isEmpty || changes.pluginPointOrder { sums.replacePluginPoints(with: snapshot.flagSet.pluginPoints) }
             digestSums = sums
