@@ -71,7 +71,8 @@ public func buildApplication(
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
         .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
     ]
-    let hub = LongPollHub(maximumWaiters: configuration.maximumWaiters, metricsFactory: factory, logger: logger)
+    let hub = LongPollHub(maximumWaiters: configuration.maximumWaiters, deltaVersions: configuration.deltaVersions,
+                          metricsFactory: factory, logger: logger)
     let service = FlagService(
         store: store, hub: hub,
         auth: Authenticator(store: store, maximumAge: configuration.tokenCacheMaximumAge, metricsFactory: factory),

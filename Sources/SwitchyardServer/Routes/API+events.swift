@@ -26,7 +26,7 @@ extension API {
         let source: EventSource = token.role >= .reporter ? .reporter : .client
         var batch = try EventBatch(body, now: now, limits: limits, source: source,
                                    address: service.sourceAddress(of: request, context: context)?.key)
-        let flagSet = snapshot.compiled.snapshot.flagSet
+        let flagSet = snapshot.flagSet
         let unknown = batch.removeUnknown(in: flagSet)
         let admission = EventAdmission(policy: CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil))
 
