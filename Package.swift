@@ -197,6 +197,8 @@ let package = Package(
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
                 "SwitchyardPostgres", "PostgresTestSupport", "TestSupport",
+                // The client runtime against the real flagsd, end to end (deltas).
+                "SwitchyardClient", "ClientTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

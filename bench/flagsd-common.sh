@@ -30,19 +30,30 @@ build_flagsd() {
   FLAGSD_BIN=$(swift build -c release --show-bin-path)/flagsd
 }
 
-# Starts flagsd on $FLAGSD_PORT with a fresh database and creates the `bench` namespace (~50 KB snapshot);
-# FLAGSD_ARGS adds options (e.g. "--max-connections 3000").
+# Starts flagsd on $FLAGSD_PORT with a fresh database and creates the `bench` namespace (~50 KB snapshot, or
+# FLAGSD_BENCH_SWITCHES plugin switches); FLAGSD_ARGS adds options (e.g. "--max-connections 3000").
 start_flagsd() {
   ulimit -n 20000
-  rm -f "$FLAGSD_BENCH_DIR/flags.sqlite"*
+  # The previous run's output goes first: its "listening" line would pass the wait below before this flagsd starts.
+  rm -f "$FLAGSD_BENCH_DIR/flags.sqlite"* "$FLAGSD_BENCH_DIR/flagsd.out"
   SWITCHYARD_ADMIN_TOKEN=$FLAGSD_BENCH_TOKEN "$FLAGSD_BIN" --port "$FLAGSD_PORT" --database "$FLAGSD_BENCH_DIR/flags.sqlite" \
     --flags "$FLAGSD_BENCH_DIR/no-flags" --log-level warning --log-format json --max-waiters 15000 --max-wait 120 \
-    ${FLAGSD_ARGS:-} >"$FLAGSD_BENCH_DIR/flagsd.out" 2>"$FLAGSD_BENCH_DIR/flagsd.err" &
+    --max-body-size 67108864 ${FLAGSD_ARGS:-} >"$FLAGSD_BENCH_DIR/flagsd.out" 2>"$FLAGSD_BENCH_DIR/flagsd.err" &
   FLAGSD_PID=$!
   for _ in $(seq 100); do grep -q listening "$FLAGSD_BENCH_DIR/flagsd.out" 2>/dev/null && break; sleep 0.1; done
   grep -q listening "$FLAGSD_BENCH_DIR/flagsd.out" || { cat "$FLAGSD_BENCH_DIR/flagsd.err" >&2; return 1; }
-  python3 bench/flagsd/make_flagset.py --size 50000 > "$FLAGSD_BENCH_DIR/flagset.json"
-  printf '{"name":"bench","reason_policy":"never","flag_set":%s}' "$(cat "$FLAGSD_BENCH_DIR/flagset.json")" \
+  create_namespace bench "${FLAGSD_BENCH_SWITCHES:-}"
+}
+
+# Creates a namespace of N plugin switches (~230 bytes each in the snapshot), or of a ~50 KB snapshot without N.
+create_namespace() {
+  local name=$1 switches=${2:-}
+  if [ -n "$switches" ]; then
+    python3 bench/flagsd/make_flagset.py --namespace "$name" --switches "$switches" > "$FLAGSD_BENCH_DIR/flagset.json"
+  else
+    python3 bench/flagsd/make_flagset.py --namespace "$name" --size 50000 > "$FLAGSD_BENCH_DIR/flagset.json"
+  fi
+  { printf '{"name":"%s","reason_policy":"never","flag_set":' "$name"; cat "$FLAGSD_BENCH_DIR/flagset.json"; printf '}'; } \
     | curl -sf -X POST "http://127.0.0.1:$FLAGSD_PORT/v1/namespaces" -H "Authorization: Bearer $FLAGSD_BENCH_TOKEN" \
         --data-binary @- -o /dev/null
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Turns bench/results/ (written by bench/run-core.sh) into the tables of bench/README.md."""
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -90,6 +91,31 @@ def main():
         instr = instructions.get(f"decode-{count}")
         shown = f"{instr / 1e6:,.0f} M" if instr else "–"
         print(f"| {int(count):,} flags | {entry['wall'] * 1e3:.0f} | {shown} | {entry['mallocs']:,.0f} |")
+    cpu = {}
+    for name in ("decode-1000", "decode-10000", "delta-10000"):
+        path = folder / f"{name}.txt"
+        if path.exists():
+            values = [float(match) for match in re.findall(r"([0-9.]+) ms CPU", path.read_text())]
+            if name == "delta-10000":
+                # The digest of the first snapshot, then per line the delta's CPU and the full decode + compile's
+                # (the reference, in the same run).
+                cpu["delta"] = values[1::2]
+                cpu["delta-reference"] = values[2::2]
+            else:
+                cpu[name] = values
+    if cpu:
+        print()
+        print("| thread CPU time (median of the runs) | ms | instructions | goal |")
+        print("|---|---:|---:|---|")
+        for name, label, goal in (("decode-1000", "decode + compile, 1,000 flags", 10), ("decode-10000", "decode + compile, 10,000 flags", 100),
+                                  ("delta", "apply a one-flag delta, 10,000 flags", 1),
+                                  ("delta-reference", "reference: full decode + compile of each version, same run", None)):
+            if name in cpu and cpu[name]:
+                value = statistics.median(cpu[name])
+                instr = instructions.get(name if name != "delta" else "delta-10000")
+                shown = f"{instr / 1e6:,.1f} M" if instr else "–"
+                verdict = "" if goal is None else f"< {goal} ms: {'met' if value < goal else 'NOT met'}"
+                print(f"| {label} | {value:.2f} | {shown} | {verdict} |")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ public func buildApplication(
         .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
     ]
     let hub = LongPollHub(maximumWaiters: configuration.maximumWaiters, maximumWaitersPerAddress: configuration.maximumWaitersPerAddress,
+                          deltaVersions: configuration.deltaVersions,
                           metricsFactory: factory, logger: logger)
     let service = FlagService(
         store: store, hub: hub,

@@ -28,6 +28,9 @@ public struct ServerConfiguration: Sendable {
     /// On a store shared by several processes (PostgreSQL): how often every namespace is compared with the
     /// store, the safety net for missed change notifications.
     public var storeCheckInterval: Duration = .seconds(5)
+    /// How many versions back a snapshot request that accepts deltas may start and still get one (instead of the
+    /// whole snapshot); 0 answers every request with the full snapshot.
+    public var deltaVersions: Int = 100
     /// The most connections open at once; past it, a new connection is closed as soon as it is accepted (and
     /// counted in `flagsd_connections_refused_total`). Keep it above `maximumWaiters` (a parked long-poll holds a
     /// connection) and below the process's open-file limit.

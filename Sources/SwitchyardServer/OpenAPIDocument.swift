@@ -264,28 +264,43 @@ paths:
       - $ref: "#/components/parameters/namespace"
     get:
       operationId: getSnapshot
-      summary: The namespace's snapshot; a conditional GET, or a long-poll with `wait` (client).
+      summary: The namespace's snapshot, or what changed since a version; a conditional GET, or a long-poll with `wait` (client).
       description: |
         The `ETag` is `"<epoch>.<version>"`; `If-None-Match` compares weakly. Without `wait`, a matching tag gets
         304. With `wait` and a tag naming the current epoch at or above the current version, the request is held
         until the namespace passes that version (200 with the new snapshot) or the wait ends (304). A tag of
         another epoch, an older version or an unparsable tag gets 200 at once. Past the server's waiter cap: 503
-        with `Retry-After`. With `Accept-Encoding: gzip` the body is gzip (same `ETag`, `Vary: Accept-Encoding`).
-        The document format is described in docs/snapshot.md.
+        with `Retry-After`. With `Accept-Encoding: gzip` the body is gzip (same `ETag`).
+
+        Deltas: with `Accept` naming `application/vnd.switchyard.snapshot-delta+json`, a 200 to a request whose
+        `If-None-Match` names an older version of the current epoch is the delta from that version (what changed,
+        with the checksum and digest of the snapshot it leads to) when the server keeps one and it is smaller than
+        the snapshot; otherwise the snapshot, as for a request that does not ask (every client that does not name
+        the type gets full snapshots). Tell them apart by `Content-Type`. The choice of a media type over a query
+        parameter, the delta document and how to apply and check it: docs/snapshot.md, "Deltas".
       parameters:
         - $ref: "#/components/parameters/wait"
         - {name: If-None-Match, in: header, schema: {type: string}}
         - {name: Accept-Encoding, in: header, schema: {type: string}}
+        - name: Accept
+          in: header
+          description: "Name `application/vnd.switchyard.snapshot-delta+json` (with a quality above 0) to accept deltas."
+          schema: {type: string}
       responses:
         "200":
-          description: The snapshot.
+          description: The snapshot, or (when asked for and available) the delta to it from the version in `If-None-Match`.
           headers:
             ETag: {$ref: "#/components/headers/ETag"}
-            Vary: {schema: {type: string, const: Accept-Encoding}}
+            Vary: {schema: {type: string, const: "Accept, Accept-Encoding"}}
             Content-Encoding: {schema: {type: string, const: gzip}}
+            Cache-Control:
+              description: "`no-cache` for a snapshot; `no-store` for a delta (it suits only requests from its base version)."
+              schema: {type: string, enum: [no-cache, no-store]}
           content:
             application/json:
               schema: {$ref: "#/components/schemas/Snapshot"}
+            application/vnd.switchyard.snapshot-delta+json:
+              schema: {$ref: "#/components/schemas/SnapshotDelta"}
         "304":
           description: Not modified (or the wait ended without a change).
           headers:
@@ -1575,6 +1590,31 @@ components:
         epoch: {type: string}
         version: {type: integer}
         checksum: {type: string}
+    SnapshotDelta:
+      type: object
+      description: |
+        What changed from `base_version` to `version` (docs/snapshot.md, "Deltas"): flags, kill switches and plugin
+        points to upsert (whole, written as in the snapshot) and to remove, the plugin points' order when the delta
+        touches them, the description when it changed (`null`: removed), and the checksum and digest of the full
+        snapshot at `version`.
+      required: [format, namespace, epoch, base_version, version, checksum, digest]
+      additionalProperties: false
+      properties:
+        format: {type: integer, const: 1}
+        namespace: {type: string}
+        epoch: {type: string}
+        base_version: {type: integer, minimum: 0}
+        version: {type: integer, minimum: 1}
+        checksum: {type: string, pattern: "^sha256:[0-9a-f]{64}$"}
+        digest: {type: string, pattern: "^sha256:[0-9a-f]{64}$"}
+        flags: {type: object, additionalProperties: {$ref: "#/components/schemas/FlagDefinition"}}
+        removed_flags: {type: array, items: {type: string}}
+        kill_switches: {type: object, additionalProperties: {type: object}}
+        removed_kill_switches: {type: array, items: {type: string}}
+        plugin_points: {type: array, items: {type: object}}
+        removed_plugin_points: {type: array, items: {type: string}}
+        plugin_point_order: {type: array, items: {type: string}}
+        description: {type: [string, "null"]}
     Namespace:
       type: object
       required: [name, epoch, version, etag, reason_policy, created_at, updated_at]

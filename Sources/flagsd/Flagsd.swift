@@ -83,6 +83,11 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "The most events per minute one source address may post with client tokens (reporter tokens: only their token's rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_EVENTS_RATE_PER_ADDRESS).")
     var eventsRatePerAddress = env("SWITCHYARD_EVENTS_RATE_PER_ADDRESS").flatMap(Int.init) ?? 60_000
 
+    @Option(help: ArgumentHelp(
+        "How many versions back a client may be and still get a delta instead of the whole snapshot (SWITCHYARD_DELTA_VERSIONS).",
+        discussion: "Clients that ask for deltas (Accept: application/vnd.switchyard.snapshot-delta+json) get only what changed since their version when it is at most this many versions old and the delta is smaller than the snapshot; otherwise the full snapshot. 0 turns deltas off: every client gets full snapshots."))
+    var deltaVersions = env("SWITCHYARD_DELTA_VERSIONS").flatMap(Int.init) ?? 100
+
     @Option(help: "The largest request body in bytes (SWITCHYARD_MAX_BODY_SIZE).")
     var maxBodySize = env("SWITCHYARD_MAX_BODY_SIZE").flatMap(Int.init) ?? 1 << 20
 
@@ -156,6 +161,9 @@ struct Flagsd: AsyncParsableCommand {
         }
         for (option, seconds) in [("--idle-timeout", idleTimeout), ("--header-timeout", headerTimeout)] where !(0.1...86_400).contains(seconds) {
             throw ValidationError("\(option) \(seconds) is not between 0.1 and 86400 seconds.")
+        }
+        guard (0...100_000).contains(deltaVersions) else {
+            throw ValidationError("--delta-versions \(deltaVersions) is not between 0 (no deltas) and 100000 versions, e.g. --delta-versions 100.")
         }
         if let text = env("SWITCHYARD_OFREP_RATE_LIMIT"), ofrepRateLimit == nil, Int(text) == nil {
             throw ValidationError("SWITCHYARD_OFREP_RATE_LIMIT '\(text)' is not a whole number of requests per minute.")
@@ -281,6 +289,7 @@ struct Flagsd: AsyncParsableCommand {
             maximumBodySize: maxBodySize, metricsRequireToken: metricsRequireToken,
             defaultNamespace: ofrepDefaultNamespace, ofrepRatePerMinute: ofrepRatePerMinute)
         configuration.storeCheckInterval = .milliseconds(Int64(syncInterval * 1000))
+        configuration.deltaVersions = deltaVersions
         configuration.maximumConnections = maximumConnections
         configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))

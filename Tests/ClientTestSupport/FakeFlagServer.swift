@@ -2,8 +2,9 @@ public import Foundation
 public import SwitchyardCore
 import SwitchyardClient
 
-/// A flagsd stand-in on loopback: serves one namespace's snapshots with ETags, conditional GETs and long-polls,
-/// records event batches, and plays scripted faults first.
+/// A flagsd stand-in on loopback: serves one namespace's snapshots with ETags, conditional GETs and long-polls, and
+/// deltas from earlier published versions to requests that accept them (as flagsd does), records event batches, and
+/// plays scripted faults first.
 ///
 /// ```swift
 /// let server = try FakeFlagServer(namespace: "rider")
@@ -16,7 +17,12 @@ public final class FakeFlagServer: @unchecked Sendable {
     private struct State {
         var snapshot: Snapshot?
         var bytes: [UInt8] = []
+        /// Every snapshot published, by epoch and version: the bases deltas can start from.
+        var published: [String: Snapshot] = [:]
+        var servesDeltas = true
+        var deltasServed = 0
         var faults: [Reply] = []
+        var changeReplies: [Reply] = []
         var eventBatches: [[JSONValue]] = []
         var eventReplies: [Reply] = []
     }
@@ -66,15 +72,33 @@ public final class FakeFlagServer: @unchecked Sendable {
         state.withLock { state in
             state.snapshot = snapshot
             state.bytes = bytes
+            state.published["\(snapshot.epoch).\(snapshot.version)"] = snapshot
         }
         condition.lock()
         condition.broadcast()
         condition.unlock()
     }
 
+    /// Whether requests that accept deltas get one (from a published version of the current epoch); true at first.
+    public var servesDeltas: Bool {
+        get { state.withLock { $0.servesDeltas } }
+        set { state.withLock { $0.servesDeltas = newValue } }
+    }
+
+    /// How many deltas were served.
+    public var deltasServed: Int {
+        state.withLock { $0.deltasServed }
+    }
+
     /// Answers the next snapshot requests with these replies, in order, before behaving normally again.
     public func script(_ replies: [Reply]) {
         state.withLock { $0.faults += replies }
+    }
+
+    /// Answers the next requests that would get a new snapshot or a delta (a long-poll woken by ``publish(_:)``
+    /// included) with these replies instead, in order: a hostile server's answer to a change.
+    public func scriptChange(_ replies: [Reply]) {
+        state.withLock { $0.changeReplies += replies }
     }
 
     /// Answers the next event batches with these replies, in order (by default every event is accepted).
@@ -116,12 +140,33 @@ public final class FakeFlagServer: @unchecked Sendable {
             let tag = snapshot.entityTag
             let matches = request.headers["if-none-match"].map { Self.weakMatch($0, tag) } ?? false
             if !matches {
+                if let scripted = state.withLock({ $0.changeReplies.isEmpty ? nil : $0.changeReplies.removeFirst() }) {
+                    return scripted
+                }
+                if let delta = delta(for: request, to: snapshot) {
+                    return .response(status: 200, headers: ["ETag": tag, "Content-Type": SnapshotDelta.mediaType], body: delta)
+                }
                 return .response(status: 200, headers: ["ETag": tag, "Content-Type": "application/json"], body: bytes)
             }
             if wait == nil || Date() >= deadline || http.isStopped {
                 return .response(status: 304, headers: ["ETag": tag])
             }
             _ = condition.wait(until: min(deadline, Date().addingTimeInterval(0.05)))
+        }
+    }
+
+    /// The delta from the version a request names to the current snapshot, when it accepts deltas and that
+    /// version was published.
+    private func delta(for request: TestHTTPServer.Request, to snapshot: Snapshot) -> [UInt8]? {
+        guard request.headers["accept"]?.contains(SnapshotDelta.mediaType) == true,
+              let tag = request.headers["if-none-match"]?.trimmingCharacters(in: .whitespaces), tag.hasPrefix("\""), tag.hasSuffix("\"")
+        else { return nil }
+        return state.withLock { state -> [UInt8]? in
+            guard state.servesDeltas, let base = state.published[String(tag.dropFirst().dropLast())],
+                  base.epoch == snapshot.epoch, base.version < snapshot.version
+            else { return nil }
+            state.deltasServed += 1
+            return SnapshotDelta(from: base, to: snapshot).encode()
         }
     }
 

@@ -19,7 +19,7 @@ struct SyncStateMachineTests {
 
     @Test func firstRequestWithACachedSnapshotIsAConditionalGetThatDoesNotWait() {
         var machine = machine(installed: .init(epoch: "e", version: 7))
-        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.7\"", wait: nil)))
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.7\"", wait: nil, acceptsDelta: true)))
     }
 
     @Test func afterTheServerAnswersEveryRequestLongPollsWithTheInstalledTag() {
@@ -29,7 +29,7 @@ struct SyncStateMachineTests {
             Issue.record("a 304 should confirm the cached snapshot")
             return
         }
-        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.7\"", wait: .seconds(60))))
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.7\"", wait: .seconds(60), acceptsDelta: true)))
     }
 
     @Test func aNewerVersionIsInstalledAndBecomesTheNextTag() {
@@ -40,7 +40,7 @@ struct SyncStateMachineTests {
             return
         }
         #expect(snapshot.version == 4)
-        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"\(Fixtures.epoch).4\"", wait: .seconds(60))))
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"\(Fixtures.epoch).4\"", wait: .seconds(60), acceptsDelta: true)))
     }
 
     @Test func anOlderVersionOfTheSameEpochIsRefusedAndKeepsTheInstalledTag() {
@@ -140,14 +140,81 @@ struct SyncStateMachineTests {
         _ = machine.nextAction()
         _ = machine.received(.notModified, elapsed: .seconds(30))
         #expect(machine.consecutiveFailures == 0)
-        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.1\"", wait: .seconds(60))))
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.1\"", wait: .seconds(60), acceptsDelta: true)))
     }
 
     @Test func aServerThatAnswersLongPollsAtOnceCannotSpinTheClient() {
         var machine = machine(installed: .init(epoch: "e", version: 1))
         _ = machine.received(.notModified, elapsed: .milliseconds(200))
         #expect(machine.nextAction() == .sleep(.milliseconds(800)))
-        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.1\"", wait: .seconds(60))))
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.1\"", wait: .seconds(60), acceptsDelta: true)))
+    }
+}
+
+/// Deltas in the sync decisions: asked for with a snapshot installed, applied only from the installed version, and
+/// anything unusable answered by fetching the full snapshot at once.
+struct SyncStateMachineDeltaTests {
+    let policy = SyncStateMachine.Policy(namespace: "rider", longPollWait: .seconds(60), minimumPollInterval: .zero,
+                                         backoff: Backoff(initial: .seconds(1), maximum: .seconds(300)))
+
+    func delta(from base: Int64, to version: Int64, epoch: String = "e") -> SnapshotDelta {
+        SnapshotDelta(namespace: "rider", epoch: epoch, baseVersion: base, version: version,
+                      checksum: "sha256:" + String(repeating: "0", count: 64), digest: "sha256:" + String(repeating: "0", count: 64))
+    }
+
+    @Test func aDeltaFromTheInstalledVersionIsAppliedAndMovesTheTag() {
+        var machine = SyncStateMachine(policy: policy, installed: .init(epoch: "e", version: 3), random: { 1 })
+        guard case .applyDelta(let delta) = machine.received(.delta(delta(from: 3, to: 5)), elapsed: .seconds(2)) else {
+            Issue.record("a delta from the installed version should be applied")
+            return
+        }
+        #expect(delta.version == 5)
+        machine.deltaApplied()
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.5\"", wait: .seconds(60), acceptsDelta: true)))
+    }
+
+    @Test(arguments: [(2, "e"), (4, "e"), (3, "other")])
+    func aDeltaFromAnotherVersionIsAGapAnsweredByTheFullSnapshotAtOnce(base: Int64, epoch: String) {
+        var machine = SyncStateMachine(policy: policy, installed: .init(epoch: "e", version: 3), random: { 1 })
+        _ = machine.received(.notModified, elapsed: .seconds(1))
+        guard case .reject = machine.received(.delta(delta(from: base, to: 9, epoch: epoch)), elapsed: .seconds(1)) else {
+            Issue.record("a delta from \(epoch).\(base) to a client at e.3 should be refused")
+            return
+        }
+        #expect(machine.installed == .init(epoch: "e", version: 3))
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.3\"", wait: nil, acceptsDelta: false)),
+                "the full snapshot, without waiting or backing off")
+        _ = machine.received(.snapshot(Fixtures.snapshot(version: 9, epoch: "e")), elapsed: .seconds(1))
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.9\"", wait: .seconds(60), acceptsDelta: true)))
+    }
+
+    @Test func aDeltaThatCannotBeAppliedKeepsTheInstalledVersionAndFetchesTheFullSnapshot() {
+        var machine = SyncStateMachine(policy: policy, installed: .init(epoch: "e", version: 3), random: { 1 })
+        let held = machine.installed
+        _ = machine.received(.delta(delta(from: 3, to: 4)), elapsed: .seconds(1))
+        machine.deltaFailed(ClientError(.invalidSnapshot, "checksum mismatch"), installed: held)
+        #expect(machine.installed == held)
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.3\"", wait: nil, acceptsDelta: false)))
+    }
+
+    @Test func threeUnusableDeltasInARowStopTheClientAskingForThem() {
+        var machine = SyncStateMachine(policy: policy, installed: .init(epoch: "e", version: 3), random: { 1 })
+        for round in 0..<3 {
+            #expect(machine.asksForDeltas, "round \(round)")
+            let held = machine.installed
+            _ = machine.received(.delta(delta(from: 3, to: 4)), elapsed: .seconds(1))
+            machine.deltaFailed(ClientError(.invalidSnapshot, "checksum mismatch"), installed: held)
+            _ = machine.received(.notModified, elapsed: .seconds(1))
+        }
+        #expect(!machine.asksForDeltas)
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.3\"", wait: .seconds(60), acceptsDelta: false)))
+    }
+
+    @Test func aClientWithDeltasTurnedOffNeverAsks() {
+        var policy = policy
+        policy.deltas = false
+        var machine = SyncStateMachine(policy: policy, installed: .init(epoch: "e", version: 3), random: { 1 })
+        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.3\"", wait: nil, acceptsDelta: false)))
     }
 }
 

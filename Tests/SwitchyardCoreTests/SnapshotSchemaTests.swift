@@ -144,7 +144,7 @@ struct SnapshotSchemaTests {
 /// environment.
 @Suite(.serialized)
 struct SnapshotSchemaScriptTests {
-    func checkSnapshots(_ documents: [String: [UInt8]]) async throws -> (status: Int32, output: String) {
+    func checkSnapshots(_ documents: [String: [UInt8]], digests: Bool = false) async throws -> (status: Int32, output: String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -156,7 +156,7 @@ struct SnapshotSchemaScriptTests {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: SnapshotSchemaTests.repository + "/scripts/check-snapshot-schema")
-        process.arguments = paths
+        process.arguments = (digests ? ["--digests"] : []) + paths
         process.currentDirectoryURL = URL(fileURLWithPath: SnapshotSchemaTests.repository)
         return try await runToEnd(process)
     }
@@ -168,6 +168,21 @@ struct SnapshotSchemaScriptTests {
         ])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("checked 2 snapshots"))
+    }
+
+    @Test func theDigestIsTheOneAnIndependentImplementationComputes() async throws {
+        var random = RandomFlagSets(seed: 77)
+        let snapshots = [
+            "sample.json": SnapshotSchemaTests.sample,
+            "example.json": try SnapshotDocument.decode(Array(SnapshotSchemaTests.documentationExample().utf8)),
+            "random.json": Snapshot(epoch: "e", version: 3, flagSet: random.flagSet()),
+        ]
+        let result = try await checkSnapshots(snapshots.mapValues(SnapshotDocument.encode), digests: true)
+        #expect(result.status == 0, "\(result.output)")
+        for (name, snapshot) in snapshots {
+            let expected = SnapshotDigest(snapshot.flagSet).value(for: snapshot)
+            #expect(result.output.contains("\(name): digest \(expected)"), "\(name): \(result.output)")
+        }
     }
 
     @Test func documentationExamplePassesTheScript() async throws {

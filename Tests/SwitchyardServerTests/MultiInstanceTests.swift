@@ -142,6 +142,51 @@ import Testing
         }
     }
 
+    @Test func everyInstanceServesTheSameDeltaForAChangeMadeThroughAnother() async throws {
+        try await withInstances(2) { instances in
+            let (a, b) = (instances[0].client, instances[1].client)
+            let etag = try await createRider(a)
+            try await waitUntil("instance B serving the namespace created through A") {
+                try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == etag
+            }
+            let base = try SnapshotDocument.decode(try await b.send("GET", "/v1/namespaces/rider/snapshot").body)
+            let accept = ["If-None-Match": etag, "Accept": "\(SnapshotDelta.mediaType), application/json"]
+            // Long-polls that accept deltas, parked on both instances (900 s cap, 600 s wait: still parked at the change).
+            let waiters = [a, b].map { client in
+                let own = LiveClient(base: client.base, token: client.token, timeout: 660)
+                return Task { try await own.send("GET", "/v1/namespaces/rider/snapshot?wait=600", headers: accept) }
+            }
+            try await waitForWaiters(1, on: a)
+            try await waitForWaiters(1, on: b)
+            let changed = try await a.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4321}"#)
+            #expect(changed.status == .ok)
+            #expect(changed.headers[.eTag] != etag, "the change takes a new version")
+            var bodies: [[UInt8]] = []
+            for waiter in waiters {
+                let response = try await waiter.value
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == SnapshotDelta.mediaType, "\(response.text)")
+                bodies.append(response.body)
+            }
+            #expect(bodies[0] == bodies[1], "the instance that made the change and the one that followed it serve the same delta")
+            let delta = try SnapshotDelta.decode(bodies[1])
+            #expect(delta.upsertedFlags.map(\.key) == ["plugin_switch_map_traffic"])
+            let full = try SnapshotDocument.decode(try await b.send("GET", "/v1/namespaces/rider/snapshot").body)
+            #expect(try base.applying(delta) == full)
+
+            // A second change through B; a client still at the first version asks either instance: one delta for both.
+            #expect(try await b.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", body: "{}").status == .ok)
+            try await waitUntil("instance A serving the change made through B") {
+                try await a.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == (try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag])
+            }
+            let fromA = try await a.send("GET", "/v1/namespaces/rider/snapshot", headers: accept)
+            let fromB = try await b.send("GET", "/v1/namespaces/rider/snapshot", headers: accept)
+            #expect(fromA.headers[.contentType] == SnapshotDelta.mediaType && fromB.headers[.contentType] == SnapshotDelta.mediaType)
+            #expect(fromA.body == fromB.body)
+            #expect(try base.applying(try SnapshotDelta.decode(fromA.body)).version == full.version + 1)
+        }
+    }
+
     @Test func tokensAndAuditAreSharedByEveryInstance() async throws {
         try await withInstances(2) { instances in
             let (a, b) = (instances[0].client, instances[1].client)

@@ -16,7 +16,7 @@ struct SnapshotRouteTests {
         #expect(snapshot.version == 1)
         #expect(snapshot.flagSet == Fixtures.rider())
         #expect(response.headers[.eTag] == snapshot.entityTag)
-        #expect(response.headers[.vary] == "Accept-Encoding")
+        #expect(response.headers[.vary] == "Accept, Accept-Encoding")
         #expect(response.headers[.contentType] == "application/json")
     }
 

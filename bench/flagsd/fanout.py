@@ -76,6 +76,7 @@ async def main() -> None:
     parser.add_argument("--token", required=True)
     parser.add_argument("--clients", type=int, default=10_000)
     parser.add_argument("--gzip", action="store_true", help="accept gzip, as real clients do")
+    parser.add_argument("--delta", action="store_true", help="accept deltas (Accept: application/vnd.switchyard.snapshot-delta+json)")
     parser.add_argument("--pid", type=int, help="flagsd's pid, for its RSS")
     parser.add_argument("--waiters-binary", help="hold the waiting connections with this C program (bench/flagsd/waiters.c) "
                         "instead of asyncio: a cheaper load client on the shared cores")
@@ -91,8 +92,9 @@ async def main() -> None:
     rss_before = rss_kib(args.pid, "VmRSS") if args.pid else None
 
     encoding = "Accept-Encoding: gzip\r\n" if args.gzip else ""
+    accept = "Accept: application/vnd.switchyard.snapshot-delta+json, application/json\r\n" if args.delta else ""
     request = (f"GET /v1/namespaces/{args.namespace}/snapshot?wait=120 HTTP/1.1\r\nHost: {args.host}\r\n"
-               f"Authorization: Bearer {args.token}\r\nIf-None-Match: {etag}\r\n{encoding}\r\n").encode()
+               f"Authorization: Bearer {args.token}\r\nIf-None-Match: {etag}\r\n{encoding}{accept}\r\n").encode()
     loop = asyncio.get_running_loop()
     futures, waiters, helper = [], [], None
     if args.waiters_binary:
@@ -164,7 +166,7 @@ async def main() -> None:
     statuses = {status for _, status, _, _ in results}
     versions = {version for _, _, version, _ in results}
     print(json.dumps({
-        "clients": args.clients, "gzip": args.gzip, "load_client": "c" if helper else "asyncio", "statuses": sorted(statuses), "versions": sorted(v for v in versions if v),
+        "clients": args.clients, "gzip": args.gzip, "delta": args.delta, "load_client": "c" if helper else "asyncio", "statuses": sorted(statuses), "versions": sorted(v for v in versions if v),
         "base_version": base_version, "bytes_per_response": results[0][3],
         "change_ack_ms": round((change_time - t0) * 1000, 1), "change_status": change_status,
         "p50_ms": round(statistics.median(latencies), 1), "p99_ms": round(percentile(latencies, 99), 1),

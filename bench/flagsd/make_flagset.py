@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints a flag set document (JSON, basis points) whose snapshot is about --size bytes.
+"""Prints a flag set document (JSON, basis points) whose snapshot is about --size bytes, or of --switches switches.
 
 Plugin points of eight switches each, a group kill switch per point, city and cohort rules and partial rollouts:
 the shape of a real app's namespace, grown to the size wanted.
@@ -37,7 +37,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--namespace", default="bench")
     parser.add_argument("--size", type=int, default=50_000, help="approximate snapshot size in bytes")
+    parser.add_argument("--switches", type=int, help="this many plugin switches instead (of about 230 bytes each)")
     args = parser.parse_args()
+    if args.switches:
+        print(json.dumps(flag_set(args.namespace, args.switches), separators=(",", ":")))
+        return
     switches = 8
     while len(json.dumps(flag_set(args.namespace, switches), separators=(",", ":"))) < args.size:
         switches += 8

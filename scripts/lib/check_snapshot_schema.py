@@ -2,7 +2,8 @@
 
 For each document: the JSON Schema (docs/schemas/snapshot.schema.json), then the checksum, recomputed with the
 canonical form of docs/snapshot.md written out here independently of the Swift encoder. Prints one line per
-problem (`FILE: field.path: message`) and a summary on standard error.
+problem (`FILE: field.path: message`) and a summary on standard error. With --digests first, also prints each
+document's digest (docs/snapshot.md, "The digest") as `FILE: digest sha256:…`.
 """
 import hashlib
 import json
@@ -71,6 +72,23 @@ def canonical(value) -> bytes:
     return b"{" + b",".join(canonical(key) + b":" + canonical(member) for key, member in members) + b"}"
 
 
+def digest(tree) -> str:
+    """The digest of docs/snapshot.md: per-object leaves summed modulo 2^256, hashed after the header."""
+    def leaf(data: bytes) -> int:
+        return int.from_bytes(hashlib.sha256(data).digest(), "big")
+
+    def member(key, value) -> bytes:
+        return canonical(key) + b":" + canonical(value)
+
+    mask = 2**256 - 1
+    flags = sum(leaf(member(k, v)) for k, v in tree.get("flags", {}).items()) & mask
+    kills = sum(leaf(member(k, v)) for k, v in tree.get("kill_switches", {}).items()) & mask
+    points = sum(leaf(str(i).encode() + b":" + canonical(p)) for i, p in enumerate(tree.get("plugin_points", []))) & mask
+    header = {k: v for k, v in tree.items() if k not in ("checksum", "flags", "kill_switches", "plugin_points")}
+    total = canonical(header) + flags.to_bytes(32, "big") + kills.to_bytes(32, "big") + points.to_bytes(32, "big")
+    return "sha256:" + hashlib.sha256(total).hexdigest()
+
+
 def reject_duplicates(pairs):
     names = [name for name, _ in pairs]
     duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -114,6 +132,8 @@ def check(name, raw, validator):
 
 
 def main(arguments):
+    print_digests = arguments[:1] == ["--digests"]
+    arguments = arguments[1:] if print_digests else arguments
     with open(SCHEMA, encoding="utf-8") as handle:
         schema = json.load(handle)
     validator_class = jsonschema.validators.validator_for(schema)
@@ -142,6 +162,8 @@ def main(arguments):
         for problem in problems:
             print(problem)
         failures += bool(problems)
+        if print_digests and not problems:
+            print(f"{name}: digest {digest(json.loads(raw))}")
     count = len(documents)
     print(f"checked {count} snapshot{'s' if count != 1 else ''} against {SCHEMA} and their checksums: "
           f"{'all valid' if not failures else f'{failures} invalid'}", file=sys.stderr)

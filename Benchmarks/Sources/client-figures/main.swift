@@ -2,6 +2,8 @@
 //
 //   client-figures isenabled [seconds]         isEnabled ns per call and allocations while the sync loop applies updates
 //   client-figures memory                      memory of a client holding a 1,000-flag snapshot
+//   client-figures apply [flags] [versions]   CPU, wall time and allocations to install a one-flag change as a delta and
+//                                              as a full snapshot (the reference), through the sync loop, cache on disk
 //   client-figures propagation URL TOKEN [rounds] [clients]
 //                                              time from a change on a live flagsd to the change visible in clients
 //
@@ -20,6 +22,9 @@ case "isenabled":
     IsEnabledFigures.run(seconds: arguments.dropFirst().first.flatMap(Double.init) ?? 3)
 case "memory":
     MemoryFigures.run()
+case "apply":
+    let rest = Array(arguments.dropFirst())
+    try await ApplyFigures.run(flags: rest.first.flatMap { Int($0) } ?? 10_000, versions: rest.dropFirst().first.flatMap { Int($0) } ?? 30)
 case "propagation":
     let rest = Array(arguments.dropFirst())
     guard rest.count >= 2, let server = URL(string: rest[0]) else {
@@ -29,7 +34,7 @@ case "propagation":
     await PropagationFigures.run(server: server, token: rest[1], rounds: rest.count > 2 ? Int(rest[2]) ?? 30 : 30,
                                  clients: rest.count > 3 ? Int(rest[3]) ?? 1 : 1)
 default:
-    FileHandle.standardError.write(Data("usage: client-figures isenabled [seconds] | memory | propagation URL TOKEN [rounds] [clients]\n".utf8))
+    FileHandle.standardError.write(Data("usage: client-figures isenabled [seconds] | memory | apply [flags] [versions] | propagation URL TOKEN [rounds] [clients]\n".utf8))
     exit(64)
 }
 

@@ -30,6 +30,10 @@ extension FlagClient {
         public var backoff = Backoff()
         /// `Retry-After` values above this are capped.
         public var maximumRetryAfter: Duration = .seconds(3600)
+        /// Whether to ask the server for deltas: what changed since the installed version instead of the whole
+        /// snapshot (`docs/client.md`, "Deltas"). A delta that does not apply, or whose result is not exactly the
+        /// snapshot the server holds, is refused and the full snapshot fetched instead.
+        public var deltas = true
         /// The largest snapshot accepted from the server or the cache.
         public var maximumSnapshotSize = 16 << 20
         /// Opt-in staleness policy: when the snapshot has not been confirmed by the server for longer than

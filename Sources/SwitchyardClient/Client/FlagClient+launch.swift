@@ -9,6 +9,8 @@ extension FlagClient {
         var origin: SnapshotOrigin
         var fetchedAt: Date
         var verifiedAt: Date?
+        /// Compiled already, with its digest sums, when deltas were replayed onto the cached snapshot.
+        var compiled: (snapshot: CompiledSnapshot, digest: SnapshotDigest)?
     }
 
     /// The bundled snapshot, replaced by the last known good one from disk unless that one is older (same
@@ -35,7 +37,8 @@ extension FlagClient {
                 report(ClientReport(kind: .snapshotIgnored, message: "the cached snapshot (version \(entry.snapshot.version)) is older than the bundled one (version \(bundled.version)); using the bundled one"))
                 return restored
             }
-            return Restored(snapshot: entry.snapshot, origin: .cache, fetchedAt: entry.fetchedAt, verifiedAt: entry.verifiedAt)
+            return Restored(snapshot: entry.snapshot, origin: .cache, fetchedAt: entry.fetchedAt, verifiedAt: entry.verifiedAt,
+                            compiled: entry.compiled)
         } catch {
             report(ClientReport(kind: .snapshotIgnored, message: error.message, error: error))
             return restored

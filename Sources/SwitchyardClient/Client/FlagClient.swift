@@ -47,9 +47,12 @@ public final class FlagClient: Sendable {
         var verifiedAt: Date?
         var context: EvaluationContext
         var contextGeneration: UInt64 = 0
+        /// The digest sums of `compiled`, which the next delta starts from; nil until worked out.
+        var digest: SnapshotDigest?
         var guardState: CrashLoopGuardState
         var consecutiveFailures = 0
         var lastError: ClientError?
+        var deltasApplied = 0
         var verifiedPersistedAt: Date?
         var staleAnnounced = false
 
@@ -116,9 +119,10 @@ public final class FlagClient: Sendable {
                                      now: now, report: report)
         session = LockedBox(SessionState(record: Self.startSession(configuration, now: now, report: report)))
 
-        var shared = Shared(state: ClientState.none, compiled: installed.map { CompiledSnapshot($0.snapshot) },
+        var shared = Shared(state: ClientState.none,
+                            compiled: installed.map { $0.compiled?.snapshot ?? CompiledSnapshot($0.snapshot) },
                             origin: installed?.origin, fetchedAt: installed?.fetchedAt, verifiedAt: installed?.verifiedAt,
-                            context: configuration.context, guardState: guardState)
+                            context: configuration.context, digest: installed?.compiled?.digest, guardState: guardState)
         shared.state = shared.makeState(stalenessLimit: configuration.stalenessLimit)
         self.shared = LockedBox(shared)
         if let info = shared.snapshotInfo {
@@ -223,12 +227,13 @@ public final class FlagClient: Sendable {
     /// The installed snapshot, its age, and how the sync is going.
     public var status: ClientStatus {
         let now = wallClock()
-        let (state, failures, lastError) = shared.withLock { ($0.state, $0.consecutiveFailures, $0.lastError) }
+        let (state, failures, lastError, deltas) = shared.withLock { ($0.state, $0.consecutiveFailures, $0.lastError, $0.deltasApplied) }
         let reference = state.verifiedAt ?? state.fetchedAt
         return ClientStatus(snapshot: state.snapshotInfo, verifiedAt: state.verifiedAt,
                             age: reference.map { .clampedSeconds(now.timeIntervalSince($0)) },
                             isStale: state.isStale(now: now), consecutiveFailures: failures, lastError: lastError,
-                            disabledByCrashGuard: state.quarantinedKeys.sorted(), queuedEvents: queue.count)
+                            disabledByCrashGuard: state.quarantinedKeys.sorted(), queuedEvents: queue.count,
+                            deltasApplied: deltas)
     }
 }
 

@@ -1,4 +1,5 @@
 public import Foundation
+public import SwitchyardCore
 
 /// Where the installed snapshot came from.
 public enum SnapshotOrigin: String, Sendable, Hashable, CustomStringConvertible {
@@ -50,8 +51,27 @@ public struct FlagsChange: Sendable, Hashable, CustomStringConvertible {
     public let cause: Cause
     /// The snapshot after the change.
     public let snapshot: SnapshotInfo?
+    /// For a snapshot installed over one of the same epoch: exactly the flags, kill switches and plugin points
+    /// whose definitions differ (added, removed or changed), and whether the plugin points' order and the
+    /// description did. Nil when anything may have changed: the first snapshot, another epoch, or another cause.
+    ///
+    /// A flag not named may still evaluate differently when a kill switch or plugin point covering it is named.
+    public let changed: ChangedObjects?
 
-    public var description: String { "\(cause)" + (snapshot.map { ": \($0)" } ?? "") }
+    package init(cause: Cause, snapshot: SnapshotInfo?, changed: ChangedObjects? = nil) {
+        self.cause = cause
+        self.snapshot = snapshot
+        self.changed = changed
+    }
+
+    public var description: String {
+        var text = "\(cause)" + (snapshot.map { ": \($0)" } ?? "")
+        if let changed {
+            let keys = changed.flags.union(changed.killSwitches).union(changed.pluginPoints).sorted()
+            text += keys.isEmpty ? " (no definition changed)" : " (changed: \(keys.prefix(5).joined(separator: ", "))\(keys.count > 5 ? " and \(keys.count - 5) more" : ""))"
+        }
+        return text
+    }
 }
 
 /// What a client holds and how its sync is going.
@@ -72,6 +92,8 @@ public struct ClientStatus: Sendable, CustomStringConvertible {
     public var disabledByCrashGuard: [String]
     /// Events waiting to be sent.
     public var queuedEvents: Int
+    /// Deltas applied since launch (each instead of a full snapshot download).
+    public var deltasApplied = 0
 
     public var description: String {
         var text = snapshot.map(\.description) ?? "no snapshot (core flow everywhere)"

@@ -63,18 +63,11 @@ package enum FileIO {
         defer {
             if !closed { close(fd) }
         }
-        var offset = 0
-        while offset < bytes.count {
-            let count = bytes.withUnsafeBytes { buffer in
-                posixWrite(fd, buffer.baseAddress! + offset, bytes.count - offset)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let message = String(cString: strerror(errno))
-                unlink(temporary)
-                throw ClientError(.fileSystem, "cannot write \(temporary): \(message)")
-            }
-            offset += count
+        do {
+            try writeAll(bytes, to: fd, path: temporary)
+        } catch {
+            unlink(temporary)
+            throw error
         }
         if sync && fsync(fd) != 0 {
             let message = String(cString: strerror(errno))
@@ -94,6 +87,38 @@ package enum FileIO {
                 _ = fsync(directoryFD)
                 close(directoryFD)
             }
+        }
+    }
+
+    /// Appends bytes to a file (created when missing), synced to disk when `sync` is true.
+    ///
+    /// A crash can leave the end of what was appended missing: readers must check what they read (a length and a
+    /// checksum per record).
+    /// - Throws: `ClientError` saying which step failed.
+    package static func append(_ bytes: [UInt8], to url: URL, sync: Bool = true) throws(ClientError) {
+        let path = url.path
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ClientError(.fileSystem, "cannot open \(path) to append: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        try writeAll(bytes, to: fd, path: path)
+        if sync && fsync(fd) != 0 {
+            throw ClientError(.fileSystem, "cannot sync \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private static func writeAll(_ bytes: [UInt8], to fd: Int32, path: String) throws(ClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                posixWrite(fd, buffer.baseAddress! + offset, bytes.count - offset)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw ClientError(.fileSystem, "cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            offset += count
         }
     }
 

@@ -30,7 +30,8 @@ extension FlagClient {
         let installed = shared.withLock { $0.compiled.map { SyncStateMachine.Installed(epoch: $0.epoch, version: $0.version) } }
         let policy = SyncStateMachine.Policy(namespace: namespace, longPollWait: configuration.longPollWait,
                                              minimumPollInterval: configuration.minimumPollInterval,
-                                             backoff: configuration.backoff, maximumRetryAfter: configuration.maximumRetryAfter)
+                                             backoff: configuration.backoff, maximumRetryAfter: configuration.maximumRetryAfter,
+                                             deltas: configuration.deltas)
         var machine = SyncStateMachine(policy: policy, installed: installed, random: configuration.random)
         while !Task.isCancelled {
             switch machine.nextAction() {
@@ -40,8 +41,27 @@ extension FlagClient {
                 let started = clock.now
                 let outcome = await fetchSnapshot(request)
                 if Task.isCancelled { return }
+                let held = machine.installed
                 let verdict = machine.received(outcome, elapsed: started.duration(to: clock.now))
-                apply(verdict, consecutiveFailures: machine.consecutiveFailures)
+                if case .applyDelta(let delta) = verdict {
+                    if let error = applyDelta(delta) {
+                        machine.deltaFailed(error, installed: held)
+                        apply(.reject(error), consecutiveFailures: machine.consecutiveFailures)
+                        if !machine.asksForDeltas {
+                            report(ClientReport(kind: .syncFailed, message: "three deltas in a row were unusable; asking for full snapshots only until the client restarts"))
+                        }
+                    } else {
+                        machine.deltaApplied()
+                    }
+                } else {
+                    if case .reject(let error) = verdict, machine.needsFullSnapshot {
+                        report(ClientReport(kind: .syncFailed, message: error.message, error: error))
+                    } else {
+                        apply(verdict, consecutiveFailures: machine.consecutiveFailures)
+                    }
+                }
+                // The next delta needs the digest of what is installed: worked out now, while the request waits.
+                if machine.asksForDeltas { prepareDigest() }
             }
         }
     }
@@ -52,7 +72,9 @@ extension FlagClient {
         guard let url = endpoint("snapshot", query: query) else {
             return .failed(ClientError(.transport, "cannot build a snapshot URL from \(configuration.serverURL) and namespace '\(namespace)'"))
         }
-        var headers = ["Authorization": "Bearer \(configuration.token)", "Accept": "application/json"]
+        // A delta only when asked for: a server that sends one anyway fails to decode as a snapshot.
+        let accept = request.acceptsDelta ? "\(SnapshotDelta.mediaType), application/json" : "application/json"
+        var headers = ["Authorization": "Bearer \(configuration.token)", "Accept": accept]
         if let tag = request.entityTag { headers["If-None-Match"] = tag }
         let http = HTTPRequest(url: url, headers: headers, timeout: (request.wait ?? .zero) + configuration.requestTimeout,
                                maximumResponseSize: configuration.maximumSnapshotSize)
@@ -67,6 +89,12 @@ extension FlagClient {
             return .failed(ClientError(.transport, "\(url.absoluteString): \(error)"))
         }
         switch response.status {
+        case 200 where request.acceptsDelta && Self.isDelta(contentType: response[header: "content-type"]):
+            do {
+                return .delta(try SnapshotDelta.decode(response.body))
+            } catch {
+                return .failed(ClientError(.invalidSnapshot, "the server sent an unusable delta (\(response.body.count) bytes): \(error.message)"))
+            }
         case 200:
             do {
                 return .snapshot(try SnapshotDocument.decode(response.body))
@@ -84,6 +112,13 @@ extension FlagClient {
         default:
             return .failed(ClientError(.httpStatus, "the server answered \(response.status) to \(url.path): \(response.bodyExcerpt)", status: response.status))
         }
+    }
+
+    /// Whether a `Content-Type` names the delta media type (parameters and case aside).
+    static func isDelta(contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let type = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        return type == SnapshotDelta.mediaType
     }
 
     /// `<server>/v1/namespaces/<namespace>/<resource>`, keeping a path prefix of the server URL.
@@ -105,6 +140,8 @@ extension FlagClient {
         switch verdict {
         case .install(let snapshot):
             install(snapshot, origin: .server)
+        case .applyDelta(let delta):
+            if let error = applyDelta(delta) { apply(.reject(error), consecutiveFailures: consecutiveFailures) }
         case .confirm:
             confirm()
         case .reject(let error):
@@ -119,9 +156,59 @@ extension FlagClient {
     /// Installs a snapshot the state machine accepted: compile, swap, persist, publish.
     package func install(_ snapshot: Snapshot, origin: SnapshotOrigin) {
         let compiled = CompiledSnapshot(snapshot)
+        let previous = shared.withLock { $0.compiled }
+        // Of the same epoch, the change names what differs; of another, anything may have.
+        let changed = previous.flatMap { $0.epoch == snapshot.epoch ? ChangedObjects(from: $0.snapshot.flagSet, to: snapshot.flagSet) : nil }
+        install(compiled, digest: nil, changed: changed, origin: origin) { cache, now throws(ClientError) in
+            try cache.store(snapshot, fetchedAt: now)
+        }
+    }
+
+    /// Applies a delta to the installed snapshot (recompiling what it changes, checking the result's digest) and
+    /// installs the result; nil when it did, the reason when it could not (nothing is changed then).
+    package func applyDelta(_ delta: SnapshotDelta) -> ClientError? {
+        let (held, heldDigest) = shared.withLock { ($0.compiled, $0.digest) }
+        guard let held else {
+            return ClientError(.invalidSnapshot, "the server sent a delta to a client without a snapshot; fetching the full snapshot")
+        }
+        let digest = heldDigest ?? SnapshotDigest(held.snapshot.flagSet)
+        let next: CompiledSnapshot
+        let nextDigest: SnapshotDigest
+        do {
+            (next, nextDigest) = try held.applying(delta, digest: digest)
+        } catch {
+            return ClientError(.invalidSnapshot, "the server sent an unusable delta to version \(delta.version): \(error.message); keeping version \(held.version) and fetching the full snapshot")
+        }
+        shared.withLock { $0.deltasApplied += 1 }
+        install(next, digest: nextDigest, changed: ChangedObjects(delta, appliedTo: held), origin: .server) { cache, now throws(ClientError) in
+            try cache.append(delta, result: next.snapshot, fetchedAt: now)
+        }
+        return nil
+    }
+
+    /// Works out the digest of the installed snapshot when it is not known (after a full snapshot), so the next
+    /// delta applies in time proportional to what it changes.
+    func prepareDigest() {
+        guard let compiled = shared.withLock({ $0.digest == nil ? $0.compiled : nil }) else { return }
+        let digest = SnapshotDigest(compiled.snapshot.flagSet)
+        shared.withLock { shared in
+            if shared.compiled === compiled { shared.digest = digest }
+        }
+    }
+
+    /// Swaps a compiled snapshot in, persists it, and publishes the change.
+    ///
+    /// - Parameters:
+    ///   - digest: its digest sums, when known.
+    ///   - changed: what differs from the snapshot it replaces (nil: anything may).
+    ///   - persist: writes it to the cache as the last known good.
+    func install(_ compiled: CompiledSnapshot, digest: SnapshotDigest?, changed: ChangedObjects?, origin: SnapshotOrigin,
+                 persist: (SnapshotCache, Date) throws(ClientError) -> Void) {
+        let snapshot = compiled.snapshot
         let now = wallClock()
         let (info, lifted, guardJSON) = update { shared in
             shared.compiled = compiled
+            shared.digest = digest
             shared.origin = origin
             shared.fetchedAt = now
             shared.verifiedAt = now
@@ -134,7 +221,7 @@ extension FlagClient {
             return (shared.snapshotInfo, lifted, lifted.isEmpty ? nil : shared.guardState.json)
         }
         if let cache {
-            do { try cache.store(snapshot, fetchedAt: now) } catch {
+            do { try persist(cache, now) } catch {
                 report(ClientReport(kind: .storageFailed, message: "\(error.message); the new snapshot is in use but not saved as the last known good one", error: error))
             }
         }
@@ -145,7 +232,7 @@ extension FlagClient {
             report(ClientReport(kind: .crashGuardLifted, message: "the crash-loop guard released \(lifted.joined(separator: ", ")): version \(snapshot.version) changed \(lifted.count == 1 ? "its definition" : "their definitions"), or the TTL passed", flagKeys: lifted))
         }
         report(ClientReport(kind: .snapshotInstalled, message: "installed \(info?.description ?? "a snapshot")"))
-        broadcaster.publish(FlagsChange(cause: .snapshotInstalled, snapshot: info))
+        broadcaster.publish(FlagsChange(cause: .snapshotInstalled, snapshot: info, changed: changed))
     }
 
     /// The server confirmed the installed snapshot (304, or the same version again).

@@ -11,6 +11,10 @@ package import SwitchyardCore
 ///   installed, no `wait`), so a cached snapshot is confirmed or replaced at once; every later one long-polls.
 /// - A snapshot for another namespace, or of the installed epoch at an older version, is refused. The same
 ///   version confirms what is installed. Another epoch (the namespace was recreated) is accepted.
+/// - Requests accept deltas (`Policy.deltas`) when a snapshot is installed. A delta that does not start from the
+///   installed version (a gap), or that the client cannot apply (``deltaFailed(_:)``: inconsistent, invalid, a
+///   checksum mismatch), is refused and the next request asks for the full snapshot at once, without waiting.
+///   After three unusable deltas in a row the client stops asking for deltas until it is restarted.
 /// - A failure (transport error, timeout, bad status, invalid body, refused snapshot) backs off with full jitter.
 ///   503 and 429 wait for `Retry-After` (capped) plus the jittered backoff.
 /// - Successes are spaced by at least `minimumPollInterval`, so a server that answers a long-poll at once, every
@@ -22,10 +26,13 @@ package struct SyncStateMachine: Sendable {
         package var minimumPollInterval: Duration
         package var backoff: Backoff
         package var maximumRetryAfter: Duration
+        /// Whether requests ask for deltas.
+        package var deltas: Bool
 
         package init(namespace: String, longPollWait: Duration = .seconds(60), minimumPollInterval: Duration = .seconds(1),
-                     backoff: Backoff = Backoff(), maximumRetryAfter: Duration = .seconds(3600)) {
+                     backoff: Backoff = Backoff(), maximumRetryAfter: Duration = .seconds(3600), deltas: Bool = true) {
             self.namespace = namespace
+            self.deltas = deltas
             self.longPollWait = longPollWait
             self.minimumPollInterval = minimumPollInterval
             self.backoff = backoff
@@ -33,11 +40,13 @@ package struct SyncStateMachine: Sendable {
         }
     }
 
-    /// A snapshot request: the entity tag to send in `If-None-Match`, and the long-poll wait.
+    /// A snapshot request: the entity tag to send in `If-None-Match`, the long-poll wait, and whether a delta
+    /// from the installed version is welcome.
     package struct Request: Sendable, Hashable {
         package var entityTag: String?
         /// Nil for a plain (conditional) GET.
         package var wait: Duration?
+        package var acceptsDelta = false
     }
 
     package enum Action: Sendable, Hashable {
@@ -49,6 +58,8 @@ package struct SyncStateMachine: Sendable {
     package enum Outcome: Sendable {
         /// 200 with a valid snapshot document.
         case snapshot(Snapshot)
+        /// 200 with a well-formed delta document.
+        case delta(SnapshotDelta)
         /// 304.
         case notModified
         /// 503 or 429, with `Retry-After` when the server sent one.
@@ -61,6 +72,8 @@ package struct SyncStateMachine: Sendable {
     package enum Verdict: Sendable {
         /// Install this snapshot (persist it, compile it, publish the change).
         case install(Snapshot)
+        /// Apply this delta to the installed snapshot, then report a failure with ``deltaFailed(_:)``.
+        case applyDelta(SnapshotDelta)
         /// The installed snapshot is current.
         case confirm
         /// The answer was refused or the request failed; keep the installed snapshot.
@@ -92,6 +105,11 @@ package struct SyncStateMachine: Sendable {
     package private(set) var hasReachedServer = false
     package private(set) var consecutiveFailures = 0
     private var pendingDelay: Duration?
+    /// Set when a delta could not be used: the next request asks for the full snapshot, at once.
+    package private(set) var needsFullSnapshot = false
+    /// Unusable deltas in a row; at three, deltas are no longer asked for.
+    package private(set) var consecutiveDeltaFailures = 0
+    private static let deltaFailureLimit = 3
 
     /// - Parameters:
     ///   - installed: the snapshot installed before the loop starts (bundled or cached), if any.
@@ -114,7 +132,14 @@ package struct SyncStateMachine: Sendable {
     /// The next request.
     package var request: Request {
         guard let installed else { return Request(entityTag: nil, wait: nil) }
-        return Request(entityTag: installed.entityTag, wait: hasReachedServer ? policy.longPollWait : nil)
+        if needsFullSnapshot { return Request(entityTag: installed.entityTag, wait: nil, acceptsDelta: false) }
+        return Request(entityTag: installed.entityTag, wait: hasReachedServer ? policy.longPollWait : nil,
+                       acceptsDelta: policy.deltas && consecutiveDeltaFailures < Self.deltaFailureLimit)
+    }
+
+    /// Whether the client asks for deltas (until three in a row proved unusable).
+    package var asksForDeltas: Bool {
+        policy.deltas && consecutiveDeltaFailures < Self.deltaFailureLimit
     }
 
     /// Decides what an outcome means.
@@ -137,6 +162,17 @@ package struct SyncStateMachine: Sendable {
             installed = Installed(snapshot)
             succeed(elapsed: elapsed)
             return .install(snapshot)
+        case .delta(let delta):
+            if delta.namespace != policy.namespace {
+                return fail(ClientError(.wrongNamespace, "the server sent a delta of namespace '\(delta.namespace)' to a client of '\(policy.namespace)'; check the server URL and the token's namespace"))
+            }
+            guard let installed, installed.epoch == delta.epoch, installed.version == delta.baseVersion else {
+                let held = installed.map { "\($0.epoch).\($0.version)" } ?? "nothing"
+                return deltaFailed(ClientError(.invalidSnapshot, "the server sent a delta from \(delta.epoch).\(delta.baseVersion) to a client holding \(held) (a gap); fetching the full snapshot"))
+            }
+            self.installed = Installed(epoch: delta.epoch, version: delta.version)
+            succeed(elapsed: elapsed)
+            return .applyDelta(delta)
         case .notModified:
             guard installed != nil else {
                 return fail(ClientError(.protocolViolation, "the server answered 304 Not Modified to a request without an entity tag"))
@@ -154,8 +190,29 @@ package struct SyncStateMachine: Sendable {
         }
     }
 
+    /// The delta of an `applyDelta` verdict could not be applied (or a delta did not start from the installed
+    /// version): the installed snapshot stays, and the next request asks for the full snapshot at once.
+    ///
+    /// - Parameters:
+    ///   - error: why.
+    ///   - installed: the snapshot still installed.
+    @discardableResult
+    package mutating func deltaFailed(_ error: ClientError, installed: Installed? = nil) -> Verdict {
+        if let installed { self.installed = installed }
+        consecutiveDeltaFailures += 1
+        needsFullSnapshot = true
+        pendingDelay = nil
+        return .reject(error)
+    }
+
+    /// A delta was applied: the count of unusable ones starts again.
+    package mutating func deltaApplied() {
+        consecutiveDeltaFailures = 0
+    }
+
     private mutating func succeed(elapsed: Duration) {
         hasReachedServer = true
+        needsFullSnapshot = false
         consecutiveFailures = 0
         pendingDelay = elapsed < policy.minimumPollInterval ? policy.minimumPollInterval - elapsed : nil
     }

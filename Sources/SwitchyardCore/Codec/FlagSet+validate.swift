@@ -11,25 +11,19 @@ extension FlagSet {
 
         if let problem = NameRule.namespace.problem(with: namespace) { report("namespace", problem) }
 
-        var flagsByKey: [String: FlagDefinition] = [:]
-        for flag in flags {
-            let path = FieldPath("flags") / flag.key
-            if flagsByKey[flag.key] != nil { report(path, "'\(flag.key)' is declared twice") }
-            flagsByKey[flag.key] = flag
-            if let problem = NameRule.key.problem(with: flag.key) { report(path, problem) }
-            switch flag.kind {
-            case .pluginSwitch:
-                if !flag.key.hasPrefix(FlagDefinition.pluginSwitchPrefix) {
-                    report(path, "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'")
-                }
-            case .experiment(let experiment):
-                problems += experiment.problems(at: path)
+        // Positions, not copies of the flags: a copy would retain everything each flag holds.
+        var flagsByKey: [String: Int] = [:]
+        flagsByKey.reserveCapacity(flags.count)
+        for (position, flag) in flags.enumerated() {
+            if flagsByKey.updateValue(position, forKey: flag.key) != nil {
+                report(FieldPath("flags") / flag.key, "'\(flag.key)' is declared twice")
             }
+            problems += Self.problems(of: flag)
         }
 
         var killKeys = Set<String>()
         for kill in killSwitches {
-            let path = FieldPath("kill_switches") / kill.key
+            var path: FieldPath { FieldPath("kill_switches") / kill.key }
             if !killKeys.insert(kill.key).inserted { report(path, "'\(kill.key)' is declared twice") }
             if kill.isMaster && !kill.members.isEmpty {
                 report(path / "members", "the master kill switch covers every flag; it takes no member list")
@@ -43,7 +37,7 @@ extension FlagSet {
         var pointNames = Set<String>()
         var pointOfSwitch: [String: String] = [:]
         for (index, point) in pluginPoints.enumerated() {
-            let path = FieldPath("plugin_points") / index
+            var path: FieldPath { FieldPath("plugin_points") / index }
             if !pointNames.insert(point.name).inserted { report(path / "name", "plugin point '\(point.name)' is declared twice") }
             if let kill = point.killSwitch {
                 if kill == KillSwitch.masterKey {
@@ -53,8 +47,8 @@ extension FlagSet {
                 }
             }
             for (position, key) in point.switches.enumerated() {
-                let switchPath = path / "switches" / position
-                guard let flag = flagsByKey[key] else {
+                var switchPath: FieldPath { path / "switches" / position }
+                guard let flag = flagsByKey[key].map({ flags[$0] }) else {
                     report(switchPath, "'\(key)' is not a flag of this namespace")
                     continue
                 }
@@ -70,9 +64,40 @@ extension FlagSet {
         }
         return problems
     }
+
+    /// The problems of one flag on its own: its key, its kind's naming rule, an experiment's variants and weights.
+    static func problems(of flag: FlagDefinition) -> [ValidationProblem] {
+        // Paths are built only for a problem: this runs for every flag of every snapshot decoded.
+        var path: FieldPath { FieldPath("flags") / flag.key }
+        var problems: [ValidationProblem] = []
+        if let problem = NameRule.key.problem(with: flag.key) { problems.append(ValidationProblem(path: path, message: problem)) }
+        switch flag.kind {
+        case .pluginSwitch:
+            if !flag.key.hasPrefix(FlagDefinition.pluginSwitchPrefix) {
+                problems.append(ValidationProblem(path: path, message: "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'"))
+            }
+        case .experiment(let experiment):
+            if !experiment.isPlainlyValid { problems += experiment.problems(at: path) }
+        }
+        return problems
+    }
 }
 
 extension Experiment {
+    /// Whether the experiment passes every check of `problems(at:)` (tested without building paths or messages).
+    var isPlainlyValid: Bool {
+        guard !variants.isEmpty, variants.count <= 16 else { return false }
+        for (index, variant) in variants.enumerated() {
+            guard variant.value.type == valueType, !variants[..<index].contains(where: { $0.key == variant.key }) else { return false }
+        }
+        func isVariant(_ key: String) -> Bool { variants.contains { $0.key == key } }
+        guard isVariant(defaultVariant) else { return false }
+        func valid(_ weights: VariantWeights) -> Bool {
+            weights.keys.allSatisfy(isVariant) && weights.values.contains { $0 > 0 }
+        }
+        return valid(weights) && rules.allSatisfy { valid($0.weights) }
+    }
+
     func problems(at path: FieldPath) -> [ValidationProblem] {
         var problems: [ValidationProblem] = []
         func report(_ path: FieldPath, _ message: String) {

@@ -13,6 +13,11 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible, Expressibl
 
     /// Parses a dotted path such as `flags.x.rules[1].rollout` (for tests and literals).
     public init(stringLiteral value: String) {
+        // A single name, as most paths start: readers build one per object they read.
+        if !value.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "[") }) {
+            self.components = value.isEmpty ? [] : [.key(value)]
+            return
+        }
         var components: [Component] = []
         for part in value.split(separator: ".") {
             var name = Substring(part)
@@ -31,11 +36,20 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible, Expressibl
     public static let root = FieldPath()
 
     public func appending(_ key: String) -> FieldPath {
-        FieldPath(components + [.key(key)])
+        appending(component: .key(key))
     }
 
     public func appending(index: Int) -> FieldPath {
-        FieldPath(components + [.index(index)])
+        appending(component: .index(index))
+    }
+
+    /// One allocation: readers build a path for every object they read.
+    private func appending(component: Component) -> FieldPath {
+        var next: [Component] = []
+        next.reserveCapacity(components.count + 1)
+        next += components
+        next.append(component)
+        return FieldPath(next)
     }
 
     public static func / (lhs: FieldPath, rhs: String) -> FieldPath { lhs.appending(rhs) }

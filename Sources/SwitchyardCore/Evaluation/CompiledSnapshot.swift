@@ -19,18 +19,33 @@ public final class CompiledSnapshot: Sendable {
     let platformIds: [String: Int32]
     let unitIds: [String: Int32]
     let versionBounds: [SemanticVersion]
-    /// Per kill switch of the flag set, its entries' scopes in `killEntryScopes`.
+    /// Per kill switch slot, its entries' scopes in `killEntryScopes` (none for the slot of a removed kill switch).
     let killSwitchRecords: [KillSwitchRecord]
     let killEntryScopes: [Int32]
+    /// Kill switch key → slot. A compile gives slot i to `flagSet.killSwitches[i]`; a delta adds slots for new keys,
+    /// so the slots in compiled records stay valid whatever moves in the flag set.
+    let killSlots: [String: Int32]
     /// The hot tables, in memory this object owns (never moved, never written after init, freed in deinit).
     let tables: Tables
+    /// Table elements that deltas appended since the last full compile (what they replaced stays behind, unused):
+    /// past `compiledSize`, the next delta compiles afresh.
+    let appendedByDeltas: Int
+    let compiledSize: Int
 
     /// Compiles a snapshot. Never traps, even on a flag set that does not validate.
     public init(_ snapshot: Snapshot) {
-        var builder = Builder(flagSet: snapshot.flagSet)
-        builder.build()
+        var builder = Builder(flagSet: snapshot.flagSet, base: nil)
+        builder.buildKillSwitches(changed: nil)
+        var records: [FlagRecord] = []
+        records.reserveCapacity(snapshot.flagSet.flags.count)
+        var keyIndex: [String: Int32] = [:]
+        keyIndex.reserveCapacity(snapshot.flagSet.flags.count)
+        for (position, flag) in snapshot.flagSet.flags.enumerated() {
+            if keyIndex[flag.key] == nil { keyIndex[flag.key] = Int32(position) }
+            records.append(builder.record(for: flag, killList: nil))
+        }
         self.snapshot = snapshot
-        keyIndex = builder.keyIndex
+        self.keyIndex = keyIndex
         cityIds = builder.cities.ids
         cohortIds = builder.cohorts.ids
         platformIds = builder.platforms.ids
@@ -38,14 +53,36 @@ public final class CompiledSnapshot: Sendable {
         versionBounds = builder.versionBounds
         killSwitchRecords = builder.killSwitchRecords
         killEntryScopes = builder.killEntryScopes
+        killSlots = builder.killSlots
         tables = Tables(
-            flags: Table(copying: builder.flagRecords),
+            flags: Table(copying: records),
             rules: Table(copying: builder.rules),
             scopes: Table(copying: builder.scopes),
             words: Table(copying: builder.words),
             flagKillSwitches: Table(copying: builder.flagKillSwitches),
-            cumulativeWeights: Table(copying: builder.cumulativeWeights)
+            cumulativeWeights: Table(copying: builder.cumulativeWeights),
+            killSwitchIndices: Table(copying: builder.killSwitchIndices)
         )
+        appendedByDeltas = 0
+        compiledSize = tables.elementCount
+    }
+
+    /// A snapshot compiled from a base and a delta.
+    private init(snapshot: Snapshot, keyIndex: [String: Int32], builder: Builder, tables: Tables,
+                 appendedByDeltas: Int, compiledSize: Int) {
+        self.snapshot = snapshot
+        self.keyIndex = keyIndex
+        cityIds = builder.cities.ids
+        cohortIds = builder.cohorts.ids
+        platformIds = builder.platforms.ids
+        unitIds = builder.units.ids
+        versionBounds = builder.versionBounds
+        killSwitchRecords = builder.killSwitchRecords
+        killEntryScopes = builder.killEntryScopes
+        killSlots = builder.killSlots
+        self.tables = tables
+        self.appendedByDeltas = appendedByDeltas
+        self.compiledSize = compiledSize
     }
 
     deinit {
@@ -58,6 +95,9 @@ public final class CompiledSnapshot: Sendable {
     public var flagCount: Int { tables.flags.count }
 
     /// Resolves a flag key to a handle, once.
+    ///
+    /// A handle stays valid in the snapshots that deltas make from this one for as long as its flag is neither
+    /// removed nor moved: a delta keeps every other flag in place, and puts the last flag where it removes one.
     public func handle(for key: String) -> FlagHandle? {
         keyIndex[key].map(FlagHandle.init(index:))
     }
@@ -71,6 +111,95 @@ public final class CompiledSnapshot: Sendable {
     /// Prepares a context for evaluation against this snapshot (interning its attributes, once).
     public func evaluator(for context: EvaluationContext) -> Evaluator {
         Evaluator(snapshot: self, context: context)
+    }
+
+    /// The snapshot a delta leads to, compiled by recompiling only what the delta changed, and checked as a full
+    /// download is: the delta must apply to this snapshot (same namespace, epoch and base version), the result must
+    /// be a valid flag set, and its digest must be the one the delta names. Nothing is shared with this snapshot
+    /// that either could change: both stay usable.
+    ///
+    /// Cost: the objects the delta names, plus copying the compiled tables (a few hundred bytes per flag); a delta
+    /// that adds or removes flags or changes kill switches or plugin points also checks the whole flag set's
+    /// references. After deltas have appended as much as a compile holds, the next one compiles afresh.
+    ///
+    /// - Parameter digest: this snapshot's digest sums (`SnapshotDigest(snapshot.flagSet)`, kept from the
+    ///   previous delta).
+    /// - Returns: the new compiled snapshot and its digest sums, for the next delta.
+    /// - Throws: `SnapshotDeltaError`; nothing is changed then.
+    public func applying(_ delta: SnapshotDelta, digest: SnapshotDigest) throws(SnapshotDeltaError)
+        -> (snapshot: CompiledSnapshot, digest: SnapshotDigest) {
+        let application = try DeltaApplication(base: snapshot, keyIndex: keyIndex, delta: delta)
+        let problems = application.problems(upserted: delta.upsertedFlags)
+        guard problems.isEmpty else { throw SnapshotDeltaError.invalid(problems, delta) }
+        let (newDigest, value) = application.digest(from: digest, delta: delta)
+        guard value == delta.digest else { throw SnapshotDeltaError.digestMismatch(value, delta) }
+        return (compile(application, delta), newDigest)
+    }
+
+    /// The compiled form of a delta's result: this snapshot's tables copied, with records for what changed.
+    private func compile(_ application: DeltaApplication, _ delta: SnapshotDelta) -> CompiledSnapshot {
+        let old = snapshot.flagSet
+        let new = application.snapshot.flagSet
+        // Kill lists follow the order of the flag set's kill switches; if a delta re-sorts an unsorted base, every
+        // list may change order.
+        let killOrderKept = !application.touchesKillSwitches
+            || zip(old.killSwitches, old.killSwitches.dropFirst()).allSatisfy { SnapshotDelta.byUTF8($0.key, $1.key) }
+        guard killOrderKept, appendedByDeltas <= max(compiledSize, 4096) else {
+            return CompiledSnapshot(application.snapshot)
+        }
+        var builder = Builder(flagSet: new, base: self)
+        var membershipChanged: Set<String> = []
+        if application.touchesKillSwitches || application.touchesPluginPoints {
+            // Flags whose covering group kill switches may have changed: members of a group whose membership
+            // changed (its own list, or the plugin points naming it), before and after. The master covers every
+            // flag whatever happens.
+            let touchedKills = Set(delta.upsertedKillSwitches.map(\.key) + delta.removedKillSwitches)
+                .subtracting([KillSwitch.masterKey])
+            for key in touchedKills {
+                let before = old.members(of: key), after = new.members(of: key)
+                if before != after {
+                    membershipChanged.formUnion(before)
+                    membershipChanged.formUnion(after)
+                }
+            }
+            let oldPoints = Dictionary(old.pluginPoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            let newPoints = Dictionary(new.pluginPoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            for name in Set(oldPoints.keys).union(newPoints.keys) {
+                let before = oldPoints[name], after = newPoints[name]
+                guard before?.killSwitch != after?.killSwitch || before?.switches != after?.switches else { continue }
+                if let before, before.killSwitch != nil { membershipChanged.formUnion(before.switches) }
+                if let after, after.killSwitch != nil { membershipChanged.formUnion(after.switches) }
+            }
+            if application.touchesKillSwitches { builder.buildKillSwitches(changed: Set(delta.upsertedKillSwitches.map(\.key))) }
+        }
+        var positions = Set(application.changedPositions)
+        for key in membershipChanged { if let position = application.keyIndex[key] { positions.insert(position) } }
+        var changedRecords: [(Int32, FlagRecord)] = []
+        changedRecords.reserveCapacity(positions.count)
+        for position in positions.sorted() {
+            let flag = new.flags[Int(position)]
+            // A flag that was there keeps its kill list unless memberships changed around it.
+            var killList: [Int32]?
+            if let oldPosition = keyIndex[flag.key], !membershipChanged.contains(flag.key) {
+                let record = tables.flags[oldPosition]
+                killList = (0..<record.killCount).map { tables.flagKillSwitches[record.killStart + $0] }
+            }
+            changedRecords.append((position, builder.record(for: flag, killList: killList)))
+        }
+        let newTables = Tables(
+            flags: Table(copying: tables.flags, count: new.flags.count, replacing: changedRecords),
+            rules: Table(copying: tables.rules, appending: builder.rules),
+            scopes: Table(copying: tables.scopes, appending: builder.scopes),
+            words: Table(copying: tables.words, appending: builder.words),
+            flagKillSwitches: Table(copying: tables.flagKillSwitches, appending: builder.flagKillSwitches),
+            cumulativeWeights: Table(copying: tables.cumulativeWeights, appending: builder.cumulativeWeights),
+            killSwitchIndices: application.touchesKillSwitches
+                ? Table(copying: builder.killSwitchIndices) : Table(copying: tables.killSwitchIndices, appending: [])
+        )
+        let appended = builder.rules.count + builder.scopes.count + builder.words.count + builder.flagKillSwitches.count
+            + builder.cumulativeWeights.count
+        return CompiledSnapshot(snapshot: application.snapshot, keyIndex: application.keyIndex, builder: builder,
+                                tables: newTables, appendedByDeltas: appendedByDeltas + appended, compiledSize: compiledSize)
     }
 }
 
@@ -87,6 +216,23 @@ struct Table<Element: BitwiseCopyable>: @unchecked Sendable {
         count = elements.count
         base = UnsafeMutablePointer<Element>.allocate(capacity: max(count, 1))
         _ = UnsafeMutableBufferPointer(start: base, count: count).initialize(from: elements)
+    }
+
+    /// Another table's elements followed by more.
+    init(copying other: Table, appending elements: [Element]) {
+        count = other.count + elements.count
+        base = UnsafeMutablePointer<Element>.allocate(capacity: max(count, 1))
+        base.initialize(from: other.base, count: other.count)
+        _ = UnsafeMutableBufferPointer(start: base + other.count, count: elements.count).initialize(from: elements)
+    }
+
+    /// Another table's first `count` elements (all of them, and uninitialised ones never read past it: `count` is
+    /// at most `other.count` plus the replaced positions beyond it), with some replaced.
+    init(copying other: Table, count: Int, replacing replacements: [(Int32, Element)]) {
+        self.count = count
+        base = UnsafeMutablePointer<Element>.allocate(capacity: max(count, 1))
+        base.initialize(from: other.base, count: min(count, other.count))
+        for (index, element) in replacements { (base + Int(index)).initialize(to: element) }
     }
 
     @inline(__always)
@@ -110,9 +256,17 @@ struct Tables: Sendable {
     let rules: Table<RuleRecord>
     let scopes: Table<ScopeRecord>
     let words: Table<UInt64>
-    /// Per flag, the kill switches (indices in the flag set) that cover it and hold entries: the master first.
+    /// Per flag, the slots of the kill switches that cover it: the master first, then the groups in the flag set's
+    /// order (whether or not they hold entries, so a kill entry added or removed changes no flag's record).
     let flagKillSwitches: Table<Int32>
     let cumulativeWeights: Table<UInt64>
+    /// Kill switch slot → its index in the flag set's `killSwitches` (what evaluations report), -1 for none.
+    let killSwitchIndices: Table<Int32>
+
+    /// Elements of the tables other than the flags (what deltas append to).
+    var elementCount: Int {
+        rules.count + scopes.count + words.count + flagKillSwitches.count + cumulativeWeights.count
+    }
 
     func deallocate() {
         flags.deallocate()
@@ -121,13 +275,18 @@ struct Tables: Sendable {
         words.deallocate()
         flagKillSwitches.deallocate()
         cumulativeWeights.deallocate()
+        killSwitchIndices.deallocate()
     }
 }
 
-/// A bitset in `Tables.words`; `count == 0` means "no condition".
+/// A bitset in `Tables.words`: words `start..<start + count` hold bits `64 * first ..< 64 * (first + count)` (ids
+/// below and above are not in the set: an allowlist of a few of many units takes a word, not all the words up to
+/// its ids). `count == 0` means "no condition".
 struct BitsetRef: Sendable, Hashable {
     var start: Int32 = 0
     var count: Int32 = 0
+    /// The index of the first word's bits among all the words of the id space.
+    var first: Int32 = 0
 }
 
 struct ScopeRecord: Sendable {
@@ -193,41 +352,97 @@ private struct Interner {
     }
 }
 
+/// Compiles flags and kill switches into records, appending to tables that hold `base`'s elements (none for a
+/// full compile): every index it writes counts those in.
 private struct Builder {
     let flagSet: FlagSet
-    var flagRecords: [FlagRecord] = []
-    var keyIndex: [String: Int32] = [:]
     var cities = Interner()
     var cohorts = Interner()
     var platforms = Interner()
     var units = Interner()
     var versionBounds: [SemanticVersion] = []
+    // New elements, after the base's.
     var words: [UInt64] = []
     var scopes: [ScopeRecord] = []
     var rules: [RuleRecord] = []
-    var killSwitchRecords: [KillSwitchRecord] = []
-    var killEntryScopes: [Int32] = []
     var flagKillSwitches: [Int32] = []
     var cumulativeWeights: [UInt64] = []
+    // The base's element counts.
+    let wordBase: Int32
+    let scopeBase: Int32
+    let ruleBase: Int32
+    let killListBase: Int32
+    let weightBase: Int32
+    // Kill switches: every slot's record and its position in the flag set.
+    var killSlots: [String: Int32] = [:]
+    var killSwitchRecords: [KillSwitchRecord] = []
+    var killEntryScopes: [Int32] = []
+    var killSwitchIndices: [Int32] = []
+    /// Group kill switch slots covering each flag key, built on first need.
+    private var coveringGroups: [String: [Int32]]?
+    private var masterSlot: Int32?
+    /// Ids of the values of one list, reused from list to list.
+    private var scratch: [Int32] = []
 
-    init(flagSet: FlagSet) {
+    init(flagSet: FlagSet, base: CompiledSnapshot?) {
         self.flagSet = flagSet
+        if let base {
+            cities.ids = base.cityIds
+            cohorts.ids = base.cohortIds
+            platforms.ids = base.platformIds
+            units.ids = base.unitIds
+            versionBounds = base.versionBounds
+            killSlots = base.killSlots
+            killSwitchRecords = base.killSwitchRecords
+            killEntryScopes = base.killEntryScopes
+            let indices = base.tables.killSwitchIndices
+            killSwitchIndices = (0..<indices.count).map { indices[Int32($0)] }
+        }
+        wordBase = Int32(base?.tables.words.count ?? 0)
+        scopeBase = Int32(base?.tables.scopes.count ?? 0)
+        ruleBase = Int32(base?.tables.rules.count ?? 0)
+        killListBase = Int32(base?.tables.flagKillSwitches.count ?? 0)
+        weightBase = Int32(base?.tables.cumulativeWeights.count ?? 0)
     }
 
-    mutating func bitset(_ values: [String], _ table: WritableKeyPath<Builder, Interner>) -> BitsetRef {
+    enum Attribute { case cities, cohorts, units, platforms }
+
+    /// The id of a value of an attribute (interned on first sight).
+    mutating func id(_ value: String, _ attribute: Attribute) -> Int32 {
+        switch attribute {
+        case .cities: cities.id(value)
+        case .cohorts: cohorts.id(value)
+        case .units: units.id(value)
+        case .platforms: platforms.id(value)
+        }
+    }
+
+    mutating func bitset(_ values: [String], _ attribute: Attribute) -> BitsetRef {
         guard !values.isEmpty else { return BitsetRef() }
-        let ids = values.map { self[keyPath: table].id($0) }
-        let wordCount = Int(ids.max()!) / 64 + 1
+        var highest: Int32 = 0
+        var lowest = Int32.max
+        var ids = scratch
+        scratch = []
+        ids.removeAll(keepingCapacity: true)
+        for value in values {
+            let id = id(value, attribute)
+            ids.append(id)
+            highest = max(highest, id)
+            lowest = min(lowest, id)
+        }
+        defer { scratch = ids }
+        let first = lowest / 64
+        let wordCount = Int(highest / 64 - first) + 1
         let start = words.count
         words.append(contentsOf: repeatElement(0, count: wordCount))
-        for id in ids { words[start + Int(id) / 64] |= 1 << UInt64(id % 64) }
-        return BitsetRef(start: Int32(start), count: Int32(wordCount))
+        for id in ids { words[start + Int(id / 64 - first)] |= 1 << UInt64(id % 64) }
+        return BitsetRef(start: wordBase + Int32(start), count: Int32(wordCount), first: first)
     }
 
     mutating func scope(_ scope: Scope) -> Int32 {
-        let record = ScopeRecord(cities: bitset(scope.cities, \.cities), cohorts: bitset(scope.cohorts, \.cohorts))
+        let record = ScopeRecord(cities: bitset(scope.cities, .cities), cohorts: bitset(scope.cohorts, .cohorts))
         scopes.append(record)
-        return Int32(scopes.count - 1)
+        return scopeBase + Int32(scopes.count - 1)
     }
 
     mutating func versionBound(_ version: SemanticVersion?) -> Int32 {
@@ -239,19 +454,19 @@ private struct Builder {
 
     mutating func conditions(_ conditions: Conditions) -> RuleRecord {
         var record = RuleRecord()
-        record.cityIn = bitset(conditions.cities, \.cities)
-        record.cityNotIn = bitset(conditions.notCities, \.cities)
-        record.cohortIn = bitset(conditions.cohorts, \.cohorts)
-        record.cohortNotIn = bitset(conditions.notCohorts, \.cohorts)
-        record.unitIn = bitset(conditions.units, \.units)
-        record.platformIn = bitset(conditions.platforms, \.platforms)
+        record.cityIn = bitset(conditions.cities, .cities)
+        record.cityNotIn = bitset(conditions.notCities, .cities)
+        record.cohortIn = bitset(conditions.cohorts, .cohorts)
+        record.cohortNotIn = bitset(conditions.notCohorts, .cohorts)
+        record.unitIn = bitset(conditions.units, .units)
+        record.platformIn = bitset(conditions.platforms, .platforms)
         record.atLeast = versionBound(conditions.appVersionAtLeast)
         record.below = versionBound(conditions.appVersionBelow)
         return record
     }
 
     mutating func weights(_ weights: VariantWeights, variants: [Variant], defaultVariant: Int32) -> WeightsRecord {
-        var record = WeightsRecord(start: Int32(cumulativeWeights.count))
+        var record = WeightsRecord(start: weightBase + Int32(cumulativeWeights.count))
         var total: UInt64 = 0
         var holders: [Int32] = []
         for (index, variant) in variants.enumerated() {
@@ -266,67 +481,98 @@ private struct Builder {
         return record
     }
 
-    mutating func build() {
-        // Which kill switches cover which flags.
-        var coveringKills: [String: [Int32]] = [:]
-        let pointGroups = Dictionary(flagSet.pluginPoints.compactMap { point in point.killSwitch.map { ($0, point.switches) } },
-                                     uniquingKeysWith: +)
-        for (killIndex, kill) in flagSet.killSwitches.enumerated() where !kill.isMaster {
-            for member in Set(kill.members + (pointGroups[kill.key] ?? [])) {
-                coveringKills[member, default: []].append(Int32(killIndex))
-            }
+    /// Compiles the entries of kill switches into scopes and gives every kill switch a slot.
+    ///
+    /// - Parameter changed: the keys of the kill switches whose entries to compile again (the others keep their
+    ///   records); nil compiles every one (a full compile, where slot i is `flagSet.killSwitches[i]`).
+    mutating func buildKillSwitches(changed: Set<String>?) {
+        for kill in flagSet.killSwitches where killSlots[kill.key] == nil {
+            killSlots[kill.key] = Int32(killSwitchRecords.count)
+            killSwitchRecords.append(KillSwitchRecord(start: 0, count: 0))
         }
-        let masterIndex = flagSet.killSwitches.firstIndex(where: \.isMaster).map(Int32.init)
-        // Kill entries compile to scopes once, shared by every flag they cover; an evaluator matches them
-        // against its context once, when it is prepared.
-        for kill in flagSet.killSwitches {
+        killSwitchIndices = [Int32](repeating: -1, count: killSwitchRecords.count)
+        var live = Set<Int32>()
+        for (index, kill) in flagSet.killSwitches.enumerated() {
+            // A key declared twice (an invalid flag set) is the first of them, as in the slot's record.
+            guard let slot = killSlots[kill.key], killSwitchIndices[Int(slot)] == -1 else { continue }
+            killSwitchIndices[Int(slot)] = Int32(index)
+            live.insert(slot)
+            guard changed?.contains(kill.key) ?? true else { continue }
+            // Kill entries compile to scopes once, shared by every flag they cover; an evaluator matches them
+            // against its context once, when it is prepared.
             let start = Int32(killEntryScopes.count)
             for entry in kill.entries { killEntryScopes.append(scope(entry)) }
-            killSwitchRecords.append(KillSwitchRecord(start: start, count: Int32(kill.entries.count)))
+            killSwitchRecords[Int(slot)] = KillSwitchRecord(start: start, count: Int32(kill.entries.count))
         }
-
-        for (flagIndex, flag) in flagSet.flags.enumerated() {
-            if keyIndex[flag.key] == nil { keyIndex[flag.key] = Int32(flagIndex) }
-            var record = FlagRecord()
-            record.hasher.combine(flag.key)
-            record.killStart = Int32(flagKillSwitches.count)
-            let kills = (masterIndex.map { [$0] } ?? []) + (coveringKills[flag.key] ?? []).sorted()
-            // A kill switch without entries can never kill: leave it out of the flag's list.
-            for killIndex in kills where killSwitchRecords[Int(killIndex)].count > 0 {
-                flagKillSwitches.append(killIndex)
-            }
-            record.killCount = Int32(flagKillSwitches.count) - record.killStart
-
-            switch flag.kind {
-            case .pluginSwitch(let gate):
-                record.disabled = gate.disabled
-                record.disableStart = Int32(scopes.count)
-                for disabledScope in gate.disabledScopes { _ = scope(disabledScope) }
-                record.disableCount = Int32(scopes.count) - record.disableStart
-                record.ruleStart = Int32(rules.count)
-                for rule in gate.rules {
-                    var compiled = conditions(rule.conditions)
-                    compiled.rollout = rule.rollout.basisPoints
-                    rules.append(compiled)
-                }
-                record.ruleCount = Int32(rules.count) - record.ruleStart
-                record.rollout = gate.rollout.basisPoints
-                record.isFixed = !gate.disabled && gate.disabledScopes.isEmpty && gate.rules.isEmpty
-                    && (record.rollout == 0 || record.rollout == Rollout.maximum)
-            case .experiment(let experiment):
-                record.isExperiment = true
-                record.variantCount = Int32(experiment.variants.count)
-                record.defaultVariant = Int32(experiment.variants.firstIndex { $0.key == experiment.defaultVariant } ?? 0)
-                record.weights = weights(experiment.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
-                record.ruleStart = Int32(rules.count)
-                for rule in experiment.rules {
-                    var compiled = conditions(rule.conditions)
-                    compiled.weights = weights(rule.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
-                    rules.append(compiled)
-                }
-                record.ruleCount = Int32(rules.count) - record.ruleStart
-            }
-            flagRecords.append(record)
+        // The slot of a removed kill switch kills nothing.
+        for slot in killSwitchRecords.indices where !live.contains(Int32(slot)) {
+            killSwitchRecords[slot] = KillSwitchRecord(start: 0, count: 0)
         }
+    }
+
+    /// Appends to `flagKillSwitches` the slots of the kill switches covering a flag: the master first, then every
+    /// group covering it (as a member or through its plugin point) in the order of the flag set.
+    mutating func appendCoveringKillList(of key: String) {
+        if coveringGroups == nil {
+            var groups: [String: [Int32]] = [:]
+            let pointGroups = Dictionary(flagSet.pluginPoints.compactMap { point in point.killSwitch.map { ($0, point.switches) } },
+                                         uniquingKeysWith: +)
+            for kill in flagSet.killSwitches where !kill.isMaster {
+                guard let slot = killSlots[kill.key] else { continue }
+                for member in Set(kill.members + (pointGroups[kill.key] ?? [])) { groups[member, default: []].append(slot) }
+            }
+            coveringGroups = groups
+            masterSlot = killSlots[KillSwitch.masterKey]
+        }
+        if let master = masterSlot { flagKillSwitches.append(master) }
+        guard let groups = coveringGroups?[key] else { return }
+        if groups.count == 1 {
+            flagKillSwitches.append(groups[0])
+        } else {
+            flagKillSwitches += groups.sorted { killSwitchIndices[Int($0)] < killSwitchIndices[Int($1)] }
+        }
+    }
+
+    /// The record of one flag, appending its rules, scopes, bitsets, kill list and weights.
+    ///
+    /// - Parameter killList: the slots of its covering kill switches, or nil to work them out.
+    mutating func record(for flag: FlagDefinition, killList: [Int32]?) -> FlagRecord {
+        var record = FlagRecord()
+        record.hasher.combine(flag.key)
+        let killStart = flagKillSwitches.count
+        record.killStart = killListBase + Int32(killStart)
+        if let killList { flagKillSwitches += killList } else { appendCoveringKillList(of: flag.key) }
+        record.killCount = Int32(flagKillSwitches.count - killStart)
+
+        switch flag.kind {
+        case .pluginSwitch(let gate):
+            record.disabled = gate.disabled
+            record.disableStart = scopeBase + Int32(scopes.count)
+            for disabledScope in gate.disabledScopes { _ = scope(disabledScope) }
+            record.disableCount = Int32(gate.disabledScopes.count)
+            record.ruleStart = ruleBase + Int32(rules.count)
+            for rule in gate.rules {
+                var compiled = conditions(rule.conditions)
+                compiled.rollout = rule.rollout.basisPoints
+                rules.append(compiled)
+            }
+            record.ruleCount = Int32(gate.rules.count)
+            record.rollout = gate.rollout.basisPoints
+            record.isFixed = !gate.disabled && gate.disabledScopes.isEmpty && gate.rules.isEmpty
+                && (record.rollout == 0 || record.rollout == Rollout.maximum)
+        case .experiment(let experiment):
+            record.isExperiment = true
+            record.variantCount = Int32(experiment.variants.count)
+            record.defaultVariant = Int32(experiment.variants.firstIndex { $0.key == experiment.defaultVariant } ?? 0)
+            record.weights = weights(experiment.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
+            record.ruleStart = ruleBase + Int32(rules.count)
+            for rule in experiment.rules {
+                var compiled = conditions(rule.conditions)
+                compiled.weights = weights(rule.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
+                rules.append(compiled)
+            }
+            record.ruleCount = Int32(experiment.rules.count)
+        }
+        return record
     }
 }

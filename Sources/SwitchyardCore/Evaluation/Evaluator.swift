@@ -25,7 +25,7 @@ public struct Evaluator: Sendable {
     let cohortWords: [UInt64]
     /// Bit i: the context's app version is at or above `versionBounds[i]`.
     let versionAtLeast: [UInt64]
-    /// Per kill switch of the flag set, the index of its first entry that matches the context, or -1.
+    /// Per kill switch slot of the snapshot, the index of its first entry that matches the context, or -1.
     let killingEntry: [Int32]
 
     init(snapshot: CompiledSnapshot, context: EvaluationContext) {
@@ -193,10 +193,10 @@ public struct Evaluator: Sendable {
     private func killEntry(_ flag: UnsafePointer<FlagRecord>) -> Decision? {
         let start = flag.pointee.killStart
         for offset in 0..<flag.pointee.killCount {
-            let killSwitch = tables.flagKillSwitches[start + offset]
-            let entry = killingEntry[Int(killSwitch)]
+            let slot = tables.flagKillSwitches[start + offset]
+            let entry = killingEntry[Int(slot)]
             if entry >= 0 {
-                return .killed(killSwitch: killSwitch, entry: entry)
+                return .killed(killSwitch: tables.killSwitchIndices[slot], entry: entry)
             }
         }
         return nil
@@ -206,14 +206,25 @@ public struct Evaluator: Sendable {
 
     @inline(__always)
     private func contains(_ set: BitsetRef, _ id: Int32) -> Bool {
-        guard id >= 0, id / 64 < set.count else { return false }
-        return tables.words[set.start + id / 64] & (1 << UInt64(id % 64)) != 0
+        Self.contains(set, id, words: tables.words)
     }
 
     @inline(__always)
+    private static func contains(_ set: BitsetRef, _ id: Int32, words: Table<UInt64>) -> Bool {
+        guard id >= 0 else { return false }
+        let word = id / 64 &- set.first
+        guard word >= 0, word < set.count else { return false }
+        return words[set.start + word] & (1 << UInt64(id % 64)) != 0
+    }
+
+    /// Whether a set shares a bit with the context's bits (words from the first of the id space).
+    @inline(__always)
     private static func intersects(_ set: BitsetRef, _ bits: [UInt64], words: Table<UInt64>) -> Bool {
-        for offset in 0..<min(Int(set.count), bits.count) where words[set.start + Int32(offset)] & bits[offset] != 0 {
-            return true
+        let end = min(Int(set.first) + Int(set.count), bits.count)
+        var word = Int(set.first)
+        while word < end {
+            if words[set.start + Int32(word) - set.first] & bits[word] != 0 { return true }
+            word += 1
         }
         return false
     }
@@ -226,10 +237,7 @@ public struct Evaluator: Sendable {
     @inline(__always)
     private static func matches(_ scope: ScopeRecord, city: Int32, hasCohorts: Bool, cohortWords: [UInt64],
                                 words: Table<UInt64>) -> Bool {
-        if scope.cities.count > 0 {
-            guard city >= 0, city / 64 < scope.cities.count,
-                  words[scope.cities.start + city / 64] & (1 << UInt64(city % 64)) != 0 else { return false }
-        }
+        if scope.cities.count > 0 && !contains(scope.cities, city, words: words) { return false }
         if scope.cohorts.count > 0 && !(hasCohorts && intersects(scope.cohorts, cohortWords, words: words)) { return false }
         return true
     }

@@ -19,9 +19,13 @@ extension JSONValue {
     ///   - maximumDepth: deepest nesting of arrays and objects accepted.
     /// - Throws: `JSONParseError` naming the position and the problem.
     public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = 64) throws(JSONParseError) -> JSONValue {
-        let buffer = Array(bytes)
-        var parser = JSONParser(bytes: buffer, maximumDepth: maximumDepth)
-        return try parser.parseDocument()
+        // The parser reads raw memory: no bounds check or reference count per byte.
+        func parse(_ buffer: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, JSONParseError> {
+            var parser = JSONParser(bytes: buffer, maximumDepth: maximumDepth)
+            return Result { () throws(JSONParseError) in try parser.parseDocument() }
+        }
+        let result = bytes.withContiguousStorageIfAvailable(parse) ?? Array(bytes).withUnsafeBufferPointer(parse)
+        return try result.get()
     }
 
     /// Parses a string holding a JSON document.
@@ -31,12 +35,16 @@ extension JSONValue {
 }
 
 private struct JSONParser {
-    let bytes: [UInt8]
+    let bytes: UnsafeBufferPointer<UInt8>
     let maximumDepth: Int
     var index = 0
     var depth = 0
+    /// The members and elements of the objects and arrays being parsed, nested ones above their parents': each
+    /// container is then allocated once, at its size, instead of growing.
+    var memberStack: [JSONObject.Member] = []
+    var elementStack: [JSONValue] = []
 
-    init(bytes: [UInt8], maximumDepth: Int) {
+    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
     }
@@ -119,13 +127,14 @@ private struct JSONParser {
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
         index += 1
-        var object = JSONObject()
-        var seen = Set<String>()
+        // Duplicates are found by comparing with the keys so far while the object is small, by a set beyond.
+        var seen: Set<String>?
+        let base = memberStack.count
         skipWhitespace()
         if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(object)
+            return .object(JSONObject())
         }
         while true {
             skipWhitespace()
@@ -134,7 +143,16 @@ private struct JSONParser {
             }
             let keyStart = index
             let key = try parseString()
-            guard seen.insert(key).inserted else { throw error("duplicate key '\(key)'", at: keyStart) }
+            let duplicate: Bool
+            if seen != nil {
+                duplicate = !seen!.insert(key).inserted
+            } else if memberStack.count - base < 16 {
+                duplicate = memberStack[base...].contains { JSONObject.sameKey($0.key, key) }
+            } else {
+                seen = Set(memberStack[base...].map(\.key))
+                duplicate = !seen!.insert(key).inserted
+            }
+            guard !duplicate else { throw error("duplicate key '\(key)'", at: keyStart) }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
                 throw error("unexpected \(describeByte()), expected ':' after member name")
@@ -142,7 +160,7 @@ private struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            object.appendUnchecked(key, value)
+            memberStack.append((key, value))
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input, expected ',' or '}'") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -152,6 +170,8 @@ private struct JSONParser {
             if bytes[index] == UInt8(ascii: "}") {
                 index += 1
                 depth -= 1
+                let object = JSONObject(uncheckedMembers: Array(memberStack[base...]))
+                memberStack.removeSubrange(base...)
                 return .object(object)
             }
             throw error("unexpected \(describeByte()), expected ',' or '}'")
@@ -161,16 +181,17 @@ private struct JSONParser {
     mutating func parseArray() throws(JSONParseError) -> JSONValue {
         try enter()
         index += 1
-        var elements: [JSONValue] = []
+        let base = elementStack.count
         skipWhitespace()
         if index < bytes.count && bytes[index] == UInt8(ascii: "]") {
             index += 1
             depth -= 1
-            return .array(elements)
+            return .array([])
         }
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            let element = try parseValue()
+            elementStack.append(element)
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input, expected ',' or ']'") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -180,6 +201,8 @@ private struct JSONParser {
             if bytes[index] == UInt8(ascii: "]") {
                 index += 1
                 depth -= 1
+                let elements = Array(elementStack[base...])
+                elementStack.removeSubrange(base...)
                 return .array(elements)
             }
             throw error("unexpected \(describeByte()), expected ',' or ']'")
@@ -202,7 +225,9 @@ private struct JSONParser {
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit after '.'") }
             while index < bytes.count && isDigit(bytes[index]) { index += 1 }
         }
+        var hasExponent = false
         if index < bytes.count && (bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")) {
+            hasExponent = true
             index += 1
             if index < bytes.count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) { index += 1 }
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit in the exponent") }
@@ -210,7 +235,8 @@ private struct JSONParser {
         }
         if index - start > 400 { throw error("number literal too long", at: start) }
         let literal = String(decoding: bytes[start..<index], as: UTF8.self)
-        if let double = Double(literal), !double.isFinite {
+        // Only an exponent or hundreds of digits can leave the range of a double.
+        if hasExponent || index - start > 300, let double = Double(literal), !double.isFinite {
             throw error("number out of range", at: start)
         }
         return JSONNumber(uncheckedLiteral: literal)
@@ -218,44 +244,70 @@ private struct JSONParser {
 
     mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
-        var scalars = String.UnicodeScalarView()
-        var runStart = index
-        func flushRun(_ parser: JSONParser, upTo end: Int, into scalars: inout String.UnicodeScalarView) throws(JSONParseError) {
-            guard end > runStart else { return }
-            guard let run = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
-                throw parser.error("invalid UTF-8 in string", at: runStart)
+        let start = index
+        // Fast path: no escape before the closing quote, so the string is its bytes (validated as UTF-8 once, and
+        // not at all when they are ASCII, as keys and most values are).
+        var bits: UInt8 = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let end = index
+                index += 1
+                if bits < 0x80 { return String(decoding: bytes[start..<end], as: UTF8.self) }
+                guard let string = String(validating: bytes[start..<end], as: UTF8.self) else {
+                    throw error("invalid UTF-8 in string", at: start)
+                }
+                return string
             }
-            scalars.append(contentsOf: run.unicodeScalars)
+            bits |= byte
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("control character in string; escape it") }
+            index += 1
+        }
+        guard index < bytes.count else { throw error("unterminated string") }
+        return try parseEscapedString(from: start)
+    }
+
+    /// A string with escapes, from its first byte: its bytes, with every escape written as UTF-8, validated once.
+    mutating func parseEscapedString(from start: Int) throws(JSONParseError) -> String {
+        var buffer = Array(bytes[start..<index])
+        var runStart = index
+        func validated(_ parser: JSONParser, _ buffer: [UInt8]) throws(JSONParseError) -> String {
+            guard let string = String(validating: buffer, as: UTF8.self) else {
+                throw parser.error("invalid UTF-8 in string", at: start)
+            }
+            return string
         }
         while true {
             guard index < bytes.count else { throw error("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                try flushRun(self, upTo: index, into: &scalars)
+                buffer.append(contentsOf: bytes[runStart..<index])
                 index += 1
-                return String(scalars)
+                return try validated(self, buffer)
             }
             if byte < 0x20 { throw error("control character in string; escape it") }
             if byte != UInt8(ascii: "\\") {
                 index += 1
                 continue
             }
-            try flushRun(self, upTo: index, into: &scalars)
+            buffer.append(contentsOf: bytes[runStart..<index])
             index += 1
             guard index < bytes.count else { throw error("unterminated escape sequence") }
             let escape = bytes[index]
             index += 1
             switch escape {
-            case UInt8(ascii: "\""): scalars.append("\"")
-            case UInt8(ascii: "\\"): scalars.append("\\")
-            case UInt8(ascii: "/"): scalars.append("/")
-            case UInt8(ascii: "b"): scalars.append("\u{08}")
-            case UInt8(ascii: "f"): scalars.append("\u{0C}")
-            case UInt8(ascii: "n"): scalars.append("\n")
-            case UInt8(ascii: "r"): scalars.append("\r")
-            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\"))
+            case UInt8(ascii: "/"): buffer.append(UInt8(ascii: "/"))
+            case UInt8(ascii: "b"): buffer.append(0x08)
+            case UInt8(ascii: "f"): buffer.append(0x0C)
+            case UInt8(ascii: "n"): buffer.append(0x0A)
+            case UInt8(ascii: "r"): buffer.append(0x0D)
+            case UInt8(ascii: "t"): buffer.append(0x09)
             case UInt8(ascii: "u"):
                 let high = try parseHex4()
+                let scalar: Unicode.Scalar
                 if (0xD800...0xDBFF).contains(high) {
                     guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
                         throw error("unpaired surrogate in \\u escape")
@@ -263,13 +315,13 @@ private struct JSONParser {
                     index += 2
                     let low = try parseHex4()
                     guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate in \\u escape") }
-                    let value = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
-                    scalars.append(Unicode.Scalar(value)!)
+                    scalar = Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))!
                 } else if (0xDC00...0xDFFF).contains(high) {
                     throw error("unpaired surrogate in \\u escape")
                 } else {
-                    scalars.append(Unicode.Scalar(high)!)
+                    scalar = Unicode.Scalar(high)!
                 }
+                buffer.append(contentsOf: UTF8.encode(scalar)!)
             default:
                 throw error("invalid escape sequence '\\\(Character(Unicode.Scalar(escape)))'", at: index - 2)
             }

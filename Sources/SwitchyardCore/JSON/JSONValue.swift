@@ -70,65 +70,88 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A JSON object: members in order, keys unique.
+///
 public struct JSONObject: Sendable, Hashable, Sequence {
     public typealias Member = (key: String, value: JSONValue)
 
-    private var keys: [String]
-    private var values: [JSONValue]
+    /// One array of members: an object costs one allocation, and looking a key up compares keys in place.
+    private var members: [Member]
 
     public init() {
-        keys = []
-        values = []
+        members = []
     }
 
     /// Builds an object; a later duplicate key replaces the earlier value. Linear in the member count.
     public init(_ members: [(String, JSONValue)]) {
         self.init()
+        self.members.reserveCapacity(members.count)
         var positions: [String: Int] = [:]
-        positions.reserveCapacity(members.count)
+        if members.count > 8 { positions.reserveCapacity(members.count) }
         for (key, value) in members {
-            if let position = positions[key] {
-                values[position] = value
-            } else {
-                positions[key] = keys.count
-                keys.append(key)
-                values.append(value)
+            if members.count > 8 {
+                if let position = positions[key] {
+                    self.members[position].value = value
+                    continue
+                }
+                positions[key] = self.members.count
+            } else if let position = index(of: key) {
+                self.members[position].value = value
+                continue
             }
+            self.members.append((key, value))
         }
     }
 
-    public var count: Int { keys.count }
-    public var isEmpty: Bool { keys.isEmpty }
-    public var memberKeys: [String] { keys }
+    public var count: Int { members.count }
+    public var isEmpty: Bool { members.isEmpty }
+    public var memberKeys: [String] { members.map(\.key) }
+
+    /// The position of a key: a linear search, comparing UTF-8 bytes (objects are small, or read in one pass).
+    func index(of key: String) -> Int? {
+        members.firstIndex { Self.sameKey($0.key, key) }
+    }
+
+    /// Whether two keys are the same: equal byte counts, then `==` (which for the ASCII keys of every Switchyard
+    /// document is a byte comparison, on the words of small strings).
+    @inline(__always)
+    static func sameKey(_ lhs: String, _ rhs: String) -> Bool {
+        lhs.utf8.count == rhs.utf8.count && lhs == rhs
+    }
 
     public subscript(key: String) -> JSONValue? {
         get {
-            guard let index = keys.firstIndex(of: key) else { return nil }
-            return values[index]
+            guard let index = index(of: key) else { return nil }
+            return members[index].value
         }
         set {
-            if let index = keys.firstIndex(of: key) {
+            if let index = index(of: key) {
                 if let newValue {
-                    values[index] = newValue
+                    members[index].value = newValue
                 } else {
-                    keys.remove(at: index)
-                    values.remove(at: index)
+                    members.remove(at: index)
                 }
             } else if let newValue {
-                keys.append(key)
-                values.append(newValue)
+                members.append((key, newValue))
             }
         }
     }
 
-    /// Appends a member without checking for an existing key; the parser checks duplicates itself.
-    mutating func appendUnchecked(_ key: String, _ value: JSONValue) {
-        keys.append(key)
-        values.append(value)
+    /// The member at a position (for readers that walk an object once).
+    subscript(position position: Int) -> Member {
+        members[position]
     }
 
-    public func makeIterator() -> some IteratorProtocol<Member> {
-        zip(keys, values).lazy.map { (key: $0.0, value: $0.1) }.makeIterator()
+    /// Members whose keys are known to be unique (the parser checks duplicates itself).
+    init(uncheckedMembers: [Member]) {
+        members = uncheckedMembers
+    }
+
+    mutating func reserveCapacity(_ count: Int) {
+        members.reserveCapacity(count)
+    }
+
+    public func makeIterator() -> IndexingIterator<[Member]> {
+        members.makeIterator()
     }
 
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
@@ -139,7 +162,7 @@ public struct JSONObject: Sendable, Hashable, Sequence {
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(count)
-        for key in keys.sorted() { hasher.combine(key) }
+        for key in members.map(\.key).sorted() { hasher.combine(key) }
     }
 }
 

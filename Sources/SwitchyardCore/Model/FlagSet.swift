@@ -224,6 +224,9 @@ public struct Conditions: Sendable, Hashable {
 }
 
 /// A plugin switch or an experiment flag.
+///
+/// A value like any other; its fields live in one immutable box, so a copy (a flag set of thousands of flags copied
+/// to change one of them) costs one reference count, and changing a field makes a new box.
 public struct FlagDefinition: Sendable, Hashable {
     /// The kind of flag, with what only that kind has.
     public enum Kind: Sendable, Hashable {
@@ -234,17 +237,57 @@ public struct FlagDefinition: Sendable, Hashable {
     /// The prefix of every plugin switch key, the convention of the original plugin design.
     public static let pluginSwitchPrefix = "plugin_switch_"
 
-    public var key: String
-    public var description: String?
-    /// The team or person to ask about it.
-    public var owner: String?
-    public var kind: Kind
+    private final class Storage: Sendable {
+        let key: String
+        let description: String?
+        let owner: String?
+        let kind: Kind
+
+        init(key: String, description: String?, owner: String?, kind: Kind) {
+            self.key = key
+            self.description = description
+            self.owner = owner
+            self.kind = kind
+        }
+    }
+
+    private var storage: Storage
 
     public init(key: String, description: String? = nil, owner: String? = nil, kind: Kind) {
-        self.key = key
-        self.description = description
-        self.owner = owner
-        self.kind = kind
+        storage = Storage(key: key, description: description, owner: owner, kind: kind)
+    }
+
+    public var key: String {
+        get { storage.key }
+        set { storage = Storage(key: newValue, description: storage.description, owner: storage.owner, kind: storage.kind) }
+    }
+
+    public var description: String? {
+        get { storage.description }
+        set { storage = Storage(key: storage.key, description: newValue, owner: storage.owner, kind: storage.kind) }
+    }
+
+    /// The team or person to ask about it.
+    public var owner: String? {
+        get { storage.owner }
+        set { storage = Storage(key: storage.key, description: storage.description, owner: newValue, kind: storage.kind) }
+    }
+
+    public var kind: Kind {
+        get { storage.kind }
+        set { storage = Storage(key: storage.key, description: storage.description, owner: storage.owner, kind: newValue) }
+    }
+
+    public static func == (lhs: FlagDefinition, rhs: FlagDefinition) -> Bool {
+        lhs.storage === rhs.storage
+            || (lhs.key == rhs.key && lhs.description == rhs.description && lhs.owner == rhs.owner && lhs.kind == rhs.kind)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+        hasher.combine(description)
+        hasher.combine(owner)
+        hasher.combine(kind)
     }
 
     public var pluginSwitch: PluginSwitchDefinition? {

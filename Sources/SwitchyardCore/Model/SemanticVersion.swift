@@ -20,6 +20,10 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConve
     /// Parses a version; nil when it is not one.
     public init?(_ text: String) {
         guard !text.isEmpty, text.utf8.count <= 256 else { return nil }
+        if let plain = Self.plainNumbers(text) {
+            self.init(major: plain.0, minor: plain.1, patch: plain.2)
+            return
+        }
         var rest = Substring(text)
         if rest.first == "v" { rest = rest.dropFirst() }
         var build: String?
@@ -45,6 +49,40 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConve
         }
         while numbers.count < 3 { numbers.append(0) }
         self.init(major: numbers[0], minor: numbers[1], patch: numbers[2], prerelease: prerelease, build: build)
+    }
+
+    /// The numbers of a version written as up to three dot-separated numbers (`5.12.0`, `6`), as most are, read
+    /// from the bytes; nil for anything else (the general reader decides then).
+    private static func plainNumbers(_ text: String) -> (UInt64, UInt64, UInt64)? {
+        var numbers: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        var part = 0
+        var value: UInt64 = 0
+        var digits = 0
+        func store() -> Bool {
+            guard digits > 0, digits <= 18 else { return false }
+            switch part {
+            case 0: numbers.0 = value
+            case 1: numbers.1 = value
+            case 2: numbers.2 = value
+            default: return false
+            }
+            return true
+        }
+        for byte in text.utf8 {
+            if byte >= 0x30 && byte <= 0x39 {
+                value = value &* 10 &+ UInt64(byte - 0x30)
+                digits += 1
+            } else if byte == UInt8(ascii: ".") {
+                guard store() else { return nil }
+                part += 1
+                value = 0
+                digits = 0
+            } else {
+                return nil
+            }
+        }
+        guard store() else { return nil }
+        return numbers
     }
 
     private static func isValidIdentifierList(_ text: Substring) -> Bool {

@@ -20,13 +20,47 @@ public enum SnapshotDocument {
 
     /// Encodes a snapshot as canonical JSON with its checksum.
     public static func encode(_ snapshot: Snapshot) -> [UInt8] {
+        encodeWithChecksum(snapshot).bytes
+    }
+
+    /// Encodes a snapshot as canonical JSON, returning its `checksum` member too.
+    public static func encodeWithChecksum(_ snapshot: Snapshot) -> (bytes: [UInt8], checksum: String) {
+        let body = body(of: snapshot)
+        let checksum = "sha256:" + SHA256.hexDigest(body)
+        // The checksum sorts first: the document is `{"checksum":"sha256:…",` and the body after its `{`.
+        var document = Array(#"{"checksum":""#.utf8)
+        document.reserveCapacity(body.count + 90)
+        document += checksum.utf8
+        document += Array(#"","#.utf8)
+        document += body.dropFirst()
+        return (document, checksum)
+    }
+
+    /// The `checksum` member of a snapshot's document: `sha256:` and the hex digest of its canonical form without it.
+    public static func checksum(of snapshot: Snapshot) -> String {
+        "sha256:" + SHA256.hexDigest(body(of: snapshot))
+    }
+
+    /// The canonical form of a snapshot's document without its `checksum` member.
+    static func body(of snapshot: Snapshot) -> [UInt8] {
         // Crash guard policies are flagsd's own business: clients neither need nor know them.
         var tree = snapshot.flagSet.tree(unit: .basisPoints, includingCrashGuard: false)
         tree["format"] = .int64(format)
         tree["epoch"] = .string(snapshot.epoch)
         tree["version"] = .int64(snapshot.version)
-        let body = JSONValue.object(tree).serialized(.canonical)
-        tree["checksum"] = .string("sha256:" + SHA256.hexDigest(body))
+        return JSONValue.object(tree).serialized(.canonical)
+    }
+
+    /// The canonical form of a snapshot's document without its `checksum`, `flags`, `kill_switches` and
+    /// `plugin_points` members: the header that `SnapshotDigest` hashes.
+    static func headerBytes(_ snapshot: Snapshot) -> [UInt8] {
+        let flagSet = snapshot.flagSet
+        var tree = JSONObject()
+        if let description = flagSet.description { tree["description"] = .string(description) }
+        tree["epoch"] = .string(snapshot.epoch)
+        tree["format"] = .int64(format)
+        tree["namespace"] = .string(flagSet.namespace)
+        tree["version"] = .int64(snapshot.version)
         return JSONValue.object(tree).serialized(.canonical)
     }
 
@@ -58,9 +92,12 @@ public enum SnapshotDocument {
             throw SnapshotDecodingError(.malformed, "checksum: is required and must be a string")
         }
         object["checksum"] = nil
-        let expected = "sha256:" + SHA256.hexDigest(JSONValue.object(object).serialized(.canonical))
-        guard checksum == expected else {
-            throw SnapshotDecodingError(.checksumMismatch, "checksum \(checksum) does not match the content (\(expected))")
+        if !bodyFollowsChecksum(bytes, checksum) {
+            // Not as flagsd writes it (re-indented, members reordered): hash the canonical form of what was parsed.
+            let expected = "sha256:" + SHA256.hexDigest(JSONValue.object(object).serialized(.canonical))
+            guard checksum == expected else {
+                throw SnapshotDecodingError(.checksumMismatch, "checksum \(checksum) does not match the content (\(expected))")
+            }
         }
         guard case .string(let epoch)? = object["epoch"], !epoch.isEmpty, epoch.count <= 128 else {
             throw SnapshotDecodingError(.malformed, "epoch: is required and must be a non-empty string")
@@ -75,6 +112,19 @@ public enum SnapshotDocument {
             throw SnapshotDecodingError(.invalid, error.description)
         }
         return Snapshot(epoch: epoch, version: version, flagSet: flagSet)
+    }
+
+    /// Whether the bytes are a document in canonical form with a correct checksum, checked without writing the
+    /// canonical form again: a canonical document is `{"checksum":"<checksum>",` followed by the rest of the
+    /// canonical form without the checksum, so hashing `{` and those bytes gives the checksum when they are
+    /// exactly what the writer hashed. False does not mean a mismatch: the document may be in another form.
+    static func bodyFollowsChecksum(_ bytes: some Collection<UInt8>, _ checksum: String) -> Bool {
+        let prefix = Array(#"{"checksum":""#.utf8) + Array(checksum.utf8) + Array(#"","#.utf8)
+        guard checksum.hasPrefix("sha256:"), bytes.count > prefix.count, bytes.starts(with: prefix) else { return false }
+        var hasher = SHA256.Hasher()
+        hasher.update(CollectionOfOne(UInt8(ascii: "{")))
+        hasher.update(bytes.dropFirst(prefix.count))
+        return "sha256:" + SHA256.hex(hasher.finalize()) == checksum
     }
 }
 

@@ -94,7 +94,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         let switches = batch.switches
         let increments = EventAggregation.increments(of: batch.events)
         let crashes = EventAggregation.crashes(of: batch.events)
-        let flagSet = service.hub.snapshot(of: batch.namespace)?.compiled.snapshot.flagSet
+        let flagSet = service.hub.snapshot(of: batch.namespace)?.flagSet
         let now = options.now()
         let instant = clock.now
         let queuedWork = shared.withLock { shared -> Bool in

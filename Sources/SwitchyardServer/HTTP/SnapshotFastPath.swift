@@ -116,6 +116,8 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         /// The request's path, for the log line and a problem's `instance`.
         let path: String
         let acceptsGzip: Bool
+        /// The version the request waited past, when it accepts deltas.
+        let deltaBase: Int64?
         let namespace: String
         let requestID: String
         let current: PublishedSnapshot
@@ -237,10 +239,12 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
                 case .parked(let id):
                     parked = Parked(serial: parkSerial, id: id, path: request.uri.path,
                                     acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
+                                    deltaBase: AcceptsDelta(request.headers.value(.accept)).accepted ? position.version : nil,
                                     namespace: namespace, requestID: requestID, current: current, start: start)
                     return true
                 case .answerNow(let reason):
-                    reply = try fastPath.api.snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current).reply
+                    reply = try fastPath.api.snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current,
+                                                               after: position).reply
                 }
             }
         } catch {
@@ -256,7 +260,8 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         guard parked?.serial == serial, let context, let parked = parked.take() else { return }
         let reply: Reply
         do {
-            reply = try fastPath.api.snapshotAfterWait(reason, acceptsGzip: parked.acceptsGzip, namespace: parked.namespace,
+            reply = try fastPath.api.snapshotAfterWait(reason, acceptsGzip: parked.acceptsGzip, deltaBase: parked.deltaBase,
+                                                       namespace: parked.namespace,
                                                        waitedOn: parked.current).reply
         } catch {
             reply = Self.problem(error, path: parked.path, requestID: parked.requestID)

@@ -8,51 +8,143 @@ package import SwitchyardCore
 package import SwitchyardStorage
 import Synchronization
 
-/// A namespace's snapshot at one version, encoded once and shared by every request.
+/// A namespace's snapshot at one version, encoded once and shared by every request, with the deltas to it from
+/// recent versions (each built once, on first request).
 ///
 /// A class of constants rather than a struct: every answer of a fan-out passes it along, and a copy then costs one
 /// retain instead of one per buffer, string and header list it holds.
 package final class PublishedSnapshot: Sendable {
+    /// The `Vary` of every snapshot answer: the body depends on `Accept` (a delta or the snapshot) and on
+    /// `Accept-Encoding`.
+    static let vary = "Accept, Accept-Encoding"
+
     package let namespace: String
     package let epoch: String
     package let version: Int64
     /// `"<epoch>.<version>"`.
     package let entityTag: String
     package let body: ByteBuffer
-    package let gzipBody: ByteBuffer
+    /// The flags' canonical members, which the next version's document reuses.
+    let encodedFlags: EncodedFlags
+    /// Written once, under `gzipLock`, before `gzipReady` is set; read after `gzipReady` is seen set.
+    nonisolated(unsafe) private var gzipValue: (body: ByteBuffer, headers: HTTPFields)?
+    private let gzipReady = Atomic<Bool>(false)
+    private let gzipLock = Mutex(())
+    /// The version's flag set as the store holds it: the namespace's settings that snapshots do not carry (its
+    /// crash guard policy) included, flags in the store's order. Read this, not `compiled.snapshot.flagSet`: a
+    /// compiled form made by applying a delta carries only what deltas carry, in the order applying leaves.
+    package let flagSet: FlagSet
     /// The snapshot compiled for evaluation (OFREP), once per version.
     package let compiled: CompiledSnapshot
-    /// The response headers of its 200 (identity and gzip, with `Content-Length`) and of its 304, built once.
+    /// The `checksum` member of the document.
+    package let checksum: String
+    /// The snapshot's digest, which deltas to it carry, and the sums it came from (for the next version's).
+    package let digest: String
+    let digestSums: SnapshotDigest
+    /// What changed at each recent version, up to this one.
+    package let history: DeltaHistory
+    private let deltas: DeltaCache
+    /// The response headers of its 200 (identity, with `Content-Length`; gzip's without it) and of its 304, built
+    /// once.
     let identityHeaders: HTTPFields
-    let gzipHeaders: HTTPFields
+    private let gzipHeadersWithoutLength: HTTPFields
     let notModifiedHeaders: HTTPFields
 
     /// Encodes a snapshot (canonical JSON with its checksum) and its gzip form, and compiles it.
-    package init(_ snapshot: Snapshot) {
-        let bytes = SnapshotDocument.encode(snapshot)
-        compiled = CompiledSnapshot(snapshot)
+    ///
+    /// - Parameters:
+    ///   - previous: the namespace's snapshot published before, whose history and digest this one continues
+    ///     when it is of the same epoch and older.
+    ///   - deltaVersions: how many versions back deltas may start (0: no deltas).
+    package init(_ snapshot: Snapshot, previous: PublishedSnapshot? = nil, deltaVersions: Int = 0) {
         namespace = snapshot.namespace
         epoch = snapshot.epoch
         version = snapshot.version
         entityTag = snapshot.entityTag
-        body = ByteBuffer(bytes: bytes)
-        gzipBody = ByteBuffer(bytes: Gzip.compress(bytes))
+        flagSet = snapshot.flagSet
+        // From the previous version of the epoch, the work is proportional to what changed: only changed flags are
+        // serialized again, the digest sums updated, and the compiled form made by applying the delta between them.
+        if let previous, previous.epoch == snapshot.epoch, previous.version < snapshot.version {
+            let changes = ChangedObjects(from: previous.flagSet, to: snapshot.flagSet)
+            history = previous.history.appending(from: previous.version, to: snapshot.version, changes: changes,
+                                                 limit: deltaVersions)
+            let lookup = Dictionary(uniqueKeysWithValues: changes.flags.compactMap { key in
+                snapshot.flagSet.flag(key).map { (key, $0) }
+            })
+            encodedFlags = previous.encodedFlags.updating(changes.flags) { lookup[$0] }
+            (body, checksum) = Self.encoded(snapshot, encodedFlags)
+            var sums = previous.digestSums
+            for key in changes.flags {
+                sums.replace(flag: previous.compiled.handle(for: key).flatMap(previous.compiled.flag), with: lookup[key])
+            }
+            for key in changes.killSwitches {
+                sums.replace(killSwitch: previous.flagSet.killSwitch(key), with: snapshot.flagSet.killSwitch(key))
+            }
+            if !changes.pluginPoints.isEmpty || changes.pluginPointOrder { sums.replacePluginPoints(with: snapshot.flagSet.pluginPoints) }
+            digestSums = sums
+            digest = sums.value(for: snapshot)
+            let delta = SnapshotDelta(base: previous.version, target: snapshot, changes: changes, checksum: checksum, digest: digest)
+            compiled = (try? previous.compiled.applying(delta, digest: previous.digestSums).snapshot) ?? CompiledSnapshot(snapshot)
+        } else {
+            history = DeltaHistory(epoch: snapshot.epoch)
+            encodedFlags = EncodedFlags(snapshot.flagSet)
+            (body, checksum) = Self.encoded(snapshot, encodedFlags)
+            digestSums = SnapshotDigest(snapshot.flagSet)
+            digest = digestSums.value(for: snapshot)
+            compiled = CompiledSnapshot(snapshot)
+        }
+        // Kept deltas hold at most a few times the snapshot's own bytes.
+        deltas = DeltaCache(budget: 5 * body.readableBytes + 65_536)
         var delivery = HTTPFields()
         delivery[.eTag] = entityTag
-        delivery[.vary] = "Accept-Encoding"
+        delivery[.vary] = Self.vary
         delivery[.cacheControl] = "no-cache"
         notModifiedHeaders = delivery
         delivery[.contentType] = "application/json"
-        var gzip = delivery
+        gzipHeadersWithoutLength = delivery
         delivery[.contentLength] = String(body.readableBytes)
         identityHeaders = delivery
-        gzip[.contentEncoding] = "gzip"
-        gzip[.contentLength] = String(gzipBody.readableBytes)
-        gzipHeaders = gzip
     }
+
+    /// The document as a buffer, with its checksum.
+    private static func encoded(_ snapshot: Snapshot, _ flags: EncodedFlags) -> (ByteBuffer, String) {
+        let (bytes, checksum) = flags.document(for: snapshot)
+        return (ByteBuffer(bytes: bytes), checksum)
+    }
+
+    /// The gzip form of the document and its headers, compressed on first use (once: later callers wait for it)
+    /// and then shared: publishing a version does not wait for it, and a namespace whose clients all take deltas
+    /// never pays for it. After the first use, a read is one atomic load.
+    var gzipped: (body: ByteBuffer, headers: HTTPFields) {
+        if gzipReady.load(ordering: .acquiring), let value = gzipValue { return value }
+        return gzipLock.withLock { _ in
+            if let value = gzipValue { return value }
+            let compressed = ByteBuffer(bytes: Gzip.compress(Array(buffer: body)))
+            var headers = gzipHeadersWithoutLength
+            headers[.contentEncoding] = "gzip"
+            headers[.contentLength] = String(compressed.readableBytes)
+            gzipValue = (compressed, headers)
+            gzipReady.store(true, ordering: .releasing)
+            return (compressed, headers)
+        }
+    }
+
+    package var gzipBody: ByteBuffer { gzipped.body }
 
     package var position: FeedPosition {
         FeedPosition(epoch: epoch, version: version)
+    }
+
+    /// What a request from `base` (a version of this epoch, below this one) gets when it accepts deltas: the
+    /// delta, built on the first such request and shared by the rest, or the full snapshot with the reason.
+    func deltaAnswer(from base: Int64) -> DeltaCache.Answer {
+        deltas.answer(from: base) {
+            guard base < version, let changes = history.changes(since: base) else { return .full(.unknownBase) }
+            let delta = SnapshotDelta(base: base, target: compiled, changes: changes, checksum: checksum, digest: digest)
+            let bytes = delta.encode()
+            guard bytes.count < body.readableBytes else { return .full(.notSmaller) }
+            return .delta(PublishedDelta(delta, bytes: bytes, entityTag: entityTag))
+        }
     }
 }
 
@@ -95,27 +187,41 @@ package final class LongPollHub: Service, Sendable {
 
     private let shared: Mutex<Shared>
     private let clock = ContinuousClock()
+    private let deltaVersions: Int
     private let sweepInterval: Duration
     private let waitersGauge: Gauge
     /// Waiters answered because a newer version was published: the fan-out of changes.
     private let wakeups: Counter
     /// From a version's commit (its `updatedAt`) to its publication here; cross-instance delay on other instances.
     private let propagation: Timer
+    /// Answers to snapshot requests that accept deltas: with a delta, or with the full snapshot.
+    private let deltaAnswers: Counter
+    private let fullAnswersToDeltaRequests: Counter
     private let metricsFactory: any MetricsFactory
     private let logger: Logger
 
-    package init(maximumWaiters: Int, maximumWaitersPerAddress: Int = .max, sweepInterval: Duration = .milliseconds(100),
-                 metricsFactory: any MetricsFactory, logger: Logger) {
+    /// - Parameter deltaVersions: how many versions back deltas may start (0: never answer with a delta).
+    package init(maximumWaiters: Int, maximumWaitersPerAddress: Int = .max, deltaVersions: Int = 100,
+                 sweepInterval: Duration = .milliseconds(100), metricsFactory: any MetricsFactory, logger: Logger) {
         shared = Mutex(Shared(state: State(maximumWaiters: maximumWaiters, maximumWaitersPerAddress: maximumWaitersPerAddress)))
+        self.deltaVersions = deltaVersions
         self.sweepInterval = sweepInterval
         self.metricsFactory = metricsFactory
         self.waitersGauge = Gauge(label: "flagsd_long_poll_waiters", factory: metricsFactory)
         self.wakeups = Counter(label: "flagsd_long_poll_wakeups_total", factory: metricsFactory)
         self.propagation = Timer(label: "flagsd_change_propagation_seconds", factory: metricsFactory)
+        self.deltaAnswers = Counter(label: "flagsd_snapshot_delta_answers_total", dimensions: [("answer", "delta")], factory: metricsFactory)
+        self.fullAnswersToDeltaRequests = Counter(label: "flagsd_snapshot_delta_answers_total", dimensions: [("answer", "full")],
+                                                  factory: metricsFactory)
         self.logger = logger
         waitersGauge.record(0)
         // The cap next to the count, so an alert can compare them (Dashboards/alerts.yml).
         Gauge(label: "flagsd_long_poll_max_waiters", factory: metricsFactory).record(maximumWaiters)
+    }
+
+    /// Counts an answer with a body to a request that accepted deltas.
+    func countAnswer(delta: Bool) {
+        (delta ? deltaAnswers : fullAnswersToDeltaRequests).increment()
     }
 
     /// The current snapshot of a namespace; nil when it is unknown.
@@ -134,8 +240,23 @@ package final class LongPollHub: Service, Sendable {
     }
 
     /// Makes a namespace state current (when it is newer than the current one) and wakes the requests it passes.
+    ///
+    /// The new snapshot continues the delta history of the one it replaces, and the delta from that version (which
+    /// most waiters hold) is built before they are woken.
     package func publish(_ state: NamespaceState) {
-        let snapshot = PublishedSnapshot(state.snapshot)
+        let name = state.record.name
+        var previous = self.snapshot(of: name)
+        if let previous, previous.epoch == state.record.epoch, previous.version >= state.record.version { return }
+        var snapshot: PublishedSnapshot
+        while true {
+            snapshot = PublishedSnapshot(state.snapshot, previous: previous, deltaVersions: deltaVersions)
+            // Another publication may have replaced the one this continues meanwhile: continue that one instead.
+            let latest = self.snapshot(of: name)
+            if latest === previous { break }
+            if let latest, latest.epoch == snapshot.epoch, latest.version >= snapshot.version { return }
+            previous = latest
+        }
+        if let previous, previous.epoch == snapshot.epoch, deltaVersions > 0 { _ = snapshot.deltaAnswer(from: previous.version) }
         let position = snapshot.position
         let (woken, count, isUpdate) = shared.withLock { shared -> ([Waiter], Int, Bool) in
             let current = shared.snapshots[snapshot.namespace]

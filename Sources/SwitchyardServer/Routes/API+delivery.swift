@@ -17,7 +17,8 @@ extension API {
         case .wait(let position, let seconds, let current):
             let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds),
                                                 address: service.sourceAddress(of: request, context: context)?.key)
-            return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current).reply.response
+            return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current, after: position)
+                .reply.response
         }
     }
 
@@ -27,7 +28,7 @@ extension API {
         case wait(after: FeedPosition, seconds: Int, current: PublishedSnapshot)
     }
 
-    /// Decides a snapshot request (access already checked): `wait`, `If-None-Match`, `Accept-Encoding`.
+    /// Decides a snapshot request (access already checked): `wait`, `If-None-Match`, `Accept`, `Accept-Encoding`.
     ///
     /// - Throws: `APIError` 400 for a bad `wait`, 404 for an unknown namespace.
     func snapshotAnswer(_ request: Request, namespace: String) throws -> SnapshotAnswer {
@@ -40,25 +41,36 @@ extension API {
         if tags.matches(current.position) {
             return .now(.notModified(current))
         }
-        return .now(.snapshot(current, request))
+        let acceptsDelta = AcceptsDelta(request.headers.value(.accept)).accepted
+        let base = acceptsDelta ? tags.deltaBase(current: current.position) : nil
+        // A request that accepts deltas but holds nothing of this epoch to start one from: the full snapshot.
+        if acceptsDelta && base == nil { service.hub.countAnswer(delta: false) }
+        return .now(answer(current, deltaBase: base, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip))
     }
 
-    /// The answer to a snapshot request once its wait ended: the new snapshot, or 304 with the one it waited on.
+    /// The answer to a snapshot request once its wait ended: the new snapshot (or the delta to it from the version
+    /// the request waited on, when it accepts deltas), or 304 with the one it waited on.
     ///
     /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already, 429 when
     ///   too many wait from the request's source address.
-    func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
+    func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot,
+                           after position: FeedPosition) throws -> SnapshotOutcome {
         try snapshotAfterWait(reason, acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
+                              deltaBase: AcceptsDelta(request.headers.value(.accept)).accepted ? position.version : nil,
                               namespace: namespace, waitedOn: current)
     }
 
-    /// `snapshotAfterWait(_:request:namespace:waitedOn:)` with the request's `Accept-Encoding` read already: a
-    /// parked request keeps that answer rather than the whole request.
-    func snapshotAfterWait(_ reason: WakeReason, acceptsGzip: Bool, namespace: String, waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
+    /// `snapshotAfterWait(_:request:namespace:waitedOn:after:)` with the request's headers read already: a parked
+    /// request keeps those answers rather than the whole request.
+    ///
+    /// - Parameter deltaBase: the version the request waited past, when it accepts deltas (of `current`'s epoch).
+    func snapshotAfterWait(_ reason: WakeReason, acceptsGzip: Bool, deltaBase: Int64?, namespace: String,
+                           waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
         switch reason {
         case .changed:
             guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-            return .ok(latest, gzip: acceptsGzip)
+            if deltaBase != nil && latest.epoch != current.epoch { service.hub.countAnswer(delta: false) }
+            return answer(latest, deltaBase: latest.epoch == current.epoch ? deltaBase : nil, gzip: acceptsGzip)
         case .timedOut, .shutdown, .cancelled:
             return .notModified(current)
         case .gone:
@@ -79,26 +91,45 @@ extension API {
                                    "\(configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
     }
 
-    /// A snapshot response: its headers and body are built once per version (`PublishedSnapshot`).
+    /// The snapshot, or the delta to it from the version a request holds when it accepts deltas and one is kept
+    /// (and smaller); counted, for requests that accept deltas.
+    ///
+    /// - Parameter deltaBase: the version the request holds when it accepts deltas (of the snapshot's epoch).
+    func answer(_ snapshot: PublishedSnapshot, deltaBase: Int64?, gzip: Bool) -> SnapshotOutcome {
+        guard let deltaBase else { return .ok(snapshot, gzip: gzip) }
+        switch snapshot.deltaAnswer(from: deltaBase) {
+        case .delta(let delta):
+            service.hub.countAnswer(delta: true)
+            return .delta(delta, gzip: gzip)
+        case .full:
+            service.hub.countAnswer(delta: false)
+            return .ok(snapshot, gzip: gzip)
+        }
+    }
+
+    /// A snapshot response: its headers and body are built once per version (`PublishedSnapshot`), a delta's once
+    /// per version and base (`PublishedDelta`).
     enum SnapshotOutcome {
         /// 200 with the snapshot, gzip-encoded when accepted.
         case ok(PublishedSnapshot, gzip: Bool)
+        /// 200 with a delta to the snapshot, gzip-encoded when accepted.
+        case delta(PublishedDelta, gzip: Bool)
         /// 304 with the snapshot's tag.
         case notModified(PublishedSnapshot)
-
-        /// The snapshot in the encoding the request accepts.
-        static func snapshot(_ snapshot: PublishedSnapshot, _ request: Request) -> SnapshotOutcome {
-            .ok(snapshot, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip)
-        }
 
         var reply: Reply {
             switch self {
             case .ok(let snapshot, gzip: false):
-                Reply(status: .ok, headers: snapshot.identityHeaders, body: snapshot.body)
+                return Reply(status: .ok, headers: snapshot.identityHeaders, body: snapshot.body)
             case .ok(let snapshot, gzip: true):
-                Reply(status: .ok, headers: snapshot.gzipHeaders, body: snapshot.gzipBody)
+                let (body, headers) = snapshot.gzipped
+                return Reply(status: .ok, headers: headers, body: body)
+            case .delta(let delta, gzip: false):
+                return Reply(status: .ok, headers: delta.identityHeaders, body: delta.body)
+            case .delta(let delta, gzip: true):
+                return Reply(status: .ok, headers: delta.gzipHeaders, body: delta.gzipBody)
             case .notModified(let snapshot):
-                Reply(status: .notModified, headers: snapshot.notModifiedHeaders, body: nil)
+                return Reply(status: .notModified, headers: snapshot.notModifiedHeaders, body: nil)
             }
         }
     }
@@ -241,6 +272,12 @@ struct EntityTagList: Equatable {
         return String(text[start..<end])
     }
 
+    /// The version a delta starts from: the highest version named for the current epoch below the current one;
+    /// nil when none is (another epoch, `*`, or only opaque tags).
+    func deltaBase(current: FeedPosition) -> Int64? {
+        tags.filter { $0.epoch == current.epoch && $0.version < current.version }.map(\.version).max()
+    }
+
     /// The position to wait past: the highest version named for the current epoch when it is at or above the
     /// current version (`*` names the current one); nil when the request must be answered at once.
     func waitPosition(current: FeedPosition) -> FeedPosition? {
@@ -280,5 +317,87 @@ struct AcceptEncoding {
             if coding == "*" { wildcard = accepted }
         }
         acceptsGzip = gzip ?? wildcard ?? false
+    }
+}
+
+/// Whether an `Accept` header names the delta media type (`application/vnd.switchyard.snapshot-delta+json`) with
+/// a non-zero quality. Only then may a snapshot request be answered with a delta: a client that does not say so
+/// (every client before deltas) always gets the full snapshot.
+struct AcceptsDelta {
+    let accepted: Bool
+
+    private static let type = Array(SnapshotDelta.mediaType.utf8)
+
+    init(_ header: String?) {
+        guard var header else {
+            accepted = false
+            return
+        }
+        accepted = header.withUTF8 { Self.accepts($0) }
+    }
+
+    /// Reads the header's bytes without allocating (every poll of a client that takes deltas names the type):
+    /// comma-separated media ranges, each with `;`-separated parameters, optional whitespace around each, compared
+    /// without regard to ASCII case. A `q` of zero (`0`, `0.0`, …) or below refuses; a malformed one does not.
+    private static func accepts(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var accepted = false
+        var elementStart = 0
+        while elementStart <= bytes.count {
+            let elementEnd = end(of: UInt8(ascii: ","), in: bytes, from: elementStart, to: bytes.count)
+            let rangeEnd = end(of: UInt8(ascii: ";"), in: bytes, from: elementStart, to: elementEnd)
+            if isType(bytes, trimmed(bytes, elementStart, rangeEnd)) {
+                accepted = true
+                var parameterStart = rangeEnd + 1
+                while parameterStart < elementEnd {
+                    let parameterEnd = end(of: UInt8(ascii: ";"), in: bytes, from: parameterStart, to: elementEnd)
+                    let (start, end) = trimmed(bytes, parameterStart, parameterEnd)
+                    if end - start >= 2, bytes[start] | 0x20 == UInt8(ascii: "q"), bytes[start + 1] == UInt8(ascii: "=") {
+                        accepted = !isZeroOrBelow(bytes, start + 2, end)
+                    }
+                    parameterStart = parameterEnd + 1
+                }
+            }
+            elementStart = elementEnd + 1
+        }
+        return accepted
+    }
+
+    /// The position of the first `separator` in `start..<limit`, or `limit`.
+    private static func end(of separator: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to limit: Int) -> Int {
+        var position = start
+        while position < limit, bytes[position] != separator { position += 1 }
+        return position
+    }
+
+    /// `start..<end` without the spaces and tabs around it.
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> (Int, Int) {
+        var (start, end) = (start, end)
+        while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
+        while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+        return (start, end)
+    }
+
+    private static func isType(_ bytes: UnsafeBufferPointer<UInt8>, _ range: (Int, Int)) -> Bool {
+        guard range.1 - range.0 == type.count else { return false }
+        for offset in 0..<type.count {
+            let byte = bytes[range.0 + offset]
+            guard (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == type[offset] else { return false }
+        }
+        return true
+    }
+
+    /// Whether a quality value is zero (digits all `0`, at most one `.`) or negative.
+    private static func isZeroOrBelow(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
+        guard start < end else { return false }
+        if bytes[start] == UInt8(ascii: "-") { return true }
+        var zeros = 0, points = 0
+        for position in start..<end {
+            switch bytes[position] {
+            case UInt8(ascii: "0"): zeros += 1
+            case UInt8(ascii: "."): points += 1
+            default: return false
+            }
+        }
+        return zeros > 0 && points <= 1
     }
 }

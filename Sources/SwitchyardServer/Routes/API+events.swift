@@ -31,7 +31,7 @@ extension API {
         let address = service.sourceAddress(of: request, context: context)
         var batch = try EventBatch(body, now: now, limits: limits, source: source, address: address?.key)
         try spendEventBudgets(batch.posted, token: token, address: source == .client ? address : nil, namespace: namespace)
-        let flagSet = snapshot.compiled.snapshot.flagSet
+        let flagSet = snapshot.flagSet
         let unknown = batch.removeUnknown(in: flagSet)
         let admission = EventAdmission(policy: CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil))
 
