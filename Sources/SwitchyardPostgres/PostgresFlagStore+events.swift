@@ -11,12 +11,21 @@ public import SwitchyardStorage
 extension PostgresFlagStore {
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
         -> EventIngestResult {
+        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission, synced: true)
+    }
+
+    /// With `synced` false, the transaction commits without waiting for its WAL record to reach the disk
+    /// (`synchronous_commit = off` for it alone): the next synced commit, which waits for the WAL up to its own
+    /// record, makes it durable too.
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission,
+                             synced: Bool) async throws -> EventIngestResult {
         let received = receivedAt.milliseconds
         // The first event of each id in the batch; later ones with the same id are duplicates.
         var seen = Set<String>()
         let unique = events.filter { seen.insert($0.id).inserted }
         let sorted = unique.sorted { $0.id < $1.id }
         return try await transaction(on: .events) { connection in
+            if !synced { try await connection.query("SET LOCAL synchronous_commit TO OFF", logger: self.logger) }
             guard try await Self.liveNamespaceRow(connection, namespace, lock: false, logger: self.logger) != nil else {
                 throw StorageError.namespaceNotFound(namespace)
             }

@@ -87,6 +87,27 @@ import Testing
         }
     }
 
+    /// The parts of a batch before its last commit unsynced: they count, and their ids are recorded, as synced ones do.
+    @Test(arguments: StoreBackend.all)
+    func anUnsyncedPartCountsAndRecordsItsIdsAsASyncedOneDoes(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let first = try await store.ingestEvents([Self.session("s1", crashed: true, switches: ["plugin_switch_feed_promos"])],
+                                                     in: "rider", receivedAt: Self.t0, admission: .unlimited, synced: false)
+            #expect(first.counted == ["s1"])
+            let last = try await store.ingestEvents([Self.session("s1", crashed: true, switches: []), Self.exposure("e1", variant: "bold")],
+                                                    in: "rider", receivedAt: Self.t0, admission: .unlimited, synced: true)
+            #expect(last.counted == ["e1"])
+            #expect(last.duplicates == ["s1"])
+            let counts = try await store.eventCounts(Self.window(dimensions: [.all]))
+            #expect(tally(counts, .baseline) == EventTally(sessions: 1, crashedSessions: 1))
+            #expect(tally(counts, .variant("bold", of: "checkout_button")).exposures == 1)
+            // A change after an unsynced part commits as usual.
+            let changed = try await store.change("rider", Fixtures.request()) { $0 }
+            #expect(changed.state.record.version >= 1)
+        }
+    }
+
     @Test(arguments: StoreBackend.all)
     func aRetriedBatchNeverCountsTwice(backend: StoreBackend) async throws {
         try await backend.withStore { store in
