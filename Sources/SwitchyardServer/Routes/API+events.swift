@@ -30,14 +30,19 @@ extension API {
         let unknown = batch.removeUnknown(in: flagSet)
         let admission = EventAdmission(policy: CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil))
 
-        let result = batch.events.isEmpty
+        let observers = service.eventObservers
+        let events = batch.events
+        let result = events.isEmpty
             ? EventIngestResult(counted: [], duplicates: [])
-            : try await store.ingestEvents(batch.events, in: namespace, receivedAt: now, admission: admission)
+            : try await observers.counting(namespace) {
+                let result = try await store.ingestEvents(events, in: namespace, receivedAt: now, admission: admission)
+                let committed = CommittedEvents(namespace: namespace, events: result.admitted, receivedAt: now)
+                if !committed.events.isEmpty { await observers.notify(committed) }
+                return result
+            }
 
         let dropped = unknown + result.dropped
         record(batch, result, dropped: dropped, namespace: namespace)
-        let committed = CommittedEvents(namespace: namespace, events: result.admitted, receivedAt: now)
-        if !committed.events.isEmpty { await service.eventObservers.notify(committed) }
         if service.eventIDPruner.claim(now: now) {
             do {
                 let forgotten = try await store.pruneEventIDs(before: now - limits.idRetention.seconds)
