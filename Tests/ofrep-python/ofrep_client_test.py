@@ -40,7 +40,9 @@ def client(headers):
     _domains += 1
     domain = f"check-{_domains}"
     provider = OFREPProvider(URL, headers_factory=lambda: dict(headers))
-    api.set_provider(provider, domain=domain)
+    # set_provider initializes the provider on a thread of its own: an evaluation made before that thread runs gets
+    # PROVIDER_NOT_READY (seen on a busy machine). Wait for it, as an app would before its first evaluation.
+    api.set_provider_and_wait(provider, domain=domain)
     return api.get_client(domain), provider
 
 

@@ -63,13 +63,7 @@ package struct EncodedFlags: Sendable {
         }
         body += Array("},".utf8)
         body += tail.dropFirst()                   // `"format":1,…}` without its `{`
-        let checksum = "sha256:" + SHA256.hexDigest(body)
-        var document = Array(#"{"checksum":""#.utf8)
-        document.reserveCapacity(body.count + 90)
-        document += checksum.utf8
-        document += Array(#"","#.utf8)
-        document += body.dropFirst()
-        return (document, checksum)
+        return SnapshotDocument.withChecksum(body: body)
     }
 
     /// The first position whose key is not below `key` (UTF-8 order).

@@ -25,7 +25,11 @@ public enum SnapshotDocument {
 
     /// Encodes a snapshot as canonical JSON, returning its `checksum` member too.
     public static func encodeWithChecksum(_ snapshot: Snapshot) -> (bytes: [UInt8], checksum: String) {
-        let body = body(of: snapshot)
+        withChecksum(body: body(of: snapshot))
+    }
+
+    /// The document of a canonical body (a JSON object without `checksum`) and its `checksum` member.
+    static func withChecksum(body: [UInt8]) -> (bytes: [UInt8], checksum: String) {
         let checksum = "sha256:" + SHA256.hexDigest(body)
         // The checksum sorts first: the document is `{"checksum":"sha256:…",` and the body after its `{`.
         var document = Array(#"{"checksum":""#.utf8)

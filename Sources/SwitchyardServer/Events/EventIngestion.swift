@@ -122,25 +122,32 @@ package final class EventIngestor: Sendable {
     ///   - events: validated events, known names only, each id once.
     ///   - write: writes one part of the batch (`EventStore.ingestEvents`), told whether it is the last; called once
     ///     per part, in order. Only the last part's commit need be synced: it makes the others durable too.
+    ///   - section: runs the writing of every part (the closure it is given) once the batch's turn has come, and may
+    ///     do more in the turn (the route tells the observers there, inside ``EventObservers/counting(_:_:)``).
     /// - Returns: the results of the parts, merged in the batch's order.
     /// - Throws: ``Refusal`` when the backlog is full (nothing written); the first error of `write` (the parts
     ///   before it are counted and their ids recorded: a retry of the batch counts only the rest).
-    package func ingest(_ events: [StoredEvent], write: @Sendable (_ part: [StoredEvent], _ last: Bool) async throws -> EventIngestResult)
-        async throws -> EventIngestResult {
+    package func ingest(
+        _ events: [StoredEvent],
+        section: (_ writeParts: () async throws -> EventIngestResult) async throws -> EventIngestResult = { try await $0() },
+        write: @escaping @Sendable (_ part: [StoredEvent], _ last: Bool) async throws -> EventIngestResult
+    ) async throws -> EventIngestResult {
         try await admit(events.count)
         defer { release(events.count) }
-        var merged = EventIngestResult(counted: [], duplicates: [])
-        let parts = Self.parts(of: events, rowBudget: rowBudget)
-        for (index, part) in parts.enumerated() {
-            let start = ContinuousClock.now
-            let result = try await write(part, index == parts.count - 1)
-            transactionTimer.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
-            merged.counted += result.counted
-            merged.duplicates += result.duplicates
-            merged.dropped += result.dropped
-            merged.admitted += result.admitted
+        return try await section {
+            var merged = EventIngestResult(counted: [], duplicates: [])
+            let parts = Self.parts(of: events, rowBudget: rowBudget)
+            for (index, part) in parts.enumerated() {
+                let start = ContinuousClock.now
+                let result = try await write(part, index == parts.count - 1)
+                transactionTimer.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+                merged.counted += result.counted
+                merged.duplicates += result.duplicates
+                merged.dropped += result.dropped
+                merged.admitted += result.admitted
+            }
+            return merged
         }
-        return merged
     }
 
     /// Waits for the batch's turn.

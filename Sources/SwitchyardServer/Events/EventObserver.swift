@@ -70,8 +70,14 @@ package struct CommittedEvents: Sendable {
 }
 
 /// The observers of committed event batches; add one at start-up.
+///
+/// An observer that keeps counts in memory and reloads them from the store now and then (the crash guard) reads
+/// inside ``settled(_:_:)``: ingestion commits a batch and notifies the observers inside ``counting(_:_:)``, and
+/// the two exclude each other per namespace, so every batch of this process is either in what the observer read
+/// or told to it afterwards, never both and never neither.
 package final class EventObservers: Sendable {
     private let observers = Mutex<[any EventObserver]>([])
+    private let gate = NamespaceGate()
 
     package init() {}
 
@@ -79,9 +85,100 @@ package final class EventObservers: Sendable {
         observers.withLock { $0.append(observer) }
     }
 
+    /// Commits a batch of a namespace and tells the observers (`body` calls ``notify(_:)``), outside any read of
+    /// ``settled(_:_:)`` in that namespace. Batches of one namespace commit side by side.
+    func counting<T: Sendable>(_ namespace: String, _ body: () async throws -> T) async throws -> T {
+        await gate.enter(namespace, exclusive: false)
+        do {
+            let result = try await body()
+            gate.leave(namespace, exclusive: false)
+            return result
+        } catch {
+            gate.leave(namespace, exclusive: false)
+            throw error
+        }
+    }
+
+    /// Reads a namespace's counts from the store while no batch of it is between its commit and its notification.
+    /// Batches wait meanwhile, so keep `body` to the reads.
+    package func settled<T: Sendable>(_ namespace: String, _ body: () async throws -> T) async throws -> T {
+        await gate.enter(namespace, exclusive: true)
+        do {
+            let result = try await body()
+            gate.leave(namespace, exclusive: true)
+            return result
+        } catch {
+            gate.leave(namespace, exclusive: true)
+            throw error
+        }
+    }
+
     func notify(_ batch: CommittedEvents) async {
         let current = observers.withLock { $0 }
         for observer in current { await observer.eventsCommitted(batch) }
+    }
+}
+
+/// A readers-writer gate per namespace for async code: many shared holders or one exclusive holder; a waiting
+/// exclusive holder goes before shared holders that come after it (a flood of batches cannot starve a reload).
+final class NamespaceGate: Sendable {
+    private struct Waiter {
+        var exclusive: Bool
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
+    private struct Gate {
+        var shared = 0
+        var exclusive = false
+        var waiters: [Waiter] = []
+        var idle: Bool { shared == 0 && !exclusive && waiters.isEmpty }
+    }
+
+    private let gates = Mutex<[String: Gate]>([:])
+
+    func enter(_ namespace: String, exclusive: Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let admitted = gates.withLock { gates -> Bool in
+                var gate = gates[namespace] ?? Gate()
+                defer { gates[namespace] = gate }
+                let free = exclusive ? gate.shared == 0 && !gate.exclusive : !gate.exclusive
+                if free && gate.waiters.isEmpty {
+                    if exclusive { gate.exclusive = true } else { gate.shared += 1 }
+                    return true
+                }
+                gate.waiters.append(Waiter(exclusive: exclusive, continuation: continuation))
+                return false
+            }
+            if admitted { continuation.resume() }
+        }
+    }
+
+    /// Holders waiting to enter a namespace's gate.
+    func waiting(in namespace: String) -> Int {
+        gates.withLock { $0[namespace]?.waiters.count ?? 0 }
+    }
+
+    func leave(_ namespace: String, exclusive: Bool) {
+        let admitted = gates.withLock { gates -> [CheckedContinuation<Void, Never>] in
+            guard var gate = gates[namespace] else { return [] }
+            if exclusive { gate.exclusive = false } else { gate.shared -= 1 }
+            var admitted: [CheckedContinuation<Void, Never>] = []
+            // Admit waiters in order: shared ones together, an exclusive one alone once nobody holds the gate.
+            while let next = gate.waiters.first {
+                if next.exclusive {
+                    guard gate.shared == 0 && !gate.exclusive else { break }
+                    gate.exclusive = true
+                } else {
+                    guard !gate.exclusive else { break }
+                    gate.shared += 1
+                }
+                admitted.append(gate.waiters.removeFirst().continuation)
+                if next.exclusive { break }
+            }
+            gates[namespace] = gate.idle ? nil : gate
+            return admitted
+        }
+        for continuation in admitted { continuation.resume() }
     }
 }
 

@@ -32,7 +32,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     package struct Options: Sendable {
         /// How often the counters are reloaded from the store and the gauges updated.
         package var refreshInterval: Duration = .seconds(15)
-        /// The least time between two store confirmations of the same switch.
+        /// The least time between two store confirmations of the same switch; one asked for sooner waits until then.
         package var confirmInterval: Duration = .seconds(1)
         /// Where trips are announced (`POST` of JSON); nil: nowhere.
         package var webhookURL: URL?
@@ -56,9 +56,9 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     struct Watched: Sendable {
         var window = WindowCounts()
         var loaded = false
-        /// Increments and crash records committed while the counters were being read from the store, to add again
-        /// afterwards.
-        var buffered: [(increments: [(key: EventAggregation.CounterKey, tally: EventTally)], crashes: [CrashRecord])]?
+        /// Per reload under way (by its number), the increments and crash records told since it read the store, to
+        /// add to what it read.
+        var buffers: [Int: [(increments: [(key: EventAggregation.CounterKey, tally: EventTally)], crashes: [CrashRecord])]] = [:]
         var history = GuardHistory()
         var lastConfirmed: [String: ContinuousClock.Instant] = [:]
         /// When the batch that queued a confirmation was received, for the trip latency.
@@ -69,6 +69,10 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         var namespaces: [String: Watched] = [:]
         var queue: [Work] = []
         var queued = Set<Work>()
+        /// Confirmations asked for within `confirmInterval` of the last one of their switch, and when they are due.
+        var deferred: [Work: ContinuousClock.Instant] = [:]
+        /// Numbers the reloads.
+        var reloads = 0
     }
 
     let service: FlagService
@@ -102,15 +106,21 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             var work: [Work] = []
             if !watched.loaded { work.append(.load(batch.namespace)) }
             watched.window.add(increments, crashes: crashes)
-            watched.buffered?.append((increments, crashes))
+            for id in watched.buffers.keys { watched.buffers[id]?.append((increments, crashes)) }
             if let flagSet {
                 var spans: [Int64: GuardCounts] = [:]
                 for key in switches.sorted() {
                     guard let gate = flagSet.flag(key)?.pluginSwitch,
                           Self.wouldTrip(key, gate: gate, flagSet: flagSet, watched: watched, now: now, counts: &spans) else { continue }
-                    if let last = watched.lastConfirmed[key], instant - last < options.confirmInterval { continue }
-                    work.append(.confirm(batch.namespace, key))
                     if watched.queuedAt[key] == nil { watched.queuedAt[key] = batch.receivedAt }
+                    let confirm = Work.confirm(batch.namespace, key)
+                    if let last = watched.lastConfirmed[key], instant - last < options.confirmInterval {
+                        // Not lost: this batch may be the one that completes the evidence, and none may follow.
+                        let due = last + options.confirmInterval
+                        shared.deferred[confirm] = min(shared.deferred[confirm] ?? due, due)
+                        continue
+                    }
+                    work.append(confirm)
                 }
             }
             shared.namespaces[batch.namespace] = watched
@@ -173,6 +183,13 @@ package final class CrashGuard: EventObserver, Service, Sendable {
                         await self.refreshAll()
                     }
                 }
+                group.addTask {
+                    // Deferred confirmations fall due: the worker's dequeue picks them up.
+                    while !Task.isCancelled {
+                        do { try await Task.sleep(for: self.options.confirmInterval) } catch { return }
+                        if self.shared.withLock({ !$0.deferred.isEmpty }) { self.wake.yield() }
+                    }
+                }
                 if let webhook = self.webhook {
                     group.addTask { await webhook.run() }
                 }
@@ -182,19 +199,35 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         }
     }
 
-    /// Does the queued work now (the worker calls it; in-process tests that do not run the service too).
+    /// Does the queued work now, and the deferred confirmations that are due (the worker calls it; in-process
+    /// tests that do not run the service too).
     package func drain() async {
         while let work = dequeue() {
             switch work {
-            case .load(let namespace): await refresh(namespace)
-            case .confirm(let namespace, let key): await confirm(namespace, key)
+            case .load(let namespace):
+                await refresh(namespace)
+                // Only now: every batch until the counts are loaded would queue another load.
+                shared.withLock { _ = $0.queued.remove(work) }
+            case .confirm(let namespace, let key):
+                await confirm(namespace, key)
             }
-            shared.withLock { _ = $0.queued.remove(work) }
         }
     }
 
+    /// The next work item. A confirmation leaves the queued set as it starts: a batch told while it reads the
+    /// store asks for another (deferred to the interval's end), which reads what this one may have missed.
     private func dequeue() -> Work? {
-        shared.withLock { shared in shared.queue.isEmpty ? nil : shared.queue.removeFirst() }
+        let now = clock.now
+        return shared.withLock { shared in
+            for (work, due) in shared.deferred where due <= now {
+                shared.deferred[work] = nil
+                if shared.queued.insert(work).inserted { shared.queue.append(work) }
+            }
+            guard !shared.queue.isEmpty else { return nil }
+            let work = shared.queue.removeFirst()
+            if case .confirm = work { shared.queued.remove(work) }
+            return work
+        }
     }
 
     func loadAll() async {
@@ -211,8 +244,15 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     }
 
     /// Reloads a namespace's counters from the store and reads its change log since the last time.
+    ///
+    /// Exact for this process's batches: the store is read while none is between its commit and its notification
+    /// (``EventObservers/settled(_:_:)``), and those told from then on are kept aside and added to what was read.
+    /// Reloads of one namespace may overlap (the worker's first load, the periodic one): each keeps its own.
     func refresh(_ namespace: String) async {
-        shared.withLock { $0.namespaces[namespace, default: Watched()].buffered = [] }
+        let reload = shared.withLock { shared -> Int in
+            shared.reloads += 1
+            return shared.reloads
+        }
         do {
             guard let state = try await store.namespace(namespace) else {
                 shared.withLock { _ = $0.namespaces.removeValue(forKey: namespace) }
@@ -220,18 +260,21 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             }
             let now = options.now()
             let longest = Self.longestWindow(state.flagSet)
-            let counts = try await store.eventCounts(EventCountQuery(
-                namespace: namespace, from: now - longest.timeInterval - 60, until: now + 86_400,
-                subjects: [.pluginSwitch, .baseline], perBucket: true))
-            let crashes = try await store.crashRecords(in: namespace, from: now - longest.timeInterval - 60, until: now + 86_400)
+            let (counts, crashes) = try await service.eventObservers.settled(namespace) {
+                shared.withLock { $0.namespaces[namespace, default: Watched()].buffers[reload] = [] }
+                let counts = try await store.eventCounts(EventCountQuery(
+                    namespace: namespace, from: now - longest.timeInterval - 60, until: now + 86_400,
+                    subjects: [.pluginSwitch, .baseline], perBucket: true))
+                let crashes = try await store.crashRecords(in: namespace, from: now - longest.timeInterval - 60, until: now + 86_400)
+                return (counts, crashes)
+            }
             try await updateHistory(namespace, state: state)
             let (assessments, proposals) = shared.withLock { shared -> ([GuardAssessment], Int) in
                 var watched = shared.namespaces[namespace] ?? Watched()
                 var window = WindowCounts(counts, crashes: crashes)
-                for (increments, crashes) in watched.buffered ?? [] { window.add(increments, crashes: crashes) }
+                for (increments, crashes) in watched.buffers.removeValue(forKey: reload) ?? [] { window.add(increments, crashes: crashes) }
                 window.prune(before: EventAggregation.bucketStart(of: now - longest.timeInterval) - 60_000)
                 watched.window = window
-                watched.buffered = nil
                 watched.loaded = true
                 shared.namespaces[namespace] = watched
                 return (Self.assessAll(state.flagSet, watched: watched, now: now), watched.history.openProposals(in: state.flagSet).count)
@@ -239,8 +282,16 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             recordGauges(namespace, assessments)
             recordOpenProposals(namespace, proposals)
         } catch {
-            shared.withLock { $0.namespaces[namespace]?.buffered = nil }
+            shared.withLock { _ = $0.namespaces[namespace]?.buffers.removeValue(forKey: reload) }
             logger.warning("crash guard: could not read the counts of namespace \(namespace); will retry", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The counts kept in memory for a namespace, from a time on (nil before its first load).
+    func memoryCounts(of namespace: String, from: Date) -> GuardCounts? {
+        shared.withLock { shared in
+            guard let watched = shared.namespaces[namespace], watched.loaded else { return nil }
+            return watched.window.counts(from: EventAggregation.bucketStart(of: from), until: Int64.max)
         }
     }
 

@@ -39,8 +39,17 @@ extension API {
         if batch.events.isEmpty {
             result = EventIngestResult(counted: [], duplicates: [])
         } else {
+            let observers = service.eventObservers
             do {
-                result = try await service.eventIngestor.ingest(batch.events) { [store] part, last in
+                // In the batch's turn: written and told to the observers outside their reloads from the store.
+                result = try await service.eventIngestor.ingest(batch.events, section: { writeParts in
+                    try await observers.counting(namespace) {
+                        let result = try await writeParts()
+                        let committed = CommittedEvents(namespace: namespace, events: result.admitted, receivedAt: now)
+                        if !committed.events.isEmpty { await observers.notify(committed) }
+                        return result
+                    }
+                }) { [store] part, last in
                     try await store.ingestEvents(part, in: namespace, receivedAt: now, admission: admission, synced: last)
                 }
             } catch let refusal as EventIngestor.Refusal {
@@ -52,8 +61,6 @@ extension API {
 
         let dropped = unknown + result.dropped
         record(batch, result, dropped: dropped, namespace: namespace)
-        let committed = CommittedEvents(namespace: namespace, events: result.admitted, receivedAt: now)
-        if !committed.events.isEmpty { await service.eventObservers.notify(committed) }
         if service.eventIDPruner.claim(now: now) {
             do {
                 let forgotten = try await store.pruneEventIDs(before: now - limits.idRetention.seconds)
