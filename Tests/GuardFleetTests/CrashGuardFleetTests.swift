@@ -64,6 +64,9 @@ struct CrashGuardFleetTests {
             let sync = Task { await client.run() }
             // The first launch waits for a snapshot; later ones start from the last known good one, as apps do.
             await Self.until(seconds: 30) { client.status.snapshot != nil }
+            // The version before the evaluations: the sync may install a newer one while they run, and a session is
+            // recorded with a version it surely evaluated on, or an older one (never a newer one than it ran on).
+            let version = client.status.snapshot?.version
             var active: [String] = []
             var crashed = false
             for key in [CrashGuardFleetTests.crashing] + CrashGuardFleetTests.healthy {
@@ -74,7 +77,7 @@ struct CrashGuardFleetTests {
                 if random.uniform() < (key == CrashGuardFleetTests.crashing ? 0.05 : 0.001) { crashed = true }
             }
             if !crashed { client.endSession() }
-            sessions.append((client.status.snapshot?.version, active, crashed))
+            sessions.append((version, active, crashed))
             await Self.until(seconds: 30) { client.status.queuedEvents == 0 }
             sync.cancel()
             await sync.value
