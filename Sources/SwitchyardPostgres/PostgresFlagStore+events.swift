@@ -199,6 +199,49 @@ extension PostgresFlagStore {
     }
 
     @discardableResult
+    public func compactEventCounts(rollUp: Range<Date>, deleteBefore: Date) async throws -> EventCompaction {
+        var compaction = EventCompaction()
+        let hours = EventCompaction.hours(in: rollUp)
+        let limit = 2_000
+        for namespace in try await namespaces().map(\.name) {
+            for hour in hours {
+                while true {
+                    // Moves up to `limit` minute counters of the hour into the hour's counter, in one statement.
+                    let end = hour + 3_600_000
+                    let rows = try await rows("""
+                        WITH moved AS (
+                            DELETE FROM event_count WHERE ctid IN (
+                                SELECT ctid FROM event_count WHERE namespace = \(namespace) AND bucket_ms > \(hour) AND bucket_ms < \(end)
+                                LIMIT \(limit))
+                            RETURNING source, subject_kind, subject, variant, dimension, value, sessions, crashed, exposures),
+                        added AS (
+                            -- Runs to completion though nothing reads it (as every data-modifying WITH does).
+                            INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
+                                                     sessions, crashed, exposures)
+                            SELECT \(namespace), source, subject_kind, subject, variant, dimension, value, \(hour),
+                                   SUM(sessions)::bigint, SUM(crashed)::bigint, SUM(exposures)::bigint
+                            FROM moved GROUP BY source, subject_kind, subject, variant, dimension, value
+                            ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
+                                sessions = event_count.sessions + EXCLUDED.sessions, crashed = event_count.crashed + EXCLUDED.crashed,
+                                exposures = event_count.exposures + EXCLUDED.exposures
+                        )
+                        SELECT count(*)::bigint FROM moved
+                        """, on: .events)
+                    let moved = Int(try rows.first?.decode(Int64.self) ?? 0)
+                    compaction.rolledUp += moved
+                    if moved < limit { break }
+                }
+            }
+            let rows = try await rows("""
+                WITH deleted AS (DELETE FROM event_count WHERE namespace = \(namespace) AND bucket_ms < \(deleteBefore.milliseconds) RETURNING 1)
+                SELECT count(*)::bigint FROM deleted
+                """, on: .events)
+            compaction.deleted += Int(try rows.first?.decode(Int64.self) ?? 0)
+        }
+        return compaction
+    }
+
+    @discardableResult
     public func pruneEventRecords(before date: Date) async throws -> Int {
         let rows = try await rows("""
             WITH windows AS (DELETE FROM event_window WHERE window_ms < \(date.milliseconds) RETURNING 1),

@@ -50,6 +50,9 @@ public struct ServerConfiguration: Sendable {
     public var maximumEventAge: Duration = .seconds(7 * 86_400)
     /// How far in the future an event's time may be (device clocks drift).
     public var maximumEventClockSkew: Duration = .seconds(600)
+    /// How long event counters are kept (`--events-retention`): minute counters roll up into hours two days
+    /// after their minute, and are deleted past this.
+    public var eventCountRetention: Duration = .seconds(30 * 86_400)
     /// The most events admitted for counting and not yet written (the batch being written and those waiting
     /// their turn); past it, a batch gets 429 with `Retry-After` (`retryAfter`). A batch is always admitted
     /// when nothing waits, however large.

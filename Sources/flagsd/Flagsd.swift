@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import SwitchyardCore
 import SwitchyardPostgres
 import SwitchyardServer
 import SwitchyardStorage
@@ -77,6 +78,12 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "The most rows (estimated) one transaction counting events may write: a flag change waits for at most one such transaction; smaller favours changes, larger counts events faster (SWITCHYARD_EVENTS_TRANSACTION_ROWS).")
     var eventsTransactionRows = env("SWITCHYARD_EVENTS_TRANSACTION_ROWS").flatMap(Int.init) ?? 2_000
 
+    @Option(help: ArgumentHelp(
+        "How long event counters are kept, as 30d or 720h: crash guard windows and experiment results reach back this far (SWITCHYARD_EVENTS_RETENTION).",
+        discussion: "Minute counters roll up into one counter per hour two days after their minute (past the longest crash guard window), and are deleted past the retention; from 2d to 366d.",
+        valueName: "duration"))
+    var eventsRetention = env("SWITCHYARD_EVENTS_RETENTION") ?? "30d"
+
     @Option(help: "The most events per minute one token may post (a minute's worth at once, then this rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_EVENTS_RATE_PER_TOKEN).")
     var eventsRatePerToken = env("SWITCHYARD_EVENTS_RATE_PER_TOKEN").flatMap(Int.init) ?? 600_000
 
@@ -147,6 +154,9 @@ struct Flagsd: AsyncParsableCommand {
             guard (0...100_000_000).contains(rate) else {
                 throw ValidationError("\(name) \(rate) is not a number of events per minute from 0 (no limit) to 100000000.")
             }
+        }
+        guard let retention = GuardDurationText.parse(eventsRetention), retention >= EventIDPruner.rollUpAfter else {
+            throw ValidationError("--events-retention '\(eventsRetention)' is not a duration from 2d to 366d (a whole number and d, h or m: 30d, 720h).")
         }
         if let text = env("SWITCHYARD_MAX_CONNECTIONS"), maxConnections == nil, Int(text) == nil {
             throw ValidationError("SWITCHYARD_MAX_CONNECTIONS '\(text)' is not a whole number of connections.")
@@ -297,6 +307,7 @@ struct Flagsd: AsyncParsableCommand {
         configuration.maximumWaitersPerAddress = maxWaitersPerAddress
         configuration.maximumEventBacklog = eventsBacklog
         configuration.eventRowsPerTransaction = eventsTransactionRows
+        configuration.eventCountRetention = GuardDurationText.parse(eventsRetention) ?? configuration.eventCountRetention
         configuration.eventRatePerToken = eventsRatePerToken > 0 ? eventsRatePerToken : nil
         configuration.eventRatePerAddress = eventsRatePerAddress > 0 ? eventsRatePerAddress : nil
         configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))

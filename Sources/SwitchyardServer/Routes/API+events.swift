@@ -62,14 +62,10 @@ extension API {
         let dropped = unknown + result.dropped
         record(batch, result, dropped: dropped, namespace: namespace)
         if service.eventIDPruner.claim(now: now) {
-            do {
-                let forgotten = try await store.pruneEventIDs(before: now - limits.idRetention.seconds)
-                if forgotten > 0 { service.logger.info("forgot old event ids", metadata: ["count": .stringConvertible(forgotten)]) }
-                // Admission windows and crash records outlive the longest guard window (a day) by a day.
-                let records = try await store.pruneEventRecords(before: now - 2 * 86_400)
-                if records > 0 { service.logger.info("forgot old admission windows and crash records", metadata: ["count": .stringConvertible(records)]) }
-            } catch {
-                service.logger.warning("could not forget old event ids; will try again in an hour", metadata: ["error": "\(error)"])
+            // Beside the answer: a first compaction after an upgrade may take a while.
+            let (retention, logger) = (service.configuration.eventCountRetention, service.logger)
+            Task { [store] in
+                await EventIDPruner.maintain(store, now: now, idRetention: limits.idRetention, countRetention: retention, logger: logger)
             }
         }
 

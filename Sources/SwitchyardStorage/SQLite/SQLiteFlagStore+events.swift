@@ -186,6 +186,83 @@ extension SQLiteFlagStore {
         return windows + crashes
     }
 
+    @discardableResult
+    public func compactEventCounts(rollUp: Range<Date>, deleteBefore: Date) async throws -> EventCompaction {
+        var compaction = EventCompaction()
+        let hours = EventCompaction.hours(in: rollUp)
+        for namespace in try await namespaces().map(\.name) {
+            for hour in hours {
+                // A read first: most hours have nothing left to roll up, and a read does not wait for the writer.
+                let pending = try await access {
+                    try await self.pool.read { db in
+                        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM event_count WHERE namespace = ? AND bucket_ms > ? AND bucket_ms < ?)",
+                                          arguments: [namespace, hour, hour + EventAggregation.hourMilliseconds]) ?? false
+                    }
+                }
+                guard pending else { continue }
+                while true {
+                    let moved = try await access {
+                        try await self.pool.write { db in try Self.rollUp(namespace, hour: hour, limit: Self.pruneRowsPerTransaction, db) }
+                    }
+                    compaction.rolledUp += moved
+                    if moved < Self.pruneRowsPerTransaction { break }
+                }
+            }
+            while true {
+                let deleted = try await access {
+                    try await self.pool.write { db in
+                        try db.execute(sql: """
+                            DELETE FROM event_count WHERE (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) IN
+                                (SELECT namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms FROM event_count
+                                 WHERE namespace = ? AND bucket_ms < ? LIMIT ?)
+                            """, arguments: [namespace, deleteBefore.milliseconds, Self.pruneRowsPerTransaction])
+                        return db.changesCount
+                    }
+                }
+                compaction.deleted += deleted
+                if deleted < Self.pruneRowsPerTransaction { break }
+            }
+        }
+        return compaction
+    }
+
+    /// Adds up to `limit` minute counters of one hour (after its first minute) into the counter at the hour's start,
+    /// and removes them. Returns how many it moved.
+    static func rollUp(_ namespace: String, hour: Int64, limit: Int, _ db: Database) throws -> Int {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT source, subject_kind, subject, variant, dimension, value, bucket_ms, sessions, crashed, exposures FROM event_count
+            WHERE namespace = ? AND bucket_ms > ? AND bucket_ms < ? LIMIT ?
+            """, arguments: [namespace, hour, hour + EventAggregation.hourMilliseconds, limit])
+        struct Key: Hashable { var source, subjectKind, subject, variant, dimension, value: String }
+        var sums: [Key: (sessions: Int64, crashed: Int64, exposures: Int64)] = [:]
+        let delete = try db.cachedStatement(sql: """
+            DELETE FROM event_count WHERE namespace = ? AND source = ? AND subject_kind = ? AND subject = ? AND variant = ?
+                AND dimension = ? AND value = ? AND bucket_ms = ?
+            """)
+        for row in rows {
+            let key = Key(source: row["source"], subjectKind: row["subject_kind"], subject: row["subject"], variant: row["variant"],
+                          dimension: row["dimension"], value: row["value"])
+            var sum = sums[key] ?? (0, 0, 0)
+            sum.sessions += row["sessions"]
+            sum.crashed += row["crashed"]
+            sum.exposures += row["exposures"]
+            sums[key] = sum
+            let bucket: Int64 = row["bucket_ms"]
+            try delete.execute(arguments: [namespace, key.source, key.subjectKind, key.subject, key.variant, key.dimension, key.value, bucket])
+        }
+        let add = try db.cachedStatement(sql: """
+            INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms, sessions, crashed, exposures)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
+                sessions = sessions + excluded.sessions, crashed = crashed + excluded.crashed, exposures = exposures + excluded.exposures
+            """)
+        for (key, sum) in sums {
+            try add.execute(arguments: [namespace, key.source, key.subjectKind, key.subject, key.variant, key.dimension, key.value, hour,
+                                        sum.sessions, sum.crashed, sum.exposures])
+        }
+        return rows.count
+    }
+
     /// Runs a bounded `DELETE` (arguments: the date, the limit) in transactions of its own until it deletes fewer
     /// rows than the limit, so that a change waits for one small transaction at most.
     ///
