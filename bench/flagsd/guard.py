@@ -8,6 +8,9 @@ trip     time from sending the batch that trips a plugin switch until each of W 
          snapshot; in the same run, the same for a person's `POST …/disable` (the reference path).
 flood    an editor's kill-switch change (kill, then revive, of the master kill switch), request to answer, at rest and
          while C clients post event batches as fast as they can (rounds interleaved, same run): changes first.
+storage  a simulated day of events: P sessions in every minute of the last 24 hours (the flood's sessions), posted
+         as late reports with their times; then the same for H hours three days ago (rolled up into hours by
+         flagsd's hourly upkeep after a restart: bench/events-storage.sh). Prints what was posted.
 
 Prints one JSON object. Needs uvloop (the venv bench/flagsd-common.sh makes).
 """
@@ -72,8 +75,8 @@ class Connection:
             self.writer.close()
 
 
-def session(crashed: bool, switches, city: str) -> dict:
-    now = time.time()
+def session(crashed: bool, switches, city: str, at: float = None) -> dict:
+    now = time.time() if at is None else at
     stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
     event_id = uuid.uuid4().hex
     return {"id": event_id, "type": "session", "time": stamp(now - 1), "city": city, "cohorts": ["riders"],
@@ -300,6 +303,37 @@ async def flood(host, port, admin, client, seconds, rounds, connections, size, c
     return result
 
 
+async def storage(host, port, client, per_minute, minutes, days_ago, connections, create_namespace, admin):
+    """Posts `per_minute` sessions for each of `minutes` minutes ending `days_ago` days ago, `connections` at a time."""
+    if create_namespace:
+        setup = Connection(host, port, admin)
+        await create(setup, "storage", flag_set(True))
+        setup.close()
+    rng = random.Random(11)
+    end = time.time() - days_ago * 86_400
+    start = end - minutes * 60
+    queue = list(range(minutes))
+    posted = {"events": 0}
+
+    async def worker():
+        connection = Connection(host, port, client)
+        while queue:
+            minute = queue.pop()
+            at = start + minute * 60 + 30
+            events = [session(rng.random() < 0.001, rng.sample(SWITCHES, 4), rng.choice(CITIES), at=at) for _ in range(per_minute)]
+            for first in range(0, len(events), 500):
+                part = events[first:first + 500]
+                status, _, data = await connection.request("POST", "/v1/namespaces/storage/events", json.dumps({"events": part}).encode())
+                assert status == 200, (status, data[:300])
+                posted["events"] += len(part)
+        connection.close()
+
+    started = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(connections)))
+    return {"events": posted["events"], "minutes": minutes, "per_minute": per_minute, "days_ago": days_ago,
+            "seconds": round(time.monotonic() - started, 1)}
+
+
 async def client_token(host, port, admin, namespaces):
     connection = Connection(host, port, admin)
     status, _, data = await connection.request("POST", "/v1/tokens", json.dumps(
@@ -311,7 +345,7 @@ async def client_token(host, port, admin, namespaces):
 
 async def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["ingest", "trip", "flood"])
+    parser.add_argument("mode", choices=["ingest", "trip", "flood", "storage"])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--admin-token", required=True)
@@ -322,9 +356,13 @@ async def main():
     parser.add_argument("--waiters", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--changes", type=int, default=50, help="kill-switch changes per round and phase (flood)")
+    parser.add_argument("--per-minute", type=int, default=200, help="sessions per simulated minute (storage)")
+    parser.add_argument("--minutes", type=int, default=1440, help="simulated minutes (storage)")
+    parser.add_argument("--days-ago", type=float, default=0, help="the simulated minutes end this many days ago (storage)")
+    parser.add_argument("--create", action="store_true", help="create the storage namespace first (storage)")
     args = parser.parse_args()
     # Client tokens name the namespaces they serve: the ones this run creates.
-    namespaces = ["guard-on", "guard-off", "flood"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
+    namespaces = ["guard-on", "guard-off", "flood", "storage"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
     args.client_token = await client_token(args.host, args.port, args.admin_token, namespaces)
     if args.mode == "ingest":
         result = await ingest(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
@@ -332,6 +370,9 @@ async def main():
     elif args.mode == "flood":
         result = await flood(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
                              args.connections, args.batch, args.changes)
+    elif args.mode == "storage":
+        result = await storage(args.host, args.port, args.client_token, args.per_minute, args.minutes, args.days_ago,
+                               args.connections, args.create, args.admin_token)
     else:
         result = await trip(args.host, args.port, args.admin_token, args.client_token, args.waiters, args.repeats)
     print(json.dumps(result))
