@@ -16,9 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
-ensure_venv
-build_flagsd
-trap 'stop_flagsd; rm -rf "$FLAGSD_BENCH_DIR"' EXIT
+prepare_bench
 MACHINE=$(machine_line)
 PY=.venv-bench/bin/python
 DB="$FLAGSD_BENCH_DIR/flags.sqlite"
