@@ -84,6 +84,12 @@ struct Flagsd: AsyncParsableCommand {
         valueName: "duration"))
     var eventsRetention = env("SWITCHYARD_EVENTS_RETENTION") ?? "30d"
 
+    @Option(help: ArgumentHelp(
+        "The oldest event accepted, as 7d or 36h: older ones are refused, and event ids are remembered a day longer so a retried batch never counts twice (SWITCHYARD_EVENTS_MAX_AGE).",
+        discussion: "Event ids are most of what events leave in the store (a row of about 170 bytes per event): a shorter age bounds the file lower at a high event rate, and refuses the events of devices offline longer. From 1h to 30d.",
+        valueName: "duration"))
+    var eventsMaxAge = env("SWITCHYARD_EVENTS_MAX_AGE") ?? "7d"
+
     @Option(help: "The most events per minute one token may post (a minute's worth at once, then this rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_EVENTS_RATE_PER_TOKEN).")
     var eventsRatePerToken = env("SWITCHYARD_EVENTS_RATE_PER_TOKEN").flatMap(Int.init) ?? 600_000
 
@@ -157,6 +163,9 @@ struct Flagsd: AsyncParsableCommand {
         }
         guard let retention = GuardDurationText.parse(eventsRetention), retention >= EventIDPruner.rollUpAfter else {
             throw ValidationError("--events-retention '\(eventsRetention)' is not a duration from 2d to 366d (a whole number and d, h or m: 30d, 720h).")
+        }
+        guard let age = GuardDurationText.parse(eventsMaxAge), age >= .seconds(3600), age <= .seconds(30 * 86_400) else {
+            throw ValidationError("--events-max-age '\(eventsMaxAge)' is not a duration from 1h to 30d (a whole number and d, h or m: 7d, 36h).")
         }
         if let text = env("SWITCHYARD_MAX_CONNECTIONS"), maxConnections == nil, Int(text) == nil {
             throw ValidationError("SWITCHYARD_MAX_CONNECTIONS '\(text)' is not a whole number of connections.")
@@ -308,6 +317,7 @@ struct Flagsd: AsyncParsableCommand {
         configuration.maximumEventBacklog = eventsBacklog
         configuration.eventRowsPerTransaction = eventsTransactionRows
         configuration.eventCountRetention = GuardDurationText.parse(eventsRetention) ?? configuration.eventCountRetention
+        configuration.maximumEventAge = GuardDurationText.parse(eventsMaxAge) ?? configuration.maximumEventAge
         configuration.eventRatePerToken = eventsRatePerToken > 0 ? eventsRatePerToken : nil
         configuration.eventRatePerAddress = eventsRatePerAddress > 0 ? eventsRatePerAddress : nil
         configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))

@@ -10,6 +10,13 @@ struct FlagsdOptionTests {
         #expect(outcome.error.contains("--events-retention '\(arguments[1])' is not a duration from 2d to 366d"), "\(outcome.error)")
     }
 
+    @Test(arguments: [["--events-max-age", "30m"], ["--events-max-age", "31d"], ["--events-max-age", "week"]])
+    func anEventAgeOutsideAnHourToThirtyDaysIsRefusedSayingWhatItTakes(arguments: [String]) async throws {
+        let outcome = try await runProgram(try Built.binary("flagsd").path, arguments + ["--port", "0"])
+        #expect(outcome.status != 0)
+        #expect(outcome.error.contains("--events-max-age '\(arguments[1])' is not a duration from 1h to 30d"), "\(outcome.error)")
+    }
+
     @Test func theRetentionVariableIsReadAndCheckedToo() async throws {
         let outcome = try await runProgram(try Built.binary("flagsd").path, ["--port", "0"], environment: ["SWITCHYARD_EVENTS_RETENTION": "12"])
         #expect(outcome.status != 0)
