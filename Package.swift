@@ -106,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "flagsd",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardPostgres",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardPostgres", "SwitchyardCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -58,6 +58,13 @@ create_namespace() {
         --data-binary @- -o /dev/null
 }
 
+# The start of most bench scripts: the Python venv, a release flagsd, and flagsd stopped and its folder removed on exit.
+prepare_bench() {
+  ensure_venv
+  build_flagsd
+  trap 'stop_flagsd; rm -rf "$FLAGSD_BENCH_DIR"' EXIT
+}
+
 stop_flagsd() {
   if [ -n "${FLAGSD_PID:-}" ]; then kill "$FLAGSD_PID" 2>/dev/null || true; wait "$FLAGSD_PID" 2>/dev/null || true; fi
   FLAGSD_PID=

@@ -8,9 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
-ensure_venv
-build_flagsd
-trap 'stop_flagsd; rm -rf "$FLAGSD_BENCH_DIR"' EXIT
+prepare_bench
 SILENT=${SILENT:-2000}
 SLOW=${SLOW:-2000}
 CAP=${CAP:-3000}

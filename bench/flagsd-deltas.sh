@@ -12,9 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
-ensure_venv
-build_flagsd
-trap 'stop_flagsd; rm -rf "$FLAGSD_BENCH_DIR"' EXIT
+prepare_bench
 CLIENTS=${CLIENTS:-10000}
 ROUNDS=${ROUNDS:-2}
 mkdir -p .build/bench

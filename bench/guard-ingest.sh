@@ -9,9 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
-ensure_venv
-build_flagsd
-trap 'stop_flagsd; rm -rf "$FLAGSD_BENCH_DIR"' EXIT
+prepare_bench
 MACHINE=$(machine_line)
 start_flagsd
 INGEST=$(.venv-bench/bin/python bench/flagsd/guard.py ingest --port "$FLAGSD_PORT" --admin-token "$FLAGSD_BENCH_TOKEN" \

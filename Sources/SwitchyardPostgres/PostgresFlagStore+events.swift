@@ -6,16 +6,26 @@ public import SwitchyardStorage
 
 /// The `EventStore` operations. Ids are unique per namespace (a primary key), so a batch retried through another
 /// instance, even at the same moment, counts once: the second insert of an id waits for the first transaction and
-/// then finds it. Ids and counters are written in sorted order, so concurrent batches cannot deadlock.
+/// then finds it. Ids and counters are written in sorted order, so concurrent batches cannot deadlock. Every
+/// operation here runs on the events pool (see `PostgresFlagStore`).
 extension PostgresFlagStore {
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
         -> EventIngestResult {
+        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission, synced: true)
+    }
+
+    /// With `synced` false, the transaction commits without waiting for its WAL record to reach the disk
+    /// (`synchronous_commit = off` for it alone): the next synced commit, which waits for the WAL up to its own
+    /// record, makes it durable too.
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission,
+                             synced: Bool) async throws -> EventIngestResult {
         let received = receivedAt.milliseconds
         // The first event of each id in the batch; later ones with the same id are duplicates.
         var seen = Set<String>()
         let unique = events.filter { seen.insert($0.id).inserted }
         let sorted = unique.sorted { $0.id < $1.id }
-        return try await transaction { connection in
+        return try await transaction(on: .events) { connection in
+            if !synced { try await connection.query("SET LOCAL synchronous_commit TO OFF", logger: self.logger) }
             guard try await Self.liveNamespaceRow(connection, namespace, lock: false, logger: self.logger) != nil else {
                 throw StorageError.namespaceNotFound(namespace)
             }
@@ -144,7 +154,7 @@ extension PostgresFlagStore {
             HAVING SUM(sessions) != 0 OR SUM(crashed) != 0 OR SUM(exposures) != 0
             """
         var counts: [EventCount] = []
-        for row in try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings)) {
+        for row in try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings), on: .events) {
             let row = row.makeRandomAccess()
             let subjectKind = try row["subject_kind"].decode(String.self)
             let dimensionKind = try row["dimension"].decode(String.self)
@@ -168,7 +178,7 @@ extension PostgresFlagStore {
             SELECT id, source, bucket_ms, unit, address, city, cohorts, switches FROM event_crash
             WHERE namespace = \(namespace) AND bucket_ms >= \(EventAggregation.bucketStart(of: from)) AND bucket_ms < \(until.milliseconds)
             ORDER BY bucket_ms, id COLLATE "C"
-            """).map { row in
+            """, on: .events).map { row in
             let (id, sourceName, bucket, unit, address, city, cohorts, switches) =
                 try row.decode((String, String, Int64, String, String?, String?, String, String).self)
             guard let source = EventSource(rawValue: sourceName) else {
@@ -184,8 +194,51 @@ extension PostgresFlagStore {
         let rows = try await rows("""
             WITH forgotten AS (DELETE FROM event_id WHERE time_ms < \(date.milliseconds) RETURNING 1)
             SELECT count(*)::bigint FROM forgotten
-            """)
+            """, on: .events)
         return Int(try rows.first?.decode(Int64.self) ?? 0)
+    }
+
+    @discardableResult
+    public func compactEventCounts(rollUp: Range<Date>, deleteBefore: Date) async throws -> EventCompaction {
+        var compaction = EventCompaction()
+        let hours = EventCompaction.hours(in: rollUp)
+        let limit = 2_000
+        for namespace in try await namespaces().map(\.name) {
+            for hour in hours {
+                while true {
+                    // Moves up to `limit` minute counters of the hour into the hour's counter, in one statement.
+                    let end = hour + 3_600_000
+                    let rows = try await rows("""
+                        WITH moved AS (
+                            DELETE FROM event_count WHERE ctid IN (
+                                SELECT ctid FROM event_count WHERE namespace = \(namespace) AND bucket_ms > \(hour) AND bucket_ms < \(end)
+                                LIMIT \(limit))
+                            RETURNING source, subject_kind, subject, variant, dimension, value, sessions, crashed, exposures),
+                        added AS (
+                            -- Runs to completion though nothing reads it (as every data-modifying WITH does).
+                            INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
+                                                     sessions, crashed, exposures)
+                            SELECT \(namespace), source, subject_kind, subject, variant, dimension, value, \(hour),
+                                   SUM(sessions)::bigint, SUM(crashed)::bigint, SUM(exposures)::bigint
+                            FROM moved GROUP BY source, subject_kind, subject, variant, dimension, value
+                            ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
+                                sessions = event_count.sessions + EXCLUDED.sessions, crashed = event_count.crashed + EXCLUDED.crashed,
+                                exposures = event_count.exposures + EXCLUDED.exposures
+                        )
+                        SELECT count(*)::bigint FROM moved
+                        """, on: .events)
+                    let moved = Int(try rows.first?.decode(Int64.self) ?? 0)
+                    compaction.rolledUp += moved
+                    if moved < limit { break }
+                }
+            }
+            let rows = try await rows("""
+                WITH deleted AS (DELETE FROM event_count WHERE namespace = \(namespace) AND bucket_ms < \(deleteBefore.milliseconds) RETURNING 1)
+                SELECT count(*)::bigint FROM deleted
+                """, on: .events)
+            compaction.deleted += Int(try rows.first?.decode(Int64.self) ?? 0)
+        }
+        return compaction
     }
 
     @discardableResult
@@ -194,7 +247,7 @@ extension PostgresFlagStore {
             WITH windows AS (DELETE FROM event_window WHERE window_ms < \(date.milliseconds) RETURNING 1),
                  crashes AS (DELETE FROM event_crash WHERE bucket_ms < \(date.milliseconds) RETURNING 1)
             SELECT (SELECT count(*) FROM windows)::bigint + (SELECT count(*) FROM crashes)::bigint
-            """)
+            """, on: .events)
         return Int(try rows.first?.decode(Int64.self) ?? 0)
     }
 }

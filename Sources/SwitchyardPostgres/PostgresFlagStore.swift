@@ -17,6 +17,11 @@ import Synchronization
 /// and the store probes the database every `retryInterval` until it answers; it then sends `resync`, as
 /// notifications may have been missed meanwhile. Nothing needs restarting.
 ///
+/// Client events (ingestion, counter reads, pruning) use a pool of their own (`events_pool_size` connections), so
+/// that a flood of events never takes the connections flag changes need; and an events operation that runs out of
+/// time or loses its connection fails alone: only the main pool's operations and the probes decide whether the
+/// database is reachable.
+///
 /// The store is a `Service`: run it (`run()`) for as long as it is used, for example in the `ServiceGroup` that
 /// runs the server. `migrate()` waits until the database answers, then brings the schema up to date.
 ///
@@ -34,10 +39,20 @@ public final class PostgresFlagStore: FlagStore, Service {
     let now: @Sendable () -> Date
     let makeEpoch: @Sendable () -> String
     private let clientConfiguration: PostgresClient.Configuration
+    private let eventsClientConfiguration: PostgresClient.Configuration
     private let connectionConfiguration: PostgresConnection.Configuration
+
+    /// Which pool an operation runs on.
+    enum Pool: Sendable {
+        /// Flags, changes, tokens, audit: what the probes watch.
+        case main
+        /// Client events: ingestion, counter reads, pruning.
+        case events
+    }
 
     private struct Shared {
         var client: PostgresClient?
+        var eventsClient: PostgresClient?
         var availability = Availability()
         /// Set when the listener (re)connected: send `resync` once the database answers a probe.
         var resyncPending = false
@@ -88,6 +103,10 @@ public final class PostgresFlagStore: FlagStore, Service {
         client.options.connectTimeout = configuration.operationTimeout
         client.options.additionalStartupParameters = [("application_name", configuration.applicationName)]
         clientConfiguration = client
+        var events = client
+        events.options.maximumConnections = configuration.maximumEventConnections
+        events.options.additionalStartupParameters = [("application_name", configuration.applicationName + " (events)")]
+        eventsClientConfiguration = events
         let context: NIOSSLContext?
         do {
             context = configuration.tls == .disable ? nil : try NIOSSLContext(configuration: tlsConfiguration)
@@ -120,8 +139,10 @@ public final class PostgresFlagStore: FlagStore, Service {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let client = PostgresClient(configuration: self.clientConfiguration, backgroundLogger: self.poolLogger)
+                let eventsClient = PostgresClient(configuration: self.eventsClientConfiguration, backgroundLogger: self.poolLogger)
                 self.shared.withLock {
                     $0.client = client
+                    $0.eventsClient = eventsClient
                     $0.probeRequested = true
                 }
                 self.clientReadyContinuation.yield()
@@ -129,14 +150,18 @@ public final class PostgresFlagStore: FlagStore, Service {
                 // end when cancelled (seen once in a listener under heavy load) cannot keep this store from
                 // replacing its pool or from shutting down.
                 let pool = Task { await client.run() }
+                let eventsPool = Task { await eventsClient.run() }
                 let supervisor = Task { await self.supervise(client) }
                 // Until the supervisor asks for a new pool, or the store shuts down.
                 _ = await ended(supervisor, within: nil, untilCancelled: true)
                 supervisor.cancel()
                 pool.cancel()
+                eventsPool.cancel()
                 if Task.isCancelled {
-                    // Shutting down: give the pool time to close its connections.
-                    let closed = await ended(pool, within: .seconds(10))
+                    // Shutting down: give the pools time to close their connections.
+                    let mainClosed = await ended(pool, within: .seconds(10))
+                    let eventsClosed = await ended(eventsPool, within: .seconds(10))
+                    let closed = mainClosed && eventsClosed
                     let stopped = await ended(supervisor, within: .seconds(2))
                     if !closed || !stopped {
                         self.logger.warning("the PostgreSQL connections did not all close within 10 s of shutdown")
@@ -338,10 +363,11 @@ public final class PostgresFlagStore: FlagStore, Service {
     // MARK: Access
 
     /// The current pool, waiting for `run()` to install the first one.
-    private func client() async throws -> PostgresClient {
-        if let client = shared.withLock({ $0.client }) { return client }
+    private func client(_ pool: Pool = .main) async throws -> PostgresClient {
+        let events = pool == .events
+        if let client = shared.withLock({ events ? $0.eventsClient : $0.client }) { return client }
         for await _ in clientReady {
-            if let client = shared.withLock({ $0.client }) { return client }
+            if let client = shared.withLock({ events ? $0.eventsClient : $0.client }) { return client }
         }
         throw StorageError(.unavailable, "the PostgreSQL store is shut down")
     }
@@ -351,27 +377,32 @@ public final class PostgresFlagStore: FlagStore, Service {
     ///
     /// An operation that runs out of time fails alone: it asks for a probe, and only the probes decide whether
     /// the database is unreachable (a slow answer, or a flagsd too busy to read it, is not a lost database).
-    func access<T: Sendable>(_ operation: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    /// On the events pool it does not even ask for a probe, nor does a lost connection count: events never decide
+    /// whether the database is reachable.
+    ///
+    /// - Parameter pool: the pool to run on (`.events` for client events).
+    func access<T: Sendable>(on pool: Pool = .main, _ operation: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
         if case .unreachable(let since, let reason) = shared.withLock({ $0.availability.status }) {
             throw StorageError(.unavailable, "the database is unreachable since \(since.iso8601); flagsd keeps serving the snapshots it holds and retries by itself. Retry the request when the database is back",
                                diagnostic: "\(configuration.displayURL): \(reason)")
         }
-        let client = try await client()
+        let client = try await client(pool)
+        let decides = pool == .main
         do {
             return try await deadline(configuration.operationTimeout) { try await operation(client) }
         } catch let error as StorageError {
             throw error
         } catch let error as DeadlineExceeded {
-            shared.withLock { $0.probeRequested = true }
+            if decides { shared.withLock { $0.probeRequested = true } }
             throw StorageError(.unavailable, "the database did not answer within \(error.limit); retry the request",
                                diagnostic: configuration.displayURL)
         } catch let error as PSQLError {
-            throw storageError(error)
+            throw storageError(error, decidesAvailability: decides)
         } catch let error as PostgresDecodingError {
             throw StorageError(.corrupt, "a stored value could not be read", diagnostic: "column \(error.columnName): \(error.code)")
         } catch {
             if Self.isConnectionFailure(error) {
-                markUnreachable(describe(error))
+                if decides { markUnreachable(describe(error)) }
                 throw StorageError(.unavailable, "cannot reach the database; retry the request",
                                    diagnostic: "\(configuration.displayURL): \(describe(error))")
             }
@@ -380,9 +411,9 @@ public final class PostgresFlagStore: FlagStore, Service {
     }
 
     /// Runs `body` in a transaction on one connection; any error rolls it back and passes through unchanged.
-    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(on pool: Pool = .main, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.poolLogger
-        return try await access { client in
+        return try await access(on: pool) { client in
             try await client.withConnection { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
@@ -397,18 +428,20 @@ public final class PostgresFlagStore: FlagStore, Service {
         }
     }
 
-    /// A query's rows, on the pool.
-    func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+    /// A query's rows, on a pool.
+    func rows(_ query: PostgresQuery, on pool: Pool = .main) async throws -> [PostgresRow] {
         let logger = poolLogger
-        return try await access { client in try await client.query(query, logger: logger).collect() }
+        return try await access(on: pool) { client in try await client.query(query, logger: logger).collect() }
     }
 
-    private func storageError(_ error: PSQLError) -> StorageError {
+    /// - Parameter decidesAvailability: whether a connection failure makes the database unreachable (not for
+    ///   events).
+    private func storageError(_ error: PSQLError, decidesAvailability: Bool) -> StorageError {
         if let state = error.serverInfo?[.sqlState] {
             let message = error.serverInfo?[.message] ?? "\(error.code)"
             // Class 08 (connection exception), 57P (operator intervention: shutdown), 53 (insufficient resources).
             if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
-                markUnreachable("\(message) (SQLSTATE \(state))")
+                if decidesAvailability { markUnreachable("\(message) (SQLSTATE \(state))") }
                 return StorageError(.unavailable, "the database is not available; retry the request",
                                     diagnostic: "\(configuration.displayURL): \(message) (SQLSTATE \(state))")
             }
@@ -420,7 +453,7 @@ public final class PostgresFlagStore: FlagStore, Service {
             return StorageError(.unavailable, "the database refused the operation; flagsd's log has the details",
                                 diagnostic: "\(message) (SQLSTATE \(state))")
         }
-        markUnreachable(describe(error))
+        if decidesAvailability { markUnreachable(describe(error)) }
         return StorageError(.unavailable, "cannot reach the database; retry the request",
                             diagnostic: "\(configuration.displayURL): \(describe(error))")
     }

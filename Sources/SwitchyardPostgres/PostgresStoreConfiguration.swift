@@ -44,6 +44,9 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
     public var rootCertificates: String?
     /// The most connections one flagsd process opens for queries (one more listens for notifications).
     public var maximumConnections: Int
+    /// The most connections one flagsd process opens for client events (`events_pool_size`), apart from the
+    /// others, so that events never take the connections flag changes need.
+    public var maximumEventConnections: Int
     /// The longest a store operation may take (waiting for a connection included) before it fails with
     /// `unavailable`. A slow operation alone never makes the database count as unreachable: it asks for a probe,
     /// and the database counts as unreachable when a connection fails or three probes in a row get no answer
@@ -58,7 +61,7 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
     public init(
         host: String = "127.0.0.1", port: Int = 5432, username: String = "postgres", password: String? = nil,
         database: String = "switchyard", tls: TLSMode? = nil, rootCertificates: String? = nil, maximumConnections: Int = 10,
-        operationTimeout: Duration = .seconds(5), retryInterval: Duration = .seconds(1), applicationName: String = "flagsd"
+        maximumEventConnections: Int = 2, operationTimeout: Duration = .seconds(5), retryInterval: Duration = .seconds(1), applicationName: String = "flagsd"
     ) {
         self.host = host
         self.port = port
@@ -68,6 +71,7 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
         self.tls = tls ?? TLSMode.defaultMode(forHost: host)
         self.rootCertificates = rootCertificates
         self.maximumConnections = maximumConnections
+        self.maximumEventConnections = maximumEventConnections
         self.operationTimeout = operationTimeout
         self.retryInterval = retryInterval
         self.applicationName = applicationName
@@ -82,7 +86,8 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
     ///
     /// Query parameters: `sslmode` (`disable`, `prefer`, `require`, `verify-full`; default `verify-full`, or
     /// `prefer` for a loopback host), `sslrootcert` (a PEM file of trusted authorities, with `verify-full`),
-    /// `pool_size` (connections per process, default 10), `timeout` (seconds an operation may take, default 5),
+    /// `pool_size` (connections per process, default 10), `events_pool_size` (more connections per process, for
+    /// client events only, default 2), `timeout` (seconds an operation may take, default 5),
     /// `application_name`.
     /// The user defaults to `postgres`, the port to 5432, the database to `switchyard`; percent-encode special
     /// characters of the password.
@@ -128,6 +133,11 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
                     throw PostgresConfigurationError("pool_size=\(value) in the database URL is not a number of connections between 1 and 1000")
                 }
                 maximumConnections = size
+            case "events_pool_size":
+                guard let size = Int(value), (1...100).contains(size) else {
+                    throw PostgresConfigurationError("events_pool_size=\(value) in the database URL is not a number of connections between 1 and 100")
+                }
+                maximumEventConnections = size
             case "timeout":
                 guard let seconds = Double(value), seconds > 0, seconds <= 600 else {
                     throw PostgresConfigurationError("timeout=\(value) in the database URL is not a number of seconds above 0 and at most 600")
@@ -136,7 +146,7 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
             case "application_name":
                 applicationName = value
             default:
-                throw PostgresConfigurationError("the database URL has an unknown parameter '\(item.name)'; known: sslmode, sslrootcert, pool_size, timeout, application_name")
+                throw PostgresConfigurationError("the database URL has an unknown parameter '\(item.name)'; known: sslmode, sslrootcert, pool_size, events_pool_size, timeout, application_name")
             }
         }
         if rootCertificates != nil, tls != .verifyFull {

@@ -71,14 +71,17 @@ public func buildApplication(
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
         .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
     ]
-    let hub = LongPollHub(maximumWaiters: configuration.maximumWaiters, deltaVersions: configuration.deltaVersions,
+    let hub = LongPollHub(maximumWaiters: configuration.maximumWaiters, maximumWaitersPerAddress: configuration.maximumWaitersPerAddress,
+                          deltaVersions: configuration.deltaVersions,
                           metricsFactory: factory, logger: logger)
     let service = FlagService(
         store: store, hub: hub,
         auth: Authenticator(store: store, maximumAge: configuration.tokenCacheMaximumAge, metricsFactory: factory),
         configuration: configuration,
         metricsFactory: factory, logger: logger,
-        console: ConsoleSite.load(enabled: configuration.console, logger: logger))
+        console: ConsoleSite.load(enabled: configuration.console, logger: logger),
+        eventIngestor: EventIngestor(capacity: configuration.maximumEventBacklog, rowBudget: configuration.eventRowsPerTransaction,
+                                     metricsFactory: factory))
     // Subscribe before loading, so no write committed elsewhere meanwhile is missed.
     let notifications = store.notifications()
     try await service.load()

@@ -50,6 +50,26 @@ public struct ServerConfiguration: Sendable {
     public var maximumEventAge: Duration = .seconds(7 * 86_400)
     /// How far in the future an event's time may be (device clocks drift).
     public var maximumEventClockSkew: Duration = .seconds(600)
+    /// How long event counters are kept (`--events-retention`): minute counters roll up into hours two days
+    /// after their minute, and are deleted past this.
+    public var eventCountRetention: Duration = .seconds(30 * 86_400)
+    /// The most events admitted for counting and not yet written (the batch being written and those waiting
+    /// their turn); past it, a batch gets 429 with `Retry-After` (`retryAfter`). A batch is always admitted
+    /// when nothing waits, however large.
+    public var maximumEventBacklog = 20_000
+    /// The most rows (estimated: ids, counters, admission windows, crash records) one events transaction
+    /// writes. Event batches write one at a time in transactions this small, so a flag change waits for at most
+    /// one of them.
+    public var eventRowsPerTransaction = 2_000
+    /// The events per minute one token may post (a minute's worth at once, then this rate); more get 429 with
+    /// `Retry-After`. Nil: no limit.
+    public var eventRatePerToken: Int? = 600_000
+    /// The events per minute one source address may post with client tokens (reporter tokens are secret and
+    /// carry a whole fleet's crashes from a few addresses: only their token's rate applies). Nil: no limit.
+    public var eventRatePerAddress: Int? = 60_000
+    /// The most long-poll requests one source address may have parked at once; more get 429 with
+    /// `Retry-After`.
+    public var maximumWaitersPerAddress = 1_000
     /// Where the crash guard announces each trip (`POST` of JSON, retried with backoff); nil: nowhere.
     public var guardWebhookURL: URL?
     /// How often the crash guard reloads its counters from the store (other flagsd processes count events too)

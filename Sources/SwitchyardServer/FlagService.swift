@@ -25,6 +25,11 @@ package struct FlagService: Sendable {
     package let eventObservers = EventObservers()
     /// Forgets old event ids, at most once an hour.
     package let eventIDPruner = EventIDPruner()
+    /// Writes event batches one at a time, in small transactions, behind a bounded backlog, so that no flag
+    /// change waits long behind events (Events/EventIngestion.swift).
+    package let eventIngestor: EventIngestor
+    /// Per-token and per-address budgets of events posted.
+    package let eventRates = RateLimiter()
 
     /// Where a request came from: its TCP peer, or behind a trusted proxy the address the proxies forwarded
     /// (``TrustedProxies``). Nil when the peer is unknown (requests sent in-process).

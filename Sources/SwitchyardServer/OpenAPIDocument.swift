@@ -309,6 +309,7 @@ paths:
         "401": {$ref: "#/components/responses/Problem"}
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
+        "429": {$ref: "#/components/responses/TooManyRequests"}
         "503": {$ref: "#/components/responses/Overloaded"}
 
   /v1/namespaces/{namespace}/changes:
@@ -347,6 +348,7 @@ paths:
         "401": {$ref: "#/components/responses/Problem"}
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
+        "429": {$ref: "#/components/responses/TooManyRequests"}
         "503": {$ref: "#/components/responses/Overloaded"}
 
   /v1/namespaces/{namespace}/changes/{version}:
@@ -395,7 +397,7 @@ paths:
       summary: A batch of client events, sessions and exposures, counted for the crash guard and experiment results (client).
       description: |
         Each event is checked on its own: valid events are counted (once per id: a retried batch never counts
-        twice) in one transaction before the answer, and listed in `accepted` with the ids counted before;
+        twice) before the answer, durably, and listed in `accepted` with the ids counted before;
         invalid ones are listed in `rejected` with the reason, naming the field. Only a body that is not
         `{"events": [...]}` is a 400, and more than 1,000 events (`maximumEventsPerBatch`) a 413. Times more than
         10 minutes in the future or more than 7 days old are rejected per event; ids are remembered 8 days.
@@ -413,6 +415,11 @@ paths:
         peer the first untrusted address of `Forwarded` or `X-Forwarded-For`. Events posted with a reporter token
         (or a higher role) are the reporter's: counted apart, not capped per address, and their sessions must name
         their `unit`.
+
+        Batches are counted one at a time, in small transactions, so that flag changes never wait behind events.
+        A batch is refused with 429 and `Retry-After`, nothing of it counted, when its token or (for client tokens)
+        its source address has posted its events per minute, or when the events waiting to be counted fill the
+        backlog; the client keeps it and sends it again.
       requestBody:
         required: true
         content:
@@ -505,6 +512,7 @@ paths:
         "403": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
         "413": {$ref: "#/components/responses/Problem"}
+        "429": {$ref: "#/components/responses/TooManyRequests"}
         "503": {$ref: "#/components/responses/Problem"}
 
   /v1/namespaces/{namespace}/guard:
@@ -1421,6 +1429,17 @@ components:
           schema: {$ref: "#/components/schemas/OFREPError"}
     Problem:
       description: An RFC 9457 problem.
+      content:
+        application/problem+json:
+          schema: {$ref: "#/components/schemas/Problem"}
+    TooManyRequests:
+      description: |
+        A budget is spent: the token's or the source address's events per minute (`--events-rate-per-token`,
+        `--events-rate-per-address`), the ingestion backlog (`--events-backlog`), or the long-polls one source address
+        may have parked (`--max-waiters-per-address`). Nothing of the request was done; retry after `Retry-After`
+        whole seconds, with jitter.
+      headers:
+        Retry-After: {schema: {type: integer, minimum: 1}}
       content:
         application/problem+json:
           schema: {$ref: "#/components/schemas/Problem"}

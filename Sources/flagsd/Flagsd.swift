@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import SwitchyardCore
 import SwitchyardPostgres
 import SwitchyardServer
 import SwitchyardStorage
@@ -66,6 +67,35 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "Past this many waiting long-polls, answer 503 with Retry-After (SWITCHYARD_MAX_WAITERS).")
     var maxWaiters = env("SWITCHYARD_MAX_WAITERS").flatMap(Int.init) ?? 15_000
 
+    @Option(help: "The most long-polls one source address may have waiting at once; more get 429 with Retry-After (SWITCHYARD_MAX_WAITERS_PER_ADDRESS).")
+    var maxWaitersPerAddress = env("SWITCHYARD_MAX_WAITERS_PER_ADDRESS").flatMap(Int.init) ?? 1_000
+
+    @Option(help: ArgumentHelp(
+        "The most client events waiting to be counted; past it, event batches get 429 with Retry-After and clients send them again later (SWITCHYARD_EVENTS_BACKLOG).",
+        discussion: "Batches are counted one at a time, in small transactions, so a flag change never waits behind more than one of them; the backlog bounds the memory and delay of the rest."))
+    var eventsBacklog = env("SWITCHYARD_EVENTS_BACKLOG").flatMap(Int.init) ?? 20_000
+
+    @Option(help: "The most rows (estimated) one transaction counting events may write: a flag change waits for at most one such transaction; smaller favours changes, larger counts events faster (SWITCHYARD_EVENTS_TRANSACTION_ROWS).")
+    var eventsTransactionRows = env("SWITCHYARD_EVENTS_TRANSACTION_ROWS").flatMap(Int.init) ?? 2_000
+
+    @Option(help: ArgumentHelp(
+        "How long event counters are kept, as 30d or 720h: crash guard windows and experiment results reach back this far (SWITCHYARD_EVENTS_RETENTION).",
+        discussion: "Minute counters roll up into one counter per hour two days after their minute (past the longest crash guard window), and are deleted past the retention; from 2d to 366d.",
+        valueName: "duration"))
+    var eventsRetention = env("SWITCHYARD_EVENTS_RETENTION") ?? "30d"
+
+    @Option(help: ArgumentHelp(
+        "The oldest event accepted, as 7d or 36h: older ones are refused, and event ids are remembered a day longer so a retried batch never counts twice (SWITCHYARD_EVENTS_MAX_AGE).",
+        discussion: "Event ids are most of what events leave in the store (a row of about 170 bytes per event): a shorter age bounds the file lower at a high event rate, and refuses the events of devices offline longer. From 1h to 30d.",
+        valueName: "duration"))
+    var eventsMaxAge = env("SWITCHYARD_EVENTS_MAX_AGE") ?? "7d"
+
+    @Option(help: "The most events per minute one token may post (a minute's worth at once, then this rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_EVENTS_RATE_PER_TOKEN).")
+    var eventsRatePerToken = env("SWITCHYARD_EVENTS_RATE_PER_TOKEN").flatMap(Int.init) ?? 600_000
+
+    @Option(help: "The most events per minute one source address may post with client tokens (reporter tokens: only their token's rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_EVENTS_RATE_PER_ADDRESS).")
+    var eventsRatePerAddress = env("SWITCHYARD_EVENTS_RATE_PER_ADDRESS").flatMap(Int.init) ?? 60_000
+
     @Option(help: ArgumentHelp(
         "How many versions back a client may be and still get a delta instead of the whole snapshot (SWITCHYARD_DELTA_VERSIONS).",
         discussion: "Clients that ask for deltas (Accept: application/vnd.switchyard.snapshot-delta+json) get only what changed since their version when it is at most this many versions old and the delta is smaller than the snapshot; otherwise the full snapshot. 0 turns deltas off: every client gets full snapshots."))
@@ -122,6 +152,20 @@ struct Flagsd: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port \(port) is not a port (0 to 65535).") }
         guard maxWait >= 0, maxWaiters >= 0, maxBodySize > 0 else {
             throw ValidationError("--max-wait and --max-waiters take 0 or more, --max-body-size more than 0.")
+        }
+        guard maxWaitersPerAddress >= 1, eventsBacklog >= 1, eventsTransactionRows >= 1 else {
+            throw ValidationError("--max-waiters-per-address, --events-backlog and --events-transaction-rows take 1 or more.")
+        }
+        for (name, rate) in [("--events-rate-per-token", eventsRatePerToken), ("--events-rate-per-address", eventsRatePerAddress)] {
+            guard (0...100_000_000).contains(rate) else {
+                throw ValidationError("\(name) \(rate) is not a number of events per minute from 0 (no limit) to 100000000.")
+            }
+        }
+        guard let retention = GuardDurationText.parse(eventsRetention), retention >= EventIDPruner.rollUpAfter else {
+            throw ValidationError("--events-retention '\(eventsRetention)' is not a duration from 2d to 366d (a whole number and d, h or m: 30d, 720h).")
+        }
+        guard let age = GuardDurationText.parse(eventsMaxAge), age >= .seconds(3600), age <= .seconds(30 * 86_400) else {
+            throw ValidationError("--events-max-age '\(eventsMaxAge)' is not a duration from 1h to 30d (a whole number and d, h or m: 7d, 36h).")
         }
         if let text = env("SWITCHYARD_MAX_CONNECTIONS"), maxConnections == nil, Int(text) == nil {
             throw ValidationError("SWITCHYARD_MAX_CONNECTIONS '\(text)' is not a whole number of connections.")
@@ -269,6 +313,13 @@ struct Flagsd: AsyncParsableCommand {
         configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))
         configuration.console = console
+        configuration.maximumWaitersPerAddress = maxWaitersPerAddress
+        configuration.maximumEventBacklog = eventsBacklog
+        configuration.eventRowsPerTransaction = eventsTransactionRows
+        configuration.eventCountRetention = GuardDurationText.parse(eventsRetention) ?? configuration.eventCountRetention
+        configuration.maximumEventAge = GuardDurationText.parse(eventsMaxAge) ?? configuration.maximumEventAge
+        configuration.eventRatePerToken = eventsRatePerToken > 0 ? eventsRatePerToken : nil
+        configuration.eventRatePerAddress = eventsRatePerAddress > 0 ? eventsRatePerAddress : nil
         configuration.guardWebhookURL = crashGuardWebhook.flatMap(URL.init(string:))
         if let proxies { configuration.trustedProxies = try TrustedProxies(parsing: proxies) }
         let host = self.host

@@ -90,25 +90,8 @@ struct CrashGuardFleetTests {
     }
 
     @Test func theCrashingPluginIsDisabledEveryDeviceTakesTheChangeAndNoHealthyPluginIsTouched() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("guard-fleet-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
-        defer { try? store.close() }
-        let setup = ChangeAuthor(actor: "setup", source: .api)
-        _ = try await store.createNamespace(Self.flagSet(), reasonPolicy: .kills, request: ChangeRequest(author: setup))
-        let token = try await store.issueToken(name: "fleet-app", role: .client, namespaces: ["fleet"], by: setup).secret
-        var logger = Logger(label: "guard-fleet")
-        logger.logLevel = .critical
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let server = try await buildApplication(configuration: ServerConfiguration(port: 0), store: store, logger: logger) {
-            portContinuation.yield($0)
-        }
-        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            defer { tasks.cancelAll() }
-            guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
-            let url = URL(string: "http://127.0.0.1:\(port)")!
+        try await FleetServer.run { fleet in
+            let (store, url, token, folder) = (fleet.store, fleet.url, fleet.token, fleet.folder)
             let devices = (0..<48).map { Device(index: $0, folder: folder) }
 
             // Launch every device again and again, 16 at a time, until the guard trips and every device has
@@ -160,7 +143,6 @@ struct CrashGuardFleetTests {
             let lastRounds = devices.flatMap { $0.sessions.suffix(2) }
             #expect(!lastRounds.contains { $0.crashed && $0.active.contains(Self.crashing) })
             #expect(lastRounds.contains { !$0.active.isEmpty })
-            await group.triggerGracefulShutdown()
         }
     }
 }

@@ -191,11 +191,12 @@ struct ClientSyncTests {
         #expect(client.isEnabled(Self.news))
     }
 
-    @Test func aBusyServerIsHonouredRetryAfterAndAll() async throws {
+    /// 503 (too many waiters) and 429 (too many from this address) alike.
+    @Test(arguments: [503, 429]) func aBusyServerIsHonouredRetryAfterAndAll(status: Int) async throws {
         let harness = try ClientHarness()
         let server = try FakeFlagServer()
         defer { server.stop() }
-        server.script([.response(status: 503, headers: ["Retry-After": "7"], body: Array("busy".utf8))])
+        server.script([.response(status: status, headers: ["Retry-After": "7"], body: Array("busy".utf8))])
         server.publish(Fixtures.snapshot(version: 6))
         let client = try clientWithCache(harness, server: server.baseURL)
         await whileRunning(client) {
@@ -203,7 +204,7 @@ struct ClientSyncTests {
         }
         let throttled = try #require(harness.reports.of(.syncFailed).first?.error as? ClientError)
         #expect(throttled.kind == .throttled)
-        #expect(throttled.status == 503)
+        #expect(throttled.status == status)
         let firstSleep = try #require(harness.clock.sleeps.first)
         #expect(firstSleep >= .seconds(7))
         #expect(firstSleep <= .seconds(8))

@@ -113,6 +113,26 @@ struct EventDeliveryTests {
         #expect(Set(server.receivedEvents.compactMap { $0["id"]?.stringValue }) == ["event-1"])
     }
 
+    @Test func a429KeepsTheWholeBatchQueuedUntilRetryAfterAndThenDeliversItOnce() async throws {
+        let harness = try ClientHarness()
+        let server = try FakeFlagServer()
+        defer { server.stop() }
+        server.publish(Fixtures.snapshot(version: 5))
+        server.scriptEvents([.response(status: 429, headers: ["Retry-After": "20"]), .response(status: 429, headers: ["Retry-After": "3"])])
+        let client = client(harness, server: server.baseURL)
+        for number in 1...5 { client.enqueue(testEvent(number)) }
+        await whileRunning(client) {
+            #expect(await eventually { client.status.queuedEvents == 0 })
+        }
+        #expect(server.eventBatchCount == 3, "429, 429, then the accepted batch")
+        // Each refusal is waited out: at least its Retry-After, plus the jittered backoff.
+        #expect(harness.clock.sleeps.contains { $0 >= .seconds(20) })
+        #expect(harness.clock.sleeps.contains { $0 >= .seconds(3) && $0 < .seconds(20) })
+        // Every post carried the five: nothing left the queue while refused.
+        let ids = (1...5).map { "event-\($0)" }
+        #expect(server.receivedEvents.compactMap { $0["id"]?.stringValue } == ids + ids + ids)
+    }
+
     @Test func onlyAcknowledgedEventsLeaveTheQueueAndRejectedOnesAreNotRetried() async throws {
         let harness = try ClientHarness()
         let server = try FakeFlagServer()

@@ -88,7 +88,9 @@ struct CrashRecoveryTests {
         var acknowledged = 0
         var sent = 0
         for round in 0..<4 {
-            let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken)
+            // Each event its own transaction, only a batch's last one synced: a kill may fall between the parts.
+            let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken,
+                                        arguments: ["--events-transaction-rows", "1"])
             let client = LiveClient(base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken, timeout: 30)
             if round == 0 {
                 let created = try await client.send("POST", "/v1/namespaces", body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)

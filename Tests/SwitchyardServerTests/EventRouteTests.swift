@@ -4,6 +4,7 @@ import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// `POST /v1/namespaces/{ns}/events`: validation, idempotency, storage, metrics and the observer hook.
@@ -45,6 +46,24 @@ struct EventRouteTests {
     func counts(_ app: TestApp, _ subjects: Set<EventSubject.Kind>? = nil) async throws -> [EventCount] {
         try await app.store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 86_400, until: Date() + 86_400,
                                                         subjects: subjects, dimensions: [.all]))
+    }
+
+    @Test func minuteCountersOlderThanTwoDaysBecomeOnePerHour() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        // Two sessions in one hour of three days ago (late reports, within the 7 days accepted), 10 minutes apart.
+        let hour = ((Date().timeIntervalSince1970 - 3 * 86_400) / 3600).rounded(.down) * 3600
+        let at = { (minute: Double) in hour + minute * 60 - Date().timeIntervalSince1970 }
+        let response = try await app.send(.post, Self.path, token: "client",
+                                          body: Self.body([Self.session("late1", at: at(10)), Self.session("late2", at: at(20))]))
+        #expect(response.status == .ok, "\(response.text)")
+        // The batch's answer starts the hourly upkeep, which rolls them up into the hour's counter.
+        let start = Date(timeIntervalSince1970: hour)
+        try await waitUntil("the two minutes are one hour") {
+            let buckets = try await app.store.eventCounts(EventCountQuery(namespace: "rider", from: start, until: start + 3600,
+                                                                          subjects: [.baseline], dimensions: [.all], perBucket: true))
+            return buckets.map(\.bucket) == [start] && buckets.map(\.tally.sessions) == [2]
+        }
     }
 
     @Test func aBatchIsCountedBeforeItIsAcknowledged() async throws {

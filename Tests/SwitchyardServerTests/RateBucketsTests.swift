@@ -49,4 +49,27 @@ struct RateBucketsTests {
         #expect(buckets.spend("tok", ratePerMinute: 1, now: .zero) == .allowed)
         #expect(buckets.spend("tok", ratePerMinute: 1, now: .zero) == .limited(retryAfterSeconds: 60))
     }
+
+    @Test func aRequestMayCostSeveralAndNeverMoreThanAMinutesWorth() {
+        var buckets = RateBuckets()
+        #expect(buckets.spend("tok", cost: 40, ratePerMinute: 60, now: .zero) == .allowed)
+        // 20 left; 30 more come in 10 s at one a second.
+        #expect(buckets.spend("tok", cost: 30, ratePerMinute: 60, now: .zero) == .limited(retryAfterSeconds: 10))
+        #expect(buckets.spend("tok", cost: 30, ratePerMinute: 60, now: .seconds(10)) == .allowed)
+        // A batch larger than a minute's worth costs a minute's worth: it passes once the bucket is full.
+        #expect(buckets.spend("big", cost: 1000, ratePerMinute: 60, now: .zero) == .allowed)
+        #expect(buckets.spend("big", cost: 1000, ratePerMinute: 60, now: .seconds(30)) == .limited(retryAfterSeconds: 30))
+    }
+
+    @Test func bucketsLeftAloneForAMinuteAreForgottenSoMadeUpKeysCannotGrowMemory() {
+        var buckets = RateBuckets()
+        for index in 0..<4096 { _ = buckets.spend("address-\(index)", ratePerMinute: 10, now: .zero) }
+        #expect(buckets.count == 4096)
+        // A minute on, the next new key finds them all full again, the same as none.
+        #expect(buckets.spend("late", cost: 10, ratePerMinute: 10, now: .seconds(61)) == .allowed)
+        #expect(buckets.count == 1)
+        // A spent bucket is kept, so forgetting never gives a key back its budget early.
+        for index in 0..<5000 { _ = buckets.spend("other-\(index)", ratePerMinute: 10, now: .seconds(62)) }
+        #expect(buckets.spend("late", ratePerMinute: 10, now: .seconds(62)) == .limited(retryAfterSeconds: 5))
+    }
 }

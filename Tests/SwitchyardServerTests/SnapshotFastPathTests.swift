@@ -312,6 +312,51 @@ struct SnapshotFastPathTests {
         #expect(EntityTagList("W/\"e.4\" ,\t\"e.7\", *, junk").tags == [VersionTag(epoch: "e", version: 4), VersionTag(epoch: "e", version: 7)])
     }
 
+    @Test func pastTheCapPerAddressALongPollGets429OnBothPathsAndTheOthersStayParked() async throws {
+        var settings = freshTokenCacheConfiguration()
+        settings.maximumWaitersPerAddress = 2
+        let configuration = settings
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let version = try #require(app.hub.snapshot(of: "rider")?.version)
+        try await withLiveFlagsd(app, configuration: configuration) { server, port in
+            let client = try #require(app.tokens["client"])
+            var parked: [RawHTTPConnection] = []
+            for index in 0..<2 {
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
+                                                          headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", tag)]))
+                try await waitUntil { server.flagService.hub.waiterCount == index + 1 }
+                parked.append(connection)
+            }
+            // The fast path (snapshot) and the router (changes) refuse the third from the same address.
+            let third = try RawHTTPConnection(port: port)
+            try third.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
+                                                 headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", tag)]))
+            let refused = try await third.readResponse()
+            #expect(refused.status == .tooManyRequests, "\(refused.text)")
+            #expect(refused.headers[.retryAfter] == String(configuration.retryAfter))
+            let routed = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: client)
+                .send("GET", "/v1/namespaces/rider/changes?after=\(version)&wait=60")
+            #expect(routed.status == .tooManyRequests, "\(routed.text)")
+            #expect(server.flagService.hub.waiterCount == 2)
+            try await ConnectionLimitTests.expectMetric(#"flagsd_long_poll_refused_total{reason="address_cap"}"#, atLeast: 2, port: port)
+
+            // A change answers the parked ones, which frees the address's places.
+            let changed = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
+                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable")
+            #expect(changed.status == .ok)
+            for connection in parked { #expect(try await connection.readResponse().status == .ok) }
+            try await waitUntil { server.flagService.hub.waiterCount == 0 }
+            let again = try RawHTTPConnection(port: port)
+            let newTag = try #require(server.flagService.hub.snapshot(of: "rider")?.entityTag)
+            try again.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
+                                                 headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", newTag)]))
+            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+        }
+    }
+
     @Test func theSnapshotTargetIsRecognisedExactly() {
         #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider/snapshot") == "rider")
         #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider-staging/snapshot?wait=30&x=/") == "rider-staging")

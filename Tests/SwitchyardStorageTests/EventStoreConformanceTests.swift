@@ -87,6 +87,27 @@ import Testing
         }
     }
 
+    /// The parts of a batch before its last commit unsynced: they count, and their ids are recorded, as synced ones do.
+    @Test(arguments: StoreBackend.all)
+    func anUnsyncedPartCountsAndRecordsItsIdsAsASyncedOneDoes(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let first = try await store.ingestEvents([Self.session("s1", crashed: true, switches: ["plugin_switch_feed_promos"])],
+                                                     in: "rider", receivedAt: Self.t0, admission: .unlimited, synced: false)
+            #expect(first.counted == ["s1"])
+            let last = try await store.ingestEvents([Self.session("s1", crashed: true, switches: []), Self.exposure("e1", variant: "bold")],
+                                                    in: "rider", receivedAt: Self.t0, admission: .unlimited, synced: true)
+            #expect(last.counted == ["e1"])
+            #expect(last.duplicates == ["s1"])
+            let counts = try await store.eventCounts(Self.window(dimensions: [.all]))
+            #expect(tally(counts, .baseline) == EventTally(sessions: 1, crashedSessions: 1))
+            #expect(tally(counts, .variant("bold", of: "checkout_button")).exposures == 1)
+            // A change after an unsynced part commits as usual.
+            let changed = try await store.change("rider", Fixtures.request()) { $0 }
+            #expect(changed.state.record.version >= 1)
+        }
+    }
+
     @Test(arguments: StoreBackend.all)
     func aRetriedBatchNeverCountsTwice(backend: StoreBackend) async throws {
         try await backend.withStore { store in
@@ -176,6 +197,51 @@ import Testing
             #expect(again.counted == ["old"])
             #expect(again.duplicates == ["recent"])
         }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func compactionRollsMinutesUpIntoHoursAndDeletesCountersPastTheRetention(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let promos = "plugin_switch_feed_promos"
+            // Hour 0 (t0): minutes 0, 5 and 59; hour 1: minutes 0 and 30; hour 2: minute 10; and 50 minutes before t0.
+            let events = [
+                Self.session("a0", at: 0, crashed: true, switches: [promos]), Self.session("a5", at: 300, crashed: false, switches: [promos]),
+                Self.session("a59", at: 3540, crashed: true, switches: [promos], cohorts: ["beta"]),
+                Self.session("b0", at: 3600, crashed: false, switches: [promos]), Self.session("b30", at: 5400, crashed: false, switches: []),
+                Self.session("c10", at: 7800, crashed: false, switches: [promos]), Self.session("old", at: -3000, crashed: true, switches: [promos]),
+            ]
+            _ = try await store.ingestEvents(events, in: "rider", receivedAt: Self.t0 + 8000)
+            let span = EventCountQuery(namespace: "rider", from: Self.t0, until: Self.t0 + 3 * 3600)
+            let before = try await store.eventCounts(span)
+
+            // Whole hours before t0 + 2.5 h roll up (hours 0 and 1, not hour 2); counters before t0 go.
+            let compaction = try await store.compactEventCounts(rollUp: Self.t0..<(Self.t0 + 9000), deleteBefore: Self.t0)
+            // Rows after each hour's first minute: a5 and a59 (4 counters each: baseline and promos, all and lagos; a59
+            // 2 more for beta), b30 (baseline, all and lagos).
+            #expect(compaction.rolledUp == 4 + 6 + 2)
+            #expect(compaction.deleted == 4)
+            // Every sum over the hours kept is what it was.
+            #expect(try await store.eventCounts(span) == before)
+            let buckets = try await store.eventCounts(EventCountQuery(namespace: "rider", from: Self.t0 - 3600, until: Self.t0 + 3 * 3600,
+                                                                      subjects: [.baseline], dimensions: [.all], perBucket: true))
+            #expect(buckets.map(\.bucket) == [Self.t0, Self.t0 + 3600, Self.t0 + 7800])
+            #expect(buckets.map(\.tally) == [EventTally(sessions: 3, crashedSessions: 2), EventTally(sessions: 2), EventTally(sessions: 1)])
+            let beta = try await store.eventCounts(EventCountQuery(namespace: "rider", from: Self.t0, until: Self.t0 + 3600,
+                                                                   subjects: [.pluginSwitch], dimensions: [.cohort], perBucket: true))
+            #expect(beta.map(\.bucket) == [Self.t0])
+            #expect(beta.map(\.tally) == [EventTally(sessions: 1, crashedSessions: 1)])
+            // Done once: nothing left to do.
+            #expect(try await store.compactEventCounts(rollUp: Self.t0..<(Self.t0 + 9000), deleteBefore: Self.t0) == EventCompaction())
+        }
+    }
+
+    @Test func compactionRollsUpWholeHoursOnly() {
+        let t0 = Self.t0
+        #expect(EventCompaction.hours(in: t0..<(t0 + 3600)) == [t0.milliseconds])
+        #expect(EventCompaction.hours(in: (t0 + 1)..<(t0 + 3 * 3600 - 1)) == [t0.milliseconds + 3_600_000])
+        #expect(EventCompaction.hours(in: t0..<(t0 + 3599)).isEmpty)
+        #expect(EventCompaction.hours(in: (t0 + 10)..<(t0 + 20)).isEmpty)
     }
 }
 

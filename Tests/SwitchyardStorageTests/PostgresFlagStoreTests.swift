@@ -159,6 +159,41 @@ import Testing
         }
     }
 
+    /// Client events have a pool of their own: events operations that hold every one of its connections past the
+    /// operation timeout fail alone, a change meanwhile takes a connection of the main pool and commits, and the
+    /// database never counts as unreachable.
+    @Test func slowEventsOperationsNeitherHoldUpChangesNorMakeTheDatabaseUnreachable() async throws {
+        let (base, drop) = try await TestPostgres.createDatabase(timeout: 5)
+        let url = base + "&pool_size=2&events_pool_size=1"
+        let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: url))
+        #expect(store.configuration.maximumEventConnections == 1)
+        let running = Task { try await store.run() }
+        defer { running.cancel() }
+        try await store.migrate()
+        // Four slow events queries on the one events connection: together they hold it for 40 s.
+        let slow = Task {
+            await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        await expectStorageError(.unavailable) { try await store.rows("SELECT pg_sleep(10)", on: .events) }?.message
+                    }
+                }
+                return await group.reduce(into: [String?]()) { $0.append($1) }
+            }
+        }
+        // On a shared pool of two connections this change would wait behind them past its 5 s and fail.
+        let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        #expect(created.state.record.version == 1)
+        for message in await slow.value {
+            #expect(message?.contains("did not answer within") == true, "\(message ?? "no error")")
+        }
+        #expect(store.availability.status == .reachable, "\(store.availability.status)")
+        #expect(store.availability.unansweredProbes == 0)
+        running.cancel()
+        if await !ended(running, within: .seconds(60)) { Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation") }
+        await drop()
+    }
+
     /// A database that stops answering without closing a connection (a network partition, a hung host) counts as
     /// unreachable once its probes go unanswered, and the store works again when it answers.
     @Test func aSilentDatabaseBecomesUnreachableWhenItsProbesGoUnansweredAndRecovers() async throws {
@@ -199,7 +234,7 @@ import Testing
 
     @Test func aURLNamesHostPortUserPasswordDatabaseAndOptions() throws {
         let configuration = try PostgresStoreConfiguration(
-            url: "postgresql://flag%40sd:p%3Ass@db.internal:6543/switch_yard?sslmode=verify-full&pool_size=4&timeout=2.5&application_name=edge")
+            url: "postgresql://flag%40sd:p%3Ass@db.internal:6543/switch_yard?sslmode=verify-full&pool_size=4&events_pool_size=3&timeout=2.5&application_name=edge")
         #expect(configuration.host == "db.internal")
         #expect(configuration.port == 6543)
         #expect(configuration.username == "flag@sd")
@@ -207,6 +242,7 @@ import Testing
         #expect(configuration.database == "switch_yard")
         #expect(configuration.tls == .verifyFull)
         #expect(configuration.maximumConnections == 4)
+        #expect(configuration.maximumEventConnections == 3)
         #expect(configuration.operationTimeout == .milliseconds(2500))
         #expect(configuration.applicationName == "edge")
         #expect(!configuration.displayURL.contains("p:ss"))
@@ -265,6 +301,7 @@ import Testing
         ("postgres://", "names no host"),
         ("postgres://h/db?sslmode=sometimes", "sslmode=sometimes"),
         ("postgres://h/db?pool_size=0", "pool_size=0"),
+        ("postgres://h/db?events_pool_size=0", "events_pool_size=0"),
         ("postgres://h/db?timeout=-1", "timeout=-1"),
         ("postgres://h/db?colour=blue", "unknown parameter 'colour'"),
         ("postgres://h/a/b", "single database name"),

@@ -6,6 +6,11 @@ ingest   events ingested per second through POST /v1/namespaces/{ns}/events, wit
          (namespace guard-off): the guard's cost on the ingestion path as a ratio.
 trip     time from sending the batch that trips a plugin switch until each of W long-poll clients holds the new
          snapshot; in the same run, the same for a person's `POST …/disable` (the reference path).
+flood    an editor's kill-switch change (kill, then revive, of the master kill switch), request to answer, at rest and
+         while C clients post event batches as fast as they can (rounds interleaved, same run): changes first.
+storage  a simulated day of events: P sessions in every minute of the last 24 hours (the flood's sessions), posted
+         as late reports with their times; then the same for H hours three days ago (rolled up into hours by
+         flagsd's hourly upkeep after a restart: bench/events-storage.sh). Prints what was posted.
 
 Prints one JSON object. Needs uvloop (the venv bench/flagsd-common.sh makes).
 """
@@ -70,8 +75,8 @@ class Connection:
             self.writer.close()
 
 
-def session(crashed: bool, switches, city: str) -> dict:
-    now = time.time()
+def session(crashed: bool, switches, city: str, at: float = None) -> dict:
+    now = time.time() if at is None else at
     stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
     event_id = uuid.uuid4().hex
     return {"id": event_id, "type": "session", "time": stamp(now - 1), "city": city, "cohorts": ["riders"],
@@ -205,6 +210,130 @@ async def trip(host, port, admin, client, waiters, repeats):
     return result
 
 
+def flood_process(host, port, client, connections, size, stop, results):
+    """The flooding clients, in a process of their own, so that their asyncio loop never delays the editor's."""
+    uvloop.install()
+    rng = random.Random(11)
+    bodies = batch_bodies(200, size, rng)
+
+    async def run():
+        counter = {"next": 0}
+
+        async def worker():
+            connection = Connection(host, port, client)
+            sent = refused = 0
+            while not stop.is_set():
+                body = bodies[counter["next"] % len(bodies)]
+                counter["next"] += 1
+                body = body.replace(b'"id": "', b'"id": "' + uuid.uuid4().hex[:6].encode())
+                status, _, data = await connection.request("POST", "/v1/namespaces/flood/events", body)
+                if status == 429:
+                    refused += 1
+                    continue
+                assert status == 200, (status, data[:200])
+                sent += size
+            connection.close()
+            return sent, refused
+
+        done = await asyncio.gather(*(worker() for _ in range(connections)))
+        results.put((sum(d[0] for d in done), sum(d[1] for d in done)))
+
+    asyncio.run(run())
+
+
+async def flood(host, port, admin, client, seconds, rounds, connections, size, changes):
+    import multiprocessing
+    setup = Connection(host, port, admin)
+    await create(setup, "flood", flag_set(True))
+    setup.close()
+    latencies = {"rest": [], "flood": []}
+    flooded = {"events": 0, "refused": 0, "seconds": 0.0}
+    # flagsd's own time in store.change (the commit, the writer's queue included), per phase, from /metrics.
+    commit = {"rest": [0.0, 0], "flood": [0.0, 0]}
+
+    async def commit_totals():
+        probe = Connection(host, port, admin)
+        _, _, data = await probe.request("GET", "/metrics")
+        probe.close()
+        text = data.decode()
+        total = lambda name: sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+        return total("flagsd_change_commit_duration_seconds_sum"), total("flagsd_change_commit_duration_seconds_count")
+
+    async def phase(name, run):
+        before = await commit_totals()
+        await run()
+        after = await commit_totals()
+        commit[name][0] += after[0] - before[0]
+        commit[name][1] += after[1] - before[1]
+
+    async def kill_switch_changes(into):
+        editor = Connection(host, port, admin)
+        for index in range(changes):
+            action = "kill" if index % 2 == 0 else "revive"
+            started = time.monotonic()
+            status, _, data = await editor.request("POST", f"/v1/namespaces/flood/kill-switches/master/{action}",
+                                                   json.dumps({"reason": "bench"}).encode())
+            into.append((time.monotonic() - started) * 1000)
+            assert status == 200, (status, data[:200])
+            await asyncio.sleep(seconds / changes)
+        editor.close()
+
+    for _ in range(rounds):
+        await phase("rest", lambda: kill_switch_changes(latencies["rest"]))
+        stop, results = multiprocessing.Event(), multiprocessing.Queue()
+        process = multiprocessing.Process(target=flood_process, args=(host, port, client, connections, size, stop, results))
+        started = time.monotonic()
+        process.start()
+        await asyncio.sleep(1.0)  # the flood is running
+        await phase("flood", lambda: kill_switch_changes(latencies["flood"]))
+        stop.set()
+        sent, refused = await asyncio.get_running_loop().run_in_executor(None, results.get)
+        process.join()
+        flooded["events"] += sent
+        flooded["refused"] += refused
+        flooded["seconds"] += time.monotonic() - started
+    summary = lambda values: {"changes": len(values), "p50_ms": round(percentile(values, 50), 2),
+                              "p99_ms": round(percentile(values, 99), 2), "max_ms": round(max(values), 2)}
+    result = {"clients": connections, "batch": size, "rest": summary(latencies["rest"]), "flood": summary(latencies["flood"]),
+              "flood_events_per_second": round(flooded["events"] / flooded["seconds"]),
+              "flood_batches_refused": flooded["refused"],
+              "commit_mean_ms": {name: round(total / max(count, 1) * 1000, 2) for name, (total, count) in commit.items()}}
+    result["ratio_p50_flood_to_rest"] = round(result["flood"]["p50_ms"] / result["rest"]["p50_ms"], 2)
+    result["ratio_p99_flood_to_rest"] = round(result["flood"]["p99_ms"] / result["rest"]["p99_ms"], 2)
+    return result
+
+
+async def storage(host, port, client, per_minute, minutes, days_ago, connections, create_namespace, admin):
+    """Posts `per_minute` sessions for each of `minutes` minutes ending `days_ago` days ago, `connections` at a time."""
+    if create_namespace:
+        setup = Connection(host, port, admin)
+        await create(setup, "storage", flag_set(True))
+        setup.close()
+    rng = random.Random(11)
+    end = time.time() - days_ago * 86_400
+    start = end - minutes * 60
+    queue = list(range(minutes))
+    posted = {"events": 0}
+
+    async def worker():
+        connection = Connection(host, port, client)
+        while queue:
+            minute = queue.pop()
+            at = start + minute * 60 + 30
+            events = [session(rng.random() < 0.001, rng.sample(SWITCHES, 4), rng.choice(CITIES), at=at) for _ in range(per_minute)]
+            for first in range(0, len(events), 500):
+                part = events[first:first + 500]
+                status, _, data = await connection.request("POST", "/v1/namespaces/storage/events", json.dumps({"events": part}).encode())
+                assert status == 200, (status, data[:300])
+                posted["events"] += len(part)
+        connection.close()
+
+    started = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(connections)))
+    return {"events": posted["events"], "minutes": minutes, "per_minute": per_minute, "days_ago": days_ago,
+            "seconds": round(time.monotonic() - started, 1)}
+
+
 async def client_token(host, port, admin, namespaces):
     connection = Connection(host, port, admin)
     status, _, data = await connection.request("POST", "/v1/tokens", json.dumps(
@@ -216,7 +345,7 @@ async def client_token(host, port, admin, namespaces):
 
 async def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["ingest", "trip"])
+    parser.add_argument("mode", choices=["ingest", "trip", "flood", "storage"])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--admin-token", required=True)
@@ -226,13 +355,24 @@ async def main():
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--waiters", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--changes", type=int, default=50, help="kill-switch changes per round and phase (flood)")
+    parser.add_argument("--per-minute", type=int, default=200, help="sessions per simulated minute (storage)")
+    parser.add_argument("--minutes", type=int, default=1440, help="simulated minutes (storage)")
+    parser.add_argument("--days-ago", type=float, default=0, help="the simulated minutes end this many days ago (storage)")
+    parser.add_argument("--create", action="store_true", help="create the storage namespace first (storage)")
     args = parser.parse_args()
     # Client tokens name the namespaces they serve: the ones this run creates.
-    namespaces = ["guard-on", "guard-off"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
+    namespaces = ["guard-on", "guard-off", "flood", "storage"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
     args.client_token = await client_token(args.host, args.port, args.admin_token, namespaces)
     if args.mode == "ingest":
         result = await ingest(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
                               args.connections, args.batch)
+    elif args.mode == "flood":
+        result = await flood(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
+                             args.connections, args.batch, args.changes)
+    elif args.mode == "storage":
+        result = await storage(args.host, args.port, args.client_token, args.per_minute, args.minutes, args.days_ago,
+                               args.connections, args.create, args.admin_token)
     else:
         result = await trip(args.host, args.port, args.admin_token, args.client_token, args.waiters, args.repeats)
     print(json.dumps(result))

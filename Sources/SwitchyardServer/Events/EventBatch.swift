@@ -46,6 +46,8 @@ package struct EventBatch: Sendable {
     /// Ids that occurred again later in the batch (acknowledged, counted once).
     package var repeated: [String] = []
     package var rejected: [Rejection] = []
+    /// How many events the body held (valid or not): what the batch costs of its rate budgets.
+    package private(set) var posted = 0
 
     /// Reads and checks a batch.
     ///
@@ -72,6 +74,7 @@ package struct EventBatch: Sendable {
                            "events: \(elements.count) events in one batch; this server takes at most \(limits.maximumEvents) (send smaller batches)",
                            problems: [ValidationProblem(path: "events", message: "holds \(elements.count) events, more than \(limits.maximumEvents)")])
         }
+        posted = elements.count
         var seen = Set<String>()
         for (index, element) in elements.enumerated() {
             switch EventReader.read(element, now: now, limits: limits, source: source) {

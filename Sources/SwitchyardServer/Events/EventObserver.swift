@@ -1,4 +1,5 @@
 package import Foundation
+import Logging
 package import SwitchyardStorage
 import Synchronization
 
@@ -182,8 +183,13 @@ final class NamespaceGate: Sendable {
     }
 }
 
-/// Forgets event ids past their retention, at most once an hour, on the ingestion path.
+/// Keeps what events leave in the store bounded, at most once an hour, started from the ingestion path: forgets
+/// event ids past their retention, admission windows and crash records past the longest guard window, rolls minute
+/// counters up into hours past it, and deletes counters past `--events-retention`.
 package final class EventIDPruner: Sendable {
+    /// Minute counters older than this roll up into hours: the longest crash guard window (a day) and a day more.
+    package static let rollUpAfter: Duration = .seconds(2 * 86_400)
+
     private let lastRun = Mutex<Date?>(nil)
     private let interval: TimeInterval
 
@@ -197,6 +203,27 @@ package final class EventIDPruner: Sendable {
             guard last.map({ now.timeIntervalSince($0) >= interval }) ?? true else { return false }
             last = now
             return true
+        }
+    }
+
+    /// Does the pruning and compaction due at `now` (in small transactions: a flag change waits for one at most).
+    /// Failures are logged and tried again an hour later.
+    static func maintain(_ store: any FlagStore, now: Date, idRetention: Duration, countRetention: Duration, logger: Logger) async {
+        do {
+            let forgotten = try await store.pruneEventIDs(before: now - idRetention.seconds)
+            if forgotten > 0 { logger.info("forgot old event ids", metadata: ["count": .stringConvertible(forgotten)]) }
+            // Admission windows and crash records outlive the longest guard window (a day) by a day.
+            let records = try await store.pruneEventRecords(before: now - rollUpAfter.seconds)
+            if records > 0 { logger.info("forgot old admission windows and crash records", metadata: ["count": .stringConvertible(records)]) }
+            let deleteBefore = now - countRetention.seconds
+            let compaction = try await store.compactEventCounts(rollUp: deleteBefore..<max(deleteBefore, now - rollUpAfter.seconds),
+                                                                deleteBefore: deleteBefore)
+            if compaction != EventCompaction() {
+                logger.info("rolled old event counters up into hours and deleted those past the retention", metadata: [
+                    "rolled_up": .stringConvertible(compaction.rolledUp), "deleted": .stringConvertible(compaction.deleted)])
+            }
+        } catch {
+            logger.warning("could not prune or compact event records; will try again in an hour", metadata: ["error": "\(error)"])
         }
     }
 }

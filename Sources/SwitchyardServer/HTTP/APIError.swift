@@ -61,6 +61,13 @@ package struct APIError: Error, Sendable {
         return error
     }
 
+    /// 429: a budget (a rate, a backlog) is spent; retry after `seconds`.
+    package static func tooManyRequests(retryAfter seconds: Int, _ title: String, _ detail: String) -> APIError {
+        var error = APIError(.tooManyRequests, "too-many-requests", title, detail)
+        error.headers[.retryAfter] = String(max(1, seconds))
+        return error
+    }
+
     package static func methodNotAllowed(_ method: HTTPRequest.Method, path: String, allowed: [HTTPRequest.Method]) -> APIError {
         let list = allowed.map(\.rawValue).joined(separator: ", ")
         var error = APIError(.methodNotAllowed, "method-not-allowed", "Method not allowed",

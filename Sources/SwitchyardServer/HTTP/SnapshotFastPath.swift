@@ -232,7 +232,10 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
             case .wait(let position, let seconds, let current):
                 parkSerial += 1
                 let connection = ParkedSnapshotRequest(handler: NIOLoopBound(self, eventLoop: context.eventLoop), serial: parkSerial)
-                switch fastPath.api.service.hub.park(connection, for: namespace, after: position, timeout: .seconds(seconds)) {
+                let service = fastPath.api.service
+                let address = service.configuration.trustedProxies.sourceAddress(
+                    peer: context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }, headers: head.headerFields)
+                switch service.hub.park(connection, for: namespace, after: position, timeout: .seconds(seconds), address: address?.key) {
                 case .parked(let id):
                     parked = Parked(serial: parkSerial, id: id, path: request.uri.path,
                                     acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,

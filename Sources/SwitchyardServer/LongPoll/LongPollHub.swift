@@ -201,9 +201,9 @@ package final class LongPollHub: Service, Sendable {
     private let logger: Logger
 
     /// - Parameter deltaVersions: how many versions back deltas may start (0: never answer with a delta).
-    package init(maximumWaiters: Int, deltaVersions: Int = 100, sweepInterval: Duration = .milliseconds(100),
-                 metricsFactory: any MetricsFactory, logger: Logger) {
-        shared = Mutex(Shared(state: State(maximumWaiters: maximumWaiters)))
+    package init(maximumWaiters: Int, maximumWaitersPerAddress: Int = .max, deltaVersions: Int = 100,
+                 sweepInterval: Duration = .milliseconds(100), metricsFactory: any MetricsFactory, logger: Logger) {
+        shared = Mutex(Shared(state: State(maximumWaiters: maximumWaiters, maximumWaitersPerAddress: maximumWaitersPerAddress)))
         self.deltaVersions = deltaVersions
         self.sweepInterval = sweepInterval
         self.metricsFactory = metricsFactory
@@ -316,7 +316,9 @@ package final class LongPollHub: Service, Sendable {
     }
 
     /// Waits until a namespace passes a position, the timeout ends, or the service shuts down.
-    package func wait(for namespace: String, after position: FeedPosition, timeout: Duration) async -> WakeReason {
+    ///
+    /// - Parameter address: the request's source address key (for the cap per address); nil when unknown.
+    package func wait(for namespace: String, after position: FeedPosition, timeout: Duration, address: String? = nil) async -> WakeReason {
         let deadline = clock.now.advanced(by: timeout)
         let id = shared.withLock { shared in
             shared.nextID += 1
@@ -325,7 +327,8 @@ package final class LongPollHub: Service, Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<WakeReason, Never>) in
                 let (action, count) = shared.withLock { shared in
-                    (shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline, waiter: .task(continuation)),
+                    (shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline, waiter: .task(continuation),
+                                           address: address),
                      shared.state.count)
                 }
                 switch action {
@@ -333,6 +336,7 @@ package final class LongPollHub: Service, Sendable {
                     waitersGauge.record(count)
                     if Task.isCancelled { cancel(id) }
                 case .answerNow(let reason):
+                    refused(reason)
                     continuation.resume(returning: reason)
                 }
             }
@@ -349,22 +353,38 @@ package final class LongPollHub: Service, Sendable {
     /// Parks a connection's request until a namespace passes a position, the timeout ends, or the service shuts
     /// down; `connection.wake` then answers it on its event loop.
     ///
+    /// - Parameter address: the request's source address key (for the cap per address); nil when unknown.
     /// - Returns: `.parked(id:)`, or `.answerNow` with the reason to answer with at once (the namespace passed the
-    ///   position already, is unknown, too many requests wait, or the service is shutting down).
+    ///   position already, is unknown, too many requests wait, in all or from the address, or the service is
+    ///   shutting down).
     package func park(_ connection: any ParkedConnection, for namespace: String, after position: FeedPosition,
-                      timeout: Duration) -> ParkAction {
+                      timeout: Duration, address: String? = nil) -> ParkAction {
         let deadline = clock.now.advanced(by: timeout)
         let (action, count) = shared.withLock { shared -> (ParkAction, Int) in
             shared.nextID += 1
             let id = shared.nextID
             switch shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline,
-                                         waiter: .connection(connection)) {
+                                         waiter: .connection(connection), address: address) {
             case .parked: return (.parked(id: id), shared.state.count)
             case .answerNow(let reason): return (.answerNow(reason), shared.state.count)
             }
         }
-        if case .parked = action { waitersGauge.record(count) }
+        switch action {
+        case .parked: waitersGauge.record(count)
+        case .answerNow(let reason): refused(reason)
+        }
         return action
+    }
+
+    /// Counts a request refused for a cap in `flagsd_long_poll_refused_total` (the reason is a fixed word).
+    private func refused(_ reason: WakeReason) {
+        let label = switch reason {
+        case .overloaded: "waiter_cap"
+        case .addressBusy: "address_cap"
+        default: ""
+        }
+        guard !label.isEmpty else { return }
+        Counter(label: "flagsd_long_poll_refused_total", dimensions: [("reason", label)], factory: metricsFactory).increment()
     }
 
     /// Removes a parked connection's request without waking it (its connection closed).

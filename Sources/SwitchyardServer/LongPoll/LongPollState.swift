@@ -12,6 +12,8 @@ package enum WakeReason: Sendable, Hashable {
     case cancelled
     /// Too many requests are waiting already.
     case overloaded
+    /// Too many requests from the same source address are waiting already.
+    case addressBusy
 }
 
 /// Where a namespace's feed is: its epoch and version.
@@ -42,19 +44,30 @@ package struct LongPollState<Waiter, Instant: Comparable> {
     package enum RegisterAction {
         /// Parked; it will be answered by `publish`, `expire`, `cancel`, `remove` or `shutdown`.
         case parked
-        /// Answer at once with this reason (the waiter was not kept); `overloaded` past the waiter cap.
+        /// Answer at once with this reason (the waiter was not kept); `overloaded` past the waiter cap,
+        /// `addressBusy` past the cap per source address.
         case answerNow(WakeReason)
     }
 
     package let maximumWaiters: Int
+    package let maximumWaitersPerAddress: Int
+    /// Parked waiters per source address key, and each waiter's address (waiters without one are not counted).
+    private var waitersOfAddress: [String: Int] = [:]
+    private var addressOfWaiter: [Int: String] = [:]
     private(set) var positions: [String: Position] = [:]
     private var waiters: [String: [Int: Entry]] = [:]
     private var namespaceOfWaiter: [Int: String] = [:]
     private var earliestDeadline: Instant?
     package private(set) var isShutDown = false
 
-    package init(maximumWaiters: Int) {
+    package init(maximumWaiters: Int, maximumWaitersPerAddress: Int = .max) {
         self.maximumWaiters = maximumWaiters
+        self.maximumWaitersPerAddress = maximumWaitersPerAddress
+    }
+
+    /// The number of parked waiters from a source address.
+    package func count(from address: String) -> Int {
+        waitersOfAddress[address] ?? 0
     }
 
     /// The number of parked waiters.
@@ -66,11 +79,20 @@ package struct LongPollState<Waiter, Instant: Comparable> {
     }
 
     /// Parks a waiter until its namespace passes `after` (a version of the same epoch) or `deadline`.
-    package mutating func register(id: Int, namespace: String, after: Position, deadline: Instant, waiter: Waiter) -> RegisterAction {
+    ///
+    /// - Parameter address: the request's source address key, counted against `maximumWaitersPerAddress`; nil
+    ///   when unknown (not counted).
+    package mutating func register(id: Int, namespace: String, after: Position, deadline: Instant, waiter: Waiter,
+                                   address: String? = nil) -> RegisterAction {
         if isShutDown { return .answerNow(.shutdown) }
         guard let current = positions[namespace] else { return .answerNow(.gone) }
         if current.epoch != after.epoch || current.version > after.version { return .answerNow(.changed) }
         if count >= maximumWaiters { return .answerNow(.overloaded) }
+        if let address {
+            guard count(from: address) < maximumWaitersPerAddress else { return .answerNow(.addressBusy) }
+            waitersOfAddress[address, default: 0] += 1
+            addressOfWaiter[id] = address
+        }
         waiters[namespace, default: [:]][id] = Entry(after: after, deadline: deadline, waiter: waiter)
         namespaceOfWaiter[id] = namespace
         if earliestDeadline.map({ deadline < $0 }) ?? true { earliestDeadline = deadline }
@@ -92,6 +114,7 @@ package struct LongPollState<Waiter, Instant: Comparable> {
             if entry.after.epoch != position.epoch || entry.after.version < position.version {
                 woken.append(entry.waiter)
                 namespaceOfWaiter[id] = nil
+                release(id)
             } else {
                 staying[id] = entry
             }
@@ -104,7 +127,10 @@ package struct LongPollState<Waiter, Instant: Comparable> {
     package mutating func remove(_ namespace: String) -> [Waiter] {
         positions[namespace] = nil
         let parked = waiters.removeValue(forKey: namespace) ?? [:]
-        for id in parked.keys { namespaceOfWaiter[id] = nil }
+        for id in parked.keys {
+            namespaceOfWaiter[id] = nil
+            release(id)
+        }
         return parked.values.map(\.waiter)
     }
 
@@ -128,6 +154,7 @@ package struct LongPollState<Waiter, Instant: Comparable> {
             for id in expiredIDs {
                 parked[id] = nil
                 namespaceOfWaiter[id] = nil
+                release(id)
             }
             if !parked.isEmpty { waiters[namespace] = parked }
         }
@@ -138,6 +165,7 @@ package struct LongPollState<Waiter, Instant: Comparable> {
     /// Removes one waiter (its request was cancelled); nil when it was already answered.
     package mutating func cancel(id: Int) -> Waiter? {
         guard let namespace = namespaceOfWaiter.removeValue(forKey: id) else { return nil }
+        release(id)
         let entry = waiters[namespace]?.removeValue(forKey: id)
         if waiters[namespace]?.isEmpty == true { waiters[namespace] = nil }
         return entry?.waiter
@@ -149,7 +177,16 @@ package struct LongPollState<Waiter, Instant: Comparable> {
         let all = waiters.values.flatMap { $0.values.map(\.waiter) }
         waiters = [:]
         namespaceOfWaiter = [:]
+        waitersOfAddress = [:]
+        addressOfWaiter = [:]
         earliestDeadline = nil
         return all
+    }
+
+    /// Uncounts a waiter that leaves from its address.
+    private mutating func release(_ id: Int) {
+        guard !addressOfWaiter.isEmpty, let address = addressOfWaiter.removeValue(forKey: id) else { return }
+        let left = (waitersOfAddress[address] ?? 1) - 1
+        waitersOfAddress[address] = left > 0 ? left : nil
     }
 }

@@ -15,7 +15,8 @@ extension API {
         case .now(let outcome):
             return outcome.reply.response
         case .wait(let position, let seconds, let current):
-            let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds))
+            let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds),
+                                                address: service.sourceAddress(of: request, context: context)?.key)
             return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current, after: position)
                 .reply.response
         }
@@ -50,7 +51,8 @@ extension API {
     /// The answer to a snapshot request once its wait ended: the new snapshot (or the delta to it from the version
     /// the request waited on, when it accepts deltas), or 304 with the one it waited on.
     ///
-    /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already.
+    /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already, 429 when
+    ///   too many wait from the request's source address.
     func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot,
                            after position: FeedPosition) throws -> SnapshotOutcome {
         try snapshotAfterWait(reason, acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
@@ -73,10 +75,20 @@ extension API {
             return .notModified(current)
         case .gone:
             throw APIError.namespaceNotFound(namespace)
-        case .overloaded:
-            throw APIError.overloaded(retryAfter: service.configuration.retryAfter,
-                                      "\(service.configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
+        case .overloaded, .addressBusy:
+            throw waitRefusal(reason)
         }
+    }
+
+    /// The answer to a long-poll refused for a cap: 503 past the waiter cap, 429 past the cap per address.
+    func waitRefusal(_ reason: WakeReason) -> APIError {
+        let configuration = service.configuration
+        if reason == .addressBusy {
+            return APIError.tooManyRequests(retryAfter: configuration.retryAfter, "Too many waiting requests from this address",
+                                            "\(configuration.maximumWaitersPerAddress) requests from this source address are waiting already; retry after the Retry-After seconds, with jitter")
+        }
+        return APIError.overloaded(retryAfter: configuration.retryAfter,
+                                   "\(configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
     }
 
     /// The snapshot, or the delta to it from the version a request holds when it accepts deltas and one is kept
@@ -132,12 +144,10 @@ extension API {
         guard var current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
         if let wait, wait > 0, current.version <= after {
             let reason = await service.hub.wait(for: namespace, after: FeedPosition(epoch: current.epoch, version: after),
-                                                timeout: .seconds(wait))
+                                                timeout: .seconds(wait), address: service.sourceAddress(of: request, context: context)?.key)
             switch reason {
             case .gone: throw APIError.namespaceNotFound(namespace)
-            case .overloaded:
-                throw APIError.overloaded(retryAfter: service.configuration.retryAfter,
-                                          "\(service.configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
+            case .overloaded, .addressBusy: throw waitRefusal(reason)
             default: break
             }
             guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }

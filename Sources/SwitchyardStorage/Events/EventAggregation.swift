@@ -10,6 +10,8 @@ public enum EventAggregation {
     /// The width of a time bucket: one minute, aligned on the Unix epoch (UTC).
     public static let bucketSize: Duration = .seconds(60)
     static let bucketMilliseconds: Int64 = 60_000
+    /// The width of a rolled-up bucket (``EventStore/compactEventCounts(rollUp:deleteBefore:)``): one hour.
+    static let hourMilliseconds: Int64 = 3_600_000
 
     /// The start of the bucket holding a time, in milliseconds since 1970.
     public static func bucketStart(of time: Date) -> Int64 {

@@ -45,6 +45,13 @@ public protocol EventStore: Sendable {
     func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
         -> EventIngestResult
 
+    /// Counts new events as `ingestEvents(_:in:receivedAt:admission:)` does; when `synced` is false the commit may
+    /// return before it is on disk, provided the next synced commit of the store makes it durable too (a write-ahead
+    /// log synced up to that commit). Ingestion writes the parts of a large batch this way, and only the last one
+    /// synced, before acknowledging the batch. The default syncs every part.
+    func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool)
+        async throws -> EventIngestResult
+
     /// Counter sums over a time range.
     func eventCounts(_ query: EventCountQuery) async throws -> [EventCount]
 
@@ -62,9 +69,43 @@ public protocol EventStore: Sendable {
     /// - Returns: how many rows were forgotten.
     @discardableResult
     func pruneEventRecords(before date: Date) async throws -> Int
+
+    /// Keeps counters bounded: rolls the minute counters of each whole hour in `rollUp` into one counter per hour
+    /// (at the hour's start), and deletes counters older than `deleteBefore`, in small transactions.
+    ///
+    /// Ranges past `rollUp`'s lower bound are counted per hour from then on: a sum over `[from, until)` counts an
+    /// hour whose start is in it. Only hours entirely before `rollUp.upperBound` roll up.
+    @discardableResult
+    func compactEventCounts(rollUp: Range<Date>, deleteBefore: Date) async throws -> EventCompaction
+}
+
+/// What ``EventStore/compactEventCounts(rollUp:deleteBefore:)`` did.
+public struct EventCompaction: Sendable, Hashable {
+    /// Minute counters added into their hour's counter (and removed).
+    public var rolledUp: Int
+    /// Counters deleted as older than the retention.
+    public var deleted: Int
+
+    public init(rolledUp: Int = 0, deleted: Int = 0) {
+        self.rolledUp = rolledUp
+        self.deleted = deleted
+    }
+
+    /// The hour starts (milliseconds) whose minutes a compaction over `range` rolls up: whole hours in it.
+    public static func hours(in range: Range<Date>) -> [Int64] {
+        let hour = EventAggregation.hourMilliseconds
+        let first = (max(0, range.lowerBound.milliseconds) + hour - 1) / hour * hour
+        let end = max(0, range.upperBound.milliseconds) / hour * hour
+        return Array(stride(from: first, to: end, by: Int(hour)))
+    }
 }
 
 extension EventStore {
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool)
+        async throws -> EventIngestResult {
+        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission)
+    }
+
     /// Counts new events with no caps and every city and cohort on its own.
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date) async throws -> EventIngestResult {
         try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: .unlimited)

@@ -5,44 +5,75 @@ import SwitchyardCore
 extension SQLiteFlagStore {
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
         -> EventIngestResult {
-        let received = receivedAt.milliseconds
-        return try await access {
+        try await access {
             try await self.pool.write { db in
-                guard try Self.liveNamespaceRow(db, namespace) != nil else { throw StorageError.namespaceNotFound(namespace) }
-                let remember = try db.cachedStatement(sql: """
-                    INSERT OR IGNORE INTO event_id (namespace, id, time_ms, received_ms) VALUES (?, ?, ?, ?)
-                    """)
-                var fresh: [StoredEvent] = []
-                var duplicates: [String] = []
-                for event in events {
-                    try remember.execute(arguments: [namespace, event.id, event.time.milliseconds, received])
-                    if db.changesCount > 0 { fresh.append(event) } else { duplicates.append(event.id) }
-                }
-                let (counted, dropped) = try Self.admit(fresh, in: namespace, admission: admission, db)
-                let add = try db.cachedStatement(sql: """
-                    INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
-                                             sessions, crashed, exposures)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
-                        sessions = sessions + excluded.sessions, crashed = crashed + excluded.crashed,
-                        exposures = exposures + excluded.exposures
-                    """)
-                for (key, tally) in EventAggregation.increments(of: counted) {
-                    try add.execute(arguments: [namespace, key.source.rawValue, key.subject.kind.rawValue, key.subject.key, key.subject.variant,
-                                                key.dimension.kind.rawValue, key.dimension.value, key.bucket,
-                                                tally.sessions, tally.crashedSessions, tally.exposures])
-                }
-                let crash = try db.cachedStatement(sql: """
-                    INSERT OR IGNORE INTO event_crash (namespace, id, source, bucket_ms, unit, address, city, cohorts, switches)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
-                for record in EventAggregation.crashes(of: counted) {
-                    try crash.execute(arguments: [namespace, record.id, record.source.rawValue, record.bucket, record.unit, record.address,
-                                                  record.city, CrashRecord.storedList(record.cohorts), CrashRecord.storedList(record.switches)])
-                }
-                return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
+                try Self.ingest(events, in: namespace, receivedAt: receivedAt, admission: admission, db)
             }
         }
+    }
+
+    /// Counts a part of a batch whose last part is still to come, without waiting for the disk: its commit is
+    /// made durable by the next synced commit (the last part's, or a change's), which syncs the write-ahead log and
+    /// with it every frame before its own. A process killed meanwhile loses nothing (the operating system has the
+    /// frames); a power failure may lose the part, and then nothing of the batch was acknowledged.
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission,
+                             synced: Bool) async throws -> EventIngestResult {
+        guard !synced else { return try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission) }
+        return try await access {
+            try await self.pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                let outcome = Result {
+                    var result: EventIngestResult?
+                    try db.inTransaction {
+                        result = try Self.ingest(events, in: namespace, receivedAt: receivedAt, admission: admission, db)
+                        return .commit
+                    }
+                    return result ?? EventIngestResult(counted: [], duplicates: [])
+                }
+                // Back to syncing every commit before anything else writes (a change must be durable when it returns).
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                return try outcome.get()
+            }
+        }
+    }
+
+    /// The ingestion transaction's work (see `EventStore.ingestEvents`).
+    static func ingest(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, _ db: Database) throws
+        -> EventIngestResult {
+        let received = receivedAt.milliseconds
+        guard try Self.liveNamespaceRow(db, namespace) != nil else { throw StorageError.namespaceNotFound(namespace) }
+        let remember = try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO event_id (namespace, id, time_ms, received_ms) VALUES (?, ?, ?, ?)
+            """)
+        var fresh: [StoredEvent] = []
+        var duplicates: [String] = []
+        for event in events {
+            try remember.execute(arguments: [namespace, event.id, event.time.milliseconds, received])
+            if db.changesCount > 0 { fresh.append(event) } else { duplicates.append(event.id) }
+        }
+        let (counted, dropped) = try Self.admit(fresh, in: namespace, admission: admission, db)
+        let add = try db.cachedStatement(sql: """
+            INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
+                                     sessions, crashed, exposures)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
+                sessions = sessions + excluded.sessions, crashed = crashed + excluded.crashed,
+                exposures = exposures + excluded.exposures
+            """)
+        for (key, tally) in EventAggregation.increments(of: counted) {
+            try add.execute(arguments: [namespace, key.source.rawValue, key.subject.kind.rawValue, key.subject.key, key.subject.variant,
+                                        key.dimension.kind.rawValue, key.dimension.value, key.bucket,
+                                        tally.sessions, tally.crashedSessions, tally.exposures])
+        }
+        let crash = try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO event_crash (namespace, id, source, bucket_ms, unit, address, city, cohorts, switches)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for record in EventAggregation.crashes(of: counted) {
+            try crash.execute(arguments: [namespace, record.id, record.source.rawValue, record.bucket, record.unit, record.address,
+                                          record.city, CrashRecord.storedList(record.cohorts), CrashRecord.storedList(record.switches)])
+        }
+        return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
     }
 
     /// Drives an admission plan over the namespace's admission windows, inside the ingestion transaction.
@@ -132,26 +163,121 @@ extension SQLiteFlagStore {
         }
     }
 
+    /// The most rows one pruning transaction deletes: pruning a day of ids at once would hold the writer, and every
+    /// flag change behind it, for seconds.
+    static let pruneRowsPerTransaction = 2_000
+
     @discardableResult
     public func pruneEventIDs(before date: Date) async throws -> Int {
-        try await access {
-            try await self.pool.write { db in
-                try db.execute(sql: "DELETE FROM event_id WHERE time_ms < ?", arguments: [date.milliseconds])
-                return db.changesCount
-            }
-        }
+        try await prune("""
+            DELETE FROM event_id WHERE (namespace, id) IN (SELECT namespace, id FROM event_id WHERE time_ms < ? LIMIT ?)
+            """, before: date)
     }
 
     @discardableResult
     public func pruneEventRecords(before date: Date) async throws -> Int {
-        try await access {
-            try await self.pool.write { db in
-                try db.execute(sql: "DELETE FROM event_window WHERE window_ms < ?", arguments: [date.milliseconds])
-                var forgotten = db.changesCount
-                try db.execute(sql: "DELETE FROM event_crash WHERE bucket_ms < ?", arguments: [date.milliseconds])
-                forgotten += db.changesCount
-                return forgotten
+        let windows = try await prune("""
+            DELETE FROM event_window WHERE (namespace, window_ms, kind, value) IN
+                (SELECT namespace, window_ms, kind, value FROM event_window WHERE window_ms < ? LIMIT ?)
+            """, before: date)
+        let crashes = try await prune("""
+            DELETE FROM event_crash WHERE (namespace, id) IN (SELECT namespace, id FROM event_crash WHERE bucket_ms < ? LIMIT ?)
+            """, before: date)
+        return windows + crashes
+    }
+
+    @discardableResult
+    public func compactEventCounts(rollUp: Range<Date>, deleteBefore: Date) async throws -> EventCompaction {
+        var compaction = EventCompaction()
+        let hours = EventCompaction.hours(in: rollUp)
+        for namespace in try await namespaces().map(\.name) {
+            for hour in hours {
+                // A read first: most hours have nothing left to roll up, and a read does not wait for the writer.
+                let pending = try await access {
+                    try await self.pool.read { db in
+                        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM event_count WHERE namespace = ? AND bucket_ms > ? AND bucket_ms < ?)",
+                                          arguments: [namespace, hour, hour + EventAggregation.hourMilliseconds]) ?? false
+                    }
+                }
+                guard pending else { continue }
+                while true {
+                    let moved = try await access {
+                        try await self.pool.write { db in try Self.rollUp(namespace, hour: hour, limit: Self.pruneRowsPerTransaction, db) }
+                    }
+                    compaction.rolledUp += moved
+                    if moved < Self.pruneRowsPerTransaction { break }
+                }
             }
+            while true {
+                let deleted = try await access {
+                    try await self.pool.write { db in
+                        try db.execute(sql: """
+                            DELETE FROM event_count WHERE (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) IN
+                                (SELECT namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms FROM event_count
+                                 WHERE namespace = ? AND bucket_ms < ? LIMIT ?)
+                            """, arguments: [namespace, deleteBefore.milliseconds, Self.pruneRowsPerTransaction])
+                        return db.changesCount
+                    }
+                }
+                compaction.deleted += deleted
+                if deleted < Self.pruneRowsPerTransaction { break }
+            }
+        }
+        return compaction
+    }
+
+    /// Adds up to `limit` minute counters of one hour (after its first minute) into the counter at the hour's start,
+    /// and removes them. Returns how many it moved.
+    static func rollUp(_ namespace: String, hour: Int64, limit: Int, _ db: Database) throws -> Int {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT source, subject_kind, subject, variant, dimension, value, bucket_ms, sessions, crashed, exposures FROM event_count
+            WHERE namespace = ? AND bucket_ms > ? AND bucket_ms < ? LIMIT ?
+            """, arguments: [namespace, hour, hour + EventAggregation.hourMilliseconds, limit])
+        struct Key: Hashable { var source, subjectKind, subject, variant, dimension, value: String }
+        var sums: [Key: (sessions: Int64, crashed: Int64, exposures: Int64)] = [:]
+        let delete = try db.cachedStatement(sql: """
+            DELETE FROM event_count WHERE namespace = ? AND source = ? AND subject_kind = ? AND subject = ? AND variant = ?
+                AND dimension = ? AND value = ? AND bucket_ms = ?
+            """)
+        for row in rows {
+            let key = Key(source: row["source"], subjectKind: row["subject_kind"], subject: row["subject"], variant: row["variant"],
+                          dimension: row["dimension"], value: row["value"])
+            var sum = sums[key] ?? (0, 0, 0)
+            sum.sessions += row["sessions"]
+            sum.crashed += row["crashed"]
+            sum.exposures += row["exposures"]
+            sums[key] = sum
+            let bucket: Int64 = row["bucket_ms"]
+            try delete.execute(arguments: [namespace, key.source, key.subjectKind, key.subject, key.variant, key.dimension, key.value, bucket])
+        }
+        let add = try db.cachedStatement(sql: """
+            INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms, sessions, crashed, exposures)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
+                sessions = sessions + excluded.sessions, crashed = crashed + excluded.crashed, exposures = exposures + excluded.exposures
+            """)
+        for (key, sum) in sums {
+            try add.execute(arguments: [namespace, key.source, key.subjectKind, key.subject, key.variant, key.dimension, key.value, hour,
+                                        sum.sessions, sum.crashed, sum.exposures])
+        }
+        return rows.count
+    }
+
+    /// Runs a bounded `DELETE` (arguments: the date, the limit) in transactions of its own until it deletes fewer
+    /// rows than the limit, so that a change waits for one small transaction at most.
+    ///
+    /// - Returns: the rows deleted in all.
+    private func prune(_ sql: String, before date: Date) async throws -> Int {
+        var forgotten = 0
+        while true {
+            let deleted = try await access {
+                try await self.pool.write { db in
+                    try db.execute(sql: sql, arguments: [date.milliseconds, Self.pruneRowsPerTransaction])
+                    return db.changesCount
+                }
+            }
+            forgotten += deleted
+            if deleted < Self.pruneRowsPerTransaction { return forgotten }
         }
     }
 }
