@@ -94,8 +94,9 @@ struct CrashGuardFleetTests {
             let (store, url, token, folder) = (fleet.store, fleet.url, fleet.token, fleet.folder)
             let devices = (0..<48).map { Device(index: $0, folder: folder) }
 
-            // Launch every device again and again, 16 at a time, until the guard trips and every device has
-            // launched three more times after taking the change (or 40 launches each at most).
+            // Launch every device again and again, 16 at a time, until the guard trips and every device has run
+            // twice on the trip's version and launched three more times (40 launches each at most: a launch starts
+            // from the last snapshot saved, and on a busy machine its sync may finish only after it ran).
             var tripVersion: Int64?
             var launchesAfterTrip = 0
             for _ in 0..<40 {
@@ -105,12 +106,13 @@ struct CrashGuardFleetTests {
                         launches.addTask { await device.launch(server: url, token: token) }
                     }
                 }
-                if tripVersion == nil {
-                    tripVersion = try await store.audit(AuditQuery(namespace: "fleet", source: .crashGuard)).entries.last?.version
-                } else {
+                if let trip = tripVersion {
                     launchesAfterTrip += 1
+                    let everyDeviceTookIt = devices.allSatisfy { device in device.sessions.count { ($0.version ?? 0) >= trip } >= 2 }
+                    if launchesAfterTrip >= 3, everyDeviceTookIt { break }
+                } else {
+                    tripVersion = try await store.audit(AuditQuery(namespace: "fleet", source: .crashGuard)).entries.last?.version
                 }
-                if launchesAfterTrip >= 3 { break }
             }
 
             let trip = try #require(tripVersion, "the crash guard did not trip")
