@@ -16,6 +16,32 @@ struct SQLiteFlagStoreTests {
         try store.close()
     }
 
+    /// Event batches leave the copying of the write-ahead log to the checkpointer's connection: the log stays
+    /// small (each batch's frames are copied and the log starts over), and a change committing on the writer seldom
+    /// has to copy it itself (its automatic checkpoint is 16,000 pages away).
+    @Test func eventBatchesKeepTheWriteAheadLogSmallWithoutTheWriter() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try await SQLiteFlagStore(path: path)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        #expect(try await store.writerAutocheckpointPages() == SQLiteFlagStore.writerCheckpointPages)
+        let promos = "plugin_switch_feed_promos", weather = "plugin_switch_feed_weather"
+        let start = Date()
+        var largest = 0
+        for batch in 0..<60 {
+            // 200 sessions over 200 minutes: about 1,600 counters written per batch.
+            let events = (0..<200).map { index in
+                StoredEvent(id: "b\(batch)-\(index)", time: start - Double(index * 60), city: "lagos", cohorts: ["beta"],
+                            payload: .session(crashed: false, switches: [promos, weather], variants: [:]))
+            }
+            _ = try await store.ingestEvents(events, in: "rider", receivedAt: start)
+            let size = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+            largest = max(largest, size)
+        }
+        // Without the checkpointer the log grows with every batch (to about 20 MB here) until the writer copies it.
+        #expect(largest < 8 << 20, "the write-ahead log reached \(largest) bytes")
+        try store.close()
+    }
+
     /// The database holds the audit log and token hashes: only flagsd's user may read it, its WAL and its folder.
     @Test func theFileItsJournalsAndTheFolderAreCreatedForThisUserOnly() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }

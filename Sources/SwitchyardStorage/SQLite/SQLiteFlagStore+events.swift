@@ -1,14 +1,27 @@
 public import Foundation
 import GRDB
+import Logging
 import SwitchyardCore
 
 extension SQLiteFlagStore {
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
         -> EventIngestResult {
-        try await access {
+        let result = try await access {
             try await self.pool.write { db in
                 try Self.ingest(events, in: namespace, receivedAt: receivedAt, admission: admission, db)
             }
+        }
+        await checkpoint()
+        return result
+    }
+
+    /// Copies what it can of the write-ahead log into the database on the checkpointer's connection (passive: it
+    /// waits for no one and no one waits for it, but the batch's answer). A failure is left to the next batch.
+    func checkpoint() async {
+        do {
+            _ = try await checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+        } catch {
+            logger.debug("checkpoint after an event batch did not run", metadata: ["error": "\(error)"])
         }
     }
 

@@ -19,6 +19,9 @@ import Synchronization
 /// ```
 public final class SQLiteFlagStore: FlagStore {
     let pool: DatabasePool
+    /// A connection of its own that copies the write-ahead log into the database after event batches (a passive
+    /// checkpoint, which never blocks the writer), so that a commit on the writer, a flag change's, seldom has to.
+    let checkpointer: DatabaseQueue
     let logger: Logger
     let now: @Sendable () -> Date
     let makeEpoch: @Sendable () -> String
@@ -48,11 +51,19 @@ public final class SQLiteFlagStore: FlagStore {
         self.logger = logger
         self.now = now
         self.makeEpoch = makeEpoch
-        pool = try await awaitBlocking { () throws(StorageError) -> DatabasePool in try Self.openPool(at: path, logger: logger) }
+        (pool, checkpointer) = try await awaitBlocking { () throws(StorageError) -> (DatabasePool, DatabaseQueue) in
+            try Self.openPool(at: path, logger: logger)
+        }
     }
 
-    /// Opens the pool and migrates it, blocking the calling thread.
-    private static func openPool(at path: String, logger: Logger) throws(StorageError) -> DatabasePool {
+    /// The writer's automatic checkpoint, in pages: past this size of the write-ahead log the commit that crosses it
+    /// copies the log into the database before it returns. SQLite's default is 1,000 (4 MB); event batches write that
+    /// in a few transactions, so a flag change would often pay for a checkpoint. The checkpointer keeps the log far
+    /// below this under events; the writer still checkpoints if it ever grows this far.
+    static let writerCheckpointPages = 16_000
+
+    /// Opens the pool and migrates it, and opens the checkpointer, blocking the calling thread.
+    private static func openPool(at path: String, logger: Logger) throws(StorageError) -> (DatabasePool, DatabaseQueue) {
         do {
             try createPrivately(path, logger: logger)
             var configuration = Configuration()
@@ -65,9 +76,14 @@ public final class SQLiteFlagStore: FlagStore {
             // would then survive a crash of flagsd but not a power failure. Set FULL again, on the writer.
             try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(writerCheckpointPages)")
             }
             try migrator.migrate(pool)
-            return pool
+            var checkpointing = Configuration()
+            checkpointing.busyMode = .timeout(10)
+            let checkpointer = try DatabaseQueue(path: path, configuration: checkpointing)
+            try checkpointer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+            return (pool, checkpointer)
         } catch {
             throw StorageError(.unavailable, "cannot open the SQLite database (check the path and its permissions)",
                                diagnostic: "\(path): \(error)")
@@ -111,6 +127,7 @@ public final class SQLiteFlagStore: FlagStore {
 
     /// Closes the database; later calls fail with `unavailable`.
     public func close() throws {
+        try checkpointer.close()
         try pool.close()
     }
 
@@ -118,6 +135,13 @@ public final class SQLiteFlagStore: FlagStore {
     package func writerSynchronousMode() async throws -> Int {
         try await pool.writeWithoutTransaction { db in
             try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+        }
+    }
+
+    /// The writer connection's `PRAGMA wal_autocheckpoint` (pages), for tests.
+    package func writerAutocheckpointPages() async throws -> Int {
+        try await pool.writeWithoutTransaction { db in
+            try Int.fetchOne(db, sql: "PRAGMA wal_autocheckpoint") ?? -1
         }
     }
 
