@@ -77,6 +77,27 @@ struct CrashGuardBookkeepingTests {
         #expect(reloaded.sessions(of: Self.promos, source: .client, in: .all).sessions == 800)
     }
 
+    @Test func aConfirmationAfterAProposalWasAppliedProposesNothingMore() async throws {
+        var policy = CrashGuardTests.policy
+        policy.maximumTripsPerHour = 0
+        let app = try await CrashGuardTests.app(policy: policy)
+        defer { app.close() }
+        let crashGuard = app.server.guardService
+        try await CrashGuardTests.post(app, CrashGuardTests.sessions("p", count: 200, crashEvery: 5, switches: [Self.promos]))
+        await crashGuard.drain()
+        let proposals = try await app.store.audit(AuditQuery(namespace: "rider", actions: [.guardPropose])).entries
+        let proposal = try #require(proposals.first)
+        #expect(proposals.count == 1)
+        let applied = try await app.send(.post, "/v1/namespaces/rider/guard/proposals/\(proposal.id)/apply", token: "editor",
+                                         body: #"{"reason": "INC-11"}"#)
+        #expect(applied.status == .ok, "\(applied.text)")
+        // A confirmation asked for before the person applied it (deferred, or queued behind other work) runs now.
+        await crashGuard.confirm("rider", Self.promos)
+        #expect(try await app.store.audit(AuditQuery(namespace: "rider", actions: [.guardPropose])).entries.count == 1)
+        let metrics = try await app.send(.get, "/metrics")
+        #expect(metrics.text.contains(#"switchyard_guard_checks_total{namespace="rider",result="already_disabled"} 1"#), "\(metrics.text.split(separator: "\n").filter { $0.contains("guard_checks") })")
+    }
+
     @Test func theGateLetsAReadWaitingGoBeforeLaterBatches() async throws {
         let gate = NamespaceGate()
         let order = Order()

@@ -380,6 +380,12 @@ package final class CrashGuard: EventObserver, Service, Sendable {
                 count(namespace, "no_trip")
                 return
             }
+            // Off there already (a person applied a proposal, or disabled it, since the batch that asked): nothing to
+            // do, and nothing to propose.
+            if gate.isDisabled(in: trip.scope) {
+                count(namespace, "already_disabled")
+                return
+            }
             let action = GuardBudget.decide(
                 trip, tripsInLastHour: history.automaticTrips(since: now - GuardBudget.period),
                 openScopedDisables: history.openScopedTrips(of: key),
