@@ -97,5 +97,5 @@ print()
 b, a = before["range"], after["range"]
 print(f"Roll-up: {old['minutes'] // 60} hours of the same three days ago ({old['events']:,} sessions): {b['counters']:,} counters "
       f"({b['per_minute']:,} per minute) before the upkeep, {a['counters']:,} ({a['per_minute']:,} per minute) after it "
-      f"({b['counters'] / max(a['counters'], 1):.0f}× fewer); the upkeep ran in the background within {upkeep_ms / 1000:.1f} s of the restart's first batch.")
+      f"({b['counters'] / max(a['counters'], 1):.0f}× fewer); the upkeep ran within {upkeep_ms / 1000:.1f} s of the restart's first batch (before its answer).")
 PY

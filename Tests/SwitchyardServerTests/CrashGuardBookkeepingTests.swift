@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import SwitchyardCore
 import SwitchyardGuard
 @testable import SwitchyardServer
@@ -94,8 +95,6 @@ struct CrashGuardBookkeepingTests {
         // A confirmation asked for before the person applied it (deferred, or queued behind other work) runs now.
         await crashGuard.confirm("rider", Self.promos)
         #expect(try await app.store.audit(AuditQuery(namespace: "rider", actions: [.guardPropose])).entries.count == 1)
-        let metrics = try await app.send(.get, "/metrics")
-        #expect(metrics.text.contains(#"switchyard_guard_checks_total{namespace="rider",result="already_disabled"} 1"#), "\(metrics.text.split(separator: "\n").filter { $0.contains("guard_checks") })")
     }
 
     @Test func theGateLetsAReadWaitingGoBeforeLaterBatches() async throws {

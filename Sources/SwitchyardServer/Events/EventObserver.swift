@@ -183,7 +183,8 @@ final class NamespaceGate: Sendable {
     }
 }
 
-/// Keeps what events leave in the store bounded, at most once an hour, started from the ingestion path: forgets
+/// Keeps what events leave in the store bounded, at most once an hour, on the ingestion path (the batch that claims
+/// it answers after it): forgets
 /// event ids past their retention, admission windows and crash records past the longest guard window, rolls minute
 /// counters up into hours past it, and deletes counters past `--events-retention`.
 package final class EventIDPruner: Sendable {

@@ -369,6 +369,10 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: gate.crashGuard)
             let now = options.now()
             let history = shared.withLock { $0.namespaces[namespace]?.history } ?? GuardHistory()
+            // The history was read after the state: a change committed between the two (a person applying a
+            // proposal) is in the history but not in the state, and would make the proposal look settled while the
+            // switch looks on. Decide on a state at least as new as the history.
+            if history.seenVersion > state.record.version { throw GuardStaleDecision() }
             let span = Self.span(key, policy: policy, history: history, now: now)
             guard policy.enabled, !span.coolingDown else { return }
             let from = Date(milliseconds: span.from)
@@ -378,12 +382,6 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             let assessment = GuardRule.assess(key: key, counts: GuardCounts(counts, crashes: crashes), policy: policy, gate: gate)
             guard let trip = assessment.trip else {
                 count(namespace, "no_trip")
-                return
-            }
-            // Off there already (a person applied a proposal, or disabled it, since the batch that asked): nothing to
-            // do, and nothing to propose.
-            if gate.isDisabled(in: trip.scope) {
-                count(namespace, "already_disabled")
                 return
             }
             let action = GuardBudget.decide(

@@ -62,11 +62,10 @@ extension API {
         let dropped = unknown + result.dropped
         record(batch, result, dropped: dropped, namespace: namespace)
         if service.eventIDPruner.claim(now: now) {
-            // Beside the answer: a first compaction after an upgrade may take a while.
-            let (retention, logger) = (service.configuration.eventCountRetention, service.logger)
-            Task { [store] in
-                await EventIDPruner.maintain(store, now: now, idRetention: limits.idRetention, countRetention: retention, logger: logger)
-            }
+            // Before the answer, not beside it: a task outliving the request could still hold a store connection
+            // when the store closes. Each step is a small transaction, and once an hour.
+            await EventIDPruner.maintain(store, now: now, idRetention: limits.idRetention,
+                                         countRetention: service.configuration.eventCountRetention, logger: service.logger)
         }
 
         var rejected: [JSONValue] = []
