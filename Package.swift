@@ -85,8 +85,12 @@ let package = Package(
         ),
         // The crash guard's decisions: windowed counts, the Wilson-bound trip rule, scopes, evidence. No I/O.
         .target(name: "SwitchyardGuard", dependencies: ["SwitchyardCore", "SwitchyardStorage"], swiftSettings: settings),
-        // The web console: plain HTML, CSS and JavaScript, served by flagsd at /console/ (no build step).
-        .target(name: "SwitchyardConsole", dependencies: ["SwitchyardCore"], resources: [.copy("Assets")], swiftSettings: settings),
+        // The files flagsd serves as they are: the web console (plain HTML, CSS and JavaScript at /console/, no build
+        // step) and the API's OpenAPI document (/openapi.yaml; docs/openapi.yaml links to it).
+        .target(
+            name: "SwitchyardConsole", dependencies: ["SwitchyardCore"], resources: [.copy("Assets"), .copy("openapi.yaml")],
+            swiftSettings: settings
+        ),
         // The system zlib, for the gzip form of snapshots (built once per version, so speed matters little).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // flagsd's HTTP application: admin API, long-poll snapshots, events, metrics.

@@ -83,11 +83,8 @@ package struct ConsoleAssets: Sendable {
         try self.init(files: contents)
     }
 
-    /// The console as built into this package: the `Assets` folder of the target's resource bundle.
-    ///
-    /// Looks for the bundle next to the executable first and reads it through `Bundle.module` only when it is
-    /// there, because `Bundle.module` stops the process when it finds no bundle (a flags service must keep
-    /// serving flags without its console).
+    /// The console as built into this package: the `Assets` folder of the target's resource bundle
+    /// (``bundledResource(_:)``).
     /// - Throws: ``ConsoleAssetsError`` naming where the bundle was looked for and how to install it.
     package static func bundled() throws(ConsoleAssetsError) -> ConsoleAssets {
         try bundledOnce.get()
@@ -98,12 +95,21 @@ package struct ConsoleAssets: Sendable {
     private static let bundledOnce = Result { () throws(ConsoleAssetsError) -> ConsoleAssets in try readBundled() }
 
     private static func readBundled() throws(ConsoleAssetsError) -> ConsoleAssets {
+        try ConsoleAssets(directory: try bundledResource("Assets").path)
+    }
+
+    /// A resource of this target's bundle (`Assets`, `openapi.yaml`).
+    ///
+    /// Looks for the bundle next to the executable first and asks `Bundle.module` only when it is there, because
+    /// `Bundle.module` stops the process when it finds no bundle (a flags service must keep serving flags without
+    /// the files it serves as they are).
+    /// - Throws: ``ConsoleAssetsError`` naming where the bundle was looked for and how to install it.
+    static func bundledResource(_ name: String) throws(ConsoleAssetsError) -> URL {
         let beside = Bundle.main.bundleURL.appendingPathComponent(bundleName)
         guard FileManager.default.fileExists(atPath: beside.path) else {
-            throw ConsoleAssetsError("the console's files are not installed: \(bundleName) is not in \(Bundle.main.bundleURL.path); copy it from the build folder (.build/release/\(bundleName)) next to flagsd (docs/deploy.md)")
+            throw ConsoleAssetsError("\(bundleName) is not installed: it is not in \(Bundle.main.bundleURL.path); copy it from the build folder (.build/release/\(bundleName)) next to flagsd (docs/deploy.md)")
         }
-        let folder = Bundle.module.url(forResource: "Assets", withExtension: nil) ?? beside.appendingPathComponent("Assets")
-        return try ConsoleAssets(directory: folder.path)
+        return Bundle.module.url(forResource: name, withExtension: nil) ?? beside.appendingPathComponent(name)
     }
 
     /// The `Content-Type` of a file by its extension; nil for types the console does not serve.
@@ -128,6 +134,22 @@ package struct ConsoleAssets: Sendable {
             (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
                 || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
         }
+    }
+}
+
+/// The OpenAPI document of flagsd's HTTP API, `openapi.yaml` in this target's resources (docs/openapi.yaml links to
+/// it), served at `/openapi.yaml`.
+package enum OpenAPIDocument {
+    /// The document's bytes, read once per process.
+    /// - Throws: ``ConsoleAssetsError`` when the resource bundle is not installed or the file cannot be read.
+    package static func bundled() throws(ConsoleAssetsError) -> [UInt8] {
+        try bundledOnce.get()
+    }
+
+    private static let bundledOnce = Result { () throws(ConsoleAssetsError) -> [UInt8] in
+        let url = try ConsoleAssets.bundledResource("openapi.yaml")
+        guard let data = FileManager.default.contents(atPath: url.path) else { throw ConsoleAssetsError("cannot read \(url.path)") }
+        return Array(data)
     }
 }
 

@@ -154,11 +154,7 @@ struct SnapshotSchemaScriptTests {
             try Data(bytes).write(to: url)
             paths.append(url.path)
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: SnapshotSchemaTests.repository + "/scripts/check-snapshot-schema")
-        process.arguments = (digests ? ["--digests"] : []) + paths
-        process.currentDirectoryURL = URL(fileURLWithPath: SnapshotSchemaTests.repository)
-        return try await runToEnd(process)
+        return try await Repository.runScript("scripts/check-snapshot-schema", (digests ? ["--digests"] : []) + paths)
     }
 
     @Test func encodedSnapshotsPassTheSchemaAndTheIndependentChecksum() async throws {

@@ -70,22 +70,12 @@ struct SchemaTests {
 /// run creates the script's virtual environment.
 @Suite(.serialized)
 struct SchemaScriptTests {
-    static var pythonIsAvailable: Bool {
-        ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").contains {
-            FileManager.default.isExecutableFile(atPath: "\($0)/python3")
-        } ?? false
-    }
-
     /// Runs scripts/check-schemas (an independent validator, Python's jsonschema) with the given files.
     func checkSchemas(_ files: [String]) async throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestPaths.repository + "/scripts/check-schemas")
-        process.arguments = files
-        process.currentDirectoryURL = URL(fileURLWithPath: TestPaths.repository)
-        return try await runToEnd(process)
+        try await Repository.runScript("scripts/check-schemas", files)
     }
 
-    @Test(.enabled(if: pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/venv)"))
+    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/check-venv)"))
     func pythonValidatorAcceptsTheFilesTheLoaderAccepts() async throws {
         let valid = TestPaths.yamlFiles(in: TestPaths.valid).map { TestPaths.valid + "/" + $0 }
         let result = try await checkSchemas([TestPaths.riderFile] + valid)
@@ -94,7 +84,7 @@ struct SchemaScriptTests {
         #expect(all.status == 0, "\(all.output)")
     }
 
-    @Test(.enabled(if: pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/venv)"))
+    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/check-venv)"))
     func pythonValidatorRejectsTyposAndOutOfRangeRollouts() async throws {
         let files = ["unknown-field.yaml", "rollout-out-of-range.yaml"].map { TestPaths.broken + "/" + $0 }
             + [TestPaths.fixtures + "/crash-guard/crash-guard-invalid.yaml"]

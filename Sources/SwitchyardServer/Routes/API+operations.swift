@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import Prometheus
+import SwitchyardConsole
 import SwitchyardCore
 import SwitchyardStorage
 
@@ -47,10 +48,17 @@ extension API {
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
     }
 
-    /// `GET /openapi.yaml`: the OpenAPI document of this API (docs/openapi.yaml).
+    /// `GET /openapi.yaml`: the OpenAPI document of this API (docs/openapi.yaml), from the resource bundle beside
+    /// flagsd; 404 saying how to install it when the bundle is missing.
     func openAPI(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let document: [UInt8]
+        do {
+            document = try OpenAPIDocument.bundled()
+        } catch {
+            throw APIError.notFound("the OpenAPI document is not available on this flagsd: \(error.description)")
+        }
         var headers = HTTPFields()
         headers[.contentType] = "application/yaml"
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: document)))
     }
 }

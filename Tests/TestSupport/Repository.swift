@@ -1,0 +1,28 @@
+import Foundation
+
+/// The repository's files, found from this source file's location, and its scripts run from its root.
+public enum Repository {
+    /// The repository's root folder.
+    public static let root: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    /// Runs one of the repository's scripts (`scripts/check-openapi`) from the root, to its end (``runToEnd(_:)``).
+    /// - Returns: its exit status and everything it wrote to standard output and standard error.
+    public static func runScript(_ path: String, _ arguments: [String] = []) async throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: root + "/" + path)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: root)
+        return try await runToEnd(process)
+    }
+
+    /// Whether `python3` is on the `PATH` (the scripts' checkers need it; `./scripts/test` installs it).
+    public static var pythonIsAvailable: Bool {
+        ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").contains {
+            FileManager.default.isExecutableFile(atPath: "\($0)/python3")
+        } ?? false
+    }
+}
