@@ -340,7 +340,7 @@ extension PostgresFlagStore {
         return StoredToken(record: record, secretHash: Array(hash.readableBytesView))
     }
 
-    static func conflict(_ connection: PostgresConnection, current: NamespaceRecord, basedOn: VersionTag, logger: Logger) async throws -> StorageError {
+    static func conflict(_ connection: PostgresConnection, current: NamespaceRecord, basedOn: SnapshotVersion, logger: Logger) async throws -> StorageError {
         let last = try await connection.query("""
             SELECT actor, time_ms FROM change WHERE epoch = \(current.epoch) AND version = \(current.version)
             """, logger: logger).collect().first?.makeRandomAccess()

@@ -8,7 +8,7 @@ struct SyncStateMachineTests {
                                          backoff: Backoff(initial: .seconds(1), maximum: .seconds(300)),
                                          maximumRetryAfter: .seconds(600))
 
-    func machine(installed: SyncStateMachine.Installed? = nil, random: Double = 1) -> SyncStateMachine {
+    func machine(installed: SnapshotVersion? = nil, random: Double = 1) -> SyncStateMachine {
         SyncStateMachine(policy: policy, installed: installed, random: { random })
     }
 

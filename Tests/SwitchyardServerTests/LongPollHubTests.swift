@@ -1,6 +1,7 @@
 import HTTPTypes
 import NIOCore
 import NIOPosix
+import SwitchyardCore
 @testable import SwitchyardServer
 import Synchronization
 import TestSupport
@@ -64,7 +65,7 @@ struct LongPollHubTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let connection = FakeConnection(eventLoop: group.next(), index: 0, wakes: Wakes())
         let current = try #require(app.hub.snapshot(of: "rider")).position
-        let behind = FeedPosition(epoch: current.epoch, version: current.version - 1)
+        let behind = SnapshotVersion(epoch: current.epoch, version: current.version - 1)
         #expect(app.hub.park(connection, for: "rider", after: behind, timeout: .seconds(60)) == .answerNow(.changed))
         #expect(app.hub.park(connection, for: "nope", after: current, timeout: .seconds(60)) == .answerNow(.gone))
         app.hub.shutdown()

@@ -1,11 +1,12 @@
+import SwitchyardCore
 @testable import SwitchyardServer
 import Testing
 
 /// The long-poll decisions, driven with plain integers for waiters and instants.
 struct LongPollStateTests {
     typealias State = LongPollState<String, Int>
-    let v1 = FeedPosition(epoch: "e", version: 1)
-    let v2 = FeedPosition(epoch: "e", version: 2)
+    let v1 = SnapshotVersion(epoch: "e", version: 1)
+    let v2 = SnapshotVersion(epoch: "e", version: 2)
 
     func state(maximumWaiters: Int = 10) -> State {
         var state = State(maximumWaiters: maximumWaiters)
@@ -36,30 +37,30 @@ struct LongPollStateTests {
         var state = state()
         _ = state.publish("rider", v2)
         #expect(answer(state.register(id: 1, namespace: "rider", after: v1, deadline: 30, waiter: "a")) == .changed)
-        #expect(answer(state.register(id: 2, namespace: "rider", after: FeedPosition(epoch: "old", version: 9), deadline: 30, waiter: "b")) == .changed)
+        #expect(answer(state.register(id: 2, namespace: "rider", after: SnapshotVersion(epoch: "old", version: 9), deadline: 30, waiter: "b")) == .changed)
         #expect(answer(state.register(id: 3, namespace: "nope", after: v1, deadline: 30, waiter: "c")) == .gone)
         #expect(state.count == 0)
     }
 
     @Test func aWaiterAheadOfTheNamespaceWaitsUntilItIsPassed() {
         var state = state()
-        #expect(isParked(state.register(id: 1, namespace: "rider", after: FeedPosition(epoch: "e", version: 3), deadline: 30, waiter: "a")))
+        #expect(isParked(state.register(id: 1, namespace: "rider", after: SnapshotVersion(epoch: "e", version: 3), deadline: 30, waiter: "a")))
         #expect(state.publish("rider", v2).isEmpty)
         #expect(state.count == 1)
-        #expect(state.publish("rider", FeedPosition(epoch: "e", version: 4)) == ["a"])
+        #expect(state.publish("rider", SnapshotVersion(epoch: "e", version: 4)) == ["a"])
     }
 
     @Test func aNewEpochWakesEveryWaiter() {
         var state = state()
-        _ = state.register(id: 1, namespace: "rider", after: FeedPosition(epoch: "e", version: 7), deadline: 30, waiter: "a")
-        #expect(state.publish("rider", FeedPosition(epoch: "f", version: 1)) == ["a"])
+        _ = state.register(id: 1, namespace: "rider", after: SnapshotVersion(epoch: "e", version: 7), deadline: 30, waiter: "a")
+        #expect(state.publish("rider", SnapshotVersion(epoch: "f", version: 1)) == ["a"])
     }
 
     @Test func anOlderPublishIsIgnored() {
         var state = state()
-        _ = state.publish("rider", FeedPosition(epoch: "e", version: 5))
-        _ = state.register(id: 1, namespace: "rider", after: FeedPosition(epoch: "e", version: 5), deadline: 30, waiter: "a")
-        #expect(state.publish("rider", FeedPosition(epoch: "e", version: 4)).isEmpty)
+        _ = state.publish("rider", SnapshotVersion(epoch: "e", version: 5))
+        _ = state.register(id: 1, namespace: "rider", after: SnapshotVersion(epoch: "e", version: 5), deadline: 30, waiter: "a")
+        #expect(state.publish("rider", SnapshotVersion(epoch: "e", version: 4)).isEmpty)
         #expect(state.position(of: "rider")?.version == 5)
         #expect(state.count == 1)
     }
@@ -155,7 +156,7 @@ struct HeaderParsingTests {
     }
 
     @Test func ifNoneMatchWaitsFromTheHighestVersionOfTheCurrentEpoch() {
-        let current = FeedPosition(epoch: "e", version: 5)
+        let current = SnapshotVersion(epoch: "e", version: 5)
         #expect(EntityTagList("\"e.5\"").waitPosition(current: current)?.version == 5)
         #expect(EntityTagList("W/\"e.4\", \"e.7\"").waitPosition(current: current)?.version == 7)
         #expect(EntityTagList("*").waitPosition(current: current)?.version == 5)

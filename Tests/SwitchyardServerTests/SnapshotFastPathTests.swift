@@ -309,7 +309,7 @@ struct SnapshotFastPathTests {
             let header = (0..<Int.random(in: 0...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
             #expect(EntityTagList(ascii: header) == EntityTagList(general: header), "\(header)")
         }
-        #expect(EntityTagList("W/\"e.4\" ,\t\"e.7\", *, junk").tags == [VersionTag(epoch: "e", version: 4), VersionTag(epoch: "e", version: 7)])
+        #expect(EntityTagList("W/\"e.4\" ,\t\"e.7\", *, junk").tags == [SnapshotVersion(epoch: "e", version: 4), SnapshotVersion(epoch: "e", version: 7)])
     }
 
     @Test func pastTheCapPerAddressALongPollGets429OnBothPathsAndTheOthersStayParked() async throws {

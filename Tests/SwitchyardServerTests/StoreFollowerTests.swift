@@ -11,7 +11,7 @@ import Testing
 
 /// The follower's decisions, without I/O.
 struct FollowPlanTests {
-    let held = FeedPosition(epoch: "e", version: 5)
+    let held = SnapshotVersion(epoch: "e", version: 5)
 
     @Test func aNotificationOfAVersionHeldOrOlderNeedsNoRead() {
         #expect(!FollowPlan.needsReload(("e", 5, false), held: held))
@@ -35,8 +35,8 @@ struct FollowPlanTests {
         func record(_ name: String, _ epoch: String, _ version: Int64) -> NamespaceRecord {
             NamespaceRecord(name: name, epoch: epoch, version: version, reasonPolicy: .kills, createdAt: time, updatedAt: time)
         }
-        let held = ["same": FeedPosition(epoch: "a", version: 3), "newer": FeedPosition(epoch: "b", version: 1),
-                    "recreated": FeedPosition(epoch: "c", version: 9), "deleted": FeedPosition(epoch: "d", version: 1)]
+        let held = ["same": SnapshotVersion(epoch: "a", version: 3), "newer": SnapshotVersion(epoch: "b", version: 1),
+                    "recreated": SnapshotVersion(epoch: "c", version: 9), "deleted": SnapshotVersion(epoch: "d", version: 1)]
         let stored = [record("same", "a", 3), record("newer", "b", 2), record("recreated", "c2", 1), record("new", "e", 1)]
         let (reload, remove) = FollowPlan.differences(held: held, stored: stored)
         #expect(reload == ["newer", "recreated", "new"])

@@ -82,10 +82,10 @@ import Testing
         try await backend.withStore(clock: clock) { store in
             let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
             let epoch = created.state.record.epoch
-            _ = try await store.change("rider", Fixtures.request("bo", basedOn: VersionTag(epoch: epoch, version: 1)),
+            _ = try await store.change("rider", Fixtures.request("bo", basedOn: SnapshotVersion(epoch: epoch, version: 1)),
                                        mutation: Fixtures.rollout("plugin_switch_feed_weather", 100))
             let error = await expectStorageError(.conflict) {
-                try await store.change("rider", Fixtures.request("cy", basedOn: VersionTag(epoch: epoch, version: 1)),
+                try await store.change("rider", Fixtures.request("cy", basedOn: SnapshotVersion(epoch: epoch, version: 1)),
                                        mutation: Fixtures.rollout("plugin_switch_feed_weather", 200))
             }
             #expect(error?.conflict?.currentVersion == 2)
@@ -93,7 +93,7 @@ import Testing
             #expect(error?.conflict?.changedAt == clock.now)
             #expect(error?.message.contains("bo") == true)
             let other = await expectStorageError(.conflict) {
-                try await store.change("rider", Fixtures.request(basedOn: VersionTag(epoch: "another", version: 2)),
+                try await store.change("rider", Fixtures.request(basedOn: SnapshotVersion(epoch: "another", version: 2)),
                                        mutation: Fixtures.rollout("plugin_switch_feed_weather", 200))
             }
             #expect(other?.conflict?.currentEpoch == epoch)

@@ -60,7 +60,7 @@ import Testing
             // A refused change (here a conflict) rolls back its notification with everything else.
             let again = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
             _ = await expectStorageError(.conflict) {
-                try await stores[0].change("rider", Fixtures.request(basedOn: VersionTag(epoch: epoch, version: 2)),
+                try await stores[0].change("rider", Fixtures.request(basedOn: SnapshotVersion(epoch: epoch, version: 2)),
                                            mutation: Fixtures.rollout("plugin_switch_feed_weather", 6))
             }
             _ = try await stores[1].change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 7))

@@ -178,7 +178,7 @@ enum Fixtures {
     static let editor = ChangeAuthor(actor: "ada", source: .cli, reason: "testing")
 
     static func request(_ actor: String = "ada", source: ChangeSource = .cli, reason: String? = "testing",
-                        basedOn: VersionTag? = nil, summary: String? = nil) -> ChangeRequest {
+                        basedOn: SnapshotVersion? = nil, summary: String? = nil) -> ChangeRequest {
         ChangeRequest(author: ChangeAuthor(actor: actor, source: source, reason: reason), basedOn: basedOn, summary: summary)
     }
 

@@ -27,7 +27,7 @@ extension FlagClient {
 
     /// The snapshot sync loop: the state machine's actions, performed.
     package func runSync<C: Clock<Duration>>(clock: C) async {
-        let installed = shared.withLock { $0.compiled.map { SyncStateMachine.Installed(epoch: $0.epoch, version: $0.version) } }
+        let installed = shared.withLock { $0.compiled.map { SnapshotVersion(epoch: $0.epoch, version: $0.version) } }
         let policy = SyncStateMachine.Policy(namespace: namespace, longPollWait: configuration.longPollWait,
                                              minimumPollInterval: configuration.minimumPollInterval,
                                              backoff: configuration.backoff, maximumRetryAfter: configuration.maximumRetryAfter,

@@ -80,27 +80,9 @@ package struct SyncStateMachine: Sendable {
         case reject(ClientError)
     }
 
-    /// The identity of the installed snapshot.
-    package struct Installed: Sendable, Hashable {
-        package var epoch: String
-        package var version: Int64
-
-        package init(epoch: String, version: Int64) {
-            self.epoch = epoch
-            self.version = version
-        }
-
-        package init(_ snapshot: Snapshot) {
-            self.init(epoch: snapshot.epoch, version: snapshot.version)
-        }
-
-        /// `"<epoch>.<version>"`.
-        package var entityTag: String { "\"\(epoch).\(version)\"" }
-    }
-
     package let policy: Policy
     private let random: @Sendable () -> Double
-    package private(set) var installed: Installed?
+    package private(set) var installed: SnapshotVersion?
     /// Whether a request has succeeded since the loop started.
     package private(set) var hasReachedServer = false
     package private(set) var consecutiveFailures = 0
@@ -114,7 +96,7 @@ package struct SyncStateMachine: Sendable {
     /// - Parameters:
     ///   - installed: the snapshot installed before the loop starts (bundled or cached), if any.
     ///   - random: a number in 0..<1 for jitter.
-    package init(policy: Policy, installed: Installed?, random: @escaping @Sendable () -> Double) {
+    package init(policy: Policy, installed: SnapshotVersion?, random: @escaping @Sendable () -> Double) {
         self.policy = policy
         self.installed = installed
         self.random = random
@@ -159,7 +141,7 @@ package struct SyncStateMachine: Sendable {
                     return .confirm
                 }
             }
-            installed = Installed(snapshot)
+            installed = snapshot.snapshotVersion
             succeed(elapsed: elapsed)
             return .install(snapshot)
         case .delta(let delta):
@@ -170,7 +152,7 @@ package struct SyncStateMachine: Sendable {
                 let held = installed.map { "\($0.epoch).\($0.version)" } ?? "nothing"
                 return deltaFailed(ClientError(.invalidSnapshot, "the server sent a delta from \(delta.epoch).\(delta.baseVersion) to a client holding \(held) (a gap); fetching the full snapshot"))
             }
-            self.installed = Installed(epoch: delta.epoch, version: delta.version)
+            self.installed = SnapshotVersion(epoch: delta.epoch, version: delta.version)
             succeed(elapsed: elapsed)
             return .applyDelta(delta)
         case .notModified:
@@ -197,7 +179,7 @@ package struct SyncStateMachine: Sendable {
     ///   - error: why.
     ///   - installed: the snapshot still installed.
     @discardableResult
-    package mutating func deltaFailed(_ error: ClientError, installed: Installed? = nil) -> Verdict {
+    package mutating func deltaFailed(_ error: ClientError, installed: SnapshotVersion? = nil) -> Verdict {
         if let installed { self.installed = installed }
         consecutiveDeltaFailures += 1
         needsFullSnapshot = true

@@ -38,7 +38,4 @@ public struct Snapshot: Sendable, Hashable {
     }
 
     public var namespace: String { flagSet.namespace }
-
-    /// The strong entity tag of this snapshot: `"<epoch>.<version>"`.
-    public var entityTag: String { "\"\(epoch).\(version)\"" }
 }

@@ -130,7 +130,7 @@ public struct SnapshotDelta: Sendable, Hashable {
     }
 
     /// The entity tag of the snapshot the delta leads to: `"<epoch>.<version>"`.
-    public var entityTag: String { "\"\(epoch).\(version)\"" }
+    public var entityTag: String { SnapshotVersion(epoch: epoch, version: version).entityTag }
 
     static func byUTF8(_ lhs: String, _ rhs: String) -> Bool {
         lhs.utf8.lexicographicallyPrecedes(rhs.utf8)

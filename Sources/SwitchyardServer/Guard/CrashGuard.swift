@@ -401,7 +401,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             let where_ = trip.scope.isEverywhere ? "everywhere" : "in \(trip.scopeText)"
             // Decided on this version's history (the budget counts its trips): commit on it, or decide again.
             let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: trip.reason),
-                                        basedOn: VersionTag(epoch: state.record.epoch, version: state.record.version),
+                                        basedOn: state.record.snapshotVersion,
                                         summary: "crash guard: disable \(key) \(where_)", evidence: trip.evidence(from: from, until: now))
             let result = try await service.change(namespace, request) { current in
                 try Self.disabling(key, in: trip.scope, expecting: flag, current)

@@ -87,7 +87,7 @@ package struct APIError: Error, Sendable {
             self.init(.conflict, "version-conflict", "The namespace changed since your view", error.message)
             if let conflict = error.conflict {
                 extensions["current_version"] = .int64(conflict.currentVersion)
-                extensions["current_etag"] = .string("\"\(conflict.currentEpoch).\(conflict.currentVersion)\"")
+                extensions["current_etag"] = .string(SnapshotVersion(epoch: conflict.currentEpoch, version: conflict.currentVersion).entityTag)
                 extensions["changed_by"] = conflict.changedBy.map(JSONValue.string) ?? .null
                 extensions["changed_at"] = conflict.changedAt.map { .string($0.iso8601) } ?? .null
             }

@@ -131,8 +131,8 @@ package final class PublishedSnapshot: Sendable {
 
     package var gzipBody: ByteBuffer { gzipped.body }
 
-    package var position: FeedPosition {
-        FeedPosition(epoch: epoch, version: version)
+    package var position: SnapshotVersion {
+        SnapshotVersion(epoch: epoch, version: version)
     }
 
     /// What a request from `base` (a version of this epoch, below this one) gets when it accepts deltas: the
@@ -230,7 +230,7 @@ package final class LongPollHub: Service, Sendable {
     }
 
     /// The epoch and version held of every namespace.
-    package func positions() -> [String: FeedPosition] {
+    package func positions() -> [String: SnapshotVersion] {
         shared.withLock { $0.snapshots.mapValues(\.position) }
     }
 
@@ -318,7 +318,7 @@ package final class LongPollHub: Service, Sendable {
     /// Waits until a namespace passes a position, the timeout ends, or the service shuts down.
     ///
     /// - Parameter address: the request's source address key (for the cap per address); nil when unknown.
-    package func wait(for namespace: String, after position: FeedPosition, timeout: Duration, address: String? = nil) async -> WakeReason {
+    package func wait(for namespace: String, after position: SnapshotVersion, timeout: Duration, address: String? = nil) async -> WakeReason {
         let deadline = clock.now.advanced(by: timeout)
         let id = shared.withLock { shared in
             shared.nextID += 1
@@ -357,7 +357,7 @@ package final class LongPollHub: Service, Sendable {
     /// - Returns: `.parked(id:)`, or `.answerNow` with the reason to answer with at once (the namespace passed the
     ///   position already, is unknown, too many requests wait, in all or from the address, or the service is
     ///   shutting down).
-    package func park(_ connection: any ParkedConnection, for namespace: String, after position: FeedPosition,
+    package func park(_ connection: any ParkedConnection, for namespace: String, after position: SnapshotVersion,
                       timeout: Duration, address: String? = nil) -> ParkAction {
         let deadline = clock.now.advanced(by: timeout)
         let (action, count) = shared.withLock { shared -> (ParkAction, Int) in

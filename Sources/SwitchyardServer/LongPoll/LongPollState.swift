@@ -1,3 +1,5 @@
+package import SwitchyardCore
+
 /// Why a parked long-poll request was answered.
 package enum WakeReason: Sendable, Hashable {
     /// The namespace passed the version the request waited on (or its epoch changed).
@@ -16,23 +18,12 @@ package enum WakeReason: Sendable, Hashable {
     case addressBusy
 }
 
-/// Where a namespace's feed is: its epoch and version.
-package struct FeedPosition: Sendable, Hashable {
-    package var epoch: String
-    package var version: Int64
-
-    package init(epoch: String, version: Int64) {
-        self.epoch = epoch
-        self.version = version
-    }
-}
-
 /// The decisions of the long-poll hub, without I/O or locks: which waiters to park, wake, expire or refuse.
 ///
 /// Generic over the waiter (a continuation in the hub, a plain value in tests) and over time, so tests drive it
 /// with their own instants.
 package struct LongPollState<Waiter, Instant: Comparable> {
-    package typealias Position = FeedPosition
+    package typealias Position = SnapshotVersion
 
     struct Entry {
         var after: Position

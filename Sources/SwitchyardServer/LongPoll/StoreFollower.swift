@@ -2,13 +2,14 @@ import Foundation
 import Logging
 import Metrics
 import ServiceLifecycle
+package import SwitchyardCore
 package import SwitchyardStorage
 
 /// What to do to catch up with a shared store: the decisions of `StoreFollower`, without I/O.
 package enum FollowPlan {
     /// Whether a namespace notification may bring something the hub lacks (otherwise it is skipped without
     /// reading the store: the process's own commits, or a notification that arrives after a newer version).
-    package static func needsReload(_ notification: (epoch: String, version: Int64, deleted: Bool), held: FeedPosition?) -> Bool {
+    package static func needsReload(_ notification: (epoch: String, version: Int64, deleted: Bool), held: SnapshotVersion?) -> Bool {
         guard let held else { return !notification.deleted }
         if notification.deleted { return held.epoch == notification.epoch }
         return held.epoch != notification.epoch || held.version < notification.version
@@ -16,7 +17,7 @@ package enum FollowPlan {
 
     /// The namespaces to reload (new, another epoch, or a newer version) and to forget (deleted), comparing the
     /// store's live namespaces with the hub's.
-    package static func differences(held: [String: FeedPosition], stored: [NamespaceRecord]) -> (reload: [String], remove: [String]) {
+    package static func differences(held: [String: SnapshotVersion], stored: [NamespaceRecord]) -> (reload: [String], remove: [String]) {
         var reload: [String] = []
         var live = Set<String>()
         for record in stored {
@@ -103,7 +104,7 @@ package final class StoreFollower: Service, Sendable {
             if let state = try await service.store.namespace(name) {
                 let held = service.hub.snapshot(of: name)?.position
                 service.hub.publish(state)
-                if held != FeedPosition(epoch: state.record.epoch, version: state.record.version) {
+                if held != state.record.snapshotVersion {
                     Counter(label: "flagsd_followed_changes_total", dimensions: [("namespace", name)], factory: service.metricsFactory).increment()
                     logger.debug("published a version committed elsewhere", metadata: [
                         "namespace": .string(name), "version": .stringConvertible(state.record.version),

@@ -25,7 +25,7 @@ extension API {
     /// What a snapshot request that passed the access checks gets: an answer now, or a wait past a position.
     enum SnapshotAnswer {
         case now(SnapshotOutcome)
-        case wait(after: FeedPosition, seconds: Int, current: PublishedSnapshot)
+        case wait(after: SnapshotVersion, seconds: Int, current: PublishedSnapshot)
     }
 
     /// Decides a snapshot request (access already checked): `wait`, `If-None-Match`, `Accept`, `Accept-Encoding`.
@@ -54,7 +54,7 @@ extension API {
     /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already, 429 when
     ///   too many wait from the request's source address.
     func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot,
-                           after position: FeedPosition) throws -> SnapshotOutcome {
+                           after position: SnapshotVersion) throws -> SnapshotOutcome {
         try snapshotAfterWait(reason, acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
                               deltaBase: AcceptsDelta(request.headers.value(.accept)).accepted ? position.version : nil,
                               namespace: namespace, waitedOn: current)
@@ -143,7 +143,7 @@ extension API {
         let wait = try waitSeconds(request)
         guard var current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
         if let wait, wait > 0, current.version <= after {
-            let reason = await service.hub.wait(for: namespace, after: FeedPosition(epoch: current.epoch, version: after),
+            let reason = await service.hub.wait(for: namespace, after: SnapshotVersion(epoch: current.epoch, version: after),
                                                 timeout: .seconds(wait), address: service.sourceAddress(of: request, context: context)?.key)
             switch reason {
             case .gone: throw APIError.namespaceNotFound(namespace)
@@ -193,7 +193,7 @@ extension APIError {
 /// The entity tags of an `If-None-Match` header, compared weakly as HTTP says for it.
 struct EntityTagList: Equatable {
     private(set) var any = false
-    private(set) var tags: [VersionTag] = []
+    private(set) var tags: [SnapshotVersion] = []
     private(set) var opaque: [String] = []
 
     init(_ header: String?) {
@@ -208,53 +208,39 @@ struct EntityTagList: Equatable {
         }
     }
 
-    /// Any header: parts split at commas, trimmed as Foundation trims whitespace, read as `VersionTag`s.
+    /// Any header: parts split at commas, trimmed as Foundation trims whitespace, read as `SnapshotVersion`s.
     init(general header: String) {
         for part in header.split(separator: ",") {
-            add(Self.trimmingWhitespace(part), tag: { VersionTag(entityTag: $0) })
+            add(Self.trimmingWhitespace(part))
         }
     }
 
-    /// An ASCII header (as they are), read the same way on its bytes: every poll reads this header.
+    /// An ASCII header (as they are), split and trimmed the same way on its bytes: every poll reads this header.
     init(ascii header: String) {
         let bytes = header.utf8
         var start = bytes.startIndex
         while start < bytes.endIndex {
             let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.endIndex
             if start < end {  // `split` leaves out empty parts
-                add(Self.trimmingWhitespace(header[start..<end]), tag: Self.versionTag(ascii:))
+                add(Self.trimmingWhitespace(header[start..<end]))
             }
             start = end == bytes.endIndex ? end : bytes.index(after: end)
         }
     }
 
-    private mutating func add(_ part: String, tag: (String) -> VersionTag?) {
+    private mutating func add(_ part: String) {
         if part == "*" {
             any = true
-        } else if let tag = tag(part) {
+        } else if let tag = SnapshotVersion(entityTag: part) {
             tags.append(tag)
         } else {
             opaque.append(part)
         }
     }
 
-    /// `VersionTag(entityTag:)` for ASCII text, on its bytes (where characters are bytes).
-    static func versionTag(ascii text: String) -> VersionTag? {
-        var bytes = Substring(text).utf8[...]
-        while bytes.first == 0x20 { bytes = bytes.dropFirst() }
-        while bytes.last == 0x20 { bytes = bytes.dropLast() }
-        if bytes.starts(with: "W/".utf8) { bytes = bytes.dropFirst(2) }
-        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
-        let inner = bytes.dropFirst().dropLast()
-        guard let dot = inner.lastIndex(of: UInt8(ascii: ".")), dot != inner.startIndex,
-              let version = Int64(Substring(inner[inner.index(after: dot)...])), version >= 0
-        else { return nil }
-        return VersionTag(epoch: String(Substring(inner[..<dot])), version: version)
-    }
-
     /// Whether a tag names the current position, by weak comparison (`W/` ignored): the tag is the position's
     /// `"<epoch>.<version>"`.
-    func matches(_ position: FeedPosition) -> Bool {
+    func matches(_ position: SnapshotVersion) -> Bool {
         any || tags.contains { $0.epoch == position.epoch && $0.version == position.version }
     }
 
@@ -274,19 +260,19 @@ struct EntityTagList: Equatable {
 
     /// The version a delta starts from: the highest version named for the current epoch below the current one;
     /// nil when none is (another epoch, `*`, or only opaque tags).
-    func deltaBase(current: FeedPosition) -> Int64? {
+    func deltaBase(current: SnapshotVersion) -> Int64? {
         tags.filter { $0.epoch == current.epoch && $0.version < current.version }.map(\.version).max()
     }
 
     /// The position to wait past: the highest version named for the current epoch when it is at or above the
     /// current version (`*` names the current one); nil when the request must be answered at once.
-    func waitPosition(current: FeedPosition) -> FeedPosition? {
+    func waitPosition(current: SnapshotVersion) -> SnapshotVersion? {
         var highest: Int64? = any ? current.version : nil
         for tag in tags where tag.epoch == current.epoch {
             highest = max(highest ?? tag.version, tag.version)
         }
         guard let highest, highest >= current.version else { return nil }
-        return FeedPosition(epoch: current.epoch, version: highest)
+        return SnapshotVersion(epoch: current.epoch, version: highest)
     }
 }
 

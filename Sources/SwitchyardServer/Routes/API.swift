@@ -40,9 +40,9 @@ struct API: Sendable {
             }
             source = named
         }
-        var basedOn: VersionTag?
+        var basedOn: SnapshotVersion?
         if let header = request.headers[.ifMatch], header.trimmingCharacters(in: .whitespaces) != "*" {
-            guard let tag = VersionTag(entityTag: header) else {
+            guard let tag = SnapshotVersion(entityTag: header) else {
                 throw APIError.badRequest("If-Match '\(header)' is not an entity tag of this API (\"<epoch>.<version>\", as sent in ETag)", path: "If-Match")
             }
             basedOn = tag

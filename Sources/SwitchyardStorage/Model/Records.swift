@@ -70,8 +70,11 @@ public struct NamespaceRecord: Sendable, Hashable {
         self.updatedAt = updatedAt
     }
 
+    /// Which snapshot the namespace is at.
+    public var snapshotVersion: SnapshotVersion { SnapshotVersion(epoch: epoch, version: version) }
+
     /// The strong entity tag of the namespace at this version: `"<epoch>.<version>"`.
-    public var entityTag: String { "\"\(epoch).\(version)\"" }
+    public var entityTag: String { snapshotVersion.entityTag }
 }
 
 /// A namespace with its current flag set.
@@ -90,38 +93,11 @@ public struct NamespaceState: Sendable, Hashable {
     }
 }
 
-/// The version a change was based on (HTTP `If-Match`): a change based on another version is refused.
-public struct VersionTag: Sendable, Hashable, CustomStringConvertible {
-    public var epoch: String
-    public var version: Int64
-
-    public init(epoch: String, version: Int64) {
-        self.epoch = epoch
-        self.version = version
-    }
-
-    /// Parses an entity tag `"<epoch>.<version>"`, weak (`W/"…"`) or strong.
-    public init?(entityTag: some StringProtocol) {
-        var text = Substring(entityTag).drop { $0 == " " }
-        while text.last == " " { text = text.dropLast() }
-        if text.hasPrefix("W/") { text = text.dropFirst(2) }
-        guard text.count >= 2, text.first == "\"", text.last == "\"" else { return nil }
-        let inner = text.dropFirst().dropLast()
-        guard let dot = inner.lastIndex(of: "."), let version = Int64(inner[inner.index(after: dot)...]),
-              version >= 0, dot != inner.startIndex
-        else { return nil }
-        self.epoch = String(inner[..<dot])
-        self.version = version
-    }
-
-    public var description: String { "\"\(epoch).\(version)\"" }
-}
-
 /// What a change asks for besides its mutation.
 public struct ChangeRequest: Sendable, Hashable {
     public var author: ChangeAuthor
     /// When set, the change is refused unless the namespace is still at this version.
-    public var basedOn: VersionTag?
+    public var basedOn: SnapshotVersion?
     /// A one-line description of the operation (`disable plugin_switch_feed_promos in cities lagos`); derived
     /// from what changed when nil.
     public var summary: String?
@@ -129,7 +105,7 @@ public struct ChangeRequest: Sendable, Hashable {
     /// Stored with the change log entry and the audit entry.
     public var evidence: JSONValue?
 
-    public init(author: ChangeAuthor, basedOn: VersionTag? = nil, summary: String? = nil, evidence: JSONValue? = nil) {
+    public init(author: ChangeAuthor, basedOn: SnapshotVersion? = nil, summary: String? = nil, evidence: JSONValue? = nil) {
         self.author = author
         self.basedOn = basedOn
         self.summary = summary

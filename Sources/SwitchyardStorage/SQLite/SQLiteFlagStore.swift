@@ -468,7 +468,7 @@ public final class SQLiteFlagStore: FlagStore {
         return StoredToken(record: record, secretHash: Array(hash))
     }
 
-    static func conflict(_ db: Database, current: NamespaceRecord, basedOn: VersionTag) throws -> StorageError {
+    static func conflict(_ db: Database, current: NamespaceRecord, basedOn: SnapshotVersion) throws -> StorageError {
         let last = try Row.fetchOne(db, sql: "SELECT actor, time_ms FROM change WHERE epoch = ? AND version = ?",
                                     arguments: [current.epoch, current.version])
         let changedBy: String? = last?["actor"]
