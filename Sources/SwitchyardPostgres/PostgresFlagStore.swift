@@ -333,6 +333,12 @@ public final class PostgresFlagStore: FlagStore, Service {
         shared.withLock { $0.availability }
     }
 
+    /// Whether the notification connection is connected and listening (it connects once `run()` starts, and again
+    /// after losing its connection).
+    package var isListening: Bool {
+        shared.withLock { $0.listening }
+    }
+
     // MARK: Notifications
 
     public func notifications() -> AsyncStream<StoreNotification>? {

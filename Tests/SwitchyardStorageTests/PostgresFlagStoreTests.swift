@@ -201,6 +201,9 @@ import Testing
             let store = stores[0]
             try await store.migrate()
             _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            // Paused before the notification connection is up, its connect times out and marks the database
+            // unreachable first (also right, but not the path under test: a silence that fails no connection).
+            try await waitUntil("the notification connection listens") { store.isListening }
 
             try server.pause()
             defer { try? server.resume() }
