@@ -39,6 +39,28 @@ struct ClientSyncTests {
         #expect(restarted.details(for: Self.news).reason == .cached)
     }
 
+    /// The cache keeps the document as the server sent it (verified by its checksum), not an encoding of what was
+    /// decoded from it: here one re-indented by a proxy, which the checksum's canonical form still accepts.
+    @Test func theCacheStoresTheVerifiedDocumentAsReceived() async throws {
+        let harness = try ClientHarness()
+        let server = try FakeFlagServer()
+        defer { server.stop() }
+        let snapshot = Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_news"])
+        let reindented = try JSONSerialization.data(withJSONObject: JSONSerialization.jsonObject(with: Data(SnapshotDocument.encode(snapshot))),
+                                                    options: [.prettyPrinted])
+        #expect(Array(reindented) != SnapshotDocument.encode(snapshot))
+        server.publish(snapshot, bytes: Array(reindented))
+        let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
+        await whileRunning(client) {
+            #expect(await eventually { version(client) == 6 })
+        }
+        let file = try Data(contentsOf: harness.directory.file(SnapshotCache.fileName))
+        #expect(file.suffix(reindented.count) == reindented)
+        let restarted = FlagClient(configuration: harness.configuration(server: server.baseURL))
+        #expect(restarted.status.snapshot?.version == 6)
+        #expect(restarted.isEnabled(Self.news))
+    }
+
     @Test func requestsCarryTheTokenTheEntityTagAndALongPollWait() async throws {
         let harness = try ClientHarness()
         let server = try FakeFlagServer()

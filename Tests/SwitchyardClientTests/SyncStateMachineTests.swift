@@ -35,7 +35,7 @@ struct SyncStateMachineTests {
     @Test func aNewerVersionIsInstalledAndBecomesTheNextTag() {
         var machine = machine(installed: .init(epoch: Fixtures.epoch, version: 3))
         let verdict = machine.received(.snapshot(Fixtures.snapshot(version: 4)), elapsed: .seconds(5))
-        guard case .install(let snapshot) = verdict else {
+        guard case .install(let snapshot, _) = verdict else {
             Issue.record("expected install, got \(verdict)")
             return
         }
@@ -66,7 +66,7 @@ struct SyncStateMachineTests {
     @Test func anotherEpochIsAcceptedEvenAtALowerVersion() {
         var machine = machine(installed: .init(epoch: Fixtures.epoch, version: 90))
         let verdict = machine.received(.snapshot(Fixtures.snapshot(version: 1, epoch: "epoch-2")), elapsed: .seconds(5))
-        guard case .install(let snapshot) = verdict else {
+        guard case .install(let snapshot, _) = verdict else {
             Issue.record("a recreated namespace (new epoch) should be accepted, got \(verdict)")
             return
         }

@@ -97,7 +97,7 @@ extension FlagClient {
             }
         case 200:
             do {
-                return .snapshot(try SnapshotDocument.decode(response.body))
+                return .snapshot(try SnapshotDocument.decode(response.body), document: response.body)
             } catch {
                 return .failed(ClientError(.invalidSnapshot, "the server sent an unusable snapshot (\(response.body.count) bytes): \(error.message)"))
             }
@@ -138,8 +138,8 @@ extension FlagClient {
     /// Applies a verdict of the state machine.
     package func apply(_ verdict: SyncStateMachine.Verdict, consecutiveFailures: Int) {
         switch verdict {
-        case .install(let snapshot):
-            install(snapshot, origin: .server)
+        case .install(let snapshot, let document):
+            install(snapshot, origin: .server, document: document)
         case .applyDelta(let delta):
             if let error = applyDelta(delta) { apply(.reject(error), consecutiveFailures: consecutiveFailures) }
         case .confirm:
@@ -154,13 +154,15 @@ extension FlagClient {
     }
 
     /// Installs a snapshot the state machine accepted: compile, swap, persist, publish.
-    package func install(_ snapshot: Snapshot, origin: SnapshotOrigin) {
+    /// - Parameter document: the verified document it was decoded from, which the cache stores as it is (nil:
+    ///   the cache encodes the snapshot).
+    package func install(_ snapshot: Snapshot, origin: SnapshotOrigin, document: [UInt8]? = nil) {
         let compiled = CompiledSnapshot(snapshot)
         let previous = shared.withLock { $0.compiled }
         // Of the same epoch, the change names what differs; of another, anything may have.
         let changed = previous.flatMap { $0.epoch == snapshot.epoch ? ChangedObjects(from: $0.snapshot.flagSet, to: snapshot.flagSet) : nil }
         install(compiled, digest: nil, changed: changed, origin: origin) { cache, now throws(ClientError) in
-            try cache.store(snapshot, fetchedAt: now)
+            try cache.store(snapshot, document: document, fetchedAt: now)
         }
     }
 

@@ -217,10 +217,12 @@ package struct SnapshotCache: Sendable {
     }
 
     /// Replaces the cache with a snapshot, atomically.
+    /// - Parameter document: the document the snapshot was decoded (and verified) from, stored as it is; nil to
+    ///   encode the snapshot.
     /// - Throws: `ClientError` when the file cannot be written.
-    package func store(_ snapshot: Snapshot, fetchedAt: Date) throws(ClientError) {
+    package func store(_ snapshot: Snapshot, document: [UInt8]? = nil, fetchedAt: Date) throws(ClientError) {
         try FileIO.createDirectory(directory)
-        let body = SnapshotDocument.encode(snapshot)
+        let body = document ?? SnapshotDocument.encode(snapshot)
         let header = JSONObject([
             ("body_sha256", .string(SHA256.hexDigest(body))),
             ("body_size", .int(body.count)),

@@ -56,8 +56,8 @@ package struct SyncStateMachine: Sendable {
 
     /// What a request brought back, once the body is decoded.
     package enum Outcome: Sendable {
-        /// 200 with a valid snapshot document.
-        case snapshot(Snapshot)
+        /// 200 with a valid snapshot document, and the document's bytes (what the cache keeps).
+        case snapshot(Snapshot, document: [UInt8]? = nil)
         /// 200 with a well-formed delta document.
         case delta(SnapshotDelta)
         /// 304.
@@ -70,8 +70,8 @@ package struct SyncStateMachine: Sendable {
 
     /// What the loop does with an outcome.
     package enum Verdict: Sendable {
-        /// Install this snapshot (persist it, compile it, publish the change).
-        case install(Snapshot)
+        /// Install this snapshot (persist it, with the bytes it came in when known; compile it; publish the change).
+        case install(Snapshot, document: [UInt8]?)
         /// Apply this delta to the installed snapshot, then report a failure with ``deltaFailed(_:)``.
         case applyDelta(SnapshotDelta)
         /// The installed snapshot is current.
@@ -128,7 +128,7 @@ package struct SyncStateMachine: Sendable {
     /// - Parameter elapsed: how long the request took (for spacing successes).
     package mutating func received(_ outcome: Outcome, elapsed: Duration) -> Verdict {
         switch outcome {
-        case .snapshot(let snapshot):
+        case .snapshot(let snapshot, let document):
             if snapshot.namespace != policy.namespace {
                 return fail(ClientError(.wrongNamespace, "the server sent a snapshot of namespace '\(snapshot.namespace)' to a client of '\(policy.namespace)'; check the server URL and the token's namespace"))
             }
@@ -143,7 +143,7 @@ package struct SyncStateMachine: Sendable {
             }
             installed = snapshot.snapshotVersion
             succeed(elapsed: elapsed)
-            return .install(snapshot)
+            return .install(snapshot, document: document)
         case .delta(let delta):
             if delta.namespace != policy.namespace {
                 return fail(ClientError(.wrongNamespace, "the server sent a delta of namespace '\(delta.namespace)' to a client of '\(policy.namespace)'; check the server URL and the token's namespace"))
