@@ -78,10 +78,10 @@ struct ProblemMiddleware: RouterMiddleware {
 /// secrets, and records request counts and latencies by route and status.
 struct ObservabilityMiddleware: RouterMiddleware {
     typealias Context = FlagsRequestContext
-    let metrics: RequestMetrics
+    let recorder: RequestRecorder
 
     init(metricsFactory: any MetricsFactory) {
-        metrics = RequestMetrics(factory: metricsFactory)
+        recorder = RequestRecorder(factory: metricsFactory)
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -95,13 +95,8 @@ struct ObservabilityMiddleware: RouterMiddleware {
         response.headers[.requestID] = requestID
 
         let route = context.endpointPath.map { $0 == "NotFound" ? "unmatched" : $0 } ?? "unmatched"
-        let status = response.status.code
-        metrics.record(method: request.method.rawValue, route: route, status: status, nanoseconds: elapsed.nanoseconds)
-        let level: Logger.Level = status >= 500 ? .error : .debug
-        context.logger.log(level: level, "request", metadata: [
-            "method": .string(request.method.rawValue), "path": .string(request.uri.path), "route": .string(route),
-            "status": .stringConvertible(status), "duration_ms": .stringConvertible(Double(elapsed.nanoseconds) / 1e6),
-        ])
+        recorder.record(method: request.method.rawValue, route: route, path: request.uri.path, status: response.status.code,
+                        elapsed: elapsed, logger: context.logger)
         return response
     }
 
@@ -123,9 +118,12 @@ struct ObservabilityMiddleware: RouterMiddleware {
     }
 }
 
-/// Request counters and latency histograms by route, made once per label set (the registry lookup and label
-/// checks would otherwise run on every request).
-final class RequestMetrics: Sendable {
+/// Records an answered request, for the router's requests (`ObservabilityMiddleware`) and the snapshot fast path
+/// alike: the counter and latency histogram by route, and the request log line.
+///
+/// The metrics are made once per label set (the registry lookup and label checks would otherwise run on every
+/// request).
+final class RequestRecorder: Sendable {
     private struct Key: Hashable {
         let method: String
         let route: String
@@ -140,7 +138,29 @@ final class RequestMetrics: Sendable {
         self.factory = factory
     }
 
-    func record(method: String, route: String, status: Int, nanoseconds: Int64) {
+    /// Counts and times a request, and logs its line: at debug, at error for a 5xx.
+    /// - Parameters:
+    ///   - logger: the request's logger.
+    ///   - requestID: when set, added to the line's metadata as the router's request logger carries it (for a
+    ///     logger shared by requests, made per request only when the line is logged).
+    func record(method: String, route: String, path: String, status: Int, elapsed: Duration, logger: Logger,
+                requestID: String? = nil) {
+        let nanoseconds = elapsed.nanoseconds
+        count(method: method, route: route, status: status, nanoseconds: nanoseconds)
+        let level: Logger.Level = status >= 500 ? .error : .debug
+        guard logger.logLevel <= level else { return }
+        var logger = logger
+        if let requestID {
+            logger[metadataKey: "hb.request.id"] = .stringConvertible(RequestID())
+            logger[metadataKey: "request_id"] = .string(requestID)
+        }
+        logger.log(level: level, "request", metadata: [
+            "method": .string(method), "path": .string(path), "route": .string(route),
+            "status": .stringConvertible(status), "duration_ms": .stringConvertible(Double(nanoseconds) / 1e6),
+        ])
+    }
+
+    private func count(method: String, route: String, status: Int, nanoseconds: Int64) {
         let countKey = Key(method: method, route: route, status: status)
         let timeKey = Key(method: method, route: route, status: 0)
         let counter = counters.withLock { counters in

@@ -32,7 +32,7 @@ import Synchronization
 /// this handler takes, so a parked request counts as being answered, never as idle.
 package final class SnapshotFastPath: Sendable {
     let api: API
-    let metrics: RequestMetrics
+    let recorder: RequestRecorder
     /// The route's label in metrics and logs: the router's description of its path.
     let route = RouterPath("/v1/namespaces/{namespace}/snapshot").description
     let serverName: String?
@@ -48,7 +48,7 @@ package final class SnapshotFastPath: Sendable {
     ///   - serverName: the `Server` header Hummingbird's application sends (its configuration's `serverName`).
     init(service: FlagService, serverName: String?) {
         api = API(service: service)
-        metrics = RequestMetrics(factory: service.metricsFactory)
+        recorder = RequestRecorder(factory: service.metricsFactory)
         self.serverName = serverName
         logger = service.logger
     }
@@ -82,22 +82,11 @@ package final class SnapshotFastPath: Sendable {
         return head
     }
 
-    /// Records an answered request (a GET of `path`) as `ObservabilityMiddleware` does: counter, latency, request
-    /// log line.
+    /// Records an answered request (a GET of `path`) with the router's recorder: counter, latency, request log line.
     func record(path: String, requestID: String, status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
         answered.add(1, ordering: .relaxed)
-        let elapsed = ContinuousClock.now - start
-        let method = HTTPRequest.Method.get.rawValue
-        metrics.record(method: method, route: route, status: status.code, nanoseconds: elapsed.nanoseconds)
-        let level: Logger.Level = status.code >= 500 ? .error : .debug
-        guard logger.logLevel <= level else { return }
-        var logger = logger
-        logger[metadataKey: "hb.request.id"] = .stringConvertible(RequestID())
-        logger[metadataKey: "request_id"] = .string(requestID)
-        logger.log(level: level, "request", metadata: [
-            "method": .string(method), "path": .string(path), "route": .string(route),
-            "status": .stringConvertible(status.code), "duration_ms": .stringConvertible(Double(elapsed.nanoseconds) / 1e6),
-        ])
+        recorder.record(method: HTTPRequest.Method.get.rawValue, route: route, path: path, status: status.code,
+                        elapsed: ContinuousClock.now - start, logger: logger, requestID: requestID)
     }
 }
 
