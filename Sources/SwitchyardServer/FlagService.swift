@@ -45,12 +45,52 @@ package struct FlagService: Sendable {
         }
     }
 
-    /// Commits a change and wakes the namespace's waiters.
+    // MARK: Writes
+    //
+    // Every change of a namespace's flags or settings goes through these: the API's routes (and so the console
+    // and flagctl) and the crash guard. (Seeding an empty store from flag files, before the service starts, writes
+    // to the store directly: nothing is delivered yet.) Each commits in the store, then publishes
+    // the new version to the hub (waking the namespace's long-polls), counts it, times it and logs it, in one
+    // place (`commit`).
+
+    /// Commits a change of a namespace's flag set (a mutation of the current one) and delivers it.
     package func change(
         _ namespace: String, _ request: ChangeRequest, mutation: @escaping @Sendable (FlagSet) throws -> FlagSet
     ) async throws -> CommittedChange {
+        try await commit { try await store.change(namespace, request, mutation: mutation) }
+    }
+
+    /// Creates a namespace with its first flag set (version 1) and delivers it.
+    package func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws -> CommittedChange {
+        try await commit { try await store.createNamespace(flagSet, reasonPolicy: reasonPolicy, request: request) }
+    }
+
+    /// Restores what a recorded change changed, as a new change, and delivers it.
+    package func revert(_ namespace: String, version: Int64, request: ChangeRequest) async throws -> CommittedChange {
+        try await commit { try await store.revert(namespace, version: version, request: request) }
+    }
+
+    /// Sets which evaluations report their reason (no new version: snapshots do not carry it).
+    package func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord {
+        let record = try await store.setReasonPolicy(policy, of: namespace, by: author)
+        logger.info("namespace setting changed", metadata: [
+            "namespace": .string(namespace), "reason_policy": .string(policy.rawValue), "actor": .string(author.actor),
+        ])
+        return record
+    }
+
+    /// Deletes a namespace with its history; its long-polls are answered 404 at once.
+    package func deleteNamespace(_ namespace: String, by author: ChangeAuthor) async throws {
+        try await store.deleteNamespace(namespace, by: author)
+        hub.remove(namespace)
+        logger.info("namespace deleted", metadata: ["namespace": .string(namespace), "actor": .string(author.actor)])
+    }
+
+    /// Commits through the store, then publishes what committed (nothing when the change changed nothing), and
+    /// times the commit.
+    private func commit(_ write: () async throws -> CommittedChange) async throws -> CommittedChange {
         let start = ContinuousClock.now
-        let result = try await store.change(namespace, request, mutation: mutation)
+        let result = try await write()
         if let record = result.record { committed(result.state, record) }
         Timer(label: "flagsd_change_commit_duration_seconds", factory: metricsFactory)
             .recordNanoseconds((ContinuousClock.now - start).nanoseconds)
@@ -58,7 +98,7 @@ package struct FlagService: Sendable {
     }
 
     /// Publishes a committed change: hub, metrics, log.
-    package func committed(_ state: NamespaceState, _ record: ChangeRecord) {
+    private func committed(_ state: NamespaceState, _ record: ChangeRecord) {
         hub.publish(state)
         Counter(label: "flagsd_changes_total", dimensions: [("namespace", record.namespace), ("source", record.source.rawValue)],
                 factory: metricsFactory).increment()

@@ -294,6 +294,23 @@ struct OperationsRouteTests {
         #expect(!text.contains("sy_"))
     }
 
+    /// A change, a namespace created and a revert take the one write path: each is counted, timed and delivered.
+    @Test func everyKindOfWriteIsCountedTimedAndDelivered() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        #expect(try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor").status == .ok)
+        #expect(try await app.send(.post, "/v1/namespaces", token: "admin", body: #"{"name": "driver"}"#).status == .created)
+        #expect(try await app.send(.post, "/v1/namespaces/rider/changes/2/revert", token: "editor").status == .ok)
+        #expect(app.hub.snapshot(of: "rider")?.version == 3)
+        #expect(app.hub.snapshot(of: "driver")?.version == 1)
+        let text = try await app.send(.get, "/metrics").text
+        #expect(text.contains("flagsd_change_commit_duration_seconds_count 3"), "\(text.split(separator: "\n").filter { $0.contains("commit_duration_seconds_count") })")
+        #expect(text.contains(#"flagsd_changes_total{namespace="rider",source="api"} 2"#))
+        #expect(text.contains(#"flagsd_changes_total{namespace="driver",source="api"} 1"#))
+        #expect(try await app.send(.delete, "/v1/namespaces/driver", token: "admin").status == .noContent)
+        #expect(app.hub.snapshot(of: "driver") == nil)
+    }
+
     /// Client tokens are public, and metrics cover every namespace: a metrics token, or an editor's or admin's valid
     /// in every namespace.
     @Test func metricsCanRequireAMetricsOrUnrestrictedEditorToken() async throws {

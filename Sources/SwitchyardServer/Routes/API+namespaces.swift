@@ -42,8 +42,7 @@ extension API {
         var flagSet = try readFlagSet(flagSetTree ?? .object(JSONObject()), namespace: name, at: "flag_set")
         if let description { flagSet.description = description }
         let change = try changeRequest(request, token: token, reason: reason)
-        let result = try await store.createNamespace(flagSet, reasonPolicy: policy ?? .kills, request: change)
-        if let record = result.record { service.committed(result.state, record) }
+        let result = try await service.createNamespace(flagSet, reasonPolicy: policy ?? .kills, request: change)
         var headers = etagHeaders(result.state.record)
         headers[.location] = "/v1/namespaces/\(name)"
         return .json(View.namespace(result.state.record, flagSet: result.state.flagSet), status: .created, headers: headers)
@@ -94,7 +93,7 @@ extension API {
         if policy == nil, problems.problems.isEmpty { problems.report("reason_policy", "is required") }
         try problems.check()
         let author = try changeRequest(request, token: token, reason: reason).author
-        let record = try await store.setReasonPolicy(policy!, of: namespace, by: author)
+        let record = try await service.setReasonPolicy(policy!, of: namespace, by: author)
         return .json(View.namespace(record), headers: etagHeaders(record))
     }
 
@@ -104,8 +103,7 @@ extension API {
         let token = try await auth.authorize(request, role: .admin, namespace: namespace)
         let reason = request.uri.queryParameters.get("reason")
         let author = try changeRequest(request, token: token, reason: reason).author
-        try await store.deleteNamespace(namespace, by: author)
-        service.hub.remove(namespace)
+        try await service.deleteNamespace(namespace, by: author)
         return Response(status: .noContent)
     }
 
@@ -141,8 +139,7 @@ extension API {
         body.finish()
         try problems.check()
         let change = try changeRequest(request, token: token, reason: reason)
-        let result = try await store.revert(namespace, version: version, request: change)
-        if let record = result.record { service.committed(result.state, record) }
+        let result = try await service.revert(namespace, version: version, request: change)
         return committedResponse(result)
     }
 

@@ -16,6 +16,8 @@ struct API: Sendable {
     }
 
     var auth: Authenticator { service.auth }
+    /// For reads and tokens. Flag and namespace changes go through `service` (`FlagService.change` and its
+    /// siblings), which delivers them.
     var store: any FlagStore { service.store }
     var bodyLimit: Int { service.configuration.maximumBodySize }
 
