@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import SwitchyardCore
 import SwitchyardServer
 import SwitchyardStorage
 

@@ -148,13 +148,11 @@ struct ChangeFlow {
 
     /// Refuses a change the namespace's reason policy needs a reason for, before asking anything.
     private func checkReason(_ planned: PlannedChange, view: NamespaceView) throws {
-        guard options.trimmedReason == nil else { return }
-        if view.reasonPolicy == "always" {
+        guard options.trimmedReason == nil, view.reasonPolicy.requiresReason(addsKillEntry: planned.addsKillEntry) else { return }
+        if view.reasonPolicy == .always {
             throw CommandFailure.usage("namespace '\(view.namespace)' requires a reason for every change; add --reason \"why\" to \(planned.action)")
         }
-        if view.reasonPolicy == "kills", planned.addsKillEntry {
-            throw CommandFailure.usage("namespace '\(view.namespace)' requires a reason to kill; add --reason \"why\" (an incident id helps) to \(planned.action)")
-        }
+        throw CommandFailure.usage("namespace '\(view.namespace)' requires a reason to kill; add --reason \"why\" (an incident id helps) to \(planned.action)")
     }
 
     /// The failure for a change based on a stale view: what changed since, by whom, when.

@@ -9,7 +9,8 @@ struct NamespaceView: Sendable {
     /// The entity tag of this version (`"<epoch>.<version>"`), sent as `If-Match` with a change based on it.
     var etag: String
     /// `always`, `kills` or `never`.
-    var reasonPolicy: String
+    /// The namespace's reason policy (`kills` when the server names none this flagctl knows).
+    var reasonPolicy: ReasonPolicy
     var flagSet: FlagSet
 }
 
@@ -72,7 +73,8 @@ extension APIClient {
             throw CommandFailure("flagctl cannot read namespace '\(namespace)' as sent by flagsd: \(error.problems.first?.description ?? "\(error)"); upgrade flagctl to the server's version")
         }
         return NamespaceView(namespace: namespace, epoch: record["epoch"]?.stringValue ?? "", version: version, etag: etag,
-                             reasonPolicy: record["reason_policy"]?.stringValue ?? "kills", flagSet: flagSet)
+                             reasonPolicy: record["reason_policy"]?.stringValue.flatMap(ReasonPolicy.init(rawValue:)) ?? .kills,
+                             flagSet: flagSet)
     }
 
     /// The change log entries after a version, oldest first (at most 1000).

@@ -257,8 +257,8 @@ public struct Apply: FlagctlCommand {
             return
         }
         for plan in pending where change.trimmedReason == nil {
-            if plan.reasonPolicy == "always" || (plan.reasonPolicy == "kills" && plan.addsKillEntry) {
-                throw CommandFailure.usage("namespace '\(plan.namespace)' requires a reason for this change (reason policy '\(plan.reasonPolicy!)'); add --reason \"why\"")
+            if let policy = plan.reasonPolicy, policy.requiresReason(addsKillEntry: plan.addsKillEntry) {
+                throw CommandFailure.usage("namespace '\(plan.namespace)' requires a reason for this change (reason policy '\(policy)'); add --reason \"why\"")
             }
         }
         if let pinned = change.ifVersion, let plan = pending.first(where: { $0.baseVersion != nil && $0.baseVersion != pinned }) {

@@ -47,7 +47,7 @@ public struct Enable: FlagctlCommand {
         flow.confirms = trip != nil
         let outcome = try await flow.run { view in
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "enable")
-            if !scope.scope.isEverywhere, !gate.disabledScopes.contains(where: { Set($0.cities) == Set(scope.cities) && Set($0.cohorts) == Set(scope.cohorts) }) {
+            if !scope.scope.isEverywhere, !gate.disabledScopes.contains(where: { $0.sameScope(as: scope.scope) }) {
                 let current = gate.disabledScopes.map(\.description).joined(separator: "; ")
                 throw CommandFailure("\(key) has no scoped disable for \(scope.scope) (its scoped disables: \(current.isEmpty ? "none" : current)); name one of those, or leave --city/--cohort out to clear the global disable")
             }

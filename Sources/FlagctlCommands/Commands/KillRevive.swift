@@ -54,7 +54,7 @@ public struct Kill: FlagctlCommand {
                                         objects: [.killSwitch(key)], action: "kill \(name)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)",
                                         addsKillEntry: true)
             if let tree = scope.scopeTree { planned.body["scope"] = tree }
-            if kill.entries.contains(where: { Kill.sameScope($0, scope.scope) }) {
+            if kill.entries.contains(where: { $0.sameScope(as: scope.scope) }) {
                 planned.nothingToDo = "\(name) has an entry for \(scope.scope) already"
             }
             planned.preview = [Kill.covers(kill, members: members, namespace: view.namespace), "current entries: \(kill.entriesText)"]
@@ -78,10 +78,6 @@ public struct Kill: FlagctlCommand {
             return "the master kill switch covers every flag of namespace \(namespace) (\(members.count)): apps run their core flow where it applies"
         }
         return "\(kill.key) covers \(members.count) flag\(members.count == 1 ? "" : "s"): \(list(members))"
-    }
-
-    static func sameScope(_ lhs: Scope, _ rhs: Scope) -> Bool {
-        Set(lhs.cities) == Set(rhs.cities) && Set(lhs.cohorts) == Set(rhs.cohorts)
     }
 
     /// The first few keys and how many more.
@@ -152,7 +148,7 @@ public struct Revive: FlagctlCommand {
             if all {
                 planned.body["all"] = .bool(true)
                 if kill.entries.isEmpty { planned.nothingToDo = "\(name) has no kill entries" }
-            } else if kill.entries.contains(where: { Kill.sameScope($0, scope.scope) }) {
+            } else if kill.entries.contains(where: { $0.sameScope(as: scope.scope) }) {
                 if let tree = scope.scopeTree { planned.body["scope"] = tree }
             } else if kill.entries.isEmpty {
                 planned.nothingToDo = "\(name) has no kill entries"

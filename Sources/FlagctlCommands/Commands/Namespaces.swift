@@ -89,7 +89,7 @@ public struct NamespacesCreate: FlagctlCommand {
     public init() {}
 
     public func validate() throws {
-        if let reasonPolicy, !["always", "kills", "never"].contains(reasonPolicy) {
+        if let reasonPolicy, ReasonPolicy(rawValue: reasonPolicy) == nil {
             throw ValidationError("--reason-policy '\(reasonPolicy)' is not a policy; pass always, kills or never.")
         }
     }

@@ -76,7 +76,7 @@ struct NamespacePlan: Sendable {
     /// The server's version the plan was made against; nil when the namespace does not exist yet.
     var baseVersion: Int64?
     var etag: String?
-    var reasonPolicy: String?
+    var reasonPolicy: ReasonPolicy?
     /// The flag set `apply` sends.
     var desired: FlagSet
     var objects: [ObjectPlan]
@@ -154,10 +154,7 @@ struct NamespacePlan: Sendable {
             message += prune ? "" : "\n(objects only on the server are kept without --prune; if they clash with the file, pass --prune to remove them)"
             throw CommandFailure(message)
         }
-        let addsKillEntry = desired.killSwitches.contains { kill in
-            let old = current.killSwitch(kill.key)?.entries ?? []
-            return kill.entries.contains { entry in !old.contains { Kill.sameScope($0, entry) } }
-        }
+        let addsKillEntry = desired.addsKillEntry(comparedTo: current)
         return NamespacePlan(namespace: file.namespace, file: path, baseVersion: server.version, etag: server.etag,
                              reasonPolicy: server.reasonPolicy, desired: desired, objects: diff(before: current, after: desired),
                              kept: kept, keptState: keptState, addsKillEntry: addsKillEntry)

@@ -531,15 +531,9 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     /// The trip as a conditional change: nothing when the switch is off in the scope already; refused when the
     /// switch changed since the decision.
     static func disabling(_ key: String, in scope: Scope, expecting expected: FlagDefinition?, _ flagSet: FlagSet) throws -> FlagSet {
-        guard let index = flagSet.flags.firstIndex(where: { $0.key == key }), var gate = flagSet.flags[index].pluginSwitch else {
-            return flagSet
-        }
-        if gate.isDisabled(in: scope) { return flagSet }
-        if let expected, flagSet.flags[index] != expected { throw GuardStaleDecision() }
-        if scope.isEverywhere { gate.disabled = true } else { gate.disabledScopes.append(scope) }
-        var flagSet = flagSet
-        flagSet.flags[index].pluginSwitch = gate
-        return flagSet
+        guard let flag = flagSet.flag(key), let gate = flag.pluginSwitch, !gate.isDisabled(in: scope) else { return flagSet }
+        if let expected, flag != expected { throw GuardStaleDecision() }
+        return try flagSet.disabling(key, scope: scope)
     }
 
     private func tripped(_ trip: GuardTrip, record: ChangeRecord, queuedAt: Date?) {

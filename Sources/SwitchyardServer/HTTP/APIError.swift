@@ -107,6 +107,15 @@ package struct APIError: Error, Sendable {
         }
     }
 
+    /// An edit of a flag set that cannot be made as asked: 404 for a flag or kill switch that does not exist, 400
+    /// naming the fields at fault otherwise.
+    package init(_ error: FlagEditError) {
+        switch error.kind {
+        case .notFound: self = .notFound(error.message)
+        case .invalid: self = .invalid(error.message, problems: error.problems)
+        }
+    }
+
     /// The problem document.
     package func document(instance: String, requestID: String) -> JSONValue {
         var object = JSONObject([

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
+import SwitchyardCore
 import SwitchyardStorage
 import Synchronization
 
@@ -52,6 +53,8 @@ struct ProblemMiddleware: RouterMiddleware {
         switch error {
         case let error as APIError:
             return error
+        case let error as FlagEditError:
+            return APIError(error)
         case let error as StorageError:
             if error.kind == .unavailable || error.kind == .corrupt {
                 // The diagnostic (the database's identity and own text) goes to the log only.

@@ -32,7 +32,7 @@ extension API {
     func getFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (_, state) = try await readableState(request, context)
         let key = try parameter("key", context)
-        let index = try state.flagSet.requireFlag(key)
+        let index = try state.flagSet.flagIndex(key)
         var object = View.flag(state.flagSet.flags[index], in: state.flagSet).objectValue!
         object["version"] = .int64(state.record.version)
         return .json(.object(object), headers: etagHeaders(state.record))

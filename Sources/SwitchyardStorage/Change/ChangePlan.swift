@@ -36,15 +36,9 @@ public struct ChangePlan: Sendable, Hashable {
         let trimmed = request.author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         self.reason = (trimmed?.isEmpty ?? true) ? nil : trimmed
         self.summary = request.summary ?? ChangePlan.describe(changes)
-        if reason == nil, !changes.isEmpty {
-            switch policy {
-            case .always:
-                throw StorageError(.reasonRequired, "namespace '\(before.namespace)' requires a reason on every change; pass one (flagctl --reason, API field 'reason')")
-            case .kills where ChangePlan.addsKillEntry(before: before, after: after):
-                throw StorageError(.reasonRequired, "namespace '\(before.namespace)' requires a reason to kill; pass one (flagctl --reason, API field 'reason')")
-            case .kills, .never:
-                break
-            }
+        if reason == nil, !changes.isEmpty, policy.requiresReason(addsKillEntry: after.addsKillEntry(comparedTo: before)) {
+            let what = policy == .always ? "on every change" : "to kill"
+            throw StorageError(.reasonRequired, "namespace '\(before.namespace)' requires a reason \(what); pass one (flagctl --reason, API field 'reason')")
         }
     }
 
@@ -98,13 +92,6 @@ public struct ChangePlan: Sendable, Hashable {
             return "\(group.verb) \(shown)\(more)"
         }.joined(separator: "; ")
     }
-
-    static func addsKillEntry(before: FlagSet, after: FlagSet) -> Bool {
-        after.killSwitches.contains { kill in
-            let old = before.killSwitch(kill.key)?.entries ?? []
-            return kill.entries.contains { entry in !old.contains { $0.sameScope(as: entry) } }
-        }
-    }
 }
 
 extension ObjectKind {
@@ -115,13 +102,6 @@ extension ObjectKind {
         case .pluginPoint: "plugin point"
         case .namespace: "namespace"
         }
-    }
-}
-
-extension Scope {
-    /// The same cities and cohorts, in any order.
-    public func sameScope(as other: Scope) -> Bool {
-        Set(cities) == Set(other.cities) && Set(cohorts) == Set(other.cohorts)
     }
 }
 

@@ -38,18 +38,6 @@ public struct ChangeSource: RawRepresentable, Sendable, Hashable, CustomStringCo
     public var description: String { rawValue }
 }
 
-/// When a namespace requires a reason on a change.
-public enum ReasonPolicy: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// Every change needs a reason.
-    case always
-    /// Changes that add a kill entry need a reason (the default).
-    case kills
-    /// No change needs one.
-    case never
-
-    public var description: String { rawValue }
-}
-
 /// A namespace's identity, version and settings.
 public struct NamespaceRecord: Sendable, Hashable {
     public var name: String
