@@ -67,10 +67,17 @@ let package = Package(
             swiftSettings: settings
         ),
         .executableTarget(name: "flagctl", dependencies: ["FlagctlCommands"], swiftSettings: settings),
-        // Storage of flag sets, the change log, audit log and tokens: a protocol, and SQLite through GRDB.
+        // Storage of flag sets, the change log, audit log, tokens and client events: the protocol every backend
+        // implements, its records, and the change planning they share. No database library.
         .target(
             name: "SwitchyardStorage",
-            dependencies: ["SwitchyardCore", .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: ["SwitchyardCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: settings
+        ),
+        // The embedded backend: one SQLite file (the system's libsqlite3) through GRDB.
+        .target(
+            name: "SwitchyardSQLite",
+            dependencies: ["SwitchyardCore", "SwitchyardStorage", .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
@@ -110,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "flagsd",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardPostgres", "SwitchyardCore",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardPostgres", "SwitchyardCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -178,7 +185,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchyardStorageTests",
-            dependencies: ["SwitchyardStorage", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport", "TestSupport"],
+            dependencies: ["SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport", "TestSupport"],
             swiftSettings: settings
         ),
         .testTarget(
@@ -190,7 +197,7 @@ let package = Package(
         .testTarget(
             name: "GuardFleetTests",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardClient", "SwitchyardCore",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardClient", "SwitchyardCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -199,7 +206,7 @@ let package = Package(
         .testTarget(
             name: "SwitchyardServerTests",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
                 "SwitchyardPostgres", "PostgresTestSupport", "TestSupport",
                 // The client runtime against the real flagsd, end to end (deltas).
                 "SwitchyardClient", "ClientTestSupport",
@@ -228,6 +235,7 @@ let package = Package(
             // the server and storage so they run a live flagsd in-process on a random loopback port.
             dependencies: [
                 "FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl", "rider-sample", "SwitchyardServer", "SwitchyardStorage",
+                "SwitchyardSQLite",
                 "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -82,7 +82,7 @@ public final class PostgresFlagStore: FlagStore, Service {
     public init(
         configuration: PostgresStoreConfiguration, logger: Logger = Logger(label: "switchyard.postgres"),
         now: @escaping @Sendable () -> Date = { Date() },
-        makeEpoch: @escaping @Sendable () -> String = SQLiteFlagStore.randomEpoch
+        makeEpoch: @escaping @Sendable () -> String = NamespaceRecord.randomEpoch
     ) throws(StorageError) {
         self.configuration = configuration
         self.logger = logger

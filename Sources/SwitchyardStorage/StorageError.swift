@@ -86,7 +86,7 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
         StorageError(.lastAdminToken, "token '\(name)' is the last live admin token valid in every namespace: revoking it would leave nobody able to manage tokens. Create another admin token first (flagctl tokens create NAME --role admin), then revoke this one")
     }
 
-    static func namespaceNotFound(_ name: String) -> StorageError {
+    package static func namespaceNotFound(_ name: String) -> StorageError {
         StorageError(.notFound, "namespace '\(name)' does not exist (list namespaces with GET /v1/namespaces)")
     }
 }

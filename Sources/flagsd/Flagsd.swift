@@ -7,6 +7,7 @@ import ServiceLifecycle
 import SwitchyardCore
 import SwitchyardPostgres
 import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import UnixSignals
 

@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import SwitchyardCore
+import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchyardCore
+import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
 

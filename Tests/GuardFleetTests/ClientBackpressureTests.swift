@@ -5,6 +5,7 @@ import FoundationNetworking
 import SwitchyardClient
 import SwitchyardCore
 import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
 

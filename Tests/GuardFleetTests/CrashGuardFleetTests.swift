@@ -4,6 +4,7 @@ import ServiceLifecycle
 import SwitchyardClient
 import SwitchyardCore
 import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
 import Testing

@@ -3,6 +3,7 @@ import Logging
 import ServiceLifecycle
 import SwitchyardCore
 import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 
 /// A live flagsd on a free loopback port over a fresh SQLite file that holds the fleet's namespace

@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import SwitchyardCore
 import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
 

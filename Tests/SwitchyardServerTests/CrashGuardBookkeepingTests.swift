@@ -3,6 +3,7 @@ import HTTPTypes
 import SwitchyardCore
 import SwitchyardGuard
 @testable import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
 import Testing

@@ -5,6 +5,7 @@ import Logging
 import ServiceLifecycle
 import SwitchyardCore
 @testable import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
+import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
 import TestSupport

@@ -1,6 +1,7 @@
 import HTTPTypes
 import SwitchyardCore
 @testable import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import SwitchyardCore
 @testable import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import TestSupport
 import Testing

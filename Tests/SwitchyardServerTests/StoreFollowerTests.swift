@@ -4,6 +4,7 @@ import NIOCore
 import ServiceLifecycle
 import SwitchyardCore
 @testable import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
 import TestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchyardCore
+@testable import SwitchyardSQLite
 @testable import SwitchyardStorage
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresTestSupport
+import SwitchyardSQLite
 import Synchronization
 import SwitchyardCore
 import SwitchyardPostgres

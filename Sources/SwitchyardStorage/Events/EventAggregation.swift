@@ -11,7 +11,7 @@ public enum EventAggregation {
     public static let bucketSize: Duration = .seconds(60)
     static let bucketMilliseconds: Int64 = 60_000
     /// The width of a rolled-up bucket (``EventStore/compactEventCounts(rollUp:deleteBefore:)``): one hour.
-    static let hourMilliseconds: Int64 = 3_600_000
+    package static let hourMilliseconds: Int64 = 3_600_000
 
     /// The start of the bucket holding a time, in milliseconds since 1970.
     public static func bucketStart(of time: Date) -> Int64 {

@@ -58,6 +58,15 @@ public struct NamespaceRecord: Sendable, Hashable {
         self.updatedAt = updatedAt
     }
 
+    /// A new epoch: 32 random hex digits (what every backend gives a namespace it creates).
+    public static let randomEpoch: @Sendable () -> String = {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let hex = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+    }
+
     /// Which snapshot the namespace is at.
     public var snapshotVersion: SnapshotVersion { SnapshotVersion(epoch: epoch, version: version) }
 

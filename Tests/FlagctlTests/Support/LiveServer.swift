@@ -5,6 +5,7 @@ import ServiceLifecycle
 import SwitchyardCore
 import SwitchyardFlagFiles
 import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
 

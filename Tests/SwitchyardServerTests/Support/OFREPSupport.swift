@@ -3,6 +3,7 @@ import HTTPTypes
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardFlagFiles
+import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
 

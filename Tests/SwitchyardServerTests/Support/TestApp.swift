@@ -6,6 +6,7 @@ import Prometheus
 import ServiceLifecycle
 import SwitchyardCore
 @testable import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
 

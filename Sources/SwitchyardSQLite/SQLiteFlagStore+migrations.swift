@@ -1,4 +1,5 @@
 import GRDB
+import SwitchyardStorage
 
 extension SQLiteFlagStore {
     /// The schema, one migration per released change; never edit a migration once released.

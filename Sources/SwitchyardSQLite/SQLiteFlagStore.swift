@@ -7,6 +7,7 @@ public import Foundation
 import GRDB
 public import Logging
 public import SwitchyardCore
+public import SwitchyardStorage
 import Synchronization
 
 /// The embedded backend: one SQLite file through a GRDB `DatabasePool` in WAL mode.
@@ -46,7 +47,7 @@ public final class SQLiteFlagStore: FlagStore {
     public init(
         path: String, logger: Logger = Logger(label: "switchyard.storage"),
         now: @escaping @Sendable () -> Date = { Date() },
-        makeEpoch: @escaping @Sendable () -> String = SQLiteFlagStore.randomEpoch
+        makeEpoch: @escaping @Sendable () -> String = NamespaceRecord.randomEpoch
     ) async throws(StorageError) {
         self.logger = logger
         self.now = now
@@ -114,15 +115,6 @@ public final class SQLiteFlagStore: FlagStore {
     /// The clock's time, truncated to the milliseconds that are stored.
     private func currentTime() -> Date {
         Date(milliseconds: now().milliseconds)
-    }
-
-    /// 32 random hex digits.
-    public static let randomEpoch: @Sendable () -> String = {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<2).map { _ in
-            let hex = String(generator.next() as UInt64, radix: 16)
-            return String(repeating: "0", count: 16 - hex.count) + hex
-        }.joined()
     }
 
     /// Closes the database; later calls fail with `unavailable`.
@@ -516,45 +508,6 @@ public final class SQLiteFlagStore: FlagStore {
             try db.execute(sql: "INSERT INTO audit_target (target, audit_id) VALUES (?, ?)", arguments: [target, id])
         }
         return id
-    }
-}
-
-extension TokenRecord {
-    /// The token as JSON, without any secret: for audit entries and the API.
-    public var tree: JSONValue {
-        var object = JSONObject([
-            ("id", .string(id)), ("name", .string(name)), ("role", .string(role.rawValue)),
-            ("created_at", .string(createdAt.iso8601)), ("created_by", .string(createdBy)),
-        ])
-        object["namespaces"] = namespaces.map { .array($0.map(JSONValue.string)) } ?? .null
-        object["rate_per_minute"] = ratePerMinute.map { .int($0) } ?? .null
-        object["revoked_at"] = revokedAt.map { .string($0.iso8601) } ?? .null
-        return .object(object)
-    }
-}
-
-extension Date {
-    /// Milliseconds since 1970, as stored.
-    package var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
-
-    package init(milliseconds: Int64) {
-        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
-    }
-
-    /// RFC 3339 with milliseconds, in UTC: `2026-11-22T04:50:35.123Z`.
-    public var iso8601: String {
-        formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
-    }
-
-    /// Parses RFC 3339 text, with or without fractional seconds.
-    public init?(iso8601 text: String) {
-        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) {
-            self = date
-        } else if let date = try? Date(text, strategy: Date.ISO8601FormatStyle()) {
-            self = date
-        } else {
-            return nil
-        }
     }
 }
 

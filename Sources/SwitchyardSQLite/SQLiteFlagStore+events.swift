@@ -2,6 +2,7 @@ public import Foundation
 import GRDB
 import Logging
 import SwitchyardCore
+public import SwitchyardStorage
 
 extension SQLiteFlagStore {
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws

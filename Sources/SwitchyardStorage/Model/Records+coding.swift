@@ -1,0 +1,41 @@
+public import Foundation
+public import SwitchyardCore
+
+extension TokenRecord {
+    /// The token as JSON, without any secret: for audit entries and the API.
+    public var tree: JSONValue {
+        var object = JSONObject([
+            ("id", .string(id)), ("name", .string(name)), ("role", .string(role.rawValue)),
+            ("created_at", .string(createdAt.iso8601)), ("created_by", .string(createdBy)),
+        ])
+        object["namespaces"] = namespaces.map { .array($0.map(JSONValue.string)) } ?? .null
+        object["rate_per_minute"] = ratePerMinute.map { .int($0) } ?? .null
+        object["revoked_at"] = revokedAt.map { .string($0.iso8601) } ?? .null
+        return .object(object)
+    }
+}
+
+extension Date {
+    /// Milliseconds since 1970, as stored.
+    package var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    package init(milliseconds: Int64) {
+        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+
+    /// RFC 3339 with milliseconds, in UTC: `2026-11-22T04:50:35.123Z`.
+    public var iso8601: String {
+        formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    /// Parses RFC 3339 text, with or without fractional seconds.
+    public init?(iso8601 text: String) {
+        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) {
+            self = date
+        } else if let date = try? Date(text, strategy: Date.ISO8601FormatStyle()) {
+            self = date
+        } else {
+            return nil
+        }
+    }
+}
