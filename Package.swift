@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "SwitchyardPlugins", targets: ["SwitchyardPlugins"]),
         .library(name: "SwitchyardMatrix", targets: ["SwitchyardMatrix"]),
         .library(name: "SwitchyardGuard", targets: ["SwitchyardGuard"]),
+        // For apps' own tests of their Switchyard integration: a flagsd stand-in, a hostile HTTP server, a test clock.
+        .library(name: "SwitchyardClientTesting", targets: ["SwitchyardClientTesting"]),
         // The sample app's library, for the matrix benchmark (Benchmarks/) and apps that embed the sample.
         .library(name: "RiderApp", targets: ["RiderApp"]),
         .executable(name: "flagsd", targets: ["flagsd"]),
@@ -46,6 +48,9 @@ let package = Package(
         ),
         // The client runtime apps embed: long-poll sync, last known good, evaluation front end. Foundation only.
         .target(name: "SwitchyardClient", dependencies: ["SwitchyardCore"], swiftSettings: settings),
+        // Test kit for apps (and our tests) of the client runtime: a flagsd stand-in on loopback, a scriptable and
+        // hostile HTTP server, a test clock with a wall clock that moves with it. Foundation only.
+        .target(name: "SwitchyardClientTesting", dependencies: ["SwitchyardCore", "SwitchyardClient"], swiftSettings: settings),
         // Plugin points, plugin factories and the core-only guarantee, over the client runtime.
         .target(name: "SwitchyardPlugins", dependencies: ["SwitchyardCore", "SwitchyardClient"], swiftSettings: settings),
         // Which switch combinations a matrix runs: gates, exhaustive or covering-array plans, shards. Shared by the
@@ -153,21 +158,21 @@ let package = Package(
             path: "Tests/TestSupport",
             swiftSettings: settings
         ),
-        // Test support for the client runtime: a hostile loopback HTTP server, a flagsd stand-in, a test clock.
+        // Test support for our client runtime tests: fixtures and a harness, over SwitchyardClientTesting.
         .target(
             name: "ClientTestSupport",
-            dependencies: ["SwitchyardCore", "SwitchyardClient"],
+            dependencies: ["SwitchyardCore", "SwitchyardClient", "SwitchyardClientTesting"],
             path: "Tests/ClientTestSupport",
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardClientTests",
-            dependencies: ["SwitchyardCore", "SwitchyardClient", "ClientTestSupport"],
+            dependencies: ["SwitchyardCore", "SwitchyardClient", "SwitchyardClientTesting", "ClientTestSupport"],
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardPluginsTests",
-            dependencies: ["SwitchyardCore", "SwitchyardPlugins", "ClientTestSupport"],
+            dependencies: ["SwitchyardCore", "SwitchyardPlugins", "SwitchyardClientTesting", "ClientTestSupport"],
             swiftSettings: settings
         ),
         // Test support for the PostgreSQL backend: the test server's URL, fresh databases, private servers.
@@ -197,7 +202,7 @@ let package = Package(
         .testTarget(
             name: "GuardFleetTests",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardClient", "SwitchyardCore",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardClient", "SwitchyardCore", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -209,7 +214,7 @@ let package = Package(
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
                 "SwitchyardPostgres", "PostgresTestSupport", "TestSupport",
                 // The client runtime against the real flagsd, end to end (deltas).
-                "SwitchyardClient", "ClientTestSupport",
+                "SwitchyardClient", "SwitchyardClientTesting", "ClientTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -226,7 +231,7 @@ let package = Package(
         // Dashboards/ and deploy/ against the real flagsd: metrics, options, probes; promtool, systemd-analyze.
         .testTarget(
             name: "DeployTests",
-            dependencies: ["flagsd", "SwitchyardCore", .product(name: "Yams", package: "Yams")],
+            dependencies: ["flagsd", "SwitchyardCore", "TestSupport", .product(name: "Yams", package: "Yams")],
             swiftSettings: settings
         ),
         .testTarget(

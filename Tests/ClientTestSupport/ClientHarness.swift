@@ -1,6 +1,7 @@
 public import Foundation
 public import SwitchyardCore
 public import SwitchyardClient
+public import SwitchyardClientTesting
 
 /// Fresh state for one client test: a temporary directory, a test clock, a report log.
 public final class ClientHarness: Sendable {

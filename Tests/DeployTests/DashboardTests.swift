@@ -1,5 +1,6 @@
 import Foundation
 import SwitchyardCore
+import TestSupport
 import Testing
 import Yams
 
@@ -66,10 +67,8 @@ struct DashboardTests {
         // (--max-wait 600): the change below comes within the 300 s deadline for parking, so the long-poll is
         // still parked when the change is made, however slow the machine.
         async let parked = flagsd.send("GET", "/v1/namespaces/rider/changes?after=1&wait=600", token: client, timeout: 900)
-        let deadline = ContinuousClock.now + .seconds(300)
-        while !(try await flagsd.send("GET", "/metrics", token: nil).body.contains("flagsd_long_poll_waiters 1")) {
-            try #require(ContinuousClock.now < deadline, "the long-poll never parked")
-            try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the long-poll parks", timeout: .seconds(300)) {
+            try await flagsd.send("GET", "/metrics", token: nil).body.contains("flagsd_long_poll_waiters 1")
         }
         let change = try await flagsd.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable",
                                            body: #"{"reason": "metrics test"}"#)
@@ -111,10 +110,8 @@ struct DashboardTests {
             try #require(crashes.status == 200, "\(crashes.body)")
         }
         let tripped = #"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_split_fare",scope="global"} 1"#
-        let tripDeadline = ContinuousClock.now + .seconds(300)
-        while !(try await flagsd.send("GET", "/metrics", token: nil).body.contains(tripped)) {
-            try #require(ContinuousClock.now < tripDeadline, "the crash guard never tripped plugin_switch_split_fare")
-            try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the crash guard trips plugin_switch_split_fare", timeout: .seconds(300)) {
+            try await flagsd.send("GET", "/metrics", token: nil).body.contains(tripped)
         }
         return try await flagsd.send("GET", "/metrics", token: nil).body
     }

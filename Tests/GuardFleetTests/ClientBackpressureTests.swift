@@ -7,6 +7,7 @@ import SwitchyardCore
 import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
+import TestSupport
 import Testing
 
 /// Real `FlagClient`s against a live flagsd on loopback whose ingestion backlog is full: every batch they post gets
@@ -17,17 +18,6 @@ struct ClientBackpressureTests {
         let (data, _) = try await URLSession.shared.data(from: base.appendingPathComponent("metrics"))
         let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(series + " ") }
         return line.flatMap { Double($0.dropFirst(series.count + 1)) } ?? 0
-    }
-
-    static func until(_ what: String, seconds: Double = 120, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out waiting until \(what)")
-                throw CancellationError()
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
     }
 
     @Test func clientsRefusedWith429KeepTheirEventsAndEveryOneIsCountedOnce() async throws {
@@ -45,7 +35,7 @@ struct ClientBackpressureTests {
                     return EventIngestResult(counted: [], duplicates: [])
                 }
             }
-            try await Self.until("the backlog is full") { ingestor.backlog == 1 }
+            try await waitUntil("the backlog is full") { ingestor.backlog == 1 }
 
             // Six devices each ran a session with one plugin switch; the next launch reports it (one event each).
             let switches = [CrashGuardFleetTests.crashing] + CrashGuardFleetTests.healthy
@@ -66,7 +56,7 @@ struct ClientBackpressureTests {
             #expect(clients.allSatisfy { $0.status.queuedEvents == 1 })
             let running = clients.map { client in Task { await client.run() } }
             // Every client posted and was refused at least once; each still holds its session.
-            try await Self.until("each client was refused") {
+            try await waitUntil("each client was refused") {
                 try await Self.metric(#"flagsd_event_batches_refused_total{namespace="fleet",reason="backlog_full"}"#, base: base) >= 12
             }
             #expect(clients.allSatisfy { $0.status.queuedEvents == 1 })
@@ -74,7 +64,7 @@ struct ClientBackpressureTests {
 
             releaser.yield()
             _ = try await holder.value
-            try await Self.until("every client's queue is empty") { clients.allSatisfy { $0.status.queuedEvents == 0 } }
+            try await waitUntil("every client's queue is empty") { clients.allSatisfy { $0.status.queuedEvents == 0 } }
             let counts = try await store.eventCounts(EventCountQuery(namespace: "fleet", from: Date() - 3600, until: Date() + 3600,
                                                                      subjects: [.baseline], dimensions: [.all]))
             #expect(counts.map(\.tally.sessions) == [6])

@@ -7,6 +7,7 @@ import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// A fleet of devices, each a real `FlagClient` with its own directory, launching again and again against a
@@ -53,7 +54,7 @@ struct CrashGuardFleetTests {
 
         /// One launch: the client reports the previous session, runs the plugins its snapshot turns on, crashes
         /// (no endSession) or ends cleanly, and stops once its events are sent.
-        func launch(server: URL, token: String) async {
+        func launch(server: URL, token: String) async throws {
             var configuration = FlagClient.Configuration(
                 serverURL: server, namespace: "fleet", token: token,
                 context: EvaluationContext(unitId: unit, city: city, appVersion: "5.14.0", platform: "ios"), directory: directory)
@@ -64,7 +65,7 @@ struct CrashGuardFleetTests {
             let client = FlagClient(configuration: configuration)
             let sync = Task { await client.run() }
             // The first launch waits for a snapshot; later ones start from the last known good one, as apps do.
-            await Self.until(seconds: 30) { client.status.snapshot != nil }
+            try await waitUntil("device \(unit) has a snapshot", every: .milliseconds(5)) { client.status.snapshot != nil }
             // The version before the evaluations: the sync may install a newer one while they run, and a session is
             // recorded with a version it surely evaluated on, or an older one (never a newer one than it ran on).
             let version = client.status.snapshot?.version
@@ -79,14 +80,9 @@ struct CrashGuardFleetTests {
             }
             if !crashed { client.endSession() }
             sessions.append((version, active, crashed))
-            await Self.until(seconds: 30) { client.status.queuedEvents == 0 }
+            try await waitUntil("device \(unit) sent its events", every: .milliseconds(5)) { client.status.queuedEvents == 0 }
             sync.cancel()
             await sync.value
-        }
-
-        static func until(seconds: Double, _ condition: () -> Bool) async {
-            let deadline = ContinuousClock.now + .seconds(seconds)
-            while !condition(), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         }
     }
 
@@ -101,11 +97,12 @@ struct CrashGuardFleetTests {
             var tripVersion: Int64?
             var launchesAfterTrip = 0
             for _ in 0..<40 {
-                await withTaskGroup(of: Void.self) { launches in
+                try await withThrowingTaskGroup(of: Void.self) { launches in
                     for (index, device) in devices.enumerated() {
-                        if index >= 16 { await launches.next() }
-                        launches.addTask { await device.launch(server: url, token: token) }
+                        if index >= 16 { try await launches.next() }
+                        launches.addTask { try await device.launch(server: url, token: token) }
                     }
+                    try await launches.waitForAll()
                 }
                 if let trip = tripVersion {
                     launchesAfterTrip += 1

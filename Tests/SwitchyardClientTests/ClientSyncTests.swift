@@ -1,5 +1,6 @@
 import ClientTestSupport
 import Foundation
+import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
@@ -22,7 +23,7 @@ struct ClientSyncTests {
 
     @Test func aLiveSnapshotReplacesTheCacheIsPersistedAndServesWithoutCachedReason() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_news"]))
         let client = try clientWithCache(harness, server: server.baseURL)
@@ -43,7 +44,7 @@ struct ClientSyncTests {
     /// decoded from it: here one re-indented by a proxy, which the checksum's canonical form still accepts.
     @Test func theCacheStoresTheVerifiedDocumentAsReceived() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         let snapshot = Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_news"])
         let reindented = try JSONSerialization.data(withJSONObject: JSONSerialization.jsonObject(with: Data(SnapshotDocument.encode(snapshot))),
@@ -63,7 +64,7 @@ struct ClientSyncTests {
 
     @Test func requestsCarryTheTokenTheEntityTagAndALongPollWait() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"]))
         let client = try clientWithCache(harness, server: server.baseURL)
@@ -81,7 +82,7 @@ struct ClientSyncTests {
 
     @Test func aServerConfirmationOfTheCacheEndsTheCachedReason() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"]))
         let client = try clientWithCache(harness, server: server.baseURL)
@@ -96,7 +97,7 @@ struct ClientSyncTests {
 
     @Test func aChangeOnTheServerArrivesThroughTheLongPollAndIsPublished() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
@@ -126,7 +127,7 @@ struct ClientSyncTests {
             #expect(client.isEnabled(Self.promos))
             #expect(client.status.consecutiveFailures >= 2)
             #expect(client.status.lastError?.kind == .transport)
-            let server = try FakeFlagServer(port: port)
+            let server = try FlagsdStandIn(port: port)
             defer { server.stop() }
             server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_news"]))
             #expect(await eventually { version(client) == 6 })
@@ -142,7 +143,7 @@ struct ClientSyncTests {
     func aHostileAnswerNeverReplacesTheGoodSnapshot(_ answer: HostileAnswer) async throws {
         // The manual clock holds the loop in its backoff until the test has looked.
         let harness = try ClientHarness(manualClock: true)
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.script([answer.reply])
         server.publish(Fixtures.snapshot(version: 7, on: ["plugin_switch_feed_news"]))
@@ -169,7 +170,7 @@ struct ClientSyncTests {
 
     @Test func aSnapshotForAnotherNamespaceIsRefused() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         let foreign = Fixtures.snapshot(version: 9, namespace: "driver", on: ["plugin_switch_split_fare"])
         server.script([.response(status: 200, headers: ["ETag": foreign.entityTag], body: SnapshotDocument.encode(foreign))])
@@ -186,7 +187,7 @@ struct ClientSyncTests {
 
     @Test func anOlderVersionIsRefusedAndANewerOneLaterAccepted() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 3, on: ["plugin_switch_feed_news"]))
         let client = try clientWithCache(harness, server: server.baseURL)
@@ -203,7 +204,7 @@ struct ClientSyncTests {
 
     @Test func aNewEpochIsAcceptedEvenWithALowerVersion() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1, epoch: "epoch-2", on: ["plugin_switch_feed_news"]))
         let client = try clientWithCache(harness, server: server.baseURL)
@@ -216,7 +217,7 @@ struct ClientSyncTests {
     /// 503 (too many waiters) and 429 (too many from this address) alike.
     @Test(arguments: [503, 429]) func aBusyServerIsHonouredRetryAfterAndAll(status: Int) async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.script([.response(status: status, headers: ["Retry-After": "7"], body: Array("busy".utf8))])
         server.publish(Fixtures.snapshot(version: 6))

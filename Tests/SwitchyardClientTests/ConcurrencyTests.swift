@@ -1,5 +1,6 @@
 import ClientTestSupport
 import Foundation
+import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
@@ -13,7 +14,7 @@ struct ConcurrencyTests {
     /// from a loopback server and the context changes. Run under `--sanitize=thread` to check for races.
     @Test func readsStayConsistentWhileUpdatesLand() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))

@@ -1,5 +1,6 @@
 import ClientTestSupport
 import Foundation
+import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
@@ -215,7 +216,7 @@ struct CrashAttributionTests {
 
     @Test func theGuardLiftsWhenANewerSnapshotChangesTheSwitchButNotForOtherChanges() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         for _ in 0..<2 { try launch(harness, server: server.baseURL).recordActive(Self.promos) }
         let client = try launch(harness, server: server.baseURL)

@@ -1,5 +1,6 @@
 import ClientTestSupport
 import Foundation
+import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
@@ -16,7 +17,7 @@ struct DeltaSyncTests {
 
     @Test func aChangeArrivesAsADeltaNamingExactlyWhatChangedAndIsKeptOnDisk() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
@@ -66,7 +67,7 @@ struct DeltaSyncTests {
             return snapshot
         }
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(withoutTipping(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
@@ -93,7 +94,7 @@ struct DeltaSyncTests {
 
     @Test func aDeltaWhoseResultIsNotTheServersSnapshotIsRefusedAndTheFullSnapshotFetched() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         let base = Fixtures.snapshot(version: 1)
         server.publish(base)
@@ -119,7 +120,7 @@ struct DeltaSyncTests {
 
     @Test func aDeltaFromAnotherVersionIsAGapAndNothingOfItIsApplied() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
@@ -136,7 +137,7 @@ struct DeltaSyncTests {
 
     @Test func aDeltaTheClientDidNotAskForIsRefused() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         let base = Fixtures.snapshot(version: 1)
         server.publish(base)
@@ -157,7 +158,7 @@ struct DeltaSyncTests {
 
     @Test func aDeltaAppliedOverACachedSnapshotOfALaunchIsProvedAgainstItsDigest() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         let cached = Fixtures.snapshot(version: 4)
         try SnapshotCache(directory: harness.directory.url, namespace: "rider", maximumSnapshotSize: 1 << 20)

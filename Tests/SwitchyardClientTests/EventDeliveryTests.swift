@@ -1,5 +1,6 @@
 import ClientTestSupport
 import Foundation
+import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
@@ -22,7 +23,7 @@ struct EventDeliveryTests {
 
     @Test func theLastSessionIsSentAtTheNextLaunchAndLeavesTheQueueWhenAcknowledged() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
         let first = client(harness, server: server.baseURL)
@@ -46,7 +47,7 @@ struct EventDeliveryTests {
 
     @Test func anExposureIsReportedOncePerVariantAndContext() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
         let client = client(harness, server: server.baseURL)
@@ -98,7 +99,7 @@ struct EventDeliveryTests {
 
     @Test func serverErrorsKeepEventsQueuedAndTheSenderBacksOffHonouringRetryAfter() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
         server.scriptEvents([.response(status: 500), .response(status: 503, headers: ["Retry-After": "9"]), .close])
@@ -115,7 +116,7 @@ struct EventDeliveryTests {
 
     @Test func a429KeepsTheWholeBatchQueuedUntilRetryAfterAndThenDeliversItOnce() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
         server.scriptEvents([.response(status: 429, headers: ["Retry-After": "20"]), .response(status: 429, headers: ["Retry-After": "3"])])
@@ -135,7 +136,7 @@ struct EventDeliveryTests {
 
     @Test func onlyAcknowledgedEventsLeaveTheQueueAndRejectedOnesAreNotRetried() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
         let reply = #"{"accepted":["event-1"],"rejected":[{"id":"event-2","reason":"time is 3 days in the future"}]}"#
@@ -152,7 +153,7 @@ struct EventDeliveryTests {
 
     @Test func anInvalidBatchIsDroppedAndATooLargeOneIsSplit() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
         server.scriptEvents([.response(status: 413), .response(status: 400, body: Array("bad".utf8))])
@@ -169,7 +170,7 @@ struct EventDeliveryTests {
 
     @Test func anUnreadableReplyKeepsTheEventsQueued() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
         server.scriptEvents([.response(status: 200, body: Array("ok".utf8))])
@@ -187,7 +188,7 @@ struct RunLifecycleTests {
     /// An app stops the client's loops in the background and starts them again in the foreground.
     @Test func aClientRunsAgainAfterItsRunWasCancelled() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
@@ -208,7 +209,7 @@ struct RunLifecycleTests {
 
     @Test func aSecondConcurrentRunReturnsAtOnce() async throws {
         let harness = try ClientHarness()
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))

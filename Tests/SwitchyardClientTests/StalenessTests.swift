@@ -1,5 +1,6 @@
 import ClientTestSupport
 import Foundation
+import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
@@ -49,7 +50,7 @@ struct StalenessTests {
 
     @Test func goingStaleIsPublishedAndAServerConfirmationMakesTheSnapshotFreshAgain() async throws {
         let harness = try ClientHarness(manualClock: true)
-        let server = try FakeFlagServer()
+        let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
         server.script(Array(repeating: .response(status: 500), count: 3))

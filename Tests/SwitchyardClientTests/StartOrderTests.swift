@@ -1,5 +1,6 @@
 import ClientTestSupport
 import Foundation
+import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// The crash guard across a real flagsd process killed with SIGKILL in the middle of a window: the sessions
@@ -53,10 +54,9 @@ struct CrashGuardRestartTests {
         try await Self.post(app, CrashGuardTests.sessions("after", count: 100, crashEvery: 10, switches: [promos]), firstAddress: 101)
 
         var entries: [JSONValue] = []
-        let deadline = ContinuousClock.now + .seconds(30)
-        while entries.isEmpty, ContinuousClock.now < deadline {
+        try await waitUntil("the restarted flagsd's guard trips") {
             entries = try await admin.send("GET", "/v1/audit?namespace=rider&source=crash-guard").json["entries"]?.arrayValue ?? []
-            if entries.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            return !entries.isEmpty
         }
         let entry = try #require(entries.first, "the restarted flagsd's guard did not trip")
         #expect(entries.count == 1)

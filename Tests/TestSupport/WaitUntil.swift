@@ -14,10 +14,11 @@ public import Testing
 /// - Parameters:
 ///   - what: what is awaited, for the failure's message.
 ///   - timeout: the longest wait.
+///   - interval: how often to check (20 ms; less where a test waits thousands of times).
 ///   - condition: checked until it returns true.
 /// - Throws: `WaitTimedOut` past the deadline.
 public func waitUntil(
-    _ what: @autoclosure () -> String = "the condition", timeout: Duration = .seconds(120),
+    _ what: @autoclosure () -> String = "the condition", timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(20),
     sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
@@ -34,7 +35,7 @@ public func waitUntil(
             Issue.record(Comment(rawValue: failure.description), sourceLocation: sourceLocation)
             throw failure
         }
-        try await Task.sleep(for: .milliseconds(20))
+        try await Task.sleep(for: interval)
     }
 }
 

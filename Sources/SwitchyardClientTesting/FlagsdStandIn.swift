@@ -7,11 +7,11 @@ import SwitchyardClient
 /// plays scripted faults first.
 ///
 /// ```swift
-/// let server = try FakeFlagServer(namespace: "rider")
-/// server.publish(Fixtures.snapshot(version: 1))
+/// let server = try FlagsdStandIn(namespace: "rider")
+/// server.publish(Snapshot(epoch: "e1", version: 1, flagSet: flagSet))
 /// server.script([.response(status: 500), .raw(Array("garbage".utf8))])   // the next two answers
 /// ```
-public final class FakeFlagServer: @unchecked Sendable {
+public final class FlagsdStandIn: @unchecked Sendable {
     public typealias Reply = TestHTTPServer.Reply
 
     private struct State {
@@ -38,7 +38,7 @@ public final class FakeFlagServer: @unchecked Sendable {
     public init(namespace: String = "rider", waitCap: Duration = .seconds(2), port: Int = 0) throws {
         self.namespace = namespace
         self.waitCap = waitCap
-        // The handler holds the fake server until `stop()` clears it.
+        // The handler holds the stand-in until `stop()` clears it.
         http = try TestHTTPServer(port: port) { request in self.handle(request) }
     }
 
