@@ -122,16 +122,20 @@ struct ClientSyncTests {
             probe.stop()
         }
         let client = try clientWithCache(harness, server: URL(string: "http://127.0.0.1:\(port)")!)
-        try await whileRunning(client) {
+        // The server comes up while the client runs, and stops only after the client has: stopped first, it would
+        // fail the client's next long-poll (and with the test clock, its backoffs pass at once) before the checks
+        // below.
+        let server = try await whileRunning(client) {
             #expect(await eventually { harness.reports.of(.syncFailed).count >= 2 })
             #expect(client.isEnabled(Self.promos))
             #expect(client.status.consecutiveFailures >= 2)
             #expect(client.status.lastError?.kind == .transport)
             let server = try FlagsdStandIn(port: port)
-            defer { server.stop() }
             server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_news"]))
             #expect(await eventually { version(client) == 6 })
+            return server
         }
+        defer { server.stop() }
         #expect(client.isEnabled(Self.news))
         #expect(client.status.consecutiveFailures == 0)
         #expect(harness.clock.sleeps.count >= 2)
