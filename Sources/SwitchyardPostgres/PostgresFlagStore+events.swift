@@ -204,7 +204,16 @@ extension PostgresFlagStore {
         let hours = EventCompaction.hours(in: rollUp)
         let limit = 2_000
         for namespace in try await namespaces().map(\.name) {
-            for hour in hours {
+            // The hours that still hold minute counters (usually none or the latest one), in one query, instead of a
+            // statement for each of the hundreds of hours in the range.
+            let hourLength = EventAggregation.hourMilliseconds
+            let (first, last) = (hours.first ?? 0, hours.last ?? -hourLength)
+            let pending = hours.isEmpty ? [] : try await rows("""
+                SELECT DISTINCT bucket_ms - bucket_ms % \(hourLength) AS hour FROM event_count
+                WHERE namespace = \(namespace) AND bucket_ms > \(first) AND bucket_ms < \(last + hourLength)
+                    AND bucket_ms % \(hourLength) <> 0 ORDER BY hour
+                """, on: .events).map { try $0.decode(Int64.self) }
+            for hour in pending {
                 while true {
                     // Moves up to `limit` minute counters of the hour into the hour's counter, in one statement.
                     let end = hour + 3_600_000

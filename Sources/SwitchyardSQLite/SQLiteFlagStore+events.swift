@@ -205,15 +205,18 @@ extension SQLiteFlagStore {
         var compaction = EventCompaction()
         let hours = EventCompaction.hours(in: rollUp)
         for namespace in try await namespaces().map(\.name) {
-            for hour in hours {
-                // A read first: most hours have nothing left to roll up, and a read does not wait for the writer.
-                let pending = try await access {
-                    try await self.pool.read { db in
-                        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM event_count WHERE namespace = ? AND bucket_ms > ? AND bucket_ms < ?)",
-                                          arguments: [namespace, hour, hour + EventAggregation.hourMilliseconds]) ?? false
-                    }
+            // One read first (it does not wait for the writer): the hours that still hold minute counters, usually
+            // none or the latest one, instead of a probe for each of the hundreds of hours in the range.
+            let pending = hours.isEmpty ? [] : try await access { [first = hours[0], last = hours[hours.count - 1]] in
+                try await self.pool.read { db in
+                    try Int64.fetchAll(db, sql: """
+                        SELECT DISTINCT bucket_ms - bucket_ms % ? FROM event_count
+                        WHERE namespace = ? AND bucket_ms > ? AND bucket_ms < ? AND bucket_ms % ? != 0 ORDER BY 1
+                        """, arguments: [EventAggregation.hourMilliseconds, namespace, first,
+                                         last + EventAggregation.hourMilliseconds, EventAggregation.hourMilliseconds])
                 }
-                guard pending else { continue }
+            }
+            for hour in pending {
                 while true {
                     let moved = try await access {
                         try await self.pool.write { db in try Self.rollUp(namespace, hour: hour, limit: Self.pruneRowsPerTransaction, db) }
