@@ -40,6 +40,8 @@ let package = Package(
     targets: [
         // The flag model, evaluation engine, bucketing and snapshot format. Foundation-free: builds for iOS.
         .target(name: "SwitchyardCore", swiftSettings: settings),
+        // The admin API's bodies, typed once: written by flagsd, read by flagctl. Foundation-free, like the core.
+        .target(name: "SwitchyardWire", dependencies: ["SwitchyardCore"], swiftSettings: settings),
         // Flag files as code: YAML definitions in `Flags/`, linted and loaded into the model.
         .target(
             name: "SwitchyardFlagFiles",
@@ -66,7 +68,7 @@ let package = Package(
         .target(
             name: "FlagctlCommands",
             dependencies: [
-                "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrixPlan",
+                "SwitchyardCore", "SwitchyardWire", "SwitchyardFlagFiles", "SwitchyardMatrixPlan",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: settings
@@ -109,7 +111,7 @@ let package = Package(
         .target(
             name: "SwitchyardServer",
             dependencies: [
-                "SwitchyardCore", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardGuard", "SwitchyardConsole", "CZlib",
+                "SwitchyardCore", "SwitchyardWire", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardGuard", "SwitchyardConsole", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -146,6 +148,7 @@ let package = Package(
             resources: [.copy("Data")],
             swiftSettings: settings
         ),
+        .testTarget(name: "SwitchyardWireTests", dependencies: ["SwitchyardWire", "SwitchyardCore"], swiftSettings: settings),
         .testTarget(
             name: "SwitchyardFlagFilesTests",
             dependencies: ["SwitchyardFlagFiles", "SwitchyardCore", "TestSupport"],

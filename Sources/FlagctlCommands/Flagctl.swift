@@ -1,4 +1,5 @@
 public import ArgumentParser
+import SwitchyardWire
 
 /// `flagctl`, the release manager's command line: the root command and its subcommands.
 ///
@@ -80,6 +81,9 @@ public struct Flagctl: AsyncParsableCommand {
             let failure = failure.commandFailure
             console.writeError("error: \(failure.message)\n")
             return failure.exitStatus
+        } catch let error as WireError {
+            console.writeError("error: flagsd sent an answer this flagctl cannot read (\(error.message)); is it a flagsd of this flagctl's version (\(FlagctlVersion.current))?\n")
+            return ExitStatus.failure
         } catch {
             let message = fullMessage(for: error)
             let status = exitCode(for: error).rawValue

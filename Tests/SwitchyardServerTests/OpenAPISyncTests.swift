@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import SwitchyardCore
 @testable import SwitchyardServer
 import TestSupport
 import Testing
@@ -55,6 +56,53 @@ struct OpenAPISyncTests {
         let result = try await Repository.runScript("scripts/check-openapi", [copy.path])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("checked 1 document"))
+    }
+
+    /// flagsd's answers (the wire bodies flagctl reads) match the document's schemas, checked by an independent
+    /// validator (openapi-schema-validator, OpenAPI 3.1).
+    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
+    func theAnswersMatchTheDocumentsSchemas() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let ns = "/v1/namespaces/rider"
+        let disabled = try await app.send(.post, "\(ns)/flags/plugin_switch_map_traffic/disable", token: "editor",
+                                          body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
+        let killed = try await app.send(.post, "\(ns)/kill-switches/master/kill", token: "editor",
+                                        body: #"{"scope": {"cities": ["paris"]}, "reason": "schema test"}"#)
+        let unchanged = try await app.send(.post, "\(ns)/flags/plugin_switch_map_traffic/disable", token: "editor",
+                                           body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
+        let answers: [(schema: String, response: TestResponse)] = [
+            ("Namespace", try await app.send(.get, ns, token: "editor")),
+            ("Flag", try await app.send(.get, "\(ns)/flags/plugin_switch_map_traffic", token: "editor")),
+            ("Committed", disabled), ("Committed", killed), ("Committed", unchanged),
+        ]
+        let changes = try await app.send(.get, "\(ns)/changes?after=0", token: "editor")
+        let killSwitches = try await app.send(.get, "\(ns)/kill-switches", token: "editor")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-bodies-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var arguments: [String] = []
+        for (index, answer) in answers.enumerated() {
+            #expect(answer.response.status.code < 300, "\(answer.schema): \(answer.response.text)")
+            let file = folder.appendingPathComponent("\(index)-\(answer.schema).json")
+            try Data(answer.response.body).write(to: file)
+            arguments += ["--body", answer.schema, file.path]
+        }
+        for (index, change) in (changes.json["changes"]?.arrayValue ?? []).enumerated() {
+            let file = folder.appendingPathComponent("change-\(index).json")
+            try Data(change.serialized()).write(to: file)
+            arguments += ["--body", "Change", file.path]
+        }
+        for (index, kill) in (killSwitches.json["kill_switches"]?.arrayValue ?? []).enumerated() {
+            let file = folder.appendingPathComponent("kill-\(index).json")
+            try Data(kill.serialized()).write(to: file)
+            arguments += ["--body", "KillSwitch", file.path]
+        }
+        #expect((changes.json["changes"]?.arrayValue?.count ?? 0) >= 2)
+        #expect((killSwitches.json["kill_switches"]?.arrayValue?.count ?? 0) >= 2)
+        let result = try await Repository.runScript("scripts/check-openapi", arguments)
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("checked \(arguments.count / 3) bodies"), "\(result.output)")
     }
 
     /// The checker fails where tooling would: a plain scalar holding `: ` (what once kept standard parsers from

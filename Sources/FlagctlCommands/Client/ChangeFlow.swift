@@ -1,5 +1,6 @@
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 /// An object of a flag set that a change edits.
 enum ObjectReference: Sendable, Hashable, CustomStringConvertible {
@@ -98,21 +99,20 @@ struct ChangeFlow {
         }
         var planned = try plan(view)
         if planned.nothingToDo != nil {
-            // The same fields the service answers a change that alters nothing with.
-            var response = JSONObject([
-                ("namespace", .string(view.namespace)), ("version", .int64(view.version)), ("etag", .string(view.etag)),
-                ("changed", .bool(false)), ("change", .null),
-            ])
+            // What the service answers a change that alters nothing.
+            var extra: [String: JSONValue] = [:]
             for object in planned.objects {
                 switch object {
                 case .flag(let key):
-                    if let flag = view.flagSet.flag(key) { response["flag"] = Get.flagTree(flag, in: view.flagSet, withState: false) }
+                    if let flag = view.flagSet.flag(key) { extra["flag"] = FlagBody(flag, in: view.flagSet).json }
                 case .killSwitch(let key):
-                    if let kill = view.flagSet.killSwitch(key) { response["kill_switch"] = Get.killSwitchTree(kill, in: view.flagSet) }
+                    if let kill = view.flagSet.killSwitch(key) { extra["kill_switch"] = KillSwitchBody(kill, in: view.flagSet).json }
                 }
             }
-            for (name, value) in planned.unchangedFields { response[name] = value }
-            return ChangeOutcome(response: .object(response), view: view, nothingToDo: planned.nothingToDo)
+            for (name, value) in planned.unchangedFields { extra[name] = value }
+            let unchanged = CommittedBody(namespace: view.namespace, version: SnapshotVersion(epoch: view.epoch, version: view.version),
+                                          changed: false, change: nil, extra: extra)
+            return ChangeOutcome(response: unchanged.json, view: view, nothingToDo: planned.nothingToDo)
         }
         try checkReason(planned, view: view)
         if confirms {

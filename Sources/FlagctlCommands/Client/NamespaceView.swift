@@ -1,5 +1,6 @@
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 /// A namespace as flagctl read it: its flag set at one version, and the settings that decide what a change needs.
 struct NamespaceView: Sendable {
@@ -8,38 +9,15 @@ struct NamespaceView: Sendable {
     var version: Int64
     /// The entity tag of this version (`"<epoch>.<version>"`), sent as `If-Match` with a change based on it.
     var etag: String
-    /// `always`, `kills` or `never`.
     /// The namespace's reason policy (`kills` when the server names none this flagctl knows).
     var reasonPolicy: ReasonPolicy
     var flagSet: FlagSet
 }
 
-/// One entry of a namespace's change log.
-struct ChangeEntry: Sendable {
-    var version: Int64
-    var time: String
-    var actor: String
-    var source: String
-    var reason: String?
-    var summary: String
-    /// `(kind, key)` of each object touched.
-    var objects: [(kind: String, key: String)]
-    var tree: JSONValue
+/// One entry of a namespace's change log, as flagsd sends it.
+typealias ChangeEntry = ChangeEntryBody
 
-    init(_ tree: JSONValue) {
-        self.tree = tree
-        version = tree["version"]?.int64Value ?? 0
-        time = tree["time"]?.stringValue ?? ""
-        actor = tree["actor"]?.stringValue ?? ""
-        source = tree["source"]?.stringValue ?? ""
-        reason = tree["reason"]?.stringValue
-        summary = tree["summary"]?.stringValue ?? ""
-        objects = (tree["changes"]?.arrayValue ?? []).compactMap { change in
-            guard let kind = change["kind"]?.stringValue, let key = change["key"]?.stringValue else { return nil }
-            return (kind, key)
-        }
-    }
-
+extension ChangeEntryBody {
     /// `version 14 by bob (cli) at 2026-11-22T10:02:11.000Z: disable plugin_switch_feed_promos`
     var line: String {
         "version \(version) by \(actor) (\(source)) at \(time): \(summary)" + (reason.map { " (reason: \($0))" } ?? "")
@@ -51,37 +29,26 @@ extension APIClient {
     ///
     /// - Throws: `CommandFailure.notFound` naming the namespace and how to list them; `APIFailure` otherwise.
     func namespaceView(_ namespace: String) async throws -> NamespaceView {
-        let record: JSONValue
-        let document: JSONValue
+        let record: NamespaceBody
+        let document: FlagSetBody
         do {
-            record = try await get(Self.path("v1", "namespaces", namespace))
-            document = try await get(Self.path("v1", "namespaces", namespace, "flag-set"))
+            record = try NamespaceBody(json: try await get(Self.path("v1", "namespaces", namespace)))
+            document = try FlagSetBody(json: try await get(Self.path("v1", "namespaces", namespace, "flag-set")))
         } catch let failure as APIFailure where failure.status == 404 {
             throw namespaceNotFound(namespace)
         }
-        guard let flagSetTree = document["flag_set"], let version = document["version"]?.int64Value,
-              let etag = document["etag"]?.stringValue
-        else {
-            throw CommandFailure("flagsd at \(settings.serverText) sent a flag set without version or etag; is it a flagsd of this flagctl's version (\(FlagctlVersion.current))?")
-        }
-        var flagSet: FlagSet
-        do {
-            flagSet = try FlagSet(tree: flagSetTree, unit: .basisPoints)
-            // The API's documents have sorted keys; show the master kill switch first, as flag files do.
-            flagSet.killSwitches.sort { $0.isMaster && !$1.isMaster }
-        } catch {
-            throw CommandFailure("flagctl cannot read namespace '\(namespace)' as sent by flagsd: \(error.problems.first?.description ?? "\(error)"); upgrade flagctl to the server's version")
-        }
-        return NamespaceView(namespace: namespace, epoch: record["epoch"]?.stringValue ?? "", version: version, etag: etag,
-                             reasonPolicy: record["reason_policy"]?.stringValue.flatMap(ReasonPolicy.init(rawValue:)) ?? .kills,
-                             flagSet: flagSet)
+        var flagSet = document.flagSet
+        // The API's documents have sorted keys; show the master kill switch first, as flag files do.
+        flagSet.killSwitches.sort { $0.isMaster && !$1.isMaster }
+        return NamespaceView(namespace: namespace, epoch: document.version.epoch, version: document.version.version,
+                             etag: document.version.entityTag, reasonPolicy: record.reasonPolicy, flagSet: flagSet)
     }
 
     /// The change log entries after a version, oldest first (at most 1000).
     func changes(_ namespace: String, after version: Int64, limit: Int = 1000) async throws -> [ChangeEntry] {
         let tree = try await get(Self.path("v1", "namespaces", namespace, "changes"),
                                  query: [("after", String(version)), ("limit", String(limit))])
-        return (tree["changes"]?.arrayValue ?? []).map(ChangeEntry.init)
+        return try (tree["changes"]?.arrayValue ?? []).map { tree throws(WireError) in try ChangeEntry(json: tree) }
     }
 
     /// A 404 for a namespace, saying how to find the right one.

@@ -1,6 +1,7 @@
 import Foundation
 public import ArgumentParser
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl get [KEY]`: the flags of a namespace, or one flag (or kill switch) with its state.
 public struct Get: FlagctlCommand {
@@ -86,22 +87,16 @@ public struct Get: FlagctlCommand {
 
     /// A flag as the API shows it (rollouts in basis points), with its plugin point, kill switches and (for
     /// `get`) its state.
+    /// A flag as the API shows it (`FlagBody`), with its state for people when asked.
     static func flagTree(_ flag: FlagDefinition, in flagSet: FlagSet, withState: Bool = true) -> JSONValue {
-        var object = JSONObject([("key", .string(flag.key))])
-        for (name, value) in flag.tree(unit: .basisPoints) { object[name] = value }
-        object["plugin_point"] = flagSet.pluginPoints.first { $0.switches.contains(flag.key) }.map { .string($0.name) } ?? .null
-        object["kill_switches"] = .array(flagSet.killSwitchKeys(covering: flag.key).map(JSONValue.string))
-        if withState { object["state"] = .string(FlagState(flag, in: flagSet).word) }
+        let tree = FlagBody(flag, in: flagSet).json
+        guard withState, var object = tree.objectValue else { return tree }
+        object["state"] = .string(FlagState(flag, in: flagSet).word)
         return .object(object)
     }
 
     static func killSwitchTree(_ kill: KillSwitch, in flagSet: FlagSet) -> JSONValue {
-        .object(JSONObject([
-            ("key", .string(kill.key)), ("description", kill.description.map(JSONValue.string) ?? .null),
-            ("members", .array(flagSet.members(of: kill.key).map(JSONValue.string))),
-            ("entries", .array(kill.entries.map { .object($0.tree) })),
-            ("killed_everywhere", .bool(kill.isKilledEverywhere)),
-        ]))
+        KillSwitchBody(kill, in: flagSet).json
     }
 
     static func listTable(_ view: NamespaceView, colour: Bool) -> String {

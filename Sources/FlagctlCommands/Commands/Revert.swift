@@ -1,6 +1,7 @@
 import Foundation
 public import ArgumentParser
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl revert VERSION`: undoes one change by restoring what it touched, as a new change.
 public struct Revert: FlagctlCommand {
@@ -43,7 +44,7 @@ public struct Revert: FlagctlCommand {
         let namespace = try settings.requireNamespace()
         let target: ChangeEntry
         do {
-            target = ChangeEntry(try await client.get(APIClient.path("v1", "namespaces", namespace, "changes", String(version))))
+            target = try ChangeEntry(json: try await client.get(APIClient.path("v1", "namespaces", namespace, "changes", String(version))))
         } catch let failure as APIFailure where failure.status == 404 {
             if failure.detail.contains("does not exist") { throw client.namespaceNotFound(namespace) }
             throw CommandFailure.notFound("namespace '\(namespace)' has no change with version \(version); 'flagctl audit' lists its changes")

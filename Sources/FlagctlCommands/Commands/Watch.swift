@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 import Synchronization
 
 /// `flagctl watch [KEY]`: follows a namespace's change feed and prints each change as it lands.
@@ -121,7 +122,7 @@ public struct Watch: FlagctlCommand {
                 epoch = current
             }
             for change in page["changes"]?.arrayValue ?? [] {
-                let entry = ChangeEntry(change)
+                let entry = try ChangeEntry(json: change)
                 after = max(after, entry.version)
                 if let key, !entry.objects.contains(where: { $0.key == key }) { continue }
                 console.write(render(entry, colour: console.usesColour))
@@ -143,8 +144,8 @@ public struct Watch: FlagctlCommand {
     /// One change, in the chosen format.
     func render(_ entry: ChangeEntry, colour: Bool) -> String {
         switch outputOptions.output {
-        case .json: return entry.tree.serializedString(.canonical) + "\n"
-        case .yaml: return "---\n" + (outputOptions.render(entry.tree) ?? "")
+        case .json: return entry.json.serializedString(.canonical) + "\n"
+        case .yaml: return "---\n" + (outputOptions.render(entry.json) ?? "")
         case .table: return Self.text(entry, colour: colour)
         }
     }
@@ -158,7 +159,7 @@ public struct Watch: FlagctlCommand {
         let source = style.apply("\(entry.actor) (\(entry.source))", colour: colour)
         var text = "\(Style.bold.apply("version \(entry.version)", colour: colour))  \(Audit.shortTime(entry.time))  \(source)  \(entry.summary)\n"
         if let reason = entry.reason { text += "  reason: \(reason)\n" }
-        let lines = (entry.tree["changes"]?.arrayValue ?? []).flatMap(ObjectDiff.lines)
+        let lines = entry.changes.flatMap(ObjectDiff.lines)
         for line in lines.prefix(maximumLines) { text += "  \(line)\n" }
         if lines.count > maximumLines { text += "  ... and \(lines.count - maximumLines) more (-o json shows every field)\n" }
         return text

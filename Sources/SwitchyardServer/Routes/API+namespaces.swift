@@ -110,10 +110,7 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/flag-set`: the whole flag set document, rollouts in basis points.
     func getFlagSet(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (_, state) = try await readableState(request, context)
-        return .json(.object(JSONObject([
-            ("version", .int64(state.record.version)), ("etag", .string(state.record.entityTag)),
-            ("flag_set", .object(state.flagSet.tree(unit: .basisPoints))),
-        ])), headers: etagHeaders(state.record))
+        return .json(View.flagSet(state), headers: etagHeaders(state.record))
     }
 
     /// `PUT /v1/namespaces/{namespace}/flag-set`: `{"flag_set", "reason"?}` replaces every definition in one change.

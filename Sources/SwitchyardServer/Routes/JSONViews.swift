@@ -1,34 +1,30 @@
 import Foundation
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 
-/// The JSON forms of records in API responses (snake_case, RFC 3339 times, rollouts in basis points).
+/// Records as the API's bodies (`SwitchyardWire`, which flagctl reads too): the one place storage records become
+/// wire bodies.
 enum View {
     static func namespace(_ record: NamespaceRecord, flagSet: FlagSet? = nil) -> JSONValue {
-        var object = JSONObject([
-            ("name", .string(record.name)), ("epoch", .string(record.epoch)), ("version", .int64(record.version)),
-            ("etag", .string(record.entityTag)), ("reason_policy", .string(record.reasonPolicy.rawValue)),
-            ("created_at", .string(record.createdAt.iso8601)), ("updated_at", .string(record.updatedAt.iso8601)),
-        ])
-        if let flagSet {
-            object["description"] = flagSet.description.map(JSONValue.string) ?? .null
-            object["counts"] = .object(JSONObject([
-                ("flags", .int(flagSet.flags.count)), ("plugin_points", .int(flagSet.pluginPoints.count)),
-                ("kill_switches", .int(flagSet.killSwitches.count)),
-            ]))
-        }
-        return .object(object)
+        NamespaceBody(
+            name: record.name, epoch: record.epoch, version: record.version, reasonPolicy: record.reasonPolicy,
+            createdAt: record.createdAt.iso8601, updatedAt: record.updatedAt.iso8601,
+            summary: flagSet.map { flagSet in
+                NamespaceBody.Summary(description: flagSet.description, counts: NamespaceBody.Counts(
+                    flags: flagSet.flags.count, pluginPoints: flagSet.pluginPoints.count, killSwitches: flagSet.killSwitches.count))
+            }
+        ).json
     }
 
     /// A change log entry; `evidence` only on automatic changes (the crash guard's).
     static func change(_ record: ChangeRecord) -> JSONValue {
-        var object = JSONObject([
-            ("version", .int64(record.version)), ("time", .string(record.time.iso8601)), ("actor", .string(record.actor)),
-            ("source", .string(record.source.rawValue)), ("reason", record.reason.map(JSONValue.string) ?? .null),
-            ("summary", .string(record.summary)), ("changes", .array(record.changes.map(\.tree))),
-        ])
-        if let evidence = record.evidence { object["evidence"] = evidence }
-        return .object(object)
+        changeBody(record).json
+    }
+
+    static func changeBody(_ record: ChangeRecord) -> ChangeEntryBody {
+        ChangeEntryBody(version: record.version, time: record.time.iso8601, actor: record.actor, source: record.source.rawValue,
+                        reason: record.reason, summary: record.summary, changes: record.changes.map(\.tree), evidence: record.evidence)
     }
 
     /// An audit entry; `evidence` only on automatic changes (the crash guard's).
@@ -47,30 +43,21 @@ enum View {
 
     /// A flag with its key and the kill switches covering it.
     static func flag(_ flag: FlagDefinition, in flagSet: FlagSet) -> JSONValue {
-        var object = JSONObject([("key", .string(flag.key))])
-        for (key, value) in flag.tree(unit: .basisPoints) { object[key] = value }
-        object["kill_switches"] = .array(flagSet.killSwitchKeys(covering: flag.key).map(JSONValue.string))
-        object["plugin_point"] = flagSet.pluginPoints.first { $0.switches.contains(flag.key) }.map { .string($0.name) } ?? .null
-        return .object(object)
+        FlagBody(flag, in: flagSet).json
     }
 
     static func killSwitch(_ kill: KillSwitch, in flagSet: FlagSet) -> JSONValue {
-        var object = JSONObject([("key", .string(kill.key))])
-        object["description"] = kill.description.map(JSONValue.string) ?? .null
-        object["members"] = .array(flagSet.members(of: kill.key).map(JSONValue.string))
-        object["entries"] = .array(kill.entries.map { .object($0.tree) })
-        object["killed_everywhere"] = .bool(kill.isKilledEverywhere)
-        return .object(object)
+        KillSwitchBody(kill, in: flagSet).json
+    }
+
+    /// The flag set document at a namespace's version.
+    static func flagSet(_ state: NamespaceState) -> JSONValue {
+        FlagSetBody(version: state.record.snapshotVersion, flagSet: state.flagSet).json
     }
 
     /// The envelope of a change response: the namespace version after it, and its change log entry.
     static func committed(_ result: CommittedChange, _ extra: [(String, JSONValue)] = []) -> JSONValue {
-        var object = JSONObject([
-            ("namespace", .string(result.state.record.name)), ("version", .int64(result.state.record.version)),
-            ("etag", .string(result.state.record.entityTag)), ("changed", .bool(result.changed)),
-            ("change", result.record.map(change) ?? .null),
-        ])
-        for (key, value) in extra { object[key] = value }
-        return .object(object)
+        CommittedBody(namespace: result.state.record.name, version: result.state.record.snapshotVersion, changed: result.changed,
+                      change: result.record.map(changeBody), extra: Dictionary(extra, uniquingKeysWith: { _, last in last })).json
     }
 }

@@ -1,0 +1,306 @@
+public import SwitchyardCore
+
+/// The bodies of the admin API that flagsd writes and flagctl reads, typed once for both (snake_case members, times
+/// as RFC 3339 text, rollouts in basis points), so a member renamed or retyped on one side cannot go unnoticed on the
+/// other. docs/openapi.yaml describes the same shapes; a test checks these encodings against its schemas.
+///
+/// Each body reads itself from a parsed JSON tree (`init(json:)`, throwing ``WireError`` naming the member at fault)
+/// and writes itself as one (`json`). Members a newer flagsd may add are ignored by an older reader.
+
+/// A body that is not what this version of the API sends.
+public struct WireError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// `GET /v1/namespaces/{namespace}` (and each item of `GET /v1/namespaces`): a namespace's identity and settings.
+public struct NamespaceBody: Sendable, Hashable {
+    /// How many objects the flag set holds (on a single namespace's answer).
+    public struct Counts: Sendable, Hashable {
+        public var flags: Int
+        public var pluginPoints: Int
+        public var killSwitches: Int
+
+        public init(flags: Int, pluginPoints: Int, killSwitches: Int) {
+            self.flags = flags
+            self.pluginPoints = pluginPoints
+            self.killSwitches = killSwitches
+        }
+    }
+
+    public var name: String
+    public var epoch: String
+    public var version: Int64
+    public var reasonPolicy: ReasonPolicy
+    /// The flag set's description and counts.
+    public struct Summary: Sendable, Hashable {
+        public var description: String?
+        public var counts: Counts
+
+        public init(description: String?, counts: Counts) {
+            self.description = description
+            self.counts = counts
+        }
+    }
+
+    public var createdAt: String
+    public var updatedAt: String
+    /// The flag set's description and counts, when the answer carries them (a single namespace's answer).
+    public var summary: Summary?
+
+    public init(name: String, epoch: String, version: Int64, reasonPolicy: ReasonPolicy, createdAt: String, updatedAt: String,
+                summary: Summary? = nil) {
+        self.name = name
+        self.epoch = epoch
+        self.version = version
+        self.reasonPolicy = reasonPolicy
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.summary = summary
+    }
+
+    public var snapshotVersion: SnapshotVersion { SnapshotVersion(epoch: epoch, version: version) }
+
+    public var json: JSONValue {
+        var object = JSONObject([
+            ("name", .string(name)), ("epoch", .string(epoch)), ("version", .int64(version)),
+            ("etag", .string(snapshotVersion.entityTag)), ("reason_policy", .string(reasonPolicy.rawValue)),
+            ("created_at", .string(createdAt)), ("updated_at", .string(updatedAt)),
+        ])
+        if let summary {
+            object["description"] = summary.description.map(JSONValue.string) ?? .null
+            object["counts"] = .object(JSONObject([
+                ("flags", .int(summary.counts.flags)), ("plugin_points", .int(summary.counts.pluginPoints)),
+                ("kill_switches", .int(summary.counts.killSwitches)),
+            ]))
+        }
+        return .object(object)
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "namespace")
+        name = try reader.string("name")
+        epoch = try reader.string("epoch")
+        version = try reader.int64("version")
+        // A policy this reader does not know is read as the default, `kills`.
+        reasonPolicy = (try? reader.string("reason_policy")).flatMap(ReasonPolicy.init(rawValue:)) ?? .kills
+        createdAt = try reader.string("created_at")
+        updatedAt = try reader.string("updated_at")
+        if let counts = json["counts"] {
+            var countsReader = try WireReader(counts, "namespace.counts")
+            summary = Summary(description: json["description"]?.stringValue, counts: Counts(
+                flags: Int(try countsReader.int64("flags")), pluginPoints: Int(try countsReader.int64("plugin_points")),
+                killSwitches: Int(try countsReader.int64("kill_switches"))))
+        } else {
+            summary = nil
+        }
+    }
+}
+
+/// `GET /v1/namespaces/{namespace}/flag-set`: the whole flag set at one version, with its entity tag.
+public struct FlagSetBody: Sendable, Hashable {
+    public var version: SnapshotVersion
+    public var flagSet: FlagSet
+
+    public init(version: SnapshotVersion, flagSet: FlagSet) {
+        self.version = version
+        self.flagSet = flagSet
+    }
+
+    public var json: JSONValue {
+        .object(JSONObject([
+            ("version", .int64(version.version)), ("etag", .string(version.entityTag)),
+            ("flag_set", .object(flagSet.tree(unit: .basisPoints))),
+        ]))
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "flag set document")
+        let etag = try reader.string("etag")
+        guard let version = SnapshotVersion(entityTag: etag) else {
+            throw WireError("flag set document: etag '\(etag)' is not an entity tag of this API (\"<epoch>.<version>\")")
+        }
+        guard version.version == (try reader.int64("version")) else {
+            throw WireError("flag set document: version and etag disagree")
+        }
+        self.version = version
+        guard let tree = json["flag_set"] else { throw WireError("flag set document: flag_set is missing") }
+        do {
+            flagSet = try FlagSet(tree: tree, unit: .basisPoints)
+        } catch {
+            throw WireError("flag set document: \(error.problems.first?.description ?? "the flag set is not valid")")
+        }
+    }
+}
+
+/// A flag as the API shows it on its own: its definition with its key, the kill switches covering it and its plugin
+/// point (`GET /v1/namespaces/{namespace}/flags/{key}`, `flagctl get KEY -o json`).
+public struct FlagBody: Sendable {
+    public var flag: FlagDefinition
+    public var killSwitches: [String]
+    public var pluginPoint: String?
+
+    public init(_ flag: FlagDefinition, in flagSet: FlagSet) {
+        self.flag = flag
+        killSwitches = flagSet.killSwitchKeys(covering: flag.key)
+        pluginPoint = flagSet.pluginPoints.first { $0.switches.contains(flag.key) }?.name
+    }
+
+    public var json: JSONValue {
+        var object = JSONObject([("key", .string(flag.key))])
+        for (name, value) in flag.tree(unit: .basisPoints) { object[name] = value }
+        object["kill_switches"] = .array(killSwitches.map(JSONValue.string))
+        object["plugin_point"] = pluginPoint.map(JSONValue.string) ?? .null
+        return .object(object)
+    }
+}
+
+/// A kill switch as the API shows it on its own: the flags it covers and its entries
+/// (`GET /v1/namespaces/{namespace}/kill-switches/{key}`, `flagctl get --kill-switch KEY -o json`).
+public struct KillSwitchBody: Sendable {
+    public var killSwitch: KillSwitch
+    public var members: [String]
+
+    public init(_ killSwitch: KillSwitch, in flagSet: FlagSet) {
+        self.killSwitch = killSwitch
+        members = flagSet.members(of: killSwitch.key)
+    }
+
+    public var json: JSONValue {
+        .object(JSONObject([
+            ("key", .string(killSwitch.key)), ("description", killSwitch.description.map(JSONValue.string) ?? .null),
+            ("members", .array(members.map(JSONValue.string))),
+            ("entries", .array(killSwitch.entries.map { .object($0.tree) })),
+            ("killed_everywhere", .bool(killSwitch.isKilledEverywhere)),
+        ]))
+    }
+}
+
+/// One entry of a namespace's change log (`GET /v1/namespaces/{namespace}/changes`, and the `change` of a change's
+/// answer): `evidence` only on automatic changes (the crash guard's).
+public struct ChangeEntryBody: Sendable, Hashable {
+    public var version: Int64
+    public var time: String
+    public var actor: String
+    public var source: String
+    public var reason: String?
+    public var summary: String
+    /// Each object touched: `kind`, `key`, `before`, `after`.
+    public var changes: [JSONValue]
+    public var evidence: JSONValue?
+
+    public init(version: Int64, time: String, actor: String, source: String, reason: String?, summary: String,
+                changes: [JSONValue], evidence: JSONValue?) {
+        self.version = version
+        self.time = time
+        self.actor = actor
+        self.source = source
+        self.reason = reason
+        self.summary = summary
+        self.changes = changes
+        self.evidence = evidence
+    }
+
+    /// `(kind, key)` of each object touched.
+    public var objects: [(kind: String, key: String)] {
+        changes.compactMap { change in
+            guard let kind = change["kind"]?.stringValue, let key = change["key"]?.stringValue else { return nil }
+            return (kind, key)
+        }
+    }
+
+    public var json: JSONValue {
+        var object = JSONObject([
+            ("version", .int64(version)), ("time", .string(time)), ("actor", .string(actor)), ("source", .string(source)),
+            ("reason", reason.map(JSONValue.string) ?? .null), ("summary", .string(summary)), ("changes", .array(changes)),
+        ])
+        if let evidence { object["evidence"] = evidence }
+        return .object(object)
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "change")
+        version = try reader.int64("version")
+        time = try reader.string("time")
+        actor = try reader.string("actor")
+        source = try reader.string("source")
+        reason = json["reason"]?.stringValue
+        summary = try reader.string("summary")
+        changes = json["changes"]?.arrayValue ?? []
+        evidence = json["evidence"]
+    }
+}
+
+/// The answer to a change: the namespace's version after it, whether it changed anything, its change log entry, and
+/// members of the route's own (the flag or kill switch after it).
+public struct CommittedBody: Sendable, Hashable {
+    public var namespace: String
+    public var version: SnapshotVersion
+    public var changed: Bool
+    public var change: ChangeEntryBody?
+    /// The route's own members, in order.
+    public var extra: [String: JSONValue]
+
+    public init(namespace: String, version: SnapshotVersion, changed: Bool, change: ChangeEntryBody?, extra: [String: JSONValue] = [:]) {
+        self.namespace = namespace
+        self.version = version
+        self.changed = changed
+        self.change = change
+        self.extra = extra
+    }
+
+    public var json: JSONValue {
+        var object = JSONObject([
+            ("namespace", .string(namespace)), ("version", .int64(version.version)), ("etag", .string(version.entityTag)),
+            ("changed", .bool(changed)), ("change", change?.json ?? .null),
+        ])
+        for key in extra.keys.sorted() { object[key] = extra[key] }
+        return .object(object)
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "change answer")
+        namespace = try reader.string("namespace")
+        let etag = try reader.string("etag")
+        guard let version = SnapshotVersion(entityTag: etag), version.version == (try reader.int64("version")) else {
+            throw WireError("change answer: etag '\(etag)' does not name its version")
+        }
+        self.version = version
+        changed = json["changed"]?.boolValue ?? false
+        change = try json["change"].flatMap { tree throws(WireError) -> ChangeEntryBody? in
+            tree == .null ? nil : try ChangeEntryBody(json: tree)
+        }
+        var extra: [String: JSONValue] = [:]
+        for (key, value) in json.objectValue ?? JSONObject() where !["namespace", "version", "etag", "changed", "change"].contains(key) {
+            extra[key] = value
+        }
+        self.extra = extra
+    }
+}
+
+/// Reads required members of an object, failing with the member's name.
+struct WireReader {
+    let object: JSONObject
+    let what: String
+
+    init(_ json: JSONValue, _ what: String) throws(WireError) {
+        guard let object = json.objectValue else { throw WireError("\(what): expected a JSON object") }
+        self.object = object
+        self.what = what
+    }
+
+    mutating func string(_ key: String) throws(WireError) -> String {
+        guard let value = object[key]?.stringValue else { throw WireError("\(what): \(key) is missing or not a string") }
+        return value
+    }
+
+    mutating func int64(_ key: String) throws(WireError) -> Int64 {
+        guard let value = object[key]?.int64Value else { throw WireError("\(what): \(key) is missing or not an integer") }
+        return value
+    }
+}
