@@ -186,6 +186,15 @@ let package = Package(
             path: "Tests/PostgresTestSupport",
             swiftSettings: settings
         ),
+        // Test support: the real flagsd application live on a loopback port, for the tests of every target that needs one.
+        .target(
+            name: "LiveFlagsdSupport",
+            dependencies: ["SwitchyardServer", "SwitchyardStorage", .product(name: "Logging", package: "swift-log"),
+                           .product(name: "Prometheus", package: "swift-prometheus"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            path: "Tests/LiveFlagsdSupport",
+            swiftSettings: settings
+        ),
         .testTarget(
             name: "SwitchyardMatrixTests",
             dependencies: ["SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "TestSupport"],
@@ -206,6 +215,7 @@ let package = Package(
             name: "GuardFleetTests",
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardClient", "SwitchyardCore", "TestSupport",
+                "LiveFlagsdSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -215,7 +225,7 @@ let package = Package(
             name: "SwitchyardServerTests",
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
-                "SwitchyardPostgres", "PostgresTestSupport", "TestSupport",
+                "SwitchyardPostgres", "PostgresTestSupport", "TestSupport", "LiveFlagsdSupport",
                 // The client runtime against the real flagsd, end to end (deltas).
                 "SwitchyardClient", "SwitchyardClientTesting", "ClientTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -244,7 +254,7 @@ let package = Package(
             dependencies: [
                 "FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl", "rider-sample", "SwitchyardServer", "SwitchyardStorage",
                 "SwitchyardSQLite",
-                "TestSupport",
+                "TestSupport", "LiveFlagsdSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

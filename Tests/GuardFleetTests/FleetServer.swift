@@ -1,6 +1,5 @@
 import Foundation
-import Logging
-import ServiceLifecycle
+import LiveFlagsdSupport
 import SwitchyardCore
 import SwitchyardServer
 import SwitchyardSQLite
@@ -26,19 +25,8 @@ struct FleetServer: Sendable {
         let setup = ChangeAuthor(actor: "setup", source: .api)
         _ = try await store.createNamespace(CrashGuardFleetTests.flagSet(), reasonPolicy: .kills, request: ChangeRequest(author: setup))
         let token = try await store.issueToken(name: "fleet-app", role: .client, namespaces: ["fleet"], by: setup).secret
-        var logger = Logger(label: "guard-fleet")
-        logger.logLevel = .critical
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let server = try await buildApplication(configuration: configuration, store: store, logger: logger) {
-            portContinuation.yield($0)
-        }
-        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            defer { tasks.cancelAll() }
-            guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
+        try await withLiveFlagsd(store: store, configuration: configuration) { server, port in
             try await body(FleetServer(store: store, server: server, url: URL(string: "http://127.0.0.1:\(port)")!, token: token, folder: folder))
-            await group.triggerGracefulShutdown()
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LiveFlagsdSupport
 import Logging
 import NIOCore
 import ServiceLifecycle

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LiveFlagsdSupport
 import Logging
 import Prometheus
 import ServiceLifecycle
@@ -394,10 +395,7 @@ func withLiveFlagsd<T: Sendable>(
     _ app: TestApp, configuration: ServerConfiguration = freshTokenCacheConfiguration(),
     _ body: @escaping @Sendable (FlagsServer, Int) async throws -> T
 ) async throws -> T {
-    let (ports, continuation) = AsyncStream<Int>.makeStream()
-    let server = try await buildApplication(configuration: configuration, store: app.store, registry: PrometheusCollectorRegistry(),
-                                            logger: app.logger) { continuation.yield($0) }
-    return try await whileServing(server, ports: ports, logger: app.logger) { port in
+    try await LiveFlagsdSupport.withLiveFlagsd(store: app.store, configuration: configuration, logger: app.logger) { server, port in
         try await withDeadline(.seconds(120)) { try await body(server, port) }
     }
 }

@@ -1,7 +1,6 @@
 import FlagctlCommands
 import Foundation
-import Logging
-import ServiceLifecycle
+import LiveFlagsdSupport
 import SwitchyardCore
 import SwitchyardFlagFiles
 import SwitchyardServer
@@ -44,8 +43,6 @@ struct LiveServer: Sendable {
         let store = try await SQLiteFlagStore(path: folder + "/flags.sqlite")
         defer { try? store.close() }
         let setup = ChangeAuthor(actor: "setup", source: .apply, reason: "test setup")
-        var logger = Logger(label: "flagctl-live-test")
-        logger.logLevel = .critical
         let rider = try #require(FlagDirectory(reading: TestPaths.flags).file(namespace: "rider")).flagSet
         var tokens: [String: String] = [:]
         for (name, role, limit) in [("admin", Role.admin, nil), ("amara", .editor, nil), ("bob", .editor, nil),
@@ -64,27 +61,8 @@ struct LiveServer: Sendable {
             flagSet.namespace = name
             _ = try await store.createNamespace(flagSet, reasonPolicy: .kills, request: ChangeRequest(author: setup, summary: "seeded namespace \(name) from Flags/rider.yaml"))
         }
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let application = try await buildApplication(configuration: ServerConfiguration(port: 0, maximumWait: 30), store: store,
-                                                     logger: logger) { port in continuation.yield(port) }
-        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
-        return try await withThrowingTaskGroup(of: T?.self) { tasks in
-            tasks.addTask {
-                try await group.run()
-                return nil
-            }
-            guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
-            let server = LiveServer(url: "http://127.0.0.1:\(port)", tokens: tokens, folder: folder, store: store)
-            do {
-                let result = try await body(server)
-                await group.triggerGracefulShutdown()
-                for try await _ in tasks {}
-                return result
-            } catch {
-                await group.triggerGracefulShutdown()
-                for try await _ in tasks {}
-                throw error
-            }
+        return try await withLiveFlagsd(store: store, configuration: ServerConfiguration(port: 0, maximumWait: 30)) { _, port in
+            try await body(LiveServer(url: "http://127.0.0.1:\(port)", tokens: tokens, folder: folder, store: store))
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LiveFlagsdSupport
 import Logging
 import Prometheus
 import ServiceLifecycle
@@ -96,39 +97,12 @@ struct TestApp: Sendable {
 
     /// Runs the real server on a free loopback port for the duration of `body`, then shuts it down gracefully.
     func withLiveServer<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let live = try await buildApplication(configuration: server.flagService.configuration, store: store,
-                                              registry: PrometheusCollectorRegistry(), logger: logger) { port in
-            continuation.yield(port)
-        }
-        return try await whileServing(live, ports: ports, logger: logger) { port in
+        try await LiveFlagsdSupport.withLiveFlagsd(store: store, configuration: server.flagService.configuration, logger: logger) { _, port in
             try await body(URL(string: "http://127.0.0.1:\(port)")!)
         }
     }
 }
 
-/// Runs a service (a server announcing its port on `ports`) for the duration of `body`, given that port, then shuts
-/// it down gracefully, also when `body` throws.
-func whileServing<T: Sendable>(_ service: some Service, ports: AsyncStream<Int>, logger: Logger,
-                               _ body: (Int) async throws -> T) async throws -> T {
-    let group = ServiceGroup(configuration: .init(services: [service], logger: logger))
-    return try await withThrowingTaskGroup(of: T?.self) { tasks in
-        tasks.addTask {
-            try await group.run()
-            return nil
-        }
-        guard let port = await ports.first(where: { _ in true }) else { throw CancellationError() }
-        do {
-            let result = try await body(port)
-            await group.triggerGracefulShutdown()
-            for try await _ in tasks {}
-            return result
-        } catch {
-            await group.triggerGracefulShutdown()
-            throw error
-        }
-    }
-}
 
 /// Collects a response body written in-process.
 final class BodyCollector: ResponseBodyWriter, Sendable {
