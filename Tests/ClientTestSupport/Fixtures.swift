@@ -95,20 +95,3 @@ public final class ReportLog: Sendable {
         all.contains { $0.kind == kind && predicate($0) }
     }
 }
-
-/// Waits until a condition holds, checking every few milliseconds, up to a generous deadline.
-///
-/// A liveness check, not a speed claim: the deadline only bounds a test that would otherwise hang. It is long
-/// because the whole package's tests run in parallel on a 2-core machine, where CPU-bound suites can hold both
-/// threads of the concurrency pool for most of a minute before the client's loops get a turn.
-/// - Returns: whether the condition held before the deadline.
-@discardableResult
-public func eventually(timeout: Duration = .seconds(180), _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while clock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return try await condition()
-}

@@ -4,6 +4,7 @@ import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
+import TestSupport
 
 /// The sync loop against a real HTTP server on loopback, healthy and hostile.
 struct ClientSyncTests {
@@ -28,8 +29,8 @@ struct ClientSyncTests {
         server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_news"]))
         let client = try clientWithCache(harness, server: server.baseURL)
         #expect(client.details(for: Self.promos).reason == .cached)
-        await whileRunning(client) {
-            #expect(await eventually { version(client) == 6 })
+        try await whileRunning(client) {
+            try await waitUntil { version(client) == 6 }
         }
         #expect(client.isEnabled(Self.news))
         #expect(!client.isEnabled(Self.promos))
@@ -52,8 +53,8 @@ struct ClientSyncTests {
         #expect(Array(reindented) != SnapshotDocument.encode(snapshot))
         server.publish(snapshot, bytes: Array(reindented))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
-        await whileRunning(client) {
-            #expect(await eventually { version(client) == 6 })
+        try await whileRunning(client) {
+            try await waitUntil { version(client) == 6 }
         }
         let file = try Data(contentsOf: harness.directory.file(SnapshotCache.fileName))
         #expect(file.suffix(reindented.count) == reindented)
@@ -68,8 +69,8 @@ struct ClientSyncTests {
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"]))
         let client = try clientWithCache(harness, server: server.baseURL)
-        await whileRunning(client) {
-            #expect(await eventually { server.snapshotRequests.count >= 2 })
+        try await whileRunning(client) {
+            try await waitUntil { server.snapshotRequests.count >= 2 }
         }
         let requests = server.snapshotRequests
         try #require(requests.count >= 2)
@@ -102,9 +103,9 @@ struct ClientSyncTests {
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
         var changes = client.changes.makeAsyncIterator()
-        await whileRunning(client) {
+        try await whileRunning(client) {
             #expect(await changes.next()?.snapshot?.version == 1)
-            #expect(await eventually { server.snapshotRequests.contains { $0.query["wait"] != nil } })
+            try await waitUntil { server.snapshotRequests.contains { $0.query["wait"] != nil } }
             server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
             let change = await changes.next()
             #expect(change?.cause == .snapshotInstalled)
@@ -126,13 +127,13 @@ struct ClientSyncTests {
         // fail the client's next long-poll (and with the test clock, its backoffs pass at once) before the checks
         // below.
         let server = try await whileRunning(client) {
-            #expect(await eventually { harness.reports.of(.syncFailed).count >= 2 })
+            try await waitUntil { harness.reports.of(.syncFailed).count >= 2 }
             #expect(client.isEnabled(Self.promos))
             #expect(client.status.consecutiveFailures >= 2)
             #expect(client.status.lastError?.kind == .transport)
             let server = try FlagsdStandIn(port: port)
             server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_news"]))
-            #expect(await eventually { version(client) == 6 })
+            try await waitUntil { version(client) == 6 }
             return server
         }
         defer { server.stop() }
@@ -158,7 +159,7 @@ struct ClientSyncTests {
         }
         var changes = client.changes.makeAsyncIterator()
         try await whileRunning(client) {
-            #expect(await eventually { harness.reports.contains(.syncFailed) && harness.clock.sleeperCount == 1 })
+            try await waitUntil { harness.reports.contains(.syncFailed) && harness.clock.sleeperCount == 1 }
             let failure = try #require(harness.reports.of(.syncFailed).first?.error as? ClientError)
             #expect(failure.kind == answer.expectedKind, "\(failure)")
             #expect(client.isEnabled(Self.promos), "the cached snapshot keeps serving")
@@ -180,10 +181,10 @@ struct ClientSyncTests {
         server.script([.response(status: 200, headers: ["ETag": foreign.entityTag], body: SnapshotDocument.encode(foreign))])
         server.publish(Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"]))
         let client = try clientWithCache(harness, server: server.baseURL)
-        await whileRunning(client) {
-            #expect(await eventually { harness.reports.contains(.syncFailed) })
+        try await whileRunning(client) {
+            try await waitUntil { harness.reports.contains(.syncFailed) }
             #expect((harness.reports.of(.syncFailed).first?.error as? ClientError)?.kind == .wrongNamespace)
-            #expect(await eventually { client.status.snapshot?.origin == .server })
+            try await waitUntil { client.status.snapshot?.origin == .server }
         }
         #expect(version(client) == 5)
         #expect(!client.isEnabled(PluginSwitch("plugin_switch_split_fare")))
@@ -195,13 +196,13 @@ struct ClientSyncTests {
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 3, on: ["plugin_switch_feed_news"]))
         let client = try clientWithCache(harness, server: server.baseURL)
-        await whileRunning(client) {
-            #expect(await eventually { harness.reports.contains(.syncFailed) })
+        try await whileRunning(client) {
+            try await waitUntil { harness.reports.contains(.syncFailed) }
             #expect((harness.reports.of(.syncFailed).first?.error as? ClientError)?.kind == .olderVersion)
             #expect(version(client) == 5)
             #expect(client.isEnabled(Self.promos))
             server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_news"]))
-            #expect(await eventually { version(client) == 6 })
+            try await waitUntil { version(client) == 6 }
         }
         #expect(client.isEnabled(Self.news))
     }
@@ -212,8 +213,8 @@ struct ClientSyncTests {
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1, epoch: "epoch-2", on: ["plugin_switch_feed_news"]))
         let client = try clientWithCache(harness, server: server.baseURL)
-        await whileRunning(client) {
-            #expect(await eventually { client.status.snapshot?.epoch == "epoch-2" })
+        try await whileRunning(client) {
+            try await waitUntil { client.status.snapshot?.epoch == "epoch-2" }
         }
         #expect(client.isEnabled(Self.news))
     }
@@ -226,8 +227,8 @@ struct ClientSyncTests {
         server.script([.response(status: status, headers: ["Retry-After": "7"], body: Array("busy".utf8))])
         server.publish(Fixtures.snapshot(version: 6))
         let client = try clientWithCache(harness, server: server.baseURL)
-        await whileRunning(client) {
-            #expect(await eventually { version(client) == 6 })
+        try await whileRunning(client) {
+            try await waitUntil { version(client) == 6 }
         }
         let throttled = try #require(harness.reports.of(.syncFailed).first?.error as? ClientError)
         #expect(throttled.kind == .throttled)

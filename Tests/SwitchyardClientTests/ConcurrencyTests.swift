@@ -4,6 +4,7 @@ import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
+import TestSupport
 
 struct ConcurrencyTests {
     static let promos = PluginSwitch("plugin_switch_feed_promos")
@@ -43,11 +44,11 @@ struct ConcurrencyTests {
                 finished.leave()
             }.start()
         }
-        await whileRunning(client) {
+        try await whileRunning(client) {
             for version in Int64(2)...40 {
                 let on: Set<String> = version % 2 == 0 ? ["plugin_switch_feed_promos"] : ["plugin_switch_feed_news"]
                 server.publish(Fixtures.snapshot(version: version, on: on))
-                #expect(await eventually { client.status.snapshot?.version == version })
+                try await waitUntil { client.status.snapshot?.version == version }
                 if version % 10 == 0 { client.updateContext { $0.city = version % 20 == 0 ? "lagos" : "paris" } }
             }
         }

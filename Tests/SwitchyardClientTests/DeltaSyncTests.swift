@@ -4,6 +4,7 @@ import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
+import TestSupport
 
 /// Deltas in the client runtime against a server on loopback: applied by recompiling what changed, proved by their
 /// digest, kept on disk as the last known good, named in `FlagsChange`; a gap, a tampered delta or a server that
@@ -23,11 +24,11 @@ struct DeltaSyncTests {
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
         var changes = client.changes.makeAsyncIterator()
         try await whileRunning(client) {
-            #expect(await eventually { version(client) == 1 })
+            try await waitUntil { version(client) == 1 }
             #expect(!client.isEnabled(Self.promos))
             _ = await changes.next()
             server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
-            #expect(await eventually { version(client) == 2 })
+            try await waitUntil { version(client) == 2 }
             let change = try #require(await changes.next())
             #expect(change.cause == .snapshotInstalled)
             #expect(change.changed?.flags == ["plugin_switch_feed_promos"])
@@ -39,7 +40,7 @@ struct DeltaSyncTests {
 
             // A kill switch change: named as such, and it covers the point's switches.
             server.publish(Fixtures.snapshot(version: 3, on: ["plugin_switch_feed_promos"], killedGroups: ["kill_home_feed"]))
-            #expect(await eventually { version(client) == 3 })
+            try await waitUntil { version(client) == 3 }
             let kill = try #require(await changes.next())
             #expect(kill.changed?.killSwitches == ["kill_home_feed"] && kill.changed?.flags == [])
             #expect(!client.isEnabled(Self.promos))
@@ -73,18 +74,18 @@ struct DeltaSyncTests {
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
         var changes = client.changes.makeAsyncIterator()
         try await whileRunning(client) {
-            #expect(await eventually { version(client) == 1 })
+            try await waitUntil { version(client) == 1 }
             _ = await changes.next()
             #expect(!client.isEnabled(tipping), "a switch the snapshot lacks is off")
 
             server.publish(Fixtures.snapshot(version: 2, on: [tipping.key]))
-            #expect(await eventually { version(client) == 2 })
+            try await waitUntil { version(client) == 2 }
             let added = try #require(await changes.next())
             #expect(added.changed?.flags == [tipping.key] && added.changed?.pluginPoints == ["checkout"])
             #expect(client.isEnabled(tipping), "the handle made before the flag existed reads the delta's definition")
 
             server.publish(withoutTipping(version: 3))
-            #expect(await eventually { version(client) == 3 })
+            try await waitUntil { version(client) == 3 }
             let removed = try #require(await changes.next())
             #expect(removed.changed?.flags == [tipping.key] && removed.changed?.pluginPoints == ["checkout"])
             #expect(!client.isEnabled(tipping), "removed by a delta: off again")
@@ -100,14 +101,14 @@ struct DeltaSyncTests {
         server.publish(base)
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
         try await whileRunning(client) {
-            #expect(await eventually { version(client) == 1 })
+            try await waitUntil { version(client) == 1 }
             // A hostile server: the delta turns promos on but claims the digest of a snapshot where it is off.
             let target = Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"])
             var delta = SnapshotDelta(from: base, to: Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
             delta.digest = SnapshotDigest(target.flagSet).value(for: target)
             server.scriptChange([.response(status: 200, headers: ["Content-Type": SnapshotDelta.mediaType], body: delta.encode())])
             server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
-            #expect(await eventually { version(client) == 2 })
+            try await waitUntil { version(client) == 2 }
             #expect(client.isEnabled(Self.news) && !client.isEnabled(Self.promos), "the full snapshot, not the delta's result")
             #expect(client.status.deltasApplied == 0)
             #expect(harness.reports.contains(.syncFailed) { $0.message.contains("digest") })
@@ -124,12 +125,12 @@ struct DeltaSyncTests {
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
-        await whileRunning(client) {
-            #expect(await eventually { version(client) == 1 })
+        try await whileRunning(client) {
+            try await waitUntil { version(client) == 1 }
             let gap = SnapshotDelta(from: Fixtures.snapshot(version: 7), to: Fixtures.snapshot(version: 8, on: ["plugin_switch_feed_promos"]))
             server.scriptChange([.response(status: 200, headers: ["Content-Type": SnapshotDelta.mediaType], body: gap.encode())])
             server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
-            #expect(await eventually { version(client) == 2 })
+            try await waitUntil { version(client) == 2 }
             #expect(client.isEnabled(Self.news) && !client.isEnabled(Self.promos))
             #expect(harness.reports.contains(.syncFailed) { $0.message.contains("gap") })
         }
@@ -144,12 +145,12 @@ struct DeltaSyncTests {
         var configuration = harness.configuration(server: server.baseURL)
         configuration.deltas = false
         let client = FlagClient(configuration: configuration)
-        await whileRunning(client) {
-            #expect(await eventually { version(client) == 1 })
+        try await whileRunning(client) {
+            try await waitUntil { version(client) == 1 }
             let delta = SnapshotDelta(from: base, to: Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
             server.scriptChange([.response(status: 200, headers: ["Content-Type": SnapshotDelta.mediaType], body: delta.encode())])
             server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
-            #expect(await eventually { version(client) == 2 })
+            try await waitUntil { version(client) == 2 }
             #expect(harness.reports.contains(.syncFailed) { $0.message.contains("unusable snapshot") })
             #expect(server.snapshotRequests.allSatisfy { $0.headers["accept"] == "application/json" }, "deltas turned off: never asked")
             #expect(client.status.deltasApplied == 0 && server.deltasServed == 0)
@@ -167,8 +168,8 @@ struct DeltaSyncTests {
         server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_tipping"], experimentWeights: ["treatment": 1]))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
         #expect(client.value(of: Self.copy) != "none")
-        await whileRunning(client) {
-            #expect(await eventually { version(client) == 6 })
+        try await whileRunning(client) {
+            try await waitUntil { version(client) == 6 }
         }
         #expect(client.status.deltasApplied == 1, "the first request, from the cached version, got a delta")
         #expect(client.value(of: Self.copy) == "Let's go")

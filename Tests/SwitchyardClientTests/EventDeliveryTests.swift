@@ -4,6 +4,7 @@ import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
+import TestSupport
 
 struct EventDeliveryTests {
     static let promos = PluginSwitch("plugin_switch_feed_promos")
@@ -30,9 +31,9 @@ struct EventDeliveryTests {
         first.recordActive(Self.promos)
         let second = client(harness, server: server.baseURL)
         #expect(second.status.queuedEvents == 1)
-        await whileRunning(second) {
-            #expect(await eventually { server.receivedEvents.count == 1 && second.status.queuedEvents == 0 })
-            #expect(await eventually { (try? FileIO.read(harness.directory.file(EventQueue.fileName), limit: 1 << 20))??.isEmpty == true })
+        try await whileRunning(second) {
+            try await waitUntil { server.receivedEvents.count == 1 && second.status.queuedEvents == 0 }
+            try await waitUntil { (try? FileIO.read(harness.directory.file(EventQueue.fileName), limit: 1 << 20))??.isEmpty == true }
         }
         let event = try #require(server.receivedEvents.first)
         #expect(event["type"] == .string("session"))
@@ -58,8 +59,8 @@ struct EventDeliveryTests {
         client.updateContext { $0.city = "paris" }
         _ = client.value(of: Self.copy)
         #expect(client.status.queuedEvents == 2)
-        await whileRunning(client) {
-            #expect(await eventually { server.receivedEvents.count == 2 })
+        try await whileRunning(client) {
+            try await waitUntil { server.receivedEvents.count == 2 }
         }
         try #require(server.receivedEvents.count == 2, "\(server.receivedEvents)")
         let exposure = try #require(server.receivedEvents.first)
@@ -105,8 +106,8 @@ struct EventDeliveryTests {
         server.scriptEvents([.response(status: 500), .response(status: 503, headers: ["Retry-After": "9"]), .close])
         let client = client(harness, server: server.baseURL)
         client.enqueue(testEvent(1))
-        await whileRunning(client) {
-            #expect(await eventually { client.status.queuedEvents == 0 })
+        try await whileRunning(client) {
+            try await waitUntil { client.status.queuedEvents == 0 }
         }
         #expect(server.eventBatchCount == 4, "500, 503, a closed connection, then the accepted batch")
         #expect(harness.reports.of(.eventsFailed).count == 3)
@@ -122,8 +123,8 @@ struct EventDeliveryTests {
         server.scriptEvents([.response(status: 429, headers: ["Retry-After": "20"]), .response(status: 429, headers: ["Retry-After": "3"])])
         let client = client(harness, server: server.baseURL)
         for number in 1...5 { client.enqueue(testEvent(number)) }
-        await whileRunning(client) {
-            #expect(await eventually { client.status.queuedEvents == 0 })
+        try await whileRunning(client) {
+            try await waitUntil { client.status.queuedEvents == 0 }
         }
         #expect(server.eventBatchCount == 3, "429, 429, then the accepted batch")
         // Each refusal is waited out: at least its Retry-After, plus the jittered backoff.
@@ -143,8 +144,8 @@ struct EventDeliveryTests {
         server.scriptEvents([.response(status: 200, body: Array(reply.utf8))])
         let client = client(harness, server: server.baseURL)
         for number in 1...3 { client.enqueue(testEvent(number)) }
-        await whileRunning(client) {
-            #expect(await eventually { client.status.queuedEvents == 0 })
+        try await whileRunning(client) {
+            try await waitUntil { client.status.queuedEvents == 0 }
         }
         let ids = server.receivedEvents.compactMap { $0["id"]?.stringValue }
         #expect(ids == ["event-1", "event-2", "event-3", "event-3"])
@@ -159,8 +160,8 @@ struct EventDeliveryTests {
         server.scriptEvents([.response(status: 413), .response(status: 400, body: Array("bad".utf8))])
         let client = client(harness, server: server.baseURL, batchSize: 4)
         for number in 1...4 { client.enqueue(testEvent(number)) }
-        await whileRunning(client) {
-            #expect(await eventually { client.status.queuedEvents == 0 })
+        try await whileRunning(client) {
+            try await waitUntil { client.status.queuedEvents == 0 }
         }
         #expect(server.eventBatchCount == 3)
         let ids = server.receivedEvents.compactMap { $0["id"]?.stringValue }
@@ -176,8 +177,8 @@ struct EventDeliveryTests {
         server.scriptEvents([.response(status: 200, body: Array("ok".utf8))])
         let client = client(harness, server: server.baseURL)
         client.enqueue(testEvent(1))
-        await whileRunning(client) {
-            #expect(await eventually { client.status.queuedEvents == 0 })
+        try await whileRunning(client) {
+            try await waitUntil { client.status.queuedEvents == 0 }
         }
         #expect(server.eventBatchCount == 2)
         #expect(harness.reports.contains(.eventsFailed) { ($0.error as? ClientError)?.kind == .protocolViolation })
@@ -192,17 +193,17 @@ struct RunLifecycleTests {
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
-        await whileRunning(client) {
-            #expect(await eventually { client.status.snapshot?.version == 1 })
+        try await whileRunning(client) {
+            try await waitUntil { client.status.snapshot?.version == 1 }
         }
         client.recordActive(PluginSwitch("plugin_switch_feed_news"))
         client.endSession()
         server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
-        await whileRunning(client) {
-            #expect(await eventually { client.status.snapshot?.version == 2 && client.status.queuedEvents == 0 })
+        try await whileRunning(client) {
+            try await waitUntil { client.status.snapshot?.version == 2 && client.status.queuedEvents == 0 }
             // The sender is idle, waiting for events: a new one must wake it.
             client.enqueue(JSONObject([("id", .string("after-restart")), ("type", .string("exposure"))]))
-            #expect(await eventually { server.receivedEvents.contains { $0["id"] == .string("after-restart") } })
+            try await waitUntil { server.receivedEvents.contains { $0["id"] == .string("after-restart") } }
         }
         #expect(client.isEnabled(PluginSwitch("plugin_switch_feed_promos")))
     }
@@ -213,8 +214,8 @@ struct RunLifecycleTests {
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 1))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
-        await whileRunning(client) {
-            #expect(await eventually { client.status.snapshot?.version == 1 })
+        try await whileRunning(client) {
+            try await waitUntil { client.status.snapshot?.version == 1 }
             await client.run()
         }
     }

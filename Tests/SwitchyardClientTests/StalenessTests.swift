@@ -4,6 +4,7 @@ import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardClient
 import Testing
+import TestSupport
 
 struct StalenessTests {
     static let promos = PluginSwitch("plugin_switch_feed_promos")
@@ -56,18 +57,18 @@ struct StalenessTests {
         server.script(Array(repeating: .response(status: 500), count: 3))
         let client = try client(harness, server: server.baseURL, limit: .seconds(60))
         var changes = client.changes.makeAsyncIterator()
-        await whileRunning(client) {
+        try await whileRunning(client) {
             // The sync loop backs off after the first 500; the staleness watch waits for the 60 s mark.
-            #expect(await eventually { harness.clock.sleeperCount == 2 })
+            try await waitUntil { harness.clock.sleeperCount == 2 }
             harness.clock.advance(by: .seconds(61))
             #expect(await changes.next()?.cause == .becameStale)
             #expect(!client.isEnabled(Self.promos))
             #expect(client.details(for: Self.promos).reason == .stale)
             // Time passes until the scripted failures are spent and the server confirms version 5.
-            #expect(await eventually {
+            try await waitUntil("the server confirms version 5") {
                 harness.clock.advance(by: .seconds(5))
                 return client.status.snapshot?.origin == .server
-            })
+            }
             #expect(await changes.next()?.cause == .confirmedLive)
             #expect(client.isEnabled(Self.promos))
             #expect(!client.status.isStale)

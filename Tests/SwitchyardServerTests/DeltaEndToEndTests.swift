@@ -6,6 +6,7 @@ import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
 import Testing
+import TestSupport
 
 /// The client runtime against the real flagsd on loopback, following changes through deltas: each change leaves it
 /// with exactly the snapshot a full download gives; a client several versions behind gets one delta for all of
@@ -54,7 +55,7 @@ struct DeltaEndToEndTests {
             let editor = LiveClient(base: url, token: app.tokens["editor"])
             let client = client(harness, app, server: url)
             try await whileRunning(client) {
-                #expect(await eventually { client.status.snapshot?.version == 1 })
+                try await waitUntil { client.status.snapshot?.version == 1 }
                 var expected: Int64 = 1
                 let changes: [(String, String, String)] = [
                     ("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", #"{"rollout": 10000}"#),
@@ -67,7 +68,7 @@ struct DeltaEndToEndTests {
                     let response = try await editor.send(method, path, body: body)
                     #expect(response.status.code < 300, "\(method) \(path): \(response.text)")
                     expected += 1
-                    #expect(await eventually { client.status.snapshot?.version == expected }, "version \(expected)")
+                    try await waitUntil("version \(expected)") { client.status.snapshot?.version == expected }
                     try await expectSameAsFullDownload(client, editor)
                 }
                 #expect(client.status.deltasApplied == changes.count, "every change arrived as a delta")
@@ -85,15 +86,15 @@ struct DeltaEndToEndTests {
         try await app.withLiveServer { url in
             let editor = LiveClient(base: url, token: app.tokens["editor"])
             let client = client(harness, app, server: url)
-            await whileRunning(client) {
-                #expect(await eventually { client.status.snapshot?.version == 1 })
+            try await whileRunning(client) {
+                try await waitUntil { client.status.snapshot?.version == 1 }
             }
             // Three changes while the client is away: within the three versions flagsd keeps deltas from.
             for rollout in [1000, 2000, 3000] {
                 _ = try await editor.send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", body: #"{"rollout": \#(rollout)}"#)
             }
             try await whileRunning(client) {
-                #expect(await eventually { client.status.snapshot?.version == 4 })
+                try await waitUntil { client.status.snapshot?.version == 4 }
                 #expect(client.status.deltasApplied == 1, "one delta from version 1 to 4")
                 try await expectSameAsFullDownload(client, editor)
             }
@@ -102,7 +103,7 @@ struct DeltaEndToEndTests {
                 _ = try await editor.send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", body: #"{"rollout": \#(rollout)}"#)
             }
             try await whileRunning(client) {
-                #expect(await eventually { client.status.snapshot?.version == 8 })
+                try await waitUntil { client.status.snapshot?.version == 8 }
                 #expect(client.status.deltasApplied == 1, "the full snapshot, not a delta")
                 try await expectSameAsFullDownload(client, editor)
             }
@@ -118,7 +119,7 @@ struct DeltaEndToEndTests {
             let client = client(harness, app, server: url)
             var changes = client.changes.makeAsyncIterator()
             try await whileRunning(client) {
-                #expect(await eventually { client.status.snapshot?.version == 1 })
+                try await waitUntil { client.status.snapshot?.version == 1 }
                 let firstEpoch = client.status.snapshot?.epoch
                 #expect(try await admin.send("DELETE", "/v1/namespaces/rider", headers: ["X-Switchyard-Confirm": "rider"], body: "{}").status.code < 300)
                 var flagSet = Fixtures.rider().tree(unit: .basisPoints)
@@ -127,7 +128,7 @@ struct DeltaEndToEndTests {
                     ("name", .string("rider")), ("flag_set", .object(flagSet)),
                 ])).serializedString())
                 #expect(created.status == .created, "\(created.text)")
-                #expect(await eventually { client.status.snapshot.map { $0.epoch != firstEpoch } ?? false })
+                try await waitUntil { client.status.snapshot.map { $0.epoch != firstEpoch } ?? false }
                 var change: FlagsChange?
                 while let next = await changes.next() {
                     if next.cause == .snapshotInstalled && next.snapshot?.epoch != firstEpoch { change = next; break }
@@ -147,9 +148,9 @@ struct DeltaEndToEndTests {
             let editor = LiveClient(base: url, token: app.tokens["editor"])
             let client = client(harness, app, server: url, deltas: false)
             try await whileRunning(client) {
-                #expect(await eventually { client.status.snapshot?.version == 1 })
+                try await waitUntil { client.status.snapshot?.version == 1 }
                 _ = try await editor.send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable", body: #"{"reason": "r"}"#)
-                #expect(await eventually { client.status.snapshot?.version == 2 })
+                try await waitUntil { client.status.snapshot?.version == 2 }
                 #expect(!client.isEnabled(Self.promos))
                 #expect(client.status.deltasApplied == 0)
                 try await expectSameAsFullDownload(client, editor)
