@@ -114,28 +114,21 @@ extension PostgresFlagStore {
                 throw StorageError.namespaceNotFound(namespace)
             }
             let state = try self.state(row)
-            let current = state.record
-            if let basedOn = request.basedOn, basedOn.epoch != current.epoch || basedOn.version != current.version {
-                throw try await Self.conflict(connection, current: current, basedOn: basedOn, logger: self.logger)
+            switch try ChangeStep.decide(state, request, at: time, mutation: mutation) {
+            case .conflict(let basedOn):
+                throw try await Self.conflict(connection, current: state.record, basedOn: basedOn, logger: self.logger)
+            case .unchanged:
+                return CommittedChange(state: state, record: nil)
+            case .commit(let next, let record):
+                _ = try await connection.query("""
+                    UPDATE namespace SET version = \(record.version), flag_set = \(next.flagSet.storedText), updated_ms = \(time.milliseconds)
+                    WHERE epoch = \(record.epoch)
+                    """, logger: self.logger).collect()
+                try await Self.append(record, action: .change, to: connection, logger: self.logger)
+                try await Self.notify(.namespace(name: namespace, epoch: record.epoch, version: record.version, deleted: false),
+                                      on: connection, logger: self.logger)
+                return CommittedChange(state: next, record: record)
             }
-            let after = try mutation(state.flagSet)
-            let plan = try ChangePlan(before: state.flagSet, after: after, request: request, policy: current.reasonPolicy)
-            guard !plan.changes.isEmpty else { return CommittedChange(state: state, record: nil) }
-            let version = current.version + 1
-            _ = try await connection.query("""
-                UPDATE namespace SET version = \(version), flag_set = \(plan.after.storedText), updated_ms = \(time.milliseconds)
-                WHERE epoch = \(current.epoch)
-                """, logger: self.logger).collect()
-            let record = ChangeRecord(namespace: namespace, epoch: current.epoch, version: version, time: time,
-                                      actor: request.author.actor, source: request.author.source, reason: plan.reason,
-                                      summary: plan.summary, changes: plan.changes, evidence: request.evidence)
-            try await Self.append(record, action: .change, to: connection, logger: self.logger)
-            try await Self.notify(.namespace(name: namespace, epoch: current.epoch, version: version, deleted: false),
-                                  on: connection, logger: self.logger)
-            var newRecord = current
-            newRecord.version = version
-            newRecord.updatedAt = time
-            return CommittedChange(state: NamespaceState(record: newRecord, flagSet: plan.after), record: record)
         }
         if result.changed { remember(result.state) }
         return result
@@ -344,19 +337,8 @@ extension PostgresFlagStore {
         let last = try await connection.query("""
             SELECT actor, time_ms FROM change WHERE epoch = \(current.epoch) AND version = \(current.version)
             """, logger: logger).collect().first?.makeRandomAccess()
-        let changedBy = try last?["actor"].decode(String.self)
-        let changedAt = try last.map { Date(milliseconds: try $0["time_ms"].decode(Int64.self)) }
-        let conflict = StorageError.Conflict(currentEpoch: current.epoch, currentVersion: current.version,
-                                             changedBy: changedBy, changedAt: changedAt)
-        let message: String
-        if basedOn.epoch != current.epoch {
-            message = "namespace '\(current.name)' was deleted and created again since your view (epoch \(basedOn.epoch), now \(current.epoch)); reload it and retry"
-        } else {
-            let who = changedBy.map { " by \($0)" } ?? ""
-            let when = changedAt.map { " at \($0.iso8601)" } ?? ""
-            message = "namespace '\(current.name)' is at version \(current.version), changed\(who)\(when); your change was based on version \(basedOn.version). Reload, check the change, and retry"
-        }
-        return StorageError(.conflict, message, conflict: conflict)
+        let lastChange = try last.map { (actor: try $0["actor"].decode(String.self), time: Date(milliseconds: try $0["time_ms"].decode(Int64.self))) }
+        return ChangeStep.conflict(current: current, basedOn: basedOn, lastChange: lastChange)
     }
 
     static func append(_ record: ChangeRecord, action: AuditAction, to connection: PostgresConnection, logger: Logger) async throws {
@@ -367,10 +349,9 @@ extension PostgresFlagStore {
             VALUES (\(record.epoch), \(record.version), \(record.time.milliseconds), \(record.actor), \(record.source.rawValue),
                     \(record.reason), \(record.summary), \(changes), \(evidence))
             """, logger: logger).collect()
-        let targets = record.changes.filter { $0.kind != .namespace }.map(\.key)
         try await appendAudit(time: record.time, author: ChangeAuthor(actor: record.actor, source: record.source, reason: record.reason),
                               action: action, namespace: record.namespace, version: record.version, summary: record.summary,
-                              changes: record.changes, targets: targets, evidence: evidence, to: connection, logger: logger)
+                              changes: record.changes, targets: record.auditTargets, evidence: evidence, to: connection, logger: logger)
     }
 
     @discardableResult

@@ -237,24 +237,17 @@ public final class SQLiteFlagStore: FlagStore {
             try await self.pool.write { db in
                 guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
                 let state = try self.state(row)
-                let current = state.record
-                if let basedOn = request.basedOn, basedOn.epoch != current.epoch || basedOn.version != current.version {
-                    throw try Self.conflict(db, current: current, basedOn: basedOn)
+                switch try ChangeStep.decide(state, request, at: time, mutation: mutation) {
+                case .conflict(let basedOn):
+                    throw try Self.conflict(db, current: state.record, basedOn: basedOn)
+                case .unchanged:
+                    return CommittedChange(state: state, record: nil)
+                case .commit(let next, let record):
+                    try db.execute(sql: "UPDATE namespace SET version = ?, flag_set = ?, updated_ms = ? WHERE epoch = ?",
+                                   arguments: [record.version, next.flagSet.storedText, time.milliseconds, record.epoch])
+                    try Self.append(record, action: .change, to: db)
+                    return CommittedChange(state: next, record: record)
                 }
-                let after = try mutation(state.flagSet)
-                let plan = try ChangePlan(before: state.flagSet, after: after, request: request, policy: current.reasonPolicy)
-                guard !plan.changes.isEmpty else { return CommittedChange(state: state, record: nil) }
-                let version = current.version + 1
-                try db.execute(sql: "UPDATE namespace SET version = ?, flag_set = ?, updated_ms = ? WHERE epoch = ?",
-                               arguments: [version, plan.after.storedText, time.milliseconds, current.epoch])
-                let record = ChangeRecord(namespace: namespace, epoch: current.epoch, version: version, time: time,
-                                          actor: request.author.actor, source: request.author.source, reason: plan.reason,
-                                          summary: plan.summary, changes: plan.changes, evidence: request.evidence)
-                try Self.append(record, action: .change, to: db)
-                var newRecord = current
-                newRecord.version = version
-                newRecord.updatedAt = time
-                return CommittedChange(state: NamespaceState(record: newRecord, flagSet: plan.after), record: record)
             }
         }.remembered(by: self)
     }
@@ -463,19 +456,8 @@ public final class SQLiteFlagStore: FlagStore {
     static func conflict(_ db: Database, current: NamespaceRecord, basedOn: SnapshotVersion) throws -> StorageError {
         let last = try Row.fetchOne(db, sql: "SELECT actor, time_ms FROM change WHERE epoch = ? AND version = ?",
                                     arguments: [current.epoch, current.version])
-        let changedBy: String? = last?["actor"]
-        let changedAt = (last?["time_ms"] as Int64?).map(Date.init(milliseconds:))
-        let conflict = StorageError.Conflict(currentEpoch: current.epoch, currentVersion: current.version,
-                                             changedBy: changedBy, changedAt: changedAt)
-        let message: String
-        if basedOn.epoch != current.epoch {
-            message = "namespace '\(current.name)' was deleted and created again since your view (epoch \(basedOn.epoch), now \(current.epoch)); reload it and retry"
-        } else {
-            let who = changedBy.map { " by \($0)" } ?? ""
-            let when = changedAt.map { " at \($0.iso8601)" } ?? ""
-            message = "namespace '\(current.name)' is at version \(current.version), changed\(who)\(when); your change was based on version \(basedOn.version). Reload, check the change, and retry"
-        }
-        return StorageError(.conflict, message, conflict: conflict)
+        let lastChange = last.map { (actor: $0["actor"] as String, time: Date(milliseconds: $0["time_ms"])) }
+        return ChangeStep.conflict(current: current, basedOn: basedOn, lastChange: lastChange)
     }
 
     static func append(_ record: ChangeRecord, action: AuditAction, to db: Database) throws {
@@ -486,10 +468,9 @@ public final class SQLiteFlagStore: FlagStore {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [record.epoch, record.version, record.time.milliseconds, record.actor, record.source.rawValue,
                              record.reason, record.summary, changes, evidence])
-        let targets = record.changes.filter { $0.kind != .namespace }.map(\.key)
         try appendAudit(time: record.time, author: ChangeAuthor(actor: record.actor, source: record.source, reason: record.reason),
                         action: action, namespace: record.namespace, version: record.version, summary: record.summary,
-                        changes: record.changes, targets: targets, evidence: evidence, to: db)
+                        changes: record.changes, targets: record.auditTargets, evidence: evidence, to: db)
     }
 
     @discardableResult
