@@ -31,32 +31,22 @@ extension PostgresFlagStore {
         do {
             let result = try await transaction { connection in
                 if try await Self.liveNamespaceRow(connection, flagSet.namespace, lock: true, logger: self.logger) != nil {
-                    throw StorageError(.alreadyExists, "namespace '\(flagSet.namespace)' exists already (delete it first, or choose another name)")
+                    throw NamespaceStep.alreadyExists(flagSet.namespace)
                 }
-                let empty = FlagSet(namespace: flagSet.namespace)
-                var request = request
-                request.summary = request.summary ?? "created namespace \(flagSet.namespace)"
-                let plan = try ChangePlan(before: empty, after: flagSet, request: request, policy: .never)
-                let changes = [ObjectChange(kind: .namespace, key: "namespace", before: nil, after: .string(flagSet.namespace))]
-                    + plan.changes
+                let (state, record) = try NamespaceStep.creating(flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
                 _ = try await connection.query("""
                     INSERT INTO namespace (epoch, name, version, flag_set, reason_policy, created_ms, updated_ms)
                     VALUES (\(epoch), \(flagSet.namespace), 1, \(flagSet.storedText), \(reasonPolicy.rawValue), \(time.milliseconds), \(time.milliseconds))
                     """, logger: self.logger).collect()
-                let record = ChangeRecord(namespace: flagSet.namespace, epoch: epoch, version: 1, time: time,
-                                          actor: request.author.actor, source: request.author.source,
-                                          reason: plan.reason, summary: plan.summary, changes: changes)
                 try await Self.append(record, action: .namespaceCreate, to: connection, logger: self.logger)
                 try await Self.notify(.namespace(name: flagSet.namespace, epoch: epoch, version: 1, deleted: false), on: connection, logger: self.logger)
-                let namespaceRecord = NamespaceRecord(name: flagSet.namespace, epoch: epoch, version: 1, reasonPolicy: reasonPolicy,
-                                                      createdAt: time, updatedAt: time)
-                return CommittedChange(state: NamespaceState(record: namespaceRecord, flagSet: flagSet), record: record)
+                return CommittedChange(state: state, record: record)
             }
             remember(result.state)
             return result
         } catch let error as StorageError where error.kind == .alreadyExists {
             // Also when another process created the namespace between the check and the insert.
-            throw StorageError(.alreadyExists, "namespace '\(flagSet.namespace)' exists already (delete it first, or choose another name)")
+            throw NamespaceStep.alreadyExists(flagSet.namespace)
         }
     }
 
@@ -71,11 +61,9 @@ extension PostgresFlagStore {
             _ = try await connection.query("""
                 UPDATE namespace SET reason_policy = \(policy.rawValue), updated_ms = \(time.milliseconds) WHERE epoch = \(record.epoch)
                 """, logger: self.logger).collect()
-            let change = ObjectChange(kind: .namespace, key: "reason_policy", before: .string(record.reasonPolicy.rawValue),
-                                      after: .string(policy.rawValue))
+            let note = NamespaceStep.settingReasonPolicy(of: record, to: policy)
             try await Self.appendAudit(time: time, author: author, action: .namespaceUpdate, namespace: namespace, version: nil,
-                                       summary: "set the reason policy of \(namespace) to \(policy)", changes: [change],
-                                       targets: [], to: connection, logger: self.logger)
+                                       summary: note.summary, changes: note.changes, targets: [], to: connection, logger: self.logger)
             record.reasonPolicy = policy
             record.updatedAt = time
             return record
@@ -92,11 +80,10 @@ extension PostgresFlagStore {
             _ = try await connection.query("""
                 UPDATE namespace SET deleted_ms = \(time.milliseconds) WHERE epoch = \(state.record.epoch)
                 """, logger: self.logger).collect()
-            let change = ObjectChange(kind: .namespace, key: "namespace", before: .object(state.flagSet.tree(unit: .basisPoints)),
-                                      after: nil)
+            let note = NamespaceStep.deleting(state)
             try await Self.appendAudit(time: time, author: author, action: .namespaceDelete, namespace: name,
-                                       version: state.record.version, summary: "deleted namespace \(name) at version \(state.record.version)",
-                                       changes: [change], targets: [], to: connection, logger: self.logger)
+                                       version: state.record.version, summary: note.summary, changes: note.changes,
+                                       targets: [], to: connection, logger: self.logger)
             try await Self.notify(.namespace(name: name, epoch: state.record.epoch, version: state.record.version, deleted: true),
                                   on: connection, logger: self.logger)
         }

@@ -168,27 +168,16 @@ public final class SQLiteFlagStore: FlagStore {
         let epoch = makeEpoch()
         return try await access {
             try await self.pool.write { db in
-                if try Self.liveNamespaceRow(db, flagSet.namespace) != nil {
-                    throw StorageError(.alreadyExists, "namespace '\(flagSet.namespace)' exists already (delete it first, or choose another name)")
-                }
-                let empty = FlagSet(namespace: flagSet.namespace)
-                var request = request
-                request.summary = request.summary ?? "created namespace \(flagSet.namespace)"
-                let plan = try ChangePlan(before: empty, after: flagSet, request: request, policy: .never)
-                let changes = [ObjectChange(kind: .namespace, key: "namespace", before: nil, after: .string(flagSet.namespace))]
-                    + plan.changes
+                if try Self.liveNamespaceRow(db, flagSet.namespace) != nil { throw NamespaceStep.alreadyExists(flagSet.namespace) }
+                let (state, record) = try NamespaceStep.creating(flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
                 try db.execute(sql: """
                     INSERT INTO namespace (epoch, name, version, flag_set, reason_policy, created_ms, updated_ms)
                     VALUES (?, ?, 1, ?, ?, ?, ?)
                     """, arguments: [epoch, flagSet.namespace, flagSet.storedText, reasonPolicy.rawValue, time.milliseconds, time.milliseconds])
-                let record = ChangeRecord(namespace: flagSet.namespace, epoch: epoch, version: 1, time: time,
-                                          actor: request.author.actor, source: request.author.source,
-                                          reason: plan.reason, summary: plan.summary, changes: changes)
                 try Self.append(record, action: .namespaceCreate, to: db)
-                let state = try self.state(Self.liveNamespaceRow(db, flagSet.namespace)!)
                 return CommittedChange(state: state, record: record)
             }
-        }
+        }.remembered(by: self)
     }
 
     public func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord {
@@ -200,11 +189,9 @@ public final class SQLiteFlagStore: FlagStore {
                 guard old.reasonPolicy != policy else { return old }
                 try db.execute(sql: "UPDATE namespace SET reason_policy = ?, updated_ms = ? WHERE epoch = ?",
                                arguments: [policy.rawValue, time.milliseconds, old.epoch])
-                let change = ObjectChange(kind: .namespace, key: "reason_policy", before: .string(old.reasonPolicy.rawValue),
-                                          after: .string(policy.rawValue))
+                let note = NamespaceStep.settingReasonPolicy(of: old, to: policy)
                 try Self.appendAudit(time: time, author: author, action: .namespaceUpdate, namespace: namespace, version: nil,
-                                     summary: "set the reason policy of \(namespace) to \(policy)", changes: [change],
-                                     targets: [], to: db)
+                                     summary: note.summary, changes: note.changes, targets: [], to: db)
                 return try Self.namespaceRecord(Self.liveNamespaceRow(db, namespace)!)
             }
         }
@@ -218,11 +205,9 @@ public final class SQLiteFlagStore: FlagStore {
                 let state = try self.state(row)
                 try db.execute(sql: "UPDATE namespace SET deleted_ms = ? WHERE epoch = ?",
                                arguments: [time.milliseconds, state.record.epoch])
-                let change = ObjectChange(kind: .namespace, key: "namespace", before: .object(state.flagSet.tree(unit: .basisPoints)),
-                                          after: nil)
+                let note = NamespaceStep.deleting(state)
                 try Self.appendAudit(time: time, author: author, action: .namespaceDelete, namespace: name,
-                                     version: state.record.version, summary: "deleted namespace \(name) at version \(state.record.version)",
-                                     changes: [change], targets: [], to: db)
+                                     version: state.record.version, summary: note.summary, changes: note.changes, targets: [], to: db)
             }
         }
     }

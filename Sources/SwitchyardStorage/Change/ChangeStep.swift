@@ -59,3 +59,41 @@ extension ChangeRecord {
         changes.filter { $0.kind != .namespace }.map(\.key)
     }
 }
+
+/// The other namespace writes, decided the same way on every backend: what a new namespace's first version and change
+/// record are, and what the audit says of a reason policy set or a namespace deleted.
+public enum NamespaceStep {
+    /// A new namespace at version 1, with the change record that creates it (its `namespace` object, then every
+    /// object of the flag set).
+    /// - Throws: `StorageError` `invalid` when the flag set is not valid.
+    public static func creating(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest, epoch: String,
+                                at time: Date) throws -> (NamespaceState, ChangeRecord) {
+        var request = request
+        request.summary = request.summary ?? "created namespace \(flagSet.namespace)"
+        let plan = try ChangePlan(before: FlagSet(namespace: flagSet.namespace), after: flagSet, request: request, policy: .never)
+        let changes = [ObjectChange(kind: .namespace, key: "namespace", before: nil, after: .string(flagSet.namespace))] + plan.changes
+        let record = ChangeRecord(namespace: flagSet.namespace, epoch: epoch, version: 1, time: time,
+                                  actor: request.author.actor, source: request.author.source,
+                                  reason: plan.reason, summary: plan.summary, changes: changes)
+        let namespace = NamespaceRecord(name: flagSet.namespace, epoch: epoch, version: 1, reasonPolicy: reasonPolicy,
+                                        createdAt: time, updatedAt: time)
+        return (NamespaceState(record: namespace, flagSet: flagSet), record)
+    }
+
+    /// The refusal of a namespace that exists already.
+    public static func alreadyExists(_ name: String) -> StorageError {
+        StorageError(.alreadyExists, "namespace '\(name)' exists already (delete it first, or choose another name)")
+    }
+
+    /// The audit's summary and change of a reason policy set.
+    public static func settingReasonPolicy(of record: NamespaceRecord, to policy: ReasonPolicy) -> (summary: String, changes: [ObjectChange]) {
+        ("set the reason policy of \(record.name) to \(policy)",
+         [ObjectChange(kind: .namespace, key: "reason_policy", before: .string(record.reasonPolicy.rawValue), after: .string(policy.rawValue))])
+    }
+
+    /// The audit's summary and change of a namespace deleted: the whole flag set before.
+    public static func deleting(_ state: NamespaceState) -> (summary: String, changes: [ObjectChange]) {
+        ("deleted namespace \(state.record.name) at version \(state.record.version)",
+         [ObjectChange(kind: .namespace, key: "namespace", before: .object(state.flagSet.tree(unit: .basisPoints)), after: nil)])
+    }
+}
