@@ -202,7 +202,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchyardStorageTests",
-            dependencies: ["SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport", "TestSupport"],
+            dependencies: ["SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport", "TestSupport",
+                           "SwitchyardClientTesting"],
             swiftSettings: settings
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchyardClientTesting
 import SwitchyardCore
 import SwitchyardStorage
 import Testing
@@ -34,10 +35,10 @@ import Testing
 
     @Test(arguments: StoreBackend.all)
     func eachChangeTakesTheNextVersionAndIsLogged(backend: StoreBackend) async throws {
-        let clock = TestClock()
+        let clock = TestClock.forStores()
         try await backend.withStore(clock: clock) { store in
             _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
-            clock.advance(by: 60)
+            clock.advance(by: .seconds(60))
             let second = try await store.change("rider", Fixtures.request("bo", source: .api, reason: "ramp up"),
                                                 mutation: Fixtures.rollout("plugin_switch_feed_weather", 2500))
             let third = try await store.change("rider", Fixtures.request("cy", reason: nil, summary: "ramp further"),
@@ -51,7 +52,7 @@ import Testing
             #expect(log[0].actor == "bo")
             #expect(log[0].source == .api)
             #expect(log[0].reason == "ramp up")
-            #expect(log[0].time == clock.now)
+            #expect(log[0].time == clock.date)
             #expect(log[0].summary == "updated flag plugin_switch_feed_weather")
             #expect(log[1].summary == "ramp further")
             #expect(log[1].reason == nil)
@@ -78,7 +79,7 @@ import Testing
 
     @Test(arguments: StoreBackend.all)
     func aChangeBasedOnAStaleVersionIsRefusedNamingWhoChangedIt(backend: StoreBackend) async throws {
-        let clock = TestClock()
+        let clock = TestClock.forStores()
         try await backend.withStore(clock: clock) { store in
             let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
             let epoch = created.state.record.epoch
@@ -90,7 +91,7 @@ import Testing
             }
             #expect(error?.conflict?.currentVersion == 2)
             #expect(error?.conflict?.changedBy == "bo")
-            #expect(error?.conflict?.changedAt == clock.now)
+            #expect(error?.conflict?.changedAt == clock.date)
             #expect(error?.message.contains("bo") == true)
             let other = await expectStorageError(.conflict) {
                 try await store.change("rider", Fixtures.request(basedOn: SnapshotVersion(epoch: "another", version: 2)),
@@ -153,16 +154,16 @@ import Testing
 
     @Test(arguments: StoreBackend.all)
     func auditEntriesCanBeFilteredByFlagActorSourceAndTimeAndPaged(backend: StoreBackend) async throws {
-        let clock = TestClock()
+        let clock = TestClock.forStores()
         try await backend.withStore(clock: clock) { store in
-            let start = clock.now
+            let start = clock.date
             _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request("seed", source: .apply))
             for index in 1...5 {
-                clock.advance(by: 10)
+                clock.advance(by: .seconds(10))
                 _ = try await store.change("rider", Fixtures.request(index.isMultiple(of: 2) ? "bo" : "cy", source: .api, reason: "step \(index)"),
                                            mutation: Fixtures.rollout("plugin_switch_feed_weather", index * 100))
             }
-            clock.advance(by: 10)
+            clock.advance(by: .seconds(10))
             _ = try await store.change("rider", Fixtures.request("bo", source: .console, reason: "incident"), mutation: Fixtures.kill("feed_cards"))
 
             let all = try await store.audit(AuditQuery(limit: 100))

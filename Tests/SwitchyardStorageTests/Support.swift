@@ -1,5 +1,6 @@
 import Foundation
 import PostgresTestSupport
+import SwitchyardClientTesting
 import SwitchyardSQLite
 import Synchronization
 import SwitchyardCore
@@ -22,7 +23,7 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-store-\(UUID().uuidString)")
         var stores: [SQLiteFlagStore] = []
         for _ in 0..<count {
-            stores.append(try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path, now: { clock.now }))
+            stores.append(try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path, now: { clock.date }))
         }
         let opened = stores
         return (opened, {
@@ -52,7 +53,7 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
         }
         do {
             for _ in 0..<count {
-                let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: url), now: { clock.now })
+                let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: url), now: { clock.date })
                 tasks.append(Task { try await store.run() })
                 TestTrace.mark("\(trace) migrating")
                 try await store.migrate(waitingUpTo: .seconds(10))
@@ -70,12 +71,12 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
     static let all: [StoreBackend] = [.sqlite, .postgres]
 
     /// Runs a test body with a fresh store.
-    func withStore<T>(clock: TestClock = TestClock(), _ body: (any FlagStore) async throws -> T) async throws -> T {
+    func withStore<T>(clock: TestClock = TestClock.forStores(), _ body: (any FlagStore) async throws -> T) async throws -> T {
         try await withStores(1, clock: clock) { try await body($0[0]) }
     }
 
     /// Runs a test body with several stores on one fresh database, as several processes would use it.
-    func withStores<T>(_ count: Int, clock: TestClock = TestClock(), _ body: ([any FlagStore]) async throws -> T) async throws -> T {
+    func withStores<T>(_ count: Int, clock: TestClock = TestClock.forStores(), _ body: ([any FlagStore]) async throws -> T) async throws -> T {
         let (stores, cleanup) = try await open(clock, count)
         let trace = "\(name) \(UUID().uuidString.prefix(6))"
         do {
@@ -110,14 +111,10 @@ func ended(_ task: Task<Void, any Error>, within limit: Duration) async -> Bool 
     return first
 }
 
-/// A settable wall clock for timestamps.
-final class TestClock: Sendable {
-    private let state = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-
-    var now: Date { state.withLock { $0 } }
-
-    func advance(by seconds: TimeInterval) {
-        state.withLock { $0.addTimeInterval(seconds) }
+extension TestClock {
+    /// A clock that moves only when a test advances it, whose `date` stores stamp their records with.
+    static func forStores() -> TestClock {
+        TestClock(start: Date(timeIntervalSince1970: 1_800_000_000), advancesAutomatically: false)
     }
 }
 
