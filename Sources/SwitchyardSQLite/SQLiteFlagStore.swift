@@ -169,15 +169,16 @@ public final class SQLiteFlagStore: FlagStore {
         return try await access {
             try await self.pool.write { db in
                 if try Self.liveNamespaceRow(db, flagSet.namespace) != nil { throw NamespaceStep.alreadyExists(flagSet.namespace) }
-                let (state, record) = try NamespaceStep.creating(flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
+                let (_, record) = try NamespaceStep.creating(flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
                 try db.execute(sql: """
                     INSERT INTO namespace (epoch, name, version, flag_set, reason_policy, created_ms, updated_ms)
                     VALUES (?, ?, 1, ?, ?, ?, ?)
                     """, arguments: [epoch, flagSet.namespace, flagSet.storedText, reasonPolicy.rawValue, time.milliseconds, time.milliseconds])
                 try Self.append(record, action: .namespaceCreate, to: db)
-                return CommittedChange(state: state, record: record)
+                // As stored (objects in the stored order), as every later read sees it.
+                return CommittedChange(state: try self.state(Self.liveNamespaceRow(db, flagSet.namespace)!), record: record)
             }
-        }.remembered(by: self)
+        }
     }
 
     public func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord {
