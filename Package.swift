@@ -78,7 +78,7 @@ let package = Package(
         // implements, its records, and the change planning they share. No database library.
         .target(
             name: "SwitchyardStorage",
-            dependencies: ["SwitchyardCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["SwitchyardCore", "SwitchyardWire", .product(name: "Logging", package: "swift-log")],
             swiftSettings: settings
         ),
         // The embedded backend: one SQLite file (the system's libsqlite3) through GRDB.

@@ -304,3 +304,114 @@ struct WireReader {
         return value
     }
 }
+
+/// One entry of the audit log (`GET /v1/audit`): every write, by whom, from where, why; `evidence` only on automatic
+/// changes (the crash guard's).
+public struct AuditEntryBody: Sendable, Hashable {
+    public var id: Int64
+    public var time: String
+    public var actor: String
+    public var source: String
+    public var action: String
+    public var namespace: String?
+    public var version: Int64?
+    public var reason: String?
+    public var summary: String
+    public var changes: [JSONValue]
+    public var evidence: JSONValue?
+
+    public init(id: Int64, time: String, actor: String, source: String, action: String, namespace: String?, version: Int64?,
+                reason: String?, summary: String, changes: [JSONValue], evidence: JSONValue?) {
+        self.id = id
+        self.time = time
+        self.actor = actor
+        self.source = source
+        self.action = action
+        self.namespace = namespace
+        self.version = version
+        self.reason = reason
+        self.summary = summary
+        self.changes = changes
+        self.evidence = evidence
+    }
+
+    public var json: JSONValue {
+        var object = JSONObject([
+            ("id", .int64(id)), ("time", .string(time)), ("actor", .string(actor)), ("source", .string(source)),
+            ("action", .string(action)), ("namespace", namespace.map(JSONValue.string) ?? .null),
+            ("version", version.map(JSONValue.int64) ?? .null), ("reason", reason.map(JSONValue.string) ?? .null),
+            ("summary", .string(summary)), ("changes", .array(changes)),
+        ])
+        if let evidence { object["evidence"] = evidence }
+        return .object(object)
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "audit entry")
+        id = try reader.int64("id")
+        time = try reader.string("time")
+        actor = try reader.string("actor")
+        source = try reader.string("source")
+        action = try reader.string("action")
+        namespace = json["namespace"]?.stringValue
+        version = json["version"]?.int64Value
+        reason = json["reason"]?.stringValue
+        summary = try reader.string("summary")
+        changes = json["changes"]?.arrayValue ?? []
+        evidence = json["evidence"]
+    }
+}
+
+/// A token as the API shows it (`GET /v1/tokens`, and the answers to creating and revoking one): never its secret,
+/// except once in the answer that creates it.
+public struct TokenBody: Sendable, Hashable {
+    public var id: String
+    public var name: String
+    public var role: String
+    /// The namespaces it is valid in; nil for every namespace.
+    public var namespaces: [String]?
+    public var ratePerMinute: Int?
+    public var createdAt: String
+    public var createdBy: String
+    public var revokedAt: String?
+    /// The secret: only in the answer that creates the token.
+    public var secret: String?
+
+    public init(id: String, name: String, role: String, namespaces: [String]?, ratePerMinute: Int?, createdAt: String,
+                createdBy: String, revokedAt: String?, secret: String? = nil) {
+        self.id = id
+        self.name = name
+        self.role = role
+        self.namespaces = namespaces
+        self.ratePerMinute = ratePerMinute
+        self.createdAt = createdAt
+        self.createdBy = createdBy
+        self.revokedAt = revokedAt
+        self.secret = secret
+    }
+
+    public var json: JSONValue {
+        var object = JSONObject([
+            ("id", .string(id)), ("name", .string(name)), ("role", .string(role)),
+            ("created_at", .string(createdAt)), ("created_by", .string(createdBy)),
+        ])
+        object["namespaces"] = namespaces.map { .array($0.map(JSONValue.string)) } ?? .null
+        object["rate_per_minute"] = ratePerMinute.map { .int($0) } ?? .null
+        object["revoked_at"] = revokedAt.map(JSONValue.string) ?? .null
+        if let secret { object["token"] = .string(secret) }
+        return .object(object)
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "token")
+        id = try reader.string("id")
+        name = try reader.string("name")
+        role = try reader.string("role")
+        namespaces = json["namespaces"]?.arrayValue?.compactMap(\.stringValue)
+        ratePerMinute = json["rate_per_minute"]?.int64Value.map { Int($0) }
+        createdAt = try reader.string("created_at")
+        createdBy = try reader.string("created_by")
+        revokedAt = json["revoked_at"]?.stringValue
+        secret = json["token"]?.stringValue
+    }
+}

@@ -76,8 +76,16 @@ struct OpenAPISyncTests {
             ("Flag", try await app.send(.get, "\(ns)/flags/plugin_switch_map_traffic", token: "editor")),
             ("Committed", disabled), ("Committed", killed), ("Committed", unchanged),
         ]
-        let changes = try await app.send(.get, "\(ns)/changes?after=0", token: "editor")
         let killSwitches = try await app.send(.get, "\(ns)/kill-switches", token: "editor")
+        let created = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "schema-app", "role": "client", "namespaces": ["rider"]}"#)
+        #expect(created.status == .created, "\(created.text)")
+        let lists: [(schema: String, items: [JSONValue])] = [
+            ("Change", try await app.send(.get, "\(ns)/changes?after=0", token: "editor").json["changes"]?.arrayValue ?? []),
+            ("KillSwitch", killSwitches.json["kill_switches"]?.arrayValue ?? []),
+            ("AuditEntry", try await app.send(.get, "/v1/audit?namespace=rider", token: "admin").json["entries"]?.arrayValue ?? []),
+            ("Token", (try await app.send(.get, "/v1/tokens", token: "admin").json["tokens"]?.arrayValue ?? []) + [created.json]),
+            ("Namespace", try await app.send(.get, "/v1/namespaces", token: "admin").json["namespaces"]?.arrayValue ?? []),
+        ]
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-bodies-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -88,18 +96,14 @@ struct OpenAPISyncTests {
             try Data(answer.response.body).write(to: file)
             arguments += ["--body", answer.schema, file.path]
         }
-        for (index, change) in (changes.json["changes"]?.arrayValue ?? []).enumerated() {
-            let file = folder.appendingPathComponent("change-\(index).json")
-            try Data(change.serialized()).write(to: file)
-            arguments += ["--body", "Change", file.path]
+        for list in lists {
+            #expect(list.items.count >= 1, "no \(list.schema) to check")
+            for (index, item) in list.items.enumerated() {
+                let file = folder.appendingPathComponent("\(list.schema)-\(index).json")
+                try Data(item.serialized()).write(to: file)
+                arguments += ["--body", list.schema, file.path]
+            }
         }
-        for (index, kill) in (killSwitches.json["kill_switches"]?.arrayValue ?? []).enumerated() {
-            let file = folder.appendingPathComponent("kill-\(index).json")
-            try Data(kill.serialized()).write(to: file)
-            arguments += ["--body", "KillSwitch", file.path]
-        }
-        #expect((changes.json["changes"]?.arrayValue?.count ?? 0) >= 2)
-        #expect((killSwitches.json["kill_switches"]?.arrayValue?.count ?? 0) >= 2)
         let result = try await Repository.runScript("scripts/check-openapi", arguments)
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("checked \(arguments.count / 3) bodies"), "\(result.output)")

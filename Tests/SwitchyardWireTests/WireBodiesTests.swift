@@ -26,6 +26,13 @@ struct WireBodiesTests {
         let unchanged = CommittedBody(namespace: "rider", version: Self.version, changed: false, change: nil)
         #expect(try CommittedBody(json: unchanged.json) == unchanged)
 
+        let audit = AuditEntryBody(id: 7, time: "2026-11-26T04:10:00.000Z", actor: "bob", source: "cli", action: "change",
+                                   namespace: "rider", version: 41, reason: "INC-1", summary: "s", changes: [], evidence: nil)
+        #expect(try AuditEntryBody(json: audit.json) == audit)
+        let token = TokenBody(id: "t1", name: "app", role: "client", namespaces: ["rider"], ratePerMinute: nil,
+                              createdAt: "2026-11-26T04:10:00.000Z", createdBy: "admin", revokedAt: nil, secret: "s3cr3t")
+        #expect(try TokenBody(json: token.json) == token)
+
         let flagSet = FlagSet(namespace: "rider", description: "Rider app")
         #expect(try FlagSetBody(json: FlagSetBody(version: Self.version, flagSet: flagSet).json) == FlagSetBody(version: Self.version, flagSet: flagSet))
     }

@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl audit [KEY] [--since T] [--actor A]`: who changed what, when and why, newest first.
 public struct Audit: FlagctlCommand {
@@ -105,7 +106,7 @@ public struct Audit: FlagctlCommand {
             console.write(rendered)
             return
         }
-        let entries = page["entries"]?.arrayValue ?? []
+        let entries = try (page["entries"]?.arrayValue ?? []).map { tree throws(WireError) in try AuditEntryBody(json: tree) }
         guard !entries.isEmpty else {
             console.write("no audit entries match\(key.map { " for \($0)" } ?? "")\(settings.namespace.map { allNamespaces ? "" : " in namespace \($0)" } ?? "")\n")
             return
@@ -114,15 +115,14 @@ public struct Audit: FlagctlCommand {
             ? Table("TIME", "NAMESPACE", "VERSION", "ACTOR", "SOURCE", "WHAT", "REASON")
             : Table("TIME", "VERSION", "ACTOR", "SOURCE", "WHAT", "REASON")
         for entry in entries {
-            var cells: [Table.Cell] = [.init(Self.shortTime(entry["time"]?.stringValue ?? ""), .dim)]
-            if allNamespaces || settings.namespace == nil { cells.append(.init(entry["namespace"]?.stringValue ?? "-")) }
-            let source = entry["source"]?.stringValue ?? ""
+            var cells: [Table.Cell] = [.init(Self.shortTime(entry.time), .dim)]
+            if allNamespaces || settings.namespace == nil { cells.append(.init(entry.namespace ?? "-")) }
             cells += [
-                .init(entry["version"]?.int64Value.map(String.init) ?? "-"),
-                .init(entry["actor"]?.stringValue ?? "", .bold),
-                .init(source, source == "crash-guard" ? .red : .plain),
-                .init(entry["summary"]?.stringValue ?? ""),
-                .init(entry["reason"]?.stringValue ?? "-"),
+                .init(entry.version.map(String.init) ?? "-"),
+                .init(entry.actor, .bold),
+                .init(entry.source, entry.source == "crash-guard" ? .red : .plain),
+                .init(entry.summary),
+                .init(entry.reason ?? "-"),
             ]
             table.add(cells)
         }

@@ -1,6 +1,7 @@
 import Foundation
 public import ArgumentParser
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl namespaces list|create|delete`.
 public struct Namespaces: AsyncParsableCommand {
@@ -47,15 +48,14 @@ public struct NamespacesList: FlagctlCommand {
             console.write(rendered)
             return
         }
-        let namespaces = tree["namespaces"]?.arrayValue ?? []
+        let namespaces = try (tree["namespaces"]?.arrayValue ?? []).map { tree throws(WireError) in try NamespaceBody(json: tree) }
         guard !namespaces.isEmpty else {
             console.write("no namespaces on \(settings.serverText) for this token; create one with 'flagctl namespaces create NAME' or 'flagctl apply Flags'\n")
             return
         }
         var table = Table("NAMESPACE", "VERSION", "REASON POLICY", "UPDATED")
         for namespace in namespaces {
-            table.add(namespace["name"]?.stringValue ?? "", namespace["version"]?.int64Value.map(String.init) ?? "",
-                      namespace["reason_policy"]?.stringValue ?? "", Audit.shortTime(namespace["updated_at"]?.stringValue ?? ""))
+            table.add(namespace.name, String(namespace.version), namespace.reasonPolicy.rawValue, Audit.shortTime(namespace.updatedAt))
         }
         console.write(table.render(colour: console.usesColour))
     }
@@ -110,8 +110,9 @@ public struct NamespacesCreate: FlagctlCommand {
         if let rendered = outputOptions.render(response) {
             console.write(rendered)
         } else {
-            console.write("created namespace \(name) at version \(response["version"]?.int64Value ?? 1) "
-                + "(reason policy \(response["reason_policy"]?.stringValue ?? "kills")); fill it with 'flagctl apply DIR' and a \(name).yaml\n")
+            let created = try NamespaceBody(json: response)
+            console.write("created namespace \(name) at version \(created.version) "
+                + "(reason policy \(created.reasonPolicy)); fill it with 'flagctl apply DIR' and a \(name).yaml\n")
         }
     }
 }
@@ -142,15 +143,15 @@ public struct NamespacesDelete: FlagctlCommand {
     public func run(console: Console) async throws {
         let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
         let client = APIClient(settings: settings)
-        let record: JSONValue
+        let record: NamespaceBody
         do {
-            record = try await client.get(APIClient.path("v1", "namespaces", name))
+            record = try NamespaceBody(json: try await client.get(APIClient.path("v1", "namespaces", name)))
         } catch let failure as APIFailure where failure.status == 404 {
             throw client.namespaceNotFound(name)
         }
-        let flagCount = record["counts"]?["flags"]?.int64Value ?? 0
+        let flagCount = record.summary?.counts.flags ?? 0
         try await Confirmation.confirm(
-            "Delete namespace \(name) (version \(record["version"]?.int64Value ?? 0), \(flagCount) flags)?",
+            "Delete namespace \(name) (version \(record.version), \(flagCount) flags)?",
             action: "delete namespace \(name)",
             preview: ["apps using namespace \(name) will get 404 and keep their last snapshot"], yes: change.yes, console: console)
         var query: [(String, String)] = []

@@ -1,6 +1,7 @@
 import Foundation
 public import ArgumentParser
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl tokens list|create|revoke`.
 public struct Tokens: AsyncParsableCommand {
@@ -54,12 +55,12 @@ public struct TokensList: FlagctlCommand {
             return
         }
         var table = Table("ID", "NAME", "ROLE", "NAMESPACES", "CREATED", "BY", "REVOKED")
-        for token in tree["tokens"]?.arrayValue ?? [] {
-            let revoked = token["revoked_at"]?.stringValue.map(Audit.shortTime)
-            table.add([.init(token["id"]?.stringValue ?? ""), .init(token["name"]?.stringValue ?? "", .bold),
-                       .init(token["role"]?.stringValue ?? ""),
-                       .init(token["namespaces"]?.arrayValue?.compactMap(\.stringValue).joined(separator: ", ") ?? "all"),
-                       .init(Audit.shortTime(token["created_at"]?.stringValue ?? ""), .dim), .init(token["created_by"]?.stringValue ?? ""),
+        for tree in tree["tokens"]?.arrayValue ?? [] {
+            let token = try TokenBody(json: tree)
+            let revoked = token.revokedAt.map(Audit.shortTime)
+            table.add([.init(token.id), .init(token.name, .bold), .init(token.role),
+                       .init(token.namespaces?.joined(separator: ", ") ?? "all"),
+                       .init(Audit.shortTime(token.createdAt), .dim), .init(token.createdBy),
                        .init(revoked ?? "-", revoked == nil ? .plain : .red)])
         }
         console.write(table.render(colour: console.usesColour))
@@ -138,9 +139,10 @@ public struct TokensCreate: FlagctlCommand {
         }
         var scope = allow.isEmpty ? "every namespace" : "namespace\(allow.count == 1 ? "" : "s") \(allow.joined(separator: ", "))"
         if let rate { scope += ", \(rate) OFREP requests per minute" }
-        console.writeError("created token \(name) (\(role), \(scope)), id \(response["id"]?.stringValue ?? "?"); "
+        let created = try TokenBody(json: response)
+        console.writeError("created token \(name) (\(role), \(scope)), id \(created.id); "
             + "the secret below is shown only this once, store it now\n")
-        console.write((response["token"]?.stringValue ?? "") + "\n")
+        console.write((created.secret ?? "") + "\n")
     }
 }
 
@@ -183,7 +185,8 @@ public struct TokensRevoke: FlagctlCommand {
         if let rendered = outputOptions.render(response) {
             console.write(rendered)
         } else {
-            console.write("revoked token \(response["name"]?.stringValue ?? idOrName) (\(response["id"]?.stringValue ?? "?")); it no longer works\n")
+            let revoked = try TokenBody(json: response)
+            console.write("revoked token \(revoked.name) (\(revoked.id)); it no longer works\n")
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 
 extension API {
     /// `GET /v1/namespaces`: the namespaces the token may use.
@@ -224,9 +225,7 @@ extension API {
         let (record, secret) = try await store.issueToken(name: name, role: role, namespaces: namespaces,
                                                           ratePerMinute: rate.map { Int($0) }, by: author)
         try await auth.reload()
-        var object = record.tree.objectValue!
-        object["token"] = .string(secret)
-        return .json(.object(object), status: .created)
+        return .json(record.body(secret: secret).json, status: .created)
     }
 
     /// `DELETE /v1/tokens/{token}`: by id or live name.

@@ -29,16 +29,9 @@ enum View {
 
     /// An audit entry; `evidence` only on automatic changes (the crash guard's).
     static func audit(_ entry: AuditEntry) -> JSONValue {
-        var object = JSONObject([
-            ("id", .int64(entry.id)), ("time", .string(entry.time.iso8601)), ("actor", .string(entry.actor)),
-            ("source", .string(entry.source.rawValue)), ("action", .string(entry.action.rawValue)),
-            ("namespace", entry.namespace.map(JSONValue.string) ?? .null),
-            ("version", entry.version.map(JSONValue.int64) ?? .null),
-            ("reason", entry.reason.map(JSONValue.string) ?? .null), ("summary", .string(entry.summary)),
-            ("changes", .array(entry.changes.map(\.tree))),
-        ])
-        if let evidence = entry.evidence { object["evidence"] = evidence }
-        return .object(object)
+        AuditEntryBody(id: entry.id, time: entry.time.iso8601, actor: entry.actor, source: entry.source.rawValue,
+                       action: entry.action.rawValue, namespace: entry.namespace, version: entry.version, reason: entry.reason,
+                       summary: entry.summary, changes: entry.changes.map(\.tree), evidence: entry.evidence).json
     }
 
     /// A flag with its key and the kill switches covering it.

@@ -1,17 +1,15 @@
 public import Foundation
 public import SwitchyardCore
+public import SwitchyardWire
 
 extension TokenRecord {
     /// The token as JSON, without any secret: for audit entries and the API.
-    public var tree: JSONValue {
-        var object = JSONObject([
-            ("id", .string(id)), ("name", .string(name)), ("role", .string(role.rawValue)),
-            ("created_at", .string(createdAt.iso8601)), ("created_by", .string(createdBy)),
-        ])
-        object["namespaces"] = namespaces.map { .array($0.map(JSONValue.string)) } ?? .null
-        object["rate_per_minute"] = ratePerMinute.map { .int($0) } ?? .null
-        object["revoked_at"] = revokedAt.map { .string($0.iso8601) } ?? .null
-        return .object(object)
+    public var tree: JSONValue { body().json }
+
+    /// The token as the API's body (`SwitchyardWire`), with the secret when given (only on creation).
+    public func body(secret: String? = nil) -> TokenBody {
+        TokenBody(id: id, name: name, role: role.rawValue, namespaces: namespaces, ratePerMinute: ratePerMinute,
+                  createdAt: createdAt.iso8601, createdBy: createdBy, revokedAt: revokedAt?.iso8601, secret: secret)
     }
 }
 
