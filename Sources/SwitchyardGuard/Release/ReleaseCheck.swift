@@ -1,0 +1,216 @@
+import Foundation
+public import SwitchyardCore
+public import SwitchyardStorage
+
+/// One look at a release plan's stage: sessions in the stage's scope with the switch active and without it since
+/// the stage began, and what the plan should do next.
+///
+/// With `c₁` crashed sessions out of `n₁` with the switch and `c₀` out of `n₀` without it, `δ = c₁/n₁ − c₀/n₀`,
+/// and `[L, U]` Newcombe's hybrid score interval of `δ` (``Proportions/newcombeDifference(successes1:trials1:successes2:trials2:z:)``)
+/// with `z = Φ⁻¹(confidence)`, so each bound is one-sided at the criteria's confidence:
+///
+/// - **roll back** when `n₁ ≥ rollbackMinimumSessions` and the lower bound of the same interval at
+///   `z = Φ⁻¹(rollbackConfidence)` is above 0: the switch's sessions are shown to crash more often;
+/// - **advance** when the stage has soaked for `soak`, `n₁ ≥ minimumSessions` and `U < margin`: the switch's
+///   sessions are shown not to crash more than `margin` more often (a non-inferiority test);
+/// - **hold** otherwise, saying what it waits for.
+///
+/// ```swift
+/// let check = ReleaseCheck(with: EventTally(sessions: 4000, crashedSessions: 38),
+///                          without: EventTally(sessions: 36000, crashedSessions: 361),
+///                          criteria: .defaults, timeInStage: .seconds(2400))
+/// // check.verdict == .advance; check.upperBound ≈ 0.0038 − … < 0.0025
+/// ```
+public struct ReleaseCheck: Sendable, Hashable {
+    /// What the plan should do.
+    public enum Verdict: String, Sendable, Hashable, CustomStringConvertible {
+        /// Move to the next stage.
+        case advance
+        /// Stay in the stage: the evidence is not there yet (``ReleaseCheck/waitingFor`` says what is missing).
+        case hold
+        /// The switch is shown to crash more often: go back (to the previous stage, or off, as the plan says).
+        case rollBack = "roll_back"
+
+        public var description: String { rawValue }
+    }
+
+    /// Sessions with the switch active, and crashed ones (clamped to 0...sessions).
+    public var with: EventTally
+    /// Sessions of the same population without the switch, and crashed ones.
+    public var without: EventTally
+    /// Whether `without` counts sessions outside the stage's scope (the scope runs the switch nearly everywhere:
+    /// see ``tallies(of:in:counts:source:)``).
+    public var comparedOutsideScope: Bool
+    public var criteria: ReleaseCriteria
+    public var timeInStage: Duration
+    /// `c₁/n₁`; nil without sessions.
+    public var rateWith: Double?
+    /// `c₀/n₀`; nil without sessions.
+    public var rateWithout: Double?
+    /// `rateWith − rateWithout`; nil when either sample is empty.
+    public var difference: Double?
+    /// The lower bound of the difference at the criteria's confidence (one-sided).
+    public var lowerBound: Double?
+    /// The upper bound of the difference at the criteria's confidence (one-sided): below the margin to advance.
+    public var upperBound: Double?
+    /// The lower bound of the difference at the rollback confidence: above 0 to roll back.
+    public var rollbackLowerBound: Double?
+    public var verdict: Verdict
+    /// Why the stage holds (`312 of 1000 sessions needed`, `soak 12m of 30m`, `upper bound of the difference 0.41
+    /// points ≥ margin 0.25 points`); empty unless it holds.
+    public var waitingFor: [String]
+    /// One sentence on the verdict and its evidence, for an audit entry or a status line.
+    public var summary: String
+
+    /// Looks at a stage.
+    ///
+    /// - Parameters:
+    ///   - with: sessions in the stage's scope with the switch active since the stage began.
+    ///   - without: sessions in the same scope and time without it (see ``tallies(of:in:counts:source:)``).
+    ///   - criteria: the plan's criteria.
+    ///   - timeInStage: how long the stage has run.
+    ///   - comparedOutsideScope: whether `without` counts sessions outside the scope (recorded in the evidence).
+    public init(with: EventTally, without: EventTally, criteria: ReleaseCriteria, timeInStage: Duration, comparedOutsideScope: Bool = false) {
+        self.with = GuardRule.clamped(with)
+        self.without = GuardRule.clamped(without)
+        self.criteria = criteria
+        self.timeInStage = max(.zero, timeInStage)
+        self.comparedOutsideScope = comparedOutsideScope
+        rateWith = self.with.crashRate
+        rateWithout = self.without.crashRate
+        let (n1, c1, n0, c0) = (self.with.sessions, self.with.crashedSessions, self.without.sessions, self.without.crashedSessions)
+        let interval = Proportions.newcombeDifference(successes1: c1, trials1: n1, successes2: c0, trials2: n0,
+                                                      z: Proportions.normalQuantile(criteria.confidence))
+        difference = interval?.difference
+        lowerBound = interval?.lower
+        upperBound = interval?.upper
+        rollbackLowerBound = Proportions.newcombeDifference(successes1: c1, trials1: n1, successes2: c0, trials2: n0,
+                                                            z: Proportions.normalQuantile(criteria.rollbackConfidence))?.lower
+        let confidence = Self.percent(criteria.confidence), rollbackConfidence = Self.percent(criteria.rollbackConfidence)
+
+        if n1 >= criteria.rollbackMinimumSessions, let lower = rollbackLowerBound, lower > 0 {
+            verdict = .rollBack
+            waitingFor = []
+            summary = "roll back: sessions with the switch crash more often (\(Self.percent(rateWith ?? 0)) of \(n1) against "
+                + "\(Self.percent(rateWithout ?? 0)) of \(n0) without it); lower bound of the difference \(Self.points(lower)) > 0 "
+                + "at \(rollbackConfidence)"
+            return
+        }
+        var waiting: [String] = []
+        if n1 < criteria.minimumSessions { waiting.append("\(n1) of \(criteria.minimumSessions) sessions needed") }
+        if self.timeInStage < criteria.soak {
+            waiting.append("soak \(Self.minutes(self.timeInStage)) of \(GuardDurationText.text(criteria.soak))")
+        }
+        if let upper = upperBound {
+            if upper >= criteria.margin {
+                waiting.append("upper bound of the difference \(Self.points(upper)) ≥ margin \(Self.points(criteria.margin))")
+            }
+        } else {
+            waiting.append(n1 == 0 ? "no sessions with the switch yet" : "no sessions without the switch to compare with")
+        }
+        waitingFor = waiting
+        if waiting.isEmpty {
+            verdict = .advance
+            summary = "advance: sessions with the switch crash \(Self.percent(rateWith ?? 0)) of \(n1), without it "
+                + "\(Self.percent(rateWithout ?? 0)) of \(n0); upper bound of the difference \(Self.points(upperBound ?? 0)) < margin "
+                + "\(Self.points(criteria.margin)) at \(confidence)"
+        } else {
+            verdict = .hold
+            summary = "hold: " + waiting.joined(separator: "; ")
+        }
+    }
+
+    /// Looks at a stage on the sessions ``tallies(of:in:counts:source:)`` summed.
+    public init(_ tallies: ReleaseTallies, criteria: ReleaseCriteria, timeInStage: Duration) {
+        self.init(with: tallies.with, without: tallies.without, criteria: criteria, timeInStage: timeInStage,
+                  comparedOutsideScope: tallies.comparedOutsideScope)
+    }
+
+    /// The sessions of a stage's scope with a switch and without it, from a namespace's counts over the stage's time.
+    ///
+    /// A stage scoped to cities sums their city dimensions (`[.city("lagos"), .city("nairobi")]`), one scoped to
+    /// cohorts their cohort dimensions; "everyone" is `[.all]`. Pass dimensions of one kind: a session counts in
+    /// its city and in its cohort, so mixing kinds counts it twice. Cities the namespace does not count on their
+    /// own (`(other)`, unless declared in its `crash_guard: cities`) have no sessions here.
+    ///
+    /// When the scope has fewer than one session without the switch for every ``RateCheck/nearlyEverySession``
+    /// with it (a 100 % stage), nothing in the scope is left to compare with: `without` is then every session of
+    /// the namespace without the switch (outside the scope), and `comparedOutsideScope` says so.
+    ///
+    /// - Parameters:
+    ///   - key: the plugin switch.
+    ///   - dimensions: the stage's scope.
+    ///   - counts: the namespace's counts since the stage began.
+    ///   - source: whose sessions: clients' by default.
+    public static func tallies(of key: String, in dimensions: [EventDimension], counts: GuardCounts,
+                               source: EventSource = .client) -> ReleaseTallies {
+        var with = EventTally.zero, all = EventTally.zero
+        for dimension in Set(dimensions.contains(.all) ? [.all] : dimensions) {
+            with += counts.sessions(of: key, source: source, in: dimension)
+            all += counts.baseline(source: source, in: dimension)
+        }
+        let without = GuardRule.clamped(all - with)
+        guard !dimensions.contains(.all), !RateCheck.hasBaseline(sessions: with.sessions, without: without) else {
+            return ReleaseTallies(with: GuardRule.clamped(with), without: without, comparedOutsideScope: false)
+        }
+        let outside = GuardRule.clamped(counts.baseline(source: source, in: .all) - counts.sessions(of: key, source: source, in: .all))
+        return ReleaseTallies(with: GuardRule.clamped(with), without: outside, comparedOutsideScope: true)
+    }
+
+    /// The check as JSON: counts, rates and bounds as fractions, criteria, verdict and what it waits for.
+    public var tree: JSONObject {
+        func number(_ value: Double?) -> JSONValue { value.map(JSONValue.double) ?? .null }
+        return JSONObject([
+            ("verdict", .string(verdict.rawValue)),
+            ("sessions_with", .int64(with.sessions)), ("crashes_with", .int64(with.crashedSessions)),
+            ("crash_rate_with", number(rateWith)),
+            ("sessions_without", .int64(without.sessions)), ("crashes_without", .int64(without.crashedSessions)),
+            ("crash_rate_without", number(rateWithout)), ("compared_outside_scope", .bool(comparedOutsideScope)),
+            ("difference", number(difference)), ("difference_lower", number(lowerBound)), ("difference_upper", number(upperBound)),
+            ("rollback_difference_lower", number(rollbackLowerBound)),
+            ("time_in_stage_seconds", .int64(timeInStage.components.seconds)),
+            ("min_sessions", .int64(criteria.minimumSessions)), ("soak_seconds", .int64(criteria.soak.components.seconds)),
+            ("margin", .double(criteria.margin)), ("confidence", .double(criteria.confidence)),
+            ("rollback_confidence", .double(criteria.rollbackConfidence)),
+            ("rollback_min_sessions", .int64(criteria.rollbackMinimumSessions)),
+            ("waiting_for", .array(waitingFor.map(JSONValue.string))), ("summary", .string(summary)),
+        ])
+    }
+
+    /// `0.41 points`, `0.025 points`, `-0.1 points`: a difference of rates in percentage points.
+    public static func points(_ fraction: Double) -> String {
+        let value = fraction * 100
+        var text = String(format: abs(value) < 0.1 && value != 0 ? "%.3f" : "%.2f", value)
+        while text.contains("."), text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+        if text == "-0" { text = "0" }
+        return text + " points"
+    }
+
+    /// `99.99 %`, `95 %`: a confidence.
+    static func percent(_ fraction: Double) -> String {
+        RateCheck.percent(fraction)
+    }
+
+    /// `12m`, `0m`: whole minutes of a time in stage.
+    static func minutes(_ duration: Duration) -> String {
+        let seconds = duration.components.seconds
+        return seconds < 60 ? "\(seconds)s" : GuardDurationText.text(.seconds(seconds / 60 * 60))
+    }
+}
+
+/// The sessions of a stage's scope with a switch and without it: what ``ReleaseCheck`` reads.
+public struct ReleaseTallies: Sendable, Hashable {
+    /// Sessions with the switch active in the scope, and crashed ones.
+    public var with: EventTally
+    /// Sessions without it: in the scope, or (when `comparedOutsideScope`) in the whole namespace.
+    public var without: EventTally
+    /// Whether `without` counts sessions outside the scope, because the scope runs the switch nearly everywhere.
+    public var comparedOutsideScope: Bool
+
+    public init(with: EventTally, without: EventTally, comparedOutsideScope: Bool = false) {
+        self.with = with
+        self.without = without
+        self.comparedOutsideScope = comparedOutsideScope
+    }
+}
