@@ -81,6 +81,15 @@ let package = Package(
             ],
             swiftSettings: settings
         ),
+        // Release plans by simulation: time to everyone, the chance a bad plugin gets there, against the guard alone.
+        .executableTarget(
+            name: "release-figures",
+            dependencies: [
+                .product(name: "SwitchyardCore", package: switchyard),
+                .product(name: "SwitchyardGuard", package: switchyard),
+            ],
+            swiftSettings: settings
+        ),
         .executableTarget(
             name: "CoreEvaluation",
             dependencies: [
