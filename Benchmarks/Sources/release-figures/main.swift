@@ -16,14 +16,14 @@ let criteria = ReleaseCriteria.defaults
 
 /// Runs seeds 1...runs of a scenario on every core (each run is independent; the result does not depend on the order).
 func outcomes(_ scenario: ReleaseSimulation.Scenario) -> [ReleaseSimulation.Outcome] {
-    let results = UnsafeMutableBufferPointer<ReleaseSimulation.Outcome>.allocate(capacity: runs)
-    results.initialize(repeating: ReleaseSimulation.Outcome())
+    let results = UnsafeMutableBufferPointer<ReleaseSimulation.Outcome?>.allocate(capacity: runs)
+    results.initialize(repeating: nil)
     defer { results.deallocate() }
     nonisolated(unsafe) let shared = results
     DispatchQueue.concurrentPerform(iterations: runs) { index in
         shared[index] = ReleaseSimulation.run(scenario, seed: UInt64(index + 1))
     }
-    return Array(results)
+    return results.compactMap { $0 }
 }
 
 func scenario(points: Double, perMinute: Int = 10_000, mode: ReleaseSimulation.Mode = .plan(criteria),
@@ -64,26 +64,37 @@ let started = Date()
 let horizon = ReleaseSimulation.Scenario(excessCrashRate: 0).horizon
 let stages = ReleaseSimulation.riderStages.map(\.description).joined(separator: " → ")
 
+if arguments.first == "rollbacks" {
+    // Where and on what evidence a healthy plugin was rolled back (to see which look fired).
+    for (points, perMinute) in [(0.0, 10_000), (0.0, 2_000)] {
+        for (seed, outcome) in outcomes(scenario(points: points, perMinute: perMinute)).enumerated() where outcome.rolledBack {
+            print("+\(points) points, \(perMinute)/min, seed \(seed + 1): stage \(outcome.stageAtEnd), minute \(outcome.minutes): \(outcome.lastCheck?.summary ?? "")")
+        }
+    }
+    exit(0)
+}
+
 if sweep {
     // The error rates of candidate criteria: healthy plugins rolled back, plugins at the margin advancing.
-    print("runs per cell: \(runs); 10,000 sessions/min over 5 equal cities; baseline 1 %; plan \(stages); min_sessions and soak as the defaults")
+    print("runs per cell: \(runs) (healthy: \(runs) at 10,000 and \(runs) at 2,000 sessions/min); 10,000 sessions/min over 5 equal cities; baseline 1 %; plan \(stages); min_sessions and soak as the defaults")
     print("")
-    print("| confidence | rollback confidence | rollback min sessions | healthy: rolled back | healthy: everyone, p50 | +margin: advanced a stage | +margin: reached everyone | +0.5: reached everyone |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| confidence | rollback confidence | rollback min sessions | healthy: rolled back | healthy: everyone, p50 | +margin: advanced a stage | +margin: reached everyone | +0.5: reached everyone | +2: sessions exposed, mean |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for confidence in [0.95, 0.975, 0.99] {
-        for rollbackConfidence in [0.999, 0.9999] {
-            for rollbackMinimum in [Int64(200)] {
+        for rollbackConfidence in [0.9999, 0.99999] {
+            for rollbackMinimum in [Int64(200), 500] {
                 var candidate = criteria
                 candidate.confidence = confidence
                 candidate.rollbackConfidence = rollbackConfidence
                 candidate.rollbackMinimumSessions = rollbackMinimum
-                let healthy = outcomes(scenario(points: 0, mode: .plan(candidate)))
+                let healthy = outcomes(scenario(points: 0, mode: .plan(candidate))) + outcomes(scenario(points: 0, perMinute: 2_000, mode: .plan(candidate)))
                 let atMargin = outcomes(scenario(points: candidate.margin * 100, mode: .plan(candidate)))
                 let half = outcomes(scenario(points: 0.5, mode: .plan(candidate)))
-                print("| \(confidence) | \(rollbackConfidence) | \(rollbackMinimum) | \(share(healthy.count(where: \.rolledBack), of: runs)) | "
-                      + "\(hours(percentile(healthy.compactMap(\.minutesToEveryone).map(Double.init), 0.5))) | "
+                let bad = outcomes(scenario(points: 2, mode: .plan(candidate)))
+                print("| \(confidence) | \(rollbackConfidence) | \(rollbackMinimum) | \(share(healthy.count(where: \.rolledBack), of: healthy.count)) | "
+                      + "\(hours(percentile(healthy.prefix(runs).compactMap(\.minutesToEveryone).map(Double.init), 0.5))) | "
                       + "\(share(atMargin.count { $0.stageStarts.count > 1 }, of: runs)) | \(share(atMargin.count(where: \.reachedEveryone), of: runs)) | "
-                      + "\(share(half.count(where: \.reachedEveryone), of: runs)) |")
+                      + "\(share(half.count(where: \.reachedEveryone), of: runs)) | \(text(mean(bad.map { Double($0.sessionsExposed) }))) |")
             }
         }
     }

@@ -86,7 +86,7 @@ public struct ReleaseCheck: Sendable, Hashable {
         upperBound = interval?.upper
         rollbackLowerBound = Proportions.newcombeDifference(successes1: c1, trials1: n1, successes2: c0, trials2: n0,
                                                             z: Proportions.normalQuantile(criteria.rollbackConfidence))?.lower
-        let confidence = Self.percent(criteria.confidence), rollbackConfidence = Self.percent(criteria.rollbackConfidence)
+        let confidence = Self.confidence(criteria.confidence), rollbackConfidence = Self.confidence(criteria.rollbackConfidence)
 
         if n1 >= criteria.rollbackMinimumSessions, let lower = rollbackLowerBound, lower > 0 {
             verdict = .rollBack
@@ -187,9 +187,17 @@ public struct ReleaseCheck: Sendable, Hashable {
         return text + " points"
     }
 
-    /// `99.99 %`, `95 %`: a confidence.
+    /// `1.19%`, `0.971%`: a crash rate.
     static func percent(_ fraction: Double) -> String {
         RateCheck.percent(fraction)
+    }
+
+    /// `99.99%`, `95%`: a confidence, with every digit it has (up to four decimals).
+    static func confidence(_ fraction: Double) -> String {
+        var text = String(format: "%.4f", fraction * 100)
+        while text.contains("."), text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+        return text + "%"
     }
 
     /// `12m`, `0m`: whole minutes of a time in stage.

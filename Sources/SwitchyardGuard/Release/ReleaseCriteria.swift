@@ -32,8 +32,8 @@ public struct ReleaseCriteria: Sendable, Hashable {
     }
 
     /// The values a plan uses where it names none.
-    public static let defaults = ReleaseCriteria(minimumSessions: 1000, soak: .seconds(1800), margin: 0.0025, confidence: 0.95,
-                                                 rollbackConfidence: 0.9999, rollbackMinimumSessions: 200)
+    public static let defaults = ReleaseCriteria(minimumSessions: 1000, soak: .seconds(1800), margin: 0.0025, confidence: 0.975,
+                                                 rollbackConfidence: 0.99999, rollbackMinimumSessions: 200)
 
     /// Why these criteria cannot be used (`margin 0 is not above 0`); empty when they can.
     public var problems: [String] {
