@@ -133,12 +133,15 @@ print("")
 let timer = Int(criteria.soak.components.seconds / 60) * 2
 print("### Plugins worse than the baseline: the plan, and the same stages every \(timer) minutes with the guard alone (10,000 sessions/min)")
 print("")
-print("| plugin | advanced by | reached everyone | rolled back | guard tripped | stopped after, p50 | sessions exposed, mean | crashes caused, mean |")
+print("| plugin | advanced by | reached everyone | rolled back | guard tripped | first rollback or trip, p50 | sessions exposed, mean | crashes caused, mean |")
 print("|---|---|---:|---:|---:|---:|---:|---:|")
 for points in [0.0, criteria.margin * 100, 0.5, 1, 2] {
     for (name, mode) in [("plan", ReleaseSimulation.Mode.plan(criteria)), ("timer + guard", .timer(minutes: timer))] {
         let results = outcomes(scenario(points: points, mode: mode))
-        let stopped = results.filter { $0.rolledBack || !$0.trips.isEmpty }.map { Double($0.minutes) }
+        // The first stop: the plan's rollback, or the guard's first trip (a city's, or everywhere).
+        let stopped = results.compactMap { outcome in
+            outcome.rolledBack ? Double(outcome.minutes) : outcome.trips.first.map { Double($0.minute + 1) }
+        }
         print("| +\(text(points, digits: 2)) points | \(name) | \(share(results.count(where: \.reachedEveryone), of: runs)) | "
               + "\(results.count(where: \.rolledBack)) | \(results.count { !$0.trips.isEmpty }) | \(hours(percentile(stopped, 0.5))) | "
               + "\(text(mean(results.map { Double($0.sessionsExposed) }))) | \(text(mean(results.map { Double($0.crashesCaused) }))) |")
