@@ -103,7 +103,7 @@ struct ReleaseCheckTests {
         #expect(tree["margin"] == .double(0.0025))
         #expect(tree["time_in_stage_seconds"] == .int64(120))
         #expect(tree["soak_seconds"] == .int64(1800))
-        #expect(tree["compared_outside_scope"] == .bool(false))
+        #expect(tree["control"] == .string("scope"))
         #expect(tree.memberKeys.allSatisfy { $0 == $0.lowercased() && !$0.contains("-") })
     }
 
@@ -159,19 +159,37 @@ struct ReleaseCheckTests {
         #expect(ReleaseCheck.tallies(of: Self.key, in: [.city("lima")], counts: Self.counts).with == .zero)
     }
 
-    @Test func aScopeRunningTheSwitchNearlyEverywhereIsComparedWithSessionsOutsideIt() {
-        // Lagos at 100 %: 995 of its 1,000 sessions run the switch; the 5 without it are no baseline.
+    @Test func aScopeWithTooFewSessionsWithoutTheSwitchIsComparedWithTheNamespace() {
+        // Lagos at 100 %: 995 of its 1,000 sessions run the switch; the 5 without it are no control.
         let counts = GuardCounts([
             EventCount(subject: .pluginSwitch(Self.key), dimension: .city("lagos"), tally: EventTally(sessions: 995, crashedSessions: 12)),
             EventCount(subject: .pluginSwitch(Self.key), dimension: .all, tally: EventTally(sessions: 995, crashedSessions: 12)),
             EventCount(subject: .baseline, dimension: .city("lagos"), tally: EventTally(sessions: 1000, crashedSessions: 12)),
             EventCount(subject: .baseline, dimension: .all, tally: EventTally(sessions: 5000, crashedSessions: 52)),
         ], crashes: [])
-        let tallies = ReleaseCheck.tallies(of: Self.key, in: [.city("lagos")], counts: counts)
+        #expect(ReleaseCheck.tallies(of: Self.key, in: [.city("lagos")], counts: counts).without == EventTally(sessions: 5, crashedSessions: 0))
+        let tallies = ReleaseCheck.stageTallies(of: Self.key, in: [.city("lagos")], counts: counts, criteria: .defaults)
         #expect(tallies == ReleaseTallies(with: EventTally(sessions: 995, crashedSessions: 12), without: EventTally(sessions: 4005, crashedSessions: 40),
-                                          comparedOutsideScope: true))
+                                          control: .namespace))
         let check = ReleaseCheck(tallies, criteria: .defaults, timeInStage: .seconds(60))
-        #expect(check.comparedOutsideScope)
-        #expect(check.tree["compared_outside_scope"] == .bool(true))
+        #expect(check.control == .namespace)
+        #expect(check.tree["control"] == .string("namespace"))
+        // With enough sessions without the switch in the scope (the first fixture's Lagos has 900), the scope is the control.
+        #expect(ReleaseCheck.stageTallies(of: Self.key, in: [.city("lagos")], counts: Self.counts,
+                                          criteria: ReleaseCriteria.defaults.with(minimumSessions: 900)).control == .scope)
+        // Everyone at 100 %: nothing is left to compare with.
+        let everyone = GuardCounts([
+            EventCount(subject: .pluginSwitch(Self.key), dimension: .all, tally: EventTally(sessions: 5000, crashedSessions: 52)),
+            EventCount(subject: .baseline, dimension: .all, tally: EventTally(sessions: 5000, crashedSessions: 52)),
+        ], crashes: [])
+        #expect(ReleaseCheck.stageTallies(of: Self.key, in: [.all], counts: everyone, criteria: .defaults).control == .none)
+    }
+}
+
+extension ReleaseCriteria {
+    func with(minimumSessions: Int64) -> ReleaseCriteria {
+        var criteria = self
+        criteria.minimumSessions = minimumSessions
+        return criteria
     }
 }

@@ -38,9 +38,8 @@ public struct ReleaseCheck: Sendable, Hashable {
     public var with: EventTally
     /// Sessions of the same population without the switch, and crashed ones.
     public var without: EventTally
-    /// Whether `without` counts sessions outside the stage's scope (the scope runs the switch nearly everywhere:
-    /// see ``tallies(of:in:counts:source:)``).
-    public var comparedOutsideScope: Bool
+    /// What `without` counts: the scope's sessions, or the namespace's (see ``stageTallies(of:in:counts:criteria:source:)``).
+    public var control: ReleaseTallies.Control
     public var criteria: ReleaseCriteria
     public var timeInStage: Duration
     /// `c₁/n₁`; nil without sessions.
@@ -66,16 +65,17 @@ public struct ReleaseCheck: Sendable, Hashable {
     ///
     /// - Parameters:
     ///   - with: sessions in the stage's scope with the switch active since the stage began.
-    ///   - without: sessions in the same scope and time without it (see ``tallies(of:in:counts:source:)``).
+    ///   - without: sessions in the same scope and time without it (see ``stageTallies(of:in:counts:criteria:source:)``).
     ///   - criteria: the plan's criteria.
     ///   - timeInStage: how long the stage has run.
-    ///   - comparedOutsideScope: whether `without` counts sessions outside the scope (recorded in the evidence).
-    public init(with: EventTally, without: EventTally, criteria: ReleaseCriteria, timeInStage: Duration, comparedOutsideScope: Bool = false) {
+    ///   - control: what `without` counts (recorded in the evidence).
+    public init(with: EventTally, without: EventTally, criteria: ReleaseCriteria, timeInStage: Duration,
+                control: ReleaseTallies.Control = .scope) {
         self.with = GuardRule.clamped(with)
         self.without = GuardRule.clamped(without)
         self.criteria = criteria
         self.timeInStage = max(.zero, timeInStage)
-        self.comparedOutsideScope = comparedOutsideScope
+        self.control = control
         rateWith = self.with.crashRate
         rateWithout = self.without.crashRate
         let (n1, c1, n0, c0) = (self.with.sessions, self.with.crashedSessions, self.without.sessions, self.without.crashedSessions)
@@ -120,22 +120,17 @@ public struct ReleaseCheck: Sendable, Hashable {
         }
     }
 
-    /// Looks at a stage on the sessions ``tallies(of:in:counts:source:)`` summed.
+    /// Looks at a stage on the sessions ``stageTallies(of:in:counts:criteria:source:)`` chose.
     public init(_ tallies: ReleaseTallies, criteria: ReleaseCriteria, timeInStage: Duration) {
-        self.init(with: tallies.with, without: tallies.without, criteria: criteria, timeInStage: timeInStage,
-                  comparedOutsideScope: tallies.comparedOutsideScope)
+        self.init(with: tallies.with, without: tallies.without, criteria: criteria, timeInStage: timeInStage, control: tallies.control)
     }
 
-    /// The sessions of a stage's scope with a switch and without it, from a namespace's counts over the stage's time.
+    /// The sessions of a scope with a switch and without it, from a namespace's counts over the stage's time.
     ///
     /// A stage scoped to cities sums their city dimensions (`[.city("lagos"), .city("nairobi")]`), one scoped to
     /// cohorts their cohort dimensions; "everyone" is `[.all]`. Pass dimensions of one kind: a session counts in
     /// its city and in its cohort, so mixing kinds counts it twice. Cities the namespace does not count on their
     /// own (`(other)`, unless declared in its `crash_guard: cities`) have no sessions here.
-    ///
-    /// When the scope has fewer than one session without the switch for every ``RateCheck/nearlyEverySession``
-    /// with it (a 100 % stage), nothing in the scope is left to compare with: `without` is then every session of
-    /// the namespace without the switch (outside the scope), and `comparedOutsideScope` says so.
     ///
     /// - Parameters:
     ///   - key: the plugin switch.
@@ -150,11 +145,24 @@ public struct ReleaseCheck: Sendable, Hashable {
             all += counts.baseline(source: source, in: dimension)
         }
         let without = GuardRule.clamped(all - with)
-        guard !dimensions.contains(.all), !RateCheck.hasBaseline(sessions: with.sessions, without: without) else {
-            return ReleaseTallies(with: GuardRule.clamped(with), without: without, comparedOutsideScope: false)
+        return ReleaseTallies(with: GuardRule.clamped(with), without: without, control: without.sessions > 0 ? .scope : .none)
+    }
+
+    /// The sessions a stage is judged on: ``tallies(of:in:counts:source:)`` of its scope, with the control the
+    /// runner uses.
+    ///
+    /// When the scope has fewer than `criteria.minimumSessions` sessions without the switch (a city at 100 %, or the
+    /// first minutes of a stage) and the namespace has more, the sessions without the switch are the namespace's
+    /// (other cities: a different population, but the only control left; ``ReleaseTallies/Control/namespace``).
+    /// Everyone at 100 % leaves none (``ReleaseTallies/Control/none``): nothing to compare with.
+    public static func stageTallies(of key: String, in dimensions: [EventDimension], counts: GuardCounts, criteria: ReleaseCriteria,
+                                    source: EventSource = .client) -> ReleaseTallies {
+        var scoped = tallies(of: key, in: dimensions, counts: counts, source: source)
+        if scoped.without.sessions < criteria.minimumSessions, !dimensions.contains(.all) {
+            let everywhere = tallies(of: key, in: [.all], counts: counts, source: source)
+            if everywhere.without.sessions > scoped.without.sessions { (scoped.without, scoped.control) = (everywhere.without, .namespace) }
         }
-        let outside = GuardRule.clamped(counts.baseline(source: source, in: .all) - counts.sessions(of: key, source: source, in: .all))
-        return ReleaseTallies(with: GuardRule.clamped(with), without: outside, comparedOutsideScope: true)
+        return scoped
     }
 
     /// The check as JSON: counts, rates and bounds as fractions, criteria, verdict and what it waits for.
@@ -165,7 +173,7 @@ public struct ReleaseCheck: Sendable, Hashable {
             ("sessions_with", .int64(with.sessions)), ("crashes_with", .int64(with.crashedSessions)),
             ("crash_rate_with", number(rateWith)),
             ("sessions_without", .int64(without.sessions)), ("crashes_without", .int64(without.crashedSessions)),
-            ("crash_rate_without", number(rateWithout)), ("compared_outside_scope", .bool(comparedOutsideScope)),
+            ("crash_rate_without", number(rateWithout)), ("control", .string(control.rawValue)),
             ("difference", number(difference)), ("difference_lower", number(lowerBound)), ("difference_upper", number(upperBound)),
             ("rollback_difference_lower", number(rollbackLowerBound)),
             ("time_in_stage_seconds", .int64(timeInStage.components.seconds)),
@@ -209,16 +217,27 @@ public struct ReleaseCheck: Sendable, Hashable {
 
 /// The sessions of a stage's scope with a switch and without it: what ``ReleaseCheck`` reads.
 public struct ReleaseTallies: Sendable, Hashable {
+    /// What the sessions without the switch are.
+    public enum Control: String, Sendable, Hashable, CustomStringConvertible {
+        /// Sessions of the stage's scope without the switch.
+        case scope
+        /// Sessions of the whole namespace without the switch: the scope has too few (a city at 100 %).
+        case namespace
+        /// None: every session has the switch (everyone at 100 %).
+        case none
+
+        public var description: String { rawValue }
+    }
+
     /// Sessions with the switch active in the scope, and crashed ones.
     public var with: EventTally
-    /// Sessions without it: in the scope, or (when `comparedOutsideScope`) in the whole namespace.
+    /// Sessions without it, as `control` says.
     public var without: EventTally
-    /// Whether `without` counts sessions outside the scope, because the scope runs the switch nearly everywhere.
-    public var comparedOutsideScope: Bool
+    public var control: Control
 
-    public init(with: EventTally, without: EventTally, comparedOutsideScope: Bool = false) {
+    public init(with: EventTally, without: EventTally, control: Control = .scope) {
         self.with = with
         self.without = without
-        self.comparedOutsideScope = comparedOutsideScope
+        self.control = control
     }
 }

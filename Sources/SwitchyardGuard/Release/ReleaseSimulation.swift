@@ -20,7 +20,7 @@ import SwitchyardStorage
 /// binomials: exactly (by geometric waiting times) below a mean of 30, by the normal approximation above.
 ///
 /// - In ``Mode/plan(_:)``, at the end of every minute the runner sums the stage's scope since the stage began
-///   (``ReleaseCheck/tallies(of:in:counts:source:)`` over the same counters the guard reads) and acts on the verdict:
+///   (``ReleaseCheck/stageTallies(of:in:counts:criteria:source:)`` over the same counters the guard reads) and acts on the verdict:
 ///   an advance starts the next stage with the next minute; a rollback ends the run (the plan goes back or off and,
 ///   either way, waits for a person: what follows is theirs); reaching the last stage completes the plan.
 /// - In ``Mode/timer(_:)`` the stages advance every so many minutes whatever the sessions show (Unleash's
@@ -193,8 +193,8 @@ public enum ReleaseSimulation {
                 next = minute + 1 - stageStart >= every
             case .plan(let criteria):
                 let counts = Self.counts(with: stageWith, all: stageAll, cities: cities)
-                let check = ReleaseCheck(ReleaseCheck.tallies(of: key, in: scenario.stages[stage].dimensions, counts: counts),
-                                         criteria: criteria, timeInStage: .seconds(60 * (minute + 1 - stageStart)))
+                let tallies = ReleaseCheck.stageTallies(of: key, in: scenario.stages[stage].dimensions, counts: counts, criteria: criteria)
+                let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: .seconds(60 * (minute + 1 - stageStart)))
                 outcome.lastCheck = check
                 switch check.verdict {
                 case .advance: next = true
