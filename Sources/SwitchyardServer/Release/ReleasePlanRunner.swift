@@ -150,7 +150,7 @@ package final class ReleasePlanRunner: Service, Sendable {
     /// A running plan's current stage, judged on the store's counts.
     package struct Assessment: Sendable {
         package var stage: Int
-        /// The sessions counted: from the first whole minute of the stage.
+        /// The sessions counted: from the start of the minute the stage began.
         package var from: Date
         package var until: Date
         package var criteria: ReleaseCriteria
@@ -183,9 +183,10 @@ package final class ReleasePlanRunner: Service, Sendable {
               plan.stages.indices.contains(stage) else { return nil }
         let now = options.now()
         let criteria = Self.criteria(plan, stage: stage)
-        // Counted from the first whole minute of the stage: the minute it began mixes sessions of the stage before.
+        // Counted per minute, from the minute the stage began (its first seconds may hold sessions of the stage
+        // before: at most a minute's worth, against soaks of many minutes).
         let began = Date(timeIntervalSince1970: TimeInterval(planState.since))
-        let from = Date(milliseconds: (EventAggregation.bucketStart(of: began) + 60_000 - 1) / 60_000 * 60_000)
+        let from = Date(milliseconds: EventAggregation.bucketStart(of: began))
         let counts = try await service.store.eventCounts(EventCountQuery(
             namespace: state.record.name, from: from, until: now + 86_400, subjects: [.pluginSwitch, .baseline],
             keys: [key, ""], sources: [.client]))
