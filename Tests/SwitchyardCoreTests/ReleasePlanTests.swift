@@ -53,7 +53,7 @@ struct ReleasePlanTests {
         }
         let release = try #require(started.tree(unit: .percent)["flags"]?[Self.promos]?["release"])
         #expect(release["margin"] == .number(JSONNumber(uncheckedLiteral: "0.25")))
-        #expect(release["stages"]?[0]?["rollout"] == .number(JSONNumber(uncheckedLiteral: "1")))
+        #expect(release["stages"]?.arrayValue?.first?["rollout"] == .number(JSONNumber(uncheckedLiteral: "1")))
         #expect(release["state"]?["since"] == .string("2026-11-26T08:30:00Z"))
         #expect(release["state"]?["stage"] == .int(1))
         // Snapshots leave the plan out: clients do not need it.
@@ -79,9 +79,9 @@ struct ReleasePlanTests {
     @Test func startingSetsTheFirstStageAndRefusesAPlanAlreadyActive() throws {
         let rider = try rider()
         let started = try rider.startingRelease(Self.promos, plan: nil, at: 100, note: "started by alice")
-        let gate = try #require(gate(started))
-        #expect(gate.release?.state == ReleaseState(status: .running, stage: 0, since: 100, note: "started by alice"))
-        #expect(gate.rules == Self.plan.targeting(at: 0).rules && gate.rollout == .off)
+        let first = try #require(gate(started))
+        #expect(first.release?.state == ReleaseState(status: .running, stage: 0, since: 100, note: "started by alice"))
+        #expect(first.rules == Self.plan.targeting(at: 0).rules && first.rollout == .off)
         let again = #expect(throws: FlagEditError.self) { try started.startingRelease(Self.promos, plan: nil, at: 200) }
         #expect(again?.kind == .conflict)
         let none = #expect(throws: FlagEditError.self) { try self.rider(withPlan: nil).startingRelease(Self.promos, plan: nil, at: 0) }

@@ -42,6 +42,7 @@ public struct Release: AsyncParsableCommand {
         flow.confirms = question != nil
         let outcome = try await flow.run { view in
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "a release plan")
+            try Self.check(action, key: key, plan: gate.release, starting: !body.isEmpty)
             var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "release", action),
                                         body: body, objects: [.flag(key)], action: "\(action) the release plan of \(key)")
             planned.question = question.map { $0(gate.release) }
@@ -56,6 +57,32 @@ public struct Release: AsyncParsableCommand {
         var lines = [outcome.summaryLine(done: "\(key): release plan \(Self.pastTense(action))", unchanged: "\(key): nothing to do")]
         if let release { lines += Self.statusLines(release, timeline: false) }
         console.write(lines.joined(separator: "\n") + "\n")
+    }
+
+    /// Refuses an action the plan's state does not allow, before asking anything (flagsd refuses it too).
+    static func check(_ action: String, key: String, plan: ReleasePlan?, starting withPlan: Bool) throws(CommandFailure) {
+        let status = plan?.state?.status
+        guard action != "start" else {
+            if plan == nil, !withPlan {
+                throw CommandFailure("\(key) has no release plan; pass its stages (--stage city=lagos,rollout=1 …) or declare release: under it in the flag file")
+            }
+            if let status, plan?.state?.isActive == true {
+                throw CommandFailure("the release plan of \(key) is \(status.rawValue); resume, advance or abort it ('flagctl release status \(key)')")
+            }
+            return
+        }
+        guard plan != nil else {
+            throw CommandFailure.notFound("\(key) has no release plan ('flagctl release start \(key) --stage …' starts one)")
+        }
+        let allowed: [ReleaseState.Status] = switch action {
+        case "pause": [.running]
+        case "resume": [.paused, .rolledBack]
+        default: [.running, .paused, .rolledBack]
+        }
+        guard let status, allowed.contains(status) else {
+            let names = allowed.map(\.rawValue).joined(separator: " or ")
+            throw CommandFailure("the release plan of \(key) is \(status?.rawValue ?? "not started"); only a \(names) plan can \(action) ('flagctl release status \(key)')")
+        }
     }
 
     static func pastTense(_ action: String) -> String {

@@ -77,7 +77,10 @@ package final class ReleasePlanRunner: Service, Sendable {
         do {
             for record in try await service.store.namespaces() {
                 guard let state = try await service.store.namespace(record.name) else { continue }
-                for flag in state.flagSet.flags where flag.pluginSwitch?.release?.isRunning == true {
+                for flag in state.flagSet.flags {
+                    guard let plan = flag.pluginSwitch?.release else { continue }
+                    recordGauges(plan, of: flag.key, in: record.name)
+                    guard plan.isRunning else { continue }
                     if let step = await consider(record.name, flag.key) { steps.append(step) }
                 }
             }
@@ -102,7 +105,6 @@ package final class ReleasePlanRunner: Service, Sendable {
             let edit: @Sendable (FlagSet) throws -> FlagSet
             switch assessment.check.verdict {
             case .hold:
-                count(namespace, "held")
                 return Step(namespace: namespace, key: key, action: "held")
             case .advance:
                 let stage = plan.state?.stage ?? 0
@@ -128,7 +130,8 @@ package final class ReleasePlanRunner: Service, Sendable {
                                         evidence: .object(assessment.evidence))
             let result = try await service.change(namespace, request, mutation: edit)
             guard let record = result.record else { return nil }
-            count(namespace, action)
+            Counter(label: "switchyard_release_steps_total", dimensions: [("namespace", namespace), ("switch", key), ("action", action)],
+                    factory: service.metricsFactory).increment()
             logger.notice("release plan stepped", metadata: [
                 "namespace": .string(namespace), "switch": .string(key), "action": .string(action),
                 "version": .stringConvertible(record.version), "summary": .string(summary),
@@ -140,7 +143,7 @@ package final class ReleasePlanRunner: Service, Sendable {
             // change): decide again on what it is now.
             return attempt < 3 ? await consider(namespace, key, attempt: attempt + 1) : nil
         } catch {
-            count(namespace, "error")
+            Counter(label: "switchyard_release_errors_total", dimensions: [("namespace", namespace)], factory: service.metricsFactory).increment()
             logger.error("release plans: could not step \(key) in namespace \(namespace); trying again in \(options.interval)",
                          metadata: ["error": "\(error)"])
             return nil
@@ -228,8 +231,17 @@ package final class ReleasePlanRunner: Service, Sendable {
         ]))
     }
 
-    private func count(_ namespace: String, _ result: String) {
-        Counter(label: "flagsd_release_plan_steps_total", dimensions: [("namespace", namespace), ("result", result)],
-                factory: service.metricsFactory).increment()
+    /// Every step kind a plan may take, counted by the process whose change committed it.
+    static let stepActions = ["advanced", "completed", "rolled_back"]
+
+    /// A plan's gauges: its stage (from 1; 0 when none) and whether it runs; its step counters start at 0.
+    private func recordGauges(_ plan: ReleasePlan, of key: String, in namespace: String) {
+        let factory = service.metricsFactory
+        let dimensions = [("namespace", namespace), ("switch", key)]
+        Gauge(label: "switchyard_release_stage", dimensions: dimensions, factory: factory).record((plan.state?.stage).map { $0 + 1 } ?? 0)
+        Gauge(label: "switchyard_release_running", dimensions: dimensions, factory: factory).record(plan.isRunning ? 1 : 0)
+        for action in Self.stepActions {
+            _ = Counter(label: "switchyard_release_steps_total", dimensions: dimensions + [("action", action)], factory: factory)
+        }
     }
 }
