@@ -33,9 +33,13 @@ struct ReleasePlanRunTests {
     }
 
     /// `count` sessions in a city with the switch, every `crashEvery`-th crashed, and as many healthy ones without it.
+    ///
+    /// Timed now (not a few seconds ago): sessions count toward a stage from the minute it began, so a session timed
+    /// before a stage that began in the first seconds of a minute would fall in the minute before.
     static func traffic(_ app: TestApp, _ prefix: String, count: Int = 150, crashEvery: Int = 0, city: String = "lagos") async throws {
-        var events = CrashGuardTests.sessions("\(prefix)-with", count: count, crashEvery: crashEvery, switches: [promos], city: city)
-        events += CrashGuardTests.sessions("\(prefix)-without", count: count, crashEvery: 0, switches: [], city: city)
+        let now = Date()
+        var events = CrashGuardTests.sessions("\(prefix)-with", count: count, crashEvery: crashEvery, switches: [promos], city: city, time: now)
+        events += CrashGuardTests.sessions("\(prefix)-without", count: count, crashEvery: 0, switches: [], city: city, time: now)
         try await CrashGuardTests.post(app, events)
     }
 
