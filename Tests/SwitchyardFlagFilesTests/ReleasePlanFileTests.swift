@@ -9,9 +9,7 @@ struct ReleasePlanFileTests {
     @Test func everyMistakeInAPlanIsReportedWithItsPath() throws {
         let directory = TestPaths.fixtures + "/release"
         let path = directory + "/release-invalid.yaml"
-        let expected = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").compactMap { line in
-            line.hasPrefix("# expect: ") ? path + ": " + line.dropFirst("# expect: ".count) : nil
-        }
+        let expected = try TestPaths.expectedProblems(in: path)
         #expect(expected.count == 8)
         #expect(FlagDirectory(reading: directory).problems(inFile: path).map(\.description) == expected)
     }
