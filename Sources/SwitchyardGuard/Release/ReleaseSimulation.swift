@@ -14,8 +14,8 @@ import SwitchyardStorage
 /// ```
 ///
 /// Each minute the fleet's sessions (`sessionsPerMinute`) are spread over the cities by their shares; in each
-/// city the switch is active in a binomial share of them (the stage's percentage; cities an earlier stage took to
-/// 100 % stay there). Every session crashes at `baselineCrashRate`; one with the switch active crashes at
+/// city the switch is active in a binomial share of them (the stage's percentage; cities of earlier stages keep
+/// their rollouts, as flagsd's plans do). Every session crashes at `baselineCrashRate`; one with the switch active crashes at
 /// `baselineCrashRate + excessCrashRate`, the excess counted as crashes the plugin caused. Counts are drawn as
 /// binomials: exactly (by geometric waiting times) below a mean of 30, by the normal approximation above.
 ///
@@ -226,13 +226,14 @@ public enum ReleaseSimulation {
         return false
     }
 
-    /// The percentage of each city's sessions with the switch active in a stage: the stage's own where it applies,
-    /// 100 where an earlier stage took the city (or everyone) to 100 %.
+    /// The percentage of each city's sessions with the switch active in a stage: a stage keeps the cities of the
+    /// stages before it at their rollouts (the latest stage naming a city sets its rollout), and a stage for
+    /// everyone raises every city to at least its own.
     static func exposure(_ stages: [Stage], at index: Int, cities: [String]) -> [Double] {
         cities.map { city in
             var percentage = 0.0
-            for (position, stage) in stages[...index].enumerated() where stage.cities.isEmpty || stage.cities.contains(city) {
-                if position == index { percentage = max(percentage, stage.percentage) } else if stage.percentage >= 100 { percentage = 100 }
+            for stage in stages[...index] {
+                if stage.cities.contains(city) { percentage = stage.percentage } else if stage.cities.isEmpty { percentage = max(percentage, stage.percentage) }
             }
             return percentage
         }
