@@ -7,8 +7,10 @@
   const { h, replace, percent, parsePercent, parseList, scopeText, isEverywhere } = dom;
   const $ = (id) => document.getElementById(id);
 
-  const VIEWS = ['flags', 'kill-switches', 'audit', 'guard'];
-  const VIEW_TITLES = { flags: 'Flags', 'kill-switches': 'Kill switches', audit: 'Audit', guard: 'Crash guard' };
+  const VIEWS = ['flags', 'kill-switches', 'audit', 'guard', 'releases'];
+  const VIEW_TITLES = { flags: 'Flags', 'kill-switches': 'Kill switches', audit: 'Audit', guard: 'Crash guard', releases: 'Releases' };
+  /** How often the Releases view, while shown, loads its evidence again (sessions move with events, not changes). */
+  const RELEASES_REFRESH_MS = 30000;
 
   const state = {
     namespaces: [],
@@ -24,6 +26,7 @@
     recent: [],
     audit: freshAudit(),
     guard: freshGuard(),
+    releases: freshReleases(),
     following: null,
     loading: null,
     /** Whether a change made here is on its way, and the versions changes made here took. */
@@ -37,6 +40,10 @@
 
   function freshGuard() {
     return { entries: [], loaded: false, stale: false, error: null, status: null };
+  }
+
+  function freshReleases() {
+    return { releases: [], fetched: 0, loaded: false, stale: false, error: null, loading: null };
   }
 
   // Announcements for screen readers (and a visible trace for everyone in the live status line).
@@ -78,7 +85,7 @@
   function signOut(message) {
     api.session.clear();
     Object.assign(state, { namespaces: [], namespace: null, record: null, flags: [], killSwitches: [], recent: [],
-                           audit: freshAudit(), guard: freshGuard(), saved: new Set() });
+                           audit: freshAudit(), guard: freshGuard(), releases: freshReleases(), saved: new Set() });
     showSignIn(message);
   }
 
@@ -161,6 +168,7 @@
       Object.assign(state, { namespace, record: null, flags: [], killSwitches: [], version: 0, epoch: null, etag: null, recent: [], filter: '', saved: new Set() });
       state.audit = freshAudit();
       state.guard = freshGuard();
+      state.releases = freshReleases();
       replace($('view'), h('p', { class: 'empty' }, `Loading ${namespace}…`));
       try {
         await load();
@@ -173,6 +181,7 @@
     }
     if (view === 'audit' && !state.audit.loaded) loadAudit();
     if (view === 'guard' && (!state.guard.loaded || state.guard.stale)) loadGuard();
+    if (view === 'releases' && (!state.releases.loaded || state.releases.stale)) loadReleases();
     render();
     if (moveFocus) {
       const title = $('view-title');
@@ -255,6 +264,11 @@
           if (state.view === 'guard') loadGuard();
           else state.guard.stale = true;
         }
+        // Likewise a release plan's step (the runner's or a person's) or a change that pauses one.
+        if (state.releases.loaded) {
+          if (state.view === 'releases') loadReleases();
+          else state.releases.stale = true;
+        }
       },
       onEpoch: () => {
         announce(`Namespace ${namespace} was deleted and created again; reloading it.`);
@@ -330,6 +344,40 @@
     render();
   }
 
+  /** Loads every release plan with its timeline; a load asked for while one runs follows it (once). */
+  function loadReleases() {
+    const releases = state.releases;
+    if (releases.loading) {
+      releases.loading.again = true;
+      return releases.loading.promise;
+    }
+    const loading = { again: false };
+    loading.promise = (async () => {
+      try {
+        do {
+          loading.again = false;
+          try {
+            const loaded = await global.Switchyard.loadReleases(state.namespace);
+            if (releases !== state.releases) return;
+            Object.assign(releases, { releases: loaded.releases, fetched: loaded.fetched, loaded: true, stale: false, error: null });
+          } catch (error) {
+            if (error.status === 401) return signOut(refusal(error));
+            if (releases !== state.releases) return;
+            releases.loaded = true;
+            releases.error = error.status === 403
+              ? `Your token may not read release plans (editors and admins may): ${error.message}`
+              : `Could not load the release plans: ${error.message}`;
+          }
+        } while (loading.again);
+        if (state.view === 'releases') render();
+      } finally {
+        releases.loading = null;
+      }
+    })();
+    releases.loading = loading;
+    return loading.promise;
+  }
+
   // Rendering -------------------------------------------------------------------------------------------------
 
   const handlers = {
@@ -347,6 +395,10 @@
     auditMore: (button) => {
       button.disabled = true;
       loadAudit(state.audit.nextCursor);
+    },
+    releasesRefresh: (button) => {
+      button.disabled = true;
+      loadReleases();
     },
   };
 
@@ -516,6 +568,32 @@
           },
         };
       }
+      case 'release': {
+        const plan = action.release.plan;
+        const stages = plan.stages || [];
+        const stage = plan.state && typeof plan.state.stage === 'number' ? plan.state.stage : null;
+        const { stageOf } = global.Switchyard.releases;
+        const next = stage === null ? 0 : stage + 1;
+        const text = {
+          start: [`Start the release of ${action.key}?`, 'Start',
+            `Starts the plan at ${stageOf(plan, 0)}: the plan then owns the switch's rules and rollout in namespace ${namespace} (the first stage's replace them now), and flagsd advances it stage by stage once each stage has soaked and its sessions with the switch are shown not to crash more than those without it. Clients receive the change within a second.`],
+          pause: [`Pause the release of ${action.key}?`, 'Pause',
+            `Stops the plan where it is, at ${stageOf(plan, stage)}: the switch keeps its rules and rollout and flagsd takes no step until someone resumes or advances it.`],
+          resume: [`Resume the release of ${action.key}?`, 'Resume',
+            `Runs the plan again from ${stageOf(plan, stage === null ? 0 : stage)}: that stage's rules and rollout are put back (replacing any change made to the switch since) and its evidence is counted from now on.`],
+          advance: next < stages.length
+            ? [`Advance the release of ${action.key}?`, 'Advance',
+              `Moves the plan to ${stageOf(plan, next)} now, whatever the evidence of the current stage says. Clients receive the change within a second.`]
+            : [`Complete the release of ${action.key}?`, 'Complete',
+              `Completes the plan now, at its last stage (${stageOf(plan, stages.length - 1)}), whatever its evidence says; the switch keeps that stage's rules and rollout.`],
+          abort: [`Abort the release of ${action.key}?`, 'Abort',
+            `Stops the plan for good; the switch keeps the rules and rollout it has now (${stageOf(plan, stage)}). It can be started again from its first stage.`],
+        }[action.verb];
+        return {
+          title: text[0], confirm: text[1], summary: text[2], danger: action.verb === 'abort', fields: [], inputs: {},
+          submit: (reason) => ({ send: (etag) => api.releaseAction(namespace, action.key, action.verb, { reason }, etag) }),
+        };
+      }
       case 'kill': {
         const where = scopeFields('kill', 'kill');
         const members = (kill && kill.members) || [];
@@ -680,6 +758,10 @@
       (title || $('main')).focus();
     });
     $('change-form').addEventListener('submit', confirmChange);
+    // The Releases view's evidence and time in state move without changes: loaded again while the view is shown.
+    setInterval(() => {
+      if (state.view === 'releases' && state.releases.loaded && api.session.token && document.visibilityState === 'visible') loadReleases();
+    }, RELEASES_REFRESH_MS);
     $('change-cancel').addEventListener('click', closeChange);
     $('change-dialog').addEventListener('close', () => {
       const opener = pending && pending.opener;
