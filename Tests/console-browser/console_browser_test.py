@@ -124,7 +124,7 @@ def flagctl(*arguments):
     return result.stdout
 
 
-VIEW_TITLES = {"flags": "Flags", "kill-switches": "Kill switches", "audit": "Audit", "guard": "Crash guard"}
+VIEW_TITLES = {"flags": "Flags", "kill-switches": "Kill switches", "audit": "Audit", "guard": "Crash guard", "releases": "Releases"}
 
 
 def open_view(view):
@@ -515,6 +515,126 @@ def guard_proposal():
     return "; ".join(problems)
 
 
+def api(method, path, body=None):
+    """Calls flagsd's API with FLAGCTL_TOKEN (an editor), as a release manager's script would; returns the JSON."""
+    headers = {"Authorization": f"Bearer {FLAGCTL_TOKEN}", "Content-Type": "application/json"}
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"{URL}/v1/namespaces/rider/{path}", data=data, headers=headers, method=method)
+    with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+        return json.loads(response.read())
+
+
+RELEASED = "plugin_switch_feed_safety_tips"
+DECLARED = "plugin_switch_confirmation_promo"
+
+
+def release_card(key):
+    return browser.find_element(By.CSS_SELECTOR, f'article.release[data-release="{key}"]')
+
+
+def release_events(key):
+    """The kinds of the plan's timeline steps, newest first, and the items."""
+    items = release_card(key).find_elements(By.CSS_SELECTOR, "ol.release-timeline > li")
+    return [item.get_attribute("data-kind") for item in items], items
+
+
+@check("the releases view shows a plan started through the API, its stage and its timeline, without reloading")
+def release_shown():
+    # A plan declared but not started (in the flag set, as a flag file would declare it) offers Start.
+    flag = api("GET", f"flags/{DECLARED}")
+    definition = {name: value for name, value in flag.items() if name not in ("key", "version", "kill_switches", "plugin_point")}
+    definition["release"] = {"stages": [{"cohorts": ["beta"], "rollout": 500}, {"rollout": 10000}]}
+    api("PUT", f"flags/{DECLARED}", {"flag": definition, "reason": "declare the promo's release plan"})
+    browser.execute_script("window.__sameDocument = 'releases'")
+    open_view("releases")
+    wait_for(lambda d: release_card(DECLARED).get_attribute("data-status") == "declared", f"{DECLARED}'s declared plan")
+    # Started through the API while the view is open, at a pace the runner will not step within the test.
+    api("POST", f"flags/{RELEASED}/release/start", {
+        "plan": {"soak": "2h", "min_sessions": 100000000,
+                 "stages": [{"cities": ["lagos"], "rollout": 100}, {"cities": ["nairobi"], "rollout": 10000}, {"rollout": 10000}]},
+        "reason": "REL-1 safety tips, Lagos first"})
+    card = wait_for(lambda d: release_card(RELEASED).get_attribute("data-status") == "running" and release_card(RELEASED),
+                    f"{RELEASED}'s plan running")
+    problems = []
+    stage = card.find_element(By.CSS_SELECTOR, ".release-stage").text
+    if stage != "stage 1 of 3 (cities lagos at 1 %)":
+        problems.append(f"the stage shows {stage!r}")
+    steps = [(step.get_attribute("data-step"), step.text) for step in card.find_elements(By.CSS_SELECTOR, ".release-step")]
+    if [step for step, _ in steps] != ["current", "upcoming", "upcoming"] or "everyone at 100 %" not in steps[2][1]:
+        problems.append(f"the stages show {steps}")
+    if not card.find_element(By.CSS_SELECTOR, ".release-next").text.strip():
+        problems.append("the next decision is not shown")
+    if "100,000,000 sessions" not in card.text or "soak 2h" not in card.text:
+        problems.append("the plan's soak and minimum sessions are not shown")
+    sides = [row.get_attribute("data-side") for row in card.find_elements(By.CSS_SELECTOR, ".release-assessment tbody tr")]
+    if sides != ["with", "without"]:
+        problems.append(f"the sessions with and without the switch show as {sides}")
+    kinds, items = release_events(RELEASED)
+    if kinds != ["started"]:
+        problems.append(f"the timeline holds {kinds}")
+    elif not all(text in items[0].text for text in ["REL-1 safety tips, Lagos first", FLAGCTL_ACTOR, "api", "stage 1 of 3"]):
+        problems.append(f"the start shows as {items[0].text!r}")
+    declared = release_card(DECLARED)
+    if not declared.find_elements(By.ID, f"release-start:{DECLARED}") or declared.find_elements(By.ID, f"release-pause:{DECLARED}"):
+        problems.append("the declared plan does not offer Start (alone)")
+    if browser.execute_script("return window.__sameDocument") != "releases":
+        problems.append("the page reloaded")
+    return "; ".join(problems)
+
+
+@check("a release is paused from the releases view, and its timeline gains the pause")
+def release_paused():
+    release_card(RELEASED).find_element(By.ID, f"release-pause:{RELEASED}").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the pause dialog")
+    problems = []
+    if RELEASED not in by_id("change-title").text or "stage 1 of 3" not in by_id("change-summary").text:
+        problems.append(f"the dialog says {by_id('change-dialog').text[:300]!r}")
+    by_id("change-reason").send_keys("REL-2 hold while support checks the Lagos tickets")
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    wait_for(lambda d: release_events(RELEASED)[0][:1] == ["paused"], "the pause in the timeline")
+    card = release_card(RELEASED)
+    kinds, items = release_events(RELEASED)
+    if kinds != ["paused", "started"]:
+        problems.append(f"the timeline holds {kinds}")
+    for text in ["REL-2 hold while support checks the Lagos tickets", EDITOR_NAME, "console", "paused at stage 1 of 3"]:
+        if text not in items[0].text:
+            problems.append(f"the pause lacks {text!r}: {items[0].text!r}")
+    if card.get_attribute("data-status") != "paused":
+        problems.append(f"the plan shows as {card.get_attribute('data-status')!r}")
+    if card.find_element(By.CSS_SELECTOR, '.release-step[data-stage="0"]').get_attribute("data-step") != "paused":
+        problems.append("the stage is not marked paused")
+    if not card.find_elements(By.ID, f"release-resume:{RELEASED}") or card.find_elements(By.ID, f"release-pause:{RELEASED}"):
+        problems.append("a paused plan does not offer Resume instead of Pause")
+    status = api("GET", f"flags/{RELEASED}/release")
+    if status["plan"]["state"]["status"] != "paused":
+        problems.append(f"flagsd says {status['plan']['state']}")
+    return "; ".join(problems)
+
+
+@check("a paused release is resumed from the releases view")
+def release_resumed():
+    release_card(RELEASED).find_element(By.ID, f"release-resume:{RELEASED}").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the resume dialog")
+    by_id("change-reason").send_keys("REL-3 tickets were unrelated")
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    wait_for(lambda d: release_events(RELEASED)[0][:1] == ["resumed"], "the resume in the timeline")
+    problems = []
+    kinds, items = release_events(RELEASED)
+    if kinds != ["resumed", "paused", "started"]:
+        problems.append(f"the timeline holds {kinds}")
+    card = release_card(RELEASED)
+    if card.get_attribute("data-status") != "running" or "stage 1 of 3" not in card.find_element(By.CSS_SELECTOR, ".release-stage").text:
+        problems.append(f"the plan shows {card.get_attribute('data-status')!r} at {card.find_element(By.CSS_SELECTOR, '.release-stage').text!r}")
+    status = api("GET", f"flags/{RELEASED}/release")
+    if status["plan"]["state"]["status"] != "running" or status["plan"]["state"].get("stage") != 0:
+        problems.append(f"flagsd says {status['plan']['state']}")
+    if [event["source"] for event in status["timeline"]] != ["console", "console", "api"]:
+        problems.append(f"flagsd's timeline: {[(event['source'], event['summary']) for event in status['timeline']]}")
+    return "; ".join(problems)
+
+
 @check("every control has an accessible name")
 def accessible_names():
     unnamed = browser.execute_script("""
@@ -532,7 +652,7 @@ def phone_layout():
     browser.set_window_size(390, 844)
     try:
         problems = []
-        for view in ["flags", "kill-switches", "audit", "guard"]:
+        for view in ["flags", "kill-switches", "audit", "guard", "releases"]:
             open_view(view)
             widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             if widths[0] > widths[1] + 1:
