@@ -37,6 +37,9 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         public var dimensions: [String]
         public var with: Side
         public var without: Side
+        /// Whose sessions `without` are: `scope` (the stage's own cities, cohorts or everyone), `namespace` (every
+        /// city: the stage's scope has too few sessions without the switch), `none` (every session has it).
+        public var control: String
         /// `advance`, `hold` or `roll_back`.
         public var verdict: String
         /// For a hold, what it waits for; else why it advances or rolls back.
@@ -44,13 +47,14 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         /// The rule's numbers (bounds, margin, confidence, soak), as the audit entry of a step records them.
         public var evidence: JSONValue
 
-        public init(from: String, until: String, dimensions: [String], with: Side, without: Side, verdict: String,
-                    reasons: [String], evidence: JSONValue) {
+        public init(from: String, until: String, dimensions: [String], with: Side, without: Side, control: String,
+                    verdict: String, reasons: [String], evidence: JSONValue) {
             self.from = from
             self.until = until
             self.dimensions = dimensions
             self.with = with
             self.without = without
+            self.control = control
             self.verdict = verdict
             self.reasons = reasons
             self.evidence = evidence
@@ -115,7 +119,7 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             object["assessment"] = .object(JSONObject([
                 ("from", .string(assessment.from)), ("until", .string(assessment.until)),
                 ("dimensions", .array(assessment.dimensions.map(JSONValue.string))),
-                ("with", assessment.with.json), ("without", assessment.without.json),
+                ("with", assessment.with.json), ("without", assessment.without.json), ("control", .string(assessment.control)),
                 ("verdict", .string(assessment.verdict)), ("reasons", .array(assessment.reasons.map(JSONValue.string))),
                 ("evidence", assessment.evidence),
             ]))
@@ -157,7 +161,7 @@ public struct ReleaseStatusBody: Sendable, Hashable {
                 from: try assessmentReader.string("from"), until: try assessmentReader.string("until"),
                 dimensions: tree["dimensions"]?.arrayValue?.compactMap(\.stringValue) ?? [],
                 with: try Side(json: with, "release.assessment.with"), without: try Side(json: without, "release.assessment.without"),
-                verdict: try assessmentReader.string("verdict"),
+                control: try assessmentReader.string("control"), verdict: try assessmentReader.string("verdict"),
                 reasons: tree["reasons"]?.arrayValue?.compactMap(\.stringValue) ?? [], evidence: tree["evidence"] ?? .null)
         } else {
             assessment = nil

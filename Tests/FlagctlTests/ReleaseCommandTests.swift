@@ -19,6 +19,8 @@ struct ReleaseCommandTests {
             #expect(start.output.contains("→ 1) cities lagos at 1% (≥ 500 sessions)"), "\(start.output)")
             #expect(start.output.contains("  2) cities lagos at 100% (soak 2h, ≥ 500 sessions)"), "\(start.output)")
 
+            let get = await server.flagctl("get", Self.promos)
+            #expect(get.output.contains("release plan     running, stage 1 of 3 (cities lagos at 1%); flagctl release status \(Self.promos)"), "\(get.output)")
             let status = await server.flagctl("release", "status", Self.promos)
             #expect(status.status == 0)
             #expect(status.output.contains("next: advances to stage 2 of 3 (cities lagos at 100%) once:"), "\(status.output)")

@@ -150,6 +150,12 @@ public struct Get: FlagctlCommand {
                 table.add("rule \(index)", "\(rule.conditions.summary) → \(rule.rollout)" + (rule.name.map { "  ('\($0)')" } ?? ""))
             }
             table.add("default rollout", gate.rollout.description)
+            if let plan = gate.release {
+                let where_ = plan.state?.stage.map { "stage \($0 + 1) of \(plan.stages.count) (\(plan.stages[$0]))" } ?? "no stage"
+                let text = plan.state.map { "\($0.status.rawValue.replacingOccurrences(of: "_", with: " ")), \(where_)" }
+                    ?? "declared, not started (\(plan.stages.count) stages)"
+                table.add("release plan", text + "; flagctl release status \(flag.key)")
+            }
         case .experiment(let experiment):
             let variants = experiment.variants.map { "\($0.key) \($0.value.jsonValue.serializedString())" }.joined(separator: ", ")
             table.add("variants", "\(variants) (default \(experiment.defaultVariant))")

@@ -142,7 +142,8 @@ public struct Release: AsyncParsableCommand {
         if let assessment = body.assessment {
             lines.append("  since \(assessment.from) (\(assessment.dimensions.joined(separator: ", "))):")
             lines.append("    with the switch:    \(rateText(assessment.with))")
-            lines.append("    without the switch: \(rateText(assessment.without))")
+            let control = assessment.control == "namespace" ? " (every city: the stage's scope has too few without it)" : ""
+            lines.append("    without the switch: \(rateText(assessment.without))\(control)")
         }
         lines.append("  next: \(body.next)")
         if timeline, !body.timeline.isEmpty {

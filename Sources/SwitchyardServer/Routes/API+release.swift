@@ -95,10 +95,11 @@ extension API {
                     from: assessment.from.iso8601, until: assessment.until.iso8601, dimensions: assessment.dimensions.map(\.description),
                     with: .init(sessions: assessment.with.sessions, crashes: assessment.with.crashedSessions),
                     without: .init(sessions: assessment.without.sessions, crashes: assessment.without.crashedSessions),
-                    verdict: assessment.check.verdict.rawValue, reasons: assessment.check.waitingFor, evidence: .object(assessment.evidence))
+                    control: assessment.control.rawValue, verdict: assessment.verdict.rawValue, reasons: assessment.reasons,
+                    evidence: .object(assessment.evidence))
                 let stage = assessment.stage
                 let reasons = assessment.reason
-                switch assessment.check.verdict {
+                switch assessment.verdict {
                 case .hold:
                     next = stage + 1 < plan.stages.count
                         ? "advances to stage \(stage + 2) of \(plan.stages.count) (\(plan.stages[stage + 1])) once: \(reasons)"
