@@ -37,6 +37,7 @@ struct ConsoleBrowserTests {
         "the releases view shows a plan started through the API, its stage and its timeline, without reloading",
         "a release is paused from the releases view, and its timeline gains the pause",
         "a paused release is resumed from the releases view",
+        "a release step someone else made first is shown, and flagsd's refusal of the stale one is shown in the dialog",
         "every control has an accessible name",
         "on a phone-sized screen nothing scrolls sideways",
         "no script error and no Content-Security-Policy violation",
@@ -95,11 +96,14 @@ struct ConsoleBrowserTests {
         let summaries = audit.json["entries"]?.arrayValue?.compactMap { $0["summary"]?.stringValue } ?? []
         #expect(summaries.contains("disable plugin_switch_feed_promos"), "\(summaries)")
         #expect(audit.json["entries"]?.arrayValue?.allSatisfy { $0["actor"] == .string("ada-console") } == true)
-        // The release plan the console paused and resumed runs again at its first stage, both steps by the console's editor.
+        // The release plan: started through the API, paused and resumed by the console's editor, paused with flagctl
+        // (the console's stale pause refused), at its first stage.
         let release = try await admin.send("GET", "/v1/namespaces/rider/flags/plugin_switch_feed_safety_tips/release")
-        #expect(release.json["plan"]?["state"]?["status"] == .string("running"))
+        #expect(release.json["plan"]?["state"]?["status"] == .string("paused"))
+        #expect(release.json["plan"]?["state"]?["stage"] == .int(0))
         let steps = release.json["timeline"]?.arrayValue?.map { "\($0["actor"]?.stringValue ?? "?") \($0["summary"]?.stringValue ?? "?")" } ?? []
-        #expect(steps == ["ada-console release resume plugin_switch_feed_safety_tips", "ada-console release pause plugin_switch_feed_safety_tips",
-                          "release-bot release start plugin_switch_feed_safety_tips"], "\(steps)")
+        let key = "plugin_switch_feed_safety_tips"
+        #expect(steps == ["release-bot release pause \(key)", "ada-console release resume \(key)", "ada-console release pause \(key)",
+                          "release-bot release start \(key)"], "\(steps)")
     }
 }

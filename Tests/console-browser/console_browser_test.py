@@ -635,6 +635,34 @@ def release_resumed():
     return "; ".join(problems)
 
 
+@check("a release step someone else made first is shown, and flagsd's refusal of the stale one is shown in the dialog")
+def release_refused():
+    release_card(RELEASED).find_element(By.ID, f"release-pause:{RELEASED}").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the pause dialog")
+    by_id("change-reason").send_keys("REL-4 pause for the evening")
+    # A release manager pauses it with flagctl while the dialog is open; the view shows it behind the dialog.
+    flagctl("release", "pause", RELEASED, "--reason", "REL-4 paused from the terminal", "--yes")
+    wait_for(lambda d: release_card(RELEASED).get_attribute("data-status") == "paused", "flagctl's pause to show")
+    by_id("change-confirm").click()
+    conflict = wait_for(lambda d: d.find_element(By.ID, "change-error").is_displayed() and d.find_element(By.ID, "change-error").text,
+                        "the conflict message")
+    problems = []
+    if f"{FLAGCTL_ACTOR} changed rider" not in conflict:
+        problems.append(f"the dialog does not say who changed the namespace: {conflict!r}")
+    # Confirmed again on the latest version, the pause is refused: the plan is no longer running (flagsd's words).
+    by_id("change-confirm").click()
+    refusal = wait_for(lambda d: (text := d.find_element(By.ID, "change-error").text).startswith("flagsd refused") and text,
+                       "flagsd's refusal")
+    if "only a running plan can pause" not in refusal:
+        problems.append(f"the dialog shows {refusal!r}")
+    by_id("change-cancel").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    kinds, items = release_events(RELEASED)
+    if kinds[:2] != ["paused", "resumed"] or FLAGCTL_ACTOR not in items[0].text or "cli" not in items[0].text:
+        problems.append(f"the timeline starts with {kinds[:2]}: {items[0].text if items else None!r}")
+    return "; ".join(problems)
+
+
 @check("every control has an accessible name")
 def accessible_names():
     unnamed = browser.execute_script("""
