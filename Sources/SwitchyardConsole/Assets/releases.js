@@ -14,7 +14,8 @@
   /** How many steps of each plan's timeline the view asks for. */
   const TIMELINE = 50;
 
-  // Plan statuses as flagsd names them: badge tone and words. A plan without a state is declared, not started.
+  // Plan statuses as flagsd names them: badge tone and words, those waiting for a person first. A plan without a
+  // state is declared, not started.
   const STATUSES = {
     running: ['on', 'running'],
     paused: ['partial', 'paused'],
@@ -23,6 +24,7 @@
     aborted: ['off', 'aborted'],
     declared: ['', 'not started'],
   };
+  const ORDER = ['rolled_back', 'paused', 'running', 'declared', 'completed', 'aborted'];
 
   // What a person may do to a plan in each status (as flagsd allows it), in the order the buttons show.
   const ACTIONS = {
@@ -194,8 +196,8 @@
     const [tone, words] = STATUSES[status] || ['', status];
     const elapsed = typeof release.seconds_in_state === 'number' ? release.seconds_in_state + (Date.now() - fetched) / 1000 : null;
     const rules = [];
-    if (plan.soak) rules.push(`soak ${plan.soak}`);
-    if (plan.min_sessions) rules.push(`${count(plan.min_sessions)} sessions`);
+    rules.push(plan.soak ? `soak ${plan.soak}` : 'flagsd\'s default soak');
+    rules.push(plan.min_sessions ? `${count(plan.min_sessions)} sessions` : 'flagsd\'s default sessions');
     if (typeof plan.margin === 'number') rules.push(`margin ${(plan.margin / 100).toFixed(2).replace(/\.?0+$/, '')} crash-rate points`);
     if (typeof plan.confidence === 'number') rules.push(`confidence ${percent(plan.confidence)}`);
     rules.push(`on a bad signal: ${plan.on_bad_signal === 'off' ? 'off' : 'back to the previous stage'}`);
@@ -215,7 +217,10 @@
       h('h3', {}, 'Timeline'), timeline(release));
   }
 
-  /** The Releases view: every plan of the namespace, live, with a Refresh for the evidence (it moves with events). */
+  /**
+   * The Releases view: every plan of the namespace (those waiting for a person first), live, with a Refresh for the
+   * evidence (it moves with events).
+   */
   function releasesView(state, on) {
     const { heading, lastChange } = Switchyard.views;
     const releases = state.releases;
@@ -230,7 +235,9 @@
       body = h('p', { class: 'empty', id: 'releases-empty' },
         'No plugin switch of this namespace has a release plan. Declare one under release: in the flag file, or start one with flagctl release start KEY --stage ….');
     } else {
-      body = h('div', { id: 'releases' }, releases.releases.map((release) => planCard(release, releases.fetched, on)));
+      const rank = (release) => ORDER.indexOf(statusOf(release));
+      const sorted = [...releases.releases].sort((a, b) => rank(a) - rank(b) || a.switch.localeCompare(b.switch));
+      body = h('div', { id: 'releases' }, sorted.map((release) => planCard(release, releases.fetched, on)));
     }
     return h('section', { 'aria-labelledby': 'view-title' },
       heading('Releases', state.namespace, state),
