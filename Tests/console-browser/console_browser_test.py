@@ -133,6 +133,11 @@ def open_view(view):
              and d.find_element(By.ID, "view-title").text.startswith(VIEW_TITLES[view]), f"the {view} view")
 
 
+def dialog_error(what):
+    """Waits for the change dialog's error and returns its text."""
+    return wait_for(lambda d: d.find_element(By.ID, "change-error").is_displayed() and d.find_element(By.ID, "change-error").text, what)
+
+
 def sign_in(token):
     field = by_id("token-input")
     field.clear()
@@ -311,8 +316,7 @@ def conflict():
     flagctl("rollout", "plugin_switch_feed_safety_tips", "40", "--reason", "safety tips to 40 %", "--yes")
     wait_for(lambda d: "40 %" in flag_row("plugin_switch_feed_safety_tips").text, "the other change to show")
     by_id("change-confirm").click()
-    error = wait_for(lambda d: d.find_element(By.ID, "change-error").is_displayed() and d.find_element(By.ID, "change-error").text,
-                     "the conflict message")
+    error = dialog_error("the conflict message")
     problems = []
     if f"{FLAGCTL_ACTOR} changed rider" not in error:
         problems.append(f"the dialog does not say who changed the namespace: {error!r}")
@@ -532,6 +536,20 @@ def release_card(key):
     return browser.find_element(By.CSS_SELECTOR, f'article.release[data-release="{key}"]')
 
 
+def open_release_dialog(verb, reason):
+    """Clicks the plan's button for `verb` (Pause…, Resume…) and gives the dialog a reason, without confirming."""
+    release_card(RELEASED).find_element(By.ID, f"release-{verb}:{RELEASED}").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, f"the {verb} dialog")
+    by_id("change-reason").send_keys(reason)
+
+
+def confirm_release_step(kind):
+    """Confirms the dialog and waits for it to close and for the step (`paused`, `resumed`) to top the timeline."""
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    wait_for(lambda d: release_events(RELEASED)[0][:1] == [kind], f"the {kind} step in the timeline")
+
+
 def release_events(key):
     """The kinds of the plan's timeline steps, newest first, and the items."""
     items = release_card(key).find_elements(By.CSS_SELECTOR, "ol.release-timeline > li")
@@ -584,15 +602,11 @@ def release_shown():
 
 @check("a release is paused from the releases view, and its timeline gains the pause")
 def release_paused():
-    release_card(RELEASED).find_element(By.ID, f"release-pause:{RELEASED}").click()
-    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the pause dialog")
+    open_release_dialog("pause", "REL-2 hold while support checks the Lagos tickets")
     problems = []
     if RELEASED not in by_id("change-title").text or "stage 1 of 3" not in by_id("change-summary").text:
         problems.append(f"the dialog says {by_id('change-dialog').text[:300]!r}")
-    by_id("change-reason").send_keys("REL-2 hold while support checks the Lagos tickets")
-    by_id("change-confirm").click()
-    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
-    wait_for(lambda d: release_events(RELEASED)[0][:1] == ["paused"], "the pause in the timeline")
+    confirm_release_step("paused")
     card = release_card(RELEASED)
     kinds, items = release_events(RELEASED)
     if kinds != ["paused", "started"]:
@@ -614,12 +628,8 @@ def release_paused():
 
 @check("a paused release is resumed from the releases view")
 def release_resumed():
-    release_card(RELEASED).find_element(By.ID, f"release-resume:{RELEASED}").click()
-    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the resume dialog")
-    by_id("change-reason").send_keys("REL-3 tickets were unrelated")
-    by_id("change-confirm").click()
-    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
-    wait_for(lambda d: release_events(RELEASED)[0][:1] == ["resumed"], "the resume in the timeline")
+    open_release_dialog("resume", "REL-3 tickets were unrelated")
+    confirm_release_step("resumed")
     problems = []
     kinds, items = release_events(RELEASED)
     if kinds != ["resumed", "paused", "started"]:
@@ -637,15 +647,12 @@ def release_resumed():
 
 @check("a release step someone else made first is shown, and flagsd's refusal of the stale one is shown in the dialog")
 def release_refused():
-    release_card(RELEASED).find_element(By.ID, f"release-pause:{RELEASED}").click()
-    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the pause dialog")
-    by_id("change-reason").send_keys("REL-4 pause for the evening")
+    open_release_dialog("pause", "REL-4 pause for the evening")
     # A release manager pauses it with flagctl while the dialog is open; the view shows it behind the dialog.
     flagctl("release", "pause", RELEASED, "--reason", "REL-4 paused from the terminal", "--yes")
     wait_for(lambda d: release_card(RELEASED).get_attribute("data-status") == "paused", "flagctl's pause to show")
     by_id("change-confirm").click()
-    conflict = wait_for(lambda d: d.find_element(By.ID, "change-error").is_displayed() and d.find_element(By.ID, "change-error").text,
-                        "the conflict message")
+    conflict = dialog_error("the conflict message")
     problems = []
     if f"{FLAGCTL_ACTOR} changed rider" not in conflict:
         problems.append(f"the dialog does not say who changed the namespace: {conflict!r}")

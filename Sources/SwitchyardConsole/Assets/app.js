@@ -28,7 +28,6 @@
     guard: freshGuard(),
     releases: freshReleases(),
     following: null,
-    loading: null,
     /** Whether a change made here is on its way, and the versions changes made here took. */
     saving: false,
     saved: new Set(),
@@ -43,7 +42,7 @@
   }
 
   function freshReleases() {
-    return { releases: [], fetched: 0, loaded: false, stale: false, error: null, loading: null };
+    return { releases: [], fetched: 0, loaded: false, stale: false, error: null };
   }
 
   // Announcements for screen readers (and a visible trace for everyone in the live status line).
@@ -210,30 +209,43 @@
     }
   }
 
-  /** Reloads after changes, coalescing the changes that arrive while a reload runs. */
-  function reload() {
-    if (state.loading) {
-      state.loading.again = true;
-      return state.loading.promise;
-    }
-    const loading = { again: false };
-    loading.promise = (async () => {
-      try {
-        do {
-          loading.again = false;
-          await load();
-        } while (loading.again);
-        render();
-      } catch (error) {
-        if (error.status === 401) signOut(refusal(error));
-        else announce(`Could not refresh: ${error.message}`);
-      } finally {
-        state.loading = null;
+  /**
+   * Makes `task` (async) coalescing: a call while it runs makes it run once more after (however many calls came),
+   * and every call resolves when the runs it asked for are done.
+   */
+  function coalescing(task) {
+    let running = null;
+    return () => {
+      if (running) {
+        running.again = true;
+        return running.promise;
       }
-    })();
-    state.loading = loading;
-    return loading.promise;
+      const run = { again: false };
+      run.promise = (async () => {
+        try {
+          do {
+            run.again = false;
+            await task();
+          } while (run.again);
+        } finally {
+          running = null;
+        }
+      })();
+      running = run;
+      return run.promise;
+    };
   }
+
+  /** Reloads after changes, coalescing the changes that arrive while a reload runs. */
+  const reload = coalescing(async () => {
+    try {
+      await load();
+      render();
+    } catch (error) {
+      if (error.status === 401) signOut(refusal(error));
+      else announce(`Could not refresh: ${error.message}`);
+    }
+  });
 
   function startFollowing() {
     stopFollowing();
@@ -345,38 +357,22 @@
   }
 
   /** Loads every release plan with its timeline; a load asked for while one runs follows it (once). */
-  function loadReleases() {
+  const loadReleases = coalescing(async () => {
     const releases = state.releases;
-    if (releases.loading) {
-      releases.loading.again = true;
-      return releases.loading.promise;
+    try {
+      const loaded = await global.Switchyard.loadReleases(state.namespace);
+      if (releases !== state.releases) return;
+      Object.assign(releases, { releases: loaded.releases, fetched: loaded.fetched, loaded: true, stale: false, error: null });
+    } catch (error) {
+      if (error.status === 401) return signOut(refusal(error));
+      if (releases !== state.releases) return;
+      releases.loaded = true;
+      releases.error = error.status === 403
+        ? `Your token may not read release plans (editors and admins may): ${error.message}`
+        : `Could not load the release plans: ${error.message}`;
     }
-    const loading = { again: false };
-    loading.promise = (async () => {
-      try {
-        do {
-          loading.again = false;
-          try {
-            const loaded = await global.Switchyard.loadReleases(state.namespace);
-            if (releases !== state.releases) return;
-            Object.assign(releases, { releases: loaded.releases, fetched: loaded.fetched, loaded: true, stale: false, error: null });
-          } catch (error) {
-            if (error.status === 401) return signOut(refusal(error));
-            if (releases !== state.releases) return;
-            releases.loaded = true;
-            releases.error = error.status === 403
-              ? `Your token may not read release plans (editors and admins may): ${error.message}`
-              : `Could not load the release plans: ${error.message}`;
-          }
-        } while (loading.again);
-        if (state.view === 'releases') render();
-      } finally {
-        releases.loading = null;
-      }
-    })();
-    releases.loading = loading;
-    return loading.promise;
-  }
+    if (state.view === 'releases') render();
+  });
 
   // Rendering -------------------------------------------------------------------------------------------------
 
