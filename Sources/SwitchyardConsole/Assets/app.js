@@ -403,10 +403,13 @@
     if (!state.namespace || !state.record) return;
     const active = document.activeElement;
     const focusID = active && active.id && $('view').contains(active) ? active.id : null;
-    // When the focused button goes away (Disable became Enable), focus moves to its row's first button.
-    const row = focusID && active.closest('tr[data-flag], tr[data-kill-switch]');
-    const rowSelector = row ? (row.dataset.flag ? `tr[data-flag="${CSS.escape(row.dataset.flag)}"]`
-      : `tr[data-kill-switch="${CSS.escape(row.dataset.killSwitch)}"]`) : null;
+    // When the focused button goes away (Disable became Enable, Pause… became Resume…), focus moves to its row's (or
+    // release plan's) first button.
+    const row = focusID && active.closest('tr[data-flag], tr[data-kill-switch], article[data-release]');
+    const rowSelector = !row ? null
+      : row.dataset.flag ? `tr[data-flag="${CSS.escape(row.dataset.flag)}"]`
+        : row.dataset.killSwitch ? `tr[data-kill-switch="${CSS.escape(row.dataset.killSwitch)}"]`
+          : `article[data-release="${CSS.escape(row.dataset.release)}"]`;
     const caret = focusID && typeof active.selectionStart === 'number' ? [active.selectionStart, active.selectionEnd] : null;
     const openDetails = [...$('view').querySelectorAll('details[open] > summary')].map((summary) => summary.textContent);
     const scroll = [global.scrollX, global.scrollY];
