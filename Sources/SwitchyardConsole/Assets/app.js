@@ -706,7 +706,6 @@
       await reload();
     } catch (error) {
       state.saving = false;
-      confirm.disabled = false;
       if (error.status === 401) {
         closeChange();
         signOut(refusal(error));
@@ -718,10 +717,13 @@
         const when = problem.changed_at ? ` at ${new Date(problem.changed_at).toLocaleTimeString()}` : '';
         const version = problem.current_version ? ` (version ${problem.current_version})` : '';
         showDialogError(`${who} ${state.namespace}${when}${version} since you opened this. The view now shows the latest state: check it and confirm again.`);
+        // Confirmable again once the dialog is based on the latest state (a click before would conflict again).
         await reload();
         if (pending) pending.etag = state.etag;
+        confirm.disabled = false;
         return;
       }
+      confirm.disabled = false;
       const fieldError = error.fieldErrors[0];
       const input = fieldError && (description.inputs[fieldError.path] || (fieldError.path === 'reason' ? reasonInput : null));
       const detail = error.fieldErrors.length
