@@ -152,8 +152,15 @@
   function assessment(release) {
     const seen = release.assessment;
     if (!seen) return null;
+    // Whose sessions the comparison's "without" are (`control`): the stage's own scope's, or the whole namespace's
+    // when that scope has too few without the switch (a city at 100 %), or none's.
+    const control = {
+      scope: 'Without it',
+      namespace: 'Without it, in the whole namespace (too few in the stage\'s scope)',
+      none: 'Without it (every session has it)',
+    }[seen.control] || 'Without it';
     const side = (name, numbers) => h('tr', { dataset: { side: name } },
-      h('th', { scope: 'row' }, name === 'with' ? 'With the switch' : 'Without it'),
+      h('th', { scope: 'row' }, name === 'with' ? 'With the switch' : control),
       h('td', { 'data-label': 'Sessions', class: 'number sessions' }, count(numbers.sessions)),
       h('td', { 'data-label': 'Crashed', class: 'number crashes' }, count(numbers.crashes)),
       h('td', { 'data-label': 'Crash rate', class: 'number crash-rate' }, rate(numbers.crash_rate)));
