@@ -1,6 +1,7 @@
 public import Foundation
 public import SwitchyardCore
 public import SwitchyardStorage
+public import SwitchyardWire
 
 /// One crash-rate test: a sample of sessions with a switch active, its Wilson lower bound, and the bound it is
 /// compared with.
@@ -128,18 +129,11 @@ public struct RateCheck: Sendable, Hashable {
         return text + "%"
     }
 
-    /// The check as JSON: counts, rates as fractions, bound, verdict.
-    public var tree: JSONObject {
-        JSONObject([
-            ("sessions", .int64(sessions)), ("crashes", .int64(crashes)),
-            ("crash_rate", rate.map(JSONValue.double) ?? .null), ("lower_bound", lowerBound.map(JSONValue.double) ?? .null),
-            ("threshold", .double(threshold)), ("baseline_rate", baselineRate.map(JSONValue.double) ?? .null),
-            ("baseline_difference_lower", baselineDifferenceLower.map(JSONValue.double) ?? .null),
-            ("bound", .double(bound)), ("exceeds", .bool(exceeds)),
-            ("shortfall", .array(shortfall.map(JSONValue.string))),
-            ("units", units.map(JSONValue.int) ?? .null), ("addresses", addresses.map(JSONValue.int) ?? .null),
-            ("left_out", .array(leftOut.map(JSONValue.string))),
-        ])
+    /// The check as the API shows it: counts, rates as fractions, bound, verdict.
+    public var body: GuardCheckBody {
+        GuardCheckBody(sessions: sessions, crashes: crashes, crashRate: rate, lowerBound: lowerBound, threshold: threshold,
+                       baselineRate: baselineRate, baselineDifferenceLower: baselineDifferenceLower, bound: bound, exceeds: exceeds,
+                       shortfall: shortfall, units: units, addresses: addresses, leftOut: leftOut)
     }
 }
 
@@ -235,19 +229,13 @@ public struct GuardTrip: Sendable, Hashable {
     /// - Parameters:
     ///   - from: the start of the counted window (the later of window start and re-enable).
     ///   - until: when the counts were read.
-    public func evidence(from: Date, until: Date) -> JSONValue {
-        var object = JSONObject([
-            ("rule", .string("wilson-lower-bound")), ("switch", .string(key)), ("source", .string(source.rawValue)),
-            ("scope", .object(scope.tree)),
-            ("scope_text", .string(scopeText)), ("window", .string(GuardDurationText.text(policy.window))),
-            ("from", .string(from.iso8601)), ("until", .string(until.iso8601)),
-        ])
-        for (name, value) in check.tree where name != "shortfall" && name != "exceeds" { object[name] = value }
-        object["confidence"] = .double(Double(policy.confidence.basisPoints) / 10_000)
-        object["attribution"] = .string(check.leftOut.isEmpty ? (check.baselineRate == nil ? "threshold" : "baseline") : "without-switches-shown-to-crash")
-        object["complement"] = complement.map { .object($0.tree) } ?? .null
-        object["policy"] = .object(policy.tree(unit: .basisPoints))
-        return .object(object)
+    public func evidence(from: Date, until: Date) -> GuardEvidenceBody {
+        GuardEvidenceBody(
+            rule: "wilson-lower-bound", key: key, source: source.rawValue, scope: scope, scopeText: scopeText,
+            window: GuardDurationText.text(policy.window), from: from.iso8601, until: until.iso8601, check: check.body,
+            confidence: Double(policy.confidence.basisPoints) / 10_000,
+            attribution: check.leftOut.isEmpty ? (check.baselineRate == nil ? "threshold" : "baseline") : "without-switches-shown-to-crash",
+            complement: complement?.body, policy: policy.policy)
     }
 }
 

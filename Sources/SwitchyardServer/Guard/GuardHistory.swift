@@ -219,43 +219,6 @@ struct GuardHistory: Sendable {
     }
 }
 
-extension GuardHistory.Trip {
-    /// The trip as JSON for the API: when, where, why, and whether a person has turned the switch back on.
-    var tree: JSONValue {
-        var object = JSONObject([
-            ("switch", .string(key)), ("scope", .object(scope.tree)), ("version", .int64(version)), ("time", .string(time.iso8601)),
-            ("actor", .string(actor)), ("automatic", .bool(isAutomatic)), ("proposal", proposal.map(JSONValue.int64) ?? .null),
-            ("reason", reason.map(JSONValue.string) ?? .null), ("evidence", evidence),
-        ])
-        if let reenabled {
-            object["reenabled"] = .object(JSONObject([
-                ("version", .int64(reenabled.version)), ("time", .string(reenabled.time.iso8601)), ("actor", .string(reenabled.actor)),
-                ("deleted", .bool(reenabled.deleted)),
-            ]))
-        } else {
-            object["reenabled"] = .null
-        }
-        return .object(object)
-    }
-}
-
-extension GuardHistory.Proposal {
-    /// The proposal as JSON for the API.
-    func tree(state: GuardHistory.ProposalState, namespace: String) -> JSONValue {
-        var object = JSONObject([
-            ("id", .int64(id)), ("switch", .string(key)), ("scope", .object(scope.tree)),
-            ("scope_text", .string(GuardHistory.scopeText(scope))), ("time", .string(time.iso8601)), ("state", .string(state.rawValue)),
-            ("proposed_because", .string(why)), ("reason", reason.map(JSONValue.string) ?? .null), ("evidence", evidence),
-            ("apply", .string("flagctl guard apply \(id) -n \(namespace)")),
-        ])
-        object["dismissed"] = dismissed.map { dismissal in
-            .object(JSONObject([("time", .string(dismissal.time.iso8601)), ("actor", .string(dismissal.actor)),
-                                ("reason", dismissal.reason.map(JSONValue.string) ?? .null)]))
-        } ?? .null
-        return .object(object)
-    }
-}
-
 extension GuardHistory {
     /// `city lagos`, `cohort beta`, `everywhere`.
     static func scopeText(_ scope: Scope) -> String {
