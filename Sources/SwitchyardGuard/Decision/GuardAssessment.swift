@@ -192,11 +192,7 @@ public struct GuardTrip: Sendable, Hashable {
     public var policy: ResolvedCrashGuardPolicy
 
     /// `city lagos`, `cohort beta`, `everywhere`.
-    public var scopeText: String {
-        if let city = scope.cities.first, scope.cities.count == 1, scope.cohorts.isEmpty { return "city \(city)" }
-        if let cohort = scope.cohorts.first, scope.cohorts.count == 1, scope.cities.isEmpty { return "cohort \(cohort)" }
-        return scope.description
-    }
+    public var scopeText: String { scope.guardText }
 
     /// The metric label of the scope: `global`, `city`, `cohort`.
     public var scopeKind: String {
@@ -206,7 +202,7 @@ public struct GuardTrip: Sendable, Hashable {
     /// The reason recorded with the change: `crash rate 4.97% (61 of 1228 sessions) in city lagos over 10m; …`.
     public var reason: String {
         var text = "crash guard: crash rate \(RateCheck.percent(check.rate ?? 0)) (\(check.crashes) of \(check.sessions) sessions) "
-        text += scope.isEverywhere ? "everywhere" : "in \(scopeText)"
+        text += scope.guardWhere
         text += " over \(GuardDurationText.text(policy.window)); lower bound \(RateCheck.percent(check.lowerBound ?? 0))"
         text += " at \(policy.confidence.percentText)% confidence > threshold \(RateCheck.percent(check.threshold))"
         if let baseline = check.baselineRate, let ratio = policy.baselineRatio {
@@ -506,5 +502,19 @@ extension EventDimension {
         case .cohort: Scope(cohorts: [value])
         default: .everywhere
         }
+    }
+}
+
+extension Scope {
+    /// How the crash guard names a scope: `city lagos`, `cohort beta`, `everywhere`, else its description.
+    public var guardText: String {
+        if let city = cities.first, cities.count == 1, cohorts.isEmpty { return "city \(city)" }
+        if let cohort = cohorts.first, cohorts.count == 1, cities.isEmpty { return "cohort \(cohort)" }
+        return description
+    }
+
+    /// `everywhere`, `in city lagos`.
+    public var guardWhere: String {
+        isEverywhere ? "everywhere" : "in \(guardText)"
     }
 }

@@ -399,7 +399,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             case .trip:
                 break
             }
-            let where_ = trip.scope.isEverywhere ? "everywhere" : "in \(trip.scopeText)"
+            let where_ = trip.scope.guardWhere
             // Decided on this version's history (the budget counts its trips): commit on it, or decide again.
             let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: trip.reason),
                                         basedOn: state.record.snapshotVersion,
@@ -429,7 +429,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         let namespace = state.record.name
         var evidence = trip.evidence(from: from, until: now)
         evidence.proposedBecause = reason.rawValue
-        let where_ = trip.scope.isEverywhere ? "everywhere" : "in \(trip.scopeText)"
+        let where_ = trip.scope.guardWhere
         let sentence = GuardBudget.sentence(reason, policy: trip.policy)
         let entry = try await store.recordAudit(AuditNote(
             author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: "\(sentence); \(trip.reason)"), action: .guardPropose,
@@ -467,7 +467,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         var evidence = try GuardEvidenceBody(json: proposal.evidence)
         evidence.proposal = id
         evidence.appliedThrough = author.source.rawValue
-        let where_ = proposal.scope.isEverywhere ? "everywhere" : "in \(GuardHistory.scopeText(proposal.scope))"
+        let where_ = proposal.scope.guardWhere
         var author = author
         if author.reason?.isEmpty ?? true { author.reason = "applied crash guard proposal \(id)" }
         let request = ChangeRequest(author: ChangeAuthor(actor: author.actor, source: .crashGuard, reason: author.reason),
@@ -494,11 +494,11 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             return (proposal, nil)
         case .applied, .superseded:
             throw APIError(.conflict, "proposal-settled", "Proposal settled",
-                           "crash guard proposal \(id) is \(state.rawValue): \(proposal.key) is off \(proposal.scope.isEverywhere ? "everywhere" : "in " + GuardHistory.scopeText(proposal.scope)) already; to turn it back on, 'flagctl enable \(proposal.key)'")
+                           "crash guard proposal \(id) is \(state.rawValue): \(proposal.key) is off \(proposal.scope.guardWhere) already; to turn it back on, 'flagctl enable \(proposal.key)'")
         case .open:
             break
         }
-        let where_ = proposal.scope.isEverywhere ? "everywhere" : "in \(GuardHistory.scopeText(proposal.scope))"
+        let where_ = proposal.scope.guardWhere
         let entry = try await store.recordAudit(AuditNote(
             author: author, action: .guardDismiss, namespace: namespace,
             summary: "dismiss crash guard proposal \(id) (disable \(proposal.key) \(where_))", targets: [proposal.key],
@@ -547,7 +547,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             Timer(label: "switchyard_guard_trip_seconds", factory: factory)
                 .recordNanoseconds(Int64(max(0, record.time.timeIntervalSince(queuedAt)) * 1e9))
         }
-        logger.warning("crash guard disabled \(trip.key) \(trip.scope.isEverywhere ? "everywhere" : "in " + trip.scopeText)", metadata: [
+        logger.warning("crash guard disabled \(trip.key) \(trip.scope.guardWhere)", metadata: [
             "namespace": .string(record.namespace), "version": .stringConvertible(record.version), "switch": .string(trip.key),
             "sessions": .stringConvertible(trip.check.sessions), "crashes": .stringConvertible(trip.check.crashes),
             "reason": .string(record.reason ?? ""),

@@ -218,12 +218,3 @@ struct GuardHistory: Sendable {
         return PluginSwitchDefinition(disabled: tree["disabled"]?.boolValue ?? false, disabledScopes: scopes)
     }
 }
-
-extension GuardHistory {
-    /// `city lagos`, `cohort beta`, `everywhere`.
-    static func scopeText(_ scope: Scope) -> String {
-        if let city = scope.cities.first, scope.cities.count == 1, scope.cohorts.isEmpty { return "city \(city)" }
-        if let cohort = scope.cohorts.first, scope.cohorts.count == 1, scope.cities.isEmpty { return "cohort \(cohort)" }
-        return scope.description
-    }
-}

@@ -39,7 +39,7 @@ extension View {
     /// A proposal and what became of it.
     static func proposal(_ proposal: GuardHistory.Proposal, state: GuardHistory.ProposalState, namespace: String) throws(WireError) -> GuardProposalBody {
         GuardProposalBody(
-            id: proposal.id, key: proposal.key, scope: proposal.scope, scopeText: GuardHistory.scopeText(proposal.scope),
+            id: proposal.id, key: proposal.key, scope: proposal.scope, scopeText: proposal.scope.guardText,
             time: proposal.time.iso8601, state: state.rawValue, proposedBecause: proposal.why, reason: proposal.reason,
             evidence: try GuardEvidenceBody(json: proposal.evidence), apply: "flagctl guard apply \(proposal.id) -n \(namespace)",
             dismissed: proposal.dismissed.map { .init(time: $0.time.iso8601, actor: $0.actor, reason: $0.reason) })
