@@ -47,7 +47,7 @@ public struct Flagctl: AsyncParsableCommand {
     static let subcommands: [any ParsableCommand.Type] = [
         Get.self, Enable.self, Disable.self, Kill.self, Revive.self, RolloutCommand.self, Target.self, Explain.self,
         Audit.self, Revert.self, Watch.self, Guard.self, ExperimentResults.self, Diff.self, Apply.self, Lint.self,
-        MatrixCommands.self, Namespaces.self,
+        Release.self, MatrixCommands.self, Namespaces.self,
         Tokens.self, Login.self, Version.self,
     ]
 

@@ -15,6 +15,8 @@ public struct FlagsServer: Service {
     let service: FlagService
     let routes: [RouteSpec]
     let crashGuard: CrashGuard
+    /// Steps release plans on evidence.
+    let releasePlans: ReleasePlanRunner
     /// What answers snapshot polls before the router.
     package let snapshotFastPath: SnapshotFastPath
     /// The cap on open connections and their timeouts.
@@ -25,7 +27,7 @@ public struct FlagsServer: Service {
     public func run() async throws {
         // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server, and
         // the crash guard once no more events come in.
-        let services: [any Service] = [crashGuard] + (follower.map { [$0] } ?? []) + [application, service.hub]
+        let services: [any Service] = [crashGuard, releasePlans] + (follower.map { [$0] } ?? []) + [application, service.hub]
         let group = ServiceGroup(configuration: .init(services: services, logger: service.logger))
         try await group.run()
     }
@@ -35,6 +37,9 @@ public struct FlagsServer: Service {
 
     /// The crash guard, for in-process tests (which call its `drain()` when the service does not run).
     package var guardService: CrashGuard { crashGuard }
+
+    /// The release plans' runner, for in-process tests (which call its `runOnce()` when the service does not run).
+    package var releasePlanRunner: ReleasePlanRunner { releasePlans }
 
     /// A responder over the same routes, for sending requests in-process (tests).
     package func makeResponder() -> RouterResponder<FlagsRequestContext> {
@@ -88,7 +93,9 @@ public func buildApplication(
     let crashGuard = CrashGuard(service: service, options: CrashGuard.Options(
         refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL))
     service.eventObservers.add(crashGuard)
-    let routes = makeRoutes(API(service: service, crashGuard: crashGuard), registry: registry)
+    let releasePlans = ReleasePlanRunner(service: service, options: ReleasePlanRunner.Options(
+        interval: configuration.releasePlanInterval, webhookURL: configuration.guardWebhookURL))
+    let routes = makeRoutes(API(service: service, crashGuard: crashGuard, releasePlans: releasePlans), registry: registry)
     // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
     let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")
     // Every connection is counted against the cap and timed from its start (Connections/ConnectionGate.swift);
@@ -109,6 +116,7 @@ public func buildApplication(
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
     var server = FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard,
+                             releasePlans: releasePlans,
                              snapshotFastPath: snapshotFastPath, connections: connections)
     if let notifications {
         server.follower = StoreFollower(service: service, notifications: notifications, interval: configuration.storeCheckInterval)
@@ -156,6 +164,8 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.post, "\(ns)/guard/proposals/{id}/apply") { try await api.applyGuardProposal($0, context: $1) },
         RouteSpec(.post, "\(ns)/guard/proposals/{id}/dismiss") { try await api.dismissGuardProposal($0, context: $1) },
         RouteSpec(.get, "\(ns)/experiments/{key}") { try await api.experimentResults($0, context: $1) },
+        RouteSpec(.get, "\(ns)/releases") { try await api.listReleases($0, context: $1) },
+        RouteSpec(.get, "\(ns)/flags/{key}/release") { try await api.getRelease($0, context: $1) },
 
         RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },
         RouteSpec(.put, "\(ns)/flag-set") { try await api.putFlagSet($0, context: $1) },
@@ -168,6 +178,9 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.post, "\(ns)/flags/{key}/disable") { try await api.switchState($0, context: $1, enable: false) },
         RouteSpec(.post, "\(ns)/flags/{key}/rollout") { try await api.setRollout($0, context: $1) },
         RouteSpec(.post, "\(ns)/flags/{key}/targeting") { try await api.target($0, context: $1) },
+    ] + ReleaseAction.allCases.map { action in
+        RouteSpec(.post, "\(ns)/flags/{key}/release/\(action.rawValue)") { try await api.releaseAction($0, context: $1, action: action) }
+    } + [
         RouteSpec(.get, "\(ns)/kill-switches") { try await api.listKillSwitches($0, context: $1) },
         RouteSpec(.post, "\(ns)/kill-switches/{key}/kill") { try await api.killState($0, context: $1, kill: true) },
         RouteSpec(.post, "\(ns)/kill-switches/{key}/revive") { try await api.killState($0, context: $1, kill: false) },

@@ -75,6 +75,9 @@ public struct ServerConfiguration: Sendable {
     /// How often the crash guard reloads its counters from the store (other flagsd processes count events too)
     /// and updates its gauges.
     public var guardRefreshInterval: Duration = .seconds(15)
+    /// How often every running release plan is looked at (and stepped when its evidence says so). Steps are
+    /// announced to `guardWebhookURL` too.
+    public var releasePlanInterval: Duration = .seconds(30)
     /// The proxies whose `Forwarded` and `X-Forwarded-For` headers say where a request came from; a request from
     /// any other peer comes from that peer.
     public var trustedProxies = TrustedProxies()

@@ -54,10 +54,22 @@ package struct FlagService: Sendable {
     // place (`commit`).
 
     /// Commits a change of a namespace's flag set (a mutation of the current one) and delivers it.
+    ///
+    /// A change by anyone but the release plans' runner that touches the targeting or disables of a switch whose
+    /// plan runs stops that plan in the same change: paused, or aborted by the crash guard's trip, saying why.
     package func change(
         _ namespace: String, _ request: ChangeRequest, mutation: @escaping @Sendable (FlagSet) throws -> FlagSet
     ) async throws -> CommittedChange {
-        try await commit { try await store.change(namespace, request, mutation: mutation) }
+        let author = request.author, summary = request.summary
+        return try await commit {
+            try await store.change(namespace, request) { before in
+                let after = try mutation(before)
+                guard author.source != .releasePlan else { return after }
+                return after.stoppingInterruptedReleases(since: before, actor: author.actor, summary: summary,
+                                                         isCrashGuard: author.source == .crashGuard,
+                                                         at: Int64(Date().timeIntervalSince1970))
+            }
+        }
     }
 
     /// Creates a namespace with its first flag set (version 1) and delivers it.

@@ -128,8 +128,11 @@ struct Flagsd: AsyncParsableCommand {
     @Option(help: "The most OFREP evaluation requests per minute per token, for tokens created without --rate; more get 429 with Retry-After (default: no limit) (SWITCHYARD_OFREP_RATE_LIMIT).")
     var ofrepRateLimit: Int?
 
-    @Option(help: "A URL the crash guard POSTs a JSON announcement to when it disables a plugin switch; retried with backoff, never in the way of ingestion (SWITCHYARD_GUARD_WEBHOOK).")
+    @Option(help: "A URL the crash guard POSTs a JSON announcement to when it disables a plugin switch, and release plans when they advance, complete or roll back; retried with backoff, never in the way of ingestion (SWITCHYARD_GUARD_WEBHOOK).")
     var guardWebhook: String?
+
+    @Option(help: "Every how many seconds running release plans are looked at, and stepped when their evidence says so (SWITCHYARD_RELEASE_INTERVAL).")
+    var releaseInterval = env("SWITCHYARD_RELEASE_INTERVAL").flatMap(Double.init) ?? 30
 
     @Option(help: ArgumentHelp(
         "The load balancers and proxies in front of flagsd, as addresses or CIDR blocks separated by commas (10.0.0.0/8,fd00::/8); a request from one of them comes from the first address of its Forwarded or X-Forwarded-For header that is not one of them. Without it (the default) every request comes from its TCP peer (SWITCHYARD_TRUSTED_PROXIES).",
@@ -215,6 +218,9 @@ struct Flagsd: AsyncParsableCommand {
         }
         guard databaseWait >= 0, syncInterval >= 0.1, syncInterval <= 3600 else {
             throw ValidationError("--database-wait takes 0 or more seconds, --sync-interval between 0.1 and 3600 seconds.")
+        }
+        guard releaseInterval >= 0.1, releaseInterval <= 3600 else {
+            throw ValidationError("--release-interval \(releaseInterval) is not between 0.1 and 3600 seconds.")
         }
     }
 
@@ -309,6 +315,7 @@ struct Flagsd: AsyncParsableCommand {
             maximumBodySize: maxBodySize, metricsRequireToken: metricsRequireToken,
             defaultNamespace: ofrepDefaultNamespace, ofrepRatePerMinute: ofrepRatePerMinute)
         configuration.storeCheckInterval = .milliseconds(Int64(syncInterval * 1000))
+        configuration.releasePlanInterval = .milliseconds(Int64(releaseInterval * 1000))
         configuration.deltaVersions = deltaVersions
         configuration.maximumConnections = maximumConnections
         configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))

@@ -113,11 +113,19 @@ struct DashboardTests {
         try await waitUntil("the crash guard trips plugin_switch_split_fare", timeout: .seconds(300)) {
             try await flagsd.send("GET", "/metrics", token: nil).body.contains(tripped)
         }
+        // A release plan: its gauges and step counters appear once the runner (every second here) looks at it.
+        let started = try await flagsd.send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/release/start",
+                                            body: #"{"plan": {"stages": [{"cities": ["lagos"], "rollout": 100}, {"rollout": 10000}], "soak": "1h"}, "reason": "metrics test"}"#)
+        try #require(started.status == 200, "\(started.body)")
+        let stage = #"switchyard_release_stage{namespace="rider",switch="plugin_switch_feed_promos"} 1"#
+        try await waitUntil("the release plan's runner looks at the plan", timeout: .seconds(300)) {
+            try await flagsd.send("GET", "/metrics", token: nil).body.contains(stage)
+        }
         return try await flagsd.send("GET", "/metrics", token: nil).body
     }
 
     @Test func everyMetricAndLabelTheDashboardAndAlertsUseIsInALiveFlagsdsMetrics() async throws {
-        let flagsd = try await LiveFlagsd.start(arguments: ["--max-wait", "600", "--trusted-proxies", "127.0.0.1"])
+        let flagsd = try await LiveFlagsd.start(arguments: ["--max-wait", "600", "--trusted-proxies", "127.0.0.1", "--release-interval", "1"])
         defer { flagsd.stop() }
         let exposed = exposedMetrics(try await Self.exercisedMetrics(flagsd))
         #expect(exposed["flagsd_http_requests_total"] != nil, "the live flagsd exposes no metrics: \(exposed.keys.sorted())")
@@ -156,7 +164,9 @@ struct DashboardTests {
                                ("crash rates per plugin switch", "switchyard_guard_window_crashes"),
                                ("crash guard trips", "switchyard_guard_trips_total"),
                                ("crash guard proposals", "switchyard_guard_open_proposals"),
-                               ("events left out of the counts", "flagsd_events_dropped_total")] {
+                               ("events left out of the counts", "flagsd_events_dropped_total"),
+                               ("release plan stages", "switchyard_release_stage"),
+                               ("release plan steps", "switchyard_release_steps_total")] {
             #expect(used.contains(metric), "the dashboard shows no \(what) (\(metric))")
         }
         let versions = try Self.expressions().filter { $0.source.hasPrefix("panel") && $0.expression.contains("flagsd_namespace_version") }

@@ -26,12 +26,12 @@ struct CrashGuardTests {
     /// The next fresh source address `post` sends from.
     static let nextAddress = Mutex(0)
 
-    /// A session event of the wire format, from unit `unit-<id>` unless named.
+    /// A session event of the wire format, from unit `unit-<id>` unless named, timed 2 s ago unless `time` says.
     static func session(_ id: String, crashed: Bool, switches: [String], city: String = "lagos", cohorts: [String] = [],
-                        variants: [String: String] = [:], unit: String? = nil) -> JSONValue {
+                        variants: [String: String] = [:], unit: String? = nil, time: Date? = nil) -> JSONValue {
         let now = Date()
         var event = JSONObject([
-            ("id", .string(id)), ("type", .string("session")), ("time", .string((now - 2).iso8601)), ("city", .string(city)),
+            ("id", .string(id)), ("type", .string("session")), ("time", .string((time ?? now - 2).iso8601)), ("city", .string(city)),
             ("cohorts", .array(cohorts.map(JSONValue.string))), ("session_id", .string(id)), ("start", .string((now - 300).iso8601)),
             ("end", .string((now - 3).iso8601)), ("crashed", .bool(crashed)), ("switches", .array(switches.map(JSONValue.string))),
             ("unit", .string(unit ?? "unit-\(id)")),
@@ -46,8 +46,10 @@ struct CrashGuardTests {
 
     /// `count` sessions with the switches active, every `every`-th crashed, ids prefixed.
     static func sessions(_ prefix: String, count: Int, crashEvery every: Int, switches: [String], city: String = "lagos",
-                         cohorts: [String] = []) -> [JSONValue] {
-        (0..<count).map { session("\(prefix)-\($0)", crashed: every > 0 && $0 % every == 0, switches: switches, city: city, cohorts: cohorts) }
+                         cohorts: [String] = [], time: Date? = nil) -> [JSONValue] {
+        (0..<count).map {
+            session("\(prefix)-\($0)", crashed: every > 0 && $0 % every == 0, switches: switches, city: city, cohorts: cohorts, time: time)
+        }
     }
 
     /// Posts events in batches of 20, each from a fresh source address (`X-Forwarded-For` through the trusted proxy).

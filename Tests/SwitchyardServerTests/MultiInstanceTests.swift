@@ -24,11 +24,12 @@ import Testing
         return started
     }
 
-    func withInstances<T>(_ count: Int, serverURL: String? = nil, _ body: ([(child: ChildFlagsd, client: LiveClient)]) async throws -> T) async throws -> T {
+    func withInstances<T>(_ count: Int, serverURL: String? = nil, arguments: [String] = [],
+                          _ body: ([(child: ChildFlagsd, client: LiveClient)]) async throws -> T) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-multi-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let (url, drop) = try await TestPostgres.createDatabase(on: serverURL, timeout: 60)
-        let started = try await instances(count, database: url, folder: folder)
+        let started = try await instances(count, database: url, folder: folder, arguments: arguments)
         defer {
             for instance in started { instance.child.kill() }
             try? FileManager.default.removeItem(at: folder)
@@ -206,6 +207,54 @@ import Testing
             try await waitUntil {
                 try await onA.send("GET", "/v1/namespaces/rider/flags").status == .unauthorized
             }
+        }
+    }
+
+    /// Two instances run the same release plan, each looking every 0.2 s, while clients keep reporting healthy
+    /// sessions; one is killed (SIGKILL) while they step it. Each stage is left exactly once, the survivor takes the
+    /// plan to the end, and the steps' versions follow each other.
+    @Test func aReleasePlanIsSteppedOnceAcrossInstancesAndGoesOnAfterOneIsKilled() async throws {
+        try await withInstances(2, arguments: ["--release-interval", "0.2", "--trusted-proxies", "127.0.0.1"]) { instances in
+            let (a, b) = (instances[0].client, instances[1].client)
+            _ = try await createRider(a)
+            let created = try await a.send("POST", "/v1/tokens", body: #"{"name": "rider-app", "role": "client", "namespaces": ["rider"]}"#)
+            let app = LiveClient(base: b.base, token: try #require(created.json["token"]?.stringValue))
+            let path = "/v1/namespaces/rider/flags/plugin_switch_feed_promos/release"
+            let plan = #"{"stages": [{"cities": ["lagos"], "rollout": 1000}, {"cities": ["lagos"], "rollout": 10000}, "#
+                + #"{"cities": ["nairobi"], "rollout": 10000}, {"rollout": 5000}, {"rollout": 10000}], "#
+                + #""soak": "0s", "min_sessions": 40, "margin": 1000}"#
+            let started = try await a.send("POST", "\(path)/start", body: #"{"plan": \#(plan)}"#)
+            #expect(started.status == .ok, "\(started.text)")
+            // Clients report healthy sessions, with the switch and without it, in both cities, until the plan ends.
+            let traffic = Task {
+                var round = 0
+                while !Task.isCancelled {
+                    round += 1
+                    for city in ["lagos", "nairobi"] {
+                        let now = Date()
+                        let events = CrashGuardTests.sessions("r\(round)-\(city)-with", count: 25, crashEvery: 0, switches: ["plugin_switch_feed_promos"], city: city, time: now)
+                            + CrashGuardTests.sessions("r\(round)-\(city)-without", count: 25, crashEvery: 0, switches: [], city: city, time: now)
+                        _ = try? await app.send("POST", "/v1/namespaces/rider/events", headers: ["X-Forwarded-For": "10.9.\(round % 250).\(city.count)"],
+                                                body: CrashGuardTests.batch(events))
+                    }
+                    try? await Task.sleep(for: .milliseconds(300))
+                }
+            }
+            defer { traffic.cancel() }
+            func stage(on client: LiveClient) async throws -> (String?, Int64?) {
+                let plan = try await client.send("GET", path).json["plan"]?["state"]
+                return (plan?["status"]?.stringValue, plan?["stage"]?.int64Value)
+            }
+            try await waitUntil("the plan reaches stage 3", timeout: .seconds(300)) { (try await stage(on: b).1 ?? 0) >= 2 }
+            instances[0].child.kill()
+            try await waitUntil("the surviving instance completes the plan", timeout: .seconds(300)) {
+                try await stage(on: b).0 == "completed"
+            }
+            let audit = try await b.send("GET", "/v1/audit?namespace=rider&source=release-plan&limit=100").json
+            let entries = (audit["entries"]?.arrayValue ?? []).reversed()
+            #expect(entries.map { $0["evidence"]?["stage"]?.int64Value } == [0, 1, 2, 3, 4], "each stage left once: \(entries.map { $0.serializedString() })")
+            let versions = entries.compactMap { $0["version"]?.int64Value }
+            #expect(versions == Array((versions.first ?? 0)..<((versions.first ?? 0) + Int64(versions.count))), "one version after the other: \(versions)")
         }
     }
 

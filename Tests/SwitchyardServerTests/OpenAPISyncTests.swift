@@ -72,10 +72,13 @@ struct OpenAPISyncTests {
                                         body: #"{"scope": {"cities": ["paris"]}, "reason": "schema test"}"#)
         let unchanged = try await app.send(.post, "\(ns)/flags/plugin_switch_map_traffic/disable", token: "editor",
                                            body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
+        let released = try await app.send(.post, "\(ns)/flags/plugin_switch_feed_promos/release/start", token: "editor",
+                                          body: #"{"plan": {"stages": [{"cities": ["lagos"], "rollout": 100}, {"rollout": 10000}], "soak": "1h"}}"#)
         let answers: [(schema: String, response: TestResponse)] = [
             ("Namespace", try await app.send(.get, ns, token: "editor")),
             ("Flag", try await app.send(.get, "\(ns)/flags/plugin_switch_map_traffic", token: "editor")),
-            ("Committed", disabled), ("Committed", killed), ("Committed", unchanged),
+            ("Committed", disabled), ("Committed", killed), ("Committed", unchanged), ("Committed", released),
+            ("ReleaseStatus", try await app.send(.get, "\(ns)/flags/plugin_switch_feed_promos/release", token: "editor")),
         ]
         let killSwitches = try await app.send(.get, "\(ns)/kill-switches", token: "editor")
         let created = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "schema-app", "role": "client", "namespaces": ["rider"]}"#)
@@ -86,6 +89,7 @@ struct OpenAPISyncTests {
             ("AuditEntry", try await app.send(.get, "/v1/audit?namespace=rider", token: "admin").json["entries"]?.arrayValue ?? []),
             ("Token", (try await app.send(.get, "/v1/tokens", token: "admin").json["tokens"]?.arrayValue ?? []) + [created.json]),
             ("Namespace", try await app.send(.get, "/v1/namespaces", token: "admin").json["namespaces"]?.arrayValue ?? []),
+            ("ReleaseStatus", try await app.send(.get, "\(ns)/releases", token: "editor").json["releases"]?.arrayValue ?? []),
         ]
         for answer in answers { #expect(answer.response.status.code < 300, "\(answer.schema): \(answer.response.text)") }
         try await Self.expectSchemasMatch(answers.map { ($0.schema, $0.response.json) }

@@ -90,17 +90,17 @@ extension FlagSet {
     ///
     /// - Parameters:
     ///   - unit: how rollouts (and other percentages) are written.
-    ///   - includingCrashGuard: whether crash guard policies are written; snapshots leave them out (clients do
-    ///     not need them, and a client that does not know a field refuses the snapshot).
-    public func tree(unit: RolloutUnit, includingCrashGuard: Bool = true) -> JSONObject {
+    ///   - includingServerPolicies: whether crash guard policies and release plans are written; snapshots leave them
+    ///     out (clients do not need them, and a client that does not know a field refuses the snapshot).
+    public func tree(unit: RolloutUnit, includingServerPolicies: Bool = true) -> JSONObject {
         var root = JSONObject()
         root["namespace"] = .string(namespace)
         if let description { root["description"] = .string(description) }
-        if includingCrashGuard, let crashGuard { root["crash_guard"] = .object(crashGuard.tree(unit: unit)) }
+        if includingServerPolicies, let crashGuard { root["crash_guard"] = .object(crashGuard.tree(unit: unit)) }
         if !pluginPoints.isEmpty { root["plugin_points"] = .array(pluginPoints.map { .object($0.tree) }) }
         // Built in one pass: setting members one by one looks each key up, quadratic for thousands of flags.
         root["kill_switches"] = .object(JSONObject(killSwitches.map { ($0.key, .object($0.tree)) }))
-        root["flags"] = .object(JSONObject(flags.map { ($0.key, .object($0.tree(unit: unit, includingCrashGuard: includingCrashGuard))) }))
+        root["flags"] = .object(JSONObject(flags.map { ($0.key, .object($0.tree(unit: unit, includingServerPolicies: includingServerPolicies))) }))
         return root
     }
 }
@@ -288,14 +288,14 @@ extension FlagDefinition {
 
     /// The flag as a JSON object (without its key, which is the member name).
     ///
-    /// - Parameter includingCrashGuard: whether a plugin switch's crash guard policy is written (not in snapshots).
-    public func tree(unit: RolloutUnit, includingCrashGuard: Bool = true) -> JSONObject {
+    /// - Parameter includingServerPolicies: whether a plugin switch's crash guard policy and release plan are written (not in snapshots).
+    public func tree(unit: RolloutUnit, includingServerPolicies: Bool = true) -> JSONObject {
         var object = JSONObject()
         object["type"] = .string(typeName)
         if let description { object["description"] = .string(description) }
         if let owner { object["owner"] = .string(owner) }
         switch kind {
-        case .pluginSwitch(let gate): gate.write(into: &object, unit: unit, includingCrashGuard: includingCrashGuard)
+        case .pluginSwitch(let gate): gate.write(into: &object, unit: unit, includingServerPolicies: includingServerPolicies)
         case .experiment(let experiment): experiment.write(into: &object)
         }
         return object
@@ -337,10 +337,13 @@ extension PluginSwitchDefinition {
             gate.crashGuard = CrashGuardPolicy.read(value, at: object.path / "crash_guard", unit: unit, reader: reader,
                                                     namespaceLevel: false)
         }
+        if let value = object.value("release") {
+            gate.release = ReleasePlan.read(value, at: object.path / "release", unit: unit, reader: reader)
+        }
         return gate
     }
 
-    func write(into object: inout JSONObject, unit: RolloutUnit, includingCrashGuard: Bool = true) {
+    func write(into object: inout JSONObject, unit: RolloutUnit, includingServerPolicies: Bool = true) {
         if disabled { object["disabled"] = .bool(true) }
         if !disabledScopes.isEmpty { object["disabled_scopes"] = .array(disabledScopes.map { .object($0.tree) }) }
         if !rules.isEmpty {
@@ -353,7 +356,8 @@ extension PluginSwitchDefinition {
             })
         }
         object["rollout"] = rollout.jsonValue(unit: unit)
-        if includingCrashGuard, let crashGuard { object["crash_guard"] = .object(crashGuard.tree(unit: unit)) }
+        if includingServerPolicies, let crashGuard { object["crash_guard"] = .object(crashGuard.tree(unit: unit)) }
+        if includingServerPolicies, let release { object["release"] = .object(release.tree(unit: unit)) }
     }
 }
 

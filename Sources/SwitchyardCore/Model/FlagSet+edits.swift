@@ -225,6 +225,8 @@ public struct FlagEditError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The edit does not apply as asked (an experiment where a plugin switch is needed, a rule or a scoped
         /// entry that is not there, a definition that is not valid).
         case invalid
+        /// The edit does not apply to the object's current state (a release plan that is not running paused).
+        case conflict
     }
 
     public var kind: Kind

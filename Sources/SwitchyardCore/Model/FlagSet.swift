@@ -327,14 +327,18 @@ public struct PluginSwitchDefinition: Sendable, Hashable {
     public var rollout: Rollout
     /// The crash guard's policy for this switch, over the namespace's (fields left out come from there).
     public var crashGuard: CrashGuardPolicy?
+    /// How flagsd rolls the switch out, stage by stage, with its progress (``ReleasePlan``); while it runs, it sets
+    /// `rules` and `rollout`.
+    public var release: ReleasePlan?
 
     public init(disabled: Bool = false, disabledScopes: [Scope] = [], rules: [SwitchRule] = [], rollout: Rollout = .off,
-                crashGuard: CrashGuardPolicy? = nil) {
+                crashGuard: CrashGuardPolicy? = nil, release: ReleasePlan? = nil) {
         self.disabled = disabled
         self.disabledScopes = disabledScopes
         self.rules = rules
         self.rollout = rollout
         self.crashGuard = crashGuard
+        self.release = release
     }
 
     /// Whether the switch is off for every unit of a scope: disabled everywhere, or by a scoped disable that

@@ -78,6 +78,6 @@ package struct EncodedFlags: Sendable {
 
     /// `"<key>":<flag>` in canonical form, as in a snapshot (no crash guard policy).
     static func member(_ flag: FlagDefinition) -> [UInt8] {
-        SnapshotDigest.member(flag.key, .object(flag.tree(unit: .basisPoints, includingCrashGuard: false)))
+        SnapshotDigest.member(flag.key, .object(flag.tree(unit: .basisPoints, includingServerPolicies: false)))
     }
 }

@@ -25,7 +25,7 @@ extension SnapshotDelta {
         tree["epoch"] = .string(epoch)
         if !upsertedFlags.isEmpty {
             tree["flags"] = .object(JSONObject(upsertedFlags.map {
-                ($0.key, .object($0.tree(unit: .basisPoints, includingCrashGuard: false)))
+                ($0.key, .object($0.tree(unit: .basisPoints, includingServerPolicies: false)))
             }))
         }
         tree["format"] = .int64(Self.format)

@@ -66,7 +66,7 @@ public struct SnapshotDigest: Sendable, Hashable {
 
     /// SHA-256 of `"<key>":<flag>` in canonical form, as the flag appears in a snapshot.
     static func leaf(_ flag: FlagDefinition) -> [UInt8] {
-        SHA256.digest(member(flag.key, .object(flag.tree(unit: .basisPoints, includingCrashGuard: false))))
+        SHA256.digest(member(flag.key, .object(flag.tree(unit: .basisPoints, includingServerPolicies: false))))
     }
 
     /// SHA-256 of `"<key>":<kill switch>` in canonical form.

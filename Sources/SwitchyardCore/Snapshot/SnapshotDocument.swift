@@ -47,8 +47,8 @@ public enum SnapshotDocument {
 
     /// The canonical form of a snapshot's document without its `checksum` member.
     static func body(of snapshot: Snapshot) -> [UInt8] {
-        // Crash guard policies are flagsd's own business: clients neither need nor know them.
-        var tree = snapshot.flagSet.tree(unit: .basisPoints, includingCrashGuard: false)
+        // Crash guard policies and release plans are flagsd's own business: clients neither need nor know them.
+        var tree = snapshot.flagSet.tree(unit: .basisPoints, includingServerPolicies: false)
         tree["format"] = .int64(format)
         tree["epoch"] = .string(snapshot.epoch)
         tree["version"] = .int64(snapshot.version)

@@ -113,6 +113,7 @@ package struct APIError: Error, Sendable {
         switch error.kind {
         case .notFound: self = .notFound(error.message)
         case .invalid: self = .invalid(error.message, problems: error.problems)
+        case .conflict: self = .conflict(error.message)
         }
     }
 

@@ -82,7 +82,9 @@ extension API {
         try problems.check()
         guard let definition else { throw APIError.badRequest("flag is required", path: "flag") }
         let change = try changeRequest(request, token: token, reason: reason, summary: "update flag \(key)")
-        let result = try await service.change(namespace, change) { try $0.replacingFlag(key, with: definition) }
+        let result = try await service.change(namespace, change) { current in
+            try current.replacingFlag(key, with: definition).keepingReleaseProgress(of: current)
+        }
         return committedResponse(result, [("flag", flagView(result, key))])
     }
 

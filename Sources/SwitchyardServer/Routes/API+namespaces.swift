@@ -115,6 +115,8 @@ extension API {
     }
 
     /// `PUT /v1/namespaces/{namespace}/flag-set`: `{"flag_set", "reason"?}` replaces every definition in one change.
+    /// A release plan declared as it is now (without its state, as in a flag file) keeps its progress and the
+    /// targeting it set.
     func putFlagSet(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, token, input, problems) = try await writeInput(request, context)
         var body = input
@@ -124,7 +126,7 @@ extension API {
         try problems.check()
         let flagSet = try readFlagSet(tree!, namespace: namespace, at: "flag_set")
         let change = try changeRequest(request, token: token, reason: reason)
-        let result = try await service.change(namespace, change) { _ in flagSet }
+        let result = try await service.change(namespace, change) { current in flagSet.keepingReleaseProgress(of: current) }
         return committedResponse(result)
     }
 

@@ -9,10 +9,13 @@ struct API: Sendable {
     let service: FlagService
     /// The crash guard, for its status and trips (nil in an API that serves no guard route).
     let guardService: CrashGuard?
+    /// The release plans' runner, for their status (nil in an API that serves no release route).
+    let releasePlans: ReleasePlanRunner?
 
-    init(service: FlagService, crashGuard: CrashGuard? = nil) {
+    init(service: FlagService, crashGuard: CrashGuard? = nil, releasePlans: ReleasePlanRunner? = nil) {
         self.service = service
         self.guardService = crashGuard
+        self.releasePlans = releasePlans
     }
 
     var auth: Authenticator { service.auth }

@@ -3,7 +3,7 @@ public import SwitchyardCore
 
 /// Who made a change, through what, and why.
 public struct ChangeAuthor: Sendable, Hashable {
-    /// The token's name (or `flagsd`, `crash-guard` for the service's own changes).
+    /// The token's name (or `flagsd`, `crash-guard`, `release-plan` for the service's own changes).
     public var actor: String
     public var source: ChangeSource
     /// Why; required by the namespace's reason policy for some changes.
@@ -29,11 +29,13 @@ public struct ChangeSource: RawRepresentable, Sendable, Hashable, CustomStringCo
     public static let console = ChangeSource(rawValue: "console")
     public static let apply = ChangeSource(rawValue: "apply")
     public static let crashGuard = ChangeSource(rawValue: "crash-guard")
+    /// flagsd's runner of release plans, stepping a plan on evidence.
+    public static let releasePlan = ChangeSource(rawValue: "release-plan")
 
-    /// The sources a request may name; `crash-guard` is the service's own.
+    /// The sources a request may name; `crash-guard` and `release-plan` are the service's own.
     public static let requestable: [ChangeSource] = [.api, .cli, .console, .apply]
     /// Every source an audit entry may carry.
-    public static let all: [ChangeSource] = [.api, .cli, .console, .apply, .crashGuard]
+    public static let all: [ChangeSource] = [.api, .cli, .console, .apply, .crashGuard, .releasePlan]
 
     public var description: String { rawValue }
 }

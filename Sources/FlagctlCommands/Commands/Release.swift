@@ -1,0 +1,396 @@
+import Foundation
+public import ArgumentParser
+import SwitchyardCore
+import SwitchyardWire
+
+/// `flagctl release start|status|pause|resume|advance|abort KEY`: release plans, run by flagsd on evidence.
+public struct Release: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        abstract: "Roll a plugin switch out stage by stage (city by city, percent by percent), advanced and rolled back by flagsd on evidence.",
+        discussion: """
+            A release plan lists stages, each cities and/or cohorts (or everyone) at a rollout, with a soak time and \
+            a minimum of sessions. flagsd advances a stage once both are met and the switch's sessions are shown \
+            not to crash more than the sessions without it beyond the plan's margin; it waits while the data is \
+            not enough, and rolls back when the switch is shown worse. Every step is an audited change by \
+            release-plan with its evidence. A person's change to the switch pauses the plan; a crash guard trip \
+            aborts it. Declare plans in the flag file (release: under the switch) or pass --stage to 'start'. \
+            See docs/release-plans.md.
+
+            Examples:
+
+              flagctl release start plugin_switch_feed_promos --stage city=lagos,rollout=1 \\
+                  --stage city=lagos,rollout=100 --stage city=nairobi,rollout=100 --stage rollout=100 --yes
+              flagctl release status
+              flagctl release status plugin_switch_feed_promos
+              flagctl release pause plugin_switch_feed_promos --reason "payments incident"
+              flagctl release resume plugin_switch_feed_promos --yes
+              flagctl release advance plugin_switch_feed_promos --yes --reason "QA signed off"
+              flagctl release abort plugin_switch_feed_promos --yes
+            """,
+        subcommands: [ReleaseStart.self, ReleaseStatus.self, ReleaseStep.Pause.self, ReleaseStep.Resume.self,
+                      ReleaseStep.Advance.self, ReleaseStep.Abort.self]
+    )
+
+    public init() {}
+
+    /// Sends one release action through the change flow (If-Match, reason policy, confirmation) and prints the
+    /// plan after it.
+    static func act(_ action: String, key: String, body: JSONObject = JSONObject(), question: ((ReleasePlan?) -> String)?,
+                    change: ChangeOptions, server: ServerOptions, output: OutputOptions, console: Console) async throws {
+        let settings = try server.settings(console)
+        var flow = ChangeFlow(client: APIClient(settings: settings), console: console, namespace: try settings.requireNamespace(), options: change)
+        flow.confirms = question != nil
+        let outcome = try await flow.run { view in
+            let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "a release plan")
+            try Self.check(action, key: key, plan: gate.release, starting: !body.isEmpty)
+            var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "release", action),
+                                        body: body, objects: [.flag(key)], action: "\(action) the release plan of \(key)")
+            planned.question = question.map { $0(gate.release) }
+            if let plan = gate.release, action == "start" || body.isEmpty { planned.preview = Self.planLines(plan) }
+            return planned
+        }
+        if let rendered = output.render(outcome.response) {
+            console.write(rendered)
+            return
+        }
+        let release = try outcome.response["release"].map { tree throws(WireError) in try ReleaseStatusBody(json: tree) }
+        var lines = [outcome.summaryLine(done: "\(key): release plan \(Self.pastTense(action))", unchanged: "\(key): nothing to do")]
+        if let release { lines += Self.statusLines(release, timeline: false) }
+        console.write(lines.joined(separator: "\n") + "\n")
+    }
+
+    /// Refuses an action the plan's state does not allow, before asking anything (flagsd refuses it too).
+    static func check(_ action: String, key: String, plan: ReleasePlan?, starting withPlan: Bool) throws(CommandFailure) {
+        let status = plan?.state?.status
+        guard action != "start" else {
+            if plan == nil, !withPlan {
+                throw CommandFailure("\(key) has no release plan; pass its stages (--stage city=lagos,rollout=1 …) or declare release: under it in the flag file")
+            }
+            if let status, plan?.state?.isActive == true {
+                throw CommandFailure("the release plan of \(key) is \(status.rawValue); resume, advance or abort it ('flagctl release status \(key)')")
+            }
+            return
+        }
+        guard plan != nil else {
+            throw CommandFailure.notFound("\(key) has no release plan ('flagctl release start \(key) --stage …' starts one)")
+        }
+        let allowed: [ReleaseState.Status] = switch action {
+        case "pause": [.running]
+        case "resume": [.paused, .rolledBack]
+        default: [.running, .paused, .rolledBack]
+        }
+        guard let status, allowed.contains(status) else {
+            let names = allowed.map(\.rawValue).joined(separator: " or ")
+            throw CommandFailure("the release plan of \(key) is \(status?.rawValue ?? "not started"); only a \(names) plan can \(action) ('flagctl release status \(key)')")
+        }
+    }
+
+    static func pastTense(_ action: String) -> String {
+        switch action {
+        case "start": "started"
+        case "pause": "paused"
+        case "resume": "resumed"
+        case "advance": "advanced"
+        default: "aborted"
+        }
+    }
+
+    /// `1) cities lagos at 1%  2) …`, one line per stage with its soak and minimum when set, `→` marking the current.
+    static func planLines(_ plan: ReleasePlan) -> [String] {
+        plan.stages.enumerated().map { index, stage in
+            var line = "\(plan.state?.stage == index ? "→" : " ") \(index + 1)) \(stage)"
+            var extra: [String] = []
+            if let soak = stage.soak ?? plan.soak { extra.append("soak \(GuardDurationText.text(soak))") }
+            if let minimum = stage.minimumSessions ?? plan.minimumSessions { extra.append("≥ \(minimum) sessions") }
+            if !extra.isEmpty { line += " (\(extra.joined(separator: ", ")))" }
+            return line
+        }
+    }
+
+    /// `running, stage 2 of 5 (cities lagos at 100%) for 12m`.
+    static func stateText(_ body: ReleaseStatusBody) -> String {
+        guard let state = body.plan.state else { return "not started" }
+        var text = state.status.rawValue.replacingOccurrences(of: "_", with: " ")
+        if let stage = state.stage { text += ", stage \(stage + 1) of \(body.plan.stages.count) (\(body.plan.stages[stage]))" } else { text += ", off" }
+        if let seconds = body.secondsInState { text += " for \(durationText(seconds))" }
+        return text
+    }
+
+    /// `45s`, `12m`, `3h 5m`, `2d 4h`.
+    static func durationText(_ seconds: Int64) -> String {
+        let s = max(0, seconds)
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m" }
+        if s < 86_400 { return s % 3600 / 60 == 0 ? "\(s / 3600)h" : "\(s / 3600)h \(s % 3600 / 60)m" }
+        return s % 86_400 / 3600 == 0 ? "\(s / 86_400)d" : "\(s / 86_400)d \(s % 86_400 / 3600)h"
+    }
+
+    static func rateText(_ side: ReleaseStatusBody.Side) -> String {
+        "\(side.sessions) sessions, \(side.crashes) crashed (\(side.crashRate.map { Self.percent($0) } ?? "-"))"
+    }
+
+    static func percent(_ fraction: Double) -> String {
+        let value = fraction * 100
+        return String(format: value >= 1 ? "%.2f%%" : "%.3f%%", value)
+    }
+
+    /// The status of one plan, as lines.
+    static func statusLines(_ body: ReleaseStatusBody, timeline: Bool) -> [String] {
+        var lines = ["\(body.key): \(stateText(body))"]
+        if let note = body.plan.state?.note { lines.append("  \(note)") }
+        lines += planLines(body.plan).map { "  " + $0 }
+        if let assessment = body.assessment {
+            lines.append("  since \(assessment.from) (\(assessment.dimensions.joined(separator: ", "))):")
+            lines.append("    with the switch:    \(rateText(assessment.with))")
+            lines.append("    without the switch: \(rateText(assessment.without))")
+        }
+        lines.append("  next: \(body.next)")
+        if timeline, !body.timeline.isEmpty {
+            lines.append("  timeline (newest first):")
+            for event in body.timeline {
+                let reason = event.reason.map { " (\($0))" } ?? ""
+                lines.append("    \(event.time)  \(event.actor)  \(event.summary)\(reason)")
+                if let note = event.state?.note, note != event.reason { lines.append("      \(note)") }
+            }
+        }
+        return lines
+    }
+}
+
+/// `flagctl release start KEY [--stage …]…`
+public struct ReleaseStart: FlagctlCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "start",
+        abstract: "Start a switch's release plan at its first stage: the declared one, or the stages you pass.",
+        discussion: """
+            The plan then owns the switch's targeting: the first stage's rules and rollout replace the switch's. \
+            Each --stage is comma-separated settings: city=C (several: city=lagos+nairobi), cohort=K, rollout=PERCENT \
+            (required), soak=DURATION, min-sessions=N. A stage without city or cohort is for everyone. Later stages \
+            keep the earlier stages' cities at their rollouts.
+
+            Examples:
+
+              flagctl release start plugin_switch_feed_promos --yes
+              flagctl release start plugin_switch_feed_promos --stage city=lagos,rollout=1,soak=1h \\
+                  --stage city=lagos,rollout=100 --stage city=nairobi,rollout=100 --stage rollout=10 \\
+                  --stage rollout=100 --min-sessions 2000 --margin 0.25 --yes
+
+            Exit status: 0 ok, 1 failure (a plan running already), 3 changed since you read it, 4 no such flag, \
+            5 token refused, 64 usage (a bad stage).
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The plugin switch, e.g. plugin_switch_feed_promos.", valueName: "key"))
+    public var key: String
+    @Option(name: .customLong("stage"), help: ArgumentHelp("A stage: city=C,cohort=K,rollout=PERCENT,soak=D,min-sessions=N (repeat, in order).", valueName: "settings"))
+    public var stages: [String] = []
+    @Option(help: ArgumentHelp("The least time in each stage (90s, 30m, 2h, 1d).", valueName: "duration"))
+    public var soak: String?
+    @Option(help: ArgumentHelp("The fewest sessions with the switch in a stage's scope before it may advance.", valueName: "n"))
+    public var minSessions: Int?
+    @Option(help: ArgumentHelp("Crash-rate points the switch may add over sessions without it and still advance (e.g. 0.25).", valueName: "points"))
+    public var margin: String?
+    @Option(help: ArgumentHelp("The tests' one-sided confidence in percent (e.g. 95).", valueName: "percent"))
+    public var confidence: String?
+    @Option(help: ArgumentHelp("On a bad signal: previous (back one stage) or off.", valueName: "action"))
+    public var onBadSignal: String?
+    @OptionGroup public var change: ChangeOptions
+    @OptionGroup public var server: ServerOptions
+    @OptionGroup public var outputOptions: OutputOptions
+
+    public init() {}
+
+    public func validate() throws {
+        _ = try planTree()
+    }
+
+    /// The plan the options describe, as the API reads it; nil without `--stage` (the declared plan).
+    func planTree() throws -> JSONObject? {
+        guard !stages.isEmpty else {
+            if soak != nil || minSessions != nil || margin != nil || confidence != nil || onBadSignal != nil {
+                throw ValidationError("--soak, --min-sessions, --margin, --confidence and --on-bad-signal describe a new plan; pass its stages with --stage (without --stage the declared plan starts as declared).")
+            }
+            return nil
+        }
+        var plan = JSONObject()
+        var stageTrees: [JSONValue] = []
+        for (index, text) in stages.enumerated() {
+            var stage = JSONObject()
+            for setting in text.split(separator: ",", omittingEmptySubsequences: true) {
+                let parts = setting.split(separator: "=", maxSplits: 1).map { String($0).trimmingCharacters(in: .whitespaces) }
+                guard parts.count == 2, !parts[1].isEmpty else {
+                    throw ValidationError("--stage \(index + 1) '\(text)': '\(setting)' is not name=value (city, cohort, rollout, soak, min-sessions).")
+                }
+                switch parts[0] {
+                case "city", "cities": stage["cities"] = .array(parts[1].split(separator: "+").map { .string(String($0)) })
+                case "cohort", "cohorts": stage["cohorts"] = .array(parts[1].split(separator: "+").map { .string(String($0)) })
+                case "rollout": stage["rollout"] = .int(Int(try Self.percent(parts[1], what: "--stage \(index + 1) rollout").basisPoints))
+                case "soak": stage["soak"] = .string(parts[1])
+                case "min-sessions", "min_sessions":
+                    guard let minimum = Int(parts[1]), minimum > 0 else { throw ValidationError("--stage \(index + 1) min-sessions '\(parts[1])' is not a whole number above 0.") }
+                    stage["min_sessions"] = .int(minimum)
+                default:
+                    throw ValidationError("--stage \(index + 1) '\(text)': '\(parts[0])' is not a stage setting (city, cohort, rollout, soak, min-sessions).")
+                }
+            }
+            guard stage["rollout"] != nil else { throw ValidationError("--stage \(index + 1) '\(text)' has no rollout=PERCENT.") }
+            stageTrees.append(.object(stage))
+        }
+        plan["stages"] = .array(stageTrees)
+        if let soak { plan["soak"] = .string(soak) }
+        if let minSessions { plan["min_sessions"] = .int(minSessions) }
+        if let margin { plan["margin"] = .int(Int(try Self.percent(margin, what: "--margin").basisPoints)) }
+        if let confidence { plan["confidence"] = .int(Int(try Self.percent(confidence, what: "--confidence").basisPoints)) }
+        if let onBadSignal { plan["on_bad_signal"] = .string(onBadSignal) }
+        do {
+            _ = try ReleasePlan(tree: .object(plan), unit: .basisPoints)
+        } catch {
+            throw ValidationError("the plan is not valid: \(error.problems.map(\.description).joined(separator: "; ")).")
+        }
+        return plan
+    }
+
+    static func percent(_ text: String, what: String) throws -> Rollout {
+        var trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasSuffix("%") { trimmed.removeLast() }
+        switch Rollout.parsePercent(trimmed) {
+        case .success(let rollout): return rollout
+        case .failure(let error): throw ValidationError("\(what) \(error).")
+        }
+    }
+
+    public func run(console: Console) async throws {
+        var body = JSONObject()
+        let tree = try planTree()
+        if let tree { body["plan"] = .object(tree) }
+        let key = self.key
+        try await Release.act("start", key: key, body: body, question: { declared in
+            let plan = tree.flatMap { try? ReleasePlan(tree: .object($0), unit: .basisPoints) } ?? declared
+            let first = plan?.stages.first.map { " at \($0)" } ?? ""
+            return "Start the release plan of \(key)\(first)? Its rules and rollout are replaced by the plan's"
+        }, change: change, server: server, output: outputOptions, console: console)
+    }
+}
+
+/// `flagctl release status [KEY]`
+public struct ReleaseStatus: FlagctlCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show release plans: stage, time in it, sessions and crash rates with and without the switch, and what the next decision waits for.",
+        discussion: """
+            Without KEY, every plan of the namespace; with KEY, one plan with its timeline (every step, by whom, why).
+
+            Examples:
+
+              flagctl release status
+              flagctl release status plugin_switch_feed_promos -o json
+
+            Exit status: 0 ok, 1 failure, 4 no such flag or no plan, 5 token refused.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The plugin switch; all plans when left out.", valueName: "key"))
+    public var key: String?
+    @OptionGroup public var server: ServerOptions
+    @OptionGroup public var outputOptions: OutputOptions
+
+    public init() {}
+
+    public func run(console: Console) async throws {
+        let settings = try server.settings(console)
+        let namespace = try settings.requireNamespace()
+        let client = APIClient(settings: settings)
+        let tree: JSONValue
+        if let key {
+            tree = try await client.get(APIClient.path("v1", "namespaces", namespace, "flags", key, "release"))
+        } else {
+            tree = try await client.get(APIClient.path("v1", "namespaces", namespace, "releases"))
+        }
+        if let rendered = outputOptions.render(tree) {
+            console.write(rendered)
+            return
+        }
+        if key != nil {
+            console.write(Release.statusLines(try ReleaseStatusBody(json: tree), timeline: true).joined(separator: "\n") + "\n")
+            return
+        }
+        let bodies = try (tree["releases"]?.arrayValue ?? []).map { item throws(WireError) in try ReleaseStatusBody(json: item) }
+        guard !bodies.isEmpty else {
+            console.write("namespace \(namespace) has no release plans (declare release: under a switch in its flag file, or 'flagctl release start KEY --stage …')\n")
+            return
+        }
+        console.write(bodies.flatMap { Release.statusLines($0, timeline: false) }.joined(separator: "\n") + "\n")
+    }
+}
+
+/// `flagctl release pause|resume|advance|abort KEY`
+public enum ReleaseStep {
+    public struct Pause: FlagctlCommand {
+        public static let configuration = CommandConfiguration(
+            commandName: "pause",
+            abstract: "Stop a running plan where it is; the switch keeps its targeting until you resume or abort.",
+            discussion: "Example: flagctl release pause plugin_switch_feed_promos --reason \"payments incident\"\n\nExit status: 0 ok, 1 failure (a plan that is not running), 3 changed since you read it, 4 no such flag or plan, 5 token refused.")
+        @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
+        @OptionGroup public var change: ChangeOptions
+        @OptionGroup public var server: ServerOptions
+        @OptionGroup public var outputOptions: OutputOptions
+        public init() {}
+        public func run(console: Console) async throws {
+            try await Release.act("pause", key: key, question: nil, change: change, server: server, output: outputOptions, console: console)
+        }
+    }
+
+    public struct Resume: FlagctlCommand {
+        public static let configuration = CommandConfiguration(
+            commandName: "resume",
+            abstract: "Run a paused or rolled-back plan again from its stage: the stage's targeting is put back and its evidence counted anew.",
+            discussion: "Example: flagctl release resume plugin_switch_feed_promos --yes\n\nExit status: 0 ok, 1 failure (a plan that is running, completed or aborted), 3 changed since you read it, 4 no such flag or plan, 5 token refused.")
+        @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
+        @OptionGroup public var change: ChangeOptions
+        @OptionGroup public var server: ServerOptions
+        @OptionGroup public var outputOptions: OutputOptions
+        public init() {}
+        public func run(console: Console) async throws {
+            let key = self.key
+            try await Release.act("resume", key: key, question: { _ in "Resume the release plan of \(key)? The stage's rules and rollout are put back" },
+                                  change: change, server: server, output: outputOptions, console: console)
+        }
+    }
+
+    public struct Advance: FlagctlCommand {
+        public static let configuration = CommandConfiguration(
+            commandName: "advance",
+            abstract: "Move a plan to its next stage now, whatever its evidence says (your decision, audited).",
+            discussion: "Example: flagctl release advance plugin_switch_feed_promos --yes --reason \"QA signed off\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), 3 changed since you read it, 4 no such flag or plan, 5 token refused.")
+        @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
+        @OptionGroup public var change: ChangeOptions
+        @OptionGroup public var server: ServerOptions
+        @OptionGroup public var outputOptions: OutputOptions
+        public init() {}
+        public func run(console: Console) async throws {
+            let key = self.key
+            try await Release.act("advance", key: key, question: { plan in
+                let next = (plan?.state?.stage).map { $0 + 1 } ?? 0
+                guard let plan, next < plan.stages.count else { return "Complete the release plan of \(key)?" }
+                return "Advance \(key) to stage \(next + 1) of \(plan.stages.count) (\(plan.stages[next])) now?"
+            }, change: change, server: server, output: outputOptions, console: console)
+        }
+    }
+
+    public struct Abort: FlagctlCommand {
+        public static let configuration = CommandConfiguration(
+            commandName: "abort",
+            abstract: "Stop a plan for good; the switch keeps its targeting ('flagctl disable' or 'flagctl rollout' to change it).",
+            discussion: "Example: flagctl release abort plugin_switch_feed_promos --yes --reason \"replaced by v2\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), 3 changed since you read it, 4 no such flag or plan, 5 token refused.")
+        @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
+        @OptionGroup public var change: ChangeOptions
+        @OptionGroup public var server: ServerOptions
+        @OptionGroup public var outputOptions: OutputOptions
+        public init() {}
+        public func run(console: Console) async throws {
+            let key = self.key
+            try await Release.act("abort", key: key, question: { _ in "Abort the release plan of \(key)? The switch stays as it is" },
+                                  change: change, server: server, output: outputOptions, console: console)
+        }
+    }
+}

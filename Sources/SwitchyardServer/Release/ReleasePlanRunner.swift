@@ -1,0 +1,247 @@
+package import Foundation
+import Logging
+import Metrics
+import ServiceLifecycle
+package import SwitchyardCore
+package import SwitchyardGuard
+package import SwitchyardStorage
+
+/// Runs release plans inside flagsd: every `interval` it looks at each running plan, reads the sessions of the
+/// current stage's scope since the stage began (with the switch active and without it, the counters the crash
+/// guard reads), and advances the plan, rolls it back, or waits (``ReleaseCheck``; docs/release-statistics.md).
+///
+/// Each step is an ordinary change through ``FlagService`` by actor `release-plan` (source `release-plan`), with
+/// the check as its evidence: a new version, the audit entry, clients woken. It commits only on the namespace
+/// version it was decided on, so flagsd processes sharing a PostgreSQL store never take the same step twice: the
+/// second finds the version moved on, decides again on the new state (the stage just began: it waits), and a
+/// step is never half taken (the plan's state and the switch's targeting change in one transaction). A plan's
+/// progress lives in the flag set, so a restart resumes where the store says.
+package final class ReleasePlanRunner: Service, Sendable {
+    package struct Options: Sendable {
+        /// How often every running plan is looked at.
+        package var interval: Duration = .seconds(30)
+        /// Where steps are announced (`POST` of JSON); nil: nowhere.
+        package var webhookURL: URL?
+        /// Wall-clock time, for soaks and the evidence's span.
+        package var now: @Sendable () -> Date = { Date() }
+
+        package init(interval: Duration = .seconds(30), webhookURL: URL? = nil) {
+            self.interval = interval
+            self.webhookURL = webhookURL
+        }
+    }
+
+    /// The actor of the runner's changes.
+    package static let actor = "release-plan"
+
+    let service: FlagService
+    let options: Options
+    let webhook: GuardWebhook?
+
+    package init(service: FlagService, options: Options = Options()) {
+        self.service = service
+        self.options = options
+        webhook = options.webhookURL.map { GuardWebhook(url: $0, metricsFactory: service.metricsFactory, logger: service.logger) }
+    }
+
+    package func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    while !Task.isCancelled {
+                        await self.runOnce()
+                        do { try await Task.sleep(for: self.options.interval) } catch { return }
+                    }
+                }
+                if let webhook = self.webhook { group.addTask { await webhook.run() } }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// What one look at a plan did.
+    package struct Step: Sendable, Hashable {
+        package var namespace: String
+        package var key: String
+        /// `advanced`, `completed`, `rolled_back`, or `held` (nothing committed).
+        package var action: String
+        /// The change committed; nil when held or when another process took the step.
+        package var version: Int64?
+    }
+
+    /// Looks at every running plan once and takes the steps due (the service's loop calls it; tests too).
+    @discardableResult
+    package func runOnce() async -> [Step] {
+        var steps: [Step] = []
+        do {
+            for record in try await service.store.namespaces() {
+                guard let state = try await service.store.namespace(record.name) else { continue }
+                for flag in state.flagSet.flags {
+                    guard let plan = flag.pluginSwitch?.release else { continue }
+                    recordGauges(plan, of: flag.key, in: record.name)
+                    guard plan.isRunning else { continue }
+                    if let step = await consider(record.name, flag.key) { steps.append(step) }
+                }
+            }
+        } catch {
+            logger.error("release plans: could not read the namespaces; trying again in \(options.interval)", metadata: ["error": "\(error)"])
+        }
+        return steps
+    }
+
+    var logger: Logger { service.logger }
+
+    /// Decides on one plan from the store's latest state, and commits the step on that version.
+    func consider(_ namespace: String, _ key: String, attempt: Int = 1) async -> Step? {
+        do {
+            guard let state = try await service.store.namespace(namespace),
+                  let gate = state.flagSet.flag(key)?.pluginSwitch, let plan = gate.release, plan.isRunning,
+                  let assessment = try await assess(key, plan: plan, in: state) else { return nil }
+            let stageText = plan.state?.stage.map { "stage \($0 + 1) of \(plan.stages.count)" } ?? "no stage"
+            let now = Int64(options.now().timeIntervalSince1970)
+            let action: String
+            let summary: String
+            let edit: @Sendable (FlagSet) throws -> FlagSet
+            switch assessment.check.verdict {
+            case .hold:
+                return Step(namespace: namespace, key: key, action: "held")
+            case .advance:
+                let stage = plan.state?.stage ?? 0
+                if stage + 1 >= plan.stages.count {
+                    action = "completed"
+                    summary = "release plan: \(key) completed (\(plan.stages[stage]) passed)"
+                } else {
+                    action = "advanced"
+                    summary = "release plan: \(key) to stage \(stage + 2) of \(plan.stages.count), \(plan.stages[stage + 1])"
+                }
+                let note = "\(stageText) passed: \(assessment.reason)"
+                edit = { try $0.advancingRelease(key, at: now, note: note) }
+            case .rollBack:
+                action = "rolled_back"
+                let stage = plan.state?.stage ?? 0
+                let target = plan.onBadSignal == .off || stage == 0 ? "off" : "stage \(stage) of \(plan.stages.count), \(plan.stages[stage - 1])"
+                summary = "release plan: \(key) rolled back to \(target)"
+                let note = "rolled back from \(stageText): \(assessment.reason); resume or abort it (flagctl release resume|abort \(key))"
+                edit = { try $0.rollingBackRelease(key, at: now, note: note) }
+            }
+            let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .releasePlan, reason: assessment.reason),
+                                        basedOn: state.record.snapshotVersion, summary: summary,
+                                        evidence: .object(assessment.evidence))
+            let result = try await service.change(namespace, request, mutation: edit)
+            guard let record = result.record else { return nil }
+            Counter(label: "switchyard_release_steps_total", dimensions: [("namespace", namespace), ("switch", key), ("action", action)],
+                    factory: service.metricsFactory).increment()
+            logger.notice("release plan stepped", metadata: [
+                "namespace": .string(namespace), "switch": .string(key), "action": .string(action),
+                "version": .stringConvertible(record.version), "summary": .string(summary),
+            ])
+            webhook?.announce(Self.payload(action: action, key: key, record: record))
+            return Step(namespace: namespace, key: key, action: action, version: record.version)
+        } catch let error as StorageError where error.kind == .conflict {
+            // The namespace moved on between the decision and the commit (another process's step, a person's
+            // change): decide again on what it is now.
+            return attempt < 3 ? await consider(namespace, key, attempt: attempt + 1) : nil
+        } catch {
+            Counter(label: "switchyard_release_errors_total", dimensions: [("namespace", namespace)], factory: service.metricsFactory).increment()
+            logger.error("release plans: could not step \(key) in namespace \(namespace); trying again in \(options.interval)",
+                         metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// A running plan's current stage, judged on the store's counts.
+    package struct Assessment: Sendable {
+        package var stage: Int
+        /// The sessions counted: from the start of the minute the stage began.
+        package var from: Date
+        package var until: Date
+        package var criteria: ReleaseCriteria
+        /// Sessions in the stage's scope with the switch active, and without it.
+        package var with: EventTally
+        package var without: EventTally
+        package var check: ReleaseCheck
+        /// The dimensions summed (`all`, or the stage's cities or cohorts).
+        package var dimensions: [EventDimension]
+
+        /// `advance`: why it may; `roll back`: why it must; `hold`: what it waits for.
+        package var reason: String {
+            check.waitingFor.isEmpty ? check.verdict.rawValue : check.waitingFor.joined(separator: "; ")
+        }
+
+        /// The evidence of a step: the check, the stage and the span counted.
+        package var evidence: JSONObject {
+            var object = check.tree
+            object["stage"] = .int(stage)
+            object["from"] = .string(from.iso8601)
+            object["until"] = .string(until.iso8601)
+            object["dimensions"] = .array(dimensions.map { .string($0.description) })
+            return object
+        }
+    }
+
+    /// Judges a running plan's current stage on the store's counts; nil when the plan is not running.
+    package func assess(_ key: String, plan: ReleasePlan, in state: NamespaceState) async throws -> Assessment? {
+        guard let planState = plan.state, planState.status == .running, let stage = planState.stage,
+              plan.stages.indices.contains(stage) else { return nil }
+        let now = options.now()
+        let criteria = Self.criteria(plan, stage: stage)
+        // Counted per minute, from the minute the stage began (its first seconds may hold sessions of the stage
+        // before: at most a minute's worth, against soaks of many minutes).
+        let began = Date(timeIntervalSince1970: TimeInterval(planState.since))
+        let from = Date(milliseconds: EventAggregation.bucketStart(of: began))
+        let counts = try await service.store.eventCounts(EventCountQuery(
+            namespace: state.record.name, from: from, until: now + 86_400, subjects: [.pluginSwitch, .baseline],
+            keys: [key, ""], sources: [.client]))
+        let dimensions = Self.dimensions(of: plan.stages[stage].scope)
+        let tallies = ReleaseCheck.tallies(of: key, in: dimensions, counts: GuardCounts(counts, crashes: []))
+        let elapsed = Duration.seconds(max(0, now.timeIntervalSince(began)))
+        let check = ReleaseCheck(with: tallies.with, without: tallies.without, criteria: criteria, timeInStage: elapsed)
+        return Assessment(stage: stage, from: from, until: now, criteria: criteria, with: tallies.with, without: tallies.without,
+                          check: check, dimensions: dimensions)
+    }
+
+    /// The counters a stage's scope sums: its cities (each session has one), else its cohorts, else `all`.
+    /// A scope naming both is counted by its cities (the counters do not cross cities with cohorts).
+    static func dimensions(of scope: Scope) -> [EventDimension] {
+        if !scope.cities.isEmpty { return scope.cities.map(EventDimension.city) }
+        if !scope.cohorts.isEmpty { return scope.cohorts.map(EventDimension.cohort) }
+        return [.all]
+    }
+
+    /// The plan's settings for a stage over the defaults.
+    static func criteria(_ plan: ReleasePlan, stage: Int) -> ReleaseCriteria {
+        var criteria = ReleaseCriteria.defaults
+        let step = plan.stages[stage]
+        if let minimum = step.minimumSessions ?? plan.minimumSessions { criteria.minimumSessions = Int64(minimum) }
+        if let soak = step.soak ?? plan.soak { criteria.soak = soak }
+        if let margin = plan.margin { criteria.margin = Double(margin.basisPoints) / 10_000 }
+        if let confidence = plan.confidence { criteria.confidence = Double(confidence.basisPoints) / 10_000 }
+        return criteria
+    }
+
+    /// The body announcing a step.
+    static func payload(action: String, key: String, record: ChangeRecord) -> JSONValue {
+        .object(JSONObject([
+            ("event", .string("release_plan.\(action)")), ("namespace", .string(record.namespace)), ("switch", .string(key)),
+            ("version", .int64(record.version)), ("time", .string(record.time.iso8601)), ("actor", .string(record.actor)),
+            ("summary", .string(record.summary)), ("reason", record.reason.map(JSONValue.string) ?? .null),
+            ("evidence", record.evidence ?? .null),
+            ("status", .string("flagctl release status \(key) -n \(record.namespace)")),
+        ]))
+    }
+
+    /// Every step kind a plan may take, counted by the process whose change committed it.
+    static let stepActions = ["advanced", "completed", "rolled_back"]
+
+    /// A plan's gauges: its stage (from 1; 0 when none) and whether it runs; its step counters start at 0.
+    private func recordGauges(_ plan: ReleasePlan, of key: String, in namespace: String) {
+        let factory = service.metricsFactory
+        let dimensions = [("namespace", namespace), ("switch", key)]
+        Gauge(label: "switchyard_release_stage", dimensions: dimensions, factory: factory).record((plan.state?.stage).map { $0 + 1 } ?? 0)
+        Gauge(label: "switchyard_release_running", dimensions: dimensions, factory: factory).record(plan.isRunning ? 1 : 0)
+        for action in Self.stepActions {
+            _ = Counter(label: "switchyard_release_steps_total", dimensions: dimensions + [("action", action)], factory: factory)
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Hummingbird
+import SwitchyardCore
+import SwitchyardGuard
+import SwitchyardStorage
+import SwitchyardWire
+
+/// What a person may do to a release plan.
+enum ReleaseAction: String, CaseIterable {
+    case start, pause, resume, advance, abort
+}
+
+extension API {
+    /// The release plans' runner the release routes read.
+    var releaseRunner: ReleasePlanRunner {
+        get throws {
+            guard let releasePlans else { throw APIError(.serviceUnavailable, "no-release-plans", "No release plans", "this server runs no release plans") }
+            return releasePlans
+        }
+    }
+
+    /// `GET /v1/namespaces/{namespace}/releases`: every switch with a release plan, with where it is and what it waits for.
+    func listReleases(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, state) = try await readableState(request, context)
+        var releases: [JSONValue] = []
+        for flag in state.flagSet.flags where flag.pluginSwitch?.release != nil {
+            releases.append(try await releaseStatus(flag.key, in: state, timeline: 0).json)
+        }
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("version", .int64(state.record.version)), ("releases", .array(releases)),
+        ])), headers: etagHeaders(state.record))
+    }
+
+    /// `GET /v1/namespaces/{namespace}/flags/{key}/release`: the plan, its stage and time in it, the sessions and crash
+    /// rates with and without the switch, the next decision and what it waits for, and the plan's timeline.
+    func getRelease(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, state) = try await readableState(request, context)
+        let key = try parameter("key", context)
+        let (_, gate) = try state.flagSet.switchIndex(key, for: "a release plan")
+        guard gate.release != nil else {
+            throw APIError.notFound("'\(key)' has no release plan in namespace '\(namespace)' (start one with POST /v1/namespaces/\(namespace)/flags/\(key)/release/start)")
+        }
+        let limit = Int(try queryInteger(request, "timeline", default: 50, in: 0...500)!)
+        return .json(try await releaseStatus(key, in: state, timeline: limit).json, headers: etagHeaders(state.record))
+    }
+
+    /// `POST /v1/namespaces/{namespace}/flags/{key}/release/{start|pause|resume|advance|abort}`: `{"reason"?}`, and
+    /// for `start` an optional `plan` (as under `release:`, rollouts in basis points; without it, the declared plan).
+    func releaseAction(_ request: Request, context: FlagsRequestContext, action: ReleaseAction) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let key = try parameter("key", context)
+        var plan: ReleasePlan?
+        if action == .start, let tree = body.value("plan") {
+            if tree["state"] != nil { problems.report(FieldPath("plan") / "state", "is kept by flagsd; leave it out") }
+            do { plan = try ReleasePlan(tree: tree, unit: .basisPoints, at: "plan") } catch {
+                for problem in error.problems { problems.report(problem.path, problem.message) }
+            }
+        }
+        let reason = API.reason(&body)
+        body.finish()
+        try problems.check()
+        let newPlan = plan
+        let now = Int64(Date().timeIntervalSince1970)
+        let by = reason.map { "\(token.name): \($0)" } ?? token.name
+        let change = try changeRequest(request, token: token, reason: reason, summary: "release \(action.rawValue) \(key)")
+        let result = try await service.change(namespace, change) { flagSet in
+            switch action {
+            case .start: try flagSet.startingRelease(key, plan: newPlan, at: now, note: "started by \(by)")
+            case .pause: try flagSet.pausingRelease(key, at: now, note: "paused by \(by)")
+            case .resume: try flagSet.resumingRelease(key, at: now, note: "resumed by \(by)")
+            case .advance: try flagSet.advancingRelease(key, at: now, note: "advanced by \(by)")
+            case .abort: try flagSet.abortingRelease(key, at: now, note: "aborted by \(by)")
+            }
+        }
+        let status = try await releaseStatus(key, in: result.state, timeline: 0)
+        return committedResponse(result, [("release", status.json)])
+    }
+
+    /// A switch's release status at a state of its namespace, with up to `timeline` steps of its history.
+    func releaseStatus(_ key: String, in state: NamespaceState, timeline limit: Int) async throws -> ReleaseStatusBody {
+        let (_, gate) = try state.flagSet.switchIndex(key, for: "a release plan")
+        guard let plan = gate.release else { throw APIError.notFound("'\(key)' has no release plan") }
+        let runner = try releaseRunner
+        let now = runner.options.now()
+        var assessmentBody: ReleaseStatusBody.Assessment?
+        var next: String
+        let planState = plan.state
+        switch planState?.status {
+        case nil:
+            next = "not started: flagctl release start \(key) (or POST …/flags/\(key)/release/start)"
+        case .running?:
+            if let assessment = try await runner.assess(key, plan: plan, in: state) {
+                assessmentBody = ReleaseStatusBody.Assessment(
+                    from: assessment.from.iso8601, until: assessment.until.iso8601, dimensions: assessment.dimensions.map(\.description),
+                    with: .init(sessions: assessment.with.sessions, crashes: assessment.with.crashedSessions),
+                    without: .init(sessions: assessment.without.sessions, crashes: assessment.without.crashedSessions),
+                    verdict: assessment.check.verdict.rawValue, reasons: assessment.check.waitingFor, evidence: .object(assessment.evidence))
+                let stage = assessment.stage
+                let reasons = assessment.reason
+                switch assessment.check.verdict {
+                case .hold:
+                    next = stage + 1 < plan.stages.count
+                        ? "advances to stage \(stage + 2) of \(plan.stages.count) (\(plan.stages[stage + 1])) once: \(reasons)"
+                        : "completes once: \(reasons)"
+                case .advance:
+                    next = stage + 1 < plan.stages.count
+                        ? "advances to stage \(stage + 2) of \(plan.stages.count) (\(plan.stages[stage + 1])) at the next look"
+                        : "completes at the next look"
+                case .rollBack:
+                    next = "rolls back at the next look: \(reasons)"
+                }
+            } else {
+                next = "running"
+            }
+        case .paused?:
+            next = "paused; resume with flagctl release resume \(key) (the stage's targeting is put back, its evidence counted anew)"
+        case .rolledBack?:
+            let stage = planState?.stage.map { "stage \($0 + 1) (\(plan.stages[$0]))" } ?? "off"
+            next = "rolled back to \(stage); resume to run it again from there, or abort"
+        case .completed?:
+            next = "completed: every stage passed"
+        case .aborted?:
+            next = "aborted; start it again with flagctl release start \(key)"
+        }
+        let seconds = planState.map { Int64(now.timeIntervalSince1970) - $0.since }
+        return ReleaseStatusBody(namespace: state.record.name, key: key, version: state.record.version, plan: plan,
+                                 secondsInState: seconds, assessment: assessmentBody, next: next,
+                                 timeline: limit > 0 ? try await releaseTimeline(key, namespace: state.record.name, limit: limit) : [])
+    }
+
+    /// The changes that moved a switch's plan (its state before and after differ), newest first.
+    func releaseTimeline(_ key: String, namespace: String, limit: Int) async throws -> [ReleaseStatusBody.Event] {
+        let page = try await store.audit(AuditQuery(namespace: namespace, target: key, limit: 500))
+        var events: [ReleaseStatusBody.Event] = []
+        for entry in page.entries {
+            guard let change = entry.changes.first(where: { $0.kind == .flag && $0.key == key }) else { continue }
+            let before = change.before?["release"]?["state"], after = change.after?["release"]?["state"]
+            guard before != after else { continue }
+            events.append(ReleaseStatusBody.Event(
+                time: entry.time.iso8601, actor: entry.actor, source: entry.source.rawValue, version: entry.version,
+                summary: entry.summary, reason: entry.reason, state: after.flatMap { try? ReleaseState(tree: $0) }))
+            if events.count >= limit { break }
+        }
+        return events
+    }
+}

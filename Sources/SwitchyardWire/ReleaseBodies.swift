@@ -1,0 +1,181 @@
+public import SwitchyardCore
+
+/// `GET /v1/namespaces/{namespace}/flags/{key}/release` (and each item of `GET …/releases`): a switch's release
+/// plan, where it is, what the runner sees in the current stage and waits for, and what it did so far.
+public struct ReleaseStatusBody: Sendable, Hashable {
+    /// Sessions of one side of the comparison.
+    public struct Side: Sendable, Hashable {
+        public var sessions: Int64
+        public var crashes: Int64
+
+        public init(sessions: Int64, crashes: Int64) {
+            self.sessions = sessions
+            self.crashes = crashes
+        }
+
+        /// Crashed sessions per session; nil without sessions.
+        public var crashRate: Double? { sessions > 0 ? Double(crashes) / Double(sessions) : nil }
+
+        var json: JSONValue {
+            .object(JSONObject([("sessions", .int64(sessions)), ("crashes", .int64(crashes)),
+                                ("crash_rate", crashRate.map(JSONValue.double) ?? .null)]))
+        }
+
+        init(json: JSONValue, _ what: String) throws(WireError) {
+            var reader = try WireReader(json, what)
+            sessions = try reader.int64("sessions")
+            crashes = try reader.int64("crashes")
+        }
+    }
+
+    /// The current stage judged on the counts since it began.
+    public struct Assessment: Sendable, Hashable {
+        /// The span counted (RFC 3339).
+        public var from: String
+        public var until: String
+        /// The counters summed: `all`, `city:lagos`, `cohort:beta`.
+        public var dimensions: [String]
+        public var with: Side
+        public var without: Side
+        /// `advance`, `hold` or `roll_back`.
+        public var verdict: String
+        /// For a hold, what it waits for; else why it advances or rolls back.
+        public var reasons: [String]
+        /// The rule's numbers (bounds, margin, confidence, soak), as the audit entry of a step records them.
+        public var evidence: JSONValue
+
+        public init(from: String, until: String, dimensions: [String], with: Side, without: Side, verdict: String,
+                    reasons: [String], evidence: JSONValue) {
+            self.from = from
+            self.until = until
+            self.dimensions = dimensions
+            self.with = with
+            self.without = without
+            self.verdict = verdict
+            self.reasons = reasons
+            self.evidence = evidence
+        }
+    }
+
+    /// One step of the plan's history: a change that moved its state (the runner's, or a person's).
+    public struct Event: Sendable, Hashable {
+        public var time: String
+        public var actor: String
+        public var source: String
+        public var version: Int64?
+        public var summary: String
+        public var reason: String?
+        /// The plan's state after it (nil: the plan was removed).
+        public var state: ReleaseState?
+
+        public init(time: String, actor: String, source: String, version: Int64?, summary: String, reason: String?, state: ReleaseState?) {
+            self.time = time
+            self.actor = actor
+            self.source = source
+            self.version = version
+            self.summary = summary
+            self.reason = reason
+            self.state = state
+        }
+    }
+
+    public var namespace: String
+    public var key: String
+    /// The namespace version the answer describes.
+    public var version: Int64
+    public var plan: ReleasePlan
+    /// Seconds since the stage was entered (or the status last changed).
+    public var secondsInState: Int64?
+    /// The current stage's judgement; nil unless the plan runs.
+    public var assessment: Assessment?
+    /// What happens next, in words: `advances to stage 3 (cities nairobi at 100%) once …`.
+    public var next: String
+    /// The plan's steps, newest first.
+    public var timeline: [Event]
+
+    public init(namespace: String, key: String, version: Int64, plan: ReleasePlan, secondsInState: Int64?,
+                assessment: Assessment?, next: String, timeline: [Event]) {
+        self.namespace = namespace
+        self.key = key
+        self.version = version
+        self.plan = plan
+        self.secondsInState = secondsInState
+        self.assessment = assessment
+        self.next = next
+        self.timeline = timeline
+    }
+
+    public var json: JSONValue {
+        var object = JSONObject([
+            ("namespace", .string(namespace)), ("switch", .string(key)), ("version", .int64(version)),
+            ("plan", .object(plan.tree(unit: .basisPoints))),
+        ])
+        object["seconds_in_state"] = secondsInState.map(JSONValue.int64) ?? .null
+        if let assessment {
+            object["assessment"] = .object(JSONObject([
+                ("from", .string(assessment.from)), ("until", .string(assessment.until)),
+                ("dimensions", .array(assessment.dimensions.map(JSONValue.string))),
+                ("with", assessment.with.json), ("without", assessment.without.json),
+                ("verdict", .string(assessment.verdict)), ("reasons", .array(assessment.reasons.map(JSONValue.string))),
+                ("evidence", assessment.evidence),
+            ]))
+        } else {
+            object["assessment"] = .null
+        }
+        object["next"] = .string(next)
+        object["timeline"] = .array(timeline.map { event in
+            var entry = JSONObject([
+                ("time", .string(event.time)), ("actor", .string(event.actor)), ("source", .string(event.source)),
+                ("summary", .string(event.summary)),
+            ])
+            entry["version"] = event.version.map(JSONValue.int64) ?? .null
+            entry["reason"] = event.reason.map(JSONValue.string) ?? .null
+            entry["state"] = event.state.map { .object($0.tree) } ?? .null
+            return .object(entry)
+        })
+        return .object(object)
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "release")
+        namespace = try reader.string("namespace")
+        key = try reader.string("switch")
+        version = try reader.int64("version")
+        guard let planTree = json["plan"] else { throw WireError("release: plan is missing") }
+        do {
+            plan = try ReleasePlan(tree: planTree, unit: .basisPoints, at: "plan")
+        } catch {
+            throw WireError("release: \(error.problems.first?.description ?? "plan is not a release plan")")
+        }
+        secondsInState = json["seconds_in_state"]?.int64Value
+        if let tree = json["assessment"], tree != .null {
+            var assessmentReader = try WireReader(tree, "release.assessment")
+            guard let with = tree["with"], let without = tree["without"] else {
+                throw WireError("release.assessment: with and without are required")
+            }
+            assessment = Assessment(
+                from: try assessmentReader.string("from"), until: try assessmentReader.string("until"),
+                dimensions: tree["dimensions"]?.arrayValue?.compactMap(\.stringValue) ?? [],
+                with: try Side(json: with, "release.assessment.with"), without: try Side(json: without, "release.assessment.without"),
+                verdict: try assessmentReader.string("verdict"),
+                reasons: tree["reasons"]?.arrayValue?.compactMap(\.stringValue) ?? [], evidence: tree["evidence"] ?? .null)
+        } else {
+            assessment = nil
+        }
+        next = try reader.string("next")
+        var timeline: [Event] = []
+        for (index, entry) in (json["timeline"]?.arrayValue ?? []).enumerated() {
+            var entryReader = try WireReader(entry, "release.timeline[\(index)]")
+            var state: ReleaseState?
+            if let stateTree = entry["state"], stateTree != .null {
+                do { state = try ReleaseState(tree: stateTree) } catch {
+                    throw WireError("release.timeline[\(index)].state: \(error.problems.first?.description ?? "not a release state")")
+                }
+            }
+            timeline.append(Event(time: try entryReader.string("time"), actor: try entryReader.string("actor"),
+                                  source: try entryReader.string("source"), version: entry["version"]?.int64Value,
+                                  summary: try entryReader.string("summary"), reason: entry["reason"]?.stringValue, state: state))
+        }
+        self.timeline = timeline
+    }
+}

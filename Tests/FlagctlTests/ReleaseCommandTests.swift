@@ -1,0 +1,59 @@
+import FlagctlCommands
+import Foundation
+import SwitchyardCore
+import Testing
+
+/// `flagctl release …` end to end against a live flagsd: a plan started from --stage options, its status, pause,
+/// resume, abort, and the usage errors.
+struct ReleaseCommandTests {
+    static let promos = "plugin_switch_feed_promos"
+
+    @Test func aPlanStartedFromTheCommandLineIsShownPausedResumedAndAborted() async throws {
+        try await LiveServer.run { server in
+            let start = await server.flagctl("release", "start", Self.promos, "--stage", "city=lagos,rollout=1",
+                                             "--stage", "city=lagos,rollout=100,soak=2h", "--stage", "rollout=100",
+                                             "--min-sessions", "500", "--yes", "--reason", "promos v2")
+            try #require(start.status == 0, "\(start.error)\(start.output)")
+            #expect(start.output.contains("\(Self.promos): release plan started (namespace rider is at version 2)"), "\(start.output)")
+            #expect(start.output.contains("\(Self.promos): running, stage 1 of 3 (cities lagos at 1%)"), "\(start.output)")
+            #expect(start.output.contains("→ 1) cities lagos at 1% (≥ 500 sessions)"), "\(start.output)")
+            #expect(start.output.contains("  2) cities lagos at 100% (soak 2h, ≥ 500 sessions)"), "\(start.output)")
+
+            let status = await server.flagctl("release", "status", Self.promos)
+            #expect(status.status == 0)
+            #expect(status.output.contains("next: advances to stage 2 of 3 (cities lagos at 100%) once:"), "\(status.output)")
+            #expect(status.output.contains("with the switch:    0 sessions"), "\(status.output)")
+            #expect(status.output.contains("amara  release start \(Self.promos) (promos v2)"), "\(status.output)")
+            let all = await server.flagctl("release", "status")
+            #expect(all.output.hasPrefix("\(Self.promos): running, stage 1 of 3"), "\(all.output)")
+
+            let pause = await server.flagctl("release", "pause", Self.promos, "--reason", "payments incident")
+            #expect(pause.status == 0, "\(pause.error)")
+            #expect(pause.output.contains("\(Self.promos): paused, stage 1 of 3"), "\(pause.output)")
+            #expect(pause.output.contains("paused by "), "\(pause.output)")
+            let unasked = await server.flagctl("release", "resume", Self.promos)
+            #expect(unasked.status == 64, "off a terminal, a change that asks needs --yes: \(unasked.error)")
+            let resume = await server.flagctl("release", "resume", Self.promos, "--yes")
+            #expect(resume.status == 0 && resume.output.contains("running, stage 1 of 3"), "\(resume.error)\(resume.output)")
+            let resumeTwice = await server.flagctl("release", "resume", Self.promos, "--yes")
+            #expect(resumeTwice.status == 1 && resumeTwice.error.contains("is running; only a paused or rolled_back plan can resume"), "\(resumeTwice.error)")
+            let abort = await server.flagctl("release", "abort", Self.promos, "--yes", "-o", "json")
+            #expect(abort.status == 0)
+            let tree = try JSONValue.parse(abort.output)
+            #expect(tree["release"]?["plan"]?["state"]?["status"] == .string("aborted"))
+        }
+    }
+
+    @Test func badStagesAreUsageErrorsThatSayWhatToWrite() async throws {
+        for (arguments, message) in [
+            (["--stage", "city=lagos"], "has no rollout=PERCENT"),
+            (["--stage", "town=lagos,rollout=1"], "'town' is not a stage setting"),
+            (["--stage", "rollout=150"], "is not between 0 and 100"),
+            (["--margin", "0.5"], "describe a new plan; pass its stages with --stage"),
+        ] {
+            let result = await flagctl(["release", "start", Self.promos] + arguments + ["--yes"])
+            #expect(result.status == 64, "\(arguments): \(result.error)")
+            #expect(result.error.contains(message), "\(arguments): \(result.error)")
+        }
+    }
+}
