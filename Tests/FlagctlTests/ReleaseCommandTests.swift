@@ -29,6 +29,12 @@ struct ReleaseCommandTests {
             let all = await server.flagctl("release", "status")
             #expect(all.output.hasPrefix("\(Self.promos): running, stage 1 of 3"), "\(all.output)")
 
+            // A person's rollout pauses the plan, and flagctl says so.
+            let rollout = await server.flagctl("rollout", Self.promos, "20", "--city", "lagos")
+            #expect(rollout.status == 0, "\(rollout.error)")
+            #expect(rollout.output.contains("note: the release plan of \(Self.promos) is paused now: paused: amara changed the switch"), "\(rollout.output)")
+            let resumed = await server.flagctl("release", "resume", Self.promos, "--yes")
+            #expect(resumed.status == 0, "\(resumed.error)")
             let pause = await server.flagctl("release", "pause", Self.promos, "--reason", "payments incident")
             #expect(pause.status == 0, "\(pause.error)")
             #expect(pause.output.contains("\(Self.promos): paused, stage 1 of 3"), "\(pause.output)")

@@ -27,9 +27,7 @@ struct CrashGuardPolicyTests {
     @Test func everyMistakeInAPolicyIsReportedWithItsPath() throws {
         let directory = TestPaths.fixtures + "/crash-guard"
         let path = directory + "/crash-guard-invalid.yaml"
-        let expected = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").compactMap { line in
-            line.hasPrefix("# expect: ") ? path + ": " + line.dropFirst("# expect: ".count) : nil
-        }
+        let expected = try TestPaths.expectedProblems(in: path)
         #expect(expected.count == 10)
         #expect(FlagDirectory(reading: directory).problems(inFile: path).map(\.description) == expected)
     }

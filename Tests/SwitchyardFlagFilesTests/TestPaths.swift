@@ -22,6 +22,14 @@ enum TestPaths {
             .filter { $0.hasSuffix(".yaml") }.sorted()
     }
 
+    /// The problems a fixture lists as `# expect: <path>: <message>` lines, each prefixed with the file's path as
+    /// problems are described.
+    static func expectedProblems(in path: String) throws -> [String] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").compactMap { line in
+            line.hasPrefix("# expect: ") ? path + ": " + line.dropFirst("# expect: ".count) : nil
+        }
+    }
+
     /// A new empty directory under the system's temporary directory; remove it when done.
     static func temporaryDirectory() throws -> String {
         let path = NSTemporaryDirectory() + "switchyard-flagfiles-" + UUID().uuidString

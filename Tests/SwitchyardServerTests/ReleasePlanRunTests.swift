@@ -5,6 +5,7 @@ import SwitchyardCore
 import SwitchyardSQLite
 import SwitchyardStorage
 import SwitchyardWire
+import TestSupport
 import Testing
 
 /// Release plans inside flagsd, in-process over a real SQLite file: started through the API, stepped by the runner
@@ -200,5 +201,27 @@ struct ReleasePlanRunTests {
         let gate = try await Self.gate(app)
         #expect(gate.release?.state?.stage == 2 && gate.release?.state?.status == .running)
         #expect(gate.rollout == .full)
+    }
+
+    @Test func aStepIsAnnouncedToTheWebhookByTheRunningService() async throws {
+        let receiver = GuardWebhookTests.Receiver(failures: 0)
+        try await receiver.run { url in
+            var configuration = CrashGuardTests.configuration()
+            configuration.guardWebhookURL = url
+            configuration.releasePlanInterval = .milliseconds(200)
+            let app = try await TestApp.make(configuration: configuration)
+            defer { app.close() }
+            _ = try await Self.start(app)
+            try await Self.traffic(app, "a")
+            try await app.withLiveServer { _ in
+                try await waitUntil("an announced step", timeout: .seconds(120)) { !receiver.received.isEmpty }
+            }
+            let delivery = try #require(receiver.received.first)
+            #expect(delivery.headers[HTTPField.Name("X-Switchyard-Event")!] == "release_plan.advanced")
+            #expect(delivery.body["switch"] == .string(Self.promos))
+            #expect(delivery.body["actor"] == .string("release-plan"))
+            #expect(delivery.body["evidence"]?["stage"] == .int(0))
+            #expect(delivery.body["status"] == .string("flagctl release status \(Self.promos) -n rider"))
+        }
     }
 }

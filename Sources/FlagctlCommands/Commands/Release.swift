@@ -326,35 +326,44 @@ public struct ReleaseStatus: FlagctlCommand {
 
 /// `flagctl release pause|resume|advance|abort KEY`
 public enum ReleaseStep {
-    public struct Pause: FlagctlCommand {
-        public static let configuration = CommandConfiguration(
-            commandName: "pause",
-            abstract: "Stop a running plan where it is; the switch keeps its targeting until you resume or abort.",
-            discussion: "Example: flagctl release pause plugin_switch_feed_promos --reason \"payments incident\"\n\nExit status: 0 ok, 1 failure (a plan that is not running), 3 changed since you read it, 4 no such flag or plan, 5 token refused.")
+    /// What every step command takes: the switch, the change options, the server, the output format.
+    public struct Options: ParsableArguments, Sendable {
         @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
         @OptionGroup public var change: ChangeOptions
         @OptionGroup public var server: ServerOptions
         @OptionGroup public var outputOptions: OutputOptions
+
         public init() {}
-        public func run(console: Console) async throws {
-            try await Release.act("pause", key: key, question: nil, change: change, server: server, output: outputOptions, console: console)
+
+        /// Sends the action; asks `question` first when given (from the plan as read).
+        func act(_ action: String, console: Console, question: (@Sendable (String, ReleasePlan?) -> String)? = nil) async throws {
+            let key = self.key
+            try await Release.act(action, key: key, question: question.map { ask in { plan in ask(key, plan) } },
+                                  change: change, server: server, output: outputOptions, console: console)
         }
+    }
+
+    static let exitStatus = "3 changed since you read it, 4 no such flag or plan, 5 token refused."
+
+    public struct Pause: FlagctlCommand {
+        public static let configuration = CommandConfiguration(
+            commandName: "pause",
+            abstract: "Stop a running plan where it is; the switch keeps its targeting until you resume or abort.",
+            discussion: "Example: flagctl release pause plugin_switch_feed_promos --reason \"payments incident\"\n\nExit status: 0 ok, 1 failure (a plan that is not running), \(exitStatus)")
+        @OptionGroup public var options: Options
+        public init() {}
+        public func run(console: Console) async throws { try await options.act("pause", console: console) }
     }
 
     public struct Resume: FlagctlCommand {
         public static let configuration = CommandConfiguration(
             commandName: "resume",
             abstract: "Run a paused or rolled-back plan again from its stage: the stage's targeting is put back and its evidence counted anew.",
-            discussion: "Example: flagctl release resume plugin_switch_feed_promos --yes\n\nExit status: 0 ok, 1 failure (a plan that is running, completed or aborted), 3 changed since you read it, 4 no such flag or plan, 5 token refused.")
-        @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
-        @OptionGroup public var change: ChangeOptions
-        @OptionGroup public var server: ServerOptions
-        @OptionGroup public var outputOptions: OutputOptions
+            discussion: "Example: flagctl release resume plugin_switch_feed_promos --yes\n\nExit status: 0 ok, 1 failure (a plan that is running, completed or aborted), \(exitStatus)")
+        @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws {
-            let key = self.key
-            try await Release.act("resume", key: key, question: { _ in "Resume the release plan of \(key)? The stage's rules and rollout are put back" },
-                                  change: change, server: server, output: outputOptions, console: console)
+            try await options.act("resume", console: console) { key, _ in "Resume the release plan of \(key)? The stage's rules and rollout are put back" }
         }
     }
 
@@ -362,19 +371,15 @@ public enum ReleaseStep {
         public static let configuration = CommandConfiguration(
             commandName: "advance",
             abstract: "Move a plan to its next stage now, whatever its evidence says (your decision, audited).",
-            discussion: "Example: flagctl release advance plugin_switch_feed_promos --yes --reason \"QA signed off\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), 3 changed since you read it, 4 no such flag or plan, 5 token refused.")
-        @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
-        @OptionGroup public var change: ChangeOptions
-        @OptionGroup public var server: ServerOptions
-        @OptionGroup public var outputOptions: OutputOptions
+            discussion: "Example: flagctl release advance plugin_switch_feed_promos --yes --reason \"QA signed off\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), \(exitStatus)")
+        @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws {
-            let key = self.key
-            try await Release.act("advance", key: key, question: { plan in
+            try await options.act("advance", console: console) { key, plan in
                 let next = (plan?.state?.stage).map { $0 + 1 } ?? 0
                 guard let plan, next < plan.stages.count else { return "Complete the release plan of \(key)?" }
                 return "Advance \(key) to stage \(next + 1) of \(plan.stages.count) (\(plan.stages[next])) now?"
-            }, change: change, server: server, output: outputOptions, console: console)
+            }
         }
     }
 
@@ -382,16 +387,11 @@ public enum ReleaseStep {
         public static let configuration = CommandConfiguration(
             commandName: "abort",
             abstract: "Stop a plan for good; the switch keeps its targeting ('flagctl disable' or 'flagctl rollout' to change it).",
-            discussion: "Example: flagctl release abort plugin_switch_feed_promos --yes --reason \"replaced by v2\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), 3 changed since you read it, 4 no such flag or plan, 5 token refused.")
-        @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
-        @OptionGroup public var change: ChangeOptions
-        @OptionGroup public var server: ServerOptions
-        @OptionGroup public var outputOptions: OutputOptions
+            discussion: "Example: flagctl release abort plugin_switch_feed_promos --yes --reason \"replaced by v2\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), \(exitStatus)")
+        @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws {
-            let key = self.key
-            try await Release.act("abort", key: key, question: { _ in "Abort the release plan of \(key)? The switch stays as it is" },
-                                  change: change, server: server, output: outputOptions, console: console)
+            try await options.act("abort", console: console) { key, _ in "Abort the release plan of \(key)? The switch stays as it is" }
         }
     }
 }

@@ -32,12 +32,19 @@ public struct ScopeOptions: ParsableArguments, Sendable {
 }
 
 extension OutputOptions {
-    /// Writes a change's result: the server's answer for -o json/yaml, else the lines.
+    /// Writes a change's result: the server's answer for -o json/yaml, else the lines (and a note when the change
+    /// stopped a running release plan, which flagsd does to a plan whose switch someone else changes).
     func emit(_ outcome: ChangeOutcome, _ lines: [String], console: Console) {
         if let rendered = render(outcome.response) {
             console.write(rendered)
-        } else {
-            console.write(lines.map { $0 + "\n" }.joined())
+            return
         }
+        var lines = lines
+        if let tree = outcome.response["flag"], let state = tree["release"]?["state"], let after = try? ReleaseState(tree: state),
+           let key = tree["key"]?.stringValue, after.status == .paused || after.status == .aborted,
+           outcome.view.flagSet.flag(key)?.pluginSwitch?.release?.state?.status == .running {
+            lines.append("note: the release plan of \(key) is \(after.status.rawValue) now: \(after.note ?? "")")
+        }
+        console.write(lines.map { $0 + "\n" }.joined())
     }
 }

@@ -1,4 +1,5 @@
 package import Foundation
+import SwitchyardCore
 
 /// Wall-clock times as the client stores and sends them.
 ///
@@ -18,18 +19,9 @@ package enum Timestamp {
     /// `2026-11-22T09:14:03.250Z`.
     package static func rfc3339(_ date: Date) -> String {
         let totalMilliseconds = milliseconds(date)
-        var days = totalMilliseconds >= 0 ? totalMilliseconds / 86_400_000 : (totalMilliseconds - 86_399_999) / 86_400_000
+        let days = totalMilliseconds >= 0 ? totalMilliseconds / 86_400_000 : (totalMilliseconds - 86_399_999) / 86_400_000
         let millisecondOfDay = totalMilliseconds - days * 86_400_000
-        // Howard Hinnant's civil_from_days.
-        days += 719_468
-        let era = (days >= 0 ? days : days - 146_096) / 146_097
-        let dayOfEra = days - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthPrime = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
-        let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = UTCTime.civil(days: days)
         let hour = millisecondOfDay / 3_600_000
         let minute = millisecondOfDay / 60000 % 60
         let second = millisecondOfDay / 1000 % 60

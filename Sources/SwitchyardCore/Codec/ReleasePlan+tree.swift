@@ -152,7 +152,7 @@ extension ReleaseState {
 public enum UTCTime {
     /// `2026-11-26T08:30:00Z` for seconds since 1970.
     public static func text(seconds: Int64) -> String {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let days = days(since1970: seconds)
         let rest = seconds - days * 86_400
         let (year, month, day) = civil(days: days)
         func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : String(value) }
@@ -195,8 +195,14 @@ public enum UTCTime {
         return era * 146_097 + doe - 719_468
     }
 
-    /// Howard Hinnant's civil-from-days.
-    static func civil(days: Int64) -> (Int64, Int64, Int64) {
+    /// The day (since 1970-01-01) holding a time in seconds since 1970, rounded toward the past.
+    public static func days(since1970 seconds: Int64) -> Int64 {
+        seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+    }
+
+    /// The year, month (1...12) and day (1...31) of a day since 1970-01-01: Howard Hinnant's civil-from-days, the
+    /// one calendar every date text of the package is written with.
+    public static func civil(days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
