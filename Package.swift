@@ -98,7 +98,7 @@ let package = Package(
             swiftSettings: settings
         ),
         // The crash guard's decisions: windowed counts, the Wilson-bound trip rule, scopes, evidence. No I/O.
-        .target(name: "SwitchyardGuard", dependencies: ["SwitchyardCore", "SwitchyardStorage"], swiftSettings: settings),
+        .target(name: "SwitchyardGuard", dependencies: ["SwitchyardCore", "SwitchyardWire", "SwitchyardStorage"], swiftSettings: settings),
         // The files flagsd serves as they are: the web console (plain HTML, CSS and JavaScript at /console/, no build
         // step) and the API's OpenAPI document (/openapi.yaml; docs/openapi.yaml links to it).
         .target(
@@ -208,7 +208,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwitchyardGuardTests",
-            dependencies: ["SwitchyardGuard", "SwitchyardStorage", "SwitchyardCore", "TestSupport"],
+            dependencies: ["SwitchyardGuard", "SwitchyardWire", "SwitchyardStorage", "SwitchyardCore", "TestSupport"],
             swiftSettings: settings
         ),
         // A fleet of real client runtimes against a live flagsd: the crash guard end to end.
@@ -231,7 +231,7 @@ let package = Package(
                 "SwitchyardClient", "SwitchyardClientTesting", "ClientTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -50,14 +50,14 @@ extension PostgresFlagStore {
         }
     }
 
-    public func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord {
+    public func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> (record: NamespaceRecord, changed: Bool) {
         let time = currentTime()
         return try await transaction { connection in
             guard let row = try await Self.liveNamespaceRow(connection, namespace, lock: true, logger: self.logger) else {
                 throw StorageError.namespaceNotFound(namespace)
             }
             var record = try Self.namespaceRecord(row)
-            guard record.reasonPolicy != policy else { return record }
+            guard record.reasonPolicy != policy else { return (record, false) }
             _ = try await connection.query("""
                 UPDATE namespace SET reason_policy = \(policy.rawValue), updated_ms = \(time.milliseconds) WHERE epoch = \(record.epoch)
                 """, logger: self.logger).collect()
@@ -66,7 +66,7 @@ extension PostgresFlagStore {
                                        summary: note.summary, changes: note.changes, targets: [], to: connection, logger: self.logger)
             record.reasonPolicy = policy
             record.updatedAt = time
-            return record
+            return (record, true)
         }
     }
 

@@ -169,31 +169,30 @@ public final class SQLiteFlagStore: FlagStore {
         return try await access {
             try await self.pool.write { db in
                 if try Self.liveNamespaceRow(db, flagSet.namespace) != nil { throw NamespaceStep.alreadyExists(flagSet.namespace) }
-                let (_, record) = try NamespaceStep.creating(flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
+                let (state, record) = try NamespaceStep.creating(flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
                 try db.execute(sql: """
                     INSERT INTO namespace (epoch, name, version, flag_set, reason_policy, created_ms, updated_ms)
                     VALUES (?, ?, 1, ?, ?, ?, ?)
                     """, arguments: [epoch, flagSet.namespace, flagSet.storedText, reasonPolicy.rawValue, time.milliseconds, time.milliseconds])
                 try Self.append(record, action: .namespaceCreate, to: db)
-                // As stored (objects in the stored order), as every later read sees it.
-                return CommittedChange(state: try self.state(Self.liveNamespaceRow(db, flagSet.namespace)!), record: record)
+                return CommittedChange(state: state, record: record)
             }
-        }
+        }.remembered(by: self)
     }
 
-    public func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord {
+    public func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> (record: NamespaceRecord, changed: Bool) {
         let time = currentTime()
         return try await access {
             try await self.pool.write { db in
                 guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
                 let old = try Self.namespaceRecord(row)
-                guard old.reasonPolicy != policy else { return old }
+                guard old.reasonPolicy != policy else { return (old, false) }
                 try db.execute(sql: "UPDATE namespace SET reason_policy = ?, updated_ms = ? WHERE epoch = ?",
                                arguments: [policy.rawValue, time.milliseconds, old.epoch])
                 let note = NamespaceStep.settingReasonPolicy(of: old, to: policy)
                 try Self.appendAudit(time: time, author: author, action: .namespaceUpdate, namespace: namespace, version: nil,
                                      summary: note.summary, changes: note.changes, targets: [], to: db)
-                return try Self.namespaceRecord(Self.liveNamespaceRow(db, namespace)!)
+                return (try Self.namespaceRecord(Self.liveNamespaceRow(db, namespace)!), true)
             }
         }
     }

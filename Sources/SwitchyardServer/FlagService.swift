@@ -82,12 +82,15 @@ package struct FlagService: Sendable {
         try await commit { try await store.revert(namespace, version: version, request: request) }
     }
 
-    /// Sets which evaluations report their reason (no new version: snapshots do not carry it).
+    /// Sets which evaluations report their reason (no new version: snapshots do not carry it). Setting the policy
+    /// in force changes nothing and logs nothing.
     package func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord {
-        let record = try await store.setReasonPolicy(policy, of: namespace, by: author)
-        logger.info("namespace setting changed", metadata: [
-            "namespace": .string(namespace), "reason_policy": .string(policy.rawValue), "actor": .string(author.actor),
-        ])
+        let (record, changed) = try await store.setReasonPolicy(policy, of: namespace, by: author)
+        if changed {
+            logger.info("namespace setting changed", metadata: [
+                "namespace": .string(namespace), "reason_policy": .string(policy.rawValue), "actor": .string(author.actor),
+            ])
+        }
         return record
     }
 

@@ -38,7 +38,10 @@ public protocol FlagStore: EventStore {
     func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws -> CommittedChange
 
     /// Sets a namespace's reason policy (audited; takes no version, as the flag set does not change).
-    func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord
+    ///
+    /// - Returns: the namespace after it, and whether the policy changed. Setting the policy in force writes
+    ///   nothing: no audit entry, the same `updatedAt`.
+    func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> (record: NamespaceRecord, changed: Bool)
 
     /// Deletes a namespace. Its change log and audit entries stay; a namespace created later under the same
     /// name gets a new epoch.

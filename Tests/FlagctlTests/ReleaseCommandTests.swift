@@ -64,4 +64,28 @@ struct ReleaseCommandTests {
             #expect(result.error.contains(message), "\(arguments): \(result.error)")
         }
     }
+
+    @Test func aPlanDeclaredInTheFlagFileIsAppliedStartedAndThenMatchesTheFile() async throws {
+        try await LiveServer.run { server in
+            let directory = try FlagFolder.copyOfRider { text in
+                text.replacingOccurrences(
+                    of: "    owner: team-maps\n    rollout: 100\n\n  plugin_switch_map_pickup_spots:",
+                    with: "    owner: team-maps\n    rollout: 100\n    release:\n      min_sessions: 500\n      stages:\n"
+                        + "        - {cities: [lagos], rollout: 10}\n        - {rollout: 100}\n\n  plugin_switch_map_pickup_spots:")
+            }
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let apply = await server.flagctl("apply", directory, "--yes")
+            #expect(apply.status == 0, "\(apply.error)\(apply.output)")
+            let start = await server.flagctl("release", "start", "plugin_switch_map_traffic", "--yes")
+            #expect(start.status == 0 && start.output.contains("running, stage 1 of 2 (cities lagos at 10%)"), "\(start.error)\(start.output)\(apply.output)")
+            // The file says rollout 100 and no state; the running plan's progress and targeting are not a difference.
+            let diff = await server.flagctl("diff", directory, "--exit-code")
+            #expect(diff.status == 0, "\(diff.error)\(diff.output)")
+            #expect(diff.output.hasSuffix("nothing to apply\n"), "\(diff.output)")
+            let again = await server.flagctl("apply", directory, "--yes")
+            #expect(again.status == 0, "\(again.error)")
+            let status = await server.flagctl("release", "status", "plugin_switch_map_traffic")
+            #expect(status.output.contains("running, stage 1 of 2"), "\(status.output)")
+        }
+    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import SwitchyardCore
 import SwitchyardGuard
 import SwitchyardStorage
+import SwitchyardWire
 import Testing
 
 /// Who reported the crashes, and which switch they are blamed on: crashes from too few units or addresses never
@@ -61,7 +62,7 @@ struct GuardAttributionTests {
         spread.add(300, crashEvery: 0, switches: [])
         let trip = spread.assess(Self.promos).trip
         #expect(trip?.check.units == 300 && trip?.check.addresses == 50)
-        let evidence = trip?.evidence(from: Date(timeIntervalSince1970: 0), until: Date(timeIntervalSince1970: 600))
+        let evidence = trip?.evidence(from: Date(timeIntervalSince1970: 0), until: Date(timeIntervalSince1970: 600)).json
         #expect(evidence?["units"] == .int(300) && evidence?["addresses"] == .int(50) && evidence?["source"] == .string("client"))
     }
 

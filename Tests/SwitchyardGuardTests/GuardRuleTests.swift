@@ -2,6 +2,7 @@ import Foundation
 import SwitchyardCore
 import SwitchyardGuard
 import SwitchyardStorage
+import SwitchyardWire
 import Testing
 
 /// The trip rule and its choice of scope, on hand-made counts (without crash records: no minimum of units or
@@ -132,7 +133,7 @@ struct GuardRuleTests {
         let counts = tallies([.all: (3000, 62), .city("lagos"): (1000, 60), .city("paris"): (2000, 2)])
         let trip = try #require(GuardRule.assess(key: Self.key, tallies: counts, policy: Self.policy,
                                                  gate: PluginSwitchDefinition(rollout: .full)).trip)
-        let evidence = trip.evidence(from: .init(timeIntervalSince1970: 0), until: .init(timeIntervalSince1970: 600))
+        let evidence = trip.evidence(from: .init(timeIntervalSince1970: 0), until: .init(timeIntervalSince1970: 600)).json
         #expect(evidence["switch"] == .string(Self.key))
         #expect(evidence["scope"] == .object(JSONObject([("cities", .array([.string("lagos")]))])))
         #expect(evidence["sessions"] == .int64(1000))

@@ -1,5 +1,7 @@
 import Foundation
 import HTTPTypes
+import InMemoryLogging
+import Logging
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardSQLite
@@ -44,6 +46,19 @@ struct AdminRouteTests {
         #expect(response.status == .noContent)
         #expect(try await app.send(.get, "/v1/namespaces/driver/snapshot", token: "client").status == .notFound)
         #expect(try await app.send(.delete, "/v1/namespaces/driver", token: "admin").status == .notFound)
+    }
+
+    @Test func settingTheReasonPolicyInForceChangesLogsAndAuditsNothing() async throws {
+        let logs = InMemoryLogHandler()
+        let app = try await TestApp.make(logger: Logger(label: "flagsd-test") { _ in logs })
+        defer { app.close() }
+        let first = try await app.send(.patch, "/v1/namespaces/rider", token: "admin", body: #"{"reason_policy": "never"}"#)
+        let again = try await app.send(.patch, "/v1/namespaces/rider", token: "admin", body: #"{"reason_policy": "never"}"#)
+        #expect(first.status == .ok && again.status == .ok)
+        #expect(again.json["reason_policy"] == .string("never"))
+        #expect(again.json["updated_at"] == first.json["updated_at"])
+        #expect(logs.entries.filter { $0.message.description == "namespace setting changed" }.count == 1)
+        #expect(try await app.store.audit(AuditQuery(namespace: "rider", actions: [.namespaceUpdate])).entries.count == 1)
     }
 
     @Test func aNamespaceLimitedAdminManagesOnlyItsNamespaces() async throws {

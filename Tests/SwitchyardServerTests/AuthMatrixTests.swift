@@ -50,6 +50,16 @@ struct AuthMatrixTests {
         Case(method: .post, template: "\(ns)/guard/proposals/{id}/dismiss", path: "/v1/namespaces/rider/guard/proposals/7/dismiss", role: .editor,
              body: #"{"reason": "matrix"}"#, missing: true),
         Case(method: .get, template: "\(ns)/experiments/{key}", path: "/v1/namespaces/rider/experiments/checkout_button", role: .editor),
+        Case(method: .get, template: "\(ns)/releases", path: "/v1/namespaces/rider/releases", role: .editor),
+        Case(method: .get, template: "\(ns)/flags/{key}/release", path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic/release",
+             role: .editor, missing: true),
+        Case(method: .post, template: "\(ns)/flags/{key}/release/start", path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic/release/start",
+             role: .editor, body: #"{"plan": {"stages": [{"rollout": 100}]}}"#),
+    ] + ["pause", "resume", "advance", "abort"].map { action in
+        // The fresh namespace's switches have no plan: an authorized request gets 404.
+        Case(method: .post, template: "\(ns)/flags/{key}/release/\(action)",
+             path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic/release/\(action)", role: .editor, missing: true)
+    } + [
         Case(method: .post, template: "\(ns)/changes/{version}/revert", path: "/v1/namespaces/rider/changes/1/revert", role: .editor),
         Case(method: .get, template: "\(ns)/flag-set", path: "/v1/namespaces/rider/flag-set", role: .editor),
         Case(method: .put, template: "\(ns)/flag-set", path: "/v1/namespaces/rider/flag-set", role: .editor,

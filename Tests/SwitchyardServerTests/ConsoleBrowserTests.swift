@@ -7,7 +7,8 @@ import Testing
 /// chromedriver (Tests/console-browser: `run` makes the virtual environment under .build/console-venv on first use
 /// and gives the browser and driver paths explicitly, so nothing is downloaded at run time). The flagsd binary
 /// runs on a free port, seeded from Flags/; the script signs in, flips a switch with a reason, checks it with the
-/// real `flagctl get` and in the audit timeline, and sees changes made by `flagctl` appear without a reload.
+/// real `flagctl get` and in the audit timeline, sees changes made by `flagctl` appear without a reload, and pauses
+/// and resumes a release plan started through the API from the Releases view.
 ///
 /// Serialized: the first run creates the virtual environment (PyPI must be reachable); chromium and
 /// chromium-driver must be installed, as scripts/lib/prerequisites.sh does.
@@ -33,6 +34,10 @@ struct ConsoleBrowserTests {
         "the crash guard view shows a switch the guard turned off and its evidence, without reloading",
         "a switch the guard turned off is enabled from its view after a warning, and the guard cools down",
         "past the guard's budget a proposal shows in its view and is applied from there",
+        "the releases view shows a plan started through the API, its stage and its timeline, without reloading",
+        "a release is paused from the releases view, and its timeline gains the pause",
+        "a paused release is resumed from the releases view",
+        "a release step someone else made first is shown, and flagsd's refusal of the stale one is shown in the dialog",
         "every control has an accessible name",
         "on a phone-sized screen nothing scrolls sideways",
         "no script error and no Content-Security-Policy violation",
@@ -91,5 +96,14 @@ struct ConsoleBrowserTests {
         let summaries = audit.json["entries"]?.arrayValue?.compactMap { $0["summary"]?.stringValue } ?? []
         #expect(summaries.contains("disable plugin_switch_feed_promos"), "\(summaries)")
         #expect(audit.json["entries"]?.arrayValue?.allSatisfy { $0["actor"] == .string("ada-console") } == true)
+        // The release plan: started through the API, paused and resumed by the console's editor, paused with flagctl
+        // (the console's stale pause refused), at its first stage.
+        let release = try await admin.send("GET", "/v1/namespaces/rider/flags/plugin_switch_feed_safety_tips/release")
+        #expect(release.json["plan"]?["state"]?["status"] == .string("paused"))
+        #expect(release.json["plan"]?["state"]?["stage"] == .int(0))
+        let steps = release.json["timeline"]?.arrayValue?.map { "\($0["actor"]?.stringValue ?? "?") \($0["summary"]?.stringValue ?? "?")" } ?? []
+        let key = "plugin_switch_feed_safety_tips"
+        #expect(steps == ["release-bot release pause \(key)", "ada-console release resume \(key)", "ada-console release pause \(key)",
+                          "release-bot release start \(key)"], "\(steps)")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
+import SwitchyardWire
 @testable import SwitchyardServer
 import TestSupport
 import Testing
@@ -90,27 +91,83 @@ struct OpenAPISyncTests {
             ("Namespace", try await app.send(.get, "/v1/namespaces", token: "admin").json["namespaces"]?.arrayValue ?? []),
             ("ReleaseStatus", try await app.send(.get, "\(ns)/releases", token: "editor").json["releases"]?.arrayValue ?? []),
         ]
+        for answer in answers { #expect(answer.response.status.code < 300, "\(answer.schema): \(answer.response.text)") }
+        try await Self.expectSchemasMatch(answers.map { ($0.schema, $0.response.json) }
+            + lists.flatMap { list in
+                #expect(list.items.count >= 1, "no \(list.schema) to check")
+                return list.items.map { (list.schema, $0) }
+            })
+    }
+
+    /// The crash guard's answers match the document's schemas too (status, trips, proposals, applying and dismissing
+    /// a proposal, and the evidence in the change log), and flagctl's typed bodies read each back as it was sent.
+    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
+    func theCrashGuardsAnswersMatchTheDocumentsSchemas() async throws {
+        var policy = CrashGuardTests.policy
+        policy.maximumTripsPerHour = 0
+        let app = try await CrashGuardTests.app(policy: policy)
+        defer { app.close() }
+        let promos = CrashGuardTests.promos, traffic = CrashGuardTests.traffic
+        // Promos crashes in lagos only (a scoped proposal, with the sessions elsewhere as its complement); traffic
+        // everywhere it runs. Past a budget of 0, the guard proposes both.
+        try await CrashGuardTests.post(app, CrashGuardTests.sessions("paris", count: 600, crashEvery: 0, switches: [promos], city: "paris"))
+        try await CrashGuardTests.post(app, CrashGuardTests.sessions("lagos", count: 200, crashEvery: 5, switches: [promos], city: "lagos"))
+        try await CrashGuardTests.post(app, CrashGuardTests.sessions("lima", count: 150, crashEvery: 3, switches: [traffic], city: "lima"))
+        await app.server.guardService.drain()
+        let ns = "/v1/namespaces/rider"
+        let proposals = try await app.send(.get, "\(ns)/guard/proposals", token: "editor")
+        let typedProposals = try GuardProposalsBody(json: proposals.json).proposals
+        let promosProposal = try #require(typedProposals.first { $0.key == promos })
+        #expect(promosProposal.scope == Scope(cities: ["lagos"]) && promosProposal.evidence.complement != nil)
+        let trafficProposal = try #require(typedProposals.first { $0.key == traffic })
+        let proposed = try await app.send(.get, "\(ns)/guard", token: "editor")
+        let applied = try await app.send(.post, "\(ns)/guard/proposals/\(promosProposal.id)/apply", token: "editor", body: #"{"reason": "schema test"}"#)
+        let dismissed = try await app.send(.post, "\(ns)/guard/proposals/\(trafficProposal.id)/dismiss", token: "editor",
+                                           body: #"{"reason": "schema test"}"#)
+        let inForce = try await app.send(.get, "\(ns)/guard/trips", token: "editor")
+        let tripped = try await app.send(.get, "\(ns)/guard?switch=\(promos)", token: "editor")
+        let enabled = try await app.send(.post, "\(ns)/flags/\(promos)/enable", token: "editor",
+                                         body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
+        #expect(enabled.status == .ok, "\(enabled.text)")
+        let reenabled = try await app.send(.get, "\(ns)/guard/trips", token: "editor")
+        let coolingDown = try await app.send(.get, "\(ns)/guard", token: "editor")
+        let answers: [(schema: String, response: TestResponse)] = [
+            ("GuardProposals", proposals), ("GuardOverview", proposed), ("Committed", applied), ("GuardDismissal", dismissed),
+            ("GuardTrips", inForce), ("GuardOverview", tripped), ("GuardTrips", reenabled), ("GuardOverview", coolingDown),
+        ]
+        for answer in answers { #expect(answer.response.status == .ok, "\(answer.schema): \(answer.response.text)") }
+        #expect(tripped.json["switches"]?[0]?["state"] == .string("tripped"))
+        #expect(reenabled.json["trips"]?[0]?["reenabled"]?["actor"] == .string("editor"))
+        // The applied proposal, and the trip's evidence as the change log keeps it.
+        let changes = try await app.send(.get, "\(ns)/changes?after=0", token: "editor").json["changes"]?.arrayValue ?? []
+        let evidenced = changes.filter { $0["evidence"] != nil }
+        #expect(evidenced.count == 1)
+        try await Self.expectSchemasMatch(answers.map { ($0.schema, $0.response.json) }
+            + [("GuardProposal", applied.json["proposal"] ?? .null)] + evidenced.map { ("Change", $0) })
+
+        // flagctl's bodies read every answer, and write it back as flagsd sent it.
+        #expect(try GuardProposalsBody(json: proposals.json).json == proposals.json)
+        #expect(try GuardDismissalBody(json: dismissed.json).json == dismissed.json)
+        for overview in [proposed, tripped, coolingDown] { #expect(try GuardOverviewBody(json: overview.json).json == overview.json) }
+        for trips in [inForce, reenabled] { #expect(try GuardTripsBody(json: trips.json).json == trips.json) }
+        let evidence = try GuardEvidenceBody(json: evidenced[0]["evidence"] ?? .null)
+        #expect(evidence.proposal == promosProposal.id && evidence.policy.cooldown == .seconds(1800))
+    }
+
+    /// Checks bodies against schemas of docs/openapi.yaml with the independent validator.
+    static func expectSchemasMatch(_ bodies: [(schema: String, json: JSONValue)]) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-bodies-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         var arguments: [String] = []
-        for (index, answer) in answers.enumerated() {
-            #expect(answer.response.status.code < 300, "\(answer.schema): \(answer.response.text)")
-            let file = folder.appendingPathComponent("\(index)-\(answer.schema).json")
-            try Data(answer.response.body).write(to: file)
-            arguments += ["--body", answer.schema, file.path]
-        }
-        for list in lists {
-            #expect(list.items.count >= 1, "no \(list.schema) to check")
-            for (index, item) in list.items.enumerated() {
-                let file = folder.appendingPathComponent("\(list.schema)-\(index).json")
-                try Data(item.serialized()).write(to: file)
-                arguments += ["--body", list.schema, file.path]
-            }
+        for (index, body) in bodies.enumerated() {
+            let file = folder.appendingPathComponent("\(index)-\(body.schema).json")
+            try Data(body.json.serialized()).write(to: file)
+            arguments += ["--body", body.schema, file.path]
         }
         let result = try await Repository.runScript("scripts/check-openapi", arguments)
         #expect(result.status == 0, "\(result.output)")
-        #expect(result.output.contains("checked \(arguments.count / 3) bodies"), "\(result.output)")
+        #expect(result.output.contains("checked \(bodies.count) bodies"), "\(result.output)")
     }
 
     /// The checker fails where tooling would: a plain scalar holding `: ` (what once kept standard parsers from

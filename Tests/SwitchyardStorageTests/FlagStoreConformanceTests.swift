@@ -23,6 +23,23 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.all)
+    func aNewNamespaceIsAnsweredAsStoredWithFlagsAndKillSwitchesInKeyOrder(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            // Declared out of key order; the answer lists them as every later read does, and so do later changes.
+            let declared = Fixtures.rider()
+            let flags = declared.flags.map(\.key).sorted(), killSwitches = declared.killSwitches.map(\.key).sorted()
+            #expect(declared.flags.map(\.key) != flags && declared.killSwitches.map(\.key) != killSwitches)
+            let created = try await store.createNamespace(declared, reasonPolicy: .kills, request: Fixtures.request())
+            #expect(created.state.flagSet.flags.map(\.key) == flags)
+            #expect(created.state.flagSet.killSwitches.map(\.key) == killSwitches)
+            #expect(try await store.namespace("rider")?.flagSet.flags.map(\.key) == flags)
+            let changed = try await store.change("rider", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
+            #expect(changed.state.flagSet.flags.map(\.key) == flags)
+            #expect(changed.state.flagSet.killSwitches.map(\.key) == killSwitches)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
     func creatingANamespaceThatExistsFails(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
@@ -145,10 +162,27 @@ import Testing
                 try await store.change("b", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
             }
             _ = try await store.change("c", Fixtures.request(reason: nil), mutation: Fixtures.kill(KillSwitch.masterKey))
-            let record = try await store.setReasonPolicy(.never, of: "a", by: Fixtures.editor)
-            #expect(record.reasonPolicy == .never)
+            let (record, changed) = try await store.setReasonPolicy(.never, of: "a", by: Fixtures.editor)
+            #expect(record.reasonPolicy == .never && changed)
             #expect(try await store.namespace("a")?.record.reasonPolicy == .never)
             #expect(try await store.namespace("a")?.record.version == 3)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func settingTheReasonPolicyInForceWritesNothing(backend: StoreBackend) async throws {
+        let clock = TestClock.forStores()
+        try await backend.withStore(clock: clock) { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            clock.advance(by: .seconds(10))
+            let set = try await store.setReasonPolicy(.always, of: "rider", by: Fixtures.editor)
+            #expect(set.changed && set.record.reasonPolicy == .always)
+            clock.advance(by: .seconds(10))
+            let again = try await store.setReasonPolicy(.always, of: "rider", by: Fixtures.editor)
+            #expect(!again.changed && again.record.reasonPolicy == .always)
+            // Not touched: the same time of the last update, one audit entry.
+            #expect(abs(again.record.updatedAt.timeIntervalSince(set.record.updatedAt)) < 0.001)
+            #expect(try await store.audit(AuditQuery(namespace: "rider", actions: [.namespaceUpdate])).entries.count == 1)
         }
     }
 

@@ -54,4 +54,56 @@ struct WireBodiesTests {
         object["reason_policy"] = .string("sometimes")
         #expect(try NamespaceBody(json: .object(object)).reasonPolicy == .kills)
     }
+
+    /// The crash guard's bodies: each reads back as written (the evidence's policy typed), the status and evidence
+    /// leave out the verdict members their schemas leave out, and a body of another shape fails naming the member.
+    @Test func crashGuardBodiesReadBackAsWrittenAndNameTheMemberAtFault() throws {
+        let time = "2026-11-26T04:10:00.000Z"
+        let check = GuardCheckBody(sessions: 1228, crashes: 61, crashRate: 0.04967, lowerBound: 0.03375, threshold: 0.02,
+                                   baselineRate: 0.01, baselineDifferenceLower: 0.001, bound: 0.02, exceeds: true, shortfall: [],
+                                   units: 1190, addresses: 1043, leftOut: ["plugin_switch_map_traffic"])
+        let evidence = GuardEvidenceBody(rule: "wilson-lower-bound", key: "plugin_switch_feed_promos", source: "client",
+                                         scope: Scope(cities: ["lagos"]), scopeText: "city lagos", window: "10m", from: time, until: time,
+                                         check: check, confidence: 0.999, attribution: "baseline", complement: check,
+                                         policy: CrashGuardPolicy.builtIn.policy, proposedBecause: "budget")
+        #expect(try GuardEvidenceBody(json: evidence.json) == evidence)
+        #expect(evidence.json["exceeds"] == nil && evidence.json["shortfall"] == nil && evidence.json["complement"]?["exceeds"] == .bool(true))
+        #expect(evidence.json["policy"]?["cooldown"] == .string("30m"))
+        #expect(try GuardEvidenceBody(json: evidence.json).policy.cooldown == .seconds(1800))
+
+        let trip = GuardTripBody(key: "plugin_switch_feed_promos", scope: Scope(cities: ["lagos"]), version: 42, time: time, actor: "crash-guard",
+                                 automatic: true, proposal: nil, reason: "crash guard: …", evidence: evidence,
+                                 reenabled: .init(version: 43, time: time, actor: "ada", deleted: false), inForce: false)
+        #expect(try GuardTripBody(json: trip.json) == trip)
+        let proposal = GuardProposalBody(id: 7, key: "plugin_switch_feed_promos", scope: .everywhere, scopeText: "everywhere", time: time,
+                                         state: "dismissed", proposedBecause: "budget", reason: nil, evidence: evidence,
+                                         apply: "flagctl guard apply 7 -n rider", dismissed: .init(time: time, actor: "ada", reason: "farm"))
+        let status = GuardSwitchStatusBody(
+            key: "plugin_switch_feed_promos", state: "tripped", source: "client", check: check, window: "10m", from: time, until: time,
+            disabled: false, disabledScopes: [Scope(cities: ["lagos"])], coolingDownUntil: nil,
+            wouldTrip: .init(scope: Scope(cohorts: ["beta"]), scopeText: "cohort beta"),
+            scopes: [.init(kind: "city", value: "lagos", check: check)], sources: [.init(source: "client", mayTrip: true, check: check)],
+            openTrips: [trip], openProposals: [7], lastTrip: trip, policy: CrashGuardPolicy.builtIn.policy)
+        #expect(status.json["exceeds"] == nil && status.json["shortfall"] == .array([]))
+        #expect(status.json["scopes"]?.arrayValue?.first?["shortfall"] == nil && status.json["scopes"]?.arrayValue?.first?["exceeds"] == .bool(true))
+        let overview = GuardOverviewBody(namespace: "rider", version: 42, time: time, rule: "wilson-lower-bound", maximumTripsPerHour: 3,
+                                         tripsLastHour: 1, proposals: [proposal], switches: [status])
+        #expect(try GuardOverviewBody(json: overview.json) == overview)
+        #expect(overview.json["budget"]?["remaining"] == .int(2))
+        let dismissal = GuardDismissalBody(namespace: "rider", dismissed: true, proposal: proposal, auditID: 8)
+        #expect(try GuardDismissalBody(json: dismissal.json) == dismissal)
+
+        var object = try #require(evidence.json.objectValue)
+        object["window"] = nil
+        let missing = #expect(throws: WireError.self) { try GuardEvidenceBody(json: .object(object)) }
+        #expect(missing?.message == "crash guard evidence: window is missing or not a string")
+        object["window"] = .string("10m")
+        object["policy"] = .object(JSONObject([("cooldown", .string("soon"))]))
+        let policy = #expect(throws: WireError.self) { try GuardEvidenceBody(json: .object(object)) }
+        #expect(policy?.message.hasPrefix("crash guard evidence: policy: cooldown: 'soon' is not a duration") == true, "\(policy?.message ?? "")")
+        var trips = try #require(GuardTripsBody(namespace: "rider", version: 42, trips: [trip]).json.objectValue)
+        trips["trips"] = .array([.object(JSONObject([("switch", .string("x"))]))])
+        let shape = #expect(throws: WireError.self) { try GuardTripsBody(json: .object(trips)) }
+        #expect(shape?.message == "crash guard trip: scope is missing")
+    }
 }

@@ -124,13 +124,28 @@ def flagctl(*arguments):
     return result.stdout
 
 
-VIEW_TITLES = {"flags": "Flags", "kill-switches": "Kill switches", "audit": "Audit", "guard": "Crash guard"}
+def api(method, path, body=None):
+    """Calls flagsd's API in namespace rider with FLAGCTL_TOKEN (an editor), as a release manager's script would; returns
+    the JSON (an HTTP error raises)."""
+    headers = {"Authorization": f"Bearer {FLAGCTL_TOKEN}", "Content-Type": "application/json"}
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"{URL}/v1/namespaces/rider/{path}", data=data, headers=headers, method=method)
+    with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+        return json.loads(response.read())
+
+
+VIEW_TITLES = {"flags": "Flags", "kill-switches": "Kill switches", "audit": "Audit", "guard": "Crash guard", "releases": "Releases"}
 
 
 def open_view(view):
     browser.find_element(By.CSS_SELECTOR, f'#view-nav a[data-view="{view}"]').click()
     wait_for(lambda d: d.execute_script("return location.hash").endswith("/" + view)
              and d.find_element(By.ID, "view-title").text.startswith(VIEW_TITLES[view]), f"the {view} view")
+
+
+def dialog_error(what):
+    """Waits for the change dialog's error and returns its text."""
+    return wait_for(lambda d: d.find_element(By.ID, "change-error").is_displayed() and d.find_element(By.ID, "change-error").text, what)
 
 
 def sign_in(token):
@@ -311,8 +326,7 @@ def conflict():
     flagctl("rollout", "plugin_switch_feed_safety_tips", "40", "--reason", "safety tips to 40 %", "--yes")
     wait_for(lambda d: "40 %" in flag_row("plugin_switch_feed_safety_tips").text, "the other change to show")
     by_id("change-confirm").click()
-    error = wait_for(lambda d: d.find_element(By.ID, "change-error").is_displayed() and d.find_element(By.ID, "change-error").text,
-                     "the conflict message")
+    error = dialog_error("the conflict message")
     problems = []
     if f"{FLAGCTL_ACTOR} changed rider" not in error:
         problems.append(f"the dialog does not say who changed the namespace: {error!r}")
@@ -320,6 +334,7 @@ def conflict():
     output = json.loads(flagctl("get", "plugin_switch_feed_trip_history", "-o", "json"))
     if output["flag"].get("disabled") is True:
         problems.append("the change was applied over the other one")
+    wait_for(lambda d: d.find_element(By.ID, "change-confirm").is_enabled(), "the confirm button to be enabled again")
     by_id("change-confirm").click()
     wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the second confirmation")
     wait_for(lambda d: badge_of(flag_row("plugin_switch_feed_trip_history")) == "disabled", "the switch to show as disabled")
@@ -469,15 +484,9 @@ PROPOSED = "plugin_switch_map_scooters"
 @check("past the guard's budget a proposal shows in its view and is applied from there")
 def guard_proposal():
     # A namespace whose guard only proposes (max_trips_per_hour: 0), set through the API as a release manager would.
-    headers = {"Authorization": f"Bearer {FLAGCTL_TOKEN}", "Content-Type": "application/json"}
-    with urllib.request.urlopen(urllib.request.Request(f"{URL}/v1/namespaces/rider/flag-set", headers=headers), timeout=DEADLINE) as response:
-        flag_set = json.loads(response.read())["flag_set"]
+    flag_set = api("GET", "flag-set")["flag_set"]
     flag_set["crash_guard"] = {"max_trips_per_hour": 0}
-    body = json.dumps({"flag_set": flag_set, "reason": "propose only"}).encode()
-    with urllib.request.urlopen(urllib.request.Request(f"{URL}/v1/namespaces/rider/flag-set", data=body, headers=headers, method="PUT"),
-                                timeout=DEADLINE) as response:
-        if response.status != 200:
-            return f"PUT flag-set answered {response.status}"
+    api("PUT", "flag-set", {"flag_set": flag_set, "reason": "propose only"})
     # Half of them crash: well above twice the 10 % of the sessions without it (the guarded switch's), also without
     # the crashes of the two busiest addresses.
     post_sessions(300, 2, [PROPOSED])
@@ -515,6 +524,162 @@ def guard_proposal():
     return "; ".join(problems)
 
 
+RELEASED = "plugin_switch_feed_safety_tips"
+DECLARED = "plugin_switch_confirmation_promo"
+
+
+def release_card(key):
+    """What a plan's card shows, read in one go (the view renders again on every change and every 30 s, so elements
+    found one by one may belong to different renderings): None while the card is not there."""
+    return browser.execute_script("""
+        const card = document.querySelector(`article.release[data-release="${CSS.escape(arguments[0])}"]`);
+        if (!card) return null;
+        const all = (selector) => [...card.querySelectorAll(selector)];
+        const text = (selector) => (card.querySelector(selector) || {}).textContent || '';
+        return {
+          status: card.dataset.status, text: card.innerText, stage: text('.release-stage'), next: text('.release-next'),
+          steps: all('.release-step').map((step) => [step.dataset.step, step.textContent]),
+          sides: all('.release-assessment tbody tr').map((row) => row.dataset.side),
+          events: all('ol.release-timeline > li').map((item) => [item.dataset.kind, item.innerText]),
+          buttons: all('.actions button').map((button) => button.id),
+        };
+    """, key)
+
+
+def release_shows(key, what, condition):
+    """Waits until the card of `key` satisfies condition(card) and returns the card."""
+    return wait_for(lambda d: (card := release_card(key)) and condition(card) and card, what)
+
+
+def open_release_dialog(verb, reason):
+    """Clicks the plan's button for `verb` (Pause…, Resume…) and gives the dialog a reason, without confirming."""
+    wait_for(lambda d: d.find_element(By.ID, f"release-{verb}:{RELEASED}").click() or True, f"the {verb} button to click")
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, f"the {verb} dialog")
+    by_id("change-reason").send_keys(reason)
+
+
+def confirm_release_step(kind):
+    """Confirms the dialog, waits for it to close and for the step (`paused`, `resumed`) to top the timeline; returns
+    the card."""
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    return release_shows(RELEASED, f"the {kind} step in the timeline", lambda card: card["events"][:1] and card["events"][0][0] == kind)
+
+
+@check("the releases view shows a plan started through the API, its stage and its timeline, without reloading")
+def release_shown():
+    # A plan declared but not started (in the flag set, as a flag file would declare it) offers Start.
+    flag = api("GET", f"flags/{DECLARED}")
+    definition = {name: value for name, value in flag.items() if name not in ("key", "version", "kill_switches", "plugin_point")}
+    definition["release"] = {"stages": [{"cohorts": ["beta"], "rollout": 500}, {"rollout": 10000}]}
+    api("PUT", f"flags/{DECLARED}", {"flag": definition, "reason": "declare the promo's release plan"})
+    browser.execute_script("window.__sameDocument = 'releases'")
+    open_view("releases")
+    declared = release_shows(DECLARED, f"{DECLARED}'s declared plan", lambda card: card["status"] == "declared")
+    # Started through the API while the view is open, at a pace the runner will not step within the test.
+    api("POST", f"flags/{RELEASED}/release/start", {
+        "plan": {"soak": "2h", "min_sessions": 100000000,
+                 "stages": [{"cities": ["lagos"], "rollout": 100}, {"cities": ["nairobi"], "rollout": 10000}, {"rollout": 10000}]},
+        "reason": "REL-1 safety tips, Lagos first"})
+    card = release_shows(RELEASED, f"{RELEASED}'s plan running with its start in the timeline",
+                         lambda card: card["status"] == "running" and card["events"])
+    problems = []
+    if card["stage"] != "stage 1 of 3 (cities lagos at 1 %)":
+        problems.append(f"the stage shows {card['stage']!r}")
+    steps = card["steps"]
+    if [step for step, _ in steps] != ["current", "upcoming", "upcoming"] or "everyone at 100 %" not in steps[2][1]:
+        problems.append(f"the stages show {steps}")
+    if not card["next"].strip():
+        problems.append("the next decision is not shown")
+    if "100,000,000 sessions" not in card["text"] or "soak 2h" not in card["text"]:
+        problems.append("the plan's soak and minimum sessions are not shown")
+    if card["sides"] != ["with", "without"]:
+        problems.append(f"the sessions with and without the switch show as {card['sides']}")
+    kinds = [kind for kind, _ in card["events"]]
+    if kinds != ["started"]:
+        problems.append(f"the timeline holds {kinds}")
+    elif not all(text in card["events"][0][1] for text in ["REL-1 safety tips, Lagos first", FLAGCTL_ACTOR, "api", "stage 1 of 3"]):
+        problems.append(f"the start shows as {card['events'][0][1]!r}")
+    if card["buttons"] != [f"release-{verb}:{RELEASED}" for verb in ["pause", "advance", "abort"]]:
+        problems.append(f"a running plan offers {card['buttons']}")
+    if declared["buttons"] != [f"release-start:{DECLARED}"]:
+        problems.append(f"the declared plan offers {declared['buttons']}, not Start alone")
+    if browser.execute_script("return window.__sameDocument") != "releases":
+        problems.append("the page reloaded")
+    return "; ".join(problems)
+
+
+@check("a release is paused from the releases view, and its timeline gains the pause")
+def release_paused():
+    open_release_dialog("pause", "REL-2 hold while support checks the Lagos tickets")
+    problems = []
+    if RELEASED not in by_id("change-title").text or "stage 1 of 3" not in by_id("change-summary").text:
+        problems.append(f"the dialog says {by_id('change-dialog').text[:300]!r}")
+    card = confirm_release_step("paused")
+    kinds = [kind for kind, _ in card["events"]]
+    if kinds != ["paused", "started"]:
+        problems.append(f"the timeline holds {kinds}")
+    for text in ["REL-2 hold while support checks the Lagos tickets", EDITOR_NAME, "console", "paused at stage 1 of 3"]:
+        if text not in card["events"][0][1]:
+            problems.append(f"the pause lacks {text!r}: {card['events'][0][1]!r}")
+    if card["status"] != "paused":
+        problems.append(f"the plan shows as {card['status']!r}")
+    if card["steps"][0][0] != "paused":
+        problems.append(f"the stage is marked {card['steps'][0][0]!r}, not paused")
+    if card["buttons"] != [f"release-{verb}:{RELEASED}" for verb in ["resume", "advance", "abort"]]:
+        problems.append(f"a paused plan offers {card['buttons']}")
+    status = api("GET", f"flags/{RELEASED}/release")
+    if status["plan"]["state"]["status"] != "paused":
+        problems.append(f"flagsd says {status['plan']['state']}")
+    return "; ".join(problems)
+
+
+@check("a paused release is resumed from the releases view")
+def release_resumed():
+    open_release_dialog("resume", "REL-3 tickets were unrelated")
+    card = confirm_release_step("resumed")
+    problems = []
+    kinds = [kind for kind, _ in card["events"]]
+    if kinds != ["resumed", "paused", "started"]:
+        problems.append(f"the timeline holds {kinds}")
+    if card["status"] != "running" or "stage 1 of 3" not in card["stage"]:
+        problems.append(f"the plan shows {card['status']!r} at {card['stage']!r}")
+    status = api("GET", f"flags/{RELEASED}/release")
+    if status["plan"]["state"]["status"] != "running" or status["plan"]["state"].get("stage") != 0:
+        problems.append(f"flagsd says {status['plan']['state']}")
+    if [event["source"] for event in status["timeline"]] != ["console", "console", "api"]:
+        problems.append(f"flagsd's timeline: {[(event['source'], event['summary']) for event in status['timeline']]}")
+    return "; ".join(problems)
+
+
+@check("a release step someone else made first is shown, and flagsd's refusal of the stale one is shown in the dialog")
+def release_refused():
+    open_release_dialog("pause", "REL-4 pause for the evening")
+    # A release manager pauses it with flagctl while the dialog is open; the view shows it behind the dialog.
+    flagctl("release", "pause", RELEASED, "--reason", "REL-4 paused from the terminal", "--yes")
+    release_shows(RELEASED, "flagctl's pause to show", lambda card: card["status"] == "paused")
+    by_id("change-confirm").click()
+    conflict = dialog_error("the conflict message")
+    problems = []
+    if f"{FLAGCTL_ACTOR} changed rider" not in conflict:
+        problems.append(f"the dialog does not say who changed the namespace: {conflict!r}")
+    # Confirmed again (once the dialog is based on the latest version), the pause is refused: the plan is no longer
+    # running (flagsd's words).
+    wait_for(lambda d: d.find_element(By.ID, "change-confirm").is_enabled(), "the confirm button to be enabled again")
+    by_id("change-confirm").click()
+    refusal = wait_for(lambda d: (text := d.find_element(By.ID, "change-error").text).startswith("flagsd refused") and text,
+                       "flagsd's refusal")
+    if "only a running plan can pause" not in refusal:
+        problems.append(f"the dialog shows {refusal!r}")
+    by_id("change-cancel").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    card = release_card(RELEASED)
+    kinds = [kind for kind, _ in card["events"]]
+    if kinds[:2] != ["paused", "resumed"] or FLAGCTL_ACTOR not in card["events"][0][1] or "cli" not in card["events"][0][1]:
+        problems.append(f"the timeline starts with {card['events'][:1]}")
+    return "; ".join(problems)
+
+
 @check("every control has an accessible name")
 def accessible_names():
     unnamed = browser.execute_script("""
@@ -532,7 +697,7 @@ def phone_layout():
     browser.set_window_size(390, 844)
     try:
         problems = []
-        for view in ["flags", "kill-switches", "audit", "guard"]:
+        for view in ["flags", "kill-switches", "audit", "guard", "releases"]:
             open_view(view)
             widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             if widths[0] > widths[1] + 1:

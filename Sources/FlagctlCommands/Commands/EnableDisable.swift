@@ -1,6 +1,7 @@
 import Foundation
 public import ArgumentParser
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl enable KEY [--city C] [--cohort K]`: clears a plugin switch's disable, everywhere or in one scope.
 public struct Enable: FlagctlCommand {
@@ -57,7 +58,7 @@ public struct Enable: FlagctlCommand {
                                         objects: [.flag(key)], action: "enable \(key)\(scope.inText)")
             if let trip {
                 planned.preview = Self.tripLines(trip, key: key)
-                let cooldown = trip["evidence"]?["policy"]?["cooldown"]?.stringValue ?? "its cool-down"
+                let cooldown = trip.evidence.policy.cooldown.map(GuardDurationText.text) ?? "its cool-down"
                 planned.preview.append("  if it still crashes, the guard turns it off again once \(cooldown) has passed")
             }
             return planned
@@ -84,7 +85,7 @@ public struct Enable: FlagctlCommand {
 extension Enable {
     /// The crash guard's latest trip of a switch still in force for exactly a scope; nil when there is none (or
     /// the server has no crash guard).
-    static func tripInForce(_ key: String, scope: Scope, namespace: String, client: APIClient) async throws -> JSONValue? {
+    static func tripInForce(_ key: String, scope: Scope, namespace: String, client: APIClient) async throws -> GuardTripBody? {
         let tree: JSONValue
         do {
             tree = try await client.get(APIClient.path("v1", "namespaces", namespace, "guard", "trips"),
@@ -92,19 +93,15 @@ extension Enable {
         } catch let failure as APIFailure where failure.status == 404 || failure.status == 503 {
             return nil
         }
-        return tree["trips"]?.arrayValue?.first { trip in
-            guard trip["in_force"]?.boolValue == true else { return false }
-            let cities = trip["scope"]?["cities"]?.arrayValue?.compactMap(\.stringValue) ?? []
-            let cohorts = trip["scope"]?["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? []
-            return Set(cities) == Set(scope.cities) && Set(cohorts) == Set(scope.cohorts)
+        return try GuardTripsBody(json: tree).trips.first { trip in
+            trip.inForce == true && Set(trip.scope.cities) == Set(scope.cities) && Set(trip.scope.cohorts) == Set(scope.cohorts)
         }
     }
 
     /// `the crash guard turned … off …` and its evidence.
-    static func tripLines(_ trip: JSONValue, key: String) -> [String] {
-        let scope = Guard.scopeText(trip["scope"])
-        return ["the crash guard turned \(key) off \(scope == "everywhere" ? "everywhere" : "in " + scope) at \(Audit.shortTime(trip["time"]?.stringValue ?? "")) (version \(trip["version"]?.int64Value ?? 0)):"]
-            + Guard.evidenceLines(trip["evidence"])
+    static func tripLines(_ trip: GuardTripBody, key: String) -> [String] {
+        ["the crash guard turned \(key) off \(GuardStatus.whereText(trip.scope)) at \(Audit.shortTime(trip.time)) (version \(trip.version)):"]
+            + Guard.evidenceLines(trip.evidence)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 public import ArgumentParser
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl guard status|trips|apply|dismiss`: what the crash guard sees, what it did, and its proposals.
 public struct Guard: AsyncParsableCommand {
@@ -30,8 +31,8 @@ public struct Guard: AsyncParsableCommand {
     public init() {}
 
     /// `4.97%` from a fraction; `-` when there is none.
-    static func percent(_ value: JSONValue?) -> String {
-        guard case .number(let number)? = value, let fraction = number.doubleValue else { return "-" }
+    static func percent(_ fraction: Double?) -> String {
+        guard let fraction else { return "-" }
         let percent = fraction * 100
         let digits = percent == 0 ? 0 : percent >= 10 ? 1 : percent >= 1 ? 2 : 3
         var text = String(format: "%.\(digits)f", percent)
@@ -40,53 +41,52 @@ public struct Guard: AsyncParsableCommand {
         return text + "%"
     }
 
+    /// `4.97%` from a JSON fraction (experiment results); `-` when there is none.
+    static func percent(_ value: JSONValue?) -> String {
+        guard case .number(let number)? = value else { return "-" }
+        return percent(number.doubleValue)
+    }
+
     /// The value unless it is missing or null.
     static func present(_ value: JSONValue?) -> JSONValue? {
         value == .null ? nil : value
     }
 
-    /// `city lagos`, `cohort beta`, `everywhere`, from a scope tree.
-    static func scopeText(_ scope: JSONValue?) -> String {
-        let cities = scope?["cities"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        let cohorts = scope?["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    /// `city lagos`, `cohort beta`, `everywhere`.
+    static func scopeText(_ scope: Scope) -> String {
         var parts: [String] = []
-        if !cities.isEmpty { parts.append((cities.count == 1 ? "city " : "cities ") + cities.joined(separator: ", ")) }
-        if !cohorts.isEmpty { parts.append((cohorts.count == 1 ? "cohort " : "cohorts ") + cohorts.joined(separator: ", ")) }
+        if !scope.cities.isEmpty { parts.append((scope.cities.count == 1 ? "city " : "cities ") + scope.cities.joined(separator: ", ")) }
+        if !scope.cohorts.isEmpty { parts.append((scope.cohorts.count == 1 ? "cohort " : "cohorts ") + scope.cohorts.joined(separator: ", ")) }
         return parts.isEmpty ? "everywhere" : parts.joined(separator: " and ")
     }
 
     /// The evidence of a trip in a few lines, for `guard trips` and `enable`.
-    static func evidenceLines(_ evidence: JSONValue?, indent: String = "  ") -> [String] {
-        guard let evidence else { return [] }
-        let confidence = evidence["confidence"].map { percent($0) } ?? "-"
+    static func evidenceLines(_ evidence: GuardEvidenceBody, indent: String = "  ") -> [String] {
+        let check = evidence.check
+        let scope = scopeText(evidence.scope)
         var lines = [
-            "\(indent)crash rate \(percent(evidence["crash_rate"])) (\(evidence["crashes"]?.int64Value ?? 0) of \(evidence["sessions"]?.int64Value ?? 0) sessions) "
-                + "\(scopeText(evidence["scope"]) == "everywhere" ? "everywhere" : "in " + scopeText(evidence["scope"])) over \(evidence["window"]?.stringValue ?? "?")",
-            "\(indent)lower bound \(percent(evidence["lower_bound"])) at \(confidence) confidence > bound \(percent(evidence["bound"]))"
-                + (present(evidence["baseline_rate"]) != nil ? " (\(percent(evidence["baseline_rate"])) without the switch)" : ""),
+            "\(indent)crash rate \(percent(check.crashRate)) (\(check.crashes) of \(check.sessions) sessions) "
+                + "\(scope == "everywhere" ? "everywhere" : "in " + scope) over \(evidence.window)",
+            "\(indent)lower bound \(percent(check.lowerBound)) at \(percent(evidence.confidence)) confidence > bound \(percent(check.bound))"
+                + (check.baselineRate != nil ? " (\(percent(check.baselineRate)) without the switch)" : ""),
         ]
-        if let leftOut = evidence["left_out"]?.arrayValue?.compactMap(\.stringValue), !leftOut.isEmpty {
-            lines.append("\(indent)in the sessions without \(leftOut.joined(separator: ", ")) (shown to crash): the switch runs in nearly every session")
+        if !check.leftOut.isEmpty {
+            lines.append("\(indent)in the sessions without \(check.leftOut.joined(separator: ", ")) (shown to crash): the switch runs in nearly every session")
         }
-        if let complement = present(evidence["complement"]) {
-            lines.append("\(indent)elsewhere \(percent(complement["crash_rate"])) (\(complement["crashes"]?.int64Value ?? 0) of \(complement["sessions"]?.int64Value ?? 0) sessions)")
+        if let complement = evidence.complement {
+            lines.append("\(indent)elsewhere \(percent(complement.crashRate)) (\(complement.crashes) of \(complement.sessions) sessions)")
         }
-        if let spread = spreadText(evidence) { lines.append(indent + spread) }
+        if let units = check.units {
+            var text = "reported by \(evidence.source == "reporter" ? "reporters" : "clients"): crashes from \(units) unit\(units == 1 ? "" : "s")"
+            if let addresses = check.addresses { text += " and \(addresses) source address\(addresses == 1 ? "" : "es")" }
+            lines.append(indent + text)
+        }
         return lines
     }
 
-    /// `reported by clients: crashes from 300 units and 15 addresses`; nil when the evidence predates them.
-    static func spreadText(_ tree: JSONValue) -> String? {
-        guard let units = tree["units"]?.int64Value else { return nil }
-        let source = tree["source"]?.stringValue == "reporter" ? "reporters" : "clients"
-        var text = "reported by \(source): crashes from \(units) unit\(units == 1 ? "" : "s")"
-        if let addresses = tree["addresses"]?.int64Value { text += " and \(addresses) source address\(addresses == 1 ? "" : "es")" }
-        return text
-    }
-
     /// Why the guard proposes, in words.
-    static func proposedBecause(_ proposal: JSONValue) -> String {
-        switch proposal["proposed_because"]?.stringValue {
+    static func proposedBecause(_ proposal: GuardProposalBody) -> String {
+        switch proposal.proposedBecause {
         case "scoped_disables": "its scoped disables of this switch are at max_scoped_disables"
         default: "its budget of automatic disables (max_trips_per_hour) is spent"
         }
@@ -139,98 +139,92 @@ public struct GuardStatus: FlagctlCommand {
             console.write(rendered)
             return
         }
-        let switches = tree["switches"]?.arrayValue ?? []
+        let overview = try GuardOverviewBody(json: tree)
         var table = Table("SWITCH", "STATE", "SESSIONS", "CRASHES", "RATE", "LOWER BOUND", "BOUND", "NOTE")
-        for entry in switches {
-            let state = entry["state"]?.stringValue ?? "?"
-            let style: Style = switch state {
+        for entry in overview.switches {
+            let style: Style = switch entry.state {
             case "tripped", "tripping": .red
             case "cooling_down", "disabled", "proposed": .yellow
             case "off": .dim
             default: .plain
             }
             table.add([
-                .init(entry["key"]?.stringValue ?? "", .bold), .init(state, style),
-                .init(String(entry["sessions"]?.int64Value ?? 0)), .init(String(entry["crashes"]?.int64Value ?? 0)),
-                .init(Guard.percent(entry["crash_rate"])), .init(Guard.percent(entry["lower_bound"])), .init(Guard.percent(entry["bound"])),
+                .init(entry.key, .bold), .init(entry.state, style),
+                .init(String(entry.check.sessions)), .init(String(entry.check.crashes)),
+                .init(Guard.percent(entry.check.crashRate)), .init(Guard.percent(entry.check.lowerBound)), .init(Guard.percent(entry.check.bound)),
                 .init(Self.note(entry)),
             ])
         }
         console.write(table.render(colour: console.usesColour))
         var summary = KeyValueTable()
-        if let budget = tree["budget"], let limit = budget["max_trips_per_hour"]?.int64Value {
-            summary.add("trip budget", limit == 0 ? "none: the guard only proposes (max_trips_per_hour 0)"
-                : "\(budget["trips_last_hour"]?.int64Value ?? 0) of \(limit) automatic disables used in the last hour")
-        }
-        for proposal in tree["proposals"]?.arrayValue ?? [] {
-            let id = proposal["id"]?.int64Value ?? 0
-            summary.add("proposal \(id)", "turn \(proposal["switch"]?.stringValue ?? "?") off \(Self.whereText(proposal["scope"])), proposed at "
-                + "\(Audit.shortTime(proposal["time"]?.stringValue ?? "")) as \(Guard.proposedBecause(proposal)): "
+        let limit = overview.maximumTripsPerHour
+        summary.add("trip budget", limit == 0 ? "none: the guard only proposes (max_trips_per_hour 0)"
+            : "\(overview.tripsLastHour) of \(limit) automatic disables used in the last hour")
+        for proposal in overview.proposals {
+            let id = proposal.id
+            summary.add("proposal \(id)", "turn \(proposal.key) off \(Self.whereText(proposal.scope)), proposed at "
+                + "\(Audit.shortTime(proposal.time)) as \(Guard.proposedBecause(proposal)): "
                 + "'flagctl guard apply \(id)' or 'flagctl guard dismiss \(id) --reason …'")
         }
         console.write("\n" + summary.text)
-        guard key != nil, let entry = switches.first else { return }
+        guard key != nil, let entry = overview.switches.first else { return }
+        let check = entry.check
+        let policy = entry.policy
         var details = KeyValueTable()
-        details.add("window", "\(entry["window"]?.stringValue ?? "?") (from \(Audit.shortTime(entry["from"]?.stringValue ?? "")))")
-        let policy = entry["policy"]
-        details.add("threshold", "\(Guard.percent(entry["threshold"])) (max_crash_rate), at least \(policy?["min_sessions"]?.int64Value ?? 0) sessions and \(policy?["min_crashes"]?.int64Value ?? 0) crashes, \(Guard.percent(policy?["confidence"]?.int64Value.map { JSONValue.double(Double($0) / 10_000) })) confidence")
-        if let baseline = Guard.present(entry["baseline_rate"]) {
-            details.add("baseline", "\(Guard.percent(baseline)) without the switch × \(policy?["baseline_ratio"].map { $0.serializedString() } ?? "?")")
+        details.add("window", "\(entry.window) (from \(Audit.shortTime(entry.from)))")
+        details.add("threshold", "\(Guard.percent(check.threshold)) (max_crash_rate), at least \(policy.minimumSessions ?? 0) sessions and \(policy.minimumCrashes ?? 0) crashes, \(Guard.percent(policy.confidence.map { Double($0.basisPoints) / 10_000 })) confidence")
+        if let baseline = check.baselineRate {
+            details.add("baseline", "\(Guard.percent(baseline)) without the switch × \(policy.baselineRatio.map(RatioText.text) ?? "?")")
         }
-        if let leftOut = entry["left_out"]?.arrayValue?.compactMap(\.stringValue), !leftOut.isEmpty {
-            details.add("judged on", "the sessions without \(leftOut.joined(separator: ", ")) (shown to crash; it runs in nearly every session)")
+        if !check.leftOut.isEmpty {
+            details.add("judged on", "the sessions without \(check.leftOut.joined(separator: ", ")) (shown to crash; it runs in nearly every session)")
         }
-        if let units = entry["units"]?.int64Value {
-            let source = entry["source"]?.stringValue == "reporter" ? "reporters'" : "clients'"
+        if let units = check.units {
+            let source = entry.source == "reporter" ? "reporters'" : "clients'"
             var text = "from \(units) unit\(units == 1 ? "" : "s")"
-            if let addresses = entry["addresses"]?.int64Value { text += " and \(addresses) source address\(addresses == 1 ? "" : "es")" }
-            text += " (\(source) sessions); a trip needs \(policy?["min_units"]?.int64Value ?? 0) units"
-            if entry["addresses"]?.int64Value != nil { text += " and \(policy?["min_addresses"]?.int64Value ?? 0) addresses" }
+            if let addresses = check.addresses { text += " and \(addresses) source address\(addresses == 1 ? "" : "es")" }
+            text += " (\(source) sessions); a trip needs \(policy.minimumUnits ?? 0) units"
+            if check.addresses != nil { text += " and \(policy.minimumAddresses ?? 0) addresses" }
             details.add("crashes", text)
         }
-        for scope in entry["scopes"]?.arrayValue ?? [] {
-            details.add("above bound", "\(scope["kind"]?.stringValue ?? "") \(scope["value"]?.stringValue ?? ""): \(Guard.percent(scope["crash_rate"])) (\(scope["crashes"]?.int64Value ?? 0) of \(scope["sessions"]?.int64Value ?? 0) sessions), lower bound \(Guard.percent(scope["lower_bound"]))")
+        for scope in entry.scopes {
+            details.add("above bound", "\(scope.kind) \(scope.value): \(Guard.percent(scope.check.crashRate)) (\(scope.check.crashes) of \(scope.check.sessions) sessions), lower bound \(Guard.percent(scope.check.lowerBound))")
         }
-        for trip in entry["open_trips"]?.arrayValue ?? [] {
-            details.add("tripped", "\(Guard.scopeText(trip["scope"])) at \(Audit.shortTime(trip["time"]?.stringValue ?? "")) (version \(trip["version"]?.int64Value ?? 0)); 'flagctl enable \(entry["key"]?.stringValue ?? "")\(Self.scopeOptions(trip["scope"]))' turns it back on")
+        for trip in entry.openTrips {
+            details.add("tripped", "\(Guard.scopeText(trip.scope)) at \(Audit.shortTime(trip.time)) (version \(trip.version)); 'flagctl enable \(entry.key)\(Self.scopeOptions(trip.scope))' turns it back on")
         }
         console.write("\n" + details.text)
     }
 
     /// What keeps a switch from tripping, or where it is off.
-    static func note(_ entry: JSONValue) -> String {
-        switch entry["state"]?.stringValue {
+    static func note(_ entry: GuardSwitchStatusBody) -> String {
+        switch entry.state {
         case "tripped":
-            let trips = entry["open_trips"]?.arrayValue ?? []
-            return "off " + trips.map { "\(Guard.scopeText($0["scope"]) == "everywhere" ? "everywhere" : "in " + Guard.scopeText($0["scope"])) since version \($0["version"]?.int64Value ?? 0)" }
-                .joined(separator: "; ")
+            return "off " + entry.openTrips.map { "\(whereText($0.scope)) since version \($0.version)" }.joined(separator: "; ")
         case "tripping":
-            return "turning off \(entry["would_trip"]?["scope_text"]?.stringValue ?? "")"
+            return "turning off \(entry.wouldTrip?.scopeText ?? "")"
         case "proposed":
-            let ids = (entry["open_proposals"]?.arrayValue ?? []).compactMap(\.int64Value).map(String.init)
-            return "proposal \(ids.joined(separator: ", ")) waits for a person"
+            return "proposal \(entry.openProposals.map(String.init).joined(separator: ", ")) waits for a person"
         case "cooling_down":
-            return "re-enabled; the guard waits until \(Audit.shortTime(entry["cooling_down_until"]?.stringValue ?? ""))"
+            return "re-enabled; the guard waits until \(Audit.shortTime(entry.coolingDownUntil ?? ""))"
         case "disabled":
             return "disabled by a person"
         case "off":
             return "crash_guard.enabled: false"
         default:
-            return entry["shortfall"]?.arrayValue?.first?.stringValue ?? ""
+            return entry.check.shortfall?.first ?? ""
         }
     }
 
     /// `everywhere`, `in city lagos`.
-    static func whereText(_ scope: JSONValue?) -> String {
+    static func whereText(_ scope: Scope) -> String {
         let text = Guard.scopeText(scope)
         return text == "everywhere" ? text : "in " + text
     }
 
-    /// ` --city lagos` for a scope tree.
-    static func scopeOptions(_ scope: JSONValue?) -> String {
-        let cities = scope?["cities"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        let cohorts = scope?["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        return cities.map { " --city \($0)" }.joined() + cohorts.map { " --cohort \($0)" }.joined()
+    /// ` --city lagos` for a scope.
+    static func scopeOptions(_ scope: Scope) -> String {
+        scope.cities.map { " --city \($0)" }.joined() + scope.cohorts.map { " --cohort \($0)" }.joined()
     }
 }
 
@@ -275,26 +269,25 @@ public struct GuardTrips: FlagctlCommand {
             console.write(rendered)
             return
         }
-        let trips = tree["trips"]?.arrayValue ?? []
+        let trips = try GuardTripsBody(json: tree).trips
         guard !trips.isEmpty else {
             console.write("the crash guard has turned nothing off in namespace \(namespace)\(key.map { " for \($0)" } ?? "") in the last 8 days\n")
             return
         }
         var text = ""
         for trip in trips {
-            let scope = Guard.scopeText(trip["scope"])
             var status: String
-            if let reenabled = Guard.present(trip["reenabled"]) {
-                status = reenabled["deleted"]?.boolValue == true ? "deleted" : "re-enabled"
-                status += " by \(reenabled["actor"]?.stringValue ?? "?") at \(Audit.shortTime(reenabled["time"]?.stringValue ?? "")) (version \(reenabled["version"]?.int64Value ?? 0))"
+            if let reenabled = trip.reenabled {
+                status = reenabled.deleted ? "deleted" : "re-enabled"
+                status += " by \(reenabled.actor) at \(Audit.shortTime(reenabled.time)) (version \(reenabled.version))"
             } else {
-                status = trip["in_force"]?.boolValue == true ? "in force" : "no longer in force"
+                status = trip.inForce == true ? "in force" : "no longer in force"
             }
             let style: Style = status == "in force" ? .red : .dim
-            text += "\(Style.dim.apply(Audit.shortTime(trip["time"]?.stringValue ?? ""), colour: console.usesColour))  version \(trip["version"]?.int64Value ?? 0)  "
-                + "\(Style.bold.apply(trip["switch"]?.stringValue ?? "", colour: console.usesColour)) off \(scope == "everywhere" ? "everywhere" : "in " + scope): "
+            text += "\(Style.dim.apply(Audit.shortTime(trip.time), colour: console.usesColour))  version \(trip.version)  "
+                + "\(Style.bold.apply(trip.key, colour: console.usesColour)) off \(GuardStatus.whereText(trip.scope)): "
                 + style.apply(status, colour: console.usesColour) + "\n"
-            text += Guard.evidenceLines(trip["evidence"]).joined(separator: "\n") + "\n"
+            text += Guard.evidenceLines(trip.evidence).joined(separator: "\n") + "\n"
         }
         console.write(text)
     }
@@ -345,15 +338,15 @@ public struct GuardApply: FlagctlCommand {
         let namespace = try settings.requireNamespace()
         let client = APIClient(settings: settings)
         let proposal = try await GuardDismiss.proposal(id, namespace: namespace, client: client)
-        let key = proposal["switch"]?.stringValue ?? "?"
-        let scope = GuardStatus.whereText(proposal["scope"])
-        if proposal["state"]?.stringValue == "dismissed" {
-            throw CommandFailure("proposal \(id) was dismissed by \(proposal["dismissed"]?["actor"]?.stringValue ?? "someone"); to turn \(key) off anyway, 'flagctl disable \(key)'")
+        let key = proposal.key
+        let scope = GuardStatus.whereText(proposal.scope)
+        if proposal.state == "dismissed" {
+            throw CommandFailure("proposal \(id) was dismissed by \(proposal.dismissed?.actor ?? "someone"); to turn \(key) off anyway, 'flagctl disable \(key)'")
         }
         try await Confirmation.confirm(
             "Turn \(key) off \(scope) (namespace \(namespace))?", action: "apply proposal \(id)",
             preview: ["the crash guard proposes turning \(key) off \(scope), as \(Guard.proposedBecause(proposal)):"]
-                + Guard.evidenceLines(proposal["evidence"]),
+                + Guard.evidenceLines(proposal.evidence),
             yes: yes, console: console)
         var body = JSONObject()
         if let reason = reason?.trimmingCharacters(in: .whitespacesAndNewlines) { body["reason"] = .string(reason) }
@@ -363,8 +356,9 @@ public struct GuardApply: FlagctlCommand {
             console.write(rendered)
             return
         }
-        let version = response["version"]?.int64Value ?? 0
-        if response["changed"]?.boolValue == true {
+        let committed = try CommittedBody(json: response)
+        let version = committed.version.version
+        if committed.changed {
             console.write("applied crash guard proposal \(id): turned \(key) off \(scope) (namespace \(namespace) is at version \(version))\n")
         } else {
             console.write("\(key) was off \(scope) already; nothing changed (namespace \(namespace) is at version \(version))\n")
@@ -412,20 +406,20 @@ public struct GuardDismiss: FlagctlCommand {
         let namespace = try settings.requireNamespace()
         let client = APIClient(settings: settings)
         let proposal = try await Self.proposal(id, namespace: namespace, client: client)
-        let key = proposal["switch"]?.stringValue ?? "?"
+        let key = proposal.key
         let response: JSONValue
         do {
             response = try await client.send("POST", APIClient.path("v1", "namespaces", namespace, "guard", "proposals", String(id), "dismiss"),
                                               body: .object(JSONObject([("reason", .string(reason))]))).json
         } catch let failure as APIFailure where failure.status == 409 {
-            throw CommandFailure("proposal \(id) is settled: \(key) is off \(GuardStatus.whereText(proposal["scope"])) already; to turn it back on, 'flagctl enable \(key)'")
+            throw CommandFailure("proposal \(id) is settled: \(key) is off \(GuardStatus.whereText(proposal.scope)) already; to turn it back on, 'flagctl enable \(key)'")
         }
         if let rendered = outputOptions.render(response) {
             console.write(rendered)
             return
         }
-        if response["dismissed"]?.boolValue == true {
-            console.write("dismissed crash guard proposal \(id): \(key) stays on \(GuardStatus.whereText(proposal["scope"])); the guard leaves it alone for its cool-down\n")
+        if try GuardDismissalBody(json: response).dismissed {
+            console.write("dismissed crash guard proposal \(id): \(key) stays on \(GuardStatus.whereText(proposal.scope)); the guard leaves it alone for its cool-down\n")
         } else {
             console.write("proposal \(id) was dismissed already; nothing changed\n")
         }
@@ -437,9 +431,9 @@ public struct GuardDismiss: FlagctlCommand {
     }
 
     /// A proposal of the last 8 days by id.
-    static func proposal(_ id: Int64, namespace: String, client: APIClient) async throws -> JSONValue {
+    static func proposal(_ id: Int64, namespace: String, client: APIClient) async throws -> GuardProposalBody {
         let tree = try await client.get(APIClient.path("v1", "namespaces", namespace, "guard", "proposals"), query: [("limit", "1000")])
-        guard let proposal = tree["proposals"]?.arrayValue?.first(where: { $0["id"]?.int64Value == id }) else {
+        guard let proposal = try GuardProposalsBody(json: tree).proposals.first(where: { $0.id == id }) else {
             throw CommandFailure.notFound("namespace '\(namespace)' has no crash guard proposal \(id) in the last 8 days ('flagctl guard status' lists the open ones)")
         }
         return proposal

@@ -103,7 +103,8 @@ struct NamespacePlan: Sendable {
                                  desired: file, objects: objects, kept: [], keptState: [], addsKillEntry: false)
         }
         let current = server.flagSet
-        var desired = file
+        // A release plan declared as it runs keeps its progress and the targeting it set, as flagsd keeps them.
+        var desired = file.keepingReleaseProgress(of: current)
         var keptState: [KeptState] = []
         if !includeState {
             for index in desired.killSwitches.indices {

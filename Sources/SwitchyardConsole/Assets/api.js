@@ -124,6 +124,15 @@
     /** Dismisses a crash guard proposal, with the reason (required). */
     dismissProposal: (namespace, id, body) => request('POST', `${ns(namespace)}/guard/proposals/${segment(String(id))}/dismiss`, { body }),
 
+    /** Every release plan of the namespace: its status, stage, evidence and next step, without timelines (editors and admins). */
+    releases: (namespace, options) => request('GET', `${ns(namespace)}/releases`, options),
+    /** One switch's release plan with its timeline, newest first (`timeline`: how many steps, at most 500). */
+    release: (namespace, key, timeline, options = {}) =>
+      request('GET', `${ns(namespace)}/flags/${segment(key)}/release`, { ...options, query: { timeline } }),
+    /** `start`, `pause`, `resume`, `advance` or `abort` a switch's release plan, with the reason: an ordinary change. */
+    releaseAction: (namespace, key, action, body, ifMatch) =>
+      request('POST', `${ns(namespace)}/flags/${segment(key)}/release/${segment(action)}`, { body, ifMatch }),
+
     setSwitch: (namespace, key, enable, body, ifMatch) =>
       request('POST', `${ns(namespace)}/flags/${segment(key)}/${enable ? 'enable' : 'disable'}`, { body, ifMatch }),
     setRollout: (namespace, key, body, ifMatch) =>

@@ -7,8 +7,10 @@
   const { h, replace, percent, parsePercent, parseList, scopeText, isEverywhere } = dom;
   const $ = (id) => document.getElementById(id);
 
-  const VIEWS = ['flags', 'kill-switches', 'audit', 'guard'];
-  const VIEW_TITLES = { flags: 'Flags', 'kill-switches': 'Kill switches', audit: 'Audit', guard: 'Crash guard' };
+  const VIEWS = ['flags', 'kill-switches', 'audit', 'guard', 'releases'];
+  const VIEW_TITLES = { flags: 'Flags', 'kill-switches': 'Kill switches', audit: 'Audit', guard: 'Crash guard', releases: 'Releases' };
+  /** How often the Releases view, while shown, loads its evidence again (sessions move with events, not changes). */
+  const RELEASES_REFRESH_MS = 30000;
 
   const state = {
     namespaces: [],
@@ -24,8 +26,8 @@
     recent: [],
     audit: freshAudit(),
     guard: freshGuard(),
+    releases: freshReleases(),
     following: null,
-    loading: null,
     /** Whether a change made here is on its way, and the versions changes made here took. */
     saving: false,
     saved: new Set(),
@@ -37,6 +39,10 @@
 
   function freshGuard() {
     return { entries: [], loaded: false, stale: false, error: null, status: null };
+  }
+
+  function freshReleases() {
+    return { releases: [], fetched: 0, loaded: false, stale: false, error: null };
   }
 
   // Announcements for screen readers (and a visible trace for everyone in the live status line).
@@ -78,7 +84,7 @@
   function signOut(message) {
     api.session.clear();
     Object.assign(state, { namespaces: [], namespace: null, record: null, flags: [], killSwitches: [], recent: [],
-                           audit: freshAudit(), guard: freshGuard(), saved: new Set() });
+                           audit: freshAudit(), guard: freshGuard(), releases: freshReleases(), saved: new Set() });
     showSignIn(message);
   }
 
@@ -161,6 +167,7 @@
       Object.assign(state, { namespace, record: null, flags: [], killSwitches: [], version: 0, epoch: null, etag: null, recent: [], filter: '', saved: new Set() });
       state.audit = freshAudit();
       state.guard = freshGuard();
+      state.releases = freshReleases();
       replace($('view'), h('p', { class: 'empty' }, `Loading ${namespace}…`));
       try {
         await load();
@@ -173,6 +180,7 @@
     }
     if (view === 'audit' && !state.audit.loaded) loadAudit();
     if (view === 'guard' && (!state.guard.loaded || state.guard.stale)) loadGuard();
+    if (view === 'releases' && (!state.releases.loaded || state.releases.stale)) loadReleases();
     render();
     if (moveFocus) {
       const title = $('view-title');
@@ -201,30 +209,43 @@
     }
   }
 
-  /** Reloads after changes, coalescing the changes that arrive while a reload runs. */
-  function reload() {
-    if (state.loading) {
-      state.loading.again = true;
-      return state.loading.promise;
-    }
-    const loading = { again: false };
-    loading.promise = (async () => {
-      try {
-        do {
-          loading.again = false;
-          await load();
-        } while (loading.again);
-        render();
-      } catch (error) {
-        if (error.status === 401) signOut(refusal(error));
-        else announce(`Could not refresh: ${error.message}`);
-      } finally {
-        state.loading = null;
+  /**
+   * Makes `task` (async) coalescing: a call while it runs makes it run once more after (however many calls came),
+   * and every call resolves when the runs it asked for are done.
+   */
+  function coalescing(task) {
+    let running = null;
+    return () => {
+      if (running) {
+        running.again = true;
+        return running.promise;
       }
-    })();
-    state.loading = loading;
-    return loading.promise;
+      const run = { again: false };
+      run.promise = (async () => {
+        try {
+          do {
+            run.again = false;
+            await task();
+          } while (run.again);
+        } finally {
+          running = null;
+        }
+      })();
+      running = run;
+      return run.promise;
+    };
   }
+
+  /** Reloads after changes, coalescing the changes that arrive while a reload runs. */
+  const reload = coalescing(async () => {
+    try {
+      await load();
+      render();
+    } catch (error) {
+      if (error.status === 401) signOut(refusal(error));
+      else announce(`Could not refresh: ${error.message}`);
+    }
+  });
 
   function startFollowing() {
     stopFollowing();
@@ -254,6 +275,11 @@
         if (state.guard.loaded) {
           if (state.view === 'guard') loadGuard();
           else state.guard.stale = true;
+        }
+        // Likewise a release plan's step (the runner's or a person's) or a change that pauses one.
+        if (state.releases.loaded) {
+          if (state.view === 'releases') loadReleases();
+          else state.releases.stale = true;
         }
       },
       onEpoch: () => {
@@ -330,6 +356,24 @@
     render();
   }
 
+  /** Loads every release plan with its timeline; a load asked for while one runs follows it (once). */
+  const loadReleases = coalescing(async () => {
+    const releases = state.releases;
+    try {
+      const loaded = await global.Switchyard.loadReleases(state.namespace);
+      if (releases !== state.releases) return;
+      Object.assign(releases, { releases: loaded.releases, fetched: loaded.fetched, loaded: true, stale: false, error: null });
+    } catch (error) {
+      if (error.status === 401) return signOut(refusal(error));
+      if (releases !== state.releases) return;
+      releases.loaded = true;
+      releases.error = error.status === 403
+        ? `Your token may not read release plans (editors and admins may): ${error.message}`
+        : `Could not load the release plans: ${error.message}`;
+    }
+    if (state.view === 'releases') render();
+  });
+
   // Rendering -------------------------------------------------------------------------------------------------
 
   const handlers = {
@@ -348,6 +392,10 @@
       button.disabled = true;
       loadAudit(state.audit.nextCursor);
     },
+    releasesRefresh: (button) => {
+      button.disabled = true;
+      loadReleases();
+    },
   };
 
   /** Renders the current view again, keeping focus (and the caret in a text field) where it was. */
@@ -355,10 +403,13 @@
     if (!state.namespace || !state.record) return;
     const active = document.activeElement;
     const focusID = active && active.id && $('view').contains(active) ? active.id : null;
-    // When the focused button goes away (Disable became Enable), focus moves to its row's first button.
-    const row = focusID && active.closest('tr[data-flag], tr[data-kill-switch]');
-    const rowSelector = row ? (row.dataset.flag ? `tr[data-flag="${CSS.escape(row.dataset.flag)}"]`
-      : `tr[data-kill-switch="${CSS.escape(row.dataset.killSwitch)}"]`) : null;
+    // When the focused button goes away (Disable became Enable, Pause… became Resume…), focus moves to its row's (or
+    // release plan's) first button.
+    const row = focusID && active.closest('tr[data-flag], tr[data-kill-switch], article[data-release]');
+    const rowSelector = !row ? null
+      : row.dataset.flag ? `tr[data-flag="${CSS.escape(row.dataset.flag)}"]`
+        : row.dataset.killSwitch ? `tr[data-kill-switch="${CSS.escape(row.dataset.killSwitch)}"]`
+          : `article[data-release="${CSS.escape(row.dataset.release)}"]`;
     const caret = focusID && typeof active.selectionStart === 'number' ? [active.selectionStart, active.selectionEnd] : null;
     const openDetails = [...$('view').querySelectorAll('details[open] > summary')].map((summary) => summary.textContent);
     const scroll = [global.scrollX, global.scrollY];
@@ -516,6 +567,32 @@
           },
         };
       }
+      case 'release': {
+        const plan = action.release.plan;
+        const stages = plan.stages || [];
+        const stage = plan.state && typeof plan.state.stage === 'number' ? plan.state.stage : null;
+        const { stageOf } = global.Switchyard.releases;
+        const next = stage === null ? 0 : stage + 1;
+        const text = {
+          start: [`Start the release of ${action.key}?`, 'Start',
+            `Starts the plan at ${stageOf(plan, 0)}: the plan then owns the switch's rules and rollout in namespace ${namespace} (the first stage's replace them now), and flagsd advances it stage by stage once each stage has soaked and its sessions with the switch are shown not to crash more than those without it. Clients receive the change within a second.`],
+          pause: [`Pause the release of ${action.key}?`, 'Pause',
+            `Stops the plan where it is, at ${stageOf(plan, stage)}: the switch keeps its rules and rollout and flagsd takes no step until someone resumes or advances it.`],
+          resume: [`Resume the release of ${action.key}?`, 'Resume',
+            `Runs the plan again from ${stageOf(plan, stage === null ? 0 : stage)}: that stage's rules and rollout are put back (replacing any change made to the switch since) and its evidence is counted from now on.`],
+          advance: next < stages.length
+            ? [`Advance the release of ${action.key}?`, 'Advance',
+              `Moves the plan to ${stageOf(plan, next)} now, whatever the evidence of the current stage says. Clients receive the change within a second.`]
+            : [`Complete the release of ${action.key}?`, 'Complete',
+              `Completes the plan now, at its last stage (${stageOf(plan, stages.length - 1)}), whatever its evidence says; the switch keeps that stage's rules and rollout.`],
+          abort: [`Abort the release of ${action.key}?`, 'Abort',
+            `Stops the plan for good; the switch keeps the rules and rollout it has now (${stageOf(plan, stage)}). It can be started again from its first stage.`],
+        }[action.verb];
+        return {
+          title: text[0], confirm: text[1], summary: text[2], danger: action.verb === 'abort', fields: [], inputs: {},
+          submit: (reason) => ({ send: (etag) => api.releaseAction(namespace, action.key, action.verb, { reason }, etag) }),
+        };
+      }
       case 'kill': {
         const where = scopeFields('kill', 'kill');
         const members = (kill && kill.members) || [];
@@ -629,7 +706,6 @@
       await reload();
     } catch (error) {
       state.saving = false;
-      confirm.disabled = false;
       if (error.status === 401) {
         closeChange();
         signOut(refusal(error));
@@ -641,10 +717,13 @@
         const when = problem.changed_at ? ` at ${new Date(problem.changed_at).toLocaleTimeString()}` : '';
         const version = problem.current_version ? ` (version ${problem.current_version})` : '';
         showDialogError(`${who} ${state.namespace}${when}${version} since you opened this. The view now shows the latest state: check it and confirm again.`);
+        // Confirmable again once the dialog is based on the latest state (a click before would conflict again).
         await reload();
         if (pending) pending.etag = state.etag;
+        confirm.disabled = false;
         return;
       }
+      confirm.disabled = false;
       const fieldError = error.fieldErrors[0];
       const input = fieldError && (description.inputs[fieldError.path] || (fieldError.path === 'reason' ? reasonInput : null));
       const detail = error.fieldErrors.length
@@ -680,6 +759,10 @@
       (title || $('main')).focus();
     });
     $('change-form').addEventListener('submit', confirmChange);
+    // The Releases view's evidence and time in state move without changes: loaded again while the view is shown.
+    setInterval(() => {
+      if (state.view === 'releases' && state.releases.loaded && api.session.token && document.visibilityState === 'visible') loadReleases();
+    }, RELEASES_REFRESH_MS);
     $('change-cancel').addEventListener('click', closeChange);
     $('change-dialog').addEventListener('close', () => {
       const opener = pending && pending.opener;

@@ -108,6 +108,30 @@
     return parts.length ? parts.join(' · ') : 'everyone';
   }
 
+  /** `0.04967` → `"4.97 %"`; small rates keep three decimals (`0.012 %`); no value → `"–"`. */
+  function rate(fraction) {
+    if (typeof fraction !== 'number' || !Number.isFinite(fraction)) return '–';
+    const value = fraction * 100;
+    const digits = value >= 10 ? 1 : value >= 1 ? 2 : 3;
+    return `${value.toFixed(digits).replace(/\.?0+$/, '')} %`;
+  }
+
+  /** `12345` → `"12,345"`; no value → `"–"`. */
+  const count = (value) => (typeof value === 'number' ? value.toLocaleString('en-US') : '–');
+
+  /** A span in seconds in words: `45 s`, `12 min`, `3 h 5 min`, `2 d 4 h`. */
+  function durationText(seconds) {
+    if (typeof seconds !== 'number' || !Number.isFinite(seconds)) return '–';
+    const total = Math.max(0, Math.floor(seconds));
+    if (total < 60) return `${total} s`;
+    const minutes = Math.floor(total / 60);
+    if (minutes < 60) return `${minutes} min`;
+    const hours = Math.floor(minutes / 60);
+    if (hours < 24) return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+    const days = Math.floor(hours / 24);
+    return hours % 24 ? `${days} d ${hours % 24} h` : `${days} d`;
+  }
+
   /** An RFC 3339 time as a `<time>` element in the reader's locale, with the exact time as its tooltip. */
   function timeElement(iso) {
     const date = new Date(iso);
@@ -115,5 +139,7 @@
     return h('time', { datetime: iso, title: valid ? date.toISOString() : iso }, valid ? date.toLocaleString() : iso);
   }
 
-  Switchyard.dom = { h, append, replace, percent, parsePercent, parseList, scopeText, isEverywhere, conditionsText, timeElement };
+  Switchyard.dom = {
+    h, append, replace, percent, parsePercent, parseList, scopeText, isEverywhere, conditionsText, timeElement, rate, count, durationText,
+  };
 })(window);

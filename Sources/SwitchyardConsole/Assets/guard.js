@@ -8,17 +8,7 @@
 
 (function (global) {
   const Switchyard = (global.Switchyard = global.Switchyard || {});
-  const { h, scopeText, timeElement } = Switchyard.dom;
-
-  /** `0.04967` → `"4.97 %"`; small rates keep three decimals (`0.012 %`); no value → `"–"`. */
-  function rate(fraction) {
-    if (typeof fraction !== 'number' || !Number.isFinite(fraction)) return '–';
-    const value = fraction * 100;
-    const digits = value >= 10 ? 1 : value >= 1 ? 2 : 3;
-    return `${value.toFixed(digits).replace(/\.?0+$/, '')} %`;
-  }
-
-  const count = (value) => (typeof value === 'number' ? value.toLocaleString('en-US') : '–');
+  const { h, scopeText, timeElement, rate, count } = Switchyard.dom;
 
   // States as flagsd names them: badge tone and words, most urgent first. `off`: its policy says enabled: false.
   const STATES = {

@@ -1,4 +1,5 @@
-// Switchyard console: the views (flags, kill switches, audit timeline, crash guard) as DOM built from state.
+// Switchyard console: the views (flags, kill switches, audit timeline, crash guard) as DOM built from state; the
+// Releases view is in releases.js.
 //
 // Each view is a function of the state and a few callbacks; app.js renders it again whenever the namespace
 // changes. Every value from the server goes through dom.h(), so it is text, never markup.
@@ -234,7 +235,7 @@
     const flagInput = h('input', { type: 'search', id: 'audit-flag', value: audit.query.flag || '', placeholder: 'a flag key', autocomplete: 'off' });
     const actorInput = h('input', { type: 'search', id: 'audit-actor', value: audit.query.actor || '', placeholder: 'a token name', autocomplete: 'off' });
     const sourceSelect = h('select', { id: 'audit-source' },
-      ['', 'console', 'cli', 'api', 'apply', 'crash-guard'].map((source) =>
+      ['', 'console', 'cli', 'api', 'apply', 'crash-guard', 'release-plan'].map((source) =>
         h('option', { value: source, selected: (audit.query.source || '') === source }, source || 'any')));
     const apply = h('button', { type: 'submit', class: 'small' }, 'Filter');
     const form = h('form', { class: 'tools', id: 'audit-filters', role: 'search', 'aria-label': 'Filter the audit log' },
@@ -314,5 +315,8 @@
       h('h2', {}, 'Its changes'), trips);
   }
 
-  Switchyard.views = { flags: flagsView, 'kill-switches': killSwitchesView, audit: auditView, guard: guardView, flagState, focusKey };
+  // The Releases view (releases.js) adds itself here, built with heading() and lastChange().
+  Switchyard.views = {
+    flags: flagsView, 'kill-switches': killSwitchesView, audit: auditView, guard: guardView, flagState, focusKey, heading, lastChange,
+  };
 })(window);

@@ -217,13 +217,18 @@ public struct ResolvedCrashGuardPolicy: Sendable, Hashable {
     /// The policy as a JSON object (percentages in the given unit), every field present (`cities` and `cohorts`
     /// only when declared).
     public func tree(unit: RolloutUnit) -> JSONObject {
+        policy.tree(unit: unit)
+    }
+
+    /// The policy with every field set (`cities` and `cohorts` only when declared).
+    public var policy: CrashGuardPolicy {
         CrashGuardPolicy(enabled: enabled, window: window, minimumSessions: minimumSessions, minimumCrashes: minimumCrashes,
                          maximumCrashRate: maximumCrashRate, baselineRatio: baselineRatio, confidence: confidence,
                          cooldown: cooldown, scopeBy: scopeBy, minimumUnits: minimumUnits, minimumAddresses: minimumAddresses,
                          tripSources: tripSources, maximumScopedDisables: maximumScopedDisables,
                          maximumSessionsPerUnit: maximumSessionsPerUnit, maximumSessionsPerAddress: maximumSessionsPerAddress,
                          maximumTripsPerHour: maximumTripsPerHour, cities: cities, cohorts: cohorts,
-                         maximumScopeValues: maximumScopeValues).tree(unit: unit)
+                         maximumScopeValues: maximumScopeValues)
     }
 }
 
@@ -291,6 +296,16 @@ extension CrashGuardPolicy {
     static let fieldNames = ["enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
                              "confidence", "cooldown", "scope_by", "min_units", "min_addresses", "trip_sources",
                              "max_scoped_disables"] + namespaceFields
+
+    /// Reads a policy as ``tree(unit:)`` writes it (a namespace's, or a resolved one as the API shows it).
+    ///
+    /// - Throws: `DefinitionError` naming each field at fault.
+    public init(tree: JSONValue, unit: RolloutUnit) throws(DefinitionError) {
+        let reader = TreeReader(file: nil)
+        let policy = Self.read(tree, at: .root, unit: unit, reader: reader)
+        guard let policy, reader.problems.isEmpty else { throw DefinitionError(problems: reader.problems) }
+        self = policy
+    }
 
     /// Reads a policy object, reporting every problem with its path.
     ///

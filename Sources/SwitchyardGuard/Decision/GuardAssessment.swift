@@ -1,6 +1,7 @@
 public import Foundation
 public import SwitchyardCore
 public import SwitchyardStorage
+public import SwitchyardWire
 
 /// One crash-rate test: a sample of sessions with a switch active, its Wilson lower bound, and the bound it is
 /// compared with.
@@ -128,18 +129,11 @@ public struct RateCheck: Sendable, Hashable {
         return text + "%"
     }
 
-    /// The check as JSON: counts, rates as fractions, bound, verdict.
-    public var tree: JSONObject {
-        JSONObject([
-            ("sessions", .int64(sessions)), ("crashes", .int64(crashes)),
-            ("crash_rate", rate.map(JSONValue.double) ?? .null), ("lower_bound", lowerBound.map(JSONValue.double) ?? .null),
-            ("threshold", .double(threshold)), ("baseline_rate", baselineRate.map(JSONValue.double) ?? .null),
-            ("baseline_difference_lower", baselineDifferenceLower.map(JSONValue.double) ?? .null),
-            ("bound", .double(bound)), ("exceeds", .bool(exceeds)),
-            ("shortfall", .array(shortfall.map(JSONValue.string))),
-            ("units", units.map(JSONValue.int) ?? .null), ("addresses", addresses.map(JSONValue.int) ?? .null),
-            ("left_out", .array(leftOut.map(JSONValue.string))),
-        ])
+    /// The check as the API shows it: counts, rates as fractions, bound, verdict.
+    public var body: GuardCheckBody {
+        GuardCheckBody(sessions: sessions, crashes: crashes, crashRate: rate, lowerBound: lowerBound, threshold: threshold,
+                       baselineRate: baselineRate, baselineDifferenceLower: baselineDifferenceLower, bound: bound, exceeds: exceeds,
+                       shortfall: shortfall, units: units, addresses: addresses, leftOut: leftOut)
     }
 }
 
@@ -198,11 +192,7 @@ public struct GuardTrip: Sendable, Hashable {
     public var policy: ResolvedCrashGuardPolicy
 
     /// `city lagos`, `cohort beta`, `everywhere`.
-    public var scopeText: String {
-        if let city = scope.cities.first, scope.cities.count == 1, scope.cohorts.isEmpty { return "city \(city)" }
-        if let cohort = scope.cohorts.first, scope.cohorts.count == 1, scope.cities.isEmpty { return "cohort \(cohort)" }
-        return scope.description
-    }
+    public var scopeText: String { scope.guardText }
 
     /// The metric label of the scope: `global`, `city`, `cohort`.
     public var scopeKind: String {
@@ -212,7 +202,7 @@ public struct GuardTrip: Sendable, Hashable {
     /// The reason recorded with the change: `crash rate 4.97% (61 of 1228 sessions) in city lagos over 10m; …`.
     public var reason: String {
         var text = "crash guard: crash rate \(RateCheck.percent(check.rate ?? 0)) (\(check.crashes) of \(check.sessions) sessions) "
-        text += scope.isEverywhere ? "everywhere" : "in \(scopeText)"
+        text += scope.guardWhere
         text += " over \(GuardDurationText.text(policy.window)); lower bound \(RateCheck.percent(check.lowerBound ?? 0))"
         text += " at \(policy.confidence.percentText)% confidence > threshold \(RateCheck.percent(check.threshold))"
         if let baseline = check.baselineRate, let ratio = policy.baselineRatio {
@@ -235,19 +225,13 @@ public struct GuardTrip: Sendable, Hashable {
     /// - Parameters:
     ///   - from: the start of the counted window (the later of window start and re-enable).
     ///   - until: when the counts were read.
-    public func evidence(from: Date, until: Date) -> JSONValue {
-        var object = JSONObject([
-            ("rule", .string("wilson-lower-bound")), ("switch", .string(key)), ("source", .string(source.rawValue)),
-            ("scope", .object(scope.tree)),
-            ("scope_text", .string(scopeText)), ("window", .string(GuardDurationText.text(policy.window))),
-            ("from", .string(from.iso8601)), ("until", .string(until.iso8601)),
-        ])
-        for (name, value) in check.tree where name != "shortfall" && name != "exceeds" { object[name] = value }
-        object["confidence"] = .double(Double(policy.confidence.basisPoints) / 10_000)
-        object["attribution"] = .string(check.leftOut.isEmpty ? (check.baselineRate == nil ? "threshold" : "baseline") : "without-switches-shown-to-crash")
-        object["complement"] = complement.map { .object($0.tree) } ?? .null
-        object["policy"] = .object(policy.tree(unit: .basisPoints))
-        return .object(object)
+    public func evidence(from: Date, until: Date) -> GuardEvidenceBody {
+        GuardEvidenceBody(
+            rule: "wilson-lower-bound", key: key, source: source.rawValue, scope: scope, scopeText: scopeText,
+            window: GuardDurationText.text(policy.window), from: from.iso8601, until: until.iso8601, check: check.body,
+            confidence: Double(policy.confidence.basisPoints) / 10_000,
+            attribution: check.leftOut.isEmpty ? (check.baselineRate == nil ? "threshold" : "baseline") : "without-switches-shown-to-crash",
+            complement: complement?.body, policy: policy.policy)
     }
 }
 
@@ -518,5 +502,19 @@ extension EventDimension {
         case .cohort: Scope(cohorts: [value])
         default: .everywhere
         }
+    }
+}
+
+extension Scope {
+    /// How the crash guard names a scope: `city lagos`, `cohort beta`, `everywhere`, else its description.
+    public var guardText: String {
+        if let city = cities.first, cities.count == 1, cohorts.isEmpty { return "city \(city)" }
+        if let cohort = cohorts.first, cohorts.count == 1, cities.isEmpty { return "cohort \(cohort)" }
+        return description
+    }
+
+    /// `everywhere`, `in city lagos`.
+    public var guardWhere: String {
+        isEverywhere ? "everywhere" : "in \(guardText)"
     }
 }

@@ -6,6 +6,7 @@ import ServiceLifecycle
 import SwitchyardCore
 import SwitchyardGuard
 package import SwitchyardStorage
+import SwitchyardWire
 import Synchronization
 
 /// The crash guard inside flagsd: watches committed `session` events and disables a plugin switch that crashes
@@ -398,11 +399,11 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             case .trip:
                 break
             }
-            let where_ = trip.scope.isEverywhere ? "everywhere" : "in \(trip.scopeText)"
+            let where_ = trip.scope.guardWhere
             // Decided on this version's history (the budget counts its trips): commit on it, or decide again.
             let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: trip.reason),
                                         basedOn: state.record.snapshotVersion,
-                                        summary: "crash guard: disable \(key) \(where_)", evidence: trip.evidence(from: from, until: now))
+                                        summary: "crash guard: disable \(key) \(where_)", evidence: trip.evidence(from: from, until: now).json)
             let result = try await service.change(namespace, request) { current in
                 try Self.disabling(key, in: trip.scope, expecting: flag, current)
             }
@@ -426,16 +427,16 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     /// Records a proposal instead of a trip: an audit entry, a metric, a log line and the webhook.
     func propose(_ trip: GuardTrip, because reason: GuardBudget.ProposalReason, in state: NamespaceState, from: Date, now: Date) async throws {
         let namespace = state.record.name
-        var evidence = trip.evidence(from: from, until: now).objectValue ?? JSONObject()
-        evidence["proposed_because"] = .string(reason.rawValue)
-        let where_ = trip.scope.isEverywhere ? "everywhere" : "in \(trip.scopeText)"
+        var evidence = trip.evidence(from: from, until: now)
+        evidence.proposedBecause = reason.rawValue
+        let where_ = trip.scope.guardWhere
         let sentence = GuardBudget.sentence(reason, policy: trip.policy)
         let entry = try await store.recordAudit(AuditNote(
             author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: "\(sentence); \(trip.reason)"), action: .guardPropose,
             namespace: namespace, summary: "crash guard: propose disabling \(trip.key) \(where_)", targets: [trip.key],
-            evidence: .object(evidence)))
+            evidence: evidence.json))
         let proposal = GuardHistory.Proposal(id: entry.id, key: trip.key, scope: trip.scope, time: entry.time, why: reason.rawValue,
-                                             reason: entry.reason, evidence: .object(evidence))
+                                             reason: entry.reason, evidence: evidence.json)
         let open = shared.withLock { shared -> Int in
             shared.namespaces[namespace]?.history.proposals[entry.id] = proposal
             return shared.namespaces[namespace]?.history.openProposals(in: state.flagSet).count ?? 1
@@ -463,14 +464,14 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             throw APIError(.conflict, "proposal-dismissed", "Proposal dismissed",
                            "crash guard proposal \(id) was dismissed by \(proposal.dismissed?.actor ?? "someone") at \(proposal.dismissed?.time.iso8601 ?? "?"); disable the switch yourself if it should be off")
         }
-        var evidence = proposal.evidence.objectValue ?? JSONObject()
-        evidence["proposal"] = .int64(id)
-        evidence["applied_through"] = .string(author.source.rawValue)
-        let where_ = proposal.scope.isEverywhere ? "everywhere" : "in \(GuardHistory.scopeText(proposal.scope))"
+        var evidence = try GuardEvidenceBody(json: proposal.evidence)
+        evidence.proposal = id
+        evidence.appliedThrough = author.source.rawValue
+        let where_ = proposal.scope.guardWhere
         var author = author
         if author.reason?.isEmpty ?? true { author.reason = "applied crash guard proposal \(id)" }
         let request = ChangeRequest(author: ChangeAuthor(actor: author.actor, source: .crashGuard, reason: author.reason),
-                                    summary: "apply crash guard proposal \(id): disable \(proposal.key) \(where_)", evidence: .object(evidence))
+                                    summary: "apply crash guard proposal \(id): disable \(proposal.key) \(where_)", evidence: evidence.json)
         let result = try await service.change(namespace, request) { current in
             try Self.disabling(proposal.key, in: proposal.scope, expecting: nil, current)
         }
@@ -493,11 +494,11 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             return (proposal, nil)
         case .applied, .superseded:
             throw APIError(.conflict, "proposal-settled", "Proposal settled",
-                           "crash guard proposal \(id) is \(state.rawValue): \(proposal.key) is off \(proposal.scope.isEverywhere ? "everywhere" : "in " + GuardHistory.scopeText(proposal.scope)) already; to turn it back on, 'flagctl enable \(proposal.key)'")
+                           "crash guard proposal \(id) is \(state.rawValue): \(proposal.key) is off \(proposal.scope.guardWhere) already; to turn it back on, 'flagctl enable \(proposal.key)'")
         case .open:
             break
         }
-        let where_ = proposal.scope.isEverywhere ? "everywhere" : "in \(GuardHistory.scopeText(proposal.scope))"
+        let where_ = proposal.scope.guardWhere
         let entry = try await store.recordAudit(AuditNote(
             author: author, action: .guardDismiss, namespace: namespace,
             summary: "dismiss crash guard proposal \(id) (disable \(proposal.key) \(where_))", targets: [proposal.key],
@@ -546,7 +547,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             Timer(label: "switchyard_guard_trip_seconds", factory: factory)
                 .recordNanoseconds(Int64(max(0, record.time.timeIntervalSince(queuedAt)) * 1e9))
         }
-        logger.warning("crash guard disabled \(trip.key) \(trip.scope.isEverywhere ? "everywhere" : "in " + trip.scopeText)", metadata: [
+        logger.warning("crash guard disabled \(trip.key) \(trip.scope.guardWhere)", metadata: [
             "namespace": .string(record.namespace), "version": .stringConvertible(record.version), "switch": .string(trip.key),
             "sessions": .stringConvertible(trip.check.sessions), "crashes": .stringConvertible(trip.check.crashes),
             "reason": .string(record.reason ?? ""),

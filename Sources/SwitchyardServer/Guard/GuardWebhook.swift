@@ -76,7 +76,7 @@ final class GuardWebhook: Sendable {
         .object(JSONObject([
             ("event", .string("crash_guard.proposed")), ("namespace", .string(namespace)), ("proposal", .int64(proposal.id)),
             ("switch", .string(proposal.key)), ("scope", .object(proposal.scope.tree)),
-            ("scope_text", .string(GuardHistory.scopeText(proposal.scope))), ("time", .string(entry.time.iso8601)),
+            ("scope_text", .string(proposal.scope.guardText)), ("time", .string(entry.time.iso8601)),
             ("summary", .string(entry.summary)), ("proposed_because", .string(proposal.why)),
             ("reason", entry.reason.map(JSONValue.string) ?? .null), ("evidence", proposal.evidence),
             ("apply", .string("flagctl guard apply \(proposal.id) -n \(namespace)")),

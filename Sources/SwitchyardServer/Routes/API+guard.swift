@@ -3,6 +3,7 @@ import Hummingbird
 import SwitchyardCore
 import SwitchyardGuard
 import SwitchyardStorage
+import SwitchyardWire
 
 extension API {
     /// The crash guard the guard routes read.
@@ -25,16 +26,12 @@ extension API {
         let overview = try await crashGuard.status(of: state)
         let statuses = overview.switches.filter { only == nil || $0.key == only }
         let proposals = overview.proposals.filter { only == nil || $0.key == only }
-        return .json(.object(JSONObject([
-            ("namespace", .string(namespace)), ("version", .int64(state.record.version)), ("time", .string(Date().iso8601)),
-            ("rule", .string("wilson-lower-bound")),
-            ("budget", .object(JSONObject([
-                ("max_trips_per_hour", .int(overview.maximumTripsPerHour)), ("trips_last_hour", .int(overview.tripsLastHour)),
-                ("remaining", .int(max(0, overview.maximumTripsPerHour - overview.tripsLastHour))),
-            ]))),
-            ("proposals", .array(proposals.map { $0.tree(state: .open, namespace: namespace) })),
-            ("switches", .array(statuses.map(\.tree))),
-        ])), headers: etagHeaders(state.record))
+        return .json(GuardOverviewBody(
+            namespace: namespace, version: state.record.version, time: Date().iso8601, rule: "wilson-lower-bound",
+            maximumTripsPerHour: overview.maximumTripsPerHour, tripsLastHour: overview.tripsLastHour,
+            proposals: try proposals.map { proposal throws(WireError) in try View.proposal(proposal, state: .open, namespace: namespace) },
+            switches: try statuses.map { status throws(WireError) in try View.switchStatus(status) }
+        ).json, headers: etagHeaders(state.record))
     }
 
     /// `GET /v1/namespaces/{namespace}/guard/proposals?state=&switch=&limit=`: the disables the guard proposed
@@ -50,10 +47,10 @@ extension API {
         }
         let proposals = try await crashGuard.proposals(of: state)
             .filter { (only == nil || $0.proposal.key == only) && (wanted == "all" || $0.state.rawValue == wanted) }.prefix(limit)
-        return .json(.object(JSONObject([
-            ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
-            ("proposals", .array(proposals.map { $0.proposal.tree(state: $0.state, namespace: namespace) })),
-        ])), headers: etagHeaders(state.record))
+        return .json(GuardProposalsBody(
+            namespace: namespace, version: state.record.version,
+            proposals: try proposals.map { entry throws(WireError) in try View.proposal(entry.proposal, state: entry.state, namespace: namespace) }
+        ).json, headers: etagHeaders(state.record))
     }
 
     /// `POST /v1/namespaces/{namespace}/guard/proposals/{id}/apply`: `{"reason"?}`; disables the proposal's switch
@@ -67,7 +64,7 @@ extension API {
         let id = try proposalID(context)
         let change = try changeRequest(request, token: token, reason: reason)
         let (proposal, result) = try await crashGuard.apply(id, in: namespace, by: change.author)
-        return committedResponse(result, [("proposal", proposal.tree(state: .applied, namespace: namespace))])
+        return committedResponse(result, [("proposal", try View.proposal(proposal, state: .applied, namespace: namespace).json)])
     }
 
     /// `POST /v1/namespaces/{namespace}/guard/proposals/{id}/dismiss`: `{"reason"}`; the guard leaves the
@@ -84,11 +81,9 @@ extension API {
         let id = try proposalID(context)
         let change = try changeRequest(request, token: token, reason: reason)
         let (proposal, entry) = try await crashGuard.dismiss(id, in: namespace, by: change.author)
-        return .json(.object(JSONObject([
-            ("namespace", .string(namespace)), ("dismissed", .bool(entry != nil)),
-            ("proposal", proposal.tree(state: .dismissed, namespace: namespace)),
-            ("audit_id", entry.map { .int64($0.id) } ?? .null),
-        ])))
+        return .json(GuardDismissalBody(namespace: namespace, dismissed: entry != nil,
+                                        proposal: try View.proposal(proposal, state: .dismissed, namespace: namespace),
+                                        auditID: entry?.id).json)
     }
 
     func proposalID(_ context: FlagsRequestContext) throws -> Int64 {
@@ -106,15 +101,13 @@ extension API {
         let limit = Int(try queryInteger(request, "limit", default: 50, in: 1...1000)!)
         let only = request.uri.queryParameters.get("switch")
         let trips = try await crashGuard.trips(of: state).filter { only == nil || $0.key == only }.prefix(limit)
-        return .json(.object(JSONObject([
-            ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
-            ("trips", .array(trips.map { trip in
-                var object = trip.tree.objectValue ?? JSONObject()
-                object["in_force"] = .bool(trip.reenabled == nil
+        return .json(GuardTripsBody(
+            namespace: namespace, version: state.record.version,
+            trips: try trips.map { trip throws(WireError) in
+                try View.trip(trip, inForce: trip.reenabled == nil
                     && (state.flagSet.flag(trip.key)?.pluginSwitch?.isDisabled(in: trip.scope) ?? false))
-                return .object(object)
-            })),
-        ])), headers: etagHeaders(state.record))
+            }
+        ).json, headers: etagHeaders(state.record))
     }
 
     /// `GET /v1/namespaces/{namespace}/experiments/{key}?window=&control=`: per variant of an experiment flag,
@@ -176,41 +169,5 @@ extension API {
             ("interval", .string("newcombe-hybrid-score")), ("confidence", .double(0.95)),
             ("variants", .array(rows)),
         ])), headers: etagHeaders(state.record))
-    }
-}
-
-extension SwitchStatus {
-    /// The status as JSON: counts and rates as fractions, the bound, state, trips in force. The counts are those
-    /// of the source shown first (`source`: the one that trips, else the allowed one with the most sessions);
-    /// `sources` has each source's.
-    var tree: JSONValue {
-        var object = JSONObject([("key", .string(key)), ("state", .string(state))])
-        let primary = assessment.primary
-        object["source"] = .string(primary.source.rawValue)
-        for (name, value) in primary.overall.tree where name != "exceeds" { object[name] = value }
-        object["window"] = .string(GuardDurationText.text(assessment.policy.window))
-        object["from"] = .string(from.iso8601)
-        object["until"] = .string(until.iso8601)
-        object["disabled"] = .bool(gate.disabled)
-        object["disabled_scopes"] = .array(gate.disabledScopes.map { .object($0.tree) })
-        object["cooling_down_until"] = coolingDownUntil.map { .string($0.iso8601) } ?? .null
-        object["would_trip"] = assessment.trip.map { trip in
-            .object(JSONObject([("scope", .object(trip.scope.tree)), ("scope_text", .string(trip.scopeText))]))
-        } ?? .null
-        object["scopes"] = .array(assessment.exceedingScopes.map { dimension, check in
-            var scope = JSONObject([("kind", .string(dimension.kind.rawValue)), ("value", .string(dimension.value))])
-            for (name, value) in check.tree where name != "shortfall" { scope[name] = value }
-            return .object(scope)
-        })
-        object["sources"] = .array(assessment.sources.map { source in
-            var entry = JSONObject([("source", .string(source.source.rawValue)), ("may_trip", .bool(source.allowed))])
-            for (name, value) in source.overall.tree where name != "shortfall" { entry[name] = value }
-            return .object(entry)
-        })
-        object["open_trips"] = .array(openTrips.map(\.tree))
-        object["open_proposals"] = .array(openProposals.map { .int64($0.id) })
-        object["last_trip"] = latestTrip?.tree ?? .null
-        object["policy"] = .object(assessment.policy.tree(unit: .basisPoints))
-        return .object(object)
     }
 }

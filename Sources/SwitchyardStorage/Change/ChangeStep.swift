@@ -63,8 +63,8 @@ extension ChangeRecord {
 /// The other namespace writes, decided the same way on every backend: what a new namespace's first version and change
 /// record are, and what the audit says of a reason policy set or a namespace deleted.
 public enum NamespaceStep {
-    /// A new namespace at version 1, with the change record that creates it (its `namespace` object, then every
-    /// object of the flag set).
+    /// A new namespace at version 1 as stored (flags and kill switches in key order, as every later read has them),
+    /// with the change record that creates it (its `namespace` object, then every object of the flag set).
     /// - Throws: `StorageError` `invalid` when the flag set is not valid.
     public static func creating(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest, epoch: String,
                                 at time: Date) throws -> (NamespaceState, ChangeRecord) {
@@ -77,7 +77,7 @@ public enum NamespaceStep {
                                   reason: plan.reason, summary: plan.summary, changes: changes)
         let namespace = NamespaceRecord(name: flagSet.namespace, epoch: epoch, version: 1, reasonPolicy: reasonPolicy,
                                         createdAt: time, updatedAt: time)
-        return (NamespaceState(record: namespace, flagSet: flagSet), record)
+        return (NamespaceState(record: namespace, flagSet: try FlagSet(storedText: flagSet.storedText, namespace: flagSet.namespace)), record)
     }
 
     /// The refusal of a namespace that exists already.

@@ -40,7 +40,9 @@ struct TestApp: Sendable {
     private let responder: RouterResponder<FlagsRequestContext>
     let logger: Logger
 
-    static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0), namespaces: [String] = ["rider"]) async throws -> TestApp {
+    /// - Parameter logger: the server's logger (by default one that logs only critical messages).
+    static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0), namespaces: [String] = ["rider"],
+                     logger: Logger? = nil) async throws -> TestApp {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-test-\(UUID().uuidString)")
         let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         let root = ChangeAuthor(actor: "setup", source: .api)
@@ -56,8 +58,9 @@ struct TestApp: Sendable {
             tokens[name] = try await store.issueToken(name: name, role: role, namespaces: limit, by: root).secret
         }
         _ = try await store.revokeToken("revoked", by: root)
-        var logger = Logger(label: "flagsd-test")
-        logger.logLevel = .critical
+        var quiet = Logger(label: "flagsd-test")
+        quiet.logLevel = .critical
+        let logger = logger ?? quiet
         let registry = PrometheusCollectorRegistry()
         let server = try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger)
         return TestApp(tokens: tokens, store: store, server: server, folder: folder, registry: registry,
