@@ -152,16 +152,6 @@ package final class ReleasePlanRunner: Service, Sendable {
 
     /// A running plan's current stage, judged on the store's counts.
     package struct Assessment: Sendable {
-        /// Which sessions without the switch the stage is compared with.
-        package enum Control: String, Sendable {
-            /// Those of the stage's own scope (its cities, cohorts, or everyone).
-            case scope
-            /// Those of the whole namespace: the stage's scope has too few without the switch (a city at 100 %).
-            case namespace
-            /// None: every session has the switch (everyone at 100 %).
-            case none
-        }
-
         package var stage: Int
         /// The sessions counted: from the start of the minute the stage began.
         package var from: Date
@@ -170,7 +160,8 @@ package final class ReleasePlanRunner: Service, Sendable {
         /// Sessions in the stage's scope with the switch active, and the control's sessions without it.
         package var with: EventTally
         package var without: EventTally
-        package var control: Control
+        /// Whose sessions `without` are: the stage's scope, the namespace's (a city at 100 %), or none.
+        package var control: ReleaseTallies.Control
         package var check: ReleaseCheck
         /// The runner's verdict: the check's, except that a stage no session is without (everyone at 100 %)
         /// completes on its soak and sessions alone.
@@ -190,7 +181,6 @@ package final class ReleasePlanRunner: Service, Sendable {
             object["from"] = .string(from.iso8601)
             object["until"] = .string(until.iso8601)
             object["dimensions"] = .array(dimensions.map { .string($0.description) })
-            object["control"] = .string(control.rawValue)
             return object
         }
     }
@@ -209,31 +199,26 @@ package final class ReleasePlanRunner: Service, Sendable {
             namespace: state.record.name, from: from, until: now + 86_400, subjects: [.pluginSwitch, .baseline],
             keys: [key, ""], sources: [.client])), crashes: [])
         let dimensions = Self.dimensions(of: plan.stages[stage].scope)
-        let scoped = ReleaseCheck.tallies(of: key, in: dimensions, counts: counts)
-        // A stage at 100 % of its cities leaves none of their sessions without the switch: it is compared with the
-        // namespace's sessions without it (other cities: a different population, but the only control left).
-        var without = scoped.without, control = Assessment.Control.scope
-        if without.sessions < criteria.minimumSessions, dimensions != [.all] {
-            let everywhere = ReleaseCheck.tallies(of: key, in: [.all], counts: counts)
-            if everywhere.without.sessions > without.sessions { (without, control) = (everywhere.without, .namespace) }
-        }
-        if without.sessions == 0 { control = .none }
+        // A stage at 100 % of its cities leaves too few of their sessions without the switch: it is compared with
+        // the namespace's (ReleaseCheck.stageTallies).
+        let tallies = ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria)
         let elapsed = Duration.seconds(max(0, now.timeIntervalSince(began)))
-        let check = ReleaseCheck(with: scoped.with, without: without, criteria: criteria, timeInStage: elapsed)
-        var verdict = check.verdict, reasons = check.waitingFor
-        if control == .none, plan.stages[stage].scope.isEverywhere, plan.stages[stage].rollout == .full {
+        let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: elapsed)
+        var verdict = check.verdict
+        var reasons = verdict == .hold ? check.waitingFor : [check.summary]
+        if tallies.control == .none, plan.stages[stage].scope.isEverywhere, plan.stages[stage].rollout == .full {
             // Everyone has the switch: nothing is left to compare with. The step into this stage was judged on the
             // stage before; this one completes on its soak and sessions (the crash guard watches its crash rate).
             var waiting: [String] = []
-            if scoped.with.sessions < criteria.minimumSessions { waiting.append("\(scoped.with.sessions) of \(criteria.minimumSessions) sessions needed") }
+            if tallies.with.sessions < criteria.minimumSessions { waiting.append("\(tallies.with.sessions) of \(criteria.minimumSessions) sessions needed") }
             if elapsed < criteria.soak {
                 waiting.append("soak \(GuardDurationText.text(.seconds(Int64(elapsed.components.seconds)))) of \(GuardDurationText.text(criteria.soak))")
             }
             verdict = waiting.isEmpty ? .advance : .hold
             reasons = waiting.isEmpty ? ["every session has the switch, so there is nothing to compare with; soak and sessions met"] : waiting
         }
-        return Assessment(stage: stage, from: from, until: now, criteria: criteria, with: scoped.with, without: without,
-                          control: control, check: check, verdict: verdict, reasons: reasons, dimensions: dimensions)
+        return Assessment(stage: stage, from: from, until: now, criteria: criteria, with: tallies.with, without: tallies.without,
+                          control: tallies.control, check: check, verdict: verdict, reasons: reasons, dimensions: dimensions)
     }
 
     /// The counters a stage's scope sums: its cities (each session has one), else its cohorts, else `all`.
