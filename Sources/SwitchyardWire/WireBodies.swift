@@ -308,6 +308,10 @@ struct WireReader {
 /// One entry of the audit log (`GET /v1/audit`): every write, by whom, from where, why; `evidence` only on automatic
 /// changes (the crash guard's).
 public struct AuditEntryBody: Sendable, Hashable {
+    /// Every `source` an entry may carry: how a change was made (`api`, `cli`, `console`, `apply`) or which part of
+    /// flagsd made it (`crash-guard`, `release-plan`). The same list as the store's `ChangeSource.all` (a test says so).
+    public static let sources = ["api", "cli", "console", "apply", "crash-guard", "release-plan"]
+
     public var id: Int64
     public var time: String
     public var actor: String

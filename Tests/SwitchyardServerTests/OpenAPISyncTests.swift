@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
+import SwitchyardStorage
 import SwitchyardWire
 @testable import SwitchyardServer
 import TestSupport
@@ -31,6 +32,14 @@ struct OpenAPISyncTests {
             }
         }
         return operations
+    }
+
+    /// One list of change sources: the store's, the one flagctl checks `--source` against, and the document's.
+    @Test func theSourcesOfChangesAreOneList() throws {
+        let names = ChangeSource.all.map(\.rawValue)
+        #expect(AuditEntryBody.sources == names)
+        let yaml = try String(contentsOfFile: Repository.root + "/Sources/SwitchyardConsole/openapi.yaml", encoding: .utf8)
+        #expect(yaml.contains("    Source:\n      type: string\n      enum: [\(names.joined(separator: ", "))]"))
     }
 
     @Test func everyRouteIsDocumentedAndEveryDocumentedRouteIsServed() async throws {

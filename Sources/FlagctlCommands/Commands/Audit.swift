@@ -10,7 +10,7 @@ public struct Audit: FlagctlCommand {
         discussion: """
             Every change is in the audit log: flag changes (with the namespace version they took), namespace \
             and token changes, whether made with flagctl (source cli), flagctl apply (apply), the API (api), \
-            the web console (console) or the crash guard (crash-guard).
+            the web console (console), the crash guard (crash-guard) or a release plan's runner (release-plan).
 
             --since and --until take an RFC 3339 time (2026-11-22T10:00:00Z), a date (2026-11-22, midnight \
             UTC) or a duration back from now (30m, 2h, 7d).
@@ -35,9 +35,9 @@ public struct Audit: FlagctlCommand {
     public var since: String?
     @Option(help: ArgumentHelp("Only entries before this time.", valueName: "time"))
     public var until: String?
-    @Option(help: ArgumentHelp("Only changes by this actor (a token's name, or crash-guard).", valueName: "actor"))
+    @Option(help: ArgumentHelp("Only changes by this actor (a token's name, crash-guard or release-plan).", valueName: "actor"))
     public var actor: String?
-    @Option(help: ArgumentHelp("Only changes made through api, cli, console, apply or crash-guard.", valueName: "source"))
+    @Option(help: ArgumentHelp("Only changes made through api, cli, console, apply, crash-guard or release-plan.", valueName: "source"))
     public var source: String?
     @Option(help: ArgumentHelp("At most this many entries (1 to 1000).", valueName: "n"))
     public var limit = 50
@@ -55,8 +55,8 @@ public struct Audit: FlagctlCommand {
             }
         }
         guard (1...1000).contains(limit) else { throw ValidationError("--limit \(limit) is not between 1 and 1000.") }
-        if let source, !["api", "cli", "console", "apply", "crash-guard"].contains(source) {
-            throw ValidationError("--source '\(source)' is not a source; pass api, cli, console, apply or crash-guard.")
+        if let source, !AuditEntryBody.sources.contains(source) {
+            throw ValidationError("--source '\(source)' is not a source; pass \(AuditEntryBody.sources.dropLast().joined(separator: ", ")) or \(AuditEntryBody.sources.last!).")
         }
     }
 
@@ -120,7 +120,7 @@ public struct Audit: FlagctlCommand {
             cells += [
                 .init(entry.version.map(String.init) ?? "-"),
                 .init(entry.actor, .bold),
-                .init(entry.source, entry.source == "crash-guard" ? .red : .plain),
+                .init(entry.source, entry.source == "crash-guard" ? .red : entry.source == "release-plan" ? .bold : .plain),
                 .init(entry.summary),
                 .init(entry.reason ?? "-"),
             ]

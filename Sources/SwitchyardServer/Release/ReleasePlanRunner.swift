@@ -115,14 +115,14 @@ package final class ReleasePlanRunner: Service, Sendable {
                     action = "advanced"
                     summary = "release plan: \(key) to stage \(stage + 2) of \(plan.stages.count), \(plan.stages[stage + 1])"
                 }
-                let note = "\(stageText) passed: \(assessment.reason)"
+                let note = "\(stageText) passed"
                 edit = { try $0.advancingRelease(key, at: now, note: note) }
             case .rollBack:
                 action = "rolled_back"
                 let stage = plan.state?.stage ?? 0
                 let target = plan.onBadSignal == .off || stage == 0 ? "off" : "stage \(stage) of \(plan.stages.count), \(plan.stages[stage - 1])"
                 summary = "release plan: \(key) rolled back to \(target)"
-                let note = "rolled back from \(stageText): \(assessment.reason); resume or abort it (flagctl release resume|abort \(key))"
+                let note = "rolled back from \(stageText), shown to crash more; resume or abort it (flagctl release resume|abort \(key))"
                 edit = { try $0.rollingBackRelease(key, at: now, note: note) }
             }
             let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .releasePlan, reason: assessment.reason),
