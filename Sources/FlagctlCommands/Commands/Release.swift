@@ -18,13 +18,14 @@ public struct Release: AsyncParsableCommand {
 
             Examples:
 
-              flagctl release start plugin_switch_feed_promos --stage city=lagos,rollout=1 \\
-                  --stage city=lagos,rollout=100 --stage city=nairobi,rollout=100 --stage rollout=100 --yes
+              flagctl release start plugin_switch_feed_promos --yes \\
+                  --stage city=lagos,rollout=1 --stage city=lagos,rollout=100 \\
+                  --stage city=nairobi,rollout=100 --stage rollout=100
               flagctl release status
               flagctl release status plugin_switch_feed_promos
-              flagctl release pause plugin_switch_feed_promos --reason "payments incident"
+              flagctl release pause plugin_switch_feed_promos --reason "INC-4520"
               flagctl release resume plugin_switch_feed_promos --yes
-              flagctl release advance plugin_switch_feed_promos --yes --reason "QA signed off"
+              flagctl release advance plugin_switch_feed_promos --yes --reason "QA ok"
               flagctl release abort plugin_switch_feed_promos --yes
             """,
         subcommands: [ReleaseStart.self, ReleaseStatus.self, ReleaseStep.Pause.self, ReleaseStep.Resume.self,
@@ -172,9 +173,10 @@ public struct ReleaseStart: FlagctlCommand {
             Examples:
 
               flagctl release start plugin_switch_feed_promos --yes
-              flagctl release start plugin_switch_feed_promos --stage city=lagos,rollout=1,soak=1h \\
-                  --stage city=lagos,rollout=100 --stage city=nairobi,rollout=100 --stage rollout=10 \\
-                  --stage rollout=100 --min-sessions 2000 --margin 0.25 --yes
+              flagctl release start plugin_switch_feed_promos --yes \\
+                  --stage city=lagos,rollout=1,soak=1h --stage city=lagos,rollout=100 \\
+                  --stage city=nairobi,rollout=100 --stage rollout=10 \\
+                  --stage rollout=100 --min-sessions 2000 --margin 0.25
 
             Exit status: 0 ok, 1 failure (a plan running already), 3 changed since you read it, 4 no such flag, \
             5 token refused, 64 usage (a bad stage).
