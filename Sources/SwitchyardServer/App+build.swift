@@ -6,6 +6,7 @@ import NIOCore
 public import Prometheus
 public import ServiceLifecycle
 public import SwitchyardStorage
+import SwitchyardCore
 
 /// flagsd's HTTP service, ready to run: the Hummingbird application and the long-poll hub.
 ///

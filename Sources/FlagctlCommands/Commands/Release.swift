@@ -36,18 +36,27 @@ public struct Release: AsyncParsableCommand {
 
     /// Sends one release action through the change flow (If-Match, reason policy, confirmation) and prints the
     /// plan after it.
-    static func act(_ action: String, key: String, body: JSONObject = JSONObject(), question: ((ReleasePlan?) -> String)?,
+    static func act(_ action: ReleaseAction, key: String, plan: ReleasePlan? = nil, body: JSONObject = JSONObject(),
+                    question: ((ReleasePlan?) -> String)?,
                     change: ChangeOptions, server: ServerOptions, output: OutputOptions, console: Console) async throws {
         let settings = try server.settings(console)
         var flow = ChangeFlow(client: APIClient(settings: settings), console: console, namespace: try settings.requireNamespace(), options: change)
         flow.confirms = question != nil
         let outcome = try await flow.run { view in
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "a release plan")
-            try Self.check(action, key: key, plan: gate.release, starting: !body.isEmpty)
-            var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "release", action),
-                                        body: body, objects: [.flag(key)], action: "\(action) the release plan of \(key)")
+            // What flagsd would refuse (a plan that is not running paused), refused before asking: the same edit.
+            do {
+                _ = try view.flagSet.applying(action, to: key, plan: plan, at: 0, note: nil)
+            } catch let error as FlagEditError {
+                switch error.kind {
+                case .notFound: throw CommandFailure.notFound(error.message)
+                case .invalid, .conflict: throw CommandFailure("\(error.message) ('flagctl release status \(key)')")
+                }
+            }
+            var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "release", action.rawValue),
+                                        body: body, objects: [.flag(key)], action: "\(action.rawValue) the release plan of \(key)")
             planned.question = question.map { $0(gate.release) }
-            if let plan = gate.release, action == "start" || body.isEmpty { planned.preview = Self.planLines(plan) }
+            if let shown = plan ?? gate.release { planned.preview = Self.planLines(shown) }
             return planned
         }
         if let rendered = output.render(outcome.response) {
@@ -55,45 +64,9 @@ public struct Release: AsyncParsableCommand {
             return
         }
         let release = try outcome.response["release"].map { tree throws(WireError) in try ReleaseStatusBody(json: tree) }
-        var lines = [outcome.summaryLine(done: "\(key): release plan \(Self.pastTense(action))", unchanged: "\(key): nothing to do")]
+        var lines = [outcome.summaryLine(done: "\(key): release plan \(action.pastTense)", unchanged: "\(key): nothing to do")]
         if let release { lines += Self.statusLines(release, timeline: false) }
         console.write(lines.joined(separator: "\n") + "\n")
-    }
-
-    /// Refuses an action the plan's state does not allow, before asking anything (flagsd refuses it too).
-    static func check(_ action: String, key: String, plan: ReleasePlan?, starting withPlan: Bool) throws(CommandFailure) {
-        let status = plan?.state?.status
-        guard action != "start" else {
-            if plan == nil, !withPlan {
-                throw CommandFailure("\(key) has no release plan; pass its stages (--stage city=lagos,rollout=1 …) or declare release: under it in the flag file")
-            }
-            if let status, plan?.state?.isActive == true {
-                throw CommandFailure("the release plan of \(key) is \(status.rawValue); resume, advance or abort it ('flagctl release status \(key)')")
-            }
-            return
-        }
-        guard plan != nil else {
-            throw CommandFailure.notFound("\(key) has no release plan ('flagctl release start \(key) --stage …' starts one)")
-        }
-        let allowed: [ReleaseState.Status] = switch action {
-        case "pause": [.running]
-        case "resume": [.paused, .rolledBack]
-        default: [.running, .paused, .rolledBack]
-        }
-        guard let status, allowed.contains(status) else {
-            let names = allowed.map(\.rawValue).joined(separator: " or ")
-            throw CommandFailure("the release plan of \(key) is \(status?.rawValue ?? "not started"); only a \(names) plan can \(action) ('flagctl release status \(key)')")
-        }
-    }
-
-    static func pastTense(_ action: String) -> String {
-        switch action {
-        case "start": "started"
-        case "pause": "paused"
-        case "resume": "resumed"
-        case "advance": "advanced"
-        default: "aborted"
-        }
     }
 
     /// `1) cities lagos at 1%  2) …`, one line per stage with its soak and minimum when set, `→` marking the current.
@@ -267,9 +240,9 @@ public struct ReleaseStart: FlagctlCommand {
         let tree = try planTree()
         if let tree { body["plan"] = .object(tree) }
         let key = self.key
-        try await Release.act("start", key: key, body: body, question: { declared in
-            let plan = tree.flatMap { try? ReleasePlan(tree: .object($0), unit: .basisPoints) } ?? declared
-            let first = plan?.stages.first.map { " at \($0)" } ?? ""
+        let given = try tree.map { tree in try ReleasePlan(tree: .object(tree), unit: .basisPoints) }
+        try await Release.act(.start, key: key, plan: given, body: body, question: { declared in
+            let first = (given ?? declared)?.stages.first.map { " at \($0)" } ?? ""
             return "Start the release plan of \(key)\(first)? Its rules and rollout are replaced by the plan's"
         }, change: change, server: server, output: outputOptions, console: console)
     }
@@ -338,7 +311,7 @@ public enum ReleaseStep {
         public init() {}
 
         /// Sends the action; asks `question` first when given (from the plan as read).
-        func act(_ action: String, console: Console, question: (@Sendable (String, ReleasePlan?) -> String)? = nil) async throws {
+        func act(_ action: ReleaseAction, console: Console, question: (@Sendable (String, ReleasePlan?) -> String)? = nil) async throws {
             let key = self.key
             try await Release.act(action, key: key, question: question.map { ask in { plan in ask(key, plan) } },
                                   change: change, server: server, output: outputOptions, console: console)
@@ -354,7 +327,7 @@ public enum ReleaseStep {
             discussion: "Example: flagctl release pause plugin_switch_feed_promos --reason \"payments incident\"\n\nExit status: 0 ok, 1 failure (a plan that is not running), \(exitStatus)")
         @OptionGroup public var options: Options
         public init() {}
-        public func run(console: Console) async throws { try await options.act("pause", console: console) }
+        public func run(console: Console) async throws { try await options.act(.pause, console: console) }
     }
 
     public struct Resume: FlagctlCommand {
@@ -365,7 +338,7 @@ public enum ReleaseStep {
         @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws {
-            try await options.act("resume", console: console) { key, _ in "Resume the release plan of \(key)? The stage's rules and rollout are put back" }
+            try await options.act(.resume, console: console) { key, _ in "Resume the release plan of \(key)? The stage's rules and rollout are put back" }
         }
     }
 
@@ -377,7 +350,7 @@ public enum ReleaseStep {
         @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws {
-            try await options.act("advance", console: console) { key, plan in
+            try await options.act(.advance, console: console) { key, plan in
                 let next = (plan?.state?.stage).map { $0 + 1 } ?? 0
                 guard let plan, next < plan.stages.count else { return "Complete the release plan of \(key)?" }
                 return "Advance \(key) to stage \(next + 1) of \(plan.stages.count) (\(plan.stages[next])) now?"
@@ -393,7 +366,7 @@ public enum ReleaseStep {
         @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws {
-            try await options.act("abort", console: console) { key, _ in "Abort the release plan of \(key)? The switch stays as it is" }
+            try await options.act(.abort, console: console) { key, _ in "Abort the release plan of \(key)? The switch stays as it is" }
         }
     }
 }

@@ -5,7 +5,36 @@
 /// ```swift
 /// let after = try flagSet.advancingRelease("plugin_switch_feed_promos", at: now, note: "stage 1 passed: …")
 /// ```
+/// What a person may do to a release plan: the API's routes and flagctl's subcommands.
+public enum ReleaseAction: String, Sendable, CaseIterable {
+    case start, pause, resume, advance, abort
+
+    /// `started`, `paused`, `resumed`, `advanced`, `aborted`.
+    public var pastTense: String {
+        switch self {
+        case .start: "started"
+        case .pause: "paused"
+        case .resume: "resumed"
+        case .advance: "advanced"
+        case .abort: "aborted"
+        }
+    }
+}
+
 extension FlagSet {
+    /// A person's action on a switch's plan (`plan`: for `start`, the plan to start instead of the declared one).
+    /// flagsd applies it; flagctl tries it on the flag set it read, to refuse what flagsd would before asking.
+    public func applying(_ action: ReleaseAction, to key: String, plan: ReleasePlan? = nil, at now: Int64,
+                         note: String?) throws(FlagEditError) -> FlagSet {
+        switch action {
+        case .start: try startingRelease(key, plan: plan, at: now, note: note)
+        case .pause: try pausingRelease(key, at: now, note: note)
+        case .resume: try resumingRelease(key, at: now, note: note)
+        case .advance: try advancingRelease(key, at: now, note: note)
+        case .abort: try abortingRelease(key, at: now, note: note)
+        }
+    }
+
     /// Starts a switch's plan at its first stage (a new plan when given, else the declared one): sets the first
     /// stage's targeting. A plan that is already running is refused (pause or abort it first).
     public func startingRelease(_ key: String, plan: ReleasePlan?, at now: Int64, note: String? = nil) throws(FlagEditError) -> FlagSet {

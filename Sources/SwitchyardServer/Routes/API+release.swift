@@ -5,11 +5,6 @@ import SwitchyardGuard
 import SwitchyardStorage
 import SwitchyardWire
 
-/// What a person may do to a release plan.
-enum ReleaseAction: String, CaseIterable {
-    case start, pause, resume, advance, abort
-}
-
 extension API {
     /// The release plans' runner the release routes read.
     var releaseRunner: ReleasePlanRunner {
@@ -65,13 +60,7 @@ extension API {
         let by = reason.map { "\(token.name): \($0)" } ?? token.name
         let change = try changeRequest(request, token: token, reason: reason, summary: "release \(action.rawValue) \(key)")
         let result = try await service.change(namespace, change) { flagSet in
-            switch action {
-            case .start: try flagSet.startingRelease(key, plan: newPlan, at: now, note: "started by \(by)")
-            case .pause: try flagSet.pausingRelease(key, at: now, note: "paused by \(by)")
-            case .resume: try flagSet.resumingRelease(key, at: now, note: "resumed by \(by)")
-            case .advance: try flagSet.advancingRelease(key, at: now, note: "advanced by \(by)")
-            case .abort: try flagSet.abortingRelease(key, at: now, note: "aborted by \(by)")
-            }
+            try flagSet.applying(action, to: key, plan: newPlan, at: now, note: "\(action.pastTense) by \(by)")
         }
         let status = try await releaseStatus(key, in: result.state, timeline: 0)
         return committedResponse(result, [("release", status.json)])
