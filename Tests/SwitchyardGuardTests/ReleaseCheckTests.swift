@@ -92,6 +92,18 @@ struct ReleaseCheckTests {
         #expect(check.upperBound == nil && check.rollbackLowerBound == nil)
     }
 
+    @Test func whenEverySessionHasTheSwitchItPassesOnSoakAndSessionsAlone() {
+        let everyone = ReleaseTallies(with: EventTally(sessions: 5000, crashedSessions: 50), without: .zero, control: .none)
+        let early = ReleaseCheck(everyone, criteria: Self.criteria, timeInStage: .seconds(60))
+        #expect(early.verdict == .hold)
+        #expect(early.waitingFor.count == 1 && early.waitingFor[0].hasPrefix("soak "), "\(early.waitingFor)")
+        let soaked = ReleaseCheck(everyone, criteria: Self.criteria, timeInStage: .seconds(3600))
+        #expect(soaked.verdict == .advance)
+        #expect(soaked.summary.contains("nothing to compare with"), "\(soaked.summary)")
+        let none = ReleaseCheck(ReleaseTallies(with: .zero, without: .zero, control: .none), criteria: Self.criteria, timeInStage: .seconds(3600))
+        #expect(none.verdict == .hold)
+    }
+
     @Test func theEvidenceTreeNamesEveryFigureInSnakeCase() {
         let check = ReleaseCheck(with: EventTally(sessions: 2000, crashedSessions: 80), without: EventTally(sessions: 20_000, crashedSessions: 200),
                                  criteria: Self.criteria, timeInStage: .seconds(120))

@@ -105,11 +105,20 @@ public struct ReleaseCheck: Sendable, Hashable {
             if upper >= criteria.margin {
                 waiting.append("upper bound of the difference \(Self.points(upper)) ≥ margin \(Self.points(criteria.margin))")
             }
-        } else {
-            waiting.append(n1 == 0 ? "no sessions with the switch yet" : "no sessions without the switch to compare with")
+        } else if n1 == 0 {
+            waiting.append("no sessions with the switch yet")
+        } else if control != .none {
+            waiting.append("no sessions without the switch to compare with")
         }
+        // Control `none`: every session of the namespace has the switch (everyone at 100 %), so nothing is left to
+        // compare with; the step into the stage was judged on the stage before, and this one passes on its soak
+        // and sessions (the crash guard watches its absolute crash rate).
         waitingFor = waiting
-        if waiting.isEmpty {
+        if waiting.isEmpty, upperBound == nil {
+            verdict = .advance
+            summary = "advance: every session has the switch (\(n1), crash rate \(Self.percent(rateWith ?? 0))), so there is "
+                + "nothing to compare with; soak and sessions met"
+        } else if waiting.isEmpty {
             verdict = .advance
             summary = "advance: sessions with the switch crash \(Self.percent(rateWith ?? 0)) of \(n1), without it "
                 + "\(Self.percent(rateWithout ?? 0)) of \(n0); upper bound of the difference \(Self.points(upperBound ?? 0)) < margin "

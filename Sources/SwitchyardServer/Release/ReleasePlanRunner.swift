@@ -156,27 +156,19 @@ package final class ReleasePlanRunner: Service, Sendable {
         /// The sessions counted: from the start of the minute the stage began.
         package var from: Date
         package var until: Date
-        package var criteria: ReleaseCriteria
-        /// Sessions in the stage's scope with the switch active, and the control's sessions without it.
-        package var with: EventTally
-        package var without: EventTally
-        /// Whose sessions `without` are: the stage's scope, the namespace's (a city at 100 %), or none.
-        package var control: ReleaseTallies.Control
+        /// The judgement: sessions with and without the switch (and whose: `control`), bounds, verdict.
         package var check: ReleaseCheck
-        /// The runner's verdict: the check's, except that a stage no session is without (everyone at 100 %)
-        /// completes on its soak and sessions alone.
-        package var verdict: ReleaseCheck.Verdict
-        /// `advance`: why it may; `roll back`: why it must; `hold`: what it waits for.
-        package var reasons: [String]
         /// The dimensions summed (`all`, or the stage's cities or cohorts).
         package var dimensions: [EventDimension]
 
+        package var verdict: ReleaseCheck.Verdict { check.verdict }
+        /// `hold`: what it waits for; `advance`, `roll back`: why (the check's summary).
+        package var reasons: [String] { check.verdict == .hold ? check.waitingFor : [check.summary] }
         package var reason: String { reasons.isEmpty ? verdict.rawValue : reasons.joined(separator: "; ") }
 
         /// The evidence of a step: the check, the stage, the span counted and the control.
         package var evidence: JSONObject {
             var object = check.tree
-            object["verdict"] = .string(verdict.rawValue)
             object["stage"] = .int(stage)
             object["from"] = .string(from.iso8601)
             object["until"] = .string(until.iso8601)
@@ -204,21 +196,7 @@ package final class ReleasePlanRunner: Service, Sendable {
         let tallies = ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria)
         let elapsed = Duration.seconds(max(0, now.timeIntervalSince(began)))
         let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: elapsed)
-        var verdict = check.verdict
-        var reasons = verdict == .hold ? check.waitingFor : [check.summary]
-        if tallies.control == .none, plan.stages[stage].scope.isEverywhere, plan.stages[stage].rollout == .full {
-            // Everyone has the switch: nothing is left to compare with. The step into this stage was judged on the
-            // stage before; this one completes on its soak and sessions (the crash guard watches its crash rate).
-            var waiting: [String] = []
-            if tallies.with.sessions < criteria.minimumSessions { waiting.append("\(tallies.with.sessions) of \(criteria.minimumSessions) sessions needed") }
-            if elapsed < criteria.soak {
-                waiting.append("soak \(GuardDurationText.text(.seconds(Int64(elapsed.components.seconds)))) of \(GuardDurationText.text(criteria.soak))")
-            }
-            verdict = waiting.isEmpty ? .advance : .hold
-            reasons = waiting.isEmpty ? ["every session has the switch, so there is nothing to compare with; soak and sessions met"] : waiting
-        }
-        return Assessment(stage: stage, from: from, until: now, criteria: criteria, with: tallies.with, without: tallies.without,
-                          control: tallies.control, check: check, verdict: verdict, reasons: reasons, dimensions: dimensions)
+        return Assessment(stage: stage, from: from, until: now, check: check, dimensions: dimensions)
     }
 
     /// The counters a stage's scope sums: its cities (each session has one), else its cohorts, else `all`.

@@ -82,9 +82,9 @@ extension API {
             if let assessment = try await runner.assess(key, plan: plan, in: state) {
                 assessmentBody = ReleaseStatusBody.Assessment(
                     from: assessment.from.iso8601, until: assessment.until.iso8601, dimensions: assessment.dimensions.map(\.description),
-                    with: .init(sessions: assessment.with.sessions, crashes: assessment.with.crashedSessions),
-                    without: .init(sessions: assessment.without.sessions, crashes: assessment.without.crashedSessions),
-                    control: assessment.control.rawValue, verdict: assessment.verdict.rawValue, reasons: assessment.reasons,
+                    with: .init(sessions: assessment.check.with.sessions, crashes: assessment.check.with.crashedSessions),
+                    without: .init(sessions: assessment.check.without.sessions, crashes: assessment.check.without.crashedSessions),
+                    control: assessment.check.control.rawValue, verdict: assessment.verdict.rawValue, reasons: assessment.reasons,
                     evidence: .object(assessment.evidence))
                 let stage = assessment.stage
                 let reasons = assessment.reason
