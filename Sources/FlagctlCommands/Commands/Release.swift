@@ -100,13 +100,9 @@ public struct Release: AsyncParsableCommand {
     }
 
     static func rateText(_ side: ReleaseStatusBody.Side) -> String {
-        "\(side.sessions) sessions, \(side.crashes) crashed (\(side.crashRate.map { Self.percent($0) } ?? "-"))"
+        "\(side.sessions) sessions, \(side.crashes) crashed (\(Guard.percent(side.crashRate)))"
     }
 
-    static func percent(_ fraction: Double) -> String {
-        let value = fraction * 100
-        return String(format: value >= 1 ? "%.2f%%" : "%.3f%%", value)
-    }
 
     /// The status of one plan, as lines.
     static func statusLines(_ body: ReleaseStatusBody, timeline: Bool) -> [String] {
@@ -200,7 +196,7 @@ public struct ReleaseStart: FlagctlCommand {
                 switch parts[0] {
                 case "city", "cities": stage["cities"] = .array(parts[1].split(separator: "+").map { .string(String($0)) })
                 case "cohort", "cohorts": stage["cohorts"] = .array(parts[1].split(separator: "+").map { .string(String($0)) })
-                case "rollout": stage["rollout"] = .int(Int(try Self.percent(parts[1], what: "--stage \(index + 1) rollout").basisPoints))
+                case "rollout": stage["rollout"] = .int(Int(try Rollout.commandLine(parts[1], what: "--stage \(index + 1) rollout").basisPoints))
                 case "soak": stage["soak"] = .string(parts[1])
                 case "min-sessions", "min_sessions":
                     guard let minimum = Int(parts[1]), minimum > 0 else { throw ValidationError("--stage \(index + 1) min-sessions '\(parts[1])' is not a whole number above 0.") }
@@ -215,8 +211,8 @@ public struct ReleaseStart: FlagctlCommand {
         plan["stages"] = .array(stageTrees)
         if let soak { plan["soak"] = .string(soak) }
         if let minSessions { plan["min_sessions"] = .int(minSessions) }
-        if let margin { plan["margin"] = .int(Int(try Self.percent(margin, what: "--margin").basisPoints)) }
-        if let confidence { plan["confidence"] = .int(Int(try Self.percent(confidence, what: "--confidence").basisPoints)) }
+        if let margin { plan["margin"] = .int(Int(try Rollout.commandLine(margin, what: "--margin").basisPoints)) }
+        if let confidence { plan["confidence"] = .int(Int(try Rollout.commandLine(confidence, what: "--confidence").basisPoints)) }
         if let onBadSignal { plan["on_bad_signal"] = .string(onBadSignal) }
         do {
             _ = try ReleasePlan(tree: .object(plan), unit: .basisPoints)
@@ -226,14 +222,6 @@ public struct ReleaseStart: FlagctlCommand {
         return plan
     }
 
-    static func percent(_ text: String, what: String) throws -> Rollout {
-        var trimmed = text.trimmingCharacters(in: .whitespaces)
-        if trimmed.hasSuffix("%") { trimmed.removeLast() }
-        switch Rollout.parsePercent(trimmed) {
-        case .success(let rollout): return rollout
-        case .failure(let error): throw ValidationError("\(what) \(error).")
-        }
-    }
 
     public func run(console: Console) async throws {
         var body = JSONObject()

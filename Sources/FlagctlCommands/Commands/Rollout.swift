@@ -52,12 +52,7 @@ public struct RolloutCommand: FlagctlCommand {
     }
 
     func rollout() throws -> Rollout {
-        var text = percent.trimmingCharacters(in: .whitespaces)
-        if text.hasSuffix("%") { text.removeLast() }
-        switch Rollout.parsePercent(text) {
-        case .success(let rollout): return rollout
-        case .failure(let error): throw ValidationError("PERCENT \(error). Pass a percentage such as 12.5.")
-        }
+        try Rollout.commandLine(percent, what: "PERCENT")
     }
 
     /// Which rollout a command edits, worked out from a switch's rules.

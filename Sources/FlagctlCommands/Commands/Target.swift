@@ -57,12 +57,7 @@ public struct Target: FlagctlCommand {
     }
 
     func parsedRollout() throws -> Rollout? {
-        guard var text = rollout?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if text.hasSuffix("%") { text.removeLast() }
-        switch Rollout.parsePercent(text) {
-        case .success(let value): return value
-        case .failure(let error): throw ValidationError("--rollout \(error). Pass a percentage such as 12.5.")
-        }
+        try rollout.map { try Rollout.commandLine($0, what: "--rollout") }
     }
 
     static var lists: [(String, WritableKeyPath<Conditions, [String]>)] {
