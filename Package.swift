@@ -203,7 +203,7 @@ let package = Package(
         .testTarget(
             name: "SwitchyardStorageTests",
             dependencies: ["SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport", "TestSupport",
-                           "SwitchyardClientTesting"],
+                           "SwitchyardClientTesting", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: settings
         ),
         .testTarget(

@@ -19,7 +19,7 @@ source bench/flagsd-common.sh
 prepare_bench
 MACHINE=$(machine_line)
 PY=.venv-bench/bin/python
-DB="$FLAGSD_BENCH_DIR/flags.sqlite"
+DB="$FLAGSD_BENCH_DIR/flags-events.sqlite"   # the events file beside flags.sqlite
 export FLAGSD_ARGS="--events-rate-per-address 0 --events-rate-per-token 0 ${FLAGSD_ARGS:-}"
 
 echo "==> the ingestion limit" >&2

@@ -35,7 +35,7 @@ build_flagsd() {
 start_flagsd() {
   ulimit -n 20000
   # The previous run's output goes first: its "listening" line would pass the wait below before this flagsd starts.
-  rm -f "$FLAGSD_BENCH_DIR/flags.sqlite"* "$FLAGSD_BENCH_DIR/flagsd.out"
+  rm -f "$FLAGSD_BENCH_DIR/flags.sqlite"* "$FLAGSD_BENCH_DIR/flags-events.sqlite"* "$FLAGSD_BENCH_DIR/flagsd.out"
   SWITCHYARD_ADMIN_TOKEN=$FLAGSD_BENCH_TOKEN "$FLAGSD_BIN" --port "$FLAGSD_PORT" --database "$FLAGSD_BENCH_DIR/flags.sqlite" \
     --flags "$FLAGSD_BENCH_DIR/no-flags" --log-level warning --log-format json --max-waiters 15000 --max-wait 120 \
     --max-body-size 67108864 ${FLAGSD_ARGS:-} >"$FLAGSD_BENCH_DIR/flagsd.out" 2>"$FLAGSD_BENCH_DIR/flagsd.err" &

@@ -7,47 +7,50 @@ public import SwitchyardStorage
 extension SQLiteFlagStore {
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
         -> EventIngestResult {
-        let result = try await access {
-            try await self.pool.write { db in
-                try Self.ingest(events, in: namespace, receivedAt: receivedAt, admission: admission, db)
-            }
-        }
-        await checkpoint()
-        return result
+        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission, synced: true)
     }
 
-    /// Copies what it can of the write-ahead log into the database on the checkpointer's connection (passive: it
-    /// waits for no one and no one waits for it, but the batch's answer). A failure is left to the next batch.
-    func checkpoint() async {
-        do {
-            _ = try await checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
-        } catch {
-            logger.debug("checkpoint after an event batch did not run", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// Counts a part of a batch whose last part is still to come, without waiting for the disk: its commit is
-    /// made durable by the next synced commit (the last part's, or a change's), which syncs the write-ahead log and
-    /// with it every frame before its own. A process killed meanwhile loses nothing (the operating system has the
-    /// frames); a power failure may lose the part, and then nothing of the batch was acknowledged.
+    /// Counts events in the events file, on ``BackgroundThreads/events`` with GRDB's blocking API (the work, and
+    /// the wait for the events' writer, hold one of those threads: never a thread of Swift's pool, never the flags'
+    /// writer).
+    ///
+    /// A part of a batch whose last part is still to come (`synced` false) commits without waiting for the disk:
+    /// its commit is made durable by the next synced commit of the events file (the last part's), which syncs the
+    /// write-ahead log and with it every frame before its own. A process killed meanwhile loses nothing (the
+    /// operating system has the frames); a power failure may lose the part, and then nothing of the batch was
+    /// acknowledged.
     public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission,
                              synced: Bool) async throws -> EventIngestResult {
-        guard !synced else { return try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission) }
-        return try await access {
-            try await self.pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                let outcome = Result {
-                    var result: EventIngestResult?
-                    try db.inTransaction {
-                        result = try Self.ingest(events, in: namespace, receivedAt: receivedAt, admission: admission, db)
-                        return .commit
-                    }
-                    return result ?? EventIngestResult(counted: [], duplicates: [])
+        try await access {
+            try await withTaskExecutorPreference(BackgroundThreads.events) {
+                guard try self.pool.read({ db in try Self.liveNamespaceRow(db, namespace) }) != nil else {
+                    throw StorageError.namespaceNotFound(namespace)
                 }
-                // Back to syncing every commit before anything else writes (a change must be durable when it returns).
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                return try outcome.get()
+                let count = { (db: Database) in try Self.ingest(events, in: namespace, receivedAt: receivedAt, admission: admission, db) }
+                if synced { return try self.events.write(count) }
+                return try self.events.writeWithoutTransaction { db in
+                    try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                    let outcome = Result {
+                        var result: EventIngestResult?
+                        try db.inTransaction {
+                            result = try count(db)
+                            return .commit
+                        }
+                        return result ?? EventIngestResult(counted: [], duplicates: [])
+                    }
+                    // Back to syncing every commit before anything else writes (a batch is durable when answered).
+                    try db.execute(sql: "PRAGMA synchronous = FULL")
+                    return try outcome.get()
+                }
             }
+        }
+    }
+
+    /// Reads the events file on ``BackgroundThreads/events`` with GRDB's blocking API: counting and reading counters
+    /// share those threads and their priority.
+    func readEvents<T: Sendable>(_ read: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await withTaskExecutorPreference(BackgroundThreads.events) {
+            try self.events.read(read)
         }
     }
 
@@ -55,7 +58,6 @@ extension SQLiteFlagStore {
     static func ingest(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, _ db: Database) throws
         -> EventIngestResult {
         let received = receivedAt.milliseconds
-        guard try Self.liveNamespaceRow(db, namespace) != nil else { throw StorageError.namespaceNotFound(namespace) }
         let remember = try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO event_id (namespace, id, time_ms, received_ms) VALUES (?, ?, ?, ?)
             """)
@@ -119,7 +121,7 @@ extension SQLiteFlagStore {
 
     public func eventCounts(_ query: EventCountQuery) async throws -> [EventCount] {
         try await access {
-            try await self.pool.read { db in
+            try await readEvents { db in
                 var clauses = ["namespace = ?", "bucket_ms >= ?", "bucket_ms < ?"]
                 var arguments: StatementArguments = [query.namespace, query.fromBucket, query.untilMilliseconds]
                 func list(_ column: String, _ values: some Collection<String>) {
@@ -160,7 +162,7 @@ extension SQLiteFlagStore {
 
     public func crashRecords(in namespace: String, from: Date, until: Date) async throws -> [CrashRecord] {
         try await access {
-            try await self.pool.read { db in
+            try await readEvents { db in
                 try Row.fetchAll(db, sql: """
                     SELECT id, source, bucket_ms, unit, address, city, cohorts, switches FROM event_crash
                     WHERE namespace = ? AND bucket_ms >= ? AND bucket_ms < ? ORDER BY bucket_ms, id
@@ -208,7 +210,7 @@ extension SQLiteFlagStore {
             // One read first (it does not wait for the writer): the hours that still hold minute counters, usually
             // none or the latest one, instead of a probe for each of the hundreds of hours in the range.
             let pending = hours.isEmpty ? [] : try await access { [first = hours[0], last = hours[hours.count - 1]] in
-                try await self.pool.read { db in
+                try await self.events.read { db in
                     try Int64.fetchAll(db, sql: """
                         SELECT DISTINCT bucket_ms - bucket_ms % ? FROM event_count
                         WHERE namespace = ? AND bucket_ms > ? AND bucket_ms < ? AND bucket_ms % ? != 0 ORDER BY 1
@@ -219,7 +221,7 @@ extension SQLiteFlagStore {
             for hour in pending {
                 while true {
                     let moved = try await access {
-                        try await self.pool.write { db in try Self.rollUp(namespace, hour: hour, limit: Self.pruneRowsPerTransaction, db) }
+                        try await self.events.write { db in try Self.rollUp(namespace, hour: hour, limit: Self.pruneRowsPerTransaction, db) }
                     }
                     compaction.rolledUp += moved
                     if moved < Self.pruneRowsPerTransaction { break }
@@ -227,7 +229,7 @@ extension SQLiteFlagStore {
             }
             while true {
                 let deleted = try await access {
-                    try await self.pool.write { db in
+                    try await self.events.write { db in
                         try db.execute(sql: """
                             DELETE FROM event_count WHERE (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) IN
                                 (SELECT namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms FROM event_count
@@ -288,7 +290,7 @@ extension SQLiteFlagStore {
         var forgotten = 0
         while true {
             let deleted = try await access {
-                try await self.pool.write { db in
+                try await self.events.write { db in
                     try db.execute(sql: sql, arguments: [date.milliseconds, Self.pruneRowsPerTransaction])
                     return db.changesCount
                 }

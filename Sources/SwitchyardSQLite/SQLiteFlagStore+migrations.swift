@@ -160,6 +160,99 @@ extension SQLiteFlagStore {
                 CREATE INDEX event_crash_bucket ON event_crash(namespace, bucket_ms);
                 """)
         }
+        migrator.registerMigration(eventsMovedMigration) { db in
+            // Moved by the events file's first migration (eventsMigrator), which ran before this one.
+            try db.execute(sql: """
+                DROP TABLE IF EXISTS event_id;
+                DROP TABLE IF EXISTS event_count;
+                DROP TABLE IF EXISTS event_window;
+                DROP TABLE IF EXISTS event_crash;
+                """)
+        }
         return migrator
     }()
+
+    /// The migration of the database file that drops its event tables (after the events file copied them).
+    static let eventsMovedMigration = "v6: event tables moved to their own file"
+
+    /// The last migration of the database file that leaves the event tables in it: the events file's first migration
+    /// copies them from there.
+    static let lastMigrationWithEvents = "v5: event sources, admission windows, crash records"
+
+    /// The tables of client events, in the events file as they were in the database file (migrations v3 and v5).
+    static let eventTables = ["event_id", "event_count", "event_window", "event_crash"]
+
+    /// The events file's schema, one migration per released change; never edit a migration once released.
+    ///
+    /// - Parameter main: the database file, whose event tables (from before the events had a file of their own) the
+    ///   first migration copies, in its transaction: copied once, or not at all.
+    static func eventsMigrator(movingFrom main: DatabasePool) -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: event ids, counters, admission windows, crash records") { db in
+            // As in the database file's v3 and v5 (the comments there say what each holds).
+            try db.execute(sql: """
+                CREATE TABLE event_id (
+                    namespace TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    time_ms INTEGER NOT NULL,
+                    received_ms INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, id)
+                ) WITHOUT ROWID;
+                CREATE INDEX event_id_time ON event_id(time_ms);
+
+                CREATE TABLE event_count (
+                    namespace TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    subject_kind TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    variant TEXT NOT NULL,
+                    dimension TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    bucket_ms INTEGER NOT NULL,
+                    sessions INTEGER NOT NULL,
+                    crashed INTEGER NOT NULL,
+                    exposures INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms)
+                ) WITHOUT ROWID;
+                CREATE INDEX event_count_bucket ON event_count(namespace, bucket_ms);
+
+                CREATE TABLE event_window (
+                    namespace TEXT NOT NULL,
+                    window_ms INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    events INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, window_ms, kind, value)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE event_crash (
+                    namespace TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    bucket_ms INTEGER NOT NULL,
+                    unit TEXT NOT NULL,
+                    address TEXT,
+                    city TEXT,
+                    cohorts TEXT NOT NULL,
+                    switches TEXT NOT NULL,
+                    PRIMARY KEY (namespace, id)
+                ) WITHOUT ROWID;
+                CREATE INDEX event_crash_bucket ON event_crash(namespace, bucket_ms);
+                """)
+            for table in eventTables {
+                try main.read { source in
+                    guard try source.tableExists(table) else { return }
+                    let columns = try source.columns(in: table).map(\.name)
+                    let insert = try db.makeStatement(sql: """
+                        INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))
+                        """)
+                    let rows = try Row.fetchCursor(source, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(table)")
+                    while let row = try rows.next() {
+                        try insert.execute(arguments: StatementArguments(row.databaseValues))
+                    }
+                }
+            }
+        }
+        return migrator
+    }
 }

@@ -10,32 +10,38 @@ public import SwitchyardCore
 public import SwitchyardStorage
 import Synchronization
 
-/// The embedded backend: one SQLite file through a GRDB `DatabasePool` in WAL mode.
+/// The embedded backend: two SQLite files through GRDB `DatabasePool`s in WAL mode: the flags (namespaces, change
+/// and audit logs, tokens) in the file named, the client events' counters beside it (``eventsPath(for:)``).
 ///
-/// Every commit is synced (`PRAGMA synchronous = FULL` on the writer), so a change is durable when
-/// `change(_:_:mutation:)` returns. Open one store per file per process.
+/// Every commit is synced (`PRAGMA synchronous = FULL` on each writer), so a change is durable when
+/// `change(_:_:mutation:)` returns, and an event batch when `ingestEvents` does. Events have a file of their own so
+/// that counting them never holds the flags' writer, its write-ahead log or its checkpoints: a flag change shares
+/// nothing with a flood of events but the disk and the processors, and events are written on
+/// ``BackgroundThreads/events`` (lower priority) for the processors. Open one store per file per process.
 ///
 /// ```swift
 /// let store = try await SQLiteFlagStore(path: ".switchyard/flags.sqlite", logger: logger)
 /// ```
 public final class SQLiteFlagStore: FlagStore {
     let pool: DatabasePool
-    /// A connection of its own that copies the write-ahead log into the database after event batches (a passive
-    /// checkpoint, which never blocks the writer), so that a commit on the writer, a flag change's, seldom has to.
-    let checkpointer: DatabaseQueue
+    /// The events' file: ids, counters, admission windows, crash records.
+    let events: DatabasePool
     let logger: Logger
     let now: @Sendable () -> Date
     let makeEpoch: @Sendable () -> String
     /// The last flag set parsed or committed per epoch, with its version.
     private let parsed = Mutex<[String: (version: Int64, flagSet: FlagSet)]>([:])
 
-    /// Opens (creating when missing) a database file and migrates it to the current schema.
+    /// Opens (creating when missing) a database file and its events file, and migrates them to the current schema.
     ///
     /// A file it creates, and its WAL and shared-memory files, only this user may read and write (mode 0600), in a
     /// folder it creates with mode 0700: the database holds the audit log and token hashes. An existing file is
     /// left as it is, with a warning when other users may read it.
     ///
-    /// Opening syncs the file several times (the WAL set-up, each migration's commit), which takes seconds on a busy
+    /// A database from before the events file had its own moves its event tables there on the first opening (one
+    /// transaction in the events file, then the tables are dropped from the database).
+    ///
+    /// Opening syncs the files several times (the WAL set-up, each migration's commit), which takes seconds on a busy
     /// disk: it runs on a thread of its own, never holding a thread of Swift's cooperative pool meanwhile.
     ///
     /// - Parameters:
@@ -43,7 +49,7 @@ public final class SQLiteFlagStore: FlagStore {
     ///   - logger: where to log migrations.
     ///   - now: the clock for timestamps.
     ///   - makeEpoch: makes the random id of a new namespace.
-    /// - Throws: `StorageError` `unavailable` when the file cannot be opened or migrated.
+    /// - Throws: `StorageError` `unavailable` when a file cannot be opened or migrated.
     public init(
         path: String, logger: Logger = Logger(label: "switchyard.storage"),
         now: @escaping @Sendable () -> Date = { Date() },
@@ -52,43 +58,54 @@ public final class SQLiteFlagStore: FlagStore {
         self.logger = logger
         self.now = now
         self.makeEpoch = makeEpoch
-        (pool, checkpointer) = try await awaitBlocking { () throws(StorageError) -> (DatabasePool, DatabaseQueue) in
-            try Self.openPool(at: path, logger: logger)
+        (pool, events) = try await awaitBlocking { () throws(StorageError) -> (DatabasePool, DatabasePool) in
+            try Self.openFiles(at: path, logger: logger)
         }
     }
 
-    /// The writer's automatic checkpoint, in pages: past this size of the write-ahead log the commit that crosses it
-    /// copies the log into the database before it returns. SQLite's default is 1,000 (4 MB); event batches write that
-    /// in a few transactions, so a flag change would often pay for a checkpoint. The checkpointer keeps the log far
-    /// below this under events; the writer still checkpoints if it ever grows this far.
-    static let writerCheckpointPages = 16_000
+    /// The events' file beside a database file: `flags.sqlite` → `flags-events.sqlite` (`flags` → `flags-events`).
+    public static func eventsPath(for path: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        let suffix = url.pathExtension.isEmpty ? "" : "." + url.pathExtension
+        return url.deletingPathExtension().path + "-events" + suffix
+    }
 
-    /// Opens the pool and migrates it, and opens the checkpointer, blocking the calling thread.
-    private static func openPool(at path: String, logger: Logger) throws(StorageError) -> (DatabasePool, DatabaseQueue) {
+    /// Opens and migrates both files, blocking the calling thread.
+    private static func openFiles(at path: String, logger: Logger) throws(StorageError) -> (DatabasePool, DatabasePool) {
+        let eventsPath = eventsPath(for: path)
+        var opening = path
         do {
-            try createPrivately(path, logger: logger)
-            var configuration = Configuration()
-            configuration.busyMode = .timeout(10)
-            configuration.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA foreign_keys = ON")
+            let pool = try openPool(at: path, logger: logger)
+            // Up to the last migration that keeps the event tables in this file (unless it is past it), so that the
+            // events file's first migration can copy them.
+            if try !pool.read({ db in try migrator.appliedIdentifiers(db) }).contains(eventsMovedMigration) {
+                try migrator.migrate(pool, upTo: lastMigrationWithEvents)
             }
-            let pool = try DatabasePool(path: path, configuration: configuration)
-            // Opening a WAL pool sets synchronous = NORMAL on the writer after prepareDatabase ran; a commit
-            // would then survive a crash of flagsd but not a power failure. Set FULL again, on the writer.
-            try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(writerCheckpointPages)")
-            }
+            opening = eventsPath
+            let events = try openPool(at: eventsPath, logger: logger)
+            try eventsMigrator(movingFrom: pool).migrate(events)
+            opening = path
             try migrator.migrate(pool)
-            var checkpointing = Configuration()
-            checkpointing.busyMode = .timeout(10)
-            let checkpointer = try DatabaseQueue(path: path, configuration: checkpointing)
-            try checkpointer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
-            return (pool, checkpointer)
+            return (pool, events)
         } catch {
             throw StorageError(.unavailable, "cannot open the SQLite database (check the path and its permissions)",
-                               diagnostic: "\(path): \(error)")
+                               diagnostic: "\(opening): \(error)")
         }
+    }
+
+    /// Opens a pool that syncs every commit, creating the file privately when missing.
+    private static func openPool(at path: String, logger: Logger) throws -> DatabasePool {
+        try createPrivately(path, logger: logger)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        // Opening a WAL pool sets synchronous = NORMAL on the writer after prepareDatabase ran; a commit
+        // would then survive a crash of flagsd but not a power failure. Set FULL again, on the writer.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        return pool
     }
 
     /// Creates a missing database file empty with mode 0600 (SQLite gives its WAL and shared-memory files the same
@@ -119,7 +136,7 @@ public final class SQLiteFlagStore: FlagStore {
 
     /// Closes the database; later calls fail with `unavailable`.
     public func close() throws {
-        try checkpointer.close()
+        try events.close()
         try pool.close()
     }
 
@@ -130,10 +147,10 @@ public final class SQLiteFlagStore: FlagStore {
         }
     }
 
-    /// The writer connection's `PRAGMA wal_autocheckpoint` (pages), for tests.
-    package func writerAutocheckpointPages() async throws -> Int {
-        try await pool.writeWithoutTransaction { db in
-            try Int.fetchOne(db, sql: "PRAGMA wal_autocheckpoint") ?? -1
+    /// The events' writer connection's `PRAGMA synchronous` (2 is FULL), for tests.
+    package func eventsWriterSynchronousMode() async throws -> Int {
+        try await events.writeWithoutTransaction { db in
+            try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
         }
     }
 

@@ -103,9 +103,13 @@ package struct FlagService: Sendable {
 
     /// Commits through the store, then publishes what committed (nothing when the change changed nothing), and
     /// times the commit.
+    ///
+    /// Always on Swift's pool at the process's priority, even when asked from event work on
+    /// ``BackgroundThreads/events`` (the crash guard trips after a batch): a change never waits for the processors
+    /// behind a flood of events.
     private func commit(_ write: () async throws -> CommittedChange) async throws -> CommittedChange {
         let start = ContinuousClock.now
-        let result = try await write()
+        let result = try await withTaskExecutorPreference(globalConcurrentExecutor, operation: write)
         if let record = result.record { committed(result.state, record) }
         Timer(label: "flagsd_change_commit_duration_seconds", factory: metricsFactory)
             .recordNanoseconds((ContinuousClock.now - start).nanoseconds)

@@ -83,7 +83,7 @@ struct EventIngestionTests {
         #expect(EventRouteTests.strings(retried.json["duplicates"]).count == 7)
         #expect(try await Self.baselineSessions(app) == 7)
         // The parts before the last commit unsynced; the writer syncs every commit again afterwards (2 is FULL).
-        #expect(try await app.store.writerSynchronousMode() == 2)
+        #expect(try await app.store.eventsWriterSynchronousMode() == 2)
     }
 
     // MARK: The backlog

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SwitchyardCore
 @testable import SwitchyardSQLite
 @testable import SwitchyardStorage
@@ -17,30 +18,88 @@ struct SQLiteFlagStoreTests {
         try store.close()
     }
 
-    /// Event batches leave the copying of the write-ahead log to the checkpointer's connection: the log stays
-    /// small (each batch's frames are copied and the log starts over), and a change committing on the writer seldom
-    /// has to copy it itself (its automatic checkpoint is 16,000 pages away).
-    @Test func eventBatchesKeepTheWriteAheadLogSmallWithoutTheWriter() async throws {
+    /// Client events have a file of their own beside the database: counting them never holds the flags' writer, its
+    /// write-ahead log or its checkpoints.
+    @Test func eventsAreCountedInAFileOfTheirOwn() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try await SQLiteFlagStore(path: path)
         _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
-        #expect(try await store.writerAutocheckpointPages() == SQLiteFlagStore.writerCheckpointPages)
-        let promos = "plugin_switch_feed_promos", weather = "plugin_switch_feed_weather"
-        let start = Date()
-        var largest = 0
-        for batch in 0..<60 {
-            // 200 sessions over 200 minutes: about 1,600 counters written per batch.
-            let events = (0..<200).map { index in
-                StoredEvent(id: "b\(batch)-\(index)", time: start - Double(index * 60), city: "lagos", cohorts: ["beta"],
-                            payload: .session(crashed: false, switches: [promos, weather], variants: [:]))
-            }
-            _ = try await store.ingestEvents(events, in: "rider", receivedAt: start)
-            let size = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
-            largest = max(largest, size)
-        }
-        // Without the checkpointer the log grows with every batch (to about 20 MB here) until the writer copies it.
-        #expect(largest < 8 << 20, "the write-ahead log reached \(largest) bytes")
+        _ = try await store.ingestEvents(Self.sessions(3), in: "rider", receivedAt: Date())
+        #expect(try await store.eventsWriterSynchronousMode() == 2)
         try store.close()
+
+        let eventsPath = SQLiteFlagStore.eventsPath(for: path)
+        #expect(eventsPath == folder.appendingPathComponent("nested/flags-events.sqlite").path)
+        let flags = try DatabaseQueue(path: path)
+        #expect(try await flags.read { db in try SQLiteFlagStore.eventTables.filter { try db.tableExists($0) } } == [])
+        try flags.close()
+        let events = try DatabaseQueue(path: eventsPath)
+        #expect(try await events.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_id") } == 3)
+        try events.close()
+    }
+
+    @Test func theEventsFileIsNamedAfterTheDatabase() {
+        #expect(SQLiteFlagStore.eventsPath(for: "/var/lib/switchyard/flags.sqlite") == "/var/lib/switchyard/flags-events.sqlite")
+        #expect(SQLiteFlagStore.eventsPath(for: "data/flags.db") == "\(FileManager.default.currentDirectoryPath)/data/flags-events.db")
+        #expect(SQLiteFlagStore.eventsPath(for: "/srv/flags") == "/srv/flags-events")
+    }
+
+    /// A database from before the events file kept its event tables; the first opening moves them (ids, counters,
+    /// crash records) into the events file, once.
+    @Test func aDatabaseFromBeforeMovesItsEventsIntoTheEventsFileOnce() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var store = try await SQLiteFlagStore(path: path)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        let counted = try await store.ingestEvents(Self.sessions(4, crashed: 1), in: "rider", receivedAt: Date())
+        #expect(counted.counted.count == 4)
+        let countsBefore = try await Self.counts(store)
+        let crashesBefore = try await store.crashRecords(in: "rider", from: .distantPast, until: .distantFuture)
+        #expect(crashesBefore.count == 1)
+        try store.close()
+
+        // Put the file back as it was before: the event tables in it, its last migration v5, no events file.
+        let eventsPath = SQLiteFlagStore.eventsPath(for: path)
+        let flags = try DatabaseQueue(path: path)
+        try flags.inDatabase { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS moved", arguments: [eventsPath])
+            for table in SQLiteFlagStore.eventTables {
+                try db.execute(sql: "CREATE TABLE main.\(table) AS SELECT * FROM moved.\(table)")
+            }
+            try db.execute(sql: "DETACH DATABASE moved")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v6:%'")
+        }
+        try flags.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: eventsPath + suffix) }
+
+        store = try await SQLiteFlagStore(path: path)
+        #expect(try await Self.counts(store) == countsBefore)
+        #expect(try await store.crashRecords(in: "rider", from: .distantPast, until: .distantFuture) == crashesBefore)
+        // The ids came along: the same events again are duplicates.
+        let again = try await store.ingestEvents(Self.sessions(4, crashed: 1), in: "rider", receivedAt: Date())
+        #expect(again.duplicates.count == 4)
+        try store.close()
+        let moved = try DatabaseQueue(path: path)
+        #expect(try await moved.read { db in try SQLiteFlagStore.eventTables.filter { try db.tableExists($0) } } == [])
+        try moved.close()
+
+        // Opening again copies nothing twice.
+        store = try await SQLiteFlagStore(path: path)
+        #expect(try await Self.counts(store) == countsBefore)
+        try store.close()
+    }
+
+    /// Sessions of the rider fixture, in Lagos, the first `crashed` of them crashed.
+    static func sessions(_ count: Int, crashed: Int = 0) -> [StoredEvent] {
+        let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60)
+        return (0..<count).map { index in
+            StoredEvent(id: "session-\(index)", time: start, city: "lagos", cohorts: ["beta"],
+                        payload: .session(crashed: index < crashed, switches: ["plugin_switch_feed_promos"], variants: [:]),
+                        unit: "unit-\(index)")
+        }
+    }
+
+    static func counts(_ store: SQLiteFlagStore) async throws -> [EventCount] {
+        try await store.eventCounts(EventCountQuery(namespace: "rider", from: Date(timeIntervalSince1970: 0), until: Date() + 3600))
     }
 
     /// The database holds the audit log and token hashes: only flagsd's user may read it, its WAL and its folder.
@@ -54,6 +113,8 @@ struct SQLiteFlagStoreTests {
         #expect(try mode(path) == 0o600)
         #expect(try mode(path + "-wal") == 0o600)
         #expect(try mode(path + "-shm") == 0o600)
+        #expect(try mode(SQLiteFlagStore.eventsPath(for: path)) == 0o600)
+        #expect(try mode(SQLiteFlagStore.eventsPath(for: path) + "-wal") == 0o600)
         #expect(try mode(URL(fileURLWithPath: path).deletingLastPathComponent().path) == 0o700)
         try store.close()
         // An existing file keeps the mode its operator gave it.

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""What a flagsd SQLite file holds for client events: rows and bytes (tables with their indexes, from dbstat) of
+"""What flagsd's SQLite events file (flags-events.sqlite) holds for client events: rows and bytes (tables with their indexes, from dbstat) of
 event_id, event_count, event_window and event_crash, the file and its write-ahead log, and, with --range, the
 counters of one namespace in a time range and how many of them are still per minute (not on an hour's start).
 
-    dbstats.py flags.sqlite [--namespace storage --range FROM_MS UNTIL_MS]
+    dbstats.py flags-events.sqlite [--namespace storage --range FROM_MS UNTIL_MS]
 
 Prints one JSON object. Reads the file read-only while flagsd runs.
 """

@@ -293,6 +293,7 @@ async def flood(host, port, admin, client, seconds, rounds, connections, size, c
         flooded["refused"] += refused
         flooded["seconds"] += time.monotonic() - started
     summary = lambda values: {"changes": len(values), "p50_ms": round(percentile(values, 50), 2),
+                              "p90_ms": round(percentile(values, 90), 2), "p95_ms": round(percentile(values, 95), 2),
                               "p99_ms": round(percentile(values, 99), 2), "max_ms": round(max(values), 2)}
     result = {"clients": connections, "batch": size, "rest": summary(latencies["rest"]), "flood": summary(latencies["flood"]),
               "flood_events_per_second": round(flooded["events"] / flooded["seconds"]),

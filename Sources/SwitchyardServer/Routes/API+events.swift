@@ -20,7 +20,17 @@ extension API {
     ///
     /// 429 with `Retry-After`, counting nothing, when the token's or the source address's event rate is spent or
     /// the ingestion backlog is full.
+    ///
+    /// All of it runs on ``BackgroundThreads/events``, at a lower priority than the rest of flagsd: reading,
+    /// checking, counting (the SQLite store writes there too) and the observers, so that a flood of events takes the
+    /// processors only when flag changes, snapshots and evaluations leave them free.
     func postEvents(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        try await withTaskExecutorPreference(BackgroundThreads.events) {
+            try await countEvents(request, context: context)
+        }
+    }
+
+    private func countEvents(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let namespace = try parameter("namespace", context)
         let token = try await auth.authorize(request, role: .client, namespace: namespace)
         guard let snapshot = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }

@@ -46,7 +46,7 @@ public protocol EventStore: Sendable {
         -> EventIngestResult
 
     /// Counts new events as `ingestEvents(_:in:receivedAt:admission:)` does; when `synced` is false the commit may
-    /// return before it is on disk, provided the next synced commit of the store makes it durable too (a write-ahead
+    /// return before it is on disk, provided the next synced commit of events makes it durable too (a write-ahead
     /// log synced up to that commit). Ingestion writes the parts of a large batch this way, and only the last one
     /// synced, before acknowledging the batch. The default syncs every part.
     func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool)
