@@ -28,7 +28,7 @@ struct BackgroundThreadsTests {
         let threads = BackgroundThreads(name: "test-background", count: 2, nice: 0)
         let gate = DispatchSemaphore(value: 0)
         async let released = withTaskExecutorPreference(threads) { gate.wait(timeout: .now() + 60) == .success }
-        await withTaskExecutorPreference(threads) { gate.signal() }
+        await withTaskExecutorPreference(threads) { _ = gate.signal() }
         #expect(await released)
     }
 }
