@@ -72,10 +72,11 @@ package struct IngestQueue<Waiter> {
 /// Writes client events so that they never hold up a flag change: batches write one at a time, each in small
 /// transactions, with a bounded backlog.
 ///
-/// A flag change and an event batch share the store's single writer (SQLite) or its connections (PostgreSQL).
+/// On PostgreSQL a flag change and an event batch share the database; on SQLite events have a file and a writer of
+/// their own (`SQLiteFlagStore`), and both backends count events on ``BackgroundThreads/events``, at a lower priority.
 /// Before this, every event request opened its own write transaction, so a flood of batches queued dozens of
 /// transactions, some holding the writer for a second, ahead of an editor's kill switch. Now:
-/// - at most one event transaction is in the store at any moment: a change waits for one at most;
+/// - at most one event transaction is in the store at any moment: a change on PostgreSQL waits for one at most;
 /// - each transaction holds at most about `rowBudget` rows (ids, counters, admission windows, crash records:
 ///   ``estimatedRows(of:)``), so that one is short; a large batch is written as several transactions in a row,
 ///   each recording the ids of its own events with their counts (a crash between two leaves the first counted and
