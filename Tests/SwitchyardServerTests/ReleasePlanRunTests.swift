@@ -36,7 +36,9 @@ struct ReleasePlanRunTests {
     /// `count` sessions in a city with the switch, every `crashEvery`-th crashed, and as many healthy ones without it.
     ///
     /// Timed now (not a few seconds ago): sessions count toward a stage from the minute it began, so a session timed
-    /// before a stage that began in the first seconds of a minute would fall in the minute before.
+    /// before a stage that began in the first seconds of a minute would fall in the minute before. For the same
+    /// reason a test that steps twice posts sessions again after each step: those posted before a step count for the
+    /// next stage only when the step fell in their minute.
     static func traffic(_ app: TestApp, _ prefix: String, count: Int = 150, crashEvery: Int = 0, city: String = "lagos") async throws {
         let now = Date()
         var events = CrashGuardTests.sessions("\(prefix)-with", count: count, crashEvery: crashEvery, switches: [promos], city: city, time: now)
@@ -76,7 +78,9 @@ struct ReleasePlanRunTests {
         #expect(entry.evidence?["stage"] == .int(0))
         #expect(entry.evidence?["dimensions"] == .array([.string("city=lagos")]))
 
-        // Everyone next: the same sessions count for the whole namespace; then it completes.
+        // Everyone next, on sessions timed after the step (those of "a" count only when the step fell in their
+        // minute); then it completes.
+        try await Self.traffic(app, "a2")
         #expect(await app.server.releasePlanRunner.runOnce().map(\.action) == ["advanced"])
         try await Self.traffic(app, "b", city: "paris")
         #expect(await app.server.releasePlanRunner.runOnce().map(\.action) == ["completed"])
@@ -163,12 +167,13 @@ struct ReleasePlanRunTests {
         let app = try await TestApp.make(configuration: CrashGuardTests.configuration())
         defer { app.close() }
         _ = try await Self.start(app)
-        try await Self.traffic(app, "a")
         // A second process's runner on the same store (as flagsd instances on one PostgreSQL database), looking at
         // the same time, again and again. With no soak, one look may find the plan a stage further, as a later look
-        // would: each stage is still left once, from the stage it was decided on.
+        // would: each stage is still left once, from the stage it was decided on. Each round's sessions are timed
+        // after the stage it finds began, so every round takes at least one step.
         let other = ReleasePlanRunner(service: app.server.flagService)
-        for _ in 0..<3 {
+        for round in 0..<3 {
+            try await Self.traffic(app, "r\(round)")
             async let mine = app.server.releasePlanRunner.runOnce()
             async let theirs = other.runOnce()
             _ = await (mine, theirs)
@@ -187,6 +192,7 @@ struct ReleasePlanRunTests {
         let app = try await first.restarted()
         defer { app.close() }
         #expect(try await Self.gate(app).release?.state?.stage == 1)
+        try await Self.traffic(app, "b")
         #expect(await app.server.releasePlanRunner.runOnce().map(\.action) == ["advanced"], "the restarted runner goes on")
 
         // `flagctl apply` of a flag file that declares the same plan (no state): the progress stays.
