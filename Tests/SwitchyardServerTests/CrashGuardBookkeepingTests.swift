@@ -17,9 +17,12 @@ struct CrashGuardBookkeepingTests {
     @Test func aConfirmationAskedForTooSoonIsDeferredNotDropped() async throws {
         let app = try await CrashGuardTests.app()
         defer { app.close() }
-        // A guard of its own, with a confirmation interval long enough that the batch below surely lands in it.
+        // A guard of its own, on a clock that moves only when the test moves it.
+        let start = ContinuousClock.now
+        let elapsed = Mutex(Duration.zero)
         var options = CrashGuard.Options()
         options.confirmInterval = .seconds(5)
+        options.instant = { start + elapsed.withLock { $0 } }
         let crashGuard = CrashGuard(service: app.server.flagService, options: options)
         app.server.flagService.eventObservers.add(crashGuard)
         await crashGuard.refresh("rider")
@@ -30,14 +33,16 @@ struct CrashGuardBookkeepingTests {
         // A confirmation made now finds no trip...
         await crashGuard.confirm("rider", Self.promos)
         #expect(try await CrashGuardTests.gate(app)?.disabled == false)
-        // ...and the batch that completes the evidence comes within the interval, with no batch after it.
+        // ...and the batch that completes the evidence comes within the interval, with no batch after it: its
+        // confirmation waits for the interval's end.
+        elapsed.withLock { $0 = .seconds(4) }
         try await CrashGuardTests.post(app, CrashGuardTests.sessions("b", count: 40, crashEvery: 10, switches: [Self.promos]))
         await crashGuard.drain()
+        #expect(try await CrashGuardTests.gate(app)?.disabled == false, "deferred while the interval runs")
 
-        try await waitUntil("the deferred confirmation disables the switch", timeout: .seconds(120)) {
-            await crashGuard.drain()
-            return try await CrashGuardTests.gate(app)?.disabled == true
-        }
+        elapsed.withLock { $0 = .seconds(5) }
+        await crashGuard.drain()
+        #expect(try await CrashGuardTests.gate(app)?.disabled == true, "the deferred confirmation disables the switch")
         let audit = try await app.store.audit(AuditQuery(namespace: "rider", source: .crashGuard))
         let evidence = try #require(audit.entries.first?.evidence)
         #expect(evidence["sessions"] == .int64(120))

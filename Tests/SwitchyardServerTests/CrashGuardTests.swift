@@ -45,22 +45,30 @@ struct CrashGuardTests {
     }
 
     /// `count` sessions with the switches active, every `every`-th crashed, ids prefixed.
+    ///
+    /// All timed alike (2 s ago unless `time` says), so they fall in one admission window of their source address.
     static func sessions(_ prefix: String, count: Int, crashEvery every: Int, switches: [String], city: String = "lagos",
                          cohorts: [String] = [], time: Date? = nil) -> [JSONValue] {
-        (0..<count).map {
+        let time = time ?? Date() - 2
+        return (0..<count).map {
             session("\(prefix)-\($0)", crashed: every > 0 && $0 % every == 0, switches: switches, city: city, cohorts: cohorts, time: time)
         }
+    }
+
+    /// A source address no batch of this process has come from (62,500 of them).
+    static func freshAddress() -> String {
+        let number = nextAddress.withLock { next in
+            defer { next += 1 }
+            return next
+        }
+        return "10.1.\(number / 250 % 250).\(number % 250)"
     }
 
     /// Posts events in batches of 20, each from a fresh source address (`X-Forwarded-For` through the trusted proxy).
     static func post(_ app: TestApp, _ events: [JSONValue], token: String = "client") async throws {
         for start in stride(from: 0, to: events.count, by: 20) {
-            let number = nextAddress.withLock { next in
-                defer { next += 1 }
-                return next
-            }
             var headers = HTTPFields()
-            headers[HTTPField.Name("X-Forwarded-For")!] = "10.1.\(number / 250 % 250).\(number % 250)"
+            headers[HTTPField.Name("X-Forwarded-For")!] = freshAddress()
             let response = try await app.send(.post, "/v1/namespaces/rider/events", token: token, headers: headers,
                                               body: batch(Array(events[start..<min(start + 20, events.count)])))
             #expect(response.status == .ok, "\(response.text)")

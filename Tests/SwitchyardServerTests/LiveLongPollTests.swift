@@ -19,7 +19,7 @@ struct LiveLongPollTests {
             let editor = LiveClient(base: base, token: app.tokens["editor"])
             let first = try await waiter.send("GET", "/v1/namespaces/rider/snapshot")
             let tag = try #require(first.headers[.eTag])
-            async let woken = waiter.send("GET", "/v1/namespaces/rider/snapshot?wait=30", headers: ["If-None-Match": tag])
+            async let woken = waiter.send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
             // The change may land before the waiter parks; either way the waiter must get version 2.
             let change = try await editor.send("POST", "/v1/namespaces/rider/kill-switches/kill_home_feed/kill",
                                                body: #"{"reason": "live test"}"#)
@@ -89,7 +89,7 @@ struct LiveLongPollTests {
     }
 
     @Test func pastTheWaiterCapRequestsGet503WithRetryAfter() async throws {
-        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWaiters: 1, retryAfter: 7))
+        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWait: 600, maximumWaiters: 1, retryAfter: 7))
         defer { app.close() }
         try await app.withLiveServer { base in
             let tag = try #require(try await LiveClient(base: base, token: app.tokens["client"]).send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag])

@@ -225,7 +225,8 @@ import Testing
                 + #""soak": "0s", "min_sessions": 40, "margin": 1000}"#
             let started = try await a.send("POST", "\(path)/start", body: #"{"plan": \#(plan)}"#)
             #expect(started.status == .ok, "\(started.text)")
-            // Clients report healthy sessions, with the switch and without it, in both cities, until the plan ends.
+            // Clients report healthy sessions, with the switch and without it, in both cities, until the plan ends,
+            // each batch from an address of its own (an address's sessions are capped per 10-minute window).
             let traffic = Task {
                 var round = 0
                 while !Task.isCancelled {
@@ -234,7 +235,7 @@ import Testing
                         let now = Date()
                         let events = CrashGuardTests.sessions("r\(round)-\(city)-with", count: 25, crashEvery: 0, switches: ["plugin_switch_feed_promos"], city: city, time: now)
                             + CrashGuardTests.sessions("r\(round)-\(city)-without", count: 25, crashEvery: 0, switches: [], city: city, time: now)
-                        _ = try? await app.send("POST", "/v1/namespaces/rider/events", headers: ["X-Forwarded-For": "10.9.\(round % 250).\(city.count)"],
+                        _ = try? await app.send("POST", "/v1/namespaces/rider/events", headers: ["X-Forwarded-For": CrashGuardTests.freshAddress()],
                                                 body: CrashGuardTests.batch(events))
                     }
                     try? await Task.sleep(for: .milliseconds(300))

@@ -14,7 +14,7 @@ struct SnapshotDeltaTests {
     static let accept: HTTPFields = [.accept: "\(SnapshotDelta.mediaType), application/json"]
 
     /// The rider namespace at version 1 (its tag and decoded snapshot) after one rollout change to version 2.
-    func changedApp(configuration: ServerConfiguration = ServerConfiguration(port: 0)) async throws -> (TestApp, tag: String, base: Snapshot) {
+    func changedApp(configuration: ServerConfiguration = ServerConfiguration(port: 0, maximumWait: 600)) async throws -> (TestApp, tag: String, base: Snapshot) {
         let app = try await TestApp.make(configuration: configuration)
         let first = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client")
         let tag = try #require(first.headers[.eTag])

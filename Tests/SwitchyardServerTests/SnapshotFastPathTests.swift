@@ -383,9 +383,10 @@ private func parkedSnapshotRequest(_ app: TestApp, _ server: FlagsServer, port: 
 }
 
 /// A live server's configuration whose token cache stays fresh for the whole test, however slowly a busy machine
-/// runs it: a due cache sends requests to the router (the stale-cache test sets its own age).
+/// runs it: a due cache sends requests to the router (the stale-cache test sets its own age). Long-polls park as
+/// long as a test asks, as on `TestApp`s (a minute's margin between parking waiters and waking them).
 func freshTokenCacheConfiguration() -> ServerConfiguration {
-    var configuration = ServerConfiguration(port: 0)
+    var configuration = ServerConfiguration(port: 0, maximumWait: 600)
     configuration.tokenCacheMaximumAge = .seconds(3600)
     return configuration
 }

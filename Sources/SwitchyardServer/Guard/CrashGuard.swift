@@ -39,6 +39,8 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         package var webhookURL: URL?
         /// Wall-clock time, for windows and cool-downs.
         package var now: @Sendable () -> Date = { Date() }
+        /// Monotonic time, for the confirmation interval.
+        package var instant: @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
 
         package init(refreshInterval: Duration = .seconds(15), webhookURL: URL? = nil) {
             self.refreshInterval = refreshInterval
@@ -82,7 +84,6 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     private let shared = Mutex(Shared())
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
-    private let clock = ContinuousClock()
     var logger: Logger { service.logger }
     var store: any FlagStore { service.store }
 
@@ -101,7 +102,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         let crashes = EventAggregation.crashes(of: batch.events)
         let flagSet = service.hub.snapshot(of: batch.namespace)?.flagSet
         let now = options.now()
-        let instant = clock.now
+        let instant = options.instant()
         let queuedWork = shared.withLock { shared -> Bool in
             var watched = shared.namespaces[batch.namespace] ?? Watched()
             var work: [Work] = []
@@ -218,7 +219,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     /// The next work item. A confirmation leaves the queued set as it starts: a batch told while it reads the
     /// store asks for another (deferred to the interval's end), which reads what this one may have missed.
     private func dequeue() -> Work? {
-        let now = clock.now
+        let now = options.instant()
         return shared.withLock { shared in
             for (work, due) in shared.deferred where due <= now {
                 shared.deferred[work] = nil
@@ -360,7 +361,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     /// Decides on the store's counts whether a switch trips, and trips it, or proposes to past the budget.
     func confirm(_ namespace: String, _ key: String, attempt: Int = 1) async {
         let queuedAt = shared.withLock { shared in
-            shared.namespaces[namespace]?.lastConfirmed[key] = clock.now
+            shared.namespaces[namespace]?.lastConfirmed[key] = options.instant()
             return shared.namespaces[namespace]?.queuedAt.removeValue(forKey: key)
         }
         do {

@@ -40,8 +40,11 @@ struct TestApp: Sendable {
     private let responder: RouterResponder<FlagsRequestContext>
     let logger: Logger
 
-    /// - Parameter logger: the server's logger (by default one that logs only critical messages).
-    static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0), namespaces: [String] = ["rider"],
+    /// - Parameters:
+    ///   - configuration: by default flagsd's, with long-polls parked as long as a test asks (`wait=60` waits 60 s,
+    ///     not flagsd's cap of 30 s), so a test that parks waiters and then wakes them has a minute's margin.
+    ///   - logger: the server's logger (by default one that logs only critical messages).
+    static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0, maximumWait: 600), namespaces: [String] = ["rider"],
                      logger: Logger? = nil) async throws -> TestApp {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-test-\(UUID().uuidString)")
         let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
