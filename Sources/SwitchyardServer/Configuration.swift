@@ -70,6 +70,14 @@ public struct ServerConfiguration: Sendable {
     /// The most long-poll requests one source address may have parked at once; more get 429 with
     /// `Retry-After`.
     public var maximumWaitersPerAddress = 1_000
+    /// The long-polls per minute one source address may park with client tokens (a minute's worth at once, then
+    /// this rate); more get 429 with `Retry-After`. Nil: no limit. The default lets the address's whole cap of
+    /// parked requests come back twelve times a minute, after changes, however close they follow each other.
+    public var longPollRatePerAddress: Int? = 12_000
+    /// The long-polls per minute one token may park; more get 429 with `Retry-After`. Nil (the default): no limit,
+    /// because a client token is shared by a whole fleet and is public: a limit per token would let anyone holding
+    /// it keep every app from hearing of a change. For tokens of a few known callers (server-side SDKs).
+    public var longPollRatePerToken: Int?
     /// Where the crash guard announces each trip (`POST` of JSON, retried with backoff); nil: nowhere.
     public var guardWebhookURL: URL?
     /// How often the crash guard reloads its counters from the store (other flagsd processes count events too)

@@ -30,6 +30,8 @@ package struct FlagService: Sendable {
     package let eventIngestor: EventIngestor
     /// Per-token and per-address budgets of events posted.
     package let eventRates = RateLimiter()
+    /// Per-address and per-token budgets of long-polls parked (their own lock: a flood of events never holds it).
+    package let longPollRates = RateLimiter()
 
     /// Where a request came from: its TCP peer, or behind a trusted proxy the address the proxies forwarded
     /// (``TrustedProxies``). Nil when the peer is unknown (requests sent in-process).

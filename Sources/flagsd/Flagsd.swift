@@ -72,6 +72,16 @@ struct Flagsd: AsyncParsableCommand {
     var maxWaitersPerAddress = env("SWITCHYARD_MAX_WAITERS_PER_ADDRESS").flatMap(Int.init) ?? 1_000
 
     @Option(help: ArgumentHelp(
+        "The most long-polls per minute one source address may park with client tokens (a minute's worth at once, then this rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_LONG_POLL_RATE_PER_ADDRESS).",
+        discussion: "The default lets an address's whole --max-waiters-per-address come back twelve times a minute, after changes however close together. Requests answered at once (a client behind on versions) are not counted."))
+    var longPollRatePerAddress = env("SWITCHYARD_LONG_POLL_RATE_PER_ADDRESS").flatMap(Int.init) ?? 12_000
+
+    @Option(help: ArgumentHelp(
+        "The most long-polls per minute one token may park; more get 429 with Retry-After; 0 (the default): no limit (SWITCHYARD_LONG_POLL_RATE_PER_TOKEN).",
+        discussion: "Leave it off where apps poll with a client token: that token is public and shared by the whole fleet, so a limit on it would let anyone holding it keep every app from hearing of a change. Set it when only a few known callers (server-side SDKs) poll with tokens of their own."))
+    var longPollRatePerToken = env("SWITCHYARD_LONG_POLL_RATE_PER_TOKEN").flatMap(Int.init) ?? 0
+
+    @Option(help: ArgumentHelp(
         "The most client events waiting to be counted; past it, event batches get 429 with Retry-After and clients send them again later (SWITCHYARD_EVENTS_BACKLOG).",
         discussion: "Batches are counted one at a time, in small transactions, so a flag change never waits behind more than one of them; the backlog bounds the memory and delay of the rest."))
     var eventsBacklog = env("SWITCHYARD_EVENTS_BACKLOG").flatMap(Int.init) ?? 20_000
@@ -163,6 +173,11 @@ struct Flagsd: AsyncParsableCommand {
         for (name, rate) in [("--events-rate-per-token", eventsRatePerToken), ("--events-rate-per-address", eventsRatePerAddress)] {
             guard (0...100_000_000).contains(rate) else {
                 throw ValidationError("\(name) \(rate) is not a number of events per minute from 0 (no limit) to 100000000.")
+            }
+        }
+        for (name, rate) in [("--long-poll-rate-per-address", longPollRatePerAddress), ("--long-poll-rate-per-token", longPollRatePerToken)] {
+            guard (0...100_000_000).contains(rate) else {
+                throw ValidationError("\(name) \(rate) is not a number of long-polls per minute from 0 (no limit) to 100000000.")
             }
         }
         guard let retention = GuardDurationText.parse(eventsRetention), retention >= EventIDPruner.rollUpAfter else {
@@ -322,6 +337,8 @@ struct Flagsd: AsyncParsableCommand {
         configuration.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))
         configuration.console = console
         configuration.maximumWaitersPerAddress = maxWaitersPerAddress
+        configuration.longPollRatePerAddress = longPollRatePerAddress > 0 ? longPollRatePerAddress : nil
+        configuration.longPollRatePerToken = longPollRatePerToken > 0 ? longPollRatePerToken : nil
         configuration.maximumEventBacklog = eventsBacklog
         configuration.eventRowsPerTransaction = eventsTransactionRows
         configuration.eventCountRetention = GuardDurationText.parse(eventsRetention) ?? configuration.eventCountRetention

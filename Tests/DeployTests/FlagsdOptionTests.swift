@@ -17,6 +17,14 @@ struct FlagsdOptionTests {
         #expect(outcome.error.contains("--events-max-age '\(arguments[1])' is not a duration from 1h to 30d"), "\(outcome.error)")
     }
 
+    @Test(arguments: [["--long-poll-rate-per-address", "200000000"], ["--long-poll-rate-per-token", "100000001"]])
+    func aLongPollRateOutOfRangeIsRefusedSayingWhatItTakes(arguments: [String]) async throws {
+        let outcome = try await runProgram(try Built.binary("flagsd").path, arguments + ["--port", "0"])
+        #expect(outcome.status != 0)
+        #expect(outcome.error.contains("\(arguments[0]) \(arguments[1]) is not a number of long-polls per minute from 0 (no limit)"),
+                "\(outcome.error)")
+    }
+
     @Test func theRetentionVariableIsReadAndCheckedToo() async throws {
         let outcome = try await runProgram(try Built.binary("flagsd").path, ["--port", "0"], environment: ["SWITCHYARD_EVENTS_RETENTION": "12"])
         #expect(outcome.status != 0)

@@ -359,6 +359,63 @@ struct SnapshotFastPathTests {
         }
     }
 
+    @Test func pastTheRatesPerAddressAndPerTokenALongPollGets429OnBothPathsAndOthersStillPark() async throws {
+        var settings = freshTokenCacheConfiguration()
+        settings.trustedProxies = CrashGuardTests.proxies
+        settings.longPollRatePerAddress = 2
+        settings.longPollRatePerToken = 3
+        let configuration = settings
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let version = try #require(app.hub.snapshot(of: "rider")?.version)
+        try await withLiveFlagsd(app, configuration: configuration) { server, port in
+            let client = try #require(app.tokens["client"])
+            func longPoll(from address: String, token: String = client) throws -> RawHTTPConnection {
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
+                                                          headers: [("Authorization", "Bearer \(token)"), ("If-None-Match", tag),
+                                                                    ("X-Forwarded-For", address)]))
+                return connection
+            }
+            var parked: [RawHTTPConnection] = []
+            for index in 0..<2 {
+                parked.append(try longPoll(from: "10.7.0.1"))
+                try await waitUntil { server.flagService.hub.waiterCount == index + 1 }
+            }
+            // The address's rate is spent: the fast path (snapshot) and the router (changes) refuse the third.
+            let third = try await longPoll(from: "10.7.0.1").readResponse()
+            #expect(third.status == .tooManyRequests, "\(third.text)")
+            let retryAfter = try #require(third.headers[.retryAfter].flatMap(Int.init))
+            #expect((1...30).contains(retryAfter), "two a minute: the next in at most 30 s, not \(retryAfter)")
+            #expect(third.text.contains("2 long-polls per minute"), "\(third.text)")
+            let routed = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: client)
+                .send("GET", "/v1/namespaces/rider/changes?after=\(version)&wait=60", headers: ["X-Forwarded-For": "10.7.0.1"])
+            #expect(routed.status == .tooManyRequests && routed.headers[.retryAfter] != nil, "\(routed.text)")
+            // A request answered at once is not a long-poll: a client behind on versions gets the snapshot.
+            let behind = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: client)
+                .send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["X-Forwarded-For": "10.7.0.1", "If-None-Match": "\"old.1\""])
+            #expect(behind.status == .ok, "\(behind.text)")
+
+            // Another address parks; it spends the token's third, so a fourth address meets the token's rate.
+            parked.append(try longPoll(from: "10.7.0.2"))
+            try await waitUntil { server.flagService.hub.waiterCount == 3 }
+            let fourth = try await longPoll(from: "10.7.0.3").readResponse()
+            #expect(fourth.status == .tooManyRequests && fourth.text.contains("token 'client' may park 3"), "\(fourth.text)")
+            // Another token parks, even from the spent address (the rate per address is for client tokens).
+            parked.append(try longPoll(from: "10.7.0.1", token: try #require(app.tokens["editor"])))
+            try await waitUntil { server.flagService.hub.waiterCount == 4 }
+            try await ConnectionLimitTests.expectMetric(#"flagsd_long_poll_refused_total{reason="address_rate"}"#, atLeast: 2, port: port)
+            try await ConnectionLimitTests.expectMetric(#"flagsd_long_poll_refused_total{reason="token_rate"}"#, atLeast: 1, port: port)
+
+            // The parked ones hear of the next change.
+            let changed = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
+                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable")
+            #expect(changed.status == .ok)
+            for connection in parked { #expect(try await connection.readResponse().status == .ok) }
+        }
+    }
+
     @Test func theSnapshotTargetIsRecognisedExactly() {
         #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider/snapshot") == "rider")
         #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider-staging/snapshot?wait=30&x=/") == "rider-staging")

@@ -224,6 +224,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
                 let service = fastPath.api.service
                 let address = service.configuration.trustedProxies.sourceAddress(
                     peer: context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }, headers: head.headerFields)
+                try fastPath.api.spendLongPollBudgets(token: token, address: address)
                 switch service.hub.park(connection, for: namespace, after: position, timeout: .seconds(seconds), address: address?.key) {
                 case .parked(let id):
                     parked = Parked(serial: parkSerial, id: id, path: request.uri.path,

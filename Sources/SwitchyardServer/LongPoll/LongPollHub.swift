@@ -378,12 +378,19 @@ package final class LongPollHub: Service, Sendable {
 
     /// Counts a request refused for a cap in `flagsd_long_poll_refused_total` (the reason is a fixed word).
     private func refused(_ reason: WakeReason) {
-        let label = switch reason {
-        case .overloaded: "waiter_cap"
-        case .addressBusy: "address_cap"
-        default: ""
+        switch reason {
+        case .overloaded: refused(label: "waiter_cap")
+        case .addressBusy: refused(label: "address_cap")
+        default: break
         }
-        guard !label.isEmpty else { return }
+    }
+
+    /// Counts a request refused for a rate (`address_rate`, `token_rate`) in `flagsd_long_poll_refused_total`.
+    package func refused(rate reason: StaticString) {
+        refused(label: "\(reason)")
+    }
+
+    private func refused(label: String) {
         Counter(label: "flagsd_long_poll_refused_total", dimensions: [("reason", label)], factory: metricsFactory).increment()
     }
 

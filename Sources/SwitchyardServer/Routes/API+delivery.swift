@@ -10,13 +10,14 @@ extension API {
     /// `snapshotAnswer` and `snapshotAfterWait`; this handler takes the rest (see its documentation).
     func snapshot(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let namespace = try parameter("namespace", context)
-        try await auth.authorize(request, role: .client, namespace: namespace)
+        let token = try await auth.authorize(request, role: .client, namespace: namespace)
         switch try snapshotAnswer(request, namespace: namespace) {
         case .now(let outcome):
             return outcome.reply.response
         case .wait(let position, let seconds, let current):
-            let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds),
-                                                address: service.sourceAddress(of: request, context: context)?.key)
+            let address = service.sourceAddress(of: request, context: context)
+            try spendLongPollBudgets(token: token, address: address)
+            let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds), address: address?.key)
             return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current, after: position)
                 .reply.response
         }
@@ -80,6 +81,26 @@ extension API {
         }
     }
 
+    /// Spends a long-poll about to park from its source address's budget, for client tokens
+    /// (`--long-poll-rate-per-address`), and from its token's (`--long-poll-rate-per-token`, off by default).
+    ///
+    /// - Throws: `APIError` 429 with `Retry-After` when either budget is spent.
+    func spendLongPollBudgets(token: TokenRecord, address: IPAddress?) throws(APIError) {
+        let configuration = service.configuration
+        if token.role == .client, let rate = configuration.longPollRatePerAddress, let address,
+           case .limited(let seconds) = service.longPollRates.spend("address:\(address.key)", ratePerMinute: rate) {
+            service.hub.refused(rate: "address_rate")
+            throw APIError.tooManyRequests(retryAfter: seconds, "Long-poll rate exceeded",
+                                           "this source address may park \(rate) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
+        }
+        if let rate = configuration.longPollRatePerToken,
+           case .limited(let seconds) = service.longPollRates.spend("token:\(token.id)", ratePerMinute: rate) {
+            service.hub.refused(rate: "token_rate")
+            throw APIError.tooManyRequests(retryAfter: seconds, "Long-poll rate exceeded",
+                                           "token '\(token.name)' may park \(rate) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
+        }
+    }
+
     /// The answer to a long-poll refused for a cap: 503 past the waiter cap, 429 past the cap per address.
     func waitRefusal(_ reason: WakeReason) -> APIError {
         let configuration = service.configuration
@@ -137,14 +158,16 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/changes?after=&wait=&limit=`: the change log after a version, long-polled.
     func changes(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let namespace = try parameter("namespace", context)
-        try await auth.authorize(request, role: .client, namespace: namespace)
+        let token = try await auth.authorize(request, role: .client, namespace: namespace)
         let after = try queryInteger(request, "after", default: 0, in: 0...Int64.max)!
         let limit = try queryInteger(request, "limit", default: 100, in: 1...1000)!
         let wait = try waitSeconds(request)
         guard var current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
         if let wait, wait > 0, current.version <= after {
+            let address = service.sourceAddress(of: request, context: context)
+            try spendLongPollBudgets(token: token, address: address)
             let reason = await service.hub.wait(for: namespace, after: SnapshotVersion(epoch: current.epoch, version: after),
-                                                timeout: .seconds(wait), address: service.sourceAddress(of: request, context: context)?.key)
+                                                timeout: .seconds(wait), address: address?.key)
             switch reason {
             case .gone: throw APIError.namespaceNotFound(namespace)
             case .overloaded, .addressBusy: throw waitRefusal(reason)
