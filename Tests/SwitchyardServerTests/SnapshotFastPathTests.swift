@@ -315,14 +315,7 @@ struct SnapshotFastPathTests {
     }
 
     @Test func pastTheCapPerAddressALongPollGets429OnBothPathsAndTheOthersStayParked() async throws {
-        var settings = freshTokenCacheConfiguration()
-        settings.maximumWaitersPerAddress = 2
-        let configuration = settings
-        let app = try await TestApp.make()
-        defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
-        let version = try #require(app.hub.snapshot(of: "rider")?.version)
-        try await withLiveFlagsd(app, configuration: configuration) { server, port in
+        try await withLongPolls({ $0.maximumWaitersPerAddress = 2 }) { app, server, port, tag, version in
             let client = try #require(app.tokens["client"])
             var parked: [RawHTTPConnection] = []
             for index in 0..<2 {
@@ -338,7 +331,7 @@ struct SnapshotFastPathTests {
                                                  headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", tag)]))
             let refused = try await third.readResponse()
             #expect(refused.status == .tooManyRequests, "\(refused.text)")
-            #expect(refused.headers[.retryAfter] == String(configuration.retryAfter))
+            #expect(refused.headers[.retryAfter] == String(server.flagService.configuration.retryAfter))
             let routed = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: client)
                 .send("GET", "/v1/namespaces/rider/changes?after=\(version)&wait=60")
             #expect(routed.status == .tooManyRequests, "\(routed.text)")
@@ -360,16 +353,12 @@ struct SnapshotFastPathTests {
     }
 
     @Test func pastTheRatesPerAddressAndPerTokenALongPollGets429OnBothPathsAndOthersStillPark() async throws {
-        var settings = freshTokenCacheConfiguration()
-        settings.trustedProxies = CrashGuardTests.proxies
-        settings.longPollRatePerAddress = 2
-        settings.longPollRatePerToken = 3
-        let configuration = settings
-        let app = try await TestApp.make()
-        defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
-        let version = try #require(app.hub.snapshot(of: "rider")?.version)
-        try await withLiveFlagsd(app, configuration: configuration) { server, port in
+        let limits: (inout ServerConfiguration) -> Void = {
+            $0.trustedProxies = CrashGuardTests.proxies
+            $0.longPollRatePerAddress = 2
+            $0.longPollRatePerToken = 3
+        }
+        try await withLongPolls(limits) { app, server, port, tag, version in
             let client = try #require(app.tokens["client"])
             func longPoll(from address: String, token: String = client) throws -> RawHTTPConnection {
                 let connection = try RawHTTPConnection(port: port)
@@ -425,6 +414,19 @@ struct SnapshotFastPathTests {
             #expect(SnapshotFastPath.namespace(inSnapshotTarget: target) == nil, "\(target)")
         }
     }
+}
+
+/// Runs `body` on a live flagsd over a fresh app's store, its configuration (on a fresh token cache) set by
+/// `configure`, given the app, the server, its port, and the rider namespace's tag and version.
+private func withLongPolls(_ configure: (inout ServerConfiguration) -> Void,
+                           _ body: @escaping @Sendable (TestApp, FlagsServer, Int, _ tag: String, _ version: Int64) async throws -> Void) async throws {
+    var configuration = freshTokenCacheConfiguration()
+    configure(&configuration)
+    let app = try await TestApp.make()
+    defer { app.close() }
+    let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+    let version = try #require(app.hub.snapshot(of: "rider")?.version)
+    try await withLiveFlagsd(app, configuration: configuration) { server, port in try await body(app, server, port, tag, version) }
 }
 
 /// Opens a raw connection, sends `GET /v1/namespaces/rider/snapshot?wait=60` with the client token, `If-None-Match:
