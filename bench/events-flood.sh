@@ -33,5 +33,6 @@ for phase, name in (("rest", "at rest"), ("flood", f"during a flood from {f['cli
 print(f"| ratio flood / rest | | {f['ratio_p50_flood_to_rest']} | {round(f['flood']['p90_ms'] / f['rest']['p90_ms'], 2)} | {round(f['flood']['p95_ms'] / f['rest']['p95_ms'], 2)} | **{f['ratio_p99_flood_to_rest']}** | |")
 print()
 c = f["commit_mean_ms"]
-print(f"Mean time of a change inside flagsd's store (the commit, its wait for the writer included): at rest {c['rest']} ms, during the flood {c['flood']} ms; the rest of a change's latency is the request's way through flagsd and the load client.")
+o = f["commit_over_5ms"]
+print(f"Mean time of a change inside flagsd's store (the commit, its wait for the writer included): at rest {c['rest']} ms, during the flood {c['flood']} ms; the rest of a change's latency is the request's way through flagsd and the load client. Changes that spent more than 5 ms in the store: {o['rest']} at rest, {o['flood']} during the flood (of {f['rest']['changes']} each).")
 PY

@@ -109,6 +109,18 @@ struct DashboardTests {
                                                 headers: ["X-Forwarded-For": "10.4.0.\(index + 1)"])
             try #require(crashes.status == 200, "\(crashes.body)")
         }
+        // Refusals (flagsd runs with a long-poll rate of 1 a minute and an event rate of 30 a minute per address): from
+        // an address of its own, a second long-poll gets 429, and batches of 4 events get 429 once 30 are spent.
+        let refusedAddress = ["X-Forwarded-For": "10.5.0.1"]
+        let first = try await flagsd.send("GET", "/v1/namespaces/rider/changes?after=\(Int64.max)&wait=1", token: client, headers: refusedAddress)
+        try #require(first.status == 200, "\(first.body)")
+        let second = try await flagsd.send("GET", "/v1/namespaces/rider/changes?after=\(Int64.max)&wait=1", token: client, headers: refusedAddress)
+        try #require(second.status == 429, "\(second.body)")
+        var eventsRefused = false
+        for _ in 0..<10 where !eventsRefused {
+            eventsRefused = try await flagsd.send("POST", "/v1/namespaces/rider/events", token: client, body: batch, headers: refusedAddress).status == 429
+        }
+        try #require(eventsRefused, "a batch past the address's event rate gets 429")
         let tripped = #"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_split_fare",scope="global"} 1"#
         try await waitUntil("the crash guard trips plugin_switch_split_fare", timeout: .seconds(300)) {
             try await flagsd.send("GET", "/metrics", token: nil).body.contains(tripped)
@@ -125,7 +137,8 @@ struct DashboardTests {
     }
 
     @Test func everyMetricAndLabelTheDashboardAndAlertsUseIsInALiveFlagsdsMetrics() async throws {
-        let flagsd = try await LiveFlagsd.start(arguments: ["--max-wait", "600", "--trusted-proxies", "127.0.0.1", "--release-interval", "1"])
+        let flagsd = try await LiveFlagsd.start(arguments: ["--max-wait", "600", "--trusted-proxies", "127.0.0.1", "--release-interval", "1",
+                                                            "--long-poll-rate-per-address", "1", "--events-rate-per-address", "30"])
         defer { flagsd.stop() }
         let exposed = exposedMetrics(try await Self.exercisedMetrics(flagsd))
         #expect(exposed["flagsd_http_requests_total"] != nil, "the live flagsd exposes no metrics: \(exposed.keys.sorted())")
