@@ -207,8 +207,8 @@ package final class EventIDPruner: Sendable {
         }
     }
 
-    /// Does the pruning and compaction due at `now` (in small transactions: on PostgreSQL a flag change waits for one at most; on SQLite they are in the events file).
-    /// Failures are logged and tried again an hour later.
+    /// Does the pruning and compaction due at `now`, in small transactions: on PostgreSQL a flag change waits for one
+    /// at most; on SQLite they are in the events file. Failures are logged and tried again an hour later.
     static func maintain(_ store: any FlagStore, now: Date, idRetention: Duration, countRetention: Duration, logger: Logger) async {
         do {
             let forgotten = try await store.pruneEventIDs(before: now - idRetention.seconds)

@@ -376,22 +376,19 @@ package final class LongPollHub: Service, Sendable {
         return action
     }
 
-    /// Counts a request refused for a cap in `flagsd_long_poll_refused_total` (the reason is a fixed word).
+    /// Counts a request refused for a cap in `flagsd_long_poll_refused_total`.
     private func refused(_ reason: WakeReason) {
         switch reason {
-        case .overloaded: refused(label: "waiter_cap")
-        case .addressBusy: refused(label: "address_cap")
+        case .overloaded: countRefused("waiter_cap")
+        case .addressBusy: countRefused("address_cap")
         default: break
         }
     }
 
-    /// Counts a request refused for a rate (`address_rate`, `token_rate`) in `flagsd_long_poll_refused_total`.
-    package func refused(rate reason: StaticString) {
-        refused(label: "\(reason)")
-    }
-
-    private func refused(label: String) {
-        Counter(label: "flagsd_long_poll_refused_total", dimensions: [("reason", label)], factory: metricsFactory).increment()
+    /// Counts a long-poll refused in `flagsd_long_poll_refused_total{reason}`: past a cap here (`waiter_cap`,
+    /// `address_cap`), or past a rate before it came here (`address_rate`, `token_rate`). The reason is a fixed word.
+    package func countRefused(_ reason: StaticString) {
+        Counter(label: "flagsd_long_poll_refused_total", dimensions: [("reason", "\(reason)")], factory: metricsFactory).increment()
     }
 
     /// Removes a parked connection's request without waking it (its connection closed).

@@ -89,13 +89,13 @@ extension API {
         let configuration = service.configuration
         if token.role == .client, let rate = configuration.longPollRatePerAddress, let address,
            case .limited(let seconds) = service.longPollRates.spend("address:\(address.key)", ratePerMinute: rate) {
-            service.hub.refused(rate: "address_rate")
+            service.hub.countRefused("address_rate")
             throw APIError.tooManyRequests(retryAfter: seconds, "Long-poll rate exceeded",
                                            "this source address may park \(rate) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
         }
         if let rate = configuration.longPollRatePerToken,
            case .limited(let seconds) = service.longPollRates.spend("token:\(token.id)", ratePerMinute: rate) {
-            service.hub.refused(rate: "token_rate")
+            service.hub.countRefused("token_rate")
             throw APIError.tooManyRequests(retryAfter: seconds, "Long-poll rate exceeded",
                                            "token '\(token.name)' may park \(rate) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
         }
