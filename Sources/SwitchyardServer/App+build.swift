@@ -91,11 +91,13 @@ public func buildApplication(
     // Subscribe before loading, so no write committed elsewhere meanwhile is missed.
     let notifications = store.notifications()
     try await service.load()
-    let crashGuard = CrashGuard(service: service, options: CrashGuard.Options(
-        refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL))
+    var guardOptions = CrashGuard.Options(refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL)
+    guardOptions.webhookSecret = configuration.guardWebhookSecret
+    let crashGuard = CrashGuard(service: service, options: guardOptions)
     service.eventObservers.add(crashGuard)
-    let releasePlans = ReleasePlanRunner(service: service, options: ReleasePlanRunner.Options(
-        interval: configuration.releasePlanInterval, webhookURL: configuration.guardWebhookURL))
+    var releaseOptions = ReleasePlanRunner.Options(interval: configuration.releasePlanInterval, webhookURL: configuration.guardWebhookURL)
+    releaseOptions.webhookSecret = configuration.guardWebhookSecret
+    let releasePlans = ReleasePlanRunner(service: service, options: releaseOptions)
     let routes = makeRoutes(API(service: service, crashGuard: crashGuard, releasePlans: releasePlans), registry: registry)
     // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
     let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")

@@ -14,9 +14,9 @@ public struct ServerConfiguration: Sendable {
     public var retryAfter: Int
     /// The largest request body accepted, in bytes.
     public var maximumBodySize: Int
-    /// Whether `/metrics` needs a token (a `metrics` token, or an editor's or admin's valid in every namespace)
-    /// instead of being open.
-    public var metricsRequireToken: Bool
+    /// Whether `/metrics` is open to anyone; when false (the default) it needs a `metrics` token, or an editor's or
+    /// admin's valid in every namespace: metrics name every namespace, switch and release plan.
+    public var openMetrics: Bool
     /// The namespace OFREP requests evaluate in when neither the token (limited to one namespace) nor the
     /// `X-Switchyard-Namespace` header names one.
     public var defaultNamespace: String?
@@ -35,6 +35,10 @@ public struct ServerConfiguration: Sendable {
     /// counted in `flagsd_connections_refused_total`). Keep it above `maximumWaiters` (a parked long-poll holds a
     /// connection) and below the process's open-file limit.
     public var maximumConnections: Int = 16_384
+    /// The most connections one peer address may hold open at once (an IPv6 peer at its /64, and 4 and 16 times
+    /// as many at its /56 and /48: ``AddressBlock``); past it, a new connection from it is closed as soon as it is
+    /// accepted. Peers in `trustedProxies` are not capped (they carry many clients). Nil: no cap.
+    public var maximumConnectionsPerAddress: Int? = 1_100
     /// How long a connection may wait for its client: between requests (after the last response), and within a
     /// request body (between two bytes). A request being answered, a parked long-poll included, is never cut.
     public var idleTimeout: Duration = .seconds(75)
@@ -61,11 +65,15 @@ public struct ServerConfiguration: Sendable {
     /// writes. Event batches write one at a time in transactions this small, so a flag change waits for at most
     /// one of them.
     public var eventRowsPerTransaction = 2_000
-    /// The events per minute one token may post (a minute's worth at once, then this rate); more get 429 with
-    /// `Retry-After`. Nil: no limit.
+    /// The valid events per minute one reporter (or higher) token may post (a minute's worth at once, then this
+    /// rate); more get 429 with `Retry-After`. Nil: no limit.
     public var eventRatePerToken: Int? = 600_000
-    /// The events per minute one source address may post with client tokens (reporter tokens are secret and
-    /// carry a whole fleet's crashes from a few addresses: only their token's rate applies). Nil: no limit.
+    /// The valid events per minute one client token may post. Nil (the default): no limit, because a client token
+    /// is public and shared by the whole fleet: a limit on it would let anyone holding it spend every app's budget.
+    public var eventRatePerClientToken: Int?
+    /// The events per minute one source address may post with client tokens, valid or not, at each of its blocks
+    /// (``AddressBlock``; reporter tokens are secret and carry a whole fleet's crashes from a few addresses: only
+    /// their token's rate applies). Nil: no limit.
     public var eventRatePerAddress: Int? = 60_000
     /// The most long-poll requests one source address may have parked at once; more get 429 with
     /// `Retry-After`.
@@ -80,19 +88,21 @@ public struct ServerConfiguration: Sendable {
     public var longPollRatePerToken: Int?
     /// Where the crash guard announces each trip (`POST` of JSON, retried with backoff); nil: nowhere.
     public var guardWebhookURL: URL?
+    /// The secret that signs each webhook post (`X-Switchyard-Signature`); nil: posts are not signed.
+    public var guardWebhookSecret: [UInt8]?
     /// How often the crash guard reloads its counters from the store (other flagsd processes count events too)
     /// and updates its gauges.
     public var guardRefreshInterval: Duration = .seconds(15)
     /// How often every running release plan is looked at (and stepped when its evidence says so). Steps are
     /// announced to `guardWebhookURL` too.
     public var releasePlanInterval: Duration = .seconds(30)
-    /// The proxies whose `Forwarded` and `X-Forwarded-For` headers say where a request came from; a request from
-    /// any other peer comes from that peer.
+    /// The proxies whose forwarding header (`X-Forwarded-For`, or `Forwarded` when they are set so) says where a
+    /// request came from; a request from any other peer comes from that peer.
     public var trustedProxies = TrustedProxies()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,
-        retryAfter: Int = 5, maximumBodySize: Int = 1 << 20, metricsRequireToken: Bool = false,
+        retryAfter: Int = 5, maximumBodySize: Int = 1 << 20, openMetrics: Bool = false,
         defaultNamespace: String? = nil, ofrepRatePerMinute: Int? = nil
     ) {
         self.host = host
@@ -101,7 +111,7 @@ public struct ServerConfiguration: Sendable {
         self.maximumWaiters = maximumWaiters
         self.retryAfter = retryAfter
         self.maximumBodySize = maximumBodySize
-        self.metricsRequireToken = metricsRequireToken
+        self.openMetrics = openMetrics
         self.defaultNamespace = defaultNamespace
         self.ofrepRatePerMinute = ofrepRatePerMinute
     }

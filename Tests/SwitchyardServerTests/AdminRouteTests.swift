@@ -120,7 +120,7 @@ struct AdminRouteTests {
     }
 
     @Test func aMetricsTokenReadsMetricsOnlyAndCoversEveryNamespace() async throws {
-        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, metricsRequireToken: true))
+        let app = try await TestApp.make()
         defer { app.close() }
         let limited = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "scraper", "role": "metrics", "namespaces": ["rider"]}"#)
         #expect(limited.status == .badRequest)
@@ -299,7 +299,7 @@ struct OperationsRouteTests {
         defer { app.close() }
         _ = try await app.send(.get, "/v1/namespaces/rider/snapshot")
         _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor")
-        let text = try await app.send(.get, "/metrics").text
+        let text = try await app.send(.get, "/metrics", token: "metrics").text
         #expect(text.contains(#"flagsd_http_requests_total{method="POST",route="/v1/namespaces/{namespace}/flags/{key}/disable",status="200"} 1"#))
         #expect(text.contains(#"flagsd_auth_failures_total{reason="missing"} 1"#))
         #expect(text.contains(#"flagsd_changes_total{namespace="rider",source="api"} 1"#))
@@ -319,7 +319,7 @@ struct OperationsRouteTests {
         #expect(try await app.send(.post, "/v1/namespaces/rider/changes/2/revert", token: "editor").status == .ok)
         #expect(app.hub.snapshot(of: "rider")?.version == 3)
         #expect(app.hub.snapshot(of: "driver")?.version == 1)
-        let text = try await app.send(.get, "/metrics").text
+        let text = try await app.send(.get, "/metrics", token: "metrics").text
         #expect(text.contains("flagsd_change_commit_duration_seconds_count 3"), "\(text.split(separator: "\n").filter { $0.contains("commit_duration_seconds_count") })")
         #expect(text.contains(#"flagsd_changes_total{namespace="rider",source="api"} 2"#))
         #expect(text.contains(#"flagsd_changes_total{namespace="driver",source="api"} 1"#))
@@ -327,10 +327,10 @@ struct OperationsRouteTests {
         #expect(app.hub.snapshot(of: "driver") == nil)
     }
 
-    /// Client tokens are public, and metrics cover every namespace: a metrics token, or an editor's or admin's valid
-    /// in every namespace.
-    @Test func metricsCanRequireAMetricsOrUnrestrictedEditorToken() async throws {
-        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, metricsRequireToken: true))
+    /// Client tokens are public, and metrics cover every namespace: by default a metrics token, or an editor's or
+    /// admin's valid in every namespace; `--open-metrics` opens them to anyone.
+    @Test func metricsRequireAMetricsOrUnrestrictedEditorTokenUnlessOpened() async throws {
+        let app = try await TestApp.make()
         defer { app.close() }
         #expect(try await app.send(.get, "/metrics").status == .unauthorized)
         for token in ["metrics", "editor", "admin"] {
@@ -341,5 +341,9 @@ struct OperationsRouteTests {
             #expect(response.status == .forbidden, "\(token)")
             #expect(response.json["detail"]?.stringValue?.contains("--role metrics") == true, "\(response.text)")
         }
+        let open = try await TestApp.make(configuration: ServerConfiguration(port: 0, openMetrics: true))
+        defer { open.close() }
+        #expect(try await open.send(.get, "/metrics").status == .ok)
+        #expect(try await open.send(.get, "/metrics", token: "client").status == .ok)
     }
 }

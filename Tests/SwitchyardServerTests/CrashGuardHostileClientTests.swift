@@ -31,7 +31,7 @@ struct CrashGuardHostileClientTests {
     }
 
     static func metrics(_ app: TestApp) async throws -> String {
-        try await app.send(.get, "/metrics").text
+        try await app.send(.get, "/metrics", token: "metrics").text
     }
 
     @Test func oneClientTokenFromOneAddressTripsNothingWhateverItSends() async throws {

@@ -142,7 +142,7 @@ struct CrashGuardTests {
         let change = try await app.send(.get, "/v1/namespaces/rider/changes/\(before.version + 1)", token: "client")
         #expect(change.json["evidence"]?["crashes"] == .int64(30))
         #expect(change.json["source"] == .string("crash-guard"))
-        let metrics = try await app.send(.get, "/metrics")
+        let metrics = try await app.send(.get, "/metrics", token: "metrics")
         #expect(metrics.text.contains(#"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_feed_promos",scope="global"} 1"#))
         // Switches that never tripped have their counters at 0, so Prometheus sees a first trip as an increase.
         #expect(metrics.text.contains(#"switchyard_guard_trips_total{namespace="rider",switch="\#(Self.weather)",scope="city"} 0"#))

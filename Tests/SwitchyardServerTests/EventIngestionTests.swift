@@ -19,7 +19,7 @@ struct EventIngestionTests {
     }
 
     static func metric(_ app: TestApp, _ series: String) async throws -> Double? {
-        let text = try await app.send(.get, "/metrics").text
+        let text = try await app.send(.get, "/metrics", token: "metrics").text
         let line = text.split(separator: "\n").first { $0.hasPrefix(series + " ") }
         return line.flatMap { Double($0.dropFirst(series.count + 1)) }
     }

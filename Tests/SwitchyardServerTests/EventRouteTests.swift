@@ -151,7 +151,7 @@ struct EventRouteTests {
         #expect(reasons[8] == "an event must be a JSON object, not a string")
         #expect(try await counts(app, [.baseline]).map(\.tally) == [EventTally(sessions: 1)])
 
-        let metrics = try await app.send(.get, "/metrics").text
+        let metrics = try await app.send(.get, "/metrics", token: "metrics").text
         #expect(metrics.contains(#"flagsd_events_ingested_total{namespace="rider",type="session"} 1"#))
         #expect(metrics.contains(#"flagsd_events_rejected_total{namespace="rider",reason="invalid"} 6"#))
         #expect(metrics.contains(#"flagsd_events_rejected_total{namespace="rider",reason="in_future"} 1"#))

@@ -1,4 +1,5 @@
 import SwitchyardCore
+import SwitchyardStorage
 @testable import SwitchyardServer
 import Testing
 
@@ -106,25 +107,25 @@ struct LongPollStateTests {
     @Test func pastTheCapPerAddressWaitersFromThatAddressAreRefusedUntilOneLeaves() {
         var state = State(maximumWaiters: 10, maximumWaitersPerAddress: 2)
         _ = state.publish("rider", v1)
-        _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a", address: "192.0.2.1")
-        _ = state.register(id: 2, namespace: "rider", after: v1, deadline: 20, waiter: "b", address: "192.0.2.1")
-        #expect(answer(state.register(id: 3, namespace: "rider", after: v1, deadline: 10, waiter: "c", address: "192.0.2.1")) == .addressBusy)
+        _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a", address: [AddressBlock(key: "192.0.2.1", share: 1)])
+        _ = state.register(id: 2, namespace: "rider", after: v1, deadline: 20, waiter: "b", address: [AddressBlock(key: "192.0.2.1", share: 1)])
+        #expect(answer(state.register(id: 3, namespace: "rider", after: v1, deadline: 10, waiter: "c", address: [AddressBlock(key: "192.0.2.1", share: 1)])) == .addressBusy)
         // Other addresses, and requests whose address is unknown, are not held back.
-        #expect(isParked(state.register(id: 4, namespace: "rider", after: v1, deadline: 10, waiter: "d", address: "192.0.2.2")))
+        #expect(isParked(state.register(id: 4, namespace: "rider", after: v1, deadline: 10, waiter: "d", address: [AddressBlock(key: "192.0.2.2", share: 1)])))
         #expect(isParked(state.register(id: 5, namespace: "rider", after: v1, deadline: 10, waiter: "e")))
         // Each way of leaving gives the address its place back: cancel, expiry, a publish.
         _ = state.cancel(id: 1)
         #expect(state.count(from: "192.0.2.1") == 1)
-        #expect(isParked(state.register(id: 6, namespace: "rider", after: v1, deadline: 10, waiter: "f", address: "192.0.2.1")))
+        #expect(isParked(state.register(id: 6, namespace: "rider", after: v1, deadline: 10, waiter: "f", address: [AddressBlock(key: "192.0.2.1", share: 1)])))
         #expect(Set(state.expire(now: 10)) == ["d", "e", "f"])
         #expect(state.count(from: "192.0.2.1") == 1)
         #expect(state.count(from: "192.0.2.2") == 0)
         #expect(state.publish("rider", v2) == ["b"])
         #expect(state.count(from: "192.0.2.1") == 0)
         for id in 7...8 {
-            #expect(isParked(state.register(id: id, namespace: "rider", after: v2, deadline: 30, waiter: "g", address: "192.0.2.1")))
+            #expect(isParked(state.register(id: id, namespace: "rider", after: v2, deadline: 30, waiter: "g", address: [AddressBlock(key: "192.0.2.1", share: 1)])))
         }
-        #expect(answer(state.register(id: 9, namespace: "rider", after: v2, deadline: 30, waiter: "h", address: "192.0.2.1")) == .addressBusy)
+        #expect(answer(state.register(id: 9, namespace: "rider", after: v2, deadline: 30, waiter: "h", address: [AddressBlock(key: "192.0.2.1", share: 1)])) == .addressBusy)
     }
 
     @Test func shutdownAnswersEveryWaiterAndRefusesLaterOnes() {

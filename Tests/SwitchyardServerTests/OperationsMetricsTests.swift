@@ -11,7 +11,7 @@ struct OperationsMetricsTests {
     @Test func theWaiterCapIsExportedBesideTheWaiterCount() async throws {
         let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWaiters: 1234))
         defer { app.close() }
-        let text = try await app.send(.get, "/metrics").text
+        let text = try await app.send(.get, "/metrics", token: "metrics").text
         #expect(text.contains("flagsd_long_poll_max_waiters 1234"))
         #expect(text.contains("flagsd_long_poll_waiters 0"))
     }
@@ -19,7 +19,7 @@ struct OperationsMetricsTests {
     @Test func startingUpIsNotAChangeArriving() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let text = try await app.send(.get, "/metrics").text
+        let text = try await app.send(.get, "/metrics", token: "metrics").text
         #expect(text.contains("flagsd_change_propagation_seconds_count 0"), "\(text)")
         #expect(text.contains("flagsd_long_poll_wakeups_total 0"))
     }
@@ -37,7 +37,7 @@ struct OperationsMetricsTests {
         #expect(try await second.json["version"] == .int(2))
         _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/enable", token: "admin")
 
-        let text = try await app.send(.get, "/metrics").text
+        let text = try await app.send(.get, "/metrics", token: "metrics").text
         #expect(text.contains("flagsd_long_poll_wakeups_total 2"), "\(text)")
         #expect(text.contains("flagsd_change_propagation_seconds_count 2"))
         #expect(text.contains(#"flagsd_changes_by_actor_total{namespace="rider",actor="editor"} 1"#))

@@ -263,7 +263,7 @@ extension SnapshotDeltaTests {
         _ = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client", headers: headers)
         _ = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client", headers: Self.accept)
         _ = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client")
-        let metrics = try await app.send(.get, "/metrics").text
+        let metrics = try await app.send(.get, "/metrics", token: "metrics").text
         #expect(metrics.contains(#"flagsd_snapshot_delta_answers_total{answer="delta"} 1"#), "\(metrics)")
         #expect(metrics.contains(#"flagsd_snapshot_delta_answers_total{answer="full"} 1"#), "a request without a tag, which accepted deltas")
     }

@@ -1,5 +1,6 @@
 import HTTPTypes
 import SwitchyardServer
+import SwitchyardStorage
 import Testing
 
 /// Where a request came from: addresses and blocks as text, and the forwarding chain read back from the nearest
@@ -38,6 +39,24 @@ struct SourceAddressTests {
         #expect(try #require(IPAddress("198.51.100.23")).key == "198.51.100.23")
     }
 
+    /// Per-address caps hold at an IPv6 address's /64, /56 and /48 with growing shares; the crash guard counts
+    /// /24s and /48s.
+    @Test func anIPv6AddressIsCountedAtThreePrefixesAndTheGuardCountsSitesAndSlash24s() throws {
+        let v6 = try #require(IPAddress("2001:db8:1:2ff:aaaa::5"))
+        #expect(v6.blocks.map(\.key) == ["2001:db8:1:2ff::/64", "2001:db8:1:200::/56", "2001:db8:1::/48"])
+        #expect(v6.blocks.map(\.share) == [1, 4, 16])
+        #expect(v6.blocks.map { $0.cap(100) } == [100, 400, 1600])
+        #expect(AddressBlock(key: "x", share: 16).cap(.max) == .max)
+        #expect(AddressBlock.blocks(ofKey: v6.key) == v6.blocks)
+        #expect(v6.network.description == "2001:db8:1::/48")
+        #expect(AddressBlock.network(ofKey: v6.key) == "2001:db8:1::/48")
+        let v4 = try #require(IPAddress("198.51.100.23"))
+        #expect(v4.blocks == [AddressBlock(key: "198.51.100.23", share: 1)])
+        #expect(AddressBlock.network(ofKey: v4.key) == "198.51.100.0/24")
+        #expect(AddressBlock.network(ofKey: "unknown:7") == "unknown:7")
+        #expect(AddressBlock.blocks(ofKey: "unknown:7") == [AddressBlock(key: "unknown:7", share: 1)])
+    }
+
     @Test func blocksContainTheirAddressesAndNoOthers() throws {
         let block = try #require(IPNetwork("10.1.2.3/16"))
         #expect(block.description == "10.1.0.0/16")
@@ -61,16 +80,21 @@ struct SourceAddressTests {
         #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "1.1.1.1, 203.0.113.7, 10.0.0.9")]) == "203.0.113.7")
         #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "1.1.1.1"), ("X-Forwarded-For", "203.0.113.7")]) == "203.0.113.7")
         #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "[2001:db8::5]:4711, 203.0.113.7:443")]) == "203.0.113.7")
-        // Forwarded (RFC 7239) wins over X-Forwarded-For when present.
-        #expect(source(peer: "10.0.0.5", [("Forwarded", #"for=192.0.2.60;proto=http;by=10.0.0.5, For="[2001:db8:cafe::17]:4711""#),
-                                          ("X-Forwarded-For", "198.51.100.1")]) == "2001:db8:cafe::17")
+        // Only the header the operator named is read: a client's own Forwarded passes through a proxy that appends
+        // X-Forwarded-For, and the other way round.
+        let forwarded = [("Forwarded", #"for=192.0.2.60;proto=http;by=10.0.0.5, For="[2001:db8:cafe::17]:4711""#),
+                         ("X-Forwarded-For", "198.51.100.1")]
+        #expect(source(peer: "10.0.0.5", forwarded) == "198.51.100.1")
+        let rfc7239 = TrustedProxies(Self.proxies.networks, header: .forwarded)
+        #expect(source(peer: "10.0.0.5", forwarded, proxies: rfc7239) == "2001:db8:cafe::17")
+        #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "198.51.100.1")], proxies: rfc7239) == "10.0.0.5")
         // Every hop trusted: the first one.
         #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "10.9.9.9, 10.0.0.8")]) == "10.9.9.9")
         // No header: the proxy itself.
         #expect(source(peer: "10.0.0.5", []) == "10.0.0.5")
         // A hop that is no address (`unknown`, garbage): the nearest trusted hop, so such requests share one source.
         #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "203.0.113.7, unknown, 10.0.0.8")]) == "10.0.0.8")
-        #expect(source(peer: "10.0.0.5", [("Forwarded", "for=_hidden")]) == "10.0.0.5")
+        #expect(source(peer: "10.0.0.5", [("Forwarded", "for=_hidden")], proxies: TrustedProxies(Self.proxies.networks, header: .forwarded)) == "10.0.0.5")
         #expect(TrustedProxies().sourceAddress(peer: nil, headers: [:]) == nil)
     }
 }

@@ -37,6 +37,8 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         package var confirmInterval: Duration = .seconds(1)
         /// Where trips are announced (`POST` of JSON); nil: nowhere.
         package var webhookURL: URL?
+        /// The secret that signs each post; nil: unsigned.
+        package var webhookSecret: [UInt8]?
         /// Wall-clock time, for windows and cool-downs.
         package var now: @Sendable () -> Date = { Date() }
         /// Monotonic time, for the confirmation interval.
@@ -91,7 +93,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         self.service = service
         self.options = options
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        webhook = options.webhookURL.map { GuardWebhook(url: $0, metricsFactory: service.metricsFactory, logger: service.logger) }
+        webhook = options.webhookURL.map { GuardWebhook(url: $0, secret: options.webhookSecret, metricsFactory: service.metricsFactory, logger: service.logger) }
     }
 
     // MARK: Ingestion path

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -24,6 +25,10 @@ import Synchronization
 /// Any 2xx answer delivers it; anything else (another status, no answer within 5 s, no connection) is retried
 /// after 1, 2, 4, 8 and 16 s, then given up and logged. Only the process whose change committed announces a
 /// trip, so several flagsd sharing a store announce it once.
+///
+/// With a secret, each post carries `X-Switchyard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>"
+/// with the secret>`: the receiver recomputes it over the raw body, compares in constant time, and refuses a `t` more
+/// than a few minutes old (a replay). Logs name the webhook's host, never its URL (a URL often carries a token).
 final class GuardWebhook: Sendable {
     struct Delivery: Sendable {
         var event: String
@@ -35,6 +40,9 @@ final class GuardWebhook: Sendable {
     static let timeout: TimeInterval = 5
 
     let url: URL
+    /// What logs say of the URL: its host.
+    let host: String
+    private let secret: SymmetricKey?
     private let pending = Mutex<[Delivery]>([])
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
@@ -44,8 +52,10 @@ final class GuardWebhook: Sendable {
     /// Waiting for the delay before a retry; `idle()` returns once the queue is empty.
     private let busy = Mutex(false)
 
-    init(url: URL, metricsFactory: any MetricsFactory, logger: Logger) {
+    init(url: URL, secret: [UInt8]? = nil, metricsFactory: any MetricsFactory, logger: Logger) {
         self.url = url
+        host = url.host ?? "?"
+        self.secret = secret.map { SymmetricKey(data: $0) }
         self.metricsFactory = metricsFactory
         self.logger = logger
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -102,7 +112,7 @@ final class GuardWebhook: Sendable {
         let dropped = pending.withLock { $0.count }
         if dropped > 0 {
             logger.warning("crash guard webhook: \(dropped) announcement(s) not delivered at shutdown (the audit log has every trip)",
-                           metadata: ["url": .string(url.absoluteString)])
+                           metadata: ["webhook_host": .string(host)])
         }
     }
 
@@ -125,7 +135,7 @@ final class GuardWebhook: Sendable {
             guard delivery.attempts < Self.maximumAttempts else { break }
             let delay = Double(1 << (delivery.attempts - 1))
             logger.notice("crash guard webhook: \(outcome!); retrying in \(Int(delay)) s",
-                          metadata: ["url": .string(url.absoluteString), "attempt": .stringConvertible(delivery.attempts)])
+                          metadata: ["webhook_host": .string(host), "attempt": .stringConvertible(delivery.attempts)])
             record("retried")
             do { try await Task.sleep(for: .seconds(delay)) } catch {
                 pending.withLock { $0.insert(delivery, at: 0) }
@@ -134,7 +144,7 @@ final class GuardWebhook: Sendable {
         }
         record("failed")
         logger.error("crash guard webhook: gave up after \(Self.maximumAttempts) attempts (the audit log has every trip and proposal)",
-                     metadata: ["url": .string(url.absoluteString)])
+                     metadata: ["webhook_host": .string(host)])
     }
 
     /// Sends one request; nil when it was delivered, else what went wrong.
@@ -145,6 +155,9 @@ final class GuardWebhook: Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("flagsd crash guard", forHTTPHeaderField: "User-Agent")
         request.setValue(event, forHTTPHeaderField: "X-Switchyard-Event")
+        if let secret {
+            request.setValue(Self.signature(body, key: secret, time: Date()), forHTTPHeaderField: "X-Switchyard-Signature")
+        }
         request.httpBody = Data(body)
         let session = self.session
         return await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
@@ -158,6 +171,15 @@ final class GuardWebhook: Sendable {
                 }
             }.resume()
         }
+    }
+
+    /// The signature header's value: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`.
+    static func signature(_ body: [UInt8], key: SymmetricKey, time: Date) -> String {
+        let seconds = Int64(time.timeIntervalSince1970.rounded(.down))
+        var message = Array("\(seconds).".utf8)
+        message.append(contentsOf: body)
+        let code = HMAC<Crypto.SHA256>.authenticationCode(for: message, using: key)
+        return "t=\(seconds),v1=" + code.map { String(format: "%02x", $0) }.joined()
     }
 
     private func record(_ result: String) {

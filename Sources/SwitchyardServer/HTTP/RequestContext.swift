@@ -1,6 +1,7 @@
 public import Hummingbird
 package import Logging
 import NIOCore
+public import SwitchyardStorage
 
 /// The request context of flagsd's routes: Hummingbird's core storage, the request id and the TCP peer.
 public struct FlagsRequestContext: RequestContext {

@@ -225,7 +225,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
                 let address = service.configuration.trustedProxies.sourceAddress(
                     peer: context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }, headers: head.headerFields)
                 try fastPath.api.spendLongPollBudgets(token: token, address: address)
-                switch service.hub.park(connection, for: namespace, after: position, timeout: .seconds(seconds), address: address?.key) {
+                switch service.hub.park(connection, for: namespace, after: position, timeout: .seconds(seconds), address: address) {
                 case .parked(let id):
                     parked = Parked(serial: parkSerial, id: id, path: request.uri.path,
                                     acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,

@@ -317,8 +317,9 @@ package final class LongPollHub: Service, Sendable {
 
     /// Waits until a namespace passes a position, the timeout ends, or the service shuts down.
     ///
-    /// - Parameter address: the request's source address key (for the cap per address); nil when unknown.
-    package func wait(for namespace: String, after position: SnapshotVersion, timeout: Duration, address: String? = nil) async -> WakeReason {
+    /// - Parameter address: the request's source address (for the cap per address); nil when unknown.
+    package func wait(for namespace: String, after position: SnapshotVersion, timeout: Duration, address: IPAddress? = nil) async -> WakeReason {
+        let blocks = address?.blocks ?? []
         let deadline = clock.now.advanced(by: timeout)
         let id = shared.withLock { shared in
             shared.nextID += 1
@@ -328,7 +329,7 @@ package final class LongPollHub: Service, Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<WakeReason, Never>) in
                 let (action, count) = shared.withLock { shared in
                     (shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline, waiter: .task(continuation),
-                                           address: address),
+                                           address: blocks),
                      shared.state.count)
                 }
                 switch action {
@@ -353,18 +354,19 @@ package final class LongPollHub: Service, Sendable {
     /// Parks a connection's request until a namespace passes a position, the timeout ends, or the service shuts
     /// down; `connection.wake` then answers it on its event loop.
     ///
-    /// - Parameter address: the request's source address key (for the cap per address); nil when unknown.
+    /// - Parameter address: the request's source address (for the cap per address); nil when unknown.
     /// - Returns: `.parked(id:)`, or `.answerNow` with the reason to answer with at once (the namespace passed the
     ///   position already, is unknown, too many requests wait, in all or from the address, or the service is
     ///   shutting down).
     package func park(_ connection: any ParkedConnection, for namespace: String, after position: SnapshotVersion,
-                      timeout: Duration, address: String? = nil) -> ParkAction {
+                      timeout: Duration, address: IPAddress? = nil) -> ParkAction {
         let deadline = clock.now.advanced(by: timeout)
+        let blocks = address?.blocks ?? []
         let (action, count) = shared.withLock { shared -> (ParkAction, Int) in
             shared.nextID += 1
             let id = shared.nextID
             switch shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline,
-                                         waiter: .connection(connection), address: address) {
+                                         waiter: .connection(connection), address: blocks) {
             case .parked: return (.parked(id: id), shared.state.count)
             case .answerNow(let reason): return (.answerNow(reason), shared.state.count)
             }

@@ -1,4 +1,5 @@
 package import SwitchyardCore
+package import SwitchyardStorage
 
 /// Why a parked long-poll request was answered.
 package enum WakeReason: Sendable, Hashable {
@@ -42,9 +43,9 @@ package struct LongPollState<Waiter, Instant: Comparable> {
 
     package let maximumWaiters: Int
     package let maximumWaitersPerAddress: Int
-    /// Parked waiters per source address key, and each waiter's address (waiters without one are not counted).
+    /// Parked waiters per address block, and each waiter's blocks (waiters without an address are not counted).
     private var waitersOfAddress: [String: Int] = [:]
-    private var addressOfWaiter: [Int: String] = [:]
+    private var addressOfWaiter: [Int: [AddressBlock]] = [:]
     private(set) var positions: [String: Position] = [:]
     private var waiters: [String: [Int: Entry]] = [:]
     private var namespaceOfWaiter: [Int: String] = [:]
@@ -56,9 +57,9 @@ package struct LongPollState<Waiter, Instant: Comparable> {
         self.maximumWaitersPerAddress = maximumWaitersPerAddress
     }
 
-    /// The number of parked waiters from a source address.
-    package func count(from address: String) -> Int {
-        waitersOfAddress[address] ?? 0
+    /// The number of parked waiters from an address block (a source address key, or a wider IPv6 prefix).
+    package func count(from block: String) -> Int {
+        waitersOfAddress[block] ?? 0
     }
 
     /// The number of parked waiters.
@@ -71,17 +72,19 @@ package struct LongPollState<Waiter, Instant: Comparable> {
 
     /// Parks a waiter until its namespace passes `after` (a version of the same epoch) or `deadline`.
     ///
-    /// - Parameter address: the request's source address key, counted against `maximumWaitersPerAddress`; nil
-    ///   when unknown (not counted).
+    /// - Parameter address: the blocks of the request's source address (``IPAddress/blocks``), each counted against
+    ///   its share of `maximumWaitersPerAddress`; empty when unknown (not counted).
     package mutating func register(id: Int, namespace: String, after: Position, deadline: Instant, waiter: Waiter,
-                                   address: String? = nil) -> RegisterAction {
+                                   address: [AddressBlock] = []) -> RegisterAction {
         if isShutDown { return .answerNow(.shutdown) }
         guard let current = positions[namespace] else { return .answerNow(.gone) }
         if current.epoch != after.epoch || current.version > after.version { return .answerNow(.changed) }
         if count >= maximumWaiters { return .answerNow(.overloaded) }
-        if let address {
-            guard count(from: address) < maximumWaitersPerAddress else { return .answerNow(.addressBusy) }
-            waitersOfAddress[address, default: 0] += 1
+        if !address.isEmpty {
+            for block in address where count(from: block.key) >= block.cap(maximumWaitersPerAddress) {
+                return .answerNow(.addressBusy)
+            }
+            for block in address { waitersOfAddress[block.key, default: 0] += 1 }
             addressOfWaiter[id] = address
         }
         waiters[namespace, default: [:]][id] = Entry(after: after, deadline: deadline, waiter: waiter)
@@ -176,8 +179,10 @@ package struct LongPollState<Waiter, Instant: Comparable> {
 
     /// Uncounts a waiter that leaves from its address.
     private mutating func release(_ id: Int) {
-        guard !addressOfWaiter.isEmpty, let address = addressOfWaiter.removeValue(forKey: id) else { return }
-        let left = (waitersOfAddress[address] ?? 1) - 1
-        waitersOfAddress[address] = left > 0 ? left : nil
+        guard !addressOfWaiter.isEmpty, let blocks = addressOfWaiter.removeValue(forKey: id) else { return }
+        for block in blocks {
+            let left = (waitersOfAddress[block.key] ?? 1) - 1
+            waitersOfAddress[block.key] = left > 0 ? left : nil
+        }
     }
 }

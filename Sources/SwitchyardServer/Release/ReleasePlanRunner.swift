@@ -22,6 +22,8 @@ package final class ReleasePlanRunner: Service, Sendable {
         package var interval: Duration = .seconds(30)
         /// Where steps are announced (`POST` of JSON); nil: nowhere.
         package var webhookURL: URL?
+        /// The secret that signs each post; nil: unsigned.
+        package var webhookSecret: [UInt8]?
         /// Wall-clock time, for soaks and the evidence's span.
         package var now: @Sendable () -> Date = { Date() }
 
@@ -41,7 +43,7 @@ package final class ReleasePlanRunner: Service, Sendable {
     package init(service: FlagService, options: Options = Options()) {
         self.service = service
         self.options = options
-        webhook = options.webhookURL.map { GuardWebhook(url: $0, metricsFactory: service.metricsFactory, logger: service.logger) }
+        webhook = options.webhookURL.map { GuardWebhook(url: $0, secret: options.webhookSecret, metricsFactory: service.metricsFactory, logger: service.logger) }
     }
 
     package func run() async throws {

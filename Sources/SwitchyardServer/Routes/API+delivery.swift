@@ -17,7 +17,7 @@ extension API {
         case .wait(let position, let seconds, let current):
             let address = service.sourceAddress(of: request, context: context)
             try spendLongPollBudgets(token: token, address: address)
-            let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds), address: address?.key)
+            let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds), address: address)
             return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current, after: position)
                 .reply.response
         }
@@ -82,23 +82,32 @@ extension API {
     }
 
     /// Spends a long-poll about to park from its source address's budget, for client tokens
-    /// (`--long-poll-rate-per-address`), and from its token's (`--long-poll-rate-per-token`, off by default).
+    /// (`--long-poll-rate-per-address`, at each of the address's blocks: ``AddressBlock``), and from its token's
+    /// (`--long-poll-rate-per-token`, off by default); all or nothing, the address's first.
     ///
-    /// - Throws: `APIError` 429 with `Retry-After` when either budget is spent.
+    /// - Throws: `APIError` 429 with `Retry-After` naming the budget that refused; nothing is charged then.
     func spendLongPollBudgets(token: TokenRecord, address: IPAddress?) throws(APIError) {
         let configuration = service.configuration
-        if token.role == .client, let rate = configuration.longPollRatePerAddress, let address,
-           case .limited(let seconds) = service.longPollRates.spend("address:\(address.key)", ratePerMinute: rate) {
+        var budgets: [RateBuckets.Budget] = []
+        var blocks: [AddressBlock] = []
+        if token.role == .client, let rate = configuration.longPollRatePerAddress, let address {
+            blocks = address.blocks
+            budgets = address.budgets("address", ratePerMinute: rate)
+        }
+        if let rate = configuration.longPollRatePerToken {
+            budgets.append(RateBuckets.Budget(key: "token:\(token.id)", ratePerMinute: rate))
+        }
+        guard !budgets.isEmpty, let refusal = service.longPollRates.spend(budgets) else { return }
+        if refusal.index < blocks.count, let rate = configuration.longPollRatePerAddress {
             service.hub.countRefused("address_rate")
-            throw APIError.tooManyRequests(retryAfter: seconds, "Long-poll rate exceeded",
-                                           "this source address may park \(rate) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
+            let block = blocks[refusal.index]
+            let sender = block.share == 1 ? "this source address" : "this source's network \(block.key)"
+            throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
+                                           "\(sender) may park \(block.cap(rate)) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
         }
-        if let rate = configuration.longPollRatePerToken,
-           case .limited(let seconds) = service.longPollRates.spend("token:\(token.id)", ratePerMinute: rate) {
-            service.hub.countRefused("token_rate")
-            throw APIError.tooManyRequests(retryAfter: seconds, "Long-poll rate exceeded",
-                                           "token '\(token.name)' may park \(rate) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
-        }
+        service.hub.countRefused("token_rate")
+        throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
+                                       "token '\(token.name)' may park \(configuration.longPollRatePerToken ?? 0) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
     }
 
     /// The answer to a long-poll refused for a cap: 503 past the waiter cap, 429 past the cap per address.
@@ -106,7 +115,7 @@ extension API {
         let configuration = service.configuration
         if reason == .addressBusy {
             return APIError.tooManyRequests(retryAfter: configuration.retryAfter, "Too many waiting requests from this address",
-                                            "\(configuration.maximumWaitersPerAddress) requests from this source address are waiting already; retry after the Retry-After seconds, with jitter")
+                                            "\(configuration.maximumWaitersPerAddress) requests from this source address (or 4 and 16 times as many from its IPv6 /56 and /48) are waiting already; retry after the Retry-After seconds, with jitter")
         }
         return APIError.overloaded(retryAfter: configuration.retryAfter,
                                    "\(configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
@@ -167,7 +176,7 @@ extension API {
             let address = service.sourceAddress(of: request, context: context)
             try spendLongPollBudgets(token: token, address: address)
             let reason = await service.hub.wait(for: namespace, after: SnapshotVersion(epoch: current.epoch, version: after),
-                                                timeout: .seconds(wait), address: address?.key)
+                                                timeout: .seconds(wait), address: address)
             switch reason {
             case .gone: throw APIError.namespaceNotFound(namespace)
             case .overloaded, .addressBusy: throw waitRefusal(reason)

@@ -18,8 +18,10 @@ extension API {
     /// Events posted with a reporter token (or a higher role) are counted as the reporter's; others as clients'.
     /// Each batch's source address is recorded with its events (``TrustedProxies``).
     ///
-    /// 429 with `Retry-After`, counting nothing, when the token's or the source address's event rate is spent or
-    /// the ingestion backlog is full.
+    /// 429 with `Retry-After`, counting nothing, when the source address's or the token's event rate is spent or
+    /// the ingestion backlog is full. A refusal costs only the one refused: the address is checked before the body
+    /// is read (an address with nothing left is refused without parsing what it sent) and charged first, and a
+    /// batch refused by one budget is charged to none (``spendEventBudgets(_:token:source:address:namespace:)``).
     ///
     /// All of it runs on ``BackgroundThreads/events``, at a lower priority than the rest of flagsd: reading,
     /// checking, counting (the SQLite store writes there too) and the observers, so that a flood of events takes the
@@ -34,13 +36,18 @@ extension API {
         let namespace = try parameter("namespace", context)
         let token = try await auth.authorize(request, role: .client, namespace: namespace)
         guard let snapshot = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+        let source: EventSource = token.role >= .reporter ? .reporter : .client
+        let address = service.sourceAddress(of: request, context: context)
+        if source == .client, let address, let rate = service.configuration.eventRatePerAddress,
+           let refusal = service.eventRates.spend(address.budgets("events", ratePerMinute: rate), charge: false) {
+            // Before the body is read: an address with nothing left costs no parsing.
+            throw addressRefusal(address, rate, refusal, namespace: namespace)
+        }
         let body = try await request.jsonBody(limit: bodyLimit)
         let now = Date()
         let limits = service.configuration.eventLimits
-        let source: EventSource = token.role >= .reporter ? .reporter : .client
-        let address = service.sourceAddress(of: request, context: context)
         var batch = try EventBatch(body, now: now, limits: limits, source: source, address: address?.key)
-        try spendEventBudgets(batch.posted, token: token, address: source == .client ? address : nil, namespace: namespace)
+        try spendEventBudgets(batch, token: token, source: source, address: address, namespace: namespace)
         let flagSet = snapshot.flagSet
         let unknown = batch.removeUnknown(in: flagSet)
         let admission = EventAdmission(policy: CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil))
@@ -95,24 +102,44 @@ extension API {
         ])))
     }
 
-    /// Spends a batch's events from its token's budget and, for client tokens, its source address's
-    /// (`--events-rate-per-token`, `--events-rate-per-address`).
+    /// Spends a batch from its source address's budget and its token's, all or nothing, the address's first.
     ///
-    /// - Throws: `APIError` 429 with `Retry-After` when either budget is spent.
-    private func spendEventBudgets(_ count: Int, token: TokenRecord, address: IPAddress?, namespace: String) throws(APIError) {
+    /// - The address (`--events-rate-per-address`, client tokens only, at each of its blocks: ``AddressBlock``) pays
+    ///   for every element it posted, valid or not (at least 1 for an empty batch): junk costs its sender.
+    /// - The token pays for the valid events only: `--events-rate-per-token` for reporter and higher tokens,
+    ///   `--events-rate-per-client-token` (off by default) for client tokens, which the whole fleet shares and anyone
+    ///   can hold, so a limit on them would let one party spend every app's budget.
+    ///
+    /// - Throws: `APIError` 429 with `Retry-After` naming the budget that refused; nothing is charged then.
+    private func spendEventBudgets(_ batch: EventBatch, token: TokenRecord, source: EventSource, address: IPAddress?,
+                                   namespace: String) throws(APIError) {
         let configuration = service.configuration
-        if let rate = configuration.eventRatePerToken,
-           case .limited(let seconds) = service.eventRates.spend("token:\(token.id)", cost: count, ratePerMinute: rate) {
-            refused("token_rate", namespace: namespace)
-            throw APIError.tooManyRequests(retryAfter: seconds, "Event rate exceeded",
-                                           "token '\(token.name)' may post \(rate) events per minute and has used them; nothing of this batch was counted: send it again after \(seconds) s (Retry-After)")
+        var budgets: [RateBuckets.Budget] = []
+        if source == .client, let address, let rate = configuration.eventRatePerAddress {
+            budgets = address.budgets("events", ratePerMinute: rate, cost: max(1, batch.posted))
         }
-        if let rate = configuration.eventRatePerAddress, let address,
-           case .limited(let seconds) = service.eventRates.spend("address:\(address.key)", cost: count, ratePerMinute: rate) {
-            refused("address_rate", namespace: namespace)
-            throw APIError.tooManyRequests(retryAfter: seconds, "Event rate exceeded",
-                                           "this source address may post \(rate) events per minute and has used them; nothing of this batch was counted: send it again after \(seconds) s (Retry-After)")
+        let addressBudgets = budgets.count
+        let tokenRate = source == .client ? configuration.eventRatePerClientToken : configuration.eventRatePerToken
+        let valid = batch.events.count + batch.repeated.count
+        if let tokenRate, valid > 0 {
+            budgets.append(RateBuckets.Budget(key: "events-token:\(token.id)", ratePerMinute: tokenRate, cost: valid))
         }
+        guard let refusal = service.eventRates.spend(budgets) else { return }
+        if refusal.index < addressBudgets, let address, let rate = configuration.eventRatePerAddress {
+            throw addressRefusal(address, rate, refusal, namespace: namespace)
+        }
+        refused("token_rate", namespace: namespace)
+        throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Event rate exceeded",
+                                       "token '\(token.name)' may post \(tokenRate ?? 0) events per minute and has used them; nothing of this batch was counted: send it again after \(refusal.retryAfterSeconds) s (Retry-After)")
+    }
+
+    /// The 429 of a source address past its event rate, at the block that refused (counted as `address_rate`).
+    private func addressRefusal(_ address: IPAddress, _ rate: Int, _ refusal: RateBuckets.Refusal, namespace: String) -> APIError {
+        refused("address_rate", namespace: namespace)
+        let who = address.blocks.indices.contains(refusal.index) ? address.blocks[refusal.index] : AddressBlock(key: address.key, share: 1)
+        let sender = who.share == 1 ? "this source address" : "this source's network \(who.key)"
+        return APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Event rate exceeded",
+                                        "\(sender) may post \(who.cap(rate)) events per minute and has used them; nothing of this batch was counted: send it again after \(refusal.retryAfterSeconds) s (Retry-After)")
     }
 
     /// A batch refused with 429, in `flagsd_event_batches_refused_total` (the reason is a fixed word).

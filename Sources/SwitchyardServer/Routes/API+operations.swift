@@ -34,7 +34,7 @@ extension API {
 
     /// `GET /metrics`: Prometheus text format.
     func metrics(_ request: Request, context: FlagsRequestContext, registry: PrometheusCollectorRegistry) async throws -> Response {
-        if service.configuration.metricsRequireToken {
+        if !service.configuration.openMetrics {
             let token = try await auth.authenticate(request)
             // Client tokens are public (they ship inside apps), and metrics cover every namespace.
             guard token.role == .metrics || (token.role >= .editor && token.namespaces == nil) else {
