@@ -117,8 +117,44 @@ extension PostgresFlagStore {
             }
             return totals
         }
-        plan.admit(totals: try await add(plan.contributions))
-        _ = try await add(plan.frequencies)
+        plan.admitAddresses(totals: try await add(plan.contributions))
+        plan.admitUnits(totals: try await add(plan.unitContributions))
+        let frequencies = plan.frequencies
+        if !frequencies.isEmpty {
+            // A value with a row already is added to; a new one is written only while its window and kind hold fewer
+            // than the most values (two processes writing at once may each add one past it: the bound holds within a
+            // batch's size per process).
+            let capacity = Int64(min(admission.maximumValuesPerWindow, Int(Int64.max)))
+            _ = try await connection.query("""
+                WITH f AS (
+                    SELECT * FROM unnest(\(frequencies.map(\.key.window))::bigint[], \(frequencies.map(\.key.kind.rawValue))::text[],
+                                         \(frequencies.map(\.key.value))::text[], \(frequencies.map(\.sessions))::bigint[],
+                                         \(frequencies.map(\.reach.units))::bigint[], \(frequencies.map(\.reach.networks))::bigint[])
+                         WITH ORDINALITY AS f(window_ms, kind, value, events, units, networks, position)
+                ),
+                held AS (
+                    SELECT w.window_ms, w.kind, count(*) AS values FROM event_window w
+                    WHERE w.namespace = \(namespace) AND (w.window_ms, w.kind) IN (SELECT DISTINCT window_ms, kind FROM f)
+                    GROUP BY w.window_ms, w.kind
+                ),
+                ranked AS (
+                    SELECT f.*, EXISTS (SELECT 1 FROM event_window w WHERE w.namespace = \(namespace) AND w.window_ms = f.window_ms
+                                        AND w.kind = f.kind AND w.value = f.value) AS known,
+                           coalesce(h.values, 0) AS values
+                    FROM f LEFT JOIN held h ON h.window_ms = f.window_ms AND h.kind = f.kind
+                ),
+                admitted AS (
+                    SELECT *, count(*) FILTER (WHERE NOT known) OVER (PARTITION BY window_ms, kind ORDER BY position) AS nth
+                    FROM ranked
+                )
+                INSERT INTO event_window (namespace, window_ms, kind, value, events, units, networks)
+                SELECT \(namespace), window_ms, kind, value, events, units, networks FROM admitted
+                WHERE known OR values + nth <= \(capacity)
+                ORDER BY position
+                ON CONFLICT (namespace, window_ms, kind, value) DO UPDATE SET events = event_window.events + excluded.events,
+                    units = event_window.units | excluded.units, networks = event_window.networks | excluded.networks
+                """, logger: self.logger).collect()
+        }
         var ranked: [EventAdmission.Ranking: Set<String>] = [:]
         for ranking in plan.rankings {
             let limit = Int64(admission.maximumScopeValues ?? Int.max)
@@ -129,6 +165,20 @@ extension PostgresFlagStore {
             ranked[ranking] = Set(try rows.map { try $0.decode(String.self) })
         }
         return plan.counted(ranked: ranked)
+    }
+
+    public func scopeReach(in namespace: String, from: Date, until: Date) async throws -> [EventDimension: EventAdmission.Reach] {
+        var reach: [EventDimension: EventAdmission.Reach] = [:]
+        for row in try await rows("""
+            SELECT kind, value, bit_or(units), bit_or(networks) FROM event_window
+            WHERE namespace = \(namespace) AND window_ms >= \(from.milliseconds) AND window_ms < \(until.milliseconds)
+                  AND kind IN ('city', 'cohort')
+            GROUP BY kind, value
+            """, on: .events) {
+            let (kind, value, units, networks) = try row.decode((String, String, Int64, Int64).self)
+            reach[EventDimension(kind: kind == "city" ? .city : .cohort, value: value)] = EventAdmission.Reach(units: units, networks: networks)
+        }
+        return reach
     }
 
     public func eventCounts(_ query: EventCountQuery) async throws -> [EventCount] {

@@ -152,6 +152,11 @@ extension PostgresFlagStore {
             """,
             "CREATE INDEX event_crash_bucket ON event_crash(namespace, bucket_ms)",
         ]),
+        Migration(id: 5, name: "the units and networks that reported each city and cohort", statements: [
+            // EventAdmission.Reach: one bit per unit and per network (by hash) that reported a value in the window.
+            "ALTER TABLE event_window ADD COLUMN units BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE event_window ADD COLUMN networks BIGINT NOT NULL DEFAULT 0",
+        ]),
     ]
 
     /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).

@@ -101,13 +101,40 @@ extension SQLiteFlagStore {
             ON CONFLICT (namespace, window_ms, kind, value) DO UPDATE SET events = events + excluded.events
             RETURNING events
             """)
-        var totals: [EventAdmission.WindowKey: Int64] = [:]
-        for (key, count) in plan.contributions {
-            totals[key] = try Int64.fetchOne(add, arguments: [namespace, key.window, key.kind.rawValue, key.value, count])
+        func totals(_ contributions: [(key: EventAdmission.WindowKey, count: Int64)]) throws -> [EventAdmission.WindowKey: Int64] {
+            var totals: [EventAdmission.WindowKey: Int64] = [:]
+            for (key, count) in contributions {
+                totals[key] = try Int64.fetchOne(add, arguments: [namespace, key.window, key.kind.rawValue, key.value, count])
+            }
+            return totals
         }
-        plan.admit(totals: totals)
-        for (key, count) in plan.frequencies {
-            _ = try Int64.fetchOne(add, arguments: [namespace, key.window, key.kind.rawValue, key.value, count])
+        plan.admitAddresses(totals: try totals(plan.contributions))
+        plan.admitUnits(totals: try totals(plan.unitContributions))
+        // A value with a row already is added to; a new one is written only while its window and kind have room.
+        let update = try db.cachedStatement(sql: """
+            UPDATE event_window SET events = events + ?, units = units | ?, networks = networks | ?
+            WHERE namespace = ? AND window_ms = ? AND kind = ? AND value = ?
+            """)
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO event_window (namespace, window_ms, kind, value, events, units, networks) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """)
+        var held: [EventAdmission.Ranking: Int] = [:]
+        for frequency in plan.frequencies {
+            let key = frequency.key
+            try update.execute(arguments: [frequency.sessions, frequency.reach.units, frequency.reach.networks,
+                                           namespace, key.window, key.kind.rawValue, key.value])
+            guard db.changesCount == 0 else { continue }
+            let ranking = EventAdmission.Ranking(window: key.window, kind: key.kind)
+            let count = try held[ranking] ?? Int.fetchOne(db, sql: """
+                SELECT count(*) FROM event_window WHERE namespace = ? AND window_ms = ? AND kind = ?
+                """, arguments: [namespace, key.window, key.kind.rawValue]) ?? 0
+            guard count < admission.maximumValuesPerWindow else {
+                held[ranking] = count
+                continue
+            }
+            try insert.execute(arguments: [namespace, key.window, key.kind.rawValue, key.value, frequency.sessions,
+                                           frequency.reach.units, frequency.reach.networks])
+            held[ranking] = count + 1
         }
         var ranked: [EventAdmission.Ranking: Set<String>] = [:]
         for ranking in plan.rankings {
@@ -117,6 +144,24 @@ extension SQLiteFlagStore {
                 """, arguments: [namespace, ranking.window, ranking.kind.rawValue, admission.maximumScopeValues ?? Int.max]))
         }
         return plan.counted(ranked: ranked)
+    }
+
+    public func scopeReach(in namespace: String, from: Date, until: Date) async throws -> [EventDimension: EventAdmission.Reach] {
+        try await access {
+            try await readEvents { db in
+                var reach: [EventDimension: EventAdmission.Reach] = [:]
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT kind, value, units, networks FROM event_window
+                    WHERE namespace = ? AND window_ms >= ? AND window_ms < ? AND kind IN ('city', 'cohort')
+                    """, arguments: [namespace, from.milliseconds, until.milliseconds])
+                while let row = try rows.next() {
+                    let kind: String = row["kind"]
+                    let dimension = EventDimension(kind: kind == "city" ? .city : .cohort, value: row["value"])
+                    reach[dimension, default: EventAdmission.Reach()].formUnion(EventAdmission.Reach(units: row["units"], networks: row["networks"]))
+                }
+                return reach
+            }
+        }
     }
 
     public func eventCounts(_ query: EventCountQuery) async throws -> [EventCount] {

@@ -253,6 +253,13 @@ extension SQLiteFlagStore {
                 }
             }
         }
+        migrator.registerMigration("v2: the units and networks that reported each city and cohort") { db in
+            // EventAdmission.Reach: one bit per unit and per network (by hash) that reported a value in the window.
+            try db.execute(sql: """
+                ALTER TABLE event_window ADD COLUMN units INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE event_window ADD COLUMN networks INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }

@@ -519,31 +519,43 @@ public struct GuardOverviewBody: Sendable, Hashable {
     public var version: Int64
     public var time: String
     public var rule: String
+    /// The global disables (a switch everywhere) the guard makes by itself in any hour.
     public var maximumTripsPerHour: Int
+    /// The guard's own global disables in the last hour.
     public var tripsLastHour: Int
+    /// The scoped disables (a switch in a city or cohort) the guard makes by itself in any hour: a budget apart.
+    public var maximumScopedTripsPerHour: Int
+    /// The guard's own scoped disables in the last hour.
+    public var scopedTripsLastHour: Int
     public var proposals: [GuardProposalBody]
     public var switches: [GuardSwitchStatusBody]
 
     public init(namespace: String, version: Int64, time: String, rule: String, maximumTripsPerHour: Int, tripsLastHour: Int,
-                proposals: [GuardProposalBody], switches: [GuardSwitchStatusBody]) {
+                maximumScopedTripsPerHour: Int, scopedTripsLastHour: Int, proposals: [GuardProposalBody], switches: [GuardSwitchStatusBody]) {
         self.namespace = namespace
         self.version = version
         self.time = time
         self.rule = rule
         self.maximumTripsPerHour = maximumTripsPerHour
         self.tripsLastHour = tripsLastHour
+        self.maximumScopedTripsPerHour = maximumScopedTripsPerHour
+        self.scopedTripsLastHour = scopedTripsLastHour
         self.proposals = proposals
         self.switches = switches
     }
 
-    /// The guard's own disables it may still make this hour.
+    /// The global disables the guard may still make this hour.
     public var remaining: Int { max(0, maximumTripsPerHour - tripsLastHour) }
+    /// The scoped disables the guard may still make this hour.
+    public var scopedRemaining: Int { max(0, maximumScopedTripsPerHour - scopedTripsLastHour) }
 
     public var json: JSONValue {
         .object(JSONObject([
             ("namespace", .string(namespace)), ("version", .int64(version)), ("time", .string(time)), ("rule", .string(rule)),
             ("budget", .object(JSONObject([
                 ("max_trips_per_hour", .int(maximumTripsPerHour)), ("trips_last_hour", .int(tripsLastHour)), ("remaining", .int(remaining)),
+                ("max_scoped_trips_per_hour", .int(maximumScopedTripsPerHour)), ("scoped_trips_last_hour", .int(scopedTripsLastHour)),
+                ("scoped_remaining", .int(scopedRemaining)),
             ]))),
             ("proposals", .array(proposals.map(\.json))),
             ("switches", .array(switches.map(\.json))),
@@ -560,6 +572,8 @@ public struct GuardOverviewBody: Sendable, Hashable {
         var budgetReader = try WireReader(budget, "crash guard overview.budget")
         maximumTripsPerHour = Int(try budgetReader.int64("max_trips_per_hour"))
         tripsLastHour = Int(try budgetReader.int64("trips_last_hour"))
+        maximumScopedTripsPerHour = Int(try budgetReader.int64("max_scoped_trips_per_hour"))
+        scopedTripsLastHour = Int(try budgetReader.int64("scoped_trips_last_hour"))
         proposals = try reader.array("proposals") { tree throws(WireError) in try GuardProposalBody(json: tree) }
         switches = try reader.array("switches") { tree throws(WireError) in try GuardSwitchStatusBody(json: tree) }
     }

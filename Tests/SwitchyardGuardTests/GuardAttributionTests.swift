@@ -50,7 +50,7 @@ struct GuardAttributionTests {
         let forged = oneAddress.assess(Self.promos)
         #expect(forged.trip == nil)
         #expect(forged.overall.addresses == 1 && forged.overall.units == 300)
-        #expect(forged.overall.shortfall.contains("crashes from 1 of 3 source addresses needed"))
+        #expect(forged.overall.shortfall.contains("crashes from 1 of 3 source networks needed (an IPv4 /24 or IPv6 /48 each)"))
         // One device in a crash loop, from many addresses (it roams): one unit.
         var oneUnit = Fleet()
         oneUnit.add(300, crashEvery: 1, switches: [Self.promos], units: 1)

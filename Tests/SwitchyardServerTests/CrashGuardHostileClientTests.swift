@@ -55,7 +55,7 @@ struct CrashGuardHostileClientTests {
         let promos = try #require(status.json["switches"]?[0])
         #expect(promos["sessions"] == .int64(500) && promos["crashes"] == .int64(100))
         #expect(promos["addresses"] == .int(1) && promos["units"] == .int(100))
-        #expect(promos["shortfall"]?.arrayValue?.contains(.string("crashes from 1 of 3 source addresses needed")) == true)
+        #expect(promos["shortfall"]?.arrayValue?.contains(.string("crashes from 1 of 3 source networks needed (an IPv4 /24 or IPv6 /48 each)")) == true)
         #expect(try await Self.metrics(app).contains(#"flagsd_events_dropped_total{namespace="rider",reason="address_cap"} 1400"#))
     }
 

@@ -61,7 +61,8 @@ struct CrashGuardTests {
             defer { next += 1 }
             return next
         }
-        return "10.1.\(number / 250 % 250).\(number % 250)"
+        // A /24 of its own each: the guard counts networks (an IPv4 /24), not single addresses.
+        return "10.\(1 + number / 250 % 250).\(number % 250).7"
     }
 
     /// Posts events in batches of 20, each from a fresh source address (`X-Forwarded-For` through the trusted proxy).

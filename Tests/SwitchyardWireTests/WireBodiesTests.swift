@@ -87,9 +87,11 @@ struct WireBodiesTests {
         #expect(status.json["exceeds"] == nil && status.json["shortfall"] == .array([]))
         #expect(status.json["scopes"]?.arrayValue?.first?["shortfall"] == nil && status.json["scopes"]?.arrayValue?.first?["exceeds"] == .bool(true))
         let overview = GuardOverviewBody(namespace: "rider", version: 42, time: time, rule: "wilson-lower-bound", maximumTripsPerHour: 3,
-                                         tripsLastHour: 1, proposals: [proposal], switches: [status])
+                                         tripsLastHour: 1, maximumScopedTripsPerHour: 5, scopedTripsLastHour: 5, proposals: [proposal],
+                                         switches: [status])
         #expect(try GuardOverviewBody(json: overview.json) == overview)
         #expect(overview.json["budget"]?["remaining"] == .int(2))
+        #expect(overview.json["budget"]?["scoped_remaining"] == .int(0))
         let dismissal = GuardDismissalBody(namespace: "rider", dismissed: true, proposal: proposal, auditID: 8)
         #expect(try GuardDismissalBody(json: dismissal.json) == dismissal)
 

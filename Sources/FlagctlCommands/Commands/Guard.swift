@@ -88,7 +88,8 @@ public struct Guard: AsyncParsableCommand {
     static func proposedBecause(_ proposal: GuardProposalBody) -> String {
         switch proposal.proposedBecause {
         case "scoped_disables": "its scoped disables of this switch are at max_scoped_disables"
-        default: "its budget of automatic disables (max_trips_per_hour) is spent"
+        case "scoped_budget": "its budget of automatic scoped disables (max_scoped_trips_per_hour) is spent"
+        default: "its budget of automatic global disables (max_trips_per_hour) is spent"
         }
     }
 }
@@ -158,8 +159,11 @@ public struct GuardStatus: FlagctlCommand {
         console.write(table.render(colour: console.usesColour))
         var summary = KeyValueTable()
         let limit = overview.maximumTripsPerHour
-        summary.add("trip budget", limit == 0 ? "none: the guard only proposes (max_trips_per_hour 0)"
-            : "\(overview.tripsLastHour) of \(limit) automatic disables used in the last hour")
+        summary.add("trip budget", limit == 0 ? "none: the guard only proposes global disables (max_trips_per_hour 0)"
+            : "\(overview.tripsLastHour) of \(limit) automatic global disables used in the last hour")
+        let scoped = overview.maximumScopedTripsPerHour
+        summary.add("scoped budget", scoped == 0 ? "none: the guard only proposes scoped disables (max_scoped_trips_per_hour 0)"
+            : "\(overview.scopedTripsLastHour) of \(scoped) automatic scoped disables used in the last hour")
         for proposal in overview.proposals {
             let id = proposal.id
             summary.add("proposal \(id)", "turn \(proposal.key) off \(Self.whereText(proposal.scope)), proposed at "

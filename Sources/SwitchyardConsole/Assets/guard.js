@@ -49,14 +49,20 @@
   /** The proposals waiting for a person, each with Apply… and Dismiss…; and the trip budget. */
   function proposalsSection(body, on) {
     const budget = body.budget || {};
-    const budgetText = budget.max_trips_per_hour === 0
-      ? 'The guard only proposes in this namespace (max_trips_per_hour: 0).'
-      : `The guard made ${count(budget.trips_last_hour)} of its ${count(budget.max_trips_per_hour)} automatic disables of the last hour; past them it proposes, and a person decides.`;
+    const globalText = budget.max_trips_per_hour === 0
+      ? 'The guard only proposes global disables in this namespace (max_trips_per_hour: 0).'
+      : `The guard made ${count(budget.trips_last_hour)} of its ${count(budget.max_trips_per_hour)} automatic global disables of the last hour`;
+    const scopedText = budget.max_scoped_trips_per_hour === 0
+      ? 'it only proposes scoped disables (max_scoped_trips_per_hour: 0)'
+      : `${count(budget.scoped_trips_last_hour)} of its ${count(budget.max_scoped_trips_per_hour)} scoped ones (a city or cohort)`;
+    const budgetText = `${globalText}; ${scopedText}. Past them it proposes, and a person decides.`;
     const proposals = body.proposals || [];
     const items = proposals.map((proposal) => {
       const where = proposal.scope_text === 'everywhere' ? 'everywhere' : `for ${proposal.scope_text}`;
       const because = proposal.proposed_because === 'scoped_disables'
-        ? 'the guard keeps as many scoped disables on this switch as its policy allows' : 'the guard\'s budget of automatic disables is spent';
+        ? 'the guard keeps as many scoped disables on this switch as its policy allows'
+        : proposal.proposed_because === 'scoped_budget'
+          ? 'the guard\'s budget of automatic scoped disables is spent' : 'the guard\'s budget of automatic global disables is spent';
       const buttons = [
         h('button', { type: 'button', class: 'small danger', id: `apply-proposal:${proposal.id}`, 'aria-label': `Apply proposal ${proposal.id}: turn ${proposal.switch} off ${where}` }, 'Apply…'),
         h('button', { type: 'button', class: 'small', id: `dismiss-proposal:${proposal.id}`, 'aria-label': `Dismiss proposal ${proposal.id}` }, 'Dismiss…'),

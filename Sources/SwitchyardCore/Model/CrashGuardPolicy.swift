@@ -59,9 +59,13 @@ public struct CrashGuardPolicy: Sendable, Hashable {
     /// Namespace only: the most sessions one source address (an IPv4 address, an IPv6 /64) contributes to the
     /// counts per window, for sessions clients report.
     public var maximumSessionsPerAddress: Int?
-    /// Namespace only: the most switches (or scopes) the guard disables by itself in any hour; past it, it proposes
-    /// and a person applies or dismisses. 0: it only ever proposes.
+    /// Namespace only: the most switches the guard disables everywhere by itself in any hour; past it, it proposes
+    /// and a person applies or dismisses. 0: it only ever proposes global disables.
     public var maximumTripsPerHour: Int?
+    /// Namespace only: the most scoped disables (a switch in a city or cohort) the guard makes by itself in any
+    /// hour, a budget apart from the global one, so that trips in small scopes never leave a crash loop everywhere
+    /// to a proposal. 0: it only ever proposes scoped disables.
+    public var maximumScopedTripsPerHour: Int?
     /// Namespace only: the cities counted on their own; every other city is counted as `(other)`. Nil: the
     /// `maximumScopeValues` most frequent cities of each window.
     public var cities: [String]?
@@ -76,8 +80,8 @@ public struct CrashGuardPolicy: Sendable, Hashable {
         maximumCrashRate: Rollout? = nil, baselineRatio: Int? = nil, confidence: Rollout? = nil, cooldown: Duration? = nil,
         scopeBy: [GuardScopeAttribute]? = nil, minimumUnits: Int? = nil, minimumAddresses: Int? = nil,
         tripSources: [GuardTripSource]? = nil, maximumScopedDisables: Int? = nil, maximumSessionsPerUnit: Int? = nil,
-        maximumSessionsPerAddress: Int? = nil, maximumTripsPerHour: Int? = nil, cities: [String]? = nil,
-        cohorts: [String]? = nil, maximumScopeValues: Int? = nil
+        maximumSessionsPerAddress: Int? = nil, maximumTripsPerHour: Int? = nil, maximumScopedTripsPerHour: Int? = nil,
+        cities: [String]? = nil, cohorts: [String]? = nil, maximumScopeValues: Int? = nil
     ) {
         self.enabled = enabled
         self.window = window
@@ -95,6 +99,7 @@ public struct CrashGuardPolicy: Sendable, Hashable {
         self.maximumSessionsPerUnit = maximumSessionsPerUnit
         self.maximumSessionsPerAddress = maximumSessionsPerAddress
         self.maximumTripsPerHour = maximumTripsPerHour
+        self.maximumScopedTripsPerHour = maximumScopedTripsPerHour
         self.cities = cities
         self.cohorts = cohorts
         self.maximumScopeValues = maximumScopeValues
@@ -109,7 +114,8 @@ public struct CrashGuardPolicy: Sendable, Hashable {
         maximumCrashRate: Rollout(basisPoints: 200)!, baselineRatio: 200, confidence: Rollout(basisPoints: 9990)!,
         cooldown: .seconds(1800), scopeBy: [.city, .cohort], minimumUnits: 5, minimumAddresses: 3,
         tripSources: [.clients, .reporters], maximumScopedDisables: 5, maximumSessionsPerUnit: 5,
-        maximumSessionsPerAddress: 100, maximumTripsPerHour: 3, cities: nil, cohorts: nil, maximumScopeValues: 100)
+        maximumSessionsPerAddress: 100, maximumTripsPerHour: 3, maximumScopedTripsPerHour: 3, cities: nil, cohorts: nil,
+        maximumScopeValues: 100)
 
     /// The policy in force for a switch: its own fields, else the namespace's, else the built-in ones. The
     /// namespace fields come from the namespace alone.
@@ -132,13 +138,14 @@ public struct CrashGuardPolicy: Sendable, Hashable {
             maximumSessionsPerUnit: namespace?.maximumSessionsPerUnit ?? base.maximumSessionsPerUnit,
             maximumSessionsPerAddress: namespace?.maximumSessionsPerAddress ?? base.maximumSessionsPerAddress,
             maximumTripsPerHour: namespace?.maximumTripsPerHour ?? base.maximumTripsPerHour,
+            maximumScopedTripsPerHour: namespace?.maximumScopedTripsPerHour ?? base.maximumScopedTripsPerHour,
             cities: namespace?.cities ?? base.cities, cohorts: namespace?.cohorts ?? base.cohorts,
             maximumScopeValues: namespace?.maximumScopeValues ?? base.maximumScopeValues)
     }
 
     /// The fields only a namespace's policy may set: they decide how its events are counted and how much the guard
     /// may do in it as a whole.
-    public static let namespaceFields = ["max_sessions_per_unit", "max_sessions_per_address", "max_trips_per_hour",
+    public static let namespaceFields = ["max_sessions_per_unit", "max_sessions_per_address", "max_trips_per_hour", "max_scoped_trips_per_hour",
                                          "cities", "cohorts", "max_scope_values"]
 }
 
@@ -179,6 +186,7 @@ public struct ResolvedCrashGuardPolicy: Sendable, Hashable {
     public var maximumSessionsPerUnit: Int
     public var maximumSessionsPerAddress: Int
     public var maximumTripsPerHour: Int
+    public var maximumScopedTripsPerHour: Int
     /// Nil: the most frequent cities of each window are counted on their own.
     public var cities: [String]?
     public var cohorts: [String]?
@@ -188,7 +196,8 @@ public struct ResolvedCrashGuardPolicy: Sendable, Hashable {
         enabled: Bool, window: Duration, minimumSessions: Int, minimumCrashes: Int, maximumCrashRate: Rollout,
         baselineRatio: Int?, confidence: Rollout, cooldown: Duration, scopeBy: [GuardScopeAttribute], minimumUnits: Int,
         minimumAddresses: Int, tripSources: [GuardTripSource], maximumScopedDisables: Int, maximumSessionsPerUnit: Int,
-        maximumSessionsPerAddress: Int, maximumTripsPerHour: Int, cities: [String]?, cohorts: [String]?, maximumScopeValues: Int
+        maximumSessionsPerAddress: Int, maximumTripsPerHour: Int, maximumScopedTripsPerHour: Int, cities: [String]?,
+        cohorts: [String]?, maximumScopeValues: Int
     ) {
         self.enabled = enabled
         self.window = window
@@ -206,6 +215,7 @@ public struct ResolvedCrashGuardPolicy: Sendable, Hashable {
         self.maximumSessionsPerUnit = maximumSessionsPerUnit
         self.maximumSessionsPerAddress = maximumSessionsPerAddress
         self.maximumTripsPerHour = maximumTripsPerHour
+        self.maximumScopedTripsPerHour = maximumScopedTripsPerHour
         self.cities = cities
         self.cohorts = cohorts
         self.maximumScopeValues = maximumScopeValues
@@ -227,7 +237,8 @@ public struct ResolvedCrashGuardPolicy: Sendable, Hashable {
                          cooldown: cooldown, scopeBy: scopeBy, minimumUnits: minimumUnits, minimumAddresses: minimumAddresses,
                          tripSources: tripSources, maximumScopedDisables: maximumScopedDisables,
                          maximumSessionsPerUnit: maximumSessionsPerUnit, maximumSessionsPerAddress: maximumSessionsPerAddress,
-                         maximumTripsPerHour: maximumTripsPerHour, cities: cities, cohorts: cohorts,
+                         maximumTripsPerHour: maximumTripsPerHour, maximumScopedTripsPerHour: maximumScopedTripsPerHour,
+                         cities: cities, cohorts: cohorts,
                          maximumScopeValues: maximumScopeValues)
     }
 }
@@ -348,6 +359,7 @@ extension CrashGuardPolicy {
                                                 ("max_sessions_per_unit", \CrashGuardPolicy.maximumSessionsPerUnit, 1, 1_000_000),
                                                 ("max_sessions_per_address", \CrashGuardPolicy.maximumSessionsPerAddress, 1, 100_000_000),
                                                 ("max_trips_per_hour", \CrashGuardPolicy.maximumTripsPerHour, 0, 1000),
+                                                ("max_scoped_trips_per_hour", \CrashGuardPolicy.maximumScopedTripsPerHour, 0, 1000),
                                                 ("max_scope_values", \CrashGuardPolicy.maximumScopeValues, 1, 10_000)] {
             guard let integer = object.integer(field) else { continue }
             guard (Int64(lowest)...Int64(limit)).contains(integer) else {
@@ -439,6 +451,7 @@ extension CrashGuardPolicy {
         if let maximumSessionsPerUnit { object["max_sessions_per_unit"] = .int(maximumSessionsPerUnit) }
         if let maximumSessionsPerAddress { object["max_sessions_per_address"] = .int(maximumSessionsPerAddress) }
         if let maximumTripsPerHour { object["max_trips_per_hour"] = .int(maximumTripsPerHour) }
+        if let maximumScopedTripsPerHour { object["max_scoped_trips_per_hour"] = .int(maximumScopedTripsPerHour) }
         if let cities { object["cities"] = .array(cities.map(JSONValue.string)) }
         if let cohorts { object["cohorts"] = .array(cohorts.map(JSONValue.string)) }
         if let maximumScopeValues { object["max_scope_values"] = .int(maximumScopeValues) }

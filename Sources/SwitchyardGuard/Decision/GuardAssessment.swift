@@ -77,7 +77,7 @@ public struct RateCheck: Sendable, Hashable {
                 shortfall.append("crashes from \(spread.units) of \(policy.minimumUnits) units needed")
             }
             if let addresses = spread.addresses, addresses < policy.minimumAddresses {
-                shortfall.append("crashes from \(addresses) of \(policy.minimumAddresses) source addresses needed")
+                shortfall.append("crashes from \(addresses) of \(policy.minimumAddresses) source networks needed (an IPv4 /24 or IPv6 /48 each)")
             } else if let rest = spread.crashesBeyondBusiest, policy.minimumAddresses > 1, rest < crashes {
                 // The busiest addresses alone must not make the case: without their crashes (their sessions kept, so
                 // the rate only falls), the rest must still be above the bound.
@@ -87,7 +87,7 @@ public struct RateCheck: Sendable, Hashable {
                 let without = RateCheck(EventTally(sessions: sessions, crashedSessions: rest), withoutSwitch: withoutSwitch, policy: lenient)
                 if !without.exceeds {
                     let busiest = policy.minimumAddresses - 1
-                    shortfall.append("without the \(busiest) busiest source address\(busiest == 1 ? "" : "es") (\(crashes - rest) crashes), the other \(rest) crashes are not above the bound")
+                    shortfall.append("without the \(busiest) busiest source network\(busiest == 1 ? "" : "s") (\(crashes - rest) crashes), the other \(rest) crashes are not above the bound")
                 }
             }
         }
@@ -142,9 +142,10 @@ public struct RateCheck: Sendable, Hashable {
 public struct CrashSpread: Sendable, Hashable {
     /// Distinct units.
     public var units: Int
-    /// Distinct source addresses; nil when they do not count (reporters' sessions come from their own servers).
+    /// Distinct source networks (an IPv4 address's /24, an IPv6 address's /48: ``IPAddress/network``); nil when
+    /// they do not count (reporters' sessions come from their own servers).
     public var addresses: Int?
-    /// The crashed sessions left when those of the busiest addresses are left out (`min_addresses − 1` of them);
+    /// The crashed sessions left when those of the busiest networks are left out (`min_addresses − 1` of them);
     /// nil when addresses do not count.
     public var crashesBeyondBusiest: Int64?
 
@@ -154,9 +155,10 @@ public struct CrashSpread: Sendable, Hashable {
         self.crashesBeyondBusiest = crashesBeyondBusiest
     }
 
-    /// The spread of some crash records (addresses counted for clients' only).
+    /// The spread of some crash records (addresses counted for clients' only, by network: a host that may pick any
+    /// address of a /48, or a few neighbours in one /24, count as one).
     ///
-    /// - Parameter busiest: how many of the addresses with the most crashes `crashesBeyondBusiest` leaves out.
+    /// - Parameter busiest: how many of the networks with the most crashes `crashesBeyondBusiest` leaves out.
     public init(_ records: some Sequence<CrashRecord>, source: EventSource, leavingOut busiest: Int = 0) {
         var units = Set<String>()
         var perAddress: [String: Int64] = [:]
@@ -164,7 +166,7 @@ public struct CrashSpread: Sendable, Hashable {
         for record in records {
             units.insert(record.unit)
             // A session from an unknown address counts as its own address.
-            perAddress[record.address ?? "unknown:\(record.id)", default: 0] += 1
+            perAddress[record.address.map(AddressBlock.network(ofKey:)) ?? "unknown:\(record.id)", default: 0] += 1
             total += 1
         }
         guard source == .client else {
@@ -358,6 +360,8 @@ public enum GuardRule {
             exceeding.append((dimension, check))
             guard allowed.contains(dimension.kind.rawValue), dimension.value != CrashGuardPolicy.otherValue,
                   !gate.isDisabled(in: scope) else { continue }
+            // Clients choose their cities and cohorts: only where riders are (declared, named, or reported widely).
+            if source == .client, counts.scopes?.shortfall(dimension) != nil { continue }
             let outside = clamped(population - tally)
             let outsideBaseline = clamped(withoutSwitch - baseline)
             let complement = RateCheck(outside, withoutSwitch: outsideBaseline, policy: policy)

@@ -173,7 +173,8 @@ public enum GuardSimulation {
                         events.append(StoredEvent(id: "f\(forged)", time: now, city: city,
                                                   payload: .session(crashed: true, switches: [forger.key], variants: [:]),
                                                   unit: forger.newUnitEachSession ? "forged\(forged)" : "forger\(address)",
-                                                  address: "203.0.113.\(address)"))
+                                                  // A network of its own each (the guard counts /24s).
+                                                  address: "198.18.\(address % 256).\(1 + address / 256)"))
                     }
                 }
                 let admitted = ledger.admit(events, admission: admission)

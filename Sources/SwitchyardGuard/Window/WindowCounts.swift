@@ -96,6 +96,9 @@ public struct GuardCounts: Sendable {
     private var sums: [EventSource: [EventSubject: [EventDimension: EventTally]]]
     /// The crashed sessions of the span, of every source.
     public private(set) var crashes: [CrashRecord]
+    /// Which cities and cohorts a trip on clients' evidence may be scoped to; nil: any counted on its own (counts held
+    /// in memory, which the worker confirms on the store's with this set).
+    public var scopes: ScopeEligibility?
 
     init(sums: [EventSource: [EventSubject: [EventDimension: EventTally]]], crashes: [CrashRecord]) {
         self.sums = sums

@@ -383,13 +383,15 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             let counts = try await store.eventCounts(EventCountQuery(
                 namespace: namespace, from: from, until: now + 86_400, subjects: [.pluginSwitch, .baseline]))
             let crashes = try await store.crashRecords(in: namespace, from: from, until: now + 86_400)
-            let assessment = GuardRule.assess(key: key, counts: GuardCounts(counts, crashes: crashes), policy: policy, gate: gate)
+            var sums = GuardCounts(counts, crashes: crashes)
+            sums.scopes = try await scopes(of: state.flagSet, in: namespace, from: from, until: now)
+            let assessment = GuardRule.assess(key: key, counts: sums, policy: policy, gate: gate)
             guard let trip = assessment.trip else {
                 count(namespace, "no_trip")
                 return
             }
             let action = GuardBudget.decide(
-                trip, tripsInLastHour: history.automaticTrips(since: now - GuardBudget.period),
+                trip, tripsInLastHour: history.automaticTrips(since: now - GuardBudget.period, scoped: !trip.scope.isEverywhere),
                 openScopedDisables: history.openScopedTrips(of: key),
                 pending: history.awaitsPerson(key, in: trip.scope, flagSet: state.flagSet, now: now, cooldown: policy.cooldown.timeInterval))
             switch action {
@@ -596,12 +598,14 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         let crashes = try await store.crashRecords(in: state.record.name, from: now - longest.timeInterval, until: now + 86_400)
         let window = WindowCounts(counts, crashes: crashes)
         let history = shared.withLock { $0.namespaces[state.record.name]?.history } ?? GuardHistory()
+        let scopes = try await scopes(of: state.flagSet, in: state.record.name, from: now - longest.timeInterval, until: now)
         var spans: [Int64: GuardCounts] = [:]
         let statuses: [SwitchStatus] = state.flagSet.flags.compactMap { flag in
             guard let gate = flag.pluginSwitch else { return nil }
             let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: gate.crashGuard)
             let span = Self.span(flag.key, policy: policy, history: history, now: now)
-            let sums = spans[span.from] ?? window.counts(from: span.from, until: Int64.max)
+            var sums = spans[span.from] ?? window.counts(from: span.from, until: Int64.max)
+            sums.scopes = scopes
             spans[span.from] = sums
             let assessment = GuardRule.assess(key: flag.key, counts: sums, policy: policy, gate: gate)
             return SwitchStatus(key: flag.key, gate: gate, assessment: assessment, from: Date(milliseconds: span.from), until: now,
@@ -611,8 +615,10 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         }
         let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: nil)
         return GuardOverview(switches: statuses, proposals: history.openProposals(in: state.flagSet),
-                             tripsLastHour: history.automaticTrips(since: now - GuardBudget.period),
-                             maximumTripsPerHour: policy.maximumTripsPerHour)
+                             tripsLastHour: history.automaticTrips(since: now - GuardBudget.period, scoped: false),
+                             maximumTripsPerHour: policy.maximumTripsPerHour,
+                             scopedTripsLastHour: history.automaticTrips(since: now - GuardBudget.period, scoped: true),
+                             maximumScopedTripsPerHour: policy.maximumScopedTripsPerHour)
     }
 
     /// The proposals of a namespace, newest first, with what became of each (for the API).
@@ -632,6 +638,17 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     }
 }
 
+extension CrashGuard {
+    /// The cities and cohorts a trip on clients' evidence may be scoped to (``ScopeEligibility``), from the reach the
+    /// store counted over the admission windows that overlap `[from, until]`.
+    func scopes(of flagSet: FlagSet, in namespace: String, from: Date, until: Date) async throws -> ScopeEligibility {
+        let admission = EventAdmission(policy: CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil))
+        let reach = try await store.scopeReach(in: namespace, from: Date(milliseconds: admission.windowStart(of: from)),
+                                               until: until + 86_400)
+        return ScopeEligibility(flagSet: flagSet, reach: reach)
+    }
+}
+
 /// The switch changed between the guard's decision and its commit.
 struct GuardStaleDecision: Error {}
 
@@ -640,9 +657,12 @@ struct GuardStaleDecision: Error {}
 package struct GuardOverview: Sendable {
     var switches: [SwitchStatus]
     var proposals: [GuardHistory.Proposal]
-    /// The guard's own disables in the last hour.
+    /// The guard's own global disables in the last hour.
     var tripsLastHour: Int
     var maximumTripsPerHour: Int
+    /// The guard's own scoped disables in the last hour.
+    var scopedTripsLastHour: Int
+    var maximumScopedTripsPerHour: Int
 }
 
 /// One plugin switch as the guard sees it now.

@@ -172,6 +172,11 @@ struct GuardHistory: Sendable {
         trips.values.count { $0.isAutomatic && $0.time >= since }
     }
 
+    /// The guard's own disables since a time of one kind: everywhere, or scoped (each has a budget of its own).
+    func automaticTrips(since: Date, scoped: Bool) -> Int {
+        trips.values.count { $0.isAutomatic && $0.time >= since && $0.scope.isEverywhere != scoped }
+    }
+
     /// The scoped disables the guard (or a person applying its proposal) made on a switch that are still in force.
     func openScopedTrips(of key: String) -> Int {
         openTrips(of: key).count { !$0.scope.isEverywhere }

@@ -29,6 +29,7 @@ extension API {
         return .json(GuardOverviewBody(
             namespace: namespace, version: state.record.version, time: Date().iso8601, rule: "wilson-lower-bound",
             maximumTripsPerHour: overview.maximumTripsPerHour, tripsLastHour: overview.tripsLastHour,
+            maximumScopedTripsPerHour: overview.maximumScopedTripsPerHour, scopedTripsLastHour: overview.scopedTripsLastHour,
             proposals: try proposals.map { proposal throws(WireError) in try View.proposal(proposal, state: .open, namespace: namespace) },
             switches: try statuses.map { status throws(WireError) in try View.switchStatus(status) }
         ).json, headers: etagHeaders(state.record))

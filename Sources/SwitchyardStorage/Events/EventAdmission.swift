@@ -129,93 +129,129 @@ public struct EventAdmission: Sendable, Hashable {
         return milliseconds - (remainder < 0 ? remainder + size : remainder)
     }
 
-    /// One batch's admission, step by step: the backend adds `contributions` and passes the totals to
-    /// `admit(totals:)`, adds `frequencies` and passes the most frequent values of each of `rankings` to
-    /// `counted(ranked:)`.
+    /// One batch's admission, step by step, in three round trips to the admission windows:
+    ///
+    /// 1. The backend adds `contributions` (the sessions each source address block adds) and passes the totals to
+    ///    `admitAddresses(totals:)`: sessions past an address's cap are left out here, before anything of their
+    ///    unit is written (a forger's made-up units cost no rows).
+    /// 2. It adds `unitContributions` (the sessions each unit adds, of those left) and passes the totals to
+    ///    `admitUnits(totals:)`.
+    /// 3. It adds `frequencies` (the admitted sessions each undeclared city and cohort adds, with the reach of
+    ///    their units and networks), writing a value that has no row yet only while its window and kind hold fewer
+    ///    than ``EventAdmission/maximumValuesPerWindow`` values (the rest fold into `(other)`, writing nothing), and
+    ///    passes the most frequent values of each of `rankings` to `counted(ranked:)`.
     public struct Plan: Sendable {
         public let admission: EventAdmission
         let events: [StoredEvent]
-        /// Per event: the unit and address keys it counts against (nil when not capped).
-        let keys: [(unit: WindowKey?, address: WindowKey?)]
-        /// The sessions each unit and address adds, in key order.
+        /// Per event: the address blocks it counts against, each with its cap (empty when not capped).
+        let addressKeys: [[(key: WindowKey, cap: Int)]]
+        /// Per event: the unit key it counts against (nil when not capped).
+        let unitKeys: [WindowKey?]
+        /// Step 1: the sessions each address block adds, in key order.
         public let contributions: [(key: WindowKey, count: Int64)]
-        /// Per event: nil when admitted, else why not (after `admit`).
+        /// Step 2 (after `admitAddresses`): the sessions each unit adds, of those within their address caps, in key
+        /// order.
+        public private(set) var unitContributions: [(key: WindowKey, count: Int64)] = []
+        /// Per event: nil when admitted, else why not (after `admitUnits`).
         var refusals: [EventDropReason?]
-        /// The events each undeclared city and cohort adds, in key order (after `admit`).
-        public private(set) var frequencies: [(key: WindowKey, count: Int64)] = []
-        /// The windows and kinds whose most frequent values `counted(ranked:)` needs (after `admit`).
+        /// Step 3 (after `admitUnits`): the admitted sessions each undeclared city and cohort adds, in key order.
+        public private(set) var frequencies: [Frequency] = []
+        /// The windows and kinds whose most frequent values `counted(ranked:)` needs (after `admitUnits`).
         public private(set) var rankings: [Ranking] = []
 
         /// Plans the admission of new events (duplicates already left out), in arrival order.
         public init(_ events: [StoredEvent], admission: EventAdmission) {
             self.admission = admission
             self.events = events
-            var keys: [(unit: WindowKey?, address: WindowKey?)] = []
+            var addressKeys: [[(key: WindowKey, cap: Int)]] = []
+            var unitKeys: [WindowKey?] = []
             var counts: [WindowKey: Int64] = [:]
             for event in events {
                 guard case .session = event.payload else {
-                    keys.append((nil, nil))
+                    addressKeys.append([])
+                    unitKeys.append(nil)
                     continue
                 }
                 let window = admission.windowStart(of: event.time)
-                var unit: WindowKey?
-                var address: WindowKey?
-                if admission.maximumSessionsPerUnit != nil {
-                    unit = WindowKey(window: window, kind: event.source == .reporter ? .reporterUnit : .unit,
-                                     value: EventAdmission.unitKey(of: event))
+                var blocks: [(key: WindowKey, cap: Int)] = []
+                if let cap = admission.maximumSessionsPerAddress, event.source == .client, let address = event.address {
+                    blocks = AddressBlock.blocks(ofKey: address).map { (WindowKey(window: window, kind: .address, value: $0.key), $0.cap(cap)) }
                 }
-                if admission.maximumSessionsPerAddress != nil, event.source == .client, let value = event.address {
-                    address = WindowKey(window: window, kind: .address, value: value)
-                }
-                for key in [unit, address].compactMap({ $0 }) { counts[key, default: 0] += 1 }
-                keys.append((unit, address))
+                for block in blocks { counts[block.key, default: 0] += 1 }
+                addressKeys.append(blocks)
+                unitKeys.append(admission.maximumSessionsPerUnit == nil ? nil
+                    : WindowKey(window: window, kind: event.source == .reporter ? .reporterUnit : .unit, value: EventAdmission.unitKey(of: event)))
             }
-            self.keys = keys
+            self.addressKeys = addressKeys
+            self.unitKeys = unitKeys
             contributions = counts.sorted { $0.key < $1.key }.map { (key: $0.key, count: $0.value) }
             refusals = Array(repeating: nil, count: events.count)
         }
 
-        /// Decides which sessions count, from each key's total after this batch's contributions were added.
-        ///
-        /// The batch's sessions of a key hold the last of its total's places, in batch order; a session is
-        /// admitted when its places for its unit and its address are within their caps.
-        public mutating func admit(totals: [WindowKey: Int64]) {
+        /// Places a batch's sessions of each key after the total before it: each key's sessions hold the last of its
+        /// total's places, in batch order.
+        struct Places {
             var next: [WindowKey: Int64] = [:]
-            for (key, count) in contributions { next[key] = (totals[key] ?? count) - count }
-            func place(_ key: WindowKey?, cap: Int?) -> Bool {
-                guard let key, let cap else { return true }
+
+            init(_ contributions: [(key: WindowKey, count: Int64)], totals: [WindowKey: Int64]) {
+                for (key, count) in contributions { next[key] = (totals[key] ?? count) - count }
+            }
+
+            /// Takes the key's next place; whether it is within the cap.
+            mutating func take(_ key: WindowKey, cap: Int) -> Bool {
                 let index = next[key, default: 0]
                 next[key] = index + 1
                 return index < Int64(cap)
             }
-            var values: [WindowKey: Int64] = [:]
-            for (index, event) in events.enumerated() {
-                let unitFits = place(keys[index].unit, cap: admission.maximumSessionsPerUnit)
-                let addressFits = place(keys[index].address, cap: admission.maximumSessionsPerAddress)
-                if !unitFits {
-                    refusals[index] = .unitCap
-                } else if !addressFits {
+        }
+
+        /// Step 1: decides which sessions are within their address caps (at every block), from each block's total
+        /// after this batch's contributions were added; the rest are left out, and only the others' units count.
+        public mutating func admitAddresses(totals: [WindowKey: Int64]) {
+            var places = Places(contributions, totals: totals)
+            var counts: [WindowKey: Int64] = [:]
+            for index in events.indices {
+                var fits = true
+                for block in addressKeys[index] where !places.take(block.key, cap: block.cap) { fits = false }
+                if !fits {
                     refusals[index] = .addressCap
-                }
-                guard refusals[index] == nil, let limit = admission.maximumScopeValues, limit > 0 else { continue }
-                let window = admission.windowStart(of: event.time)
-                if admission.cities == nil, let city = event.city, city != CrashGuardPolicy.otherValue {
-                    values[WindowKey(window: window, kind: .city, value: city), default: 0] += 1
-                }
-                if admission.cohorts == nil {
-                    for cohort in Set(event.cohorts) where cohort != CrashGuardPolicy.otherValue {
-                        values[WindowKey(window: window, kind: .cohort, value: cohort), default: 0] += 1
-                    }
+                } else if let unit = unitKeys[index] {
+                    counts[unit, default: 0] += 1
                 }
             }
-            frequencies = values.sorted { $0.key < $1.key }.map { (key: $0.key, count: $0.value) }
+            unitContributions = counts.sorted { $0.key < $1.key }.map { (key: $0.key, count: $0.value) }
+        }
+
+        /// Step 2: decides which sessions are within their unit caps, from each unit's total after this batch's
+        /// contributions were added, and what the admitted sessions add to their cities' and cohorts' frequencies.
+        public mutating func admitUnits(totals: [WindowKey: Int64]) {
+            var places = Places(unitContributions, totals: totals)
+            var values: [WindowKey: Frequency] = [:]
+            for (index, event) in events.enumerated() where refusals[index] == nil {
+                if let unit = unitKeys[index], let cap = admission.maximumSessionsPerUnit, !places.take(unit, cap: cap) {
+                    refusals[index] = .unitCap
+                    continue
+                }
+                guard case .session = event.payload, let limit = admission.maximumScopeValues, limit > 0 else { continue }
+                let window = admission.windowStart(of: event.time)
+                let reach = Reach(event)
+                func add(_ kind: Kind, _ value: String) {
+                    let key = WindowKey(window: window, kind: kind, value: value)
+                    values[key, default: Frequency(key: key)].add(reach)
+                }
+                if admission.cities == nil, let city = event.city, city != CrashGuardPolicy.otherValue { add(.city, city) }
+                if admission.cohorts == nil {
+                    for cohort in Set(event.cohorts) where cohort != CrashGuardPolicy.otherValue { add(.cohort, cohort) }
+                }
+            }
+            frequencies = values.values.sorted { $0.key < $1.key }
             rankings = Set(frequencies.map { Ranking(window: $0.key.window, kind: $0.key.kind) }).sorted()
         }
 
         /// The events that count, with their cities and cohorts as counted, and those a cap left out.
         ///
-        /// - Parameter ranked: for each of `rankings`, the `maximumScopeValues` values with the most events in
-        ///   the window (this batch's included).
+        /// - Parameter ranked: for each of `rankings`, the `maximumScopeValues` values with the most sessions in
+        ///   the window (this batch's included) among those written.
         public func counted(ranked: [Ranking: Set<String>]) -> (events: [StoredEvent], dropped: [EventDrop]) {
             var counted: [StoredEvent] = []
             var dropped: [EventDrop] = []
@@ -246,6 +282,71 @@ public struct EventAdmission: Sendable, Hashable {
         }
     }
 
+    /// What the admitted sessions of one undeclared city or cohort add in a window: their number, and which units
+    /// and networks reported them (``Reach``).
+    public struct Frequency: Sendable, Hashable {
+        public var key: WindowKey
+        public var sessions: Int64 = 0
+        public var reach = Reach()
+
+        public init(key: WindowKey, sessions: Int64 = 0, reach: Reach = Reach()) {
+            self.key = key
+            self.sessions = sessions
+            self.reach = reach
+        }
+
+        mutating func add(_ other: Reach) {
+            sessions += 1
+            reach.formUnion(other)
+        }
+    }
+
+    /// Which units and which networks (an IPv4 /24, an IPv6 /48: ``IPAddress/network``) reported a value: a bit of
+    /// a 64-bit sketch per unit and per network, set by a hash of it. Bits only ever join (`|`), so the sketch of a
+    /// window is the same whatever order its sessions came in, and on every backend; and the number of bits set is
+    /// at most the number of distinct units (networks) that reported the value: a lower bound, so a forger from
+    /// few networks can never look like many.
+    public struct Reach: Sendable, Hashable {
+        /// One bit per unit seen (by hash).
+        public var units: Int64 = 0
+        /// One bit per network seen (by hash).
+        public var networks: Int64 = 0
+
+        public init(units: Int64 = 0, networks: Int64 = 0) {
+            self.units = units
+            self.networks = networks
+        }
+
+        /// The reach of one session: its unit's bit, and its source network's bit when it has an address.
+        init(_ event: StoredEvent) {
+            units = Self.bit(EventAdmission.unitKey(of: event))
+            networks = event.address.map { Self.bit(AddressBlock.network(ofKey: $0)) } ?? 0
+        }
+
+        static func bit(_ text: String) -> Int64 {
+            Int64(bitPattern: 1 << UInt64(Murmur3Hasher.hash(Array(text.utf8), seed: 0x5243_4831) % 64))
+        }
+
+        public mutating func formUnion(_ other: Reach) {
+            units |= other.units
+            networks |= other.networks
+        }
+
+        /// At least this many distinct units reported the value.
+        public var unitCount: Int { units.nonzeroBitCount }
+        /// At least this many distinct networks reported the value.
+        public var networkCount: Int { networks.nonzeroBitCount }
+    }
+
+    /// The most undeclared cities (and, apart, cohorts) an admission window writes: ten times `maximumScopeValues`.
+    /// A value first seen once the window holds that many is counted as `(other)` and writes nothing, so a stream of
+    /// made-up values costs the store a bounded number of rows per window, however many it makes up.
+    public var maximumValuesPerWindow: Int {
+        guard let values = maximumScopeValues else { return .max }
+        let (product, overflow) = values.multipliedReportingOverflow(by: 10)
+        return overflow ? .max : product
+    }
+
     /// Admission windows kept in memory: the same decisions as a backend's, for simulations and tests.
     public struct Ledger: Sendable {
         private var totals: [WindowKey: Int64] = [:]
@@ -256,14 +357,14 @@ public struct EventAdmission: Sendable, Hashable {
         /// Admits a batch of new events.
         public mutating func admit(_ events: [StoredEvent], admission: EventAdmission) -> (events: [StoredEvent], dropped: [EventDrop]) {
             var plan = Plan(events, admission: admission)
-            var after: [WindowKey: Int64] = [:]
-            for (key, count) in plan.contributions {
-                totals[key, default: 0] += count
-                after[key] = totals[key]
-            }
-            plan.admit(totals: after)
-            for (key, count) in plan.frequencies {
-                frequencies[Ranking(window: key.window, kind: key.kind), default: [:]][key.value, default: 0] += count
+            plan.admitAddresses(totals: add(plan.contributions))
+            plan.admitUnits(totals: add(plan.unitContributions))
+            for frequency in plan.frequencies {
+                let ranking = Ranking(window: frequency.key.window, kind: frequency.key.kind)
+                var values = frequencies[ranking] ?? [:]
+                if values[frequency.key.value] == nil, values.count >= admission.maximumValuesPerWindow { continue }
+                values[frequency.key.value, default: 0] += frequency.sessions
+                frequencies[ranking] = values
             }
             var ranked: [Ranking: Set<String>] = [:]
             for ranking in plan.rankings {
@@ -273,6 +374,18 @@ public struct EventAdmission: Sendable, Hashable {
             }
             return plan.counted(ranked: ranked)
         }
+
+        private mutating func add(_ contributions: [(key: WindowKey, count: Int64)]) -> [WindowKey: Int64] {
+            var after: [WindowKey: Int64] = [:]
+            for (key, count) in contributions {
+                totals[key, default: 0] += count
+                after[key] = totals[key]
+            }
+            return after
+        }
+
+        /// The values written for a window and kind (for tests: bounded by `maximumValuesPerWindow`).
+        public func values(in ranking: Ranking) -> Int { frequencies[ranking]?.count ?? 0 }
 
         /// Forgets windows starting before a time (milliseconds).
         public mutating func prune(before window: Int64) {

@@ -11,11 +11,13 @@ import SwitchyardCore
 /// - `ingestEvents` runs in one transaction and is durable when it returns, like a flag change: for each
 ///   event in order, record its id for the namespace unless recorded already (an id seen before, in an earlier
 ///   call, in this call, or before a restart, is a duplicate and counts nothing). Then admit the new events
-///   with an ``EventAdmission/Plan`` over the namespace's admission windows (the counts of sessions each unit and
-///   address contributed, and of events per city and cohort, per window): add its `contributions` and pass the
-///   totals after adding them to `admit(totals:)`; add the frequencies that returns and pass the most frequent
-///   values of each window and kind it names (`rankings`; most events first, then by value) to
-///   `counted(ranked:)`. Add the increments of the events it counts, computed with
+///   with an ``EventAdmission/Plan`` over the namespace's admission windows (the counts of sessions each address
+///   block and unit contributed, and of sessions per city and cohort with their ``EventAdmission/Reach``, per
+///   window): add its `contributions` and pass the totals after adding them to `admitAddresses(totals:)`; add its
+///   `unitContributions` and pass the totals to `admitUnits(totals:)`; add the `frequencies` that returns (sessions
+///   summed, reach joined with `|`), writing a value without a row only while its window and kind hold fewer than
+///   ``EventAdmission/maximumValuesPerWindow`` values; then pass the most frequent values of each window and kind
+///   it names (`rankings`; most sessions first, then by value) to `counted(ranked:)`. Add the increments of the events it counts, computed with
 ///   ``EventAggregation/increments(of:)``, to the counters, and record their crashed sessions
 ///   (``EventAggregation/crashes(of:)``). Rows are written in the order these functions return them (a fixed
 ///   order, so concurrent batches cannot deadlock on the same rows). Nothing is counted when the call throws.
@@ -26,6 +28,8 @@ import SwitchyardCore
 ///   dimension, then bucket.
 /// - `crashRecords` returns the recorded crashed sessions of a namespace whose bucket starts in `[from, until)`,
 ///   oldest bucket first, then by id.
+/// - `scopeReach` joins the reach of each city and cohort written in the admission windows that start in
+///   `[from, until)`.
 /// - `pruneEventIDs(before:)` forgets the ids of events whose time is before the date, and never touches
 ///   counters. The server keeps ids for longer than it accepts old events, so a forgotten id can only come
 ///   back on an event that is refused as too old.
@@ -57,6 +61,10 @@ public protocol EventStore: Sendable {
 
     /// The crashed sessions recorded for a namespace, over a time range.
     func crashRecords(in namespace: String, from: Date, until: Date) async throws -> [CrashRecord]
+
+    /// Which units and networks reported each undeclared city and cohort, over the admission windows that start in
+    /// a time range.
+    func scopeReach(in namespace: String, from: Date, until: Date) async throws -> [EventDimension: EventAdmission.Reach]
 
     /// Forgets the ids of events older than a date.
     ///
