@@ -84,10 +84,11 @@ public func buildApplication(
         store: store, hub: hub,
         auth: Authenticator(store: store, maximumAge: configuration.tokenCacheMaximumAge, metricsFactory: factory),
         configuration: configuration,
-        metricsFactory: factory, logger: logger,
+        metricsFactory: factory, logger: logger, rateLimiter: RateLimiter(clock: configuration.rateClock),
         console: ConsoleSite.load(enabled: configuration.console, logger: logger),
         eventIngestor: EventIngestor(capacity: configuration.maximumEventBacklog, rowBudget: configuration.eventRowsPerTransaction,
-                                     metricsFactory: factory))
+                                     metricsFactory: factory),
+        eventRates: RateLimiter(clock: configuration.rateClock), longPollRates: RateLimiter(clock: configuration.rateClock))
     // Subscribe before loading, so no write committed elsewhere meanwhile is missed.
     let notifications = store.notifications()
     try await service.load()

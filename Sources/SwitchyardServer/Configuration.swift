@@ -96,6 +96,9 @@ public struct ServerConfiguration: Sendable {
     /// How often every running release plan is looked at (and stepped when its evidence says so). Steps are
     /// announced to `guardWebhookURL` too.
     public var releasePlanInterval: Duration = .seconds(30)
+    /// The time rate budgets refill by, as a duration since any fixed origin; nil: the continuous clock. Tests move
+    /// their own.
+    package var rateClock: (@Sendable () -> Duration)?
     /// The proxies whose forwarding header (`X-Forwarded-For`, or `Forwarded` when they are set so) says where a
     /// request came from; a request from any other peer comes from that peer.
     public var trustedProxies = TrustedProxies()

@@ -18,7 +18,7 @@ package struct FlagService: Sendable {
     package let metricsFactory: any MetricsFactory
     package let logger: Logger
     /// Per-token request budgets of OFREP evaluations.
-    package let rateLimiter = RateLimiter()
+    package let rateLimiter: RateLimiter
     /// The web console's files and headers (`/console/`).
     var console = ConsoleSite(unavailable: "the web console is not set up on this flagsd")
     /// Told after each batch of client events commits (the crash guard adds itself here).
@@ -29,9 +29,9 @@ package struct FlagService: Sendable {
     /// change waits long behind events (Events/EventIngestion.swift).
     package let eventIngestor: EventIngestor
     /// Per-token and per-address budgets of events posted.
-    package let eventRates = RateLimiter()
+    package let eventRates: RateLimiter
     /// Per-address and per-token budgets of long-polls parked (their own lock: a flood of events never holds it).
-    package let longPollRates = RateLimiter()
+    package let longPollRates: RateLimiter
 
     /// Where a request came from: its TCP peer, or behind a trusted proxy the address the proxies forwarded
     /// (``TrustedProxies``). Nil when the peer is unknown (requests sent in-process).

@@ -72,4 +72,39 @@ struct RateBucketsTests {
         for index in 0..<5000 { _ = buckets.spend("other-\(index)", ratePerMinute: 10, now: .seconds(62)) }
         #expect(buckets.spend("late", ratePerMinute: 10, now: .seconds(62)) == .limited(retryAfterSeconds: 5))
     }
+
+    /// A request spending several budgets spends all or none: the refused party's budget is the only one it touches.
+    @Test func severalBudgetsAreSpentAllOrNothingNamingTheFirstThatRefuses() {
+        var buckets = RateBuckets()
+        let budgets = [RateBuckets.Budget(key: "address", ratePerMinute: 2, cost: 1), RateBuckets.Budget(key: "token", ratePerMinute: 10, cost: 3)]
+        #expect(buckets.spend(budgets, now: .zero) == nil)
+        #expect(buckets.spend(budgets, now: .zero) == nil)
+        // The address is spent (2 a minute): refused, and the token keeps its 4.
+        #expect(buckets.spend(budgets, now: .zero) == RateBuckets.Refusal(index: 0, retryAfterSeconds: 30))
+        #expect(buckets.spend([RateBuckets.Budget(key: "token", ratePerMinute: 10, cost: 4)], now: .zero) == nil)
+        // 30 s on, the address has one again and the token five, which another request spends: now the token
+        // refuses, and the address is not charged.
+        #expect(buckets.spend([RateBuckets.Budget(key: "token", ratePerMinute: 10, cost: 5)], now: .seconds(30)) == nil)
+        #expect(buckets.spend(budgets, now: .seconds(30)) == RateBuckets.Refusal(index: 1, retryAfterSeconds: 18))
+        #expect(buckets.spend([RateBuckets.Budget(key: "address", ratePerMinute: 2, cost: 1)], now: .seconds(30)) == nil)
+        // Asking without charging spends nothing.
+        var asked = RateBuckets()
+        for _ in 0..<5 { #expect(asked.spend([RateBuckets.Budget(key: "a", ratePerMinute: 1)], charge: false, now: .zero) == nil) }
+        #expect(asked.spend("a", ratePerMinute: 1, now: .zero) == .allowed)
+    }
+
+    /// Rates up to the most flagsd accepts (100,000,000 a minute) hold: the refill of an idle minute no longer
+    /// overflows (it did past about 77,000,000), and higher rates are clamped to it.
+    @Test func theHighestRatesHoldWithoutOverflow() {
+        var buckets = RateBuckets()
+        for rate in [76_000_000, 77_000_000, 100_000_000, 200_000_000] {
+            let key = "r\(rate)"
+            #expect(buckets.spend(key, cost: 1_000, ratePerMinute: rate, now: .zero) == .allowed)
+            // A minute and more later the bucket is full again, without trapping.
+            #expect(buckets.spend(key, cost: 1_000, ratePerMinute: rate, now: .seconds(59)) == .allowed)
+            #expect(buckets.spend(key, cost: 1_000, ratePerMinute: rate, now: .seconds(3600)) == .allowed)
+        }
+        #expect(buckets.spend("max", cost: 100_000_000, ratePerMinute: 200_000_000, now: .zero) == .allowed)
+        #expect(buckets.spend("max", cost: 1, ratePerMinute: 200_000_000, now: .zero) == .limited(retryAfterSeconds: 1))
+    }
 }

@@ -357,6 +357,8 @@ struct SnapshotFastPathTests {
             $0.trustedProxies = CrashGuardTests.proxies
             $0.longPollRatePerAddress = 2
             $0.longPollRatePerToken = 3
+            // Budgets that never refill: the test does not depend on how long the machine takes between requests.
+            $0.rateClock = { .zero }
         }
         try await withLongPolls(limits) { app, server, port, tag, version in
             let client = try #require(app.tokens["client"])
@@ -447,6 +449,9 @@ private func parkedSnapshotRequest(_ app: TestApp, _ server: FlagsServer, port: 
 func freshTokenCacheConfiguration() -> ServerConfiguration {
     var configuration = ServerConfiguration(port: 0, maximumWait: 600)
     configuration.tokenCacheMaximumAge = .seconds(3600)
+    // Live tests read /metrics as a scraper inside the network would; that it needs a token by default is
+    // AdminRouteTests' subject.
+    configuration.openMetrics = true
     return configuration
 }
 

@@ -113,25 +113,26 @@ struct RateBuckets: Sendable {
     }
 }
 
-/// `RateBuckets` shared by every request, on the continuous clock.
+/// `RateBuckets` shared by every request, on the continuous clock (or one a test moves).
 package final class RateLimiter: Sendable {
     private let buckets = Mutex(RateBuckets())
-    private let clock = ContinuousClock()
-    private let origin: ContinuousClock.Instant
+    private let clock: @Sendable () -> Duration
 
-    package init() {
-        origin = clock.now
+    /// - Parameter clock: the time since any fixed origin; nil: the continuous clock.
+    package init(clock: (@Sendable () -> Duration)? = nil) {
+        let origin = ContinuousClock.now
+        self.clock = clock ?? { origin.duration(to: ContinuousClock.now) }
     }
 
     /// Spends a request of a key's budget at its rate (requests per minute).
     func spend(_ key: String, cost: Int = 1, ratePerMinute: Int) -> RateBuckets.Decision {
-        let now = origin.duration(to: clock.now)
+        let now = clock()
         return buckets.withLock { $0.spend(key, cost: cost, ratePerMinute: ratePerMinute, now: now) }
     }
 
     /// Spends a request of several budgets, all or nothing (``RateBuckets/spend(_:charge:now:)``).
     func spend(_ budgets: [RateBuckets.Budget], charge: Bool = true) -> RateBuckets.Refusal? {
-        let now = origin.duration(to: clock.now)
+        let now = clock()
         return buckets.withLock { $0.spend(budgets, charge: charge, now: now) }
     }
 }

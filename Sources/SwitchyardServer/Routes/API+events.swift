@@ -43,10 +43,18 @@ extension API {
             // Before the body is read: an address with nothing left costs no parsing.
             throw addressRefusal(address, rate, refusal, namespace: namespace)
         }
-        let body = try await request.jsonBody(limit: bodyLimit)
         let now = Date()
         let limits = service.configuration.eventLimits
-        var batch = try EventBatch(body, now: now, limits: limits, source: source, address: address?.key)
+        var batch: EventBatch
+        do {
+            batch = try EventBatch(try await request.jsonBody(limit: bodyLimit), now: now, limits: limits, source: source, address: address?.key)
+        } catch {
+            // A body that is no batch costs its sender one event, so a stream of them is refused like any other.
+            if source == .client, let address, let rate = service.configuration.eventRatePerAddress {
+                _ = service.eventRates.spend(address.budgets("events", ratePerMinute: rate))
+            }
+            throw error
+        }
         try spendEventBudgets(batch, token: token, source: source, address: address, namespace: namespace)
         let flagSet = snapshot.flagSet
         let unknown = batch.removeUnknown(in: flagSet)
