@@ -139,10 +139,12 @@ struct CrashGuardTests {
         #expect(evidence["crash_rate"] == .double(0.1))
         #expect(evidence["bound"] == .double(0.02))
         #expect(evidence["window"] == .string("10m"))
-        // The change feed and the audit route carry it too.
-        let change = try await app.send(.get, "/v1/namespaces/rider/changes/\(before.version + 1)", token: "client")
+        // The change feed carries it too, for editors (a client token reads only what snapshots show).
+        let change = try await app.send(.get, "/v1/namespaces/rider/changes/\(before.version + 1)", token: "editor")
         #expect(change.json["evidence"]?["crashes"] == .int64(30))
         #expect(change.json["source"] == .string("crash-guard"))
+        let seenByClients = try await app.send(.get, "/v1/namespaces/rider/changes/\(before.version + 1)", token: "client")
+        #expect(seenByClients.json["evidence"] == nil && seenByClients.json["reason"] == nil)
         let metrics = try await app.send(.get, "/metrics", token: "metrics")
         #expect(metrics.text.contains(#"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_feed_promos",scope="global"} 1"#))
         // Switches that never tripped have their counters at 0, so Prometheus sees a first trip as an increase.

@@ -1,6 +1,7 @@
 import HTTPTypes
 import SwitchyardCore
 @testable import SwitchyardServer
+import SwitchyardSQLite
 import SwitchyardStorage
 import TestSupport
 import Testing
@@ -111,11 +112,15 @@ struct SnapshotRouteTests {
         #expect(all.json["changes"]?.arrayValue?.compactMap { $0["version"]?.int64Value } == [1, 2])
         #expect(all.json["version"]?.int64Value == 2)
         #expect(all.json["next_after"]?.int64Value == 2)
+        // A client token reads what snapshots show: what changed, not who or why.
         let entry = try #require(all.json["changes"]?.arrayValue?.last)
-        #expect(entry["actor"] == .string("editor"))
-        #expect(entry["reason"] == .string("r1"))
-        #expect(entry["source"] == .string("api"))
         #expect(entry["changes"]?.arrayValue?.first?["after"]?["disabled"] == .bool(true))
+        #expect(entry.objectValue.map { Set($0.memberKeys) } == ["version", "time", "changes"])
+        // An editor reads all of it.
+        let full = try #require(try await app.send(.get, "/v1/namespaces/rider/changes", token: "editor").json["changes"]?.arrayValue?.last)
+        #expect(full["actor"] == .string("editor"))
+        #expect(full["reason"] == .string("r1"))
+        #expect(full["source"] == .string("api"))
 
         // A long-poll of up to 600 s, parked within 300 s: it still waits when the change is made.
         async let waiting = app.send(.get, "/v1/namespaces/rider/changes?after=2&wait=600", token: "client")
@@ -124,7 +129,8 @@ struct SnapshotRouteTests {
                                headers: [.init("X-Switchyard-Source")!: "cli"])
         let next = try await waiting
         #expect(next.json["changes"]?.arrayValue?.compactMap { $0["version"]?.int64Value } == [3])
-        #expect(next.json["changes"]?.arrayValue?.first?["source"] == .string("cli"))
+        #expect(next.json["changes"]?.arrayValue?.first?["source"] == nil)
+        #expect(try await app.send(.get, "/v1/namespaces/rider/changes/3", token: "editor").json["source"] == .string("cli"))
 
         let one = try await app.send(.get, "/v1/namespaces/rider/changes/2", token: "client")
         #expect(one.json["version"]?.int64Value == 2)
@@ -134,5 +140,40 @@ struct SnapshotRouteTests {
         let limited = try await app.send(.get, "/v1/namespaces/rider/changes?after=0&limit=1", token: "client")
         #expect(limited.json["changes"]?.arrayValue?.count == 1)
         #expect(limited.json["next_after"]?.int64Value == 1)
+    }
+
+    /// A client token ships in every app: the change feed shows it what snapshots show (issue 29). Release plans,
+    /// crash guard policies, actors, reasons, summaries and evidence are the release manager's.
+    @Test func aClientTokenReadsOfTheChangeFeedOnlyWhatSnapshotsShow() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        var flagSet = try #require(try await app.store.namespace("rider")).flagSet
+        flagSet.crashGuard = CrashGuardPolicy(maximumCrashRate: Rollout(basisPoints: 150))
+        let policy = JSONValue.object(JSONObject([("flag_set", .object(flagSet.tree(unit: .basisPoints))), ("reason", .string("a stricter guard"))]))
+        let guarded = try await app.send(.put, "/v1/namespaces/rider/flag-set", token: "editor", body: policy.serializedString())
+        #expect(guarded.status == .ok, "\(guarded.text)")
+        let release = #"{"reason": "weather to Lagos", "plan": {"stages": [{"cities": ["lagos"], "rollout": 500}, {"rollout": 10000}]}}"#
+        let started = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/release/start", token: "editor", body: release)
+        #expect(started.status == .ok, "\(started.text)")
+        let version = try #require(app.hub.snapshot(of: "rider")?.version)
+
+        let editor = try await app.send(.get, "/v1/namespaces/rider/changes?after=1", token: "editor")
+        let text = editor.text
+        #expect(text.contains("crash_guard") && text.contains("\"release\"") && text.contains("weather to Lagos"), "\(text)")
+
+        let client = try await app.send(.get, "/v1/namespaces/rider/changes?after=1", token: "client")
+        #expect(client.status == .ok)
+        let entries = try #require(client.json["changes"]?.arrayValue)
+        #expect(entries.compactMap { $0["version"]?.int64Value }.last == version)
+        for entry in entries {
+            #expect(entry.objectValue.map { Set($0.memberKeys) } == ["version", "time", "changes"], "\(entry.serializedString())")
+        }
+        #expect(!client.text.contains("crash_guard") && !client.text.contains("\"release\"") && !client.text.contains("weather to Lagos") && !client.text.contains("stricter"),
+                "\(client.text)")
+        // The release's rollout in Lagos is what clients evaluate: it is there.
+        #expect(client.text.contains("lagos"), "\(client.text)")
+        let one = try await app.send(.get, "/v1/namespaces/rider/changes/\(version)", token: "client")
+        #expect(one.json.objectValue.map { Set($0.memberKeys) } == ["version", "time", "changes"])
+        #expect(try await app.send(.get, "/v1/namespaces/rider/changes/\(version)", token: "editor").json["actor"] == .string("editor"))
     }
 }

@@ -286,6 +286,10 @@ extension FlagDefinition {
         return FlagDefinition(key: key, description: description, owner: owner, kind: kind)
     }
 
+    /// The members of a flag's object that only the server reads (a plugin switch's crash guard policy and release
+    /// plan): snapshots, and what client tokens read of the change log, leave them out.
+    public static let serverPolicyFields = ["crash_guard", "release"]
+
     /// The flag as a JSON object (without its key, which is the member name).
     ///
     /// - Parameter includingServerPolicies: whether a plugin switch's crash guard policy and release plan are written (not in snapshots).

@@ -188,9 +188,11 @@ extension API {
         let records = try await store.changes(in: namespace, after: after, limit: Int(limit))
         var headers = HTTPFields()
         headers[.eTag] = current.entityTag
+        // A client token is public: it reads what snapshots show (View.clientChange), editors everything.
+        let view = token.role == .client ? View.clientChange : View.change
         return .json(.object(JSONObject([
             ("namespace", .string(namespace)), ("epoch", .string(current.epoch)), ("version", .int64(current.version)),
-            ("changes", .array(records.map(View.change))),
+            ("changes", .array(records.map(view))),
             ("next_after", .int64(records.last?.version ?? after)),
         ])), headers: headers)
     }
@@ -198,13 +200,13 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/changes/{version}`: one change log entry.
     func change(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let namespace = try parameter("namespace", context)
-        try await auth.authorize(request, role: .client, namespace: namespace)
+        let token = try await auth.authorize(request, role: .client, namespace: namespace)
         let version = try versionParameter(context)
         guard let record = try await store.change(in: namespace, version: version) else {
             guard service.hub.snapshot(of: namespace) != nil else { throw APIError.namespaceNotFound(namespace) }
             throw APIError.notFound("namespace '\(namespace)' has no change with version \(version)")
         }
-        return .json(View.change(record))
+        return .json(token.role == .client ? View.clientChange(record) : View.change(record))
     }
 
     func versionParameter(_ context: FlagsRequestContext) throws -> Int64 {

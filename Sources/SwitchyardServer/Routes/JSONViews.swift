@@ -27,6 +27,30 @@ enum View {
                         reason: record.reason, summary: record.summary, changes: record.changes.map(\.tree), evidence: record.evidence)
     }
 
+    /// A change log entry as a client token reads it: what snapshots show, and no more. A client token ships in every
+    /// app, so anyone may read with it: it gets the version, the time and what changed in the objects clients
+    /// evaluate, without who made the change, why, its evidence, the crash guard's policies and the release plans
+    /// (whose stages, margins and evidence are the release manager's). An object whose change was only in those is
+    /// left out; the entry stays, so the versions still follow each other.
+    static func clientChange(_ record: ChangeRecord) -> JSONValue {
+        var changes: [JSONValue] = []
+        for change in record.changes {
+            // The namespace's own fields: only its description is in snapshots.
+            if change.kind == .namespace, change.key != "description" { continue }
+            let before = change.before.map(clientObject), after = change.after.map(clientObject)
+            if change.kind != .namespace, before == after { continue }
+            changes.append(ObjectChange(kind: change.kind, key: change.key, before: before, after: after).tree)
+        }
+        return .object(JSONObject([("version", .int64(record.version)), ("time", .string(record.time.iso8601)), ("changes", .array(changes))]))
+    }
+
+    /// An object of a change as snapshots show it: a plugin switch without its crash guard policy and release plan.
+    private static func clientObject(_ tree: JSONValue) -> JSONValue {
+        guard var object = tree.objectValue else { return tree }
+        for field in FlagDefinition.serverPolicyFields { object[field] = nil }
+        return .object(object)
+    }
+
     /// An audit entry; `evidence` only on automatic changes (the crash guard's).
     static func audit(_ entry: AuditEntry) -> JSONValue {
         AuditEntryBody(id: entry.id, time: entry.time.iso8601, actor: entry.actor, source: entry.source.rawValue,
