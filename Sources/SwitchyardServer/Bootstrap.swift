@@ -19,6 +19,8 @@ public struct BootstrapReport: Sendable {
     public var adminTokenFile: String?
     /// Whether the first admin token came from `SWITCHYARD_ADMIN_TOKEN`.
     public var adminTokenFromEnvironment = false
+    /// Whether this start created the metrics token of `SWITCHYARD_METRICS_TOKEN`.
+    public var createdMetricsToken = false
 }
 
 /// Why flagsd could not start.
@@ -36,11 +38,14 @@ public struct BootstrapError: Error, CustomStringConvertible {
 ///     with a warning, when the store has tokens already.
 ///   - adminTokenFile: where to write a generated first admin token (mode 0600, its folder created 0700),
 ///     before it is stored, so that it is never lost; nil keeps it in the report only.
+///   - metricsToken: a `metrics` token's secret for the scraper (`SWITCHYARD_METRICS_TOKEN`), created as the token
+///     `prometheus` unless a token with that secret exists already, so that a deployment can give flagsd and its
+///     Prometheus the same secret before either starts.
 ///   - logger: where to report what happened.
 /// - Throws: `BootstrapError` when the flag files are invalid, the admin token is too short, or a generated one
 ///   cannot be written to `adminTokenFile`.
 public func bootstrap(store: any FlagStore, flagsDirectory: String?, adminToken: String?, adminTokenFile: String? = nil,
-                      logger: Logger) async throws -> BootstrapReport {
+                      metricsToken: String? = nil, logger: Logger) async throws -> BootstrapReport {
     var report = BootstrapReport()
     let author = ChangeAuthor(actor: "flagsd", source: .apply, reason: "first start: seeded from flag files")
     if let flagsDirectory, try await store.namespaces().isEmpty {
@@ -104,6 +109,22 @@ public func bootstrap(store: any FlagStore, flagsDirectory: String?, adminToken:
         }
     } else if let adminToken, !tokens.contains(where: { $0.secretHash == TokenSecret.hash(adminToken) }) {
         logger.warning("SWITCHYARD_ADMIN_TOKEN is ignored: the database has tokens already (manage them with POST /v1/tokens or flagctl tokens)")
+    }
+    if let metricsToken {
+        guard metricsToken.count >= TokenSecret.minimumLength, !metricsToken.contains(where: \.isWhitespace) else {
+            throw BootstrapError(description: "SWITCHYARD_METRICS_TOKEN must be at least \(TokenSecret.minimumLength) characters without spaces (generate one with: openssl rand -hex 24)")
+        }
+        let hash = TokenSecret.hash(metricsToken)
+        if !tokens.contains(where: { $0.secretHash == hash }) {
+            let record = TokenRecord(id: TokenSecret.newID(), name: "prometheus", role: .metrics, namespaces: nil, createdAt: .now, createdBy: "flagsd")
+            do {
+                try await store.createToken(StoredToken(record: record, secretHash: hash),
+                                            by: ChangeAuthor(actor: "flagsd", source: .apply, reason: "SWITCHYARD_METRICS_TOKEN: the scraper's token"))
+                report.createdMetricsToken = true
+            } catch let error as StorageError where error.kind == .alreadyExists {
+                logger.warning("SWITCHYARD_METRICS_TOKEN is not used: a token named prometheus with another secret exists (revoke it with flagctl tokens revoke prometheus, or give the scraper that token)")
+            }
+        }
     }
     // Tokens created before client tokens had to name their namespaces.
     let unlimitedClients = tokens.map(\.record).filter { $0.role == .client && $0.namespaces == nil && !$0.isRevoked }

@@ -44,6 +44,8 @@ struct Flagsd: AsyncParsableCommand {
             SQLite database (on PostgreSQL, .switchyard/admin-token under the working
             directory). The log says where, never what; a terminal also sees it once:
               export TOKEN=$(cat .switchyard/admin-token)
+            /metrics needs a metrics token (or --open-metrics): SWITCHYARD_METRICS_TOKEN
+            creates one, named prometheus, for the scraper to use as its bearer token.
 
             Examples:
               flagsd --port 9090 --database /var/lib/switchyard/flags.sqlite
@@ -349,6 +351,7 @@ struct Flagsd: AsyncParsableCommand {
     func prepare(store: any FlagStore, describedAs databaseName: String, maximumConnections: Int,
                  registry: PrometheusCollectorRegistry, logger: Logger) async throws -> FlagsServer {
         let report = try await bootstrap(store: store, flagsDirectory: flags, adminToken: env("SWITCHYARD_ADMIN_TOKEN"),
+                                         metricsToken: env("SWITCHYARD_METRICS_TOKEN"),
                                          adminTokenFile: adminTokenFile, logger: logger)
         if let token = report.generatedAdminToken, let file = report.adminTokenFile {
             // Standard output and the log end up in container and journal logs: they say where the token is, not

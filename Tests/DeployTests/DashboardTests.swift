@@ -68,7 +68,7 @@ struct DashboardTests {
         // still parked when the change is made, however slow the machine.
         async let parked = flagsd.send("GET", "/v1/namespaces/rider/changes?after=1&wait=600", token: client, timeout: 900)
         try await waitUntil("the long-poll parks", timeout: .seconds(300)) {
-            try await flagsd.send("GET", "/metrics", token: nil).body.contains("flagsd_long_poll_waiters 1")
+            try await flagsd.send("GET", "/metrics").body.contains("flagsd_long_poll_waiters 1")
         }
         let change = try await flagsd.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable",
                                            body: #"{"reason": "metrics test"}"#)
@@ -97,7 +97,7 @@ struct DashboardTests {
             try #require(events.status == 200, "\(events.body)")
         }
         // The crash guard trips: 250 sessions with split fare from their own units, one in ten crashed (the built-in
-        // bound is 2 %), in batches of 25 that the load balancer in front (127.0.0.1, trusted) forwards from 10 addresses.
+        // bound is 2 %), in batches of 25 that the load balancer in front (127.0.0.1, trusted) forwards from 10 networks (/24s).
         let sessions = (0..<250).map { index in
             #"{"id": "\#(UUID().uuidString)", "type": "session", "time": "\#(time)", "city": "lagos", "cohorts": [], "#
                 + #""session_id": "\#(UUID().uuidString)", "unit": "\#(UUID().uuidString)", "start": "\#(start)", "end": "\#(time)", "#
@@ -106,7 +106,7 @@ struct DashboardTests {
         for (index, start) in stride(from: 0, to: sessions.count, by: 25).enumerated() {
             let crashes = try await flagsd.send("POST", "/v1/namespaces/rider/events", token: client,
                                                 body: #"{"events": [\#(sessions[start..<(start + 25)].joined(separator: ","))]}"#,
-                                                headers: ["X-Forwarded-For": "10.4.0.\(index + 1)"])
+                                                headers: ["X-Forwarded-For": "10.4.\(index + 1).1"])
             try #require(crashes.status == 200, "\(crashes.body)")
         }
         // Refusals (flagsd runs with a long-poll rate of 1 a minute and an event rate of 30 a minute per address): from
@@ -123,7 +123,7 @@ struct DashboardTests {
         try #require(eventsRefused, "a batch past the address's event rate gets 429")
         let tripped = #"switchyard_guard_trips_total{namespace="rider",switch="plugin_switch_split_fare",scope="global"} 1"#
         try await waitUntil("the crash guard trips plugin_switch_split_fare", timeout: .seconds(300)) {
-            try await flagsd.send("GET", "/metrics", token: nil).body.contains(tripped)
+            try await flagsd.send("GET", "/metrics").body.contains(tripped)
         }
         // A release plan: its gauges and step counters appear once the runner (every second here) looks at it.
         let started = try await flagsd.send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/release/start",
@@ -131,9 +131,9 @@ struct DashboardTests {
         try #require(started.status == 200, "\(started.body)")
         let stage = #"switchyard_release_stage{namespace="rider",switch="plugin_switch_feed_promos"} 1"#
         try await waitUntil("the release plan's runner looks at the plan", timeout: .seconds(300)) {
-            try await flagsd.send("GET", "/metrics", token: nil).body.contains(stage)
+            try await flagsd.send("GET", "/metrics").body.contains(stage)
         }
-        return try await flagsd.send("GET", "/metrics", token: nil).body
+        return try await flagsd.send("GET", "/metrics").body
     }
 
     @Test func everyMetricAndLabelTheDashboardAndAlertsUseIsInALiveFlagsdsMetrics() async throws {
@@ -164,6 +164,23 @@ struct DashboardTests {
             #expect(grouping.isEmpty, "\(source) groups by labels no metric of it carries: \(grouping.sorted())")
         }
         #expect(checked >= 25)
+    }
+
+    /// Every series the dashboard and the alert rules read exists from flagsd's start, before any request or
+    /// event made it: a panel shows 0, not "No data", and a counter's first increase is seen as one.
+    @Test func everySeriesTheDashboardAndAlertsReadExistsFromTheStart() async throws {
+        let flagsd = try await LiveFlagsd.start(arguments: ["--release-interval", "1"])
+        defer { flagsd.stop() }
+        // The release runner's first look (at start) records the plans' series; wait for it, nothing else.
+        try await waitUntil("the release runner's first look", timeout: .seconds(300)) {
+            try await flagsd.send("GET", "/metrics").body.contains("switchyard_release_stage{")
+        }
+        let exposed = exposedMetrics(try await flagsd.send("GET", "/metrics").body)
+        for (source, expression) in try Self.expressions() {
+            for selector in PromQLUsage(expression).selectors where selector.metric != "up" {
+                #expect(exposed[selector.metric] != nil, "\(source) reads \(selector.metric), which a fresh flagsd does not expose yet")
+            }
+        }
     }
 
     @Test func theDashboardShowsWhatTheIssueAsksFor() throws {

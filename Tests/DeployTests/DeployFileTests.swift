@@ -235,10 +235,24 @@ struct DeployFileTests {
         let home = Self.environment(grafana)["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"] ?? ""
         #expect(home.hasPrefix(dashboardsTarget + "/") && Repository.exists("Dashboards/" + URL(fileURLWithPath: home).lastPathComponent))
 
-        // The path Prometheus scrapes answers on a live flagsd, without a token.
-        let flagsd = try await LiveFlagsd.start()
+        // Prometheus sends a bearer token from a compose secret that holds the variable every flagsd creates its
+        // metrics token from; the path it scrapes answers with that token, and refuses without one.
+        let authorization = try #require(job["authorization"] as? [String: Any], "the flagsd job sends a token (/metrics needs one)")
+        let credentials = try #require(authorization["credentials_file"] as? String)
+        let secretName = URL(fileURLWithPath: credentials).lastPathComponent
+        #expect(credentials == "/run/secrets/\(secretName)")
+        #expect(((prometheus["secrets"] as? [Any]) ?? []).contains { "\($0)" == secretName }, "prometheus is given the secret \(secretName)")
+        let secret = try #require((compose["secrets"] as? [String: [String: Any]])?[secretName])
+        let variable = try #require(secret["environment"] as? String)
+        #expect(variable == "SWITCHYARD_METRICS_TOKEN")
+        for (name, service) in flagsds {
+            #expect(Self.environment(service)[variable]?.hasPrefix("${\(variable):?") == true, "\(name) creates the token Prometheus sends")
+        }
+        let metricsToken = "compose-metrics-token-0123456789"
+        let flagsd = try await LiveFlagsd.start(environment: [variable: metricsToken])
         defer { flagsd.stop() }
-        #expect(try await flagsd.send("GET", metricsPath, token: nil).status == 200)
+        #expect(try await flagsd.send("GET", metricsPath, token: metricsToken).status == 200)
+        #expect(try await flagsd.send("GET", metricsPath, token: nil).status == 401)
     }
 
     // MARK: Kubernetes
@@ -303,12 +317,17 @@ struct DeployFileTests {
         #expect(probePaths["livenessProbe"] == "/healthz", "liveness must not restart pods when the database is down (/healthz)")
         let annotations = ((template["metadata"] as? [String: Any])?["annotations"] as? [String: String]) ?? [:]
         #expect(annotations["prometheus.io/port"] == config["SWITCHYARD_PORT"])
-        let flagsd = try await LiveFlagsd.start()
+        // The probes answer without a token; /metrics with the metrics token the Secret gives flagsd.
+        #expect(secrets["SWITCHYARD_METRICS_TOKEN"] != nil, "the Secret holds the scraper's token")
+        let metricsToken = "kubernetes-metrics-token-0123456789"
+        let flagsd = try await LiveFlagsd.start(environment: ["SWITCHYARD_METRICS_TOKEN": metricsToken])
         defer { flagsd.stop() }
-        for path in Set(probePaths.values).union([annotations["prometheus.io/path"] ?? "/metrics"]) {
+        for path in Set(probePaths.values) {
             let response = try await flagsd.send("GET", path, token: nil)
             #expect(response.status == 200, "\(path) answers \(response.status) without a token: \(response.body)")
         }
+        let metricsPath = annotations["prometheus.io/path"] ?? "/metrics"
+        #expect(try await flagsd.send("GET", metricsPath, token: metricsToken).status == 200)
 
         // Shutdown: longer than a long-poll wait plus the preStop pause.
         let grace = podSpec["terminationGracePeriodSeconds"] as? Int ?? 30

@@ -217,6 +217,7 @@ package final class LongPollHub: Service, Sendable {
         waitersGauge.record(0)
         // The cap next to the count, so an alert can compare them (Dashboards/alerts.yml).
         Gauge(label: "flagsd_long_poll_max_waiters", factory: metricsFactory).record(maximumWaiters)
+        KnownSeries.process(metricsFactory)
     }
 
     /// Counts an answer with a body to a request that accepted deltas.
@@ -268,6 +269,7 @@ package final class LongPollHub: Service, Sendable {
         }
         Gauge(label: "flagsd_namespace_version", dimensions: [("namespace", snapshot.namespace)], factory: metricsFactory)
             .record(snapshot.version)
+        if !isUpdate { KnownSeries.namespace(snapshot.namespace, metricsFactory) }
         Self.wake(woken, .changed)
         waitersGauge.record(count)
         wakeups.increment(by: woken.count)
@@ -381,16 +383,16 @@ package final class LongPollHub: Service, Sendable {
     /// Counts a request refused for a cap in `flagsd_long_poll_refused_total`.
     private func refused(_ reason: WakeReason) {
         switch reason {
-        case .overloaded: countRefused("waiter_cap")
-        case .addressBusy: countRefused("address_cap")
+        case .overloaded: countRefused(.waiterCap)
+        case .addressBusy: countRefused(.addressCap)
         default: break
         }
     }
 
     /// Counts a long-poll refused in `flagsd_long_poll_refused_total{reason}`: past a cap here (`waiter_cap`,
     /// `address_cap`), or past a rate before it came here (`address_rate`, `token_rate`). The reason is a fixed word.
-    package func countRefused(_ reason: StaticString) {
-        Counter(label: "flagsd_long_poll_refused_total", dimensions: [("reason", "\(reason)")], factory: metricsFactory).increment()
+    func countRefused(_ reason: KnownSeries.LongPollRefusal) {
+        KnownSeries.counter(reason, metricsFactory).increment()
     }
 
     /// Removes a parked connection's request without waking it (its connection closed).

@@ -78,7 +78,7 @@ extension API {
                     try await store.ingestEvents(part, in: namespace, receivedAt: now, admission: admission, synced: last)
                 }
             } catch let refusal as EventIngestor.Refusal {
-                refused("backlog_full", namespace: namespace)
+                refused(.backlogFull, namespace: namespace)
                 throw APIError.tooManyRequests(retryAfter: service.configuration.retryAfter, "Too many events waiting",
                                                "flagsd has \(refusal.backlog) events waiting to be counted, its most (\(refusal.capacity)); nothing of this batch was counted: send it again after \(service.configuration.retryAfter) s (Retry-After)")
             }
@@ -136,14 +136,14 @@ extension API {
         if refusal.index < addressBudgets, let address, let rate = configuration.eventRatePerAddress {
             throw addressRefusal(address, rate, refusal, namespace: namespace)
         }
-        refused("token_rate", namespace: namespace)
+        refused(.tokenRate, namespace: namespace)
         throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Event rate exceeded",
                                        "token '\(token.name)' may post \(tokenRate ?? 0) events per minute and has used them; nothing of this batch was counted: send it again after \(refusal.retryAfterSeconds) s (Retry-After)")
     }
 
     /// The 429 of a source address past its event rate, at the block that refused (counted as `address_rate`).
     private func addressRefusal(_ address: IPAddress, _ rate: Int, _ refusal: RateBuckets.Refusal, namespace: String) -> APIError {
-        refused("address_rate", namespace: namespace)
+        refused(.addressRate, namespace: namespace)
         let who = address.blocks.indices.contains(refusal.index) ? address.blocks[refusal.index] : AddressBlock(key: address.key, share: 1)
         let sender = who.share == 1 ? "this source address" : "this source's network \(who.key)"
         return APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Event rate exceeded",
@@ -151,9 +151,8 @@ extension API {
     }
 
     /// A batch refused with 429, in `flagsd_event_batches_refused_total` (the reason is a fixed word).
-    private func refused(_ reason: String, namespace: String) {
-        Counter(label: "flagsd_event_batches_refused_total", dimensions: [("namespace", namespace), ("reason", reason)],
-                factory: service.metricsFactory).increment()
+    private func refused(_ reason: KnownSeries.BatchRefusal, namespace: String) {
+        KnownSeries.counter(reason, namespace: namespace, service.metricsFactory).increment()
     }
 
     /// Events counted, refused and left out (by reason) and repeated, in /metrics. Every label is a fixed word or
@@ -177,12 +176,9 @@ extension API {
             Counter(label: "flagsd_events_rejected_total", dimensions: [("namespace", namespace), ("reason", reason)], factory: factory)
                 .increment(by: count)
         }
-        var byDrop: [String: Int] = [:]
-        for drop in dropped { byDrop[drop.reason.rawValue, default: 0] += 1 }
-        for (reason, count) in byDrop {
-            Counter(label: "flagsd_events_dropped_total", dimensions: [("namespace", namespace), ("reason", reason)], factory: factory)
-                .increment(by: count)
-        }
+        var byDrop: [EventDropReason: Int] = [:]
+        for drop in dropped { byDrop[drop.reason, default: 0] += 1 }
+        for (reason, count) in byDrop { KnownSeries.counter(reason, namespace: namespace, factory).increment(by: count) }
         let duplicates = result.duplicates.count + batch.repeated.count
         if duplicates > 0 {
             Counter(label: "flagsd_events_duplicate_total", dimensions: [("namespace", namespace)], factory: factory)

@@ -228,6 +228,9 @@ public struct EventDropReason: RawRepresentable, Sendable, Hashable, CustomStrin
     /// It names a variant its experiment flag does not have.
     public static let unknownVariant = EventDropReason(rawValue: "unknown_variant")
 
+    /// Every reason, for metrics that exist at 0 for each.
+    public static let all: [EventDropReason] = [.unitCap, .addressCap, .unknownSwitch, .unknownFlag, .unknownVariant]
+
     public var description: String { rawValue }
 }
 

@@ -147,7 +147,7 @@ final class LiveFlagsd: Sendable {
     }
 
     /// - Parameter arguments: more flagsd options, e.g. `["--max-wait", "600"]`.
-    static func start(arguments: [String] = []) async throws -> LiveFlagsd {
+    static func start(arguments: [String] = [], environment: [String: String] = [:]) async throws -> LiveFlagsd {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-tests-flagsd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let process = Process()
@@ -155,6 +155,7 @@ final class LiveFlagsd: Sendable {
         process.arguments = ["--port", "0", "--database", folder.appendingPathComponent("flags.sqlite").path,
                              "--flags", Repository.url("Flags").path, "--log-format", "json", "--log-level", "error"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["SWITCHYARD_ADMIN_TOKEN": adminToken]) { _, new in new }
+            .merging(environment) { _, new in new }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
