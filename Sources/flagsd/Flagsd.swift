@@ -351,8 +351,7 @@ struct Flagsd: AsyncParsableCommand {
     func prepare(store: any FlagStore, describedAs databaseName: String, maximumConnections: Int,
                  registry: PrometheusCollectorRegistry, logger: Logger) async throws -> FlagsServer {
         let report = try await bootstrap(store: store, flagsDirectory: flags, adminToken: env("SWITCHYARD_ADMIN_TOKEN"),
-                                         metricsToken: env("SWITCHYARD_METRICS_TOKEN"),
-                                         adminTokenFile: adminTokenFile, logger: logger)
+                                         adminTokenFile: adminTokenFile, metricsToken: env("SWITCHYARD_METRICS_TOKEN"), logger: logger)
         if let token = report.generatedAdminToken, let file = report.adminTokenFile {
             // Standard output and the log end up in container and journal logs: they say where the token is, not
             // what it is. A person at a terminal sees it once.
