@@ -171,9 +171,11 @@ struct DashboardTests {
     @Test func everySeriesTheDashboardAndAlertsReadExistsFromTheStart() async throws {
         let flagsd = try await LiveFlagsd.start(arguments: ["--release-interval", "1"])
         defer { flagsd.stop() }
-        // The release runner's first look (at start) records the plans' series; wait for it, nothing else.
-        try await waitUntil("the release runner's first look", timeout: .seconds(300)) {
-            try await flagsd.send("GET", "/metrics").body.contains("switchyard_release_stage{")
+        // The crash guard's first load and the release runner's first look, both at start, record the switches'
+        // series; wait for them, nothing else (no request, no event).
+        try await waitUntil("the crash guard's first load and the release runner's first look", timeout: .seconds(300)) {
+            let text = try await flagsd.send("GET", "/metrics").body
+            return text.contains("switchyard_release_stage{") && text.contains("switchyard_guard_window_sessions{")
         }
         let exposed = exposedMetrics(try await flagsd.send("GET", "/metrics").body)
         for (source, expression) in try Self.expressions() {
