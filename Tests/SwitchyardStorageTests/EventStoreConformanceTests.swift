@@ -346,6 +346,120 @@ import Testing
         }
     }
 
+    /// A session past its address's cap is left out before anything of its unit is written: a forger's made-up units
+    /// cost no rows and take no unit's place (issue 29).
+    @Test(arguments: StoreBackend.all)
+    func aSessionPastItsAddressCapTakesNoPlaceOfItsUnit(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let full = (0..<3).map { Self.session("f\($0)", unit: "filler-\($0)", address: "203.0.113.7") }
+            #expect(try await store.ingestEvents(full, in: "rider", receivedAt: Self.t0, admission: Self.capped).admitted.count == 3)
+            let refused = try await store.ingestEvents([Self.session("x0", unit: "traveller", address: "203.0.113.7")],
+                                                       in: "rider", receivedAt: Self.t0, admission: Self.capped)
+            #expect(refused.dropped == [EventDrop(id: "x0", reason: .addressCap)])
+            // Had the refused session taken the unit's place, only one of these two would count.
+            let elsewhere = try await store.ingestEvents([Self.session("x1", unit: "traveller", address: "198.51.100.9"),
+                                                          Self.session("x2", unit: "traveller", address: "198.51.100.9")],
+                                                         in: "rider", receivedAt: Self.t0, admission: Self.capped)
+            #expect(elsewhere.admitted.map(\.id) == ["x1", "x2"])
+        }
+    }
+
+    /// An IPv6 source is capped at its /64, and at its /56 and /48 with 4 and 16 times the cap: a host that may pick
+    /// any /64 of its /48 is 16 addresses' worth, not 65,536.
+    @Test(arguments: StoreBackend.all)
+    func anIPv6SourceIsCappedAtItsSlash64Slash56AndSlash48(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let one = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: nil, maximumSessionsPerAddress: 1, cities: nil,
+                                     cohorts: nil, maximumScopeValues: nil)
+            // 300 sessions, each from another /64 of one /48 (256 /56s' first /64s, then more /64s of the first /56).
+            let events = (0..<300).map { index in
+                let address = index < 256 ? "2001:db8:77:\(String(index, radix: 16))00::/64" : "2001:db8:77:\(String(index - 255, radix: 16))::/64"
+                return Self.session("v\(index)", unit: "u\(index)", address: address)
+            }
+            let result = try await store.ingestEvents(events, in: "rider", receivedAt: Self.t0, admission: one)
+            // The /48 holds 16: the first 16 /64s (each the first of its /56) count, the rest are over the /48's cap.
+            #expect(result.admitted.map(\.id) == (0..<16).map { "v\($0)" })
+            #expect(result.dropped.count == 284 && result.dropped.allSatisfy { $0.reason == .addressCap })
+            // Within one /56 of another /48, four /64s count.
+            let subnet = (0..<6).map { Self.session("w\($0)", unit: "w\($0)", address: "2001:db8:88:\($0)::/64") }
+            let inOneSlash56 = try await store.ingestEvents(subnet, in: "rider", receivedAt: Self.t0, admission: one)
+            #expect(inOneSlash56.admitted.map(\.id) == ["w0", "w1", "w2", "w3"])
+        }
+    }
+
+    /// A window writes at most `maximumValuesPerWindow` undeclared cities (and cohorts) however many a client makes
+    /// up; a new value past them folds into `(other)` and writes nothing, while values with a row go on counting and
+    /// ranking. Only sessions rank values (exposures are not capped per address).
+    @Test(arguments: StoreBackend.all)
+    func aWindowWritesABoundedNumberOfMadeUpValues(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let ranked = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: nil, maximumSessionsPerAddress: nil,
+                                        cities: nil, cohorts: nil, maximumScopeValues: 2)
+            #expect(ranked.maximumValuesPerWindow == 20)
+            // Exposures name 50 made-up cohorts: none is written.
+            let exposures = (0..<50).map { index in
+                StoredEvent(id: "e\(index)", time: Self.t0, cohorts: ["exposed-\(index)"], payload: .exposure(flag: "checkout_button", variant: "bold"),
+                            unit: "u\(index)", address: "203.0.113.1")
+            }
+            _ = try await store.ingestEvents(exposures, in: "rider", receivedAt: Self.t0, admission: ranked)
+            #expect(try await store.scopeReach(in: "rider", from: Self.t0, until: Self.t0 + 600).isEmpty)
+            // Sessions make up 30 cohorts, in batches of 10: 20 are written.
+            for batch in 0..<3 {
+                let events = (0..<10).map { index in
+                    Self.session("s\(batch)-\(index)", crashed: false, unit: "u\(batch)-\(index)", address: "203.0.113.1",
+                                 cohorts: ["made-up-\(batch * 10 + index)"])
+                }
+                _ = try await store.ingestEvents(events, in: "rider", receivedAt: Self.t0, admission: ranked)
+            }
+            let written = try await store.scopeReach(in: "rider", from: Self.t0, until: Self.t0 + 600)
+            #expect(written.keys.filter { $0.kind == .cohort }.count == 20)
+            // A value past the bound folds however often it comes; one with a row rises to the top.
+            var late: [StoredEvent] = []
+            for index in 0..<5 {
+                late.append(Self.session("late-\(index)", crashed: false, unit: "l\(index)", address: "203.0.113.1", cohorts: ["made-up-29"]))
+                late.append(Self.session("kept-\(index)", crashed: false, unit: "k\(index)", address: "203.0.113.1", cohorts: ["made-up-3"]))
+            }
+            let result = try await store.ingestEvents(late, in: "rider", receivedAt: Self.t0, admission: ranked)
+            #expect(Set(result.admitted.flatMap(\.cohorts)) == [CrashGuardPolicy.otherValue, "made-up-3"])
+            #expect(try await store.scopeReach(in: "rider", from: Self.t0, until: Self.t0 + 600).keys.filter { $0.kind == .cohort }.count == 20)
+        }
+    }
+
+    /// Each written value keeps which units and networks reported it: a lower bound of each (one network however many
+    /// of its addresses report), the same on every backend.
+    @Test(arguments: StoreBackend.all)
+    func eachValueKeepsTheUnitsAndNetworksThatReportedIt(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let ranked = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: nil, maximumSessionsPerAddress: nil,
+                                        cities: nil, cohorts: nil, maximumScopeValues: 10)
+            // Lagos: 30 units from 30 networks (/24s); a made-up city: 30 units from 30 addresses of one /24.
+            var events: [StoredEvent] = []
+            for index in 0..<30 {
+                events.append(Self.session("l\(index)", crashed: false, unit: "lagos-\(index)", address: "198.51.\(index).9", city: "lagos"))
+                events.append(Self.session("g\(index)", crashed: false, unit: "ghost-\(index)", address: "203.0.113.\(index)", city: "ghost"))
+            }
+            for start in stride(from: 0, to: events.count, by: 20) {
+                _ = try await store.ingestEvents(Array(events[start..<start + 20]), in: "rider", receivedAt: Self.t0, admission: ranked)
+            }
+            let reach = try await store.scopeReach(in: "rider", from: Self.t0, until: Self.t0 + 600)
+            var expected: [String: EventAdmission.Reach] = [:]
+            for event in events { expected[event.city ?? "", default: EventAdmission.Reach()].formUnion(EventAdmission.Reach(event)) }
+            #expect(reach[EventDimension(kind: .city, value: "lagos")] == expected["lagos"])
+            #expect(reach[EventDimension(kind: .city, value: "ghost")] == expected["ghost"])
+            let ghost = try #require(reach[EventDimension(kind: .city, value: "ghost")])
+            let lagos = try #require(reach[EventDimension(kind: .city, value: "lagos")])
+            #expect(ghost.networkCount == 1)
+            #expect(lagos.networkCount > 10 && lagos.networkCount <= 30, "\(lagos.networkCount)")
+            #expect(lagos.unitCount > 10 && ghost.unitCount > 10)
+            // Windows that start outside the range are not read.
+            #expect(try await store.scopeReach(in: "rider", from: Self.t0 + 600, until: Self.t0 + 1200).isEmpty)
+        }
+    }
+
     @Test(arguments: StoreBackend.all)
     func crashedSessionsAreRecordedWithUnitAddressAndSwitchesUntilPruned(backend: StoreBackend) async throws {
         try await backend.withStore { store in

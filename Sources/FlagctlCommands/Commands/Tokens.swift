@@ -12,7 +12,7 @@ public struct Tokens: AsyncParsableCommand {
             server-side crash pipeline: its sessions are trusted by the crash guard) ⊂ editor (change flags, read \
             the audit log) ⊂ admin (tokens, namespaces). A token may be limited to some namespaces with --allow; a \
             client token must be, as anyone can read it out of the app. A metrics token reads /metrics only (for a \
-            Prometheus scraper, when flagsd runs with --metrics-require-token).
+            Prometheus scraper: /metrics needs one unless flagsd runs with --open-metrics).
 
             Examples:
 

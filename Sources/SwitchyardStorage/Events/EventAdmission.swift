@@ -318,7 +318,7 @@ public struct EventAdmission: Sendable, Hashable {
         }
 
         /// The reach of one session: its unit's bit, and its source network's bit when it has an address.
-        init(_ event: StoredEvent) {
+        public init(_ event: StoredEvent) {
             units = Self.bit(EventAdmission.unitKey(of: event))
             networks = event.address.map { Self.bit(AddressBlock.network(ofKey: $0)) } ?? 0
         }
