@@ -89,7 +89,7 @@ struct FlagctlBinaryLiveTests {
             let process = Process()
             process.executableURL = TestPaths.flagctl
             process.arguments = ["watch", "--wait", "30"]
-            process.environment = server.environment(token: "app")
+            process.environment = server.environment()
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
             let exit = ChildExit(process)

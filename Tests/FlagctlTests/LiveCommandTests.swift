@@ -440,7 +440,7 @@ struct LiveCommandTests {
 
     @Test func watchPrintsEachChangeAsItLands() async throws {
         try await LiveServer.run { server in
-            let console = Console.capturing(environment: server.environment(token: "app"))
+            let console = Console.capturing(environment: server.environment())
             let watchdog = Watchdog(console)
             defer { watchdog.cancel() }
             async let status = Flagctl.execute(["watch", "--count", "2", "--wait", "20"], console: console)
@@ -459,6 +459,25 @@ struct LiveCommandTests {
                   flag plugin_switch_prefs_ride_pass: rules[1] none → cities [nairobi]; rollout 1%
 
                 """)
+        }
+    }
+
+    /// A client token ships in every app: the feed shows it what snapshots show, and watch prints that, without who
+    /// made a change or why.
+    @Test func watchWithAClientTokenPrintsWhatChangedWithoutWhoOrWhy() async throws {
+        try await LiveServer.run { server in
+            _ = await server.flagctl("kill", "--city", "lagos", "--reason", "INC-4411", "--yes")
+            let console = Console.capturing(environment: server.environment(token: "app"))
+            let watchdog = Watchdog(console)
+            defer { watchdog.cancel() }
+            let status = await Flagctl.execute(["watch", "--from-version", "1", "--count", "1"], console: console)
+            #expect(status == 0, "\(console.errorOutput)")
+            #expect(Self.withoutTime(console.output) == """
+                version 2  <time>  kill switch master
+                  kill switch master: entries [cohorts core_only] → [cohorts core_only; cities lagos]
+
+                """)
+            #expect(!console.output.contains("amara") && !console.output.contains("INC-4411"))
         }
     }
 

@@ -21,7 +21,8 @@ struct ClientBackpressureTests {
     }
 
     @Test func clientsRefusedWith429KeepTheirEventsAndEveryOneIsCountedOnce() async throws {
-        var configuration = ServerConfiguration(port: 0, retryAfter: 1)
+        // The test reads /metrics as a scraper inside the network would, without a token.
+        var configuration = ServerConfiguration(port: 0, retryAfter: 1, openMetrics: true)
         configuration.maximumEventBacklog = 1
         try await FleetServer.run(configuration: configuration) { fleet in
             let (store, server, base, token, folder) = (fleet.store, fleet.server, fleet.url, fleet.token, fleet.folder)

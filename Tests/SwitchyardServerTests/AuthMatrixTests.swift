@@ -17,6 +17,9 @@ struct AuthMatrixTests {
         /// The path names something a fresh namespace does not have (a crash guard proposal): an authorized request
         /// gets 404, which shows it passed the access check.
         var missing = false
+        /// The roles let in, for a route outside the chain of roles (`/metrics`: a metrics token, or an unrestricted
+        /// editor's or admin's, but no client's or reporter's); nil: `role` and every role above it.
+        var only: Set<Role>?
 
         /// OFREP routes answer errors with OFREP bodies, every other route with problem+json.
         var errorContentType: String { template.hasPrefix("/ofrep/") ? "application/json" : "application/problem+json" }
@@ -28,7 +31,7 @@ struct AuthMatrixTests {
     static let cases: [Case] = [
         Case(method: .get, template: "/healthz", path: "/healthz", role: nil, namespaced: false),
         Case(method: .get, template: "/readyz", path: "/readyz", role: nil, namespaced: false),
-        Case(method: .get, template: "/metrics", path: "/metrics", role: nil, namespaced: false),
+        Case(method: .get, template: "/metrics", path: "/metrics", role: .metrics, namespaced: false, only: [.metrics, .editor, .admin]),
         Case(method: .get, template: "/openapi.yaml", path: "/openapi.yaml", role: nil, namespaced: false),
         Case(method: .get, template: "/console", path: "/console/", role: nil, namespaced: false),
         Case(method: .get, template: "/console/{asset}", path: "/console/app.js", role: nil, namespaced: false),
@@ -107,6 +110,8 @@ struct AuthMatrixTests {
             if role == nil {
                 #expect(response.status == .unauthorized, "\(who): \(response.status) \(response.text)")
                 #expect(response.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true)
+            } else if let only = route.only {
+                #expect(only.contains(role!) ? response.status.kind == .successful : response.status == .forbidden, "\(who): \(response.status)")
             } else if role! < needed {
                 #expect(response.status == .forbidden, "\(who): \(response.status) \(response.text)")
             } else if route.missing {

@@ -63,15 +63,15 @@ struct CrashGuardHostileClientTests {
         let app = try await CrashGuardTests.app(policy: CrashGuardPolicy())
         defer { app.close() }
         try await CrashGuardTests.post(app, CrashGuardTests.sessions("fleet", count: 400, crashEvery: 0, switches: [Self.promos]))
-        // 300 crashed sessions from 300 units, 20 per batch from 15 addresses.
+        // 300 crashed sessions from 300 units, 10 per batch from 30 addresses, each in a network (/24) of its own.
         try await CrashGuardTests.post(app, CrashGuardTests.sessions("crash", count: 300, crashEvery: 1, switches: [Self.promos]))
         await app.server.guardService.drain()
         #expect(try await CrashGuardTests.gate(app)?.disabled == true)
         let entry = try #require(try await app.store.audit(AuditQuery(namespace: "rider", source: .crashGuard)).entries.first)
         #expect(entry.evidence?["units"] == .int(300))
-        #expect(entry.evidence?["addresses"] == .int(15))
+        #expect(entry.evidence?["addresses"] == .int(30))
         #expect(entry.evidence?["source"] == .string("client"))
-        #expect(entry.reason?.hasSuffix("reported by clients, crashes from 300 units and 15 addresses") == true)
+        #expect(entry.reason?.hasSuffix("reported by clients, crashes from 300 units and 30 networks") == true)
     }
 
     @Test func forwardingHeadersFromAPeerThatIsNotATrustedProxyAreIgnored() async throws {
@@ -125,7 +125,10 @@ struct CrashGuardHostileClientTests {
         await app.server.guardService.drain()
         #expect(try await CrashGuardTests.gate(app, Self.traffic)?.disabled == false)
         let status = try await app.send(.get, "/v1/namespaces/rider/guard", token: "editor")
-        #expect(status.json["budget"] == .object(JSONObject([("max_trips_per_hour", .int(1)), ("trips_last_hour", .int(1)), ("remaining", .int(0))])))
+        #expect(status.json["budget"] == .object(JSONObject([
+            ("max_trips_per_hour", .int(1)), ("trips_last_hour", .int(1)), ("remaining", .int(0)),
+            ("max_scoped_trips_per_hour", .int(3)), ("scoped_trips_last_hour", .int(0)), ("scoped_remaining", .int(3)),
+        ])))
         let proposal = try #require(status.json["proposals"]?[0])
         let id = try #require(proposal["id"]?.int64Value)
         #expect(proposal["switch"] == .string(Self.traffic) && proposal["state"] == .string("open"))

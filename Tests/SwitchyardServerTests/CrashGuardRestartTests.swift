@@ -14,7 +14,7 @@ struct CrashGuardRestartTests {
     /// Posts sessions in batches of 20, each from its own forwarded address; every batch must be acknowledged.
     static func post(_ client: LiveClient, _ events: [JSONValue], firstAddress: Int) async throws {
         for (index, start) in stride(from: 0, to: events.count, by: 20).enumerated() {
-            let response = try await client.send("POST", "/v1/namespaces/rider/events", headers: ["X-Forwarded-For": "10.2.0.\(firstAddress + index)"],
+            let response = try await client.send("POST", "/v1/namespaces/rider/events", headers: ["X-Forwarded-For": "10.2.\(firstAddress + index).7"],
                                                  body: CrashGuardTests.batch(Array(events[start..<min(start + 20, events.count)])))
             try #require(response.status == .ok, "\(response.text)")
         }

@@ -54,8 +54,12 @@ struct EventIngestionTests {
 
     @Test func aBatchIsCutIntoTransactionsOfAtMostTheRowBudgetKeepingItsOrder() {
         let events = (0..<10).map { Self.storedSession("s\($0)") }
-        // An id, a crash record, 5 admission windows (unit, address, all, city, cohort), 3 subjects × 3 dimensions.
-        #expect(EventIngestor.estimatedRows(of: events[0]) == 2 + 5 + 9)
+        // An id, a crash record, 3 admission windows (unit, city, cohort: no address), 3 subjects × 3 dimensions; from
+        // an IPv6 address, its three blocks too.
+        #expect(EventIngestor.estimatedRows(of: events[0]) == 2 + 3 + 9)
+        var fromIPv6 = events[0]
+        fromIPv6.address = "2001:db8:1:2::/64"
+        #expect(EventIngestor.estimatedRows(of: fromIPv6) == 2 + 6 + 9)
         let parts = EventIngestor.parts(of: events, rowBudget: 40)
         #expect(parts.map(\.count) == [2, 2, 2, 2, 2])
         #expect(parts.flatMap { $0 }.map(\.id) == events.map(\.id))

@@ -1,9 +1,11 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import InMemoryLogging
 import LiveFlagsdSupport
 import Logging
 import NIOCore
+import Prometheus
 import ServiceLifecycle
 import SwitchyardCore
 @testable import SwitchyardServer
@@ -16,23 +18,24 @@ import Testing
 struct GuardWebhookTests {
     /// A webhook receiver on a free loopback port that answers the first `failures` requests with 500.
     final class Receiver: Sendable {
-        let bodies = Mutex<[(headers: HTTPFields, body: JSONValue)]>([])
+        let bodies = Mutex<[(headers: HTTPFields, body: JSONValue, bytes: [UInt8])]>([])
         let failures: Int
 
         init(failures: Int) {
             self.failures = failures
         }
 
-        var received: [(headers: HTTPFields, body: JSONValue)] { bodies.withLock { $0 } }
+        var received: [(headers: HTTPFields, body: JSONValue, bytes: [UInt8])] { bodies.withLock { $0 } }
 
         /// Runs the receiver for the duration of `body`, passing its URL.
         func run<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
             let router = Router()
             router.post("/hooks/crash-guard") { request, _ -> HTTPResponse.Status in
                 let buffer = try await request.body.collect(upTo: 1 << 20)
-                let json = (try? JSONValue.parse(Array(buffer.readableBytesView))) ?? .null
+                let bytes = Array(buffer.readableBytesView)
+                let json = (try? JSONValue.parse(bytes)) ?? .null
                 let count = self.bodies.withLock { bodies in
-                    bodies.append((request.headers, json))
+                    bodies.append((request.headers, json, bytes))
                     return bodies.count
                 }
                 return count <= self.failures ? .internalServerError : .noContent
@@ -53,6 +56,7 @@ struct GuardWebhookTests {
         try await receiver.run { url in
             var configuration = ServerConfiguration(port: 0)
             configuration.guardWebhookURL = url
+            configuration.guardWebhookSecret = Array(Self.secret.utf8)
             // 300 sessions at least: the trip comes with the last batch, so its evidence covers them all.
             var policy = CrashGuardTests.policy
             policy.minimumSessions = 300
@@ -77,7 +81,48 @@ struct GuardWebhookTests {
             #expect(payload["evidence"]?["crashes"] == .int64(60))
             #expect(deliveries.last?.headers[HTTPField.Name("X-Switchyard-Event")!] == "crash_guard.tripped")
             #expect(deliveries.last?.headers[.contentType] == "application/json")
+            // Signed: the receiver recomputes HMAC-SHA256 of "<t>.<body>" with the shared secret.
+            for delivery in deliveries {
+                let signature = try #require(delivery.headers[HTTPField.Name("X-Switchyard-Signature")!])
+                let parts = Dictionary(uniqueKeysWithValues: signature.split(separator: ",").map { part in
+                    (String(part.prefix { $0 != "=" }), String(part.drop { $0 != "=" }.dropFirst()))
+                })
+                let time = try #require(parts["t"].flatMap(Int64.init))
+                #expect(abs(Double(time) - Date().timeIntervalSince1970) < 600)
+                #expect(parts["v1"] == Self.hmacSHA256(key: Array(Self.secret.utf8), message: Array("\(time).".utf8) + delivery.bytes))
+            }
         }
+    }
+
+    static let secret = "webhook-secret-0123456789abcdef"
+
+    /// HMAC-SHA256 (RFC 2104) in hex, written here from the RFC over SwitchyardCore's SHA-256: a second
+    /// implementation to check flagsd's (swift-crypto's) against.
+    static func hmacSHA256(key: [UInt8], message: [UInt8]) -> String {
+        var block = key.count > 64 ? SHA256.digest(key) : key
+        block += Array(repeating: 0, count: 64 - block.count)
+        let inner = SHA256.digest(block.map { $0 ^ 0x36 } + message)
+        return SHA256.hex(SHA256.digest(block.map { $0 ^ 0x5C } + inner))
+    }
+
+    /// A failed delivery is logged naming the webhook's host, never its URL (which often holds a token of the
+    /// receiver's); the signature is the documented one.
+    @Test func logsNameTheWebhooksHostNeverItsURL() async throws {
+        let logs = InMemoryLogHandler()
+        // A loopback port nothing listens on: the first attempt fails at once, and its retry is logged.
+        let url = try #require(URL(string: "http://127.0.0.1:1/services/T000/B000/XXXXSECRETXXXX?token=hunter2"))
+        let webhook = GuardWebhook(url: url, metricsFactory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry()),
+                                   logger: Logger(label: "test") { _ in logs })
+        let delivering = Task { await webhook.run() }
+        webhook.announce(.object(JSONObject([("event", .string("crash_guard.tripped"))])))
+        try await waitUntil("a failed delivery is logged", timeout: .seconds(60)) { !logs.entries.isEmpty }
+        delivering.cancel()
+        _ = await delivering.value
+        let logged = logs.entries.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
+        #expect(logged.contains("127.0.0.1"), "\(logged)")
+        #expect(!logged.contains("XXXXSECRETXXXX") && !logged.contains("hunter2"), "\(logged)")
+        #expect(GuardWebhook.signature(Array("{}".utf8), secret: Array(Self.secret.utf8), time: Date(timeIntervalSince1970: 1_800_000_000))
+                == "t=1800000000,v1=" + Self.hmacSHA256(key: Array(Self.secret.utf8), message: Array("1800000000.{}".utf8)))
     }
 
     @Test func aProposalIsAnnouncedWithHowToApplyIt() async throws {

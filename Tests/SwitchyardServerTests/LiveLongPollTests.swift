@@ -46,7 +46,7 @@ struct LiveLongPollTests {
                         return try SnapshotDocument.decode(response.body).version
                     }
                 }
-                let metrics = LiveClient(base: base, token: nil)
+                let metrics = LiveClient(base: base, token: app.tokens["metrics"])
                 try await waitUntil { (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 40")) == true }
                 _ = try await LiveClient(base: base, token: app.tokens["editor"])
                     .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 77}"#)
@@ -95,7 +95,7 @@ struct LiveLongPollTests {
             let tag = try #require(try await LiveClient(base: base, token: app.tokens["client"]).send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag])
             async let parked = LiveClient(base: base, token: app.tokens["client"])
                 .send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
-            let metrics = LiveClient(base: base, token: nil)
+            let metrics = LiveClient(base: base, token: app.tokens["metrics"])
             try await waitUntil { (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 1")) == true }
             let refused = try await LiveClient(base: base, token: app.tokens["client"])
                 .send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])

@@ -186,9 +186,9 @@ public struct GuardStatus: FlagctlCommand {
         if let units = check.units {
             let source = entry.source == "reporter" ? "reporters'" : "clients'"
             var text = "from \(units) unit\(units == 1 ? "" : "s")"
-            if let addresses = check.addresses { text += " and \(addresses) source address\(addresses == 1 ? "" : "es")" }
+            if let addresses = check.addresses { text += " and \(addresses) source network\(addresses == 1 ? "" : "s")" }
             text += " (\(source) sessions); a trip needs \(policy.minimumUnits ?? 0) units"
-            if check.addresses != nil { text += " and \(policy.minimumAddresses ?? 0) addresses" }
+            if check.addresses != nil { text += " and \(policy.minimumAddresses ?? 0) networks (IPv4 /24s, IPv6 /48s)" }
             details.add("crashes", text)
         }
         for scope in entry.scopes {

@@ -29,7 +29,9 @@ public struct Watch: FlagctlCommand {
                 kill switch master: entries [cohorts core_only] → [cohorts core_only; cities lagos]
 
             -o json prints one JSON object per line (version, time, actor, source, reason, summary, changes); \
-            -o yaml one YAML document per change.
+            -o yaml one YAML document per change. With a client token (which ships in apps, so anyone may hold \
+            one) flagsd shows only what snapshots show: the version, the time and what changed, without who, why \
+            or the crash guard's and release plans' settings; use an editor token to see them.
 
             Exit status: 0 on Ctrl-C or after --count changes, 1 failure, 4 the namespace does not exist (or was \
             deleted), 5 token refused, 64 usage.
@@ -122,10 +124,10 @@ public struct Watch: FlagctlCommand {
                 epoch = current
             }
             for change in page["changes"]?.arrayValue ?? [] {
-                let entry = try ChangeEntry(json: change)
+                let entry = try Self.entry(change)
                 after = max(after, entry.version)
                 if let key, !entry.objects.contains(where: { $0.key == key }) { continue }
-                console.write(render(entry, colour: console.usesColour))
+                console.write(render(entry, as: change, colour: console.usesColour))
                 printed += 1
                 if let count, printed >= count { return }
             }
@@ -141,11 +143,22 @@ public struct Watch: FlagctlCommand {
         }
     }
 
-    /// One change, in the chosen format.
-    func render(_ entry: ChangeEntry, colour: Bool) -> String {
+    /// A change of the feed: the whole entry, or what a client token reads of it (version, time and what changed:
+    /// no actor, source, reason or summary), read as an entry whose actor is empty.
+    static func entry(_ json: JSONValue) throws -> ChangeEntry {
+        guard json["actor"] == nil else { return try ChangeEntry(json: json) }
+        guard let version = json["version"]?.int64Value, let time = json["time"]?.stringValue else { return try ChangeEntry(json: json) }
+        let changes = json["changes"]?.arrayValue ?? []
+        var entry = ChangeEntry(version: version, time: time, actor: "", source: "", reason: nil, summary: "", changes: changes, evidence: nil)
+        entry.summary = entry.objects.map { "\($0.kind.replacingOccurrences(of: "_", with: " ")) \($0.key)" }.joined(separator: ", ")
+        return entry
+    }
+
+    /// One change, in the chosen format (JSON and YAML as the feed sent it).
+    func render(_ entry: ChangeEntry, as json: JSONValue, colour: Bool) -> String {
         switch outputOptions.output {
-        case .json: return entry.json.serializedString(.canonical) + "\n"
-        case .yaml: return "---\n" + (outputOptions.render(entry.json) ?? "")
+        case .json: return json.serializedString(.canonical) + "\n"
+        case .yaml: return "---\n" + (outputOptions.render(json) ?? "")
         case .table: return Self.text(entry, colour: colour)
         }
     }
@@ -156,8 +169,9 @@ public struct Watch: FlagctlCommand {
     /// `version 14  TIME  actor (source)  summary`, the reason, and a line per field changed.
     static func text(_ entry: ChangeEntry, colour: Bool) -> String {
         let style: Style = entry.source == "crash-guard" ? .red : .plain
-        let source = style.apply("\(entry.actor) (\(entry.source))", colour: colour)
-        var text = "\(Style.bold.apply("version \(entry.version)", colour: colour))  \(Audit.shortTime(entry.time))  \(source)  \(entry.summary)\n"
+        // A client token's view has no actor: the objects touched stand in for the summary.
+        let source = entry.actor.isEmpty ? "" : style.apply("\(entry.actor) (\(entry.source))", colour: colour) + "  "
+        var text = "\(Style.bold.apply("version \(entry.version)", colour: colour))  \(Audit.shortTime(entry.time))  \(source)\(entry.summary)\n"
         if let reason = entry.reason { text += "  reason: \(reason)\n" }
         let lines = entry.changes.flatMap(ObjectDiff.lines)
         for line in lines.prefix(maximumLines) { text += "  \(line)\n" }

@@ -218,7 +218,7 @@ public struct GuardTrip: Sendable, Hashable {
         }
         text += "; reported by \(source == .reporter ? "reporters" : "clients")"
         if let units = check.units { text += ", crashes from \(units) unit\(units == 1 ? "" : "s")" }
-        if let addresses = check.addresses { text += " and \(addresses) address\(addresses == 1 ? "" : "es")" }
+        if let addresses = check.addresses { text += " and \(addresses) network\(addresses == 1 ? "" : "s")" }
         return text
     }
 

@@ -203,10 +203,12 @@ package final class EventIngestor: Sendable {
     /// (all, its city, each cohort).
     package static func estimatedRows(of event: StoredEvent) -> Int {
         let dimensions = 1 + (event.city == nil ? 0 : 1) + event.cohorts.count
-        let subjects = switch event.payload {
-        case .session(_, let switches, let variants): 1 + switches.count + variants.count
-        case .exposure: 1
+        // Admission windows: a session's address blocks (one, or three for IPv6), its unit, its cities and cohorts.
+        let (subjects, windows) = switch event.payload {
+        case .session(_, let switches, let variants):
+            (1 + switches.count + variants.count, (event.address.map { AddressBlock.blocks(ofKey: $0).count } ?? 0) + 1 + dimensions - 1)
+        case .exposure: (1, 0)
         }
-        return 2 + (2 + dimensions) + subjects * dimensions
+        return 2 + windows + subjects * dimensions
     }
 }

@@ -173,6 +173,11 @@ final class GuardWebhook: Sendable {
         }
     }
 
+    /// The signature header's value for a secret (for tests and receivers' examples).
+    static func signature(_ body: [UInt8], secret: [UInt8], time: Date) -> String {
+        signature(body, key: SymmetricKey(data: secret), time: time)
+    }
+
     /// The signature header's value: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`.
     static func signature(_ body: [UInt8], key: SymmetricKey, time: Date) -> String {
         let seconds = Int64(time.timeIntervalSince1970.rounded(.down))
