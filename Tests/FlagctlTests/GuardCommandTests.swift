@@ -141,7 +141,8 @@ struct GuardCommandTests {
             })
             let applyID = try #require(ids[traffic]), dismissID = try #require(ids[promos])
             let listed = await server.flagctl("guard", "status")
-            #expect(listed.output.contains("trip budget  none: the guard only proposes (max_trips_per_hour 0)"), "\(listed.output)")
+            #expect(listed.output.contains("trip budget    none: the guard only proposes global disables (max_trips_per_hour 0)"), "\(listed.output)")
+            #expect(listed.output.contains("scoped budget  0 of 3 automatic scoped disables used in the last hour"), "\(listed.output)")
             #expect(listed.output.contains("turn \(traffic) off everywhere, proposed at "), "\(listed.output)")
             #expect(listed.output.contains("'flagctl guard apply \(applyID)' or 'flagctl guard dismiss \(applyID) --reason …'"))
             #expect(listed.output.contains("proposal \(applyID) waits for a person"))
@@ -150,7 +151,7 @@ struct GuardCommandTests {
             #expect(refused.status == 64 && refused.error.contains("add --yes to apply proposal \(applyID)"), "\(refused.error)")
             let applied = await server.flagctlOnTerminal("guard", "apply", String(applyID), "--reason", "INC-4510: map layer crashes on 5.14")
             #expect(applied.status == 0, "\(applied.error)")
-            #expect(applied.error.contains("the crash guard proposes turning \(traffic) off everywhere, as its budget of automatic disables (max_trips_per_hour) is spent:"),
+            #expect(applied.error.contains("the crash guard proposes turning \(traffic) off everywhere, as its budget of automatic global disables (max_trips_per_hour) is spent:"),
                     "\(applied.error)")
             #expect(applied.output.hasPrefix("applied crash guard proposal \(applyID): turned \(traffic) off everywhere (namespace rider is at version "),
                     "\(applied.output)")

@@ -65,8 +65,9 @@ struct HostileClientsTests {
         defer { app.close() }
         try await CrashGuardTests.post(app, CrashGuardTests.sessions("fleet", count: 400, crashEvery: 0, switches: [Self.promos]))
         let forged = CrashGuardTests.sessions("forged", count: 2000, crashEvery: 1, switches: [Self.promos])
+        // Each batch from a /64 of another /56 (so no /56 is full): only the /48 holds them.
         let responses = try await Self.post(app, forged, size: 20) { batch in
-            [("X-Forwarded-For", "2001:db8:66:\(String(batch, radix: 16))::1")]
+            [("X-Forwarded-For", "2001:db8:66:\(String(batch, radix: 16))00::1")]
         }
         await app.server.guardService.drain()
         let dropped = responses.flatMap { $0.json["dropped"]?.arrayValue ?? [] }

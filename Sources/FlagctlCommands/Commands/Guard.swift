@@ -78,7 +78,7 @@ public struct Guard: AsyncParsableCommand {
         }
         if let units = check.units {
             var text = "reported by \(evidence.source == "reporter" ? "reporters" : "clients"): crashes from \(units) unit\(units == 1 ? "" : "s")"
-            if let addresses = check.addresses { text += " and \(addresses) source address\(addresses == 1 ? "" : "es")" }
+            if let addresses = check.addresses { text += " and \(addresses) source network\(addresses == 1 ? "" : "s")" }
             lines.append(indent + text)
         }
         return lines

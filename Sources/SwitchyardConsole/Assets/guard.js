@@ -42,7 +42,7 @@
       + (typeof evidence.baseline_rate === 'number' ? `; sessions without it crash at ${rate(evidence.baseline_rate)}` : '')
       + ((evidence.left_out || []).length ? `; in the sessions without ${evidence.left_out.join(', ')} (shown to crash)` : '')
       + (typeof evidence.units === 'number' ? `; reported by ${evidence.source === 'reporter' ? 'reporters' : 'clients'} from ${count(evidence.units)} units`
-        + (typeof evidence.addresses === 'number' ? ` and ${count(evidence.addresses)} addresses` : '') : '')
+        + (typeof evidence.addresses === 'number' ? ` and ${count(evidence.addresses)} networks` : '') : '')
       + (evidence.window ? `; window ${evidence.window}` : '');
   }
 
@@ -92,7 +92,7 @@
     const cooling = status.cooling_down_until ? h('p', { class: 'meta' }, 'Watched again from ', timeElement(status.cooling_down_until)) : null;
     const spread = typeof status.units === 'number' && status.crashes
       ? h('p', { class: 'meta spread' }, `Crashes from ${count(status.units)} units`
-        + (typeof status.addresses === 'number' ? ` and ${count(status.addresses)} source addresses` : '')
+        + (typeof status.addresses === 'number' ? ` and ${count(status.addresses)} source networks` : '')
         + ` (${status.source === 'reporter' ? 'reporters\'' : 'clients\''} sessions)`
         + ((status.left_out || []).length ? `; judged without ${status.left_out.join(', ')} (shown to crash)` : ''))
       : null;
