@@ -12,9 +12,11 @@ import Testing
 /// Timeouts are short (a second) so the tests end soon; every wait is for an event (a response, a close) with the
 /// raw connection's generous receive timeout, never a claim about how long something took.
 struct ConnectionLimitTests {
-    /// A live server's configuration with short timeouts (the ones a test is not about stay generous).
+    /// A live server's configuration with short timeouts (the ones a test is not about stay generous), and
+    /// `/metrics` open to the raw connections that read the counters.
     static func configuration(idle: Duration = .seconds(120), header: Duration = .seconds(120), maximumConnections: Int = 16_384) -> ServerConfiguration {
         var configuration = freshTokenCacheConfiguration()
+        configuration.openMetrics = true
         configuration.idleTimeout = idle
         configuration.headerTimeout = header
         configuration.maximumConnections = maximumConnections
