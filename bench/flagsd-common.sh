@@ -32,13 +32,14 @@ build_flagsd() {
 
 # Starts flagsd on $FLAGSD_PORT with a fresh database and creates the `bench` namespace (~50 KB snapshot, or
 # FLAGSD_BENCH_SWITCHES plugin switches); FLAGSD_ARGS adds options (e.g. "--max-connections 3000"). Every load
-# client connects from 127.0.0.1, so the cap of parked long-polls per address is the cap for all.
+# client connects from 127.0.0.1, so the cap of parked long-polls per address is the cap for all, and connections
+# are not capped per address.
 start_flagsd() {
   ulimit -n 20000
   # The previous run's output goes first: its "listening" line would pass the wait below before this flagsd starts.
   rm -f "$FLAGSD_BENCH_DIR/flags.sqlite"* "$FLAGSD_BENCH_DIR/flags-events.sqlite"* "$FLAGSD_BENCH_DIR/flagsd.out"
   SWITCHYARD_ADMIN_TOKEN=$FLAGSD_BENCH_TOKEN "$FLAGSD_BIN" --port "$FLAGSD_PORT" --database "$FLAGSD_BENCH_DIR/flags.sqlite" \
-    --flags "$FLAGSD_BENCH_DIR/no-flags" --log-level warning --log-format json --max-waiters 15000 --max-waiters-per-address 15000 --max-wait 120 \
+    --flags "$FLAGSD_BENCH_DIR/no-flags" --log-level warning --log-format json --max-waiters 15000 --max-waiters-per-address 15000 --max-connections-per-address 0 --max-wait 120 \
     --max-body-size 67108864 ${FLAGSD_ARGS:-} >"$FLAGSD_BENCH_DIR/flagsd.out" 2>"$FLAGSD_BENCH_DIR/flagsd.err" &
   FLAGSD_PID=$!
   for _ in $(seq 100); do grep -q listening "$FLAGSD_BENCH_DIR/flagsd.out" 2>/dev/null && break; sleep 0.1; done

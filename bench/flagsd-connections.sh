@@ -35,7 +35,7 @@ print(f"| {name}: {silent} silent + {slow} slow sockets, cap {cap} (load {load})
       f"| {after['new_answered']} of {after['new_answered'] + after['new_unanswered']} "
       f"| {rest['fds']} → {attack['max_fds']} | {rest['rss_mib']} → {attack['max_rss_mib']} "
       f"| {attack['hostile_held_p50_s']} / {attack['hostile_held_max_s']} "
-      f"| {int(m.get('flagsd_connections_refused_total', 0))} | {cut('header_timeout')} |")
+      f"| {sum(int(v) for k, v in m.items() if k.startswith('flagsd_connections_refused_total'))} | {cut('header_timeout')} |")
 PY
 }
 

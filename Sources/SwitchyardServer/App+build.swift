@@ -102,11 +102,13 @@ public func buildApplication(
     let routes = makeRoutes(API(service: service, crashGuard: crashGuard, releasePlans: releasePlans), registry: registry)
     // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
     let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")
-    // Every connection is counted against the cap and timed from its start (Connections/ConnectionGate.swift);
-    // the timeouts see what both the fast path and the router read and write.
+    // Every connection is counted against the caps (in all and per peer address) and timed from its start
+    // (Connections/ConnectionGate.swift); the timeouts see what both the fast path and the router read and write.
     let connections = ConnectionGate(
         limits: .init(maximumConnections: configuration.maximumConnections, idleTimeout: configuration.idleTimeout,
-                      headerTimeout: configuration.headerTimeout),
+                      headerTimeout: configuration.headerTimeout,
+                      maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress,
+                      trustedProxies: configuration.trustedProxies),
         metricsFactory: factory, logger: logger)
     let application = Application(
         router: buildRouter(service: service, routes: routes),

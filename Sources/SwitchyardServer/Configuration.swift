@@ -31,13 +31,15 @@ public struct ServerConfiguration: Sendable {
     /// How many versions back a snapshot request that accepts deltas may start and still get one (instead of the
     /// whole snapshot); 0 answers every request with the full snapshot.
     public var deltaVersions: Int = 100
-    /// The most connections open at once; past it, a new connection is closed as soon as it is accepted (and
-    /// counted in `flagsd_connections_refused_total`). Keep it above `maximumWaiters` (a parked long-poll holds a
-    /// connection) and below the process's open-file limit.
+    /// The most connections open at once; past it, a new connection takes the place of the longest idle one (closed,
+    /// and counted in `flagsd_connections_cut_total{reason="evicted_idle"}`), or is closed as soon as it is accepted
+    /// when none is idle (counted in `flagsd_connections_refused_total{reason="connection_cap"}`). Keep it above
+    /// `maximumWaiters` (a parked long-poll holds a connection) and below the process's open-file limit.
     public var maximumConnections: Int = 16_384
     /// The most connections one peer address may hold open at once (an IPv6 peer at its /64, and 4 and 16 times
     /// as many at its /56 and /48: ``AddressBlock``); past it, a new connection from it is closed as soon as it is
-    /// accepted. Peers in `trustedProxies` are not capped (they carry many clients). Nil: no cap.
+    /// accepted (and counted in `flagsd_connections_refused_total{reason="address_cap"}`). Peers in
+    /// `trustedProxies` are not capped (they carry many clients). Nil: no cap.
     public var maximumConnectionsPerAddress: Int? = 1_100
     /// How long a connection may wait for its client: between requests (after the last response), and within a
     /// request body (between two bytes). A request being answered, a parked long-poll included, is never cut.

@@ -7,14 +7,18 @@ import Testing
 
 /// Idle and slow connections against the real server on loopback, over raw sockets: the header-read, idle and body
 /// timeouts cut them on both HTTP paths (the snapshot fast path and the router), a parked long-poll outlives the idle
-/// timeout, and past the connection cap new connections are closed while real requests are still answered.
+/// timeout, one address at its cap is refused while others are served, and at the connection cap the longest idle
+/// connection makes room, or new connections are closed when none is idle, while real requests are still answered.
+/// Clients connect from addresses of their own in 127.0.0.0/8.
 ///
 /// Timeouts are short (a second) so the tests end soon; every wait is for an event (a response, a close) with the
 /// raw connection's generous receive timeout, never a claim about how long something took.
 struct ConnectionLimitTests {
-    /// A live server's configuration with short timeouts (the ones a test is not about stay generous).
+    /// A live server's configuration with short timeouts (the ones a test is not about stay generous), and
+    /// `/metrics` open to the raw connections that read the counters.
     static func configuration(idle: Duration = .seconds(120), header: Duration = .seconds(120), maximumConnections: Int = 16_384) -> ServerConfiguration {
         var configuration = freshTokenCacheConfiguration()
+        configuration.openMetrics = true
         configuration.idleTimeout = idle
         configuration.headerTimeout = header
         configuration.maximumConnections = maximumConnections
@@ -114,40 +118,149 @@ struct ConnectionLimitTests {
         }
     }
 
-    @Test func pastTheCapNewConnectionsAreClosedAndRealRequestsAreStillAnswered() async throws {
+    /// Waits for a response and says whether it is a 200.
+    static func served(_ connection: RawHTTPConnection, _ request: String) async throws -> Bool {
+        try connection.send(request)
+        return try await connection.readResponse().status == .ok
+    }
+
+    /// One address at its cap is refused a next connection, while another connects and is served; once one of the
+    /// first address's connections closes, it connects again.
+    @Test func anAddressAtItsCapIsRefusedWhileAnotherAddressIsServed() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        var configuration = Self.configuration()
+        configuration.maximumConnectionsPerAddress = 5
+        try await withLiveFlagsd(app, configuration: configuration) { server, port in
+            let snapshot = RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")])
+            var held: [RawHTTPConnection] = []
+            for index in 0..<5 {
+                let connection = try RawHTTPConnection(port: port, source: "127.0.0.2")
+                #expect(try await Self.served(connection, index.isMultiple(of: 2) ? snapshot : RawHTTPConnection.get("/healthz")))
+                held.append(connection)
+            }
+
+            // A sixth from the same address is closed at once, without an answer.
+            let refused = try RawHTTPConnection(port: port, source: "127.0.0.2")
+            try? refused.send(snapshot)
+            #expect(try await refused.isClosedByServer())
+
+            // Another address connects and is served, on both paths.
+            let other = try RawHTTPConnection(port: port, source: "127.0.0.3")
+            #expect(try await Self.served(other, snapshot))
+            #expect(try await Self.served(other, RawHTTPConnection.get("/healthz")))
+            // The first address's connections are still answered.
+            #expect(try await Self.served(held[0], snapshot))
+
+            // Once one of its connections closes, the first address connects again.
+            held.removeLast().reset()
+            try await waitUntil("the server counts the closed connection out") { server.connections.openCount == 5 }
+            let again = try RawHTTPConnection(port: port, source: "127.0.0.2")
+            #expect(try await Self.served(again, RawHTTPConnection.get("/healthz")))
+
+            try other.send(RawHTTPConnection.get("/metrics"))
+            let metrics = try await other.readResponse()
+            #expect(metrics.status == .ok)
+            #expect(metrics.text.contains(#"flagsd_connections_refused_total{reason="address_cap"} 1"#), "\(metrics.text)")
+            #expect(metrics.text.contains(#"flagsd_connections_refused_total{reason="connection_cap"} 0"#), "\(metrics.text)")
+            #expect(metrics.text.contains("flagsd_connections_open 6"), "\(metrics.text)")
+        }
+    }
+
+    /// A load balancer carries many clients over its connections: a trusted proxy is not capped per address, while
+    /// an untrusted address is.
+    @Test func aTrustedProxyIsNotCappedPerAddress() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        var configuration = Self.configuration()
+        configuration.maximumConnectionsPerAddress = 2
+        configuration.trustedProxies = try TrustedProxies(parsing: "127.0.0.2")
+        try await withLiveFlagsd(app, configuration: configuration) { _, port in
+            var held: [RawHTTPConnection] = []
+            for _ in 0..<6 {
+                let proxied = try RawHTTPConnection(port: port, source: "127.0.0.2")
+                #expect(try await Self.served(proxied, RawHTTPConnection.get("/healthz")))
+                held.append(proxied)
+            }
+            for _ in 0..<2 {
+                let direct = try RawHTTPConnection(port: port, source: "127.0.0.3")
+                #expect(try await Self.served(direct, RawHTTPConnection.get("/healthz")))
+                held.append(direct)
+            }
+            let refused = try RawHTTPConnection(port: port, source: "127.0.0.3")
+            try? refused.send(RawHTTPConnection.get("/healthz"))
+            #expect(try await refused.isClosedByServer())
+            // Every connection of the proxy is still answered.
+            for proxied in held.prefix(6) {
+                #expect(try await Self.served(proxied, RawHTTPConnection.get("/healthz")))
+            }
+        }
+    }
+
+    /// The attack the per-address cap does not stop alone: idle connections from many addresses fill the server. At
+    /// the cap, a new client takes the place of the connection idle longest, and the busy ones are kept.
+    @Test func atTheCapTheLongestIdleConnectionMakesRoomForANewClient() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
         try await withLiveFlagsd(app, configuration: Self.configuration(maximumConnections: 3)) { server, port in
             let snapshot = RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")])
-            var open: [RawHTTPConnection] = []
-            for _ in 0..<3 {
-                let connection = try RawHTTPConnection(port: port)
-                try connection.send(snapshot)
-                #expect(try await connection.readResponse().status == .ok)
-                open.append(connection)
+            // The longest idle: open, no request sent.
+            let silent = try RawHTTPConnection(port: port, source: "127.0.0.2")
+            try await waitUntil("the server counts the first connection in") { server.connections.openCount == 1 }
+            // Idle since their answers, which come after the first one opened.
+            let fast = try RawHTTPConnection(port: port, source: "127.0.0.2")
+            #expect(try await Self.served(fast, snapshot))
+            let routed = try RawHTTPConnection(port: port, source: "127.0.0.2")
+            #expect(try await Self.served(routed, RawHTTPConnection.get("/healthz")))
+
+            let newcomer = try RawHTTPConnection(port: port, source: "127.0.0.3")
+            #expect(try await Self.served(newcomer, snapshot))
+            #expect(try await silent.isClosedByServer())
+            #expect(try await Self.served(fast, snapshot))
+            #expect(try await Self.served(routed, RawHTTPConnection.get("/healthz")))
+
+            try newcomer.send(RawHTTPConnection.get("/metrics"))
+            let metrics = try await newcomer.readResponse()
+            #expect(metrics.status == .ok)
+            #expect(metrics.text.contains(#"flagsd_connections_cut_total{reason="evicted_idle"} 1"#), "\(metrics.text)")
+            #expect(metrics.text.contains(#"flagsd_connections_refused_total{reason="connection_cap"} 0"#), "\(metrics.text)")
+            #expect(metrics.text.contains("flagsd_connections_open 3"), "\(metrics.text)")
+            #expect(metrics.text.contains("flagsd_connections_max 3"), "\(metrics.text)")
+        }
+    }
+
+    /// At the cap with every connection answering a request (parked long-polls, on both paths), a new connection is
+    /// closed at once, and the parked ones are kept; once one closes, a new connection is answered.
+    @Test func atTheCapWithEveryConnectionBusyNewConnectionsAreClosed() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        try await withLiveFlagsd(app, configuration: Self.configuration(maximumConnections: 3)) { server, port in
+            let authorization = ("Authorization", "Bearer \(app.tokens["client"]!)")
+            var parked: [RawHTTPConnection] = []
+            for index in 0..<3 {
+                let connection = try RawHTTPConnection(port: port, source: "127.0.0.2")
+                try connection.send(index == 0
+                    ? RawHTTPConnection.get("/v1/namespaces/rider/changes?after=1&wait=300", headers: [authorization])
+                    : RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=300", headers: [authorization, ("If-None-Match", tag)]))
+                parked.append(connection)
             }
-            #expect(server.connections.openCount == 3)
+            try await waitUntil("the three long-polls park") { server.flagService.hub.waiterCount == 3 }
 
-            // A fourth connection is closed at once, without an answer.
-            let refused = try RawHTTPConnection(port: port)
-            try? refused.send(snapshot)
+            let refused = try RawHTTPConnection(port: port, source: "127.0.0.3")
+            try? refused.send(RawHTTPConnection.get("/healthz"))
             #expect(try await refused.isClosedByServer())
+            #expect(server.connections.openCount == 3)
+            #expect(server.flagService.hub.waiterCount == 3)
 
-            // The open connections are still answered, on both paths.
-            try open[0].send(snapshot)
-            #expect(try await open[0].readResponse().status == .ok)
-            try open[1].send(RawHTTPConnection.get("/healthz"))
-            #expect(try await open[1].readResponse().status == .ok)
-
-            // Once one closes, a new connection is answered.
-            open.removeLast().reset()
+            parked.removeFirst().reset()
             try await waitUntil("the server counts the closed connection out") { server.connections.openCount == 2 }
-            let admitted = try RawHTTPConnection(port: port)
+            let admitted = try RawHTTPConnection(port: port, source: "127.0.0.3")
             try admitted.send(RawHTTPConnection.get("/metrics"))
             let metrics = try await admitted.readResponse()
             #expect(metrics.status == .ok)
-            #expect(metrics.text.contains("flagsd_connections_refused_total 1"), "\(metrics.text)")
-            #expect(metrics.text.contains("flagsd_connections_max 3"), "\(metrics.text)")
+            #expect(metrics.text.contains(#"flagsd_connections_refused_total{reason="connection_cap"} 1"#), "\(metrics.text)")
+            #expect(metrics.text.contains(#"flagsd_connections_cut_total{reason="evicted_idle"} 0"#), "\(metrics.text)")
             #expect(metrics.text.contains("flagsd_connections_open 3"), "\(metrics.text)")
         }
     }

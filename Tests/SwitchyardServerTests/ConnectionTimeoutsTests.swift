@@ -104,6 +104,36 @@ struct ConnectionTimeoutsTests {
         timeouts.responseEnded(at: at(33))
         #expect(timeouts.deadline?.at == at(108))
     }
+
+    /// What the connection cap closes first: idle from the opening until the first head, and from each last answer
+    /// until the next head (bytes of that head included); never while a request is read or answered.
+    @Test func aConnectionIsIdleBetweenRequestsFromItsOpeningOrItsLastAnswer() {
+        var timeouts = make()
+        #expect(timeouts.idleSince == start)
+        timeouts.bytesRead(at: at(3))
+        #expect(timeouts.idleSince == start)
+        timeouts.headRead(at: at(4))
+        #expect(timeouts.idleSince == nil)
+        timeouts.requestEnded(at: at(5))
+        #expect(timeouts.idleSince == nil, "a request being answered (a parked long-poll) is not idle")
+        timeouts.responseEnded(at: at(40))
+        #expect(timeouts.idleSince == at(40))
+        timeouts.bytesRead(at: at(50))
+        #expect(timeouts.idleSince == at(40), "bytes of a next head leave the connection idle since its last answer")
+        // Two pipelined requests: idle only once both are answered.
+        timeouts.readRequest(at: at(60))
+        timeouts.readRequest(at: at(60))
+        timeouts.responseEnded(at: at(61))
+        #expect(timeouts.idleSince == nil)
+        timeouts.responseEnded(at: at(62))
+        #expect(timeouts.idleSince == at(62))
+        // Answered before its body ended: idle once the body has ended.
+        timeouts.headRead(at: at(70))
+        timeouts.responseEnded(at: at(71))
+        #expect(timeouts.idleSince == nil)
+        timeouts.requestEnded(at: at(72))
+        #expect(timeouts.idleSince == at(72))
+    }
 }
 
 extension ConnectionTimeouts {

@@ -4,17 +4,23 @@ package import Logging
 package import Metrics
 import NIOCore
 import NIOHTTPTypes
+import SwitchyardStorage
 import Synchronization
 
-/// The connections flagsd holds: a cap on how many are open at once, and the timeouts that cut a connection whose
-/// client keeps it waiting (`ConnectionTimeouts`), on both HTTP paths (the snapshot fast path and the router).
+/// The connections flagsd holds: caps on how many are open at once, in all and per peer address, and the timeouts
+/// that cut a connection whose client keeps it waiting (`ConnectionTimeouts`), on both HTTP paths (the snapshot fast
+/// path and the router).
 ///
-/// Past the cap, a new connection is closed as soon as it is accepted, before any byte of it is read: its client
-/// sees the connection closed or reset at once (rather than waiting in the kernel's queue for an unknown time) and
-/// retries, typically on another instance; the connections already open go on being answered. One instance of
-/// this is shared by every connection; its counters are atomic.
+/// A new connection whose peer address already holds `maximumConnectionsPerAddress` (at any of its blocks:
+/// ``AddressBlock``) is closed as soon as it is accepted, before any byte of it is read; peers in the trusted proxies
+/// carry many clients and are not capped. At the global cap, the connection idle longest (between requests) is closed
+/// to make room for the new one; when none is idle, the new one is closed as soon as it is accepted. A refused
+/// client sees the connection closed or reset at once (rather than waiting in the kernel's queue for an unknown
+/// time) and retries, typically on another instance; the connections already open go on being answered. The
+/// decisions are `ConnectionAdmission`'s; one instance of this is shared by every connection and takes its lock once
+/// when a connection is accepted and once when it closes.
 package final class ConnectionGate: Sendable {
-    /// The cap and the timeouts.
+    /// The caps and the timeouts.
     package struct Limits: Sendable {
         /// The most connections open at once.
         package var maximumConnections: Int
@@ -23,52 +29,126 @@ package final class ConnectionGate: Sendable {
         /// How long a client may take to send a request's head, from the connection's start or the head's first
         /// byte.
         package var headerTimeout: Duration
+        /// The most connections open at once from one peer address (4 and 16 times as many from an IPv6 peer's /56
+        /// and /48); nil: no cap.
+        package var maximumConnectionsPerAddress: Int? = nil
+        /// Peers not capped per address.
+        package var trustedProxies = TrustedProxies()
+    }
+
+    /// An open connection, as the admission state holds it.
+    private struct Open {
+        let channel: any Channel
+        let activity: ConnectionActivity
     }
 
     package let limits: Limits
     let logger: Logger
-    private let open = Atomic<Int>(0)
+    private let admission: Mutex<ConnectionAdmission<Open, GateInstant>>
+    /// The start of the gate's clock (``GateInstant``).
+    private let origin = ContinuousClock.now
     private let refusing = Atomic<Bool>(false)
+    private let refusedAnAddress = Atomic<Bool>(false)
+    private let closedAnIdleOne = Atomic<Bool>(false)
     private let openMeter: Meter
-    private let refusals: Counter
+    private let refusals: [ConnectionRefusal: Counter]
     private let cuts: [ConnectionTimeouts<ContinuousClock.Instant>.Cut: Counter]
+    private let evictions: Counter
 
     package init(limits: Limits, metricsFactory: any MetricsFactory, logger: Logger) {
         self.limits = limits
         self.logger = logger
+        admission = Mutex(ConnectionAdmission(maximumConnections: limits.maximumConnections,
+                                              maximumConnectionsPerAddress: limits.maximumConnectionsPerAddress ?? .max))
         openMeter = Meter(label: "flagsd_connections_open", factory: metricsFactory)
-        refusals = Counter(label: "flagsd_connections_refused_total", factory: metricsFactory)
+        refusals = Dictionary(uniqueKeysWithValues: ConnectionRefusal.allCases.map { refusal in
+            (refusal, Counter(label: "flagsd_connections_refused_total", dimensions: [("reason", refusal.rawValue)], factory: metricsFactory))
+        })
         cuts = Dictionary(uniqueKeysWithValues: ConnectionTimeouts<ContinuousClock.Instant>.Cut.allCases.map { cut in
             (cut, Counter(label: "flagsd_connections_cut_total", dimensions: [("reason", cut.rawValue)], factory: metricsFactory))
         })
+        evictions = Counter(label: "flagsd_connections_cut_total", dimensions: [("reason", "evicted_idle")], factory: metricsFactory)
         Gauge(label: "flagsd_connections_max", factory: metricsFactory).record(limits.maximumConnections)
     }
 
-    /// The connections open now (refused ones are not counted), for tests.
-    package var openCount: Int { open.load(ordering: .relaxed) }
+    /// The connections open now (refused ones, and ones closed to make room, are not counted), for tests.
+    package var openCount: Int { admission.withLock { $0.count } }
 
-    /// Counts a new connection in until it closes; false, counting a refusal, when it would pass the cap.
-    func admit(_ channel: any Channel) -> Bool {
-        let count = open.add(1, ordering: .relaxed).newValue
-        guard count <= limits.maximumConnections else {
-            open.subtract(1, ordering: .relaxed)
-            refusals.increment()
+    /// Counts a new connection in until it closes, closing the longest idle one when it reaches the cap; nil,
+    /// counting a refusal, when its address is at its cap or the cap is reached and no connection is idle.
+    ///
+    /// - Returns: where the connection's handler reports when it is idle.
+    func admit(_ channel: any Channel) -> ConnectionActivity? {
+        let now = GateInstant(ContinuousClock.now, since: origin)
+        let activity = ConnectionActivity(origin: origin, openedAt: now)
+        let blocks = addressBlocks(of: channel)
+        let decision = admission.withLock { admission in
+            admission.admit(Open(channel: channel, activity: activity), blocks: blocks, at: now) { $0.activity.idleSince }
+        }
+        switch decision {
+        case .refused(let refusal):
+            refused(refusal, remote: channel.remoteAddress)
+            return nil
+        case .admitted(let id, let closing):
+            openMeter.increment()
+            if let closing { close(closing, toAdmit: channel) }
+            if refusing.load(ordering: .relaxed), refusing.exchange(false, ordering: .relaxed) {
+                logger.notice("accepting new connections again", metadata: ["open_connections": .stringConvertible(openCount)])
+            }
+            channel.closeFuture.whenComplete { _ in
+                if self.admission.withLock({ $0.close(id: id) }) { self.openMeter.decrement() }
+            }
+            return activity
+        }
+    }
+
+    /// The blocks a connection counts toward per address: none when there is no per-address cap, the peer is
+    /// unknown or a trusted proxy.
+    private func addressBlocks(of channel: any Channel) -> [AddressBlock] {
+        guard limits.maximumConnectionsPerAddress != nil,
+              let peer = channel.remoteAddress?.ipAddress.flatMap({ IPAddress($0) }),
+              !limits.trustedProxies.trusts(peer) else { return [] }
+        return peer.blocks
+    }
+
+    private func refused(_ refusal: ConnectionRefusal, remote: SocketAddress?) {
+        refusals[refusal]?.increment()
+        switch refusal {
+        case .connectionCap:
             if !refusing.exchange(true, ordering: .relaxed) {
-                logger.warning("refusing new connections: the cap of open connections is reached (--max-connections)", metadata: [
+                logger.warning("refusing new connections: the cap of open connections is reached and none is idle (--max-connections)", metadata: [
                     "max_connections": .stringConvertible(limits.maximumConnections),
                 ])
             }
-            return false
+        case .addressCap:
+            if !refusedAnAddress.exchange(true, ordering: .relaxed) {
+                logger.notice("refusing new connections from an address that holds its cap of open connections (--max-connections-per-address); flagsd_connections_refused_total{reason=\"address_cap\"} counts them", metadata: [
+                    "max_connections_per_address": .stringConvertible(limits.maximumConnectionsPerAddress ?? 0),
+                    "remote": .string(remote.map { "\($0)" } ?? "unknown"),
+                ])
+            } else {
+                logger.debug("refused a connection from an address at its cap", metadata: ["remote": .string(remote.map { "\($0)" } ?? "unknown")])
+            }
         }
-        if refusing.load(ordering: .relaxed), refusing.exchange(false, ordering: .relaxed) {
-            logger.notice("accepting new connections again", metadata: ["open_connections": .stringConvertible(count)])
+    }
+
+    /// Closes the connection idle longest, counted out already, to admit a new one at the cap. It may have begun a
+    /// request since it was found idle; its client then sees the connection closed, as HTTP/1.1 clients must expect
+    /// of an idle connection at any time (RFC 9112, 9.5), and retries.
+    private func close(_ idle: Open, toAdmit channel: any Channel) {
+        openMeter.decrement()
+        evictions.increment()
+        if !closedAnIdleOne.exchange(true, ordering: .relaxed) {
+            logger.notice("closing the longest idle connection to admit a new one: the cap of open connections is reached (--max-connections); flagsd_connections_cut_total{reason=\"evicted_idle\"} counts them", metadata: [
+                "max_connections": .stringConvertible(limits.maximumConnections),
+            ])
         }
-        openMeter.increment()
-        channel.closeFuture.whenComplete { _ in
-            self.openMeter.decrement()
-            self.open.subtract(1, ordering: .relaxed)
-        }
-        return true
+        logger.debug("closed the longest idle connection to admit a new one", metadata: [
+            "remote": .string(idle.channel.remoteAddress.map { "\($0)" } ?? "unknown"),
+            "admitted": .string(channel.remoteAddress.map { "\($0)" } ?? "unknown"),
+        ])
+        // Thread-safe: the close runs on the idle connection's own event loop.
+        idle.channel.close(promise: nil)
     }
 
     /// Counts a connection cut by a timeout.
@@ -85,8 +165,61 @@ package final class ConnectionGate: Sendable {
     }
 }
 
-/// Hummingbird's HTTP/1.1 child channel behind a `ConnectionGate`: a connection past the cap is closed as soon as
-/// it is registered and never reaches HTTP.
+/// Since when a connection has been idle (`ConnectionTimeouts.idleSince`), written by its handler on its event loop
+/// at each change and read by the gate when it looks for the connection idle longest: one atomic, no lock.
+final class ConnectionActivity: Sendable {
+    private let origin: ContinuousClock.Instant
+    /// The start of the present idle time, in nanoseconds of the gate's clock; -1 while a request is read or answered.
+    private let idleStart: Atomic<Int64>
+
+    /// A connection that opened at `openedAt`: idle since then.
+    ///
+    /// - Parameter origin: the start of the gate's clock.
+    init(origin: ContinuousClock.Instant, openedAt: GateInstant) {
+        self.origin = origin
+        idleStart = Atomic(openedAt.nanoseconds)
+    }
+
+    /// Since when the connection has been idle; nil while it reads or answers a request.
+    var idleSince: GateInstant? {
+        let start = idleStart.load(ordering: .relaxed)
+        return start < 0 ? nil : GateInstant(nanoseconds: start)
+    }
+
+    func record(idleSince: ContinuousClock.Instant?) {
+        idleStart.store(idleSince.map { GateInstant($0, since: origin).nanoseconds } ?? -1, ordering: .relaxed)
+    }
+}
+
+/// An instant of a gate's clock: nanoseconds since the gate was made. A look over every open connection sorts their
+/// idle times; these compare as integers, some 15 times faster than `ContinuousClock.Instant` (measured: 1.6 against
+/// 24 ms to sort 16,384 in a release build).
+struct GateInstant: InstantProtocol {
+    let nanoseconds: Int64
+
+    init(nanoseconds: Int64) {
+        self.nanoseconds = nanoseconds
+    }
+
+    init(_ instant: ContinuousClock.Instant, since origin: ContinuousClock.Instant) {
+        nanoseconds = max(.zero, instant - origin).nanoseconds
+    }
+
+    func advanced(by duration: Duration) -> GateInstant {
+        GateInstant(nanoseconds: nanoseconds + duration.nanoseconds)
+    }
+
+    func duration(to other: GateInstant) -> Duration {
+        .nanoseconds(other.nanoseconds - nanoseconds)
+    }
+
+    static func < (lhs: GateInstant, rhs: GateInstant) -> Bool {
+        lhs.nanoseconds < rhs.nanoseconds
+    }
+}
+
+/// Hummingbird's HTTP/1.1 child channel behind a `ConnectionGate`: a refused connection is closed as soon as it is
+/// registered and never reaches HTTP; an admitted one's timeout handler reports to the gate when it is idle.
 struct GatedHTTP1Channel: ServerChildChannel {
     enum Value: ServerChildChannelValue {
         case admitted(HTTP1Channel.Value)
@@ -104,13 +237,16 @@ struct GatedHTTP1Channel: ServerChildChannel {
     let gate: ConnectionGate
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        guard gate.admit(channel) else {
+        guard let activity = gate.admit(channel) else {
             return channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(RefusedConnectionHandler())
                 return .refused(channel)
             }
         }
-        return http1.setup(channel: channel, logger: logger).map { .admitted($0) }
+        return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            try channel.pipeline.syncOperations.handler(type: ConnectionGuardHandler.self).report(to: activity)
+            return .admitted(value)
+        }
     }
 
     func handle(value: Value, logger: Logger) async {
@@ -144,6 +280,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private let gate: ConnectionGate
     private var timeouts: ConnectionTimeouts<ContinuousClock.Instant>
+    /// Where the gate reads when the connection is idle; nil until the gate admitted it.
+    private var activity: ConnectionActivity?
     private var timer: Scheduled<Void>?
     private var timerDeadline: ContinuousClock.Instant?
 
@@ -155,6 +293,12 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { arm(context) }
+    }
+
+    /// Reports to `activity` when the connection is idle, from now on.
+    func report(to activity: ConnectionActivity) {
+        self.activity = activity
+        activity.record(idleSince: timeouts.idleSince)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -173,8 +317,12 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head: timeouts.headRead(at: .now)
-        case .end: timeouts.requestEnded(at: .now)
+        case .head:
+            timeouts.headRead(at: .now)
+            activity?.record(idleSince: nil)
+        case .end:
+            timeouts.requestEnded(at: .now)
+            activity?.record(idleSince: timeouts.idleSince)
         case .body: break
         }
         context.fireChannelRead(data)
@@ -190,6 +338,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) {
             timeouts.responseEnded(at: .now)
+            activity?.record(idleSince: timeouts.idleSince)
             arm(context)
         }
         context.write(data, promise: promise)

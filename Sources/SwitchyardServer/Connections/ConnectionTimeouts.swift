@@ -14,6 +14,10 @@
 ///
 /// Bytes of a pipelined request that arrive while an earlier one is answered are not timed until that answer ends:
 /// from then, the connection counts as idle, and a next byte starts its head's clock.
+///
+/// For the connection cap (`ConnectionAdmission`), a connection is idle while awaiting a head or idle as above:
+/// between requests, from the end of the last response (or from its opening, before its first request) to the next
+/// request's head, however many bytes of that head arrived (`idleSince`).
 package struct ConnectionTimeouts<Instant: InstantProtocol> where Instant.Duration == Duration {
     /// Why a connection was cut, as the `reason` label of `flagsd_connections_cut_total`.
     package enum Cut: String, Sendable, CaseIterable {
@@ -37,6 +41,8 @@ package struct ConnectionTimeouts<Instant: InstantProtocol> where Instant.Durati
     private var lastActivity: Instant
     /// Whether a head or end was decoded from the bytes of the read under way.
     private var decodedInRead = false
+    /// When the connection last became idle: no request read or answered (see `idleSince`).
+    private var idleStart: Instant
 
     /// A connection accepted at `openedAt`: awaiting its first head.
     package init(idleTimeout: Duration, headerTimeout: Duration, openedAt now: Instant) {
@@ -44,6 +50,17 @@ package struct ConnectionTimeouts<Instant: InstantProtocol> where Instant.Durati
         self.headerTimeout = headerTimeout
         headStart = now
         lastActivity = now
+        idleStart = now
+    }
+
+    /// Since when the connection has waited for its client between requests: the end of the last response, or its
+    /// opening before its first request; nil while a request is read or answered (a parked long-poll included).
+    package var idleSince: Instant? {
+        isIdle ? idleStart : nil
+    }
+
+    private var isIdle: Bool {
+        requestsInFlight == 0 && !readingBody
     }
 
     /// A read of the socket ended, after the parts decoded from its bytes, if any, were reported. A read that
@@ -65,15 +82,20 @@ package struct ConnectionTimeouts<Instant: InstantProtocol> where Instant.Durati
 
     /// A request's end was decoded.
     package mutating func requestEnded(at now: Instant) {
+        let wasIdle = isIdle
         readingBody = false
         lastActivity = now
         decodedInRead = true
+        // Answered before its body ended (a refusal that did not wait for the body): idle from now.
+        if !wasIdle, isIdle { idleStart = now }
     }
 
     /// A response's end was written.
     package mutating func responseEnded(at now: Instant) {
+        let wasIdle = isIdle
         requestsInFlight = max(0, requestsInFlight - 1)
         lastActivity = now
+        if !wasIdle, isIdle { idleStart = now }
     }
 
     /// When the connection is to be cut, and why; nil while it answers a request.

@@ -20,7 +20,12 @@ final class RawHTTPConnection: @unchecked Sendable {
     private var buffer: [UInt8] = []
     private var isOpen = true
 
-    init(port: Int, timeoutSeconds: Int = 120) throws {
+    /// Connects to `127.0.0.1:port`.
+    ///
+    /// - Parameters:
+    ///   - source: the loopback address to connect from (`127.0.0.2`: any of 127.0.0.0/8), for a peer address of its
+    ///     own; nil: the one the system picks (127.0.0.1).
+    init(port: Int, source: String? = nil, timeoutSeconds: Int = 120) throws {
         #if canImport(Glibc)
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -29,6 +34,18 @@ final class RawHTTPConnection: @unchecked Sendable {
         guard socket >= 0 else { throw Failure(description: "socket() failed") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(socket)
+                throw Failure(description: "bind to \(source) failed (errno \(errno))")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
