@@ -114,11 +114,12 @@ struct OpenAPISyncTests {
     func theCrashGuardsAnswersMatchTheDocumentsSchemas() async throws {
         var policy = CrashGuardTests.policy
         policy.maximumTripsPerHour = 0
+        policy.maximumScopedTripsPerHour = 0
         let app = try await CrashGuardTests.app(policy: policy)
         defer { app.close() }
         let promos = CrashGuardTests.promos, traffic = CrashGuardTests.traffic
         // Promos crashes in lagos only (a scoped proposal, with the sessions elsewhere as its complement); traffic
-        // everywhere it runs. Past a budget of 0, the guard proposes both.
+        // everywhere it runs. Past budgets of 0, the guard proposes both.
         try await CrashGuardTests.post(app, CrashGuardTests.sessions("paris", count: 600, crashEvery: 0, switches: [promos], city: "paris"))
         try await CrashGuardTests.post(app, CrashGuardTests.sessions("lagos", count: 200, crashEvery: 5, switches: [promos], city: "lagos"))
         try await CrashGuardTests.post(app, CrashGuardTests.sessions("lima", count: 150, crashEvery: 3, switches: [traffic], city: "lima"))
