@@ -43,7 +43,7 @@ PG_VERSION=$(as_postgres_user "$(postgres_bin_dir)/psql" -h 127.0.0.1 -p "$PG_PO
 
 start_instance() {  # start_instance NAME PORT
   SWITCHYARD_ADMIN_TOKEN=$FLAGSD_BENCH_TOKEN "$FLAGSD_BIN" --port "$2" --database "$DATABASE" \
-    --flags "$FLAGSD_BENCH_DIR/no-flags" --log-level warning --log-format json --max-waiters 15000 --max-waiters-per-address 15000 --max-connections-per-address 0 --max-wait 120 \
+    --flags "$FLAGSD_BENCH_DIR/no-flags" --log-level warning --log-format json --max-waiters 15000 --max-waiters-per-address 15000 --max-wait 120 $(bench_options) \
     >"$FLAGSD_BENCH_DIR/$1.out" 2>"$FLAGSD_BENCH_DIR/$1.err" &
   PIDS+=($!)
   for _ in $(seq 200); do grep -q listening "$FLAGSD_BENCH_DIR/$1.out" 2>/dev/null && return 0; sleep 0.1; done
