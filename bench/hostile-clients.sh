@@ -24,6 +24,12 @@ DB="$FLAGSD_BENCH_DIR/flags-events.sqlite"
 SECONDS_EACH=${ATTACK_SECONDS:-30}
 AFTER_BIN=$FLAGSD_BIN
 
+# The rows of event_window by kind, as JSON.
+window_rows() {
+  python3 -c 'import json, sqlite3, sys; print(json.dumps(dict(sqlite3.connect(sys.argv[1]).execute(
+      "SELECT kind, count(*) FROM event_window GROUP BY kind").fetchall())))' "$DB"
+}
+
 # run BIN LABEL: both attacks against one build; prints a JSON object.
 run() {
   FLAGSD_BIN=$1
@@ -39,22 +45,11 @@ run() {
   local sessions exposures rows
   sessions=$($PY bench/flagsd/hostile.py cohorts --kind sessions --addresses "${ADDRESSES:-10}" --port "$FLAGSD_PORT" \
     --admin-token "$FLAGSD_BENCH_TOKEN" --seconds "$SECONDS_EACH")
-  rows=$(python3 - "$DB" <<'PY'
-import json, sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-rows = dict(db.execute("SELECT kind, count(*) FROM event_window GROUP BY kind").fetchall())
-print(json.dumps(rows))
-PY
-)
+  rows=$(window_rows)
   exposures=$($PY bench/flagsd/hostile.py cohorts --kind exposures --addresses "${ADDRESSES:-10}" --port "$FLAGSD_PORT" \
     --admin-token "$FLAGSD_BENCH_TOKEN" --seconds "$SECONDS_EACH" 2>/dev/null || echo '{}')
   local after_exposures
-  after_exposures=$(python3 - "$DB" <<'PY'
-import json, sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-print(json.dumps(dict(db.execute("SELECT kind, count(*) FROM event_window GROUP BY kind").fetchall())))
-PY
-)
+  after_exposures=$(window_rows)
   stop_flagsd
   printf '{"label": "%s", "starve": %s, "sessions": %s, "rows_after_sessions": %s, "exposures": %s, "rows_after_exposures": %s}\n' \
     "$2" "$starve" "$sessions" "$rows" "$exposures" "$after_exposures"
