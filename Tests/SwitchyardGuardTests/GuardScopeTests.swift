@@ -23,7 +23,8 @@ struct GuardScopeTests {
 
     /// A sketch with `units` and `networks` bits set.
     static func reach(units: Int, networks: Int) -> EventAdmission.Reach {
-        EventAdmission.Reach(units: Int64(bitPattern: (1 << UInt64(units)) - 1), networks: Int64(bitPattern: (1 << UInt64(networks)) - 1))
+        func bits(_ count: Int) -> Int64 { count >= 64 ? -1 : Int64(bitPattern: (1 << UInt64(count)) - 1) }
+        return EventAdmission.Reach(units: bits(units), networks: bits(networks))
     }
 
     @Test func aCityNoRiderIsInIsNoScopeForClientsTrips() {

@@ -128,6 +128,32 @@ struct LongPollStateTests {
         #expect(answer(state.register(id: 9, namespace: "rider", after: v2, deadline: 30, waiter: "h", address: [AddressBlock(key: "192.0.2.1", share: 1)])) == .addressBusy)
     }
 
+    /// An IPv6 source is held at its /64 with the cap, its /56 with 4 times and its /48 with 16 times it: a host that
+    /// may pick any /64 of a /48 parks at most 16 addresses' worth.
+    @Test func anIPv6SourceParksAtMostItsShareAtEachPrefix() throws {
+        var state = State(maximumWaiters: 100, maximumWaitersPerAddress: 1)
+        _ = state.publish("rider", v1)
+        func blocks(_ text: String) throws -> [AddressBlock] { try #require(IPAddress(text)).blocks }
+        // Five /64s of one /56: four park, the fifth is over the /56's 4.
+        for index in 0..<4 {
+            #expect(isParked(state.register(id: index, namespace: "rider", after: v1, deadline: 10, waiter: "a", address: try blocks("2001:db8:1:\(index)::1"))))
+        }
+        #expect(answer(state.register(id: 4, namespace: "rider", after: v1, deadline: 10, waiter: "b", address: try blocks("2001:db8:1:4::1"))) == .addressBusy)
+        // Another /64 already parked is over its own cap of 1.
+        #expect(answer(state.register(id: 5, namespace: "rider", after: v1, deadline: 10, waiter: "c", address: try blocks("2001:db8:1:0::2"))) == .addressBusy)
+        // /64s of other /56s of the same /48: twelve more, then the /48's 16 are parked.
+        for index in 1...12 {
+            #expect(isParked(state.register(id: 10 + index, namespace: "rider", after: v1, deadline: 10, waiter: "d",
+                                            address: try blocks("2001:db8:1:\(String(index, radix: 16))00::1"))))
+        }
+        #expect(answer(state.register(id: 30, namespace: "rider", after: v1, deadline: 10, waiter: "e", address: try blocks("2001:db8:1:f000::1"))) == .addressBusy)
+        #expect(state.count(from: "2001:db8:1::/48") == 16)
+        // Leaving gives every block its place back.
+        _ = state.cancel(id: 0)
+        #expect(state.count(from: "2001:db8:1::/48") == 15 && state.count(from: "2001:db8:1::/56") == 3)
+        #expect(isParked(state.register(id: 31, namespace: "rider", after: v1, deadline: 10, waiter: "f", address: try blocks("2001:db8:1:4::1"))))
+    }
+
     @Test func shutdownAnswersEveryWaiterAndRefusesLaterOnes() {
         var state = state()
         _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a")
