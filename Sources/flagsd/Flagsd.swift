@@ -305,6 +305,11 @@ struct Flagsd: AsyncParsableCommand {
             logger.warning("--max-connections is close to the open-file limit: flagsd may run out of file descriptors before it refuses connections; raise ulimit -n or lower --max-connections",
                            metadata: ["max_connections": .stringConvertible(connections), "open_file_limit": .stringConvertible(openFiles)])
         }
+        if maxConnectionsPerAddress > 0, maxConnectionsPerAddress <= maxWaitersPerAddress {
+            logger.warning("--max-connections-per-address is not above --max-waiters-per-address: every parked long-poll holds a connection, so an address meets the connection cap first and its other requests cannot connect",
+                           metadata: ["max_connections_per_address": .stringConvertible(maxConnectionsPerAddress),
+                                      "max_waiters_per_address": .stringConvertible(maxWaitersPerAddress)])
+        }
         if maxWaiters >= connections {
             logger.warning("--max-waiters is not below --max-connections: every parked long-poll holds a connection, so the connection cap refuses clients first",
                            metadata: ["max_waiters": .stringConvertible(maxWaiters), "max_connections": .stringConvertible(connections)])

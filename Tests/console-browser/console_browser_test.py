@@ -382,7 +382,8 @@ FORWARDED = iter(range(1, 60000))
 
 def post_sessions(count, crash_every, switches):
     """Reports `count` sessions through the events API with the client token, as apps do: each from its own unit, in
-    batches of 20 from one address each (flagsd runs behind a trusted proxy at 127.0.0.1, which forwards them);
+    batches of 20 from one address each, in a network (/24) of its own (flagsd runs behind a trusted proxy at
+    127.0.0.1, which forwards them);
     every `crash_every`th one crashed."""
     now = time.time()
     stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + "Z"
@@ -396,7 +397,7 @@ def post_sessions(count, crash_every, switches):
         number = next(FORWARDED)
         request = urllib.request.Request(f"{URL}/v1/namespaces/rider/events", data=json.dumps({"events": events[start:start + 20]}).encode(),
                                          headers={"Authorization": f"Bearer {CLIENT_TOKEN}", "Content-Type": "application/json",
-                                                  "X-Forwarded-For": f"10.3.{number // 250}.{number % 250}"})
+                                                  "X-Forwarded-For": f"10.3.{number % 250}.{number // 250 + 1}"})
         with urllib.request.urlopen(request, timeout=DEADLINE) as response:
             if response.status != 200:
                 raise AssertionError(f"POST events answered {response.status}")
