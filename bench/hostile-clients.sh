@@ -36,9 +36,13 @@ run() {
   local rate_option="--events-rate-per-token 60000"
   "$FLAGSD_BIN" --help 2>/dev/null | grep -q -- --events-rate-per-client-token && rate_option="--events-rate-per-client-token 60000"
   echo "==> $2: the silencing attack ($rate_option)" >&2
+  local starve small
   FLAGSD_ARGS="--trusted-proxies 127.0.0.1 $rate_option" start_flagsd
-  local starve
   starve=$($PY bench/flagsd/hostile.py starve --port "$FLAGSD_PORT" --admin-token "$FLAGSD_BENCH_TOKEN" --seconds "$SECONDS_EACH")
+  stop_flagsd
+  # The same with junk batches as small as the honest ones: more requests, each within what the budget has left.
+  FLAGSD_ARGS="--trusted-proxies 127.0.0.1 $rate_option" start_flagsd
+  small=$($PY bench/flagsd/hostile.py starve --junk 20 --port "$FLAGSD_PORT" --admin-token "$FLAGSD_BENCH_TOKEN" --seconds "$SECONDS_EACH")
   stop_flagsd
   echo "==> $2: made-up cohorts" >&2
   FLAGSD_ARGS="--trusted-proxies 127.0.0.1" start_flagsd
@@ -51,8 +55,8 @@ run() {
   local after_exposures
   after_exposures=$(window_rows)
   stop_flagsd
-  printf '{"label": "%s", "starve": %s, "sessions": %s, "rows_after_sessions": %s, "exposures": %s, "rows_after_exposures": %s}\n' \
-    "$2" "$starve" "$sessions" "$rows" "$exposures" "$after_exposures"
+  printf '{"label": "%s", "starve": [%s, %s], "sessions": %s, "rows_after_sessions": %s, "exposures": %s, "rows_after_exposures": %s}\n' \
+    "$2" "$starve" "$small" "$sessions" "$rows" "$exposures" "$after_exposures"
 }
 
 RESULTS=()
@@ -66,14 +70,14 @@ echo
 python3 - "${RESULTS[@]}" <<'PY'
 import json, sys
 runs = [json.loads(a) for a in sys.argv[1:]]
-print("| build | attacker requests/s | attacker answers | honest batches | honest counted (200) | honest refused (429) |")
-print("|---|---:|---|---:|---:|---:|")
+print("| build | junk per batch | attacker requests/s | attacker answers | honest batches | honest counted (200) | honest refused (429) |")
+print("|---|---:|---:|---|---:|---:|---:|")
 for r in runs:
-    s = r["starve"]
-    answers = ", ".join(f"{k}: {v:,}" for k, v in sorted(s["attacker"]["statuses"].items()))
-    h = s["honest"]
-    print(f"| {r['label']} | {s['attacker_requests_per_second']:,} | {answers} | {h['batches']:,} | {h['statuses'].get('200', 0):,} "
-          f"| {h['statuses'].get('429', 0):,} |")
+    for s in r["starve"]:
+        answers = ", ".join(f"{k}: {v:,}" for k, v in sorted(s["attacker"]["statuses"].items()))
+        h = s["honest"]
+        print(f"| {r['label']} | {s['junk_per_batch']:,} | {s['attacker_requests_per_second']:,} | {answers} | {h['batches']:,} "
+              f"| {h['statuses'].get('200', 0):,} | {h['statuses'].get('429', 0):,} |")
 print()
 print("| build | sessions posted (32 made-up cohorts each) | answers | event_window rows after them | after as many exposures |")
 print("|---|---:|---|---|---|")
