@@ -33,8 +33,9 @@ window_rows() {
 # run BIN LABEL: both attacks against one build; prints a JSON object.
 run() {
   FLAGSD_BIN=$1
-  local rate_option="--events-rate-per-token 60000"
-  "$FLAGSD_BIN" --help 2>/dev/null | grep -q -- --events-rate-per-client-token && rate_option="--events-rate-per-client-token 60000"
+  local rate_option="--events-rate-per-token 60000" help
+  help=$("$FLAGSD_BIN" --help 2>/dev/null)   # read whole: grep -q on a pipe would cut flagsd off (pipefail)
+  case $help in *--events-rate-per-client-token*) rate_option="--events-rate-per-client-token 60000" ;; esac
   echo "==> $2: the silencing attack ($rate_option)" >&2
   local starve small
   FLAGSD_ARGS="--trusted-proxies 127.0.0.1 $rate_option" start_flagsd
@@ -55,8 +56,8 @@ run() {
   local after_exposures
   after_exposures=$(window_rows)
   stop_flagsd
-  printf '{"label": "%s", "starve": [%s, %s], "sessions": %s, "rows_after_sessions": %s, "exposures": %s, "rows_after_exposures": %s}\n' \
-    "$2" "$starve" "$small" "$sessions" "$rows" "$exposures" "$after_exposures"
+  printf '{"label": "%s", "rate": "%s", "starve": [%s, %s], "sessions": %s, "rows_after_sessions": %s, "exposures": %s, "rows_after_exposures": %s}\n' \
+    "$2" "$rate_option" "$starve" "$small" "$sessions" "$rows" "$exposures" "$after_exposures"
 }
 
 RESULTS=()
@@ -70,13 +71,13 @@ echo
 python3 - "${RESULTS[@]}" <<'PY'
 import json, sys
 runs = [json.loads(a) for a in sys.argv[1:]]
-print("| build | junk per batch | attacker requests/s | attacker answers | honest batches | honest counted (200) | honest refused (429) |")
-print("|---|---:|---:|---|---:|---:|---:|")
+print("| build | client-token rate | junk per batch | attacker requests/s | attacker answers | honest batches | honest counted (200) | honest refused (429) |")
+print("|---|---|---:|---:|---|---:|---:|---:|")
 for r in runs:
     for s in r["starve"]:
         answers = ", ".join(f"{k}: {v:,}" for k, v in sorted(s["attacker"]["statuses"].items()))
         h = s["honest"]
-        print(f"| {r['label']} | {s['junk_per_batch']:,} | {s['attacker_requests_per_second']:,} | {answers} | {h['batches']:,} "
+        print(f"| {r['label']} | `{r['rate']}` | {s['junk_per_batch']:,} | {s['attacker_requests_per_second']:,} | {answers} | {h['batches']:,} "
               f"| {h['statuses'].get('200', 0):,} | {h['statuses'].get('429', 0):,} |")
 print()
 print("| build | sessions posted (32 made-up cohorts each) | answers | event_window rows after them | after as many exposures |")
