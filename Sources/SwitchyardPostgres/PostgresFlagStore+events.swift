@@ -117,8 +117,7 @@ extension PostgresFlagStore {
             }
             return totals
         }
-        plan.admitAddresses(totals: try await add(plan.contributions))
-        plan.admitUnits(totals: try await add(plan.unitContributions))
+        while let contributions = plan.contributions { plan.admit(totals: try await add(contributions)) }
         let frequencies = plan.frequencies
         if !frequencies.isEmpty {
             // A value with a row already is added to; a new one is written only while its window and kind hold fewer

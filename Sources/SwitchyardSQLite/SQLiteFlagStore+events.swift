@@ -108,8 +108,7 @@ extension SQLiteFlagStore {
             }
             return totals
         }
-        plan.admitAddresses(totals: try totals(plan.contributions))
-        plan.admitUnits(totals: try totals(plan.unitContributions))
+        while let contributions = plan.contributions { plan.admit(totals: try totals(contributions)) }
         // A value with a row already is added to; a new one is written only while its window and kind have room.
         let update = try db.cachedStatement(sql: """
             UPDATE event_window SET events = events + ?, units = units | ?, networks = networks | ?

@@ -115,14 +115,21 @@ public func bootstrap(store: any FlagStore, flagsDirectory: String?, adminToken:
             throw BootstrapError(description: "SWITCHYARD_METRICS_TOKEN must be at least \(TokenSecret.minimumLength) characters without spaces (generate one with: openssl rand -hex 24)")
         }
         let hash = TokenSecret.hash(metricsToken)
-        if !tokens.contains(where: { $0.secretHash == hash }) {
+        if let known = tokens.first(where: { $0.secretHash == hash }) {
+            if known.record.isRevoked {
+                logger.warning("SWITCHYARD_METRICS_TOKEN was revoked: the scraper is refused; give it another secret (flagsd creates a new token for it)")
+            }
+        } else {
             let record = TokenRecord(id: TokenSecret.newID(), name: "prometheus", role: .metrics, namespaces: nil, createdAt: .now, createdBy: "flagsd")
             do {
                 try await store.createToken(StoredToken(record: record, secretHash: hash),
                                             by: ChangeAuthor(actor: "flagsd", source: .apply, reason: "SWITCHYARD_METRICS_TOKEN: the scraper's token"))
                 report.createdMetricsToken = true
             } catch let error as StorageError where error.kind == .alreadyExists {
-                logger.warning("SWITCHYARD_METRICS_TOKEN is not used: a token named prometheus with another secret exists (revoke it with flagctl tokens revoke prometheus, or give the scraper that token)")
+                // Another instance starting at the same time may have created it with this very secret.
+                if try await !store.tokens().contains(where: { $0.secretHash == hash }) {
+                    logger.warning("SWITCHYARD_METRICS_TOKEN is not used: a token named prometheus with another secret exists (revoke it with flagctl tokens revoke prometheus, or give the scraper that token)")
+                }
             }
         }
     }

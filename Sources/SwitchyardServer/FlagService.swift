@@ -1,5 +1,7 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
+import Synchronization
 package import Logging
 package import Metrics
 package import SwitchyardCore
@@ -33,10 +35,25 @@ package struct FlagService: Sendable {
     /// Per-address and per-token budgets of long-polls parked (their own lock: a flood of events never holds it).
     package let longPollRates: RateLimiter
 
+    /// Says once, in the log, that a trusted proxy sends the forwarding header flagsd does not read.
+    package let forwardingWarning = OnceFlag()
+
     /// Where a request came from: its TCP peer, or behind a trusted proxy the address the proxies forwarded
     /// (``TrustedProxies``). Nil when the peer is unknown (requests sent in-process).
     func sourceAddress(of request: Request, context: FlagsRequestContext) -> IPAddress? {
-        configuration.trustedProxies.sourceAddress(peer: context.peer, headers: request.headers)
+        sourceAddress(peer: context.peer, headers: request.headers)
+    }
+
+    /// Where a request came from, from its TCP peer and header fields (the snapshot fast path's form). When a trusted
+    /// proxy sends only the forwarding header flagsd does not read (`--forwarded-header` names the other), every
+    /// request from it counts as the proxy's: flagsd says so once, as a warning.
+    func sourceAddress(peer: IPAddress?, headers: HTTPFields) -> IPAddress? {
+        let proxies = configuration.trustedProxies
+        if let peer, proxies.sendsOnlyTheOtherHeader(peer: peer, headers: headers), forwardingWarning.claim() {
+            logger.warning("a trusted proxy forwards requests with the forwarding header flagsd does not read: every request from it counts as the proxy's own address; set --forwarded-header to the header it writes",
+                           metadata: ["proxy": .stringConvertible(peer), "forwarded_header": .string(proxies.header.rawValue)])
+        }
+        return proxies.sourceAddress(peer: peer, headers: headers)
     }
 
     /// Loads every namespace into the hub and every token into the cache.
@@ -129,5 +146,17 @@ package struct FlagService: Sendable {
             "namespace": .string(record.namespace), "version": .stringConvertible(record.version),
             "actor": .string(record.actor), "source": .string(record.source.rawValue), "summary": .string(record.summary),
         ])
+    }
+}
+
+/// A flag that is claimed once (a warning said once per process).
+package final class OnceFlag: Sendable {
+    private let claimed = Atomic<Bool>(false)
+
+    package init() {}
+
+    /// True the first time only.
+    func claim() -> Bool {
+        !claimed.load(ordering: .relaxed) && !claimed.exchange(true, ordering: .relaxed)
     }
 }

@@ -572,8 +572,9 @@ public struct GuardOverviewBody: Sendable, Hashable {
         var budgetReader = try WireReader(budget, "crash guard overview.budget")
         maximumTripsPerHour = Int(try budgetReader.int64("max_trips_per_hour"))
         tripsLastHour = Int(try budgetReader.int64("trips_last_hour"))
-        maximumScopedTripsPerHour = Int(try budgetReader.int64("max_scoped_trips_per_hour"))
-        scopedTripsLastHour = Int(try budgetReader.int64("scoped_trips_last_hour"))
+        // A flagsd from before scoped trips had a budget of their own counted them in the one budget.
+        maximumScopedTripsPerHour = budget["max_scoped_trips_per_hour"]?.int64Value.map(Int.init) ?? maximumTripsPerHour
+        scopedTripsLastHour = budget["scoped_trips_last_hour"]?.int64Value.map(Int.init) ?? tripsLastHour
         proposals = try reader.array("proposals") { tree throws(WireError) in try GuardProposalBody(json: tree) }
         switches = try reader.array("switches") { tree throws(WireError) in try GuardSwitchStatusBody(json: tree) }
     }

@@ -150,7 +150,7 @@ struct Flagsd: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "The most connections one peer address may hold open at once; more are closed as soon as they are accepted; 0: no limit (SWITCHYARD_MAX_CONNECTIONS_PER_ADDRESS).",
-        discussion: "Counted by the TCP peer: an IPv6 peer at its /64 with this cap, its /56 with 4 times and its /48 with 16 times it. Peers in --trusted-proxies carry many clients and are not capped. Keep it above --max-waiters-per-address."))
+        discussion: "Counted by the TCP peer: an IPv6 peer at its /64 with this cap, its /56 with 4 times and its /48 with 16 times it (those two at most a quarter of --max-connections). Peers in --trusted-proxies carry many clients and are not capped. Keep it above --max-waiters-per-address."))
     var maxConnectionsPerAddress = 1_100
 
     @Option(help: "Seconds a connection may wait for its client between requests, or between two bytes of a request body; a request being answered, a parked long-poll included, is never cut (SWITCHYARD_IDLE_TIMEOUT).")
@@ -253,7 +253,8 @@ struct Flagsd: AsyncParsableCommand {
         }
         if let text = guardWebhook {
             guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
-                throw ValidationError("--guard-webhook '\(text)' is not an http or https URL, e.g. --guard-webhook https://hooks.example.com/switchyard.")
+                // The value is not repeated: a webhook URL often carries the receiver's token.
+                throw ValidationError("--guard-webhook is not an http or https URL (its value is not shown here: it may hold a token), e.g. --guard-webhook https://hooks.example.com/switchyard.")
             }
         }
         if let trustedProxies {
@@ -509,6 +510,9 @@ enum EnvironmentOptions {
         return result
     }
 
+    /// Variables whose values may hold a secret, never repeated in an error.
+    static let secretVariables: Set<String> = ["SWITCHYARD_DATABASE", "SWITCHYARD_GUARD_WEBHOOK"]
+
     /// Parses the command line with the environment's options, saying which variable is at fault when one is.
     static func parse(_ commandLine: [String], environment: [String: String]) throws -> Flagsd {
         let fromEnvironment = try arguments(for: commandLine, environment: environment)
@@ -521,7 +525,10 @@ enum EnvironmentOptions {
                 do {
                     _ = try Flagsd.parse(commandLine + arguments)
                 } catch {
-                    throw ValidationError("\(name)='\(environment[name] ?? "")': \(Flagsd.message(for: error))")
+                    // A value that may hold a secret (a password in a URL, a receiver's token) is not repeated: errors
+                    // end up in journals and container logs.
+                    let shown = secretVariables.contains(name) ? "" : "='\(environment[name] ?? "")'"
+                    throw ValidationError("\(name)\(shown): \(Flagsd.message(for: error))")
                 }
             }
             throw error

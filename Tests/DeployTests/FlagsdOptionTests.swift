@@ -32,4 +32,32 @@ struct FlagsdOptionTests {
         let options = try await FlagsdOptions.read()
         #expect(options.helpOf("--events-retention").contains("SWITCHYARD_EVENTS_RETENTION"))
     }
+
+    /// Every variable flagsd's help names is read as its option would be: one flagsd cannot read stops it at start,
+    /// naming the variable (issue 29: `SWITCHYARD_PORT=80a` used to serve 8080).
+    @Test func everyVariableFlagsdCannotReadStopsItNamingTheVariable() async throws {
+        let options = try await FlagsdOptions.read()
+        // Free text that "80a%" is a fine value of (a host, paths, a namespace), and secrets read where they are used.
+        let freeText: Set<String> = ["SWITCHYARD_HOST", "SWITCHYARD_DATABASE", "SWITCHYARD_FLAGS", "SWITCHYARD_DEFAULT_NAMESPACE",
+                                     "SWITCHYARD_ADMIN_TOKEN", "SWITCHYARD_METRICS_TOKEN", "SWITCHYARD_GUARD_WEBHOOK_SECRET"]
+        let checked = options.variables.subtracting(freeText).sorted()
+        #expect(checked.count >= 30, "\(checked)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("env-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for variable in checked {
+            let outcome = try await runProgram(try Built.binary("flagsd").path,
+                                               ["--port", "0", "--database", folder.appendingPathComponent("flags.sqlite").path],
+                                               environment: [variable: "80a%"], deadline: .seconds(60))
+            #expect(outcome.status != 0, "\(variable)=80a% was not read: flagsd started")
+            #expect(outcome.error.contains(variable), "\(variable): \(outcome.error)")
+        }
+        // A variable's value that may hold a secret is not repeated.
+        let webhook = try await runProgram(try Built.binary("flagsd").path, ["--port", "0"],
+                                           environment: ["SWITCHYARD_GUARD_WEBHOOK": "ftp://hooks.example.com/T0/XXXXSECRET"])
+        #expect(webhook.status != 0 && webhook.error.contains("SWITCHYARD_GUARD_WEBHOOK") && !webhook.error.contains("XXXXSECRET"),
+                "\(webhook.error)")
+        // The option wins over its variable, and a flag's variable takes a yes or a no.
+        let port = try await runProgram(try Built.binary("flagsd").path, ["--port", "70000"], environment: ["SWITCHYARD_PORT": "80a"])
+        #expect(port.error.contains("--port 70000 is not a port") && !port.error.contains("SWITCHYARD_PORT"), "\(port.error)")
+    }
 }

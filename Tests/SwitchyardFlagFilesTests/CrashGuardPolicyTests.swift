@@ -61,6 +61,15 @@ struct CrashGuardPolicyTests {
         #expect(CrashGuardPolicy.resolved(namespace: nil, switch: nil) == CrashGuardPolicy.builtIn)
     }
 
+    /// Scoped trips have a budget of their own; a namespace that sets only `max_trips_per_hour` (as before that
+    /// budget existed) keeps it for both, so `max_trips_per_hour: 0` still means the guard only proposes.
+    @Test func theScopedBudgetFollowsTheGlobalOneUnlessSetItself() {
+        #expect(CrashGuardPolicy.resolved(namespace: nil, switch: nil).maximumScopedTripsPerHour == 3)
+        #expect(CrashGuardPolicy.resolved(namespace: CrashGuardPolicy(maximumTripsPerHour: 0), switch: nil).maximumScopedTripsPerHour == 0)
+        let both = CrashGuardPolicy.resolved(namespace: CrashGuardPolicy(maximumTripsPerHour: 0, maximumScopedTripsPerHour: 5), switch: nil)
+        #expect(both.maximumTripsPerHour == 0 && both.maximumScopedTripsPerHour == 5)
+    }
+
     @Test func policiesRoundTripThroughYAMLAndTheAPIForm() throws {
         let flagSet = try FlagFile(yaml: Self.text, path: "Flags/rider.yaml").flagSet
         let yaml = flagSet.yamlText()

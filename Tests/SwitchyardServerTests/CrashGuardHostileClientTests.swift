@@ -127,7 +127,8 @@ struct CrashGuardHostileClientTests {
         let status = try await app.send(.get, "/v1/namespaces/rider/guard", token: "editor")
         #expect(status.json["budget"] == .object(JSONObject([
             ("max_trips_per_hour", .int(1)), ("trips_last_hour", .int(1)), ("remaining", .int(0)),
-            ("max_scoped_trips_per_hour", .int(3)), ("scoped_trips_last_hour", .int(0)), ("scoped_remaining", .int(3)),
+            // The namespace sets only max_trips_per_hour: scoped trips keep to it too.
+            ("max_scoped_trips_per_hour", .int(1)), ("scoped_trips_last_hour", .int(0)), ("scoped_remaining", .int(1)),
         ])))
         let proposal = try #require(status.json["proposals"]?[0])
         let id = try #require(proposal["id"]?.int64Value)

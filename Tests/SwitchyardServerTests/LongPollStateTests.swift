@@ -154,6 +154,20 @@ struct LongPollStateTests {
         #expect(isParked(state.register(id: 31, namespace: "rider", after: v1, deadline: 10, waiter: "f", address: try blocks("2001:db8:1:4::1"))))
     }
 
+    /// However its shares multiply, a /48 parks at most a quarter of the waiters for everyone: others still park.
+    @Test func anIPv6Slash48ParksAtMostAQuarterOfAllWaiters() throws {
+        var state = State(maximumWaiters: 100, maximumWaitersPerAddress: 10)
+        _ = state.publish("rider", v1)
+        var parked = 0
+        for index in 0..<40 {
+            let blocks = try #require(IPAddress("2001:db8:7:\(String(index, radix: 16))00::1")).blocks
+            if isParked(state.register(id: index, namespace: "rider", after: v1, deadline: 10, waiter: "a", address: blocks)) { parked += 1 }
+        }
+        #expect(parked == 25)
+        #expect(isParked(state.register(id: 99, namespace: "rider", after: v1, deadline: 10, waiter: "b", address: [AddressBlock(key: "192.0.2.9", share: 1)])))
+        #expect(AddressBlock(key: "x", share: 16).cap(10, within: 100) == 25 && AddressBlock(key: "x", share: 1).cap(10, within: 4) == 10)
+    }
+
     @Test func shutdownAnswersEveryWaiterAndRefusesLaterOnes() {
         var state = state()
         _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a")

@@ -174,6 +174,9 @@ struct SnapshotRouteTests {
         #expect(client.text.contains("lagos"), "\(client.text)")
         let one = try await app.send(.get, "/v1/namespaces/rider/changes/\(version)", token: "client")
         #expect(one.json.objectValue.map { Set($0.memberKeys) } == ["version", "time", "changes"])
+        // A reporter's token (a crash pipeline's) reads no flags: it sees the same as a client's.
+        let reporter = try await app.send(.get, "/v1/namespaces/rider/changes/\(version)", token: "reporter")
+        #expect(reporter.json.objectValue.map { Set($0.memberKeys) } == ["version", "time", "changes"])
         #expect(try await app.send(.get, "/v1/namespaces/rider/changes/\(version)", token: "editor").json["actor"] == .string("editor"))
     }
 }

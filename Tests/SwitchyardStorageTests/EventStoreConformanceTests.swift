@@ -389,6 +389,53 @@ import Testing
         }
     }
 
+    /// A session refused at its /64 takes no place of its /56 or /48: one /64 over its cap cannot fill its /48 for
+    /// its neighbours.
+    @Test(arguments: StoreBackend.all)
+    func aSessionRefusedAtItsSlash64TakesNoPlaceOfItsSlash48(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let one = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: nil, maximumSessionsPerAddress: 1, cities: nil,
+                                     cohorts: nil, maximumScopeValues: nil)
+            let noisy = (0..<40).map { Self.session("n\($0)", unit: "n\($0)", address: "2001:db8:99:100::/64") }
+            let refused = try await store.ingestEvents(noisy, in: "rider", receivedAt: Self.t0, admission: one)
+            #expect(refused.admitted.map(\.id) == ["n0"] && refused.dropped.count == 39)
+            // Fifteen neighbours, each in a /56 of its own: the /48 holds 16, one taken.
+            let neighbours = (0..<15).map { Self.session("m\($0)", unit: "m\($0)", address: "2001:db8:99:\(String($0 + 2, radix: 16))00::/64") }
+            let admitted = try await store.ingestEvents(neighbours, in: "rider", receivedAt: Self.t0, admission: one)
+            #expect(admitted.admitted.count == 15, "\(admitted.dropped)")
+        }
+    }
+
+    /// Exposures are counted under the values sessions ranked, also in a batch without sessions; a value a person
+    /// named in the flag set is counted on its own whatever the window holds.
+    @Test(arguments: StoreBackend.all)
+    func exposuresKeepRankedValuesAndNamedValuesAreNeverFolded(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            var ranked = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: nil, maximumSessionsPerAddress: nil,
+                                        cities: nil, cohorts: nil, maximumScopeValues: 1)
+            ranked.namedCities = ["nairobi"]
+            _ = try await store.ingestEvents([Self.session("s1", crashed: false, unit: "u1", address: nil, city: "paris")],
+                                             in: "rider", receivedAt: Self.t0, admission: ranked)
+            func exposure(_ id: String, city: String) -> StoredEvent {
+                StoredEvent(id: id, time: Self.t0, city: city, payload: .exposure(flag: "checkout_button", variant: "bold"), unit: id)
+            }
+            let exposures = try await store.ingestEvents([exposure("x1", city: "paris"), exposure("x2", city: "rome"), exposure("x3", city: "nairobi")],
+                                                         in: "rider", receivedAt: Self.t0, admission: ranked)
+            #expect(exposures.admitted.map(\.city) == ["paris", CrashGuardPolicy.otherValue, "nairobi"])
+            // A window full of made-up values (ten times max_scope_values) still counts a named one on its own.
+            let madeUp = (0..<15).map { Self.session("f\($0)", crashed: false, unit: "f\($0)", address: nil, city: "made-up-\($0)") }
+            _ = try await store.ingestEvents(madeUp, in: "rider", receivedAt: Self.t0, admission: ranked)
+            let named = try await store.ingestEvents([Self.session("k1", crashed: false, unit: "k1", address: nil, city: "nairobi")],
+                                                     in: "rider", receivedAt: Self.t0, admission: ranked)
+            #expect(named.admitted.map(\.city) == ["nairobi"])
+            // Named values take no row: the window's bound is for the others.
+            let rows = try await store.scopeReach(in: "rider", from: Self.t0, until: Self.t0 + 600)
+            #expect(rows[EventDimension(kind: .city, value: "nairobi")] == nil && rows.count == ranked.maximumValuesPerWindow)
+        }
+    }
+
     /// A window writes at most `maximumValuesPerWindow` undeclared cities (and cohorts) however many a client makes
     /// up; a new value past them folds into `(other)` and writes nothing, while values with a row go on counting and
     /// ranking. Only sessions rank values (exposures are not capped per address).

@@ -46,8 +46,8 @@ public struct CrashGuardPolicy: Sendable, Hashable {
     public var scopeBy: [GuardScopeAttribute]?
     /// The fewest distinct units among the crashed sessions of a trip's sample (a crash-looping device counts once).
     public var minimumUnits: Int?
-    /// The fewest distinct source addresses among the crashed sessions of a trip's sample, for sessions clients
-    /// reported (a reporter's sessions all come from its own servers).
+    /// The fewest distinct source networks (an IPv4 address's /24, an IPv6 address's /48) among the crashed sessions
+    /// of a trip's sample, for sessions clients reported (a reporter's sessions all come from its own servers).
     public var minimumAddresses: Int?
     /// Whose sessions may trip the switch: those clients report (client tokens, public), those reporters report
     /// (reporter tokens: server-side crash pipelines), or both. Each source is judged on its own sessions.
@@ -56,15 +56,16 @@ public struct CrashGuardPolicy: Sendable, Hashable {
     public var maximumScopedDisables: Int?
     /// Namespace only: the most sessions one unit contributes to the counts per window.
     public var maximumSessionsPerUnit: Int?
-    /// Namespace only: the most sessions one source address (an IPv4 address, an IPv6 /64) contributes to the
-    /// counts per window, for sessions clients report.
+    /// Namespace only: the most sessions one source address (an IPv4 address, an IPv6 /64; an IPv6 /56 4 times and a
+    /// /48 16 times as many) contributes to the counts per window, for sessions clients report.
     public var maximumSessionsPerAddress: Int?
     /// Namespace only: the most switches the guard disables everywhere by itself in any hour; past it, it proposes
     /// and a person applies or dismisses. 0: it only ever proposes global disables.
     public var maximumTripsPerHour: Int?
     /// Namespace only: the most scoped disables (a switch in a city or cohort) the guard makes by itself in any
     /// hour, a budget apart from the global one, so that trips in small scopes never leave a crash loop everywhere
-    /// to a proposal. 0: it only ever proposes scoped disables.
+    /// to a proposal. 0: it only ever proposes scoped disables. Unset: `maximumTripsPerHour` when the namespace sets
+    /// that, else the built-in 3.
     public var maximumScopedTripsPerHour: Int?
     /// Namespace only: the cities counted on their own; every other city is counted as `(other)`. Nil: the
     /// `maximumScopeValues` most frequent cities of each window.
@@ -138,7 +139,9 @@ public struct CrashGuardPolicy: Sendable, Hashable {
             maximumSessionsPerUnit: namespace?.maximumSessionsPerUnit ?? base.maximumSessionsPerUnit,
             maximumSessionsPerAddress: namespace?.maximumSessionsPerAddress ?? base.maximumSessionsPerAddress,
             maximumTripsPerHour: namespace?.maximumTripsPerHour ?? base.maximumTripsPerHour,
-            maximumScopedTripsPerHour: namespace?.maximumScopedTripsPerHour ?? base.maximumScopedTripsPerHour,
+            // A namespace that set only `max_trips_per_hour` (before scoped trips had a budget of their own) keeps it
+            // for both: `max_trips_per_hour: 0` still means the guard only proposes.
+            maximumScopedTripsPerHour: namespace?.maximumScopedTripsPerHour ?? namespace?.maximumTripsPerHour ?? base.maximumScopedTripsPerHour,
             cities: namespace?.cities ?? base.cities, cohorts: namespace?.cohorts ?? base.cohorts,
             maximumScopeValues: namespace?.maximumScopeValues ?? base.maximumScopeValues)
     }

@@ -165,8 +165,8 @@ public struct CrashSpread: Sendable, Hashable {
         var total: Int64 = 0
         for record in records {
             units.insert(record.unit)
-            // A session from an unknown address counts as its own address.
-            perAddress[record.address.map(AddressBlock.network(ofKey:)) ?? "unknown:\(record.id)", default: 0] += 1
+            // Sessions from unknown addresses count as one network between them (the safe side).
+            perAddress[record.address.map(AddressBlock.network(ofKey:)) ?? "unknown", default: 0] += 1
             total += 1
         }
         guard source == .client else {

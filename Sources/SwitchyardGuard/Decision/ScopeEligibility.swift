@@ -26,6 +26,9 @@ public struct ScopeEligibility: Sendable {
     public var cohortsDeclared: Bool
     /// Which units and networks reported each undeclared value over the window.
     public var reach: [EventDimension: EventAdmission.Reach]
+    /// Whether a value without a reach is taken as a scope: for a view read a while ago (the guard's in memory, which
+    /// the store's decides on), so that a value new since then is confirmed rather than passed over.
+    public var newValuesAllowed = false
 
     public init(named: Set<EventDimension>, citiesDeclared: Bool, cohortsDeclared: Bool, reach: [EventDimension: EventAdmission.Reach]) {
         self.named = named
@@ -53,35 +56,9 @@ public struct ScopeEligibility: Sendable {
         default: break
         }
         if named.contains(dimension) { return nil }
+        if newValuesAllowed, reach[dimension] == nil { return nil }
         let reach = reach[dimension] ?? EventAdmission.Reach()
         guard reach.unitCount < Self.minimumUnits || reach.networkCount < Self.minimumNetworks else { return nil }
         return "\(dimension.kind) \(dimension.value) is neither declared nor named in the flag set, and its sessions came from \(reach.unitCount) of \(Self.minimumUnits) units and \(reach.networkCount) of \(Self.minimumNetworks) networks needed"
-    }
-}
-
-extension FlagSet {
-    /// The cities and cohorts a person named in the flag set: in rules' conditions, scoped disables, kill entries and
-    /// release plans' stages.
-    public var namedScopes: (cities: Set<String>, cohorts: Set<String>) {
-        var cities = Set<String>()
-        var cohorts = Set<String>()
-        func add(_ scope: Scope) {
-            cities.formUnion(scope.cities)
-            cohorts.formUnion(scope.cohorts)
-        }
-        func add(_ conditions: Conditions) {
-            cities.formUnion(conditions.cities + conditions.notCities)
-            cohorts.formUnion(conditions.cohorts + conditions.notCohorts)
-        }
-        for kill in killSwitches { kill.entries.forEach(add) }
-        for flag in flags {
-            if let gate = flag.pluginSwitch {
-                gate.disabledScopes.forEach(add)
-                gate.rules.map(\.conditions).forEach(add)
-                gate.release?.stages.map(\.scope).forEach(add)
-            }
-            flag.experiment?.rules.map(\.conditions).forEach(add)
-        }
-        return (cities, cohorts)
     }
 }

@@ -100,6 +100,19 @@ struct RateBuckets: Sendable {
         return refusal
     }
 
+    /// Gives back what a request spent of its budgets when it was refused after all (by a cap the budgets do not
+    /// know: the ingestion backlog, the cap of parked long-polls): a refusal costs nothing. A bucket never holds more
+    /// than a minute's worth.
+    mutating func refund(_ budgets: [Budget]) {
+        for budget in budgets {
+            guard var bucket = buckets[budget.key] else { continue }
+            let rate = Int64(min(max(budget.ratePerMinute, 1), Self.maximumRate))
+            let price = Int64(min(max(budget.cost, 1), Int(rate))) * Self.minute
+            bucket.credit = min(rate * Self.minute, bucket.credit + price)
+            buckets[budget.key] = bucket
+        }
+    }
+
     /// The highest rate a bucket holds (requests per minute); higher ones are clamped to it.
     static let maximumRate = 100_000_000
 
@@ -128,6 +141,12 @@ package final class RateLimiter: Sendable {
     func spend(_ key: String, cost: Int = 1, ratePerMinute: Int) -> RateBuckets.Decision {
         let now = clock()
         return buckets.withLock { $0.spend(key, cost: cost, ratePerMinute: ratePerMinute, now: now) }
+    }
+
+    /// Gives back what a refused request spent (``RateBuckets/refund(_:)``).
+    func refund(_ budgets: [RateBuckets.Budget]) {
+        guard !budgets.isEmpty else { return }
+        buckets.withLock { $0.refund(budgets) }
     }
 
     /// Spends a request of several budgets, all or nothing (``RateBuckets/spend(_:charge:now:)``).

@@ -5,7 +5,7 @@ package import SwitchyardStorage
 ///
 /// - **Per address**: a connection whose peer already holds its share of `maximumConnectionsPerAddress` at any
 ///   block of its address (``AddressBlock``: an IPv4 address with the cap; an IPv6 address's /64, /56 and /48 with
-///   1, 4 and 16 times it) is refused. Connections registered without blocks (a trusted proxy's, or an unknown
+///   1, 4 and 16 times it, the wider ones at most a quarter of `maximumConnections`) is refused. Connections registered without blocks (a trusted proxy's, or an unknown
 ///   peer's) are not counted per address.
 /// - **At the global cap**: the connection idle longest (between requests: since its last response ended, or since it
 ///   opened when it has sent no request yet; `ConnectionTimeouts.idleSince`) is counted out, for the caller to
@@ -78,7 +78,7 @@ package struct ConnectionAdmission<Connection, Instant: InstantProtocol> where I
     ///   - idleSince: since when an open connection has been idle; nil while it reads or answers a request.
     package mutating func admit(_ connection: Connection, blocks: [AddressBlock], at now: Instant,
                                 idleSince: (Connection) -> Instant?) -> Decision {
-        for block in blocks where count(from: block.key) >= block.cap(maximumConnectionsPerAddress) {
+        for block in blocks where count(from: block.key) >= block.cap(maximumConnectionsPerAddress, within: maximumConnections) {
             return .refused(.addressCap)
         }
         var closing: Connection?

@@ -206,7 +206,8 @@ package final class EventIngestor: Sendable {
         // Admission windows: a session's address blocks (one, or three for IPv6), its unit, its cities and cohorts.
         let (subjects, windows) = switch event.payload {
         case .session(_, let switches, let variants):
-            (1 + switches.count + variants.count, (event.address.map { AddressBlock.blocks(ofKey: $0).count } ?? 0) + 1 + dimensions - 1)
+            // An IPv6 key (it has colons) counts at three blocks; no parsing per event.
+            (1 + switches.count + variants.count, (event.address.map { $0.contains(":") ? AddressBlock.ipv6Levels.count : 1 } ?? 0) + dimensions)
         case .exposure: (1, 0)
         }
         return 2 + windows + subjects * dimensions

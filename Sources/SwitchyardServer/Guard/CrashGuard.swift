@@ -61,6 +61,9 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     struct Watched: Sendable {
         var window = WindowCounts()
         var loaded = false
+        /// Where clients' trips may be scoped, as the last reload read it (values new since then are allowed: the
+        /// worker decides on the store's): made-up values do not queue a confirmation with every batch.
+        var scopes: ScopeEligibility?
         /// Per reload under way (by its number), the increments and crash records told since it read the store, to
         /// add to what it read.
         var buffers: [Int: [(increments: [(key: EventAggregation.CounterKey, tally: EventTally)], crashes: [CrashRecord])]] = [:]
@@ -148,7 +151,8 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         guard policy.enabled, !gate.disabled else { return false }
         let span = Self.span(key, policy: policy, history: watched.history, now: now)
         guard !span.coolingDown else { return false }
-        let sums = counts[span.from] ?? watched.window.counts(from: span.from, until: Int64.max)
+        var sums = counts[span.from] ?? watched.window.counts(from: span.from, until: Int64.max)
+        sums.scopes = watched.scopes
         counts[span.from] = sums
         guard let trip = GuardRule.assess(key: key, counts: sums, policy: policy, gate: gate).trip else { return false }
         return !watched.history.awaitsPerson(key, in: trip.scope, flagSet: flagSet, now: now, cooldown: policy.cooldown.timeInterval)
@@ -272,6 +276,8 @@ package final class CrashGuard: EventObserver, Service, Sendable {
                 let crashes = try await store.crashRecords(in: namespace, from: now - longest.timeInterval - 60, until: now + 86_400)
                 return (counts, crashes)
             }
+            var scopes = try await self.scopes(of: state.flagSet, in: namespace, from: now - longest.timeInterval, until: now)
+            scopes.newValuesAllowed = true
             try await updateHistory(namespace, state: state)
             let (assessments, proposals) = shared.withLock { shared -> ([GuardAssessment], Int) in
                 var watched = shared.namespaces[namespace] ?? Watched()
@@ -279,6 +285,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
                 for (increments, crashes) in watched.buffers.removeValue(forKey: reload) ?? [] { window.add(increments, crashes: crashes) }
                 window.prune(before: EventAggregation.bucketStart(of: now - longest.timeInterval) - 60_000)
                 watched.window = window
+                watched.scopes = scopes
                 watched.loaded = true
                 shared.namespaces[namespace] = watched
                 return (Self.assessAll(state.flagSet, watched: watched, now: now), watched.history.openProposals(in: state.flagSet).count)

@@ -167,11 +167,6 @@ struct GuardHistory: Sendable {
         }
     }
 
-    /// The guard's own disables since a time (the trip budget).
-    func automaticTrips(since: Date) -> Int {
-        trips.values.count { $0.isAutomatic && $0.time >= since }
-    }
-
     /// The guard's own disables since a time of one kind: everywhere, or scoped (each has a budget of its own).
     func automaticTrips(since: Date, scoped: Bool) -> Int {
         trips.values.count { $0.isAutomatic && $0.time >= since && $0.scope.isEverywhere != scoped }

@@ -184,7 +184,7 @@ final class GuardWebhook: Sendable {
         var message = Array("\(seconds).".utf8)
         message.append(contentsOf: body)
         let code = HMAC<Crypto.SHA256>.authenticationCode(for: message, using: key)
-        return "t=\(seconds),v1=" + code.map { String(format: "%02x", $0) }.joined()
+        return "t=\(seconds),v1=" + SwitchyardCore.SHA256.hex(Array(code))
     }
 
     private func record(_ result: String) {

@@ -222,9 +222,8 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
                 parkSerial += 1
                 let connection = ParkedSnapshotRequest(handler: NIOLoopBound(self, eventLoop: context.eventLoop), serial: parkSerial)
                 let service = fastPath.api.service
-                let address = service.configuration.trustedProxies.sourceAddress(
-                    peer: context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }, headers: head.headerFields)
-                try fastPath.api.spendLongPollBudgets(token: token, address: address)
+                let address = service.sourceAddress(peer: context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }, headers: head.headerFields)
+                let spent = try fastPath.api.spendLongPollBudgets(token: token, address: address)
                 switch service.hub.park(connection, for: namespace, after: position, timeout: .seconds(seconds), address: address) {
                 case .parked(let id):
                     parked = Parked(serial: parkSerial, id: id, path: request.uri.path,
@@ -233,6 +232,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
                                     namespace: namespace, requestID: requestID, current: current, start: start)
                     return true
                 case .answerNow(let reason):
+                    fastPath.api.refundLongPoll(spent, if: reason)
                     reply = try fastPath.api.snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current,
                                                                after: position).reply
                 }

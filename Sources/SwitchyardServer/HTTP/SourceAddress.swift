@@ -73,6 +73,14 @@ public struct TrustedProxies: Sendable, Hashable {
         return nearest
     }
 
+    /// Whether a trusted peer sent the forwarding header flagsd does not read and not the one it does (a proxy set up
+    /// for the other header).
+    public func sendsOnlyTheOtherHeader(peer: IPAddress, headers: HTTPFields) -> Bool {
+        guard trusts(peer) else { return false }
+        let (read, other): (HTTPField.Name, HTTPField.Name) = header == .xForwardedFor ? (.xForwardedFor, .forwarded) : (.forwarded, .xForwardedFor)
+        return headers[read] == nil && headers[other] != nil
+    }
+
     /// The `for=` values of `Forwarded` fields, in order.
     static func forwardedFor(rfc7239 fields: [String]) -> [Substring] {
         var hops: [Substring] = []

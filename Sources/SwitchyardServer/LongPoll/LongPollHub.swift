@@ -131,6 +131,19 @@ package final class PublishedSnapshot: Sendable {
 
     package var gzipBody: ByteBuffer { gzipped.body }
 
+    private let admissionValue = Mutex<EventAdmission?>(nil)
+
+    /// How the namespace's event batches are admitted at this version (its crash guard policy and the values its flag
+    /// set names), worked out on the first batch and then shared: publishing a version does not pay for it.
+    package var admission: EventAdmission {
+        admissionValue.withLock { value in
+            if let value { return value }
+            let admission = EventAdmission(flagSet: flagSet)
+            value = admission
+            return admission
+        }
+    }
+
     package var position: SnapshotVersion {
         SnapshotVersion(epoch: epoch, version: version)
     }

@@ -81,7 +81,7 @@ package struct LongPollState<Waiter, Instant: Comparable> {
         if current.epoch != after.epoch || current.version > after.version { return .answerNow(.changed) }
         if count >= maximumWaiters { return .answerNow(.overloaded) }
         if !address.isEmpty {
-            for block in address where count(from: block.key) >= block.cap(maximumWaitersPerAddress) {
+            for block in address where count(from: block.key) >= block.cap(maximumWaitersPerAddress, within: maximumWaiters) {
                 return .answerNow(.addressBusy)
             }
             for block in address { waitersOfAddress[block.key, default: 0] += 1 }

@@ -16,8 +16,9 @@ extension API {
             return outcome.reply.response
         case .wait(let position, let seconds, let current):
             let address = service.sourceAddress(of: request, context: context)
-            try spendLongPollBudgets(token: token, address: address)
+            let spent = try spendLongPollBudgets(token: token, address: address)
             let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds), address: address)
+            refundLongPoll(spent, if: reason)
             return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current, after: position)
                 .reply.response
         }
@@ -85,8 +86,10 @@ extension API {
     /// (`--long-poll-rate-per-address`, at each of the address's blocks: ``AddressBlock``), and from its token's
     /// (`--long-poll-rate-per-token`, off by default); all or nothing, the address's first.
     ///
+    /// - Returns: the budgets charged, to give back when the hub refuses the long-poll (`refundLongPoll(_:if:)`).
     /// - Throws: `APIError` 429 with `Retry-After` naming the budget that refused; nothing is charged then.
-    func spendLongPollBudgets(token: TokenRecord, address: IPAddress?) throws(APIError) {
+    @discardableResult
+    func spendLongPollBudgets(token: TokenRecord, address: IPAddress?) throws(APIError) -> [RateBuckets.Budget] {
         let configuration = service.configuration
         var budgets: [RateBuckets.Budget] = []
         var blocks: [AddressBlock] = []
@@ -97,7 +100,7 @@ extension API {
         if let rate = configuration.longPollRatePerToken {
             budgets.append(RateBuckets.Budget(key: "token:\(token.id)", ratePerMinute: rate))
         }
-        guard !budgets.isEmpty, let refusal = service.longPollRates.spend(budgets) else { return }
+        guard !budgets.isEmpty, let refusal = service.longPollRates.spend(budgets) else { return budgets }
         if refusal.index < blocks.count, let rate = configuration.longPollRatePerAddress {
             service.hub.countRefused(.addressRate)
             let block = blocks[refusal.index]
@@ -108,6 +111,11 @@ extension API {
         service.hub.countRefused(.tokenRate)
         throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
                                        "token '\(token.name)' may park \(configuration.longPollRatePerToken ?? 0) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
+    }
+
+    /// Gives back a long-poll's budgets when the hub refused to park it (past a cap): a refusal costs nothing.
+    func refundLongPoll(_ spent: [RateBuckets.Budget], if reason: WakeReason) {
+        if reason == .overloaded || reason == .addressBusy { service.longPollRates.refund(spent) }
     }
 
     /// The answer to a long-poll refused for a cap: 503 past the waiter cap, 429 past the cap per address.
@@ -174,9 +182,10 @@ extension API {
         guard var current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
         if let wait, wait > 0, current.version <= after {
             let address = service.sourceAddress(of: request, context: context)
-            try spendLongPollBudgets(token: token, address: address)
+            let spent = try spendLongPollBudgets(token: token, address: address)
             let reason = await service.hub.wait(for: namespace, after: SnapshotVersion(epoch: current.epoch, version: after),
                                                 timeout: .seconds(wait), address: address)
+            refundLongPoll(spent, if: reason)
             switch reason {
             case .gone: throw APIError.namespaceNotFound(namespace)
             case .overloaded, .addressBusy: throw waitRefusal(reason)
@@ -188,8 +197,9 @@ extension API {
         let records = try await store.changes(in: namespace, after: after, limit: Int(limit))
         var headers = HTTPFields()
         headers[.eTag] = current.entityTag
-        // A client token is public: it reads what snapshots show (View.clientChange), editors everything.
-        let view = token.role == .client ? View.clientChange : View.change
+        // A client token is public, a reporter's reads no flags: both read what snapshots show (View.clientChange);
+        // editors everything.
+        let view = token.role < .editor ? View.clientChange : View.change
         return .json(.object(JSONObject([
             ("namespace", .string(namespace)), ("epoch", .string(current.epoch)), ("version", .int64(current.version)),
             ("changes", .array(records.map(view))),
@@ -206,7 +216,7 @@ extension API {
             guard service.hub.snapshot(of: namespace) != nil else { throw APIError.namespaceNotFound(namespace) }
             throw APIError.notFound("namespace '\(namespace)' has no change with version \(version)")
         }
-        return .json(token.role == .client ? View.clientChange(record) : View.change(record))
+        return .json(token.role < .editor ? View.clientChange(record) : View.change(record))
     }
 
     func versionParameter(_ context: FlagsRequestContext) throws -> Int64 {

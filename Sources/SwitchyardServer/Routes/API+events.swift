@@ -49,16 +49,18 @@ extension API {
         do {
             batch = try EventBatch(try await request.jsonBody(limit: bodyLimit), now: now, limits: limits, source: source, address: address?.key)
         } catch {
-            // A body that is no batch costs its sender one event, so a stream of them is refused like any other.
+            // A body that is no batch costs its sender an event per KiB it claims (at least one), so a stream of them
+            // is refused like any other, however large.
             if source == .client, let address, let rate = service.configuration.eventRatePerAddress {
-                _ = service.eventRates.spend(address.budgets("events", ratePerMinute: rate))
+                let bytes = request.headers[.contentLength].flatMap(Int.init) ?? 0
+                _ = service.eventRates.spend(address.budgets("events", ratePerMinute: rate, cost: max(1, bytes / 1024)))
             }
             throw error
         }
-        try spendEventBudgets(batch, token: token, source: source, address: address, namespace: namespace)
-        let flagSet = snapshot.flagSet
-        let unknown = batch.removeUnknown(in: flagSet)
-        let admission = EventAdmission(policy: CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil))
+        // Names the namespace does not have are no valid events: taken out before the token pays.
+        let unknown = batch.removeUnknown(in: snapshot.flagSet)
+        let spent = try spendEventBudgets(batch, token: token, source: source, address: address, namespace: namespace)
+        let admission = snapshot.admission
 
         let result: EventIngestResult
         if batch.events.isEmpty {
@@ -78,6 +80,8 @@ extension API {
                     try await store.ingestEvents(part, in: namespace, receivedAt: now, admission: admission, synced: last)
                 }
             } catch let refusal as EventIngestor.Refusal {
+                // Nothing of it was counted: it costs its sender's budgets nothing either.
+                service.eventRates.refund(spent)
                 refused(.backlogFull, namespace: namespace)
                 throw APIError.tooManyRequests(retryAfter: service.configuration.retryAfter, "Too many events waiting",
                                                "flagsd has \(refusal.backlog) events waiting to be counted, its most (\(refusal.capacity)); nothing of this batch was counted: send it again after \(service.configuration.retryAfter) s (Retry-After)")
@@ -118,9 +122,10 @@ extension API {
     ///   `--events-rate-per-client-token` (off by default) for client tokens, which the whole fleet shares and anyone
     ///   can hold, so a limit on them would let one party spend every app's budget.
     ///
+    /// - Returns: the budgets charged (to give back if the batch is refused later).
     /// - Throws: `APIError` 429 with `Retry-After` naming the budget that refused; nothing is charged then.
     private func spendEventBudgets(_ batch: EventBatch, token: TokenRecord, source: EventSource, address: IPAddress?,
-                                   namespace: String) throws(APIError) {
+                                   namespace: String) throws(APIError) -> [RateBuckets.Budget] {
         let configuration = service.configuration
         var budgets: [RateBuckets.Budget] = []
         if source == .client, let address, let rate = configuration.eventRatePerAddress {
@@ -132,7 +137,7 @@ extension API {
         if let tokenRate, valid > 0 {
             budgets.append(RateBuckets.Budget(key: "events-token:\(token.id)", ratePerMinute: tokenRate, cost: valid))
         }
-        guard let refusal = service.eventRates.spend(budgets) else { return }
+        guard let refusal = service.eventRates.spend(budgets) else { return budgets }
         if refusal.index < addressBudgets, let address, let rate = configuration.eventRatePerAddress {
             throw addressRefusal(address, rate, refusal, namespace: namespace)
         }

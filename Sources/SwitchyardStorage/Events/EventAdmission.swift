@@ -4,18 +4,20 @@ public import SwitchyardCore
 /// Which new events count, and under which city and cohort: the bounds that keep one unit, one source address,
 /// or a stream of made-up values from weighing more than they should. Shared by every backend, so they admit alike.
 ///
-/// - **Caps per window**: a unit contributes at most `maximumSessionsPerUnit` sessions per window (so at most that
-///   many to any one switch), and a source address at most `maximumSessionsPerAddress` sessions per window, for
-///   sessions clients report (reporters are trusted servers: only their units are capped). Windows are fixed,
-///   aligned on the Unix epoch and decided by each event's own time, so counts agree across processes. A session
-///   is admitted when it is among the first sessions offered in the window for its unit and for its address
-///   (every session offered takes a place, admitted or not: one atomic count per key, which processes sharing a
-///   store agree on); the rest are left out of the counts, in arrival order whatever they report, so the sessions
-///   left in are a fair sample.
-/// - **Cities and cohorts**: counted on their own when the namespace declares them (`cities`, `cohorts`), or,
-///   when it does not, when they are among the `maximumScopeValues` most frequent of their window so far; every
-///   other value is counted as ``CrashGuardPolicy/otherValue``.
-///
+/// - **Caps per window**: a source address contributes at most `maximumSessionsPerAddress` sessions per window, at
+///   each of its blocks (``AddressBlock``: an IPv6 /56 holds 4 times, a /48 16 times the cap), for sessions clients
+///   report, and a unit at most `maximumSessionsPerUnit` (so at most that many to any one switch; reporters are trusted
+///   servers: only their units are capped). Windows are fixed, aligned on the Unix epoch and decided by each event's
+///   own time, so counts agree across processes. The caps are held one after another, the narrowest address block
+///   first, then the wider ones, then the unit: a session takes a place of a key (one atomic count per key, which
+///   processes sharing a store agree on) only when it is within the caps before it, so a session left out at its /64
+///   costs its /56, its /48 and its unit nothing, and a forger's made-up units write no row. Sessions past a cap are
+///   left out of the counts in arrival order, whatever they report, so the sessions left in are a fair sample.
+/// - **Cities and cohorts**: counted on their own when the namespace declares them (`cities`, `cohorts`) or a person
+///   names them in the flag set; otherwise when they are among the `maximumScopeValues` with the most admitted
+///   sessions of their window so far, among at most ``maximumValuesPerWindow`` written per window; every other
+///   value is counted as ``CrashGuardPolicy/otherValue``.
+
 /// A backend drives a ``Plan`` inside its ingestion transaction (see ``EventStore``); ``Ledger`` drives one in
 /// memory (for simulations and tests).
 public struct EventAdmission: Sendable, Hashable {
@@ -31,6 +33,11 @@ public struct EventAdmission: Sendable, Hashable {
     public var cohorts: Set<String>?
     /// Undeclared values: how many of the most frequent per window are counted on their own; nil: all of them.
     public var maximumScopeValues: Int?
+    /// Values a person named in the flag set (in rules, scoped disables, kill entries, release plans' stages): when
+    /// the values are not declared, these are counted on their own whatever their frequency, and take no place of a
+    /// window's bounded values (a flood of made-up ones cannot push them into `(other)`).
+    public var namedCities: Set<String> = []
+    public var namedCohorts: Set<String> = []
 
     public init(window: Duration, maximumSessionsPerUnit: Int?, maximumSessionsPerAddress: Int?, cities: Set<String>?,
                 cohorts: Set<String>?, maximumScopeValues: Int?) {
@@ -47,6 +54,17 @@ public struct EventAdmission: Sendable, Hashable {
         self.init(window: policy.window, maximumSessionsPerUnit: policy.maximumSessionsPerUnit,
                   maximumSessionsPerAddress: policy.maximumSessionsPerAddress, cities: policy.cities.map(Set.init),
                   cohorts: policy.cohorts.map(Set.init), maximumScopeValues: policy.maximumScopeValues)
+    }
+
+    /// A namespace's admission: its crash guard policy, and the values its flag set names.
+    public init(flagSet: FlagSet) {
+        self.init(policy: CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil))
+        (namedCities, namedCohorts) = flagSet.namedScopes
+    }
+
+    /// Whether a person named a value in the flag set.
+    func pinned(_ value: String, _ kind: Kind) -> Bool {
+        kind == .city ? namedCities.contains(value) : namedCohorts.contains(value)
     }
 
     /// Everything counts, every value on its own.
@@ -68,11 +86,11 @@ public struct EventAdmission: Sendable, Hashable {
         public static let unit = Kind("unit")
         /// Sessions of a unit that reporters reported.
         public static let reporterUnit = Kind("reporter_unit")
-        /// Sessions clients reported from a source address.
+        /// Sessions clients reported from a source address block (an IPv4 address; an IPv6 /64, /56 or /48).
         public static let address = Kind("address")
-        /// Events in a city (when cities are not declared).
+        /// Admitted sessions in a city, with their reach (when cities are not declared).
         public static let city = Kind("city")
-        /// Events in a cohort (when cohorts are not declared).
+        /// Admitted sessions in a cohort, with their reach (when cohorts are not declared).
         public static let cohort = Kind("cohort")
 
         public var description: String { rawValue }
@@ -129,63 +147,84 @@ public struct EventAdmission: Sendable, Hashable {
         return milliseconds - (remainder < 0 ? remainder + size : remainder)
     }
 
-    /// One batch's admission, step by step, in three round trips to the admission windows:
+    /// One batch's admission, step by step: a round trip to the admission windows per step, then one for the values.
     ///
-    /// 1. The backend adds `contributions` (the sessions each source address block adds) and passes the totals to
-    ///    `admitAddresses(totals:)`: sessions past an address's cap are left out here, before anything of their
-    ///    unit is written (a forger's made-up units cost no rows).
-    /// 2. It adds `unitContributions` (the sessions each unit adds, of those left) and passes the totals to
-    ///    `admitUnits(totals:)`.
-    /// 3. It adds `frequencies` (the admitted sessions each undeclared city and cohort adds, with the reach of
-    ///    their units and networks), writing a value that has no row yet only while its window and kind hold fewer
-    ///    than ``EventAdmission/maximumValuesPerWindow`` values (the rest fold into `(other)`, writing nothing), and
-    ///    passes the most frequent values of each of `rankings` to `counted(ranked:)`.
+    /// 1. While `contributions` is not nil, the backend adds them (the sessions each key of the current step adds) and
+    ///    passes the totals after adding them to `admit(totals:)`. The steps: the sessions' source addresses (an IPv4
+    ///    address, an IPv6 /64), then their IPv6 /56s, then their /48s, then their units; each step holds only the
+    ///    sessions within their caps so far, so a session refused at its /64 takes no place of its /56 or /48, and one
+    ///    refused at its address takes no place of its unit (a forger's made-up units cost no rows). Steps with
+    ///    nothing to add are skipped.
+    /// 2. It adds `frequencies` (the admitted sessions each undeclared city and cohort adds, with the reach of their
+    ///    units and networks), writing a value that has no row yet only while its window and kind hold fewer than
+    ///    ``EventAdmission/maximumValuesPerWindow`` values (the rest fold into `(other)`, writing nothing), and
+    ///    passes the most frequent values of each of `rankings` (the windows and kinds of every admitted event's
+    ///    undeclared values, exposures' too) to `counted(ranked:)`.
     public struct Plan: Sendable {
         public let admission: EventAdmission
         let events: [StoredEvent]
-        /// Per event: the address blocks it counts against, each with its cap (empty when not capped).
-        let addressKeys: [[(key: WindowKey, cap: Int)]]
-        /// Per event: the unit key it counts against (nil when not capped).
-        let unitKeys: [WindowKey?]
-        /// Step 1: the sessions each address block adds, in key order.
-        public let contributions: [(key: WindowKey, count: Int64)]
-        /// Step 2 (after `admitAddresses`): the sessions each unit adds, of those within their address caps, in key
-        /// order.
-        public private(set) var unitContributions: [(key: WindowKey, count: Int64)] = []
-        /// Per event: nil when admitted, else why not (after `admitUnits`).
+        /// Per step, per event: the key it counts against and that key's cap (nil when not counted at that step).
+        let keys: [[(key: WindowKey, cap: Int)?]]
+        /// The step `contributions` belongs to.
+        private var step = 0
+        /// The sessions each key of the current step adds, in key order; nil once every step is decided.
+        public private(set) var contributions: [(key: WindowKey, count: Int64)]?
+        /// Per event: nil when admitted, else why not.
         var refusals: [EventDropReason?]
-        /// Step 3 (after `admitUnits`): the admitted sessions each undeclared city and cohort adds, in key order.
+        /// After the last step: the admitted sessions each undeclared city and cohort adds, in key order.
         public private(set) var frequencies: [Frequency] = []
-        /// The windows and kinds whose most frequent values `counted(ranked:)` needs (after `admitUnits`).
+        /// After the last step: the windows and kinds whose most frequent values `counted(ranked:)` needs.
         public private(set) var rankings: [Ranking] = []
+
+        /// The steps: three address levels (the IPv6 ones), then units.
+        static let steps = AddressBlock.ipv6Levels.count + 1
 
         /// Plans the admission of new events (duplicates already left out), in arrival order.
         public init(_ events: [StoredEvent], admission: EventAdmission) {
             self.admission = admission
             self.events = events
-            var addressKeys: [[(key: WindowKey, cap: Int)]] = []
-            var unitKeys: [WindowKey?] = []
-            var counts: [WindowKey: Int64] = [:]
-            for event in events {
-                guard case .session = event.payload else {
-                    addressKeys.append([])
-                    unitKeys.append(nil)
-                    continue
-                }
+            var keys = Array(repeating: [(key: WindowKey, cap: Int)?](repeating: nil, count: events.count), count: Self.steps)
+            var blocksOf: [String: [AddressBlock]] = [:]
+            for (index, event) in events.enumerated() {
+                guard case .session = event.payload else { continue }
                 let window = admission.windowStart(of: event.time)
-                var blocks: [(key: WindowKey, cap: Int)] = []
                 if let cap = admission.maximumSessionsPerAddress, event.source == .client, let address = event.address {
-                    blocks = AddressBlock.blocks(ofKey: address).map { (WindowKey(window: window, kind: .address, value: $0.key), $0.cap(cap)) }
+                    // A batch has one address: its blocks are worked out once.
+                    let blocks = blocksOf[address] ?? AddressBlock.blocks(ofKey: address)
+                    blocksOf[address] = blocks
+                    for (level, block) in blocks.enumerated() where level < Self.steps - 1 {
+                        keys[level][index] = (WindowKey(window: window, kind: .address, value: block.key), block.cap(cap))
+                    }
                 }
-                for block in blocks { counts[block.key, default: 0] += 1 }
-                addressKeys.append(blocks)
-                unitKeys.append(admission.maximumSessionsPerUnit == nil ? nil
-                    : WindowKey(window: window, kind: event.source == .reporter ? .reporterUnit : .unit, value: EventAdmission.unitKey(of: event)))
+                if let cap = admission.maximumSessionsPerUnit {
+                    let unit = WindowKey(window: window, kind: event.source == .reporter ? .reporterUnit : .unit, value: EventAdmission.unitKey(of: event))
+                    keys[Self.steps - 1][index] = (unit, cap)
+                }
             }
-            self.addressKeys = addressKeys
-            self.unitKeys = unitKeys
-            contributions = counts.sorted { $0.key < $1.key }.map { (key: $0.key, count: $0.value) }
+            self.keys = keys
             refusals = Array(repeating: nil, count: events.count)
+            step = -1
+            advance()
+        }
+
+        /// Moves to the next step with something to add, or past the last one (then works out the values).
+        private mutating func advance() {
+            while true {
+                step += 1
+                guard step < Self.steps else {
+                    contributions = nil
+                    rankValues()
+                    return
+                }
+                var counts: [WindowKey: Int64] = [:]
+                for (index, key) in keys[step].enumerated() where refusals[index] == nil {
+                    if let key { counts[key.key, default: 0] += 1 }
+                }
+                if !counts.isEmpty {
+                    contributions = counts.sorted { $0.key < $1.key }.map { (key: $0.key, count: $0.value) }
+                    return
+                }
+            }
         }
 
         /// Places a batch's sessions of each key after the total before it: each key's sessions hold the last of its
@@ -205,47 +244,50 @@ public struct EventAdmission: Sendable, Hashable {
             }
         }
 
-        /// Step 1: decides which sessions are within their address caps (at every block), from each block's total
-        /// after this batch's contributions were added; the rest are left out, and only the others' units count.
-        public mutating func admitAddresses(totals: [WindowKey: Int64]) {
+        /// Decides the current step from each of its keys' totals after this batch's contributions were added: the
+        /// batch's sessions of a key hold the last of its total's places, in batch order; those past the cap are left
+        /// out (`address_cap` at an address step, `unit_cap` at the units'). Then moves to the next step.
+        public mutating func admit(totals: [WindowKey: Int64]) {
+            guard let contributions else { return }
             var places = Places(contributions, totals: totals)
-            var counts: [WindowKey: Int64] = [:]
-            for index in events.indices {
-                var fits = true
-                for block in addressKeys[index] where !places.take(block.key, cap: block.cap) { fits = false }
-                if !fits {
-                    refusals[index] = .addressCap
-                } else if let unit = unitKeys[index] {
-                    counts[unit, default: 0] += 1
-                }
+            for (index, key) in keys[step].enumerated() where refusals[index] == nil {
+                guard let key, !places.take(key.key, cap: key.cap) else { continue }
+                refusals[index] = step < Self.steps - 1 ? .addressCap : .unitCap
             }
-            unitContributions = counts.sorted { $0.key < $1.key }.map { (key: $0.key, count: $0.value) }
+            advance()
         }
 
-        /// Step 2: decides which sessions are within their unit caps, from each unit's total after this batch's
-        /// contributions were added, and what the admitted sessions add to their cities' and cohorts' frequencies.
-        public mutating func admitUnits(totals: [WindowKey: Int64]) {
-            var places = Places(unitContributions, totals: totals)
+        /// What the admitted sessions add to their cities' and cohorts' frequencies, and which windows and kinds every
+        /// admitted event's undeclared values are ranked in.
+        private mutating func rankValues() {
+            guard let limit = admission.maximumScopeValues, limit > 0 else { return }
             var values: [WindowKey: Frequency] = [:]
+            var rankings = Set<Ranking>()
+            var networks: [String: String] = [:]
             for (index, event) in events.enumerated() where refusals[index] == nil {
-                if let unit = unitKeys[index], let cap = admission.maximumSessionsPerUnit, !places.take(unit, cap: cap) {
-                    refusals[index] = .unitCap
-                    continue
-                }
-                guard case .session = event.payload, let limit = admission.maximumScopeValues, limit > 0 else { continue }
                 let window = admission.windowStart(of: event.time)
-                let reach = Reach(event)
-                func add(_ kind: Kind, _ value: String) {
-                    let key = WindowKey(window: window, kind: kind, value: value)
-                    values[key, default: Frequency(key: key)].add(reach)
+                var undeclared: [WindowKey] = []
+                if admission.cities == nil, let city = event.city, city != CrashGuardPolicy.otherValue, !admission.pinned(city, .city) {
+                    undeclared.append(WindowKey(window: window, kind: .city, value: city))
                 }
-                if admission.cities == nil, let city = event.city, city != CrashGuardPolicy.otherValue { add(.city, city) }
                 if admission.cohorts == nil {
-                    for cohort in Set(event.cohorts) where cohort != CrashGuardPolicy.otherValue { add(.cohort, cohort) }
+                    for cohort in Set(event.cohorts) where cohort != CrashGuardPolicy.otherValue && !admission.pinned(cohort, .cohort) {
+                        undeclared.append(WindowKey(window: window, kind: .cohort, value: cohort))
+                    }
                 }
+                for key in undeclared { rankings.insert(Ranking(window: key.window, kind: key.kind)) }
+                // Only sessions rank values: they are capped per unit and address, exposures are not.
+                guard case .session = event.payload, !undeclared.isEmpty else { continue }
+                let network = event.address.map { address in
+                    let network = networks[address] ?? AddressBlock.network(ofKey: address)
+                    networks[address] = network
+                    return network
+                }
+                let reach = Reach(unit: EventAdmission.unitKey(of: event), network: network)
+                for key in undeclared { values[key, default: Frequency(key: key)].add(reach) }
             }
             frequencies = values.values.sorted { $0.key < $1.key }
-            rankings = Set(frequencies.map { Ranking(window: $0.key.window, kind: $0.key.kind) }).sorted()
+            self.rankings = rankings.sorted()
         }
 
         /// The events that count, with their cities and cohorts as counted, and those a cap left out.
@@ -262,10 +304,11 @@ public struct EventAdmission: Sendable, Hashable {
                 }
                 let window = admission.windowStart(of: event.time)
                 var event = event
-                event.city = event.city.map { fold($0, declared: admission.cities, ranked: ranked[Ranking(window: window, kind: .city)]) }
+                event.city = event.city.map { fold($0, declared: admission.cities, named: admission.namedCities, ranked: ranked[Ranking(window: window, kind: .city)]) }
                 var cohorts: [String] = []
                 for cohort in event.cohorts {
-                    let value = fold(cohort, declared: admission.cohorts, ranked: ranked[Ranking(window: window, kind: .cohort)])
+                    let value = fold(cohort, declared: admission.cohorts, named: admission.namedCohorts,
+                                     ranked: ranked[Ranking(window: window, kind: .cohort)])
                     if !cohorts.contains(value) { cohorts.append(value) }
                 }
                 event.cohorts = cohorts
@@ -274,9 +317,10 @@ public struct EventAdmission: Sendable, Hashable {
             return (counted, dropped)
         }
 
-        func fold(_ value: String, declared: Set<String>?, ranked: Set<String>?) -> String {
+        func fold(_ value: String, declared: Set<String>?, named: Set<String>, ranked: Set<String>?) -> String {
             if value == CrashGuardPolicy.otherValue { return value }
             if let declared { return declared.contains(value) ? value : CrashGuardPolicy.otherValue }
+            if named.contains(value) { return value }
             guard admission.maximumScopeValues != nil else { return value }
             return ranked?.contains(value) == true ? value : CrashGuardPolicy.otherValue
         }
@@ -319,8 +363,12 @@ public struct EventAdmission: Sendable, Hashable {
 
         /// The reach of one session: its unit's bit, and its source network's bit when it has an address.
         public init(_ event: StoredEvent) {
-            units = Self.bit(EventAdmission.unitKey(of: event))
-            networks = event.address.map { Self.bit(AddressBlock.network(ofKey: $0)) } ?? 0
+            self.init(unit: EventAdmission.unitKey(of: event), network: event.address.map(AddressBlock.network(ofKey:)))
+        }
+
+        init(unit: String, network: String?) {
+            units = Self.bit(unit)
+            networks = network.map(Self.bit) ?? 0
         }
 
         static func bit(_ text: String) -> Int64 {
@@ -357,8 +405,7 @@ public struct EventAdmission: Sendable, Hashable {
         /// Admits a batch of new events.
         public mutating func admit(_ events: [StoredEvent], admission: EventAdmission) -> (events: [StoredEvent], dropped: [EventDrop]) {
             var plan = Plan(events, admission: admission)
-            plan.admitAddresses(totals: add(plan.contributions))
-            plan.admitUnits(totals: add(plan.unitContributions))
+            while let contributions = plan.contributions { plan.admit(totals: add(contributions)) }
             for frequency in plan.frequencies {
                 let ranking = Ranking(window: frequency.key.window, kind: frequency.key.kind)
                 var values = frequencies[ranking] ?? [:]

@@ -13,8 +13,8 @@ import SwitchyardCore
 ///   call, in this call, or before a restart, is a duplicate and counts nothing). Then admit the new events
 ///   with an ``EventAdmission/Plan`` over the namespace's admission windows (the counts of sessions each address
 ///   block and unit contributed, and of sessions per city and cohort with their ``EventAdmission/Reach``, per
-///   window): add its `contributions` and pass the totals after adding them to `admitAddresses(totals:)`; add its
-///   `unitContributions` and pass the totals to `admitUnits(totals:)`; add the `frequencies` that returns (sessions
+///   window): while its `contributions` is not nil, add them and pass the totals after adding them to
+///   `admit(totals:)` (one step each: address levels, then units); add the `frequencies` that leaves (sessions
 ///   summed, reach joined with `|`), writing a value without a row only while its window and kind hold fewer than
 ///   ``EventAdmission/maximumValuesPerWindow`` values; then pass the most frequent values of each window and kind
 ///   it names (`rankings`; most sessions first, then by value) to `counted(ranked:)`. Add the increments of the events it counts, computed with

@@ -201,6 +201,16 @@ public struct AddressBlock: Sendable, Hashable, CustomStringConvertible {
         return overflow ? Int.max : product
     }
 
+    /// This block's cap from a per-address one, where the cap for everyone together is `whole`: a wider block holds
+    /// at most a quarter of the whole (or one address's cap, when that is more), so that no one /48 can take every
+    /// place however its shares multiply.
+    public func cap(_ perAddress: Int, within whole: Int) -> Int {
+        share == 1 ? cap(perAddress) : min(cap(perAddress), max(perAddress, whole / Self.wideBlockFraction))
+    }
+
+    /// A wider block (an IPv6 /56 or /48) holds at most 1/4 of a cap for everyone together.
+    public static let wideBlockFraction = 4
+
     /// The blocks of an address key as ``IPAddress/key`` writes it (stored with events: `203.0.113.7`,
     /// `2001:db8:1:2::/64`); a key that is no address is one block of its own.
     public static func blocks(ofKey key: String) -> [AddressBlock] {
