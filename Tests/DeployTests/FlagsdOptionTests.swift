@@ -38,8 +38,10 @@ struct FlagsdOptionTests {
     @Test func everyVariableFlagsdCannotReadStopsItNamingTheVariable() async throws {
         let options = try await FlagsdOptions.read()
         // Free text that "80a%" is a fine value of (a host, paths, a namespace), and secrets read where they are used.
+        // SWITCHYARD_PORT is checked below: the runs here give --port, which wins over it.
         let freeText: Set<String> = ["SWITCHYARD_HOST", "SWITCHYARD_DATABASE", "SWITCHYARD_FLAGS", "SWITCHYARD_DEFAULT_NAMESPACE",
-                                     "SWITCHYARD_ADMIN_TOKEN", "SWITCHYARD_METRICS_TOKEN", "SWITCHYARD_GUARD_WEBHOOK_SECRET"]
+                                     "SWITCHYARD_ADMIN_TOKEN", "SWITCHYARD_METRICS_TOKEN", "SWITCHYARD_GUARD_WEBHOOK_SECRET",
+                                     "SWITCHYARD_PORT"]
         let checked = options.variables.subtracting(freeText).sorted()
         #expect(checked.count >= 30, "\(checked)")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("env-\(UUID().uuidString)")
@@ -51,13 +53,15 @@ struct FlagsdOptionTests {
             #expect(outcome.status != 0, "\(variable)=80a% was not read: flagsd started")
             #expect(outcome.error.contains(variable), "\(variable): \(outcome.error)")
         }
+        let port = try await runProgram(try Built.binary("flagsd").path, [], environment: ["SWITCHYARD_PORT": "80a"])
+        #expect(port.status != 0 && port.error.contains("SWITCHYARD_PORT='80a'") && port.error.contains("--port"), "\(port.error)")
         // A variable's value that may hold a secret is not repeated.
         let webhook = try await runProgram(try Built.binary("flagsd").path, ["--port", "0"],
                                            environment: ["SWITCHYARD_GUARD_WEBHOOK": "ftp://hooks.example.com/T0/XXXXSECRET"])
         #expect(webhook.status != 0 && webhook.error.contains("SWITCHYARD_GUARD_WEBHOOK") && !webhook.error.contains("XXXXSECRET"),
                 "\(webhook.error)")
         // The option wins over its variable, and a flag's variable takes a yes or a no.
-        let port = try await runProgram(try Built.binary("flagsd").path, ["--port", "70000"], environment: ["SWITCHYARD_PORT": "80a"])
-        #expect(port.error.contains("--port 70000 is not a port") && !port.error.contains("SWITCHYARD_PORT"), "\(port.error)")
+        let both = try await runProgram(try Built.binary("flagsd").path, ["--port", "70000"], environment: ["SWITCHYARD_PORT": "80a"])
+        #expect(both.error.contains("--port 70000 is not a port") && !both.error.contains("SWITCHYARD_PORT"), "\(both.error)")
     }
 }
