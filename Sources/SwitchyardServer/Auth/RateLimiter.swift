@@ -163,3 +163,10 @@ extension IPAddress {
         blocks.map { RateBuckets.Budget(key: "\(what):\($0.key)", ratePerMinute: $0.cap(ratePerMinute), cost: cost) }
     }
 }
+
+extension AddressBlock {
+    /// Who a refusal at this block speaks of: `this source address`, or `this source's network 2001:db8:1::/48`.
+    var sender: String {
+        share == 1 ? "this source address" : "this source's network \(key)"
+    }
+}

@@ -104,9 +104,8 @@ extension API {
         if refusal.index < blocks.count, let rate = configuration.longPollRatePerAddress {
             service.hub.countRefused(.addressRate)
             let block = blocks[refusal.index]
-            let sender = block.share == 1 ? "this source address" : "this source's network \(block.key)"
             throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
-                                           "\(sender) may park \(block.cap(rate)) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
+                                           "\(block.sender) may park \(block.cap(rate)) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
         }
         service.hub.countRefused(.tokenRate)
         throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",

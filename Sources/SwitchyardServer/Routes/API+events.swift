@@ -150,9 +150,8 @@ extension API {
     private func addressRefusal(_ address: IPAddress, _ rate: Int, _ refusal: RateBuckets.Refusal, namespace: String) -> APIError {
         refused(.addressRate, namespace: namespace)
         let who = address.blocks.indices.contains(refusal.index) ? address.blocks[refusal.index] : AddressBlock(key: address.key, share: 1)
-        let sender = who.share == 1 ? "this source address" : "this source's network \(who.key)"
         return APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Event rate exceeded",
-                                        "\(sender) may post \(who.cap(rate)) events per minute and has used them; nothing of this batch was counted: send it again after \(refusal.retryAfterSeconds) s (Retry-After)")
+                                        "\(who.sender) may post \(who.cap(rate)) events per minute and has used them; nothing of this batch was counted: send it again after \(refusal.retryAfterSeconds) s (Retry-After)")
     }
 
     /// A batch refused with 429, in `flagsd_event_batches_refused_total` (the reason is a fixed word).
