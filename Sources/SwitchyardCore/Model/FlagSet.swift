@@ -14,10 +14,14 @@ public struct FlagSet: Sendable, Hashable {
     /// The crash guard's defaults for the namespace's plugin switches (each switch may override them). Kept by
     /// flagsd; left out of snapshots, as clients do not need it.
     public var crashGuard: CrashGuardPolicy?
+    /// The outcome metrics the namespace declares (``MetricDefinition``; the built-in ones are not listed). Kept
+    /// by flagsd; left out of snapshots, as clients do not need them.
+    public var metrics: [MetricDefinition]
 
     public init(
         namespace: String, description: String? = nil, pluginPoints: [PluginPointDefinition] = [],
-        killSwitches: [KillSwitch] = [], flags: [FlagDefinition] = [], crashGuard: CrashGuardPolicy? = nil
+        killSwitches: [KillSwitch] = [], flags: [FlagDefinition] = [], crashGuard: CrashGuardPolicy? = nil,
+        metrics: [MetricDefinition] = []
     ) {
         self.namespace = namespace
         self.description = description
@@ -25,6 +29,7 @@ public struct FlagSet: Sendable, Hashable {
         self.killSwitches = killSwitches
         self.flags = flags
         self.crashGuard = crashGuard
+        self.metrics = metrics
         if !self.killSwitches.contains(where: \.isMaster) {
             self.killSwitches.insert(KillSwitch(key: KillSwitch.masterKey), at: 0)
         }
@@ -45,6 +50,7 @@ public struct FlagSet: Sendable, Hashable {
     public static func == (lhs: FlagSet, rhs: FlagSet) -> Bool {
         lhs.namespace == rhs.namespace && lhs.description == rhs.description && lhs.pluginPoints == rhs.pluginPoints
             && lhs.crashGuard == rhs.crashGuard
+            && lhs.metrics.sorted { $0.name < $1.name } == rhs.metrics.sorted { $0.name < $1.name }
             && lhs.killSwitches.sorted { $0.key < $1.key } == rhs.killSwitches.sorted { $0.key < $1.key }
             && lhs.flags.sorted { $0.key < $1.key } == rhs.flags.sorted { $0.key < $1.key }
     }
@@ -52,6 +58,7 @@ public struct FlagSet: Sendable, Hashable {
     public func hash(into hasher: inout Hasher) {
         hasher.combine(namespace)
         hasher.combine(crashGuard)
+        hasher.combine(Set(metrics))
         hasher.combine(pluginPoints)
         hasher.combine(Set(flags))
         hasher.combine(Set(killSwitches))
