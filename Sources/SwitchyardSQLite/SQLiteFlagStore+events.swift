@@ -89,7 +89,117 @@ extension SQLiteFlagStore {
             try crash.execute(arguments: [namespace, record.id, record.source.rawValue, record.bucket, record.unit, record.address,
                                           record.city, CrashRecord.storedList(record.cohorts), CrashRecord.storedList(record.switches)])
         }
+        try Self.enter(ExperimentStep.steps(of: counted, experiments: admission.experiments), in: namespace, admission: admission,
+                       received: received, db)
         return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
+    }
+
+    /// Enters units in their experiments' arms and adds to their metric totals (see `EventStore.ingestEvents`).
+    static func enter(_ steps: [ExperimentStep], in namespace: String, admission: EventAdmission, received: Int64, _ db: Database) throws {
+        guard !steps.isEmpty else { return }
+        let exists = try db.cachedStatement(sql: """
+            SELECT 1 FROM experiment_unit WHERE namespace = ? AND experiment = ? AND phase = ? AND unit = ?
+            """)
+        let fullest = try db.cachedStatement(sql: """
+            SELECT COALESCE(MAX(units), 0) FROM experiment_arm WHERE namespace = ? AND experiment = ? AND phase = ?
+            """)
+        let insertUnit = try db.cachedStatement(sql: """
+            INSERT INTO experiment_unit (namespace, experiment, phase, unit, arm, entered_ms) VALUES (?, ?, ?, ?, ?, ?)
+            """)
+        let countArm = try db.cachedStatement(sql: """
+            INSERT INTO experiment_arm (namespace, experiment, phase, arm, units) VALUES (?, ?, ?, ?, 1)
+            ON CONFLICT (namespace, experiment, phase, arm) DO UPDATE SET units = units + 1
+            """)
+        let copyPre = try db.cachedStatement(sql: """
+            INSERT INTO experiment_pre (namespace, experiment, phase, unit, metric, total)
+            SELECT namespace, ?, ?, unit, metric, total FROM metric_total WHERE namespace = ? AND unit = ? AND total != 0
+            """)
+        let add = try db.cachedStatement(sql: """
+            INSERT INTO metric_total (namespace, unit, metric, total, updated_ms) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (namespace, unit, metric) DO UPDATE SET total = total + excluded.total, updated_ms = excluded.updated_ms
+            """)
+        for step in steps {
+            for entry in step.entries {
+                guard try Int.fetchOne(exists, arguments: [namespace, entry.experiment, entry.phase, step.unit]) == nil else { continue }
+                if let cap = admission.maximumUnitsPerArm,
+                   try Int.fetchOne(fullest, arguments: [namespace, entry.experiment, entry.phase]) ?? 0 >= cap { continue }
+                try insertUnit.execute(arguments: [namespace, entry.experiment, entry.phase, step.unit, entry.arm, step.time.milliseconds])
+                try countArm.execute(arguments: [namespace, entry.experiment, entry.phase, entry.arm])
+                try copyPre.execute(arguments: [entry.experiment, entry.phase, namespace, step.unit])
+            }
+            for (metric, value) in step.totals {
+                try add.execute(arguments: [namespace, step.unit, metric, value, received])
+            }
+        }
+    }
+
+    public func experimentUnits(in namespace: String, experiment: String) async throws -> [ExperimentUnitRecord] {
+        try await access {
+            try await readEvents { db in
+                var units: [String: ExperimentUnitRecord] = [:]
+                var order: [String] = []
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT phase, unit, arm, entered_ms FROM experiment_unit WHERE namespace = ? AND experiment = ?
+                    ORDER BY entered_ms, unit
+                    """, arguments: [namespace, experiment])
+                while let row = try rows.next() {
+                    let phase: String = row["phase"]
+                    let unit: String = row["unit"]
+                    let key = phase + "\u{0}" + unit
+                    order.append(key)
+                    units[key] = ExperimentUnitRecord(unit: unit, arm: row["arm"], phase: phase, entered: Date(milliseconds: row["entered_ms"]))
+                }
+                let totals = try Row.fetchCursor(db, sql: """
+                    SELECT u.phase, u.unit, t.metric, t.total FROM experiment_unit u
+                    JOIN metric_total t ON t.namespace = u.namespace AND t.unit = u.unit
+                    WHERE u.namespace = ? AND u.experiment = ?
+                    """, arguments: [namespace, experiment])
+                while let row = try totals.next() {
+                    let phase: String = row["phase"]
+                    let unit: String = row["unit"]
+                    units[phase + "\u{0}" + unit]?.totals[row["metric"]] = row["total"]
+                }
+                let pre = try Row.fetchCursor(db, sql: """
+                    SELECT phase, unit, metric, total FROM experiment_pre WHERE namespace = ? AND experiment = ?
+                    """, arguments: [namespace, experiment])
+                while let row = try pre.next() {
+                    let phase: String = row["phase"]
+                    let unit: String = row["unit"]
+                    units[phase + "\u{0}" + unit]?.pre[row["metric"]] = row["total"]
+                }
+                return order.compactMap { units[$0] }
+            }
+        }
+    }
+
+    public func pruneExperimentRecords(before date: Date) async throws -> Int {
+        // A phase whose newest unit entered before the date is over: its units, pre-exposure values and counts go.
+        let phases = try await access {
+            try await self.readEvents { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT namespace, experiment, phase FROM experiment_unit GROUP BY namespace, experiment, phase
+                    HAVING MAX(entered_ms) < ?
+                    """, arguments: [date.milliseconds]).map { row in
+                    [row["namespace"] as String, row["experiment"] as String, row["phase"] as String]
+                }
+            }
+        }
+        var removed = 0
+        for phase in phases {
+            for (table, key) in [("experiment_pre", "unit, metric"), ("experiment_unit", "unit"), ("experiment_arm", "arm")] {
+                removed += try await prune("""
+                    DELETE FROM \(table) WHERE namespace = ? AND experiment = ? AND phase = ? AND (\(key)) IN (
+                        SELECT \(key) FROM \(table) WHERE namespace = ? AND experiment = ? AND phase = ? LIMIT ?)
+                    """, arguments: StatementArguments(phase + phase))
+            }
+        }
+        // Totals of units quiet since the date, unless an experiment still holds the unit (its values count from them).
+        removed += try await prune("""
+            DELETE FROM metric_total WHERE (namespace, unit, metric) IN (
+                SELECT t.namespace, t.unit, t.metric FROM metric_total t WHERE t.updated_ms < ? AND NOT EXISTS (
+                    SELECT 1 FROM experiment_unit u WHERE u.namespace = t.namespace AND u.unit = t.unit) LIMIT ?)
+            """, before: date)
+        return removed
     }
 
     /// Drives an admission plan over the namespace's admission windows, inside the ingestion transaction.
@@ -331,11 +441,16 @@ extension SQLiteFlagStore {
     ///
     /// - Returns: the rows deleted in all.
     private func prune(_ sql: String, before date: Date) async throws -> Int {
+        try await prune(sql, arguments: [date.milliseconds])
+    }
+
+    /// Runs a `DELETE … LIMIT ?` in small transactions until it deletes fewer rows than the limit.
+    private func prune(_ sql: String, arguments: StatementArguments) async throws -> Int {
         var forgotten = 0
         while true {
             let deleted = try await access {
                 try await self.events.write { db in
-                    try db.execute(sql: sql, arguments: [date.milliseconds, Self.pruneRowsPerTransaction])
+                    try db.execute(sql: sql, arguments: arguments + [Self.pruneRowsPerTransaction])
                     return db.changesCount
                 }
             }

@@ -260,6 +260,53 @@ extension SQLiteFlagStore {
                 ALTER TABLE event_window ADD COLUMN networks INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        migrator.registerMigration("v3: outcome metrics per unit, experiment units and their pre-exposure values") { db in
+            // metric_total: each unit's running total of each metric (sessions, crashed_sessions and the tracked ones).
+            // experiment_unit: the units of each experiment's phase, with their arm and when they entered.
+            // experiment_pre: a unit's totals when it entered (its pre-exposure values, for CUPED).
+            // experiment_arm: how many units each arm of a phase holds (the bound on units per arm).
+            try db.execute(sql: """
+                CREATE TABLE metric_total (
+                    namespace TEXT NOT NULL,
+                    unit TEXT NOT NULL,
+                    metric TEXT NOT NULL,
+                    total REAL NOT NULL,
+                    updated_ms INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, unit, metric)
+                ) WITHOUT ROWID;
+                CREATE INDEX metric_total_updated ON metric_total(updated_ms);
+
+                CREATE TABLE experiment_unit (
+                    namespace TEXT NOT NULL,
+                    experiment TEXT NOT NULL,
+                    phase TEXT NOT NULL,
+                    unit TEXT NOT NULL,
+                    arm TEXT NOT NULL,
+                    entered_ms INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, experiment, phase, unit)
+                ) WITHOUT ROWID;
+                CREATE INDEX experiment_unit_of_unit ON experiment_unit(namespace, unit);
+
+                CREATE TABLE experiment_pre (
+                    namespace TEXT NOT NULL,
+                    experiment TEXT NOT NULL,
+                    phase TEXT NOT NULL,
+                    unit TEXT NOT NULL,
+                    metric TEXT NOT NULL,
+                    total REAL NOT NULL,
+                    PRIMARY KEY (namespace, experiment, phase, unit, metric)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE experiment_arm (
+                    namespace TEXT NOT NULL,
+                    experiment TEXT NOT NULL,
+                    phase TEXT NOT NULL,
+                    arm TEXT NOT NULL,
+                    units INTEGER NOT NULL,
+                    PRIMARY KEY (namespace, experiment, phase, arm)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

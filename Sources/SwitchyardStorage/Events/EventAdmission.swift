@@ -38,6 +38,13 @@ public struct EventAdmission: Sendable, Hashable {
     /// window's bounded values (a flood of made-up ones cannot push them into `(other)`).
     public var namedCities: Set<String> = []
     public var namedCohorts: Set<String> = []
+    /// The experiments units enter (``ExperimentDesign``), by flag key: sessions and metric events with a unit that
+    /// name an arm of one enter their unit in it, and every admitted session and metric event of a unit adds to its
+    /// metric totals.
+    public var experiments: [String: ExperimentDesign] = [:]
+    /// The most units an arm of an experiment's phase holds: once any arm holds this many, no new unit enters the
+    /// phase (so the arms stay a fair split); nil: no bound.
+    public var maximumUnitsPerArm: Int?
 
     public init(window: Duration, maximumSessionsPerUnit: Int?, maximumSessionsPerAddress: Int?, cities: Set<String>?,
                 cohorts: Set<String>?, maximumScopeValues: Int?) {
@@ -60,7 +67,12 @@ public struct EventAdmission: Sendable, Hashable {
     public init(flagSet: FlagSet) {
         self.init(policy: CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil))
         (namedCities, namedCohorts) = flagSet.namedScopes
+        experiments = ExperimentDesign.designs(of: flagSet)
+        maximumUnitsPerArm = Self.defaultMaximumUnitsPerArm
     }
+
+    /// The units an arm holds at most unless flagsd is configured otherwise.
+    public static let defaultMaximumUnitsPerArm = 50_000
 
     /// Whether a person named a value in the flag set.
     func pinned(_ value: String, _ kind: Kind) -> Bool {
@@ -76,7 +88,7 @@ public struct EventAdmission: Sendable, Hashable {
         public let rawValue: String
 
         public init?(rawValue: String) {
-            guard ["unit", "reporter_unit", "address", "city", "cohort"].contains(rawValue) else { return nil }
+            guard ["unit", "reporter_unit", "address", "city", "cohort", "metric_unit", "metric_address"].contains(rawValue) else { return nil }
             self.rawValue = rawValue
         }
 
@@ -92,6 +104,10 @@ public struct EventAdmission: Sendable, Hashable {
         public static let city = Kind("city")
         /// Admitted sessions in a cohort, with their reach (when cohorts are not declared).
         public static let cohort = Kind("cohort")
+        /// Metric events of a unit (capped as its sessions are, apart from them: outcomes never crowd out crashes).
+        public static let metricUnit = Kind("metric_unit")
+        /// Metric events clients reported from a source address block.
+        public static let metricAddress = Kind("metric_address")
 
         public var description: String { rawValue }
         public static func < (lhs: Kind, rhs: Kind) -> Bool { lhs.rawValue < rhs.rawValue }
@@ -186,18 +202,25 @@ public struct EventAdmission: Sendable, Hashable {
             var keys = Array(repeating: [(key: WindowKey, cap: Int)?](repeating: nil, count: events.count), count: Self.steps)
             var blocksOf: [String: [AddressBlock]] = [:]
             for (index, event) in events.enumerated() {
-                guard case .session = event.payload else { continue }
+                // Sessions and metric events are capped alike, each kind in windows of its own.
+                let isMetric: Bool
+                switch event.payload {
+                case .session: isMetric = false
+                case .metric: isMetric = true
+                case .exposure: continue
+                }
                 let window = admission.windowStart(of: event.time)
                 if let cap = admission.maximumSessionsPerAddress, event.source == .client, let address = event.address {
                     // A batch has one address: its blocks are worked out once.
                     let blocks = blocksOf[address] ?? AddressBlock.blocks(ofKey: address)
                     blocksOf[address] = blocks
                     for (level, block) in blocks.enumerated() where level < Self.steps - 1 {
-                        keys[level][index] = (WindowKey(window: window, kind: .address, value: block.key), block.cap(cap))
+                        keys[level][index] = (WindowKey(window: window, kind: isMetric ? .metricAddress : .address, value: block.key), block.cap(cap))
                     }
                 }
                 if let cap = admission.maximumSessionsPerUnit {
-                    let unit = WindowKey(window: window, kind: event.source == .reporter ? .reporterUnit : .unit, value: EventAdmission.unitKey(of: event))
+                    let kind: Kind = isMetric ? .metricUnit : event.source == .reporter ? .reporterUnit : .unit
+                    let unit = WindowKey(window: window, kind: kind, value: EventAdmission.unitKey(of: event))
                     keys[Self.steps - 1][index] = (unit, cap)
                 }
             }

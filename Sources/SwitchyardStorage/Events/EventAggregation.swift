@@ -62,6 +62,9 @@ public enum EventAggregation {
             case .exposure(let flag, let variant):
                 tally = EventTally(exposures: 1)
                 subjects = [.variant(variant, of: flag)]
+            case .metric:
+                // Outcomes are kept per unit (ExperimentStep), not in the counters.
+                continue
             }
             for subject in subjects {
                 for dimension in dimensions {

@@ -20,7 +20,13 @@ import SwitchyardCore
 ///   it names (`rankings`; most sessions first, then by value) to `counted(ranked:)`. Add the increments of the events it counts, computed with
 ///   ``EventAggregation/increments(of:)``, to the counters, and record their crashed sessions
 ///   (``EventAggregation/crashes(of:)``). Rows are written in the order these functions return them (a fixed
-///   order, so concurrent batches cannot deadlock on the same rows). Nothing is counted when the call throws.
+///   order, so concurrent batches cannot deadlock on the same rows). Then, for each of
+///   ``ExperimentStep/steps(of:experiments:)`` over the counted events with `admission.experiments`, in order: for
+///   each entry whose unit is not in the entry's experiment and phase yet, unless `admission.maximumUnitsPerArm` is
+///   set and an arm of that phase holds that many units already, record the unit in the entry's arm with the step's
+///   time, count it in the arm, and record the unit's current metric totals (those not 0) as its pre-exposure values
+///   for that experiment and phase; then add the step's totals to the unit's metric totals. Nothing is counted when
+///   the call throws.
 /// - An unknown or deleted namespace throws `StorageError` `notFound` and records nothing.
 /// - `eventCounts` sums counters over the buckets that start in `[from, until)` (bucket starts are
 ///   ``EventAggregation/bucketSize`` apart, from the Unix epoch, UTC), grouped by subject and dimension (and by
@@ -30,6 +36,11 @@ import SwitchyardCore
 ///   oldest bucket first, then by id.
 /// - `scopeReach` joins the reach of each city and cohort written in the admission windows that start in
 ///   `[from, until)`.
+/// - `experimentUnits(in:experiment:)` returns every unit recorded in an experiment (all phases), oldest entry first
+///   (then by unit), each with its metric totals now and its pre-exposure values.
+/// - `pruneExperimentRecords(before:)` forgets the phases of experiments whose newest unit entered before the date
+///   (units, pre-exposure values, arm counts), then the metric totals last added to before the date of units no
+///   experiment phase holds.
 /// - `pruneEventIDs(before:)` forgets the ids of events whose time is before the date, and never touches
 ///   counters. The server keeps ids for longer than it accepts old events, so a forgotten id can only come
 ///   back on an event that is refused as too old.
@@ -65,6 +76,15 @@ public protocol EventStore: Sendable {
     /// Which units and networks reported each undeclared city and cohort, over the admission windows that start in
     /// a time range.
     func scopeReach(in namespace: String, from: Date, until: Date) async throws -> [EventDimension: EventAdmission.Reach]
+
+    /// The units of an experiment (every phase), with their metric totals now and at entry.
+    func experimentUnits(in namespace: String, experiment: String) async throws -> [ExperimentUnitRecord]
+
+    /// Forgets experiment phases over before a date, and metric totals of units quiet since then and in no experiment.
+    ///
+    /// - Returns: how many rows were forgotten.
+    @discardableResult
+    func pruneExperimentRecords(before date: Date) async throws -> Int
 
     /// Forgets the ids of events older than a date.
     ///
@@ -149,6 +169,9 @@ public struct StoredEvent: Sendable, Hashable {
         case session(crashed: Bool, switches: [String], variants: [String: String])
         /// An experiment flag's variant served to a unit.
         case exposure(flag: String, variant: String)
+        /// An outcome a unit reported (`FlagClient.track`): a declared metric and its value (1 for an occurrence),
+        /// with the plugin switches active and the variants served in its session at that moment.
+        case metric(name: String, value: Double, switches: [String], variants: [String: String])
     }
 
     /// The client-generated id, unique per namespace.
@@ -166,9 +189,12 @@ public struct StoredEvent: Sendable, Hashable {
     /// The source address of the batch, as a key (an IPv4 address, or the /64 of an IPv6 address); nil when
     /// unknown.
     public var address: String?
+    /// The plugin switches whose state the unit's rollout split decided (true: bucketed in, false: out), as sessions
+    /// and metric events report them: the arms of those switches' experiments the unit is in.
+    public var splits: [String: Bool]
 
     public init(id: String, time: Date, city: String? = nil, cohorts: [String] = [], payload: Payload,
-                source: EventSource = .client, unit: String? = nil, address: String? = nil) {
+                source: EventSource = .client, unit: String? = nil, address: String? = nil, splits: [String: Bool] = [:]) {
         self.id = id
         self.time = time
         self.city = city
@@ -177,6 +203,15 @@ public struct StoredEvent: Sendable, Hashable {
         self.source = source
         self.unit = unit
         self.address = address
+        self.splits = splits
+    }
+
+    /// The variants of experiment flags the event says were served to its unit.
+    public var variants: [String: String] {
+        switch payload {
+        case .session(_, _, let variants), .metric(_, _, _, let variants): variants
+        case .exposure(let flag, let variant): [flag: variant]
+        }
     }
 }
 
@@ -227,9 +262,11 @@ public struct EventDropReason: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let unknownFlag = EventDropReason(rawValue: "unknown_flag")
     /// It names a variant its experiment flag does not have.
     public static let unknownVariant = EventDropReason(rawValue: "unknown_variant")
+    /// It reports a metric the namespace does not declare (or one apps do not report: a ratio, a built-in).
+    public static let unknownMetric = EventDropReason(rawValue: "unknown_metric")
 
     /// Every reason, for metrics that exist at 0 for each.
-    public static let all: [EventDropReason] = [.unitCap, .addressCap, .unknownSwitch, .unknownFlag, .unknownVariant]
+    public static let all: [EventDropReason] = [.unitCap, .addressCap, .unknownSwitch, .unknownFlag, .unknownVariant, .unknownMetric]
 
     public var description: String { rawValue }
 }

@@ -1,0 +1,183 @@
+public import Foundation
+public import SwitchyardCore
+
+/// An experiment as flagsd counts and judges it: an experiment flag (its variants are the arms) or a plugin switch
+/// whose rollout splits units (arms `with` and `without`), in the **phase** its split is in.
+///
+/// A unit enters an arm the first time a session or metric event names it there (a variant served; a switch's
+/// state decided by its rollout split), and stays in it for the phase. A phase is the split in force: the variant
+/// weights, or the switch's partial rollouts (default and rules); changing them starts a new phase, so each phase's
+/// units were split by one rule and its sample ratio can be checked against it.
+public struct ExperimentDesign: Sendable, Hashable {
+    /// The flag key.
+    public var key: String
+    /// The arms, control first.
+    public var arms: [String]
+    public var control: String
+    /// The share of units each arm should get, when one split decides every unit of the phase (nil when rules split
+    /// at different rates: the sample ratio cannot be checked then).
+    public var shares: [String: Double]?
+    /// The phase: the split in force, as text (`25%`, `50/50`, `10%|50%`).
+    public var phase: String
+    /// Whether the experiment is a plugin switch's (arms `with`/`without`).
+    public var isPluginSwitch: Bool
+
+    public static let withArm = "with"
+    public static let withoutArm = "without"
+
+    public init(key: String, arms: [String], control: String, shares: [String: Double]?, phase: String, isPluginSwitch: Bool) {
+        self.key = key
+        self.arms = arms
+        self.control = control
+        self.shares = shares
+        self.phase = phase
+        self.isPluginSwitch = isPluginSwitch
+    }
+
+    /// The experiment a flag runs: an experiment flag with more than one variant, or a plugin switch with a partial
+    /// rollout (in its default or a rule); nil otherwise.
+    public init?(_ flag: FlagDefinition) {
+        switch flag.kind {
+        case .pluginSwitch(let definition):
+            let rollouts = ([definition.rollout] + definition.rules.map(\.rollout)).map(\.basisPoints)
+            let partial = rollouts.filter { $0 > 0 && $0 < Rollout.maximum }
+            guard !partial.isEmpty else { return nil }
+            let distinct = Array(Set(partial)).sorted()
+            let share = distinct.count == 1 ? Double(distinct[0]) / Double(Rollout.maximum) : nil
+            self.init(key: flag.key, arms: [Self.withoutArm, Self.withArm], control: Self.withoutArm,
+                      shares: share.map { [Self.withArm: $0, Self.withoutArm: 1 - $0] },
+                      phase: Self.limited(distinct.map { (Rollout(basisPoints: Int($0)) ?? .off).description }.joined(separator: "|")), isPluginSwitch: true)
+        case .experiment(let experiment):
+            let variants = experiment.variants.map(\.key)
+            guard variants.count > 1 else { return nil }
+            let control = variants.contains("control") ? "control" : experiment.defaultVariant
+            let splits = ([experiment.weights] + experiment.rules.map(\.weights)).filter { weights in
+                weights.values.filter { $0 > 0 }.count > 1
+            }
+            guard !splits.isEmpty else { return nil }
+            func text(_ weights: VariantWeights) -> String {
+                variants.map { String(weights[$0] ?? 0) }.joined(separator: "/")
+            }
+            let distinct = splits.map(text).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+            var shares: [String: Double]?
+            if distinct.count == 1, let weights = splits.first {
+                let total = Double(weights.values.reduce(0, +))
+                shares = Dictionary(uniqueKeysWithValues: variants.map { ($0, Double(weights[$0] ?? 0) / total) })
+            }
+            self.init(key: flag.key, arms: [control] + variants.filter { $0 != control }, control: control, shares: shares,
+                      phase: Self.limited(distinct.joined(separator: "|")), isPluginSwitch: false)
+        }
+    }
+
+    /// Every experiment a flag set runs, by flag key.
+    public static func designs(of flagSet: FlagSet) -> [String: ExperimentDesign] {
+        var designs: [String: ExperimentDesign] = [:]
+        for flag in flagSet.flags {
+            if let design = ExperimentDesign(flag) { designs[flag.key] = design }
+        }
+        return designs
+    }
+
+    /// Phases are stored with every unit: long ones (many rules) are cut to 64 characters and a digest.
+    static func limited(_ text: String) -> String {
+        guard text.utf8.count > 64 else { return text }
+        return String(text.prefix(48)) + "…" + SHA256.hexDigest(Array(text.utf8)).prefix(12)
+    }
+
+    /// The arm an event names the unit in, if any.
+    public func arm(of event: StoredEvent) -> String? {
+        if isPluginSwitch {
+            return event.splits[key].map { $0 ? Self.withArm : Self.withoutArm }
+        }
+        guard let variant = event.variants[key], arms.contains(variant) else { return nil }
+        return variant
+    }
+}
+
+/// One step of an ingestion's experiment bookkeeping: for one admitted event with a unit, the arms it enters the unit
+/// in (if not in them yet) and what it adds to the unit's metric totals, in that order (the totals at entry are the
+/// unit's pre-exposure values).
+public struct ExperimentStep: Sendable, Hashable {
+    public struct Entry: Sendable, Hashable {
+        public var experiment: String
+        public var phase: String
+        public var arm: String
+    }
+
+    public var unit: String
+    public var time: Date
+    public var entries: [Entry]
+    /// Metric name and what it adds to the unit's total.
+    public var totals: [(metric: String, value: Double)]
+
+    public static func == (lhs: ExperimentStep, rhs: ExperimentStep) -> Bool {
+        lhs.unit == rhs.unit && lhs.time == rhs.time && lhs.entries == rhs.entries
+            && lhs.totals.map(\.metric) == rhs.totals.map(\.metric) && lhs.totals.map(\.value) == rhs.totals.map(\.value)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(unit)
+        hasher.combine(entries)
+    }
+
+    /// The steps of some admitted events, in their order: sessions add to `sessions` and `crashed_sessions`,
+    /// metric events to their metric (its value, at most ``maximumValue``); events without a unit are no observation.
+    public static func steps(of events: some Sequence<StoredEvent>, experiments: [String: ExperimentDesign]) -> [ExperimentStep] {
+        var steps: [ExperimentStep] = []
+        let ordered = experiments.values.sorted { $0.key < $1.key }
+        for event in events {
+            guard let unit = event.unit else { continue }
+            var totals: [(metric: String, value: Double)] = []
+            switch event.payload {
+            case .session(let crashed, _, _):
+                totals.append((MetricDefinition.sessions, 1))
+                if crashed { totals.append((MetricDefinition.crashedSessions, 1)) }
+            case .metric(let name, let value, _, _):
+                totals.append((name, min(max(0, value), maximumValue)))
+            case .exposure:
+                continue
+            }
+            var entries: [Entry] = []
+            for design in ordered {
+                if let arm = design.arm(of: event) { entries.append(Entry(experiment: design.key, phase: design.phase, arm: arm)) }
+            }
+            steps.append(ExperimentStep(unit: unit, time: event.time, entries: entries, totals: totals))
+        }
+        return steps
+    }
+
+    /// The largest value one metric event adds.
+    public static let maximumValue = 1e9
+}
+
+/// A unit of an experiment as stored: its arm and phase, when it entered, and its metric totals now and at entry.
+public struct ExperimentUnitRecord: Sendable, Hashable {
+    /// The unit key (a digest).
+    public var unit: String
+    public var arm: String
+    public var phase: String
+    public var entered: Date
+    /// The unit's total of each metric now.
+    public var totals: [String: Double]
+    /// The unit's total of each metric when it entered the experiment (its pre-exposure value).
+    public var pre: [String: Double]
+
+    public init(unit: String, arm: String, phase: String, entered: Date, totals: [String: Double] = [:], pre: [String: Double] = [:]) {
+        self.unit = unit
+        self.arm = arm
+        self.phase = phase
+        self.entered = entered
+        self.totals = totals
+        self.pre = pre
+    }
+
+    /// What the unit reported of a metric since it entered (never below 0).
+    public func value(_ metric: String) -> Double {
+        max(0, (totals[metric] ?? 0) - (pre[metric] ?? 0))
+    }
+
+    /// The unit's total of a metric before it entered.
+    public func preValue(_ metric: String) -> Double {
+        pre[metric] ?? 0
+    }
+}
