@@ -86,8 +86,163 @@ extension PostgresFlagStore {
                     ON CONFLICT (namespace, id) DO NOTHING
                     """, logger: self.logger).collect()
             }
+            try await self.enter(ExperimentStep.steps(of: counted, experiments: admission.experiments), in: namespace,
+                                 admission: admission, received: received, connection)
             return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
         }
+    }
+
+    /// Enters units in their experiments' arms and adds to their metric totals (see `EventStore.ingestEvents`), as
+    /// ``ExperimentWrites`` works them out from what the database holds: three reads and four writes per batch. Two
+    /// instances entering the same unit at once: the second insert finds the first's row and writes nothing more for
+    /// it; the bound on units per arm may be passed by one batch per instance.
+    func enter(_ steps: [ExperimentStep], in namespace: String, admission: EventAdmission, received: Int64,
+               _ connection: PostgresConnection) async throws {
+        guard !steps.isEmpty else { return }
+        let candidates = ExperimentWrites.candidates(of: steps)
+        var recorded = Set<String>()
+        if !candidates.pairs.isEmpty {
+            for row in try await connection.query("""
+                SELECT u.experiment, u.phase, u.unit FROM experiment_unit u
+                JOIN unnest(\(candidates.pairs.map(\.phase.experiment))::text[], \(candidates.pairs.map(\.phase.phase))::text[],
+                            \(candidates.pairs.map(\.unit))::text[]) AS c(experiment, phase, unit)
+                  ON u.experiment = c.experiment AND u.phase = c.phase AND u.unit = c.unit
+                WHERE u.namespace = \(namespace)
+                """, logger: logger).collect() {
+                let (experiment, phase, unit) = try row.decode((String, String, String).self)
+                recorded.insert(ExperimentWrites.key(experiment, phase, unit))
+            }
+        }
+        var arms: [String: Int] = [:]
+        if !candidates.phases.isEmpty {
+            for row in try await connection.query("""
+                SELECT a.experiment, a.phase, a.arm, a.units FROM experiment_arm a
+                JOIN unnest(\(candidates.phases.map(\.experiment))::text[], \(candidates.phases.map(\.phase))::text[]) AS p(experiment, phase)
+                  ON a.experiment = p.experiment AND a.phase = p.phase
+                WHERE a.namespace = \(namespace)
+                """, logger: logger).collect() {
+                let (experiment, phase, arm, units) = try row.decode((String, String, String, Int64).self)
+                arms[ExperimentWrites.key(experiment, phase, arm)] = Int(units)
+            }
+        }
+        var totals: [String: [String: Double]] = [:]
+        for row in try await connection.query("""
+            SELECT unit, metric, total FROM metric_total WHERE namespace = \(namespace) AND unit = ANY(\(candidates.units)::text[])
+            """, logger: logger).collect() {
+            let (unit, metric, total) = try row.decode((String, String, Double).self)
+            totals[unit, default: [:]][metric] = total
+        }
+        let writes = ExperimentWrites(steps, recorded: recorded, arms: arms, totals: totals, maximumUnitsPerArm: admission.maximumUnitsPerArm)
+        var entered = Set<String>()
+        let entries = writes.entries
+        if !entries.isEmpty {
+            for row in try await connection.query("""
+                INSERT INTO experiment_unit (namespace, experiment, phase, unit, arm, entered_ms)
+                SELECT \(namespace), e.experiment, e.phase, e.unit, e.arm, e.entered_ms
+                FROM unnest(\(entries.map(\.experiment))::text[], \(entries.map(\.phase))::text[], \(entries.map(\.unit))::text[],
+                            \(entries.map(\.arm))::text[], \(entries.map(\.entered))::bigint[])
+                     WITH ORDINALITY AS e(experiment, phase, unit, arm, entered_ms, position)
+                ORDER BY e.position
+                ON CONFLICT (namespace, experiment, phase, unit) DO NOTHING
+                RETURNING experiment, phase, unit
+                """, logger: logger).collect() {
+                let (experiment, phase, unit) = try row.decode((String, String, String).self)
+                entered.insert(ExperimentWrites.key(experiment, phase, unit))
+            }
+        }
+        let kept = entries.filter { entered.contains(ExperimentWrites.key($0.experiment, $0.phase, $0.unit)) }
+        var armCounts: [String: (experiment: String, phase: String, arm: String, units: Int64)] = [:]
+        for entry in kept {
+            armCounts[ExperimentWrites.key(entry.experiment, entry.phase, entry.arm), default: (entry.experiment, entry.phase, entry.arm, 0)].units += 1
+        }
+        let counts = armCounts.sorted { $0.key < $1.key }.map(\.value)
+        if !counts.isEmpty {
+            _ = try await connection.query("""
+                INSERT INTO experiment_arm (namespace, experiment, phase, arm, units)
+                SELECT \(namespace), a.experiment, a.phase, a.arm, a.units
+                FROM unnest(\(counts.map(\.experiment))::text[], \(counts.map(\.phase))::text[], \(counts.map(\.arm))::text[],
+                            \(counts.map(\.units))::bigint[]) WITH ORDINALITY AS a(experiment, phase, arm, units, position)
+                ORDER BY a.position
+                ON CONFLICT (namespace, experiment, phase, arm) DO UPDATE SET units = experiment_arm.units + excluded.units
+                """, logger: logger).collect()
+        }
+        let pre = kept.flatMap { entry in
+            entry.pre.sorted { $0.key < $1.key }.map { (entry.experiment, entry.phase, entry.unit, $0.key, $0.value) }
+        }
+        if !pre.isEmpty {
+            _ = try await connection.query("""
+                INSERT INTO experiment_pre (namespace, experiment, phase, unit, metric, total)
+                SELECT \(namespace), p.experiment, p.phase, p.unit, p.metric, p.total
+                FROM unnest(\(pre.map(\.0))::text[], \(pre.map(\.1))::text[], \(pre.map(\.2))::text[], \(pre.map(\.3))::text[],
+                            \(pre.map(\.4))::float8[]) AS p(experiment, phase, unit, metric, total)
+                ON CONFLICT DO NOTHING
+                """, logger: logger).collect()
+        }
+        let additions = writes.additions
+        if !additions.isEmpty {
+            _ = try await connection.query("""
+                INSERT INTO metric_total (namespace, unit, metric, total, updated_ms)
+                SELECT \(namespace), a.unit, a.metric, a.total, \(received)
+                FROM unnest(\(additions.map(\.unit))::text[], \(additions.map(\.metric))::text[], \(additions.map(\.value))::float8[])
+                     WITH ORDINALITY AS a(unit, metric, total, position)
+                ORDER BY a.position
+                ON CONFLICT (namespace, unit, metric) DO UPDATE SET total = metric_total.total + excluded.total,
+                    updated_ms = excluded.updated_ms
+                """, logger: logger).collect()
+        }
+    }
+
+    public func experimentUnits(in namespace: String, experiment: String) async throws -> [ExperimentUnitRecord] {
+        var units: [String: ExperimentUnitRecord] = [:]
+        var order: [String] = []
+        for row in try await rows("""
+            SELECT phase, unit, arm, entered_ms FROM experiment_unit WHERE namespace = \(namespace) AND experiment = \(experiment)
+            ORDER BY entered_ms, unit
+            """, on: .events) {
+            let (phase, unit, arm, entered) = try row.decode((String, String, String, Int64).self)
+            let key = ExperimentWrites.key(experiment, phase, unit)
+            order.append(key)
+            units[key] = ExperimentUnitRecord(unit: unit, arm: arm, phase: phase, entered: Date(milliseconds: entered))
+        }
+        for row in try await rows("""
+            SELECT u.phase, u.unit, t.metric, t.total FROM experiment_unit u
+            JOIN metric_total t ON t.namespace = u.namespace AND t.unit = u.unit
+            WHERE u.namespace = \(namespace) AND u.experiment = \(experiment)
+            """, on: .events) {
+            let (phase, unit, metric, total) = try row.decode((String, String, String, Double).self)
+            units[ExperimentWrites.key(experiment, phase, unit)]?.totals[metric] = total
+        }
+        for row in try await rows("""
+            SELECT phase, unit, metric, total FROM experiment_pre WHERE namespace = \(namespace) AND experiment = \(experiment)
+            """, on: .events) {
+            let (phase, unit, metric, total) = try row.decode((String, String, String, Double).self)
+            units[ExperimentWrites.key(experiment, phase, unit)]?.pre[metric] = total
+        }
+        return order.compactMap { units[$0] }
+    }
+
+    public func pruneExperimentRecords(before date: Date) async throws -> Int {
+        let cutoff = date.milliseconds
+        let rows = try await rows("""
+            WITH over AS (
+                SELECT namespace, experiment, phase FROM experiment_unit GROUP BY namespace, experiment, phase
+                HAVING MAX(entered_ms) < \(cutoff)
+            ),
+            pre AS (DELETE FROM experiment_pre p USING over o
+                    WHERE p.namespace = o.namespace AND p.experiment = o.experiment AND p.phase = o.phase RETURNING 1),
+            units AS (DELETE FROM experiment_unit u USING over o
+                      WHERE u.namespace = o.namespace AND u.experiment = o.experiment AND u.phase = o.phase RETURNING 1),
+            arms AS (DELETE FROM experiment_arm a USING over o
+                     WHERE a.namespace = o.namespace AND a.experiment = o.experiment AND a.phase = o.phase RETURNING 1)
+            SELECT (SELECT count(*) FROM pre)::bigint + (SELECT count(*) FROM units)::bigint + (SELECT count(*) FROM arms)::bigint
+            """, on: .events)
+        // Totals of units quiet since the date that no phase holds (after the phases above are gone).
+        let totals = try await self.rows("""
+            WITH gone AS (DELETE FROM metric_total t WHERE t.updated_ms < \(cutoff) AND NOT EXISTS (
+                SELECT 1 FROM experiment_unit u WHERE u.namespace = t.namespace AND u.unit = t.unit) RETURNING 1)
+            SELECT count(*)::bigint FROM gone
+            """, on: .events)
+        return Int(try rows.first?.decode(Int64.self) ?? 0) + Int(try totals.first?.decode(Int64.self) ?? 0)
     }
 
     /// Drives an admission plan over the namespace's admission windows, inside the ingestion transaction. Window

@@ -157,6 +157,37 @@ extension PostgresFlagStore {
             "ALTER TABLE event_window ADD COLUMN units BIGINT NOT NULL DEFAULT 0",
             "ALTER TABLE event_window ADD COLUMN networks BIGINT NOT NULL DEFAULT 0",
         ]),
+        Migration(id: 6, name: "outcome metrics per unit, experiment units and their pre-exposure values", statements: [
+            // Each unit's running total of each metric (sessions, crashed_sessions and the tracked ones).
+            """
+            CREATE TABLE metric_total (
+                namespace TEXT NOT NULL, unit TEXT NOT NULL, metric TEXT NOT NULL,
+                total DOUBLE PRECISION NOT NULL, updated_ms BIGINT NOT NULL,
+                PRIMARY KEY (namespace, unit, metric))
+            """,
+            "CREATE INDEX metric_total_updated ON metric_total(updated_ms)",
+            // The units of each experiment's phase, with their arm and when they entered.
+            """
+            CREATE TABLE experiment_unit (
+                namespace TEXT NOT NULL, experiment TEXT NOT NULL, phase TEXT NOT NULL, unit TEXT NOT NULL,
+                arm TEXT NOT NULL, entered_ms BIGINT NOT NULL,
+                PRIMARY KEY (namespace, experiment, phase, unit))
+            """,
+            "CREATE INDEX experiment_unit_of_unit ON experiment_unit(namespace, unit)",
+            // A unit's totals when it entered (its pre-exposure values, for CUPED).
+            """
+            CREATE TABLE experiment_pre (
+                namespace TEXT NOT NULL, experiment TEXT NOT NULL, phase TEXT NOT NULL, unit TEXT NOT NULL, metric TEXT NOT NULL,
+                total DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (namespace, experiment, phase, unit, metric))
+            """,
+            // How many units each arm of a phase holds (the bound on units per arm).
+            """
+            CREATE TABLE experiment_arm (
+                namespace TEXT NOT NULL, experiment TEXT NOT NULL, phase TEXT NOT NULL, arm TEXT NOT NULL, units BIGINT NOT NULL,
+                PRIMARY KEY (namespace, experiment, phase, arm))
+            """,
+        ]),
     ]
 
     /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).

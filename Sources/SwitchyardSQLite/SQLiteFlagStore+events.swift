@@ -94,15 +94,32 @@ extension SQLiteFlagStore {
         return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
     }
 
-    /// Enters units in their experiments' arms and adds to their metric totals (see `EventStore.ingestEvents`).
+    /// Enters units in their experiments' arms and adds to their metric totals (see `EventStore.ingestEvents`), as
+    /// ``ExperimentWrites`` works them out from what the events file holds.
     static func enter(_ steps: [ExperimentStep], in namespace: String, admission: EventAdmission, received: Int64, _ db: Database) throws {
         guard !steps.isEmpty else { return }
+        let candidates = ExperimentWrites.candidates(of: steps)
         let exists = try db.cachedStatement(sql: """
             SELECT 1 FROM experiment_unit WHERE namespace = ? AND experiment = ? AND phase = ? AND unit = ?
             """)
-        let fullest = try db.cachedStatement(sql: """
-            SELECT COALESCE(MAX(units), 0) FROM experiment_arm WHERE namespace = ? AND experiment = ? AND phase = ?
-            """)
+        var recorded = Set<String>()
+        for (phase, unit) in candidates.pairs
+        where try Int.fetchOne(exists, arguments: [namespace, phase.experiment, phase.phase, unit]) != nil {
+            recorded.insert(ExperimentWrites.key(phase.experiment, phase.phase, unit))
+        }
+        let armsOf = try db.cachedStatement(sql: "SELECT arm, units FROM experiment_arm WHERE namespace = ? AND experiment = ? AND phase = ?")
+        var arms: [String: Int] = [:]
+        for phase in candidates.phases {
+            for row in try Row.fetchAll(armsOf, arguments: [namespace, phase.experiment, phase.phase]) {
+                arms[ExperimentWrites.key(phase.experiment, phase.phase, row["arm"])] = row["units"]
+            }
+        }
+        let totalsOf = try db.cachedStatement(sql: "SELECT metric, total FROM metric_total WHERE namespace = ? AND unit = ?")
+        var totals: [String: [String: Double]] = [:]
+        for unit in candidates.units {
+            for row in try Row.fetchAll(totalsOf, arguments: [namespace, unit]) { totals[unit, default: [:]][row["metric"]] = row["total"] }
+        }
+        let writes = ExperimentWrites(steps, recorded: recorded, arms: arms, totals: totals, maximumUnitsPerArm: admission.maximumUnitsPerArm)
         let insertUnit = try db.cachedStatement(sql: """
             INSERT INTO experiment_unit (namespace, experiment, phase, unit, arm, entered_ms) VALUES (?, ?, ?, ?, ?, ?)
             """)
@@ -110,26 +127,22 @@ extension SQLiteFlagStore {
             INSERT INTO experiment_arm (namespace, experiment, phase, arm, units) VALUES (?, ?, ?, ?, 1)
             ON CONFLICT (namespace, experiment, phase, arm) DO UPDATE SET units = units + 1
             """)
-        let copyPre = try db.cachedStatement(sql: """
-            INSERT INTO experiment_pre (namespace, experiment, phase, unit, metric, total)
-            SELECT namespace, ?, ?, unit, metric, total FROM metric_total WHERE namespace = ? AND unit = ? AND total != 0
+        let insertPre = try db.cachedStatement(sql: """
+            INSERT INTO experiment_pre (namespace, experiment, phase, unit, metric, total) VALUES (?, ?, ?, ?, ?, ?)
             """)
+        for entry in writes.entries {
+            try insertUnit.execute(arguments: [namespace, entry.experiment, entry.phase, entry.unit, entry.arm, entry.entered])
+            try countArm.execute(arguments: [namespace, entry.experiment, entry.phase, entry.arm])
+            for (metric, total) in entry.pre.sorted(by: { $0.key < $1.key }) {
+                try insertPre.execute(arguments: [namespace, entry.experiment, entry.phase, entry.unit, metric, total])
+            }
+        }
         let add = try db.cachedStatement(sql: """
             INSERT INTO metric_total (namespace, unit, metric, total, updated_ms) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (namespace, unit, metric) DO UPDATE SET total = total + excluded.total, updated_ms = excluded.updated_ms
             """)
-        for step in steps {
-            for entry in step.entries {
-                guard try Int.fetchOne(exists, arguments: [namespace, entry.experiment, entry.phase, step.unit]) == nil else { continue }
-                if let cap = admission.maximumUnitsPerArm,
-                   try Int.fetchOne(fullest, arguments: [namespace, entry.experiment, entry.phase]) ?? 0 >= cap { continue }
-                try insertUnit.execute(arguments: [namespace, entry.experiment, entry.phase, step.unit, entry.arm, step.time.milliseconds])
-                try countArm.execute(arguments: [namespace, entry.experiment, entry.phase, entry.arm])
-                try copyPre.execute(arguments: [entry.experiment, entry.phase, namespace, step.unit])
-            }
-            for (metric, value) in step.totals {
-                try add.execute(arguments: [namespace, step.unit, metric, value, received])
-            }
+        for addition in writes.additions {
+            try add.execute(arguments: [namespace, addition.unit, addition.metric, addition.value, received])
         }
     }
 

@@ -181,3 +181,116 @@ public struct ExperimentUnitRecord: Sendable, Hashable {
         pre[metric] ?? 0
     }
 }
+
+/// A batch's experiment bookkeeping worked out in memory from what the store holds, so every backend writes the same
+/// rows: which units enter which arms (in step order, while the phase has room), their pre-exposure values (their
+/// totals before the step, this batch's earlier steps included), and what the batch adds to each unit's totals.
+public struct ExperimentWrites: Sendable {
+    /// A unit entering an arm.
+    public struct Entry: Sendable, Hashable {
+        public var experiment: String
+        public var phase: String
+        public var unit: String
+        public var arm: String
+        public var entered: Int64
+        /// Its totals before the step that entered it (metrics not 0 only).
+        public var pre: [String: Double]
+    }
+
+    /// One unit's and metric's addition.
+    public struct Addition: Sendable, Hashable {
+        public var unit: String
+        public var metric: String
+        public var value: Double
+    }
+
+    /// A phase of an experiment.
+    public struct Phase: Sendable, Hashable, Comparable {
+        public var experiment: String
+        public var phase: String
+
+        public init(experiment: String, phase: String) {
+            self.experiment = experiment
+            self.phase = phase
+        }
+
+        public static func < (lhs: Phase, rhs: Phase) -> Bool { (lhs.experiment, lhs.phase) < (rhs.experiment, rhs.phase) }
+    }
+
+    /// Units entering arms, in step order.
+    public var entries: [Entry] = []
+    /// Additions to metric totals, summed per unit and metric, sorted by unit then metric (the order to write them).
+    public var additions: [Addition] = []
+
+    /// What the store must tell the plan: which `(phase, unit)` pairs are recorded already, the units of each arm of
+    /// the phases, and the totals of the units now.
+    public static func candidates(of steps: [ExperimentStep]) -> (pairs: [(phase: Phase, unit: String)], phases: [Phase], units: [String]) {
+        var pairs: [(phase: Phase, unit: String)] = []
+        var seen = Set<String>()
+        var phases = Set<Phase>()
+        var units = Set<String>()
+        for step in steps {
+            units.insert(step.unit)
+            for entry in step.entries {
+                let phase = Phase(experiment: entry.experiment, phase: entry.phase)
+                phases.insert(phase)
+                if seen.insert(entry.experiment + "\u{0}" + entry.phase + "\u{0}" + step.unit).inserted { pairs.append((phase, step.unit)) }
+            }
+        }
+        return (pairs, phases.sorted(), units.sorted())
+    }
+
+    /// Works out the writes.
+    ///
+    /// - Parameters:
+    ///   - recorded: the `(phase, unit)` pairs already in the store, as ``key(_:_:_:)`` (the unit stays in its arm).
+    ///   - arms: the units each arm of the phases holds now, by ``key(_:_:_:)`` of experiment, phase and arm.
+    ///   - totals: per unit, its metric totals now.
+    ///   - maximumUnitsPerArm: once an arm of a phase holds this many, no unit enters the phase.
+    public init(_ steps: [ExperimentStep], recorded: Set<String>, arms: [String: Int], totals: [String: [String: Double]],
+                maximumUnitsPerArm: Int?) {
+        var totals = totals
+        var arms = arms
+        var fullest: [Phase: Int] = [:]
+        for step in steps {
+            for entry in step.entries {
+                let phase = Phase(experiment: entry.experiment, phase: entry.phase)
+                fullest[phase] = max(fullest[phase] ?? 0, arms[Self.key(entry.experiment, entry.phase, entry.arm)] ?? 0)
+            }
+        }
+        for (key, units) in arms {
+            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
+            guard parts.count == 3 else { continue }
+            let phase = Phase(experiment: String(parts[0]), phase: String(parts[1]))
+            fullest[phase] = max(fullest[phase] ?? 0, units)
+        }
+        var entered = recorded
+        var sums: [String: [String: Double]] = [:]
+        for step in steps {
+            for entry in step.entries {
+                let key = Self.key(entry.experiment, entry.phase, step.unit)
+                guard !entered.contains(key) else { continue }
+                let phase = Phase(experiment: entry.experiment, phase: entry.phase)
+                if let cap = maximumUnitsPerArm, fullest[phase, default: 0] >= cap { continue }
+                entered.insert(key)
+                entries.append(Entry(experiment: entry.experiment, phase: entry.phase, unit: step.unit, arm: entry.arm,
+                                     entered: step.time.milliseconds, pre: (totals[step.unit] ?? [:]).filter { $0.value != 0 }))
+                let armKey = Self.key(entry.experiment, entry.phase, entry.arm)
+                arms[armKey, default: 0] += 1
+                fullest[phase] = max(fullest[phase, default: 0], arms[armKey, default: 0])
+            }
+            for (metric, value) in step.totals {
+                totals[step.unit, default: [:]][metric, default: 0] += value
+                sums[step.unit, default: [:]][metric, default: 0] += value
+            }
+        }
+        additions = sums.sorted { $0.key < $1.key }.flatMap { unit, metrics in
+            metrics.sorted { $0.key < $1.key }.map { Addition(unit: unit, metric: $0.key, value: $0.value) }
+        }
+    }
+
+    /// The key of a recorded `(phase, unit)` pair (`recorded`), or of an arm (`arms`).
+    public static func key(_ experiment: String, _ phase: String, _ unit: String) -> String {
+        experiment + "\u{0}" + phase + "\u{0}" + unit
+    }
+}
