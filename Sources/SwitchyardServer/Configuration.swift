@@ -1,4 +1,5 @@
 public import Foundation
+import SwitchyardStorage
 
 /// How flagsd's HTTP application behaves.
 public struct ServerConfiguration: Sendable {
@@ -59,6 +60,9 @@ public struct ServerConfiguration: Sendable {
     /// How long event counters are kept (`--events-retention`): minute counters roll up into hours two days
     /// after their minute, and are deleted past this.
     public var eventCountRetention: Duration = .seconds(30 * 86_400)
+    /// The most units one arm of an experiment's phase holds (`--experiment-units-per-arm`): once an arm holds this
+    /// many, no new unit enters the phase. Experiment phases and metric totals are kept as long as counters.
+    public var experimentUnitsPerArm: Int? = EventAdmission.defaultMaximumUnitsPerArm
     /// The most events admitted for counting and not yet written (the batch being written and those waiting
     /// their turn); past it, a batch gets 429 with `Retry-After` (`retryAfter`). A batch is always admitted
     /// when nothing waits, however large.

@@ -115,6 +115,12 @@ struct Flagsd: AsyncParsableCommand {
     var eventsRetention = "30d"
 
     @Option(help: ArgumentHelp(
+        "The most units one arm of an experiment's phase holds: once an arm holds this many, no new unit enters the phase (SWITCHYARD_EXPERIMENT_UNITS_PER_ARM).",
+        discussion: "Bounds what experiments keep per unit (a unit's entry, its pre-exposure values): about 0.2 KB per unit and metric. From 100 to 10,000,000; the default holds 50,000.",
+        valueName: "units"))
+    var experimentUnitsPerArm = EventAdmission.defaultMaximumUnitsPerArm
+
+    @Option(help: ArgumentHelp(
         "The oldest event accepted, as 7d or 36h: older ones are refused, and event ids are remembered a day longer so a retried batch never counts twice (SWITCHYARD_EVENTS_MAX_AGE).",
         discussion: "Event ids are most of what events leave in the store (a row of about 170 bytes per event): a shorter age bounds the file lower at a high event rate, and refuses the events of devices offline longer. From 1h to 30d.",
         valueName: "duration"))
@@ -226,6 +232,9 @@ struct Flagsd: AsyncParsableCommand {
             guard (0...100_000_000).contains(rate) else {
                 throw ValidationError("\(name) \(rate) is not a number of long-polls per minute from 0 (no limit) to 100000000.")
             }
+        }
+        guard (100...10_000_000).contains(experimentUnitsPerArm) else {
+            throw ValidationError("--experiment-units-per-arm \(experimentUnitsPerArm) is not from 100 to 10000000.")
         }
         guard let retention = GuardDurationText.parse(eventsRetention), retention >= EventIDPruner.rollUpAfter else {
             throw ValidationError("--events-retention '\(eventsRetention)' is not a duration from 2d to 366d (a whole number and d, h or m: 30d, 720h).")
@@ -397,6 +406,7 @@ struct Flagsd: AsyncParsableCommand {
         configuration.maximumEventBacklog = eventsBacklog
         configuration.eventRowsPerTransaction = eventsTransactionRows
         configuration.eventCountRetention = GuardDurationText.parse(eventsRetention) ?? configuration.eventCountRetention
+        configuration.experimentUnitsPerArm = experimentUnitsPerArm
         configuration.maximumEventAge = GuardDurationText.parse(eventsMaxAge) ?? configuration.maximumEventAge
         configuration.eventRatePerToken = eventsRatePerToken > 0 ? eventsRatePerToken : nil
         configuration.eventRatePerClientToken = eventsRatePerClientToken > 0 ? eventsRatePerClientToken : nil
@@ -466,7 +476,8 @@ enum EnvironmentOptions {
         ("SWITCHYARD_LONG_POLL_RATE_PER_TOKEN", "--long-poll-rate-per-token", .value),
         ("SWITCHYARD_EVENTS_BACKLOG", "--events-backlog", .value),
         ("SWITCHYARD_EVENTS_TRANSACTION_ROWS", "--events-transaction-rows", .value),
-        ("SWITCHYARD_EVENTS_RETENTION", "--events-retention", .value), ("SWITCHYARD_EVENTS_MAX_AGE", "--events-max-age", .value),
+        ("SWITCHYARD_EVENTS_RETENTION", "--events-retention", .value),
+        ("SWITCHYARD_EXPERIMENT_UNITS_PER_ARM", "--experiment-units-per-arm", .value), ("SWITCHYARD_EVENTS_MAX_AGE", "--events-max-age", .value),
         ("SWITCHYARD_EVENTS_RATE_PER_TOKEN", "--events-rate-per-token", .value),
         ("SWITCHYARD_EVENTS_RATE_PER_CLIENT_TOKEN", "--events-rate-per-client-token", .value),
         ("SWITCHYARD_EVENTS_RATE_PER_ADDRESS", "--events-rate-per-address", .value),

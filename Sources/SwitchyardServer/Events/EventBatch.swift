@@ -115,6 +115,11 @@ package struct EventBatch: Sendable {
             return nil
         case .exposure(let flag, let served):
             return variant(served, of: flag)
+        case .metric(let name, _, _, _):
+            // Only what apps report: a declared metric that is no ratio (built-ins come from sessions). The switches
+            // and variants it names count nothing by themselves (only experiments the flag set runs take units).
+            guard let metric = flagSet.metric(name), metric.isTracked else { return .unknownMetric }
+            return nil
         }
     }
 
@@ -138,6 +143,7 @@ private struct EventReader {
     static let maximumCohorts = 32
     static let maximumSwitches = 256
     static let maximumVariants = 64
+    static let maximumValue = 1e9
 
     let object: JSONObject
     var problems: [String] = []
@@ -185,6 +191,17 @@ private struct EventReader {
             if let crashed, let switches {
                 payload = .session(crashed: crashed, switches: switches, variants: variants ?? [:])
             }
+        case "metric":
+            let name = reader.text("metric", required: true, flagKey: true)
+            let value = reader.number("value", maximum: maximumValue)
+            if unit == nil, reader.problems.allSatisfy({ !$0.hasPrefix("unit:") }) {
+                reader.fail("unit: is required in a metric event (the unit's digest, as sessions send it): outcomes are counted per unit")
+            }
+            let switches = reader.keys("switches", limit: maximumSwitches, flagKeys: true)
+            let variants = reader.variants("variants")
+            if let name {
+                payload = .metric(name: name, value: value ?? 1, switches: switches ?? [], variants: variants ?? [:])
+            }
         case "exposure":
             let flag = reader.text("flag", required: true, flagKey: true)
             let variant = reader.text("variant", required: true)
@@ -192,16 +209,17 @@ private struct EventReader {
             reader.version("version")
             if let flag, let variant { payload = .exposure(flag: flag, variant: variant) }
         case let type?:
-            reader.fail("type: '\(type)' is not an event type of this server (session, exposure)", category: "unknown_type")
+            reader.fail("type: '\(type)' is not an event type of this server (session, exposure, metric)", category: "unknown_type")
         case nil:
             break
         }
+        let splits = reader.splits("splits", limit: maximumSwitches)
         guard reader.problems.isEmpty, let id, let time, let payload else {
             let reason = reader.problems.isEmpty ? "the event is invalid" : reader.problems.joined(separator: "; ")
             return .failure(Problem(id: id ?? (object["id"]?.stringValue), reason: reason, category: reader.category))
         }
         return .success(StoredEvent(id: id, time: time, city: city, cohorts: cohorts, payload: payload, source: source,
-                                    unit: unit.map(EventBatch.unitKey)))
+                                    unit: unit.map(EventBatch.unitKey), splits: splits ?? [:]))
     }
 
     mutating func fail(_ problem: String, category: String? = nil) {
@@ -304,6 +322,43 @@ private struct EventReader {
             if check(string, at: "\(key)[\(index)]", flagKey: flagKeys) { strings.append(string) } else { valid = false }
         }
         return valid ? strings : nil
+    }
+
+    /// A number from 0 to `maximum`, finite.
+    mutating func number(_ key: String, maximum: Double) -> Double? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .number(let number) = value, let double = number.doubleValue, double.isFinite else {
+            fail("\(key): must be a number, not \(value.typeDescription)")
+            return nil
+        }
+        guard double >= 0, double <= maximum else {
+            fail("\(key): \(number) is not between 0 and \(Int(maximum))")
+            return nil
+        }
+        return double
+    }
+
+    /// `{"plugin_switch_x": true, …}`: switches whose state the unit's rollout split decided.
+    mutating func splits(_ key: String, limit: Int) -> [String: Bool]? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .object(let members) = value else {
+            fail("\(key): must be an object of plugin switch keys to true (bucketed in) or false (out), not \(value.typeDescription)")
+            return nil
+        }
+        guard members.count <= limit else {
+            fail("\(key): holds \(members.count) switches, more than \(limit)")
+            return nil
+        }
+        var splits: [String: Bool] = [:]
+        for (flag, state) in members {
+            guard check(flag, at: "\(key).\(flag)", flagKey: true) else { continue }
+            guard case .bool(let bool) = state else {
+                fail("\(key).\(flag): must be true or false, not \(state.typeDescription)")
+                continue
+            }
+            splits[flag] = bool
+        }
+        return splits
     }
 
     mutating func variants(_ key: String) -> [String: String]? {

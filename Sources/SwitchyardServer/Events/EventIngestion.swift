@@ -209,6 +209,10 @@ package final class EventIngestor: Sendable {
             // An IPv6 key (it has colons) counts at three blocks; no parsing per event.
             (1 + switches.count + variants.count, (event.address.map { $0.contains(":") ? AddressBlock.ipv6Levels.count : 1 } ?? 0) + dimensions)
         case .exposure: (1, 0)
+        case .metric:
+            // No counter: its address blocks and unit window, the unit's total, and an entry (unit, arm count and
+            // pre-exposure values) for each experiment it names.
+            (0, (event.address.map { $0.contains(":") ? AddressBlock.ipv6Levels.count : 1 } ?? 0) + 2 + 3 * event.splits.count + 3 * event.variants.count)
         }
         return 2 + windows + subjects * dimensions
     }

@@ -54,6 +54,7 @@ package struct CommittedEvents: Sendable {
             switch event.payload {
             case .session(_, _, let variants): keys.formUnion(variants.keys)
             case .exposure(let flag, _): keys.insert(flag)
+            case .metric: break
             }
         }
         return keys
@@ -217,6 +218,9 @@ package final class EventIDPruner: Sendable {
             let records = try await store.pruneEventRecords(before: now - rollUpAfter.seconds)
             if records > 0 { logger.info("forgot old admission windows and crash records", metadata: ["count": .stringConvertible(records)]) }
             let deleteBefore = now - countRetention.seconds
+            // Experiment phases and metric totals live as long as counters do.
+            let experiments = try await store.pruneExperimentRecords(before: deleteBefore)
+            if experiments > 0 { logger.info("forgot experiment phases and metric totals past the retention", metadata: ["count": .stringConvertible(experiments)]) }
             let compaction = try await store.compactEventCounts(rollUp: deleteBefore..<max(deleteBefore, now - rollUpAfter.seconds),
                                                                 deleteBefore: deleteBefore)
             if compaction != EventCompaction() {

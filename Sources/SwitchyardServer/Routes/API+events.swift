@@ -60,7 +60,11 @@ extension API {
         // Names the namespace does not have are no valid events: taken out before the token pays.
         let unknown = batch.removeUnknown(in: snapshot.flagSet)
         let spent = try spendEventBudgets(batch, token: token, source: source, address: address, namespace: namespace)
-        let admission = snapshot.admission
+        let admission = {
+            var admission = snapshot.admission
+            admission.maximumUnitsPerArm = service.configuration.experimentUnitsPerArm
+            return admission
+        }()
 
         let result: EventIngestResult
         if batch.events.isEmpty {
@@ -168,6 +172,7 @@ extension API {
             switch event.payload {
             case .session: byType["session", default: 0] += 1
             case .exposure: byType["exposure", default: 0] += 1
+            case .metric: byType["metric", default: 0] += 1
             }
         }
         for (type, count) in byType {
