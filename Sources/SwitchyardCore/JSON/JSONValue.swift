@@ -211,6 +211,12 @@ extension JSONValue {
         return nil
     }
 
+    /// A number as a `Double` (integers too); nil for anything else.
+    public var doubleValue: Double? {
+        if case .number(let number) = self { return number.doubleValue }
+        return nil
+    }
+
     public subscript(key: String) -> JSONValue? {
         objectValue?[key]
     }
