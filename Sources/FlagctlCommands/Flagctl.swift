@@ -46,7 +46,7 @@ public struct Flagctl: AsyncParsableCommand {
     /// Every subcommand, in the order help lists them. Add new commands here.
     static let subcommands: [any ParsableCommand.Type] = [
         Get.self, Enable.self, Disable.self, Kill.self, Revive.self, RolloutCommand.self, Target.self, Explain.self,
-        Audit.self, Revert.self, Watch.self, Guard.self, ExperimentResults.self, Diff.self, Apply.self, Lint.self,
+        Audit.self, Revert.self, Watch.self, Guard.self, ExperimentCommand.self, Diff.self, Apply.self, Lint.self,
         Release.self, MatrixCommands.self, Namespaces.self,
         Tokens.self, Login.self, Version.self,
     ]
