@@ -4,7 +4,7 @@ import SwitchyardCore
 import SwitchyardWire
 
 /// `flagctl experiment`: an experiment's results per outcome metric, and the per-unit table they come from.
-public struct ExperimentCommand: ParsableCommand {
+public struct ExperimentCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "experiment",
         abstract: "Results of an experiment flag or a plugin switch at a partial rollout, per outcome metric.",
