@@ -86,9 +86,10 @@ extension PostgresFlagStore {
                     ON CONFLICT (namespace, id) DO NOTHING
                     """, logger: self.logger).collect()
             }
-            try await self.enter(ExperimentStep.steps(of: counted, experiments: admission.experiments), in: namespace,
-                                 admission: admission, received: received, connection)
-            return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
+            let entered = try await self.enter(ExperimentStep.steps(of: counted, experiments: admission.experiments), in: namespace,
+                                               admission: admission, received: received, connection)
+            return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted,
+                                     enteredUnits: entered)
         }
     }
 
@@ -96,9 +97,11 @@ extension PostgresFlagStore {
     /// ``ExperimentWrites`` works them out from what the database holds: three reads and four writes per batch. Two
     /// instances entering the same unit at once: the second insert finds the first's row and writes nothing more for
     /// it; the bound on units per arm may be passed by one batch per instance.
+    ///
+    /// - Returns: how many units entered an arm.
     func enter(_ steps: [ExperimentStep], in namespace: String, admission: EventAdmission, received: Int64,
-               _ connection: PostgresConnection) async throws {
-        guard !steps.isEmpty else { return }
+               _ connection: PostgresConnection) async throws -> Int {
+        guard !steps.isEmpty else { return 0 }
         let candidates = ExperimentWrites.candidates(of: steps)
         var recorded = Set<String>()
         if !candidates.pairs.isEmpty {
@@ -190,6 +193,7 @@ extension PostgresFlagStore {
                     updated_ms = excluded.updated_ms
                 """, logger: logger).collect()
         }
+        return kept.count
     }
 
     public func experimentUnits(in namespace: String, experiment: String) async throws -> [ExperimentUnitRecord] {

@@ -89,15 +89,16 @@ extension SQLiteFlagStore {
             try crash.execute(arguments: [namespace, record.id, record.source.rawValue, record.bucket, record.unit, record.address,
                                           record.city, CrashRecord.storedList(record.cohorts), CrashRecord.storedList(record.switches)])
         }
-        try Self.enter(ExperimentStep.steps(of: counted, experiments: admission.experiments), in: namespace, admission: admission,
-                       received: received, db)
-        return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted)
+        let entered = try Self.enter(ExperimentStep.steps(of: counted, experiments: admission.experiments), in: namespace,
+                                     admission: admission, received: received, db)
+        return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted, enteredUnits: entered)
     }
 
     /// Enters units in their experiments' arms and adds to their metric totals (see `EventStore.ingestEvents`), as
     /// ``ExperimentWrites`` works them out from what the events file holds.
-    static func enter(_ steps: [ExperimentStep], in namespace: String, admission: EventAdmission, received: Int64, _ db: Database) throws {
-        guard !steps.isEmpty else { return }
+    /// - Returns: how many units entered an arm.
+    static func enter(_ steps: [ExperimentStep], in namespace: String, admission: EventAdmission, received: Int64, _ db: Database) throws -> Int {
+        guard !steps.isEmpty else { return 0 }
         let candidates = ExperimentWrites.candidates(of: steps)
         let exists = try db.cachedStatement(sql: """
             SELECT 1 FROM experiment_unit WHERE namespace = ? AND experiment = ? AND phase = ? AND unit = ?
@@ -144,6 +145,7 @@ extension SQLiteFlagStore {
         for addition in writes.additions {
             try add.execute(arguments: [namespace, addition.unit, addition.metric, addition.value, received])
         }
+        return writes.entries.count
     }
 
     public func experimentUnits(in namespace: String, experiment: String) async throws -> [ExperimentUnitRecord] {

@@ -146,6 +146,7 @@ package final class EventIngestor: Sendable {
                 merged.duplicates += result.duplicates
                 merged.dropped += result.dropped
                 merged.admitted += result.admitted
+                merged.enteredUnits += result.enteredUnits
             }
             return merged
         }

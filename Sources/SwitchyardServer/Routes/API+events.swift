@@ -188,6 +188,10 @@ extension API {
         var byDrop: [EventDropReason: Int] = [:]
         for drop in dropped { byDrop[drop.reason, default: 0] += 1 }
         for (reason, count) in byDrop { KnownSeries.counter(reason, namespace: namespace, factory).increment(by: count) }
+        if result.enteredUnits > 0 {
+            Counter(label: "flagsd_experiment_units_entered_total", dimensions: [("namespace", namespace)], factory: factory)
+                .increment(by: result.enteredUnits)
+        }
         let duplicates = result.duplicates.count + batch.repeated.count
         if duplicates > 0 {
             Counter(label: "flagsd_events_duplicate_total", dimensions: [("namespace", namespace)], factory: factory)

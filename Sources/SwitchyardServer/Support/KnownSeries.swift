@@ -25,7 +25,7 @@ enum KnownSeries {
     /// Why a token check fails: `flagsd_auth_failures_total{reason}` (`Authenticator.fail`).
     static let authFailures = ["missing", "invalid", "revoked", "role", "namespace"]
     /// The event types counted: `flagsd_events_ingested_total{namespace,type}`.
-    static let eventTypes = ["session", "exposure"]
+    static let eventTypes = ["session", "exposure", "metric"]
     /// Why an event is refused: `flagsd_events_rejected_total{namespace,reason}` (`EventBatch.Rejection.category`).
     static let eventRejections = ["invalid", "unknown_type", "in_future", "too_old"]
     /// What a crash guard confirmation ends in: `switchyard_guard_checks_total{namespace,result}`.
@@ -49,6 +49,7 @@ enum KnownSeries {
         for type in eventTypes { _ = Counter(label: "flagsd_events_ingested_total", dimensions: [name, ("type", type)], factory: factory) }
         for reason in eventRejections { _ = Counter(label: "flagsd_events_rejected_total", dimensions: [name, ("reason", reason)], factory: factory) }
         _ = Counter(label: "flagsd_events_duplicate_total", dimensions: [name], factory: factory)
+        _ = Counter(label: "flagsd_experiment_units_entered_total", dimensions: [name], factory: factory)
         for result in guardChecks { _ = Counter(label: "switchyard_guard_checks_total", dimensions: [name, ("result", result)], factory: factory) }
         _ = Gauge(label: "switchyard_guard_open_proposals", dimensions: [name], factory: factory)
         for source in ChangeSource.all {

@@ -226,12 +226,15 @@ public struct EventIngestResult: Sendable, Hashable {
     /// The new events as counted (cities and cohorts not counted on their own folded into
     /// ``CrashGuardPolicy/otherValue``), in the batch's order.
     public var admitted: [StoredEvent]
+    /// How many units the batch entered in an experiment's arm.
+    public var enteredUnits: Int
 
-    public init(counted: [String], duplicates: [String], dropped: [EventDrop] = [], admitted: [StoredEvent] = []) {
+    public init(counted: [String], duplicates: [String], dropped: [EventDrop] = [], admitted: [StoredEvent] = [], enteredUnits: Int = 0) {
         self.counted = counted
         self.duplicates = duplicates
         self.dropped = dropped
         self.admitted = admitted
+        self.enteredUnits = enteredUnits
     }
 }
 
