@@ -44,14 +44,14 @@ struct TestApp: Sendable {
     ///   - configuration: by default flagsd's, with long-polls parked as long as a test asks (`wait=60` waits 60 s,
     ///     not flagsd's cap of 30 s), so a test that parks waiters and then wakes them has a minute's margin.
     ///   - logger: the server's logger (by default one that logs only critical messages).
+    ///   - flagSets: namespaces to create besides `namespaces` (whose flag sets are `Fixtures.rider`).
     static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0, maximumWait: 600), namespaces: [String] = ["rider"],
-                     logger: Logger? = nil) async throws -> TestApp {
+                     flagSets: [FlagSet] = [], logger: Logger? = nil) async throws -> TestApp {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-test-\(UUID().uuidString)")
         let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         let root = ChangeAuthor(actor: "setup", source: .api)
-        for name in namespaces {
-            _ = try await store.createNamespace(Fixtures.rider(name), reasonPolicy: .kills,
-                                                request: ChangeRequest(author: root))
+        for flagSet in namespaces.map({ Fixtures.rider($0) }) + flagSets {
+            _ = try await store.createNamespace(flagSet, reasonPolicy: .kills, request: ChangeRequest(author: root))
         }
         var tokens: [String: String] = [:]
         for (name, role, limit) in [("admin", Role.admin, nil), ("editor", .editor, nil), ("reporter", .reporter, nil), ("client", .client, nil),
