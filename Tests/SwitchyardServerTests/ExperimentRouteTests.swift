@@ -3,6 +3,8 @@ import HTTPTypes
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardStorage
+import SwitchyardWire
+import TestSupport
 import Testing
 
 /// Outcome metrics end to end in one process: metric events in, `GET …/experiments/{key}` and its per-unit CSV out.
@@ -187,5 +189,27 @@ struct ExperimentRouteTests {
         #expect(empty["phase"] == .string("25%"))
         #expect(empty["sample_ratio"]?["status"] == .string("not_checked"))
         #expect(empty["metrics"]?.arrayValue?.first?["comparisons"]?.arrayValue?.first?["difference"]?["lower"] == .null)
+    }
+
+    /// Both kinds of answer match docs/openapi.yaml's schema, and flagctl's typed body reads a switch's back as it was sent.
+    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
+    func theAnswersMatchTheDocumentsSchemaAndTheTypedBody() async throws {
+        let app = try await TestApp.make(namespaces: [], flagSets: [Self.lab()])
+        defer { app.close() }
+        for index in 0..<12 {
+            let with = index % 4 == 0
+            _ = try await Self.post(app, [
+                Self.session("s\(index)", unit: "u\(index)", crashed: false, splits: [Self.fareHint: with]),
+                Self.metric("m\(index)", unit: "u\(index)", "fare", value: Double(index), splits: [Self.fareHint: with],
+                            variants: ["exp_copy": index % 2 == 0 ? "bold" : "control"]),
+            ], peer: index)
+        }
+        let switchAnswer = try await app.send(.get, "/v1/namespaces/lab/experiments/\(Self.fareHint)", token: "editor")
+        let flagAnswer = try await app.send(.get, "/v1/namespaces/lab/experiments/exp_copy", token: "editor")
+        #expect(switchAnswer.status == .ok && flagAnswer.status == .ok)
+        #expect(flagAnswer.json["metrics"]?.arrayValue?.first?["history"]?.arrayValue?.isEmpty == false)
+        try await OpenAPISyncTests.expectSchemasMatch([("ExperimentResults", switchAnswer.json), ("ExperimentResults", flagAnswer.json)])
+        #expect(try ExperimentResultsBody(json: switchAnswer.json).json == switchAnswer.json)
+        #expect(try ExperimentResultsBody(json: flagAnswer.json).metrics.count == 7)
     }
 }
