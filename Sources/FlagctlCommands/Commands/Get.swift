@@ -100,9 +100,11 @@ public struct Get: FlagctlCommand {
 
     /// A metric with its name, every field spelled out (`better` too), and whether it is built in.
     static func metricTree(_ metric: MetricDefinition) -> JSONValue {
+        let tree = metric.tree
         var object = JSONObject([("name", .string(metric.name))])
-        for (key, value) in metric.tree { object[key] = value }
+        for key in ["description", "owner", "kind"] { object[key] = tree[key] }
         object["better"] = .string(metric.better.rawValue)
+        for key in ["cap", "numerator", "denominator"] { object[key] = tree[key] }
         object["built_in"] = .bool(MetricDefinition.isBuiltIn(metric.name))
         return .object(object)
     }

@@ -153,16 +153,16 @@ extension MetricDefinition {
                 report(path, "'\(metric.name)' is a built-in metric (\(builtIn.map(\.name).joined(separator: ", "))); every namespace has it, so it may not be declared")
             }
             switch metric.kind {
+            case .value where metric.cap?.isFinite == false, .count where metric.cap?.isFinite == false:
+                report(path / "cap", "\(capText(metric.cap!)) is not a finite number")
             case .value:
                 if let cap = metric.cap {
-                    if !(cap.isFinite && cap > 0) {
-                        report(path / "cap", "\(capText(cap)) must be above 0 (the most one unit's sum counts for)")
-                    }
+                    if cap <= 0 { report(path / "cap", "\(capText(cap)) must be above 0 (the most one unit's sum counts for)") }
                 } else {
                     report(path / "cap", "is required for a value metric (the most one unit's sum counts for)")
                 }
             case .count:
-                if let cap = metric.cap, !(cap.isFinite && cap >= 1 && cap.rounded() == cap) {
+                if let cap = metric.cap, !(cap >= 1 && cap.rounded() == cap) {
                     report(path / "cap", "\(capText(cap)) must be a whole number of at least 1 (the most occurrences one unit counts for)")
                 }
             case .conversion, .ratio:
@@ -190,7 +190,8 @@ extension MetricDefinition {
                         report(path / field, "'\(name)' is a ratio metric; a ratio's parts must be conversion, count or value metrics")
                     }
                 } else {
-                    let known = (builtIn + metrics).filter { $0.kind != .ratio }.map(\.name)
+                    var known: [String] = []
+                    for other in builtIn + metrics where other.kind != .ratio && !known.contains(other.name) { known.append(other.name) }
                     report(path / field, "'\(name)' is not a metric of this namespace (declared or built in: \(known.joined(separator: ", ")))")
                 }
             }
