@@ -133,3 +133,4 @@ struct ExperimentSimulationTests {
         value.map { String(format: "%.1f", $0) } ?? "–"
     }
 }
+

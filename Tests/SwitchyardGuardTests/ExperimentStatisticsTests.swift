@@ -169,6 +169,11 @@ struct ExperimentStatisticsTests {
         let one = ExperimentAnalysis.compare(control: Self.arm([0]), treatment: Self.arm([1, 0]), kind: .conversion)
         #expect(one.difference == 0.5 && one.standardError == nil && one.lower == nil && one.verdict == .inconclusive)
         #expect(one.relativeLift == nil, "the control's mean is 0: no lift")
+        // Two units that converted against two that did not: no spread, a standard error of 0, which is no
+        // precision at all; no interval, no verdict.
+        let constant = ExperimentAnalysis.compare(control: Self.arm([0, 0]), treatment: Self.arm([1, 1]), kind: .conversion)
+        #expect(constant.difference == 1 && constant.standardError == nil && constant.lower == nil)
+        #expect(!constant.decided && constant.verdict == .inconclusive)
     }
 
     @Test func theSampleRatioBayesFactorMatchesLgamma() throws {

@@ -72,6 +72,8 @@ public enum ExperimentSimulation {
         /// Whether the confidence sequence excluded the true difference at some look (nil when the true
         /// difference is not known exactly: the value metric with an effect, whose cap bends it).
         public var missedTruth: Bool?
+        /// The first look at which the confidence sequence excluded the true difference (when known); nil if none.
+        public var firstMissMinute: Int?
         /// Whether the fixed-horizon z-interval, read at the same looks, excluded the true difference at some look.
         public var naiveMissedTruth: Bool?
         /// Whether the fixed-horizon z-interval excluded the true difference at the last look (one look only).
@@ -157,7 +159,7 @@ public enum ExperimentSimulation {
         var truth: Double?
         var firstDecisionMinute: Int?
         var firstDecisionPositive: Bool?
-        var missed = false
+        var firstMissMinute: Int?
         var naiveMissed = false
 
         init(truth: Double?) {
@@ -171,7 +173,7 @@ public enum ExperimentSimulation {
                 firstDecisionPositive = lower > 0
             }
             guard let truth, let difference = comparison.difference, let standardError = comparison.standardError else { return }
-            if truth < lower || truth > upper { missed = true }
+            if firstMissMinute == nil, truth < lower || truth > upper { firstMissMinute = minute }
             if abs(difference - truth) > z * standardError { naiveMissed = true }
         }
 
@@ -181,7 +183,8 @@ public enum ExperimentSimulation {
                 atEnd = abs(difference - truth) > z * standardError
             }
             return MetricOutcome(firstDecisionMinute: firstDecisionMinute, firstDecisionPositive: firstDecisionPositive,
-                                 missedTruth: truth == nil ? nil : missed, naiveMissedTruth: truth == nil ? nil : naiveMissed,
+                                 missedTruth: truth == nil ? nil : firstMissMinute != nil,
+                                 firstMissMinute: firstMissMinute, naiveMissedTruth: truth == nil ? nil : naiveMissed,
                                  naiveMissedTruthAtEnd: atEnd, final: final)
         }
     }
