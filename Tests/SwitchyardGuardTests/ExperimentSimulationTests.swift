@@ -101,6 +101,12 @@ struct ExperimentSimulationTests {
         Self.printMetric("Effect, N* = \(tuned.plannedUnits) (the planned sample): conversion +10 %", tunedSummary.conversion)
         Self.printMetric("Effect, N* = \(tuned.plannedUnits): value +3 % (CUPED)", tunedSummary.value)
 
+        var busier = power
+        busier.unitsPerDay *= 3
+        let busierSummary = ExperimentSimulation.Summary(await Self.runs(busier, seeds: runs))
+        Self.printMetric("Effect at \(Int(busier.unitsPerDay / 2)) units a day per arm: conversion +10 %", busierSummary.conversion)
+        Self.printMetric("Effect at \(Int(busier.unitsPerDay / 2)) units a day per arm: value +3 % (CUPED)", busierSummary.value)
+
         var skewed = aa
         skewed.treatmentShare = 0.48
         let skewedSummary = ExperimentSimulation.Summary(await Self.runs(skewed, seeds: runs))
