@@ -31,6 +31,7 @@ public enum ExperimentSimulation {
     public struct Scenario: Sendable, Hashable {
         /// Units entering the experiment per day, both arms together (2,000: 1,000 a day per arm at a 50/50 split).
         public var unitsPerDay = 2_000.0
+        /// How long the experiment runs.
         public var days = 14
         /// Minutes between looks (1: 20,160 looks over 14 days).
         public var lookEveryMinutes = 1
@@ -57,6 +58,7 @@ public enum ExperimentSimulation {
         /// N* of the confidence sequence.
         public var plannedUnits = ConfidenceSequence.defaultPlannedUnits
 
+        /// The defaults: an A/A experiment at 1,000 units a day per arm for 14 days, looked at every minute.
         public init() {}
 
         /// The number of looks over the run.
@@ -84,11 +86,15 @@ public enum ExperimentSimulation {
 
     /// What one run did.
     public struct Outcome: Sendable, Hashable {
+        /// The conversion metric's record.
         public var conversion: MetricOutcome
+        /// The value metric's record (CUPED-adjusted).
         public var value: MetricOutcome
         /// The first look at which the sample ratio check failed (p < 0.001); nil if none.
         public var firstSampleRatioAlarmMinute: Int?
+        /// Units in the control arm at the end.
         public var controlUnits: Int
+        /// Units in the treatment arm at the end.
         public var treatmentUnits: Int
     }
 
@@ -193,15 +199,20 @@ public enum ExperimentSimulation {
 extension ExperimentSimulation {
     /// A share of runs with its Monte Carlo standard error √(p(1 − p)/runs).
     public struct Rate: Sendable, Hashable, CustomStringConvertible {
+        /// Runs in which it happened.
         public var count: Int
+        /// Runs in all.
         public var runs: Int
 
+        /// `count` of `runs`.
         public init(count: Int, runs: Int) {
             self.count = count
             self.runs = runs
         }
 
+        /// count / runs.
         public var value: Double { runs > 0 ? Double(count) / Double(runs) : 0 }
+        /// √(p(1 − p)/runs).
         public var standardError: Double { runs > 0 ? (value * (1 - value) / Double(runs)).squareRoot() : 0 }
 
         /// "1.8 % ± 0.7 % (7/400)".
@@ -248,14 +259,18 @@ extension ExperimentSimulation {
 
     /// The figures of many runs of one scenario.
     public struct Summary: Sendable, Hashable {
+        /// The number of runs.
         public var runs: Int
+        /// The conversion metric's figures.
         public var conversion: MetricSummary
+        /// The value metric's figures.
         public var value: MetricSummary
         /// Runs in which the sample ratio check failed at some look.
         public var sampleRatioAlarms: Rate
         /// The median of the days to the first alarm, over the runs that had one.
         public var medianDaysToSampleRatioAlarm: Double?
 
+        /// The figures of these runs.
         public init(_ outcomes: [Outcome]) {
             runs = outcomes.count
             conversion = MetricSummary(outcomes.map(\.conversion))

@@ -31,6 +31,7 @@ public struct MetricComparison: Sendable, Hashable {
         public var adjustedTreatmentMean: Double
     }
 
+    /// The metric's kind (a ratio compares Σy/Σd; the others compare means per unit).
     public var kind: MetricDefinition.Kind
     /// Which way is better (decides the verdict).
     public var better: MetricDefinition.Direction
@@ -47,18 +48,21 @@ public struct MetricComparison: Sendable, Hashable {
     /// The estimated standard error of `difference`; nil below 2 units in either arm, and when neither arm has any
     /// spread (the standard error would be 0).
     public var standardError: Double?
-    /// The confidence sequence's bounds for the difference; nil with `standardError`.
+    /// The confidence sequence's lower bound for the difference; nil with `standardError`.
     public var lower: Double?
+    /// The confidence sequence's upper bound for the difference; nil with `standardError`.
     public var upper: Double?
     /// Treatment / control − 1 (CUPED-adjusted when `cuped` is set); nil when the control's mean is not positive.
     public var relativeLift: Double?
     /// The delta method's standard error of `relativeLift`.
     public var relativeStandardError: Double?
-    /// The confidence sequence's bounds for the relative lift; nil with `relativeStandardError`.
+    /// The confidence sequence's lower bound for the relative lift; nil with `relativeStandardError`.
     public var relativeLower: Double?
+    /// The confidence sequence's upper bound for the relative lift; nil with `relativeStandardError`.
     public var relativeUpper: Double?
     /// Whether the interval of the difference excludes 0.
     public var decided: Bool
+    /// Better, worse or inconclusive: `decided`, on the metric's better or worse side.
     public var verdict: Verdict
     /// CUPED's adjustment; nil when it did not apply (a ratio metric, no unit with a pre-entry value, no spread in
     /// the pre-entry values, or fewer than 2 units in an arm).
