@@ -184,9 +184,10 @@ struct GuardCommandTests {
             let window = await server.flagctl("experiment", "confirmation_button_copy", "--window", "forever")
             #expect(window.status == 64)
             #expect(window.error.contains("--window 'forever' is not a duration from 1m to 30d"))
-            let notExperiment = await server.flagctl("experiment", "plugin_switch_feed_promos")
+            let notExperiment = await server.flagctl("experiment", "plugin_switch_prefs_saved_places")
             #expect(notExperiment.status == 1)
-            #expect(notExperiment.error.contains("is a plugin switch; experiment results are for experiment flags"))
+            #expect(notExperiment.error.contains("'plugin_switch_prefs_saved_places' runs no experiment: its rollouts (default and rules) are 0 or 100 %"),
+                    "\(notExperiment.error)")
             let unknown = await server.flagctl("experiment", "nope")
             #expect(unknown.status == 4)
             let client = await server.flagctl("guard", "status", as: "app")

@@ -143,7 +143,13 @@ public struct ExperimentResults: FlagctlCommand {
         }
         text += "\n" + arms.render(colour: colour) + "\n"
         var table = Table("METRIC", "ARM", "MEAN", "CONTROL", "DIFFERENCE [95% CS]", "LIFT [95% CS]", "VERDICT")
+        var silent: [String] = []
         for metric in results.metrics {
+            // A metric no unit of the phase reported yet: one line for all of them, not a row of zeros per arm.
+            guard metric.arms.contains(where: { ($0.mean ?? 0) != 0 }) else {
+                silent.append(metric.name)
+                continue
+            }
             let means = Dictionary(metric.arms.map { ($0.arm, $0.mean) }, uniquingKeysWith: { first, _ in first })
             let controlMean = means[results.control] ?? nil
             for comparison in metric.comparisons {
@@ -153,16 +159,17 @@ public struct ExperimentResults: FlagctlCommand {
                 if comparison.cuped { interval += " cuped" }
                 let lift = comparison.relative.map { "\(Self.relative($0.estimate)) [\(Self.relative($0.lower)), \(Self.relative($0.upper))]" } ?? "-"
                 let style: Style = comparison.verdict == "better" ? .green : comparison.verdict == "worse" ? .red : .plain
-                table.add([.init(metric.name + " (\(metric.kind), \(metric.better) is better)", .bold), .init(comparison.arm),
+                table.add([.init(metric.name + (metric.better == "lower" ? " ↓" : " ↑"), .bold), .init(comparison.arm),
                            .init(Self.amount(means[comparison.arm] ?? nil, share: isShare, signed: false)),
                            .init(Self.amount(controlMean, share: isShare, signed: false)), .init(interval), .init(lift),
                            .init(results.trustworthy ? comparison.verdict : "untrustworthy", results.trustworthy ? style : .red)])
             }
         }
         text += table.render(colour: colour)
-        text += "\nDIFFERENCE: the arm's mean per unit minus the control's (pp: percentage points of a share); intervals are "
-            + "asymptotic confidence sequences at \(Int(((1 - results.alpha) * 100).rounded())) %, valid however often you look "
-            + "(docs/experiment-statistics.md); cuped: adjusted with the units' pre-exposure values\n"
+        if !silent.isEmpty { text += "no unit of this phase reported: " + silent.joined(separator: ", ") + "\n" }
+        text += "\nDIFFERENCE: the arm's mean per unit minus the control's (pp: points of a share); ↑ higher is better, ↓ lower;\n"
+            + "CS: asymptotic confidence sequence at \(Int(((1 - results.alpha) * 100).rounded())) %, valid however often you look "
+            + "(docs/experiment-statistics.md);\ncuped: adjusted with the units' pre-exposure values\n"
         return text
     }
 

@@ -20,6 +20,7 @@ extension API {
         let control = query.get("control")
         let phase = query.get("phase")
         let units = try await store.experimentUnits(in: namespace, experiment: flag.key)
+        try checkExperiment(flag, units: units, namespace: namespace)
         try checkPhase(phase, of: flag, among: units)
         let now = Date()
         let report = ExperimentReport.body(namespace: namespace, flag: flag, flagSet: state.flagSet, units: units, phase: phase,
@@ -49,6 +50,7 @@ extension API {
         let (namespace, state, flag) = try await experimentFlag(request, context)
         let phase = request.uri.queryParameters.get("phase")
         let units = try await store.experimentUnits(in: namespace, experiment: flag.key)
+        try checkExperiment(flag, units: units, namespace: namespace)
         try checkPhase(phase, of: flag, among: units)
         let selected = ExperimentReport.phase(of: flag, units: units, requested: phase)
         let metrics = state.flagSet.allMetrics.filter { $0.kind != .ratio }
@@ -80,6 +82,15 @@ extension API {
             throw APIError.notFound("namespace '\(namespace)' has no flag '\(key)' (list flags with GET /v1/namespaces/\(namespace)/flags)")
         }
         return (namespace, state, flag)
+    }
+
+    /// A flag that splits no unit now and never did runs no experiment: a 400 saying what would make it one.
+    private func checkExperiment(_ flag: FlagDefinition, units: [ExperimentUnitRecord], namespace: String) throws {
+        guard ExperimentDesign(flag) == nil, units.isEmpty else { return }
+        let why = flag.pluginSwitch != nil
+            ? "its rollouts (default and rules) are 0 or 100 %, so no unit is split; a rollout strictly between makes it one (flagctl rollout \(flag.key) 10)"
+            : "it serves one variant to everyone; weights over two or more variants make it one"
+        throw APIError.badRequest("'\(flag.key)' runs no experiment: \(why). Experiments are experiment flags and plugin switches at a partial rollout", path: "key")
     }
 
     private func checkPhase(_ phase: String?, of flag: FlagDefinition, among units: [ExperimentUnitRecord]) throws {
