@@ -149,17 +149,22 @@ public struct ExperimentResultsBody: Sendable, Hashable {
         public var better: String
         public var description: String?
         public var builtIn: Bool
+        /// A ratio's parts (nil for other kinds).
+        public var numerator: String?
+        public var denominator: String?
         public var arms: [ArmMean]
         public var comparisons: [Comparison]
         public var history: [Point]
 
-        public init(name: String, kind: String, better: String, description: String?, builtIn: Bool, arms: [ArmMean],
-                    comparisons: [Comparison], history: [Point]) {
+        public init(name: String, kind: String, better: String, description: String?, builtIn: Bool, numerator: String? = nil,
+                    denominator: String? = nil, arms: [ArmMean], comparisons: [Comparison], history: [Point]) {
             self.name = name
             self.kind = kind
             self.better = better
             self.description = description
             self.builtIn = builtIn
+            self.numerator = numerator
+            self.denominator = denominator
             self.arms = arms
             self.comparisons = comparisons
             self.history = history
@@ -265,9 +270,15 @@ public struct ExperimentResultsBody: Sendable, Hashable {
 extension ExperimentResultsBody.Metric {
     var json: JSONValue {
         let number = ExperimentResultsBody.Interval.number
-        return .object(JSONObject([
+        var object = JSONObject([
             ("name", .string(name)), ("kind", .string(kind)), ("better", .string(better)),
             ("description", description.map(JSONValue.string) ?? .null), ("built_in", .bool(builtIn)),
+        ])
+        if let numerator, let denominator {
+            object["numerator"] = .string(numerator)
+            object["denominator"] = .string(denominator)
+        }
+        for (key, value) in JSONObject([
             ("arms", .array(arms.map { arm in
                 .object(JSONObject([("arm", .string(arm.arm)), ("units", .int(arm.units)), ("mean", number(arm.mean))]))
             })),
@@ -282,7 +293,8 @@ extension ExperimentResultsBody.Metric {
                 .object(JSONObject([("time", .string(point.time)), ("arm", .string(point.arm)), ("units", .int(point.units)),
                                     ("difference", point.difference.json)]))
             })),
-        ]))
+        ]) { object[key] = value }
+        return .object(object)
     }
 
     init(json: JSONValue) throws(WireError) {
@@ -292,6 +304,8 @@ extension ExperimentResultsBody.Metric {
         better = try reader.string("better")
         description = json["description"]?.stringValue
         builtIn = json["built_in"]?.boolValue ?? false
+        numerator = json["numerator"]?.stringValue
+        denominator = json["denominator"]?.stringValue
         arms = try (json["arms"]?.arrayValue ?? []).map { tree throws(WireError) in
             var armReader = try WireReader(tree, "experiment.metrics.arms")
             return ArmMean(arm: try armReader.string("arm"), units: Int(try armReader.int64("units")), mean: tree["mean"]?.doubleValue)

@@ -181,7 +181,7 @@ public enum ExperimentReport {
         }
         return ExperimentResultsBody.Metric(
             name: metric.name, kind: metric.kind.rawValue, better: metric.better.rawValue, description: metric.description,
-            builtIn: MetricDefinition.isBuiltIn(metric.name), arms: means, comparisons: comparisons,
+            builtIn: MetricDefinition.isBuiltIn(metric.name), numerator: metric.numerator, denominator: metric.denominator, arms: means, comparisons: comparisons,
             history: history(of: metric, in: flagSet, members: members, arms: arms, control: control, now: now, compare: compare))
     }
 
