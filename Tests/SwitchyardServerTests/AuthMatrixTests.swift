@@ -53,6 +53,7 @@ struct AuthMatrixTests {
         Case(method: .post, template: "\(ns)/guard/proposals/{id}/dismiss", path: "/v1/namespaces/rider/guard/proposals/7/dismiss", role: .editor,
              body: #"{"reason": "matrix"}"#, missing: true),
         Case(method: .get, template: "\(ns)/experiments/{key}", path: "/v1/namespaces/rider/experiments/checkout_button", role: .editor),
+        Case(method: .get, template: "\(ns)/experiments/{key}/units", path: "/v1/namespaces/rider/experiments/checkout_button/units", role: .editor),
         Case(method: .get, template: "\(ns)/releases", path: "/v1/namespaces/rider/releases", role: .editor),
         Case(method: .get, template: "\(ns)/flags/{key}/release", path: "/v1/namespaces/rider/flags/plugin_switch_map_traffic/release",
              role: .editor, missing: true),

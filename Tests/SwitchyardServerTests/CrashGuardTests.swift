@@ -363,8 +363,10 @@ struct CrashGuardTests {
         #expect(bold["crash_rate"] == .double(0.05))
         #expect(bold["difference"]?["estimate"] == .double(0.04))
         #expect(bold["difference"]?["significant"] == .bool(true))
-        let notAnExperiment = try await app.send(.get, "/v1/namespaces/rider/experiments/\(Self.promos)", token: "editor")
+        // A switch that splits no unit (weather is off for everyone) runs no experiment.
+        let notAnExperiment = try await app.send(.get, "/v1/namespaces/rider/experiments/\(Self.weather)", token: "editor")
         #expect(notAnExperiment.status == .badRequest)
+        #expect(notAnExperiment.problemPaths == ["key"])
         let badWindow = try await app.send(.get, "/v1/namespaces/rider/experiments/checkout_button?window=forever", token: "editor")
         #expect(badWindow.status == .badRequest)
         #expect(badWindow.problemPaths == ["window"])
