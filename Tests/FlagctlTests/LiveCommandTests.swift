@@ -101,6 +101,7 @@ struct LiveCommandTests {
                 crash_rate        ratio crashed_sessions / sessions  lower   -    built in
                 fare              value                              higher  200  team-rider
                 fare_per_trip     ratio fare / trips                 higher  -    team-rider
+                time_per_trip     ratio time_to_book / trips         lower   -    team-rider
                 time_to_book      value                              lower   600  team-rider
                 trip_booked       conversion                         higher  -    team-rider
                 trips             count                              higher  20   team-rider
@@ -121,13 +122,13 @@ struct LiveCommandTests {
             let json = try JSONValue.parse(await server.flagctl("get", "-o", "json").output)
             let metrics = try #require(json["metrics"]?.arrayValue)
             #expect(metrics.map { $0["name"]?.stringValue ?? "" } == ["sessions", "crashed_sessions", "crash_rate", "fare", "fare_per_trip",
-                                                                     "time_to_book", "trip_booked", "trips"])
+                                                                     "time_per_trip", "time_to_book", "trip_booked", "trips"])
             #expect(metrics[2]["built_in"] == .bool(true) && metrics[2]["numerator"] == .string("crashed_sessions"))
-            let timeToBook = try #require(metrics[5].objectValue)
+            let timeToBook = try #require(metrics[6].objectValue)
             #expect(Set(timeToBook.memberKeys) == ["name", "description", "owner", "kind", "better", "cap", "built_in"])
             #expect(timeToBook["description"] == .string("Seconds from opening the app to booking a trip; a rider's total counts for at most 600."))
             #expect(timeToBook["better"] == .string("lower") && timeToBook["cap"] == .int(600) && timeToBook["built_in"] == .bool(false))
-            #expect(metrics[6]["better"] == .string("higher"), "better is spelled out when it is the default")
+            #expect(metrics[7]["better"] == .string("higher"), "better is spelled out when it is the default")
             let one = try JSONValue.parse(await server.flagctl("get", "crash_rate", "-o", "json").output)
             #expect(one["metric"]?["denominator"] == .string("sessions"))
         }

@@ -77,7 +77,7 @@ struct MetricFileTests {
 
     @Test func snapshotsLeaveTheMetricsOutAndAreByteForByteTheSame() throws {
         let flagSet = try FlagFile(contentsOf: TestPaths.riderFile).flagSet
-        #expect(flagSet.metrics.count == 5)
+        #expect(flagSet.metrics.count == 6)
         var without = flagSet
         without.metrics = []
         let bytes = SnapshotDocument.encodeWithChecksum(Snapshot(epoch: "e1", version: 3, flagSet: flagSet))
@@ -91,10 +91,11 @@ struct MetricFileTests {
         #expect(flagSet.tree(unit: .basisPoints, includingServerPolicies: false)["metrics"] == nil)
     }
 
-    @Test func theRiderFileDeclaresItsFiveMetrics() throws {
+    @Test func theRiderFileDeclaresItsSixMetrics() throws {
         let flagSet = try FlagFile(contentsOf: TestPaths.riderFile).flagSet
         let kinds = Dictionary(uniqueKeysWithValues: flagSet.metrics.map { ($0.name, $0.kind) })
-        #expect(kinds == ["trip_booked": .conversion, "trips": .count, "fare": .value, "time_to_book": .value, "fare_per_trip": .ratio])
+        #expect(kinds == ["trip_booked": .conversion, "trips": .count, "fare": .value, "time_to_book": .value, "fare_per_trip": .ratio,
+                          "time_per_trip": .ratio])
         #expect(flagSet.metric("trip_booked")?.owner == "team-rider")
         #expect(flagSet.metric("trips")?.cap == 20)
         #expect(flagSet.metric("fare")?.cap == 200 && flagSet.metric("fare")?.better == .higher)
