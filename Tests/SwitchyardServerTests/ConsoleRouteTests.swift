@@ -58,7 +58,7 @@ struct ConsoleRouteTests {
         #expect(html.range(of: #"\son[a-z]+\s*="#, options: .regularExpression) == nil, "an event handler attribute")
         #expect(html.range(of: #"(src|href)="(https?:)?//"#, options: .regularExpression) == nil, "a file from elsewhere")
         let linked = Self.linkedFiles(html)
-        #expect(Set(linked.map(\.name)).isSuperset(of: ["console.css", "dom.js", "api.js", "views.js", "guard.js", "releases.js", "app.js", "favicon.svg"]))
+        #expect(Set(linked.map(\.name)).isSuperset(of: ["console.css", "dom.js", "api.js", "views.js", "guard.js", "releases.js", "experiments.js", "app.js", "favicon.svg"]))
         #expect(Set(linked.map(\.version)).count == 1)
     }
 
