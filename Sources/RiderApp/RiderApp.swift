@@ -4,8 +4,8 @@ public import SwitchyardPlugins
 /// plugin points of `Flags/rider.yaml` in front of it.
 ///
 /// ```swift
-/// let app = RiderApp(states: client, experiments: client)             // a FlagClient in the app
-/// let outcome = try app.runTrip(.standard(unitID: "rider-42", city: "lagos"))
+/// let app = RiderApp(states: client, experiments: client, outcomes: client)   // a FlagClient in the app
+/// let outcome = try app.runTrip(.standard(unitID: "rider-42", city: "lagos"))  // books: reports trip_booked, …
 /// outcome.route(of: "home_feed")                                       // which plugins served, or the core flow
 ///
 /// let matrixRun = RiderApp(states: SwitchAssignment(on: [RiderSwitches.feedPromos]))   // no server
@@ -23,6 +23,11 @@ public struct RiderApp {
     public let faults: Faults
     /// Where live plugins show themselves when a ``PluginHost`` attaches them (``RiderLivePoints``).
     public let screens: RiderScreens
+    /// Where the core flow reports a booking's outcomes (``RiderMetrics``); settable, so an app that runs a trip
+    /// again only to show it re-routed books nothing the second time.
+    public var outcomes: any OutcomeReporter
+    /// When the rider opened the app: `time_to_book` counts from here.
+    public let openedAt: ContinuousClock.Instant
 
     /// Widgets of the preferences hub (every eligible one shows).
     public let preferencesHub: PluginPoint<RiderProfile, any PreferencesWidget>
@@ -40,12 +45,17 @@ public struct RiderApp {
     ///   - experiments: a ``FlagClient``, or ``CodeDefaults``.
     ///   - faults: plugins to crash or factories to fail.
     ///   - screens: where live plugins show themselves; new, empty screens by default.
+    ///   - outcomes: where a booked trip's outcomes go: a ``FlagClient``, or ``NoOutcomes`` (the default).
+    ///   - openedAt: when the rider opened the app (now by default), for `time_to_book`.
     public init(states: any SwitchStates, experiments: any ExperimentValues = CodeDefaults(), faults: Faults = .none,
-                screens: RiderScreens = RiderScreens()) {
+                screens: RiderScreens = RiderScreens(), outcomes: any OutcomeReporter = NoOutcomes(),
+                openedAt: ContinuousClock.Instant = .now) {
         self.states = states
         self.experiments = experiments
         self.faults = faults
         self.screens = screens
+        self.outcomes = outcomes
+        self.openedAt = openedAt
         preferencesHub = PluginPoint(RiderCatalogue.preferencesHub.name, states: states, factories: [
             SavedPlacesFactory(faults: faults, screens: screens), RidePassFactory(faults: faults, screens: screens), AccessibilityFactory(faults: faults, screens: screens),
         ])
@@ -77,6 +87,9 @@ public struct RiderApp {
     ///
     /// The home screen shows the feed and the map, the rider opens the preferences hub, requests a ride,
     /// confirms it (with the add-on, if one serves), is dispatched a driver, rides, and pays.
+    ///
+    /// Confirming books the trip: the core flow reports `trip_booked`, `trips`, `fare` (what the rider pays, in
+    /// currency units) and `time_to_book` (seconds since ``openedAt``) to ``outcomes``.
     ///
     /// - Returns: the stages passed, where each point routed, and the fare.
     /// - Throws: ``SimulatedCrash`` when a plugin set to crash (``Faults/crashIn``) is used.
@@ -114,6 +127,7 @@ public struct RiderApp {
         outcome.discount = confirmation.discount
         outcome.splitWays = confirmation.splitWays
         outcome.stages.append(.confirmed)
+        reportBooking(fare: confirmation.total)
 
         // Dispatch, ride, pay: core only.
         outcome.driver = Self.driver(for: rider.unitID)
@@ -131,6 +145,16 @@ public struct RiderApp {
             PointRoute(point: mapLayers.name, servedBy: layers.map(\.pluginSwitch)),
         ]
         return outcome
+    }
+
+    /// The core flow's report of a booked trip (plugins report no outcomes).
+    private func reportBooking(fare: Money) {
+        let elapsed = ContinuousClock.now - openedAt
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        outcomes.track(RiderMetrics.tripBooked, value: nil)
+        outcomes.track(RiderMetrics.trips, value: nil)
+        outcomes.track(RiderMetrics.fare, value: Double(fare.cents) / 100)
+        outcomes.track(RiderMetrics.timeToBook, value: max(0, seconds))
     }
 
     private static let drivers = ["Ade", "Bea", "Chidi", "Dana", "Emeka", "Femi", "Gus", "Hana"]

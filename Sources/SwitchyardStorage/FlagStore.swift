@@ -158,6 +158,7 @@ extension FlagSet {
         var flags = tree["flags"]?.objectValue ?? JSONObject()
         var kills = tree["kill_switches"]?.objectValue ?? JSONObject()
         var points = tree["plugin_points"]?.arrayValue ?? []
+        var metrics = tree["metrics"]?.objectValue ?? JSONObject()
         for object in objects {
             switch object.kind {
             case .namespace:
@@ -166,6 +167,8 @@ extension FlagSet {
                 flags[object.key] = object.before
             case .killSwitch:
                 kills[object.key] = object.before
+            case .metric:
+                metrics[object.key] = object.before
             case .pluginPoint:
                 let index = points.firstIndex { $0["name"]?.stringValue == object.key }
                 switch (index, object.before) {
@@ -179,6 +182,7 @@ extension FlagSet {
         tree["flags"] = .object(flags)
         tree["kill_switches"] = .object(kills)
         tree["plugin_points"] = points.isEmpty ? nil : .array(points)
+        tree["metrics"] = metrics.isEmpty ? nil : .object(metrics)
         do {
             return try FlagSet(tree: .object(tree), unit: .basisPoints)
         } catch {

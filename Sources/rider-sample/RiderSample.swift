@@ -36,6 +36,10 @@ struct RiderSample: AsyncParsableCommand {
             the on-device crash-loop guard holds the switch off:
               rider-sample --crash-in plugin_switch_feed_promos
 
+            The launch trip books: the core flow reports the outcomes trip_booked, trips, fare (what the rider \
+            pays) and time_to_book (seconds since the launch) through FlagClient.track, attributed to the \
+            rider's plugin switches, variants and rollout splits; re-routes after a change book nothing.
+
             The sample keeps its state (last known good snapshot, session record, crash-loop guard, queued events) \
             in --state-dir, so a second launch starts from the cached snapshot even with the server down, and \
             reports the previous session (crashed or not) to flagsd.

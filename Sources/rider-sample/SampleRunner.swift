@@ -36,6 +36,8 @@ struct SampleRunner {
     /// - Returns: the exit status.
     @MainActor
     func run() async -> Int32 {
+        // The rider opens the app: `time_to_book` counts from here.
+        let opened = ContinuousClock.now
         let (events, sink) = AsyncStream.makeStream(of: Event.self)
         var configuration = FlagClient.Configuration(serverURL: settings.server, namespace: settings.namespace, token: settings.token,
                                                      context: settings.context, directory: settings.directory)
@@ -49,7 +51,8 @@ struct SampleRunner {
             Output.error("rider-sample: \(report.message)")
         }
         let client = FlagClient(configuration: configuration)
-        let app = RiderApp(states: client, experiments: client, faults: settings.faults)
+        // The launch trip books: the core flow reports trip_booked, trips, fare and time_to_book through the client.
+        var app = RiderApp(states: client, experiments: client, faults: settings.faults, outcomes: client, openedAt: opened)
         let printer = AssignmentPrinter(settings: settings)
 
         let changes = client.changes
@@ -88,7 +91,7 @@ struct SampleRunner {
             }
             printer.print(run(app), client: client, cause: "once")
             if status.snapshot?.origin == .server, !stopped {
-                // Send what is queued (the previous session, this session's exposures) before leaving.
+                // Send what is queued (the previous session, this session's exposures and outcomes) before leaving.
                 let deadline = ContinuousClock.now + settings.timeout
                 while client.status.queuedEvents > 0, ContinuousClock.now < deadline {
                     try? await Task.sleep(for: .milliseconds(50))
@@ -111,6 +114,8 @@ struct SampleRunner {
         }
         host.update(cause: "launch")
         var last = printer.print(run(app), client: client, cause: "launch")
+        // Later runs show the same trip re-routed by a change: the rider booked once.
+        app.outcomes = NoOutcomes()
         for await event in events {
             guard case .change(let change) = event else {
                 if case .stop = event { break }

@@ -155,6 +155,70 @@ struct DiffApplyTests {
         }
     }
 
+    /// Flags/rider.yaml with the fare capped higher, time to book dropped and a new metric.
+    static func editedMetrics(_ text: String) -> String {
+        text.replacingOccurrences(of: "    kind: value\n    cap: 200\n", with: "    kind: value\n    cap: 250.5\n")
+            .replacingOccurrences(of: """
+                  time_to_book:
+                    description: Seconds from opening the app to booking a trip; a rider's total counts for at most 600.
+                    owner: team-rider
+                    kind: value
+                    cap: 600
+                    better: lower
+
+                """, with: """
+                  support_contacted:
+                    kind: conversion
+                    better: lower
+
+                """)
+    }
+
+    @Test func metricsAreCreatedChangedAndRemovedOnlyWithPrune() async throws {
+        try await LiveServer.run { server in
+            let directory = try FlagFolder.copyOfRider(Self.editedMetrics)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let diff = await server.flagctl("diff", directory)
+            #expect(diff.status == 0, "\(diff.error)")
+            #expect(diff.output == """
+                namespace rider (\(directory)/rider.yaml), version 1 on \(server.url): 2 changes
+                  ~ metric fare
+                      cap: 200 → 250.5
+                  + metric support_contacted
+                  kept (only on the server; --prune removes them): metric time_to_book
+
+                """)
+            let json = try JSONValue.parse(await server.flagctl("diff", directory, "-o", "json").output)
+            let changes = try #require(json["namespaces"]?.arrayValue?.first?["changes"]?.arrayValue)
+            #expect(changes.map { $0["kind"] } == [.string("metric"), .string("metric")])
+            #expect(changes.first?["fields"] == .array([.object(JSONObject([("path", .string("cap")), ("before", .int(200)),
+                                                                             ("after", .number(JSONNumber(uncheckedLiteral: "250.5")))]))]))
+            let applied = await server.flagctl("apply", directory, "--yes")
+            #expect(applied.status == 0, "\(applied.error)")
+            var state = await server.state()
+            #expect(state.flagSet.metric("fare")?.cap == 250.5)
+            #expect(state.flagSet.metric("support_contacted")?.better == .lower)
+            #expect(state.flagSet.metric("time_to_book") != nil)
+            let again = await server.flagctl("diff", directory, "--exit-code")
+            #expect(again.status == 0, "apply is idempotent: \(again.output)")
+            let pruned = await server.flagctl("apply", directory, "--prune", "--yes")
+            #expect(pruned.status == 0, "\(pruned.error)")
+            #expect(pruned.output.contains("  - metric time_to_book\n"))
+            state = await server.state()
+            #expect(state.flagSet.metric("time_to_book") == nil)
+            #expect(state.flagSet.metrics.map(\.name) == ["trip_booked", "trips", "fare", "support_contacted", "fare_per_trip"])
+            // A ratio naming a metric the file does not declare is refused by lint, before anything is compared.
+            let broken = try FlagFolder.copyOfRider {
+                Self.editedMetrics($0).replacingOccurrences(of: "    denominator: trips\n", with: "    denominator: time_to_book\n")
+            }
+            defer { try? FileManager.default.removeItem(atPath: broken) }
+            let refused = await server.flagctl("apply", broken, "--yes")
+            #expect(refused.status == 1)
+            #expect(refused.error.contains("rider.yaml: metrics.fare_per_trip.denominator: 'time_to_book' is not a metric of this namespace"),
+                    "\(refused.error)")
+        }
+    }
+
     @Test func applyCreatesANamespaceThatHasAFileWithAnAdminToken() async throws {
         try await LiveServer.run { server in
             let directory = try FlagFolder.copyOfRider()
@@ -163,7 +227,7 @@ struct DiffApplyTests {
                 .replacingOccurrences(of: "\nnamespace: rider\n", with: "\nnamespace: rider-staging\n")
             try staging.write(toFile: directory + "/rider-staging.yaml", atomically: true, encoding: .utf8)
             let plan = await server.flagctl("diff", directory, "--namespace", "rider-staging")
-            #expect(plan.output.hasPrefix("namespace rider-staging (\(directory)/rider-staging.yaml) does not exist on \(server.url): apply creates it with 4 plugin points, 5 kill switches and 13 flags\n"))
+            #expect(plan.output.hasPrefix("namespace rider-staging (\(directory)/rider-staging.yaml) does not exist on \(server.url): apply creates it with 4 plugin points, 5 kill switches, 13 flags and 5 metrics\n"))
             let asEditor = await server.flagctl("apply", directory, "--yes")
             #expect(asEditor.status == 5)
             let applied = await server.flagctl("apply", directory, "--yes", "-o", "json", as: "admin")
@@ -212,6 +276,20 @@ struct DiffApplyTests {
         #expect(NamespacePlan.impact(before, after).map(\.text) == [
             "units of rule 0 (was cities nairobi; now cities nairobi; cohorts beta): units entering it get 1%, units leaving it get later rules or the default 0%",
         ])
+    }
+
+    @Test func metricChangesArePlannedAsMetricObjectsFieldByField() {
+        var after = Fixtures.rider
+        let fare = after.metrics.firstIndex { $0.name == "fare" }!
+        after.metrics[fare].better = .lower
+        after.metrics.removeAll { $0.name == "trip_booked" }
+        after.metrics.append(MetricDefinition(name: "tips", kind: .value, cap: 20))
+        let objects = NamespacePlan.diff(before: Fixtures.rider, after: after)
+        #expect(objects.map { "\($0.kind) \($0.key) \($0.action.rawValue)" } == [
+            "metric trip_booked remove", "metric fare update", "metric tips create",
+        ])
+        #expect(objects[1].fields == [ObjectDiff.Field(path: "better", before: nil, after: .string("lower"))])
+        #expect(ObjectDiff.text(nil, key: "better") == "higher")
     }
 
     @Test func experimentWeightChangesAreDescribed() {

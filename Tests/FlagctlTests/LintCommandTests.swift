@@ -16,11 +16,12 @@ struct LintCommandTests {
         let result = await flagctl("lint", TestPaths.broken)
         #expect(result.status == 1)
         let lines = result.output.split(separator: "\n").map(String.init)
-        #expect(lines.count == 26)
+        #expect(lines.count == 44)
         #expect(lines.contains("\(TestPaths.broken)/rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is not between 0 and 100"))
         #expect(lines.contains("\(TestPaths.broken)/unknown-field.yaml: flags.plugin_switch_feed_promos.rollot: unknown field; did you mean 'rollout'?"))
+        #expect(lines.contains("\(TestPaths.broken)/metrics-invalid.yaml: metrics.fare.cap: is required for a value metric (the most one unit's sum counts for)"))
         #expect(lines.contains("\(TestPaths.broken)/syntax-error.yaml: line 5, column 37: YAML syntax error: mapping values are not allowed in this context"))
-        #expect(result.error == "error: 26 problems in 10 of 10 files; fix them and run 'flagctl lint \(TestPaths.broken)' again\n")
+        #expect(result.error == "error: 44 problems in 11 of 11 files; fix them and run 'flagctl lint \(TestPaths.broken)' again\n")
     }
 
     @Test func jsonOutputListsProblemsWithFilePathAndMessage() async throws {
@@ -28,9 +29,9 @@ struct LintCommandTests {
         #expect(result.status == 1)
         let tree = try JSONValue.parse(result.output)
         #expect(tree["valid"] == .bool(false))
-        #expect(tree["files"]?.arrayValue?.count == 10)
+        #expect(tree["files"]?.arrayValue?.count == 11)
         let problems = try #require(tree["problems"]?.arrayValue)
-        #expect(problems.count == 26)
+        #expect(problems.count == 44)
         #expect(problems.contains(.object(JSONObject([
             ("file", .string("\(TestPaths.broken)/rollout-three-decimals.yaml")),
             ("path", .string("flags.plugin_switch_feed_promos.rollout")),

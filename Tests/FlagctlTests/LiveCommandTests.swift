@@ -89,11 +89,54 @@ struct LiveCommandTests {
         }
     }
 
+    @Test func getListsTheMetricsBuiltInFirstAndShowsOne() async throws {
+        try await LiveServer.run { server in
+            let list = await server.flagctl("get")
+            #expect(list.output.hasSuffix("""
+                METRIC            KIND                               BETTER  CAP  OWNER
+                sessions          count                              higher  -    built in
+                crashed_sessions  count                              lower   -    built in
+                crash_rate        ratio crashed_sessions / sessions  lower   -    built in
+                trip_booked       conversion                         higher  -    team-rider
+                trips             count                              higher  20   team-rider
+                fare              value                              higher  200  team-rider
+                time_to_book      value                              lower   600  team-rider
+                fare_per_trip     ratio fare / trips                 higher  -    team-rider
+
+                """), "\(list.output)")
+            let fare = await server.flagctl("get", "fare")
+            #expect(fare.status == 0)
+            #expect(fare.output == """
+                metric       fare
+                description  Fares a rider paid, in currency units; a rider's total counts for at most 200.
+                owner        team-rider
+                namespace    rider at version 1
+                kind         value
+                better       higher
+                cap          200
+
+                """)
+            let json = try JSONValue.parse(await server.flagctl("get", "-o", "json").output)
+            let metrics = try #require(json["metrics"]?.arrayValue)
+            #expect(metrics.map { $0["name"]?.stringValue ?? "" } == ["sessions", "crashed_sessions", "crash_rate", "trip_booked", "trips",
+                                                                     "fare", "time_to_book", "fare_per_trip"])
+            #expect(metrics[2]["built_in"] == .bool(true) && metrics[2]["numerator"] == .string("crashed_sessions"))
+            #expect(metrics[6] == .object(JSONObject([
+                ("name", .string("time_to_book")),
+                ("description", .string("Seconds from opening the app to booking a trip; a rider's total counts for at most 600.")),
+                ("owner", .string("team-rider")), ("kind", .string("value")), ("better", .string("lower")), ("cap", .int(600)),
+                ("built_in", .bool(false)),
+            ])))
+            let one = try JSONValue.parse(await server.flagctl("get", "crash_rate", "-o", "json").output)
+            #expect(one["metric"]?["denominator"] == .string("sessions"))
+        }
+    }
+
     @Test func getOfAnUnknownKeySuggestsTheNearestAndExitsWithFour() async throws {
         try await LiveServer.run { server in
             let result = await server.flagctl("get", "plugin_switch_feed_promo")
             #expect(result.status == 4)
-            #expect(result.error == "error: namespace 'rider' has no flag or kill switch 'plugin_switch_feed_promo'; did you mean 'plugin_switch_feed_promos'?; 'flagctl get' lists them\n")
+            #expect(result.error == "error: namespace 'rider' has no flag, kill switch or metric 'plugin_switch_feed_promo'; did you mean 'plugin_switch_feed_promos'?; 'flagctl get' lists them\n")
         }
     }
 

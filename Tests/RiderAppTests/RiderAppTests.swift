@@ -127,6 +127,27 @@ struct RiderTripTests {
         #expect(states.created == ["plugin_switch_feed_promos", "plugin_switch_map_scooters"])
     }
 
+    @Test func aBookedTripReportsItsOutcomesFromTheCoreFlow() throws {
+        let outcomes = RecordingOutcomes()
+        let states = SwitchAssignment(on: [RiderSwitches.confirmationPromo])
+        let trip = try RiderApp(states: states, outcomes: outcomes, openedAt: .now - .seconds(30)).runTrip(.standard())
+        #expect(outcomes.tracked.map(\.metric) == RiderMetrics.all)
+        #expect(outcomes.tracked[0].value == nil && outcomes.tracked[1].value == nil)
+        // The fare the rider pays: the quote minus the promotion's discount.
+        #expect(trip.charged == Money(cents: 1449))
+        #expect(outcomes.tracked[2].value == 14.49)
+        let timeToBook = try #require(outcomes.tracked[3].value)
+        #expect(timeToBook >= 30)
+    }
+
+    @Test func aTripThatCrashesBeforeConfirmingBooksNothing() {
+        let outcomes = RecordingOutcomes()
+        let app = RiderApp(states: SwitchAssignment(on: [RiderSwitches.feedPromos]),
+                           faults: Faults(crashIn: [RiderSwitches.feedPromos.key]), outcomes: outcomes)
+        #expect(throws: SimulatedCrash.self) { try app.runTrip(.standard()) }
+        #expect(outcomes.tracked.isEmpty)
+    }
+
     @Test func theSameStatesAndScenarioAlwaysGiveTheSameOutcome() throws {
         let states = SwitchAssignment(on: [RiderSwitches.feedPromos, RiderSwitches.confirmationPromo, RiderSwitches.mapPickupSpots])
         let first = try RiderApp(states: states).runTrip(.standard(unitID: "rider-9", city: "paris"))
@@ -182,6 +203,25 @@ struct RiderAppOverAClientTests {
         #expect(outcome.route(of: point.name)?.isCoreFlow == true)
         #expect(outcome.routes.filter { !$0.isCoreFlow }.count == 3)
         #expect(outcome.completed)
+    }
+
+    @Test func theBookedTripsOutcomesAreQueuedAsMetricEvents() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rider-outcomes-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let client = try RiderFlags.client(context: Self.lagos, directory: directory)
+        let before = client.status.queuedEvents
+        let trip = try RiderApp(states: client, experiments: client, outcomes: client).runTrip(.standard())
+        #expect(client.status.queuedEvents == before + 4)
+        client.endSession()   // writes the queue to disk
+        let lines = try String(contentsOf: directory.appendingPathComponent("events.jsonl"), encoding: .utf8)
+            .split(separator: "\n").map { try JSONValue.parse(Array($0.utf8)) }
+        let metrics = lines.filter { $0["type"] == .string("metric") }
+        #expect(metrics.compactMap { $0["metric"]?.stringValue } == RiderMetrics.all)
+        #expect(metrics[2]["value"] == .double(Double(trip.charged.cents) / 100))
+        // Attributed to the plugins that served in the trip.
+        let switches = Set(metrics[0]["switches"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        #expect(switches == Set(trip.servingSwitches.map(\.key)))
+        #expect(metrics.allSatisfy { $0["unit"]?.stringValue?.count == 32 })
     }
 
     @Test func employeesSeeTheDogfoodCopyOnTheConfirmButton() throws {

@@ -26,14 +26,26 @@ enum RiderFlags {
     }
 
     /// A client holding `Flags/rider.yaml` (changed by `change`) as its bundled snapshot, without a server.
-    static func client(context: EvaluationContext, change: (inout FlagSet) -> Void = { _ in }) throws -> FlagClient {
+    /// - Parameter directory: where the client keeps its files (its event queue); none by default.
+    static func client(context: EvaluationContext, directory: URL? = nil, change: (inout FlagSet) -> Void = { _ in }) throws -> FlagClient {
         var flagSet = try flagSet()
         change(&flagSet)
         var configuration = FlagClient.Configuration(serverURL: URL(string: "http://127.0.0.1:9")!, namespace: "rider", token: "unused",
-                                                     context: context)
+                                                     context: context, directory: directory)
         configuration.bundledSnapshot = SnapshotDocument.encode(Snapshot(epoch: "e1", version: 1, flagSet: flagSet))
         configuration.events.recordsExposures = false
         return FlagClient(configuration: configuration)
+    }
+}
+
+/// Outcomes reported by the app, in order.
+final class RecordingOutcomes: OutcomeReporter {
+    private let log = Mutex<[(metric: String, value: Double?)]>([])
+
+    var tracked: [(metric: String, value: Double?)] { log.withLock { $0 } }
+
+    func track(_ metric: String, value: Double?) {
+        log.withLock { $0.append((metric, value)) }
     }
 }
 

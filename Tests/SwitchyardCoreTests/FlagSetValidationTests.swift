@@ -170,4 +170,63 @@ struct FlagSetValidationTests {
         #expect(flagSet.killSwitchKeys(covering: "plugin_switch_feed_promos") == ["master", "kill_feed", "kill_growth"])
         #expect(flagSet.killSwitchKeys(covering: "checkout_button_color") == ["master", "kill_growth"])
     }
+
+    // MARK: metrics
+
+    @Test(arguments: [
+        (#"{"kind": "value"}"#, "metrics.m.cap: is required for a value metric (the most one unit's sum counts for)"),
+        (#"{"kind": "value", "cap": -0.5}"#, "metrics.m.cap: -0.5 must be above 0 (the most one unit's sum counts for)"),
+        (#"{"kind": "count", "cap": 0.5}"#, "metrics.m.cap: 0.5 must be a whole number of at least 1 (the most occurrences one unit counts for)"),
+        (#"{"kind": "conversion", "cap": 1}"#, "metrics.m.cap: a conversion metric takes no cap (a unit converts or not: 0 or 1)"),
+        (#"{"kind": "ratio", "numerator": "sessions", "denominator": "crashed_sessions", "cap": 2}"#, "metrics.m.cap: a ratio metric takes no cap (cap its numerator and denominator)"),
+        (#"{"kind": "ratio", "denominator": "sessions"}"#, "metrics.m.numerator: is required for a ratio metric (name a declared or built-in metric that is not a ratio)"),
+        (#"{"kind": "ratio", "numerator": "crash_rate", "denominator": "sessions"}"#, "metrics.m.numerator: 'crash_rate' is a ratio metric; a ratio's parts must be conversion, count or value metrics"),
+        (#"{"kind": "ratio", "numerator": "m", "denominator": "sessions"}"#, "metrics.m.numerator: 'm' is this metric; name another metric"),
+        (#"{"kind": "ratio", "numerator": "trips", "denominator": "sessions"}"#, "metrics.m.numerator: 'trips' is not a metric of this namespace (declared or built in: sessions, crashed_sessions)"),
+        (#"{"kind": "count", "numerator": "sessions"}"#, "metrics.m.numerator: only a ratio metric has a numerator (this one is a count metric)"),
+        (#"{"kind": "gauge"}"#, "metrics.m.kind: 'gauge' is not a metric kind (conversion, count, value or ratio)"),
+        (#"{"kind": "count", "better": "more"}"#, "metrics.m.better: 'more' is not higher or lower"),
+        (#"{"kind": "value", "cap": "200"}"#, "metrics.m.cap: must be a number, not a string"),
+        (#"{"kind": "count", "numerator": "bad key"}"#, "metrics.m.numerator: 'bad key' may only contain letters, digits, '.', '_' and '-'"),
+        (#"{"description": "no kind"}"#, "metrics.m.kind: is required"),
+        (#"{"kind": "count", "capp": 2}"#, "metrics.m.capp: unknown field; did you mean 'cap'?"),
+    ])
+    func eachMetricRuleIsReportedWithItsFieldPath(_ metric: String, _ problem: String) throws {
+        #expect(try Self.problems(#"{"namespace": "n", "metrics": {"m": "# + metric + "}}") == [problem])
+    }
+
+    @Test func aRatioOfDeclaredAndBuiltInMetricsIsValid() throws {
+        let flagSet = try FlagSet(tree: JSONValue.parse(#"""
+            {"namespace": "n", "metrics": {
+              "fare": {"kind": "value", "cap": 200.5},
+              "per_session": {"kind": "ratio", "numerator": "fare", "denominator": "sessions", "better": "lower"},
+              "booked": {"kind": "conversion", "owner": "team-rider", "description": "Booked a trip."}}}
+            """#), unit: .basisPoints)
+        #expect(flagSet.metrics.map(\.name) == ["fare", "per_session", "booked"])
+        #expect(flagSet.metric("per_session") == MetricDefinition(name: "per_session", kind: .ratio, better: .lower,
+                                                                  numerator: "fare", denominator: "sessions"))
+        #expect(flagSet.metric("crash_rate")?.numerator == MetricDefinition.crashedSessions)
+        #expect(flagSet.allMetrics.count == 6)
+        #expect(try FlagSet(tree: .object(flagSet.tree(unit: .basisPoints)), unit: .basisPoints) == flagSet)
+    }
+
+    @Test func validateChecksMetricsBuiltInCode() {
+        var flagSet = FlagSet(namespace: "n", metrics: [
+            MetricDefinition(name: "fare", kind: .value, cap: 10),
+            MetricDefinition(name: "fare", kind: .count),
+            MetricDefinition(name: "sessions", kind: .count),
+            MetricDefinition(name: "infinite", kind: .value, cap: .infinity),
+        ])
+        #expect(flagSet.validate().map(\.description) == [
+            "metrics.fare: 'fare' is declared twice",
+            "metrics.sessions: 'sessions' is a built-in metric (sessions, crashed_sessions, crash_rate); every namespace has it, so it may not be declared",
+            "metrics.infinite.cap: inf is not a finite number",
+        ])
+        flagSet.metrics = (1...65).map { MetricDefinition(name: "m\($0)", kind: .conversion) }
+        #expect(flagSet.validate().map(\.description) == [
+            "metrics: declares 65 metrics; a namespace may declare at most 64 (the built-in ones apart)",
+        ])
+        flagSet.metrics.removeLast()
+        #expect(flagSet.validate().isEmpty)
+    }
 }

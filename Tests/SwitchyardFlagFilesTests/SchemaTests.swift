@@ -42,7 +42,7 @@ struct SchemaTests {
         func fields(_ definition: String) -> Set<String> {
             Set(definitions[definition]?["properties"]?.objectValue?.memberKeys ?? [])
         }
-        #expect(Set(schema["properties"]?.objectValue?.memberKeys ?? []) == ["namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags"])
+        #expect(Set(schema["properties"]?.objectValue?.memberKeys ?? []) == ["namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags", "metrics"])
         #expect(fields("pluginPoint") == ["name", "description", "kill_switch", "switches"])
         #expect(fields("killSwitch") == ["description", "members", "entries"])
         #expect(fields("scope") == ["cities", "cohorts"])
@@ -60,6 +60,7 @@ struct SchemaTests {
         #expect(fields("namespaceCrashGuard") == switchPolicy.union(CrashGuardPolicy.namespaceFields))
         #expect(fields("experiment") == ["type", "description", "owner", "value_type", "variants", "default_variant", "weights", "rules"])
         #expect(fields("variant") == ["key", "value"])
+        #expect(fields("metric") == ["description", "owner", "kind", "better", "cap", "numerator", "denominator"])
     }
 
     @Test func riderFilePointsEditorsAtTheSchema() throws {
@@ -90,12 +91,16 @@ struct SchemaScriptTests {
     @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/check-venv)"))
     func pythonValidatorRejectsTyposAndOutOfRangeRollouts() async throws {
         let files = ["unknown-field.yaml", "rollout-out-of-range.yaml"].map { TestPaths.broken + "/" + $0 }
-            + [TestPaths.fixtures + "/crash-guard/crash-guard-invalid.yaml"]
+            + [TestPaths.fixtures + "/crash-guard/crash-guard-invalid.yaml", TestPaths.broken + "/metrics-invalid.yaml"]
         let result = try await checkSchemas(files)
         #expect(result.status == 1)
         #expect(result.output.contains("crash-guard-invalid.yaml: crash_guard.confidence: 100 is greater than or equal to the maximum of 100"))
         #expect(result.output.contains("crash-guard-invalid.yaml: crash_guard.scope_by[1]: 'country' is not one of ['city', 'cohort']"))
         #expect(result.output.contains("unknown-field.yaml: flags.plugin_switch_feed_promos: Additional properties are not allowed ('descripton', 'rollot' were unexpected)"))
         #expect(result.output.contains("rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is greater than the maximum of 100"))
+        #expect(result.output.contains("metrics-invalid.yaml: metrics.fare: 'cap' is a required property"))
+        #expect(result.output.contains("metrics-invalid.yaml: metrics.trips.cap: 2.5 is not of type 'integer'"))
+        #expect(result.output.contains("metrics-invalid.yaml: metrics: 'sessions' should not be valid under"))
+        #expect(result.output.contains("metrics-invalid.yaml: metrics.owner_less: 'kind' is a required property"))
     }
 }

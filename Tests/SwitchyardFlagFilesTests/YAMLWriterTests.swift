@@ -16,6 +16,7 @@ struct YAMLWriterTests {
         #expect(reread.flags.map(\.key) == original.flags.map(\.key))
         #expect(reread.killSwitches.map(\.key) == original.killSwitches.map(\.key))
         #expect(reread.pluginPoints == original.pluginPoints)
+        #expect(reread.metrics == original.metrics)
         // Writing is stable: the written text writes back the same.
         #expect(reread.yamlText() == text)
     }

@@ -143,12 +143,13 @@ struct SnapshotRouteTests {
     }
 
     /// A client token ships in every app: the change feed shows it what snapshots show (issue 29). Release plans,
-    /// crash guard policies, actors, reasons, summaries and evidence are the release manager's.
+    /// crash guard policies, metrics, actors, reasons, summaries and evidence are the release manager's.
     @Test func aClientTokenReadsOfTheChangeFeedOnlyWhatSnapshotsShow() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
         var flagSet = try #require(try await app.store.namespace("rider")).flagSet
         flagSet.crashGuard = CrashGuardPolicy(maximumCrashRate: Rollout(basisPoints: 150))
+        flagSet.metrics = [MetricDefinition(name: "fare_collected", kind: .value, cap: 200)]
         let policy = JSONValue.object(JSONObject([("flag_set", .object(flagSet.tree(unit: .basisPoints))), ("reason", .string("a stricter guard"))]))
         let guarded = try await app.send(.put, "/v1/namespaces/rider/flag-set", token: "editor", body: policy.serializedString())
         #expect(guarded.status == .ok, "\(guarded.text)")
@@ -160,6 +161,8 @@ struct SnapshotRouteTests {
         let editor = try await app.send(.get, "/v1/namespaces/rider/changes?after=1", token: "editor")
         let text = editor.text
         #expect(text.contains("crash_guard") && text.contains("\"release\"") && text.contains("weather to Lagos"), "\(text)")
+        let kinds = editor.json["changes"]?.arrayValue?.flatMap { $0["changes"]?.arrayValue ?? [] }.compactMap { $0["kind"]?.stringValue }
+        #expect(kinds?.contains("metric") == true && text.contains("fare_collected"), "\(text)")
 
         let client = try await app.send(.get, "/v1/namespaces/rider/changes?after=1", token: "client")
         #expect(client.status == .ok)
@@ -170,6 +173,7 @@ struct SnapshotRouteTests {
         }
         #expect(!client.text.contains("crash_guard") && !client.text.contains("\"release\"") && !client.text.contains("weather to Lagos") && !client.text.contains("stricter"),
                 "\(client.text)")
+        #expect(!client.text.contains("fare_collected") && !client.text.contains("metric"), "\(client.text)")
         // The release's rollout in Lagos is what clients evaluate: it is there.
         #expect(client.text.contains("lagos"), "\(client.text)")
         let one = try await app.send(.get, "/v1/namespaces/rider/changes/\(version)", token: "client")

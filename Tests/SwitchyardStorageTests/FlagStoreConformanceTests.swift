@@ -256,6 +256,58 @@ import Testing
         }
     }
 
+    /// Metrics are objects of their own in the change log (kind `metric`, key the name): each created, updated or
+    /// removed one is listed, audited, and restored alone by a revert.
+    @Test(arguments: StoreBackend.all)
+    func metricsAreChangedAuditedAndRevertedOneByOne(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            let fare = MetricDefinition(name: "fare", owner: "team-rider", kind: .value, cap: 200)
+            let trips = MetricDefinition(name: "trips", kind: .count, cap: 20)
+            let added = try await store.change("rider", Fixtures.request()) { flagSet in
+                var flagSet = flagSet
+                flagSet.metrics = [fare, trips]
+                return flagSet
+            }
+            #expect(added.record?.summary == "created metric fare, metric trips")
+            #expect(added.record?.changes == [
+                ObjectChange(kind: .metric, key: "fare", before: nil, after: .object(fare.tree)),
+                ObjectChange(kind: .metric, key: "trips", before: nil, after: .object(trips.tree)),
+            ])
+            let changed = try await store.change("rider", Fixtures.request()) { flagSet in
+                var flagSet = flagSet
+                flagSet.metrics[0].cap = 250.5
+                flagSet.metrics.append(MetricDefinition(name: "fare_per_trip", kind: .ratio, numerator: "fare", denominator: "trips"))
+                return flagSet
+            }
+            #expect(changed.record?.summary == "updated metric fare; created metric fare_per_trip")
+            #expect(changed.record?.changes.first?.after?["cap"] == .number(JSONNumber(uncheckedLiteral: "250.5")))
+            let stored = try #require(try await store.namespace("rider"))
+            #expect(stored.flagSet.metrics.map(\.name) == ["fare", "trips", "fare_per_trip"])
+            #expect(stored.flagSet.metric("fare")?.cap == 250.5)
+            let audit = try await store.audit(AuditQuery(namespace: "rider", source: .cli))
+            #expect(audit.entries.first?.changes.map(\.kind) == [.metric, .metric])
+            // Removing trips would leave fare_per_trip without a denominator: refused, naming the field.
+            let refused = await expectStorageError(.invalid) {
+                try await store.change("rider", Fixtures.request()) { flagSet in
+                    var flagSet = flagSet
+                    flagSet.metrics.removeAll { $0.name == "trips" }
+                    return flagSet
+                }
+            }
+            #expect(refused?.problems.map(\.description) == [
+                "metrics.fare_per_trip.denominator: 'trips' is not a metric of this namespace (declared or built in: sessions, crashed_sessions, fare)",
+            ])
+            // Reverting version 3 restores fare's cap and removes the ratio; trips, from version 2, stays.
+            let reverted = try await store.revert("rider", version: 3, request: Fixtures.request())
+            #expect(reverted.state.flagSet.metrics.map(\.name) == ["fare", "trips"])
+            #expect(reverted.state.flagSet.metric("fare") == fare)
+            #expect(reverted.record?.changes.map(\.kind) == [.metric, .metric])
+            let all = try await store.revert("rider", version: 2, request: Fixtures.request())
+            #expect(all.state.flagSet == Fixtures.rider())
+        }
+    }
+
     @Test(arguments: StoreBackend.all)
     func aDeletedNamespaceIsGoneAndComesBackWithANewEpoch(backend: StoreBackend) async throws {
         try await backend.withStore { store in

@@ -63,8 +63,9 @@ extension NamespacePlan {
             let flagSet = desired
             var text = "namespace \(namespace) (\(file)) does not exist on \(server): apply creates it with "
                 + "\(flagSet.pluginPoints.count) plugin point\(flagSet.pluginPoints.count == 1 ? "" : "s"), "
-                + "\(flagSet.killSwitches.count) kill switch\(flagSet.killSwitches.count == 1 ? "" : "es") and "
-                + "\(flagSet.flags.count) flag\(flagSet.flags.count == 1 ? "" : "s")\n"
+                + "\(flagSet.killSwitches.count) kill switch\(flagSet.killSwitches.count == 1 ? "" : "es")"
+                + (flagSet.metrics.isEmpty ? " and " : ", ") + "\(flagSet.flags.count) flag\(flagSet.flags.count == 1 ? "" : "s")"
+                + (flagSet.metrics.isEmpty ? "" : " and \(flagSet.metrics.count) metric\(flagSet.metrics.count == 1 ? "" : "s")") + "\n"
             for object in objects.dropFirst() {
                 text += "  " + Style.green.apply("+ \(object.kind.replacingOccurrences(of: "_", with: " ")) \(object.key)", colour: colour) + "\n"
             }
@@ -147,9 +148,10 @@ public struct Diff: FlagctlCommand {
         abstract: "Show what 'flagctl apply' would change on the server to match flag files: the plan, with who is affected.",
         discussion: """
             Compares each <namespace>.yaml in DIR with that namespace on the server and prints the plan: each \
-            flag, kill switch and plugin point created (+), changed (~, field by field) or removed (-), the \
-            units each change affects (the units of a rule or of the default rollout, and about what share of \
-            them turn on or off), and the cities and cohorts affected. Nothing is changed.
+            flag, kill switch, plugin point and metric created (+), changed (~, field by field) or removed (-) \
+            (and the namespace's description and crash_guard), the units each change affects (the units of a \
+            rule or of the default rollout, and about what share of them turn on or off), and the cities and \
+            cohorts affected. Nothing is changed.
 
             Operational state (kill entries, disabled and disabled_scopes, set by release managers and the \
             crash guard) is compared only with --include-state; otherwise the plan lists where it differs and \
@@ -203,8 +205,8 @@ public struct Apply: FlagctlCommand {
             needs an admin token). Running apply again changes nothing.
 
             Operational state (kill entries, disabled, disabled_scopes) is left as it is on the server unless \
-            --include-state. Flags, kill switches and plugin points missing from the files are removed only \
-            with --prune. The audit log records these changes with source 'apply'.
+            --include-state. Flags, kill switches, plugin points and metrics missing from the files are removed \
+            only with --prune. The audit log records these changes with source 'apply'.
 
             Examples:
 

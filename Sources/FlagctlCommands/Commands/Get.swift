@@ -6,23 +6,27 @@ import SwitchyardWire
 /// `flagctl get [KEY]`: the flags of a namespace, or one flag (or kill switch) with its state.
 public struct Get: FlagctlCommand {
     public static let configuration = CommandConfiguration(
-        abstract: "List a namespace's flags and kill switches, or show one flag with its state, rules and kill switches.",
+        abstract: "List a namespace's flags, kill switches and metrics, or show one flag with its state, rules and kill switches.",
         discussion: """
             Without KEY: every flag with its state (on, off, disabled, killed), default rollout, number of rules \
-            and scoped kills or disables, then every kill switch with its entries. With KEY: that flag's \
-            description, owner, plugin point, state, disabled scopes, rules (numbered from 0, as --rule takes \
-            them), default rollout and the kill switches covering it with their entries. KEY may also be a kill \
-            switch.
+            and scoped kills or disables, then every kill switch with its entries, then every metric (built in \
+            and declared) with its kind, which way is better and its cap. With KEY: that flag's description, \
+            owner, plugin point, state, disabled scopes, rules (numbered from 0, as --rule takes them), default \
+            rollout and the kill switches covering it with their entries. KEY may also be a kill switch or a \
+            metric.
 
             Examples:
 
               flagctl get
               flagctl get plugin_switch_feed_promos
               flagctl get kill_home_feed
+              flagctl get fare
               flagctl get plugin_switch_feed_promos -o json
 
             -o json and -o yaml give rollouts in basis points (10000 = 100%), as the API does. Fields: \
-            namespace, version, etag, and flags + kill_switches (list) or flag + kill_switches, or kill_switch.
+            namespace, version, etag, and flags + kill_switches + metrics (list) or flag + kill_switches, or \
+            kill_switch, or metric. A metric: name, kind, better, cap, numerator, denominator, description, \
+            owner (those it has) and built_in.
 
             Exit status: 0 ok, 1 failure, 4 no such namespace or key, 5 token refused, 64 usage.
             """
@@ -67,9 +71,17 @@ public struct Get: FlagctlCommand {
             } else {
                 console.write(Self.killSwitchTable(kill, view: view, colour: console.usesColour))
             }
+        } else if let metric = flagSet.metric(key) {
+            var tree = Self.header(view)
+            tree["metric"] = Self.metricTree(metric)
+            if let rendered = outputOptions.render(.object(tree)) {
+                console.write(rendered)
+            } else {
+                console.write(Self.metricTable(metric, view: view))
+            }
         } else {
-            let keys = flagSet.flags.map(\.key) + flagSet.killSwitches.map(\.key)
-            throw CommandFailure.notFound("namespace '\(view.namespace)' has no flag or kill switch '\(key)'"
+            let keys = flagSet.flags.map(\.key) + flagSet.killSwitches.map(\.key) + flagSet.allMetrics.map(\.name)
+            throw CommandFailure.notFound("namespace '\(view.namespace)' has no flag, kill switch or metric '\(key)'"
                 + FlagSet.didYouMean(key, keys) + "; 'flagctl get' lists them")
         }
     }
@@ -82,7 +94,19 @@ public struct Get: FlagctlCommand {
         var tree = header(view)
         tree["flags"] = .array(view.flagSet.flags.map { flagTree($0, in: view.flagSet) })
         tree["kill_switches"] = .array(view.flagSet.killSwitches.map { killSwitchTree($0, in: view.flagSet) })
+        tree["metrics"] = .array(view.flagSet.allMetrics.map(metricTree))
         return tree
+    }
+
+    /// A metric with its name, every field spelled out (`better` too), and whether it is built in.
+    static func metricTree(_ metric: MetricDefinition) -> JSONValue {
+        let tree = metric.tree
+        var object = JSONObject([("name", .string(metric.name))])
+        for key in ["description", "owner", "kind"] { object[key] = tree[key] }
+        object["better"] = .string(metric.better.rawValue)
+        for key in ["cap", "numerator", "denominator"] { object[key] = tree[key] }
+        object["built_in"] = .bool(MetricDefinition.isBuiltIn(metric.name))
+        return .object(object)
     }
 
     /// A flag as the API shows it (rollouts in basis points), with its plugin point, kill switches and (for
@@ -120,7 +144,24 @@ public struct Get: FlagctlCommand {
         } else if !master.entries.isEmpty {
             header += "master kill switch entries: \(Style.red.apply(master.entriesText, colour: colour)) (every flag is off there)\n"
         }
-        return header + "\n" + flags.render(colour: colour) + "\n" + kills.render(colour: colour)
+        var metrics = Table("METRIC", "KIND", "BETTER", "CAP", "OWNER")
+        for metric in flagSet.allMetrics {
+            metrics.add(metric.name, metric.kindText, metric.better.rawValue, metric.capText,
+                        MetricDefinition.isBuiltIn(metric.name) ? "built in" : metric.owner ?? "-")
+        }
+        return header + "\n" + flags.render(colour: colour) + "\n" + kills.render(colour: colour) + "\n" + metrics.render(colour: colour)
+    }
+
+    static func metricTable(_ metric: MetricDefinition, view: NamespaceView) -> String {
+        var table = KeyValueTable()
+        table.add("metric", metric.name + (MetricDefinition.isBuiltIn(metric.name) ? " (built in)" : ""))
+        if let description = metric.description { table.add("description", description) }
+        if let owner = metric.owner { table.add("owner", owner) }
+        table.add("namespace", "\(view.namespace) at version \(view.version)")
+        table.add("kind", metric.kindText)
+        table.add("better", metric.better.rawValue)
+        if metric.kind == .count || metric.kind == .value { table.add("cap", metric.capText) }
+        return table.text
     }
 
     static func flagTable(_ flag: FlagDefinition, view: NamespaceView, colour: Bool) -> String {

@@ -109,6 +109,20 @@ extension Experiment {
     }
 }
 
+extension MetricDefinition {
+    /// `value`, `ratio fare / trips`.
+    var kindText: String {
+        guard kind == .ratio else { return kind.rawValue }
+        return "ratio \(numerator ?? "?") / \(denominator ?? "?")"
+    }
+
+    /// `200`, `0.5`, or `-` without a cap.
+    var capText: String {
+        guard let cap else { return "-" }
+        return MetricDefinition.jsonNumber(cap).serializedString()
+    }
+}
+
 extension KillSwitch {
     /// `cities lagos; cohorts core_only`, or `none`.
     var entriesText: String {

@@ -65,7 +65,7 @@ enum ObjectDiff {
 
     /// A field's value for people; `none` when absent.
     static func text(_ value: JSONValue?, key: String) -> String {
-        guard let value else { return key == "disabled" ? "false" : "none" }
+        guard let value else { return key == "disabled" ? "false" : key == "better" ? "higher" : "none" }
         return inline(value, key: key)
     }
 

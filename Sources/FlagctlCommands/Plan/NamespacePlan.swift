@@ -5,7 +5,7 @@ import SwitchyardCore
 /// share of units each change affects.
 ///
 /// Definitions (plugin points, kill switches and their members, flags' rules, rollouts, variants, weights,
-/// descriptions) come from the file. Operational state (kill entries, and a plugin switch's `disabled` and
+/// descriptions, metrics) come from the file. Operational state (kill entries, and a plugin switch's `disabled` and
 /// `disabled_scopes`, which release managers and the crash guard set) stays as it is on the server unless
 /// `includeState`; objects only on the server stay unless `prune`.
 struct NamespacePlan: Sendable {
@@ -17,7 +17,7 @@ struct NamespacePlan: Sendable {
 
     /// One object the plan changes.
     struct ObjectPlan: Sendable {
-        /// `flag`, `kill_switch`, `plugin_point` or `namespace`.
+        /// `flag`, `kill_switch`, `plugin_point`, `metric` or `namespace`.
         var kind: String
         var key: String
         var action: Action
@@ -147,6 +147,10 @@ struct NamespacePlan: Sendable {
                 desired.pluginPoints.append(point)
                 kept.append(("plugin_point", point.name))
             }
+            for metric in current.metrics where !desired.metrics.contains(where: { $0.name == metric.name }) {
+                desired.metrics.append(metric)
+                kept.append(("metric", metric.name))
+            }
         }
         let problems = desired.validate()
         guard problems.isEmpty else {
@@ -198,6 +202,7 @@ struct NamespacePlan: Sendable {
         compare("plugin_point", pointTrees(oldTree), pointTrees(newTree))
         compare("kill_switch", members(oldTree, "kill_switches"), members(newTree, "kill_switches"))
         compare("flag", members(oldTree, "flags"), members(newTree, "flags"))
+        compare("metric", members(oldTree, "metrics"), members(newTree, "metrics"))
         return objects
     }
 

@@ -33,6 +33,9 @@ public struct ClientReport: Sendable, CustomStringConvertible {
         public static let eventsRejected = Kind("eventsRejected")
         /// Sending events failed; they stay queued and are retried.
         public static let eventsFailed = Kind("eventsFailed")
+        /// An outcome passed to ``FlagClient/track(_:value:)`` was not queued: its metric name or value is
+        /// invalid, or the context has no unit id to attribute it to. Nothing is sent.
+        public static let metricRefused = Kind("metricRefused")
 
         public var description: String { name }
     }

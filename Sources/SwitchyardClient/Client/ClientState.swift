@@ -111,6 +111,26 @@ final class ClientState: Sendable {
         return now >= staleAfter
     }
 
+    /// The plugin switches whose evaluation for the prepared context a rollout split decided (reason `SPLIT`), in
+    /// snapshot order, each with whether the split put the unit in; at most `limit`.
+    ///
+    /// Empty without a snapshot or past the staleness limit (every switch is then off whatever its split says);
+    /// switches the crash-loop guard holds off are left out for the same reason. Walks the compiled table through
+    /// handles: no string lookup, and allocation only for the switches it lists.
+    func splitSwitches(now: Date, limit: Int) -> [(key: String, isOn: Bool)] {
+        guard let compiled, limit > 0, !isStale(now: now) else { return [] }
+        let flags = compiled.snapshot.flagSet.flags
+        var splits: [(key: String, isOn: Bool)] = []
+        for index in 0..<Int32(min(compiled.flagCount, flags.count)) {
+            let handle = FlagHandle(index: index)
+            let evaluation = preparedEvaluator.evaluateSwitch(handle)
+            guard evaluation.reason == .split, !isQuarantined(handle) else { continue }
+            splits.append((flags[Int(index)].key, evaluation.isOn))
+            if splits.count == limit { break }
+        }
+        return splits
+    }
+
     var snapshotInfo: SnapshotInfo? {
         guard let compiled, let origin else { return nil }
         return SnapshotInfo(namespace: compiled.namespace, epoch: compiled.epoch, version: compiled.version, origin: origin,

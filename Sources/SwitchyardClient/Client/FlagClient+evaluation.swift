@@ -148,7 +148,7 @@ extension FlagClient {
         guard configuration.events.recordsExposures else { return }
         let context = shared.withLock { $0.context }
         enqueue(ClientEvent.exposure(flag: key, variant: variant, epoch: compiled.epoch, version: compiled.version,
-                                     context: context, id: ClientEvent.newID(), time: wallClock()))
+                                     unit: unitDigest(of: context), context: context, id: ClientEvent.newID(), time: wallClock()))
     }
 }
 

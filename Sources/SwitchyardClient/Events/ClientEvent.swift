@@ -2,13 +2,26 @@ package import Foundation
 package import SwitchyardCore
 
 /// The events the client reports to `POST /v1/namespaces/{ns}/events`, in the wire format of PRODUCT.md's
-/// "Events" section (documented in `docs/client.md`).
+/// "Events" section and `design/issue30.md` § 2 (documented in `docs/client.md`).
 ///
 /// Every event has a client-generated `id` (a UUID: the server counts each id once, so a retried batch never
 /// counts twice), a `type`, a `time` (RFC 3339, UTC), and the unit's `app_version`, `platform`, `city` and
-/// `cohorts` (absent attributes are left out; `cohorts` is always a list). A session also names its `unit`: a
-/// digest of the unit id (``SessionRecord/unitDigest(_:namespace:)``), never the id itself, so the crash guard can
-/// count distinct units.
+/// `cohorts` (absent attributes are left out; `cohorts` is always a list). Events name their `unit` as a digest of
+/// the unit id (``SessionRecord/unitDigest(_:namespace:)``), never the id itself, so flagsd can count distinct
+/// units (the crash guard) and assign each unit to one arm of an experiment.
+///
+/// - `session`: a finished session, reported at the next launch: its plugin switches and served variants, and
+///   whether it crashed.
+/// - `exposure`: an experiment flag's variant served to the unit (once per flag, variant, snapshot version and
+///   context); carries `unit` when the context has a unit id.
+/// - `metric`: an outcome the app reported with ``FlagClient/track(_:value:)``. `metric` (a flag-key name, at most
+///   128 characters) and `unit` are always present; `value` (finite, 0 … 1e9) only when the app passed one
+///   (absent means one occurrence). `switches` lists the plugin switches active in the session and `variants` the
+///   experiment variants served in it, as `session` events do; `splits` names every plugin switch of the installed
+///   snapshot whose state a rollout split decided for this unit at that moment (reason `SPLIT`): `true` bucketed
+///   in, `false` bucketed out (at most 256). A switch decided otherwise (0 or 100 %, a rule without a partial
+///   rollout, a kill, the crash-loop guard, a stale snapshot) is not listed: that unit observes nothing of its
+///   experiment. `switches`, `splits` and `variants` are always present, empty when there is nothing to say.
 ///
 /// ```json
 /// {"app_version":"5.12.0","city":"lagos","cohorts":["beta"],"crashed":true,"end":"2026-11-22T09:14:03.250Z",
@@ -16,7 +29,12 @@ package import SwitchyardCore
 ///  "switches":["plugin_switch_feed_promos"],"time":"2026-11-22T09:20:40.118Z","type":"session",
 ///  "unit":"4be0643f1d98573b97cdca98a65347dd","variants":{"exp_checkout_copy":"treatment"}}
 /// {"app_version":"5.12.0","city":"lagos","cohorts":["beta"],"epoch":"9f2…","flag":"exp_checkout_copy",
-///  "id":"1d3a…","time":"2026-11-22T09:21:00.000Z","type":"exposure","variant":"treatment","version":42}
+///  "id":"1d3a…","time":"2026-11-22T09:21:00.000Z","type":"exposure","unit":"4be0643f1d98573b97cdca98a65347dd",
+///  "variant":"treatment","version":42}
+/// {"app_version":"5.12.0","city":"lagos","cohorts":["beta"],"id":"a41e…","metric":"fare",
+///  "splits":{"plugin_switch_feed_promos":true,"plugin_switch_split_fare":false},
+///  "switches":["plugin_switch_feed_promos"],"time":"2026-11-22T09:22:13.412Z","type":"metric",
+///  "unit":"4be0643f1d98573b97cdca98a65347dd","value":16.1,"variants":{"exp_checkout_copy":"treatment"}}
 /// ```
 package enum ClientEvent {
     /// A finished session, reported at the next launch.
@@ -38,7 +56,9 @@ package enum ClientEvent {
     }
 
     /// An experiment flag's variant served to the unit.
-    package static func exposure(flag: String, variant: String, epoch: String, version: Int64,
+    /// - Parameter unit: the unit's digest (``SessionRecord/unitDigest(_:namespace:)``); nil when the context has
+    ///   no unit id.
+    package static func exposure(flag: String, variant: String, epoch: String, version: Int64, unit: String?,
                                  context: EvaluationContext, id: String, time: Date) -> JSONObject {
         var event = common(id: id, type: "exposure", time: time, appVersion: context.appVersion, platform: context.platform,
                            city: context.city, cohorts: context.cohorts)
@@ -46,6 +66,29 @@ package enum ClientEvent {
         event["variant"] = .string(variant)
         event["epoch"] = .string(epoch)
         event["version"] = .int64(version)
+        if let unit { event["unit"] = .string(unit) }
+        return event
+    }
+
+    /// An outcome the app tracked, attributed to the unit's experiments at that moment.
+    /// - Parameters:
+    ///   - value: the value, when the app passed one (already checked: finite, 0 … 1e9).
+    ///   - unit: the unit's digest (``SessionRecord/unitDigest(_:namespace:)``).
+    ///   - switches: the plugin switches active in the session.
+    ///   - splits: the plugin switches a rollout split decided for the unit, with whether it put the unit in.
+    ///   - variants: the experiment variants served in the session, by flag key.
+    package static func metric(_ metric: String, value: Double?, unit: String, switches: [String], splits: [(key: String, isOn: Bool)],
+                               variants: [String: String], context: EvaluationContext, id: String, time: Date) -> JSONObject {
+        var event = common(id: id, type: "metric", time: time, appVersion: context.appVersion, platform: context.platform,
+                           city: context.city, cohorts: context.cohorts)
+        event["metric"] = .string(metric)
+        if let value { event["value"] = .double(value == 0 ? 0 : value) }   // never -0.0
+        event["unit"] = .string(unit)
+        event["switches"] = .array(switches.map { .string($0) })
+        event["splits"] = .object(JSONObject(splits.map { ($0.key, .bool($0.isOn)) }))
+        var served = JSONObject()
+        for (flag, variant) in variants.sorted(by: { $0.key < $1.key }) { served[flag] = .string(variant) }
+        event["variants"] = .object(served)
         return event
     }
 

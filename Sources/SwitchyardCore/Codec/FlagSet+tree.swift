@@ -8,7 +8,7 @@ public enum RolloutUnit: Sendable, Hashable {
 
 extension FlagSet {
     /// The top-level fields of a flag set document.
-    static let fieldNames = ["namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags"]
+    static let fieldNames = ["namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags", "metrics"]
 
     /// Reads a flag set from a JSON tree and validates it, reporting every problem.
     ///
@@ -24,8 +24,10 @@ extension FlagSet {
         var problems = reader.problems
         if let flagSet {
             // The reader already reports some rules validate() checks too (a plugin switch key's prefix): once each.
+            // A metric the reader found at fault is kept with what could be read; validate() says no more of it.
+            let faultyMetrics = Set(problems.compactMap(\.path.metricName))
             for problem in flagSet.validate().map({ ValidationProblem(file: file, path: $0.path, message: $0.message) })
-            where !problems.contains(problem) {
+            where !problems.contains(problem) && !(problem.path.metricName.map(faultyMetrics.contains) ?? false) {
                 problems.append(problem)
             }
         }
@@ -80,18 +82,19 @@ extension FlagSet {
                 }
             }
         }
+        let metrics = root.value("metrics").map { MetricDefinition.readAll($0, reader: reader) } ?? []
         root.finish(known: extraFields)
         guard let namespace else { return nil }
         return FlagSet(namespace: namespace, description: description, pluginPoints: pluginPoints,
-                       killSwitches: killSwitches, flags: flags, crashGuard: crashGuard)
+                       killSwitches: killSwitches, flags: flags, crashGuard: crashGuard, metrics: metrics)
     }
 
     /// The flag set as a JSON tree, leaving out empty and default fields.
     ///
     /// - Parameters:
     ///   - unit: how rollouts (and other percentages) are written.
-    ///   - includingServerPolicies: whether crash guard policies and release plans are written; snapshots leave them
-    ///     out (clients do not need them, and a client that does not know a field refuses the snapshot).
+    ///   - includingServerPolicies: whether crash guard policies, release plans and metrics are written; snapshots
+    ///     leave them out (clients do not need them, and a client that does not know a field refuses the snapshot).
     public func tree(unit: RolloutUnit, includingServerPolicies: Bool = true) -> JSONObject {
         var root = JSONObject()
         root["namespace"] = .string(namespace)
@@ -101,6 +104,7 @@ extension FlagSet {
         // Built in one pass: setting members one by one looks each key up, quadratic for thousands of flags.
         root["kill_switches"] = .object(JSONObject(killSwitches.map { ($0.key, .object($0.tree)) }))
         root["flags"] = .object(JSONObject(flags.map { ($0.key, .object($0.tree(unit: unit, includingServerPolicies: includingServerPolicies))) }))
+        if includingServerPolicies, !metrics.isEmpty { root["metrics"] = .object(JSONObject(metrics.map { ($0.name, .object($0.tree)) })) }
         return root
     }
 }

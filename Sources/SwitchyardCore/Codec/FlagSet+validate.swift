@@ -1,6 +1,6 @@
 extension FlagSet {
     /// Checks what a document's shape cannot: references between plugin points, kill switches and flags,
-    /// variants and weights, key uniqueness and naming rules.
+    /// variants and weights, key uniqueness and naming rules, and how each metric's fields fit its kind.
     ///
     /// - Returns: every problem, with the field path it concerns (empty when the flag set is valid).
     public func validate() -> [ValidationProblem] {
@@ -62,6 +62,7 @@ extension FlagSet {
                 pointOfSwitch[key] = point.name
             }
         }
+        if !metrics.isEmpty { problems += MetricDefinition.problems(of: metrics) }
         return problems
     }
 
@@ -125,5 +126,84 @@ extension Experiment {
             checkWeights(rule.weights, at: path / "rules" / index / "weights")
         }
         return problems
+    }
+}
+
+extension MetricDefinition {
+    /// The problems of a namespace's declared metrics: names (flag-key characters, at most 64, no built-in's), each
+    /// kind's fields (a value metric's cap, a ratio's numerator and denominator), references, and how many.
+    static func problems(of metrics: [MetricDefinition]) -> [ValidationProblem] {
+        var problems: [ValidationProblem] = []
+        let root = FieldPath("metrics")
+        func report(_ path: FieldPath, _ message: String) {
+            problems.append(ValidationProblem(path: path, message: message))
+        }
+        if metrics.count > maximumDeclared {
+            report(root, "declares \(metrics.count) metrics; a namespace may declare at most \(maximumDeclared) (the built-in ones apart)")
+        }
+        var seen = Set<String>()
+        for metric in metrics {
+            let path = root / metric.name
+            if let problem = NameRule.metric.problem(with: metric.name) {
+                report(path, problem)
+                continue
+            }
+            if !seen.insert(metric.name).inserted { report(path, "'\(metric.name)' is declared twice") }
+            if isBuiltIn(metric.name) {
+                report(path, "'\(metric.name)' is a built-in metric (\(builtIn.map(\.name).joined(separator: ", "))); every namespace has it, so it may not be declared")
+            }
+            switch metric.kind {
+            case .value where metric.cap?.isFinite == false, .count where metric.cap?.isFinite == false:
+                report(path / "cap", "\(capText(metric.cap!)) is not a finite number")
+            case .value:
+                if let cap = metric.cap {
+                    if cap <= 0 { report(path / "cap", "\(capText(cap)) must be above 0 (the most one unit's sum counts for)") }
+                } else {
+                    report(path / "cap", "is required for a value metric (the most one unit's sum counts for)")
+                }
+            case .count:
+                if let cap = metric.cap, !(cap >= 1 && cap.rounded() == cap) {
+                    report(path / "cap", "\(capText(cap)) must be a whole number of at least 1 (the most occurrences one unit counts for)")
+                }
+            case .conversion, .ratio:
+                if metric.cap != nil {
+                    report(path / "cap", metric.kind == .conversion
+                        ? "a conversion metric takes no cap (a unit converts or not: 0 or 1)"
+                        : "a ratio metric takes no cap (cap its numerator and denominator)")
+                }
+            }
+            guard metric.kind == .ratio else {
+                for (field, name) in [("numerator", metric.numerator), ("denominator", metric.denominator)] where name != nil {
+                    report(path / field, "only a ratio metric has a \(field) (this one is a \(metric.kind.rawValue) metric)")
+                }
+                continue
+            }
+            for (field, name) in [("numerator", metric.numerator), ("denominator", metric.denominator)] {
+                guard let name else {
+                    report(path / field, "is required for a ratio metric (name a declared or built-in metric that is not a ratio)")
+                    continue
+                }
+                if name == metric.name {
+                    report(path / field, "'\(name)' is this metric; name another metric")
+                } else if let other = builtIn.first(where: { $0.name == name }) ?? metrics.first(where: { $0.name == name }) {
+                    if other.kind == .ratio {
+                        report(path / field, "'\(name)' is a ratio metric; a ratio's parts must be conversion, count or value metrics")
+                    }
+                } else {
+                    var known: [String] = []
+                    for other in builtIn + metrics where other.kind != .ratio && !known.contains(other.name) { known.append(other.name) }
+                    report(path / field, "'\(name)' is not a metric of this namespace (declared or built in: \(known.joined(separator: ", ")))")
+                }
+            }
+            if let numerator = metric.numerator, numerator == metric.denominator, numerator != metric.name {
+                report(path / "denominator", "'\(numerator)' is the numerator too; a metric per itself is always 1")
+            }
+        }
+        return problems
+    }
+
+    /// A cap as a problem shows it: `200`, `0.5`.
+    private static func capText(_ cap: Double) -> String {
+        cap.isFinite && cap.rounded() == cap && abs(cap) < 1e15 ? String(Int64(cap)) : String(cap)
     }
 }

@@ -199,6 +199,9 @@ final class NameRule: Sendable {
     /// Flag, kill switch, variant and plugin point keys: URL-safe, as OFREP needs.
     static let key = NameRule(what: "a key", maximumLength: 128, allowed: isKeyCharacter,
                               allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
+    /// Metric names (``MetricDefinition``): flag-key characters, shorter (they label every result and export row).
+    static let metric = NameRule(what: "a metric name", maximumLength: MetricDefinition.maximumNameLength, allowed: isKeyCharacter,
+                                 allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
     /// Namespace names.
     static let namespace = NameRule(what: "a namespace name", maximumLength: 63, allowed: isKeyCharacter,
                                     allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)

@@ -58,6 +58,11 @@ public struct MetricDefinition: Sendable, Hashable {
                          owner: "switchyard", kind: .ratio, better: .lower, numerator: crashedSessions, denominator: sessions),
     ]
 
+    /// The longest metric name.
+    public static let maximumNameLength = 64
+    /// The most metrics a namespace may declare (the built-in ones apart).
+    public static let maximumDeclared = 64
+
     public static let sessions = "sessions"
     public static let crashedSessions = "crashed_sessions"
     public static let crashRate = "crash_rate"

@@ -29,14 +29,16 @@ enum View {
 
     /// A change log entry as a client token reads it: what snapshots show, and no more. A client token ships in every
     /// app, so anyone may read with it: it gets the version, the time and what changed in the objects clients
-    /// evaluate, without who made the change, why, its evidence, the crash guard's policies and the release plans
-    /// (whose stages, margins and evidence are the release manager's). An object whose change was only in those is
-    /// left out; the entry stays, so the versions still follow each other.
+    /// evaluate, without who made the change, why, its evidence, the crash guard's policies, the release plans
+    /// (whose stages, margins and evidence are the release manager's) and the metrics. An object whose change was
+    /// only in those is left out; the entry stays, so the versions still follow each other.
     static func clientChange(_ record: ChangeRecord) -> JSONValue {
         var changes: [JSONValue] = []
         for change in record.changes {
             // The namespace's own fields: only its description is in snapshots.
             if change.kind == .namespace, change.key != "description" { continue }
+            // Metrics are the server's, as the crash guard's policy is: not in snapshots.
+            if change.kind == .metric { continue }
             let before = change.before.map(clientObject), after = change.after.map(clientObject)
             if change.kind != .namespace, before == after { continue }
             changes.append(ObjectChange(kind: change.kind, key: change.key, before: before, after: after).tree)

@@ -70,6 +70,7 @@ public struct ChangePlan: Sendable, Hashable {
         compare(.pluginPoint, before.pluginPoints.map { ($0.name, $0) }, after.pluginPoints.map { ($0.name, $0) }) { $0.jsonTree }
         compare(.killSwitch, before.killSwitches.map { ($0.key, $0) }, after.killSwitches.map { ($0.key, $0) }) { $0.jsonTree }
         compare(.flag, before.flags.map { ($0.key, $0) }, after.flags.map { ($0.key, $0) }) { .object($0.tree(unit: .basisPoints)) }
+        compare(.metric, before.metrics.map { ($0.name, $0) }, after.metrics.map { ($0.name, $0) }) { .object($0.tree) }
         return changes
     }
 
@@ -101,6 +102,7 @@ extension ObjectKind {
         case .killSwitch: "kill switch"
         case .pluginPoint: "plugin point"
         case .namespace: "namespace"
+        case .metric: "metric"
         }
     }
 }

@@ -117,8 +117,11 @@ public enum ObjectKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
     case flag
     case killSwitch = "kill_switch"
     case pluginPoint = "plugin_point"
-    /// The namespace's own fields (its description).
+    /// The namespace's own fields (its description, its crash guard policy).
     case namespace
+    /// An outcome metric the namespace declares (key: its name). Server policy, as the crash guard's: not in
+    /// snapshots, nor in what client tokens read of the change log.
+    case metric
 
     public var description: String { rawValue }
 }
@@ -126,7 +129,7 @@ public enum ObjectKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
 /// One object a change touched, as JSON trees before and after (nil when it did not exist).
 public struct ObjectChange: Sendable, Hashable {
     public var kind: ObjectKind
-    /// The flag or kill switch key, the plugin point name, or the namespace field.
+    /// The flag or kill switch key, the plugin point name, the metric name, or the namespace field.
     public var key: String
     public var before: JSONValue?
     public var after: JSONValue?
