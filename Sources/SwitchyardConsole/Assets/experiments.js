@@ -116,7 +116,7 @@
     const left = 120;
     const right = width - 14;
     const row = 30;
-    const top = 8;
+    const top = 22;
     const height = top + Math.max(1, comparisons.length) * row + 26;
     const values = comparisons.filter((comparison) => hasInterval(comparison.difference))
       .flatMap(({ difference }) => [difference.lower, difference.upper, difference.estimate]);
@@ -130,7 +130,8 @@
       class: 'chart interval-chart', viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': label,
       'data-metric': metric.name, 'data-bars': String(values.length / 3),
     },
-    svg('line', { class: 'zero-line', x1: x(0), x2: x(0), y1: top - 4, y2: bottom + 2 }),
+    svg('line', { class: 'zero-line', x1: x(0), x2: x(0), y1: top - 6, y2: bottom + 2 }),
+    svg('text', { class: 'tick zero', x: x(0), y: top - 10, 'text-anchor': 'middle' }, '0'),
     comparisons.map((comparison, index) => {
       const middle = top + index * row + row / 2;
       const difference = comparison.difference;
@@ -148,7 +149,6 @@
     }),
     svg('line', { class: 'axis', x1: left, x2: right, y1: bottom + 2, y2: bottom + 2 }),
     svg('text', { class: 'tick', x: left, y: bottom + 18, 'text-anchor': 'start' }, amount(x.lo, share, true)),
-    svg('text', { class: 'tick zero', x: x(0), y: bottom + 18, 'text-anchor': 'middle' }, '0'),
     svg('text', { class: 'tick', x: right, y: bottom + 18, 'text-anchor': 'end' }, amount(x.hi, share, true)));
   }
 
@@ -168,7 +168,7 @@
       : `${metric.name}: ${arm} minus ${results.control} over time: no point yet (too few units).`;
     const width = 480;
     const height = 150;
-    const left = 70;
+    const left = 86;
     const right = width - 10;
     const top = 8;
     const bottom = height - 24;
@@ -197,9 +197,10 @@
         svg('line', { class: 'zero-line', x1: left, x2: right, y1: y(0), y2: y(0) }),
         points.map((point, index) => svg('circle', { class: 'history-point', cx: xs[index], cy: y(point.difference.estimate), r: 3 })),
         svg('line', { class: 'axis', x1: left, x2: left, y1: top, y2: bottom }),
-        svg('text', { class: 'tick', x: left - 6, y: top + 10, 'text-anchor': 'end' }, amount(y.hi, share, true)),
+        // The bounds of the value axis, and 0 (a bound too close to 0 is left out rather than written over it).
+        y(y.hi) < y(0) - 14 ? svg('text', { class: 'tick', x: left - 6, y: top + 10, 'text-anchor': 'end' }, amount(y.hi, share, true)) : null,
         svg('text', { class: 'tick zero', x: left - 6, y: y(0) + 4, 'text-anchor': 'end' }, '0'),
-        svg('text', { class: 'tick', x: left - 6, y: bottom, 'text-anchor': 'end' }, amount(y.lo, share, true)),
+        y(y.lo) > y(0) + 14 ? svg('text', { class: 'tick', x: left - 6, y: bottom, 'text-anchor': 'end' }, amount(y.lo, share, true)) : null,
         svg('text', { class: 'tick', x: left, y: height - 6, 'text-anchor': 'start' }, axisTime(new Date(t0), t1 - t0)),
         svg('text', { class: 'tick', x: right, y: height - 6, 'text-anchor': 'end' }, axisTime(new Date(t1), t1 - t0)));
     } else {
@@ -282,8 +283,8 @@
           })))),
         h('h4', {}, 'Over time'),
         comparisons.map((comparison) => h('figure', { class: 'history-figure' },
+          h('figcaption', { class: 'meta' }, h('strong', {}, `${comparison.arm} minus ${results.control}`), ': the estimate (line) in its interval (band), each point over the units that had entered by then.'),
           historyChart(metric, comparison.arm, results),
-          h('figcaption', { class: 'meta' }, `${comparison.arm} minus ${results.control}: the estimate (line) in its interval (band), each point over the units that had entered by then.`),
           historyTable(metric, comparison.arm, results))),
       ] : h('p', { class: 'empty' }, 'No arm to compare with the control.'));
   }
