@@ -869,8 +869,15 @@ def experiment_variants():
     problems = []
     if shown["arms"] != [["control", "12"], ["book_now", "12"], ["lets_go", "12"]]:
         problems.append(f"the arms show {shown['arms']}")
+    # A bar per treatment variant whose interval flagsd could work out (every one, for the metrics the units reported).
+    answer = api("GET", f"experiments/{VARIANTS}")
+    bars = {metric["name"]: sum(1 for comparison in metric["comparisons"] if None not in comparison["difference"].values())
+            for metric in answer["metrics"]}
+    for name in [METRIC, "trip_booked", "sessions"]:
+        if bars.get(name) != 2:
+            problems.append(f"flagsd has {bars.get(name)} intervals for {name}")
     for chart in shown["intervals"]:
-        if chart["bars"] != 2 or [arm for arm, _ in chart["rows"]] != ["book_now", "lets_go"]:
+        if chart["bars"] != bars.get(chart["metric"]) or [arm for arm, _ in chart["rows"]] != ["book_now", "lets_go"]:
             problems.append(f"{chart['metric']}'s chart: {chart['bars']} bars, rows {chart['rows']}")
         elif "book_now: " not in chart["label"] or "lets_go: " not in chart["label"]:
             problems.append(f"{chart['metric']}'s chart is labelled {chart['label']!r}")
