@@ -139,6 +139,29 @@ struct OutcomeTrackingTests {
         #expect(received.first?["splits"] == .object(JSONObject([(Self.promos.key, .bool(true))])))
     }
 
+    /// A session names the switches its unit's split decided, from the snapshot installed at launch, whether or not
+    /// the unit reached a plugin point or tracked anything: flagsd enters units that never convert too.
+    @Test func theSessionEventNamesTheSplitsOfItsUnit() async throws {
+        for bucketedIn in [true, false] {
+            let harness = try ClientHarness()
+            let unit = try Self.unit(bucketedIn: bucketedIn)
+            let first = client(harness, server: try ClientHarness.deadServerURL(), unit: unit)
+            #expect(first.sessionSplits == [Self.promos.key: bucketedIn], "the 100 % and 0 % switches are no split")
+            first.endSession()
+            // The next launch reports it.
+            let server = try FlagsdStandIn()
+            defer { server.stop() }
+            server.publish(Self.snapshot)
+            let second = client(harness, server: server.baseURL, unit: unit)
+            try await whileRunning(second) {
+                try await waitUntil("the session arrives") { server.receivedEvents.contains { $0["type"] == .string("session") } }
+            }
+            let session = try #require(server.receivedEvents.first { $0["type"] == .string("session") })
+            #expect(session["splits"] == .object(JSONObject([(Self.promos.key, .bool(bucketedIn))])))
+            #expect(session["unit"] == .string(SessionRecord.unitDigest(unit, namespace: "rider")))
+        }
+    }
+
     @Test func badNamesAndValuesAreReportedAndNeverSent() async throws {
         let server = try FlagsdStandIn()
         defer { server.stop() }

@@ -128,6 +128,7 @@ public final class FlagClient: Sendable {
         if let info = shared.snapshotInfo {
             report(ClientReport(kind: .snapshotInstalled, message: "installed \(info)"))
         }
+        recordSplits()
     }
 
     deinit {

@@ -41,6 +41,34 @@ extension FlagClient {
         if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
     }
 
+    /// Adds to the session record the plugin switches whose state the unit's rollout split decides now (the first
+    /// decision per switch stays), so the `session` event enters the unit in their experiments, with or without the
+    /// plugin, whether or not it ever reached the plugin point. Rewrites the record when a switch is new to it.
+    ///
+    /// Runs when the session starts, when a snapshot is installed and when an outcome is tracked (never on a plugin
+    /// point's path): it evaluates every plugin switch of the snapshot (no allocation but for the switches listed).
+    func recordSplits() {
+        let state = shared.withLock { $0.state }
+        let splits = state.splitSwitches(now: wallClock(), limit: Self.maximumSplits)
+        guard !splits.isEmpty else { return }
+        let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
+        let failure: ClientError? = session.withLock { session in
+            var added = false
+            for (key, isOn) in splits where session.record.splits[key] == nil && session.record.splits.count < Self.maximumSplits {
+                session.record.splits[key] = isOn
+                added = true
+            }
+            guard added, session.record.end == nil else { return nil }
+            return url.flatMap { Self.write(session.record.json, to: $0, sync: false) }
+        }
+        if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
+    }
+
+    /// The plugin switches a rollout split decided in the current session, with whether it put the unit in.
+    public var sessionSplits: [String: Bool] {
+        session.withLock { $0.record.splits }
+    }
+
     /// The variants of experiment flags served in the current session, by flag key.
     public var servedVariants: [String: String] {
         session.withLock { $0.record.variants }

@@ -43,6 +43,9 @@ package struct SessionRecord: Sendable, Hashable {
     package var switches: [ActiveSwitch]
     /// The variant of each experiment flag served in the session (the first one served, when several were).
     package var variants: [String: String]
+    /// The plugin switches whose state the unit's rollout split decided in the session (the first decision per
+    /// switch): true bucketed in, false out. flagsd enters the unit in those switches' experiments.
+    package var splits: [String: Bool] = [:]
 
     package init(id: String, namespace: String, start: Date, context: EvaluationContext) {
         self.id = id
@@ -95,6 +98,9 @@ package struct SessionRecord: Sendable, Hashable {
             for (flag, variant) in variants.sorted(by: { $0.key < $1.key }) { served[flag] = .string(variant) }
             object["variants"] = .object(served)
         }
+        if !splits.isEmpty {
+            object["splits"] = .object(JSONObject(splits.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }))
+        }
         return object
     }
 
@@ -127,6 +133,12 @@ package struct SessionRecord: Sendable, Hashable {
             served[flag] = variant
         }
         variants = served
+        var splits: [String: Bool] = [:]
+        for (flag, state) in object["splits"]?.objectValue ?? JSONObject() {
+            guard let state = state.boolValue else { return nil }
+            splits[flag] = state
+        }
+        self.splits = splits
     }
 }
 

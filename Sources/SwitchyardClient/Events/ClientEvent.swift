@@ -52,6 +52,9 @@ package enum ClientEvent {
             for (flag, variant) in record.variants.sorted(by: { $0.key < $1.key }) { variants[flag] = .string(variant) }
             event["variants"] = .object(variants)
         }
+        if !record.splits.isEmpty {
+            event["splits"] = .object(JSONObject(record.splits.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }))
+        }
         return event
     }
 

@@ -43,6 +43,7 @@ extension FlagClient {
         let splits = state.splitSwitches(now: now, limit: Self.maximumSplits)
         enqueue(ClientEvent.metric(metric, value: value, unit: unit, switches: switches, splits: splits, variants: variants,
                                    context: context, id: ClientEvent.newID(), time: now))
+        recordSplits()
     }
 
     /// The most `splits` entries a metric event carries (flagsd's limit).

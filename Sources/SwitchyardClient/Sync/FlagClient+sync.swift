@@ -234,6 +234,7 @@ extension FlagClient {
             report(ClientReport(kind: .crashGuardLifted, message: "the crash-loop guard released \(lifted.joined(separator: ", ")): version \(snapshot.version) changed \(lifted.count == 1 ? "its definition" : "their definitions"), or the TTL passed", flagKeys: lifted))
         }
         report(ClientReport(kind: .snapshotInstalled, message: "installed \(info?.description ?? "a snapshot")"))
+        recordSplits()
         broadcaster.publish(FlagsChange(cause: .snapshotInstalled, snapshot: info, changed: changed))
     }
 
