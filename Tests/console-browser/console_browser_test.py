@@ -768,6 +768,11 @@ def experiment_shown(key):
     """, key)
 
 
+def click(element_id):
+    """Clicks an element by id, looking it up again if the view rendered it again meanwhile."""
+    wait_for(lambda d: d.find_element(By.ID, element_id).click() or True, f"{element_id} to click")
+
+
 def results_show(key, what, condition):
     return wait_for(lambda d: (shown := experiment_shown(key)) and condition(shown) and shown, what)
 
@@ -781,10 +786,9 @@ def experiments_listed():
     browser.execute_script("window.__sameDocument = 'experiments'")
     open_view("flags")
     problems = []
-    link = flag_row(SPLIT).find_element(By.CSS_SELECTOR, f'a[id="experiment:{SPLIT}"]')
     if flag_row("plugin_switch_map_traffic").find_elements(By.CSS_SELECTOR, "a.experiment-link"):
         problems.append("a switch at 100 % links to experiment results")
-    link.click()
+    click(f"experiment:{SPLIT}")
     wait_for(lambda d: d.execute_script("return location.hash").endswith(f"/experiments/{SPLIT}")
              and d.find_element(By.ID, "view-title").text.startswith("Experiments"), "the experiments view")
     listed = [item.get_attribute("data-experiment") for item in browser.find_elements(By.CSS_SELECTOR, "#experiment-list li")]
@@ -852,7 +856,7 @@ def experiment_charts():
         problems.append(f"the fare's course is labelled {history['label']!r}")
     # New units appear on Refresh (and every 30 s), without reloading.
     post_outcomes([({SPLIT: True}, {}, 1, 20.0) for _ in range(6)])
-    by_id("experiment-refresh").click()
+    click("experiment-refresh")
     results_show(SPLIT, "the 6 new units after Refresh", lambda shown: shown["arms"] == [["without", "10"], ["with", "36"]])
     if browser.execute_script("return window.__sameDocument") != "experiments":
         problems.append("the page reloaded")
@@ -864,7 +868,7 @@ def experiment_variants():
     units = [({}, {VARIANTS: variant}, 1 + index % 2, 14.0 + index % 3 if index % 2 else None)
              for index in range(12) for variant in ["control", "book_now", "lets_go"]]
     post_outcomes(units)
-    browser.find_element(By.ID, f"experiment-link:{VARIANTS}").click()
+    click(f"experiment-link:{VARIANTS}")
     shown = results_show(VARIANTS, f"the results of {VARIANTS}", lambda shown: True)
     problems = []
     if shown["arms"] != [["control", "12"], ["book_now", "12"], ["lets_go", "12"]]:
@@ -891,7 +895,7 @@ def experiment_variants():
 def sample_ratio_mismatch():
     # 60 units, all with the switch, of a switch at 50 %: something enters units in one arm only.
     post_outcomes([({BROKEN: True}, {}, 1, 15.0 if index % 2 else None) for index in range(60)])
-    browser.find_element(By.ID, f"experiment-link:{BROKEN}").click()
+    click(f"experiment-link:{BROKEN}")
     shown = results_show(BROKEN, f"the results of {BROKEN}", lambda shown: True)
     problems = []
     answer = api("GET", f"experiments/{BROKEN}")
