@@ -67,7 +67,10 @@ public struct FlagFile: Sendable, Hashable {
             let flagSet = try FlagSet(tree: tree, unit: .percent, file: path)
             return ReadResult(flagSet: problems.isEmpty ? flagSet : nil, namespace: namespace, problems: problems)
         } catch {
-            problems += error.problems.map { quotingHint(for: $0, in: tree) }
+            // A value the YAML reader refused was left out of the tree: what it said is the problem there, not that
+            // the field is missing (`cap: 1e3` is "not written as a plain decimal number", not "cap is required").
+            let refused = Set(problems.map(\.path))
+            problems += error.problems.filter { !refused.contains($0.path) }.map { quotingHint(for: $0, in: tree) }
             return ReadResult(namespace: namespace, problems: problems)
         }
     }

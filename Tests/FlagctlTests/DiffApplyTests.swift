@@ -206,7 +206,7 @@ struct DiffApplyTests {
             #expect(pruned.output.contains("  - metric time_to_book\n"))
             state = await server.state()
             #expect(state.flagSet.metric("time_to_book") == nil)
-            #expect(state.flagSet.metrics.map(\.name) == ["trip_booked", "trips", "fare", "support_contacted", "fare_per_trip"])
+            #expect(state.flagSet.metrics.map(\.name) == ["fare", "fare_per_trip", "support_contacted", "trip_booked", "trips"])
             // A ratio naming a metric the file does not declare is refused by lint, before anything is compared.
             let broken = try FlagFolder.copyOfRider {
                 Self.editedMetrics($0).replacingOccurrences(of: "    denominator: trips\n", with: "    denominator: time_to_book\n")

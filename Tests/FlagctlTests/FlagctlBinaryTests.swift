@@ -21,7 +21,7 @@ struct FlagctlBinaryTests {
         #expect(result.status == 1)
         #expect(result.output.contains("broken/rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is not between 0 and 100\n"))
         #expect(result.output.contains("broken/duplicate-key.yaml: flags: duplicate key 'plugin_switch_feed_promos' (lines 6 and 12); keep one\n"))
-        #expect(result.error == "error: 26 problems in 10 of 10 files; fix them and run 'flagctl lint broken' again\n")
+        #expect(result.error == "error: 44 problems in 11 of 11 files; fix them and run 'flagctl lint broken' again\n")
     }
 
     @Test func explainPrintsJSON() async throws {

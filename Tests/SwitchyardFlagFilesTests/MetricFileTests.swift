@@ -109,7 +109,11 @@ struct MetricFileTests {
         #expect(problems("  fare: {kind: value, cap: 0}\n") == [
             "Flags/rider.yaml: metrics.fare.cap: 0 must be above 0 (the most one unit's sum counts for)",
         ])
-        #expect(problems("  fare: {kind: value, cap: 1e999}\n") == ["Flags/rider.yaml: metrics.fare.cap: 1e999 is not a finite number"])
+        #expect(problems("  fare: {kind: value, cap: 0x10}\n") == [
+            "Flags/rider.yaml: metrics.fare.cap: 0x10 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
+        ])
+        #expect(problems("  fare: {kind: value, cap: .inf}\n") == ["Flags/rider.yaml: metrics.fare.cap: .inf is not a finite number"])
+        #expect(problems("  fare: {kind: value, cap: 2e2}\n") == [], "YAML 1.2 floats may have exponents")
         #expect(problems("  trips: {kind: count, cap: 0}\n") == [
             "Flags/rider.yaml: metrics.trips.cap: 0 must be a whole number of at least 1 (the most occurrences one unit counts for)",
         ])

@@ -146,7 +146,7 @@ struct EventRouteTests {
         #expect(reasons[3] == "crashed: must be true or false, not a string")
         #expect(reasons[4] == "end: 'yesterday' is not an RFC 3339 time such as 2026-11-22T09:20:40.118Z; switches[0]: 'plugin switch feed' is not a flag key (letters, digits, '.', '_' and '-')")
         #expect(reasons[5] == "variant: is required")
-        #expect(reasons[6] == "type: 'purchase' is not an event type of this server (session, exposure)")
+        #expect(reasons[6] == "type: 'purchase' is not an event type of this server (session, exposure, metric)")
         #expect(reasons[7].hasPrefix("end: ") && reasons[7].contains("is before start"))
         #expect(reasons[8] == "an event must be a JSON object, not a string")
         #expect(try await counts(app, [.baseline]).map(\.tally) == [EventTally(sessions: 1)])

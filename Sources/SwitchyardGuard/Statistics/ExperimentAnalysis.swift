@@ -31,6 +31,7 @@ public struct MetricComparison: Sendable, Hashable {
         public var adjustedTreatmentMean: Double
     }
 
+    /// The metric's kind (a ratio compares Σy/Σd; the others compare means per unit).
     public var kind: MetricDefinition.Kind
     /// Which way is better (decides the verdict).
     public var better: MetricDefinition.Direction
@@ -44,20 +45,24 @@ public struct MetricComparison: Sendable, Hashable {
     public var treatmentMean: Double?
     /// Treatment − control (CUPED-adjusted when `cuped` is set); nil when either mean is.
     public var difference: Double?
-    /// The estimated standard error of `difference`; nil below 2 units in either arm.
+    /// The estimated standard error of `difference`; nil below 2 units in either arm, and when neither arm has any
+    /// spread (the standard error would be 0).
     public var standardError: Double?
-    /// The confidence sequence's bounds for the difference; nil with `standardError`.
+    /// The confidence sequence's lower bound for the difference; nil with `standardError`.
     public var lower: Double?
+    /// The confidence sequence's upper bound for the difference; nil with `standardError`.
     public var upper: Double?
     /// Treatment / control − 1 (CUPED-adjusted when `cuped` is set); nil when the control's mean is not positive.
     public var relativeLift: Double?
     /// The delta method's standard error of `relativeLift`.
     public var relativeStandardError: Double?
-    /// The confidence sequence's bounds for the relative lift; nil with `relativeStandardError`.
+    /// The confidence sequence's lower bound for the relative lift; nil with `relativeStandardError`.
     public var relativeLower: Double?
+    /// The confidence sequence's upper bound for the relative lift; nil with `relativeStandardError`.
     public var relativeUpper: Double?
     /// Whether the interval of the difference excludes 0.
     public var decided: Bool
+    /// Better, worse or inconclusive: `decided`, on the metric's better or worse side.
     public var verdict: Verdict
     /// CUPED's adjustment; nil when it did not apply (a ratio metric, no unit with a pre-entry value, no spread in
     /// the pre-entry values, or fewer than 2 units in an arm).
@@ -97,7 +102,7 @@ public enum ExperimentAnalysis {
     ///   - alpha: the two-sided error rate over all looks (default 0.05).
     ///   - plannedUnits: N*, units of both arms at which the interval is tightest (default 10,000).
     ///   - cuped: whether to adjust with the pre-entry values where they exist (default true).
-    /// - Returns: the comparison; bounds are nil below 2 units in either arm.
+    /// - Returns: the comparison; bounds are nil below 2 units in either arm or when neither arm has any spread.
     public static func compare(control: ArmMoments, treatment: ArmMoments, kind: MetricDefinition.Kind,
                                better: MetricDefinition.Direction = .higher,
                                alpha: Double = ConfidenceSequence.defaultAlpha,
@@ -151,7 +156,9 @@ public enum ExperimentAnalysis {
         let difference = t.mean - c.mean
         result.difference = difference
         let units = control.units + treatment.units
-        if let vc = c.varianceOfMean, let vt = t.varianceOfMean {
+        // A zero standard error (no spread in either arm: 2 units that all converted against 2 that did not) is no
+        // evidence of precision, only of too few units: no interval.
+        if let vc = c.varianceOfMean, let vt = t.varianceOfMean, vc + vt > 0 {
             let standardError = (vc + vt).squareRoot()
             let half = sequence.multiplier(units: units) * standardError
             result.standardError = standardError
@@ -166,7 +173,7 @@ public enum ExperimentAnalysis {
         if c.mean > 0 {
             let lift = t.mean / c.mean - 1
             result.relativeLift = lift
-            if let vc = c.varianceOfMean, let vt = t.varianceOfMean {
+            if let vc = c.varianceOfMean, let vt = t.varianceOfMean, vc + vt > 0 {
                 let c2 = c.mean * c.mean
                 let relativeStandardError = (vt / c2 + t.mean * t.mean * vc / (c2 * c2)).squareRoot()
                 let half = sequence.multiplier(units: units) * relativeStandardError
