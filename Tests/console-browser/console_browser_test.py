@@ -140,7 +140,8 @@ VIEW_TITLES = {"flags": "Flags", "kill-switches": "Kill switches", "audit": "Aud
 
 def open_view(view):
     browser.find_element(By.CSS_SELECTOR, f'#view-nav a[data-view="{view}"]').click()
-    wait_for(lambda d: d.execute_script("return location.hash").endswith("/" + view)
+    # #/<namespace>/<view>, or #/<namespace>/experiments/<key> (the experiment shown).
+    wait_for(lambda d: d.execute_script("return location.hash").split("/")[2:3] == [view]
              and d.find_element(By.ID, "view-title").text.startswith(VIEW_TITLES[view]), f"the {view} view")
 
 
@@ -786,7 +787,7 @@ def experiments_listed():
     browser.execute_script("window.__sameDocument = 'experiments'")
     open_view("flags")
     problems = []
-    if flag_row("plugin_switch_map_traffic").find_elements(By.CSS_SELECTOR, "a.experiment-link"):
+    if flag_row("plugin_switch_prefs_accessibility").find_elements(By.CSS_SELECTOR, "a.experiment-link"):
         problems.append("a switch at 100 % links to experiment results")
     click(f"experiment:{SPLIT}")
     wait_for(lambda d: d.execute_script("return location.hash").endswith(f"/experiments/{SPLIT}")
@@ -795,7 +796,7 @@ def experiments_listed():
     for key in [VARIANTS, SPLIT, BROKEN]:
         if key not in listed:
             problems.append(f"{key} is not listed: {listed}")
-    for key in ["plugin_switch_map_traffic", "plugin_switch_prefs_saved_places"]:
+    for key in ["plugin_switch_prefs_accessibility", "plugin_switch_prefs_saved_places"]:
         if key in listed:
             problems.append(f"{key} (not split) is listed")
     current = browser.find_element(By.CSS_SELECTOR, '#experiment-list a[aria-current="page"]').get_attribute("id")
@@ -907,7 +908,7 @@ def sample_ratio_mismatch():
     else:
         if not banner["first"]:
             problems.append("the banner does not come before the arms and the metrics")
-        if "Untrustworthy" not in banner["text"] or "60 / 0" not in banner["text"]:
+        if "Untrustworthy" not in banner["text"] or "units split 0 / 60 (without / with)" not in banner["text"]:
             problems.append(f"the banner says {banner['text']!r}")
         red = browser.execute_script("return getComputedStyle(document.querySelector('.badge.killed') || document.body).color")
         if banner["red"] != red and "rgb(164, 14, 38)" not in banner["red"]:
@@ -945,7 +946,14 @@ def phone_layout():
             open_view(view)
             widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             if widths[0] > widths[1] + 1:
-                problems.append(f"{view}: {widths[0]} px wide on a {widths[1]} px screen")
+                # The innermost elements past the right edge: what to fix.
+                wide = browser.execute_script("""
+                    const edge = document.documentElement.clientWidth + 1;
+                    const past = [...document.querySelectorAll('#view *')].filter((element) => element.getBoundingClientRect().right > edge);
+                    return past.filter((element) => !past.some((other) => other !== element && element.contains(other)))
+                      .slice(0, 5).map((element) => `${element.tagName.toLowerCase()}.${element.getAttribute('class') || ''}#${element.id}: ${(element.textContent || '').slice(0, 40)}`);
+                """)
+                problems.append(f"{view}: {widths[0]} px wide on a {widths[1]} px screen ({wide})")
         return "; ".join(problems)
     finally:
         browser.set_window_size(1280, 900)
