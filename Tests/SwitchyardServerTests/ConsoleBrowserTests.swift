@@ -7,8 +7,9 @@ import Testing
 /// chromedriver (Tests/console-browser: `run` makes the virtual environment under .build/console-venv on first use
 /// and gives the browser and driver paths explicitly, so nothing is downloaded at run time). The flagsd binary
 /// runs on a free port, seeded from Flags/; the script signs in, flips a switch with a reason, checks it with the
-/// real `flagctl get` and in the audit timeline, sees changes made by `flagctl` appear without a reload, and pauses
-/// and resumes a release plan started through the API from the Releases view.
+/// real `flagctl get` and in the audit timeline, sees changes made by `flagctl` appear without a reload, pauses
+/// and resumes a release plan started through the API from the Releases view, and reads experiments' results (their
+/// charts and a sample ratio mismatch) after reporting units' sessions and outcomes through the events API.
 ///
 /// Serialized: the first run creates the virtual environment (PyPI must be reachable); chromium and
 /// chromium-driver must be installed, as scripts/lib/prerequisites.sh does.
@@ -38,6 +39,10 @@ struct ConsoleBrowserTests {
         "a release is paused from the releases view, and its timeline gains the pause",
         "a paused release is resumed from the releases view",
         "a release step someone else made first is shown, and flagsd's refusal of the stale one is shown in the dialog",
+        "the experiments view lists the namespace's experiments, and a switch's row links to its results",
+        "an experiment's results draw each metric's interval against zero and its course over time, with the numbers in words",
+        "an experiment flag's results draw one interval per treatment variant",
+        "a sample ratio mismatch shows a red banner first and marks the results untrustworthy",
         "every control has an accessible name",
         "on a phone-sized screen nothing scrolls sideways",
         "no script error and no Content-Security-Policy violation",

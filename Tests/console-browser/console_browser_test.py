@@ -134,12 +134,14 @@ def api(method, path, body=None):
         return json.loads(response.read())
 
 
-VIEW_TITLES = {"flags": "Flags", "kill-switches": "Kill switches", "audit": "Audit", "guard": "Crash guard", "releases": "Releases"}
+VIEW_TITLES = {"flags": "Flags", "kill-switches": "Kill switches", "audit": "Audit", "guard": "Crash guard", "releases": "Releases",
+               "experiments": "Experiments"}
 
 
 def open_view(view):
     browser.find_element(By.CSS_SELECTOR, f'#view-nav a[data-view="{view}"]').click()
-    wait_for(lambda d: d.execute_script("return location.hash").endswith("/" + view)
+    # #/<namespace>/<view>, or #/<namespace>/experiments/<key> (the experiment shown).
+    wait_for(lambda d: d.execute_script("return location.hash").split("/")[2:3] == [view]
              and d.find_element(By.ID, "view-title").text.startswith(VIEW_TITLES[view]), f"the {view} view")
 
 
@@ -681,6 +683,248 @@ def release_refused():
     return "; ".join(problems)
 
 
+# Experiments: a switch at 75 % (its rules at 0 and 100 % split no one), one at 50 % into whose "with" arm alone units
+# are entered (a sample ratio mismatch), and the experiment flag split 34/33/33 between three variants.
+SPLIT = "plugin_switch_map_pickup_spots"
+BROKEN = "plugin_switch_confirmation_promo"
+VARIANTS = "confirmation_button_copy"
+METRIC = "fare"
+
+
+def post_outcomes(units):
+    """Reports units' sessions and outcomes through the events API with the client token, as the client runtime does:
+    `units` holds (splits, variants, sessions, fare or None) per unit; each unit reports its sessions and, with a fare,
+    trip_booked and fare, all naming its arms. Batches of at most 20 events come from an address of their own."""
+    now = time.time()
+    stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + "Z"
+    batches, events = [], []
+    for splits, variants, sessions, fare in units:
+        unit = uuid.uuid4().hex
+        common = {"time": stamp(now - 5), "city": "lagos", "cohorts": [], "app_version": "5.14.0", "platform": "ios",
+                  "unit": unit, "splits": splits, "variants": variants, "switches": []}
+        unit_events = []
+        for index in range(sessions):
+            session_id = f"console-experiment-{uuid.uuid4().hex}"
+            unit_events.append({**common, "id": session_id, "type": "session", "session_id": session_id,
+                                "start": stamp(now - 300 + index * 60), "end": stamp(now - 250 + index * 60), "crashed": False})
+        if fare is not None:
+            unit_events.append({**common, "id": str(uuid.uuid4()), "type": "metric", "metric": "trip_booked"})
+            unit_events.append({**common, "id": str(uuid.uuid4()), "type": "metric", "metric": METRIC, "value": fare})
+        if len(events) + len(unit_events) > 20:
+            batches.append(events)
+            events = []
+        events += unit_events
+    batches.append(events)
+    for batch in batches:
+        number = next(FORWARDED)
+        request = urllib.request.Request(f"{URL}/v1/namespaces/rider/events", data=json.dumps({"events": batch}).encode(),
+                                         headers={"Authorization": f"Bearer {CLIENT_TOKEN}", "Content-Type": "application/json",
+                                                  "X-Forwarded-For": f"10.4.{number % 250}.{number // 250 + 1}"})
+        with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+            answer = json.loads(response.read())
+            if response.status != 200 or answer.get("dropped"):
+                raise AssertionError(f"POST events answered {response.status}: {json.dumps(answer)[:300]}")
+
+
+def amount(value, share, signed):
+    """A number as the console and flagctl print it."""
+    if value is None:
+        return "–"
+    sign = "+" if signed and value >= 0 else ""
+    if share:
+        return f"{sign}{value * 100:.2f}{' pp' if signed else '%'}"
+    return sign + (f"{value:.1f}" if abs(value) >= 100 else f"{value:.3f}")
+
+
+def interval_text(difference, share):
+    return (f"{amount(difference['estimate'], share, True)} [{amount(difference['lower'], share, True)}, "
+            f"{amount(difference['upper'], share, True)}]")
+
+
+def experiment_shown(key):
+    """What the results of `key` show, read in one go (the view renders again on changes and every 30 s); None until
+    they are loaded."""
+    return browser.execute_script("""
+        const section = document.querySelector(`#experiment-results[data-experiment="${CSS.escape(arguments[0])}"]`);
+        if (!section || !section.dataset.trustworthy) return null;
+        const charts = (selector) => [...section.querySelectorAll(selector)].map((chart) => ({
+          metric: chart.dataset.metric, arm: chart.dataset.arm || null, role: chart.getAttribute('role'),
+          label: chart.getAttribute('aria-label'), bars: chart.querySelectorAll('.ci-bar').length,
+          dots: chart.querySelectorAll('.ci-estimate').length, zero: chart.querySelectorAll('.zero-line').length,
+          rows: [...chart.querySelectorAll('.ci-row')].map((row) => [row.dataset.arm, row.getAttribute('class')]),
+          points: Number(chart.dataset.points || 0), band: chart.querySelectorAll('.ci-band').length,
+          tag: chart.tagName.toLowerCase(), width: chart.getBoundingClientRect().width }));
+        const banner = section.querySelector('#experiment-srm');
+        const metrics = section.querySelector('#experiment-metrics');
+        const first = section.querySelector('.experiment-metric');
+        return {
+          trustworthy: section.dataset.trustworthy, text: section.innerText,
+          arms: [...section.querySelectorAll('#experiment-arms tbody tr')].map((row) => [row.dataset.arm, row.querySelector('.units').textContent]),
+          intervals: charts('svg.interval-chart'), histories: charts('svg.history-chart'),
+          banner: banner && { classes: banner.className, role: banner.getAttribute('role'), text: banner.innerText,
+                              red: getComputedStyle(banner).borderColor, first: banner === section.querySelector('#experiment-srm, #experiment-arms, .experiment-metric') },
+          greyed: metrics && metrics.classList.contains('untrustworthy'), opacity: first ? Number(getComputedStyle(first).opacity) : 1,
+          verdicts: [...section.querySelectorAll('.badge.verdict')].map((badge) => badge.dataset.verdict),
+        };
+    """, key)
+
+
+def click(element_id):
+    """Clicks an element by id, looking it up again if the view rendered it again meanwhile."""
+    wait_for(lambda d: d.find_element(By.ID, element_id).click() or True, f"{element_id} to click")
+
+
+def results_show(key, what, condition):
+    return wait_for(lambda d: (shown := experiment_shown(key)) and condition(shown) and shown, what)
+
+
+@check("the experiments view lists the namespace's experiments, and a switch's row links to its results")
+def experiments_listed():
+    # 30 units with the switch and 10 without it (as its 75 % declares); the riders with it book more and pay more.
+    units = [({SPLIT: True}, {}, 1 + index % 3, 12.0 + index % 7 * 2.5 if index % 4 else None) for index in range(30)]
+    units += [({SPLIT: False}, {}, 1 + index % 2, 10.0 + index % 5 * 2.0 if index % 2 else None) for index in range(10)]
+    post_outcomes(units)
+    browser.execute_script("window.__sameDocument = 'experiments'")
+    open_view("flags")
+    problems = []
+    if flag_row("plugin_switch_prefs_accessibility").find_elements(By.CSS_SELECTOR, "a.experiment-link"):
+        problems.append("a switch at 100 % links to experiment results")
+    click(f"experiment:{SPLIT}")
+    wait_for(lambda d: d.execute_script("return location.hash").endswith(f"/experiments/{SPLIT}")
+             and d.find_element(By.ID, "view-title").text.startswith("Experiments"), "the experiments view")
+    listed = [item.get_attribute("data-experiment") for item in browser.find_elements(By.CSS_SELECTOR, "#experiment-list li")]
+    for key in [VARIANTS, SPLIT, BROKEN]:
+        if key not in listed:
+            problems.append(f"{key} is not listed: {listed}")
+    for key in ["plugin_switch_prefs_accessibility", "plugin_switch_prefs_saved_places"]:
+        if key in listed:
+            problems.append(f"{key} (not split) is listed")
+    current = browser.find_element(By.CSS_SELECTOR, '#experiment-list a[aria-current="page"]').get_attribute("id")
+    if current != f"experiment-link:{SPLIT}":
+        problems.append(f"the list marks {current!r} as shown")
+    shown = results_show(SPLIT, f"the results of {SPLIT}", lambda shown: True)
+    if shown["arms"] != [["without", "10"], ["with", "30"]]:
+        problems.append(f"the arms show {shown['arms']}")
+    if f"flagctl experiment results {SPLIT}" not in shown["text"]:
+        problems.append("the CLI equivalent is not shown")
+    if browser.execute_script("return window.__sameDocument") != "experiments":
+        problems.append("the page reloaded")
+    return "; ".join(problems)
+
+
+@check("an experiment's results draw each metric's interval against zero and its course over time, with the numbers in words")
+def experiment_charts():
+    answer = api("GET", f"experiments/{SPLIT}")
+    shown = results_show(SPLIT, f"the results of {SPLIT}", lambda shown: shown["trustworthy"] == "true")
+    problems = []
+    if answer["sample_ratio"]["status"] != "ok" or "Sample ratio as declared" not in shown["text"]:
+        problems.append(f"the sample ratio: flagsd says {answer['sample_ratio']['status']}, the view {shown['text'][:200]!r}")
+    if shown["banner"]["role"] == "alert":
+        problems.append("a trustworthy experiment shows an alert")
+    metrics = {metric["name"]: metric for metric in answer["metrics"]}
+    charted = {chart["metric"]: chart for chart in shown["intervals"]}
+    if set(charted) != set(metrics):
+        problems.append(f"interval charts for {sorted(charted)}, flagsd has metrics {sorted(metrics)}")
+    for name in [METRIC, "trip_booked", "sessions"]:
+        metric, chart = metrics.get(name), charted.get(name)
+        if not metric or not chart:
+            problems.append(f"no {name}")
+            continue
+        comparison = metric["comparisons"][0]
+        share = metric["kind"] == "conversion"
+        expected = f"with: {interval_text(comparison['difference'], share)}, {comparison['verdict']}."
+        if chart["tag"] != "svg" or chart["role"] != "img" or chart["bars"] != 1 or chart["dots"] != 1 or chart["zero"] != 1:
+            problems.append(f"{name}'s interval chart: {chart}")
+        if not chart["label"].startswith(f"{name}: ") or expected not in chart["label"] or "without (the control)" not in chart["label"]:
+            problems.append(f"{name}'s chart is labelled {chart['label']!r}, expected it to hold {expected!r}")
+        if chart["rows"] != [["with", f"ci-row verdict-{comparison['verdict']}"]]:
+            problems.append(f"{name}'s bar is {chart['rows']}")
+        if chart["width"] < 200:
+            problems.append(f"{name}'s chart is {chart['width']} px wide")
+        if interval_text(comparison["difference"], share) not in shown["text"]:
+            problems.append(f"{name}'s interval is not in the text beside the chart")
+    fare = metrics.get(METRIC)
+    if fare and not (fare["comparisons"][0]["difference"]["estimate"] > 0):
+        problems.append(f"the fare's difference is {fare['comparisons'][0]['difference']}")
+    histories = {chart["metric"]: chart for chart in shown["histories"]}
+    history = histories.get(METRIC)
+    points = [point for point in (fare or {}).get("history", []) if point["arm"] == "with"]
+    if not history or history["tag"] != "svg" or history["role"] != "img" or history["arm"] != "with" or history["zero"] != 1:
+        problems.append(f"the fare's course over time: {history}")
+    elif not points or history["points"] != len(points) or not history["band"]:
+        problems.append(f"the fare's course shows {history['points']} points of {len(points)}, band {history['band']}")
+    elif f"{METRIC}: with minus without over time" not in history["label"] or interval_text(points[-1]["difference"], False) not in history["label"]:
+        problems.append(f"the fare's course is labelled {history['label']!r}")
+    # New units appear on Refresh (and every 30 s), without reloading.
+    post_outcomes([({SPLIT: True}, {}, 1, 20.0) for _ in range(6)])
+    click("experiment-refresh")
+    results_show(SPLIT, "the 6 new units after Refresh", lambda shown: shown["arms"] == [["without", "10"], ["with", "36"]])
+    if browser.execute_script("return window.__sameDocument") != "experiments":
+        problems.append("the page reloaded")
+    return "; ".join(problems)
+
+
+@check("an experiment flag's results draw one interval per treatment variant")
+def experiment_variants():
+    units = [({}, {VARIANTS: variant}, 1 + index % 2, 14.0 + index % 3 if index % 2 else None)
+             for index in range(12) for variant in ["control", "book_now", "lets_go"]]
+    post_outcomes(units)
+    click(f"experiment-link:{VARIANTS}")
+    shown = results_show(VARIANTS, f"the results of {VARIANTS}", lambda shown: True)
+    problems = []
+    if shown["arms"] != [["control", "12"], ["book_now", "12"], ["lets_go", "12"]]:
+        problems.append(f"the arms show {shown['arms']}")
+    # A bar per treatment variant whose interval flagsd could work out (every one, for the metrics the units reported).
+    answer = api("GET", f"experiments/{VARIANTS}")
+    bars = {metric["name"]: sum(1 for comparison in metric["comparisons"] if None not in comparison["difference"].values())
+            for metric in answer["metrics"]}
+    for name in [METRIC, "trip_booked", "sessions"]:
+        if bars.get(name) != 2:
+            problems.append(f"flagsd has {bars.get(name)} intervals for {name}")
+    for chart in shown["intervals"]:
+        if chart["bars"] != bars.get(chart["metric"]) or [arm for arm, _ in chart["rows"]] != ["book_now", "lets_go"]:
+            problems.append(f"{chart['metric']}'s chart: {chart['bars']} bars, rows {chart['rows']}")
+        elif "book_now: " not in chart["label"] or "lets_go: " not in chart["label"]:
+            problems.append(f"{chart['metric']}'s chart is labelled {chart['label']!r}")
+    fare = [chart for chart in shown["histories"] if chart["metric"] == METRIC]
+    if [chart["arm"] for chart in fare] != ["book_now", "lets_go"]:
+        problems.append(f"the fare's courses over time: {fare}")
+    return "; ".join(problems)
+
+
+@check("a sample ratio mismatch shows a red banner first and marks the results untrustworthy")
+def sample_ratio_mismatch():
+    # 60 units, all with the switch, of a switch at 50 %: something enters units in one arm only.
+    post_outcomes([({BROKEN: True}, {}, 1, 15.0 if index % 2 else None) for index in range(60)])
+    click(f"experiment-link:{BROKEN}")
+    shown = results_show(BROKEN, f"the results of {BROKEN}", lambda shown: True)
+    problems = []
+    answer = api("GET", f"experiments/{BROKEN}")
+    if answer["trustworthy"] is not False or answer["sample_ratio"]["status"] != "mismatch":
+        problems.append(f"flagsd says {answer['sample_ratio']}")
+    banner = shown["banner"]
+    if shown["trustworthy"] != "false" or not banner or "srm-banner" not in banner["classes"] or banner["role"] != "alert":
+        problems.append(f"the banner: {banner}")
+    else:
+        if not banner["first"]:
+            problems.append("the banner does not come before the arms and the metrics")
+        if "Untrustworthy" not in banner["text"] or "units split 0 / 60 (without / with)" not in banner["text"]:
+            problems.append(f"the banner says {banner['text']!r}")
+        red = browser.execute_script("return getComputedStyle(document.querySelector('.badge.killed') || document.body).color")
+        if banner["red"] != red and "rgb(164, 14, 38)" not in banner["red"]:
+            problems.append(f"the banner's border is {banner['red']}, not the console's red")
+    if not shown["greyed"] or shown["opacity"] >= 1:
+        problems.append(f"the results are not greyed (opacity {shown['opacity']})")
+    if not shown["verdicts"] or set(shown["verdicts"]) != {"untrustworthy"}:
+        problems.append(f"the verdicts read {shown['verdicts']}")
+    labels = [chart["label"] for chart in shown["intervals"]]
+    if not labels or not all("untrustworthy" in label for label in labels):
+        problems.append(f"the charts' words do not say untrustworthy: {labels[:2]}")
+    if any("verdict-untrustworthy" not in row[1] for chart in shown["intervals"] for row in chart["rows"]):
+        problems.append("a bar keeps its verdict's colour")
+    return "; ".join(problems)
+
+
 @check("every control has an accessible name")
 def accessible_names():
     unnamed = browser.execute_script("""
@@ -698,11 +942,18 @@ def phone_layout():
     browser.set_window_size(390, 844)
     try:
         problems = []
-        for view in ["flags", "kill-switches", "audit", "guard", "releases"]:
+        for view in ["flags", "kill-switches", "audit", "guard", "releases", "experiments"]:
             open_view(view)
             widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             if widths[0] > widths[1] + 1:
-                problems.append(f"{view}: {widths[0]} px wide on a {widths[1]} px screen")
+                # The innermost elements past the right edge: what to fix.
+                wide = browser.execute_script("""
+                    const edge = document.documentElement.clientWidth + 1;
+                    const past = [...document.querySelectorAll('#view *')].filter((element) => element.getBoundingClientRect().right > edge);
+                    return past.filter((element) => !past.some((other) => other !== element && element.contains(other)))
+                      .slice(0, 5).map((element) => `${element.tagName.toLowerCase()}.${element.getAttribute('class') || ''}#${element.id}: ${(element.textContent || '').slice(0, 40)}`);
+                """)
+                problems.append(f"{view}: {widths[0]} px wide on a {widths[1]} px screen ({wide})")
         return "; ".join(problems)
     finally:
         browser.set_window_size(1280, 900)

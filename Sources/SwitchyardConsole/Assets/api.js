@@ -133,6 +133,12 @@
     releaseAction: (namespace, key, action, body, ifMatch) =>
       request('POST', `${ns(namespace)}/flags/${segment(key)}/release/${segment(action)}`, { body, ifMatch }),
 
+    /**
+     * An experiment's results per metric (an experiment flag, or a plugin switch at a partial rollout): arms, the sample
+     * ratio check, and per metric each arm's mean and each treatment arm's difference to the control with its course.
+     */
+    experiment: (namespace, key, options) => request('GET', `${ns(namespace)}/experiments/${segment(key)}`, options),
+
     setSwitch: (namespace, key, enable, body, ifMatch) =>
       request('POST', `${ns(namespace)}/flags/${segment(key)}/${enable ? 'enable' : 'disable'}`, { body, ifMatch }),
     setRollout: (namespace, key, body, ifMatch) =>

@@ -7,10 +7,14 @@
   const { h, replace, percent, parsePercent, parseList, scopeText, isEverywhere } = dom;
   const $ = (id) => document.getElementById(id);
 
-  const VIEWS = ['flags', 'kill-switches', 'audit', 'guard', 'releases'];
-  const VIEW_TITLES = { flags: 'Flags', 'kill-switches': 'Kill switches', audit: 'Audit', guard: 'Crash guard', releases: 'Releases' };
+  const VIEWS = ['flags', 'kill-switches', 'audit', 'guard', 'releases', 'experiments'];
+  const VIEW_TITLES = {
+    flags: 'Flags', 'kill-switches': 'Kill switches', audit: 'Audit', guard: 'Crash guard', releases: 'Releases', experiments: 'Experiments',
+  };
   /** How often the Releases view, while shown, loads its evidence again (sessions move with events, not changes). */
   const RELEASES_REFRESH_MS = 30000;
+  /** Likewise the Experiments view its results (units and outcomes arrive with client events). */
+  const EXPERIMENTS_REFRESH_MS = 30000;
 
   const state = {
     namespaces: [],
@@ -27,6 +31,7 @@
     audit: freshAudit(),
     guard: freshGuard(),
     releases: freshReleases(),
+    experiments: freshExperiments(),
     following: null,
     /** Whether a change made here is on its way, and the versions changes made here took. */
     saving: false,
@@ -43,6 +48,11 @@
 
   function freshReleases() {
     return { releases: [], fetched: 0, loaded: false, stale: false, error: null };
+  }
+
+  /** The experiment shown (`key`, from the URL or the first of the list) and its results as last loaded. */
+  function freshExperiments() {
+    return { key: null, results: null, fetched: 0, loaded: false, stale: false, error: null };
   }
 
   // Announcements for screen readers (and a visible trace for everyone in the live status line).
@@ -84,7 +94,8 @@
   function signOut(message) {
     api.session.clear();
     Object.assign(state, { namespaces: [], namespace: null, record: null, flags: [], killSwitches: [], recent: [],
-                           audit: freshAudit(), guard: freshGuard(), releases: freshReleases(), saved: new Set() });
+                           audit: freshAudit(), guard: freshGuard(), releases: freshReleases(), experiments: freshExperiments(),
+                           saved: new Set() });
     showSignIn(message);
   }
 
@@ -125,22 +136,23 @@
     await route(true);
   }
 
-  // Routing: #/<namespace>/<view> --------------------------------------------------------------------------
+  // Routing: #/<namespace>/<view>, and #/<namespace>/experiments/<key> --------------------------------------------
 
   function parseHash() {
-    const match = /^#\/([^/]*)\/?([^/]*)$/.exec(location.hash);
+    const match = /^#\/([^/]*)\/?([^/]*)(?:\/([^/]*))?$/.exec(location.hash);
     if (!match) return null;
-    let namespace = '';
-    try {
-      namespace = decodeURIComponent(match[1]);
-    } catch (error) {
-      namespace = '';
-    }
-    return { namespace, view: match[2] };
+    const decode = (text) => {
+      try {
+        return decodeURIComponent(text || '');
+      } catch (error) {
+        return '';
+      }
+    };
+    return { namespace: decode(match[1]), view: match[2], key: decode(match[3]) || null };
   }
 
-  function hashFor(namespace, view) {
-    return `#/${encodeURIComponent(namespace)}/${view}`;
+  function hashFor(namespace, view, key) {
+    return `#/${encodeURIComponent(namespace)}/${view}${key ? `/${encodeURIComponent(key)}` : ''}`;
   }
 
   async function route(moveFocus) {
@@ -149,7 +161,8 @@
     let namespace = wanted && state.namespaces.includes(wanted.namespace) ? wanted.namespace : null;
     if (!namespace) namespace = state.namespace && state.namespaces.includes(state.namespace) ? state.namespace : state.namespaces[0];
     const view = wanted && VIEWS.includes(wanted.view) ? wanted.view : state.view || 'flags';
-    const target = hashFor(namespace, view);
+    const wantedKey = view === 'experiments' && wanted && wanted.namespace === namespace ? wanted.key : null;
+    const target = hashFor(namespace, view, wantedKey);
     if (location.hash !== target) {
       history.replaceState(null, '', target);
     }
@@ -168,6 +181,7 @@
       state.audit = freshAudit();
       state.guard = freshGuard();
       state.releases = freshReleases();
+      state.experiments = freshExperiments();
       replace($('view'), h('p', { class: 'empty' }, `Loading ${namespace}…`));
       try {
         await load();
@@ -181,6 +195,7 @@
     if (view === 'audit' && !state.audit.loaded) loadAudit();
     if (view === 'guard' && (!state.guard.loaded || state.guard.stale)) loadGuard();
     if (view === 'releases' && (!state.releases.loaded || state.releases.stale)) loadReleases();
+    if (view === 'experiments') chooseExperiment(wantedKey);
     render();
     if (moveFocus) {
       const title = $('view-title');
@@ -281,6 +296,11 @@
           if (state.view === 'releases') loadReleases();
           else state.releases.stale = true;
         }
+        // And an experiment's split (a new phase) or its metrics.
+        if (state.experiments.loaded) {
+          if (state.view === 'experiments') loadExperiment();
+          else state.experiments.stale = true;
+        }
       },
       onEpoch: () => {
         announce(`Namespace ${namespace} was deleted and created again; reloading it.`);
@@ -374,6 +394,44 @@
     if (state.view === 'releases') render();
   });
 
+  /**
+   * Shows an experiment: the one the URL names, else the one shown before, else the namespace's first (the URL then
+   * names it). Its results load when it is new or were loaded before a change.
+   */
+  function chooseExperiment(wanted) {
+    const experiments = state.experiments;
+    const first = global.Switchyard.experiments.experimentsOf(state.flags)[0];
+    const key = wanted || experiments.key || (first ? first.key : null);
+    if (!key) return;
+    if (!wanted) history.replaceState(null, '', hashFor(state.namespace, 'experiments', key));
+    if (key !== experiments.key) {
+      state.experiments = { ...freshExperiments(), key };
+      loadExperiment();
+    } else if (!experiments.loaded || experiments.stale) {
+      loadExperiment();
+    }
+  }
+
+  /** Loads the shown experiment's results; a load asked for while one runs follows it (once). */
+  const loadExperiment = coalescing(async () => {
+    const experiments = state.experiments;
+    const { key } = experiments;
+    if (!key) return;
+    try {
+      const results = await global.Switchyard.loadExperiment(state.namespace, key);
+      if (experiments !== state.experiments) return;
+      Object.assign(experiments, { results, fetched: Date.now(), loaded: true, stale: false, error: null });
+    } catch (error) {
+      if (error.status === 401) return signOut(refusal(error));
+      if (experiments !== state.experiments) return;
+      experiments.loaded = true;
+      experiments.error = error.status === 403
+        ? `Your token may not read experiment results (editors and admins may): ${error.message}`
+        : `Could not load the results of ${key}: ${error.message}`;
+    }
+    if (state.view === 'experiments') render();
+  });
+
   // Rendering -------------------------------------------------------------------------------------------------
 
   const handlers = {
@@ -395,6 +453,10 @@
     releasesRefresh: (button) => {
       button.disabled = true;
       loadReleases();
+    },
+    experimentsRefresh: (button) => {
+      button.disabled = true;
+      loadExperiment();
     },
   };
 
@@ -763,6 +825,9 @@
     setInterval(() => {
       if (state.view === 'releases' && state.releases.loaded && api.session.token && document.visibilityState === 'visible') loadReleases();
     }, RELEASES_REFRESH_MS);
+    setInterval(() => {
+      if (state.view === 'experiments' && state.experiments.loaded && api.session.token && document.visibilityState === 'visible') loadExperiment();
+    }, EXPERIMENTS_REFRESH_MS);
     $('change-cancel').addEventListener('click', closeChange);
     $('change-dialog').addEventListener('close', () => {
       const opener = pending && pending.opener;

@@ -36,6 +36,29 @@
     return element;
   }
 
+  const SVG = 'http://www.w3.org/2000/svg';
+
+  /**
+   * Makes an SVG element (charts are drawn by hand, no library): like `h()`, `class` and `text` are special, every
+   * other attribute is set as given (never an event handler, a style or a link), children are nodes or strings.
+   */
+  function svg(tag, attributes, ...children) {
+    const element = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (forbiddenAttribute.test(name) || /href$/i.test(name)) throw new Error(`svg(): attribute '${name}' is not allowed`);
+      if (name === 'class') {
+        element.setAttribute('class', Array.isArray(value) ? value.filter(Boolean).join(' ') : value);
+      } else if (name === 'text') {
+        element.textContent = String(value);
+      } else {
+        element.setAttribute(name, value === true ? '' : String(value));
+      }
+    }
+    append(element, children);
+    return element;
+  }
+
   /** Appends nodes and strings (as text) to an element, skipping null, undefined and false. */
   function append(parent, children) {
     for (const child of children.flat(Infinity)) {
@@ -140,6 +163,6 @@
   }
 
   Switchyard.dom = {
-    h, append, replace, percent, parsePercent, parseList, scopeText, isEverywhere, conditionsText, timeElement, rate, count, durationText,
+    h, svg, append, replace, percent, parsePercent, parseList, scopeText, isEverywhere, conditionsText, timeElement, rate, count, durationText,
   };
 })(window);

@@ -1,5 +1,5 @@
 // Switchyard console: the views (flags, kill switches, audit timeline, crash guard) as DOM built from state; the
-// Releases view is in releases.js.
+// Releases view is in releases.js, the Experiments view in experiments.js.
 //
 // Each view is a function of the state and a few callbacks; app.js renders it again whenever the namespace
 // changes. Every value from the server goes through dom.h(), so it is text, never markup.
@@ -127,11 +127,17 @@
       const meta = [flag.type === 'experiment' ? `experiment (${flag.value_type})` : 'plugin switch'];
       if (flag.owner) meta.push(`owner ${flag.owner}`);
       if (flag.plugin_point) meta.push(`plugin point ${flag.plugin_point}`);
+      // A flag that splits units (an experiment, a switch at a partial rollout) links to its results.
+      const experiment = Switchyard.experiments && Switchyard.experiments.experimentOf(flag)
+        ? h('a', {
+          href: `#/${encodeURIComponent(state.namespace)}/experiments/${encodeURIComponent(flag.key)}`, class: 'experiment-link',
+          id: focusKey('experiment', flag.key), 'aria-label': `Experiment results of ${flag.key}`,
+        }, 'Experiment results') : null;
       return h('tr', { dataset: { flag: flag.key } },
         h('td', { 'data-label': 'Flag' },
           h('span', { class: 'key' }, flag.key),
           flag.description ? h('p', { class: 'description' }, flag.description) : null,
-          h('p', { class: 'meta' }, meta.join(' · '))),
+          h('p', { class: 'meta' }, meta.join(' · '), experiment ? [' · ', experiment] : null)),
         h('td', { 'data-label': 'State' }, badge(flagStatus),
           flagStatus.exceptions.length ? h('ul', { class: 'plain meta' }, flagStatus.exceptions.map((text) => h('li', {}, text))) : null),
         rolloutCell(flag),
