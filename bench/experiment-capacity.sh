@@ -22,6 +22,7 @@ UNITS=${UNITS:-20000}
 BACKENDS=${BACKENDS:-sqlite postgres}
 REPEATS=${REPEATS:-5}
 case $FLAGSD_BIN in */debug/*) BUILD="debug build" ;; *) BUILD="release build" ;; esac
+mkdir -p "$FLAGSD_BENCH_DIR"
 OUT="$FLAGSD_BENCH_DIR/runs.jsonl"
 : >"$OUT"
 
