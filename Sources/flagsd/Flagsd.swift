@@ -116,7 +116,7 @@ struct Flagsd: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "The most units one arm of an experiment's phase holds: once an arm holds this many, no new unit enters the phase (SWITCHYARD_EXPERIMENT_UNITS_PER_ARM).",
-        discussion: "Bounds what experiments keep per unit (a unit's entry, its pre-exposure values): about 0.2 KB per unit and metric. From 100 to 10,000,000; the default holds 50,000.",
+        discussion: "Bounds what experiments keep per unit (its entry, its totals, its pre-exposure values): about 0.9 KB per unit with a few metrics on SQLite, 1.4 KB on PostgreSQL (bench/README.md, \"Experiments: capacity\"). From 100 to 10,000,000; the default holds 50,000.",
         valueName: "units"))
     var experimentUnitsPerArm = EventAdmission.defaultMaximumUnitsPerArm
 
