@@ -160,7 +160,7 @@ extension SQLiteFlagStore {
                 while let row = try rows.next() {
                     let phase: String = row["phase"]
                     let unit: String = row["unit"]
-                    let key = phase + "\u{0}" + unit
+                    let key = ExperimentWrites.key(experiment, phase, unit)
                     order.append(key)
                     units[key] = ExperimentUnitRecord(unit: unit, arm: row["arm"], phase: phase, entered: Date(milliseconds: row["entered_ms"]))
                 }
@@ -172,7 +172,7 @@ extension SQLiteFlagStore {
                 while let row = try totals.next() {
                     let phase: String = row["phase"]
                     let unit: String = row["unit"]
-                    units[phase + "\u{0}" + unit]?.totals[row["metric"]] = row["total"]
+                    units[ExperimentWrites.key(experiment, phase, unit)]?.totals[row["metric"]] = row["total"]
                 }
                 let pre = try Row.fetchCursor(db, sql: """
                     SELECT phase, unit, metric, total FROM experiment_pre WHERE namespace = ? AND experiment = ?
@@ -180,7 +180,7 @@ extension SQLiteFlagStore {
                 while let row = try pre.next() {
                     let phase: String = row["phase"]
                     let unit: String = row["unit"]
-                    units[phase + "\u{0}" + unit]?.pre[row["metric"]] = row["total"]
+                    units[ExperimentWrites.key(experiment, phase, unit)]?.pre[row["metric"]] = row["total"]
                 }
                 return order.compactMap { units[$0] }
             }

@@ -166,13 +166,14 @@ public enum ExperimentReport {
             ExperimentAnalysis.compare(control: moments[control] ?? ArmMoments(), treatment: moments[arm] ?? ArmMoments(),
                                        kind: metric.kind, better: metric.better, sequence: sequence)
         }
+        // One comparison per treatment arm: its means are the arms' means too.
+        let compared = Dictionary(uniqueKeysWithValues: arms.map { ($0, compare($0, all)) })
         let means = arms.map { arm in
-            let comparison = compare(arm, all)
-            return ExperimentResultsBody.Metric.ArmMean(arm: arm, units: all[arm]?.units ?? 0,
-                                                        mean: arm == control ? comparison.controlMean : comparison.treatmentMean)
+            ExperimentResultsBody.Metric.ArmMean(arm: arm, units: all[arm]?.units ?? 0,
+                                                 mean: arm == control ? compared[arm]?.controlMean : compared[arm]?.treatmentMean)
         }
-        let comparisons = arms.filter { $0 != control }.map { arm in
-            let comparison = compare(arm, all)
+        let comparisons = arms.filter { $0 != control }.compactMap { arm -> ExperimentResultsBody.Comparison? in
+            guard let comparison = compared[arm] else { return nil }
             return ExperimentResultsBody.Comparison(
                 arm: arm,
                 difference: .init(estimate: comparison.difference, lower: comparison.lower, upper: comparison.upper),

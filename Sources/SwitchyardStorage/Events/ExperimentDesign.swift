@@ -104,21 +104,17 @@ public struct ExperimentStep: Sendable, Hashable {
         public var arm: String
     }
 
+    /// What one event adds to one of its unit's metric totals.
+    public struct Total: Sendable, Hashable {
+        public var metric: String
+        public var value: Double
+    }
+
     public var unit: String
     public var time: Date
     public var entries: [Entry]
-    /// Metric name and what it adds to the unit's total.
-    public var totals: [(metric: String, value: Double)]
-
-    public static func == (lhs: ExperimentStep, rhs: ExperimentStep) -> Bool {
-        lhs.unit == rhs.unit && lhs.time == rhs.time && lhs.entries == rhs.entries
-            && lhs.totals.map(\.metric) == rhs.totals.map(\.metric) && lhs.totals.map(\.value) == rhs.totals.map(\.value)
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(unit)
-        hasher.combine(entries)
-    }
+    /// What the event adds to the unit's totals.
+    public var totals: [Total]
 
     /// The steps of some admitted events, in their order: sessions add to `sessions` and `crashed_sessions`,
     /// metric events to their metric (its value, at most ``maximumValue``); events without a unit are no observation.
@@ -127,13 +123,13 @@ public struct ExperimentStep: Sendable, Hashable {
         let ordered = experiments.values.sorted { $0.key < $1.key }
         for event in events {
             guard let unit = event.unit else { continue }
-            var totals: [(metric: String, value: Double)] = []
+            var totals: [Total] = []
             switch event.payload {
             case .session(let crashed, _, _):
-                totals.append((MetricDefinition.sessions, 1))
-                if crashed { totals.append((MetricDefinition.crashedSessions, 1)) }
+                totals.append(Total(metric: MetricDefinition.sessions, value: 1))
+                if crashed { totals.append(Total(metric: MetricDefinition.crashedSessions, value: 1)) }
             case .metric(let name, let value, _, _):
-                totals.append((name, min(max(0, value), maximumValue)))
+                totals.append(Total(metric: name, value: min(max(0, value), maximumValue)))
             case .exposure:
                 continue
             }
@@ -279,9 +275,9 @@ public struct ExperimentWrites: Sendable {
                 arms[armKey, default: 0] += 1
                 fullest[phase] = max(fullest[phase, default: 0], arms[armKey, default: 0])
             }
-            for (metric, value) in step.totals {
-                totals[step.unit, default: [:]][metric, default: 0] += value
-                sums[step.unit, default: [:]][metric, default: 0] += value
+            for total in step.totals {
+                totals[step.unit, default: [:]][total.metric, default: 0] += total.value
+                sums[step.unit, default: [:]][total.metric, default: 0] += total.value
             }
         }
         additions = sums.sorted { $0.key < $1.key }.flatMap { unit, metrics in
