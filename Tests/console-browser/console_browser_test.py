@@ -105,6 +105,16 @@ def by_id(element_id):
     return browser.find_element(By.ID, element_id)
 
 
+def click(selector):
+    """Clicks the element a CSS selector finds, looking it up again if the view rendered it again meanwhile (a live
+    view can replace an element between finding it and clicking it)."""
+    wait_for(lambda d: d.find_element(By.CSS_SELECTOR, selector).click() or True, f"{selector} to click")
+
+
+def click_id(element_id):
+    click(f'[id="{element_id}"]')
+
+
 def flag_row(key):
     return browser.find_element(By.CSS_SELECTOR, f'tr[data-flag="{key}"]')
 
@@ -214,7 +224,7 @@ def flip_switch():
     row = flag_row("plugin_switch_feed_promos")
     if badge_of(row) == "disabled":
         return "plugin_switch_feed_promos starts disabled"
-    row.find_element(By.CSS_SELECTOR, 'button[id="disable:plugin_switch_feed_promos"]').click()
+    click_id("disable:plugin_switch_feed_promos")
     dialog = by_id("change-dialog")
     wait_for(lambda d: dialog.get_attribute("open") is not None, "the confirmation dialog")
     problems = []
@@ -293,8 +303,7 @@ def live_flags():
 
 @check("changing a rollout in the console refuses a third decimal and saves an exact percentage")
 def console_rollout():
-    row = flag_row("plugin_switch_map_scooters")
-    row.find_element(By.CSS_SELECTOR, 'button[id="rollout:plugin_switch_map_scooters"]').click()
+    click_id("rollout:plugin_switch_map_scooters")
     wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the rollout dialog")
     value = by_id("rollout-value")
     problems = []
@@ -320,8 +329,7 @@ def console_rollout():
 
 @check("a change made meanwhile by someone else is not overwritten: the console shows it and asks again")
 def conflict():
-    row = flag_row("plugin_switch_feed_trip_history")
-    row.find_element(By.CSS_SELECTOR, 'button[id="disable:plugin_switch_feed_trip_history"]').click()
+    click_id("disable:plugin_switch_feed_trip_history")
     wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the disable dialog")
     by_id("change-reason").send_keys("INC-10 trip history times out")
     # Someone else changes the namespace while the dialog is open; flagctl waits for the console to see it.
@@ -409,6 +417,13 @@ def guard_row(key):
     return browser.find_element(By.CSS_SELECTOR, f'#guard-status-table tr[data-guard-switch="{key}"]')
 
 
+def refresh_guard():
+    """Loads the crash guard's statistics again and waits for them: the Refresh button is disabled while they load,
+    and the view replaces itself (and its button) when they arrive."""
+    click_id("guard-status-refresh")
+    wait_for(lambda d: by_id("guard-status-refresh").is_enabled(), "the crash guard's statistics to load")
+
+
 @check("the crash guard view shows a switch the guard turned off and its evidence, without reloading")
 def guard_trip():
     browser.execute_script("window.__sameDocument = 'guard'")
@@ -418,14 +433,20 @@ def guard_trip():
     post_sessions(300, 10, [GUARDED])
     wait_for(lambda d: guard_row(GUARDED).get_attribute("data-state") == "tripped", f"{GUARDED} tripped")
     # The view reloaded when the trip arrived, perhaps before the last batches: Refresh shows every session.
+    # What the row shows is read in one go: the view renders again on every change, and a read that meets a new
+    # render starts again.
     def refreshed():
-        by_id("guard-status-refresh").click()
-        time.sleep(0.2)
+        refresh_guard()
         row = guard_row(GUARDED)
-        return row if row.find_element(By.CSS_SELECTOR, "td.sessions").text == "300" else None
-    row = wait_for(lambda d: refreshed(), f"{GUARDED}'s 300 sessions after a refresh")
+        cells = {name: row.find_element(By.CSS_SELECTOR, f"td.{name}").text for name in ["sessions", "crashes", "crash-rate", "lower-bound", "bound"]}
+        if cells["sessions"] != "300":
+            return None
+        cells["evidence"] = row.find_element(By.CSS_SELECTOR, ".guard-trip .evidence").text
+        cells["trip"] = row.find_element(By.CSS_SELECTOR, ".guard-trip").text
+        cells["record"] = row.find_element(By.CSS_SELECTOR, ".guard-trip pre").get_attribute("textContent")
+        return cells
+    cells = wait_for(lambda d: refreshed(), f"{GUARDED}'s 300 sessions after a refresh")
     problems = []
-    cells = {name: row.find_element(By.CSS_SELECTOR, f"td.{name}").text for name in ["sessions", "crashes", "crash-rate", "lower-bound", "bound"]}
     if cells["sessions"] != "300" or cells["crashes"] != "30" or cells["crash-rate"] != "10 %" or cells["bound"] != "2 %":
         problems.append(f"the row shows {cells}")
     # The bound flagsd computed, as the API gives it (Wilson, 99.9 %: about 5.8 %).
@@ -435,13 +456,13 @@ def guard_trip():
         problems.append(f"lower bound {cells['lower-bound']!r}, the API says {expected} %")
     # The guard trips as soon as the batches that have arrived suffice (200 sessions at least): every batch holds 2
     # crashes in 20 sessions, so the evidence's rate is 10 % whenever it tripped.
-    evidence = row.find_element(By.CSS_SELECTOR, ".guard-trip .evidence").text
+    evidence = cells["evidence"]
     for expected_text in [" sessions (10 %)", "above the bound 2 %", "window 10m", "reported by clients from "]:
         if expected_text not in evidence:
             problems.append(f"the evidence {evidence!r} lacks {expected_text!r}")
-    if "everywhere" not in row.find_element(By.CSS_SELECTOR, ".guard-trip").text:
+    if "everywhere" not in cells["trip"]:
         problems.append("the trip does not say where")
-    record = row.find_element(By.CSS_SELECTOR, ".guard-trip pre").get_attribute("textContent")
+    record = cells["record"]
     if not 200 <= json.loads(record).get("sessions", 0) <= 300:
         problems.append(f"the recorded evidence is not the trip's: {record[:200]!r}")
     off = by_id("guard-disabled").text
@@ -457,8 +478,7 @@ def guard_trip():
 
 @check("a switch the guard turned off is enabled from its view after a warning, and the guard cools down")
 def guard_reenable():
-    button = by_id(f"enable:{GUARDED}:guard")
-    button.click()
+    click_id(f"enable:{GUARDED}:guard")
     wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the enable dialog")
     problems = []
     summary = by_id("change-dialog").text
@@ -467,11 +487,15 @@ def guard_reenable():
     by_id("change-reason").send_keys("INC-10 fixed in 5.14.1")
     by_id("change-confirm").click()
     wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
-    row = wait_for(lambda d: guard_row(GUARDED).get_attribute("data-state") == "cooling_down" and guard_row(GUARDED),
-                   f"{GUARDED} cooling down in the statistics")
-    if "Watched again from" not in row.text:
-        problems.append(f"the row does not say when the guard watches again: {row.text!r}")
-    if row.find_elements(By.CSS_SELECTOR, ".guard-trip"):
+    def cooling():
+        row = guard_row(GUARDED)
+        if row.get_attribute("data-state") != "cooling_down":
+            return None
+        return {"text": row.text, "trips": len(row.find_elements(By.CSS_SELECTOR, ".guard-trip"))}
+    row = wait_for(lambda d: cooling(), f"{GUARDED} cooling down in the statistics")
+    if "Watched again from" not in row["text"]:
+        problems.append(f"the row does not say when the guard watches again: {row['text']!r}")
+    if row["trips"]:
         problems.append("a re-enabled trip is still shown as in force")
     if browser.find_elements(By.ID, "guard-disabled"):
         problems.append("the switch is still listed as off")
@@ -495,20 +519,21 @@ def guard_proposal():
     post_sessions(300, 2, [PROPOSED])
 
     def proposal():
-        by_id("guard-status-refresh").click()
-        time.sleep(0.2)
+        refresh_guard()
         items = browser.find_elements(By.CSS_SELECTOR, f'#guard-proposal-list li[data-guard-switch="{PROPOSED}"]')
-        return items[0] if items else None
+        if not items:
+            return None
+        return {"html": items[0].get_attribute("innerHTML"), "text": items[0].text,
+                "budget": by_id("guard-budget").text, "state": guard_row(PROPOSED).get_attribute("data-state")}
     item = wait_for(lambda d: proposal(), f"a proposal to turn {PROPOSED} off")
     problems = []
-    if "evidence" not in item.get_attribute("innerHTML") or "crashes in" not in item.text:
-        problems.append(f"the proposal shows no evidence: {item.text!r}")
-    if "only proposes" not in by_id("guard-budget").text:
-        problems.append(f"the budget says {by_id('guard-budget').text!r}")
-    row = guard_row(PROPOSED)
-    if row.get_attribute("data-state") != "proposed":
-        problems.append(f"the switch's state is {row.get_attribute('data-state')!r}")
-    item.find_element(By.CSS_SELECTOR, "button[id^='apply-proposal:']").click()
+    if "evidence" not in item["html"] or "crashes in" not in item["text"]:
+        problems.append(f"the proposal shows no evidence: {item['text']!r}")
+    if "only proposes" not in item["budget"]:
+        problems.append(f"the budget says {item['budget']!r}")
+    if item["state"] != "proposed":
+        problems.append(f"the switch's state is {item['state']!r}")
+    click(f'#guard-proposal-list li[data-guard-switch="{PROPOSED}"] button[id^="apply-proposal:"]')
     wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the apply dialog")
     if "proposes" not in by_id("change-dialog").text:
         problems.append(f"the dialog does not say the guard proposes it: {by_id('change-dialog').text[:300]!r}")
@@ -769,11 +794,6 @@ def experiment_shown(key):
     """, key)
 
 
-def click(element_id):
-    """Clicks an element by id, looking it up again if the view rendered it again meanwhile."""
-    wait_for(lambda d: d.find_element(By.ID, element_id).click() or True, f"{element_id} to click")
-
-
 def results_show(key, what, condition):
     return wait_for(lambda d: (shown := experiment_shown(key)) and condition(shown) and shown, what)
 
@@ -789,7 +809,7 @@ def experiments_listed():
     problems = []
     if flag_row("plugin_switch_prefs_accessibility").find_elements(By.CSS_SELECTOR, "a.experiment-link"):
         problems.append("a switch at 100 % links to experiment results")
-    click(f"experiment:{SPLIT}")
+    click_id(f"experiment:{SPLIT}")
     wait_for(lambda d: d.execute_script("return location.hash").endswith(f"/experiments/{SPLIT}")
              and d.find_element(By.ID, "view-title").text.startswith("Experiments"), "the experiments view")
     listed = [item.get_attribute("data-experiment") for item in browser.find_elements(By.CSS_SELECTOR, "#experiment-list li")]
@@ -857,7 +877,7 @@ def experiment_charts():
         problems.append(f"the fare's course is labelled {history['label']!r}")
     # New units appear on Refresh (and every 30 s), without reloading.
     post_outcomes([({SPLIT: True}, {}, 1, 20.0) for _ in range(6)])
-    click("experiment-refresh")
+    click_id("experiment-refresh")
     results_show(SPLIT, "the 6 new units after Refresh", lambda shown: shown["arms"] == [["without", "10"], ["with", "36"]])
     if browser.execute_script("return window.__sameDocument") != "experiments":
         problems.append("the page reloaded")
@@ -869,7 +889,7 @@ def experiment_variants():
     units = [({}, {VARIANTS: variant}, 1 + index % 2, 14.0 + index % 3 if index % 2 else None)
              for index in range(12) for variant in ["control", "book_now", "lets_go"]]
     post_outcomes(units)
-    click(f"experiment-link:{VARIANTS}")
+    click_id(f"experiment-link:{VARIANTS}")
     shown = results_show(VARIANTS, f"the results of {VARIANTS}", lambda shown: True)
     problems = []
     if shown["arms"] != [["control", "12"], ["book_now", "12"], ["lets_go", "12"]]:
@@ -896,7 +916,7 @@ def experiment_variants():
 def sample_ratio_mismatch():
     # 60 units, all with the switch, of a switch at 50 %: something enters units in one arm only.
     post_outcomes([({BROKEN: True}, {}, 1, 15.0 if index % 2 else None) for index in range(60)])
-    click(f"experiment-link:{BROKEN}")
+    click_id(f"experiment-link:{BROKEN}")
     shown = results_show(BROKEN, f"the results of {BROKEN}", lambda shown: True)
     problems = []
     answer = api("GET", f"experiments/{BROKEN}")
