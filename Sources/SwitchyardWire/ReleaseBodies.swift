@@ -28,6 +28,70 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         }
     }
 
+    /// A guardrail metric judged in the current stage (`GuardrailCheck`): the switch's units against those without it.
+    public struct Guardrail: Sendable, Hashable {
+        public var metric: String
+        /// `-0.5pp`, `-2%`.
+        public var margin: String
+        /// `higher` or `lower`.
+        public var better: String
+        /// `not_worse`, `undecided`, `worse` or `not_judged`.
+        public var state: String
+        public var unitsWith: Int
+        public var unitsWithout: Int
+        public var meanWith: Double?
+        public var meanWithout: Double?
+        /// The difference of means (a margin in points) or the relative lift (a relative margin), as a fraction, with
+        /// its interval at the plan's confidence.
+        public var estimate: Double?
+        public var lower: Double?
+        public var upper: Double?
+        /// What it shows or waits for, in words.
+        public var summary: String
+
+        public init(metric: String, margin: String, better: String, state: String, unitsWith: Int, unitsWithout: Int,
+                    meanWith: Double?, meanWithout: Double?, estimate: Double?, lower: Double?, upper: Double?, summary: String) {
+            self.metric = metric
+            self.margin = margin
+            self.better = better
+            self.state = state
+            self.unitsWith = unitsWith
+            self.unitsWithout = unitsWithout
+            self.meanWith = meanWith
+            self.meanWithout = meanWithout
+            self.estimate = estimate
+            self.lower = lower
+            self.upper = upper
+            self.summary = summary
+        }
+
+        var json: JSONValue {
+            func number(_ value: Double?) -> JSONValue { value.map(JSONValue.double) ?? .null }
+            return .object(JSONObject([
+                ("metric", .string(metric)), ("margin", .string(margin)), ("better", .string(better)), ("state", .string(state)),
+                ("units_with", .int(unitsWith)), ("units_without", .int(unitsWithout)),
+                ("mean_with", number(meanWith)), ("mean_without", number(meanWithout)),
+                ("estimate", number(estimate)), ("lower", number(lower)), ("upper", number(upper)), ("summary", .string(summary)),
+            ]))
+        }
+
+        init(json: JSONValue, _ what: String) throws(WireError) {
+            var reader = try WireReader(json, what)
+            metric = try reader.string("metric")
+            margin = try reader.string("margin")
+            better = try reader.string("better")
+            state = try reader.string("state")
+            unitsWith = Int(try reader.int64("units_with"))
+            unitsWithout = Int(try reader.int64("units_without"))
+            meanWith = json["mean_with"]?.doubleValue
+            meanWithout = json["mean_without"]?.doubleValue
+            estimate = json["estimate"]?.doubleValue
+            lower = json["lower"]?.doubleValue
+            upper = json["upper"]?.doubleValue
+            summary = try reader.string("summary")
+        }
+    }
+
     /// The current stage judged on the counts since it began.
     public struct Assessment: Sendable, Hashable {
         /// The span counted (RFC 3339).
@@ -44,11 +108,16 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         public var verdict: String
         /// For a hold, what it waits for; else why it advances or rolls back.
         public var reasons: [String]
+        /// The metrics that decide the verdict: shown worse (roll back), judged (advance) or awaited (hold);
+        /// `crash_rate` for crash rate.
+        public var decidedBy: [String]
+        /// The plan's guardrail metrics, judged in the stage.
+        public var guardrails: [Guardrail]
         /// The rule's numbers (bounds, margin, confidence, soak), as the audit entry of a step records them.
         public var evidence: JSONValue
 
         public init(from: String, until: String, dimensions: [String], with: Side, without: Side, control: String,
-                    verdict: String, reasons: [String], evidence: JSONValue) {
+                    verdict: String, reasons: [String], decidedBy: [String] = [], guardrails: [Guardrail] = [], evidence: JSONValue) {
             self.from = from
             self.until = until
             self.dimensions = dimensions
@@ -57,6 +126,8 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             self.control = control
             self.verdict = verdict
             self.reasons = reasons
+            self.decidedBy = decidedBy
+            self.guardrails = guardrails
             self.evidence = evidence
         }
     }
@@ -121,6 +192,8 @@ public struct ReleaseStatusBody: Sendable, Hashable {
                 ("dimensions", .array(assessment.dimensions.map(JSONValue.string))),
                 ("with", assessment.with.json), ("without", assessment.without.json), ("control", .string(assessment.control)),
                 ("verdict", .string(assessment.verdict)), ("reasons", .array(assessment.reasons.map(JSONValue.string))),
+                ("decided_by", .array(assessment.decidedBy.map(JSONValue.string))),
+                ("guardrails", .array(assessment.guardrails.map(\.json))),
                 ("evidence", assessment.evidence),
             ]))
         } else {
@@ -157,12 +230,18 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             guard let with = tree["with"], let without = tree["without"] else {
                 throw WireError("release.assessment: with and without are required")
             }
+            var guardrails: [Guardrail] = []
+            for (index, element) in (tree["guardrails"]?.arrayValue ?? []).enumerated() {
+                guardrails.append(try Guardrail(json: element, "release.assessment.guardrails[\(index)]"))
+            }
             assessment = Assessment(
                 from: try assessmentReader.string("from"), until: try assessmentReader.string("until"),
                 dimensions: tree["dimensions"]?.arrayValue?.compactMap(\.stringValue) ?? [],
                 with: try Side(json: with, "release.assessment.with"), without: try Side(json: without, "release.assessment.without"),
                 control: try assessmentReader.string("control"), verdict: try assessmentReader.string("verdict"),
-                reasons: tree["reasons"]?.arrayValue?.compactMap(\.stringValue) ?? [], evidence: tree["evidence"] ?? .null)
+                reasons: tree["reasons"]?.arrayValue?.compactMap(\.stringValue) ?? [],
+                decidedBy: tree["decided_by"]?.arrayValue?.compactMap(\.stringValue) ?? [], guardrails: guardrails,
+                evidence: tree["evidence"] ?? .null)
         } else {
             assessment = nil
         }

@@ -63,6 +63,15 @@ extension FlagSet {
             }
         }
         if !metrics.isEmpty { problems += MetricDefinition.problems(of: metrics) }
+        for flag in flags {
+            guard let guardrails = flag.pluginSwitch?.release?.guardrails, !guardrails.isEmpty else { continue }
+            let declared = metrics.map(\.name)
+            for guardrail in guardrails {
+                if let problem = guardrail.problem(with: metric(guardrail.metric), declared: declared) {
+                    report(FieldPath("flags") / flag.key / "release" / "guardrails" / guardrail.metric, problem)
+                }
+            }
+        }
         return problems
     }
 

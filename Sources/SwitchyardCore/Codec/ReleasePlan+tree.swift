@@ -1,5 +1,5 @@
 extension ReleasePlan {
-    static let fieldNames = ["stages", "soak", "min_sessions", "margin", "confidence", "on_bad_signal", "state"]
+    static let fieldNames = ["stages", "soak", "min_sessions", "margin", "confidence", "on_bad_signal", "guardrails", "state"]
 
     /// Reads a plan (as under `release:` of a plugin switch), reporting every problem with its path.
     ///
@@ -41,6 +41,9 @@ extension ReleasePlan {
                 reader.report(path / "on_bad_signal", "'\(text)' is not previous or off")
             }
         }
+        if let value = object.value("guardrails") {
+            plan.guardrails = readGuardrails(value, at: path / "guardrails", reader: reader)
+        }
         if let value = object.value("stages", required: true), let elements = reader.list(value, at: path / "stages") {
             if elements.isEmpty { reader.report(path / "stages", "must list at least one stage") }
             if elements.count > maximumStages { reader.report(path / "stages", "has \(elements.count) stages; at most \(maximumStages)") }
@@ -63,6 +66,44 @@ extension ReleasePlan {
         }
         object.finish()
         return plan
+    }
+
+    /// Reads guardrails on their own (`{"trip_booked": "-0.5pp"}`, as under `release: guardrails:`), as the API's
+    /// `start` takes them beside a declared plan.
+    ///
+    /// - Throws: `DefinitionError` with every problem found, paths under `at`.
+    public static func guardrails(tree: JSONValue, at path: FieldPath) throws(DefinitionError) -> [ReleaseGuardrail] {
+        let reader = TreeReader(file: nil)
+        let guardrails = readGuardrails(tree, at: path, reader: reader)
+        guard reader.problems.isEmpty else { throw DefinitionError(problems: reader.problems) }
+        return guardrails
+    }
+
+    /// Reads `guardrails:`, a map of metric names to margins (`trip_booked: -0.5pp`). Whether each metric exists and
+    /// its margin fits it is checked with the flag set (``FlagSet/validate()``), which knows the metrics.
+    private static func readGuardrails(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> [ReleaseGuardrail] {
+        guard let members = reader.object(value, at: path) else { return [] }
+        var guardrails: [ReleaseGuardrail] = []
+        for (name, element) in members.object {
+            if let problem = NameRule.key.problem(with: name) {
+                reader.report(path / name, problem)
+                continue
+            }
+            guard let text = element.stringValue else {
+                let number = element.doubleValue.map { " (write \($0)pp for points or \($0)% for a relative change)" } ?? ""
+                reader.report(path / name, "is not a margin such as -0.5pp or -2%\(number)")
+                continue
+            }
+            guard let margin = ReleaseGuardrail.Margin(text) else {
+                reader.report(path / name, "'\(text)' is not a margin such as -0.5pp (percentage points) or -2% (relative)")
+                continue
+            }
+            guardrails.append(ReleaseGuardrail(metric: name, margin: margin))
+        }
+        if guardrails.count > ReleaseGuardrail.maximumCount {
+            reader.report(path, "names \(guardrails.count) metrics; at most \(ReleaseGuardrail.maximumCount)")
+        }
+        return guardrails
     }
 
     private static func readSoak(_ object: inout ObjectReader, reader: TreeReader) -> Duration? {
@@ -91,6 +132,9 @@ extension ReleasePlan {
         if let margin { object["margin"] = margin.jsonValue(unit: unit) }
         if let confidence { object["confidence"] = confidence.jsonValue(unit: unit) }
         if onBadSignal != .previous { object["on_bad_signal"] = .string(onBadSignal.rawValue) }
+        if !guardrails.isEmpty {
+            object["guardrails"] = .object(JSONObject(guardrails.map { ($0.metric, .string($0.margin.description)) }))
+        }
         object["stages"] = .array(stages.map { stage in
             var tree = stage.scope.tree
             tree["rollout"] = stage.rollout.jsonValue(unit: unit)

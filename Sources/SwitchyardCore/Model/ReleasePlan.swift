@@ -13,6 +13,9 @@
 ///     min_sessions: 1000        # least sessions with the switch in each stage's scope
 ///     margin: 0.25              # crash-rate points the switch may add and still advance
 ///     on_bad_signal: previous   # or off
+///     guardrails:               # metrics the switch must not harm (crash rate is always one)
+///       trip_booked: -0.5pp
+///       fare: -2%
 ///     stages:
 ///       - {cities: [lagos], rollout: 1}
 ///       - {cities: [lagos], rollout: 100}
@@ -31,19 +34,23 @@ public struct ReleasePlan: Sendable, Hashable {
     public var margin: Rollout?
     /// The one-sided confidence of the tests, in basis points (9500 = 95 %); nil: the default.
     public var confidence: Rollout?
-    /// What flagsd does when the switch is shown to crash more than sessions without it.
+    /// What flagsd does when the switch is shown to crash more than sessions without it, or worse on a guardrail.
     public var onBadSignal: BadSignalAction
+    /// The metrics besides crash rate that each stage must show not worse than their margins, in the declared order.
+    public var guardrails: [ReleaseGuardrail]
     /// The plan's progress, kept by flagsd; nil: declared, not started.
     public var state: ReleaseState?
 
     public init(stages: [ReleaseStage], soak: Duration? = nil, minimumSessions: Int? = nil, margin: Rollout? = nil,
-                confidence: Rollout? = nil, onBadSignal: BadSignalAction = .previous, state: ReleaseState? = nil) {
+                confidence: Rollout? = nil, onBadSignal: BadSignalAction = .previous, guardrails: [ReleaseGuardrail] = [],
+                state: ReleaseState? = nil) {
         self.stages = stages
         self.soak = soak
         self.minimumSessions = minimumSessions
         self.margin = margin
         self.confidence = confidence
         self.onBadSignal = onBadSignal
+        self.guardrails = guardrails
         self.state = state
     }
 

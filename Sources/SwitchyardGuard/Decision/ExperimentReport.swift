@@ -149,7 +149,8 @@ public enum ExperimentReport {
         return (observed(unit.value(metric.name), metric), observed(unit.preValue(metric.name), metric), 0)
     }
 
-    static func moments(of metric: MetricDefinition, in flagSet: FlagSet, members: some Sequence<ExperimentUnitRecord>) -> [String: ArmMoments] {
+    /// Each arm's moments of a metric over some units (their values since they entered, and before).
+    public static func moments(of metric: MetricDefinition, in flagSet: FlagSet, members: some Sequence<ExperimentUnitRecord>) -> [String: ArmMoments] {
         var moments: [String: ArmMoments] = [:]
         for unit in members {
             let (y, x, d) = observation(of: unit, metric, in: flagSet)

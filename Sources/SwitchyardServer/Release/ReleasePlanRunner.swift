@@ -125,7 +125,7 @@ package final class ReleasePlanRunner: Service, Sendable {
                 let stage = plan.state?.stage ?? 0
                 let target = plan.onBadSignal == .off || stage == 0 ? "off" : "stage \(stage) of \(plan.stages.count), \(plan.stages[stage - 1])"
                 summary = "release plan: \(key) rolled back to \(target)"
-                let note = "rolled back from \(stageText), shown to crash more; resume or abort it (flagctl release resume|abort \(key))"
+                let note = "rolled back from \(stageText), shown worse on \(assessment.decidedBy.joined(separator: ", ")); resume or abort it (flagctl release resume|abort \(key))"
                 edit = { try $0.rollingBackRelease(key, at: now, note: note) }
             }
             let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .releasePlan, reason: assessment.reason),
@@ -163,15 +163,51 @@ package final class ReleasePlanRunner: Service, Sendable {
         package var check: ReleaseCheck
         /// The dimensions summed (`all`, or the stage's cities or cohorts).
         package var dimensions: [EventDimension]
+        /// The plan's guardrail metrics judged in the stage, in the plan's order.
+        package var guardrails: [GuardrailCheck] = []
 
-        package var verdict: ReleaseCheck.Verdict { check.verdict }
-        /// `hold`: what it waits for; `advance`, `roll back`: why (the check's summary).
-        package var reasons: [String] { check.verdict == .hold ? check.waitingFor : [check.summary] }
+        /// Crash rate and every guardrail together: roll back when any is shown worse; advance when crash rate says
+        /// advance and no guardrail is undecided (one the stage cannot judge does not hold it); else hold.
+        package var verdict: ReleaseCheck.Verdict {
+            if check.verdict == .rollBack || guardrails.contains(where: { $0.state == .worse }) { return .rollBack }
+            if check.verdict == .advance, !guardrails.contains(where: { $0.state == .undecided }) { return .advance }
+            return .hold
+        }
+
+        /// The metrics that decide: on a roll back those shown worse (`crash_rate` first when crashes did), on an
+        /// advance crash rate and every guardrail judged, on a hold those the stage waits for.
+        package var decidedBy: [String] {
+            let crash = MetricDefinition.crashRate
+            switch verdict {
+            case .rollBack:
+                return (check.verdict == .rollBack ? [crash] : []) + guardrails.filter { $0.state == .worse }.map(\.guardrail.metric)
+            case .advance:
+                return [crash] + guardrails.filter { $0.state == .notWorse }.map(\.guardrail.metric)
+            case .hold:
+                return (check.verdict == .hold ? [crash] : []) + guardrails.filter { $0.state == .undecided }.map(\.guardrail.metric)
+            }
+        }
+
+        /// `hold`: what it waits for; `advance`, `roll back`: why (the checks' summaries).
+        package var reasons: [String] {
+            switch verdict {
+            case .hold:
+                return (check.verdict == .hold ? check.waitingFor : []) + guardrails.filter { $0.state == .undecided }.map(\.summary)
+            case .rollBack:
+                return (check.verdict == .rollBack ? [check.summary] : []) + guardrails.filter { $0.state == .worse }.map(\.summary)
+            case .advance:
+                return [check.summary] + guardrails.filter { $0.state != .undecided }.map(\.summary)
+            }
+        }
         package var reason: String { reasons.isEmpty ? verdict.rawValue : reasons.joined(separator: "; ") }
 
-        /// The evidence of a step: the check, the stage, the span counted and the control.
+        /// The evidence of a step: the crash-rate check, the guardrails, the stage, the span counted and the control.
         package var evidence: JSONObject {
             var object = check.tree
+            object["verdict"] = .string(verdict.rawValue)
+            object["crash_rate_verdict"] = .string(check.verdict.rawValue)
+            object["decided_by"] = .array(decidedBy.map(JSONValue.string))
+            object["guardrails"] = .array(guardrails.map { .object($0.tree) })
             object["stage"] = .int(stage)
             object["from"] = .string(from.iso8601)
             object["until"] = .string(until.iso8601)
@@ -199,7 +235,8 @@ package final class ReleasePlanRunner: Service, Sendable {
         let tallies = ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria)
         let elapsed = Duration.seconds(max(0, now.timeIntervalSince(began)))
         let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: elapsed)
-        return Assessment(stage: stage, from: from, until: now, check: check, dimensions: dimensions)
+        let guardrails = try await guardrailChecks(key, plan: plan, in: state, criteria: criteria, since: began)
+        return Assessment(stage: stage, from: from, until: now, check: check, dimensions: dimensions, guardrails: guardrails)
     }
 
     /// The counters a stage's scope sums: its cities (each session has one), else its cohorts, else `all`.

@@ -40,7 +40,8 @@ extension API {
     }
 
     /// `POST /v1/namespaces/{namespace}/flags/{key}/release/{start|pause|resume|advance|abort}`: `{"reason"?}`, and
-    /// for `start` an optional `plan` (as under `release:`, rollouts in basis points; without it, the declared plan).
+    /// for `start` an optional `plan` (as under `release:`, rollouts in basis points; without it, the declared plan)
+    /// and optional `guardrails` (as under `release:`: `{"trip_booked": "-0.5pp"}`), which replace the plan's.
     func releaseAction(_ request: Request, context: FlagsRequestContext, action: ReleaseAction) async throws -> Response {
         let (namespace, token, input, problems) = try await writeInput(request, context)
         var body = input
@@ -52,15 +53,27 @@ extension API {
                 for problem in error.problems { problems.report(problem.path, problem.message) }
             }
         }
+        // `guardrails` (as under release:) on their own: the declared plan (or the one given) with these guardrails.
+        var guardrails: [ReleaseGuardrail]?
+        if action == .start, let tree = body.value("guardrails") {
+            do { guardrails = try ReleasePlan.guardrails(tree: tree, at: "guardrails") } catch {
+                for problem in error.problems { problems.report(problem.path, problem.message) }
+            }
+        }
         let reason = API.reason(&body)
         body.finish()
         try problems.check()
-        let newPlan = plan
+        let newPlan = plan, newGuardrails = guardrails
         let now = Int64(Date().timeIntervalSince1970)
         let by = reason.map { "\(token.name): \($0)" } ?? token.name
         let change = try changeRequest(request, token: token, reason: reason, summary: "release \(action.rawValue) \(key)")
         let result = try await service.change(namespace, change) { flagSet in
-            try flagSet.applying(action, to: key, plan: newPlan, at: now, note: "\(action.pastTense) by \(by)")
+            var plan = newPlan
+            if let newGuardrails {
+                plan = plan ?? flagSet.flag(key)?.pluginSwitch?.release?.declared
+                plan?.guardrails = newGuardrails
+            }
+            return try flagSet.applying(action, to: key, plan: plan, at: now, note: "\(action.pastTense) by \(by)")
         }
         let status = try await releaseStatus(key, in: result.state, timeline: 0)
         return committedResponse(result, [("release", status.json)])
@@ -85,6 +98,7 @@ extension API {
                     with: .init(sessions: assessment.check.with.sessions, crashes: assessment.check.with.crashedSessions),
                     without: .init(sessions: assessment.check.without.sessions, crashes: assessment.check.without.crashedSessions),
                     control: assessment.check.control.rawValue, verdict: assessment.verdict.rawValue, reasons: assessment.reasons,
+                    decidedBy: assessment.decidedBy, guardrails: assessment.guardrails.map(Self.guardrailBody),
                     evidence: .object(assessment.evidence))
                 let stage = assessment.stage
                 let reasons = assessment.reason
@@ -117,6 +131,14 @@ extension API {
         return ReleaseStatusBody(namespace: state.record.name, key: key, version: state.record.version, plan: plan,
                                  secondsInState: seconds, assessment: assessmentBody, next: next,
                                  timeline: limit > 0 ? try await releaseTimeline(key, namespace: state.record.name, limit: limit) : [])
+    }
+
+    /// A guardrail's judgement as the status carries it.
+    static func guardrailBody(_ check: GuardrailCheck) -> ReleaseStatusBody.Guardrail {
+        ReleaseStatusBody.Guardrail(
+            metric: check.guardrail.metric, margin: check.guardrail.margin.description, better: check.better.rawValue,
+            state: check.state.rawValue, unitsWith: check.unitsWith, unitsWithout: check.unitsWithout, meanWith: check.meanWith,
+            meanWithout: check.meanWithout, estimate: check.estimate, lower: check.lower, upper: check.upper, summary: check.summary)
     }
 
     /// The changes that moved a switch's plan (its state before and after differ), newest first.
