@@ -143,6 +143,91 @@ struct ReleasePlanRunTests {
         #expect(gate.release?.state?.note?.contains("crash guard") == true)
     }
 
+    /// Sessions of `count` Lagos units that a 10 % split put in (`with`) or out of the switch, none crashed, and the
+    /// `trip_booked` of the units `booked` picks by their index.
+    static func splitUnits(_ prefix: String, count: Int, with: Bool, booked: (Int) -> Bool = { _ in false }) -> [JSONValue] {
+        (0..<count).flatMap { index -> [JSONValue] in
+            let unit = "\(prefix)-\(index)"
+            let splits = JSONValue.object(JSONObject([(promos, .bool(with))]))
+            guard case .object(var session) = CrashGuardTests.session("\(unit)-s", crashed: false, switches: with ? [promos] : [], unit: unit, time: Date())
+            else { return [] }
+            session["splits"] = splits
+            var events: [JSONValue] = [.object(session)]
+            if booked(index) {
+                events.append(.object(JSONObject([
+                    ("id", .string("\(unit)-b")), ("type", .string("metric")), ("time", .string(Date().iso8601)), ("metric", .string("trip_booked")),
+                    ("unit", .string(unit)), ("city", .string("lagos")), ("cohorts", .array([])), ("splits", splits),
+                ])))
+            }
+            return events
+        }
+    }
+
+    /// Declares the rider namespace's metrics as Flags/rider.yaml does (trip_booked, a conversion; fare, a value).
+    static func declareMetrics(_ app: TestApp) async throws {
+        _ = try await app.server.flagService.change("rider", ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api))) { flagSet in
+            var flagSet = flagSet
+            flagSet.metrics = [MetricDefinition(name: "fare", kind: .value, cap: 500),
+                               MetricDefinition(name: "trip_booked", kind: .conversion)]
+            return flagSet
+        }
+    }
+
+    @Test func aGuardrailMetricHoldsAStageAndRollsItBackWhileCrashesStayFlat() async throws {
+        let app = try await TestApp.make(configuration: CrashGuardTests.configuration())
+        defer { app.close() }
+        try await Self.declareMetrics(app)
+        // The plan as before, guarded on bookings: they may fall by half a point, no more.
+        let started = try await app.send(.post, "\(Self.path)/start", token: "editor",
+                                         body: #"{"plan": \#(Self.planJSON), "guardrails": {"trip_booked": "-0.5pp"}, "reason": "guarded"}"#)
+        #expect(started.status == .ok, "\(started.text)")
+        #expect(try await Self.gate(app).release?.guardrails == [ReleaseGuardrail(metric: "trip_booked", margin: .points(-0.005))])
+
+        // 220 units on each side of Lagos's 10 % split, no crash anywhere, no booking yet: crash rate would advance
+        // the stage; the guardrail cannot tell yet, so it holds, and says it waits for trip_booked.
+        try await CrashGuardTests.post(app, Self.splitUnits("w", count: 220, with: true) + Self.splitUnits("o", count: 220, with: false))
+        #expect(await app.server.releasePlanRunner.runOnce().map(\.action) == ["held"])
+        let held = try ReleaseStatusBody(json: try await app.send(.get, Self.path, token: "editor").json)
+        let heldAssessment = try #require(held.assessment)
+        #expect(heldAssessment.verdict == "hold" && heldAssessment.decidedBy == ["trip_booked"], "\(heldAssessment)")
+        #expect(heldAssessment.evidence["crash_rate_verdict"] == .string("advance"))
+        #expect(heldAssessment.guardrails.map(\.state) == ["undecided"])
+        #expect(heldAssessment.guardrails.first?.unitsWith == 220 && heldAssessment.guardrails.first?.unitsWithout == 220)
+
+        // 60 % of the units without the switch book a trip, 10 % of those with it: still no crash, and the plan
+        // rolls back on bookings alone, naming them.
+        let bookings = Self.splitUnits("o", count: 220, with: false) { $0 % 10 < 6 } + Self.splitUnits("w", count: 220, with: true) { $0 % 10 == 0 }
+        try await CrashGuardTests.post(app, bookings.filter { $0["type"] == .string("metric") })
+        let steps = await app.server.releasePlanRunner.runOnce()
+        #expect(steps.map(\.action) == ["rolled_back"])
+        let gate = try await Self.gate(app)
+        #expect(gate.release?.state?.status == .rolledBack)
+        #expect(gate.release?.state?.note?.contains("shown worse on trip_booked") == true, "\(gate.release?.state?.note ?? "")")
+        let audit = try await app.send(.get, "/v1/audit?namespace=rider&source=release-plan", token: "admin").json
+        let entry = try AuditEntryBody(json: try #require(audit["entries"]?[0]))
+        #expect(entry.evidence?["decided_by"] == .array([.string("trip_booked")]), "\(String(describing: entry.evidence))")
+        #expect(entry.evidence?["crash_rate_verdict"] != .string("roll_back"))
+        #expect(entry.evidence?["guardrails"]?[0]?["state"] == .string("worse"))
+    }
+
+    @Test func guardrailsNamingNoMetricOrTheWrongWayAreRefusedWithTheirField() async throws {
+        let app = try await TestApp.make(configuration: CrashGuardTests.configuration())
+        defer { app.close() }
+        try await Self.declareMetrics(app)
+        let bad = try await app.send(.post, "\(Self.path)/start", token: "editor",
+                                     body: #"{"plan": \#(Self.planJSON), "guardrails": {"trips_taken": "-1%", "trip_booked": "+0.5pp", "fare": "-1pp", "crash_rate": "0.2pp"}}"#)
+        #expect(bad.status == .badRequest, "\(bad.text)")
+        let paths = Set(bad.problemPaths)
+        for metric in ["trips_taken", "trip_booked", "fare", "crash_rate"] {
+            #expect(paths.contains("flags.\(Self.promos).release.guardrails.\(metric)"), "\(bad.text)")
+        }
+        #expect(bad.text.contains("how far it may fall"), "\(bad.text)")
+        let unreadable = try await app.send(.post, "\(Self.path)/start", token: "editor",
+                                            body: #"{"plan": \#(Self.planJSON), "guardrails": {"fare": -2}}"#)
+        #expect(unreadable.status == .badRequest && unreadable.problemPaths == ["guardrails.fare"], "\(unreadable.text)")
+        #expect(try await Self.gate(app).release?.state == nil, "nothing started")
+    }
+
     @Test func badRequestsAreRefusedNamingTheFieldOrTheState() async throws {
         let app = try await TestApp.make(configuration: CrashGuardTests.configuration())
         defer { app.close() }

@@ -36,17 +36,28 @@ public struct Release: AsyncParsableCommand {
 
     /// Sends one release action through the change flow (If-Match, reason policy, confirmation) and prints the
     /// plan after it.
-    static func act(_ action: ReleaseAction, key: String, plan: ReleasePlan? = nil, body: JSONObject = JSONObject(),
-                    question: ((ReleasePlan?) -> String)?,
+    static func act(_ action: ReleaseAction, key: String, plan: ReleasePlan? = nil, guardrails: [ReleaseGuardrail]? = nil,
+                    body: JSONObject = JSONObject(), question: ((ReleasePlan?) -> String)?,
                     change: ChangeOptions, server: ServerOptions, output: OutputOptions, console: Console) async throws {
         let settings = try server.settings(console)
         var flow = ChangeFlow(client: APIClient(settings: settings), console: console, namespace: try settings.requireNamespace(), options: change)
         flow.confirms = question != nil
         let outcome = try await flow.run { view in
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "a release plan")
-            // What flagsd would refuse (a plan that is not running paused), refused before asking: the same edit.
+            var plan = plan
+            if let guardrails {
+                plan = plan ?? gate.release?.declared
+                plan?.guardrails = guardrails
+            }
+            // What flagsd would refuse (a plan that is not running paused, a guardrail on no metric of the
+            // namespace), refused before asking: the same edit.
             do {
-                _ = try view.flagSet.applying(action, to: key, plan: plan, at: 0, note: nil)
+                let after = try view.flagSet.applying(action, to: key, plan: plan, at: 0, note: nil)
+                let prefix = "flags.\(key).release.guardrails"
+                let problems = after.validate().filter { $0.path.description.hasPrefix(prefix) }
+                if !problems.isEmpty {
+                    throw CommandFailure.usage(problems.map { "--guardrail \($0.path.description.dropFirst(prefix.count + 1)): \($0.message)" }.joined(separator: "\n"))
+                }
             } catch let error as FlagEditError {
                 switch error.kind {
                 case .notFound: throw CommandFailure.notFound(error.message)
@@ -78,7 +89,7 @@ public struct Release: AsyncParsableCommand {
             if let minimum = stage.minimumSessions ?? plan.minimumSessions { extra.append("≥ \(minimum) sessions") }
             if !extra.isEmpty { line += " (\(extra.joined(separator: ", ")))" }
             return line
-        }
+        } + (plan.guardrails.isEmpty ? [] : ["  guardrails: crash_rate (margin), " + plan.guardrails.map(\.description).joined(separator: ", ")])
     }
 
     /// `running, stage 2 of 5 (cities lagos at 100%) for 12m`.
@@ -114,6 +125,13 @@ public struct Release: AsyncParsableCommand {
             lines.append("    with the switch:    \(rateText(assessment.with))")
             let control = assessment.control == "namespace" ? " (every city: the stage's scope has too few without it)" : ""
             lines.append("    without the switch: \(rateText(assessment.without))\(control)")
+            for guardrail in assessment.guardrails {
+                lines.append("    guardrail \(guardrail.metric) \(guardrail.margin): \(guardrail.state.replacingOccurrences(of: "_", with: " ")) (\(guardrail.summary))")
+            }
+            if !assessment.decidedBy.isEmpty {
+                let verb = assessment.verdict == "hold" ? "waits for" : "decided by"
+                lines.append("    \(verb): \(assessment.decidedBy.joined(separator: ", "))")
+            }
         }
         lines.append("  next: \(body.next)")
         if timeline, !body.timeline.isEmpty {
@@ -146,6 +164,14 @@ public struct ReleaseStart: FlagctlCommand {
                   --stage city=lagos,rollout=1,soak=1h --stage city=lagos,rollout=100 \\
                   --stage city=nairobi,rollout=100 --stage rollout=10 \\
                   --stage rollout=100 --min-sessions 2000 --margin 0.25
+              flagctl release start plugin_switch_feed_promos --yes \\
+                  --guardrail trip_booked:-0.5pp --guardrail fare:-2%
+
+            Each --guardrail METRIC:MARGIN names a metric of the namespace (flagctl get shows them) that every stage \
+            must show not worse than MARGIN, besides crash rate: percentage points for conversions and rates \
+            (trip_booked:-0.5pp), a relative change for any metric (fare:-2%; time_to_book:+5% for one better lower). \
+            A stage that splits units judges them; one at 100 % of its scope goes on crash rate alone. Guardrails \
+            given here replace the plan's.
 
             Exit status: 0 ok, 1 failure (a plan running already), 3 changed since you read it, 4 no such flag, \
             5 token refused, 64 usage (a bad stage).
@@ -166,6 +192,8 @@ public struct ReleaseStart: FlagctlCommand {
     public var confidence: String?
     @Option(help: ArgumentHelp("On a bad signal: previous (back one stage) or off.", valueName: "action"))
     public var onBadSignal: String?
+    @Option(name: .customLong("guardrail"), help: ArgumentHelp("A metric no stage may harm beyond a margin: METRIC:MARGIN, e.g. trip_booked:-0.5pp, fare:-2% (repeat).", valueName: "metric:margin"))
+    public var guardrails: [String] = []
     @OptionGroup public var change: ChangeOptions
     @OptionGroup public var server: ServerOptions
     @OptionGroup public var outputOptions: OutputOptions
@@ -174,6 +202,21 @@ public struct ReleaseStart: FlagctlCommand {
 
     public func validate() throws {
         _ = try planTree()
+        _ = try guardrailTree()
+    }
+
+    /// The guardrails the options name, as the API reads them (`{"trip_booked": "-0.5pp"}`); nil without any.
+    func guardrailTree() throws -> JSONObject? {
+        guard !guardrails.isEmpty else { return nil }
+        var tree = JSONObject()
+        for text in guardrails {
+            guard let guardrail = ReleaseGuardrail(text) else {
+                throw ValidationError("--guardrail '\(text)' is not METRIC:MARGIN, e.g. trip_booked:-0.5pp (percentage points) or fare:-2% (relative).")
+            }
+            if tree[guardrail.metric] != nil { throw ValidationError("--guardrail names '\(guardrail.metric)' twice.") }
+            tree[guardrail.metric] = .string(guardrail.margin.description)
+        }
+        return tree
     }
 
     /// The plan the options describe, as the API reads it; nil without `--stage` (the declared plan).
@@ -227,9 +270,12 @@ public struct ReleaseStart: FlagctlCommand {
         var body = JSONObject()
         let tree = try planTree()
         if let tree { body["plan"] = .object(tree) }
+        let guardrailTree = try self.guardrailTree()
+        if let guardrailTree { body["guardrails"] = .object(guardrailTree) }
         let key = self.key
         let given = try tree.map { tree in try ReleasePlan(tree: .object(tree), unit: .basisPoints) }
-        try await Release.act(.start, key: key, plan: given, body: body, question: { declared in
+        let guardrails = try guardrailTree.map { tree in try ReleasePlan.guardrails(tree: .object(tree), at: "guardrails") }
+        try await Release.act(.start, key: key, plan: given, guardrails: guardrails, body: body, question: { declared in
             let first = (given ?? declared)?.stages.first.map { " at \($0)" } ?? ""
             return "Start the release plan of \(key)\(first)? Its rules and rollout are replaced by the plan's"
         }, change: change, server: server, output: outputOptions, console: console)
