@@ -165,13 +165,44 @@
       h('td', { 'data-label': 'Crashed', class: 'number crashes' }, count(numbers.crashes)),
       h('td', { 'data-label': 'Crash rate', class: 'number crash-rate' }, rate(numbers.crash_rate)));
     const verdict = { advance: 'advance', hold: 'hold', roll_back: 'roll back' }[seen.verdict] || seen.verdict;
+    const decidedBy = seen.decided_by || [];
     return h('div', { class: 'release-assessment' },
       h('table', { class: 'compact' },
         h('caption', {}, 'In the current stage, since ', timeElement(seen.from), ` (counted in ${(seen.dimensions || []).join(', ') || 'all'})`),
         h('thead', {}, h('tr', {}, ['', 'Sessions', 'Crashed', 'Crash rate'].map((title) => h('th', { scope: 'col' }, title)))),
         h('tbody', {}, side('with', seen.with), side('without', seen.without))),
-      h('p', { class: 'meta verdict' }, `The runner's verdict now: ${verdict}`,
+      guardrailTable(release.switch, seen.guardrails || []),
+      h('p', { class: ['meta', 'verdict', seen.verdict === 'roll_back' ? 'error' : ''] }, `The runner's verdict now: ${verdict}`,
+        decidedBy.length ? [seen.verdict === 'hold' ? ', waiting for ' : ', decided by ', h('strong', { class: 'decided-by' }, decidedBy.join(', '))] : '',
         (seen.reasons || []).length ? `: ${seen.reasons.join('; ')}` : '.'));
+  }
+
+  /** `-0.52 pp`, `+1.3 %`: a guardrail's estimate or bound in its margin's unit. */
+  function marginText(value, margin) {
+    if (typeof value !== 'number') return '–';
+    const points = /pp$/.test(margin);
+    const text = (value * 100).toFixed(2);
+    return `${value > 0 ? '+' : ''}${text} ${points ? 'pp' : '%'}`;
+  }
+
+  /** The plan's guardrail metrics as judged in the stage: each one's margin, units, estimate and interval, state. */
+  function guardrailTable(key, guardrails) {
+    if (!guardrails.length) return null;
+    const words = { not_worse: 'not worse', undecided: 'undecided', worse: 'worse', not_judged: 'not judged here' };
+    const tones = { not_worse: 'on', undecided: 'partial', worse: 'killed', not_judged: '' };
+    return h('table', { class: 'compact release-guardrails', id: `release-guardrails:${key}` },
+      h('caption', {}, 'Guardrails (besides crash rate), on the units the stage\'s split put with and without the switch'),
+      h('thead', {}, h('tr', {}, ['Metric', 'Margin', 'Units with / without', 'Change', 'Interval', 'State']
+        .map((title) => h('th', { scope: 'col' }, title)))),
+      h('tbody', {}, guardrails.map((guardrail) => h('tr', { dataset: { guardrail: guardrail.metric, state: guardrail.state }, title: guardrail.summary },
+        h('th', { scope: 'row' }, h('span', { class: 'key' }, guardrail.metric)),
+        h('td', { 'data-label': 'Margin' }, guardrail.margin),
+        h('td', { 'data-label': 'Units with / without', class: 'number' }, `${count(guardrail.units_with)} / ${count(guardrail.units_without)}`),
+        h('td', { 'data-label': 'Change', class: 'number' }, marginText(guardrail.estimate, guardrail.margin)),
+        h('td', { 'data-label': 'Interval', class: 'number' }, guardrail.lower == null ? '–'
+          : `${marginText(guardrail.lower, guardrail.margin)} to ${marginText(guardrail.upper, guardrail.margin)}`),
+        h('td', { 'data-label': 'State' }, h('span', { class: ['badge', tones[guardrail.state] || ''], dataset: { state: guardrail.state } },
+          words[guardrail.state] || guardrail.state))))));
   }
 
   function actionButtons(release, on) {
@@ -208,6 +239,8 @@
     if (typeof plan.margin === 'number') rules.push(`margin ${(plan.margin / 100).toFixed(2).replace(/\.?0+$/, '')} crash-rate points`);
     if (typeof plan.confidence === 'number') rules.push(`confidence ${percent(plan.confidence)}`);
     rules.push(`on a bad signal: ${plan.on_bad_signal === 'off' ? 'off' : 'back to the previous stage'}`);
+    const guardrails = Object.entries(plan.guardrails || {});
+    if (guardrails.length) rules.push(`guardrails: ${guardrails.map(([metric, margin]) => `${metric} ${margin}`).join(', ')}`);
     return h('article', { class: 'release', dataset: { release: release.switch, status }, 'aria-labelledby': `release-title:${release.switch}` },
       h('div', { class: 'release-head' },
         h('h2', { id: `release-title:${release.switch}` }, h('span', { class: 'key' }, release.switch)),

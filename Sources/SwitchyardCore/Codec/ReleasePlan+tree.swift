@@ -90,7 +90,8 @@ extension ReleasePlan {
                 continue
             }
             guard let text = element.stringValue else {
-                let number = element.doubleValue.map { " (write \($0)pp for points or \($0)% for a relative change)" } ?? ""
+                let text = element.serializedString()
+                let number = element.doubleValue == nil ? "" : " (write \(text)pp for points or \(text)% for a relative change)"
                 reader.report(path / name, "is not a margin such as -0.5pp or -2%\(number)")
                 continue
             }
