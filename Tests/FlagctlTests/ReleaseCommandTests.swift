@@ -65,6 +65,38 @@ struct ReleaseCommandTests {
         }
     }
 
+    @Test func guardrailsAreStartedWithThePlanShownInItsStatusAndCheckedBeforeAsking() async throws {
+        try await LiveServer.run { server in
+            // A metric the namespace does not declare, and a margin on the wrong side: refused before asking.
+            let wrong = await server.flagctl("release", "start", Self.promos, "--stage", "city=lagos,rollout=10",
+                                             "--guardrail", "trips_taken:-1%", "--guardrail", "trip_booked:+0.5pp", "--yes")
+            #expect(wrong.status == 64, "\(wrong.error)")
+            #expect(wrong.error.contains("--guardrail trips_taken: 'trips_taken' is not a metric of this namespace (declared: "), "\(wrong.error)")
+            #expect(wrong.error.contains("--guardrail trip_booked: 'trip_booked' is better higher, so its margin is how far it may fall: write -0.5pp"), "\(wrong.error)")
+
+            let start = await server.flagctl("release", "start", Self.promos, "--stage", "city=lagos,rollout=10", "--stage", "rollout=100",
+                                             "--guardrail", "trip_booked:-0.5pp", "--guardrail", "fare:-2%", "--yes", "--reason", "guarded")
+            try #require(start.status == 0, "\(start.error)\(start.output)")
+            #expect(start.output.contains("guardrails: crash_rate (margin), fare:-2%, trip_booked:-0.5pp"), "\(start.output)")
+            let status = await server.flagctl("release", "status", Self.promos)
+            #expect(status.output.contains("guardrail trip_booked -0.5pp: undecided (trip_booked: too few units to compare (0 units with the switch, 0 without))"), "\(status.output)")
+            #expect(status.output.contains("guardrail fare -2%: undecided"), "\(status.output)")
+            #expect(status.output.contains("waits for: crash_rate, fare, trip_booked"), "\(status.output)")
+            let json = await server.flagctl("release", "status", Self.promos, "-o", "json")
+            let tree = try JSONValue.parse(Array(json.output.utf8))
+            #expect(tree["plan"]?["guardrails"] == .object(JSONObject([("fare", .string("-2%")), ("trip_booked", .string("-0.5pp"))])))
+            #expect(tree["assessment"]?["guardrails"]?.arrayValue?.count == 2)
+        }
+    }
+
+    @Test func aGuardrailThatIsNotMetricColonMarginIsAUsageError() async throws {
+        for text in ["trip_booked", "trip_booked:-0.5", "fare:down"] {
+            let result = await flagctl(["release", "start", Self.promos, "--guardrail", text, "--yes"])
+            #expect(result.status == 64, "\(text): \(result.error)")
+            #expect(result.error.contains("--guardrail '\(text)' is not METRIC:MARGIN, e.g. trip_booked:-0.5pp"), "\(text): \(result.error)")
+        }
+    }
+
     @Test func aPlanDeclaredInTheFlagFileIsAppliedStartedAndThenMatchesTheFile() async throws {
         try await LiveServer.run { server in
             let directory = try FlagFolder.copyOfRider { text in

@@ -41,16 +41,16 @@ struct ReleaseGuardrailTests {
         #expect(ReleaseGuardrail("trip_booked") == nil && ReleaseGuardrail(":-2%") == nil && ReleaseGuardrail("fare:-2") == nil)
     }
 
-    @Test func aFlagFileDeclaresThemAndWritesThemBackInItsOrder() throws {
-        let rider = try rider(guardrails: [ReleaseGuardrail(metric: "trip_booked", margin: .points(-0.005)),
-                                           ReleaseGuardrail(metric: "fare", margin: .relative(-0.02))])
+    @Test func aFlagFileDeclaresThemAndWritesThemBackByName() throws {
+        let rider = try rider(guardrails: [ReleaseGuardrail(metric: "fare", margin: .relative(-0.02)),
+                                           ReleaseGuardrail(metric: "trip_booked", margin: .points(-0.005))])
         #expect(rider.validate().isEmpty, "\(rider.validate())")
         for unit in [RolloutUnit.percent, .basisPoints] {
             let tree = rider.tree(unit: unit)
             #expect(try FlagSet(tree: .object(tree), unit: unit) == rider)
             let guardrails = try #require(tree["flags"]?[Self.promos]?["release"]?["guardrails"]?.objectValue)
-            #expect(guardrails.map(\.key) == ["trip_booked", "fare"])
-            #expect(guardrails.map(\.value) == [.string("-0.5pp"), .string("-2%")])
+            #expect(guardrails.map(\.key) == ["fare", "trip_booked"])
+            #expect(guardrails.map(\.value) == [.string("-2%"), .string("-0.5pp")])
         }
     }
 

@@ -101,6 +101,8 @@ extension ReleasePlan {
             }
             guardrails.append(ReleaseGuardrail(metric: name, margin: margin))
         }
+        // By name, as every object of a stored flag set is written: one plan, one text.
+        guardrails.sort { $0.metric < $1.metric }
         if guardrails.count > ReleaseGuardrail.maximumCount {
             reader.report(path, "names \(guardrails.count) metrics; at most \(ReleaseGuardrail.maximumCount)")
         }

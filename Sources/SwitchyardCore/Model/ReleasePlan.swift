@@ -36,7 +36,7 @@ public struct ReleasePlan: Sendable, Hashable {
     public var confidence: Rollout?
     /// What flagsd does when the switch is shown to crash more than sessions without it, or worse on a guardrail.
     public var onBadSignal: BadSignalAction
-    /// The metrics besides crash rate that each stage must show not worse than their margins, in the declared order.
+    /// The metrics besides crash rate that each stage must show not worse than their margins, by name.
     public var guardrails: [ReleaseGuardrail]
     /// The plan's progress, kept by flagsd; nil: declared, not started.
     public var state: ReleaseState?

@@ -163,7 +163,7 @@ package final class ReleasePlanRunner: Service, Sendable {
         package var check: ReleaseCheck
         /// The dimensions summed (`all`, or the stage's cities or cohorts).
         package var dimensions: [EventDimension]
-        /// The plan's guardrail metrics judged in the stage, in the plan's order.
+        /// The plan's guardrail metrics judged in the stage, by name, as the plan lists them.
         package var guardrails: [GuardrailCheck] = []
 
         /// Crash rate and every guardrail together: roll back when any is shown worse; advance when crash rate says
