@@ -35,7 +35,7 @@ struct ConsoleBrowserTests {
         "the crash guard view shows a switch the guard turned off and its evidence, without reloading",
         "a switch the guard turned off is enabled from its view after a warning, and the guard cools down",
         "past the guard's budget a proposal shows in its view and is applied from there",
-        "the releases view shows a plan started through the API, its stage and its timeline, without reloading",
+        "the releases view shows a plan started through the API, its stage, its guardrails and its timeline, without reloading",
         "a release is paused from the releases view, and its timeline gains the pause",
         "a paused release is resumed from the releases view",
         "a release step someone else made first is shown, and flagsd's refusal of the stale one is shown in the dialog",

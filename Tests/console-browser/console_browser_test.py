@@ -567,9 +567,11 @@ def release_card(key):
         return {
           status: card.dataset.status, text: card.innerText, stage: text('.release-stage'), next: text('.release-next'),
           steps: all('.release-step').map((step) => [step.dataset.step, step.textContent]),
-          sides: all('.release-assessment tbody tr').map((row) => row.dataset.side),
+          sides: all('.release-assessment tbody tr[data-side]').map((row) => row.dataset.side),
           events: all('ol.release-timeline > li').map((item) => [item.dataset.kind, item.innerText]),
           buttons: all('.actions button').map((button) => button.id),
+          guardrails: all('.release-guardrails tbody tr').map((row) => [row.dataset.guardrail, row.dataset.state]),
+          verdict: text('.verdict'),
         };
     """, key)
 
@@ -594,7 +596,7 @@ def confirm_release_step(kind):
     return release_shows(RELEASED, f"the {kind} step in the timeline", lambda card: card["events"][:1] and card["events"][0][0] == kind)
 
 
-@check("the releases view shows a plan started through the API, its stage and its timeline, without reloading")
+@check("the releases view shows a plan started through the API, its stage, its guardrails and its timeline, without reloading")
 def release_shown():
     # A plan declared but not started (in the flag set, as a flag file would declare it) offers Start.
     flag = api("GET", f"flags/{DECLARED}")
@@ -608,6 +610,7 @@ def release_shown():
     api("POST", f"flags/{RELEASED}/release/start", {
         "plan": {"soak": "2h", "min_sessions": 100000000,
                  "stages": [{"cities": ["lagos"], "rollout": 100}, {"cities": ["nairobi"], "rollout": 10000}, {"rollout": 10000}]},
+        "guardrails": {"trip_booked": "-0.5pp"},
         "reason": "REL-1 safety tips, Lagos first"})
     card = release_shows(RELEASED, f"{RELEASED}'s plan running with its start in the timeline",
                          lambda card: card["status"] == "running" and card["events"])
@@ -623,6 +626,10 @@ def release_shown():
         problems.append("the plan's soak and minimum sessions are not shown")
     if card["sides"] != ["with", "without"]:
         problems.append(f"the sessions with and without the switch show as {card['sides']}")
+    if card["guardrails"] != [["trip_booked", "undecided"]]:
+        problems.append(f"the guardrails show as {card['guardrails']}")
+    if "guardrails: trip_booked -0.5pp" not in card["text"] or "waiting for crash_rate, trip_booked" not in card["verdict"]:
+        problems.append(f"the plan's guardrail or what the runner waits for is not shown: {card['verdict']!r}")
     kinds = [kind for kind, _ in card["events"]]
     if kinds != ["started"]:
         problems.append(f"the timeline holds {kinds}")
