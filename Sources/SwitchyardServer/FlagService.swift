@@ -96,9 +96,11 @@ package struct FlagService: Sendable {
         try await commit { try await store.createNamespace(flagSet, reasonPolicy: reasonPolicy, request: request) }
     }
 
-    /// Restores what a recorded change changed, as a new change, and delivers it.
+    /// Restores what a recorded change changed, as a new change, and delivers it: an ordinary ``change(_:_:mutation:)``,
+    /// so a revert that touches a switch whose plan runs pauses it (or, by the crash guard, aborts it) like any other.
     package func revert(_ namespace: String, version: Int64, request: ChangeRequest) async throws -> CommittedChange {
-        try await commit { try await store.revert(namespace, version: version, request: request) }
+        let revert = try await store.reverting(namespace, version: version, request: request)
+        return try await change(namespace, revert.request, mutation: revert.mutation)
     }
 
     /// Sets which evaluations report their reason (no new version: snapshots do not carry it). Setting the policy

@@ -131,13 +131,27 @@ extension FlagStore {
 
     /// Restores what a change touched to its state before that change, as a new change.
     ///
-    /// Objects the change created are deleted; objects it deleted or updated get their earlier definition
-    /// back, whatever happened to them since.
+    /// The change is ``reverting(_:version:request:)`` committed with ``change(_:_:mutation:)``; flagsd commits
+    /// that through its one change path instead, which also stops the release plans the revert interrupts.
     /// - Throws: `notFound` when the namespace has no such change; `invalid` when the restored flag set is
     ///   invalid (for example, a restored plugin point names a flag deleted since).
     public func revert(
         _ namespace: String, version: Int64, request: ChangeRequest
     ) async throws -> CommittedChange {
+        let revert = try await reverting(namespace, version: version, request: request)
+        return try await change(namespace, revert.request, mutation: revert.mutation)
+    }
+
+    /// The change that reverts a recorded one: its request (summary `revert version N (…)` unless given) and its
+    /// mutation.
+    ///
+    /// Objects the change created are deleted; objects it deleted or updated get their earlier definition
+    /// back, whatever happened to them since. A release plan's progress is never restored: a restored plan keeps
+    /// the state of the plan the switch has now when it is declared the same, and is not started otherwise.
+    /// - Throws: `notFound` when the namespace has no such change.
+    public func reverting(
+        _ namespace: String, version: Int64, request: ChangeRequest
+    ) async throws -> (request: ChangeRequest, mutation: @Sendable (FlagSet) throws -> FlagSet) {
         guard let target = try await change(in: namespace, version: version) else {
             if try await self.namespace(namespace) == nil { throw StorageError.namespaceNotFound(namespace) }
             throw StorageError(.notFound, "namespace '\(namespace)' has no change with version \(version) (list changes with GET /v1/namespaces/\(namespace)/changes)")
@@ -145,9 +159,7 @@ extension FlagStore {
         var request = request
         if request.summary == nil { request.summary = "revert version \(version) (\(target.summary))" }
         let objects = target.changes
-        return try await change(namespace, request) { current in
-            try current.restoring(objects, from: version)
-        }
+        return (request, { current in try current.restoring(objects, from: version).keepingReleaseStates(of: current) })
     }
 }
 

@@ -80,8 +80,10 @@ struct ReleasePlanTests {
         let rider = try rider()
         let started = try rider.startingRelease(Self.promos, plan: nil, at: 100, note: "started by alice")
         let first = try #require(gate(started))
-        #expect(first.release?.state == ReleaseState(status: .running, stage: 0, since: 100, note: "started by alice"))
-        #expect(first.rules == Self.plan.targeting(at: 0).rules && first.rollout == .off)
+        let standing = try #require(gate(rider))
+        let limits = ReleaseLimits(rules: standing.rules, rollout: standing.rollout)
+        #expect(first.release?.state == ReleaseState(status: .running, stage: 0, since: 100, note: "started by alice", limits: limits))
+        #expect(first.rules == limits.exclusions + Self.plan.targeting(at: 0).rules && first.rollout == .off)
         let again = #expect(throws: FlagEditError.self) { try started.startingRelease(Self.promos, plan: nil, at: 200) }
         #expect(again?.kind == .conflict)
         let none = #expect(throws: FlagEditError.self) { try self.rider(withPlan: nil).startingRelease(Self.promos, plan: nil, at: 0) }
@@ -100,7 +102,7 @@ struct ReleasePlanTests {
         for stage in 1..<Self.plan.stages.count {
             flagSet = try flagSet.advancingRelease(Self.promos, at: Int64(stage), note: nil)
             #expect(gate(flagSet)?.release?.state?.stage == stage)
-            #expect(gate(flagSet)?.rules == Self.plan.targeting(at: stage).rules)
+            #expect(gate(flagSet)?.rules == gate(flagSet)?.release?.targeting(at: stage).rules)
         }
         flagSet = try flagSet.advancingRelease(Self.promos, at: 99, note: "every stage passed")
         #expect(gate(flagSet)?.release?.state?.status == .completed)
@@ -114,8 +116,9 @@ struct ReleasePlanTests {
         var flagSet = try rider().startingRelease(Self.promos, plan: nil, at: 0)
         flagSet = try flagSet.advancingRelease(Self.promos, at: 1, note: nil).advancingRelease(Self.promos, at: 2, note: nil)
         let back = try flagSet.rollingBackRelease(Self.promos, at: 3, note: "shown worse")
-        #expect(gate(back)?.release?.state == ReleaseState(status: .rolledBack, stage: 1, since: 3, note: "shown worse"))
-        #expect(gate(back)?.rules == Self.plan.targeting(at: 1).rules)
+        let limits = gate(flagSet)?.release?.state?.limits ?? .none
+        #expect(gate(back)?.release?.state == ReleaseState(status: .rolledBack, stage: 1, since: 3, note: "shown worse", limits: limits))
+        #expect(gate(back)?.rules == gate(back)?.release?.targeting(at: 1).rules)
         // It waits: no second rollback, no pause; a person resumes (the stage's targeting again) or aborts.
         #expect(throws: FlagEditError.self) { try back.rollingBackRelease(Self.promos, at: 4, note: nil) }
         let resumed = try back.resumingRelease(Self.promos, at: 5, note: "resumed by alice")

@@ -180,9 +180,10 @@ extension ReleaseState {
             if since == nil { reader.report(path / "since", "'\(text)' is not a UTC time such as 2026-11-26T08:30:00Z") }
         }
         let note = object.string("note", rule: .text)
+        let limits = ReleaseLimits.read(&object, reader: reader)
         object.finish()
         guard let status, let since else { return nil }
-        return ReleaseState(status: status, stage: stage, since: since, note: note)
+        return ReleaseState(status: status, stage: stage, since: since, note: note, limits: limits)
     }
 
     public var tree: JSONObject {
@@ -191,7 +192,63 @@ extension ReleaseState {
         if let stage { object["stage"] = .int(stage) }
         object["since"] = .string(UTCTime.text(seconds: since))
         if let note { object["note"] = .string(note) }
+        limits.write(into: &object)
         return object
+    }
+}
+
+extension ReleaseLimits {
+    /// Reads `limits` (conditions without cities and cohorts) and `exclusions` (a name and conditions: rules at 0 %)
+    /// of a plan's state; a state without them (stored before flagsd kept limits) has none.
+    static func read(_ object: inout ObjectReader, reader: TreeReader) -> ReleaseLimits {
+        var limits = ReleaseLimits()
+        if let value = object.value("limits"), let elements = reader.list(value, at: object.path / "limits") {
+            for (index, element) in elements.enumerated() {
+                let path = object.path / "limits" / index
+                guard var clause = reader.object(element, at: path) else { continue }
+                let conditions = Conditions.read(&clause, reader: reader)
+                clause.finish()
+                for (field, values) in [("cities", conditions.cities), ("cohorts", conditions.cohorts)] where !values.isEmpty {
+                    reader.report(path / field, "a limit may not name \(field): the stages choose them (a limit names not_cities, not_cohorts, units, platforms or app versions)")
+                }
+                if conditions.isEmpty {
+                    reader.report(path, "names no condition (leave it out: a plan without limits has no limits list)")
+                } else if limits.clauses.contains(conditions) {
+                    reader.report(path, "is listed twice")
+                } else if conditions == ReleaseLimits.clause(of: conditions) {
+                    limits.clauses.append(conditions)
+                }
+            }
+        }
+        if let value = object.value("exclusions"), let elements = reader.list(value, at: object.path / "exclusions") {
+            for (index, element) in elements.enumerated() {
+                guard var rule = reader.object(element, at: object.path / "exclusions" / index) else { continue }
+                let name = rule.string("name", rule: .text)
+                let conditions = Conditions.read(&rule, reader: reader)
+                rule.finish()
+                limits.exclusions.append(SwitchRule(name: name, conditions: conditions, rollout: .off))
+            }
+        }
+        return limits
+    }
+
+    /// Writes `limits` and `exclusions` (nothing when there are none).
+    func write(into object: inout JSONObject) {
+        if !clauses.isEmpty {
+            object["limits"] = .array(clauses.map { clause in
+                var tree = JSONObject()
+                clause.write(into: &tree)
+                return .object(tree)
+            })
+        }
+        if !exclusions.isEmpty {
+            object["exclusions"] = .array(exclusions.map { rule in
+                var tree = JSONObject()
+                if let name = rule.name { tree["name"] = .string(name) }
+                rule.conditions.write(into: &tree)
+                return .object(tree)
+            })
+        }
     }
 }
 

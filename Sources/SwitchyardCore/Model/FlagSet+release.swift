@@ -49,7 +49,11 @@ extension FlagSet {
         guard !started.stages.isEmpty else {
             throw FlagEditError.invalid("a release plan needs at least one stage", path: "plan.stages")
         }
-        started.state = ReleaseState(status: .running, stage: 0, since: now, note: note)
+        // A switch that reaches nobody has no limits of its own to give; one its last plan left off keeps that plan's.
+        let standing = ReleaseLimits(rules: gate.rules, rollout: gate.rollout)
+        let reachesNobody = gate.rollout == .off && gate.rules.allSatisfy { $0.rollout == .off }
+        let limits = reachesNobody ? gate.release?.state?.limits ?? standing : standing
+        started.state = ReleaseState(status: .running, stage: 0, since: now, note: note, limits: limits)
         gate.release = started
         (gate.rules, gate.rollout) = started.targeting(at: 0)
         result.flags[index].pluginSwitch = gate
@@ -59,7 +63,7 @@ extension FlagSet {
     /// Stops a running plan where it is, for a person.
     public func pausingRelease(_ key: String, at now: Int64, note: String?) throws(FlagEditError) -> FlagSet {
         try editingRelease(key, allowed: [.running], verb: "pause") { plan, _ in
-            plan.state = ReleaseState(status: .paused, stage: plan.state?.stage, since: now, note: note)
+            plan.enter(.paused, stage: plan.state?.stage, at: now, note: note)
         }
     }
 
@@ -68,7 +72,7 @@ extension FlagSet {
     public func resumingRelease(_ key: String, at now: Int64, note: String?) throws(FlagEditError) -> FlagSet {
         try editingRelease(key, allowed: [.paused, .rolledBack], verb: "resume") { plan, gate in
             let stage = plan.state?.stage ?? 0
-            plan.state = ReleaseState(status: .running, stage: stage, since: now, note: note)
+            plan.enter(.running, stage: stage, at: now, note: note)
             (gate.rules, gate.rollout) = plan.targeting(at: stage)
         }
     }
@@ -78,11 +82,12 @@ extension FlagSet {
         try editingRelease(key, allowed: [.running, .paused, .rolledBack], verb: "advance") { plan, gate in
             let next = plan.state?.stage.map { $0 + 1 } ?? 0
             if next >= plan.stages.count {
-                plan.state = ReleaseState(status: .completed, stage: plan.stages.count - 1, since: now, note: note)
+                plan.enter(.completed, stage: plan.stages.count - 1, at: now, note: note)
+                (gate.rules, gate.rollout) = plan.completedTargeting
             } else {
-                plan.state = ReleaseState(status: .running, stage: next, since: now, note: note)
+                plan.enter(.running, stage: next, at: now, note: note)
+                (gate.rules, gate.rollout) = plan.targeting(at: next)
             }
-            (gate.rules, gate.rollout) = plan.targeting(at: plan.state?.stage)
         }
     }
 
@@ -92,7 +97,7 @@ extension FlagSet {
         try editingRelease(key, allowed: [.running], verb: "roll back") { plan, gate in
             let current = plan.state?.stage ?? 0
             let target: Int? = plan.onBadSignal == .off || current == 0 ? nil : current - 1
-            plan.state = ReleaseState(status: .rolledBack, stage: target, since: now, note: note)
+            plan.enter(.rolledBack, stage: target, at: now, note: note)
             (gate.rules, gate.rollout) = plan.targeting(at: target)
         }
     }
@@ -100,7 +105,7 @@ extension FlagSet {
     /// Stops a plan for good; the switch's targeting stays as it is.
     public func abortingRelease(_ key: String, at now: Int64, note: String?) throws(FlagEditError) -> FlagSet {
         try editingRelease(key, allowed: [.running, .paused, .rolledBack], verb: "abort") { plan, _ in
-            plan.state = ReleaseState(status: .aborted, stage: plan.state?.stage, since: now, note: note)
+            plan.enter(.aborted, stage: plan.state?.stage, at: now, note: note)
         }
     }
 
@@ -138,18 +143,36 @@ extension FlagSet {
             guard old.disabled != gate.disabled || old.disabledScopes != gate.disabledScopes || old.rules != gate.rules
                     || old.rollout != gate.rollout else { continue }
             let what = summary.map { " (\($0))" } ?? ""
-            plan.state = ReleaseState(status: isCrashGuard ? .aborted : .paused, stage: plan.state?.stage, since: now,
-                                      note: isCrashGuard ? "aborted: the crash guard disabled the switch\(what)"
-                                                         : "paused: \(actor) changed the switch\(what); resume to put the stage's targeting back")
+            plan.enter(isCrashGuard ? .aborted : .paused, stage: plan.state?.stage, at: now,
+                       note: isCrashGuard ? "aborted: the crash guard disabled the switch\(what)"
+                                              : "paused: \(actor) changed the switch\(what); resume to put the stage's targeting back")
             gate.release = plan
             result.flags[index].pluginSwitch = gate
         }
         return result
     }
 
+    /// A flag set restored from history (a revert) with the release states of `current`: a plan's progress is flagsd's,
+    /// never restored. A restored plan declared as the switch's plan is now keeps that plan's state (so a revert of its
+    /// targeting is a person's change, which pauses it); one declared otherwise is not started.
+    public func keepingReleaseStates(of current: FlagSet) -> FlagSet {
+        var result = self
+        for index in result.flags.indices {
+            guard var gate = result.flags[index].pluginSwitch, let plan = gate.release else { continue }
+            let now = current.flag(result.flags[index].key)?.pluginSwitch?.release
+            let state = now.flatMap { $0.declared == plan.declared ? $0.state : nil }
+            guard state != plan.state else { continue }
+            gate.release?.state = state
+            result.flags[index].pluginSwitch = gate
+        }
+        return result
+    }
+
     /// An incoming flag set (`flagctl apply`, a whole document) with the release progress of `current` kept: for
-    /// every switch it declares the same plan for (stages and settings) without a state, the plan's state and,
-    /// while it is active, the targeting it set. A plan declared differently starts over (not started).
+    /// every switch it declares the same plan for (stages and settings) without a state, the plan's state (with its
+    /// limits) and the targeting the plan set, whether it runs, waits, completed or was aborted: a document repeating
+    /// a started plan never fights it. A plan declared differently starts over (not started), with the document's
+    /// targeting.
     public func keepingReleaseProgress(of current: FlagSet) -> FlagSet {
         var result = self
         for index in result.flags.indices {
@@ -157,12 +180,17 @@ extension FlagSet {
                   let old = current.flag(result.flags[index].key)?.pluginSwitch, let oldPlan = old.release,
                   let state = oldPlan.state, plan.declared == oldPlan.declared else { continue }
             gate.release?.state = state
-            if state.isActive {
-                gate.rules = old.rules
-                gate.rollout = old.rollout
-            }
+            gate.rules = old.rules
+            gate.rollout = old.rollout
             result.flags[index].pluginSwitch = gate
         }
         return result
+    }
+}
+
+extension ReleasePlan {
+    /// Puts the plan in a status and stage from now, keeping the limits it started with.
+    fileprivate mutating func enter(_ status: ReleaseState.Status, stage: Int?, at now: Int64, note: String?) {
+        state = ReleaseState(status: status, stage: stage, since: now, note: note, limits: state?.limits ?? .none)
     }
 }

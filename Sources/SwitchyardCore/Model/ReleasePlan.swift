@@ -75,31 +75,110 @@ public struct ReleasePlan: Sendable, Hashable {
     /// Whether flagsd is running it now.
     public var isRunning: Bool { state?.status == .running }
 
-    /// The switch's rules and default rollout with stages `0...stage` reached (nil: none, the switch off).
+    /// The switch's rules and default rollout with stages `0...stage` reached (nil: none, the switch off), within the
+    /// limits the plan started with (``ReleaseState/limits``).
     ///
     /// Every scope the stages so far named gets a rule, in the order the stages first named it, with the rollout of
-    /// the latest of them (never below the default rollout: a later stage for everyone does not hold a city back);
-    /// stages for everyone set the default rollout.
+    /// the latest of them (never below the rollout for everyone: a later stage for everyone does not hold a city
+    /// back); stages for everyone set the default rollout, or, when the switch has limits, a rule for everyone
+    /// within them (the default rollout stays 0). Every rule carries the limits; the switch's rules at 0 % come first.
     public func targeting(at stage: Int?) -> (rules: [SwitchRule], rollout: Rollout) {
         guard let stage, !stages.isEmpty else { return ([], .off) }
-        let reached = stages.prefix(min(stage, stages.count - 1) + 1)
-        var rollout = Rollout.off
+        let (scoped, everyone) = reach(at: stage)
+        return (state?.limits ?? .none).targeting(scoped: scoped, everyone: everyone, everyoneName: "release: everyone")
+    }
+
+    /// The targeting a completed plan leaves: its last stage's, folded into the simplest rules that mean the same.
+    /// The stages' rules that the rollout for everyone already gives fold away, so a plan ending with everyone at
+    /// 100 % leaves no rules and rollout 100, or, within limits, one rule per limit at 100 % and rollout 0.
+    public var completedTargeting: (rules: [SwitchRule], rollout: Rollout) {
+        guard !stages.isEmpty else { return ([], .off) }
+        var (scoped, everyone) = reach(at: stages.count - 1)
+        scoped.removeAll { max($0.rollout, everyone) == everyone }
+        return (state?.limits ?? .none).targeting(scoped: scoped, everyone: everyone, everyoneName: "release completed")
+    }
+
+    /// The scopes stages `0...stage` named, each at its latest rollout, and the latest rollout for everyone.
+    private func reach(at stage: Int) -> (scoped: [(scope: Scope, rollout: Rollout)], everyone: Rollout) {
+        var everyone = Rollout.off
         var scoped: [(scope: Scope, rollout: Rollout)] = []
-        for step in reached {
+        for step in stages.prefix(min(stage, stages.count - 1) + 1) {
             if step.scope.isEverywhere {
-                rollout = step.rollout
+                everyone = step.rollout
             } else if let index = scoped.firstIndex(where: { $0.scope.sameScope(as: step.scope) }) {
                 scoped[index].rollout = step.rollout
             } else {
                 scoped.append((step.scope, step.rollout))
             }
         }
-        let rules = scoped.map { entry in
-            SwitchRule(name: "release: \(entry.scope)",
-                       conditions: Conditions(cities: entry.scope.cities, cohorts: entry.scope.cohorts),
-                       rollout: max(entry.rollout, rollout))
+        return (scoped, everyone)
+    }
+}
+
+/// What a plan's stages act within: the switch's standing limits, taken from its rules when the plan starts and kept
+/// in the plan's state, so that no stage, rollback or completion widens who may get the plugin
+/// (docs/release-plans.md, "Limits").
+///
+/// Stages choose cities and cohorts; what else a rule of the switch asks (app versions, platforms, units, cities or
+/// cohorts left out) is a limit, and every rule a stage sets carries it. Rules at 0 % keep the switch off for
+/// whom they match, and stay in front. Disables, disabled scopes and kill entries are not targeting: no step
+/// touches them.
+public struct ReleaseLimits: Sendable, Hashable {
+    /// A unit may get the switch only when it meets one of these: each a rule's conditions without cities and cohorts,
+    /// each distinct one once. Empty: no limit.
+    public var clauses: [Conditions]
+    /// The switch's rules at 0 %, kept first.
+    public var exclusions: [SwitchRule]
+
+    public init(clauses: [Conditions] = [], exclusions: [SwitchRule] = []) {
+        self.clauses = clauses
+        self.exclusions = exclusions
+    }
+
+    /// No limit: the stages decide alone.
+    public static let none = ReleaseLimits()
+
+    public var isNone: Bool { clauses.isEmpty && exclusions.isEmpty }
+
+    /// The standing limits of a switch's targeting.
+    ///
+    /// A default rollout above 0, or a rule above 0 with no condition but cities and cohorts, reaches any unit: no
+    /// clause then. A switch that reaches nobody (every rule at 0 %, rollout 0) has no clause either: a plan turns
+    /// it on.
+    public init(rules: [SwitchRule], rollout: Rollout) {
+        exclusions = rules.filter { $0.rollout == .off }
+        let reaching = rules.filter { $0.rollout != .off }.map { Self.clause(of: $0.conditions) }
+        clauses = []
+        guard rollout == .off, !reaching.contains(where: \.isEmpty) else { return }
+        for clause in reaching where !clauses.contains(clause) { clauses.append(clause) }
+    }
+
+    /// A rule's conditions without the cities and cohorts stages choose.
+    public static func clause(of conditions: Conditions) -> Conditions {
+        var clause = conditions
+        clause.cities = []
+        clause.cohorts = []
+        return clause
+    }
+
+    /// The rules and default rollout of scoped rollouts and a rollout for everyone, within these limits.
+    func targeting(scoped: [(scope: Scope, rollout: Rollout)], everyone: Rollout,
+                   everyoneName: String) -> (rules: [SwitchRule], rollout: Rollout) {
+        let within = clauses.isEmpty ? [Conditions()] : clauses
+        var rules = exclusions
+        for entry in scoped {
+            for clause in within {
+                var conditions = clause
+                conditions.cities = entry.scope.cities
+                conditions.cohorts = entry.scope.cohorts
+                rules.append(SwitchRule(name: "release: \(entry.scope)", conditions: conditions, rollout: max(entry.rollout, everyone)))
+            }
         }
-        return (rules, rollout)
+        guard !clauses.isEmpty else { return (rules, everyone) }
+        if everyone != .off {
+            rules += clauses.map { SwitchRule(name: everyoneName, conditions: $0, rollout: everyone) }
+        }
+        return (rules, .off)
     }
 }
 
@@ -147,12 +226,16 @@ public struct ReleaseState: Sendable, Hashable {
     public var since: Int64
     /// Why it is in this state (`paused by alice: …`, `rolled back from stage 2: …`); nil when nothing to say.
     public var note: String?
+    /// The switch's standing limits when the plan started, which every stage's targeting keeps (none for a plan
+    /// stored before flagsd kept them).
+    public var limits: ReleaseLimits
 
-    public init(status: Status, stage: Int?, since: Int64, note: String? = nil) {
+    public init(status: Status, stage: Int?, since: Int64, note: String? = nil, limits: ReleaseLimits = .none) {
         self.status = status
         self.stage = stage
         self.since = since
         self.note = note
+        self.limits = limits
     }
 
     /// Whether it may still move (running, paused or rolled back; not completed or aborted).
