@@ -50,7 +50,7 @@ struct SchemaTests {
         #expect(fields("switchRule") == conditions.union(["rollout"]))
         #expect(fields("experimentRule") == conditions.union(["weights"]))
         #expect(fields("pluginSwitch") == ["type", "description", "owner", "disabled", "disabled_scopes", "rules", "rollout", "crash_guard", "release"])
-        #expect(fields("releasePlan") == ["stages", "soak", "min_sessions", "margin", "confidence", "on_bad_signal", "state"])
+        #expect(fields("releasePlan") == ["stages", "soak", "min_sessions", "margin", "confidence", "on_bad_signal", "guardrails", "state"])
         #expect(fields("releaseStage") == ["cities", "cohorts", "rollout", "soak", "min_sessions"])
         #expect(fields("releaseState") == ["status", "stage", "since", "note", "limits", "exclusions"])
         let switchPolicy: Set<String> = ["enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
