@@ -140,11 +140,11 @@ extension PostgresFlagStore {
         let entries = writes.entries
         if !entries.isEmpty {
             for row in try await connection.query("""
-                INSERT INTO experiment_unit (namespace, experiment, phase, unit, arm, entered_ms)
-                SELECT \(namespace), e.experiment, e.phase, e.unit, e.arm, e.entered_ms
+                INSERT INTO experiment_unit (namespace, experiment, phase, unit, arm, entered_ms, address)
+                SELECT \(namespace), e.experiment, e.phase, e.unit, e.arm, e.entered_ms, NULLIF(e.address, '')
                 FROM unnest(\(entries.map(\.experiment))::text[], \(entries.map(\.phase))::text[], \(entries.map(\.unit))::text[],
-                            \(entries.map(\.arm))::text[], \(entries.map(\.entered))::bigint[])
-                     WITH ORDINALITY AS e(experiment, phase, unit, arm, entered_ms, position)
+                            \(entries.map(\.arm))::text[], \(entries.map(\.entered))::bigint[], \(entries.map { $0.address ?? "" })::text[])
+                     WITH ORDINALITY AS e(experiment, phase, unit, arm, entered_ms, address, position)
                 ORDER BY e.position
                 ON CONFLICT (namespace, experiment, phase, unit) DO NOTHING
                 RETURNING experiment, phase, unit
@@ -200,13 +200,13 @@ extension PostgresFlagStore {
         var units: [String: ExperimentUnitRecord] = [:]
         var order: [String] = []
         for row in try await rows("""
-            SELECT phase, unit, arm, entered_ms FROM experiment_unit WHERE namespace = \(namespace) AND experiment = \(experiment)
+            SELECT phase, unit, arm, entered_ms, address FROM experiment_unit WHERE namespace = \(namespace) AND experiment = \(experiment)
             ORDER BY entered_ms, unit
             """, on: .events) {
-            let (phase, unit, arm, entered) = try row.decode((String, String, String, Int64).self)
+            let (phase, unit, arm, entered, address) = try row.decode((String, String, String, Int64, String?).self)
             let key = ExperimentWrites.key(experiment, phase, unit)
             order.append(key)
-            units[key] = ExperimentUnitRecord(unit: unit, arm: arm, phase: phase, entered: Date(milliseconds: entered))
+            units[key] = ExperimentUnitRecord(unit: unit, arm: arm, phase: phase, entered: Date(milliseconds: entered), address: address)
         }
         for row in try await rows("""
             SELECT u.phase, u.unit, t.metric, t.total FROM experiment_unit u

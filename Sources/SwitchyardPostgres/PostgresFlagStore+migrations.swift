@@ -188,6 +188,10 @@ extension PostgresFlagStore {
                 PRIMARY KEY (namespace, experiment, phase, arm))
             """,
         ]),
+        Migration(id: 7, name: "the source address that entered each experiment unit", statements: [
+            // A release plan's guardrails count the networks behind a decision (null: entered before this).
+            "ALTER TABLE experiment_unit ADD COLUMN address TEXT",
+        ]),
     ]
 
     /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).

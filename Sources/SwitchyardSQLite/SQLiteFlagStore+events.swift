@@ -122,7 +122,7 @@ extension SQLiteFlagStore {
         }
         let writes = ExperimentWrites(steps, recorded: recorded, arms: arms, totals: totals, maximumUnitsPerArm: admission.maximumUnitsPerArm)
         let insertUnit = try db.cachedStatement(sql: """
-            INSERT INTO experiment_unit (namespace, experiment, phase, unit, arm, entered_ms) VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO experiment_unit (namespace, experiment, phase, unit, arm, entered_ms, address) VALUES (?, ?, ?, ?, ?, ?, ?)
             """)
         let countArm = try db.cachedStatement(sql: """
             INSERT INTO experiment_arm (namespace, experiment, phase, arm, units) VALUES (?, ?, ?, ?, 1)
@@ -132,7 +132,7 @@ extension SQLiteFlagStore {
             INSERT INTO experiment_pre (namespace, experiment, phase, unit, metric, total) VALUES (?, ?, ?, ?, ?, ?)
             """)
         for entry in writes.entries {
-            try insertUnit.execute(arguments: [namespace, entry.experiment, entry.phase, entry.unit, entry.arm, entry.entered])
+            try insertUnit.execute(arguments: [namespace, entry.experiment, entry.phase, entry.unit, entry.arm, entry.entered, entry.address])
             try countArm.execute(arguments: [namespace, entry.experiment, entry.phase, entry.arm])
             for (metric, total) in entry.pre.sorted(by: { $0.key < $1.key }) {
                 try insertPre.execute(arguments: [namespace, entry.experiment, entry.phase, entry.unit, metric, total])
@@ -154,7 +154,7 @@ extension SQLiteFlagStore {
                 var units: [String: ExperimentUnitRecord] = [:]
                 var order: [String] = []
                 let rows = try Row.fetchCursor(db, sql: """
-                    SELECT phase, unit, arm, entered_ms FROM experiment_unit WHERE namespace = ? AND experiment = ?
+                    SELECT phase, unit, arm, entered_ms, address FROM experiment_unit WHERE namespace = ? AND experiment = ?
                     ORDER BY entered_ms, unit
                     """, arguments: [namespace, experiment])
                 while let row = try rows.next() {
@@ -162,7 +162,8 @@ extension SQLiteFlagStore {
                     let unit: String = row["unit"]
                     let key = ExperimentWrites.key(experiment, phase, unit)
                     order.append(key)
-                    units[key] = ExperimentUnitRecord(unit: unit, arm: row["arm"], phase: phase, entered: Date(milliseconds: row["entered_ms"]))
+                    units[key] = ExperimentUnitRecord(unit: unit, arm: row["arm"], phase: phase, entered: Date(milliseconds: row["entered_ms"]),
+                                                      address: row["address"])
                 }
                 let totals = try Row.fetchCursor(db, sql: """
                     SELECT u.phase, u.unit, t.metric, t.total FROM experiment_unit u

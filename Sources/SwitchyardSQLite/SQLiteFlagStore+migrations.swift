@@ -307,6 +307,10 @@ extension SQLiteFlagStore {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v4: the source address that entered each experiment unit") { db in
+            // A release plan's guardrails count the networks behind a decision (null: entered before this).
+            try db.execute(sql: "ALTER TABLE experiment_unit ADD COLUMN address TEXT")
+        }
         return migrator
     }
 }

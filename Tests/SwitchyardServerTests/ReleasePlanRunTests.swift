@@ -210,6 +210,38 @@ struct ReleasePlanRunTests {
         #expect(entry.evidence?["guardrails"]?[0]?["state"] == .string("worse"))
     }
 
+    @Test func unitsFromOneNetworkCannotRollAPlanBackOnAGuardrail() async throws {
+        let app = try await TestApp.make(configuration: CrashGuardTests.configuration())
+        defer { app.close() }
+        try await Self.declareMetrics(app)
+        let started = try await app.send(.post, "\(Self.path)/start", token: "editor",
+                                         body: #"{"plan": \#(Self.planJSON), "guardrails": {"trip_booked": "-0.5pp"}, "reason": "guarded"}"#)
+        #expect(started.status == .ok, "\(started.text)")
+        // Honest units from many networks book alike with the switch and without it (30 %).
+        try await CrashGuardTests.post(app, Self.splitUnits("w", count: 220, with: true) { $0 % 10 < 3 }
+            + Self.splitUnits("o", count: 220, with: false) { $0 % 10 < 3 })
+        // One party (the public client token, behind the trusted proxy) claims 800 more units with the switch that
+        // never book, from eight addresses of one /24 (each address's caps admit 100 units): with them, bookings
+        // are shown far worse with the switch.
+        for host in 1...8 {
+            var headers = HTTPFields()
+            headers[HTTPField.Name("X-Forwarded-For")!] = "198.51.100.\(host)"
+            let forged = Self.splitUnits("forged-\(host)", count: 100, with: true)
+            for start in stride(from: 0, to: forged.count, by: 50) {
+                _ = try await app.send(.post, "/v1/namespaces/rider/events", token: "client", headers: headers,
+                                       body: CrashGuardTests.batch(Array(forged[start..<min(start + 50, forged.count)])))
+            }
+        }
+        #expect(await app.server.releasePlanRunner.runOnce().map(\.action) == ["held"])
+        let status = try ReleaseStatusBody(json: try await app.send(.get, Self.path, token: "editor").json)
+        let guardrail = try #require(status.assessment?.guardrails.first)
+        #expect(guardrail.state == "undecided", "\(guardrail)")
+        #expect(guardrail.unitsWith >= 1000, "the forged units were admitted: \(guardrail)")
+        #expect(guardrail.summary.contains("without the units of the 2 busiest source networks it is not shown worse"), "\(guardrail.summary)")
+        #expect(guardrail.summary.contains("trip_booked is worse with the switch"), "with the forged units alone it would be: \(guardrail.summary)")
+        #expect(try await Self.gate(app).release?.state?.status == .running)
+    }
+
     @Test func guardrailsNamingNoMetricOrTheWrongWayAreRefusedWithTheirField() async throws {
         let app = try await TestApp.make(configuration: CrashGuardTests.configuration())
         defer { app.close() }

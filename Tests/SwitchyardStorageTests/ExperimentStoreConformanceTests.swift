@@ -24,9 +24,9 @@ import Testing
     }
 
     static func metric(_ id: String, unit: String?, _ name: String, _ value: Double = 1, at seconds: TimeInterval = 0,
-                       splits: [String: Bool] = [:], variants: [String: String] = [:]) -> StoredEvent {
+                       splits: [String: Bool] = [:], variants: [String: String] = [:], address: String? = nil) -> StoredEvent {
         StoredEvent(id: id, time: t0 + seconds, payload: .metric(name: name, value: value, switches: [], variants: variants),
-                    unit: unit, splits: splits)
+                    unit: unit, address: address, splits: splits)
     }
 
     static func session(_ id: String, unit: String?, crashed: Bool = false, at seconds: TimeInterval = 0, splits: [String: Bool] = [:],
@@ -51,7 +51,7 @@ import Testing
             ], in: "rider", receivedAt: Self.t0, admission: admission)
             // u1 enters `with` (its split says so), u2 `without`; the event that enters a unit counts after its entry.
             _ = try await store.ingestEvents([
-                Self.metric("m2", unit: "u1", "fare", 20, at: 60, splits: [Self.promos: true]),
+                Self.metric("m2", unit: "u1", "fare", 20, at: 60, splits: [Self.promos: true], address: "203.0.113.9"),
                 Self.session("s2", unit: "u2", crashed: true, at: 61, splits: [Self.promos: false], variants: [Self.button: "bold"]),
                 Self.metric("m3", unit: "u1", "fare", 5, at: 62, splits: [Self.promos: false]),
                 Self.metric("m4", unit: nil, "fare", 99, at: 63, splits: [Self.promos: true]),
@@ -63,12 +63,13 @@ import Testing
             let u1 = try #require(promos["25%/u1"])
             #expect(u1.arm == "with", "a unit stays in the arm it entered, whatever a later event says")
             #expect(u1.entered == Self.t0 + 60)
+            #expect(u1.address == "203.0.113.9", "the address of the event that entered it")
             #expect(u1.pre == ["fare": 12.5, "sessions": 1])
             #expect(u1.value("fare") == 25)
             #expect(u1.preValue("fare") == 12.5)
             #expect(u1.value("sessions") == 0)
             let u2 = try #require(promos["25%/u2"])
-            #expect(u2.arm == "without")
+            #expect(u2.arm == "without" && u2.address == nil)
             #expect(u2.pre.isEmpty)
             #expect(u2.value("sessions") == 1)
             #expect(u2.value("crashed_sessions") == 1)

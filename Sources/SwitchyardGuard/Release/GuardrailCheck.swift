@@ -120,6 +120,44 @@ public struct GuardrailCheck: Sendable, Hashable {
         }
     }
 
+    /// How the units behind a decision spread over source networks, as the crash guard's `min_addresses` counts them
+    /// (an IPv4 /24 or IPv6 /48 each; units whose address is unknown count as one network between them).
+    public struct Spread: Sendable, Hashable {
+        /// Distinct networks among the units with the switch.
+        public var networks: Int
+        /// The fewest networks a decision needs (the crash guard's `min_addresses`).
+        public var minimumNetworks: Int
+        /// How many of the networks with the most units the second look leaves out (`min_addresses − 1`).
+        public var leftOut: Int
+
+        public init(networks: Int, minimumNetworks: Int, leftOut: Int) {
+            self.networks = networks
+            self.minimumNetworks = minimumNetworks
+            self.leftOut = leftOut
+        }
+    }
+
+    /// This check held to the crash guard's spread rules, so that one party's units cannot decide alone: a decision
+    /// (worse, or not worse) needs units with the switch from `minimumNetworks` networks, and must be the same
+    /// without the units of the `leftOut` busiest networks (`beyondBusiest`: the check on the others); else the
+    /// guardrail is undecided, saying why.
+    public func holding(to spread: Spread, beyondBusiest: GuardrailCheck) -> GuardrailCheck {
+        guard state == .worse || state == .notWorse else { return self }
+        var check = self
+        let name = guardrail.metric
+        if spread.networks < spread.minimumNetworks {
+            check.state = .undecided
+            check.summary = "\(name): units with the switch from \(spread.networks) of \(spread.minimumNetworks) source networks needed "
+                + "(an IPv4 /24 or IPv6 /48 each) before it decides; \(summary)"
+        } else if spread.leftOut > 0, beyondBusiest.state != state {
+            check.state = .undecided
+            let busiest = "the \(spread.leftOut) busiest source network\(spread.leftOut == 1 ? "" : "s")"
+            check.summary = "\(name): without the units of \(busiest) it is not shown \(state == .worse ? "worse" : "within its margin") "
+                + "(\(beyondBusiest.summary)); \(summary)"
+        }
+        return check
+    }
+
     /// `-0.52pp`, `+1.3%`, `?`: an estimate or bound in the margin's unit.
     static func text(_ value: Double?, _ relative: Bool) -> String {
         guard let value else { return "?" }

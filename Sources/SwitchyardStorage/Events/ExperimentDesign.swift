@@ -112,6 +112,8 @@ public struct ExperimentStep: Sendable, Hashable {
 
     public var unit: String
     public var time: Date
+    /// The source address of the event's batch (as ``StoredEvent/address``); nil when unknown.
+    public var address: String? = nil
     public var entries: [Entry]
     /// What the event adds to the unit's totals.
     public var totals: [Total]
@@ -137,7 +139,7 @@ public struct ExperimentStep: Sendable, Hashable {
             for design in ordered {
                 if let arm = design.arm(of: event) { entries.append(Entry(experiment: design.key, phase: design.phase, arm: arm)) }
             }
-            steps.append(ExperimentStep(unit: unit, time: event.time, entries: entries, totals: totals))
+            steps.append(ExperimentStep(unit: unit, time: event.time, address: event.address, entries: entries, totals: totals))
         }
         return steps
     }
@@ -153,16 +155,21 @@ public struct ExperimentUnitRecord: Sendable, Hashable {
     public var arm: String
     public var phase: String
     public var entered: Date
+    /// The source address (as ``StoredEvent/address``) of the event that entered it; nil when unknown or stored before
+    /// flagsd kept it. A release plan's guardrails count networks by it.
+    public var address: String?
     /// The unit's total of each metric now.
     public var totals: [String: Double]
     /// The unit's total of each metric when it entered the experiment (its pre-exposure value).
     public var pre: [String: Double]
 
-    public init(unit: String, arm: String, phase: String, entered: Date, totals: [String: Double] = [:], pre: [String: Double] = [:]) {
+    public init(unit: String, arm: String, phase: String, entered: Date, address: String? = nil, totals: [String: Double] = [:],
+                pre: [String: Double] = [:]) {
         self.unit = unit
         self.arm = arm
         self.phase = phase
         self.entered = entered
+        self.address = address
         self.totals = totals
         self.pre = pre
     }
@@ -189,6 +196,8 @@ public struct ExperimentWrites: Sendable {
         public var unit: String
         public var arm: String
         public var entered: Int64
+        /// The source address of the event that entered it.
+        public var address: String?
         /// Its totals before the step that entered it (metrics not 0 only).
         public var pre: [String: Double]
     }
@@ -270,7 +279,8 @@ public struct ExperimentWrites: Sendable {
                 if let cap = maximumUnitsPerArm, fullest[phase, default: 0] >= cap { continue }
                 entered.insert(key)
                 entries.append(Entry(experiment: entry.experiment, phase: entry.phase, unit: step.unit, arm: entry.arm,
-                                     entered: step.time.milliseconds, pre: (totals[step.unit] ?? [:]).filter { $0.value != 0 }))
+                                     entered: step.time.milliseconds, address: step.address,
+                                     pre: (totals[step.unit] ?? [:]).filter { $0.value != 0 }))
                 let armKey = Self.key(entry.experiment, entry.phase, entry.arm)
                 arms[armKey, default: 0] += 1
                 fullest[phase] = max(fullest[phase, default: 0], arms[armKey, default: 0])
