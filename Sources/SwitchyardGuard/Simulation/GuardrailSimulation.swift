@@ -1,5 +1,5 @@
 import Foundation
-public import SwitchyardCore
+import SwitchyardCore
 
 /// Seeded release stages judged on one guardrail metric exactly as the runner judges it (``GuardrailCheck`` at every
 /// look, from running sums), to measure how often a switch at the margin is let through, how often a harmless one
