@@ -46,11 +46,15 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         public var estimate: Double?
         public var lower: Double?
         public var upper: Double?
+        /// Its interval at the roll-back confidence.
+        public var rollbackLower: Double?
+        public var rollbackUpper: Double?
         /// What it shows or waits for, in words.
         public var summary: String
 
         public init(metric: String, margin: String, better: String, state: String, unitsWith: Int, unitsWithout: Int,
-                    meanWith: Double?, meanWithout: Double?, estimate: Double?, lower: Double?, upper: Double?, summary: String) {
+                    meanWith: Double?, meanWithout: Double?, estimate: Double?, lower: Double?, upper: Double?,
+                    rollbackLower: Double?, rollbackUpper: Double?, summary: String) {
             self.metric = metric
             self.margin = margin
             self.better = better
@@ -62,16 +66,19 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             self.estimate = estimate
             self.lower = lower
             self.upper = upper
+            self.rollbackLower = rollbackLower
+            self.rollbackUpper = rollbackUpper
             self.summary = summary
         }
 
-        var json: JSONValue {
+        public var json: JSONValue {
             func number(_ value: Double?) -> JSONValue { value.map(JSONValue.double) ?? .null }
             return .object(JSONObject([
                 ("metric", .string(metric)), ("margin", .string(margin)), ("better", .string(better)), ("state", .string(state)),
                 ("units_with", .int(unitsWith)), ("units_without", .int(unitsWithout)),
                 ("mean_with", number(meanWith)), ("mean_without", number(meanWithout)),
-                ("estimate", number(estimate)), ("lower", number(lower)), ("upper", number(upper)), ("summary", .string(summary)),
+                ("estimate", number(estimate)), ("lower", number(lower)), ("upper", number(upper)),
+                ("rollback_lower", number(rollbackLower)), ("rollback_upper", number(rollbackUpper)), ("summary", .string(summary)),
             ]))
         }
 
@@ -88,6 +95,8 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             estimate = json["estimate"]?.doubleValue
             lower = json["lower"]?.doubleValue
             upper = json["upper"]?.doubleValue
+            rollbackLower = json["rollback_lower"]?.doubleValue
+            rollbackUpper = json["rollback_upper"]?.doubleValue
             summary = try reader.string("summary")
         }
     }

@@ -25,7 +25,7 @@ struct ReleaseGuardrailTests {
     ])
     func marginsReadAsTheyAreWritten(text: String, margin: ReleaseGuardrail.Margin) throws {
         let read = try #require(ReleaseGuardrail.Margin(text))
-        #expect(abs(read.value - margin.value) < 1e-12 && read.kind == margin.kind)
+        #expect(abs(read.value - margin.value) < 1e-12 && read.unit == margin.unit)
         #expect(ReleaseGuardrail.Margin(read.description)?.description == read.description, "its text reads back")
     }
 

@@ -1,5 +1,6 @@
 import SwitchyardCore
 import SwitchyardGuard
+import SwitchyardWire
 import Testing
 
 /// A release plan's guardrail metric judged on a stage's units: not worse than its margin, undecided, worse, on
@@ -71,6 +72,6 @@ struct GuardrailCheckTests {
 
     @Test func aStageThatSplitsNoUnitDoesNotJudge() throws {
         let check = GuardrailCheck.notJudged(ReleaseGuardrail(metric: "fare", margin: .relative(-0.02)), better: .higher, why: "the stage splits no unit")
-        #expect(check.state == .notJudged && check.tree["state"] == .string("not_judged"))
+        #expect(check.state == .notJudged && check.body.state == "not_judged")
     }
 }

@@ -175,14 +175,18 @@ struct ReleasePlanRunTests {
         }
     }
 
+    /// The plan as before, guarded on bookings: they may fall by half a point, no more.
+    static func startGuarded(_ app: TestApp) async throws {
+        let started = try await app.send(.post, "\(Self.path)/start", token: "editor",
+                                         body: #"{"plan": \#(Self.planJSON), "guardrails": {"trip_booked": "-0.5pp"}, "reason": "guarded"}"#)
+        #expect(started.status == .ok, "\(started.text)")
+    }
+
     @Test func aGuardrailMetricHoldsAStageAndRollsItBackWhileCrashesStayFlat() async throws {
         let app = try await TestApp.make(configuration: CrashGuardTests.configuration())
         defer { app.close() }
         try await Self.declareMetrics(app)
-        // The plan as before, guarded on bookings: they may fall by half a point, no more.
-        let started = try await app.send(.post, "\(Self.path)/start", token: "editor",
-                                         body: #"{"plan": \#(Self.planJSON), "guardrails": {"trip_booked": "-0.5pp"}, "reason": "guarded"}"#)
-        #expect(started.status == .ok, "\(started.text)")
+        try await Self.startGuarded(app)
         #expect(try await Self.gate(app).release?.guardrails == [ReleaseGuardrail(metric: "trip_booked", margin: .points(-0.005))])
 
         // 220 units on each side of Lagos's 10 % split, no crash anywhere, no booking yet: crash rate would advance
@@ -216,9 +220,7 @@ struct ReleasePlanRunTests {
         let app = try await TestApp.make(configuration: CrashGuardTests.configuration())
         defer { app.close() }
         try await Self.declareMetrics(app)
-        let started = try await app.send(.post, "\(Self.path)/start", token: "editor",
-                                         body: #"{"plan": \#(Self.planJSON), "guardrails": {"trip_booked": "-0.5pp"}, "reason": "guarded"}"#)
-        #expect(started.status == .ok, "\(started.text)")
+        try await Self.startGuarded(app)
         // Honest units from many networks book alike with the switch and without it (30 %).
         try await CrashGuardTests.post(app, Self.splitUnits("w", count: 220, with: true) { $0 % 10 < 3 }
             + Self.splitUnits("o", count: 220, with: false) { $0 % 10 < 3 })

@@ -44,15 +44,10 @@ public struct Release: AsyncParsableCommand {
         flow.confirms = question != nil
         let outcome = try await flow.run { view in
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "a release plan")
-            var plan = plan
-            if let guardrails {
-                plan = plan ?? gate.release?.declared
-                plan?.guardrails = guardrails
-            }
             // What flagsd would refuse (a plan that is not running paused, a guardrail on no metric of the
             // namespace), refused before asking: the same edit.
             do {
-                let after = try view.flagSet.applying(action, to: key, plan: plan, at: 0, note: nil)
+                let after = try view.flagSet.applying(action, to: key, plan: plan, guardrails: guardrails, at: 0, note: nil)
                 let prefix = "flags.\(key).release.guardrails"
                 let problems = after.validate().filter { $0.path.description.hasPrefix(prefix) }
                 if !problems.isEmpty {
@@ -67,7 +62,10 @@ public struct Release: AsyncParsableCommand {
             var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "release", action.rawValue),
                                         body: body, objects: [.flag(key)], action: "\(action.rawValue) the release plan of \(key)")
             planned.question = question.map { $0(gate.release) }
-            if let shown = plan ?? gate.release { planned.preview = Self.planLines(shown) }
+            if var shown = plan ?? gate.release {
+                if let guardrails { shown.guardrails = guardrails }
+                planned.preview = Self.planLines(shown)
+            }
             return planned
         }
         if let rendered = output.render(outcome.response) {
@@ -202,21 +200,21 @@ public struct ReleaseStart: FlagctlCommand {
 
     public func validate() throws {
         _ = try planTree()
-        _ = try guardrailTree()
+        _ = try parsedGuardrails()
     }
 
-    /// The guardrails the options name, as the API reads them (`{"trip_booked": "-0.5pp"}`); nil without any.
-    func guardrailTree() throws -> JSONObject? {
+    /// The guardrails the options name; nil without any.
+    func parsedGuardrails() throws -> [ReleaseGuardrail]? {
         guard !guardrails.isEmpty else { return nil }
-        var tree = JSONObject()
+        var parsed: [ReleaseGuardrail] = []
         for text in guardrails {
             guard let guardrail = ReleaseGuardrail(text) else {
                 throw ValidationError("--guardrail '\(text)' is not METRIC:MARGIN, e.g. trip_booked:-0.5pp (percentage points) or fare:-2% (relative).")
             }
-            if tree[guardrail.metric] != nil { throw ValidationError("--guardrail names '\(guardrail.metric)' twice.") }
-            tree[guardrail.metric] = .string(guardrail.margin.description)
+            if parsed.contains(where: { $0.metric == guardrail.metric }) { throw ValidationError("--guardrail names '\(guardrail.metric)' twice.") }
+            parsed.append(guardrail)
         }
-        return tree
+        return parsed
     }
 
     /// The plan the options describe, as the API reads it; nil without `--stage` (the declared plan).
@@ -270,11 +268,10 @@ public struct ReleaseStart: FlagctlCommand {
         var body = JSONObject()
         let tree = try planTree()
         if let tree { body["plan"] = .object(tree) }
-        let guardrailTree = try self.guardrailTree()
-        if let guardrailTree { body["guardrails"] = .object(guardrailTree) }
+        let guardrails = try parsedGuardrails()
+        if let guardrails { body["guardrails"] = .object(ReleasePlan.guardrailTree(guardrails)) }
         let key = self.key
         let given = try tree.map { tree in try ReleasePlan(tree: .object(tree), unit: .basisPoints) }
-        let guardrails = try guardrailTree.map { tree in try ReleasePlan.guardrails(tree: .object(tree), at: "guardrails") }
         try await Release.act(.start, key: key, plan: given, guardrails: guardrails, body: body, question: { declared in
             let first = (given ?? declared)?.stages.first.map { " at \($0)" } ?? ""
             return "Start the release plan of \(key)\(first)? Its rules and rollout are replaced by the plan's"

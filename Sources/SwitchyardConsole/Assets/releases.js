@@ -171,7 +171,7 @@
         h('caption', {}, 'In the current stage, since ', timeElement(seen.from), ` (counted in ${(seen.dimensions || []).join(', ') || 'all'})`),
         h('thead', {}, h('tr', {}, ['', 'Sessions', 'Crashed', 'Crash rate'].map((title) => h('th', { scope: 'col' }, title)))),
         h('tbody', {}, side('with', seen.with), side('without', seen.without))),
-      guardrailTable(release.switch, seen.guardrails || []),
+      guardrailTable(release.switch, seen.guardrails || [], (seen.evidence || {}).confidence),
       h('p', { class: ['meta', 'verdict', seen.verdict === 'roll_back' ? 'error' : ''] }, `The runner's verdict now: ${verdict}`,
         decidedBy.length ? [seen.verdict === 'hold' ? ', waiting for ' : ', decided by ', h('strong', { class: 'decided-by' }, decidedBy.join(', '))] : '',
         (seen.reasons || []).length ? `: ${seen.reasons.join('; ')}` : '.'));
@@ -185,13 +185,17 @@
     return `${value > 0 ? '+' : ''}${text} ${points ? 'pp' : '%'}`;
   }
 
-  /** The plan's guardrail metrics as judged in the stage: each one's margin, units, estimate and interval, state. */
-  function guardrailTable(key, guardrails) {
+  /**
+   * The plan's guardrail metrics as judged in the stage: each one's margin, units, estimate and interval, state. The
+   * intervals are confidence sequences at the plan's one-sided `confidence` (a fraction): valid however often read.
+   */
+  function guardrailTable(key, guardrails, confidence) {
     if (!guardrails.length) return null;
     const words = { not_worse: 'not worse', undecided: 'undecided', worse: 'worse', not_judged: 'not judged here' };
     const tones = { not_worse: 'on', undecided: 'partial', worse: 'killed', not_judged: '' };
     return h('table', { class: 'compact release-guardrails', id: `release-guardrails:${key}` },
-      h('caption', {}, 'Guardrails (besides crash rate), on the units the stage\'s split put with and without the switch'),
+      h('caption', {}, 'Guardrails (besides crash rate), on the units the stage\'s split put with and without the switch; ',
+        typeof confidence === 'number' ? `each bound holds at ${+(confidence * 100).toFixed(3)} % however often it is read` : 'each bound holds however often it is read'),
       h('thead', {}, h('tr', {}, ['Metric', 'Margin', 'Units with / without', 'Change', 'Interval', 'State']
         .map((title) => h('th', { scope: 'col' }, title)))),
       h('tbody', {}, guardrails.map((guardrail) => h('tr', { dataset: { guardrail: guardrail.metric, state: guardrail.state }, title: guardrail.summary },

@@ -79,6 +79,11 @@ extension ReleasePlan {
         return guardrails
     }
 
+    /// Guardrails as under `release: guardrails:` (`{"trip_booked": "-0.5pp"}`), as flag files and the API's start take them.
+    public static func guardrailTree(_ guardrails: [ReleaseGuardrail]) -> JSONObject {
+        JSONObject(guardrails.map { ($0.metric, .string($0.margin.description)) })
+    }
+
     /// Reads `guardrails:`, a map of metric names to margins (`trip_booked: -0.5pp`). Whether each metric exists and
     /// its margin fits it is checked with the flag set (``FlagSet/validate()``), which knows the metrics.
     private static func readGuardrails(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> [ReleaseGuardrail] {
@@ -135,9 +140,7 @@ extension ReleasePlan {
         if let margin { object["margin"] = margin.jsonValue(unit: unit) }
         if let confidence { object["confidence"] = confidence.jsonValue(unit: unit) }
         if onBadSignal != .previous { object["on_bad_signal"] = .string(onBadSignal.rawValue) }
-        if !guardrails.isEmpty {
-            object["guardrails"] = .object(JSONObject(guardrails.map { ($0.metric, .string($0.margin.description)) }))
-        }
+        if !guardrails.isEmpty { object["guardrails"] = .object(Self.guardrailTree(guardrails)) }
         object["stages"] = .array(stages.map { stage in
             var tree = stage.scope.tree
             tree["rollout"] = stage.rollout.jsonValue(unit: unit)

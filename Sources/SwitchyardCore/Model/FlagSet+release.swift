@@ -24,10 +24,10 @@ public enum ReleaseAction: String, Sendable, CaseIterable {
 extension FlagSet {
     /// A person's action on a switch's plan (`plan`: for `start`, the plan to start instead of the declared one).
     /// flagsd applies it; flagctl tries it on the flag set it read, to refuse what flagsd would before asking.
-    public func applying(_ action: ReleaseAction, to key: String, plan: ReleasePlan? = nil, at now: Int64,
-                         note: String?) throws(FlagEditError) -> FlagSet {
+    public func applying(_ action: ReleaseAction, to key: String, plan: ReleasePlan? = nil, guardrails: [ReleaseGuardrail]? = nil,
+                         at now: Int64, note: String?) throws(FlagEditError) -> FlagSet {
         switch action {
-        case .start: try startingRelease(key, plan: plan, at: now, note: note)
+        case .start: try startingRelease(key, plan: plan, guardrails: guardrails, at: now, note: note)
         case .pause: try pausingRelease(key, at: now, note: note)
         case .resume: try resumingRelease(key, at: now, note: note)
         case .advance: try advancingRelease(key, at: now, note: note)
@@ -37,12 +37,16 @@ extension FlagSet {
 
     /// Starts a switch's plan at its first stage (a new plan when given, else the declared one): sets the first
     /// stage's targeting. A plan that is already running is refused (pause or abort it first).
-    public func startingRelease(_ key: String, plan: ReleasePlan?, at now: Int64, note: String? = nil) throws(FlagEditError) -> FlagSet {
+    ///
+    /// - Parameter guardrails: when given, they replace the plan's (the declared one's or the given one's).
+    public func startingRelease(_ key: String, plan: ReleasePlan?, guardrails: [ReleaseGuardrail]? = nil, at now: Int64,
+                                note: String? = nil) throws(FlagEditError) -> FlagSet {
         var result = self
         var (index, gate) = try switchIndex(key, for: "a release plan")
         guard var started = plan?.declared ?? gate.release?.declared else {
             throw FlagEditError.invalid("'\(key)' has no release plan; pass the stages (flagctl release start \(key) --stage …) or declare release: in its flag file", path: "plan")
         }
+        if let guardrails { started.guardrails = guardrails }
         if let state = gate.release?.state, state.isActive {
             throw FlagEditError(.conflict, "the release plan of '\(key)' is \(state.status.rawValue) at stage \(state.stage.map(String.init) ?? "none"); resume, advance or abort it instead of starting it again")
         }

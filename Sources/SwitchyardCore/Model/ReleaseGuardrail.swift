@@ -27,23 +27,19 @@ public struct ReleaseGuardrail: Sendable, Hashable, CustomStringConvertible {
             }
         }
 
-        /// `points` or `relative`, as the evidence names it.
-        public var kind: String {
+        /// `pp` (percentage points) or `%` (relative): the suffix of its text.
+        public var unit: String {
             switch self {
-            case .points: "points"
-            case .relative: "relative"
+            case .points: "pp"
+            case .relative: "%"
             }
         }
 
         /// `-0.5pp`, `-2%`, `+5%`: the text a flag file and `flagctl release start --guardrail` take.
         public var description: String {
-            let (scaled, suffix) = switch self {
-            case .points(let value): (value * 100, "pp")
-            case .relative(let value): (value * 100, "%")
-            }
-            let rounded = (scaled * 10_000).rounded() / 10_000
+            let rounded = (value * 100 * 10_000).rounded() / 10_000
             let number = rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
-            return (rounded > 0 ? "+" : "") + number + suffix
+            return (rounded > 0 ? "+" : "") + number + unit
         }
 
         /// Reads `-0.5pp`, `-2%`, `+5%`, `-0.25 pp`; nil when the text is neither.
@@ -105,7 +101,7 @@ public struct ReleaseGuardrail: Sendable, Hashable, CustomStringConvertible {
             return "'\(metric.name)' is a \(metric.kind.rawValue) metric: give its margin as a relative change (e.g. \(metric.better == .higher ? "-2%" : "+2%")); points (pp) are for conversions and rates"
         }
         guard value != 0 else {
-            return "a margin of 0 can never be shown (a switch no better and no worse would hold for ever): give how far '\(metric.name)' may move, e.g. \(metric.better == .higher ? "-0.5" : "+0.5")\(margin.kind == "points" ? "pp" : "%")"
+            return "a margin of 0 can never be shown (a switch no better and no worse would hold for ever): give how far '\(metric.name)' may move, e.g. \(metric.better == .higher ? "-0.5" : "+0.5")\(margin.unit)"
         }
         if metric.better == .higher, value > 0 {
             return "'\(metric.name)' is better higher, so its margin is how far it may fall: write \(Margin.withValue(-value, like: margin))"
@@ -113,7 +109,7 @@ public struct ReleaseGuardrail: Sendable, Hashable, CustomStringConvertible {
         if metric.better == .lower, value < 0 {
             return "'\(metric.name)' is better lower, so its margin is how far it may rise: write \(Margin.withValue(-value, like: margin))"
         }
-        if abs(value) > 1 { return "\(margin) is more than 100 \(margin.kind == "points" ? "points" : "%")" }
+        if abs(value) > 1 { return "\(margin) is more than 100\(margin.unit)" }
         return nil
     }
 }

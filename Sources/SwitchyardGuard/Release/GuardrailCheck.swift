@@ -1,5 +1,6 @@
 import Foundation
 public import SwitchyardCore
+public import SwitchyardWire
 
 /// One look at a release plan's guardrail metric in a stage: the switch's units (arm `with`) against the units
 /// without it (`without`), both randomised by the stage's split, on the metric's per-unit values since each unit
@@ -116,7 +117,7 @@ public struct GuardrailCheck: Sendable, Hashable {
             state = .undecided
             summary = estimate == nil
                 ? "\(name): too few units to compare (\(units))"
-                : "\(name) not yet shown within its margin \(guardrail.margin): \(shown) (\(units))"
+                : "\(name) not yet shown within its margin \(guardrail.margin): \(shown) at \(ReleaseCheck.confidence(criteria.confidence)) (\(units))"
         }
     }
 
@@ -161,25 +162,18 @@ public struct GuardrailCheck: Sendable, Hashable {
     /// `-0.52pp`, `+1.3%`, `?`: an estimate or bound in the margin's unit.
     static func text(_ value: Double?, _ relative: Bool) -> String {
         guard let value else { return "?" }
-        let margin: ReleaseGuardrail.Margin = relative ? .relative(value) : .points(value)
         var text = String(format: "%+.2f", value * 100)
         if text == "-0.00" || text == "+0.00" { text = "0" }
-        return text + (margin.kind == "points" ? "pp" : "%")
+        return text + (relative ? "%" : "pp")
     }
 
-    /// The check as JSON (fractions), as a step's evidence and the status carry it.
-    public var tree: JSONObject {
-        func number(_ value: Double?) -> JSONValue { value.map(JSONValue.double) ?? .null }
-        return JSONObject([
-            ("metric", .string(guardrail.metric)), ("margin", .string(guardrail.margin.description)),
-            ("margin_kind", .string(guardrail.margin.kind)), ("margin_value", .double(guardrail.margin.value)),
-            ("better", .string(better.rawValue)), ("state", .string(state.rawValue)),
-            ("units_with", .int(unitsWith)), ("units_without", .int(unitsWithout)),
-            ("mean_with", number(meanWith)), ("mean_without", number(meanWithout)),
-            ("estimate", number(estimate)), ("lower", number(lower)), ("upper", number(upper)),
-            ("rollback_lower", number(rollbackLower)), ("rollback_upper", number(rollbackUpper)),
-            ("summary", .string(summary)),
-        ])
+    /// The check as the status and a step's evidence carry it (fractions).
+    public var body: ReleaseStatusBody.Guardrail {
+        ReleaseStatusBody.Guardrail(
+            metric: guardrail.metric, margin: guardrail.margin.description, better: better.rawValue, state: state.rawValue,
+            unitsWith: unitsWith, unitsWithout: unitsWithout, meanWith: meanWith, meanWithout: meanWithout,
+            estimate: estimate, lower: lower, upper: upper, rollbackLower: rollbackLower, rollbackUpper: rollbackUpper,
+            summary: summary)
     }
 }
 

@@ -207,7 +207,7 @@ package final class ReleasePlanRunner: Service, Sendable {
             object["verdict"] = .string(verdict.rawValue)
             object["crash_rate_verdict"] = .string(check.verdict.rawValue)
             object["decided_by"] = .array(decidedBy.map(JSONValue.string))
-            object["guardrails"] = .array(guardrails.map { .object($0.tree) })
+            object["guardrails"] = .array(guardrails.map(\.body.json))
             object["stage"] = .int(stage)
             object["from"] = .string(from.iso8601)
             object["until"] = .string(until.iso8601)

@@ -68,12 +68,7 @@ extension API {
         let by = reason.map { "\(token.name): \($0)" } ?? token.name
         let change = try changeRequest(request, token: token, reason: reason, summary: "release \(action.rawValue) \(key)")
         let result = try await service.change(namespace, change) { flagSet in
-            var plan = newPlan
-            if let newGuardrails {
-                plan = plan ?? flagSet.flag(key)?.pluginSwitch?.release?.declared
-                plan?.guardrails = newGuardrails
-            }
-            return try flagSet.applying(action, to: key, plan: plan, at: now, note: "\(action.pastTense) by \(by)")
+            try flagSet.applying(action, to: key, plan: newPlan, guardrails: newGuardrails, at: now, note: "\(action.pastTense) by \(by)")
         }
         let status = try await releaseStatus(key, in: result.state, timeline: 0)
         return committedResponse(result, [("release", status.json)])
@@ -98,7 +93,7 @@ extension API {
                     with: .init(sessions: assessment.check.with.sessions, crashes: assessment.check.with.crashedSessions),
                     without: .init(sessions: assessment.check.without.sessions, crashes: assessment.check.without.crashedSessions),
                     control: assessment.check.control.rawValue, verdict: assessment.verdict.rawValue, reasons: assessment.reasons,
-                    decidedBy: assessment.decidedBy, guardrails: assessment.guardrails.map(Self.guardrailBody),
+                    decidedBy: assessment.decidedBy, guardrails: assessment.guardrails.map(\.body),
                     evidence: .object(assessment.evidence))
                 let stage = assessment.stage
                 let reasons = assessment.reason
@@ -131,14 +126,6 @@ extension API {
         return ReleaseStatusBody(namespace: state.record.name, key: key, version: state.record.version, plan: plan,
                                  secondsInState: seconds, assessment: assessmentBody, next: next,
                                  timeline: limit > 0 ? try await releaseTimeline(key, namespace: state.record.name, limit: limit) : [])
-    }
-
-    /// A guardrail's judgement as the status carries it.
-    static func guardrailBody(_ check: GuardrailCheck) -> ReleaseStatusBody.Guardrail {
-        ReleaseStatusBody.Guardrail(
-            metric: check.guardrail.metric, margin: check.guardrail.margin.description, better: check.better.rawValue,
-            state: check.state.rawValue, unitsWith: check.unitsWith, unitsWithout: check.unitsWithout, meanWith: check.meanWith,
-            meanWithout: check.meanWithout, estimate: check.estimate, lower: check.lower, upper: check.upper, summary: check.summary)
     }
 
     /// The changes that moved a switch's plan (its state before and after differ), newest first.
