@@ -5,6 +5,7 @@ import ServiceLifecycle
 package import SwitchyardCore
 package import SwitchyardGuard
 package import SwitchyardStorage
+import SwitchyardWire
 
 /// Runs release plans inside flagsd: every `interval` it looks at each running plan, reads the sessions of the
 /// current stage's scope since the stage began (with the switch active and without it, the counters the crash
