@@ -1,7 +1,9 @@
 import Foundation
+import Logging
 import SwitchyardCore
 import SwitchyardGuard
 import SwitchyardStorage
+import Synchronization
 
 /// The crash guard's counts and history: loaded from the store at start, reloaded periodically (other processes
 /// count events and change flags too), and merged with what this process was told meanwhile.

@@ -1,9 +1,12 @@
 import Foundation
+import HTTPTypes
+import Logging
 import Metrics
 import SwitchyardCore
 import SwitchyardGuard
 import SwitchyardStorage
 import SwitchyardWire
+import Synchronization
 
 /// The crash guard's proposals: past its budget it proposes a trip instead of making it (an audit entry, a metric,
 /// the webhook), and a person applies or dismisses the proposal.

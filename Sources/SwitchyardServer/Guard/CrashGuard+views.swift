@@ -1,7 +1,8 @@
 import Foundation
 import SwitchyardCore
 import SwitchyardGuard
-import SwitchyardStorage
+package import SwitchyardStorage
+import Synchronization
 
 /// The crash guard's views for the API: every switch on the store's counts, the proposals, the trips.
 extension CrashGuard {

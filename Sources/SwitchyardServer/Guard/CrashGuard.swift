@@ -5,7 +5,7 @@ import Metrics
 import ServiceLifecycle
 import SwitchyardCore
 import SwitchyardGuard
-package import SwitchyardStorage
+import SwitchyardStorage
 import SwitchyardWire
 import Synchronization
 
@@ -28,6 +28,12 @@ import Synchronization
 /// disables, it proposes instead (an audit entry `guard.propose`, a metric, the webhook), and a person applies or
 /// dismisses the proposal. Trips commit only on the namespace version they were decided on, so several processes
 /// never spend more than the budget between them.
+///
+/// This type is the shell: it reads the store and the clocks, and performs what the pure core decides
+/// (``GuardCore`` for what to do with a switch, ``GuardWorkQueue`` for when, ``GuardHistory`` for what the guard did
+/// and what a person did about it): store calls, the change through ``FlagService/decideAndCommit(_:attempts:decide:)``,
+/// metrics, log lines and the webhook. Its concerns are a file each: ingestion, the worker and confirmation here;
+/// `CrashGuard+history.swift` (reloading counts and history), `CrashGuard+proposals.swift`, `CrashGuard+views.swift`.
 package final class CrashGuard: EventObserver, Service, Sendable {
     /// How the guard runs.
     package struct Options: Sendable {
@@ -53,7 +59,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     /// The actor and source of the guard's changes.
     package static let actor = "crash-guard"
 
-
+    /// A namespace as the guard holds it in memory: its counts, where trips may be scoped, and its history.
     struct Watched: Sendable {
         var window = WindowCounts()
         var loaded = false
@@ -66,6 +72,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         var history = GuardHistory()
     }
 
+    /// Everything the guard holds, behind one lock.
     struct Shared: Sendable {
         var namespaces: [String: Watched] = [:]
         /// Loads and confirmations to do, and those deferred.
