@@ -283,14 +283,14 @@ struct CrashGuardTests {
         history.trips[2] = GuardHistory.Trip(key: Self.promos, scope: .everywhere, version: 2, time: reenabled - 600, reason: nil,
                                              evidence: .null, reenabled: GuardHistory.Reenable(version: 3, time: reenabled, actor: "ada", deleted: false))
         let policy = CrashGuardPolicy.resolved(namespace: CrashGuardPolicy(cooldown: .seconds(1800)), switch: nil)
-        let during = CrashGuard.span(Self.promos, policy: policy, history: history, now: reenabled + 60)
+        let during = GuardCore.span(Self.promos, policy: policy, history: history, now: reenabled + 60)
         #expect(during.coolingDown)
         // The minute of the re-enable holds earlier sessions: counting starts at the next minute.
         #expect(during.from == 1_800_000_060_000)
-        let after = CrashGuard.span(Self.promos, policy: policy, history: history, now: reenabled + 1801)
+        let after = GuardCore.span(Self.promos, policy: policy, history: history, now: reenabled + 1801)
         #expect(!after.coolingDown)
         #expect(after.from == EventAggregation.bucketStart(of: reenabled + 1801 - 600))
-        let later = CrashGuard.span(Self.promos, policy: policy, history: history, now: reenabled + 7200)
+        let later = GuardCore.span(Self.promos, policy: policy, history: history, now: reenabled + 7200)
         #expect(later.from == EventAggregation.bucketStart(of: reenabled + 7200 - 600))
     }
 

@@ -117,6 +117,25 @@ struct GuardHistory: Sendable {
         if trips[version] == nil { trips[version] = trip }
     }
 
+    /// Takes in a history read from the store while this one went on being told of this process's trips and
+    /// proposals: what was read wins, but a re-enable known here is not forgotten, the log counts as read up to the
+    /// further of the two, and a proposal made here that the read missed is kept. A history of another epoch (the
+    /// namespace was deleted and created again) replaces this one.
+    mutating func merge(_ read: GuardHistory) {
+        guard epoch == read.epoch else {
+            self = read
+            return
+        }
+        for (version, trip) in read.trips {
+            if let known = trips[version], known.reenabled != nil, trip.reenabled == nil { continue }
+            trips[version] = trip
+        }
+        seenVersion = max(seenVersion, read.seenVersion)
+        var proposals = read.proposals
+        for (id, proposal) in self.proposals where proposals[id] == nil { proposals[id] = proposal }
+        self.proposals = proposals
+    }
+
     /// Replaces the proposals with those of audit entries (`guard.propose` and `guard.dismiss`, any order).
     mutating func setProposals(from entries: [AuditEntry]) {
         var proposals: [Int64: Proposal] = [:]
