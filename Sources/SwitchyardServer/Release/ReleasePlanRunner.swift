@@ -26,6 +26,9 @@ package final class ReleasePlanRunner: Service, Sendable {
         package var webhookSecret: [UInt8]?
         /// Wall-clock time, for soaks and the evidence's span.
         package var now: @Sendable () -> Date = { Date() }
+        /// How far ahead of the server's clock events are accepted (`EventBatch.Limits.maximumFutureSkew`): a stage
+        /// counts from the first minute that cannot hold an event received before it began.
+        package var futureSkew: Duration = .seconds(600)
 
         package init(interval: Duration = .seconds(30), webhookURL: URL? = nil) {
             self.interval = interval
@@ -121,11 +124,18 @@ package final class ReleasePlanRunner: Service, Sendable {
                 let note = "\(stageText) passed"
                 edit = { try $0.advancingRelease(key, at: now, note: note) }
             case .rollBack:
-                action = "rolled_back"
                 let stage = plan.state?.stage ?? 0
-                let target = plan.onBadSignal == .off || stage == 0 ? "off" : "stage \(stage) of \(plan.stages.count), \(plan.stages[stage - 1])"
+                let toOff = plan.onBadSignal == .off || stage == 0
+                if toOff, assessment.source == .client {
+                    // Clients' evidence alone (their token is public) never turns a switch off: a person confirms.
+                    let proposed = try await proposeRollback(key, plan: plan, assessment: assessment, in: state)
+                    return Step(namespace: namespace, key: key, action: proposed ? "proposed" : "held")
+                }
+                action = "rolled_back"
+                let target = toOff ? "off" : "stage \(stage) of \(plan.stages.count), \(plan.stages[stage - 1])"
                 summary = "release plan: \(key) rolled back to \(target)"
-                let note = "rolled back from \(stageText), shown to crash more; resume or abort it (flagctl release resume|abort \(key))"
+                let note = "rolled back from \(stageText), shown to crash more (\(assessment.source == .reporter ? "reporters'" : "clients'") sessions); "
+                    + "resume or abort it (flagctl release resume|abort \(key))"
                 edit = { try $0.rollingBackRelease(key, at: now, note: note) }
             }
             let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .releasePlan, reason: assessment.reason),
@@ -163,6 +173,8 @@ package final class ReleasePlanRunner: Service, Sendable {
         package var check: ReleaseCheck
         /// The dimensions summed (`all`, or the stage's cities or cohorts).
         package var dimensions: [EventDimension]
+        /// Whose sessions decided: the clients' (the usual), or a reporter's when its sessions show the switch worse.
+        package var source: EventSource = .client
 
         package var verdict: ReleaseCheck.Verdict { check.verdict }
         /// `hold`: what it waits for; `advance`, `roll back`: why (the check's summary).
@@ -176,29 +188,50 @@ package final class ReleasePlanRunner: Service, Sendable {
             object["from"] = .string(from.iso8601)
             object["until"] = .string(until.iso8601)
             object["dimensions"] = .array(dimensions.map { .string($0.description) })
+            object["source"] = .string(source.rawValue)
             return object
         }
     }
 
     /// Judges a running plan's current stage on the store's counts; nil when the plan is not running.
+    ///
+    /// It counts what flagsd admitted (past the caps per unit and address), in the minutes from the first that
+    /// cannot hold an event received before the stage began (``ReleaseCheck/countingStart(stageBegan:futureSkew:)``)
+    /// up to now: an event stamped ahead of the server's clock counts once its minute has come. The clients'
+    /// crashed sessions must be spread over the crash guard's `min_units` units and `min_addresses` networks, and
+    /// stay shown worse without the busiest networks, to roll back; a reporter's sessions showing the switch worse
+    /// decide on their own.
     package func assess(_ key: String, plan: ReleasePlan, in state: NamespaceState) async throws -> Assessment? {
         guard let planState = plan.state, planState.status == .running, let stage = planState.stage,
               plan.stages.indices.contains(stage) else { return nil }
         let now = options.now()
         let criteria = Self.criteria(plan, stage: stage)
-        // Counted per minute, from the minute the stage began (its first seconds may hold sessions of the stage
-        // before: at most a minute's worth, against soaks of many minutes).
         let began = Date(timeIntervalSince1970: TimeInterval(planState.since))
-        let from = Date(milliseconds: EventAggregation.bucketStart(of: began))
-        let counts = GuardCounts(try await service.store.eventCounts(EventCountQuery(
-            namespace: state.record.name, from: from, until: now + 86_400, subjects: [.pluginSwitch, .baseline],
-            keys: [key, ""], sources: [.client])), crashes: [])
+        let from = ReleaseCheck.countingStart(stageBegan: began, futureSkew: options.futureSkew)
+        let namespace = state.record.name
+        let counts = from < now ? GuardCounts(try await service.store.eventCounts(EventCountQuery(
+            namespace: namespace, from: from, until: now, subjects: [.pluginSwitch, .baseline],
+            keys: [key, ""], sources: [.client, .reporter])), crashes: []) : GuardCounts([], crashes: [])
         let dimensions = Self.dimensions(of: plan.stages[stage].scope)
+        let elapsed = Duration.seconds(max(0, now.timeIntervalSince(began)))
         // A stage at 100 % of its cities leaves too few of their sessions without the switch: it is compared with
         // the namespace's (ReleaseCheck.stageTallies).
+        let reporters = ReleaseCheck(ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria, source: .reporter),
+                                     criteria: criteria, timeInStage: elapsed)
+        if reporters.verdict == .rollBack {
+            return Assessment(stage: stage, from: from, until: now, check: reporters, dimensions: dimensions, source: .reporter)
+        }
         let tallies = ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria)
-        let elapsed = Duration.seconds(max(0, now.timeIntervalSince(began)))
-        let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: elapsed)
+        var spread: ReleaseCheck.Spread?
+        if tallies.with.crashedSessions > 0, from < now {
+            let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: state.flagSet.flag(key)?.pluginSwitch?.crashGuard)
+            let records = try await service.store.crashRecords(in: namespace, from: from, until: now).filter { record in
+                record.source == .client && record.switches.contains(key) && dimensions.contains { record.counts(in: $0) }
+            }
+            spread = ReleaseCheck.Spread(crashes: CrashSpread(records, source: .client, leavingOut: policy.minimumAddresses - 1),
+                                         minimumUnits: policy.minimumUnits, minimumAddresses: policy.minimumAddresses)
+        }
+        let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: elapsed, spread: spread)
         return Assessment(stage: stage, from: from, until: now, check: check, dimensions: dimensions)
     }
 
