@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
+import SwitchyardGuard
 @testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
@@ -197,8 +198,9 @@ struct ReleaseEvidenceTests {
         try await Self.post(app, Self.honest("honest", count: 1000, time: now))
         // Crashed sessions from 20 networks, stamped 5 minutes ahead (accepted: up to 10).
         try await Self.post(app, stride(from: 0, to: 100, by: 5).map { Array(Self.crashed("ahead", time: now + 300)[$0..<$0 + 5]) })
-        let assessment = try #require(try await app.server.releasePlanRunner.assess(Self.promos, plan: try #require(try await Self.plan(app)),
-                                                                                    in: try #require(try await app.store.namespace("rider"))))
+        let current = try #require(try await Self.plan(app))
+        let namespace = try #require(try await app.store.namespace("rider"))
+        let assessment = try #require(try await app.server.releasePlanRunner.assess(Self.promos, plan: current, in: namespace))
         #expect(assessment.check.with == EventTally(sessions: 1000, crashedSessions: 0))
         #expect(assessment.verdict == .advance)
         // Six minutes later (a runner whose clock says so), their minute has come.
@@ -221,7 +223,8 @@ struct ReleaseEvidenceTests {
         let later = ReleasePlanRunner(service: app.server.flagService, options: options)
         let plan = try #require(try await Self.plan(app))
         let since = Date(timeIntervalSince1970: TimeInterval(try #require(plan.state?.since)))
-        let assessment = try #require(try await later.assess(Self.promos, plan: plan, in: try #require(try await app.store.namespace("rider"))))
+        let namespace = try #require(try await app.store.namespace("rider"))
+        let assessment = try #require(try await later.assess(Self.promos, plan: plan, in: namespace))
         #expect(assessment.from >= since + 600)
         #expect(assessment.check.with == .zero && assessment.check.without == .zero)
         #expect(await later.runOnce().map(\.action) == ["held"])

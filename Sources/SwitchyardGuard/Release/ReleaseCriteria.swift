@@ -58,7 +58,7 @@ public struct ReleaseCriteria: Sendable, Hashable {
 
     /// The values a plan uses where it names none.
     public static let defaults = ReleaseCriteria(minimumSessions: 1000, soak: .seconds(1800), margin: 0.0025, confidence: 0.975,
-                                                 rollbackConfidence: 0.999, rollbackMinimumSessions: 200,
+                                                 rollbackConfidence: 0.9999, rollbackMinimumSessions: 200,
                                                  plannedSessions: 10_000, rollbackPlannedSessions: 1_000)
 
     /// The advance rule's confidence sequence: two-sided at `alpha = 2 · (1 − confidence)`, so each side holds at

@@ -1,9 +1,10 @@
-import Foundation
+package import Foundation
+import HTTPTypes
 import Logging
 import Metrics
-import SwitchyardCore
+package import SwitchyardCore
 import SwitchyardGuard
-import SwitchyardStorage
+package import SwitchyardStorage
 
 /// A roll-back to off the runner proposes instead of making: the plan's stage is shown worse on clients' sessions
 /// alone, whose token ships in every app, so a person confirms before the switch goes off (docs/release-statistics.md).
