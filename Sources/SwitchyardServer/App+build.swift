@@ -98,6 +98,7 @@ public func buildApplication(
     service.eventObservers.add(crashGuard)
     var releaseOptions = ReleasePlanRunner.Options(interval: configuration.releasePlanInterval, webhookURL: configuration.guardWebhookURL)
     releaseOptions.webhookSecret = configuration.guardWebhookSecret
+    releaseOptions.futureSkew = configuration.maximumEventClockSkew
     let releasePlans = ReleasePlanRunner(service: service, options: releaseOptions)
     let routes = makeRoutes(API(service: service, crashGuard: crashGuard, releasePlans: releasePlans), registry: registry)
     // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
@@ -173,6 +174,8 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "\(ns)/experiments/{key}/units") { try await api.experimentUnits($0, context: $1) },
         RouteSpec(.get, "\(ns)/releases") { try await api.listReleases($0, context: $1) },
         RouteSpec(.get, "\(ns)/flags/{key}/release") { try await api.getRelease($0, context: $1) },
+        RouteSpec(.post, "\(ns)/flags/{key}/release/proposals/{id}/confirm") { try await api.confirmReleaseProposal($0, context: $1) },
+        RouteSpec(.post, "\(ns)/flags/{key}/release/proposals/{id}/dismiss") { try await api.dismissReleaseProposal($0, context: $1) },
 
         RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },
         RouteSpec(.put, "\(ns)/flag-set") { try await api.putFlagSet($0, context: $1) },

@@ -163,6 +163,28 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         }
     }
 
+    /// A roll-back to off the runner proposes instead of making (clients' evidence alone), for a person to confirm
+    /// or dismiss.
+    public struct Proposal: Sendable, Hashable {
+        /// Its id (an audit entry's).
+        public var id: Int64
+        public var time: String
+        /// `open`, `confirmed`, `dismissed` or `superseded` (the plan moved on).
+        public var state: String
+        /// The stage (from 0) it proposes rolling back from.
+        public var stage: Int
+        /// Why, in words: the check's summary.
+        public var reason: String?
+
+        public init(id: Int64, time: String, state: String, stage: Int, reason: String?) {
+            self.id = id
+            self.time = time
+            self.state = state
+            self.stage = stage
+            self.reason = reason
+        }
+    }
+
     public var namespace: String
     public var key: String
     /// The namespace version the answer describes.
@@ -176,6 +198,8 @@ public struct ReleaseStatusBody: Sendable, Hashable {
     public var next: String
     /// The plan's steps, newest first.
     public var timeline: [Event]
+    /// The runner's roll-back proposals of the current stage (open, or dismissed), newest first.
+    public var proposals: [Proposal] = []
 
     public init(namespace: String, key: String, version: Int64, plan: ReleasePlan, secondsInState: Int64?,
                 assessment: Assessment?, next: String, timeline: [Event]) {
@@ -209,6 +233,13 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             object["assessment"] = .null
         }
         object["next"] = .string(next)
+        object["proposals"] = .array(proposals.map { proposal in
+            .object(JSONObject([
+                ("id", .int64(proposal.id)), ("time", .string(proposal.time)), ("state", .string(proposal.state)),
+                ("proposes", .string("roll_back_to_off")), ("stage", .int(proposal.stage)),
+                ("reason", proposal.reason.map(JSONValue.string) ?? .null),
+            ]))
+        })
         object["timeline"] = .array(timeline.map { event in
             var entry = JSONObject([
                 ("time", .string(event.time)), ("actor", .string(event.actor)), ("source", .string(event.source)),
@@ -255,6 +286,11 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             assessment = nil
         }
         next = try reader.string("next")
+        proposals = (json["proposals"]?.arrayValue ?? []).compactMap { tree in
+            guard let id = tree["id"]?.int64Value, let state = tree["state"]?.stringValue else { return nil }
+            return Proposal(id: id, time: tree["time"]?.stringValue ?? "", state: state, stage: Int(tree["stage"]?.int64Value ?? 0),
+                            reason: tree["reason"]?.stringValue)
+        }
         var timeline: [Event] = []
         for (index, entry) in (json["timeline"]?.arrayValue ?? []).enumerated() {
             var entryReader = try WireReader(entry, "release.timeline[\(index)]")

@@ -127,6 +127,12 @@ struct Flagsd: AsyncParsableCommand {
     var eventsMaxAge = "7d"
 
     @Option(help: ArgumentHelp(
+        "How far ahead of flagsd's clock an event may be stamped, as 10m or 30s: later ones are refused (SWITCHYARD_EVENTS_MAX_SKEW).",
+        discussion: "An event counts in its own minute, so a release plan counts a stage from the first minute that no event received before the stage began can be in: this much after it began, rounded up to the minute. Smaller: stages decide sooner, and devices whose clocks run further ahead are refused. From 0s to 1h.",
+        valueName: "duration"))
+    var eventsMaxSkew = "10m"
+
+    @Option(help: ArgumentHelp(
         "The most valid events per minute one reporter (or admin) token may post (a minute's worth at once, then this rate); more get 429 with Retry-After; 0: no limit (SWITCHYARD_EVENTS_RATE_PER_TOKEN).",
         discussion: "Client tokens have their own option, off by default."))
     var eventsRatePerToken = 600_000
@@ -241,6 +247,9 @@ struct Flagsd: AsyncParsableCommand {
         }
         guard let age = GuardDurationText.parse(eventsMaxAge), age >= .seconds(3600), age <= .seconds(30 * 86_400) else {
             throw ValidationError("--events-max-age '\(eventsMaxAge)' is not a duration from 1h to 30d (a whole number and d, h or m: 7d, 36h).")
+        }
+        guard let skew = GuardDurationText.parse(eventsMaxSkew), skew <= .seconds(3600) else {
+            throw ValidationError("--events-max-skew '\(eventsMaxSkew)' is not a duration from 0s to 1h (a whole number and h, m or s: 10m, 30s).")
         }
         if let cap = maxConnections, cap < 1 {
             throw ValidationError("--max-connections \(cap) must be at least 1 (leave it out for the default).")
@@ -408,6 +417,7 @@ struct Flagsd: AsyncParsableCommand {
         configuration.eventCountRetention = GuardDurationText.parse(eventsRetention) ?? configuration.eventCountRetention
         configuration.experimentUnitsPerArm = experimentUnitsPerArm
         configuration.maximumEventAge = GuardDurationText.parse(eventsMaxAge) ?? configuration.maximumEventAge
+        configuration.maximumEventClockSkew = GuardDurationText.parse(eventsMaxSkew) ?? configuration.maximumEventClockSkew
         configuration.eventRatePerToken = eventsRatePerToken > 0 ? eventsRatePerToken : nil
         configuration.eventRatePerClientToken = eventsRatePerClientToken > 0 ? eventsRatePerClientToken : nil
         configuration.eventRatePerAddress = eventsRatePerAddress > 0 ? eventsRatePerAddress : nil
@@ -478,6 +488,7 @@ enum EnvironmentOptions {
         ("SWITCHYARD_EVENTS_TRANSACTION_ROWS", "--events-transaction-rows", .value),
         ("SWITCHYARD_EVENTS_RETENTION", "--events-retention", .value),
         ("SWITCHYARD_EXPERIMENT_UNITS_PER_ARM", "--experiment-units-per-arm", .value), ("SWITCHYARD_EVENTS_MAX_AGE", "--events-max-age", .value),
+        ("SWITCHYARD_EVENTS_MAX_SKEW", "--events-max-skew", .value),
         ("SWITCHYARD_EVENTS_RATE_PER_TOKEN", "--events-rate-per-token", .value),
         ("SWITCHYARD_EVENTS_RATE_PER_CLIENT_TOKEN", "--events-rate-per-client-token", .value),
         ("SWITCHYARD_EVENTS_RATE_PER_ADDRESS", "--events-rate-per-address", .value),

@@ -17,6 +17,13 @@ struct FlagsdOptionTests {
         #expect(outcome.error.contains("--events-max-age '\(arguments[1])' is not a duration from 1h to 30d"), "\(outcome.error)")
     }
 
+    @Test(arguments: [["--events-max-skew", "2h"], ["--events-max-skew", "61m"], ["--events-max-skew", "soon"]])
+    func anEventSkewOutsideNoneToAnHourIsRefusedSayingWhatItTakes(arguments: [String]) async throws {
+        let outcome = try await runProgram(try Built.binary("flagsd").path, arguments + ["--port", "0"])
+        #expect(outcome.status != 0)
+        #expect(outcome.error.contains("--events-max-skew '\(arguments[1])' is not a duration from 0s to 1h"), "\(outcome.error)")
+    }
+
     @Test(arguments: [["--long-poll-rate-per-address", "200000000"], ["--long-poll-rate-per-token", "100000001"]])
     func aLongPollRateOutOfRangeIsRefusedSayingWhatItTakes(arguments: [String]) async throws {
         let outcome = try await runProgram(try Built.binary("flagsd").path, arguments + ["--port", "0"])

@@ -57,7 +57,7 @@ struct GuardrailSimulationTests {
             Guardrail scenario: \(Int(base.unitsPerMinute)) new units a minute at \(Int(base.share * 100)) % with the switch, \
             conversion \(Int(base.baseRate * 100)) %, margin \(base.margin * 100) points, soak \(base.soakMinutes) minutes, \
             a look every minute with new units, \(base.hours) hours at most; confidence \(base.criteria.confidence), \
-            roll-back confidence \(base.criteria.rollbackConfidence), N* \(base.criteria.plannedUnits); \(runs) seeded runs per row.
+            roll-back confidence \(base.criteria.rollbackConfidence), N* \(base.criteria.plannedSessions) units; \(runs) seeded runs per row.
             """)
         print("| switch's true effect | rule | advanced | rolled back | median minutes to advance | median minutes to roll back |")
         print("|---|---|---:|---:|---:|---:|")

@@ -1,10 +1,12 @@
+import Foundation
 import SwitchyardCore
 import SwitchyardGuard
 import SwitchyardStorage
 import Testing
 
 /// A release plan's stage check on hand-computed samples: it holds (saying why) until the soak, the sessions and
-/// the non-inferiority bound are there, advances when they are, and rolls back when the switch is shown worse.
+/// the non-inferiority bound are there, advances when they are, and rolls back when the switch is shown worse by
+/// crashes spread over enough units and networks. The bounds are the confidence sequences of ``ReleaseCriteria``.
 struct ReleaseCheckTests {
     static let criteria = ReleaseCriteria.defaults
 
@@ -18,45 +20,61 @@ struct ReleaseCheckTests {
         #expect(check.waitingFor.first == "312 of 1000 sessions needed")
     }
 
+    /// 1 % of 360,000 sessions without the switch.
+    static let largeWithout = EventTally(sessions: 360_000, crashedSessions: 3_600)
+
     @Test func holdsUntilTheStageHasSoakedEvenWithEnoughSessions() {
-        let with = EventTally(sessions: 20_000, crashedSessions: 200)
-        let early = ReleaseCheck(with: with, without: Self.without, criteria: Self.criteria, timeInStage: .seconds(12 * 60 + 40))
+        let with = EventTally(sessions: 40_000, crashedSessions: 400)
+        let early = ReleaseCheck(with: with, without: Self.largeWithout, criteria: Self.criteria, timeInStage: .seconds(12 * 60 + 40))
         #expect(early.verdict == .hold)
         #expect(early.waitingFor == ["soak 12m of 30m"])
         #expect(early.summary == "hold: soak 12m of 30m")
-        let soaked = ReleaseCheck(with: with, without: Self.without, criteria: Self.criteria, timeInStage: .seconds(1800))
+        let soaked = ReleaseCheck(with: with, without: Self.largeWithout, criteria: Self.criteria, timeInStage: .seconds(1800))
         #expect(soaked.verdict == .advance)
         #expect(soaked.waitingFor.isEmpty)
     }
 
-    @Test func advancesWhenTheUpperBoundOfTheDifferenceIsBelowTheMargin() throws {
-        // 1 % against 1 %: δ = 0; the 97.5 % one-sided upper bound is about 1.96 × √(0.0099/20000 + 0.0099/180000) ≈ 0.15 points.
-        let check = ReleaseCheck(with: EventTally(sessions: 20_000, crashedSessions: 200), without: Self.without,
+    @Test func advancesWhenTheAnytimeUpperBoundOfTheDifferenceIsBelowTheMargin() throws {
+        // 1 % against 1 %: δ = 0; N = 40,000 · 360,000 / 400,000 = 36,000; the standard error at the margin's edge
+        // √(0.0125 · 0.9875 / 40,000 + 0.0099 / 360,000) ≈ 0.058 points times m(36,000) ≈ 3.12 (N* 10,000, α 0.05)
+        // gives about 0.18 points, where a single look's 1.96 would give 0.11.
+        let check = ReleaseCheck(with: EventTally(sessions: 40_000, crashedSessions: 400), without: Self.largeWithout,
                                  criteria: Self.criteria, timeInStage: .seconds(3600))
         #expect(check.verdict == .advance)
+        #expect(check.effectiveSessions == 36_000)
         let upper = try #require(check.upperBound)
-        #expect(upper > 0.0013 && upper < 0.0017, "\(upper)")
+        #expect(upper > 0.0017 && upper < 0.0019, "\(upper)")
         #expect(check.difference == 0)
+        #expect(check.summary.hasSuffix("at 97.5% over every look"), "\(check.summary)")
+    }
+
+    @Test func holdsWhereASingleLookWouldAdvance() throws {
+        // 20,000 sessions at 1 %: a fixed-horizon bound (about 0.15 points) is below the margin, the sequence's is not.
+        let check = ReleaseCheck(with: EventTally(sessions: 20_000, crashedSessions: 200), without: Self.without,
+                                 criteria: Self.criteria, timeInStage: .seconds(3600))
+        #expect(check.verdict == .hold)
+        let upper = try #require(check.upperBound)
+        #expect(upper >= 0.0025 && upper < 0.003, "\(upper)")
     }
 
     @Test func holdsWhileTheUpperBoundIsAtOrAboveTheMarginAndSaysBothInPoints() throws {
-        // 1,000 sessions: the same rates, but the bound is about 1.96 × √(0.0099/1000 + 0.0099/180000) ≈ 0.62 points, more
-        // with the Wilson intervals' skew at 10 crashes (0.83).
+        // 1,000 sessions: the same rates, but the bound is about 3.9 × √(0.0125 · 0.9875 / 1000) ≈ 1.4 points.
         let check = ReleaseCheck(with: EventTally(sessions: 1000, crashedSessions: 10), without: Self.without,
                                  criteria: Self.criteria, timeInStage: .seconds(3600))
         #expect(check.verdict == .hold)
         let upper = try #require(check.upperBound)
-        #expect(upper > 0.006 && upper < 0.01, "\(upper)")
+        #expect(upper > 0.012 && upper < 0.016, "\(upper)")
         #expect(check.waitingFor == ["upper bound of the difference \(ReleaseCheck.points(upper)) ≥ margin 0.25 points"])
     }
 
     @Test func rollsBackWhenTheSwitchIsClearlyWorseWhateverTheSoak() throws {
-        // 4 % of 2,000 against 1 %: the 99.999 % lower bound of the difference is about 1.5 points.
+        // 4 % of 2,000 against 1 % of 20,000: pooled standard error 0.263 points times m(1,818) ≈ 4.61 (N* 1,000,
+        // α 0.0002): the lower bound is about 1.79 points.
         let check = ReleaseCheck(with: EventTally(sessions: 2000, crashedSessions: 80), without: EventTally(sessions: 20_000, crashedSessions: 200),
                                  criteria: Self.criteria, timeInStage: .seconds(120))
         #expect(check.verdict == .rollBack)
         let lower = try #require(check.rollbackLowerBound)
-        #expect(lower > 0.01 && lower < 0.02, "\(lower)")
+        #expect(lower > 0.017 && lower < 0.019, "\(lower)")
         #expect(check.waitingFor.isEmpty)
         #expect(check.summary.hasPrefix("roll back: sessions with the switch crash more often (4% of 2000 against 1% of 20000 without it)"))
     }
@@ -66,22 +84,90 @@ struct ReleaseCheckTests {
         let small = ReleaseCheck(with: EventTally(sessions: 150, crashedSessions: 20), without: Self.without, criteria: Self.criteria,
                                  timeInStage: .seconds(60))
         #expect(small.verdict == .hold)
-        // 1.3 % of 2,000 against 1 %: worse, but not shown at 99.999 %; not shown non-inferior either.
+        // 1.3 % of 2,000 against 1 %: worse, but not shown at 99.99 % over every look; not shown non-inferior either.
         let mild = ReleaseCheck(with: EventTally(sessions: 2000, crashedSessions: 26), without: Self.without, criteria: Self.criteria,
                                 timeInStage: .seconds(3600))
         #expect(mild.verdict == .hold)
         #expect(mild.waitingFor.count == 1)
     }
 
-    @Test func theBoundsAreNewcombesHybridScoreIntervalAtTheCriteriasConfidence() throws {
-        // Newcombe (1998), method 10, example (a): 56/70 − 48/80 = 0.2000, 95 % two-sided (97.5 % one-sided each) 0.0524 to 0.3339.
-        var criteria = Self.criteria
-        criteria.confidence = 0.975
-        let check = ReleaseCheck(with: EventTally(sessions: 70, crashedSessions: 56), without: EventTally(sessions: 80, crashedSessions: 48),
-                                 criteria: criteria, timeInStage: .seconds(0))
-        #expect(abs(try #require(check.difference) - 0.2) < 1e-12)
-        #expect(abs(try #require(check.lowerBound) - 0.0524) < 5e-5)
-        #expect(abs(try #require(check.upperBound) - 0.3339) < 5e-5)
+    @Test func theBoundsAreTheCriteriasConfidenceSequencesOverTheEffectiveSessions() throws {
+        let (with, without) = (EventTally(sessions: 5_000, crashedSessions: 70), EventTally(sessions: 45_000, crashedSessions: 450))
+        let check = ReleaseCheck(with: with, without: without, criteria: Self.criteria, timeInStage: .seconds(0))
+        let (p1, p0) = (0.014, 0.01)
+        #expect(check.effectiveSessions == 4_500)
+        // Advance: the with-arm's variance at least at the control's rate plus the margin (here its own, 1.4 %).
+        let atMargin = (p1 * (1 - p1) / 5_000 + p0 * (1 - p0) / 45_000).squareRoot()
+        let upper = try #require(check.upperBound)
+        #expect(abs(upper - Self.criteria.advanceUpperBound(estimate: p1 - p0, standardError: atMargin, sessions: 4_500)) < 1e-12)
+        #expect(abs(upper - (p1 - p0 + atMargin * ConfidenceSequence(alpha: 0.05, plannedUnits: 10_000).multiplier(units: 4_500))) < 1e-12)
+        // Roll back: the pooled rate's standard error (no difference).
+        let pooled = 520.0 / 50_000
+        let standardError = (pooled * (1 - pooled) * (1.0 / 5_000 + 1.0 / 45_000)).squareRoot()
+        let lower = try #require(check.rollbackLowerBound)
+        #expect(abs(lower - (p1 - p0 - standardError * ConfidenceSequence(alpha: 0.0002, plannedUnits: 1_000).multiplier(units: 4_500))) < 1e-12)
+    }
+
+    @Test func theCriteriasSequencesHoldEachSideAtTheirConfidence() {
+        let criteria = ReleaseCriteria.defaults
+        #expect(abs(criteria.advanceSequence.alpha - 0.05) < 1e-12 && criteria.advanceSequence.plannedUnits == criteria.plannedSessions)
+        #expect(abs(criteria.rollbackSequence.alpha - 0.0002) < 1e-12 && criteria.rollbackSequence.plannedUnits == criteria.rollbackPlannedSessions)
+        // Wider than one look's z everywhere, tightest near N*.
+        let z = Proportions.normalQuantile(0.975)
+        for units in [100, 1_000, 10_000, 100_000] { #expect(criteria.advanceSequence.multiplier(units: units) > z) }
+        #expect(criteria.advanceSequence.multiplier(units: 10_000) < criteria.advanceSequence.multiplier(units: 1_000))
+        #expect(criteria.advanceUpperBound(estimate: 0.001, standardError: 0.0005, sessions: 0) == .infinity)
+        #expect(ReleaseCriteria.effectiveSessions(with: 100, without: 100) == 50)
+        #expect(ReleaseCriteria.effectiveSessions(with: 100, without: 0) == 0)
+    }
+
+    // MARK: Spread: evidence one party cannot make
+
+    /// The issue's attack: 100 made-up crashed sessions with the switch from one network beside 400 honest ones, none
+    /// crashed, against 400 without it.
+    static let forged = (with: EventTally(sessions: 500, crashedSessions: 100), without: EventTally(sessions: 400, crashedSessions: 0))
+
+    @Test func withoutTheSpreadRulesTheIssuesForgeryWouldRollBack() {
+        let check = ReleaseCheck(with: Self.forged.with, without: Self.forged.without, criteria: Self.criteria, timeInStage: .seconds(60))
+        #expect(check.verdict == .rollBack)
+    }
+
+    @Test func crashesFromOneNetworkDoNotRollBackAndTheHoldSaysWhy() {
+        let spread = ReleaseCheck.Spread(crashes: CrashSpread(units: 100, addresses: 1, crashesBeyondBusiest: 0), minimumUnits: 5, minimumAddresses: 3)
+        let check = ReleaseCheck(with: Self.forged.with, without: Self.forged.without, criteria: Self.criteria, timeInStage: .seconds(60),
+                                 spread: spread)
+        #expect(check.verdict == .hold)
+        #expect(check.waitingFor.contains("crashes from 1 of 3 networks needed to roll back"), "\(check.waitingFor)")
+        #expect(check.tree["crash_addresses"] == .int(1))
+    }
+
+    @Test func crashesThatVanishWithoutTheBusiestNetworksDoNotRollBack() {
+        // Four networks, but 97 of the 100 crashes from the busiest two: the other 3 crashes do not show harm.
+        let spread = ReleaseCheck.Spread(crashes: CrashSpread(units: 100, addresses: 4, crashesBeyondBusiest: 3), minimumUnits: 5, minimumAddresses: 3)
+        let check = ReleaseCheck(with: Self.forged.with, without: Self.forged.without, criteria: Self.criteria, timeInStage: .seconds(60),
+                                 spread: spread)
+        #expect(check.verdict == .hold)
+        #expect(check.waitingFor.contains { $0.hasPrefix("not shown worse without the crashes of the 2 busiest networks") }, "\(check.waitingFor)")
+    }
+
+    @Test func crashesSpreadOverManyUnitsAndNetworksRollBack() {
+        let spread = ReleaseCheck.Spread(crashes: CrashSpread(units: 100, addresses: 40, crashesBeyondBusiest: 94), minimumUnits: 5, minimumAddresses: 3)
+        let check = ReleaseCheck(with: Self.forged.with, without: Self.forged.without, criteria: Self.criteria, timeInStage: .seconds(60),
+                                 spread: spread)
+        #expect(check.verdict == .rollBack)
+        #expect(check.tree["crash_units"] == .int(100))
+        #expect((check.rollbackLowerBoundBeyondBusiest ?? 0) > 0)
+    }
+
+    @Test func aStageCountsFromTheFirstMinuteNoEventReceivedBeforeItCanBeIn() {
+        // Began 09:00:30; events may be stamped 10 minutes ahead: one received at 09:00:29 may sit in 09:10.
+        let minute = TimeInterval(1_795_000_000 / 60 * 60)
+        let began = Date(timeIntervalSince1970: minute + 30)
+        let start = ReleaseCheck.countingStart(stageBegan: began, futureSkew: .seconds(600))
+        #expect(start.timeIntervalSince(began) == 630)
+        let onTheMinute = Date(timeIntervalSince1970: minute)
+        #expect(ReleaseCheck.countingStart(stageBegan: onTheMinute, futureSkew: .seconds(600)).timeIntervalSince(onTheMinute) == 600)
+        #expect(ReleaseCheck.countingStart(stageBegan: began, futureSkew: .zero).timeIntervalSince(began) == 30)
     }
 
     @Test func withoutSessionsToCompareWithItHoldsAndSaysSo() {
@@ -116,6 +202,9 @@ struct ReleaseCheckTests {
         #expect(tree["time_in_stage_seconds"] == .int64(120))
         #expect(tree["soak_seconds"] == .int64(1800))
         #expect(tree["control"] == .string("scope"))
+        #expect(tree["rule"] == .string("confidence-sequence"))
+        #expect(tree["effective_sessions"] == .int(1818))
+        #expect(tree["rollback_planned_sessions"] == .int(1000))
         #expect(tree.memberKeys.allSatisfy { $0 == $0.lowercased() && !$0.contains("-") })
     }
 

@@ -42,7 +42,7 @@ struct ReleaseSimulationTests {
     }
 
     @Test func aHealthyPluginAdvancesOnlyAfterEachStageHasSoakedAndIsNotRolledBack() async {
-        var scenario = Self.scenario(points: 0, horizon: 600)
+        var scenario = Self.scenario(points: 0, horizon: 1200)
         scenario.sessionsPerMinute = 50_000
         for (index, outcome) in await Self.runs(scenario, seeds: 3).enumerated() {
             #expect(!outcome.rolledBack, "seed \(index + 1): \(outcome.lastCheck?.summary ?? "")")

@@ -212,9 +212,11 @@ import Testing
 
     /// Two instances run the same release plan, each looking every 0.2 s, while clients keep reporting healthy
     /// sessions; one is killed (SIGKILL) while they step it. Each stage is left exactly once, the survivor takes the
-    /// plan to the end, and the steps' versions follow each other.
+    /// plan to the end, and the steps' versions follow each other. The clients' clocks are flagsd's
+    /// (`--events-max-skew 0s`), so each stage counts from the first minute after it began.
     @Test func aReleasePlanIsSteppedOnceAcrossInstancesAndGoesOnAfterOneIsKilled() async throws {
-        try await withInstances(2, arguments: ["--release-interval", "0.2", "--trusted-proxies", "127.0.0.1"]) { instances in
+        let arguments = ["--release-interval", "0.2", "--trusted-proxies", "127.0.0.1", "--events-max-skew", "0s"]
+        try await withInstances(2, arguments: arguments) { instances in
             let (a, b) = (instances[0].client, instances[1].client)
             _ = try await createRider(a)
             let created = try await a.send("POST", "/v1/tokens", body: #"{"name": "rider-app", "role": "client", "namespaces": ["rider"]}"#)
@@ -246,9 +248,10 @@ import Testing
                 let plan = try await client.send("GET", path).json["plan"]?["state"]
                 return (plan?["status"]?.stringValue, plan?["stage"]?.int64Value)
             }
-            try await waitUntil("the plan reaches stage 3", timeout: .seconds(300)) { (try await stage(on: b).1 ?? 0) >= 2 }
+            // Each stage waits for its first whole minute: generous deadlines of several minutes a stage.
+            try await waitUntil("the plan reaches stage 3", timeout: .seconds(600)) { (try await stage(on: b).1 ?? 0) >= 2 }
             instances[0].child.kill()
-            try await waitUntil("the surviving instance completes the plan", timeout: .seconds(300)) {
+            try await waitUntil("the surviving instance completes the plan", timeout: .seconds(900)) {
                 try await stage(on: b).0 == "completed"
             }
             let audit = try await b.send("GET", "/v1/audit?namespace=rider&source=release-plan&limit=100").json

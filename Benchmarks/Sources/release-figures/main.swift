@@ -75,28 +75,36 @@ if arguments.first == "rollbacks" {
 }
 
 if sweep {
-    // The error rates of candidate criteria: healthy plugins rolled back, plugins at the margin advancing.
-    print("runs per cell: \(runs) (healthy: \(runs) at 10,000 and \(runs) at 2,000 sessions/min); 10,000 sessions/min over 5 equal cities; baseline 1 %; plan \(stages); min_sessions and soak as the defaults")
+    // The error rates of candidate criteria: healthy plugins rolled back, plugins at the margin advancing, by the
+    // sequences' N* and the roll-back confidence (and one cell without the counting delay).
+    print("runs per cell: \(runs) (healthy: \(runs) at 10,000 and \(runs) at 2,000 sessions/min); 10,000 sessions/min over 5 equal cities; baseline 1 %; plan \(stages); min_sessions, soak, margin and confidence 97.5 % as the defaults")
     print("")
-    print("| confidence | rollback confidence | rollback min sessions | healthy: rolled back | healthy: everyone, p50 | +margin: advanced a stage | +margin: reached everyone | +0.5: reached everyone | +2: sessions exposed, mean |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for confidence in [0.95, 0.975, 0.99] {
-        for rollbackConfidence in [0.9999, 0.99999] {
-            for rollbackMinimum in [Int64(200), 500] {
-                var candidate = criteria
-                candidate.confidence = confidence
-                candidate.rollbackConfidence = rollbackConfidence
-                candidate.rollbackMinimumSessions = rollbackMinimum
-                let healthy = outcomes(scenario(points: 0, mode: .plan(candidate))) + outcomes(scenario(points: 0, perMinute: 2_000, mode: .plan(candidate)))
-                let atMargin = outcomes(scenario(points: candidate.margin * 100, mode: .plan(candidate)))
-                let half = outcomes(scenario(points: 0.5, mode: .plan(candidate)))
-                let bad = outcomes(scenario(points: 2, mode: .plan(candidate)))
-                print("| \(confidence) | \(rollbackConfidence) | \(rollbackMinimum) | \(share(healthy.count(where: \.rolledBack), of: healthy.count)) | "
-                      + "\(hours(percentile(healthy.prefix(runs).compactMap(\.minutesToEveryone).map(Double.init), 0.5))) | "
-                      + "\(share(atMargin.count { $0.stageStarts.count > 1 }, of: runs)) | \(share(atMargin.count(where: \.reachedEveryone), of: runs)) | "
-                      + "\(share(half.count(where: \.reachedEveryone), of: runs)) | \(text(mean(bad.map { Double($0.sessionsExposed) }))) |")
-            }
+    print("| N* (advance) | rollback confidence | N* (rollback) | counting delay | healthy: rolled back | healthy: everyone, p50 | +margin: advanced a stage | +margin: reached everyone | +0.5: reached everyone | +2: sessions exposed, mean |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    var cells: [(Int, Double, Int, Int)] = []
+    for planned in [3_000, 10_000, 30_000] {
+        for rollbackConfidence in [0.999, 0.9999] { cells.append((planned, rollbackConfidence, 1_000, 10)) }
+    }
+    cells.append((10_000, 0.999, 300, 10))
+    cells.append((10_000, 0.999, 1_000, 0))
+    for (planned, rollbackConfidence, rollbackPlanned, delay) in cells {
+        var candidate = criteria
+        candidate.plannedSessions = planned
+        candidate.rollbackConfidence = rollbackConfidence
+        candidate.rollbackPlannedSessions = rollbackPlanned
+        func cell(_ points: Double, perMinute: Int = 10_000) -> [ReleaseSimulation.Outcome] {
+            var scenario = scenario(points: points, perMinute: perMinute, mode: .plan(candidate))
+            scenario.countingDelay = delay
+            return outcomes(scenario)
         }
+        let healthy = cell(0) + cell(0, perMinute: 2_000)
+        let atMargin = cell(candidate.margin * 100)
+        let half = cell(0.5)
+        let bad = cell(2)
+        print("| \(text(Double(planned))) | \(rollbackConfidence) | \(text(Double(rollbackPlanned))) | \(delay) min | \(share(healthy.count(where: \.rolledBack), of: healthy.count)) | "
+              + "\(hours(percentile(healthy.prefix(runs).compactMap(\.minutesToEveryone).map(Double.init), 0.5))) | "
+              + "\(share(atMargin.count { $0.stageStarts.count > 1 }, of: runs)) | \(share(atMargin.count(where: \.reachedEveryone), of: runs)) | "
+              + "\(share(half.count(where: \.reachedEveryone), of: runs)) | \(text(mean(bad.map { Double($0.sessionsExposed) }))) |")
     }
     print("")
     print(String(format: "simulated in %.1f s", Date().timeIntervalSince(started)))
@@ -107,7 +115,8 @@ print("runs per scenario: \(runs) (seeds 1...\(runs)); sessions spread over 5 ci
 print("every session crashes at the baseline rate (1 % unless named), sessions with the plugin at the baseline + its excess;")
 print("plan: \(stages);")
 print("criteria: min_sessions \(criteria.minimumSessions), soak \(GuardDurationText.text(criteria.soak)), margin \(ReleaseCheck.points(criteria.margin)), "
-      + "confidence \(criteria.confidence), rollback at \(criteria.rollbackConfidence) after \(criteria.rollbackMinimumSessions) sessions; the runner looks every minute;")
+      + "confidence \(criteria.confidence) (N* \(criteria.plannedSessions)), rollback at \(criteria.rollbackConfidence) (N* \(criteria.rollbackPlannedSessions)) after \(criteria.rollbackMinimumSessions) sessions,")
+print("both over every look (confidence sequences); a stage counts from 10 minutes after it began; the runner looks every minute;")
 print("the crash guard's built-in policy watches throughout (its trip aborts a plan); runs last \(horizon / 60) hours unless they end earlier.")
 print("")
 

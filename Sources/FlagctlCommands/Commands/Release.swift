@@ -27,9 +27,12 @@ public struct Release: AsyncParsableCommand {
               flagctl release resume plugin_switch_feed_promos --yes
               flagctl release advance plugin_switch_feed_promos --yes --reason "QA ok"
               flagctl release abort plugin_switch_feed_promos --yes
+              flagctl release confirm plugin_switch_feed_promos 1234 --yes
+              flagctl release dismiss plugin_switch_feed_promos 1234 --reason "forged crashes from one network"
             """,
         subcommands: [ReleaseStart.self, ReleaseStatus.self, ReleaseStep.Pause.self, ReleaseStep.Resume.self,
-                      ReleaseStep.Advance.self, ReleaseStep.Abort.self]
+                      ReleaseStep.Advance.self, ReleaseStep.Abort.self, ReleaseProposalCommand.Confirm.self,
+                      ReleaseProposalCommand.Dismiss.self]
     )
 
     public init() {}
@@ -132,6 +135,13 @@ public struct Release: AsyncParsableCommand {
             }
         }
         lines.append("  next: \(body.next)")
+        for proposal in body.proposals {
+            lines.append("  proposal \(proposal.id) (\(proposal.state), \(proposal.time)): roll back to off from stage \(proposal.stage + 1)")
+            if let reason = proposal.reason { lines.append("    \(reason)") }
+            if proposal.state == "open" {
+                lines.append("    confirm: flagctl release confirm \(body.key) \(proposal.id)   dismiss: flagctl release dismiss \(body.key) \(proposal.id) --reason …")
+            }
+        }
         if timeline, !body.timeline.isEmpty {
             lines.append("  timeline (newest first):")
             for event in body.timeline {
@@ -398,6 +408,106 @@ public enum ReleaseStep {
         public init() {}
         public func run(console: Console) async throws {
             try await options.act(.abort, console: console) { key, _ in "Abort the release plan of \(key)? The switch stays as it is" }
+        }
+    }
+}
+
+/// `flagctl release confirm|dismiss KEY ID`: the runner's proposals to roll a plan back to off.
+public enum ReleaseProposalCommand {
+    static func send(_ verb: String, key: String, id: Int64, reason: String?, server: ServerOptions, output: OutputOptions,
+                     console: Console) async throws -> JSONValue? {
+        let settings = try server.settings(console)
+        let namespace = try settings.requireNamespace()
+        let client = APIClient(settings: settings)
+        var body = JSONObject()
+        if let reason = reason?.trimmingCharacters(in: .whitespacesAndNewlines), !reason.isEmpty { body["reason"] = .string(reason) }
+        let response: JSONValue
+        do {
+            response = try await client.send("POST", APIClient.path("v1", "namespaces", namespace, "flags", key, "release", "proposals", String(id), verb),
+                                             body: .object(body)).json
+        } catch let failure as APIFailure where failure.status == 409 {
+            throw CommandFailure("release proposal \(id) of \(key) is no longer open ('flagctl release status \(key)')")
+        }
+        if let rendered = output.render(response) {
+            console.write(rendered)
+            return nil
+        }
+        return response
+    }
+
+    static func validate(id: Int64) throws {
+        guard id > 0 else { throw ValidationError("\(id) is not a proposal id; 'flagctl release status KEY' lists a plan's proposals with theirs.") }
+    }
+
+    public struct Confirm: FlagctlCommand {
+        public static let configuration = CommandConfiguration(
+            commandName: "confirm",
+            abstract: "Confirm the runner's proposal to roll a plan back to off: the switch goes off for the plan's scope, as your change.",
+            discussion: """
+                When only clients' sessions show the switch worse in a stage whose roll-back goes to off (on_bad_signal: \
+                off, or the first stage), flagsd proposes instead of acting: the client token is public. 'flagctl \
+                release status KEY' shows the proposal and its evidence; confirming rolls the plan back to off.
+
+                Example: flagctl release confirm plugin_switch_feed_promos 1234 --yes --reason "crash reports confirm it"
+
+                Exit status: 0 ok, 1 failure (a proposal no longer open), 4 no such proposal, 5 token refused.
+                """)
+        @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
+        @Argument(help: ArgumentHelp("The proposal's id, as 'flagctl release status' lists it.", valueName: "id")) public var id: Int64
+        @Option(help: ArgumentHelp("Why: recorded in the audit log.", valueName: "text")) public var reason: String?
+        @Flag(name: [.customShort("y"), .long], help: "Do not ask for confirmation (needed when not on a terminal).")
+        public var yes = false
+        @OptionGroup public var server: ServerOptions
+        @OptionGroup public var outputOptions: OutputOptions
+
+        public init() {}
+
+        public func validate() throws { try ReleaseProposalCommand.validate(id: id) }
+
+        public func run(console: Console) async throws {
+            try await Confirmation.confirm("Roll the release plan of \(key) back to off?", action: "confirm release proposal \(id)",
+                                           preview: [], yes: yes, console: console)
+            guard let response = try await ReleaseProposalCommand.send("confirm", key: key, id: id, reason: reason, server: server,
+                                                                       output: outputOptions, console: console) else { return }
+            var lines = ["confirmed release proposal \(id): \(key) rolled back to off"]
+            if let tree = response["release"] { lines += Release.statusLines(try ReleaseStatusBody(json: tree), timeline: false) }
+            console.write(lines.joined(separator: "\n") + "\n")
+        }
+    }
+
+    public struct Dismiss: FlagctlCommand {
+        public static let configuration = CommandConfiguration(
+            commandName: "dismiss",
+            abstract: "Dismiss the runner's proposal to roll a plan back to off: the switch stays as it is and the stage holds for you.",
+            discussion: """
+                The dismissal is recorded in the audit log with your reason, which is required. The runner does not \
+                propose again in this stage; advance, pause or abort the plan yourself.
+
+                Example: flagctl release dismiss plugin_switch_feed_promos 1234 --reason "forged crashes from one network"
+
+                Exit status: 0 ok, 1 failure (a proposal no longer open), 4 no such proposal, 5 token refused.
+                """)
+        @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
+        @Argument(help: ArgumentHelp("The proposal's id, as 'flagctl release status' lists it.", valueName: "id")) public var id: Int64
+        @Option(help: ArgumentHelp("Why the plan should go on: recorded in the audit log (required).", valueName: "text")) public var reason: String
+        @OptionGroup public var server: ServerOptions
+        @OptionGroup public var outputOptions: OutputOptions
+
+        public init() {}
+
+        public func validate() throws {
+            try ReleaseProposalCommand.validate(id: id)
+            guard !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                throw ValidationError("--reason is empty. Say why the plan should go on, e.g. --reason \"crashes from one network\".")
+            }
+        }
+
+        public func run(console: Console) async throws {
+            guard let response = try await ReleaseProposalCommand.send("dismiss", key: key, id: id, reason: reason, server: server,
+                                                                       output: outputOptions, console: console) else { return }
+            var lines = ["dismissed release proposal \(id): \(key) stays as it is; the stage holds for you (advance, pause or abort it)"]
+            if let tree = response["release"] { lines += Release.statusLines(try ReleaseStatusBody(json: tree), timeline: false) }
+            console.write(lines.joined(separator: "\n") + "\n")
         }
     }
 }

@@ -85,8 +85,8 @@ public struct GuardrailCheck: Sendable, Hashable {
             ExperimentAnalysis.compare(control: without, treatment: with, kind: metric.kind, better: metric.better,
                                        sequence: sequence, cuped: metric.kind != .ratio)
         }
-        let advance = compare(criteria.sequence(confidence: criteria.confidence))
-        let rollback = compare(criteria.sequence(confidence: criteria.rollbackConfidence))
+        let advance = compare(criteria.advanceSequence)
+        let rollback = compare(criteria.guardrailRollbackSequence)
         meanWith = advance.treatmentMean
         meanWithout = advance.controlMean
         let relative: Bool
@@ -175,15 +175,4 @@ public struct GuardrailCheck: Sendable, Hashable {
             estimate: estimate, lower: lower, upper: upper, rollbackLower: rollbackLower, rollbackUpper: rollbackUpper,
             summary: summary)
     }
-}
-
-extension ReleaseCriteria {
-    /// The confidence sequence whose one-sided bounds hold at `confidence` over every look: two-sided α of
-    /// 2 × (1 − confidence), tightest at ``plannedUnits``.
-    public func sequence(confidence: Double) -> ConfidenceSequence {
-        ConfidenceSequence(alpha: 2 * (1 - confidence), plannedUnits: plannedUnits)
-    }
-
-    /// N* of the guardrails' confidence sequences: the units (both arms) at which they are tightest.
-    public var plannedUnits: Int { ConfidenceSequence.defaultPlannedUnits }
 }

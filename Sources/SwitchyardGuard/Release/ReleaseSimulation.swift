@@ -19,7 +19,8 @@ import SwitchyardStorage
 /// `baselineCrashRate + excessCrashRate`, the excess counted as crashes the plugin caused. Counts are drawn as
 /// binomials: exactly (by geometric waiting times) below a mean of 30, by the normal approximation above.
 ///
-/// - In ``Mode/plan(_:)``, at the end of every minute the runner sums the stage's scope since the stage began
+/// - In ``Mode/plan(_:)``, at the end of every minute the runner sums the stage's scope since the stage's count began
+///   (`countingDelay` minutes after the stage did)
 ///   (``ReleaseCheck/stageTallies(of:in:counts:criteria:source:)`` over the same counters the guard reads) and acts on the verdict:
 ///   an advance starts the next stage with the next minute; a rollback ends the run (the plan goes back or off and,
 ///   either way, waits for a person: what follows is theirs); reaching the last stage completes the plan.
@@ -80,6 +81,11 @@ public enum ReleaseSimulation {
         public var guardPolicy: ResolvedCrashGuardPolicy? = ReleaseSimulation.guardPolicy
         /// The longest run, in minutes.
         public var horizon = 2 * 1440
+        /// The minutes a stage's count waits after it began, as flagsd's runner does: events are accepted up to
+        /// 10 minutes ahead of the server's clock, so a bucket that starts sooner may hold events received before
+        /// the stage began (``ReleaseCheck/countingStart(stageBegan:futureSkew:)``). 0: counts from the stage's
+        /// first minute (the rule before issue 31).
+        public var countingDelay = 10
 
         public init(excessCrashRate: Double) {
             self.excessCrashRate = excessCrashRate
@@ -168,9 +174,11 @@ public enum ReleaseSimulation {
                 minuteWith[index] = EventTally(sessions: active, crashedSessions: baseCrashes + caused)
                 minuteAll[index] = EventTally(sessions: sessions, crashedSessions: baseCrashes + caused + otherCrashes)
             }
-            for index in cities.indices {
-                stageWith[index] += minuteWith[index]
-                stageAll[index] += minuteAll[index]
+            if minute - stageStart >= scenario.countingDelay {
+                for index in cities.indices {
+                    stageWith[index] += minuteWith[index]
+                    stageAll[index] += minuteAll[index]
+                }
             }
             recent.append((minuteWith, minuteAll))
             if recent.count > windowMinutes { recent.removeFirst() }

@@ -27,6 +27,9 @@ package final class ReleasePlanRunner: Service, Sendable {
         package var webhookSecret: [UInt8]?
         /// Wall-clock time, for soaks and the evidence's span.
         package var now: @Sendable () -> Date = { Date() }
+        /// How far ahead of the server's clock events are accepted (`EventBatch.Limits.maximumFutureSkew`): a stage
+        /// counts from the first minute that cannot hold an event received before it began.
+        package var futureSkew: Duration = .seconds(600)
 
         package init(interval: Duration = .seconds(30), webhookURL: URL? = nil) {
             self.interval = interval
@@ -96,62 +99,93 @@ package final class ReleasePlanRunner: Service, Sendable {
 
     var logger: Logger { service.logger }
 
-    /// Decides on one plan from the store's latest state, and commits the step on that version.
-    func consider(_ namespace: String, _ key: String, attempt: Int = 1) async -> Step? {
+    /// What the runner decided on one version of a namespace: the step, and what it was decided on.
+    private struct Decided: Sendable {
+        /// `advanced`, `completed`, `rolled_back`; `held`; `propose` (a roll-back to off that waits for a person).
+        var action: String
+        var summary = ""
+        var plan: ReleasePlan
+        var assessment: Assessment
+        var state: NamespaceState
+    }
+
+    /// Decides on one plan from the store's latest state and commits the step on that version; decided again when
+    /// the namespace moves on first (``FlagService/decideAndCommit(_:attempts:decide:)``: another process's step,
+    /// a person's change).
+    func consider(_ namespace: String, _ key: String) async -> Step? {
         do {
-            guard let state = try await service.store.namespace(namespace),
-                  let gate = state.flagSet.flag(key)?.pluginSwitch, let plan = gate.release, plan.isRunning,
-                  let assessment = try await assess(key, plan: plan, in: state) else { return nil }
-            let stageText = plan.state?.stage.map { "stage \($0 + 1) of \(plan.stages.count)" } ?? "no stage"
-            let now = Int64(options.now().timeIntervalSince1970)
-            let action: String
-            let summary: String
-            let edit: @Sendable (FlagSet) throws -> FlagSet
-            switch assessment.verdict {
-            case .hold:
-                return Step(namespace: namespace, key: key, action: "held")
-            case .advance:
-                let stage = plan.state?.stage ?? 0
-                if stage + 1 >= plan.stages.count {
-                    action = "completed"
-                    summary = "release plan: \(key) completed (\(plan.stages[stage]) passed)"
-                } else {
-                    action = "advanced"
-                    summary = "release plan: \(key) to stage \(stage + 2) of \(plan.stages.count), \(plan.stages[stage + 1])"
-                }
-                let note = "\(stageText) passed"
-                edit = { try $0.advancingRelease(key, at: now, note: note) }
-            case .rollBack:
-                action = "rolled_back"
-                let stage = plan.state?.stage ?? 0
-                let target = plan.onBadSignal == .off || stage == 0 ? "off" : "stage \(stage) of \(plan.stages.count), \(plan.stages[stage - 1])"
-                summary = "release plan: \(key) rolled back to \(target)"
-                let note = "rolled back from \(stageText), shown worse on \(assessment.decidedBy.joined(separator: ", ")); resume or abort it (flagctl release resume|abort \(key))"
-                edit = { try $0.rollingBackRelease(key, at: now, note: note) }
+            let outcome = try await service.decideAndCommit(namespace) { state -> VersionedDecision<Decided>? in
+                guard let gate = state.flagSet.flag(key)?.pluginSwitch, let plan = gate.release, plan.isRunning,
+                      let assessment = try await assess(key, plan: plan, in: state) else { return nil }
+                return decision(key, plan: plan, assessment: assessment, in: state)
             }
-            let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .releasePlan, reason: assessment.reason),
-                                        basedOn: state.record.snapshotVersion, summary: summary,
-                                        evidence: .object(assessment.evidence))
-            let result = try await service.change(namespace, request, mutation: edit)
-            guard let record = result.record else { return nil }
-            Counter(label: "switchyard_release_steps_total", dimensions: [("namespace", namespace), ("switch", key), ("action", action)],
-                    factory: service.metricsFactory).increment()
-            logger.notice("release plan stepped", metadata: [
-                "namespace": .string(namespace), "switch": .string(key), "action": .string(action),
-                "version": .stringConvertible(record.version), "summary": .string(summary),
-            ])
-            webhook?.announce(Self.payload(action: action, key: key, record: record))
-            return Step(namespace: namespace, key: key, action: action, version: record.version)
-        } catch let error as StorageError where error.kind == .conflict {
-            // The namespace moved on between the decision and the commit (another process's step, a person's
-            // change): decide again on what it is now.
-            return attempt < 3 ? await consider(namespace, key, attempt: attempt + 1) : nil
+            switch outcome {
+            case nil:
+                return nil
+            case .settled(let decided) where decided.action == "propose":
+                let proposed = try await proposeRollback(key, plan: decided.plan, assessment: decided.assessment, in: decided.state)
+                return Step(namespace: namespace, key: key, action: proposed ? "proposed" : "held")
+            case .settled(let decided):
+                return Step(namespace: namespace, key: key, action: decided.action)
+            case .committed(let decided, let result):
+                guard let record = result.record else { return nil }
+                let action = decided.action
+                Counter(label: "switchyard_release_steps_total", dimensions: [("namespace", namespace), ("switch", key), ("action", action)],
+                        factory: service.metricsFactory).increment()
+                logger.notice("release plan stepped", metadata: [
+                    "namespace": .string(namespace), "switch": .string(key), "action": .string(action),
+                    "version": .stringConvertible(record.version), "summary": .string(decided.summary),
+                ])
+                webhook?.announce(Self.payload(action: action, key: key, record: record))
+                return Step(namespace: namespace, key: key, action: action, version: record.version)
+            }
         } catch {
             Counter(label: "switchyard_release_errors_total", dimensions: [("namespace", namespace)], factory: service.metricsFactory).increment()
             logger.error("release plans: could not step \(key) in namespace \(namespace); trying again in \(options.interval)",
                          metadata: ["error": "\(error)"])
             return nil
         }
+    }
+
+    /// The step an assessment calls for: a change to commit on the version it was made on, or a hold or a proposal.
+    private func decision(_ key: String, plan: ReleasePlan, assessment: Assessment,
+                          in state: NamespaceState) -> VersionedDecision<Decided> {
+        var decided = Decided(action: "held", plan: plan, assessment: assessment, state: state)
+        let stageText = plan.state?.stage.map { "stage \($0 + 1) of \(plan.stages.count)" } ?? "no stage"
+        let now = Int64(options.now().timeIntervalSince1970)
+        let stage = plan.state?.stage ?? 0
+        let edit: @Sendable (FlagSet) throws -> FlagSet
+        switch assessment.verdict {
+        case .hold:
+            return .settle(decided)
+        case .advance:
+            if stage + 1 >= plan.stages.count {
+                decided.action = "completed"
+                decided.summary = "release plan: \(key) completed (\(plan.stages[stage]) passed)"
+            } else {
+                decided.action = "advanced"
+                decided.summary = "release plan: \(key) to stage \(stage + 2) of \(plan.stages.count), \(plan.stages[stage + 1])"
+            }
+            let note = "\(stageText) passed"
+            edit = { try $0.advancingRelease(key, at: now, note: note) }
+        case .rollBack:
+            let toOff = plan.onBadSignal == .off || stage == 0
+            if toOff, assessment.source == .client {
+                // Clients' evidence alone (their token is public) never turns a switch off: a person confirms.
+                decided.action = "propose"
+                return .settle(decided)
+            }
+            decided.action = "rolled_back"
+            let target = toOff ? "off" : "stage \(stage) of \(plan.stages.count), \(plan.stages[stage - 1])"
+            decided.summary = "release plan: \(key) rolled back to \(target)"
+            let sessions = assessment.source == .reporter ? " (reporters' sessions)" : ""
+            let note = "rolled back from \(stageText), shown worse on \(assessment.decidedBy.joined(separator: ", "))\(sessions); "
+                + "resume or abort it (flagctl release resume|abort \(key))"
+            edit = { try $0.rollingBackRelease(key, at: now, note: note) }
+        }
+        let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .releasePlan, reason: assessment.reason),
+                                    summary: decided.summary, evidence: .object(assessment.evidence))
+        return .commit(decided, request, mutation: edit)
     }
 
     /// A running plan's current stage, judged on the store's counts.
@@ -166,6 +200,8 @@ package final class ReleasePlanRunner: Service, Sendable {
         package var dimensions: [EventDimension]
         /// The plan's guardrail metrics judged in the stage, by name, as the plan lists them.
         package var guardrails: [GuardrailCheck] = []
+        /// Whose sessions decided: the clients' (the usual), or a reporter's when its sessions show the switch worse.
+        package var source: EventSource = .client
 
         /// Crash rate and every guardrail together: roll back when any is shown worse; advance when crash rate says
         /// advance and no guardrail is undecided (one the stage cannot judge does not hold it); else hold.
@@ -213,30 +249,51 @@ package final class ReleasePlanRunner: Service, Sendable {
             object["from"] = .string(from.iso8601)
             object["until"] = .string(until.iso8601)
             object["dimensions"] = .array(dimensions.map { .string($0.description) })
+            object["source"] = .string(source.rawValue)
             return object
         }
     }
 
     /// Judges a running plan's current stage on the store's counts; nil when the plan is not running.
+    ///
+    /// It counts what flagsd admitted (past the caps per unit and address), in the minutes from the first that
+    /// cannot hold an event received before the stage began (``ReleaseCheck/countingStart(stageBegan:futureSkew:)``)
+    /// up to now: an event stamped ahead of the server's clock counts once its minute has come. The clients'
+    /// crashed sessions must be spread over the crash guard's `min_units` units and `min_addresses` networks, and
+    /// stay shown worse without the busiest networks, to roll back; a reporter's sessions showing the switch worse
+    /// decide on their own.
     package func assess(_ key: String, plan: ReleasePlan, in state: NamespaceState) async throws -> Assessment? {
         guard let planState = plan.state, planState.status == .running, let stage = planState.stage,
               plan.stages.indices.contains(stage) else { return nil }
         let now = options.now()
         let criteria = Self.criteria(plan, stage: stage)
-        // Counted per minute, from the minute the stage began (its first seconds may hold sessions of the stage
-        // before: at most a minute's worth, against soaks of many minutes).
         let began = Date(timeIntervalSince1970: TimeInterval(planState.since))
-        let from = Date(milliseconds: EventAggregation.bucketStart(of: began))
-        let counts = GuardCounts(try await service.store.eventCounts(EventCountQuery(
-            namespace: state.record.name, from: from, until: now + 86_400, subjects: [.pluginSwitch, .baseline],
-            keys: [key, ""], sources: [.client])), crashes: [])
+        let from = ReleaseCheck.countingStart(stageBegan: began, futureSkew: options.futureSkew)
+        let namespace = state.record.name
+        let counts = from < now ? GuardCounts(try await service.store.eventCounts(EventCountQuery(
+            namespace: namespace, from: from, until: now, subjects: [.pluginSwitch, .baseline],
+            keys: [key, ""], sources: [.client, .reporter])), crashes: []) : GuardCounts([], crashes: [])
         let dimensions = Self.dimensions(of: plan.stages[stage].scope)
+        let elapsed = Duration.seconds(max(0, now.timeIntervalSince(began)))
         // A stage at 100 % of its cities leaves too few of their sessions without the switch: it is compared with
         // the namespace's (ReleaseCheck.stageTallies).
+        let reporters = ReleaseCheck(ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria, source: .reporter),
+                                     criteria: criteria, timeInStage: elapsed)
+        if reporters.verdict == .rollBack {
+            return Assessment(stage: stage, from: from, until: now, check: reporters, dimensions: dimensions, source: .reporter)
+        }
         let tallies = ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria)
-        let elapsed = Duration.seconds(max(0, now.timeIntervalSince(began)))
-        let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: elapsed)
-        let guardrails = try await guardrailChecks(key, plan: plan, in: state, criteria: criteria, since: began)
+        var spread: ReleaseCheck.Spread?
+        if tallies.with.crashedSessions > 0, from < now {
+            let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: state.flagSet.flag(key)?.pluginSwitch?.crashGuard)
+            let records = try await service.store.crashRecords(in: namespace, from: from, until: now).filter { record in
+                record.source == .client && record.switches.contains(key) && dimensions.contains { record.counts(in: $0) }
+            }
+            spread = ReleaseCheck.Spread(crashes: CrashSpread(records, source: .client, leavingOut: policy.minimumAddresses - 1),
+                                         minimumUnits: policy.minimumUnits, minimumAddresses: policy.minimumAddresses)
+        }
+        let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: elapsed, spread: spread)
+        let guardrails = try await guardrailChecks(key, plan: plan, in: state, criteria: criteria, since: from)
         return Assessment(stage: stage, from: from, until: now, check: check, dimensions: dimensions, guardrails: guardrails)
     }
 

@@ -74,6 +74,44 @@ extension API {
         return committedResponse(result, [("release", status.json)])
     }
 
+    /// `POST /v1/namespaces/{namespace}/flags/{key}/release/proposals/{id}/confirm`: `{"reason"?}`; rolls the plan
+    /// back to off as the caller's change, with the proposal's evidence.
+    func confirmReleaseProposal(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let reason = API.reason(&body)
+        body.finish()
+        try problems.check()
+        let key = try parameter("key", context)
+        let id = try proposalID(context)
+        let change = try changeRequest(request, token: token, reason: reason, summary: "confirm release proposal \(id)")
+        let result = try await releaseRunner.confirm(id, of: key, in: namespace, by: change.author)
+        let status = try await releaseStatus(key, in: result.state, timeline: 0)
+        return committedResponse(result, [("release", status.json)])
+    }
+
+    /// `POST /v1/namespaces/{namespace}/flags/{key}/release/proposals/{id}/dismiss`: `{"reason"}`; the switch stays
+    /// where it is and the stage holds for a person.
+    func dismissReleaseProposal(_ request: Request, context: FlagsRequestContext) async throws -> Response {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let reason = API.reason(&body)
+        body.finish()
+        if reason?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ?? true {
+            problems.report("reason", "is required: say why the switch should stay on (it is recorded in the audit log)")
+        }
+        try problems.check()
+        let key = try parameter("key", context)
+        let id = try proposalID(context)
+        let change = try changeRequest(request, token: token, reason: reason)
+        let entry = try await releaseRunner.dismiss(id, of: key, in: namespace, by: change.author)
+        guard let state = try await store.namespace(namespace) else { throw APIError.namespaceNotFound(namespace) }
+        return .json(.object(JSONObject([
+            ("namespace", .string(namespace)), ("dismissed", .bool(true)), ("proposal", .int64(id)), ("audit_id", .int64(entry.id)),
+            ("release", try await releaseStatus(key, in: state, timeline: 0).json),
+        ])))
+    }
+
     /// A switch's release status at a state of its namespace, with up to `timeline` steps of its history.
     func releaseStatus(_ key: String, in state: NamespaceState, timeline limit: Int) async throws -> ReleaseStatusBody {
         let (_, gate) = try state.flagSet.switchIndex(key, for: "a release plan")
@@ -107,7 +145,10 @@ extension API {
                         ? "advances to stage \(stage + 2) of \(plan.stages.count) (\(plan.stages[stage + 1])) at the next look"
                         : "completes at the next look"
                 case .rollBack:
-                    next = "rolls back at the next look: \(reasons)"
+                    let toOff = plan.onBadSignal == .off || stage == 0
+                    next = toOff && assessment.source == .client
+                        ? "proposes rolling back to off (a person confirms: clients' evidence alone): \(reasons)"
+                        : "rolls back at the next look: \(reasons)"
                 }
             } else {
                 next = "running"
@@ -123,9 +164,22 @@ extension API {
             next = "aborted; start it again with flagctl release start \(key)"
         }
         let seconds = planState.map { Int64(now.timeIntervalSince1970) - $0.since }
-        return ReleaseStatusBody(namespace: state.record.name, key: key, version: state.record.version, plan: plan,
-                                 secondsInState: seconds, assessment: assessmentBody, next: next,
-                                 timeline: limit > 0 ? try await releaseTimeline(key, namespace: state.record.name, limit: limit) : [])
+        let proposals = try await runner.proposals(of: key, in: state).filter { $0.planSince == planState?.since || $0.state == .confirmed }
+        if let open = proposals.first(where: { $0.state == .open }) {
+            next = "waits for a person: proposal \(open.id) rolls \(key) back to off on clients' evidence alone "
+                + "(flagctl release confirm \(key) \(open.id), or flagctl release dismiss \(key) \(open.id) --reason …)"
+        } else if planState?.status == .running, let dismissed = proposals.first(where: { $0.state == .dismissed }) {
+            next = "holds: proposal \(dismissed.id) to roll back to off was dismissed by \(dismissed.dismissal?.actor ?? "someone"); "
+                + "advance, pause or abort it by hand (it is not proposed again in this stage)"
+        }
+        var body = ReleaseStatusBody(namespace: state.record.name, key: key, version: state.record.version, plan: plan,
+                                     secondsInState: seconds, assessment: assessmentBody, next: next,
+                                     timeline: limit > 0 ? try await releaseTimeline(key, namespace: state.record.name, limit: limit) : [])
+        body.proposals = proposals.prefix(5).map { proposal in
+            ReleaseStatusBody.Proposal(id: proposal.id, time: proposal.time.iso8601, state: proposal.state.rawValue, stage: proposal.stage,
+                                       reason: proposal.reason)
+        }
+        return body
     }
 
     /// The changes that moved a switch's plan (its state before and after differ), newest first.

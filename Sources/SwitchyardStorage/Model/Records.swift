@@ -207,6 +207,10 @@ public struct AuditAction: RawRepresentable, Sendable, Hashable, CustomStringCon
     public static let guardPropose = AuditAction(rawValue: "guard.propose")
     /// A person dismissed a crash guard proposal.
     public static let guardDismiss = AuditAction(rawValue: "guard.dismiss")
+    /// A release plan's runner proposed rolling a plan back to off on clients' evidence alone (a person confirms).
+    public static let releasePropose = AuditAction(rawValue: "release.propose")
+    /// A person dismissed a release plan's proposal.
+    public static let releaseDismiss = AuditAction(rawValue: "release.dismiss")
 
     public var description: String { rawValue }
 }
