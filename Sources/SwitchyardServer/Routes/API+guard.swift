@@ -57,13 +57,7 @@ extension API {
     /// `POST /v1/namespaces/{namespace}/guard/proposals/{id}/apply`: `{"reason"?}`; disables the proposal's switch
     /// in its scope as the caller's change (source `crash-guard`, the proposal's evidence).
     func applyGuardProposal(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
-        let id = try proposalID(context)
-        let change = try changeRequest(request, token: token, reason: reason)
+        let (namespace, id, change) = try await proposalDecision(request, context: context, reasonRequired: false)
         let (proposal, result) = try await crashGuard.apply(id, in: namespace, by: change.author)
         return committedResponse(result, [("proposal", try View.proposal(proposal, state: .applied, namespace: namespace).json)])
     }
@@ -71,20 +65,27 @@ extension API {
     /// `POST /v1/namespaces/{namespace}/guard/proposals/{id}/dismiss`: `{"reason"}`; the guard leaves the
     /// proposal's switch and scope alone for its cool-down.
     func dismissGuardProposal(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
-        let reason = API.reason(&body)
-        body.finish()
-        if reason?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ?? true {
-            problems.report("reason", "is required: say why the switch should stay on (it is recorded in the audit log)")
-        }
-        try problems.check()
-        let id = try proposalID(context)
-        let change = try changeRequest(request, token: token, reason: reason)
+        let (namespace, id, change) = try await proposalDecision(request, context: context, reasonRequired: true)
         let (proposal, entry) = try await crashGuard.dismiss(id, in: namespace, by: change.author)
         return .json(GuardDismissalBody(namespace: namespace, dismissed: entry != nil,
                                         proposal: try View.proposal(proposal, state: .dismissed, namespace: namespace),
                                         auditID: entry?.id).json)
+    }
+
+    /// A person's decision on a proposal (the crash guard's or a release plan's): its namespace, its id and the change
+    /// the decision is made as. The body is `{"reason"}`; a dismissal must say why the switch should stay on.
+    func proposalDecision(_ request: Request, context: FlagsRequestContext,
+                          reasonRequired: Bool) async throws -> (namespace: String, id: Int64, change: ChangeRequest) {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var body = input
+        let reason = API.reason(&body)
+        body.finish()
+        if reasonRequired, reason?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ?? true {
+            problems.report("reason", "is required: say why the switch should stay on (it is recorded in the audit log)")
+        }
+        try problems.check()
+        let id = try proposalID(context)
+        return (namespace, id, try changeRequest(request, token: token, reason: reason))
     }
 
     func proposalID(_ context: FlagsRequestContext) throws -> Int64 {

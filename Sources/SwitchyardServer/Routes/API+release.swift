@@ -77,14 +77,10 @@ extension API {
     /// `POST /v1/namespaces/{namespace}/flags/{key}/release/proposals/{id}/confirm`: `{"reason"?}`; rolls the plan
     /// back to off as the caller's change, with the proposal's evidence.
     func confirmReleaseProposal(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
+        let (namespace, id, decision) = try await proposalDecision(request, context: context, reasonRequired: false)
+        var change = decision
+        change.summary = "confirm release proposal \(id)"
         let key = try parameter("key", context)
-        let id = try proposalID(context)
-        let change = try changeRequest(request, token: token, reason: reason, summary: "confirm release proposal \(id)")
         let result = try await releaseRunner.confirm(id, of: key, in: namespace, by: change.author)
         let status = try await releaseStatus(key, in: result.state, timeline: 0)
         return committedResponse(result, [("release", status.json)])
@@ -93,17 +89,8 @@ extension API {
     /// `POST /v1/namespaces/{namespace}/flags/{key}/release/proposals/{id}/dismiss`: `{"reason"}`; the switch stays
     /// where it is and the stage holds for a person.
     func dismissReleaseProposal(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
-        let reason = API.reason(&body)
-        body.finish()
-        if reason?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ?? true {
-            problems.report("reason", "is required: say why the switch should stay on (it is recorded in the audit log)")
-        }
-        try problems.check()
+        let (namespace, id, change) = try await proposalDecision(request, context: context, reasonRequired: true)
         let key = try parameter("key", context)
-        let id = try proposalID(context)
-        let change = try changeRequest(request, token: token, reason: reason)
         let entry = try await releaseRunner.dismiss(id, of: key, in: namespace, by: change.author)
         guard let state = try await store.namespace(namespace) else { throw APIError.namespaceNotFound(namespace) }
         return .json(.object(JSONObject([
