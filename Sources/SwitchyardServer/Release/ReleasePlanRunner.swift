@@ -70,7 +70,8 @@ package final class ReleasePlanRunner: Service, Sendable {
     package struct Step: Sendable, Hashable {
         package var namespace: String
         package var key: String
-        /// `advanced`, `completed`, `rolled_back`, or `held` (nothing committed).
+        /// `advanced`, `completed`, `rolled_back`; `proposed` (a roll-back to off waiting for a person) or `held`
+        /// (nothing committed).
         package var action: String
         /// The change committed; nil when held or when another process took the step.
         package var version: Int64?
@@ -328,7 +329,7 @@ package final class ReleasePlanRunner: Service, Sendable {
     }
 
     /// Every step kind a plan may take, counted by the process whose change committed it.
-    static let stepActions = ["advanced", "completed", "rolled_back"]
+    static let stepActions = ["advanced", "completed", "rolled_back", "proposed"]
 
     /// A switch's plan gauges: its stage (from 1; 0 when none, or without a plan) and whether it runs; its step
     /// counters start at 0.
