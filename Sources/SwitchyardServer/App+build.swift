@@ -170,6 +170,7 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "\(ns)/guard/proposals") { try await api.guardProposals($0, context: $1) },
         RouteSpec(.post, "\(ns)/guard/proposals/{id}/apply") { try await api.applyGuardProposal($0, context: $1) },
         RouteSpec(.post, "\(ns)/guard/proposals/{id}/dismiss") { try await api.dismissGuardProposal($0, context: $1) },
+        RouteSpec(.get, "\(ns)/series") { try await api.series($0, context: $1) },
         RouteSpec(.get, "\(ns)/experiments/{key}") { try await api.experimentResults($0, context: $1) },
         RouteSpec(.get, "\(ns)/experiments/{key}/units") { try await api.experimentUnits($0, context: $1) },
         RouteSpec(.get, "\(ns)/releases") { try await api.listReleases($0, context: $1) },

@@ -151,8 +151,12 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         public var reason: String?
         /// The plan's state after it (nil: the plan was removed).
         public var state: ReleaseState?
+        /// The evidence the runner's step carried (the stage's counts and bounds when it advanced or rolled back), kept
+        /// so a plan that rolled back still shows why; nil for a person's step.
+        public var evidence: JSONValue?
 
-        public init(time: String, actor: String, source: String, version: Int64?, summary: String, reason: String?, state: ReleaseState?) {
+        public init(time: String, actor: String, source: String, version: Int64?, summary: String, reason: String?, state: ReleaseState?,
+                    evidence: JSONValue? = nil) {
             self.time = time
             self.actor = actor
             self.source = source
@@ -160,6 +164,7 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             self.summary = summary
             self.reason = reason
             self.state = state
+            self.evidence = evidence
         }
     }
 
@@ -248,6 +253,7 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             entry["version"] = event.version.map(JSONValue.int64) ?? .null
             entry["reason"] = event.reason.map(JSONValue.string) ?? .null
             entry["state"] = event.state.map { .object($0.tree) } ?? .null
+            entry["evidence"] = event.evidence ?? .null
             return .object(entry)
         })
         return .object(object)
@@ -302,7 +308,8 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             }
             timeline.append(Event(time: try entryReader.string("time"), actor: try entryReader.string("actor"),
                                   source: try entryReader.string("source"), version: entry["version"]?.int64Value,
-                                  summary: try entryReader.string("summary"), reason: entry["reason"]?.stringValue, state: state))
+                                  summary: try entryReader.string("summary"), reason: entry["reason"]?.stringValue, state: state,
+                                  evidence: entry["evidence"].flatMap { $0 == .null ? nil : $0 }))
         }
         self.timeline = timeline
     }

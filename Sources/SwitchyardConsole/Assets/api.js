@@ -139,6 +139,12 @@
      */
     experiment: (namespace, key, options) => request('GET', `${ns(namespace)}/experiments/${segment(key)}`, options),
 
+    /** Sessions and crashed sessions per step over the last `hours`, per plugin switch (or `switch`) and for the namespace. */
+    series: (namespace, query = {}, options = {}) => request('GET', `${ns(namespace)}/series`, { ...options, query }),
+    /** Undoes one change (a new change restoring what it touched), with the reason; refused (409) when a later change touched the same objects. */
+    revert: (namespace, version, body, ifMatch) =>
+      request('POST', `${ns(namespace)}/changes/${segment(String(version))}/revert`, { body, ifMatch }),
+
     setSwitch: (namespace, key, enable, body, ifMatch) =>
       request('POST', `${ns(namespace)}/flags/${segment(key)}/${enable ? 'enable' : 'disable'}`, { body, ifMatch }),
     setRollout: (namespace, key, body, ifMatch) =>

@@ -7,16 +7,19 @@
   const { h, replace, percent, parsePercent, parseList, scopeText, isEverywhere } = dom;
   const $ = (id) => document.getElementById(id);
 
-  const VIEWS = ['flags', 'kill-switches', 'audit', 'guard', 'releases', 'experiments'];
+  const VIEWS = ['flags', 'kill-switches', 'audit', 'guard', 'releases', 'experiments', 'flag'];
   const VIEW_TITLES = {
     flags: 'Flags', 'kill-switches': 'Kill switches', audit: 'Audit', guard: 'Crash guard', releases: 'Releases', experiments: 'Experiments',
+    flag: 'Flag',
   };
+  /** How often the Flags view and a flag's page, while shown, load their charts again (sessions move with events). */
+  const OVERVIEW_REFRESH_MS = 30000;
   /** How often the Releases view, while shown, loads its evidence again (sessions move with events, not changes). */
   const RELEASES_REFRESH_MS = 30000;
   /** Likewise the Experiments view its results (units and outcomes arrive with client events). */
   const EXPERIMENTS_REFRESH_MS = 30000;
 
-  const state = {
+  const state = (global.Switchyard.state = {
     namespaces: [],
     namespace: null,
     view: 'flags',
@@ -32,11 +35,13 @@
     guard: freshGuard(),
     releases: freshReleases(),
     experiments: freshExperiments(),
+    overview: freshOverview(),
+    flagPage: freshFlagPage(null),
     following: null,
     /** Whether a change made here is on its way, and the versions changes made here took. */
     saving: false,
     saved: new Set(),
-  };
+  });
 
   function freshAudit() {
     return { query: {}, entries: [], nextCursor: null, loaded: false, error: null, fresh: new Set() };
@@ -48,6 +53,16 @@
 
   function freshReleases() {
     return { releases: [], fetched: 0, loaded: false, stale: false, error: null };
+  }
+
+  /** The Flags view's charts (sessions per switch) and the crash guard's view of each switch, as last loaded. */
+  function freshOverview() {
+    return { series: null, guard: null, loaded: false };
+  }
+
+  /** A flag's page: its key and what loadFlagPage loaded for it. */
+  function freshFlagPage(key) {
+    return { key, loaded: false, error: null, history: [], nextCursor: null, series: null, guard: null, release: null, fetched: 0 };
   }
 
   /** The experiment shown (`key`, from the URL or the first of the list) and its results as last loaded. */
@@ -95,7 +110,7 @@
     api.session.clear();
     Object.assign(state, { namespaces: [], namespace: null, record: null, flags: [], killSwitches: [], recent: [],
                            audit: freshAudit(), guard: freshGuard(), releases: freshReleases(), experiments: freshExperiments(),
-                           saved: new Set() });
+                           overview: freshOverview(), flagPage: freshFlagPage(null), saved: new Set() });
     showSignIn(message);
   }
 
@@ -161,7 +176,7 @@
     let namespace = wanted && state.namespaces.includes(wanted.namespace) ? wanted.namespace : null;
     if (!namespace) namespace = state.namespace && state.namespaces.includes(state.namespace) ? state.namespace : state.namespaces[0];
     const view = wanted && VIEWS.includes(wanted.view) ? wanted.view : state.view || 'flags';
-    const wantedKey = view === 'experiments' && wanted && wanted.namespace === namespace ? wanted.key : null;
+    const wantedKey = (view === 'experiments' || view === 'flag') && wanted && wanted.namespace === namespace ? wanted.key : null;
     const target = hashFor(namespace, view, wantedKey);
     if (location.hash !== target) {
       history.replaceState(null, '', target);
@@ -174,7 +189,7 @@
     $('namespace-picker').value = namespace;
     const namespaceChanged = namespace !== state.namespace;
     state.view = view;
-    document.title = `${VIEW_TITLES[view]} · ${namespace} · Switchyard console`;
+    document.title = `${view === 'flag' && wantedKey ? `${wantedKey} · ` : ''}${VIEW_TITLES[view]} · ${namespace} · Switchyard console`;
     if (namespaceChanged) {
       stopFollowing();
       Object.assign(state, { namespace, record: null, flags: [], killSwitches: [], version: 0, epoch: null, etag: null, recent: [], filter: '', saved: new Set() });
@@ -182,6 +197,8 @@
       state.guard = freshGuard();
       state.releases = freshReleases();
       state.experiments = freshExperiments();
+      state.overview = freshOverview();
+      state.flagPage = freshFlagPage(null);
       replace($('view'), h('p', { class: 'empty' }, `Loading ${namespace}…`));
       try {
         await load();
@@ -196,6 +213,11 @@
     if (view === 'guard' && (!state.guard.loaded || state.guard.stale)) loadGuard();
     if (view === 'releases' && (!state.releases.loaded || state.releases.stale)) loadReleases();
     if (view === 'experiments') chooseExperiment(wantedKey);
+    if ((view === 'flags' || view === 'flag') && !state.overview.loaded) loadOverview();
+    if (view === 'flag' && state.flagPage.key !== wantedKey) {
+      state.flagPage = freshFlagPage(wantedKey);
+      loadFlagPage();
+    }
     render();
     if (moveFocus) {
       const title = $('view-title');
@@ -296,6 +318,9 @@
           if (state.view === 'releases') loadReleases();
           else state.releases.stale = true;
         }
+        // The Flags view's holders (a trip) and a flag's page (its history).
+        if (state.overview.loaded) loadOverview();
+        if (state.view === 'flag' && state.flagPage.key) loadFlagPage();
         // And an experiment's split (a new phase) or its metrics.
         if (state.experiments.loaded) {
           if (state.view === 'experiments') loadExperiment();
@@ -392,6 +417,41 @@
         : `Could not load the release plans: ${error.message}`;
     }
     if (state.view === 'releases') render();
+  });
+
+  /** Loads the Flags view's sessions per switch and the crash guard's view of each (either may be refused: then none). */
+  const loadOverview = coalescing(async () => {
+    const overview = state.overview;
+    const namespace = state.namespace;
+    const quiet = (promise) => promise.catch((error) => {
+      if (error.status === 401) throw error;
+      return null;
+    });
+    try {
+      const [series, guard] = await Promise.all([quiet(global.Switchyard.charts.loadSeries(namespace)), quiet(api.guard(namespace))]);
+      if (overview !== state.overview) return;
+      Object.assign(overview, { series, guard: guard ? guard.body : null, loaded: true });
+    } catch (error) {
+      if (error.status === 401) return signOut(refusal(error));
+    }
+    if (state.view === 'flags' || state.view === 'flag') render();
+  });
+
+  /** Loads what a flag's page shows; a load asked for while one runs follows it (once). */
+  const loadFlagPage = coalescing(async () => {
+    const page = state.flagPage;
+    if (!page.key) return;
+    try {
+      const loaded = await global.Switchyard.loadFlagPage(state.namespace, page.key, state.flags.find((flag) => flag.key === page.key));
+      if (page !== state.flagPage) return;
+      Object.assign(page, loaded, { loaded: true, error: null });
+    } catch (error) {
+      if (error.status === 401) return signOut(refusal(error));
+      if (page !== state.flagPage) return;
+      page.loaded = true;
+      page.error = `Could not load the history and charts of ${page.key}: ${error.message}`;
+    }
+    if (state.view === 'flag') render();
   });
 
   /**
@@ -534,11 +594,30 @@
     };
   }
 
+  /**
+   * What saving a change to a switch does to its release plan, said before saving: a person's change to a switch whose
+   * plan runs pauses the plan (flagsd's rule); empty when it has none running.
+   */
+  function pausesPlan(flag) {
+    const planState = flag && flag.release && flag.release.state;
+    if (!planState || planState.status !== 'running') return '';
+    const stages = flag.release.stages || [];
+    const where = typeof planState.stage === 'number' && stages[planState.stage] ? ` at stage ${planState.stage + 1} of ${stages.length}` : '';
+    return ` Its release plan is running${where}: saving this pauses the plan, and flagsd takes no step until someone resumes it from the Releases view.`;
+  }
+
   /** Builds the dialog's contents for an action; returns {title, summary, confirm, danger, fields, submit}. */
   function describe(action) {
     const namespace = state.namespace;
     const flag = state.flags.find((candidate) => candidate.key === action.key);
     const kill = state.killSwitches.find((candidate) => candidate.key === action.key);
+    const description = describeAction(action, namespace, flag, kill);
+    const pause = ['disable', 'enable', 'rollout'].includes(action.kind) ? pausesPlan(flag) : '';
+    if (pause) Object.assign(description, { summary: description.summary + pause, pauses: true });
+    return description;
+  }
+
+  function describeAction(action, namespace, flag, kill) {
     switch (action.kind) {
       case 'disable': {
         const where = scopeFields('disable', 'disable it');
@@ -655,6 +734,18 @@
           submit: (reason) => ({ send: (etag) => api.releaseAction(namespace, action.key, action.verb, { reason }, etag) }),
         };
       }
+      case 'revert': {
+        const entry = action.entry;
+        const keys = [...new Set((entry.changes || []).map((change) => change.key))];
+        return {
+          title: `Revert version ${entry.version}?`,
+          summary: `Makes a new change in namespace ${namespace} that puts back what version ${entry.version} changed (${entry.summary}; by ${entry.actor}): `
+            + `${keys.join(', ') || 'its objects'} as they were before it; objects it created are removed. If a later change touched the same objects, flagsd refuses: revert those first, newest first. `
+            + 'Clients receive the change within a second.',
+          confirm: 'Revert', danger: true, fields: [], inputs: {},
+          submit: (reason) => ({ send: (etag) => api.revert(namespace, entry.version, { reason }, etag) }),
+        };
+      }
       case 'kill': {
         const where = scopeFields('kill', 'kill');
         const members = (kill && kill.members) || [];
@@ -697,6 +788,7 @@
     const dialog = $('change-dialog');
     $('change-title').textContent = description.title;
     $('change-summary').textContent = description.summary;
+    $('change-summary').dataset.pausesPlan = description.pauses ? 'true' : 'false';
     replace($('change-fields'), description.fields);
     const reason = $('change-reason');
     reason.value = '';
@@ -825,6 +917,11 @@
     setInterval(() => {
       if (state.view === 'releases' && state.releases.loaded && api.session.token && document.visibilityState === 'visible') loadReleases();
     }, RELEASES_REFRESH_MS);
+    setInterval(() => {
+      if (!api.session.token || document.visibilityState !== 'visible') return;
+      if ((state.view === 'flags' || state.view === 'flag') && state.overview.loaded) loadOverview();
+      if (state.view === 'flag' && state.flagPage.loaded) loadFlagPage();
+    }, OVERVIEW_REFRESH_MS);
     setInterval(() => {
       if (state.view === 'experiments' && state.experiments.loaded && api.session.token && document.visibilityState === 'visible') loadExperiment();
     }, EXPERIMENTS_REFRESH_MS);

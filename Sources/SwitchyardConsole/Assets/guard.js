@@ -11,16 +11,59 @@
   const { h, scopeText, timeElement, rate, count } = Switchyard.dom;
 
   // States as flagsd names them: badge tone and words, most urgent first. `off`: its policy says enabled: false.
+  // A switch the guard watches whose evidence is bad but not yet sure shows as `rising` (amber) instead: see `tone`.
   const STATES = {
-    tripped: ['guard', 'tripped'],
+    tripped: ['killed', 'tripped'],
     proposed: ['killed', 'proposed: a person decides'],
     tripping: ['killed', 'tripping'],
     disabled: ['disabled', 'disabled by a person'],
     cooling_down: ['partial', 'cooling down'],
+    rising: ['partial', 'watching: above its bound, not yet sure'],
     watching: ['on', 'watching'],
     off: ['', 'not watched'],
   };
   const ORDER = Object.keys(STATES);
+
+  const finite = (value) => typeof value === 'number' && Number.isFinite(value);
+
+  /**
+   * What a release manager reads first about a switch's crashes, in words: how often it crashes against the sessions
+   * without it, and whether the guard is sure (its lower bound above the bound) or what it still waits for. `check` is
+   * the guard's (crash_rate, baseline_rate, lower_bound, bound, exceeds, shortfall, sessions).
+   */
+  function crashSentence(check) {
+    if (!check || !check.sessions) return 'No session with it in the window yet.';
+    const parts = [];
+    if (finite(check.baseline_rate) && check.baseline_rate > 0 && finite(check.crash_rate)) {
+      const ratio = check.crash_rate / check.baseline_rate;
+      parts.push(ratio >= 1.1 ? `Crashes ${ratio.toFixed(1)}× as often as sessions without it (${rate(check.crash_rate)} against ${rate(check.baseline_rate)})`
+        : ratio <= 0.9 ? `Crashes less often than sessions without it (${rate(check.crash_rate)} against ${rate(check.baseline_rate)})`
+          : `Crashes about as often as sessions without it (${rate(check.crash_rate)} against ${rate(check.baseline_rate)})`);
+    } else if (finite(check.crash_rate)) {
+      parts.push(`Crashes in ${rate(check.crash_rate)} of its ${count(check.sessions)} sessions`);
+    }
+    if (check.exceeds) {
+      parts.push(`sure: even its lower bound (${rate(check.lower_bound)}) is above the bound ${rate(check.bound)}`);
+    } else if (finite(check.crash_rate) && check.crash_rate > check.bound) {
+      // The first thing it waits for; the rest are in the row's notes.
+      const waiting = Array.isArray(check.shortfall) && check.shortfall.length ? check.shortfall[0] : `its lower bound ${rate(check.lower_bound)} is still under the bound ${rate(check.bound)}`;
+      parts.push(`above the bound ${rate(check.bound)} but not yet sure: ${waiting}`);
+    } else {
+      parts.push(`within the bound ${rate(check.bound)}`);
+    }
+    return `${parts.join('; ')}.`;
+  }
+
+  /**
+   * The state shown: flagsd's, except that a watched switch whose crash rate is above its bound, or shown to crash
+   * more than the sessions without it, is `rising` (amber, with why) before the guard is sure enough to trip.
+   */
+  function shownState(status) {
+    if (status.state !== 'watching') return status.state;
+    const above = finite(status.crash_rate) && status.crash_rate > status.bound;
+    const worseThanBaseline = finite(status.baseline_difference_lower) && status.baseline_difference_lower > 0;
+    return above || worseThanBaseline ? 'rising' : 'watching';
+  }
 
   /** The evidence of one trip in force, in words, with the whole record folded away. */
   function tripEvidence(trip) {
@@ -83,8 +126,10 @@
 
   /** One plugin switch as a table row. */
   function row(status) {
-    const [tone, words] = STATES[status.state] || ['watching', status.state];
-    const shortfall = Array.isArray(status.shortfall) && status.shortfall.length && status.state === 'watching'
+    const shown = shownState(status);
+    const [tone, words] = STATES[shown] || ['watching', status.state];
+    const sentence = status.sessions ? h('p', { class: ['crash-sentence', tone === 'killed' || tone === 'partial' ? tone : ''] }, crashSentence(status)) : null;
+    const shortfall = Array.isArray(status.shortfall) && status.shortfall.length && (shown === 'watching' || shown === 'rising')
       ? h('p', { class: 'meta' }, `Not tripping: ${status.shortfall.join('; ')}`) : null;
     const scopes = (status.scopes || []).length
       ? h('p', { class: 'meta' }, 'Above the bound in: ', status.scopes.map((scope) => `${scope.kind} ${scope.value} (${rate(scope.crash_rate)})`).join(', '))
@@ -96,28 +141,65 @@
         + ` (${status.source === 'reporter' ? 'reporters\'' : 'clients\''} sessions)`
         + ((status.left_out || []).length ? `; judged without ${status.left_out.join(', ')} (shown to crash)` : ''))
       : null;
-    return h('tr', { dataset: { guardSwitch: status.key, state: status.state } },
-      h('td', { 'data-label': 'Plugin switch' }, h('span', { class: 'key' }, status.key)),
-      h('td', { 'data-label': 'State' }, h('span', { class: ['badge', tone], dataset: { state: status.state } }, words), cooling),
+    return h('tr', { dataset: { guardSwitch: status.key, state: status.state, shown } },
+      h('td', { 'data-label': 'Plugin switch' }, flagLink(status.key)),
+      h('td', { 'data-label': 'State' }, h('span', { class: ['badge', tone], dataset: { state: status.state, shown } }, words), cooling),
       h('td', { 'data-label': 'Sessions', class: 'number sessions' }, count(status.sessions)),
       h('td', { 'data-label': 'Crashes', class: 'number crashes' }, count(status.crashes)),
       h('td', { 'data-label': 'Crash rate', class: 'number crash-rate' }, rate(status.crash_rate)),
       h('td', { 'data-label': 'Lower bound', class: 'number lower-bound' }, rate(status.lower_bound)),
       h('td', { 'data-label': 'Bound', class: 'number bound' }, rate(status.bound),
         status.bound !== status.threshold ? h('span', { class: 'meta' }, ` (threshold ${rate(status.threshold)})`) : null),
-      h('td', { 'data-label': 'Evidence and notes' },
+      h('td', { 'data-label': 'Evidence and notes' }, sentence,
         (status.open_trips || []).map(tripEvidence), scopes, spread, shortfall));
   }
 
+  /** A switch's key, linking to its page. */
+  function flagLink(key) {
+    const namespace = Switchyard.state ? Switchyard.state.namespace : '';
+    return h('a', { class: 'key', href: `#/${encodeURIComponent(namespace)}/flag/${encodeURIComponent(key)}`, 'aria-label': `The page of ${key}` }, key);
+  }
+
+  /**
+   * Each switch's crash rate over the series' span against the namespace's and its bound, with its trips marked;
+   * the urgent first, the quiet ones (no session) left out.
+   */
+  function rateCharts(switches, series) {
+    if (!series) return h('p', { class: 'empty', id: 'guard-charts' }, 'The crash rates over time could not be loaded.');
+    const { crashRateChart, seriesOf, spanText } = Switchyard.charts;
+    const shown = switches.filter((status) => {
+      const mine = seriesOf(series, status.key);
+      return mine && mine.sessions.some((value) => value > 0);
+    });
+    if (!shown.length) return h('p', { class: 'empty', id: 'guard-charts' }, `No plugin switch had a session in the last ${spanText(series)}.`);
+    return h('div', { class: 'chart-grid', id: 'guard-charts' }, shown.map((status) => {
+      const shownState_ = shownState(status);
+      const [tone, words] = STATES[shownState_] || ['', status.state];
+      const trips = [...(status.open_trips || []), ...(status.last_trip ? [status.last_trip] : [])]
+        .filter((trip, index, all) => all.findIndex((other) => other.version === trip.version) === index);
+      return h('figure', { class: ['switch-chart', tone], dataset: { guardSwitch: status.key, shown: shownState_ } },
+        h('figcaption', {}, flagLink(status.key), ' ', h('span', { class: ['badge', tone] }, words), h('br'),
+          h('span', { class: 'meta' }, crashSentence(status))),
+        crashRateChart(series, status.key, { bound: status.bound, trips }),
+        h('details', { class: 'bounds' }, h('summary', {}, 'The bounds'),
+          h('p', { class: 'meta' }, `Over the guard's window (${status.window}): ${count(status.crashes)} crashed of ${count(status.sessions)} sessions, `
+            + `rate ${rate(status.crash_rate)}, one-sided lower bound ${rate(status.lower_bound)} at ${status.policy ? status.policy.confidence / 100 : '–'} % confidence `
+            + `(it trips when that is above ${rate(status.bound)}); sessions without it ${rate(status.baseline_rate)}`
+            + `${finite(status.baseline_difference_lower) ? `, the difference's lower bound ${((status.baseline_difference_lower) * 100).toFixed(2)} pp` : ''}. `
+            + `The chart's points are per ${Math.round(series.step_seconds / 60)} min over the last ${spanText(series)}; the dashed line is every session of the namespace.`)));
+    }));
+  }
+
   /** The statistics of every plugin switch of the namespace as a table, most urgent first, after the proposals. */
-  function table(body, refresh, on) {
+  function table(body, refresh, on, series) {
     const switches = [...(body.switches || [])].sort((a, b) =>
-      (ORDER.indexOf(a.state) + 1 || 99) - (ORDER.indexOf(b.state) + 1 || 99) || (b.crash_rate || 0) - (a.crash_rate || 0)
+      (ORDER.indexOf(shownState(a)) + 1 || 99) - (ORDER.indexOf(shownState(b)) + 1 || 99) || (b.crash_rate || 0) - (a.crash_rate || 0)
       || a.key.localeCompare(b.key));
     const window = switches.length ? switches[0].window : null;
     const confidence = switches.length && switches[0].policy ? switches[0].policy.confidence / 100 : null;
     return h('div', { id: 'guard-status' },
       h('h3', {}, 'Proposals'), proposalsSection(body, on),
+      h('h3', {}, 'Crash rates over time'), rateCharts(switches, series),
       h('h3', {}, 'Per plugin switch'),
       h('p', { class: 'help' },
         `Sessions and crashes with each switch active over the guard's window${window ? ` (${window} by default)` : ''}, as of `,
@@ -140,8 +222,14 @@
     const refresh = h('button', { type: 'button', class: 'small', id: 'guard-status-refresh' }, 'Refresh');
     let node;
     try {
-      const { body } = await Switchyard.api.guard(state.namespace);
-      node = table(body, refresh, on);
+      const [{ body }, series] = await Promise.all([
+        Switchyard.api.guard(state.namespace),
+        Switchyard.charts.loadSeries(state.namespace, { hours: 1 }).catch((error) => {
+          if (error.status === 401) throw error;
+          return null;
+        }),
+      ]);
+      node = table(body, refresh, on, series);
     } catch (error) {
       if (error.status === 401) throw error;
       const why = error.status === 403
@@ -164,4 +252,5 @@
   }
 
   Switchyard.guardStatus = guardStatus;
+  Switchyard.guard = { crashSentence, shownState, STATES };
 })(window);

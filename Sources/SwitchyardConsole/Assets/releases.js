@@ -68,17 +68,37 @@
     return `stage ${index + 1} of ${stages.length} (${stageText(stages[index])})`;
   }
 
-  /** The stages as steps: done, current (or where it stopped), to come. */
+  /**
+   * The runner's latest roll-back of a rolled-back plan, from its timeline: `{event, failed}` (the stage it rolled back
+   * from, by the state before it), or null.
+   */
+  function rollBackOf(release) {
+    if (statusOf(release) !== 'rolled_back') return null;
+    const events = release.timeline || [];
+    const index = events.findIndex((event) => event.state && event.state.status === 'rolled_back');
+    if (index < 0) return null;
+    const before = events[index + 1] && events[index + 1].state;
+    const evidence = events[index].evidence || {};
+    const failed = before && typeof before.stage === 'number' ? before.stage : typeof evidence.stage === 'number' ? evidence.stage : null;
+    return { event: events[index], failed };
+  }
+
+  /** The stages as steps: done, current (or where it stopped), failed (a roll-back's), to come. */
   function stageSteps(release) {
     const plan = release.plan;
     const state = plan.state;
     const status = statusOf(release);
     const reached = state && typeof state.stage === 'number' ? state.stage : -1;
+    const rollBack = rollBackOf(release);
+    const failed = rollBack ? rollBack.failed : null;
     return h('ol', { class: 'release-stages', 'aria-label': `Stages of ${release.switch}` },
       (plan.stages || []).map((stage, index) => {
         let step = 'upcoming';
         let words = 'to come';
-        if (status === 'completed' || index < reached) {
+        if (index === failed && failed !== reached) {
+          step = 'failed';
+          words = 'failed: rolled back from here';
+        } else if (status === 'completed' || index < reached) {
           step = 'done';
           words = 'passed';
         } else if (index === reached) {
@@ -148,10 +168,107 @@
     ];
   }
 
+  const finite = (value) => typeof value === 'number' && Number.isFinite(value);
+
+  /**
+   * A stage's crash evidence in words a release manager reads first: how often sessions with the switch crash against
+   * those without it, and where the runner stands (sure worse, sure not worse, or what it still needs).
+   */
+  function evidenceSentence(evidence) {
+    if (!evidence || !finite(evidence.sessions_with) || !evidence.sessions_with) return 'No session with the switch in this stage yet.';
+    const withRate = evidence.crash_rate_with;
+    const withoutRate = evidence.crash_rate_without;
+    let head;
+    if (finite(withRate) && finite(withoutRate) && withoutRate > 0) {
+      const ratio = withRate / withoutRate;
+      head = ratio >= 1.1 ? `Sessions with it crash ${ratio.toFixed(1)}× as often as those without it`
+        : ratio <= 0.9 ? 'Sessions with it crash less often than those without it' : 'Sessions with it crash about as often as those without it';
+      head += ` (${rate(withRate)} against ${rate(withoutRate)})`;
+    } else {
+      head = `Sessions with it crash in ${rate(withRate)} of ${count(evidence.sessions_with)}`;
+    }
+    const margin = evidence.margin;
+    let tail;
+    if (finite(evidence.rollback_difference_lower) && evidence.rollback_difference_lower > margin) tail = 'shown worse than the margin allows: it rolls back';
+    else if (finite(evidence.difference_upper) && evidence.difference_upper < margin) tail = 'shown not worse than the margin allows';
+    else if (finite(evidence.difference) && evidence.difference > margin) tail = 'worse than the margin allows, not yet sure';
+    else tail = 'not yet sure either way';
+    const waiting = (evidence.waiting_for || []).length ? `; waiting for ${evidence.waiting_for.join(', ')}` : '';
+    return `${head}: ${tail}${waiting}.`;
+  }
+
+  /** Whether a running plan's evidence points at a roll-back: the runner's verdict, or its estimate past the margin. */
+  function headingForRollBack(release) {
+    const seen = release.assessment;
+    if (!seen || statusOf(release) !== 'running') return false;
+    const evidence = seen.evidence || {};
+    return seen.verdict === 'roll_back' || (finite(evidence.difference) && finite(evidence.margin) && evidence.difference > evidence.margin && (evidence.crashes_with || 0) > 0);
+  }
+
+  /** The difference of crash rates (with minus without) as an interval against zero and the margin, with its words. */
+  function differenceChart(key, evidence) {
+    if (!evidence || !finite(evidence.margin)) return null;
+    const level = finite(evidence.confidence) ? `${+(evidence.confidence * 100).toFixed(3)} %` : 'the plan\'s confidence';
+    const points = (value) => (finite(value) ? `${value >= 0 ? '+' : ''}${(value * 100).toFixed(2)} pp` : '–');
+    const words = `Crash rate with ${key} minus without it: ${points(evidence.difference)}, interval ${points(evidence.difference_lower)} to `
+      + `${points(evidence.difference_upper)} (a confidence sequence at ${level}, valid however often it is read), against the margin ${points(evidence.margin)}.`;
+    return h('figure', { class: 'difference-figure' },
+      Switchyard.charts.differenceBar(evidence.difference, evidence.difference_lower, evidence.difference_upper, evidence.margin, words),
+      h('figcaption', { class: 'meta' }, words));
+  }
+
+  /** Progress of the current stage towards its soak and its sessions, as bars. */
+  function stageProgress(key, evidence) {
+    if (!evidence) return null;
+    const { progress } = Switchyard.charts;
+    const soak = evidence.soak_seconds || 0;
+    const sessions = evidence.min_sessions || 0;
+    return h('div', { class: 'release-progress', id: `release-progress:${key}` },
+      progress(evidence.time_in_stage_seconds || 0, soak, `Soak: ${durationText(evidence.time_in_stage_seconds || 0)} of ${durationText(soak)}`, `release-soak:${key}`),
+      progress(evidence.sessions_with || 0, sessions, `Sessions with the switch: ${count(evidence.sessions_with || 0)} of ${count(sessions)}`, `release-sessions:${key}`));
+  }
+
+  /** The evidence a roll-back carried (the plan's timeline keeps it): its numbers, interval and words. */
+  function rollBackEvidence(release) {
+    const rollBack = rollBackOf(release);
+    if (!rollBack || !rollBack.event.evidence) return null;
+    const evidence = rollBack.event.evidence;
+    const side = (name, sessions, crashes, crashRate) => h('tr', { dataset: { side: name } },
+      h('th', { scope: 'row' }, name === 'with' ? 'With the switch' : 'Without it'),
+      h('td', { 'data-label': 'Sessions', class: 'number sessions' }, count(sessions)),
+      h('td', { 'data-label': 'Crashed', class: 'number crashes' }, count(crashes)),
+      h('td', { 'data-label': 'Crash rate', class: 'number crash-rate' }, rate(crashRate)));
+    return h('div', { class: 'release-assessment rolled-back', id: `release-rollback:${release.switch}` },
+      h('p', { class: 'notice error' }, h('strong', {}, `Rolled back ${rollBack.failed !== null ? `from stage ${rollBack.failed + 1}` : ''} `), timeElement(rollBack.event.time), ': ',
+        evidenceSentence(evidence)),
+      h('table', { class: 'compact' },
+        h('caption', {}, 'The evidence of the roll-back, counted from ', timeElement(evidence.from || rollBack.event.time), ' to ', timeElement(evidence.until || rollBack.event.time)),
+        h('thead', {}, h('tr', {}, ['', 'Sessions', 'Crashed', 'Crash rate'].map((title) => h('th', { scope: 'col' }, title)))),
+        h('tbody', {}, side('with', evidence.sessions_with, evidence.crashes_with, evidence.crash_rate_with),
+          side('without', evidence.sessions_without, evidence.crashes_without, evidence.crash_rate_without))),
+      differenceChart(release.switch, evidence),
+      guardrailTable(release.switch, evidence.guardrails || [], evidence.confidence));
+  }
+
+  /** The plan's rollout over time, from its timeline (oldest first) to now, decisions marked. */
+  function rolloutOverTime(release) {
+    const events = [...(release.timeline || [])].reverse();
+    if (!events.length) return null;
+    const stages = release.plan.stages || [];
+    const points = events.map((event, index) => {
+      const state = event.state;
+      const stage = state && typeof state.stage === 'number' && stages[state.stage] ? stages[state.stage] : null;
+      const kind = eventKind(state, index ? events[index - 1].state : null, index === 0 && events.length >= TIMELINE);
+      const label = kind === 'advanced' && state ? `Advanced to stage ${state.stage + 1}` : KINDS[kind] || kind;
+      return { time: event.time, rollout: stage ? stage.rollout : null, kind, label: `${label}${stage ? ` (${stageText(stage)})` : ''}` };
+    });
+    return Switchyard.charts.rolloutChart(points, release.switch, Date.now());
+  }
+
   /** The current stage's sessions and crashes with the switch and without it, and the runner's verdict. */
   function assessment(release) {
     const seen = release.assessment;
-    if (!seen) return null;
+    if (!seen) return rollBackEvidence(release);
     // Whose sessions the comparison's "without" are (`control`): the stage's own scope's, or the whole namespace's
     // when that scope has too few without the switch (a city at 100 %), or none's.
     const control = {
@@ -166,7 +283,11 @@
       h('td', { 'data-label': 'Crash rate', class: 'number crash-rate' }, rate(numbers.crash_rate)));
     const verdict = { advance: 'advance', hold: 'hold', roll_back: 'roll back' }[seen.verdict] || seen.verdict;
     const decidedBy = seen.decided_by || [];
-    return h('div', { class: 'release-assessment' },
+    const heading = headingForRollBack(release);
+    return h('div', { class: ['release-assessment', heading ? 'heading-for-roll-back' : ''] },
+      h('p', { class: ['crash-sentence', heading ? 'killed' : ''], id: `release-sentence:${release.switch}` }, evidenceSentence(seen.evidence)),
+      stageProgress(release.switch, seen.evidence),
+      differenceChart(release.switch, seen.evidence),
       h('table', { class: 'compact' },
         h('caption', {}, 'In the current stage, since ', timeElement(seen.from), ` (counted in ${(seen.dimensions || []).join(', ') || 'all'})`),
         h('thead', {}, h('tr', {}, ['', 'Sessions', 'Crashed', 'Crash rate'].map((title) => h('th', { scope: 'col' }, title)))),
@@ -221,7 +342,8 @@
     };
     const buttons = (ACTIONS[status] || []).map((verb) => {
       const button = h('button', {
-        type: 'button', class: ['small', verb === 'abort' ? 'danger' : verb === 'start' || verb === 'resume' ? 'primary' : ''],
+        // After a roll-back nothing is the obvious next step: a person reads the evidence first.
+        type: 'button', class: ['small', verb === 'abort' ? 'danger' : status !== 'rolled_back' && (verb === 'start' || verb === 'resume') ? 'primary' : ''],
         id: `release-${verb}:${key}`, 'aria-label': words[verb][1],
       }, words[verb][0]);
       button.addEventListener('click', () => on.action({ kind: 'release', verb, key, release }, button));
@@ -235,7 +357,9 @@
     const plan = release.plan;
     const state = plan.state;
     const status = statusOf(release);
-    const [tone, words] = STATUSES[status] || ['', status];
+    const heading = headingForRollBack(release);
+    const [tone, words] = heading ? ['killed', release.assessment.verdict === 'roll_back' ? 'running: rolling back' : 'running: heading for a roll-back']
+      : STATUSES[status] || ['', status];
     const elapsed = typeof release.seconds_in_state === 'number' ? release.seconds_in_state + (Date.now() - fetched) / 1000 : null;
     const rules = [];
     rules.push(plan.soak ? `soak ${plan.soak}` : 'flagsd\'s default soak');
@@ -245,19 +369,21 @@
     rules.push(`on a bad signal: ${plan.on_bad_signal === 'off' ? 'off' : 'back to the previous stage'}`);
     const guardrails = Object.entries(plan.guardrails || {});
     if (guardrails.length) rules.push(`guardrails: ${guardrails.map(([metric, margin]) => `${metric} ${margin}`).join(', ')}`);
-    return h('article', { class: 'release', dataset: { release: release.switch, status }, 'aria-labelledby': `release-title:${release.switch}` },
+    return h('article', { class: ['release', tone === 'killed' ? 'trouble' : ''], dataset: { release: release.switch, status }, 'aria-labelledby': `release-title:${release.switch}` },
       h('div', { class: 'release-head' },
-        h('h2', { id: `release-title:${release.switch}` }, h('span', { class: 'key' }, release.switch)),
-        h('span', { class: ['badge', tone], dataset: { state: status } }, words),
+        h('h2', { id: `release-title:${release.switch}` }, h('a', { class: 'key', href: `#/${encodeURIComponent(Switchyard.state.namespace)}/flag/${encodeURIComponent(release.switch)}` }, release.switch)),
+        h('span', { class: ['badge', tone], dataset: { state: status, heading: heading ? 'roll-back' : '' } }, words),
         actionButtons(release, on)),
       h('dl', { class: 'release-facts' },
         h('dt', {}, 'Stage'), h('dd', { class: 'release-stage' }, state ? stageOf(plan, state.stage) : `not started; ${plan.stages.length} stages`),
         state ? [h('dt', {}, 'In this state'), h('dd', { class: 'release-time' }, durationText(elapsed), ', since ', timeElement(state.since))] : null,
         state && state.note ? [h('dt', {}, 'Why'), h('dd', { class: 'release-note' }, state.note)] : null,
-        h('dt', {}, 'Next'), h('dd', { class: 'release-next' }, release.next),
+        h('dt', {}, 'Next'), h('dd', { class: ['release-next', heading ? 'error' : ''] },
+          heading ? ['Heading for a roll-back: with the switch, sessions crash more than the margin allows. ', h('span', { class: 'meta' }, `flagsd: ${release.next}`)] : release.next),
         h('dt', {}, 'Rules'), h('dd', { class: 'meta' }, rules.join(' · '))),
       assessment(release),
       h('h3', {}, 'Stages'), stageSteps(release),
+      h('h3', {}, 'Rollout over time'), rolloutOverTime(release) || h('p', { class: 'empty' }, 'No step yet.'),
       h('h3', {}, 'Timeline'), timeline(release));
   }
 
@@ -293,6 +419,8 @@
   }
 
   Switchyard.loadReleases = loadReleases;
-  Switchyard.releases = { stageText, stageOf, statusOf, eventKind };
+  Switchyard.releases = {
+    stageText, stageOf, statusOf, eventKind, evidenceSentence, headingForRollBack, differenceChart, stageProgress, rolloutOverTime, rollBackEvidence,
+  };
   Switchyard.views.releases = releasesView;
 })(window);

@@ -94,25 +94,75 @@
   }
 
   function flagActions(flag, on) {
+    return h('td', { 'data-label': 'Actions' }, flagButtons(flag, on));
+  }
+
+  /** A flag's buttons (Disable, Enable, Rollout…); `suffix` keeps their ids apart from the Flags table's. */
+  function flagButtons(flag, on, suffix) {
     if (flag.type === 'experiment') {
-      return h('td', { 'data-label': 'Actions' },
-        h('p', { class: 'meta' }, 'Experiments are stopped with their kill switches; weights are changed in the flag file.'));
+      return h('p', { class: 'meta' }, 'Experiments are stopped with their kill switches; weights are changed in the flag file.');
     }
     const buttons = [];
     if (flag.disabled) {
-      buttons.push(h('button', { type: 'button', class: 'small primary', id: focusKey('enable', flag.key), 'aria-label': `Enable ${flag.key}` }, 'Enable'));
+      buttons.push(h('button', { type: 'button', class: 'small primary', id: focusKey('enable', flag.key, suffix), 'aria-label': `Enable ${flag.key}` }, 'Enable'));
     } else {
-      buttons.push(h('button', { type: 'button', class: 'small', id: focusKey('disable', flag.key), 'aria-label': `Disable ${flag.key}` }, 'Disable'));
+      buttons.push(h('button', { type: 'button', class: 'small', id: focusKey('disable', flag.key, suffix), 'aria-label': `Disable ${flag.key}` }, 'Disable'));
       if ((flag.disabled_scopes || []).length) {
-        buttons.push(h('button', { type: 'button', class: 'small', id: focusKey('enable', flag.key), 'aria-label': `Enable ${flag.key} where it is disabled` }, 'Enable…'));
+        buttons.push(h('button', { type: 'button', class: 'small', id: focusKey('enable', flag.key, suffix), 'aria-label': `Enable ${flag.key} where it is disabled` }, 'Enable…'));
       }
     }
-    buttons.push(h('button', { type: 'button', class: 'small', id: focusKey('rollout', flag.key), 'aria-label': `Change the rollout of ${flag.key}` }, 'Rollout…'));
+    buttons.push(h('button', { type: 'button', class: 'small', id: focusKey('rollout', flag.key, suffix), 'aria-label': `Change the rollout of ${flag.key}` }, 'Rollout…'));
     for (const button of buttons) {
       const [action] = button.id.split(':');
       button.addEventListener('click', () => on.action({ kind: action, key: flag.key }, button));
     }
-    return h('td', { 'data-label': 'Actions' }, h('div', { class: 'actions' }, buttons));
+    return h('div', { class: 'actions' }, buttons);
+  }
+
+  /** A flag's key, linking to its page. */
+  function flagLink(namespace, key) {
+    return h('a', { class: 'key', href: `#/${encodeURIComponent(namespace)}/flag/${encodeURIComponent(key)}`, id: focusKey('flag', key), 'aria-label': `The page of ${key}` }, key);
+  }
+
+  /**
+   * Who holds a flag besides its own settings: a running (or paused, or rolled-back) release plan, the crash guard
+   * (tripped or proposing), a kill switch killed everywhere. Each `{kind, tone, label, detail}`.
+   */
+  function holders(flag, state) {
+    const held = [];
+    const plan = flag.release;
+    const planState = plan && plan.state;
+    if (planState && ['running', 'paused', 'rolled_back'].includes(planState.status)) {
+      const stages = plan.stages || [];
+      const where = typeof planState.stage === 'number' && stages[planState.stage] ? `stage ${planState.stage + 1} of ${stages.length}` : 'no stage';
+      const words = { running: 'release plan running', paused: 'release plan paused', rolled_back: 'release plan rolled back' }[planState.status];
+      held.push({ kind: 'release', tone: planState.status === 'rolled_back' ? 'killed' : planState.status === 'paused' ? 'partial' : 'on', label: words, detail: `(${where}; a change here pauses it)` });
+    }
+    const overview = state.overview || {};
+    const guard = overview.guard && (overview.guard.switches || []).find((status) => status.key === flag.key);
+    if (guard && ['tripped', 'tripping', 'proposed'].includes(guard.state)) {
+      held.push({ kind: 'guard', tone: 'killed', label: `crash guard: ${guard.state}`, detail: `(${Switchyard.guard ? Switchyard.guard.crashSentence(guard) : ''})` });
+    } else if (guard && Switchyard.guard && Switchyard.guard.shownState(guard) === 'rising') {
+      held.push({ kind: 'guard-watch', tone: 'partial', label: 'crash guard: above its bound', detail: `(${Switchyard.guard.crashSentence(guard)})` });
+    }
+    const killed = (flag.kill_switches || []).map((key) => state.killSwitches.find((kill) => kill.key === key)).filter((kill) => kill && kill.killed_everywhere);
+    for (const kill of killed) held.push({ kind: 'kill', tone: 'killed', label: `kill switch ${kill.key}`, detail: '(killed everywhere)' });
+    return held;
+  }
+
+  /** The Flags table's sessions column title: the series' span once loaded. */
+  function overviewSpan(state) {
+    const series = state.overview && state.overview.series;
+    return series ? `Sessions (${Switchyard.charts.spanText(series)})` : 'Sessions';
+  }
+
+  /** A plugin switch's sessions per step as a sparkline (experiments: their variants are counted apart). */
+  function sessionsCell(flag, state) {
+    const series = state.overview && state.overview.series;
+    const mine = series && flag.type !== 'experiment' ? Switchyard.charts.seriesOf(series, flag.key) : null;
+    if (!mine) return h('td', { 'data-label': 'Sessions' }, h('span', { class: 'empty' }, series ? '–' : '…'));
+    return h('td', { 'data-label': 'Sessions', class: 'sessions-cell' },
+      Switchyard.charts.sparkline(mine.sessions, `sessions with ${flag.key}`, Switchyard.charts.spanText(series)));
   }
 
   /** The flags of a namespace with their state, rollout, rules and kill switches, and the actions on them. */
@@ -133,13 +183,17 @@
           href: `#/${encodeURIComponent(state.namespace)}/experiments/${encodeURIComponent(flag.key)}`, class: 'experiment-link',
           id: focusKey('experiment', flag.key), 'aria-label': `Experiment results of ${flag.key}`,
         }, 'Experiment results') : null;
-      return h('tr', { dataset: { flag: flag.key } },
+      const held = holders(flag, state);
+      return h('tr', { dataset: { flag: flag.key, held: held.map((holder) => holder.kind).join(' ') } },
         h('td', { 'data-label': 'Flag' },
-          h('span', { class: 'key' }, flag.key),
+          flagLink(state.namespace, flag.key),
           flag.description ? h('p', { class: 'description' }, flag.description) : null,
           h('p', { class: 'meta' }, meta.join(' · '), experiment ? [' · ', experiment] : null)),
         h('td', { 'data-label': 'State' }, badge(flagStatus),
+          held.length ? h('ul', { class: 'plain held-by' }, held.map((holder) => h('li', {},
+            h('span', { class: ['badge', holder.tone], dataset: { holder: holder.kind } }, holder.label), ' ', h('span', { class: 'meta' }, holder.detail)))) : null,
           flagStatus.exceptions.length ? h('ul', { class: 'plain meta' }, flagStatus.exceptions.map((text) => h('li', {}, text))) : null),
+        sessionsCell(flag, state),
         rolloutCell(flag),
         rulesCell(flag),
         killSwitchesCell(flag, killSwitches),
@@ -160,7 +214,7 @@
       lastChange(state),
       visible.length ? h('table', { id: 'flags-table' },
         h('caption', {}, summary),
-        h('thead', {}, h('tr', {}, ['Flag', 'State', 'Rollout', 'Rules', 'Kill switches', 'Actions'].map((title) => h('th', { scope: 'col' }, title)))),
+        h('thead', {}, h('tr', {}, ['Flag', 'State', overviewSpan(state), 'Rollout', 'Rules', 'Kill switches', 'Actions'].map((title) => h('th', { scope: 'col' }, title)))),
         h('tbody', {}, rows))
         : h('p', { class: 'empty' }, state.flags.length ? 'No flag matches the filter.' : 'This namespace has no flags yet.'));
   }
@@ -214,8 +268,50 @@
         : h('p', { class: 'empty' }, 'This namespace has no kill switches.'));
   }
 
-  /** One audit entry as a timeline item. */
-  function auditItem(entry, fresh) {
+  /** Every leaf of a JSON value by its dotted path (`rules.0.rollout`); arrays of scalars stay whole. */
+  function leaves(value, path, into) {
+    if (value && typeof value === 'object' && !(Array.isArray(value) && value.every((item) => item === null || typeof item !== 'object'))) {
+      for (const [key, child] of Object.entries(value)) leaves(child, path ? `${path}.${key}` : key, into);
+    } else if (path) {
+      into.set(path, value);
+    }
+    return into;
+  }
+
+  /** A value of a flag's field for people: rollouts (basis points) as percentages, lists joined, nothing as `–`. */
+  function fieldText(path, value) {
+    if (value === undefined || value === null) return '–';
+    if (/(^|\.)rollout$/.test(path) && typeof value === 'number') return percent(value);
+    if (/(^|\.)weights\.[^.]+$/.test(path) && typeof value === 'number') return String(value);
+    if (Array.isArray(value)) return value.length ? value.join(', ') : 'none';
+    if (typeof value === 'boolean') return value ? 'yes' : 'no';
+    return String(value);
+  }
+
+  /**
+   * What one change did to one object, as a table of the fields that differ (before → after, rollouts in percent,
+   * the changed cells marked), with the whole objects folded away.
+   */
+  function changeDiff(change) {
+    const before = leaves(change.before, '', new Map());
+    const after = leaves(change.after, '', new Map());
+    const paths = [...new Set([...before.keys(), ...after.keys()])].filter((path) => JSON.stringify(before.get(path)) !== JSON.stringify(after.get(path)));
+    const what = change.before == null ? 'created' : change.after == null ? 'removed' : `${paths.length} field${paths.length === 1 ? '' : 's'} changed`;
+    return h('div', { class: 'change-diff', dataset: { kind: change.kind, key: change.key } },
+      h('p', { class: 'meta' }, `${change.kind} `, h('span', { class: 'key' }, change.key), `: ${what}`),
+      paths.length ? h('table', { class: 'compact diff' },
+        h('thead', {}, h('tr', {}, ['Field', 'Before', 'After'].map((title) => h('th', { scope: 'col' }, title)))),
+        h('tbody', {}, paths.map((path) => h('tr', { dataset: { path } },
+          h('th', { scope: 'row' }, h('code', {}, path)),
+          h('td', { 'data-label': 'Before', class: ['before', before.has(path) ? '' : 'absent'] }, h('del', {}, fieldText(path, before.get(path)))),
+          h('td', { 'data-label': 'After', class: ['after', after.has(path) ? '' : 'absent'] }, h('ins', {}, fieldText(path, after.get(path))))))))
+        : null,
+      h('details', { class: 'raw' }, h('summary', {}, 'As stored (JSON)'),
+        h('pre', {}, `before: ${JSON.stringify(change.before, null, 2)}\nafter:  ${JSON.stringify(change.after, null, 2)}`)));
+  }
+
+  /** One audit entry as a timeline item; with `on`, entries that made a version get a Revert… button. */
+  function auditItem(entry, fresh, on) {
     const guard = entry.source === 'crash-guard';
     const changes = entry.changes || [];
     return h('li', { class: [guard ? 'guard' : '', fresh ? 'fresh' : ''], dataset: { id: String(entry.id), version: String(entry.version ?? '') } },
@@ -226,12 +322,17 @@
         h('span', {}, 'by ', h('strong', { class: 'actor' }, entry.actor)),
         timeElement(entry.time)),
       h('p', { class: 'entry-reason' }, entry.reason ? ['Reason: ', h('span', { class: 'reason' }, entry.reason)] : h('span', { class: 'empty' }, 'No reason given')),
-      changes.length ? h('details', {},
+      changes.length ? h('details', { open: changes.length === 1 && fresh !== 'closed' },
         h('summary', {}, `What changed (${changes.length})`),
-        changes.map((change) => h('div', {},
-          h('p', { class: 'meta' }, `${change.kind} `, h('span', { class: 'key' }, change.key)),
-          h('pre', {}, `before: ${JSON.stringify(change.before, null, 2)}\nafter:  ${JSON.stringify(change.after, null, 2)}`))))
-        : null);
+        changes.map(changeDiff))
+        : null,
+      on && entry.version && entry.namespace ? revertButton(entry, on) : null);
+  }
+
+  function revertButton(entry, on) {
+    const button = h('button', { type: 'button', class: 'small', id: focusKey('revert', String(entry.version)), 'aria-label': `Revert version ${entry.version}: ${entry.summary}` }, 'Revert…');
+    button.addEventListener('click', () => on.action({ kind: 'revert', key: String(entry.version), entry }, button));
+    return h('div', { class: 'actions' }, button);
   }
 
   /** The audit timeline of the namespace, newest first, filterable, paged, with live additions. */
@@ -260,7 +361,7 @@
       body = h('p', { class: 'empty' }, 'No audit entries match.');
     } else {
       body = h('ol', { class: 'timeline', id: 'audit-timeline', 'aria-label': 'Audit entries, newest first' },
-        audit.entries.map((entry) => auditItem(entry, audit.fresh.has(entry.id))));
+        audit.entries.map((entry) => auditItem(entry, audit.fresh.has(entry.id), on)));
     }
     let more = null;
     if (audit.nextCursor) {
@@ -324,5 +425,6 @@
   // The Releases view (releases.js) adds itself here, built with heading() and lastChange().
   Switchyard.views = {
     flags: flagsView, 'kill-switches': killSwitchesView, audit: auditView, guard: guardView, flagState, focusKey, heading, lastChange,
+    badge, holders, flagLink, auditItem, changeDiff, fieldText, rolloutCell, rulesCell, killSwitchesCell, flagButtons, sessionsCell,
   };
 })(window);

@@ -179,7 +179,8 @@ extension API {
             guard before != after else { continue }
             events.append(ReleaseStatusBody.Event(
                 time: entry.time.iso8601, actor: entry.actor, source: entry.source.rawValue, version: entry.version,
-                summary: entry.summary, reason: entry.reason, state: after.flatMap { try? ReleaseState(tree: $0) }))
+                summary: entry.summary, reason: entry.reason, state: after.flatMap { try? ReleaseState(tree: $0) },
+                evidence: entry.evidence))
             if events.count >= limit { break }
         }
         return events
