@@ -141,9 +141,11 @@ struct OpenAPISyncTests {
         #expect(enabled.status == .ok, "\(enabled.text)")
         let reenabled = try await app.send(.get, "\(ns)/guard/trips", token: "editor")
         let coolingDown = try await app.send(.get, "\(ns)/guard", token: "editor")
+        let series = try await app.send(.get, "\(ns)/series?hours=1", token: "editor")
         let answers: [(schema: String, response: TestResponse)] = [
             ("GuardProposals", proposals), ("GuardOverview", proposed), ("Committed", applied), ("GuardDismissal", dismissed),
             ("GuardTrips", inForce), ("GuardOverview", tripped), ("GuardTrips", reenabled), ("GuardOverview", coolingDown),
+            ("Series", series),
         ]
         for answer in answers { #expect(answer.response.status == .ok, "\(answer.schema): \(answer.response.text)") }
         #expect(tripped.json["switches"]?[0]?["state"] == .string("tripped"))
