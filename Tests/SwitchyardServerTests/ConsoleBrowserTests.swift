@@ -35,14 +35,19 @@ struct ConsoleBrowserTests {
         "the crash guard view shows a switch the guard turned off and its evidence, without reloading",
         "a switch the guard turned off is enabled from its view after a warning, and the guard cools down",
         "past the guard's budget a proposal shows in its view and is applied from there",
+        "the crash guard view draws each switch's crash rate over time against its bound with its trip marked, from the API's numbers",
+        "a switch crashing above its bound but not yet enough to trip shows amber, saying how often it crashes and what the guard waits for",
         "the releases view shows a plan started through the API, its stage, its guardrails and its timeline, without reloading",
         "a release is paused from the releases view, and its timeline gains the pause",
         "a paused release is resumed from the releases view",
         "a release step someone else made first is shown, and flagsd's refusal of the stale one is shown in the dialog",
+        "the flags list draws each switch's sessions over six hours from the API's numbers and marks the switches a plan or the guard holds",
+        "a plan that rolls back marks the failed stage failed, keeps its evidence and charts, and offers no primary button; the rollout dialog of a switch whose plan runs says saving pauses it",
         "the experiments view lists the namespace's experiments, and a switch's row links to its results",
         "an experiment's results draw each metric's interval against zero and its course over time, with the numbers in words",
         "an experiment flag's results draw one interval per treatment variant",
         "a sample ratio mismatch shows a red banner first and marks the results untrustworthy",
+        "a flag's page shows who holds it, its charts and its history as readable diffs, and reverts a change after a confirmation",
         "every control has an accessible name",
         "on a phone-sized screen nothing scrolls sideways",
         "no script error and no Content-Security-Policy violation",
@@ -58,7 +63,7 @@ struct ConsoleBrowserTests {
         // Behind a load balancer on loopback: the script's event batches come through it from many addresses.
         let child = try ChildFlagsd(database: folder.appendingPathComponent("flags.sqlite").path, folder: folder,
                                     adminToken: Self.adminToken, flagsDirectory: OFREPFixtures.repository + "/Flags",
-                                    arguments: ["--trusted-proxies", "127.0.0.1"])
+                                    arguments: ["--trusted-proxies", "127.0.0.1", "--events-max-skew", "0s", "--release-interval", "1"])
         defer { child.kill() }
         let url = "http://127.0.0.1:\(try await child.port())"
         let admin = LiveClient(base: URL(string: url)!, token: Self.adminToken, timeout: 60)

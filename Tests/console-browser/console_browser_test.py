@@ -552,6 +552,85 @@ def guard_proposal():
     return "; ".join(problems)
 
 
+
+def series_of(key, hours):
+    """The API's series of one switch: sessions and crashes per step over the last `hours`."""
+    body = api("GET", f"series?hours={hours}&switch={key}")
+    return next(entry for entry in body["series"] if entry["key"] == key)
+
+
+def rate_chart(key):
+    """The crash guard view's chart of `key`, read in one go; None while it is not there."""
+    return browser.execute_script("""
+        const figure = document.querySelector(`#guard-charts figure[data-guard-switch="${CSS.escape(arguments[0])}"]`);
+        const chart = figure && figure.querySelector('svg.rate-chart');
+        if (!chart) return null;
+        return { sessions: chart.dataset.sessions, crashes: chart.dataset.crashes, bound: chart.dataset.bound, trips: Number(chart.dataset.trips),
+                 role: chart.getAttribute('role'), label: chart.getAttribute('aria-label'), boundLine: chart.querySelectorAll('.bound-line').length,
+                 markers: chart.querySelectorAll('.trip-marker').length, caption: figure.querySelector('figcaption').innerText,
+                 shown: figure.dataset.shown };
+    """, key)
+
+
+def totals(text):
+    return sum(int(value) for value in text.split(",") if value)
+
+
+@check("the crash guard view draws each switch's crash rate over time against its bound with its trip marked, from the API's numbers")
+def guard_rate_chart():
+    open_view("guard")
+    refresh_guard()
+    chart = wait_for(lambda d: (chart := rate_chart(GUARDED)) and totals(chart["sessions"]) >= 300 and chart, f"the chart of {GUARDED}")
+    problems = []
+    series = series_of(GUARDED, 1)
+    if totals(chart["sessions"]) != sum(series["sessions"]) or totals(chart["crashes"]) != sum(series["crashes"]):
+        problems.append(f"the chart holds {totals(chart['sessions'])} sessions and {totals(chart['crashes'])} crashes, the API {sum(series['sessions'])} and {sum(series['crashes'])}")
+    bound = json.loads(flagctl("guard", "status", GUARDED, "-o", "json"))["switches"][0]["bound"]
+    if float(chart["bound"]) != bound or chart["boundLine"] != 1:
+        problems.append(f"the bound line is at {chart['bound']!r} ({chart['boundLine']} lines), the API's bound is {bound}")
+    if chart["trips"] < 1 or chart["markers"] != chart["trips"]:
+        problems.append(f"the trip is not marked: {chart['trips']} trips, {chart['markers']} markers")
+    if chart["role"] != "img" or "crashed of" not in chart["label"] or "bound" not in chart["label"]:
+        problems.append(f"the chart's words are {chart['label']!r}")
+    return "; ".join(problems)
+
+
+AMBER = "plugin_switch_split_fare"
+
+
+@check("a switch crashing above its bound but not yet enough to trip shows amber, saying how often it crashes and what the guard waits for")
+def guard_amber():
+    # 60 sessions, all crashed: above its bound (2 %, or twice the rate of the sessions without it, which the checks
+    # before made high), but fewer sessions than the guard needs to trip.
+    post_sessions(60, 1, [AMBER])
+    open_view("guard")
+    seen = {}
+    def amber():
+        refresh_guard()
+        row = guard_row(AMBER)
+        seen["row"] = [row.get_attribute("data-state"), row.get_attribute("data-shown"), row.text[:300]]
+        if row.get_attribute("data-shown") != "rising":
+            return None
+        badge = row.find_element(By.CSS_SELECTOR, ".badge")
+        return {"state": row.get_attribute("data-state"), "tone": badge.get_attribute("class"), "sentence": row.find_element(By.CSS_SELECTOR, ".crash-sentence").text,
+                "colour": browser.execute_script("return getComputedStyle(arguments[0]).color", badge)}
+    try:
+        row = wait_for(lambda d: amber(), f"{AMBER} amber")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; the row shows {seen.get('row')}") from None
+    problems = []
+    if row["state"] != "watching" or "partial" not in row["tone"]:
+        problems.append(f"the row is {row}")
+    sentence = row["sentence"]
+    for text in ["as often as sessions without it", "above the bound", "not yet sure", "of 200 sessions needed"]:
+        if text not in sentence:
+            problems.append(f"the sentence {sentence!r} lacks {text!r}")
+    chart = rate_chart(AMBER)
+    if not chart or chart["shown"] != "rising" or totals(chart["sessions"]) != 60:
+        problems.append(f"its chart is {chart}")
+    return "; ".join(problems)
+
+
 RELEASED = "plugin_switch_feed_safety_tips"
 DECLARED = "plugin_switch_confirmation_promo"
 
@@ -712,6 +791,104 @@ def release_refused():
     kinds = [kind for kind, _ in card["events"]]
     if kinds[:2] != ["paused", "resumed"] or FLAGCTL_ACTOR not in card["events"][0][1] or "cli" not in card["events"][0][1]:
         problems.append(f"the timeline starts with {card['events'][:1]}")
+    return "; ".join(problems)
+
+
+
+ROLLED = "plugin_switch_feed_trip_history"
+
+
+def flag_row_shown(key):
+    """What the Flags view's row of `key` shows, read in one go."""
+    return browser.execute_script("""
+        const row = document.querySelector(`#flags-table tr[data-flag="${CSS.escape(arguments[0])}"]`);
+        if (!row) return null;
+        const spark = row.querySelector('svg.sparkline');
+        return { held: [...row.querySelectorAll('[data-holder]')].map((badge) => badge.dataset.holder), text: row.innerText,
+                 total: spark ? Number(spark.dataset.total) : null, values: spark ? spark.dataset.values : null,
+                 label: spark ? spark.getAttribute('aria-label') : null, link: (row.querySelector('a.key') || {}).hash || null };
+    """, key)
+
+
+@check("the flags list draws each switch's sessions over six hours from the API's numbers and marks the switches a plan or the guard holds")
+def flags_sparklines():
+    open_view("flags")
+    row = wait_for(lambda d: (row := flag_row_shown(GUARDED)) and row["total"] is not None and row["total"] >= 300
+                   and "release" in (flag_row_shown(RELEASED) or {}).get("held", []) and row, "the sessions of the flags")
+    problems = []
+    series = series_of(GUARDED, 6)
+    if row["total"] != sum(series["sessions"]) or len(row["values"].split(",")) != 60:
+        problems.append(f"{GUARDED}'s sparkline holds {row['total']} sessions in {len(row['values'].split(','))} steps, the API {sum(series['sessions'])} in 60")
+    if "sessions with" not in (row["label"] or ""):
+        problems.append(f"the sparkline's words are {row['label']!r}")
+    released = flag_row_shown(RELEASED)
+    if "release plan" not in released["text"]:
+        problems.append(f"{RELEASED}'s row does not say a plan holds it: {released['text']!r}")
+    amber = flag_row_shown(AMBER)
+    if "guard-watch" not in amber["held"]:
+        problems.append(f"{AMBER}'s row does not show the guard's concern: {amber['held']}")
+    if row["link"] != f"#/rider/flag/{GUARDED}":
+        problems.append(f"the key links to {row['link']!r}")
+    return "; ".join(problems)
+
+
+@check("a plan that rolls back marks the failed stage failed, keeps its evidence and charts, and offers no primary button; the rollout dialog of a switch whose plan runs says saving pauses it")
+def release_rolled_back():
+    # The crash guard left out (it would trip the switch and abort the plan first), a plan over three cities, advanced
+    # by hand to its second stage.
+    flag = api("GET", f"flags/{ROLLED}")
+    definition = {name: value for name, value in flag.items() if name not in ("key", "version", "kill_switches", "plugin_point")}
+    definition["crash_guard"] = {"enabled": False}
+    api("PUT", f"flags/{ROLLED}", {"flag": definition, "reason": "the release plan judges it"})
+    api("POST", f"flags/{ROLLED}/release/start", {
+        "plan": {"soak": "2h", "min_sessions": 100000000,
+                 "stages": [{"cities": ["lagos"], "rollout": 1000}, {"cities": ["lagos", "nairobi", "lima"], "rollout": 5000}, {"rollout": 10000}]},
+        "reason": "REL-2 saved places"})
+    api("POST", f"flags/{ROLLED}/release/advance", {"reason": "REL-2 Lagos looks fine"})
+    problems = []
+    open_view("flags")
+    wait_for(lambda d: "release" in (flag_row_shown(ROLLED) or {}).get("held", []), f"{ROLLED} held by its plan")
+    click_id(f"rollout:{ROLLED}")
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the rollout dialog")
+    summary = by_id("change-summary")
+    if summary.get_attribute("data-pauses-plan") != "true" or "saving this pauses the plan" not in summary.text:
+        problems.append(f"the rollout dialog does not warn that saving pauses the plan: {summary.text!r}")
+    by_id("change-cancel").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    open_view("releases")
+    # A stage counts from the first minute that began after it (flagsd runs with --events-max-skew 0s): wait for it.
+    began = time.time()
+    wait_for(lambda d: int(time.time()) // 60 > int(began) // 60, "the next minute", timeout=70)
+    # A third of the sessions with it crash, almost none without: shown worse, it rolls back to the first stage.
+    post_sessions(240, 3, [ROLLED])
+    post_sessions(240, 1000000, [])
+    card = wait_for(lambda d: (card := release_card(ROLLED)) and card["status"] == "rolled_back" and card, f"{ROLLED} rolled back", timeout=120)
+    shown = browser.execute_script("""
+        const card = document.querySelector(`article.release[data-release="${CSS.escape(arguments[0])}"]`);
+        const chart = card.querySelector('svg.rollout-chart');
+        const difference = card.querySelector('svg.difference-chart');
+        return { primary: card.querySelectorAll('.actions button.primary').length, evidence: (card.querySelector('.rolled-back') || {}).innerText || null,
+                 kinds: chart ? chart.dataset.kinds : null, rollouts: chart ? chart.dataset.rollouts : null,
+                 difference: difference ? { lower: difference.dataset.lower, margin: difference.dataset.margin, label: difference.getAttribute('aria-label') } : null,
+                 trouble: card.classList.contains('trouble'), badge: card.querySelector('.release-head .badge').className };
+    """, ROLLED)
+    steps = card["steps"]
+    if [step for step, _ in steps] != ["rolled_back", "failed", "upcoming"] or "failed" not in steps[1][1]:
+        problems.append(f"the stages show {steps}")
+    if shown["primary"]:
+        problems.append("a rolled-back plan offers a primary button")
+    if not shown["evidence"] or "Rolled back from stage 2" not in shown["evidence"] or "with the switch\t240\t80" not in shown["evidence"].lower():
+        problems.append(f"the roll-back's evidence is not kept: {shown['evidence']!r}")
+    release = api("GET", f"flags/{ROLLED}/release")
+    timeline = list(reversed(release["timeline"]))
+    expected = ",".join("" if (event["state"] or {}).get("stage") is None else str(release["plan"]["stages"][event["state"]["stage"]]["rollout"]) for event in timeline)
+    if shown["rollouts"] != expected or not (shown["kinds"] or "").endswith("rolled_back"):
+        problems.append(f"the rollout chart holds {shown['rollouts']!r} ({shown['kinds']!r}), the timeline {expected!r}")
+    evidence = release["timeline"][0]["evidence"]
+    if not shown["difference"] or float(shown["difference"]["lower"]) != evidence["difference_lower"] or float(shown["difference"]["margin"]) != evidence["margin"]:
+        problems.append(f"the interval chart shows {shown['difference']}, the evidence {evidence.get('difference_lower')} against {evidence.get('margin')}")
+    if not shown["trouble"] or "killed" not in shown["badge"]:
+        problems.append("the rolled-back plan is not marked red")
     return "; ".join(problems)
 
 
@@ -952,6 +1129,54 @@ def sample_ratio_mismatch():
     return "; ".join(problems)
 
 
+
+PAGED = "plugin_switch_prefs_accessibility"
+
+
+@check("a flag's page shows who holds it, its charts and its history as readable diffs, and reverts a change after a confirmation")
+def flag_page():
+    flagctl("rollout", PAGED, "40", "--reason", "REL-3 trim accessibility to 40 %", "--yes")
+    browser.get(f"{URL}/console/#/rider/flag/{PAGED}")
+    wait_for(lambda d: d.find_elements(By.CSS_SELECTOR, "#flag-history li"), f"the history of {PAGED}")
+    problems = []
+    first = wait_for(lambda d: (item := d.find_element(By.CSS_SELECTOR, "#flag-history > li")) and "REL-3" in item.text and item, "the rollout change first")
+    rows = browser.execute_script("""
+        return [...document.querySelectorAll('#flag-history > li:first-child table.diff tbody tr')]
+          .map((row) => [row.dataset.path, row.querySelector('td.before').innerText, row.querySelector('td.after').innerText]);
+    """)
+    if ["rollout", "100 %", "40 %"] not in rows:
+        problems.append(f"the change shows as {rows}")
+    if browser.find_elements(By.CSS_SELECTOR, "#flag-crash-rate svg.rate-chart") == [] or browser.find_elements(By.CSS_SELECTOR, "#flag-sessions svg.sparkline") == []:
+        problems.append("the page has no charts")
+    holders = by_id("flag-holders").text
+    if "nothing but its own settings" not in holders:
+        problems.append(f"the page says it is held: {holders!r}")
+    # A flag a plan holds says so on its page.
+    browser.get(f"{URL}/console/#/rider/flag/{RELEASED}")
+    held = wait_for(lambda d: d.find_element(By.ID, "flag-holders").text, f"{RELEASED}'s holders")
+    if "release plan paused" not in held:
+        problems.append(f"{RELEASED}'s page shows holders {held!r}")
+    browser.get(f"{URL}/console/#/rider/flag/{PAGED}")
+    version = wait_for(lambda d: (item := d.find_element(By.CSS_SELECTOR, "#flag-history > li")) and "REL-3" in item.text and item.get_attribute("data-version"), "the page again")
+    click_id(f"revert:{version}")
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the revert dialog")
+    if f"Revert version {version}" not in by_id("change-title").text or "later change touched the same objects" not in by_id("change-summary").text:
+        problems.append(f"the revert dialog says {by_id('change-summary').text!r}")
+    by_id("change-confirm").click()
+    if "reason" not in dialog_error("the missing reason"):
+        problems.append("the revert was sent without a reason")
+    by_id("change-reason").send_keys("REL-3 undone: screen readers need it")
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    wait_for(lambda d: "REL-3 undone" in d.find_element(By.CSS_SELECTOR, "#flag-history > li").text, "the revert at the top of the history")
+    flag = json.loads(flagctl("get", PAGED, "-o", "json"))["flag"]
+    if flag.get("rollout") not in (100, 10000, "100%", "100 %"):
+        problems.append(f"flagctl get shows rollout {flag.get('rollout')!r} after the revert")
+    if "100 %" not in browser.find_element(By.CSS_SELECTOR, "#flag-definition").text:
+        problems.append("the page's definition does not show the rollout back at 100 %")
+    return "; ".join(problems)
+
+
 @check("every control has an accessible name")
 def accessible_names():
     unnamed = browser.execute_script("""
@@ -969,8 +1194,12 @@ def phone_layout():
     browser.set_window_size(390, 844)
     try:
         problems = []
-        for view in ["flags", "kill-switches", "audit", "guard", "releases", "experiments"]:
-            open_view(view)
+        for view in ["flags", "kill-switches", "audit", "guard", "releases", "experiments", f"flag/{ROLLED}"]:
+            if view.startswith("flag/"):
+                browser.get(f"{URL}/console/#/rider/{view}")
+                wait_for(lambda d: d.find_elements(By.ID, "flag-history"), f"the page of {ROLLED}")
+            else:
+                open_view(view)
             widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             if widths[0] > widths[1] + 1:
                 # The innermost elements past the right edge: what to fix.

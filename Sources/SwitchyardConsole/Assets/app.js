@@ -213,7 +213,8 @@
     if (view === 'guard' && (!state.guard.loaded || state.guard.stale)) loadGuard();
     if (view === 'releases' && (!state.releases.loaded || state.releases.stale)) loadReleases();
     if (view === 'experiments') chooseExperiment(wantedKey);
-    if ((view === 'flags' || view === 'flag') && !state.overview.loaded) loadOverview();
+    // The charts move with events, not changes: opening a view that shows them loads them again.
+    if (view === 'flags' || view === 'flag') loadOverview();
     if (view === 'flag' && state.flagPage.key !== wantedKey) {
       state.flagPage = freshFlagPage(wantedKey);
       loadFlagPage();
