@@ -418,7 +418,7 @@
       heading('Crash guard', state.namespace, state),
       h('p', { class: 'help' }, 'When clients report that a plugin crashes, the crash guard disables its switch (for a city or cohort, or everywhere) and records the evidence. A switch it turned off stays off until a person turns it on again.'),
       h('h2', {}, 'Switches it turned off that are still off'), offList,
-      h('h2', {}, 'Crash rates'), status,
+      h('h2', {}, 'What it sees now'), status,
       h('h2', {}, 'Its changes'), trips);
   }
 
