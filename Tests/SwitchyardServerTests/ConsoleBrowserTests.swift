@@ -43,6 +43,7 @@ struct ConsoleBrowserTests {
         "a release step someone else made first is shown, and flagsd's refusal of the stale one is shown in the dialog",
         "the flags list draws each switch's sessions over six hours from the API's numbers and marks the switches a plan or the guard holds",
         "a plan that rolls back marks the failed stage failed, keeps its evidence and charts, and offers no primary button; the rollout dialog of a switch whose plan runs says saving pauses it",
+        "a plan's proposal to turn its switch off shows first on its card in red and is confirmed from there",
         "the experiments view lists the namespace's experiments, and a switch's row links to its results",
         "an experiment's results draw each metric's interval against zero and its course over time, with the numbers in words",
         "an experiment flag's results draw one interval per treatment variant",

@@ -101,6 +101,17 @@ def wait_for(condition, what, timeout=DEADLINE):
         raise AssertionError(f"waited {timeout} s for {what}") from None
 
 
+def steady(read, what="a read"):
+    """Runs read() (several element reads), again whenever the view rendered itself anew in the middle of it (its
+    charts and statistics load after it, and the Flags view's every 30 s): returns what a whole read returned."""
+    outcome = {}
+    def attempt(_):
+        outcome["value"] = read()
+        return True
+    wait_for(attempt, what)
+    return outcome["value"]
+
+
 def by_id(element_id):
     return browser.find_element(By.ID, element_id)
 
@@ -207,12 +218,12 @@ def sign_in_with_editor():
 
 @check("flag descriptions from the server are shown as text and never run")
 def descriptions_are_text():
-    row = flag_row("plugin_switch_xss_probe")
-    description = row.find_element(By.CSS_SELECTOR, ".description").text
+    description, markup = steady(lambda: (flag_row("plugin_switch_xss_probe").find_element(By.CSS_SELECTOR, ".description").text,
+                                          flag_row("plugin_switch_xss_probe").find_elements(By.CSS_SELECTOR, "img, script")))
     problems = []
     if description != XSS_PAYLOAD:
         problems.append(f"description shown as {description!r}")
-    if row.find_elements(By.CSS_SELECTOR, "img, script"):
+    if markup:
         problems.append("the description became markup")
     if browser.execute_script("return window.__xss") is not None:
         problems.append("the payload ran")
@@ -221,8 +232,7 @@ def descriptions_are_text():
 
 @check("flipping a switch takes a reason and a confirmation")
 def flip_switch():
-    row = flag_row("plugin_switch_feed_promos")
-    if badge_of(row) == "disabled":
+    if steady(lambda: badge_of(flag_row("plugin_switch_feed_promos"))) == "disabled":
         return "plugin_switch_feed_promos starts disabled"
     click_id("disable:plugin_switch_feed_promos")
     dialog = by_id("change-dialog")
@@ -284,14 +294,14 @@ def live_audit():
 @check("a rollout changed with flagctl appears in the flags view without reloading")
 def live_flags():
     open_view("flags")
-    before = flag_row("plugin_switch_map_traffic").find_element(By.CSS_SELECTOR, "[data-rollout]").get_attribute("data-rollout")
+    before = steady(lambda: flag_row("plugin_switch_map_traffic").find_element(By.CSS_SELECTOR, "[data-rollout]").get_attribute("data-rollout"))
     flagctl("rollout", "plugin_switch_map_traffic", "25", "--reason", "halve the traffic layer", "--yes")
     wait_for(lambda d: flag_row("plugin_switch_map_traffic").find_element(By.CSS_SELECTOR, "[data-rollout]")
              .get_attribute("data-rollout") == "2500", "the rollout to show 25 %")
     problems = []
     if before != "10000":
         problems.append(f"the rollout started at {before}, expected 10000")
-    if "25 %" not in flag_row("plugin_switch_map_traffic").text:
+    if "25 %" not in steady(lambda: flag_row("plugin_switch_map_traffic").text):
         problems.append("25 % is not shown")
     if browser.execute_script("return window.__sameDocument") != "marker":
         problems.append("the page reloaded")
@@ -379,7 +389,7 @@ def keyboard_kill():
     wait_for(lambda d: d.find_element(By.CSS_SELECTOR, 'tr[data-kill-switch="kill_map_layers"] .badge')
              .get_attribute("data-state") == "killed", "kill_map_layers to show as killed")
     open_view("flags")
-    if badge_of(flag_row("plugin_switch_map_pickup_spots")) != "killed":
+    if steady(lambda: badge_of(flag_row("plugin_switch_map_pickup_spots"))) != "killed":
         problems.append("a member switch does not show as killed")
     return "; ".join(problems)
 
@@ -796,6 +806,7 @@ def release_refused():
 
 
 ROLLED = "plugin_switch_feed_trip_history"
+PROPOSING = "plugin_switch_surge_notice"
 
 
 def flag_row_shown(key):
@@ -845,6 +856,14 @@ def release_rolled_back():
                  "stages": [{"cities": ["lagos"], "rollout": 1000}, {"cities": ["lagos", "nairobi", "lima"], "rollout": 5000}, {"rollout": 10000}]},
         "reason": "REL-2 saved places"})
     api("POST", f"flags/{ROLLED}/release/advance", {"reason": "REL-2 Lagos looks fine"})
+    # And a plan at its first stage: shown worse there, on clients' evidence alone, it proposes turning off.
+    flag = api("GET", f"flags/{PROPOSING}")
+    definition = {name: value for name, value in flag.items() if name not in ("key", "version", "kill_switches", "plugin_point")}
+    definition["crash_guard"] = {"enabled": False}
+    api("PUT", f"flags/{PROPOSING}", {"flag": definition, "reason": "the release plan judges it"})
+    api("POST", f"flags/{PROPOSING}/release/start", {
+        "plan": {"soak": "2h", "min_sessions": 100000000, "stages": [{"cities": ["lagos", "nairobi", "lima"], "rollout": 5000}, {"rollout": 10000}]},
+        "reason": "REL-4 surge notice"})
     problems = []
     open_view("flags")
     wait_for(lambda d: "release" in (flag_row_shown(ROLLED) or {}).get("held", []), f"{ROLLED} held by its plan")
@@ -860,7 +879,7 @@ def release_rolled_back():
     began = time.time()
     wait_for(lambda d: int(time.time()) // 60 > int(began) // 60, "the next minute", timeout=70)
     # A third of the sessions with it crash, almost none without: shown worse, it rolls back to the first stage.
-    post_sessions(240, 3, [ROLLED])
+    post_sessions(240, 3, [ROLLED, PROPOSING])
     post_sessions(240, 1000000, [])
     card = wait_for(lambda d: (card := release_card(ROLLED)) and card["status"] == "rolled_back" and card, f"{ROLLED} rolled back", timeout=120)
     shown = browser.execute_script("""
@@ -889,6 +908,39 @@ def release_rolled_back():
         problems.append(f"the interval chart shows {shown['difference']}, the evidence {evidence.get('difference_lower')} against {evidence.get('margin')}")
     if not shown["trouble"] or "killed" not in shown["badge"]:
         problems.append("the rolled-back plan is not marked red")
+    return "; ".join(problems)
+
+
+
+@check("a plan's proposal to turn its switch off shows first on its card in red and is confirmed from there")
+def release_proposal_confirmed():
+    open_view("releases")
+    selector = f'[id="release-proposals:{PROPOSING}"] button[id^="release-proposal-confirm:"]'
+    button = wait_for(lambda d: d.find_element(By.CSS_SELECTOR, selector), f"{PROPOSING}'s proposal", timeout=120)
+    proposal = button.get_attribute("id").split(":")[1]
+    problems = []
+    card = release_card(PROPOSING)
+    if "Clients' evidence alone never turns a switch off" not in card["text"]:
+        problems.append(f"the card does not explain the proposal: {card['text'][:300]!r}")
+    click(selector)
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the confirm dialog")
+    if f"Confirm proposal {proposal}" not in by_id("change-title").text:
+        problems.append(f"the dialog is titled {by_id('change-title').text!r}")
+    by_id("change-reason").send_keys("REL-4: the notice crashes, confirmed")
+    by_id("change-confirm").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    release_shows(PROPOSING, f"{PROPOSING} rolled back to off", lambda card: card["status"] == "rolled_back")
+    if browser.find_elements(By.CSS_SELECTOR, f'[id="release-proposals:{PROPOSING}"]'):
+        problems.append("the confirmed proposal is still shown")
+    release = api("GET", f"flags/{PROPOSING}/release")
+    state = release["plan"]["state"]
+    if state["status"] != "rolled_back" or state.get("stage") is not None:
+        problems.append(f"the plan is {state}")
+    if not any(item["id"] == int(proposal) and item["state"] == "confirmed" for item in release.get("proposals", [])):
+        problems.append(f"flagsd shows the proposals {release.get('proposals')}")
+    audit = json.loads(flagctl("audit", PROPOSING, "-o", "json")).get("entries", [])
+    if not audit or audit[0]["actor"] != EDITOR_NAME or audit[0]["source"] != "console":
+        problems.append(f"the audit log starts with {audit[:1]}")
     return "; ".join(problems)
 
 
@@ -991,19 +1043,22 @@ def experiments_listed():
     browser.execute_script("window.__sameDocument = 'experiments'")
     open_view("flags")
     problems = []
-    if flag_row("plugin_switch_prefs_accessibility").find_elements(By.CSS_SELECTOR, "a.experiment-link"):
+    if steady(lambda: flag_row("plugin_switch_prefs_accessibility").find_elements(By.CSS_SELECTOR, "a.experiment-link")):
         problems.append("a switch at 100 % links to experiment results")
     click_id(f"experiment:{SPLIT}")
     wait_for(lambda d: d.execute_script("return location.hash").endswith(f"/experiments/{SPLIT}")
              and d.find_element(By.ID, "view-title").text.startswith("Experiments"), "the experiments view")
-    listed = [item.get_attribute("data-experiment") for item in browser.find_elements(By.CSS_SELECTOR, "#experiment-list li")]
+    # Read in one go: the view renders again on every change (release plans step meanwhile), replacing its elements.
+    listed, current = browser.execute_script("""
+        return [[...document.querySelectorAll('#experiment-list li')].map((item) => item.dataset.experiment),
+                (document.querySelector('#experiment-list a[aria-current="page"]') || {}).id || null];
+    """)
     for key in [VARIANTS, SPLIT, BROKEN]:
         if key not in listed:
             problems.append(f"{key} is not listed: {listed}")
     for key in ["plugin_switch_prefs_accessibility", "plugin_switch_prefs_saved_places"]:
         if key in listed:
             problems.append(f"{key} (not split) is listed")
-    current = browser.find_element(By.CSS_SELECTOR, '#experiment-list a[aria-current="page"]').get_attribute("id")
     if current != f"experiment-link:{SPLIT}":
         problems.append(f"the list marks {current!r} as shown")
     shown = results_show(SPLIT, f"the results of {SPLIT}", lambda shown: True)

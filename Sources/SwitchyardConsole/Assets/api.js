@@ -133,6 +133,10 @@
     releaseAction: (namespace, key, action, body, ifMatch) =>
       request('POST', `${ns(namespace)}/flags/${segment(key)}/release/${segment(action)}`, { body, ifMatch }),
 
+    /** `confirm` or `dismiss` a release plan's proposal to roll its switch back to off, with the reason (required to dismiss). */
+    releaseProposal: (namespace, key, id, verb, body) =>
+      request('POST', `${ns(namespace)}/flags/${segment(key)}/release/proposals/${segment(String(id))}/${segment(verb)}`, { body }),
+
     /**
      * An experiment's results per metric (an experiment flag, or a plugin switch at a partial rollout): arms, the sample
      * ratio check, and per metric each arm's mean and each treatment arm's difference to the control with its course.

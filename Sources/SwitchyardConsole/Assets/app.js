@@ -431,12 +431,24 @@
     try {
       const [series, guard] = await Promise.all([quiet(global.Switchyard.charts.loadSeries(namespace)), quiet(api.guard(namespace))]);
       if (overview !== state.overview) return;
-      Object.assign(overview, { series, guard: guard ? guard.body : null, loaded: true });
+      // Rendered again only when something shown moved (the series' window slides every minute, its counts with events).
+      const fresh = { series, guard: guard ? guard.body : null };
+      const same = overview.loaded && JSON.stringify(sameParts(fresh)) === JSON.stringify(sameParts(overview));
+      Object.assign(overview, fresh, { loaded: true });
+      if (same) return;
     } catch (error) {
       if (error.status === 401) return signOut(refusal(error));
     }
     if (state.view === 'flags' || state.view === 'flag') render();
   });
+
+  /** What the Flags view shows of an overview: the series' counts and start, and the guard's switches. */
+  function sameParts(overview) {
+    const series = overview.series;
+    const guard = overview.guard;
+    return [series && series.from, series && series.series,
+      guard && (guard.switches || []).map((status) => [status.key, status.state, status.sessions, status.crashes, status.bound])];
+  }
 
   /** Loads what a flag's page shows; a load asked for while one runs follows it (once). */
   const loadFlagPage = coalescing(async () => {
@@ -747,6 +759,29 @@
           submit: (reason) => ({ send: (etag) => api.revert(namespace, entry.version, { reason }, etag) }),
         };
       }
+      case 'release-proposal': {
+        const { proposal, release, verb } = action;
+        const { stageOf } = global.Switchyard.releases;
+        if (verb === 'confirm') {
+          return {
+            title: `Confirm proposal ${proposal.id}: turn ${action.key} off?`,
+            summary: `The release plan's runner proposes rolling ${action.key} back to off in namespace ${namespace} (from ${stageOf(release.plan, proposal.stage)}) on clients' evidence alone. Confirming turns it off as your change, with the runner's evidence; the plan stays rolled back until a person resumes or aborts it. Clients receive the change within a second.`,
+            confirm: 'Turn off', danger: true, fields: [], inputs: {},
+            submit: (reason) => ({ send: () => api.releaseProposal(namespace, action.key, proposal.id, 'confirm', { reason }) }),
+          };
+        }
+        return {
+          title: `Dismiss proposal ${proposal.id}?`,
+          summary: `${action.key} stays where it is and the stage holds; the runner does not propose it again in this stage, so a person advances, pauses or aborts the plan. Your reason goes into the audit log.`,
+          confirm: 'Dismiss', danger: false, fields: [], inputs: {},
+          submit: (reason) => ({
+            send: async () => {
+              await api.releaseProposal(namespace, action.key, proposal.id, 'dismiss', { reason });
+              return { body: { changed: false, announcement: `Dismissed proposal ${proposal.id}: ${action.key} stays on.` } };
+            },
+          }),
+        };
+      }
       case 'kill': {
         const where = scopeFields('kill', 'kill');
         const members = (kill && kill.members) || [];
@@ -851,10 +886,12 @@
       if (body.changed) {
         announce(`Saved: ${body.change.summary}. Namespace ${body.namespace} is at version ${body.version}.`);
       } else if (body.announcement) {
-        // An audited decision that changed no flag (a dismissed proposal): the guard's view is loaded again.
+        // An audited decision that changed no flag (a dismissed proposal): the guard's and the plans' views are loaded again.
         announce(body.announcement);
         if (state.view === 'guard') loadGuard();
         else state.guard.stale = true;
+        if (state.view === 'releases') loadReleases();
+        else state.releases.stale = true;
       } else {
         announce('Nothing changed: the namespace was already like that.');
       }

@@ -352,6 +352,31 @@
     return buttons.length ? h('div', { class: 'actions' }, buttons) : null;
   }
 
+  /**
+   * The runner's open proposals to roll the plan back to off (clients' evidence alone never turns a switch off: a person
+   * confirms), first on the card in red, each with Confirm… and Dismiss….
+   */
+  function proposals(release, on) {
+    const open = (release.proposals || []).filter((proposal) => proposal.state === 'open');
+    if (!open.length) return null;
+    return h('div', { class: 'notice error release-proposals', id: `release-proposals:${release.switch}`, role: 'alert' },
+      open.map((proposal) => {
+        const buttons = ['confirm', 'dismiss'].map((verb) => {
+          const button = h('button', {
+            type: 'button', class: ['small', verb === 'confirm' ? 'danger' : ''], id: `release-proposal-${verb}:${proposal.id}`,
+            'aria-label': `${verb === 'confirm' ? 'Confirm' : 'Dismiss'} proposal ${proposal.id}: turn ${release.switch} off`,
+          }, verb === 'confirm' ? 'Confirm…' : 'Dismiss…');
+          button.addEventListener('click', () => on.action({ kind: 'release-proposal', verb, key: release.switch, release, proposal }, button));
+          return button;
+        });
+        return h('div', { class: 'release-proposal', dataset: { proposal: String(proposal.id) } },
+          h('p', {}, h('strong', {}, `Proposal ${proposal.id}: roll ${release.switch} back to off`), ' (from stage ', String(proposal.stage + 1), '), proposed ',
+            timeElement(proposal.time), '. ', 'Clients\' evidence alone never turns a switch off: a person confirms or dismisses.'),
+          proposal.reason ? h('p', { class: 'meta' }, proposal.reason) : null,
+          h('div', { class: 'actions' }, buttons));
+      }));
+  }
+
   /** One plan as a card: where it is, its evidence, what comes next, its actions, its stages and its timeline. */
   function planCard(release, fetched, on) {
     const plan = release.plan;
@@ -374,6 +399,7 @@
         h('h2', { id: `release-title:${release.switch}` }, h('a', { class: 'key', href: `#/${encodeURIComponent(Switchyard.state.namespace)}/flag/${encodeURIComponent(release.switch)}` }, release.switch)),
         h('span', { class: ['badge', tone], dataset: { state: status, heading: heading ? 'roll-back' : '' } }, words),
         actionButtons(release, on)),
+      proposals(release, on),
       h('dl', { class: 'release-facts' },
         h('dt', {}, 'Stage'), h('dd', { class: 'release-stage' }, state ? stageOf(plan, state.stage) : `not started; ${plan.stages.length} stages`),
         state ? [h('dt', {}, 'In this state'), h('dd', { class: 'release-time' }, durationText(elapsed), ', since ', timeElement(state.since))] : null,
