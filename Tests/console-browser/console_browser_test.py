@@ -1211,24 +1211,37 @@ def flag_page():
     held = wait_for(lambda d: d.find_element(By.ID, "flag-holders").text, f"{RELEASED}'s holders")
     if "release plan paused" not in held:
         problems.append(f"{RELEASED}'s page shows holders {held!r}")
+    # Two rollout changes: reverting the older would undo the newer too, so the dialog says so and asks to revert
+    # anyway (as flagctl revert asks for --if-version); the newer reverts plainly.
+    flagctl("rollout", PAGED, "30", "--reason", "REL-3b trim it to 30 %", "--yes")
     browser.get(f"{URL}/console/#/rider/flag/{PAGED}")
-    version = wait_for(lambda d: (item := d.find_element(By.CSS_SELECTOR, "#flag-history > li")) and "REL-3" in item.text and item.get_attribute("data-version"), "the page again")
-    click_id(f"revert:{version}")
+    versions = wait_for(lambda d: (items := d.find_elements(By.CSS_SELECTOR, "#flag-history > li")) and "REL-3b" in items[0].text
+                        and [items[0].get_attribute("data-version"), items[1].get_attribute("data-version")], "the page again")
+    newer, older = versions
+    click_id(f"revert:{older}")
     wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the revert dialog")
-    if f"Revert version {version}" not in by_id("change-title").text or "later change touched the same objects" not in by_id("change-summary").text:
-        problems.append(f"the revert dialog says {by_id('change-summary').text!r}")
+    later = wait_for(lambda d: d.find_element(By.ID, "revert-later").text, "the warning about the later change")
+    if f"version {newer}" not in later or "to 30%" not in later or by_id("change-confirm").text != "Revert anyway":
+        problems.append(f"reverting the older change warns {later!r} and offers {by_id('change-confirm').text!r}")
+    by_id("change-cancel").click()
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
+    click_id(f"revert:{newer}")
+    wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is not None, "the revert dialog")
+    if f"Revert version {newer}" not in by_id("change-title").text or browser.find_elements(By.ID, "revert-later") or by_id("change-confirm").text != "Revert":
+        problems.append(f"reverting the newest change says {by_id('change-dialog').text[:300]!r}")
     by_id("change-confirm").click()
     if "reason" not in dialog_error("the missing reason"):
         problems.append("the revert was sent without a reason")
-    by_id("change-reason").send_keys("REL-3 undone: screen readers need it")
+    by_id("change-reason").send_keys("REL-3b undone: 40 % it is")
     by_id("change-confirm").click()
     wait_for(lambda d: d.find_element(By.ID, "change-dialog").get_attribute("open") is None, "the dialog to close")
-    wait_for(lambda d: "REL-3 undone" in d.find_element(By.CSS_SELECTOR, "#flag-history > li").text, "the revert at the top of the history")
+    wait_for(lambda d: "REL-3b undone" in d.find_element(By.CSS_SELECTOR, "#flag-history > li").text, "the revert at the top of the history")
     flag = json.loads(flagctl("get", PAGED, "-o", "json"))["flag"]
-    if flag.get("rollout") not in (100, 10000, "100%", "100 %"):
+    if flag.get("rollout") not in (40, 4000, "40%", "40 %"):
         problems.append(f"flagctl get shows rollout {flag.get('rollout')!r} after the revert")
-    if "100 %" not in browser.find_element(By.CSS_SELECTOR, "#flag-definition").text:
-        problems.append("the page's definition does not show the rollout back at 100 %")
+    definition = wait_for(lambda d: "40 %" in (text := d.find_element(By.CSS_SELECTOR, "#flag-definition").text) and text, "the rollout back at 40 %")
+    if "40 %" not in definition:
+        problems.append("the page's definition does not show the rollout back at 40 %")
     return "; ".join(problems)
 
 

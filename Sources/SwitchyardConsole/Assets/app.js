@@ -508,7 +508,7 @@
   // Rendering -------------------------------------------------------------------------------------------------
 
   const handlers = {
-    action: (action, button) => openChange(action, button),
+    action: (action, button) => (action.kind === 'revert' ? openRevert(action, button) : openChange(action, button)),
     filter: (value) => {
       state.filter = value;
       render();
@@ -750,12 +750,19 @@
       case 'revert': {
         const entry = action.entry;
         const keys = [...new Set((entry.changes || []).map((change) => change.key))];
+        const later = action.later || [];
+        const warning = later.length
+          ? h('div', { class: 'notice error', id: 'revert-later', role: 'alert' },
+            h('p', {}, h('strong', {}, `Reverting version ${entry.version} would also undo ${later.length === 1 ? 'a later change' : `${later.length} later changes`} to the same objects:`)),
+            h('ul', {}, later.slice(-5).map((change) => h('li', {}, `version ${change.version} by ${change.actor} (${change.source}): ${change.summary}`))),
+            h('p', {}, 'Revert those first, newest first, or revert anyway (as flagctl revert --if-version does).'))
+          : null;
         return {
           title: `Revert version ${entry.version}?`,
           summary: `Makes a new change in namespace ${namespace} that puts back what version ${entry.version} changed (${entry.summary}; by ${entry.actor}): `
-            + `${keys.join(', ') || 'its objects'} as they were before it; objects it created are removed. If a later change touched the same objects, flagsd refuses: revert those first, newest first. `
+            + `${keys.join(', ') || 'its objects'} as they were before it; objects it created are removed. `
             + 'Clients receive the change within a second.',
-          confirm: 'Revert', danger: true, fields: [], inputs: {},
+          confirm: later.length ? 'Revert anyway' : 'Revert', danger: true, fields: warning ? [warning] : [], inputs: {},
           submit: (reason) => ({ send: (etag) => api.revert(namespace, entry.version, { reason }, etag) }),
         };
       }
@@ -814,6 +821,24 @@
       default:
         throw new Error(`unknown action ${action.kind}`);
     }
+  }
+
+  /**
+   * Opens the revert dialog once the later changes to the same objects are known (the change log after the version):
+   * like flagctl revert, it says when reverting would undo them too, and then asks to revert anyway.
+   */
+  async function openRevert(action, opener) {
+    const touched = new Set((action.entry.changes || []).map((change) => `${change.kind}:${change.key}`));
+    let later = [];
+    try {
+      const { body } = await api.changes(state.namespace, action.entry.version, 0);
+      later = (body.changes || []).filter((change) => (change.changes || []).some((object) => touched.has(`${object.kind}:${object.key}`)));
+    } catch (error) {
+      if (error.status === 401) return signOut(refusal(error));
+      announce(`Could not read the changes after version ${action.entry.version}: ${error.message}`);
+      return;
+    }
+    openChange({ ...action, later }, opener);
   }
 
   function openChange(action, opener) {

@@ -134,7 +134,7 @@
       body = [
         h('h2', {}, 'Charts'), charts(flag, page),
         h('h2', {}, 'History'),
-        h('p', { class: 'help' }, 'Every change that touched it, newest first: what changed field by field (rollouts in percent), who, through what and why. Revert… undoes one change with a new one; flagsd refuses when a later change touched the same objects (revert those first).'),
+        h('p', { class: 'help' }, 'Every change that touched it, newest first: what changed field by field (rollouts in percent), who, through what and why. Revert… undoes one change with a new one; like flagctl revert, it warns when a later change touched the same objects (reverting would undo that too).'),
         history(flag, page, on),
       ];
     }
