@@ -136,10 +136,12 @@
   }
 
   /**
-   * An interval against zero and a margin: the difference of a crash rate with a switch minus without it (points), its
-   * interval as a bar and its estimate as a dot; a dashed line at 0 and a red one at the margin (worse past it).
+   * An interval against zero and a margin: a difference (with the switch minus without it: crash rate points, or a
+   * guardrail's points or relative change), its interval as a bar and its estimate as a dot; a dashed line at 0 and a
+   * red one at the margin. `state` colours it (`worse`, `not-worse`, `undecided`); by default a crash rate's, worse when
+   * the whole interval is above the margin. `unit` is `pp` (points) or `%` (relative).
    */
-  function differenceBar(difference, lower, upper, margin, words) {
+  function differenceBar(difference, lower, upper, margin, words, state, unit = 'pp') {
     const width = 520;
     const height = 64;
     const left = 10;
@@ -153,11 +155,12 @@
     lo -= pad;
     hi += pad;
     const x = (value) => left + ((value - lo) / (hi - lo)) * (right - left);
-    const points = (value) => `${value >= 0 ? '+' : ''}${(value * 100).toFixed(2)} pp`;
+    const points = (value) => `${value >= 0 ? '+' : ''}${(value * 100).toFixed(2)} ${unit}`;
     const worse = finite(lower) && lower > margin;
     const better = finite(upper) && upper < margin;
+    const tone = state || (worse ? 'worse' : better ? 'not-worse' : 'undecided');
     return svg('svg', {
-      class: ['chart', 'difference-chart', worse ? 'worse' : better ? 'not-worse' : 'undecided'], viewBox: `0 0 ${width} ${height}`,
+      class: ['chart', 'difference-chart', tone], viewBox: `0 0 ${width} ${height}`,
       role: 'img', 'aria-label': words, 'data-difference': finite(difference) ? String(difference) : '',
       'data-lower': finite(lower) ? String(lower) : '', 'data-upper': finite(upper) ? String(upper) : '', 'data-margin': String(margin),
     },

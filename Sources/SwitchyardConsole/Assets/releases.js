@@ -307,11 +307,34 @@
   }
 
   /**
+   * A guardrail's change as an interval against 0 and its margin (`-0.5pp`: points; `-2%`: relative), coloured by its
+   * state; the words say the same.
+   */
+  function guardrailChart(guardrail, confidence) {
+    const match = /^([+-]?\d+(?:\.\d+)?)\s*(pp|%)$/.exec(String(guardrail.margin || '').trim());
+    if (!match || typeof guardrail.lower !== 'number' || typeof guardrail.upper !== 'number') return null;
+    const margin = Number(match[1]) / 100;
+    const unit = match[2];
+    const level = typeof confidence === 'number' ? `${+(confidence * 100).toFixed(3)} %` : 'the plan\'s confidence';
+    const words = `${guardrail.metric} with the switch against without it: ${marginText(guardrail.estimate, guardrail.margin)}, interval `
+      + `${marginText(guardrail.lower, guardrail.margin)} to ${marginText(guardrail.upper, guardrail.margin)} (a confidence sequence at ${level}), `
+      + `against the margin ${guardrail.margin}: ${guardrail.state.replace('_', ' ')}.`;
+    const state = { worse: 'worse', not_worse: 'not-worse' }[guardrail.state] || 'undecided';
+    return h('figure', { class: 'difference-figure guardrail-figure', dataset: { guardrail: guardrail.metric } },
+      Switchyard.charts.differenceBar(guardrail.estimate, guardrail.lower, guardrail.upper, margin, words, state, unit),
+      h('figcaption', { class: 'meta' }, words));
+  }
+
+  /**
    * The plan's guardrail metrics as judged in the stage: each one's margin, units, estimate and interval, state. The
    * intervals are confidence sequences at the plan's one-sided `confidence` (a fraction): valid however often read.
    */
   function guardrailTable(key, guardrails, confidence) {
     if (!guardrails.length) return null;
+    return [guardrailRows(key, guardrails, confidence), guardrails.map((guardrail) => guardrailChart(guardrail, confidence))];
+  }
+
+  function guardrailRows(key, guardrails, confidence) {
     const words = { not_worse: 'not worse', undecided: 'undecided', worse: 'worse', not_judged: 'not judged here' };
     const tones = { not_worse: 'on', undecided: 'partial', worse: 'killed', not_judged: '' };
     return h('table', { class: 'compact release-guardrails', id: `release-guardrails:${key}` },
