@@ -42,7 +42,8 @@ struct RiderSample: AsyncParsableCommand {
 
             The sample keeps its state (last known good snapshot, session record, crash-loop guard, queued events) \
             in --state-dir, so a second launch starts from the cached snapshot even with the server down, and \
-            reports the previous session (crashed or not) to flagsd.
+            reports the previous session (crashed or not) to flagsd. Launches may share --state-dir while one \
+            runs: each keeps its own session record under a lock, and a session still running is never reported.
             """)
 
     @Option(help: ArgumentHelp("The flagsd URL (or SWITCHYARD_SERVER; default http://127.0.0.1:8080).", valueName: "url"))

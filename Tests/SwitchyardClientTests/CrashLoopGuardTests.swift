@@ -154,7 +154,7 @@ struct CrashAttributionTests {
         #expect(first.servedVariants == ["exp_checkout_copy": "treatment"])
         #expect(first.status.queuedEvents == 0)
         // The record on disk names it, so a crash right after still counts for the variant.
-        let bytes = try #require(try FileIO.read(harness.directory.file(SessionRecord.fileName), limit: 1 << 20))
+        let bytes = try #require(try FileIO.read(harness.directory.file(SessionFiles.recordName(first.sessionID)), limit: 1 << 20))
         let record = try #require(SessionRecord(json: JSONValue.parse(bytes)))
         #expect(record.variants == ["exp_checkout_copy": "treatment"])
 
@@ -239,11 +239,77 @@ struct CrashAttributionTests {
         #expect(persisted.quarantined.isEmpty)
     }
 
-    @Test func aCorruptSessionRecordIsReportedAndIgnored() throws {
+    /// Writes an open (crashed-looking) session record of another client, as another process would.
+    func writeOpenSession(_ id: String, in harness: ClientHarness, name: String? = nil) throws {
+        var record = SessionRecord(id: id, namespace: "rider", start: harness.clock.start, context: EvaluationContext(unitId: "rider-7"))
+        record.switches = [SessionRecord.ActiveSwitch(key: "plugin_switch_feed_news")]
+        try FileIO.writeAtomically(JSONValue.object(record.json).serialized(.canonical),
+                                   to: harness.directory.file(name ?? SessionFiles.recordName(id)))
+    }
+
+    @Test func aSessionAnotherProcessStillRunsIsNeverReportedAsCrashed() throws {
         let harness = try ClientHarness()
-        try Data("{\"format\":1,\"id\":".utf8).write(to: harness.directory.file(SessionRecord.fileName))
+        try writeOpenSession("elsewhere", in: harness)
+        let firstID: String
+        do {
+            // Another open file holding the lock: what a running process holds (flock locks belong to open files).
+            let running = try #require(try FileIO.tryLock(harness.directory.file(SessionFiles.lockName("elsewhere"))))
+            let first = try launch(harness)
+            #expect(try sessionEvents(first).isEmpty)
+            #expect(!harness.reports.contains(.previousSessionCrashed))
+            #expect(FileManager.default.fileExists(atPath: harness.directory.file(SessionFiles.recordName("elsewhere")).path))
+            first.endSession()
+            firstID = first.sessionID
+            withExtendedLifetime(running) {}
+        }
+        // The other process died without ending its session: the next launch reports it as crashed, and the clean one.
+        let second = try launch(harness)
+        let events = try sessionEvents(second)
+        #expect(events.count == 2)
+        #expect(events.contains { $0["session_id"] == .string("elsewhere") && $0["crashed"] == .bool(true) })
+        #expect(events.contains { $0["session_id"] == .string(firstID) && $0["crashed"] == .bool(false) })
+        let names = FileIO.fileNames(in: harness.directory.url).filter { $0.hasPrefix("session") }
+        #expect(names.sorted() == [SessionFiles.lockName(second.sessionID), SessionFiles.recordName(second.sessionID)].sorted())
+    }
+
+    @Test func aNewClientOfTheSameProcessTakesTheDirectoryOverAndTheOldOneWritesNoMore() throws {
+        let harness = try ClientHarness()
+        let first = try launch(harness)
+        let second = try launch(harness)
+        #expect(try sessionEvents(second).map { $0["session_id"] } == [.string(first.sessionID)])
+        first.recordActive(Self.promos)
+        first.endSession()
+        #expect(!FileManager.default.fileExists(atPath: harness.directory.file(SessionFiles.recordName(first.sessionID)).path))
+        // The queue (shared, not yet sent) holds each session once: the first one was not written again.
+        let third = try launch(harness)
+        #expect(try sessionEvents(third).map { $0["session_id"] } == [.string(first.sessionID), .string(second.sessionID)])
+    }
+
+    @Test func aSessionRecordOfAnEarlierVersionIsConcludedOnce() throws {
+        let harness = try ClientHarness()
+        try writeOpenSession("legacy", in: harness, name: SessionFiles.legacyFileName)
+        let first = try launch(harness)
+        #expect(try sessionEvents(first).map { $0["session_id"] } == [.string("legacy")])
+        #expect(!FileManager.default.fileExists(atPath: harness.directory.file(SessionFiles.legacyFileName).path))
+        let second = try launch(harness)
+        #expect(try sessionEvents(second).map { $0["session_id"] } == [.string("legacy"), .string(first.sessionID)])
+    }
+
+    @Test func aLockLeftWithoutItsRecordIsRemoved() throws {
+        let harness = try ClientHarness()
+        _ = try #require(try FileIO.tryLock(harness.directory.file(SessionFiles.lockName("gone"))))
         let client = try launch(harness)
         #expect(try sessionEvents(client).isEmpty)
-        #expect(harness.reports.contains(.storageFailed) { $0.message.contains(SessionRecord.fileName) })
+        #expect(!FileManager.default.fileExists(atPath: harness.directory.file(SessionFiles.lockName("gone")).path))
+    }
+
+    @Test func aCorruptSessionRecordIsReportedAndIgnored() throws {
+        let harness = try ClientHarness()
+        let name = SessionFiles.recordName("torn")
+        try Data("{\"format\":1,\"id\":".utf8).write(to: harness.directory.file(name))
+        let client = try launch(harness)
+        #expect(try sessionEvents(client).isEmpty)
+        #expect(harness.reports.contains(.storageFailed) { $0.message.contains(name) })
+        #expect(!FileManager.default.fileExists(atPath: harness.directory.file(name).path))
     }
 }

@@ -192,7 +192,7 @@ struct PluginPointClientTests {
         let client = try client(Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_news", "plugin_switch_tipping"]), harness: harness)
         for point in points(client) { _ = point.createPlugin(for: ()) }
         #expect(client.activeSwitches == ["plugin_switch_feed_news", "plugin_switch_tipping"])
-        let record = try String(contentsOf: harness.directory.file("session.json"), encoding: .utf8)
+        let record = try String(contentsOf: harness.directory.file("session-\(client.sessionID).json"), encoding: .utf8)
         #expect(record.contains("plugin_switch_feed_news") && record.contains("plugin_switch_tipping"))
     }
 

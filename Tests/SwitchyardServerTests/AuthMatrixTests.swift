@@ -48,6 +48,7 @@ struct AuthMatrixTests {
         Case(method: .get, template: "\(ns)/guard", path: "/v1/namespaces/rider/guard", role: .editor),
         Case(method: .get, template: "\(ns)/guard/trips", path: "/v1/namespaces/rider/guard/trips", role: .editor),
         Case(method: .get, template: "\(ns)/guard/proposals", path: "/v1/namespaces/rider/guard/proposals", role: .editor),
+        Case(method: .get, template: "\(ns)/series", path: "/v1/namespaces/rider/series", role: .editor),
         Case(method: .post, template: "\(ns)/guard/proposals/{id}/apply", path: "/v1/namespaces/rider/guard/proposals/7/apply", role: .editor,
              missing: true),
         Case(method: .post, template: "\(ns)/guard/proposals/{id}/dismiss", path: "/v1/namespaces/rider/guard/proposals/7/dismiss", role: .editor,

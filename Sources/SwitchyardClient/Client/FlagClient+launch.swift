@@ -58,15 +58,15 @@ extension FlagClient {
         return CrashLoopGuardState()
     }
 
-    /// Reports the previous session (crashed when it did not end cleanly) as a `session` event, lets the crash
-    /// guard count it, lifts quarantines whose TTL passed or whose switch the restored snapshot changed, and
+    /// Reports each ended session (crashed when it did not end cleanly) as a `session` event, oldest first, lets the
+    /// crash guard count it, lifts quarantines whose TTL passed or whose switch the restored snapshot changed, and
     /// persists the queue and the guard before anything else can go wrong.
-    static func concludePreviousSession(_ configuration: Configuration, queue: EventQueue, guardState: inout CrashLoopGuardState,
-                                        installed: Snapshot?, now: Date, report: (ClientReport) -> Void) {
+    static func concludePreviousSessions(_ ended: [SessionRecord], configuration: Configuration, queue: EventQueue,
+                                         guardState: inout CrashLoopGuardState, installed: Snapshot?, now: Date,
+                                         report: (ClientReport) -> Void) {
         let directory = configuration.directory
         var guardChanged = false
-        if let url = directory?.appendingPathComponent(SessionRecord.fileName),
-           let previous = readSession(url, namespace: configuration.namespace, report: report) {
+        for previous in ended.sorted(by: { ($0.updated, $0.id) < ($1.updated, $1.id) }) {
             let crashed = !previous.isClean
             queue.enqueue(ClientEvent.session(previous, crashed: crashed, id: previous.id, time: now))
             let keys = previous.switches.map(\.key)
@@ -92,16 +92,6 @@ extension FlagClient {
         do { try queue.persist() } catch {
             report(ClientReport(kind: .storageFailed, message: "\(error.message); queued events stay in memory", error: error))
         }
-    }
-
-    /// Starts this launch's session and writes its record (open until `endSession()`).
-    static func startSession(_ configuration: Configuration, now: Date, report: (ClientReport) -> Void) -> SessionRecord {
-        let record = SessionRecord(id: ClientEvent.newID(), namespace: configuration.namespace, start: now,
-                                   context: configuration.context)
-        if let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName) {
-            write(record.json, to: url, sync: false, report: report)
-        }
-        return record
     }
 
     static func readSession(_ url: URL, namespace: String, report: (ClientReport) -> Void) -> SessionRecord? {

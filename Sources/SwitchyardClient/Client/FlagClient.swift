@@ -74,8 +74,11 @@ public final class FlagClient: Sendable {
         }
     }
 
-    struct SessionState {
+    struct SessionState: Sendable {
         var record: SessionRecord
+        /// Where the record is kept (`session-<id>.json`); nil without a directory, or once a newer client of this
+        /// process took the directory over.
+        var file: URL?
         var activeSlots: Set<Int32> = []
     }
 
@@ -115,9 +118,15 @@ public final class FlagClient: Sendable {
         if let queueProblem {
             report(ClientReport(kind: .storageFailed, message: queueProblem.message, error: queueProblem))
         }
-        Self.concludePreviousSession(configuration, queue: queue, guardState: &guardState, installed: installed?.snapshot,
-                                     now: now, report: report)
-        session = LockedBox(SessionState(record: Self.startSession(configuration, now: now, report: report)))
+        let session = LockedBox(SessionState(record: SessionRecord(
+            id: ClientEvent.newID(), namespace: configuration.namespace, start: now, context: configuration.context)))
+        let ended = SessionFiles.claim(directory, namespace: configuration.namespace, session: session, report: report)
+        Self.concludePreviousSessions(ended.compactMap(\.record), configuration: configuration, queue: queue,
+                                      guardState: &guardState, installed: installed?.snapshot, now: now, report: report)
+        SessionFiles.remove(ended)
+        let (record, file) = session.withLock { ($0.record, $0.file) }
+        if let file { Self.write(record.json, to: file, sync: false, report: report) }
+        self.session = session
 
         var shared = Shared(state: ClientState.none,
                             compiled: installed.map { $0.compiled?.snapshot ?? CompiledSnapshot($0.snapshot) },
@@ -133,6 +142,7 @@ public final class FlagClient: Sendable {
 
     deinit {
         broadcaster.finish()
+        SessionFiles.release(configuration.directory, id: session.withLock { $0.record.id })
     }
 
     /// Changes the bookkeeping under the lock, then builds the matching state outside it (compiling the slot table

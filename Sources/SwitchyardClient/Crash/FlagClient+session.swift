@@ -8,7 +8,6 @@ extension FlagClient {
     /// session record on disk (so a crash right after still names the switch); later calls only take a lock.
     public func recordActive(_ pluginSwitch: PluginSwitch) {
         let state = shared.withLock { $0.state }
-        let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
         // The record is written under the lock (so writes land in order); failures are reported after it.
         let failure: ClientError? = session.withLock { session in
             guard session.record.end != nil || !session.activeSlots.contains(pluginSwitch.slot) else { return nil }
@@ -21,7 +20,7 @@ extension FlagClient {
             }
             session.record.end = nil
             session.record.updated = wallClock()
-            return url.flatMap { Self.write(session.record.json, to: $0, sync: false) }
+            return session.file.flatMap { Self.write(session.record.json, to: $0, sync: false) }
         }
         if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
     }
@@ -30,13 +29,12 @@ extension FlagClient {
     /// `session` event can say which variants its crash counts belong to. Rewrites the session record when the
     /// flag is new to the session.
     func recordVariant(_ variant: String, of flag: String) {
-        let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
         let failure: ClientError? = session.withLock { session in
             guard session.record.variants[flag] == nil else { return nil }
             session.record.variants[flag] = variant
             session.record.end = nil
             session.record.updated = wallClock()
-            return url.flatMap { Self.write(session.record.json, to: $0, sync: false) }
+            return session.file.flatMap { Self.write(session.record.json, to: $0, sync: false) }
         }
         if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
     }
@@ -51,7 +49,6 @@ extension FlagClient {
         let state = shared.withLock { $0.state }
         let splits = state.splitSwitches(now: wallClock(), limit: Self.maximumSplits)
         guard !splits.isEmpty else { return }
-        let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
         let failure: ClientError? = session.withLock { session in
             var added = false
             for (key, isOn) in splits where session.record.splits[key] == nil && session.record.splits.count < Self.maximumSplits {
@@ -59,7 +56,7 @@ extension FlagClient {
                 added = true
             }
             guard added, session.record.end == nil else { return nil }
-            return url.flatMap { Self.write(session.record.json, to: $0, sync: false) }
+            return session.file.flatMap { Self.write(session.record.json, to: $0, sync: false) }
         }
         if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
     }
@@ -86,12 +83,11 @@ extension FlagClient {
     /// Call it when the app terminates normally, and on iOS when it moves to the background (a background
     /// app may be killed without notice, which is not a crash). Creating a plugin afterwards reopens the session.
     public func endSession() {
-        let url = configuration.directory?.appendingPathComponent(SessionRecord.fileName)
         let failure: ClientError? = session.withLock { session in
             let now = wallClock()
             session.record.end = now
             session.record.updated = now
-            return url.flatMap { Self.write(session.record.json, to: $0, sync: true) }
+            return session.file.flatMap { Self.write(session.record.json, to: $0, sync: true) }
         }
         if let failure { report(ClientReport(kind: .storageFailed, message: failure.message, error: failure)) }
         persistQueue()

@@ -1,7 +1,7 @@
 package import Foundation
 package import SwitchyardCore
 
-/// One app session as the client records it in `session.json`: when it started, which plugin switches were
+/// One app session as the client records it in `session-<id>.json` (``SessionFiles``): when it started, which plugin switches were
 /// active in it, and whether it ended cleanly.
 ///
 /// The file is rewritten (atomically, without fsync: it must survive an app crash, not a power cut) when a
@@ -23,8 +23,6 @@ package struct SessionRecord: Sendable, Hashable {
             self.definition = definition
         }
     }
-
-    package static let fileName = "session.json"
 
     package var id: String
     package var namespace: String

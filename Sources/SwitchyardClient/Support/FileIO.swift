@@ -135,6 +135,46 @@ package enum FileIO {
     package static func remove(_ url: URL) {
         unlink(url.path)
     }
+
+    /// The names of the files in a directory; empty when it cannot be read.
+    package static func fileNames(in directory: URL) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+    }
+
+    /// Takes an exclusive advisory lock (`flock`) on a file, created when missing, without waiting.
+    ///
+    /// The lock belongs to the open file: another process, or another open of the same file in this one, cannot take
+    /// it until the lock is released or its holder exits (however it exits: the kernel drops the locks of a process
+    /// that died).
+    /// - Returns: the lock, or nil when someone else holds it.
+    /// - Throws: `ClientError` when the file cannot be opened or locked for another reason.
+    package static func tryLock(_ url: URL) throws(ClientError) -> FileLock? {
+        let path = url.path
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ClientError(.fileSystem, "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(fd)
+            if code == EWOULDBLOCK { return nil }
+            throw ClientError(.fileSystem, "cannot lock \(path): \(String(cString: strerror(code)))")
+        }
+        return FileLock(descriptor: fd)
+    }
+}
+
+/// An exclusive lock on an open file (``FileIO/tryLock(_:)``), released when the last reference goes.
+package final class FileLock: Sendable {
+    private let descriptor: Int32
+
+    fileprivate init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
+    }
 }
 
 // `read` and `write` are shadowed by members in some contexts; name the C functions explicitly.
