@@ -131,6 +131,31 @@ struct RiderSampleLiveTests {
         }
     }
 
+    /// The README runs `--once` beside the live sample on one state folder: the live session is running, not crashed.
+    @Test func aRunBesideTheLiveSampleNeverReportsItsRunningSessionAsCrashed() async throws {
+        let state = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try await LiveServer.run { server in
+            let arguments = ["--server", server.url, "--city", "lagos", "--state-dir", state, "-o", "json", "--timeout", "300"]
+            let live = try SampleProcess(arguments, token: server.tokens["app"])
+            _ = try await live.next { $0["snapshot"]?["origin"] == .string("server") }
+            func baseline() async throws -> EventTally {
+                let counts = try await server.store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 3600, until: Date() + 3600))
+                return counts.first { $0.subject == .baseline && $0.dimension == .all }?.tally ?? .zero
+            }
+            let beside = try SampleProcess(arguments + ["--once"], token: server.tokens["app"])
+            #expect(await beside.status() == 0, "\(beside.errorOutput)")
+            #expect(!beside.errorOutput.contains("ended without endSession()"), "\(beside.errorOutput)")
+            #expect(try await baseline() == .zero)
+
+            // Stopped, the live sample ends its session cleanly; the next launch reports both sessions, neither crashed.
+            #expect(await live.stop() == 0, "\(live.errorOutput)")
+            let next = try SampleProcess(arguments + ["--once"], token: server.tokens["app"])
+            #expect(await next.status() == 0, "\(next.errorOutput)")
+            #expect(try await baseline() == EventTally(sessions: 2, crashedSessions: 0))
+        }
+    }
+
     @Test func helpTeachesAndBadOptionsAreRefusedWithTheNextStep() async throws {
         let help = try SampleProcess(["--help"], token: nil)
         #expect(await help.status() == 0)
