@@ -145,7 +145,7 @@ struct GuardCommandTests {
             #expect(listed.output.contains("scoped budget  none: the guard only proposes scoped disables (max_scoped_trips_per_hour 0)"),
                     "\(listed.output)")
             #expect(listed.output.contains("turn \(traffic) off everywhere, proposed at "), "\(listed.output)")
-            #expect(listed.output.contains("'flagctl guard apply \(applyID)' or 'flagctl guard dismiss \(applyID) --reason …'"))
+            #expect(listed.output.contains("'flagctl guard apply \(applyID) -n rider' or 'flagctl guard dismiss \(applyID) -n rider --reason …'"))
             #expect(listed.output.contains("proposal \(applyID) waits for a person"))
 
             let refused = await server.flagctl("guard", "apply", String(applyID))

@@ -160,7 +160,7 @@ struct LiveCommandTests {
             let enabled = await server.flagctl("enable", "plugin_switch_feed_promos")
             #expect(enabled.output == """
                 enabled plugin_switch_feed_promos (namespace rider is at version 4)
-                note: still disabled in cities lagos and cohorts beta ('flagctl enable plugin_switch_feed_promos --city ...' clears one)
+                note: still disabled in cities lagos and cohorts beta ('flagctl enable plugin_switch_feed_promos -n rider --city ...' clears one)
 
                 """)
             let cleared = await server.flagctl("enable", "plugin_switch_feed_promos", "--cohort", "beta", "--city", "lagos")
@@ -182,7 +182,7 @@ struct LiveCommandTests {
             _ = await server.flagctl("disable", "plugin_switch_feed_promos")
             _ = await server.flagctl("kill", "kill_home_feed", "--reason", "feed down", "--yes")
             let result = await server.flagctl("enable", "plugin_switch_feed_promos")
-            #expect(result.output.contains("note: plugin_switch_feed_promos stays off: kill switch kill_home_feed kills it everywhere ('flagctl revive kill_home_feed --reason ...' revives it)\n"))
+            #expect(result.output.contains("note: plugin_switch_feed_promos stays off: kill switch kill_home_feed kills it everywhere ('flagctl revive kill_home_feed -n rider --reason ...' revives it)\n"))
         }
     }
 
@@ -234,7 +234,7 @@ struct LiveCommandTests {
             #expect(killed.status == 0)
             #expect(killed.output == """
                 killed the master kill switch in cities lagos (namespace rider is at version 2)
-                undo with: flagctl revive --city lagos --reason "..."
+                undo with: flagctl revive --city lagos -n rider --reason "..."
 
                 """)
             #expect(await server.state().flagSet.master.entries == [Scope(cohorts: ["core_only"]), Scope(cities: ["lagos"])])
@@ -250,9 +250,31 @@ struct LiveCommandTests {
                 current entries: none
                 Kill kill_home_feed everywhere (namespace rider, version 1)? [y/N] y
                 killed kill_home_feed everywhere (namespace rider is at version 2)
-                undo with: flagctl revive kill_home_feed --reason "..."
+                undo with: flagctl revive kill_home_feed -n rider --reason "..."
 
                 """)
+        }
+    }
+
+    /// The README passes `-n rider` with no namespace in the environment: the undo hint runs as shown.
+    @Test func theUndoHintOfAKillRunsAsShown() async throws {
+        try await LiveServer.run { server in
+            let environment = server.environment(namespace: nil)
+            let killed = await server.flagctl(["kill", "-n", "rider", "--reason", "demo", "--yes"], environment: environment)
+            #expect(killed.status == 0, "\(killed.error)")
+            let hint = try #require(killed.output.split(separator: "\n").first { $0.hasPrefix("undo with: ") })
+            #expect(hint == #"undo with: flagctl revive -n rider --reason "...""#)
+            let words = hint.dropFirst("undo with: flagctl ".count).split(separator: " ").map { $0 == #""...""# ? "kill over" : String($0) }
+            let revived = await server.flagctl(words + ["--yes"], environment: environment)
+            #expect(revived.status == 0, "\(revived.error)")
+            #expect(await server.state().flagSet.master.entries == [Scope(cohorts: ["core_only"])])
+
+            // With --server given as an option, the hint names it too.
+            var bare = environment
+            bare["FLAGCTL_SERVER"] = nil
+            let again = await server.flagctl(["kill", "kill_home_feed", "-n", "rider", "--server", server.url, "--reason", "demo", "--yes"],
+                                             environment: bare)
+            #expect(again.output.contains(#"undo with: flagctl revive kill_home_feed -n rider --server \#(server.url) --reason "...""#), "\(again.output)")
         }
     }
 

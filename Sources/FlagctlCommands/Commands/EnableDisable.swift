@@ -71,11 +71,11 @@ public struct Enable: FlagctlCommand {
         if let flag = outcome.view.flagSet.flag(key) {
             let state = FlagState(flag, in: outcome.view.flagSet)
             if !state.killedBy.isEmpty {
-                lines.append("note: \(key) stays off: kill switch \(state.killedBy.joined(separator: ", ")) kills it everywhere ('flagctl revive \(state.killedBy[0] == KillSwitch.masterKey ? "" : state.killedBy[0] + " ")--reason ...' revives it)")
+                lines.append("note: \(key) stays off: kill switch \(state.killedBy.joined(separator: ", ")) kills it everywhere ('\(settings.command("revive\(state.killedBy[0] == KillSwitch.masterKey ? "" : " " + state.killedBy[0])", "--reason ..."))' revives it)")
             }
             let remaining = (flag.pluginSwitch?.disabledScopes ?? []).filter { $0 != scope.scope }
             if scope.scope.isEverywhere, !remaining.isEmpty {
-                lines.append("note: still disabled in \(remaining.map(\.description).joined(separator: "; ")) ('flagctl enable \(key) --city ...' clears one)")
+                lines.append("note: still disabled in \(remaining.map(\.description).joined(separator: "; ")) ('\(settings.command("enable \(key)", "--city ..."))' clears one)")
             }
         }
         outputOptions.emit(outcome, lines, console: console)

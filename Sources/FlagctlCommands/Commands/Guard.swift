@@ -168,7 +168,7 @@ public struct GuardStatus: FlagctlCommand {
             let id = proposal.id
             summary.add("proposal \(id)", "turn \(proposal.key) off \(Self.whereText(proposal.scope)), proposed at "
                 + "\(Audit.shortTime(proposal.time)) as \(Guard.proposedBecause(proposal)): "
-                + "'flagctl guard apply \(id)' or 'flagctl guard dismiss \(id) --reason …'")
+                + "'\(settings.command("guard apply \(id)"))' or '\(settings.command("guard dismiss \(id)", "--reason …"))'")
         }
         console.write("\n" + summary.text)
         guard key != nil, let entry = overview.switches.first else { return }
@@ -195,7 +195,7 @@ public struct GuardStatus: FlagctlCommand {
             details.add("above bound", "\(scope.kind) \(scope.value): \(Guard.percent(scope.check.crashRate)) (\(scope.check.crashes) of \(scope.check.sessions) sessions), lower bound \(Guard.percent(scope.check.lowerBound))")
         }
         for trip in entry.openTrips {
-            details.add("tripped", "\(Guard.scopeText(trip.scope)) at \(Audit.shortTime(trip.time)) (version \(trip.version)); 'flagctl enable \(entry.key)\(Self.scopeOptions(trip.scope))' turns it back on")
+            details.add("tripped", "\(Guard.scopeText(trip.scope)) at \(Audit.shortTime(trip.time)) (version \(trip.version)); '\(settings.command("enable \(entry.key)\(Self.scopeOptions(trip.scope))"))' turns it back on")
         }
         console.write("\n" + details.text)
     }
@@ -345,7 +345,7 @@ public struct GuardApply: FlagctlCommand {
         let key = proposal.key
         let scope = GuardStatus.whereText(proposal.scope)
         if proposal.state == "dismissed" {
-            throw CommandFailure("proposal \(id) was dismissed by \(proposal.dismissed?.actor ?? "someone"); to turn \(key) off anyway, 'flagctl disable \(key)'")
+            throw CommandFailure("proposal \(id) was dismissed by \(proposal.dismissed?.actor ?? "someone"); to turn \(key) off anyway, '\(settings.command("disable \(key)"))'")
         }
         try await Confirmation.confirm(
             "Turn \(key) off \(scope) (namespace \(namespace))?", action: "apply proposal \(id)",
@@ -416,7 +416,7 @@ public struct GuardDismiss: FlagctlCommand {
             response = try await client.send("POST", APIClient.path("v1", "namespaces", namespace, "guard", "proposals", String(id), "dismiss"),
                                               body: .object(JSONObject([("reason", .string(reason))]))).json
         } catch let failure as APIFailure where failure.status == 409 {
-            throw CommandFailure("proposal \(id) is settled: \(key) is off \(GuardStatus.whereText(proposal.scope)) already; to turn it back on, 'flagctl enable \(key)'")
+            throw CommandFailure("proposal \(id) is settled: \(key) is off \(GuardStatus.whereText(proposal.scope)) already; to turn it back on, '\(settings.command("enable \(key)"))'")
         }
         if let rendered = outputOptions.render(response) {
             console.write(rendered)

@@ -62,7 +62,7 @@ public struct Kill: FlagctlCommand {
         }
         var lines = [outcome.summaryLine(done: "killed \(name)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)", unchanged: "")]
         if outcome.changed {
-            lines.append("undo with: flagctl revive\(group.map { " \($0)" } ?? "")\(Kill.flags(scope)) --reason \"...\"")
+            lines.append("undo with: \(settings.command("revive\(group.map { " \($0)" } ?? "")\(Kill.flags(scope))", "--reason \"...\""))")
         }
         outputOptions.emit(outcome, lines, console: console)
     }

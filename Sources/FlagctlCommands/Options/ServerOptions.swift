@@ -102,4 +102,13 @@ struct ServerSettings: Sendable {
 
     /// The server as people write it: `http://127.0.0.1:8080`.
     var serverText: String { server.absoluteString }
+
+    /// A flagctl command line to suggest, runnable as shown: `flagctl <command> -n NS <rest>`, with `--server URL`
+    /// when this run was given one as an option (a server from the environment or the config file is found again).
+    func command(_ command: String, _ rest: String = "") -> String {
+        var line = "flagctl \(command)"
+        if let namespace { line += " -n \(namespace)" }
+        if serverOrigin == .option { line += " --server \(serverText)" }
+        return rest.isEmpty ? line : line + " " + rest
+    }
 }
