@@ -333,6 +333,8 @@ struct Flagsd: AsyncParsableCommand {
             logger.warning("--max-waiters is not below --max-connections: every parked long-poll holds a connection, so the connection cap refuses clients first",
                            metadata: ["max_waiters": .stringConvertible(maxWaiters), "max_connections": .stringConvertible(connections)])
         }
+        // A port another process holds stops flagsd here, before its database is opened, migrated or seeded.
+        try ListenAddress(host: host, port: port).check()
 
         if PostgresStoreConfiguration.isPostgresURL(database) {
             let postgres = try PostgresStoreConfiguration(url: database)
@@ -390,7 +392,7 @@ struct Flagsd: AsyncParsableCommand {
 
                     Use it with flagctl or curl:
                         export FLAGCTL_TOKEN=$(cat \(file)) TOKEN=$(cat \(file))
-                        curl -H "Authorization: Bearer $TOKEN" http://\(host):\(port)/v1/namespaces
+                        curl -H "Authorization: Bearer $TOKEN" \(ListenAddress.url(host: host, port: port))/v1/namespaces
                     Create narrower tokens with POST /v1/tokens (flagctl tokens create).
 
 
@@ -426,8 +428,12 @@ struct Flagsd: AsyncParsableCommand {
         let header = TrustedProxies.Header(rawValue: forwardedHeader.lowercased()) ?? .xForwardedFor
         configuration.trustedProxies = try TrustedProxies(parsing: trustedProxies ?? "", header: header)
         let host = self.host
+        let console = self.console
         return try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger) { port in
-            FileHandle.standardOutput.write(Data("flagsd listening on http://\(host):\(port) (database \(databaseName))\n".utf8))
+            let url = ListenAddress.url(host: host, port: port)
+            var banner = "flagsd listening on \(url) (database \(databaseName))\n"
+            if console { banner += "console: \(url)/console/ (sign in with an editor's or admin's token)\n" }
+            FileHandle.standardOutput.write(Data(banner.utf8))
         }
     }
 }

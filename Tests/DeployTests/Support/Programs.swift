@@ -139,11 +139,14 @@ final class LiveFlagsd: Sendable {
     let process: Process
     let folder: URL
     let base: URL
+    /// What flagsd printed up to its `listening on` line.
+    let banner: String
 
-    private init(process: Process, folder: URL, base: URL) {
+    private init(process: Process, folder: URL, base: URL, banner: String) {
         self.process = process
         self.folder = folder
         self.base = base
+        self.banner = banner
     }
 
     /// - Parameter arguments: more flagsd options, e.g. `["--max-wait", "600"]`.
@@ -175,7 +178,7 @@ final class LiveFlagsd: Sendable {
         for await chunk in lines {
             text += chunk
             if let port = matches(#"listening on http://127\.0\.0\.1:(\d+)"#, in: text, group: 1).first {
-                return LiveFlagsd(process: process, folder: folder, base: URL(string: "http://127.0.0.1:\(port)")!)
+                return LiveFlagsd(process: process, folder: folder, base: URL(string: "http://127.0.0.1:\(port)")!, banner: text)
             }
         }
         // Its output ended: it is exiting (Foundation traps when the status of a running process is read).
