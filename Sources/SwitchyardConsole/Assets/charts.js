@@ -57,6 +57,11 @@
   }
 
   /** Crash rates per step (null where a step has no session), rounded as the label shows them. */
+  /** A chart's size and its plotting area: the margins (left, right, top, bottom) that its axes and labels take. */
+  function frame(width, height, margins) {
+    return { width, height, left: margins.left, right: width - margins.right, top: margins.top, bottom: height - margins.bottom };
+  }
+
   function rates(series) {
     return series.sessions.map((sessions, index) => (sessions > 0 ? series.crashes[index] / sessions : null));
   }
@@ -69,12 +74,7 @@
     const mine = seriesOf(body, key);
     const baseline = seriesOf(body, '');
     if (!mine || !baseline) return null;
-    const width = 520;
-    const height = 170;
-    const left = 62;
-    const right = width - 10;
-    const top = 10;
-    const bottom = height - 26;
+    const { width, height, left, right, top, bottom } = frame(520, 170, { left: 62, right: 10, top: 10, bottom: 26 });
     const withRates = rates(mine);
     const baseRates = rates(baseline);
     const bound = typeof options.bound === 'number' ? options.bound : null;
@@ -180,12 +180,7 @@
    */
   function rolloutChart(points, key, now) {
     if (!points.length) return null;
-    const width = 520;
-    const height = 150;
-    const left = 46;
-    const right = width - 12;
-    const top = 12;
-    const bottom = height - 26;
+    const { width, height, left, right, top, bottom } = frame(520, 150, { left: 46, right: 12, top: 12, bottom: 26 });
     const times = points.map((point) => new Date(point.time).getTime());
     const t0 = times[0];
     const t1 = Math.max(now, t0 + 60000);
@@ -224,5 +219,5 @@
       h('span', { class: 'meta' }, words));
   }
 
-  Switchyard.charts = { loadSeries, seriesOf, sparkline, crashRateChart, differenceBar, rolloutChart, progress, spanText };
+  Switchyard.charts = { loadSeries, seriesOf, sparkline, crashRateChart, differenceBar, rolloutChart, progress, spanText, frame };
 })(window);

@@ -166,12 +166,7 @@
         + `${new Date(first.time).toLocaleString()} to ${new Date(last.time).toLocaleString()}; latest `
         + `${intervalText(last.difference, share)} over ${count(last.units)} units.`
       : `${metric.name}: ${arm} minus ${results.control} over time: no point yet (too few units).`;
-    const width = 480;
-    const height = 150;
-    const left = 86;
-    const right = width - 10;
-    const top = 8;
-    const bottom = height - 24;
+    const { width, height, left, right, top, bottom } = Switchyard.charts.frame(480, 150, { left: 86, right: 10, top: 8, bottom: 24 });
     const children = [];
     if (points.length) {
       const times = points.map((point) => new Date(point.time).getTime());
