@@ -1,3 +1,5 @@
+import SwitchyardCore
+
 extension MatrixLayout {
     /// A combination as its gate keys, in gate order, comma-separated: `plugin_switch_feed_promos,kill_home_feed`;
     /// `none` when nothing is set. ``combination(named:)`` reads it back (what `SWITCHYARD_MATRIX_COMBINATION`
@@ -36,34 +38,8 @@ extension MatrixLayout {
         return combination
     }
 
-    /// Up to two gate keys closest to a misspelt one (edit distance at most a sixth of its length, or 2).
+    /// Up to two gate keys closest to a misspelt one (``Suggestions``).
     func nearestKeys(to key: String) -> [String] {
-        let limit = max(2, key.count / 6)
-        var near: [(key: String, distance: Int)] = []
-        for gate in gates {
-            let distance = editDistance(gate.key, key)
-            if distance <= limit { near.append((gate.key, distance)) }
-        }
-        near.sort { left, right in
-            left.distance != right.distance ? left.distance < right.distance : left.key < right.key
-        }
-        return near.prefix(2).map(\.key)
+        Suggestions.nearest(to: key, among: gates.map(\.key), count: 2)
     }
-}
-
-/// Levenshtein distance over characters.
-func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a), b = Array(b)
-    if a.isEmpty { return b.count }
-    if b.isEmpty { return a.count }
-    var previous = Array(0...b.count)
-    var current = previous
-    for i in 1...a.count {
-        current[0] = i
-        for j in 1...b.count {
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-        }
-        swap(&previous, &current)
-    }
-    return previous[b.count]
 }

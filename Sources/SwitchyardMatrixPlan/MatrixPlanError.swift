@@ -1,3 +1,5 @@
+import SwitchyardCore
+
 /// Why a matrix setting or a combination name was refused; the description says what to write instead.
 public struct MatrixPlanError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Reason: Sendable, Hashable {
@@ -23,8 +25,7 @@ public struct MatrixPlanError: Error, Sendable, Hashable, CustomStringConvertibl
         case .shard(let message), .option(let message):
             return message
         case .unknownGate(let key, let suggestions):
-            let hint = suggestions.isEmpty ? "" : "; did you mean \(suggestions.map { "'\($0)'" }.joined(separator: " or "))?"
-            return "'\(key)' is neither a plugin switch nor a kill switch of the namespace\(hint)"
+            return "'\(key)' is neither a plugin switch nor a kill switch of the namespace\(Suggestions.didYouMean(suggestions))"
         }
     }
 }

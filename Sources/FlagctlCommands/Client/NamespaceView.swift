@@ -86,8 +86,6 @@ extension FlagSet {
     }
 
     static func didYouMean(_ key: String, _ candidates: [String]) -> String {
-        let suggestions = Suggestions.nearest(to: key, among: candidates)
-        guard !suggestions.isEmpty else { return "" }
-        return "; did you mean \(suggestions.map { "'\($0)'" }.joined(separator: " or "))?"
+        Suggestions.didYouMean(key, among: candidates)
     }
 }

@@ -95,9 +95,9 @@ public struct Explain: FlagctlCommand {
         let flagSet = file.flagSet
         guard let flag = flagSet.flag(key) else {
             var message = "no flag '\(key)' in namespace '\(flagSet.namespace)' (\(file.path))"
-            let suggestions = Suggestions.nearest(to: key, among: flagSet.flags.map(\.key))
-            if !suggestions.isEmpty {
-                message += "; did you mean \(suggestions.map { "'\($0)'" }.joined(separator: " or "))?"
+            let suggestion = Suggestions.didYouMean(key, among: flagSet.flags.map(\.key))
+            if !suggestion.isEmpty {
+                message += suggestion
             } else {
                 message += "; 'flagctl lint \(directory)' lists nothing wrong, so check the key's spelling"
             }

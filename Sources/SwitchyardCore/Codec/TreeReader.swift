@@ -138,12 +138,7 @@ struct ObjectReader {
             let key = object[position: position].key
             guard !extra.contains(where: { JSONObject.sameKey($0, key) }) else { continue }
             let known = Set(asked).union(extra)
-            var message = "unknown field"
-            if let suggestion = known.min(by: { editDistance(key, $0) < editDistance(key, $1) }),
-               editDistance(key, suggestion) <= max(2, key.count / 3) {
-                message += "; did you mean '\(suggestion)'?"
-            }
-            reader.report(path / key, message)
+            reader.report(path / key, "unknown field" + Suggestions.didYouMean(key, among: known, count: 1))
         }
     }
 }
@@ -225,21 +220,4 @@ extension Character {
     var isASCIIControl: Bool {
         unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
     }
-}
-
-/// Levenshtein distance, for "did you mean" suggestions.
-func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a), b = Array(b)
-    if a.isEmpty { return b.count }
-    if b.isEmpty { return a.count }
-    var previous = Array(0...b.count)
-    var current = [Int](repeating: 0, count: b.count + 1)
-    for i in 1...a.count {
-        current[0] = i
-        for j in 1...b.count {
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-        }
-        swap(&previous, &current)
-    }
-    return previous[b.count]
 }
