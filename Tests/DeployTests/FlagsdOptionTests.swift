@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// flagsd's own options, as an operator meets them: refused with a message saying what they take.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Where flagsd listens, as an operator meets it: a taken port stops it before it touches its database, and the

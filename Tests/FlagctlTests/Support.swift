@@ -1,5 +1,6 @@
 import FlagctlCommands
 import Foundation
+import TestSupport
 import Testing
 
 /// Paths of the repository's files, found from this source file's location.
@@ -56,35 +57,18 @@ func flagctl(_ arguments: [String]) async -> Outcome {
 /// blocking a thread of the cooperative pool while it runs (a test that blocks one starves every other test of
 /// the process on a 2-core machine).
 ///
-/// - Parameter deadline: a liveness deadline, not a speed claim; past it the child is killed and the test fails.
+/// - Parameter deadline: a liveness deadline, not a speed claim; past it the child is stopped and the test fails.
 func runBinary(_ arguments: [String], in directory: String = TestPaths.repository,
                environment: [String: String]? = nil, deadline: Duration = .seconds(600)) async throws -> Outcome {
-    let scratch = try TestPaths.temporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: scratch) }
-    let outputPath = scratch + "/stdout", errorPath = scratch + "/stderr"
-    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-    let error = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-    defer {
-        try? output.close()
-        try? error.close()
-    }
     let process = Process()
     process.executableURL = TestPaths.flagctl
     process.arguments = arguments
     process.currentDirectoryURL = URL(fileURLWithPath: directory)
     if let environment { process.environment = environment }
-    process.standardOutput = output
-    process.standardError = error
-    let exit = ChildExit(process)
-    try process.run()
-    let ended = await exit.wait(within: deadline)
-    let outcome = Outcome(status: ended?.status ?? -1,
-                          output: try String(contentsOfFile: outputPath, encoding: .utf8),
-                          error: try String(contentsOfFile: errorPath, encoding: .utf8))
-    if ended == nil {
-        Issue.record("flagctl \(arguments.joined(separator: " ")) was still running after \(deadline); killed it. It printed:\n\(outcome.output)\nand on standard error:\n\(outcome.error)")
+    let ended = try await runToEnd(process, deadline: deadline, separateError: true)
+    let outcome = Outcome(status: ended.status, output: ended.output, error: ended.error)
+    if ended.timedOut {
+        Issue.record("flagctl \(arguments.joined(separator: " ")) was still running after \(deadline); stopped it. It printed:\n\(outcome.output)\nand on standard error:\n\(outcome.error)")
     }
     return outcome
 }

@@ -172,11 +172,11 @@ public final class PrivateServer: Sendable {
         process.executableURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/postgres-server")
         process.arguments = arguments
-        let (status, text) = try await runToEnd(process)
-        guard status == 0 else {
-            throw TestPostgresError(description: "scripts/postgres-server \(arguments.joined(separator: " ")) failed (\(status)): \(text)")
+        let result = try await runToEnd(process)
+        guard result.status == 0 else {
+            throw TestPostgresError(description: "scripts/postgres-server \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.output)")
         }
-        return text
+        return result.output
     }
 }
 

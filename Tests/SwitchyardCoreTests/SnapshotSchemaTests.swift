@@ -144,7 +144,7 @@ struct SnapshotSchemaTests {
 /// environment.
 @Suite(.serialized)
 struct SnapshotSchemaScriptTests {
-    func checkSnapshots(_ documents: [String: [UInt8]], digests: Bool = false) async throws -> (status: Int32, output: String) {
+    func checkSnapshots(_ documents: [String: [UInt8]], digests: Bool = false) async throws -> ProcessOutcome {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }

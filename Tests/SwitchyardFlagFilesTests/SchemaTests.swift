@@ -75,7 +75,7 @@ struct SchemaTests {
 @Suite(.serialized)
 struct SchemaScriptTests {
     /// Runs scripts/check-schemas (an independent validator, Python's jsonschema) with the given files.
-    func checkSchemas(_ files: [String]) async throws -> (status: Int32, output: String) {
+    func checkSchemas(_ files: [String]) async throws -> ProcessOutcome {
         try await Repository.runScript("scripts/check-schemas", files)
     }
 

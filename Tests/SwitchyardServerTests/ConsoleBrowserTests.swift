@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// The web console in a real browser: Debian's chromium, headless, driven by Selenium from PyPI through Debian's
@@ -83,10 +84,11 @@ struct ConsoleBrowserTests {
                                          body: #"{"flag": {"description": \#(description), "rollout": 0}, "reason": "XSS probe"}"#)
         try #require(probe.status == .ok, "\(probe.text)")
 
-        let result = try await runTestScript(Self.script, environment: [
+        // A liveness deadline, not a speed claim (a first run may install tools from PyPI).
+        let result = try await Repository.runScript(Self.script, environment: [
             "CONSOLE_URL": url, "SWITCHYARD_EDITOR_TOKEN": editor, "EDITOR_NAME": "ada-console",
             "SWITCHYARD_CLIENT_TOKEN": client, "FLAGCTL": flagctl.path, "FLAGCTL_TOKEN": cli, "FLAGCTL_ACTOR": "release-bot",
-        ], folder: folder)
+        ], deadline: .seconds(600))
         let lines = result.output.split(separator: "\n").map(String.init)
         for check in Self.checks {
             let failure = lines.first { $0.hasPrefix("FAIL \(check):") }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
+import TestSupport
 import Testing
 
 /// flagsd driven by a real OpenFeature client: Python's openfeature-sdk with openfeature-provider-ofrep from PyPI
@@ -61,10 +62,11 @@ struct OFREPClientTests {
         let revoked = try await token(#"{"name": "python-revoked", "role": "client", "namespaces": ["shop"]}"#)
         #expect(try await admin.send("DELETE", "/v1/tokens/python-revoked").status == .ok)
 
-        let result = try await Self.runScript(environment: [
+        // A liveness deadline, not a speed claim: the first run installs the client from PyPI.
+        let result = try await Repository.runScript(Self.script, environment: [
             "OFREP_URL": url, "SWITCHYARD_CLIENT_TOKEN": client, "SWITCHYARD_SHOP_TOKEN": shop,
             "SWITCHYARD_RATE_TOKEN": rate, "SWITCHYARD_REVOKED_TOKEN": revoked,
-        ], folder: folder)
+        ], deadline: .seconds(600))
         let lines = result.output.split(separator: "\n").map(String.init)
         for check in Self.checks {
             let failure = lines.first { $0.hasPrefix("FAIL \(check):") }
@@ -77,31 +79,5 @@ struct OFREPClientTests {
         }
         #expect(reported.filter { !Self.checks.contains($0) } == [], "checks the script makes that this test does not list")
         #expect(result.status == 0, "Tests/ofrep-python/run exited with \(result.status):\n\(result.output)")
-    }
-
-    /// Runs Tests/ofrep-python/run, its output (both streams) in a file, without blocking a thread while it runs.
-    static func runScript(environment: [String: String], folder: URL) async throws -> (status: Int32, output: String) {
-        let outputURL = folder.appendingPathComponent("ofrep-python.log")
-        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        let output = try FileHandle(forWritingTo: outputURL)
-        defer { try? output.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: script)
-        process.currentDirectoryURL = URL(fileURLWithPath: OFREPFixtures.repository)
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        process.standardOutput = output
-        process.standardError = output
-        let (ended, continuation) = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { continuation.yield($0.terminationStatus) }
-        try process.run()
-        // A liveness deadline, not a speed claim: the first run installs the client from PyPI.
-        let deadline = Task {
-            try await Task.sleep(for: .seconds(600))
-            process.terminate()
-        }
-        defer { deadline.cancel() }
-        let status = await ended.first { _ in true } ?? -1
-        let text = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
-        return (status, text)
     }
 }

@@ -9,14 +9,17 @@ public enum Repository {
         return url.path
     }()
 
-    /// Runs one of the repository's scripts (`scripts/check-openapi`) from the root, to its end (``runToEnd(_:)``).
+    /// Runs one of the repository's scripts (`scripts/check-openapi`, or an absolute path) from the root, to its end
+    /// (``runToEnd(_:deadline:separateError:)``), with more environment variables.
     /// - Returns: its exit status and everything it wrote to standard output and standard error.
-    public static func runScript(_ path: String, _ arguments: [String] = []) async throws -> (status: Int32, output: String) {
+    public static func runScript(_ path: String, _ arguments: [String] = [], environment: [String: String] = [:],
+                                 deadline: Duration? = nil) async throws -> ProcessOutcome {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: root + "/" + path)
+        process.executableURL = URL(fileURLWithPath: path.hasPrefix("/") ? path : root + "/" + path)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: root)
-        return try await runToEnd(process)
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        return try await runToEnd(process, deadline: deadline)
     }
 
     /// Whether `python3` is on the `PATH` (the scripts' checkers need it; `./scripts/test` installs it).

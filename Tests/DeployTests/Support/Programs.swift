@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TestSupport
 import Testing
 
 /// Files of the repository, found from this source file's location.
@@ -26,47 +27,17 @@ enum Repository {
 }
 
 /// What a program printed and returned.
-struct ProgramOutcome: Sendable {
-    var status: Int32
-    var output: String
-    var error: String
-}
-
-/// Runs a program to its end, without blocking a thread while it runs.
+/// Runs a program to its end (``runToEnd(_:deadline:separateError:)``), its standard error apart.
 /// - Parameter deadline: a liveness deadline; past it the program is terminated.
 func runProgram(_ executable: String, _ arguments: [String], in directory: URL? = nil,
-                environment: [String: String] = [:], deadline: Duration = .seconds(120)) async throws -> ProgramOutcome {
-    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-tests-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: scratch) }
-    let outputURL = scratch.appendingPathComponent("stdout"), errorURL = scratch.appendingPathComponent("stderr")
-    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
-    let output = try FileHandle(forWritingTo: outputURL), error = try FileHandle(forWritingTo: errorURL)
-    defer {
-        try? output.close()
-        try? error.close()
-    }
+                environment: [String: String] = [:], deadline: Duration = .seconds(120)) async throws -> ProcessOutcome {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     if let directory { process.currentDirectoryURL = directory }
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    process.standardOutput = output
-    process.standardError = error
     process.standardInput = FileHandle.nullDevice
-    let (ended, continuation) = AsyncStream<Int32>.makeStream()
-    process.terminationHandler = { continuation.yield($0.terminationStatus) }
-    try process.run()
-    let timer = Task {
-        try await Task.sleep(for: deadline)
-        process.terminate()
-    }
-    defer { timer.cancel() }
-    let status = await ended.first { _ in true } ?? -1
-    return ProgramOutcome(status: status,
-                          output: (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "",
-                          error: (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "")
+    return try await runToEnd(process, deadline: deadline, separateError: true)
 }
 
 /// The path of a program on PATH (or in the sbin folders, where Debian puts some tools).
