@@ -64,7 +64,7 @@ struct ReleaseCheckTests {
         #expect(check.verdict == .hold)
         let upper = try #require(check.upperBound)
         #expect(upper > 0.012 && upper < 0.016, "\(upper)")
-        #expect(check.waitingFor == ["upper bound of the difference \(ReleaseCheck.points(upper)) ≥ margin 0.25 points"])
+        #expect(check.waitingFor == ["upper bound of the difference \(ReleaseCheck.points(upper)) not yet below the margin 0.25 points"])
     }
 
     @Test func rollsBackWhenTheSwitchIsClearlyWorseWhateverTheSoak() throws {

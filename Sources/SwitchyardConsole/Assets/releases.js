@@ -193,7 +193,7 @@
     else if (finite(evidence.difference_upper) && evidence.difference_upper < margin) tail = 'shown not worse than the margin allows';
     else if (finite(evidence.difference) && evidence.difference > margin) tail = 'worse than the margin allows, not yet sure';
     else tail = 'not yet sure either way';
-    const waiting = (evidence.waiting_for || []).length ? `; waiting for ${evidence.waiting_for.join(', ')}` : '';
+    const waiting = (evidence.waiting_for || []).length ? `; held by: ${evidence.waiting_for.join('; ')}` : '';
     return `${head}: ${tail}${waiting}.`;
   }
 

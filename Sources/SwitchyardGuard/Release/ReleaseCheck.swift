@@ -86,7 +86,7 @@ public struct ReleaseCheck: Sendable, Hashable {
     public var rollbackLowerBoundBeyondBusiest: Double?
     public var verdict: Verdict
     /// Why the stage holds (`312 of 1000 sessions needed`, `soak 12m of 30m`, `upper bound of the difference 0.41
-    /// points ≥ margin 0.25 points`); empty unless it holds.
+    /// points not yet below the margin 0.25 points`); empty unless it holds.
     public var waitingFor: [String]
     /// One sentence on the verdict and its evidence, for an audit entry or a status line.
     public var summary: String
@@ -159,7 +159,7 @@ public struct ReleaseCheck: Sendable, Hashable {
         }
         if let upper = upperBound {
             if upper >= criteria.margin {
-                waiting.append("upper bound of the difference \(Self.points(upper)) ≥ margin \(Self.points(criteria.margin))")
+                waiting.append("upper bound of the difference \(Self.points(upper)) not yet below the margin \(Self.points(criteria.margin))")
             }
         } else if n1 == 0 {
             waiting.append("no sessions with the switch yet")

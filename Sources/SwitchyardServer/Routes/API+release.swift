@@ -125,8 +125,8 @@ extension API {
                 switch assessment.verdict {
                 case .hold:
                     next = stage + 1 < plan.stages.count
-                        ? "advances to stage \(stage + 2) of \(plan.stages.count) (\(plan.stages[stage + 1])) once: \(reasons)"
-                        : "completes once: \(reasons)"
+                        ? "advances to stage \(stage + 2) of \(plan.stages.count) (\(plan.stages[stage + 1])); held by: \(reasons)"
+                        : "completes; held by: \(reasons)"
                 case .advance:
                     next = stage + 1 < plan.stages.count
                         ? "advances to stage \(stage + 2) of \(plan.stages.count) (\(plan.stages[stage + 1])) at the next look"
