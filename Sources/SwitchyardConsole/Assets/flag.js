@@ -1,8 +1,10 @@
 // Switchyard console: a flag's own page (#/<namespace>/flag/<key>). Its definition and state, who holds it (a release
 // plan, the crash guard, a kill switch), its charts (sessions and crash rate against the namespace's and the guard's
 // bound; a release plan's rollout over time, progress and evidence), and its history as readable diffs with Revert…
-// on every change (the same dialog, reason and confirmation as every change; flagsd refuses a revert that would undo a
-// later change, as flagctl revert does).
+// on every change (the same dialog, reason and confirmation as every change). Like flagctl revert, the console reads the
+// change log after the version first and, when a later change touched the same objects, lists it and asks to revert
+// anyway; the revert is sent with If-Match on the version the dialog saw, so a change made meanwhile is never undone
+// unseen (flagsd's revert itself does not look at later changes).
 //
 // app.js keeps the page's data in state.flagPage, loads it with Switchyard.loadFlagPage(namespace, key) when the page
 // opens, after each change and every 30 s while it is shown, and renders Switchyard.views.flag(state, on).
