@@ -110,40 +110,49 @@ public struct CrashGuardPolicy: Sendable, Hashable {
     public var isEmpty: Bool { self == CrashGuardPolicy() }
 
     /// The values used where neither the namespace nor the switch names one.
-    public static let builtIn = ResolvedCrashGuardPolicy(
+    public static let builtIn = ResolvedCrashGuardPolicy(settingEvery: CrashGuardPolicy(
         enabled: true, window: .seconds(600), minimumSessions: 200, minimumCrashes: 10,
         maximumCrashRate: Rollout(basisPoints: 200)!, baselineRatio: 200, confidence: Rollout(basisPoints: 9990)!,
         cooldown: .seconds(1800), scopeBy: [.city, .cohort], minimumUnits: 5, minimumAddresses: 3,
         tripSources: [.clients, .reporters], maximumScopedDisables: 5, maximumSessionsPerUnit: 5,
         maximumSessionsPerAddress: 100, maximumTripsPerHour: 3, maximumScopedTripsPerHour: 3, cities: nil, cohorts: nil,
-        maximumScopeValues: 100)
+        maximumScopeValues: 100))
 
     /// The policy in force for a switch: its own fields, else the namespace's, else the built-in ones. The
     /// namespace fields come from the namespace alone.
     public static func resolved(namespace: CrashGuardPolicy?, switch own: CrashGuardPolicy?) -> ResolvedCrashGuardPolicy {
-        let base = builtIn
-        func pick<Value>(_ keyPath: KeyPath<CrashGuardPolicy, Value?>) -> Value? {
-            own?[keyPath: keyPath] ?? namespace?[keyPath: keyPath]
+        let base = builtIn.policy
+        var policy = CrashGuardPolicy()
+        func pick<Value>(_ keyPath: WritableKeyPath<CrashGuardPolicy, Value?>) {
+            policy[keyPath: keyPath] = own?[keyPath: keyPath] ?? namespace?[keyPath: keyPath] ?? base[keyPath: keyPath]
         }
-        return ResolvedCrashGuardPolicy(
-            enabled: pick(\.enabled) ?? base.enabled, window: pick(\.window) ?? base.window,
-            minimumSessions: pick(\.minimumSessions) ?? base.minimumSessions,
-            minimumCrashes: pick(\.minimumCrashes) ?? base.minimumCrashes,
-            maximumCrashRate: pick(\.maximumCrashRate) ?? base.maximumCrashRate,
-            baselineRatio: pick(\.baselineRatio) ?? base.baselineRatio,
-            confidence: pick(\.confidence) ?? base.confidence, cooldown: pick(\.cooldown) ?? base.cooldown,
-            scopeBy: pick(\.scopeBy) ?? base.scopeBy, minimumUnits: pick(\.minimumUnits) ?? base.minimumUnits,
-            minimumAddresses: pick(\.minimumAddresses) ?? base.minimumAddresses,
-            tripSources: pick(\.tripSources) ?? base.tripSources,
-            maximumScopedDisables: pick(\.maximumScopedDisables) ?? base.maximumScopedDisables,
-            maximumSessionsPerUnit: namespace?.maximumSessionsPerUnit ?? base.maximumSessionsPerUnit,
-            maximumSessionsPerAddress: namespace?.maximumSessionsPerAddress ?? base.maximumSessionsPerAddress,
-            maximumTripsPerHour: namespace?.maximumTripsPerHour ?? base.maximumTripsPerHour,
-            // A namespace that set only `max_trips_per_hour` (before scoped trips had a budget of their own) keeps it
-            // for both: `max_trips_per_hour: 0` still means the guard only proposes.
-            maximumScopedTripsPerHour: namespace?.maximumScopedTripsPerHour ?? namespace?.maximumTripsPerHour ?? base.maximumScopedTripsPerHour,
-            cities: namespace?.cities ?? base.cities, cohorts: namespace?.cohorts ?? base.cohorts,
-            maximumScopeValues: namespace?.maximumScopeValues ?? base.maximumScopeValues)
+        func namespaceOnly<Value>(_ keyPath: WritableKeyPath<CrashGuardPolicy, Value?>) {
+            policy[keyPath: keyPath] = namespace?[keyPath: keyPath] ?? base[keyPath: keyPath]
+        }
+        pick(\.enabled)
+        pick(\.window)
+        pick(\.minimumSessions)
+        pick(\.minimumCrashes)
+        pick(\.maximumCrashRate)
+        pick(\.baselineRatio)
+        pick(\.confidence)
+        pick(\.cooldown)
+        pick(\.scopeBy)
+        pick(\.minimumUnits)
+        pick(\.minimumAddresses)
+        pick(\.tripSources)
+        pick(\.maximumScopedDisables)
+        namespaceOnly(\.maximumSessionsPerUnit)
+        namespaceOnly(\.maximumSessionsPerAddress)
+        namespaceOnly(\.maximumTripsPerHour)
+        namespaceOnly(\.cities)
+        namespaceOnly(\.cohorts)
+        namespaceOnly(\.maximumScopeValues)
+        // A namespace that set only `max_trips_per_hour` (before scoped trips had a budget of their own) keeps it for
+        // both: `max_trips_per_hour: 0` still means the guard only proposes.
+        policy.maximumScopedTripsPerHour = namespace?.maximumScopedTripsPerHour ?? namespace?.maximumTripsPerHour
+            ?? base.maximumScopedTripsPerHour
+        return ResolvedCrashGuardPolicy(settingEvery: policy)
     }
 
     /// The fields only a namespace's policy may set: they decide how its events are counted and how much the guard
@@ -170,79 +179,51 @@ public enum GuardScopeAttribute: String, Sendable, Hashable, CaseIterable, Custo
     public var description: String { rawValue }
 }
 
-/// A crash guard policy with every field decided.
+/// A crash guard policy with every field decided: a ``CrashGuardPolicy`` with every field set, read without
+/// unwrapping (`resolved.minimumSessions` is an `Int`). `baselineRatio` (nil: no comparison with the baseline),
+/// `cities` and `cohorts` (nil: the most frequent of each window are counted on their own) stay optional. The fields
+/// are described once, in ``CrashGuardPolicy``; this type adds only that they are all set.
+@dynamicMemberLookup
 public struct ResolvedCrashGuardPolicy: Sendable, Hashable {
-    public var enabled: Bool
-    public var window: Duration
-    public var minimumSessions: Int
-    public var minimumCrashes: Int
-    public var maximumCrashRate: Rollout
-    /// In hundredths (300 is 3×); nil: no comparison with the baseline.
-    public var baselineRatio: Int?
-    public var confidence: Rollout
-    public var cooldown: Duration
-    public var scopeBy: [GuardScopeAttribute]
-    public var minimumUnits: Int
-    public var minimumAddresses: Int
-    public var tripSources: [GuardTripSource]
-    public var maximumScopedDisables: Int
-    public var maximumSessionsPerUnit: Int
-    public var maximumSessionsPerAddress: Int
-    public var maximumTripsPerHour: Int
-    public var maximumScopedTripsPerHour: Int
-    /// Nil: the most frequent cities of each window are counted on their own.
-    public var cities: [String]?
-    public var cohorts: [String]?
-    public var maximumScopeValues: Int
+    /// The policy with every field set (`cities` and `cohorts` only when declared).
+    public private(set) var policy: CrashGuardPolicy
 
-    public init(
-        enabled: Bool, window: Duration, minimumSessions: Int, minimumCrashes: Int, maximumCrashRate: Rollout,
-        baselineRatio: Int?, confidence: Rollout, cooldown: Duration, scopeBy: [GuardScopeAttribute], minimumUnits: Int,
-        minimumAddresses: Int, tripSources: [GuardTripSource], maximumScopedDisables: Int, maximumSessionsPerUnit: Int,
-        maximumSessionsPerAddress: Int, maximumTripsPerHour: Int, maximumScopedTripsPerHour: Int, cities: [String]?,
-        cohorts: [String]?, maximumScopeValues: Int
-    ) {
-        self.enabled = enabled
-        self.window = window
-        self.minimumSessions = minimumSessions
-        self.minimumCrashes = minimumCrashes
-        self.maximumCrashRate = maximumCrashRate
-        self.baselineRatio = baselineRatio
-        self.confidence = confidence
-        self.cooldown = cooldown
-        self.scopeBy = scopeBy
-        self.minimumUnits = minimumUnits
-        self.minimumAddresses = minimumAddresses
-        self.tripSources = tripSources
-        self.maximumScopedDisables = maximumScopedDisables
-        self.maximumSessionsPerUnit = maximumSessionsPerUnit
-        self.maximumSessionsPerAddress = maximumSessionsPerAddress
-        self.maximumTripsPerHour = maximumTripsPerHour
-        self.maximumScopedTripsPerHour = maximumScopedTripsPerHour
-        self.cities = cities
-        self.cohorts = cohorts
-        self.maximumScopeValues = maximumScopeValues
+    /// Takes a policy whose every field is set but `baselineRatio`, `cities` and `cohorts`.
+    init(settingEvery policy: CrashGuardPolicy) {
+        self.policy = policy
+    }
+
+    /// A field that a resolved policy always has.
+    public subscript<Value>(dynamicMember keyPath: WritableKeyPath<CrashGuardPolicy, Value?>) -> Value {
+        get { policy[keyPath: keyPath]! }
+        set { policy[keyPath: keyPath] = newValue }
+    }
+
+    /// In hundredths (300 is 3×); nil: no comparison with the baseline.
+    public var baselineRatio: Int? {
+        get { policy.baselineRatio }
+        set { policy.baselineRatio = newValue }
+    }
+
+    /// Nil: the most frequent cities of each window are counted on their own.
+    public var cities: [String]? {
+        get { policy.cities }
+        set { policy.cities = newValue }
+    }
+
+    /// Nil: the most frequent cohorts of each window are counted on their own.
+    public var cohorts: [String]? {
+        get { policy.cohorts }
+        set { policy.cohorts = newValue }
     }
 
     /// Whether sessions of a source may trip the switch.
-    public func allows(_ source: GuardTripSource) -> Bool { tripSources.contains(source) }
+    public func allows(_ source: GuardTripSource) -> Bool { self.tripSources.contains(source) }
 
     /// The policy as a JSON object (percentages in the given unit), every field present (`cities` and `cohorts`
     /// only when declared).
     public func tree(unit: RolloutUnit) -> JSONObject {
         policy.tree(unit: unit)
-    }
-
-    /// The policy with every field set (`cities` and `cohorts` only when declared).
-    public var policy: CrashGuardPolicy {
-        CrashGuardPolicy(enabled: enabled, window: window, minimumSessions: minimumSessions, minimumCrashes: minimumCrashes,
-                         maximumCrashRate: maximumCrashRate, baselineRatio: baselineRatio, confidence: confidence,
-                         cooldown: cooldown, scopeBy: scopeBy, minimumUnits: minimumUnits, minimumAddresses: minimumAddresses,
-                         tripSources: tripSources, maximumScopedDisables: maximumScopedDisables,
-                         maximumSessionsPerUnit: maximumSessionsPerUnit, maximumSessionsPerAddress: maximumSessionsPerAddress,
-                         maximumTripsPerHour: maximumTripsPerHour, maximumScopedTripsPerHour: maximumScopedTripsPerHour,
-                         cities: cities, cohorts: cohorts,
-                         maximumScopeValues: maximumScopeValues)
     }
 }
 
