@@ -61,7 +61,7 @@ extension FlagSet {
     /// The flag with a key, or a not-found failure suggesting the nearest keys.
     func requireFlag(_ key: String, server: String) throws(CommandFailure) -> FlagDefinition {
         guard let flag = flag(key) else {
-            throw CommandFailure.notFound("namespace '\(namespace)' has no flag '\(key)'\(Self.didYouMean(key, flags.map(\.key)))"
+            throw CommandFailure.notFound("namespace '\(namespace)' has no flag '\(key)'\(Suggestions.didYouMean(key, among: flags.map(\.key)))"
                 + "; 'flagctl get' lists its flags")
         }
         return flag
@@ -80,12 +80,8 @@ extension FlagSet {
     func requireKillSwitch(_ key: String) throws(CommandFailure) -> KillSwitch {
         guard let kill = killSwitch(key) else {
             let known = killSwitches.map(\.key).joined(separator: ", ")
-            throw CommandFailure.notFound("namespace '\(namespace)' has no kill switch '\(key)'\(Self.didYouMean(key, killSwitches.map(\.key))); its kill switches: \(known)")
+            throw CommandFailure.notFound("namespace '\(namespace)' has no kill switch '\(key)'\(Suggestions.didYouMean(key, among: killSwitches.map(\.key))); its kill switches: \(known)")
         }
         return kill
-    }
-
-    static func didYouMean(_ key: String, _ candidates: [String]) -> String {
-        Suggestions.didYouMean(key, among: candidates)
     }
 }

@@ -139,7 +139,7 @@ public struct Explain: FlagctlCommand {
         let flagSet = snapshot.flagSet
         guard let flag = flagSet.flag(key) else {
             throw CommandFailure.notFound("namespace '\(namespace)' has no flag '\(key)' at version \(snapshot.version)"
-                + FlagSet.didYouMean(key, flagSet.flags.map(\.key)) + "; 'flagctl get' lists its flags")
+                + Suggestions.didYouMean(key, among: flagSet.flags.map(\.key)) + "; 'flagctl get' lists its flags")
         }
         let details = CompiledSnapshot(snapshot).evaluator(for: context).details(for: key)
         if let rendered = outputOptions.render(.object(tree(details, namespace: namespace))) {

@@ -82,7 +82,7 @@ public struct Get: FlagctlCommand {
         } else {
             let keys = flagSet.flags.map(\.key) + flagSet.killSwitches.map(\.key) + flagSet.allMetrics.map(\.name)
             throw CommandFailure.notFound("namespace '\(view.namespace)' has no flag, kill switch or metric '\(key)'"
-                + FlagSet.didYouMean(key, keys) + "; 'flagctl get' lists them")
+                + Suggestions.didYouMean(key, among: keys) + "; 'flagctl get' lists them")
         }
     }
 

@@ -47,37 +47,38 @@ enum SessionFiles {
         guard let directory else { return [] }
         let id = session.withLock { $0.record.id }
         var problems: [ClientError] = []
-        let (taken, ended) = held.withLock { held -> (FileLock?, [(id: String?, lock: FileLock?)]) in
+        var own: FileLock?
+        do throws(ClientError) { own = try FileIO.tryLock(directory.appendingPathComponent(lockName(id))) } catch { problems.append(error) }
+        // Only the registry's swap happens under its lock; the files are read and locked outside it.
+        let previous = held.withLock { held -> Held? in
             let key = directory.standardizedFileURL.path
-            var ended: [(id: String?, lock: FileLock?)] = []
-            if let previous = held[key] {
-                // A relaunch within the process: the previous client's session ends here; it writes no more.
-                previous.session?.withLock { $0.file = nil }
-                ended.append((previous.id, previous.lock))
+            defer { held[key] = Held(id: id, lock: own, session: session) }
+            return held[key]
+        }
+        var ended: [(id: String?, lock: FileLock?)] = []
+        if let previous {
+            // A relaunch within the process: the previous client's session ends here; it writes no more.
+            previous.session?.withLock { $0.file = nil }
+            ended.append((previous.id, previous.lock))
+        }
+        let names = Set(FileIO.fileNames(in: directory))
+        if names.contains(legacyFileName) { ended.append((nil, nil)) }
+        let ids = Set(names.compactMap { name -> String? in
+            guard name.hasPrefix(prefix), name.hasSuffix(".json") || name.hasSuffix(".lock") else { return nil }
+            return String(name.dropFirst(prefix.count).dropLast(5))
+        })
+        for other in ids.sorted() where other != id && other != previous?.id {
+            guard ended.count < maximumConcluded else { break }
+            do throws(ClientError) {
+                // Held elsewhere: another process (or another client of this one) still runs that session.
+                guard let lock = try FileIO.tryLock(directory.appendingPathComponent(lockName(other))) else { continue }
+                ended.append((other, lock))
+            } catch {
+                problems.append(error)
             }
-            var own: FileLock?
-            do throws(ClientError) { own = try FileIO.tryLock(directory.appendingPathComponent(lockName(id))) } catch { problems.append(error) }
-            held[key] = Held(id: id, lock: own, session: session)
-            let names = Set(FileIO.fileNames(in: directory))
-            if names.contains(legacyFileName) { ended.append((nil, nil)) }
-            let ids = Set(names.compactMap { name -> String? in
-                guard name.hasPrefix(prefix), name.hasSuffix(".json") || name.hasSuffix(".lock") else { return nil }
-                return String(name.dropFirst(prefix.count).dropLast(5))
-            })
-            for other in ids.sorted() where other != id && !ended.contains(where: { $0.id == other }) {
-                guard ended.count < maximumConcluded else { break }
-                do throws(ClientError) {
-                    // Held elsewhere: another process still runs that session.
-                    guard let lock = try FileIO.tryLock(directory.appendingPathComponent(lockName(other))) else { continue }
-                    ended.append((other, lock))
-                } catch {
-                    problems.append(error)
-                }
-            }
-            return (own, ended)
         }
         for problem in problems { report(ClientReport(kind: .storageFailed, message: problem.message, error: problem)) }
-        if taken == nil && problems.isEmpty {
+        if own == nil && problems.isEmpty {
             report(ClientReport(kind: .storageFailed, message: "the lock of session \(id) is held elsewhere; its record may be reported as crashed by another process"))
         }
         session.withLock { $0.file = directory.appendingPathComponent(recordName(id)) }
