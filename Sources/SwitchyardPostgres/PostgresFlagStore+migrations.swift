@@ -192,6 +192,35 @@ extension PostgresFlagStore {
             // A release plan's guardrails count the networks behind a decision (null: entered before this).
             "ALTER TABLE experiment_unit ADD COLUMN address TEXT",
         ]),
+        Migration(id: 8, name: "a row per flag-set object", statements: [
+            // A change writes the rows of the objects it touched (StoredObject), not the whole flag set as one text.
+            """
+            CREATE TABLE namespace_object (
+                epoch TEXT NOT NULL REFERENCES namespace(epoch),
+                kind TEXT NOT NULL, key TEXT NOT NULL, position BIGINT NOT NULL, body TEXT NOT NULL,
+                PRIMARY KEY (epoch, kind, key))
+            """,
+            // The stored text is canonical JSON; `json` (not `jsonb`) keeps each member's text as it was.
+            """
+            INSERT INTO namespace_object (epoch, kind, key, position, body)
+            SELECT n.epoch, 'namespace', f.field, 0, (n.flag_set::json -> f.field)::text
+            FROM namespace n CROSS JOIN (VALUES ('description'), ('crash_guard')) AS f(field)
+            WHERE n.flag_set::json -> f.field IS NOT NULL
+            """,
+            """
+            INSERT INTO namespace_object (epoch, kind, key, position, body)
+            SELECT n.epoch, 'plugin_point', p.value ->> 'name', p.ordinality - 1, p.value::text
+            FROM namespace n, json_array_elements(COALESCE(n.flag_set::json -> 'plugin_points', '[]'::json)) WITH ORDINALITY AS p(value, ordinality)
+            """,
+            """
+            INSERT INTO namespace_object (epoch, kind, key, position, body)
+            SELECT n.epoch, m.kind, o.key, 0, o.value::text
+            FROM namespace n
+            CROSS JOIN (VALUES ('kill_switch', 'kill_switches'), ('flag', 'flags'), ('metric', 'metrics')) AS m(kind, member),
+            LATERAL json_each(COALESCE(n.flag_set::json -> m.member, '{}'::json)) AS o
+            """,
+            "ALTER TABLE namespace DROP COLUMN flag_set",
+        ]),
     ]
 
     /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).

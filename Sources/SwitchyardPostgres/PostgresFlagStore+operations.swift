@@ -18,11 +18,11 @@ extension PostgresFlagStore {
 
     public func namespace(_ name: String) async throws -> NamespaceState? {
         guard let row = try await rows("""
-            SELECT epoch, name, version, reason_policy, created_ms, updated_ms, flag_set FROM namespace
+            SELECT epoch, name, version, reason_policy, created_ms, updated_ms FROM namespace
             WHERE name = \(name) AND deleted_ms IS NULL
             """).first
         else { return nil }
-        return try state(row.makeRandomAccess())
+        return try await state(row.makeRandomAccess(), on: nil)
     }
 
     public func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws -> CommittedChange {
@@ -35,9 +35,12 @@ extension PostgresFlagStore {
                 }
                 let (state, record) = try NamespaceStep.creating(flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
                 _ = try await connection.query("""
-                    INSERT INTO namespace (epoch, name, version, flag_set, reason_policy, created_ms, updated_ms)
-                    VALUES (\(epoch), \(flagSet.namespace), 1, \(flagSet.storedText), \(reasonPolicy.rawValue), \(time.milliseconds), \(time.milliseconds))
+                    INSERT INTO namespace (epoch, name, version, reason_policy, created_ms, updated_ms)
+                    VALUES (\(epoch), \(flagSet.namespace), 1, \(reasonPolicy.rawValue), \(time.milliseconds), \(time.milliseconds))
                     """, logger: self.logger).collect()
+                var writes = StoredObjectWrites()
+                writes.upserts = state.flagSet.storedObjects
+                try await Self.write(writes, epoch: epoch, to: connection, logger: self.logger)
                 try await Self.append(record, action: .namespaceCreate, to: connection, logger: self.logger)
                 try await Self.notify(.namespace(name: flagSet.namespace, epoch: epoch, version: 1, deleted: false), on: connection, logger: self.logger)
                 return CommittedChange(state: state, record: record)
@@ -76,7 +79,7 @@ extension PostgresFlagStore {
             guard let row = try await Self.liveNamespaceRow(connection, name, lock: true, logger: self.logger) else {
                 throw StorageError.namespaceNotFound(name)
             }
-            let state = try self.state(row)
+            let state = try await self.state(row, on: connection)
             _ = try await connection.query("""
                 UPDATE namespace SET deleted_ms = \(time.milliseconds) WHERE epoch = \(state.record.epoch)
                 """, logger: self.logger).collect()
@@ -100,7 +103,7 @@ extension PostgresFlagStore {
             guard let row = try await Self.liveNamespaceRow(connection, namespace, lock: true, logger: self.logger) else {
                 throw StorageError.namespaceNotFound(namespace)
             }
-            let state = try self.state(row)
+            let state = try await self.state(row, on: connection)
             switch try ChangeStep.decide(state, request, at: time, mutation: mutation) {
             case .conflict(let basedOn):
                 throw try await Self.conflict(connection, current: state.record, basedOn: basedOn, logger: self.logger)
@@ -108,9 +111,9 @@ extension PostgresFlagStore {
                 return CommittedChange(state: state, record: nil)
             case .commit(let next, let record):
                 _ = try await connection.query("""
-                    UPDATE namespace SET version = \(record.version), flag_set = \(next.flagSet.storedText), updated_ms = \(time.milliseconds)
-                    WHERE epoch = \(record.epoch)
+                    UPDATE namespace SET version = \(record.version), updated_ms = \(time.milliseconds) WHERE epoch = \(record.epoch)
                     """, logger: self.logger).collect()
+                try await Self.write(record.storedWrites(after: next.flagSet), epoch: record.epoch, to: connection, logger: self.logger)
                 try await Self.append(record, action: .change, to: connection, logger: self.logger)
                 try await Self.notify(.namespace(name: namespace, epoch: record.epoch, version: record.version, deleted: false),
                                       on: connection, logger: self.logger)
@@ -245,15 +248,58 @@ extension PostgresFlagStore {
 
     // MARK: Rows
 
-    /// A namespace state from its row, reusing the flag set parsed for the same epoch and version.
-    func state(_ row: PostgresRandomAccessRow) throws -> NamespaceState {
+    /// A namespace state from its row, reusing the flag set read for the same epoch and version; otherwise its
+    /// objects' rows are read, with the namespace's row again in the same statement (one snapshot of the database:
+    /// outside a transaction, a change may have committed since the first read).
+    ///
+    /// - Parameter connection: the transaction's connection, or nil for any of the pool's.
+    func state(_ row: PostgresRandomAccessRow, on connection: PostgresConnection?) async throws -> NamespaceState {
         let record = try Self.namespaceRecord(row)
         if let flagSet = cachedFlagSet(epoch: record.epoch, version: record.version) {
             return NamespaceState(record: record, flagSet: flagSet)
         }
-        let state = NamespaceState(record: record, flagSet: try FlagSet(storedText: row["flag_set"].decode(String.self), namespace: record.name))
+        let query: PostgresQuery = """
+            SELECT n.epoch, n.name, n.version, n.reason_policy, n.created_ms, n.updated_ms, o.kind, o.key, o.position, o.body
+            FROM namespace n JOIN namespace_object o ON o.epoch = n.epoch WHERE n.epoch = \(record.epoch)
+            """
+        let rows: [PostgresRow]
+        if let connection {
+            rows = try await connection.query(query, logger: logger).collect()
+        } else {
+            rows = try await self.rows(query)
+        }
+        guard let first = rows.first?.makeRandomAccess() else {
+            throw StorageError(.corrupt, "namespace '\(record.name)' has no stored objects (not even its master kill switch)")
+        }
+        let objects = try rows.map { row in
+            let row = row.makeRandomAccess()
+            return StoredObject(kind: try row["kind"].decode(String.self), key: try row["key"].decode(String.self),
+                                position: try row["position"].decode(Int64.self), body: try row["body"].decode(String.self))
+        }
+        let read = try Self.namespaceRecord(first)
+        let state = NamespaceState(record: read, flagSet: try FlagSet(storedObjects: objects, namespace: read.name))
         remember(state)
         return state
+    }
+
+    /// Writes what a change touched: its objects' rows (in one statement however many), and nothing else.
+    static func write(_ writes: StoredObjectWrites, epoch: String, to connection: PostgresConnection, logger: Logger) async throws {
+        for kind in writes.replacedKinds {
+            _ = try await connection.query("DELETE FROM namespace_object WHERE epoch = \(epoch) AND kind = \(kind)", logger: logger).collect()
+        }
+        if !writes.deletions.isEmpty {
+            _ = try await connection.query("""
+                DELETE FROM namespace_object WHERE epoch = \(epoch)
+                AND (kind, key) IN (SELECT * FROM unnest(\(writes.deletions.map(\.kind))::text[], \(writes.deletions.map(\.key))::text[]))
+                """, logger: logger).collect()
+        }
+        guard !writes.upserts.isEmpty else { return }
+        _ = try await connection.query("""
+            INSERT INTO namespace_object (epoch, kind, key, position, body)
+            SELECT \(epoch), * FROM unnest(\(writes.upserts.map(\.kind))::text[], \(writes.upserts.map(\.key))::text[],
+                                           \(writes.upserts.map(\.position))::bigint[], \(writes.upserts.map(\.body))::text[])
+            ON CONFLICT (epoch, kind, key) DO UPDATE SET position = EXCLUDED.position, body = EXCLUDED.body
+            """, logger: logger).collect()
     }
 
     /// The live namespace of a name, locked for the transaction when `lock` is set.

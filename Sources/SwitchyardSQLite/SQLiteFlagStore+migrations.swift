@@ -1,4 +1,5 @@
 import GRDB
+import SwitchyardCore
 import SwitchyardStorage
 
 extension SQLiteFlagStore {
@@ -169,8 +170,39 @@ extension SQLiteFlagStore {
                 DROP TABLE IF EXISTS event_crash;
                 """)
         }
+        migrator.registerMigration("v7: a row per flag-set object") { db in
+            // A change writes the rows of the objects it touched, not the whole flag set as one text.
+            try db.execute(sql: """
+                CREATE TABLE namespace_object (
+                    epoch TEXT NOT NULL REFERENCES namespace(epoch),
+                    kind TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    position INTEGER NOT NULL,
+                    body TEXT NOT NULL,
+                    PRIMARY KEY (epoch, kind, key)
+                ) WITHOUT ROWID
+                """)
+            let rows = try Row.fetchCursor(db, sql: "SELECT epoch, name, flag_set FROM namespace")
+            while let row = try rows.next() {
+                let epoch: String = row["epoch"], name: String = row["name"], text: String = row["flag_set"]
+                guard let tree = (try? JSONValue.parse(text))?.objectValue else {
+                    throw StorageError(.corrupt, "the stored flag set of namespace '\(name)' (epoch \(epoch)) is not a JSON object")
+                }
+                for object in FlagSet.storedObjects(ofTree: tree) {
+                    try insert(object, epoch: epoch, into: db)
+                }
+            }
+            try db.execute(sql: "ALTER TABLE namespace DROP COLUMN flag_set")
+        }
         return migrator
     }()
+
+    /// Writes one stored object's row (inserting or replacing it).
+    static func insert(_ object: StoredObject, epoch: String, into db: Database) throws {
+        try db.execute(sql: """
+            INSERT OR REPLACE INTO namespace_object (epoch, kind, key, position, body) VALUES (?, ?, ?, ?, ?)
+            """, arguments: [epoch, object.kind, object.key, object.position, object.body])
+    }
 
     /// The migration of the database file that drops its event tables (after the events file copied them).
     static let eventsMovedMigration = "v6: event tables moved to their own file"

@@ -175,7 +175,7 @@ public final class SQLiteFlagStore: FlagStore {
     public func namespace(_ name: String) async throws -> NamespaceState? {
         try await access {
             try await self.pool.read { db in
-                try Self.liveNamespaceRow(db, name).map(self.state)
+                try Self.liveNamespaceRow(db, name).map { try self.state($0, db) }
             }
         }
     }
@@ -188,9 +188,10 @@ public final class SQLiteFlagStore: FlagStore {
                 if try Self.liveNamespaceRow(db, flagSet.namespace) != nil { throw NamespaceStep.alreadyExists(flagSet.namespace) }
                 let (state, record) = try NamespaceStep.creating(flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
                 try db.execute(sql: """
-                    INSERT INTO namespace (epoch, name, version, flag_set, reason_policy, created_ms, updated_ms)
-                    VALUES (?, ?, 1, ?, ?, ?, ?)
-                    """, arguments: [epoch, flagSet.namespace, flagSet.storedText, reasonPolicy.rawValue, time.milliseconds, time.milliseconds])
+                    INSERT INTO namespace (epoch, name, version, reason_policy, created_ms, updated_ms)
+                    VALUES (?, ?, 1, ?, ?, ?)
+                    """, arguments: [epoch, flagSet.namespace, reasonPolicy.rawValue, time.milliseconds, time.milliseconds])
+                for object in state.flagSet.storedObjects { try Self.insert(object, epoch: epoch, into: db) }
                 try Self.append(record, action: .namespaceCreate, to: db)
                 return CommittedChange(state: state, record: record)
             }
@@ -219,7 +220,7 @@ public final class SQLiteFlagStore: FlagStore {
         try await access {
             try await self.pool.write { db in
                 guard let row = try Self.liveNamespaceRow(db, name) else { throw StorageError.namespaceNotFound(name) }
-                let state = try self.state(row)
+                let state = try self.state(row, db)
                 try db.execute(sql: "UPDATE namespace SET deleted_ms = ? WHERE epoch = ?",
                                arguments: [time.milliseconds, state.record.epoch])
                 let note = NamespaceStep.deleting(state)
@@ -238,15 +239,16 @@ public final class SQLiteFlagStore: FlagStore {
         return try await access {
             try await self.pool.write { db in
                 guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
-                let state = try self.state(row)
+                let state = try self.state(row, db)
                 switch try ChangeStep.decide(state, request, at: time, mutation: mutation) {
                 case .conflict(let basedOn):
                     throw try Self.conflict(db, current: state.record, basedOn: basedOn)
                 case .unchanged:
                     return CommittedChange(state: state, record: nil)
                 case .commit(let next, let record):
-                    try db.execute(sql: "UPDATE namespace SET version = ?, flag_set = ?, updated_ms = ? WHERE epoch = ?",
-                                   arguments: [record.version, next.flagSet.storedText, time.milliseconds, record.epoch])
+                    try db.execute(sql: "UPDATE namespace SET version = ?, updated_ms = ? WHERE epoch = ?",
+                                   arguments: [record.version, time.milliseconds, record.epoch])
+                    try Self.write(record.storedWrites(after: next.flagSet), epoch: record.epoch, to: db)
                     try Self.append(record, action: .change, to: db)
                     return CommittedChange(state: next, record: record)
                 }
@@ -254,15 +256,31 @@ public final class SQLiteFlagStore: FlagStore {
         }.remembered(by: self)
     }
 
-    /// A namespace state from its row, reusing the flag set parsed for the same epoch and version.
-    func state(_ row: Row) throws -> NamespaceState {
+    /// A namespace state from its row, reusing the flag set read for the same epoch and version (otherwise reading
+    /// its objects' rows).
+    func state(_ row: Row, _ db: Database) throws -> NamespaceState {
         let record = try Self.namespaceRecord(row)
         if let cached = parsed.withLock({ $0[record.epoch] }), cached.version == record.version {
             return NamespaceState(record: record, flagSet: cached.flagSet)
         }
-        let state = NamespaceState(record: record, flagSet: try FlagSet(storedText: row["flag_set"], namespace: record.name))
+        let objects = try Row.fetchAll(db, sql: "SELECT kind, key, position, body FROM namespace_object WHERE epoch = ?",
+                                       arguments: [record.epoch]).map { row in
+            StoredObject(kind: row["kind"], key: row["key"], position: row["position"], body: row["body"])
+        }
+        let state = NamespaceState(record: record, flagSet: try FlagSet(storedObjects: objects, namespace: record.name))
         remember(state)
         return state
+    }
+
+    /// Writes what a change touched: its objects' rows, and nothing else.
+    static func write(_ writes: StoredObjectWrites, epoch: String, to db: Database) throws {
+        for kind in writes.replacedKinds {
+            try db.execute(sql: "DELETE FROM namespace_object WHERE epoch = ? AND kind = ?", arguments: [epoch, kind])
+        }
+        for (kind, key) in writes.deletions {
+            try db.execute(sql: "DELETE FROM namespace_object WHERE epoch = ? AND kind = ? AND key = ?", arguments: [epoch, kind, key])
+        }
+        for object in writes.upserts { try insert(object, epoch: epoch, into: db) }
     }
 
     /// Keeps a committed state's flag set, so the next change need not parse the stored text again. Keyed by

@@ -449,6 +449,52 @@ import Testing
         }
     }
 
+    /// A change writes only the objects it touched; whatever it touched (a flag, a kill switch, the plugin points'
+    /// order, a metric, the namespace's own fields), another process reads back the same flag set.
+    @Test(arguments: StoreBackend.all)
+    func everyKindOfChangeReadsBackTheSameInAnotherProcess(backend: StoreBackend) async throws {
+        try await backend.withStores(2) { stores in
+            _ = try await stores[0].createNamespace(Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
+            let edits: [(String, @Sendable (inout FlagSet) -> Void)] = [
+                ("a rollout", { flagSet in
+                    let index = flagSet.flags.firstIndex { $0.key == "plugin_switch_feed_promos" }!
+                    flagSet.flags[index].pluginSwitch?.rollout = Rollout(basisPoints: 4321)!
+                }),
+                ("a flag added", { $0.flags.append(FlagDefinition(key: "plugin_switch_aa_first", kind: .pluginSwitch(PluginSwitchDefinition()))) }),
+                ("a plugin point added in front", { $0.pluginPoints.insert(PluginPointDefinition(name: "checkout", switches: ["plugin_switch_aa_first"]), at: 0) }),
+                ("a plugin point changed", { $0.pluginPoints[1].description = "Home" }),
+                ("a kill switch added", { $0.killSwitches.append(KillSwitch(key: "kill_checkout", members: ["plugin_switch_aa_first"])) }),
+                ("the description removed", { $0.description = nil }),
+                ("a crash guard policy", { $0.crashGuard = CrashGuardPolicy(minimumSessions: 123) }),
+                ("a metric", { $0.metrics = [MetricDefinition(name: "fare", kind: .value, cap: 200)] }),
+                ("a flag deleted with its references", { flagSet in
+                    flagSet.flags.removeAll { $0.key == "retry_limit" }
+                }),
+                ("a kill switch and a plugin point deleted", { flagSet in
+                    flagSet.killSwitches.removeAll { $0.key == "kill_checkout" }
+                    flagSet.pluginPoints.removeFirst()
+                }),
+                ("the crash guard policy and the metric removed, the description back", { flagSet in
+                    flagSet.crashGuard = nil
+                    flagSet.metrics = []
+                    flagSet.description = "Kitchen"
+                }),
+            ]
+            for (name, edit) in edits {
+                let changed = try await stores[0].change("kitchen", Fixtures.request()) { flagSet in
+                    var flagSet = flagSet
+                    edit(&flagSet)
+                    return flagSet
+                }
+                #expect(changed.record != nil, "\(name)")
+                let read = try #require(try await stores[1].namespace("kitchen"))
+                #expect(read.record.version == changed.state.record.version, "\(name)")
+                #expect(JSONValue.object(read.flagSet.tree(unit: .basisPoints)) == .object(changed.state.flagSet.tree(unit: .basisPoints)), "\(name)")
+                #expect(read.flagSet.pluginPoints.map(\.name) == changed.state.flagSet.pluginPoints.map(\.name), "\(name)")
+            }
+        }
+    }
+
     @Test(arguments: StoreBackend.all)
     func concurrentChangesThroughSeveralProcessesTakeStrictlyIncreasingVersions(backend: StoreBackend) async throws {
         try await backend.withStores(3) { stores in

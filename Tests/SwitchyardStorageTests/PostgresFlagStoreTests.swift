@@ -88,6 +88,40 @@ import Testing
         }
     }
 
+    /// A database from before objects had rows kept each version's flag set as one text; the migration splits it
+    /// into rows in SQL (plugin points in their order, each member's text as it was), and changes go on from there.
+    @Test func aDatabaseFromBeforeObjectRowsSplitsItsFlagSets() async throws {
+        try await withStores(2) { stores in
+            try await stores[0].migrate()
+            _ = try await stores[0].createNamespace(Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
+            let changed = try await stores[0].change("kitchen", Fixtures.request()) { flagSet in
+                var flagSet = flagSet
+                flagSet.pluginPoints.insert(PluginPointDefinition(name: "a_first", switches: []), at: 0)
+                flagSet.crashGuard = CrashGuardPolicy(minimumSessions: 77)
+                flagSet.metrics = [MetricDefinition(name: "fare", kind: .value, cap: 200)]
+                return flagSet
+            }
+            let text = JSONValue.object(changed.state.flagSet.tree(unit: .basisPoints)).serializedString(.canonical)
+            let url = try TestPostgres.databaseURL(TestPostgres.serverURL(), name: stores[0].configuration.database)
+            try await TestPostgres.administer(url) { connection, logger in
+                for statement: PostgresQuery in [
+                    "DROP TABLE namespace_object", "ALTER TABLE namespace ADD COLUMN flag_set TEXT NOT NULL DEFAULT ''",
+                    "UPDATE namespace SET flag_set = \(text)", "DELETE FROM switchyard_migration WHERE id = 8",
+                ] {
+                    _ = try await connection.query(statement, logger: logger).collect()
+                }
+            }
+            try await stores[1].migrate()
+            let read = try #require(try await stores[1].namespace("kitchen"))
+            #expect(read.record == changed.state.record)
+            #expect(read.flagSet.pluginPoints.map(\.name) == ["a_first", "home_feed"])
+            #expect(JSONValue.object(read.flagSet.tree(unit: .basisPoints)).serializedString(.canonical) == text)
+            let next = try await stores[1].change("kitchen", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 99))
+            #expect(next.state.record.version == 3)
+            #expect(try await stores[0].namespace("kitchen")?.flagSet == next.state.flagSet)
+        }
+    }
+
     @Test func operationsBeforeTheFirstConnectionWaitForRun() async throws {
         let (url, drop) = try await TestPostgres.createDatabase(timeout: 60)
         let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: url))

@@ -49,7 +49,7 @@ struct SQLiteFlagStoreTests {
     @Test func aDatabaseFromBeforeMovesItsEventsIntoTheEventsFileOnce() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         var store = try await SQLiteFlagStore(path: path)
-        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
         let counted = try await store.ingestEvents(Self.sessions(4, crashed: 1), in: "rider", receivedAt: Date())
         #expect(counted.counted.count == 4)
         let countsBefore = try await Self.counts(store)
@@ -69,6 +69,7 @@ struct SQLiteFlagStoreTests {
             }
             try db.execute(sql: "DETACH DATABASE moved")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v6:%'")
+            try Self.undoObjectRows(db, flagSet: created.state.flagSet)
         }
         try flags.close()
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: eventsPath + suffix) }
@@ -88,6 +89,54 @@ struct SQLiteFlagStoreTests {
         store = try await SQLiteFlagStore(path: path)
         #expect(try await Self.counts(store) == countsBefore)
         try store.close()
+    }
+
+    /// A database from before objects had rows kept each version's flag set as one text; the first opening splits
+    /// it into rows (plugin points in their order), and changes go on from there.
+    @Test func aDatabaseFromBeforeObjectRowsSplitsItsFlagSetsOnce() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var store = try await SQLiteFlagStore(path: path)
+        let created = try await store.createNamespace(Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
+        let changed = try await store.change("kitchen", Fixtures.request()) { flagSet in
+            var flagSet = flagSet
+            flagSet.pluginPoints.insert(PluginPointDefinition(name: "a_first", switches: []), at: 0)
+            flagSet.crashGuard = CrashGuardPolicy(minimumSessions: 77)
+            return flagSet
+        }
+        try store.close()
+
+        // Put the file back as it was: the flag set as one canonical text in the namespace's row.
+        let text = JSONValue.object(changed.state.flagSet.tree(unit: .basisPoints)).serializedString(.canonical)
+        let flags = try DatabaseQueue(path: path)
+        try flags.inDatabase { db in try Self.undoObjectRows(db, flagSet: changed.state.flagSet) }
+        try flags.close()
+
+        store = try await SQLiteFlagStore(path: path)
+        let read = try #require(try await store.namespace("kitchen"))
+        #expect(read.record == changed.state.record)
+        #expect(read.record.epoch == created.state.record.epoch)
+        #expect(read.flagSet.pluginPoints.map(\.name) == ["a_first", "home_feed"])
+        #expect(JSONValue.object(read.flagSet.tree(unit: .basisPoints)).serializedString(.canonical) == text)
+        let next = try await store.change("kitchen", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 99))
+        #expect(next.state.record.version == 3)
+        try store.close()
+        let columns = try DatabaseQueue(path: path)
+        #expect(try await columns.read { db in try db.columns(in: "namespace").map(\.name) }.contains("flag_set") == false)
+        try columns.close()
+
+        store = try await SQLiteFlagStore(path: path)
+        #expect(try await store.namespace("kitchen")?.flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.rollout.basisPoints == 99)
+        try store.close()
+    }
+
+    /// Puts a database with one namespace back as it was before migration v7: the flag set as one canonical text in
+    /// the namespace's row, no object rows.
+    static func undoObjectRows(_ db: Database, flagSet: FlagSet) throws {
+        try db.execute(sql: "DROP TABLE namespace_object")
+        try db.execute(sql: "ALTER TABLE namespace ADD COLUMN flag_set TEXT NOT NULL DEFAULT ''")
+        try db.execute(sql: "UPDATE namespace SET flag_set = ?",
+                       arguments: [JSONValue.object(flagSet.tree(unit: .basisPoints)).serializedString(.canonical)])
+        try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v7:%'")
     }
 
     /// Sessions of the rider fixture, in Lagos, the first `crashed` of them crashed.

@@ -77,7 +77,7 @@ public enum NamespaceStep {
                                   reason: plan.reason, summary: plan.summary, changes: changes)
         let namespace = NamespaceRecord(name: flagSet.namespace, epoch: epoch, version: 1, reasonPolicy: reasonPolicy,
                                         createdAt: time, updatedAt: time)
-        return (NamespaceState(record: namespace, flagSet: try FlagSet(storedText: flagSet.storedText, namespace: flagSet.namespace)), record)
+        return (NamespaceState(record: namespace, flagSet: try FlagSet(storedObjects: flagSet.storedObjects, namespace: flagSet.namespace)), record)
     }
 
     /// The refusal of a namespace that exists already.

@@ -38,21 +38,3 @@ extension ObjectChange {
         return changes
     }
 }
-
-extension FlagSet {
-    /// The flag set as canonical JSON text with basis points, as backends store it.
-    package var storedText: String {
-        JSONValue.object(tree(unit: .basisPoints)).serializedString(.canonical)
-    }
-
-    /// Reads what `storedText` wrote.
-    package init(storedText text: String, namespace: String) throws(StorageError) {
-        do {
-            self = try FlagSet(tree: JSONValue.parse(text), unit: .basisPoints)
-        } catch let error as DefinitionError {
-            throw StorageError(.corrupt, "the stored flag set of namespace '\(namespace)' is invalid", problems: error.problems)
-        } catch {
-            throw StorageError(.corrupt, "the stored flag set of namespace '\(namespace)' is not JSON: \(error)")
-        }
-    }
-}
