@@ -107,7 +107,7 @@ struct FlagSetMutator {
         return current
     }
 
-    private mutating func change(_ flagSet: inout FlagSet) {
+    mutating func change(_ flagSet: inout FlagSet) {
         serial += 1
         let switches = flagSet.flags.indices.filter { flagSet.flags[$0].pluginSwitch != nil }
         switch Int.random(in: 0..<12, using: &random.generator) {

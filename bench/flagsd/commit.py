@@ -2,6 +2,7 @@
 """Change commit latency through the API: sequential rollout changes on one keep-alive connection; each is
 acknowledged only once durable. Prints one JSON object with p50 / p99 / max in milliseconds."""
 import argparse
+import base64
 import http.client
 import json
 import statistics
@@ -15,14 +16,23 @@ def main() -> None:
     parser.add_argument("--namespace", default="bench")
     parser.add_argument("--token", required=True)
     parser.add_argument("--changes", type=int, default=2000)
+    parser.add_argument("--flag", default="plugin_switch_point_000_2", help="the plugin switch whose rollout changes")
+    parser.add_argument("--etcd", action="store_true",
+                        help="PUT a key through etcd's HTTP gateway instead (the anchor: a durable one-key commit)")
     args = parser.parse_args()
     connection = http.client.HTTPConnection(args.host, args.port)
     headers = {"Authorization": f"Bearer {args.token}", "Content-Type": "application/json"}
     latencies = []
     for n in range(args.changes + 50):
-        body = json.dumps({"rollout": n % 10001})
+        if args.etcd:
+            path = "/v3/kv/put"
+            body = json.dumps({"key": base64.b64encode(f"/flags/{args.flag}".encode()).decode(),
+                               "value": base64.b64encode(json.dumps({"rollout": n % 10001}).encode()).decode()})
+        else:
+            path = f"/v1/namespaces/{args.namespace}/flags/{args.flag}/rollout"
+            body = json.dumps({"rollout": n % 10001})
         start = time.perf_counter()
-        connection.request("POST", f"/v1/namespaces/{args.namespace}/flags/plugin_switch_point_000_2/rollout", body, headers)
+        connection.request("POST", path, body, headers)
         response = connection.getresponse()
         response.read()
         elapsed = (time.perf_counter() - start) * 1000

@@ -75,6 +75,57 @@ extension FlagSet {
         return problems
     }
 
+    /// The problems of this flag set, which a change made from `before` (a valid flag set): exactly what
+    /// ``validate()`` returns, found in time proportional to the change when it is small.
+    ///
+    /// A change of a few flags' definitions (same kind of flag, same keys) or of a few kill switches' entries and
+    /// members can only be at fault in those objects: they alone are checked. Anything else (a flag added, removed or
+    /// changing kind, a kill switch added or removed, plugin points, metrics), or a problem found, is validated whole,
+    /// so what is reported never depends on the path taken.
+    ///
+    /// - Parameter changes: the objects that differ from `before` (``ChangedObjects/init(from:to:)``).
+    public func validate(changedFrom before: FlagSet, changes: ChangedObjects) -> [ValidationProblem] {
+        isPlainlyValid(changedFrom: before, changes: changes) ? [] : validate()
+    }
+
+    /// Whether a small change left the flag set valid, checking only what it touched; false when it cannot tell.
+    func isPlainlyValid(changedFrom before: FlagSet, changes: ChangedObjects) -> Bool {
+        guard namespace == before.namespace, metrics == before.metrics, changes.pluginPoints.isEmpty, !changes.pluginPointOrder,
+              changes.flags.count + changes.killSwitches.count <= 16,
+              flags.count == before.flags.count, killSwitches.count == before.killSwitches.count else { return false }
+        func positions<Object>(of keys: Set<String>, in list: [Object], key: (Object) -> String) -> [Int]? {
+            var found: [Int] = []
+            for (index, object) in list.enumerated() where keys.contains(key(object)) { found.append(index) }
+            return found.count == keys.count ? found : nil  // a key missing (removed) or listed twice
+        }
+        guard let newFlags = positions(of: changes.flags, in: flags, key: \.key),
+              let oldFlags = positions(of: changes.flags, in: before.flags, key: \.key),
+              let newKills = positions(of: changes.killSwitches, in: killSwitches, key: \.key),
+              positions(of: changes.killSwitches, in: before.killSwitches, key: \.key) != nil else { return false }
+        // The same flags of the same kinds: plugin points and kill switches refer to them as before.
+        let oldKinds = Dictionary(uniqueKeysWithValues: oldFlags.map { (before.flags[$0].key, before.flags[$0].pluginSwitch != nil) })
+        let declared = metrics.map(\.name)
+        for index in newFlags {
+            let flag = flags[index]
+            guard oldKinds[flag.key] == (flag.pluginSwitch != nil), Self.problems(of: flag).isEmpty else { return false }
+            for guardrail in flag.pluginSwitch?.release?.guardrails ?? []
+            where guardrail.problem(with: metric(guardrail.metric), declared: declared) != nil {
+                return false
+            }
+        }
+        // A changed kill switch: its members must be flags, the master has none (its key is a kill switch's already).
+        var flagKeys: Set<String>?
+        for index in newKills {
+            let kill = killSwitches[index]
+            if kill.isMaster && !kill.members.isEmpty { return false }
+            if !kill.members.isEmpty {
+                if flagKeys == nil { flagKeys = Set(flags.map(\.key)) }
+                if !kill.members.allSatisfy({ flagKeys!.contains($0) }) { return false }
+            }
+        }
+        return true
+    }
+
     /// The problems of one flag on its own: its key, its kind's naming rule, an experiment's variants and weights.
     static func problems(of flag: FlagDefinition) -> [ValidationProblem] {
         // Paths are built only for a problem: this runs for every flag of every snapshot decoded.

@@ -39,7 +39,7 @@ package struct EncodedFlags: Sendable {
 
     /// The canonical document of a snapshot whose flags these are, with its checksum: the same bytes as
     /// `SnapshotDocument.encodeWithChecksum`.
-    package func document(for snapshot: Snapshot) -> (bytes: [UInt8], checksum: String) {
+    package func document(for snapshot: Snapshot, sha256: ([UInt8]) -> [UInt8] = SHA256.digest) -> (bytes: [UInt8], checksum: String) {
         // The canonical form without the checksum: the header members around "flags", sorted.
         let flagSet = snapshot.flagSet
         var before = JSONObject()
@@ -63,7 +63,7 @@ package struct EncodedFlags: Sendable {
         }
         body += Array("},".utf8)
         body += tail.dropFirst()                   // `"format":1,…}` without its `{`
-        return SnapshotDocument.withChecksum(body: body)
+        return SnapshotDocument.withChecksum(body: body, sha256: sha256)
     }
 
     /// The first position whose key is not below `key` (UTF-8 order).

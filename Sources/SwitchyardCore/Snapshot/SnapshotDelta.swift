@@ -154,30 +154,35 @@ public struct ChangedObjects: Sendable, Hashable {
     /// upserted as it is).
     public init(from old: FlagSet, to new: FlagSet) {
         description = old.description != new.description
-        // Flags usually stay where they were (a change replaces one in place): compare position by position, and
-        // by key only from the first position where the keys part.
+        flags = Self.changedKeys(old.flags, new.flags, key: \.key)
+        killSwitches = Self.changedKeys(old.killSwitches, new.killSwitches, key: \.key)
+        pluginPoints = Self.changedKeys(old.pluginPoints, new.pluginPoints, key: \.name)
+        pluginPointOrder = old.pluginPoints.count != new.pluginPoints.count
+            || zip(old.pluginPoints, new.pluginPoints).contains { $0.name != $1.name }
+    }
+
+    /// The keys of the objects that differ between two lists keyed by `key` (added, removed or changed).
+    ///
+    /// Objects usually stay where they were (a change replaces one in place): the lists are compared position by
+    /// position, and by key only from the first position where the keys part. A key listed twice in `new` is
+    /// reported changed (a list that repeats a key is not what `old` was).
+    package static func changedKeys<Object: Equatable>(_ old: [Object], _ new: [Object], key: (Object) -> String) -> Set<String> {
+        var changed = Set<String>()
         var position = 0
-        while position < min(old.flags.count, new.flags.count), old.flags[position].key == new.flags[position].key {
-            if old.flags[position] != new.flags[position] { flags.insert(new.flags[position].key) }
+        while position < min(old.count, new.count), key(old[position]) == key(new[position]) {
+            if old[position] != new[position] { changed.insert(key(new[position])) }
             position += 1
         }
-        if position < old.flags.count || position < new.flags.count {
-            let rest = old.flags[position...]
-            let oldFlags = Dictionary(rest.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
-            var seen = Set<String>()
-            for flag in new.flags[position...] {
-                seen.insert(flag.key)
-                if oldFlags[flag.key] != flag { flags.insert(flag.key) }
-            }
-            for flag in rest where !seen.contains(flag.key) { flags.insert(flag.key) }
+        guard position < old.count || position < new.count else { return changed }
+        let rest = old[position...]
+        let oldByKey = Dictionary(rest.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
+        var seen = Set<String>()
+        for object in new[position...] {
+            let name = key(object)
+            if !seen.insert(name).inserted || oldByKey[name] != object { changed.insert(name) }
         }
-        let oldKills = Dictionary(old.killSwitches.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
-        let newKills = Dictionary(new.killSwitches.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
-        for key in Set(oldKills.keys).union(newKills.keys) where oldKills[key] != newKills[key] { killSwitches.insert(key) }
-        let oldPoints = Dictionary(old.pluginPoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let newPoints = Dictionary(new.pluginPoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        for name in Set(oldPoints.keys).union(newPoints.keys) where oldPoints[name] != newPoints[name] { pluginPoints.insert(name) }
-        pluginPointOrder = old.pluginPoints.map(\.name) != new.pluginPoints.map(\.name)
+        for object in rest where !seen.contains(key(object)) { changed.insert(key(object)) }
+        return changed
     }
 
     /// Exactly what a delta changes in the snapshot it applies to: the objects it upserts with another definition

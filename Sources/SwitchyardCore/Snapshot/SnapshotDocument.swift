@@ -29,8 +29,11 @@ public enum SnapshotDocument {
     }
 
     /// The document of a canonical body (a JSON object without `checksum`) and its `checksum` member.
-    static func withChecksum(body: [UInt8]) -> (bytes: [UInt8], checksum: String) {
-        let checksum = "sha256:" + SHA256.hexDigest(body)
+    ///
+    /// - Parameter sha256: computes SHA-256 (flagsd passes swift-crypto's, which uses the processor's SHA
+    ///   instructions; the core's own serves every platform).
+    static func withChecksum(body: [UInt8], sha256: ([UInt8]) -> [UInt8] = SHA256.digest) -> (bytes: [UInt8], checksum: String) {
+        let checksum = "sha256:" + SHA256.hex(sha256(body))
         // The checksum sorts first: the document is `{"checksum":"sha256:…",` and the body after its `{`.
         var document = Array(#"{"checksum":""#.utf8)
         document.reserveCapacity(body.count + 90)

@@ -27,12 +27,13 @@ public struct ChangePlan: Sendable, Hashable {
             throw StorageError(.invalid, "a change cannot rename namespace '\(before.namespace)' to '\(after.namespace)'",
                                problems: [ValidationProblem(path: "namespace", message: "must stay '\(before.namespace)'")])
         }
-        let problems = after.validate()
+        let changed = ChangedObjects(from: before, to: after)
+        let problems = after.validate(changedFrom: before, changes: changed)
         guard problems.isEmpty else {
             throw StorageError(.invalid, "the change would leave namespace '\(before.namespace)' invalid", problems: problems)
         }
         self.after = after
-        self.changes = ChangePlan.diff(before: before, after: after)
+        self.changes = ChangePlan.diff(before: before, after: after, changed: changed)
         let trimmed = request.author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         self.reason = (trimmed?.isEmpty ?? true) ? nil : trimmed
         self.summary = request.summary ?? ChangePlan.describe(changes)
@@ -44,6 +45,11 @@ public struct ChangePlan: Sendable, Hashable {
 
     /// The objects that differ between two flag sets, as trees with rollouts in basis points.
     public static func diff(before: FlagSet, after: FlagSet) -> [ObjectChange] {
+        diff(before: before, after: after, changed: ChangedObjects(from: before, to: after))
+    }
+
+    /// The objects that differ, knowing which plugin points, kill switches and flags do.
+    static func diff(before: FlagSet, after: FlagSet, changed: ChangedObjects) -> [ObjectChange] {
         var changes: [ObjectChange] = []
         if before.description != after.description {
             changes.append(ObjectChange(kind: .namespace, key: "description",
@@ -55,22 +61,36 @@ public struct ChangePlan: Sendable, Hashable {
                                         before: before.crashGuard.map { .object($0.tree(unit: .basisPoints)) },
                                         after: after.crashGuard.map { .object($0.tree(unit: .basisPoints)) }))
         }
-        // Compare the model first and build JSON trees only for the objects that differ.
-        func compare<Object: Equatable>(_ kind: ObjectKind, _ old: [(String, Object)], _ new: [(String, Object)],
-                                        tree: (Object) -> JSONValue) {
-            let oldByKey = Dictionary(old, uniquingKeysWith: { first, _ in first })
-            let newByKey = Dictionary(new, uniquingKeysWith: { first, _ in first })
-            var keys = old.map(\.0)
-            for (key, _) in new where oldByKey[key] == nil { keys.append(key) }
-            for key in keys where oldByKey[key] != newByKey[key] {
-                let before = oldByKey[key].map(tree), after = newByKey[key].map(tree)
-                if before != after { changes.append(ObjectChange(kind: kind, key: key, before: before, after: after)) }
+        // Find the objects that differ on the model (position by position while the lists agree), then build JSON
+        // trees for those only, in the order the lists have them.
+        func record<Object>(_ kind: ObjectKind, _ keys: Set<String>, _ old: [Object], _ new: [Object],
+                            key: (Object) -> String, tree: (Object) -> JSONValue) {
+            guard !keys.isEmpty else { return }
+            // A change touches a few objects of thousands: comparing a key with a few is cheaper than hashing it.
+            let few = keys.count <= 8 ? Array(keys) : nil
+            func isChanged(_ object: Object) -> Bool { few?.contains(key(object)) ?? keys.contains(key(object)) }
+            var oldByKey: [String: Object] = [:], order: [String] = []
+            for object in old where isChanged(object) && oldByKey[key(object)] == nil {
+                oldByKey[key(object)] = object
+                order.append(key(object))
+            }
+            var newByKey: [String: Object] = [:]
+            for object in new where isChanged(object) && newByKey[key(object)] == nil {
+                newByKey[key(object)] = object
+                if oldByKey[key(object)] == nil { order.append(key(object)) }
+            }
+            for name in order {
+                let before = oldByKey[name].map(tree), after = newByKey[name].map(tree)
+                if before != after { changes.append(ObjectChange(kind: kind, key: name, before: before, after: after)) }
             }
         }
-        compare(.pluginPoint, before.pluginPoints.map { ($0.name, $0) }, after.pluginPoints.map { ($0.name, $0) }) { $0.jsonTree }
-        compare(.killSwitch, before.killSwitches.map { ($0.key, $0) }, after.killSwitches.map { ($0.key, $0) }) { $0.jsonTree }
-        compare(.flag, before.flags.map { ($0.key, $0) }, after.flags.map { ($0.key, $0) }) { .object($0.tree(unit: .basisPoints)) }
-        compare(.metric, before.metrics.map { ($0.name, $0) }, after.metrics.map { ($0.name, $0) }) { .object($0.tree) }
+        record(.pluginPoint, changed.pluginPoints, before.pluginPoints, after.pluginPoints, key: \.name) { $0.jsonTree }
+        record(.killSwitch, changed.killSwitches, before.killSwitches, after.killSwitches, key: \.key) { $0.jsonTree }
+        record(.flag, changed.flags, before.flags, after.flags, key: \.key) { .object($0.tree(unit: .basisPoints)) }
+        if before.metrics != after.metrics {
+            let metrics = ChangedObjects.changedKeys(before.metrics, after.metrics, key: \.name)
+            record(.metric, metrics, before.metrics, after.metrics, key: \.name) { .object($0.tree) }
+        }
         return changes
     }
 
