@@ -26,9 +26,9 @@ struct SnapshotDeltaPropertyTests {
         #expect(encoded.document(for: versions[0]).bytes == SnapshotDocument.encode(versions[0]))
         for position in 1..<versions.count {
             let flagSet = versions[position].flagSet
-            encoded = encoded.updating(changes[position].flags) { key in flagSet.flag(key) }
+            encoded = encoded.updating(changes[position], in: flagSet) { key in flagSet.flag(key) }
             #expect(encoded.document(for: versions[position]).bytes == SnapshotDocument.encode(versions[position]),
-                    "version \(versions[position].version) written from the previous one's members")
+                    "version \(versions[position].version) written from the previous one's members (flags, kill switches, points)")
         }
 
         // The client starts from a full download of version 1.

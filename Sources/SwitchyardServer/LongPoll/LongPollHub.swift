@@ -72,7 +72,7 @@ package final class PublishedSnapshot: Sendable {
             let lookup = Dictionary(uniqueKeysWithValues: changes.flags.compactMap { key in
                 snapshot.flagSet.flag(key).map { (key, $0) }
             })
-            encodedFlags = previous.encodedFlags.updating(changes.flags) { lookup[$0] }
+            encodedFlags = previous.encodedFlags.updating(changes, in: snapshot.flagSet) { lookup[$0] }
             (body, checksum) = Self.encoded(snapshot, encodedFlags)
             var sums = previous.digestSums
             for key in changes.flags {
