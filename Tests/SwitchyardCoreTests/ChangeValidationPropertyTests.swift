@@ -1,7 +1,7 @@
 @testable import SwitchyardCore
 import Testing
 
-/// Validating a change by what it touched (`validate(changedFrom:changes:)`) against validating the whole flag set:
+/// Validating a change by what it touched (`validate(changedFrom:changes:aligned:)`) against validating the whole flag set:
 /// random changes of valid flag sets, some of them breaking a rule, give the same problems either way, and the
 /// shortcut vouches for a change only when the whole flag set is valid.
 struct ChangeValidationPropertyTests {
@@ -19,10 +19,11 @@ struct ChangeValidationPropertyTests {
             } else {
                 mutator.change(&candidate)
             }
-            let changes = ChangedObjects(from: current, to: candidate)
+            var aligned = AlignedChanges()
+            let changes = ChangedObjects(from: current, to: candidate, aligned: &aligned)
             let whole = candidate.validate()
-            #expect(candidate.validate(changedFrom: current, changes: changes) == whole)
-            if candidate.isPlainlyValid(changedFrom: current, changes: changes) {
+            #expect(candidate.validate(changedFrom: current, changes: changes, aligned: aligned) == whole)
+            if candidate.isPlainlyValid(changedFrom: current, changes: changes, aligned: aligned) {
                 vouched += 1
                 #expect(whole.isEmpty, "the shortcut vouched for a flag set with problems: \(whole)")
             }
@@ -64,6 +65,45 @@ struct ChangeValidationPropertyTests {
             // A flag's key replaced by one that breaks the naming rule.
             let index = Int.random(in: 0..<flagSet.flags.count, using: &random.generator)
             flagSet.flags[index].key = "Not A Key"
+        }
+    }
+}
+
+/// The server's way of writing a version's document (the previous version's members, in chunks, with the changed
+/// ones written again) against encoding the whole snapshot, on a namespace large enough for many chunks: flags
+/// added in random places (chunks grow and split), removed (chunks empty), replaced.
+struct EncodedMembersTests {
+    @Test(arguments: 0..<3)
+    func documentsWrittenFromChunksEqualWholeEncodings(seed: UInt64) {
+        var random = RandomFlagSets(seed: seed &+ 99)
+        var flagSet = random.flagSet(switches: 700, experiments: 20)
+        var version: Int64 = 1
+        var encoded = EncodedFlags(flagSet)
+        #expect(encoded.document(for: Snapshot(epoch: "e", version: 1, flagSet: flagSet)).bytes
+            == SnapshotDocument.encode(Snapshot(epoch: "e", version: 1, flagSet: flagSet)))
+        for step in 0..<12 {
+            let before = flagSet
+            for serial in 0..<Int.random(in: 1...400, using: &random.generator) {
+                switch Int.random(in: 0..<3, using: &random.generator) {
+                case 0:
+                    // A key that sorts anywhere among the others.
+                    let key = "plugin_switch_\(String(UInt32.random(in: 0...UInt32.max, using: &random.generator), radix: 36))_\(step)_\(serial)"
+                    flagSet.flags.append(FlagDefinition(key: key, kind: .pluginSwitch(random.pluginSwitch())))
+                case 1 where flagSet.flags.count > 1:
+                    let key = flagSet.flags.remove(at: Int.random(in: 0..<flagSet.flags.count, using: &random.generator)).key
+                    for point in flagSet.pluginPoints.indices { flagSet.pluginPoints[point].switches.removeAll { $0 == key } }
+                    for kill in flagSet.killSwitches.indices { flagSet.killSwitches[kill].members.removeAll { $0 == key } }
+                default:
+                    if let index = flagSet.flags.indices.filter({ flagSet.flags[$0].pluginSwitch != nil }).randomElement(using: &random.generator) {
+                        flagSet.flags[index].pluginSwitch?.rollout = random.rollout()
+                    }
+                }
+            }
+            version += 1
+            let snapshot = Snapshot(epoch: "e", version: version, flagSet: flagSet)
+            let target = flagSet
+            encoded = encoded.updating(ChangedObjects(from: before, to: flagSet), in: flagSet) { key in target.flag(key) }
+            #expect(encoded.document(for: snapshot).bytes == SnapshotDocument.encode(snapshot), "step \(step)")
         }
     }
 }

@@ -83,33 +83,30 @@ extension FlagSet {
     /// changing kind, a kill switch added or removed, plugin points, metrics), or a problem found, is validated whole,
     /// so what is reported never depends on the path taken.
     ///
-    /// - Parameter changes: the objects that differ from `before` (``ChangedObjects/init(from:to:)``).
-    public func validate(changedFrom before: FlagSet, changes: ChangedObjects) -> [ValidationProblem] {
-        isPlainlyValid(changedFrom: before, changes: changes) ? [] : validate()
+    /// - Parameters:
+    ///   - changes: the objects that differ from `before` (``ChangedObjects/init(from:to:aligned:)``).
+    ///   - aligned: where the changed flags and kill switches are, when the change left every key in place (from
+    ///     ``ChangedObjects/init(from:to:aligned:)``); the shortcut needs them.
+    package func validate(changedFrom before: FlagSet, changes: ChangedObjects, aligned: AlignedChanges) -> [ValidationProblem] {
+        isPlainlyValid(changedFrom: before, changes: changes, aligned: aligned) ? [] : validate()
     }
 
     /// Whether a small change left the flag set valid, checking only what it touched; false when it cannot tell.
-    func isPlainlyValid(changedFrom before: FlagSet, changes: ChangedObjects) -> Bool {
+    func isPlainlyValid(changedFrom before: FlagSet, changes: ChangedObjects, aligned: AlignedChanges) -> Bool {
         guard namespace == before.namespace, metrics == before.metrics, changes.pluginPoints.isEmpty, !changes.pluginPointOrder,
               changes.flags.count + changes.killSwitches.count <= 16,
               flags.count == before.flags.count, killSwitches.count == before.killSwitches.count else { return false }
-        func positions<Object>(of keys: Set<String>, in list: [Object], key: (Object) -> String) -> [Int]? {
-            var found: [Int] = []
-            for (index, object) in list.enumerated() where keys.contains(key(object)) { found.append(index) }
-            return found.count == keys.count ? found : nil  // a key missing (removed) or listed twice
-        }
-        guard let newFlags = positions(of: changes.flags, in: flags, key: \.key),
-              let oldFlags = positions(of: changes.flags, in: before.flags, key: \.key),
-              let newKills = positions(of: changes.killSwitches, in: killSwitches, key: \.key),
-              positions(of: changes.killSwitches, in: before.killSwitches, key: \.key) != nil else { return false }
-        // The same flags of the same kinds: plugin points and kill switches refer to them as before.
-        let oldKinds = Dictionary(uniqueKeysWithValues: oldFlags.map { (before.flags[$0].key, before.flags[$0].pluginSwitch != nil) })
-        let declared = metrics.map(\.name)
+        // The same keys in the same places: no key added, removed or listed twice, and the changed objects are
+        // where `aligned` says, in both lists.
+        guard let newFlags = aligned.flags, let newKills = aligned.killSwitches else { return false }
         for index in newFlags {
             let flag = flags[index]
-            guard oldKinds[flag.key] == (flag.pluginSwitch != nil), Self.problems(of: flag).isEmpty else { return false }
+            // The same kind: plugin points and kill switches refer to it as before.
+            guard (before.flags[index].pluginSwitch != nil) == (flag.pluginSwitch != nil), Self.problems(of: flag).isEmpty else {
+                return false
+            }
             for guardrail in flag.pluginSwitch?.release?.guardrails ?? []
-            where guardrail.problem(with: metric(guardrail.metric), declared: declared) != nil {
+            where guardrail.problem(with: metric(guardrail.metric), declared: metrics.map(\.name)) != nil {
                 return false
             }
         }

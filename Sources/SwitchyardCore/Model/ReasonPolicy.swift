@@ -31,9 +31,16 @@ extension Scope {
 extension FlagSet {
     /// Whether this flag set has a kill entry that `before` does not have (a scope newly killed).
     public func addsKillEntry(comparedTo before: FlagSet) -> Bool {
-        killSwitches.contains { kill in
-            let old = before.killSwitch(kill.key)?.entries ?? []
-            return kill.entries.contains { entry in !old.contains { $0.sameScope(as: entry) } }
+        // Kill switches usually stay where they were: look each up at its own position first (a namespace holds
+        // thousands), and only those with entries.
+        let aligned = killSwitches.count == before.killSwitches.count
+        return killSwitches.indices.contains { index in
+            let kill = killSwitches[index]
+            guard !kill.entries.isEmpty else { return false }
+            let old = aligned && before.killSwitches[index].key == kill.key ? before.killSwitches[index] : before.killSwitch(kill.key)
+            guard old != kill else { return false }
+            let entries = old?.entries ?? []
+            return kill.entries.contains { entry in !entries.contains { $0.sameScope(as: entry) } }
         }
     }
 }

@@ -10,18 +10,16 @@
 /// ```
 package struct EncodedFlags: Sendable {
     /// Every flag's member, sorted by key as the canonical form sorts them.
-    private var members: [(key: String, bytes: [UInt8])]
+    private var members: SortedMembers
     /// Every kill switch's member (`"<key>":{…}`), sorted by key.
-    private var killSwitches: [(key: String, bytes: [UInt8])]
+    private var killSwitches: SortedMembers
     /// Every plugin point's element (`{…}`), in the flag set's order.
     private var pluginPoints: [(name: String, bytes: [UInt8])]
 
     /// Serializes every flag, kill switch and plugin point of a flag set.
     package init(_ flagSet: FlagSet) {
-        members = flagSet.flags.map { ($0.key, Self.member($0)) }
-        members.sort { SnapshotDelta.byUTF8($0.key, $1.key) }
-        killSwitches = flagSet.killSwitches.map { ($0.key, Self.member($0)) }
-        killSwitches.sort { SnapshotDelta.byUTF8($0.key, $1.key) }
+        members = SortedMembers(flagSet.flags.map { ($0.key, Self.member($0)) })
+        killSwitches = SortedMembers(flagSet.killSwitches.map { ($0.key, Self.member($0)) })
         pluginPoints = flagSet.pluginPoints.map { ($0.name, Self.element($0)) }
     }
 
@@ -34,10 +32,8 @@ package struct EncodedFlags: Sendable {
     ///     flags passes it; `flagSet.flag(_:)` otherwise).
     package func updating(_ changes: ChangedObjects, in flagSet: FlagSet, flag: (String) -> FlagDefinition?) -> EncodedFlags {
         var next = self
-        Self.update(&next.members, keys: changes.flags, encode: { flag($0).map(Self.member) })
-        if !changes.killSwitches.isEmpty {
-            Self.update(&next.killSwitches, keys: changes.killSwitches, encode: { flagSet.killSwitch($0).map(Self.member) })
-        }
+        next.members.update(changes.flags) { flag($0).map(Self.member) }
+        next.killSwitches.update(changes.killSwitches) { flagSet.killSwitch($0).map(Self.member) }
         if !changes.pluginPoints.isEmpty || changes.pluginPointOrder {
             let kept = Dictionary(pluginPoints.map { ($0.name, $0.bytes) }, uniquingKeysWith: { first, _ in first })
             next.pluginPoints = flagSet.pluginPoints.map { point in
@@ -47,23 +43,17 @@ package struct EncodedFlags: Sendable {
         return next
     }
 
-    /// Replaces, removes or inserts the members of some keys in a list sorted by key.
-    private static func update(_ list: inout [(key: String, bytes: [UInt8])], keys: Set<String>, encode: (String) -> [UInt8]?) {
-        for key in keys {
-            let position = position(of: key, in: list)
-            let found = position < list.count && list[position].key == key
-            switch (found, encode(key)) {
-            case (true, let bytes?): list[position].bytes = bytes
-            case (true, nil): list.remove(at: position)
-            case (false, let bytes?): list.insert((key, bytes), at: position)
-            case (false, nil): break
-            }
-        }
-    }
-
     /// The canonical document of a snapshot whose flags these are, with its checksum: the same bytes as
     /// `SnapshotDocument.encodeWithChecksum`.
     package func document(for snapshot: Snapshot, sha256: ([UInt8]) -> [UInt8] = SHA256.digest) -> (bytes: [UInt8], checksum: String) {
+        let (body, checksum) = parts(for: snapshot, sha256: sha256)
+        return (SnapshotDocument.prefix(checksum: checksum) + body.dropFirst(), checksum)
+    }
+
+    /// The document in two parts, for a caller that writes it straight into its own buffer: the canonical form
+    /// without the checksum (`{…}`) and the checksum. The document is ``SnapshotDocument/prefix(checksum:)``
+    /// followed by the body without its first byte (`{`).
+    package func parts(for snapshot: Snapshot, sha256: ([UInt8]) -> [UInt8] = SHA256.digest) -> (body: [UInt8], checksum: String) {
         // The canonical form without the checksum, members in key order:
         // description?, epoch, flags, format, kill_switches, namespace, plugin_points?, version.
         let flagSet = snapshot.flagSet
@@ -71,7 +61,7 @@ package struct EncodedFlags: Sendable {
             list.reduce(0) { $0 + bytes($1).count + 1 }
         }
         var body: [UInt8] = []
-        body.reserveCapacity(joined(members, \.bytes) + joined(killSwitches, \.bytes) + joined(pluginPoints, \.bytes) + 256)
+        body.reserveCapacity(members.byteCount + killSwitches.byteCount + joined(pluginPoints, \.bytes) + 256)
         body.append(UInt8(ascii: "{"))
         if let description = flagSet.description {
             body += Array(#""description":"#.utf8)
@@ -86,11 +76,19 @@ package struct EncodedFlags: Sendable {
                 body += bytes(element)
             }
         }
+        func append(_ members: SortedMembers) {
+            var first = true
+            members.forEach { bytes in
+                if !first { body.append(UInt8(ascii: ",")) }
+                first = false
+                body += bytes
+            }
+        }
         body += Array(#","flags":{"#.utf8)
-        append(members, \.bytes)
+        append(members)
         body += Array(#"},"format":"#.utf8) + JSONValue.int64(SnapshotDocument.format).serialized(.canonical)
         body += Array(#","kill_switches":{"#.utf8)
-        append(killSwitches, \.bytes)
+        append(killSwitches)
         body += Array(#"},"namespace":"#.utf8)
         JSONValue.writeString(flagSet.namespace, into: &body)
         if !pluginPoints.isEmpty {
@@ -100,17 +98,7 @@ package struct EncodedFlags: Sendable {
         }
         body += Array(#","version":"#.utf8) + JSONValue.int64(snapshot.version).serialized(.canonical)
         body.append(UInt8(ascii: "}"))
-        return SnapshotDocument.withChecksum(body: body, sha256: sha256)
-    }
-
-    /// The first position in a list sorted by key whose key is not below `key` (UTF-8 order).
-    private static func position(of key: String, in list: [(key: String, bytes: [UInt8])]) -> Int {
-        var low = 0, high = list.count
-        while low < high {
-            let middle = (low + high) / 2
-            if SnapshotDelta.byUTF8(list[middle].key, key) { low = middle + 1 } else { high = middle }
-        }
-        return low
+        return (body, "sha256:" + SHA256.hex(sha256(body)))
     }
 
     /// `"<key>":<flag>` in canonical form, as in a snapshot (no crash guard policy).
@@ -126,5 +114,77 @@ package struct EncodedFlags: Sendable {
     /// A plugin point in canonical form, as an element of `plugin_points`.
     static func element(_ point: PluginPointDefinition) -> [UInt8] {
         JSONValue.object(point.tree).serialized(.canonical)
+    }
+}
+
+/// Members (`"<key>":<value>`) sorted by key, kept in chunks of a few hundred so that a copy shares every chunk and
+/// replacing, inserting or removing one member copies only its chunk: the next version of a namespace of ten thousand
+/// flags copies one chunk, not every member.
+struct SortedMembers: Sendable {
+    typealias Member = (key: String, bytes: [UInt8])
+    static let chunkSize = 128
+
+    private var chunks: [[Member]]
+    /// The bytes of every member, for reserving a document's capacity.
+    private(set) var byteCount: Int
+
+    init(_ members: [Member]) {
+        let sorted = members.sorted { SnapshotDelta.byUTF8($0.key, $1.key) }
+        chunks = stride(from: 0, to: sorted.count, by: Self.chunkSize).map { Array(sorted[$0..<min($0 + Self.chunkSize, sorted.count)]) }
+        byteCount = sorted.reduce(0) { $0 + $1.bytes.count + 1 }
+    }
+
+    /// Calls `body` with every member's bytes, in key order.
+    func forEach(_ body: ([UInt8]) -> Void) {
+        for chunk in chunks {
+            for member in chunk { body(member.bytes) }
+        }
+    }
+
+    /// Replaces, removes (`encode` gives nil) or inserts the members of some keys.
+    mutating func update(_ keys: Set<String>, encode: (String) -> [UInt8]?) {
+        for key in keys {
+            let bytes = encode(key)
+            // The chunk that holds the key, or would: the first whose last key is not below it (else the last).
+            var low = 0, high = chunks.count
+            while low < high {
+                let middle = (low + high) / 2
+                if SnapshotDelta.byUTF8(chunks[middle].last!.key, key) { low = middle + 1 } else { high = middle }
+            }
+            guard !chunks.isEmpty || bytes != nil else { continue }
+            if chunks.isEmpty { chunks = [[]] }
+            let index = min(low, chunks.count - 1)
+            let position = chunks[index].partitioningIndex { !SnapshotDelta.byUTF8($0.key, key) }
+            let found = position < chunks[index].count && chunks[index][position].key == key
+            if found { byteCount -= chunks[index][position].bytes.count + 1 }
+            switch (found, bytes) {
+            case (true, let bytes?): chunks[index][position].bytes = bytes
+            case (true, nil): chunks[index].remove(at: position)
+            case (false, let bytes?): chunks[index].insert((key, bytes), at: position)
+            case (false, nil): break
+            }
+            if let bytes { byteCount += bytes.count + 1 }
+            if chunks[index].isEmpty {
+                chunks.remove(at: index)
+            } else if chunks[index].count > 2 * Self.chunkSize {
+                let half = chunks[index].count / 2
+                let tail = Array(chunks[index][half...])
+                chunks[index].removeSubrange(half...)
+                chunks.insert(tail, at: index + 1)
+            }
+        }
+    }
+}
+
+extension Array {
+    /// The first index whose element satisfies `predicate`, in an array where every element that does follows
+    /// every element that does not.
+    fileprivate func partitioningIndex(where predicate: (Element) -> Bool) -> Int {
+        var low = 0, high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if predicate(self[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return low
     }
 }

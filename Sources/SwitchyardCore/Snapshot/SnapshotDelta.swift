@@ -81,11 +81,14 @@ public struct SnapshotDelta: Sendable, Hashable {
     ///   - checksum: the target's `checksum` member.
     ///   - digest: the target's digest.
     public init(base: Int64, target: Snapshot, changes: ChangedObjects, checksum: String, digest: String) {
-        var index: [String: FlagDefinition] = [:]
-        if !changes.flags.isEmpty {
+        // A few changed flags are found by a scan; many, through an index of every flag.
+        var index: [String: FlagDefinition]?
+        if changes.flags.count > 8 {
             index = Dictionary(target.flagSet.flags.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         }
-        self.init(base: base, target: target, changes: changes, checksum: checksum, digest: digest) { index[$0] }
+        self.init(base: base, target: target, changes: changes, checksum: checksum, digest: digest) { key in
+            index.map { $0[key] } ?? target.flagSet.flag(key)
+        }
     }
 
     /// The same, looking the changed flags up in the target's compiled form (without indexing every flag).
@@ -137,6 +140,16 @@ public struct SnapshotDelta: Sendable, Hashable {
     }
 }
 
+/// Where the changed flags and kill switches are, when a change left every key in place (the same keys at the same
+/// positions before and after, as a change of definitions does): their positions in both lists; nil for a kind whose
+/// keys moved, or were added or removed. Lets a change be validated and described without searching for its objects.
+package struct AlignedChanges: Sendable {
+    package var flags: [Int]?
+    package var killSwitches: [Int]?
+
+    package init() {}
+}
+
 /// The keys of the objects that differ between two flag sets, by kind.
 public struct ChangedObjects: Sendable, Hashable {
     public var flags: Set<String> = []
@@ -153,10 +166,18 @@ public struct ChangedObjects: Sendable, Hashable {
     /// crash guard policies, which snapshots leave out, count too (a flag with only its policy changed is
     /// upserted as it is).
     public init(from old: FlagSet, to new: FlagSet) {
+        var aligned = AlignedChanges()
+        self.init(from: old, to: new, aligned: &aligned)
+    }
+
+    /// The same, also saying where the changed flags and kill switches are when the change left every key in place.
+    package init(from old: FlagSet, to new: FlagSet, aligned: inout AlignedChanges) {
         description = old.description != new.description
-        flags = Self.changedKeys(old.flags, new.flags, key: \.key)
-        killSwitches = Self.changedKeys(old.killSwitches, new.killSwitches, key: \.key)
-        pluginPoints = Self.changedKeys(old.pluginPoints, new.pluginPoints, key: \.name)
+        // Closures, not key paths: these run for every object of the namespace.
+        flags = Self.changedKeys(old.flags, new.flags, key: { $0.key }, positions: &aligned.flags)
+        killSwitches = Self.changedKeys(old.killSwitches, new.killSwitches, key: { $0.key }, positions: &aligned.killSwitches)
+        var points: [Int]?
+        pluginPoints = Self.changedKeys(old.pluginPoints, new.pluginPoints, key: { $0.name }, positions: &points)
         pluginPointOrder = old.pluginPoints.count != new.pluginPoints.count
             || zip(old.pluginPoints, new.pluginPoints).contains { $0.name != $1.name }
     }
@@ -166,14 +187,26 @@ public struct ChangedObjects: Sendable, Hashable {
     /// Objects usually stay where they were (a change replaces one in place): the lists are compared position by
     /// position, and by key only from the first position where the keys part. A key listed twice in `new` is
     /// reported changed (a list that repeats a key is not what `old` was).
-    package static func changedKeys<Object: Equatable>(_ old: [Object], _ new: [Object], key: (Object) -> String) -> Set<String> {
+    ///
+    /// - Parameter positions: set to the positions of the objects that differ when both lists hold the same keys at
+    ///   the same positions, nil otherwise.
+    package static func changedKeys<Object: Equatable>(_ old: [Object], _ new: [Object], key: (Object) -> String,
+                                                       positions: inout [Int]?) -> Set<String> {
         var changed = Set<String>()
+        var found: [Int] = []
         var position = 0
         while position < min(old.count, new.count), key(old[position]) == key(new[position]) {
-            if old[position] != new[position] { changed.insert(key(new[position])) }
+            if old[position] != new[position] {
+                changed.insert(key(new[position]))
+                found.append(position)
+            }
             position += 1
         }
-        guard position < old.count || position < new.count else { return changed }
+        positions = nil
+        guard position < old.count || position < new.count else {
+            positions = found
+            return changed
+        }
         let rest = old[position...]
         let oldByKey = Dictionary(rest.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
         var seen = Set<String>()

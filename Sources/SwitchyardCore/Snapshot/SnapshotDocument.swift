@@ -34,13 +34,16 @@ public enum SnapshotDocument {
     ///   instructions; the core's own serves every platform).
     static func withChecksum(body: [UInt8], sha256: ([UInt8]) -> [UInt8] = SHA256.digest) -> (bytes: [UInt8], checksum: String) {
         let checksum = "sha256:" + SHA256.hex(sha256(body))
-        // The checksum sorts first: the document is `{"checksum":"sha256:…",` and the body after its `{`.
-        var document = Array(#"{"checksum":""#.utf8)
+        var document = prefix(checksum: checksum)
         document.reserveCapacity(body.count + 90)
-        document += checksum.utf8
-        document += Array(#"","#.utf8)
         document += body.dropFirst()
         return (document, checksum)
+    }
+
+    /// The start of a document up to its body: the checksum sorts first, so the document is
+    /// `{"checksum":"sha256:…",` and then the body after its `{`.
+    package static func prefix(checksum: String) -> [UInt8] {
+        Array(#"{"checksum":""#.utf8) + Array(checksum.utf8) + Array(#"","#.utf8)
     }
 
     /// The `checksum` member of a snapshot's document: `sha256:` and the hex digest of its canonical form without it.

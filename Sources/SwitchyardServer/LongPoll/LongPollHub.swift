@@ -107,11 +107,16 @@ package final class PublishedSnapshot: Sendable {
         identityHeaders = delivery
     }
 
-    /// The document as a buffer, with its checksum.
+    /// The document as a buffer, with its checksum, written once into the buffer (a document of megabytes is
+    /// neither assembled nor copied again).
     private static func encoded(_ snapshot: Snapshot, _ flags: EncodedFlags) -> (ByteBuffer, String) {
         // swift-crypto's SHA-256 uses the processor's SHA instructions: several times the core's portable one.
-        let (bytes, checksum) = flags.document(for: snapshot) { Array(Crypto.SHA256.hash(data: $0)) }
-        return (ByteBuffer(bytes: bytes), checksum)
+        let (body, checksum) = flags.parts(for: snapshot) { Array(Crypto.SHA256.hash(data: $0)) }
+        let prefix = SnapshotDocument.prefix(checksum: checksum)
+        var buffer = ByteBufferAllocator().buffer(capacity: prefix.count + body.count)
+        buffer.writeBytes(prefix)
+        buffer.writeBytes(body.dropFirst())
+        return (buffer, checksum)
     }
 
     /// The gzip form of the document and its headers, compressed on first use (once: later callers wait for it)
@@ -273,6 +278,8 @@ package final class LongPollHub: Service, Sendable {
             previous = latest
         }
         if let previous, previous.epoch == snapshot.epoch, deltaVersions > 0 { _ = snapshot.deltaAnswer(from: previous.version) }
+        // The version replaced is freed off the change's path: thousands of members to release.
+        if let previous { Self.retire(previous) }
         let position = snapshot.position
         let (woken, count, isUpdate) = shared.withLock { shared -> ([Waiter], Int, Bool) in
             let current = shared.snapshots[snapshot.namespace]
@@ -292,6 +299,12 @@ package final class LongPollHub: Service, Sendable {
         if isUpdate {
             propagation.recordNanoseconds(max(0, Int64(Date().timeIntervalSince(state.record.updatedAt) * 1e9)))
         }
+    }
+
+    /// Lets a replaced snapshot go on a background thread, so that freeing it (when nothing else holds it) does not
+    /// delay the publication that replaced it.
+    private static func retire(_ snapshot: PublishedSnapshot) {
+        DispatchQueue.global(qos: .utility).async { withExtendedLifetime(snapshot) {} }
     }
 
     /// Resumes parked tasks, and wakes parked connections in one job per event loop.

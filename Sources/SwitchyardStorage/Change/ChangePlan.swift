@@ -27,13 +27,14 @@ public struct ChangePlan: Sendable, Hashable {
             throw StorageError(.invalid, "a change cannot rename namespace '\(before.namespace)' to '\(after.namespace)'",
                                problems: [ValidationProblem(path: "namespace", message: "must stay '\(before.namespace)'")])
         }
-        let changed = ChangedObjects(from: before, to: after)
-        let problems = after.validate(changedFrom: before, changes: changed)
+        var aligned = AlignedChanges()
+        let changed = ChangedObjects(from: before, to: after, aligned: &aligned)
+        let problems = after.validate(changedFrom: before, changes: changed, aligned: aligned)
         guard problems.isEmpty else {
             throw StorageError(.invalid, "the change would leave namespace '\(before.namespace)' invalid", problems: problems)
         }
         self.after = after
-        self.changes = ChangePlan.diff(before: before, after: after, changed: changed)
+        self.changes = ChangePlan.diff(before: before, after: after, changed: changed, aligned: aligned)
         let trimmed = request.author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         self.reason = (trimmed?.isEmpty ?? true) ? nil : trimmed
         self.summary = request.summary ?? ChangePlan.describe(changes)
@@ -45,11 +46,14 @@ public struct ChangePlan: Sendable, Hashable {
 
     /// The objects that differ between two flag sets, as trees with rollouts in basis points.
     public static func diff(before: FlagSet, after: FlagSet) -> [ObjectChange] {
-        diff(before: before, after: after, changed: ChangedObjects(from: before, to: after))
+        var aligned = AlignedChanges()
+        let changed = ChangedObjects(from: before, to: after, aligned: &aligned)
+        return diff(before: before, after: after, changed: changed, aligned: aligned)
     }
 
-    /// The objects that differ, knowing which plugin points, kill switches and flags do.
-    static func diff(before: FlagSet, after: FlagSet, changed: ChangedObjects) -> [ObjectChange] {
+    /// The objects that differ, knowing which plugin points, kill switches and flags do (and where, when the change
+    /// left every key in place).
+    static func diff(before: FlagSet, after: FlagSet, changed: ChangedObjects, aligned: AlignedChanges) -> [ObjectChange] {
         var changes: [ObjectChange] = []
         if before.description != after.description {
             changes.append(ObjectChange(kind: .namespace, key: "description",
@@ -63,9 +67,16 @@ public struct ChangePlan: Sendable, Hashable {
         }
         // Find the objects that differ on the model (position by position while the lists agree), then build JSON
         // trees for those only, in the order the lists have them.
-        func record<Object>(_ kind: ObjectKind, _ keys: Set<String>, _ old: [Object], _ new: [Object],
+        func record<Object>(_ kind: ObjectKind, _ keys: Set<String>, _ old: [Object], _ new: [Object], at positions: [Int]? = nil,
                             key: (Object) -> String, tree: (Object) -> JSONValue) {
             guard !keys.isEmpty else { return }
+            if let positions {
+                for index in positions {
+                    let before = tree(old[index]), after = tree(new[index])
+                    if before != after { changes.append(ObjectChange(kind: kind, key: key(new[index]), before: before, after: after)) }
+                }
+                return
+            }
             // A change touches a few objects of thousands: comparing a key with a few is cheaper than hashing it.
             let few = keys.count <= 8 ? Array(keys) : nil
             func isChanged(_ object: Object) -> Bool { few?.contains(key(object)) ?? keys.contains(key(object)) }
@@ -84,12 +95,15 @@ public struct ChangePlan: Sendable, Hashable {
                 if before != after { changes.append(ObjectChange(kind: kind, key: name, before: before, after: after)) }
             }
         }
-        record(.pluginPoint, changed.pluginPoints, before.pluginPoints, after.pluginPoints, key: \.name) { $0.jsonTree }
-        record(.killSwitch, changed.killSwitches, before.killSwitches, after.killSwitches, key: \.key) { $0.jsonTree }
-        record(.flag, changed.flags, before.flags, after.flags, key: \.key) { .object($0.tree(unit: .basisPoints)) }
+        // Closures, not key paths: these run for every object of the namespace.
+        record(.pluginPoint, changed.pluginPoints, before.pluginPoints, after.pluginPoints, key: { $0.name }) { $0.jsonTree }
+        record(.killSwitch, changed.killSwitches, before.killSwitches, after.killSwitches, at: aligned.killSwitches,
+               key: { $0.key }) { $0.jsonTree }
+        record(.flag, changed.flags, before.flags, after.flags, at: aligned.flags, key: { $0.key }) { .object($0.tree(unit: .basisPoints)) }
         if before.metrics != after.metrics {
-            let metrics = ChangedObjects.changedKeys(before.metrics, after.metrics, key: \.name)
-            record(.metric, metrics, before.metrics, after.metrics, key: \.name) { .object($0.tree) }
+            var positions: [Int]?
+            let metrics = ChangedObjects.changedKeys(before.metrics, after.metrics, key: { $0.name }, positions: &positions)
+            record(.metric, metrics, before.metrics, after.metrics, key: { $0.name }) { .object($0.tree) }
         }
         return changes
     }
