@@ -78,10 +78,10 @@ package struct EncodedFlags: Sendable {
         }
         func append(_ members: SortedMembers) {
             var first = true
-            members.forEach { bytes in
+            members.forEachRun { run in
                 if !first { body.append(UInt8(ascii: ",")) }
                 first = false
-                body += bytes
+                body += run
             }
         }
         body += Array(#","flags":{"#.utf8)
@@ -125,20 +125,32 @@ struct SortedMembers: Sendable {
     static let chunkSize = 128
 
     private var chunks: [[Member]]
+    /// Each chunk's members joined with commas, written again only when the chunk changes: a document is then a
+    /// few dozen copies rather than one per member.
+    private var joined: [[UInt8]]
     /// The bytes of every member, for reserving a document's capacity.
     private(set) var byteCount: Int
 
     init(_ members: [Member]) {
         let sorted = members.sorted { SnapshotDelta.byUTF8($0.key, $1.key) }
         chunks = stride(from: 0, to: sorted.count, by: Self.chunkSize).map { Array(sorted[$0..<min($0 + Self.chunkSize, sorted.count)]) }
+        joined = chunks.map(Self.join)
         byteCount = sorted.reduce(0) { $0 + $1.bytes.count + 1 }
     }
 
-    /// Calls `body` with every member's bytes, in key order.
-    func forEach(_ body: ([UInt8]) -> Void) {
-        for chunk in chunks {
-            for member in chunk { body(member.bytes) }
+    /// Calls `body` with the members' bytes in key order, several members (joined by commas) at a time.
+    func forEachRun(_ body: ([UInt8]) -> Void) {
+        for run in joined { body(run) }
+    }
+
+    private static func join(_ chunk: [Member]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(chunk.reduce(0) { $0 + $1.bytes.count + 1 })
+        for (index, member) in chunk.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += member.bytes
         }
+        return bytes
     }
 
     /// Replaces, removes (`encode` gives nil) or inserts the members of some keys.
@@ -152,7 +164,10 @@ struct SortedMembers: Sendable {
                 if SnapshotDelta.byUTF8(chunks[middle].last!.key, key) { low = middle + 1 } else { high = middle }
             }
             guard !chunks.isEmpty || bytes != nil else { continue }
-            if chunks.isEmpty { chunks = [[]] }
+            if chunks.isEmpty {
+                chunks = [[]]
+                joined = [[]]
+            }
             let index = min(low, chunks.count - 1)
             let position = chunks[index].partitioningIndex { !SnapshotDelta.byUTF8($0.key, key) }
             let found = position < chunks[index].count && chunks[index][position].key == key
@@ -161,16 +176,21 @@ struct SortedMembers: Sendable {
             case (true, let bytes?): chunks[index][position].bytes = bytes
             case (true, nil): chunks[index].remove(at: position)
             case (false, let bytes?): chunks[index].insert((key, bytes), at: position)
-            case (false, nil): break
+            case (false, nil): continue
             }
             if let bytes { byteCount += bytes.count + 1 }
             if chunks[index].isEmpty {
                 chunks.remove(at: index)
+                joined.remove(at: index)
             } else if chunks[index].count > 2 * Self.chunkSize {
                 let half = chunks[index].count / 2
                 let tail = Array(chunks[index][half...])
                 chunks[index].removeSubrange(half...)
                 chunks.insert(tail, at: index + 1)
+                joined[index] = Self.join(chunks[index])
+                joined.insert(Self.join(tail), at: index + 1)
+            } else {
+                joined[index] = Self.join(chunks[index])
             }
         }
     }
