@@ -33,7 +33,6 @@ trap cleanup EXIT
 PG_PORT=$(free_port)
 postgres_start "$PG_ROOT/data" "$PG_PORT"
 PG_VERSION=$(as_postgres_user "$(postgres_bin_dir)/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -Atc 'show server_version')
-DATABASE_NUMBER=0
 
 # measure BINARY BACKEND SIZE: one flagsd on a fresh database, the namespace created, CHANGES changes; prints JSON.
 measure() {
@@ -41,9 +40,11 @@ measure() {
   if [ "$2" = sqlite ]; then
     database=$FLAGSD_BENCH_DIR/flags.sqlite
   else
-    DATABASE_NUMBER=$((DATABASE_NUMBER + 1))
-    as_postgres_user "$(postgres_bin_dir)/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "bench_$DATABASE_NUMBER"
-    database="postgres://postgres@127.0.0.1:$PG_PORT/bench_$DATABASE_NUMBER?sslmode=disable"
+    # A database of its own for each run (measure runs in a subshell: a counter would not count).
+    local name
+    name=bench_$(date +%s%N)
+    as_postgres_user "$(postgres_bin_dir)/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "$name"
+    database="postgres://postgres@127.0.0.1:$PG_PORT/$name?sslmode=disable"
   fi
   FLAGSD_BIN=$1 FLAGSD_BENCH_SWITCHES=$3 FLAGSD_ARGS="--database $database" start_flagsd >&2
   python3 bench/flagsd/commit.py --port "$FLAGSD_PORT" --token "$FLAGSD_BENCH_TOKEN" --changes "$CHANGES" \
