@@ -94,10 +94,9 @@ extension FlagSet {
     /// Whether a small change left the flag set valid, checking only what it touched; false when it cannot tell.
     func isPlainlyValid(changedFrom before: FlagSet, changes: ChangedObjects, aligned: AlignedChanges) -> Bool {
         guard namespace == before.namespace, metrics == before.metrics, changes.pluginPoints.isEmpty, !changes.pluginPointOrder,
-              changes.flags.count + changes.killSwitches.count <= 16,
-              flags.count == before.flags.count, killSwitches.count == before.killSwitches.count else { return false }
-        // The same keys in the same places: no key added, removed or listed twice, and the changed objects are
-        // where `aligned` says, in both lists.
+              changes.flags.count + changes.killSwitches.count <= 16 else { return false }
+        // The same keys in the same places (`aligned` is set only then): no key added, removed or listed twice, and
+        // the changed objects are where `aligned` says, in both lists.
         guard let newFlags = aligned.flags, let newKills = aligned.killSwitches else { return false }
         for index in newFlags {
             let flag = flags[index]

@@ -37,7 +37,7 @@ package struct EncodedFlags: Sendable {
         if !changes.pluginPoints.isEmpty || changes.pluginPointOrder {
             let kept = Dictionary(pluginPoints.map { ($0.name, $0.bytes) }, uniquingKeysWith: { first, _ in first })
             next.pluginPoints = flagSet.pluginPoints.map { point in
-                (point.name, changes.pluginPoints.contains(point.name) ? Self.element(point) : kept[point.name] ?? Self.element(point))
+                (point.name, (changes.pluginPoints.contains(point.name) ? nil : kept[point.name]) ?? Self.element(point))
             }
         }
         return next
@@ -45,15 +45,14 @@ package struct EncodedFlags: Sendable {
 
     /// The canonical document of a snapshot whose flags these are, with its checksum: the same bytes as
     /// `SnapshotDocument.encodeWithChecksum`.
-    package func document(for snapshot: Snapshot, sha256: ([UInt8]) -> [UInt8] = SHA256.digest) -> (bytes: [UInt8], checksum: String) {
-        let (body, checksum) = parts(for: snapshot, sha256: sha256)
-        return (SnapshotDocument.prefix(checksum: checksum) + body.dropFirst(), checksum)
+    package func document(for snapshot: Snapshot) -> (bytes: [UInt8], checksum: String) {
+        SnapshotDocument.withChecksum(body: body(for: snapshot))
     }
 
-    /// The document in two parts, for a caller that writes it straight into its own buffer: the canonical form
-    /// without the checksum (`{…}`) and the checksum. The document is ``SnapshotDocument/prefix(checksum:)``
-    /// followed by the body without its first byte (`{`).
-    package func parts(for snapshot: Snapshot, sha256: ([UInt8]) -> [UInt8] = SHA256.digest) -> (body: [UInt8], checksum: String) {
+    /// The canonical form of the document without its checksum (`{…}`), for a caller that hashes it and writes the
+    /// document straight into its own buffer: ``SnapshotDocument/prefix(checksum:)`` and then the body without its
+    /// first byte (`{`).
+    package func body(for snapshot: Snapshot) -> [UInt8] {
         // The canonical form without the checksum, members in key order:
         // description?, epoch, flags, format, kill_switches, namespace, plugin_points?, version.
         let flagSet = snapshot.flagSet
@@ -98,7 +97,7 @@ package struct EncodedFlags: Sendable {
         }
         body += Array(#","version":"#.utf8) + JSONValue.int64(snapshot.version).serialized(.canonical)
         body.append(UInt8(ascii: "}"))
-        return (body, "sha256:" + SHA256.hex(sha256(body)))
+        return body
     }
 
     /// `"<key>":<flag>` in canonical form, as in a snapshot (no crash guard policy).

@@ -29,11 +29,8 @@ public enum SnapshotDocument {
     }
 
     /// The document of a canonical body (a JSON object without `checksum`) and its `checksum` member.
-    ///
-    /// - Parameter sha256: computes SHA-256 (flagsd passes swift-crypto's, which uses the processor's SHA
-    ///   instructions; the core's own serves every platform).
-    static func withChecksum(body: [UInt8], sha256: ([UInt8]) -> [UInt8] = SHA256.digest) -> (bytes: [UInt8], checksum: String) {
-        let checksum = "sha256:" + SHA256.hex(sha256(body))
+    static func withChecksum(body: [UInt8]) -> (bytes: [UInt8], checksum: String) {
+        let checksum = Self.checksum(ofBody: body)
         var document = prefix(checksum: checksum)
         document.reserveCapacity(body.count + 90)
         document += body.dropFirst()
@@ -48,7 +45,15 @@ public enum SnapshotDocument {
 
     /// The `checksum` member of a snapshot's document: `sha256:` and the hex digest of its canonical form without it.
     public static func checksum(of snapshot: Snapshot) -> String {
-        "sha256:" + SHA256.hexDigest(body(of: snapshot))
+        checksum(ofBody: body(of: snapshot))
+    }
+
+    /// The `checksum` member of a document whose canonical form without it is `body`.
+    ///
+    /// - Parameter sha256: computes SHA-256 (flagsd passes swift-crypto's, which uses the processor's SHA
+    ///   instructions; the core's own serves every platform).
+    package static func checksum(ofBody body: [UInt8], sha256: ([UInt8]) -> [UInt8] = SHA256.digest) -> String {
+        "sha256:" + SHA256.hex(sha256(body))
     }
 
     /// The canonical form of a snapshot's document without its `checksum` member.

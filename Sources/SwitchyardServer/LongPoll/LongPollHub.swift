@@ -111,7 +111,8 @@ package final class PublishedSnapshot: Sendable {
     /// neither assembled nor copied again).
     private static func encoded(_ snapshot: Snapshot, _ flags: EncodedFlags) -> (ByteBuffer, String) {
         // swift-crypto's SHA-256 uses the processor's SHA instructions: several times the core's portable one.
-        let (body, checksum) = flags.parts(for: snapshot) { Array(Crypto.SHA256.hash(data: $0)) }
+        let body = flags.body(for: snapshot)
+        let checksum = SnapshotDocument.checksum(ofBody: body) { Array(Crypto.SHA256.hash(data: $0)) }
         let prefix = SnapshotDocument.prefix(checksum: checksum)
         var buffer = ByteBufferAllocator().buffer(capacity: prefix.count + body.count)
         buffer.writeBytes(prefix)

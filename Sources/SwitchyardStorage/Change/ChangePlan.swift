@@ -103,7 +103,7 @@ public struct ChangePlan: Sendable, Hashable {
         if before.metrics != after.metrics {
             var positions: [Int]?
             let metrics = ChangedObjects.changedKeys(before.metrics, after.metrics, key: { $0.name }, positions: &positions)
-            record(.metric, metrics, before.metrics, after.metrics, key: { $0.name }) { .object($0.tree) }
+            record(.metric, metrics, before.metrics, after.metrics, at: positions, key: { $0.name }) { .object($0.tree) }
         }
         return changes
     }
