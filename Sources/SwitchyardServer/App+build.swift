@@ -119,8 +119,15 @@ public func buildApplication(
                     additionalChannelHandlers: [connections.makeHandler(), snapshotFastPath.makeHandler()])),
                 gate: connections)
         },
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd"),
-        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd",
+                             backlog: configuration.listenBacklog),
+        onServerRunning: { channel in
+            // Accept up to 64 connections per wake of the listening socket (NIO's default is 4), so a burst of new
+            // connections leaves the kernel's backlog while the event loop also reads the requests of the ones
+            // before (bench/flagsd-parking.sh).
+            try? await channel.setOption(ChannelOptions.maxMessagesPerRead, value: 64)
+            await onServerRunning(channel.localAddress?.port ?? configuration.port)
+        },
         logger: logger)
     var server = FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard,
                              releasePlans: releasePlans,

@@ -42,6 +42,11 @@ public struct ServerConfiguration: Sendable {
     /// accepted (and counted in `flagsd_connections_refused_total{reason="address_cap"}`). Peers in
     /// `trustedProxies` are not capped (they carry many clients). Nil: no cap.
     public var maximumConnectionsPerAddress: Int? = 1_100
+    /// How many connections the kernel may hold, handshake done, for flagsd to accept (the listen backlog). Past
+    /// it the kernel drops a new connection's handshake and its client waits a second for the retransmission, so a
+    /// fleet reconnecting at once (after a restart or a deploy) needs room here. The kernel caps it at
+    /// `net.core.somaxconn`; the default is that cap (``systemListenBacklog``).
+    public var listenBacklog: Int = ServerConfiguration.systemListenBacklog
     /// How long a connection may wait for its client: between requests (after the last response), and within a
     /// request body (between two bytes). A request being answered, a parked long-poll included, is never cut.
     public var idleTimeout: Duration = .seconds(75)
@@ -108,6 +113,14 @@ public struct ServerConfiguration: Sendable {
     /// The proxies whose forwarding header (`X-Forwarded-For`, or `Forwarded` when they are set so) says where a
     /// request came from; a request from any other peer comes from that peer.
     public var trustedProxies = TrustedProxies()
+
+    /// The kernel's cap of a listen backlog (`/proc/sys/net/core/somaxconn`), or 4096 (Linux's default since 5.4)
+    /// where it cannot be read.
+    public static var systemListenBacklog: Int {
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8),
+              let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value > 0 else { return 4_096 }
+        return value
+    }
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,

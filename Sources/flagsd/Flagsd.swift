@@ -165,6 +165,11 @@ struct Flagsd: AsyncParsableCommand {
         discussion: "Counted by the TCP peer: an IPv6 peer at its /64 with this cap, its /56 with 4 times and its /48 with 16 times it (those two at most a quarter of --max-connections). Peers in --trusted-proxies carry many clients and are not capped. Keep it above --max-waiters-per-address."))
     var maxConnectionsPerAddress = 1_100
 
+    @Option(help: ArgumentHelp(
+        "The most new connections the kernel holds for flagsd to accept, handshake done (the listen backlog); past it a new connection's handshake is dropped and its client waits a second to retry (SWITCHYARD_LISTEN_BACKLOG).",
+        discussion: "Default: the kernel's cap, net.core.somaxconn (4096 on current Linux), which also caps a larger value. Keep it near the number of clients that may connect in the same instant, as a fleet does after a restart."))
+    var listenBacklog: Int?
+
     @Option(help: "Seconds a connection may wait for its client between requests, or between two bytes of a request body; a request being answered, a parked long-poll included, is never cut (SWITCHYARD_IDLE_TIMEOUT).")
     var idleTimeout: Double = 75
 
@@ -253,6 +258,9 @@ struct Flagsd: AsyncParsableCommand {
         }
         if let cap = maxConnections, cap < 1 {
             throw ValidationError("--max-connections \(cap) must be at least 1 (leave it out for the default).")
+        }
+        if let backlog = listenBacklog, backlog < 1 {
+            throw ValidationError("--listen-backlog \(backlog) must be at least 1 (leave it out for the kernel's cap).")
         }
         guard maxConnectionsPerAddress >= 0 else {
             throw ValidationError("--max-connections-per-address \(maxConnectionsPerAddress) is not a number of connections (0: no limit).")
@@ -408,6 +416,7 @@ struct Flagsd: AsyncParsableCommand {
         configuration.deltaVersions = deltaVersions
         configuration.maximumConnections = maximumConnections
         configuration.maximumConnectionsPerAddress = maxConnectionsPerAddress > 0 ? maxConnectionsPerAddress : nil
+        if let listenBacklog { configuration.listenBacklog = listenBacklog }
         configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))
         configuration.console = console
@@ -501,6 +510,7 @@ enum EnvironmentOptions {
         ("SWITCHYARD_DELTA_VERSIONS", "--delta-versions", .value), ("SWITCHYARD_MAX_BODY_SIZE", "--max-body-size", .value),
         ("SWITCHYARD_MAX_CONNECTIONS", "--max-connections", .value),
         ("SWITCHYARD_MAX_CONNECTIONS_PER_ADDRESS", "--max-connections-per-address", .value),
+        ("SWITCHYARD_LISTEN_BACKLOG", "--listen-backlog", .value),
         ("SWITCHYARD_IDLE_TIMEOUT", "--idle-timeout", .value), ("SWITCHYARD_HEADER_TIMEOUT", "--header-timeout", .value),
         ("SWITCHYARD_OPEN_METRICS", "--open-metrics", .flag(inverted: false)),
         ("SWITCHYARD_METRICS_REQUIRE_TOKEN", "--metrics-require-token", .flag(inverted: false)),

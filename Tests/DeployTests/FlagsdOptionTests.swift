@@ -33,6 +33,12 @@ struct FlagsdOptionTests {
                 "\(outcome.error)")
     }
 
+    @Test func aListenBacklogBelowOneIsRefusedSayingWhatItTakes() async throws {
+        let outcome = try await runProgram(try Built.binary("flagsd").path, ["--listen-backlog", "0", "--port", "0"])
+        #expect(outcome.status != 0)
+        #expect(outcome.error.contains("--listen-backlog 0 must be at least 1"), "\(outcome.error)")
+    }
+
     @Test func theRetentionVariableIsReadAndCheckedToo() async throws {
         let outcome = try await runProgram(try Built.binary("flagsd").path, ["--port", "0"], environment: ["SWITCHYARD_EVENTS_RETENTION": "12"])
         #expect(outcome.status != 0)

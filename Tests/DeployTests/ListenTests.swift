@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import TestSupport
 import Testing
@@ -38,6 +41,65 @@ struct ListenTests {
         let without = try await LiveFlagsd.start(arguments: ["--no-console"])
         defer { without.stop() }
         #expect(!without.banner.contains("console:"), "\(without.banner)")
+    }
+
+    /// A fleet reconnecting at once (after a restart, a deploy, a network blip) can open hundreds of connections
+    /// before flagsd's next accept. The kernel completes the handshake of each one up to the listen backlog and
+    /// drops the rest, whose clients wait a second for a retransmission: with Hummingbird's default of 256, parking
+    /// 10,000 long-polls from one client took 25 s (bench/README.md). Here flagsd is stopped (SIGSTOP) while the
+    /// burst arrives, so no accept makes room: every handshake that completes is one the backlog held.
+    @Test func aBurstOfConnectionsWhileFlagsdIsBusyIsHeldUpToTheListenBacklog() async throws {
+        let burst = 500
+        let kernelCap = (try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 4_096
+        // The kernel holds one more than the backlog.
+        let byDefault = try await LiveFlagsd.start()
+        defer { byDefault.stop() }
+        let held = try await Self.handshakes(burst, whileStopped: byDefault)
+        #expect(held == min(burst, kernelCap + 1), "by default the backlog is the kernel's cap, \(kernelCap)")
+
+        let small = try await LiveFlagsd.start(arguments: ["--listen-backlog", "100"])
+        defer { small.stop() }
+        let heldBySmall = try await Self.handshakes(burst, whileStopped: small)
+        #expect(heldBySmall >= 101 && heldBySmall < 200, "\(heldBySmall) handshakes held with --listen-backlog 100")
+    }
+
+    /// Opens `count` connections to a stopped flagsd at once and counts the handshakes the kernel completes (each
+    /// is a socket that became writable): waits for the first `count`, or, with fewer, for a retransmission's
+    /// second past the last one; then resumes flagsd and checks it accepts and answers them.
+    private static func handshakes(_ count: Int, whileStopped flagsd: LiveFlagsd) async throws -> Int {
+        let port = try #require(flagsd.base.port)
+        kill(flagsd.process.processIdentifier, SIGSTOP)
+        var sockets: [Int32] = []
+        defer { for socket in sockets { close(socket) } }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        for _ in 0..<count {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            try #require(socket >= 0, "socket: errno \(errno)")
+            sockets.append(socket)
+            let started = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            try #require(started == 0 || errno == EINPROGRESS, "connect: errno \(errno)")
+        }
+        func connected() -> Int {
+            var polled = sockets.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
+            _ = poll(&polled, nfds_t(polled.count), 0)
+            return polled.filter { $0.revents & Int16(POLLOUT) != 0 && $0.revents & Int16(POLLERR) == 0 }.count
+        }
+        var held = connected()
+        var steadySince = ContinuousClock.now
+        try await waitUntil("the handshakes settle") {
+            let now = connected()
+            if now != held { held = now; steadySince = .now }
+            return held == count || ContinuousClock.now - steadySince > .milliseconds(1_500)
+        }
+        kill(flagsd.process.processIdentifier, SIGCONT)
+        #expect(try await flagsd.send("GET", "/healthz").status == 200)
+        return held
     }
 
     @Test func theLogFormatHelpNamesOneDefault() async throws {

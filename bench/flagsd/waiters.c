@@ -10,6 +10,8 @@
  * CLOCK_MONOTONIC time (seconds, the clock of Python's time.monotonic) at which its complete response arrived,
  * with status, ETag version and response bytes: "done SECONDS STATUS VERSION BYTES", all once the last response
  * arrived, then "end". It and keeps the connections open until standard input closes, as clients about to poll again would.
+ * On standard error, once every request is written: "connects N slow S seconds", the connects that took over 200 ms
+ * (a handshake the server's full listen backlog dropped waits a second for its retransmission) and their time.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -53,11 +55,21 @@ static void die(const char *what) {
     exit(1);
 }
 
+static int slow_connects;
+static double slow_connect_seconds;
+
 static int open_connection(int epoll, Waiter *waiter, int index) {
     for (int attempt = 0; attempt < 50; attempt++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         if (fd < 0) die("socket");
-        if (connect(fd, (struct sockaddr *)&address, sizeof address) == 0) {
+        double started = now();
+        int connected = connect(fd, (struct sockaddr *)&address, sizeof address) == 0;
+        double took = now() - started;
+        if (took > 0.2) {
+            slow_connects++;
+            slow_connect_seconds += took;
+        }
+        if (connected) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             size_t written = 0;
@@ -131,6 +143,7 @@ int main(int argc, char **argv) {
     if (epoll < 0) die("epoll_create1");
     Waiter *waiters = calloc((size_t)count, sizeof *waiters);
     for (int i = 0; i < count; i++) open_connection(epoll, &waiters[i], i);
+    fprintf(stderr, "connects %d slow %d %.3f\n", count, slow_connects, slow_connect_seconds);
     printf("sent\n");
     fflush(stdout);
 
