@@ -69,6 +69,12 @@ struct ListenTests {
     /// second past the last one; then resumes flagsd and checks it accepts and answers them.
     private static func handshakes(_ count: Int, whileStopped flagsd: LiveFlagsd) async throws -> Int {
         let port = try #require(flagsd.base.port)
+        // The burst's sockets are this process's, beside the other tests' (a soft limit of 1024 is common).
+        var limit = rlimit()
+        if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        }
         kill(flagsd.process.processIdentifier, SIGSTOP)
         var sockets: [Int32] = []
         defer { for socket in sockets { close(socket) } }
