@@ -36,7 +36,7 @@ public final class PostgresFlagStore: FlagStore, Service {
 
     let configuration: PostgresStoreConfiguration
     let logger: Logger
-    let now: @Sendable () -> Date
+    public let now: @Sendable () -> Date
     let makeEpoch: @Sendable () -> String
     private let clientConfiguration: PostgresClient.Configuration
     private let eventsClientConfiguration: PostgresClient.Configuration

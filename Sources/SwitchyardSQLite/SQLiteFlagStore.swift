@@ -27,7 +27,7 @@ public final class SQLiteFlagStore: FlagStore {
     /// The events' file: ids, counters, admission windows, crash records.
     let events: DatabasePool
     let logger: Logger
-    let now: @Sendable () -> Date
+    public let now: @Sendable () -> Date
     let makeEpoch: @Sendable () -> String
     /// The last flag set parsed or committed per epoch, with its version.
     private let parsed = Mutex<[String: (version: Int64, flagSet: FlagSet)]>([:])

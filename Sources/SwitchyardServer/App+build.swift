@@ -94,10 +94,13 @@ public func buildApplication(
     try await service.load()
     var guardOptions = CrashGuard.Options(refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL)
     guardOptions.webhookSecret = configuration.guardWebhookSecret
+    // One clock for every time a change records: the store's (FlagService and the routes read it too).
+    guardOptions.now = store.now
     let crashGuard = CrashGuard(service: service, options: guardOptions)
     service.eventObservers.add(crashGuard)
     var releaseOptions = ReleasePlanRunner.Options(interval: configuration.releasePlanInterval, webhookURL: configuration.guardWebhookURL)
     releaseOptions.webhookSecret = configuration.guardWebhookSecret
+    releaseOptions.now = store.now
     releaseOptions.futureSkew = configuration.maximumEventClockSkew
     let releasePlans = ReleasePlanRunner(service: service, options: releaseOptions)
     let routes = makeRoutes(API(service: service, crashGuard: crashGuard, releasePlans: releasePlans), registry: registry)

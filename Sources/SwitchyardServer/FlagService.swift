@@ -86,7 +86,7 @@ package struct FlagService: Sendable {
                 guard author.source != .releasePlan else { return after }
                 return after.stoppingInterruptedReleases(since: before, actor: author.actor, summary: summary,
                                                          isCrashGuard: author.source == .crashGuard,
-                                                         at: Int64(Date().timeIntervalSince1970))
+                                                         at: Int64(store.now().timeIntervalSince1970))
             }
         }
     }

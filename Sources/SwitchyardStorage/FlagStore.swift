@@ -93,6 +93,10 @@ public protocol FlagStore: EventStore {
     /// Checks that the database answers (for `/readyz`).
     func checkHealth() async throws
 
+    /// The store's clock: the time it records for each change, token and event. flagsd reads it for every other
+    /// time a change records (a release plan's step, a plan a change interrupts), so tests set one clock.
+    var now: @Sendable () -> Date { get }
+
     /// The writes of every process sharing the store, as they commit; nil when only this process writes to it.
     ///
     /// Each call returns a new stream; it starts with `resync` once the store listens, and ends when the task

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import SwitchyardClientTesting
 import SwitchyardCore
 @testable import SwitchyardServer
 import SwitchyardSQLite
@@ -169,6 +170,24 @@ struct ReleasePlanRunTests {
         gate = try await Self.gate(app)
         #expect(gate.release?.state?.status == .aborted)
         #expect(gate.release?.state?.note?.contains("crash guard") == true)
+    }
+
+    /// One clock: the store's. A plan's start through the API, a person's change that pauses it, and the runner
+    /// record the store's time, not the machine's (issue 34: the change path read `Date()`).
+    @Test func theStartAPersonsPauseAndTheRunnerRecordTheStoresClock() async throws {
+        let clock = TestClock(start: Date(timeIntervalSince1970: 1_900_000_000), advancesAutomatically: false)   // 2030
+        let app = try await TestApp.make(configuration: CrashGuardTests.configuration(), now: clock.wallClock)
+        defer { app.close() }
+        _ = try await Self.start(app)
+        #expect(try await Self.gate(app).release?.state?.since == 1_900_000_000)
+        clock.advance(by: .seconds(600))
+        let rollout = try await app.send(.post, "/v1/namespaces/rider/flags/\(Self.promos)/rollout", token: "editor",
+                                         body: #"{"rollout": 5000}"#)
+        #expect(rollout.status == .ok, "\(rollout.text)")
+        let gate = try await Self.gate(app)
+        #expect(gate.release?.state?.status == .paused)
+        #expect(gate.release?.state?.since == 1_900_000_600, "the pause is stamped with the store's clock")
+        #expect(app.server.releasePlanRunner.options.now() == clock.date, "the runner reads the same clock")
     }
 
     /// Sessions of `count` Lagos units that a 10 % split put in (`with`) or out of the switch, none crashed, and the

@@ -64,7 +64,7 @@ extension API {
         body.finish()
         try problems.check()
         let newPlan = plan, newGuardrails = guardrails
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Int64(service.store.now().timeIntervalSince1970)
         let by = reason.map { "\(token.name): \($0)" } ?? token.name
         let change = try changeRequest(request, token: token, reason: reason, summary: "release \(action.rawValue) \(key)")
         let result = try await service.change(namespace, change) { flagSet in

@@ -45,10 +45,12 @@ struct TestApp: Sendable {
     ///     not flagsd's cap of 30 s), so a test that parks waiters and then wakes them has a minute's margin.
     ///   - logger: the server's logger (by default one that logs only critical messages).
     ///   - flagSets: namespaces to create besides `namespaces` (whose flag sets are `Fixtures.rider`).
+    ///   - now: the store's clock, which is the whole server's (by default the machine's).
     static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0, maximumWait: 600), namespaces: [String] = ["rider"],
-                     flagSets: [FlagSet] = [], logger: Logger? = nil) async throws -> TestApp {
+                     flagSets: [FlagSet] = [], logger: Logger? = nil,
+                     now: @escaping @Sendable () -> Date = { Date() }) async throws -> TestApp {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-test-\(UUID().uuidString)")
-        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
+        let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path, now: now)
         let root = ChangeAuthor(actor: "setup", source: .api)
         for flagSet in namespaces.map({ Fixtures.rider($0) }) + flagSets {
             _ = try await store.createNamespace(flagSet, reasonPolicy: .kills, request: ChangeRequest(author: root))
