@@ -54,16 +54,22 @@ let package = Package(
         .target(name: "SwitchyardClient", dependencies: ["SwitchyardCore"], swiftSettings: settings),
         // Test kit for apps (and our tests) of the client runtime: a flagsd stand-in on loopback, a scriptable and
         // hostile HTTP server, a test clock with a wall clock that moves with it. Foundation only.
-        .target(name: "SwitchyardClientTesting", dependencies: ["SwitchyardCore", "SwitchyardClient"], swiftSettings: settings),
+        .target(
+            name: "SwitchyardClientTesting", dependencies: ["SwitchyardCore", "SwitchyardClient"],
+            swiftSettings: settings),
         // Plugin points, plugin factories and the core-only guarantee, over the client runtime.
-        .target(name: "SwitchyardPlugins", dependencies: ["SwitchyardCore", "SwitchyardClient"], swiftSettings: settings),
+        .target(
+            name: "SwitchyardPlugins", dependencies: ["SwitchyardCore", "SwitchyardClient"], swiftSettings: settings),
         // Which switch combinations a matrix runs: gates, exhaustive or covering-array plans, shards. Shared by the
         // test kit and `flagctl matrix`.
         .target(name: "SwitchyardMatrixPlan", dependencies: ["SwitchyardCore"], swiftSettings: settings),
         // The exhaustive combination matrix test kit (imports Swift Testing; link it into test targets only).
         .target(
             name: "SwitchyardMatrix",
-            dependencies: ["SwitchyardCore", "SwitchyardClient", "SwitchyardPlugins", "SwitchyardMatrixPlan", "SwitchyardFlagFiles"],
+            dependencies: [
+                "SwitchyardCore", "SwitchyardClient", "SwitchyardPlugins", "SwitchyardMatrixPlan",
+                "SwitchyardFlagFiles",
+            ],
             swiftSettings: settings
         ),
         // The release manager's command line, as a library so tests drive the real commands.
@@ -86,25 +92,32 @@ let package = Package(
         // The embedded backend: one SQLite file (the system's libsqlite3) through GRDB.
         .target(
             name: "SwitchyardSQLite",
-            dependencies: ["SwitchyardCore", "SwitchyardStorage", .product(name: "GRDB", package: "GRDB.swift"),
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "SwitchyardCore", "SwitchyardStorage", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: settings
         ),
         // The PostgreSQL backend of the storage protocol (PostgresNIO), for several flagsd instances sharing one database.
         .target(
             name: "SwitchyardPostgres",
-            dependencies: ["SwitchyardCore", "SwitchyardStorage",
-                           .product(name: "PostgresNIO", package: "postgres-nio"),
-                           .product(name: "Logging", package: "swift-log"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            dependencies: [
+                "SwitchyardCore", "SwitchyardStorage",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: settings
         ),
         // The crash guard's decisions: windowed counts, the Wilson-bound trip rule, scopes, evidence. No I/O.
-        .target(name: "SwitchyardGuard", dependencies: ["SwitchyardCore", "SwitchyardWire", "SwitchyardStorage"], swiftSettings: settings),
+        .target(
+            name: "SwitchyardGuard", dependencies: ["SwitchyardCore", "SwitchyardWire", "SwitchyardStorage"],
+            swiftSettings: settings),
         // The files flagsd serves as they are: the web console (plain HTML, CSS and JavaScript at /console/, no build
         // step) and the API's OpenAPI document (/openapi.yaml; docs/openapi.yaml links to it).
         .target(
-            name: "SwitchyardConsole", dependencies: ["SwitchyardCore"], resources: [.copy("Assets"), .copy("openapi.yaml")],
+            name: "SwitchyardConsole", dependencies: ["SwitchyardCore"],
+            resources: [.copy("Assets"), .copy("openapi.yaml")],
             swiftSettings: settings
         ),
         // The system zlib, for the gzip form of snapshots (built once per version, so speed matters little).
@@ -113,7 +126,8 @@ let package = Package(
         .target(
             name: "SwitchyardServer",
             dependencies: [
-                "SwitchyardCore", "SwitchyardWire", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardGuard", "SwitchyardConsole", "CZlib",
+                "SwitchyardCore", "SwitchyardWire", "SwitchyardStorage", "SwitchyardFlagFiles", "SwitchyardGuard",
+                "SwitchyardConsole", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -151,7 +165,8 @@ let package = Package(
             resources: [.copy("Data")],
             swiftSettings: settings
         ),
-        .testTarget(name: "SwitchyardWireTests", dependencies: ["SwitchyardWire", "SwitchyardCore"], swiftSettings: settings),
+        .testTarget(
+            name: "SwitchyardWireTests", dependencies: ["SwitchyardWire", "SwitchyardCore"], swiftSettings: settings),
         .testTarget(
             name: "SwitchyardFlagFilesTests",
             dependencies: ["SwitchyardFlagFiles", "SwitchyardCore", "TestSupport"],
@@ -184,29 +199,39 @@ let package = Package(
         // Test support for the PostgreSQL backend: the test server's URL, fresh databases, private servers.
         .target(
             name: "PostgresTestSupport",
-            dependencies: ["SwitchyardPostgres", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "SwitchyardPostgres", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/PostgresTestSupport",
             swiftSettings: settings
         ),
         // Test support: the real flagsd application live on a loopback port, for the tests of every target that needs one.
         .target(
             name: "LiveFlagsdSupport",
-            dependencies: ["SwitchyardServer", "SwitchyardStorage", .product(name: "Logging", package: "swift-log"),
-                           .product(name: "Prometheus", package: "swift-prometheus"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            dependencies: [
+                "SwitchyardServer", "SwitchyardStorage", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             path: "Tests/LiveFlagsdSupport",
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardMatrixTests",
-            dependencies: ["SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "TestSupport"],
+            dependencies: [
+                "SwitchyardMatrix", "SwitchyardMatrixPlan", "SwitchyardPlugins", "SwitchyardCore",
+                "SwitchyardFlagFiles", "TestSupport",
+            ],
             swiftSettings: settings
         ),
         .testTarget(
             name: "SwitchyardStorageTests",
-            dependencies: ["SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport", "TestSupport",
-                           "SwitchyardClientTesting", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport",
+                "TestSupport",
+                "SwitchyardClientTesting", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: settings
         ),
         .testTarget(
@@ -218,7 +243,8 @@ let package = Package(
         .testTarget(
             name: "GuardFleetTests",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardClient", "SwitchyardCore", "TestSupport",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardClient", "SwitchyardCore",
+                "TestSupport",
                 "LiveFlagsdSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -228,13 +254,15 @@ let package = Package(
         .testTarget(
             name: "SwitchyardServerTests",
             dependencies: [
-                "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardConsole",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardFlagFiles",
+                "SwitchyardConsole",
                 "SwitchyardPostgres", "PostgresTestSupport", "TestSupport", "LiveFlagsdSupport",
                 // The client runtime against the real flagsd, end to end (deltas).
                 "SwitchyardClient", "SwitchyardClientTesting", "ClientTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -242,7 +270,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RiderAppTests",
-            dependencies: ["RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrix"],
+            dependencies: [
+                "RiderApp", "SwitchyardPlugins", "SwitchyardCore", "SwitchyardFlagFiles", "SwitchyardMatrix",
+            ],
             swiftSettings: settings
         ),
         // Dashboards/ and deploy/ against the real flagsd: metrics, options, probes; promtool, systemd-analyze.
@@ -256,7 +286,8 @@ let package = Package(
             // `flagctl` and `rider-sample` so the end-to-end tests find the built binaries next to the test bundle;
             // the server and storage so they run a live flagsd in-process on a random loopback port.
             dependencies: [
-                "FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl", "rider-sample", "SwitchyardServer", "SwitchyardStorage",
+                "FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl", "rider-sample",
+                "SwitchyardServer", "SwitchyardStorage",
                 "SwitchyardSQLite",
                 "TestSupport", "LiveFlagsdSupport",
                 .product(name: "Logging", package: "swift-log"),

@@ -17,7 +17,8 @@ import SwitchyardWire
 public struct Flagctl: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "flagctl",
-        abstract: "Switch Switchyard flags: kill optional code, roll plugins out, read the audit log, apply flag files.",
+        abstract:
+            "Switch Switchyard flags: kill optional code, roll plugins out, read the audit log, apply flag files.",
         discussion: """
             Point flagctl at the flags service once (or use --server/--token/--namespace, or FLAGCTL_SERVER, \
             FLAGCTL_TOKEN and FLAGCTL_NAMESPACE):
@@ -82,7 +83,9 @@ public struct Flagctl: AsyncParsableCommand {
             console.writeError("error: \(failure.message)\n")
             return failure.exitStatus
         } catch let error as WireError {
-            console.writeError("error: flagsd sent an answer this flagctl cannot read (\(error.message)); is it a flagsd of this flagctl's version (\(FlagctlVersion.current))?\n")
+            console.writeError(
+                "error: flagsd sent an answer this flagctl cannot read (\(error.message)); is it a flagsd of this flagctl's version (\(FlagctlVersion.current))?\n"
+            )
             return ExitStatus.failure
         } catch {
             let message = fullMessage(for: error)

@@ -47,34 +47,53 @@ public struct RiderApp {
     ///   - screens: where live plugins show themselves; new, empty screens by default.
     ///   - outcomes: where a booked trip's outcomes go: a ``FlagClient``, or ``NoOutcomes`` (the default).
     ///   - openedAt: when the rider opened the app (now by default), for `time_to_book`.
-    public init(states: any SwitchStates, experiments: any ExperimentValues = CodeDefaults(), faults: Faults = .none,
-                screens: RiderScreens = RiderScreens(), outcomes: any OutcomeReporter = NoOutcomes(),
-                openedAt: ContinuousClock.Instant = .now) {
+    public init(
+        states: any SwitchStates, experiments: any ExperimentValues = CodeDefaults(), faults: Faults = .none,
+        screens: RiderScreens = RiderScreens(), outcomes: any OutcomeReporter = NoOutcomes(),
+        openedAt: ContinuousClock.Instant = .now
+    ) {
         self.states = states
         self.experiments = experiments
         self.faults = faults
         self.screens = screens
         self.outcomes = outcomes
         self.openedAt = openedAt
-        preferencesHub = PluginPoint(RiderCatalogue.preferencesHub.name, states: states, factories: [
-            SavedPlacesFactory(faults: faults, screens: screens), RidePassFactory(faults: faults, screens: screens), AccessibilityFactory(faults: faults, screens: screens),
-        ])
-        confirmationAddons = PluginPoint(RiderCatalogue.confirmationAddons.name, states: states, factories: [
-            SurgeNoticeFactory(faults: faults, screens: screens), ConfirmationPromoFactory(faults: faults, screens: screens), SplitFareFactory(faults: faults, screens: screens),
-        ])
-        homeFeed = PluginPoint(RiderCatalogue.homeFeed.name, states: states, factories: [
-            FeedPromosFactory(faults: faults, screens: screens), FeedTripHistoryFactory(faults: faults, screens: screens), FeedSafetyTipsFactory(faults: faults, screens: screens),
-        ])
-        mapLayers = PluginPoint(RiderCatalogue.mapLayers.name, states: states, factories: [
-            MapTrafficFactory(faults: faults, screens: screens), MapPickupSpotsFactory(faults: faults, screens: screens), MapScootersFactory(faults: faults, screens: screens),
-        ])
+        preferencesHub = PluginPoint(
+            RiderCatalogue.preferencesHub.name, states: states,
+            factories: [
+                SavedPlacesFactory(faults: faults, screens: screens), RidePassFactory(faults: faults, screens: screens),
+                AccessibilityFactory(faults: faults, screens: screens),
+            ])
+        confirmationAddons = PluginPoint(
+            RiderCatalogue.confirmationAddons.name, states: states,
+            factories: [
+                SurgeNoticeFactory(faults: faults, screens: screens),
+                ConfirmationPromoFactory(faults: faults, screens: screens),
+                SplitFareFactory(faults: faults, screens: screens),
+            ])
+        homeFeed = PluginPoint(
+            RiderCatalogue.homeFeed.name, states: states,
+            factories: [
+                FeedPromosFactory(faults: faults, screens: screens),
+                FeedTripHistoryFactory(faults: faults, screens: screens),
+                FeedSafetyTipsFactory(faults: faults, screens: screens),
+            ])
+        mapLayers = PluginPoint(
+            RiderCatalogue.mapLayers.name, states: states,
+            factories: [
+                MapTrafficFactory(faults: faults, screens: screens),
+                MapPickupSpotsFactory(faults: faults, screens: screens),
+                MapScootersFactory(faults: faults, screens: screens),
+            ])
     }
 
     /// The switches of each plugin point in code, by point name, in the order the points try them (to compare
     /// with the flag file's `plugin_points`).
     public var pluginPointSwitches: [(point: String, switches: [PluginSwitch])] {
-        [(preferencesHub.name, preferencesHub.switches), (confirmationAddons.name, confirmationAddons.switches),
-         (homeFeed.name, homeFeed.switches), (mapLayers.name, mapLayers.switches)]
+        [
+            (preferencesHub.name, preferencesHub.switches), (confirmationAddons.name, confirmationAddons.switches),
+            (homeFeed.name, homeFeed.switches), (mapLayers.name, mapLayers.switches),
+        ]
     }
 
     /// The fare the core flow quotes: 2.50 plus 1.30 per km, times the surge.
@@ -118,12 +137,15 @@ public struct RiderApp {
         outcome.stages.append(.requested)
 
         // Confirm: the price (core), the add-on if one serves, and the button.
-        var confirmation = Confirmation(quote: outcome.quote, surgePercent: scenario.surgePercent, promotion: scenario.promotion)
+        var confirmation = Confirmation(
+            quote: outcome.quote, surgePercent: scenario.surgePercent, promotion: scenario.promotion)
         let addon = confirmationAddons.route(for: confirmation)
         try addon.plugin?.apply(to: &confirmation)
         outcome.buttonCopy = experiments.value(of: RiderExperiments.confirmationButtonCopy)
-        outcome.screens.append("confirm: " + (["\(scenario.pickup) → \(scenario.destination): \(confirmation.quote)"]
-                                               + confirmation.notes + ["[\(outcome.buttonCopy)]"]).joined(separator: " | "))
+        outcome.screens.append(
+            "confirm: "
+                + (["\(scenario.pickup) → \(scenario.destination): \(confirmation.quote)"]
+                + confirmation.notes + ["[\(outcome.buttonCopy)]"]).joined(separator: " | "))
         outcome.discount = confirmation.discount
         outcome.splitWays = confirmation.splitWays
         outcome.stages.append(.confirmed)
@@ -135,8 +157,9 @@ public struct RiderApp {
         outcome.stages.append(.onTrip)
         outcome.charged = confirmation.total
         outcome.stages.append(.completed)
-        outcome.screens.append("trip: \(outcome.driver) drove \(scenario.distanceMeters) m; charged \(outcome.charged)"
-                               + (outcome.splitWays > 1 ? " split \(outcome.splitWays) ways" : ""))
+        outcome.screens.append(
+            "trip: \(outcome.driver) drove \(scenario.distanceMeters) m; charged \(outcome.charged)"
+                + (outcome.splitWays > 1 ? " split \(outcome.splitWays) ways" : ""))
 
         outcome.routes = [
             PointRoute(point: preferencesHub.name, servedBy: widgets.map(\.pluginSwitch)),
@@ -167,5 +190,7 @@ public struct RiderApp {
     }
 }
 
-@available(*, unavailable, message: "plugin points hold factories that need not be Sendable; build a RiderApp where it is used")
+@available(
+    *, unavailable, message: "plugin points hold factories that need not be Sendable; build a RiderApp where it is used"
+)
 extension RiderApp: Sendable {}

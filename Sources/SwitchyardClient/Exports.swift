@@ -7,10 +7,10 @@
 // types: `import struct SwitchyardCore.FlagSet`).
 @_exported public import struct SwitchyardCore.EvaluationContext
 @_exported public import struct SwitchyardCore.EvaluationDetails
-@_exported public import enum SwitchyardCore.EvaluationReason
 @_exported public import enum SwitchyardCore.EvaluationErrorCode
+@_exported public import enum SwitchyardCore.EvaluationReason
 @_exported public import enum SwitchyardCore.FlagValue
 @_exported public import enum SwitchyardCore.FlagValueType
-@_exported public import enum SwitchyardCore.JSONValue
-@_exported public import struct SwitchyardCore.JSONObject
 @_exported public import struct SwitchyardCore.JSONNumber
+@_exported public import struct SwitchyardCore.JSONObject
+@_exported public import enum SwitchyardCore.JSONValue

@@ -1,6 +1,6 @@
 public import Foundation
-public import SwitchyardCore
 import SwitchyardClient
+public import SwitchyardCore
 
 /// A flagsd stand-in on loopback: serves one namespace's snapshots with ETags, conditional GETs and long-polls, and
 /// deltas from earlier published versions to requests that accept them (as flagsd does), records event batches, and
@@ -124,8 +124,9 @@ public final class FlagsdStandIn: @unchecked Sendable {
             return fault
         }
         guard request.path == "/v1/namespaces/\(namespace)/snapshot" else {
-            return .response(status: 404, headers: ["Content-Type": "application/problem+json"],
-                             body: Array(#"{"title":"no such namespace","status":404}"#.utf8))
+            return .response(
+                status: 404, headers: ["Content-Type": "application/problem+json"],
+                body: Array(#"{"title":"no such namespace","status":404}"#.utf8))
         }
         guard request.headers["authorization"]?.hasPrefix("Bearer ") == true else {
             return .response(status: 401)
@@ -144,7 +145,8 @@ public final class FlagsdStandIn: @unchecked Sendable {
                     return scripted
                 }
                 if let delta = delta(for: request, to: snapshot) {
-                    return .response(status: 200, headers: ["ETag": tag, "Content-Type": SnapshotDelta.mediaType], body: delta)
+                    return .response(
+                        status: 200, headers: ["ETag": tag, "Content-Type": SnapshotDelta.mediaType], body: delta)
                 }
                 return .response(status: 200, headers: ["ETag": tag, "Content-Type": "application/json"], body: bytes)
             }
@@ -159,11 +161,12 @@ public final class FlagsdStandIn: @unchecked Sendable {
     /// version was published.
     private func delta(for request: TestHTTPServer.Request, to snapshot: Snapshot) -> [UInt8]? {
         guard request.headers["accept"]?.contains(SnapshotDelta.mediaType) == true,
-              let tag = request.headers["if-none-match"]?.trimmingCharacters(in: .whitespaces), tag.hasPrefix("\""), tag.hasSuffix("\"")
+            let tag = request.headers["if-none-match"]?.trimmingCharacters(in: .whitespaces), tag.hasPrefix("\""),
+            tag.hasSuffix("\"")
         else { return nil }
         return state.withLock { state -> [UInt8]? in
             guard state.servesDeltas, let base = state.published[String(tag.dropFirst().dropLast())],
-                  base.epoch == snapshot.epoch, base.version < snapshot.version
+                base.epoch == snapshot.epoch, base.version < snapshot.version
             else { return nil }
             state.deltasServed += 1
             return SnapshotDelta(from: base, to: snapshot).encode()
@@ -180,7 +183,8 @@ public final class FlagsdStandIn: @unchecked Sendable {
         }
         if let scripted { return scripted }
         let ids = events.compactMap { $0["id"]?.stringValue }
-        let reply = JSONValue.object(JSONObject([("accepted", .array(ids.map { .string($0) })), ("rejected", .array([]))]))
+        let reply = JSONValue.object(
+            JSONObject([("accepted", .array(ids.map { .string($0) })), ("rejected", .array([]))]))
         return .response(status: 200, headers: ["Content-Type": "application/json"], body: reply.serialized(.canonical))
     }
 

@@ -1,10 +1,11 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#endif
 public import Foundation
 import SwitchyardClient
+
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#endif
 
 /// A small HTTP/1.1 server on a random loopback port whose answers tests script, including hostile ones:
 /// garbage, a body that stops early, a slow trickle, a huge body, a connection closed without an answer.
@@ -59,7 +60,9 @@ public final class TestHTTPServer: @unchecked Sendable {
         address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 128) == 0 else {
             close(fd)
@@ -129,14 +132,16 @@ public final class TestHTTPServer: @unchecked Sendable {
         log.withLock { $0.append(request) }
         switch handler(request) {
         case .response(let status, let headers, let body):
-            var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+            var head =
+                "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
             for (name, value) in headers { head += "\(name): \(value)\r\n" }
             head += "\r\n"
             _ = write(fd, Array(head.utf8)) && write(fd, body)
         case .raw(let bytes):
             _ = write(fd, bytes)
         case .trickle(let status, let headers, let body, let chunkSize, let pause):
-            var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+            var head =
+                "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
             for (name, value) in headers { head += "\(name): \(value)\r\n" }
             head += "\r\n"
             guard write(fd, Array(head.utf8)) else { return }
@@ -156,9 +161,9 @@ public final class TestHTTPServer: @unchecked Sendable {
         var offset = 0
         while offset < bytes.count {
             #if canImport(Darwin)
-            let flags: Int32 = 0
+                let flags: Int32 = 0
             #else
-            let flags = Int32(MSG_NOSIGNAL)
+                let flags = Int32(MSG_NOSIGNAL)
             #endif
             let count = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, flags) }
             if count <= 0 {
@@ -188,7 +193,8 @@ public final class TestHTTPServer: @unchecked Sendable {
         var headers: [String: String] = [:]
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         var body = Array(buffer[(headerEnd! + 4)...])
         let length = Int(headers["content-length"] ?? "0") ?? 0
@@ -207,13 +213,15 @@ public final class TestHTTPServer: @unchecked Sendable {
                 query[String(parts[0])] = parts.count > 1 ? String(parts[1]).removingPercentEncoding : ""
             }
         }
-        return Request(method: String(requestLine[0]), path: path.removingPercentEncoding ?? path, query: query,
-                       headers: headers, body: body)
+        return Request(
+            method: String(requestLine[0]), path: path.removingPercentEncoding ?? path, query: query,
+            headers: headers, body: body)
     }
 
     private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
         guard haystack.count >= needle.count else { return nil }
-        for start in 0...(haystack.count - needle.count) where haystack[start..<(start + needle.count)].elementsEqual(needle) {
+        for start in 0...(haystack.count - needle.count)
+        where haystack[start..<(start + needle.count)].elementsEqual(needle) {
             return start
         }
         return nil

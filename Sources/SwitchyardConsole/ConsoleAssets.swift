@@ -41,9 +41,13 @@ package struct ConsoleAssets: Sendable {
         guard contents["index.html"] != nil else { throw ConsoleAssetsError("the console's files have no index.html") }
         var digestInput: [UInt8] = []
         for name in contents.keys.sorted() {
-            guard Self.isPlainName(name) else { throw ConsoleAssetsError("'\(name)' is not a plain file name ([A-Za-z0-9._-], no leading dot)") }
+            guard Self.isPlainName(name) else {
+                throw ConsoleAssetsError("'\(name)' is not a plain file name ([A-Za-z0-9._-], no leading dot)")
+            }
             guard Self.contentType(of: name) != nil else {
-                throw ConsoleAssetsError("'\(name)' has no known content type (the console serves .html, .css, .js, .svg, .png, .ico, .json, .txt)")
+                throw ConsoleAssetsError(
+                    "'\(name)' has no known content type (the console serves .html, .css, .js, .svg, .png, .ico, .json, .txt)"
+                )
             }
             digestInput += Array(name.utf8) + [0] + SHA256.digest(contents[name]!)
         }
@@ -52,10 +56,14 @@ package struct ConsoleAssets: Sendable {
         for (name, bytes) in contents {
             var bytes = bytes
             if name == "index.html" {
-                bytes = Array(String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: Self.versionPlaceholder, with: version).utf8)
+                bytes = Array(
+                    String(decoding: bytes, as: UTF8.self).replacingOccurrences(
+                        of: Self.versionPlaceholder, with: version
+                    ).utf8)
             }
-            files[name] = Asset(contentType: Self.contentType(of: name)!, bytes: bytes,
-                                entityTag: "\"\(SHA256.hexDigest(bytes).prefix(24))\"")
+            files[name] = Asset(
+                contentType: Self.contentType(of: name)!, bytes: bytes,
+                entityTag: "\"\(SHA256.hexDigest(bytes).prefix(24))\"")
         }
         self.files = files
     }
@@ -68,13 +76,15 @@ package struct ConsoleAssets: Sendable {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         } catch {
-            throw ConsoleAssetsError("cannot list the console's files in \(directory.path): \(error.localizedDescription)")
+            throw ConsoleAssetsError(
+                "cannot list the console's files in \(directory.path): \(error.localizedDescription)")
         }
         var contents: [String: [UInt8]] = [:]
         for name in names where !name.hasPrefix(".") {
             let url = directory.appendingPathComponent(name)
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue
+            else { continue }
             guard let data = FileManager.default.contents(atPath: url.path) else {
                 throw ConsoleAssetsError("cannot read \(url.path)")
             }
@@ -107,7 +117,9 @@ package struct ConsoleAssets: Sendable {
     static func bundledResource(_ name: String) throws(ConsoleAssetsError) -> URL {
         let beside = Bundle.main.bundleURL.appendingPathComponent(bundleName)
         guard FileManager.default.fileExists(atPath: beside.path) else {
-            throw ConsoleAssetsError("\(bundleName) is not installed: it is not in \(Bundle.main.bundleURL.path); copy it from the build folder (.build/release/\(bundleName)) next to flagsd (docs/deploy.md)")
+            throw ConsoleAssetsError(
+                "\(bundleName) is not installed: it is not in \(Bundle.main.bundleURL.path); copy it from the build folder (.build/release/\(bundleName)) next to flagsd (docs/deploy.md)"
+            )
         }
         return Bundle.module.url(forResource: name, withExtension: nil) ?? beside.appendingPathComponent(name)
     }
@@ -148,7 +160,9 @@ package enum OpenAPIDocument {
 
     private static let bundledOnce = Result { () throws(ConsoleAssetsError) -> [UInt8] in
         let url = try ConsoleAssets.bundledResource("openapi.yaml")
-        guard let data = FileManager.default.contents(atPath: url.path) else { throw ConsoleAssetsError("cannot read \(url.path)") }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw ConsoleAssetsError("cannot read \(url.path)")
+        }
         return Array(data)
     }
 }

@@ -1,5 +1,5 @@
-public import SwitchyardCore
 import Foundation
+public import SwitchyardCore
 
 /// A directory of flag files (`Flags/`), one `<namespace>.yaml` per namespace.
 ///
@@ -37,15 +37,18 @@ public struct FlagDirectory: Sendable {
 
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            problems.append(ValidationProblem(file: path, path: .root,
-                                              message: "no such directory; pass the folder that holds your flag files, e.g. Flags"))
+            problems.append(
+                ValidationProblem(
+                    file: path, path: .root,
+                    message: "no such directory; pass the folder that holds your flag files, e.g. Flags"))
             return
         }
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
         } catch {
-            problems.append(ValidationProblem(file: path, path: .root, message: "cannot be listed; check its permissions"))
+            problems.append(
+                ValidationProblem(file: path, path: .root, message: "cannot be listed; check its permissions"))
             return
         }
 
@@ -54,8 +57,12 @@ public struct FlagDirectory: Sendable {
         for name in names where !name.hasPrefix(".") {
             let filePath = "\(directory)/\(name)"
             if name.hasSuffix(".yml") {
-                problems.append(ValidationProblem(file: filePath, path: .root,
-                                                  message: "flag files end in .\(Self.fileExtension); rename it to \(name.dropLast(4)).\(Self.fileExtension)"))
+                problems.append(
+                    ValidationProblem(
+                        file: filePath, path: .root,
+                        message:
+                            "flag files end in .\(Self.fileExtension); rename it to \(name.dropLast(4)).\(Self.fileExtension)"
+                    ))
                 continue
             }
             guard name.hasSuffix(".\(Self.fileExtension)") else { continue }
@@ -76,13 +83,17 @@ public struct FlagDirectory: Sendable {
             var fileProblems = reading.result.problems
             if let namespace = reading.result.namespace, namespace != reading.stem {
                 let name = (reading.path as NSString).lastPathComponent
-                fileProblems.append(ValidationProblem(
-                    file: reading.path, path: "namespace",
-                    message: "'\(namespace)' differs from the file name \(name); name the file \(namespace).\(Self.fileExtension) or set namespace: \(reading.stem) (one file per namespace, named <namespace>.\(Self.fileExtension))"))
-                if let other = owner[namespace] {
-                    fileProblems.append(ValidationProblem(
+                fileProblems.append(
+                    ValidationProblem(
                         file: reading.path, path: "namespace",
-                        message: "'\(namespace)' is also declared in \(other); keep one file per namespace"))
+                        message:
+                            "'\(namespace)' differs from the file name \(name); name the file \(namespace).\(Self.fileExtension) or set namespace: \(reading.stem) (one file per namespace, named <namespace>.\(Self.fileExtension))"
+                    ))
+                if let other = owner[namespace] {
+                    fileProblems.append(
+                        ValidationProblem(
+                            file: reading.path, path: "namespace",
+                            message: "'\(namespace)' is also declared in \(other); keep one file per namespace"))
                 } else {
                     owner[namespace] = reading.path
                 }
@@ -93,8 +104,12 @@ public struct FlagDirectory: Sendable {
             }
         }
         if filePaths.isEmpty && problems.isEmpty {
-            problems.append(ValidationProblem(file: path, path: .root,
-                                              message: "holds no flag files (<namespace>.\(Self.fileExtension)); pass the folder that holds them, e.g. Flags"))
+            problems.append(
+                ValidationProblem(
+                    file: path, path: .root,
+                    message:
+                        "holds no flag files (<namespace>.\(Self.fileExtension)); pass the folder that holds them, e.g. Flags"
+                ))
         }
     }
 

@@ -1,5 +1,5 @@
-public import SwitchyardCore
 import Foundation
+public import SwitchyardCore
 
 /// One flag file: the YAML definition of one namespace, read and validated.
 ///
@@ -96,17 +96,28 @@ public struct FlagFile: Sendable, Hashable {
     static func contents(of path: String) -> Result<String, DefinitionError> {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            return .failure(DefinitionError(problems: [ValidationProblem(file: path, path: .root, message: "no such file")]))
+            return .failure(
+                DefinitionError(problems: [ValidationProblem(file: path, path: .root, message: "no such file")]))
         }
         if isDirectory.boolValue {
-            return .failure(DefinitionError(problems: [ValidationProblem(
-                file: path, path: .root, message: "is a directory; pass a .yaml file, or read the directory as a whole")]))
+            return .failure(
+                DefinitionError(problems: [
+                    ValidationProblem(
+                        file: path, path: .root,
+                        message: "is a directory; pass a .yaml file, or read the directory as a whole")
+                ]))
         }
         guard let data = FileManager.default.contents(atPath: path) else {
-            return .failure(DefinitionError(problems: [ValidationProblem(file: path, path: .root, message: "cannot be read; check its permissions")]))
+            return .failure(
+                DefinitionError(problems: [
+                    ValidationProblem(file: path, path: .root, message: "cannot be read; check its permissions")
+                ]))
         }
         guard let text = String(validating: data, as: UTF8.self) else {
-            return .failure(DefinitionError(problems: [ValidationProblem(file: path, path: .root, message: "is not UTF-8 text; save it as UTF-8")]))
+            return .failure(
+                DefinitionError(problems: [
+                    ValidationProblem(file: path, path: .root, message: "is not UTF-8 text; save it as UTF-8")
+                ]))
         }
         return .success(text)
     }

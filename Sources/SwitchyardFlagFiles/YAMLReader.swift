@@ -26,13 +26,18 @@ struct YAMLReader {
             try! Resolver.Rule(.bool, "^(?:true|True|TRUE|false|False|FALSE)$"),
             try! Resolver.Rule(.null, "^(?:~|null|Null|NULL|)$"),
             try! Resolver.Rule(.int, "^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
-            try! Resolver.Rule(.float, "^(?:[-+]?(?:\\.[0-9]+|[0-9]+(?:\\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\\.(?:inf|Inf|INF)|\\.(?:nan|NaN|NAN))$"),
+            try! Resolver.Rule(
+                .float,
+                "^(?:[-+]?(?:\\.[0-9]+|[0-9]+(?:\\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\\.(?:inf|Inf|INF)|\\.(?:nan|NaN|NAN))$"
+            ),
         ]
         return rules.reduce(Resolver.basic) { $0.appending($1) }
     }()
 
     /// Plain words YAML 1.1 reads as booleans (PyYAML's list).
-    static let yaml11Booleans: Set<String> = ["yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"]
+    static let yaml11Booleans: Set<String> = [
+        "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
+    ]
 
     /// A prefix put before the first of two duplicate keys so Yams (which stops at duplicates) reads on.
     static let duplicateMarker = "__switchyard_duplicate_key_"
@@ -51,7 +56,8 @@ struct YAMLReader {
                 root = try parser.singleRoot()
             } catch let error as YamlError {
                 if case .duplicatedKeysInMapping(let keys, let context) = error, duplicates.count < 100,
-                   let marked = Self.insert(Self.duplicateMarker + "\(duplicates.count)__", in: text, at: context.mark) {
+                    let marked = Self.insert(Self.duplicateMarker + "\(duplicates.count)__", in: text, at: context.mark)
+                {
                     duplicates.append((keys.sorted().first ?? "", context.mark.line))
                     text = marked
                     continue
@@ -81,7 +87,9 @@ struct YAMLReader {
 
     /// `line 4, column 12: YAML syntax error: could not find expected ':' (while scanning a simple key at line 3, column 1)`.
     func syntaxProblem(_ error: YamlError) -> ValidationProblem {
-        func located(_ mark: (line: Int, column: Int), _ problem: String, _ context: YamlError.Context?) -> ValidationProblem {
+        func located(_ mark: (line: Int, column: Int), _ problem: String, _ context: YamlError.Context?)
+            -> ValidationProblem
+        {
             var message = "line \(mark.line), column \(mark.column): YAML syntax error: \(problem)"
             if let context {
                 message += " (\(context.text) at line \(context.mark.line), column \(context.mark.column))"
@@ -90,8 +98,8 @@ struct YAMLReader {
         }
         switch error {
         case .scanner(let context, let problem, let mark, _),
-             .parser(let context, let problem, let mark, _),
-             .composer(let context, let problem, let mark, _):
+            .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
             return located((mark.line, mark.column), problem, context)
         case .reader(let problem, let offset, _, let yaml):
             if let offset, let (line, column) = Self.lineAndColumn(ofCharacter: offset, in: yaml) {
@@ -105,7 +113,9 @@ struct YAMLReader {
 
     /// 1-based line and column of the character at an offset.
     static func lineAndColumn(ofCharacter offset: Int, in text: String) -> (Int, Int)? {
-        var line = 1, column = 1, position = 0
+        var line = 1
+        var column = 1
+        var position = 0
         for character in text {
             if position == offset { return (line, column) }
             if character == "\n" || character == "\r\n" {
@@ -122,7 +132,8 @@ struct YAMLReader {
     /// Inserts text at a libyaml mark (1-based line, column in Unicode scalars); nil when the mark is outside.
     static func insert(_ insertion: String, in text: String, at mark: Mark) -> String? {
         var scalars = Array(text.unicodeScalars)
-        var line = 1, index = 0
+        var line = 1
+        var index = 0
         while line < mark.line {
             guard index < scalars.count else { return nil }
             if scalars[index] == "\n" { line += 1 }
@@ -155,7 +166,10 @@ private struct Walker {
 
     mutating func value(_ node: Node, at path: FieldPath) -> JSONValue? {
         if let anchor = node.anchor, reportedAnchors.insert(anchor.rawValue).inserted {
-            report(path, "anchors and aliases (&\(anchor.rawValue), *\(anchor.rawValue)) are not supported in flag files; write the value out in full")
+            report(
+                path,
+                "anchors and aliases (&\(anchor.rawValue), *\(anchor.rawValue)) are not supported in flag files; write the value out in full"
+            )
         }
         switch node {
         case .scalar(let scalar):
@@ -178,7 +192,9 @@ private struct Walker {
             }
             return .array(elements)
         case .alias(let alias):
-            report(path, "aliases (*\(alias.anchor.rawValue)) are not supported in flag files; write the value out in full")
+            report(
+                path, "aliases (*\(alias.anchor.rawValue)) are not supported in flag files; write the value out in full"
+            )
             return nil
         }
     }
@@ -193,9 +209,10 @@ private struct Walker {
             }
             let key = keyScalar.string
             if key.hasPrefix(YAMLReader.duplicateMarker),
-               let end = key.dropFirst(YAMLReader.duplicateMarker.count).firstIndex(of: "_"),
-               let index = Int(key[key.index(key.startIndex, offsetBy: YAMLReader.duplicateMarker.count)..<end]),
-               duplicates.indices.contains(index) {
+                let end = key.dropFirst(YAMLReader.duplicateMarker.count).firstIndex(of: "_"),
+                let index = Int(key[key.index(key.startIndex, offsetBy: YAMLReader.duplicateMarker.count)..<end]),
+                duplicates.indices.contains(index)
+            {
                 // The first occurrence of a duplicate key: reported below, once the later one is known. The later
                 // occurrence is the one kept; this one is still walked for the YAML problems inside it.
                 markedKeys.append((index, duplicates[index].key, duplicates[index].line))
@@ -227,7 +244,8 @@ private struct Walker {
         }
         for marked in markedKeys {
             let later = mapping.keys.first { $0.scalar?.string == marked.key }?.mark?.line
-            let lines = later.map { $0 == marked.line ? " (line \($0))" : " (lines \(marked.line) and \($0))" }
+            let lines =
+                later.map { $0 == marked.line ? " (line \($0))" : " (lines \(marked.line) and \($0))" }
                 ?? " (line \(marked.line))"
             report(path, "duplicate key '\(marked.key)'\(lines); keep one")
         }
@@ -241,7 +259,10 @@ private struct Walker {
         case Tag.Name.str.rawValue:
             if scalar.style == .plain, YAMLReader.yaml11Booleans.contains(text) {
                 // Reported, then read as YAML 1.2 does (text), so the reader adds no second problem.
-                report(path, "\(text) reads as a boolean in YAML 1.1 tools and as text in YAML 1.2; quote it ('\(text)') or write true or false")
+                report(
+                    path,
+                    "\(text) reads as a boolean in YAML 1.1 tools and as text in YAML 1.2; quote it ('\(text)') or write true or false"
+                )
             }
             return .string(text)
         case Tag.Name.null.rawValue:
@@ -261,7 +282,9 @@ private struct Walker {
             if text.lowercased().hasSuffix("inf") || text.lowercased().hasSuffix("nan") {
                 report(path, "\(text) is not a finite number")
             } else {
-                report(path, "\(text) is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)")
+                report(
+                    path,
+                    "\(text) is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)")
             }
             return nil
         default:

@@ -27,8 +27,10 @@ public enum YAMLWriter {
     /// Longest line an inline list may make before it is written one element per line.
     static let inlineWidth = 100
 
-    private static func writeMembers(_ object: JSONObject, indent: Int, depth: Int, into out: inout String,
-                                     firstLinePrefix: String? = nil) {
+    private static func writeMembers(
+        _ object: JSONObject, indent: Int, depth: Int, into out: inout String,
+        firstLinePrefix: String? = nil
+    ) {
         let padding = String(repeating: " ", count: indent)
         // Top-level sections (`plugin_points:`, `flags:`), and the entries of `flags` and `kill_switches`, are
         // set apart by a blank line.
@@ -122,7 +124,9 @@ public enum YAMLWriter {
     }
 
     /// Words some YAML reader (1.1 or 1.2) takes for a boolean or null.
-    private static let reservedWords: Set<String> = ["true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", "=", "<<"]
+    private static let reservedWords: Set<String> = [
+        "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", "=", "<<",
+    ]
 
     static func isPlainSafe(_ string: String, inFlow: Bool) -> Bool {
         guard let first = string.unicodeScalars.first, let last = string.unicodeScalars.last else { return false }

@@ -22,12 +22,16 @@ extension Matrix {
     ///   - sourceLocation: where issues are recorded (the caller).
     /// - Returns: the report, for further expectations.
     @discardableResult
-    public func check(_ settings: RunSettings = RunSettings(), sourceLocation: SourceLocation = #_sourceLocation) async -> MatrixReport {
+    public func check(_ settings: RunSettings = RunSettings(), sourceLocation: SourceLocation = #_sourceLocation) async
+        -> MatrixReport
+    {
         let report = await run(settings)
         guard !report.isChildPassThrough else { return report }
         print(report.summary)
         for finding in report.findings {
-            Issue.record(Comment(rawValue: "\(finding.scope): \(finding.check.rawValue)\n\(finding)"), sourceLocation: sourceLocation)
+            Issue.record(
+                Comment(rawValue: "\(finding.scope): \(finding.check.rawValue)\n\(finding)"),
+                sourceLocation: sourceLocation)
         }
         return report
     }

@@ -21,8 +21,10 @@ extension Matrix {
         public var progressBar: Bool?
 
         /// - Parameter environment: nil for the process's environment.
-        public init(shard: Shard? = nil, combination: String? = nil, environment: [String: String]? = nil,
-                    progressBar: Bool? = nil) {
+        public init(
+            shard: Shard? = nil, combination: String? = nil, environment: [String: String]? = nil,
+            progressBar: Bool? = nil
+        ) {
             self.shard = shard
             self.combination = combination
             self.environment = environment ?? ProcessInfo.processInfo.environment
@@ -72,8 +74,9 @@ extension Matrix {
             shard = .all
         }
         let range = shard.range(of: plan.total)
-        let progress = Progress(total: UInt64(range.count), label: "matrix \(flagSet.namespace)", environment: environment,
-                                terminal: settings.progressBar)
+        let progress = Progress(
+            total: UInt64(range.count), label: "matrix \(flagSet.namespace)", environment: environment,
+            terminal: settings.progressBar)
 
         var execution = Execution(matrix: self, context: context, environment: environment)
         if options.isolation == .childProcess {
@@ -88,7 +91,8 @@ extension Matrix {
 
         // The smallest occurrence is minimal already when every combination of every gate was checked: each
         // smaller one was checked too. Otherwise shrink.
-        let provenMinimal = plan.isExhaustive && shard.count == 1 && execution.tally.disabledFlows.isEmpty
+        let provenMinimal =
+            plan.isExhaustive && shard.count == 1 && execution.tally.disabledFlows.isEmpty
             && !execution.stoppedEarly
         var smallest = execution.tally.records.mapValues(\.smallest)
         if !provenMinimal {
@@ -100,10 +104,11 @@ extension Matrix {
         for kind in execution.tally.records.keys.sorted() {
             guard let record = execution.tally.records[kind], let occurrence = smallest[kind] else { continue }
             let name = context.layout.name(of: occurrence.combination)
-            findings.append(MatrixFinding(
-                scope: scopeName(kind.scope), check: kind.check, message: occurrence.message, combination: name,
-                combinationDescription: context.layout.describe(occurrence.combination), gatesSet: occurrence.size,
-                failingCombinations: record.count, reproduce: reproduceCommand(name, test: test)))
+            findings.append(
+                MatrixFinding(
+                    scope: scopeName(kind.scope), check: kind.check, message: occurrence.message, combination: name,
+                    combinationDescription: context.layout.describe(occurrence.combination), gatesSet: occurrence.size,
+                    failingCombinations: record.count, reproduce: reproduceCommand(name, test: test)))
         }
         var notes = execution.notes
         if execution.tally.flowsSkipped > 0 {
@@ -113,8 +118,10 @@ extension Matrix {
         if shard.count == 1 && !execution.stoppedEarly {
             let declared = Runner(matrix: self, context: context).declaredSwitchesByPoint
             for (index, point) in points.enumerated() {
-                for (bit, pluginSwitch) in declared[index].enumerated() where bit < 64
-                    && execution.tally.served[index] & (1 << UInt64(bit)) == 0 {
+                for (bit, pluginSwitch) in declared[index].enumerated()
+                where bit < 64
+                    && execution.tally.served[index] & (1 << UInt64(bit)) == 0
+                {
                     neverServed.append("\(point.name)/\(pluginSwitch.key)")
                 }
             }
@@ -123,20 +130,26 @@ extension Matrix {
         if options.transitions {
             let unheld = points.filter { $0.live == nil }.map(\.name)
             if !unheld.isEmpty {
-                notes.append("transitions not checked at \(unheld.joined(separator: ", ")): not a PluginPoint, so a plugin host cannot hold it")
+                notes.append(
+                    "transitions not checked at \(unheld.joined(separator: ", ")): not a PluginPoint, so a plugin host cannot hold it"
+                )
             }
-            transitions = Self.transitionSteps(plan: plan, range: range.lowerBound..<(range.lowerBound + execution.tally.checked))
+            transitions = Self.transitionSteps(
+                plan: plan, range: range.lowerBound..<(range.lowerBound + execution.tally.checked))
         }
         return MatrixReport(
             namespace: flagSet.namespace, coverage: plan.coverageDescription, isExhaustive: plan.isExhaustive,
             gateCount: plan.layout.gateCount, planned: plan.total, shard: shard, range: range,
             checked: execution.tally.checked, elapsed: ContinuousClock.now - started, pointCount: points.count,
-            inputCount: points.reduce(0) { $0 + $1.inputDescriptions.count }, flowCount: flows.count, findings: findings,
+            inputCount: points.reduce(0) { $0 + $1.inputDescriptions.count }, flowCount: flows.count,
+            findings: findings,
             neverServed: neverServed, notes: notes, transitionsChecked: transitions)
     }
 
     /// Checks one named combination in this process, with a line per point and flow saying what happened.
-    private func runSingle(_ name: String, context: MatrixContext, test: TestIdentity?, started: ContinuousClock.Instant) -> MatrixReport {
+    private func runSingle(
+        _ name: String, context: MatrixContext, test: TestIdentity?, started: ContinuousClock.Instant
+    ) -> MatrixReport {
         let combination: GateSet
         do {
             combination = try context.layout.combination(named: name)
@@ -149,15 +162,18 @@ extension Matrix {
         let canonical = context.layout.name(of: combination)
         var findings = declarationFindings
         for kind in kinds.sorted() {
-            findings.append(MatrixFinding(
-                scope: scopeName(kind.scope), check: kind.check, message: runner.lastMessages[kind] ?? "",
-                combination: canonical, combinationDescription: context.layout.describe(combination),
-                gatesSet: combination.count, failingCombinations: 1, reproduce: reproduceCommand(canonical, test: test)))
+            findings.append(
+                MatrixFinding(
+                    scope: scopeName(kind.scope), check: kind.check, message: runner.lastMessages[kind] ?? "",
+                    combination: canonical, combinationDescription: context.layout.describe(combination),
+                    gatesSet: combination.count, failingCombinations: 1,
+                    reproduce: reproduceCommand(canonical, test: test)))
         }
         let effective = context.layout.effectiveSwitches(of: combination).members.map { context.layout.gates[$0].key }
-        let notes = ["only the combination \(Self.combinationVariable)=\(canonical) ran: \(context.layout.describe(combination))",
-                     "switches the plugin points see on: " + (effective.isEmpty ? "none" : effective.joined(separator: ", "))]
-            + (runner.trace ?? [])
+        let seen = effective.isEmpty ? "none" : effective.joined(separator: ", ")
+        let ran =
+            "only the combination \(Self.combinationVariable)=\(canonical) ran: \(context.layout.describe(combination))"
+        let notes = [ran, "switches the plugin points see on: " + seen] + (runner.trace ?? [])
         return MatrixReport(
             namespace: flagSet.namespace, coverage: "one combination", isExhaustive: false,
             gateCount: context.layout.gateCount, planned: 1, shard: .all, range: 0..<1, checked: 1,
@@ -181,9 +197,12 @@ extension Matrix {
         declarationProblems.map { MatrixFinding(scope: "declarations", check: .declaration, message: $0) }
     }
 
-    private func setupReport(_ message: String, started: ContinuousClock.Instant, passThrough: Bool = false) -> MatrixReport {
+    private func setupReport(_ message: String, started: ContinuousClock.Instant, passThrough: Bool = false)
+        -> MatrixReport
+    {
         MatrixReport(
-            namespace: flagSet.namespace, coverage: "not run", isExhaustive: false, gateCount: 0, planned: 0, shard: .all,
+            namespace: flagSet.namespace, coverage: "not run", isExhaustive: false, gateCount: 0, planned: 0,
+            shard: .all,
             range: 0..<0, checked: 0, elapsed: ContinuousClock.now - started, pointCount: points.count,
             inputCount: points.reduce(0) { $0 + $1.inputDescriptions.count }, flowCount: flows.count,
             findings: passThrough ? [] : [MatrixFinding(scope: "setup", check: .setup, message: message)],
@@ -199,7 +218,8 @@ extension Matrix {
 
     /// `SWITCHYARD_MATRIX_COMBINATION='...' swift test --filter '...'`.
     func reproduceCommand(_ combination: String, test: TestIdentity?) -> String {
-        let command = test.map { "swift test --filter '\($0.displayFilter)'" }
+        let command =
+            test.map { "swift test --filter '\($0.displayFilter)'" }
             ?? CommandLine.arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
         return "\(Self.combinationVariable)='\(combination)' \(command)"
     }
@@ -217,7 +237,9 @@ struct TestIdentity: Sendable {
         let id = test.id
         let qualified = id.moduleName + "." + id.nameComponents.joined(separator: "/")
         var display = qualified
-        if let parenthesis = display.lastIndex(of: "("), display.hasSuffix(")") { display = String(display[..<parenthesis]) }
+        if let parenthesis = display.lastIndex(of: "("), display.hasSuffix(")") {
+            display = String(display[..<parenthesis])
+        }
         return TestIdentity(filter: "^" + regexEscaped(qualified) + "/", displayFilter: display)
     }
 

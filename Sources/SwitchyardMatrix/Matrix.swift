@@ -1,8 +1,8 @@
 import Foundation
+import SwitchyardFlagFiles
 // Plans, shards and gate sets come with the kit: a test target imports SwitchyardMatrix alone.
 @_exported public import SwitchyardMatrixPlan
 public import SwitchyardPlugins
-import SwitchyardFlagFiles
 
 /// The combination matrix of an app: its plugin points and flows, run under every combination of its namespace's
 /// plugin switches (on/off) and kill switches (killed/alive).
@@ -55,8 +55,10 @@ public struct Matrix {
         /// by about twice the number of gates); see `docs/matrix.md`.
         public var transitions = false
 
-        public init(bound: UInt64 = MatrixPlan.defaultBound, strength: Int = 2, isolation: Isolation = .childProcess,
-                    transitions: Bool = false) {
+        public init(
+            bound: UInt64 = MatrixPlan.defaultBound, strength: Int = 2, isolation: Isolation = .childProcess,
+            transitions: Bool = false
+        ) {
             self.bound = bound
             self.strength = strength
             self.isolation = isolation
@@ -115,8 +117,10 @@ public struct Matrix {
     ///   - point: the point as the app builds it; its switch states are replaced per combination.
     ///   - inputs: what the point routes; give one input per kind of applicability.
     ///   - serving: `.firstEligible` (the app calls `route(for:)`) or `.everyEligible` (`createPlugins(for:)`).
-    public mutating func add<Input, Plugin>(_ point: PluginPoint<Input, Plugin>, inputs: [Input],
-                                            serving: MatrixPoint.Serving = .firstEligible) {
+    public mutating func add<Input, Plugin>(
+        _ point: PluginPoint<Input, Plugin>, inputs: [Input],
+        serving: MatrixPoint.Serving = .firstEligible
+    ) {
         add(MatrixPoint(point, inputs: inputs, serving: serving))
     }
 
@@ -156,16 +160,18 @@ public struct Matrix {
             }
             let inCode = point.switches.map(\.key)
             if inCode != declared.switches {
-                problems.append("plugin point '\(point.name)': code tries \(inCode.joined(separator: ", ")); "
-                    + "\(source) declares \(declared.switches.joined(separator: ", "))")
+                problems.append(
+                    "plugin point '\(point.name)': code tries \(inCode.joined(separator: ", ")); "
+                        + "\(source) declares \(declared.switches.joined(separator: ", "))")
             }
             for key in inCode where flagSet.flag(key)?.pluginSwitch == nil {
                 problems.append("plugin point '\(point.name)': \(key) is not a plugin switch in \(source)")
             }
         }
         for declared in flagSet.pluginPoints where !seen.contains(declared.name) {
-            problems.append("plugin point '\(declared.name)' is declared in \(source) but not added to the matrix: "
-                + "add it with matrix.add(...) so its combinations are checked")
+            problems.append(
+                "plugin point '\(declared.name)' is declared in \(source) but not added to the matrix: "
+                    + "add it with matrix.add(...) so its combinations are checked")
         }
         return problems
     }

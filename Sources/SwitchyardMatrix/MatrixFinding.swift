@@ -55,9 +55,11 @@ public struct MatrixFinding: Sendable, Hashable, CustomStringConvertible {
     /// The command that runs the smallest combination alone, when the matrix knows how it was started.
     public let reproduce: String?
 
-    public init(scope: String, check: Check, message: String, combination: String? = nil,
-                combinationDescription: String? = nil, gatesSet: Int = 0, failingCombinations: UInt64 = 1,
-                reproduce: String? = nil) {
+    public init(
+        scope: String, check: Check, message: String, combination: String? = nil,
+        combinationDescription: String? = nil, gatesSet: Int = 0, failingCombinations: UInt64 = 1,
+        reproduce: String? = nil
+    ) {
         self.scope = scope
         self.check = check
         self.message = message
@@ -72,8 +74,11 @@ public struct MatrixFinding: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         var lines = [message]
         if let combinationDescription {
-            lines.append("  smallest failing combination: \(combinationDescription) (\(gatesSet) gate\(gatesSet == 1 ? "" : "s") set)")
-            lines.append("  fails in \(failingCombinations) combination\(failingCombinations == 1 ? "" : "s") of this run")
+            lines.append(
+                "  smallest failing combination: \(combinationDescription) (\(gatesSet) gate\(gatesSet == 1 ? "" : "s") set)"
+            )
+            lines.append(
+                "  fails in \(failingCombinations) combination\(failingCombinations == 1 ? "" : "s") of this run")
         }
         if let reproduce { lines.append("  reproduce: \(reproduce)") }
         return lines.joined(separator: "\n")

@@ -65,7 +65,8 @@ public struct MatrixPoint {
     ///     differs (a rider with and without a promotion slot).
     ///   - serving: `firstEligible` when the app calls `route(for:)` / `createPlugin(for:)`, `everyEligible`
     ///     when it calls `createPlugins(for:)`.
-    public init<Input, Plugin>(_ point: PluginPoint<Input, Plugin>, inputs: [Input], serving: Serving = .firstEligible) {
+    public init<Input, Plugin>(_ point: PluginPoint<Input, Plugin>, inputs: [Input], serving: Serving = .firstEligible)
+    {
         name = point.name
         switches = point.switches
         self.serving = serving
@@ -85,7 +86,8 @@ public struct MatrixPoint {
             }
         }
         live = { host, input, name in
-            let held = host.add(PluginPoint(name, states: point.states, factories: factories), input: inputs[input], serving: serving)
+            let held = host.add(
+                PluginPoint(name, states: point.states, factories: factories), input: inputs[input], serving: serving)
             return { held.attachedSwitches }
         }
     }

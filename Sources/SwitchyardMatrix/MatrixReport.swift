@@ -38,10 +38,12 @@ public struct MatrixReport: Sendable, CustomStringConvertible {
     /// True in a child process that ran no part of this report (nothing to record).
     let isChildPassThrough: Bool
 
-    init(namespace: String, coverage: String, isExhaustive: Bool, gateCount: Int, planned: UInt64, shard: Shard,
-         range: Range<UInt64>, checked: UInt64, elapsed: Duration, pointCount: Int, inputCount: Int, flowCount: Int,
-         findings: [MatrixFinding], neverServed: [String], notes: [String], transitionsChecked: UInt64 = 0,
-         isChildPassThrough: Bool = false) {
+    init(
+        namespace: String, coverage: String, isExhaustive: Bool, gateCount: Int, planned: UInt64, shard: Shard,
+        range: Range<UInt64>, checked: UInt64, elapsed: Duration, pointCount: Int, inputCount: Int, flowCount: Int,
+        findings: [MatrixFinding], neverServed: [String], notes: [String], transitionsChecked: UInt64 = 0,
+        isChildPassThrough: Bool = false
+    ) {
         self.namespace = namespace
         self.coverage = coverage
         self.isExhaustive = isExhaustive
@@ -86,19 +88,28 @@ public struct MatrixReport: Sendable, CustomStringConvertible {
     /// ```
     public var summary: String {
         var lines = ["matrix \(namespace): \(coverage)"]
-        let points = "\(pointCount) plugin point\(pointCount == 1 ? "" : "s") (\(inputCount) input\(inputCount == 1 ? "" : "s"))"
+        let points =
+            "\(pointCount) plugin point\(pointCount == 1 ? "" : "s") (\(inputCount) input\(inputCount == 1 ? "" : "s"))"
         let flows = "\(flowCount) flow\(flowCount == 1 ? "" : "s")"
-        lines.append("  \(points), \(flows); shard \(shard): combinations \(range.lowerBound)..<\(range.upperBound) of \(planned)")
-        lines.append("  checked \(grouped(checked)) combination\(checked == 1 ? "" : "s") in "
-            + String(format: "%.2f s", elapsed.seconds) + " (\(grouped(UInt64(combinationsPerSecond))) combinations/s)")
+        lines.append(
+            "  \(points), \(flows); shard \(shard): combinations \(range.lowerBound)..<\(range.upperBound) of \(planned)"
+        )
+        lines.append(
+            "  checked \(grouped(checked)) combination\(checked == 1 ? "" : "s") in "
+                + String(format: "%.2f s", elapsed.seconds)
+                + " (\(grouped(UInt64(combinationsPerSecond))) combinations/s)")
         if transitionsChecked > 0 {
             let perSecond = elapsed.seconds > 0 ? UInt64(Double(transitionsChecked) / elapsed.seconds) : 0
-            lines.append("  checked \(grouped(transitionsChecked)) single-gate transitions (\(grouped(perSecond))/s) with every point "
-                + "held live: each gate each combination leaves unset turned on and off again")
+            lines.append(
+                "  checked \(grouped(transitionsChecked)) single-gate transitions (\(grouped(perSecond))/s) with every point "
+                    + "held live: each gate each combination leaves unset turned on and off again")
         }
         if pointCount > 0 {
-            lines.append(neverServed.isEmpty ? "  every plugin served in some combination"
-                         : "  never served in any combination checked (no input made them applicable, or they fail): " + neverServed.joined(separator: ", "))
+            lines.append(
+                neverServed.isEmpty
+                    ? "  every plugin served in some combination"
+                    : "  never served in any combination checked (no input made them applicable, or they fail): "
+                        + neverServed.joined(separator: ", "))
         }
         for note in notes { lines.append("  note: \(note)") }
         if findings.isEmpty {
@@ -106,8 +117,9 @@ public struct MatrixReport: Sendable, CustomStringConvertible {
         } else {
             lines.append("  \(findings.count) check\(findings.count == 1 ? "" : "s") failed:")
             for finding in findings {
-                lines.append(finding.description.split(separator: "\n", omittingEmptySubsequences: false)
-                    .map { "    " + $0 }.joined(separator: "\n"))
+                lines.append(
+                    finding.description.split(separator: "\n", omittingEmptySubsequences: false)
+                        .map { "    " + $0 }.joined(separator: "\n"))
             }
         }
         return lines.joined(separator: "\n")

@@ -90,11 +90,14 @@ public struct CoveringArray: Sendable, Hashable {
 
             // Horizontal growth: each row takes the level that covers the most uncovered interactions.
             for rowIndex in rows.indices {
-                var best = 0, bestGain = -1
+                var best = 0
+                var bestGain = -1
                 for value in 0..<width {
                     var gain = 0
                     for (position, subset) in subsets.enumerated() {
-                        if let index = tupleIndex(rows[rowIndex], subset, value), !covered[position][index] { gain += 1 }
+                        if let index = tupleIndex(rows[rowIndex], subset, value), !covered[position][index] {
+                            gain += 1
+                        }
                     }
                     if gain > bestGain {
                         best = value

@@ -78,7 +78,8 @@ public struct MatrixLayout: Sendable, Hashable {
         var ignored: [String] = []
         let groups = flagSet.killSwitches.filter { !$0.isMaster } + flagSet.killSwitches.filter(\.isMaster)
         for kill in groups {
-            let covered = kill.isMaster
+            let covered =
+                kill.isMaster
                 ? Array(0..<switchKeys.count)
                 : flagSet.members(of: kill.key).compactMap { switchIndex[$0] }.sorted()
             if covered.isEmpty {
@@ -90,7 +91,8 @@ public struct MatrixLayout: Sendable, Hashable {
         }
         self.covers = covers
         ignoredKillSwitches = ignored
-        gates = switchKeys.map { Gate(key: $0, isKillSwitch: false) } + killKeys.map { Gate(key: $0, isKillSwitch: true) }
+        gates =
+            switchKeys.map { Gate(key: $0, isKillSwitch: false) } + killKeys.map { Gate(key: $0, isKillSwitch: true) }
         let capacity = switchKeys.count
         coverSets = covers.map { GateSet(capacity: capacity, $0) }
         indexOfKey = Dictionary(gates.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { first, _ in first })

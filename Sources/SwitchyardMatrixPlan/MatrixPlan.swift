@@ -104,7 +104,9 @@ public struct MatrixPlan: Sendable {
             let rows = array.rows.map { row in
                 var combination = GateSet(capacity: gateCount)
                 for (factor, level) in zip(factors, row) {
-                    for (bit, gate) in factor.gates.enumerated() where level & (1 << bit) != 0 { combination.insert(gate) }
+                    for (bit, gate) in factor.gates.enumerated() where level & (1 << bit) != 0 {
+                        combination.insert(gate)
+                    }
                 }
                 return combination
             }
@@ -146,7 +148,8 @@ public struct MatrixPlan: Sendable {
 
     /// Where combination `index` lies: its segment and the offset in it.
     public func segment(containing index: UInt64) -> (segment: Int, offset: UInt64) {
-        var low = 0, high = segmentStarts.count - 1
+        var low = 0
+        var high = segmentStarts.count - 1
         while low < high {
             let middle = (low + high + 1) / 2
             if segmentStarts[middle] <= index { low = middle } else { high = middle - 1 }
@@ -167,7 +170,9 @@ public struct MatrixPlan: Sendable {
         case .everyCombination:
             combination.setWord(0, offset)
         case .point(_, let gates):
-            for (bit, gate) in gates.enumerated() where offset & (UInt64(1) << UInt64(bit)) != 0 { combination.insert(gate) }
+            for (bit, gate) in gates.enumerated() where offset & (UInt64(1) << UInt64(bit)) != 0 {
+                combination.insert(gate)
+            }
         case .covering(let rows):
             combination = rows[Int(offset)]
         }
@@ -203,7 +208,8 @@ public struct MatrixPlan: Sendable {
             }
             let pointCount = segments.filter { if case .point = $0 { return true } else { return false } }.count
             let rows = segments.last.map(\.count) ?? 0
-            return "beyond the bound of \(Self.power(bound)) combinations: every combination of each plugin point's gates "
+            return
+                "beyond the bound of \(Self.power(bound)) combinations: every combination of each plugin point's gates "
                 + "(\(pointCount) point\(pointCount == 1 ? "" : "s"), \(pointCombinations) combinations) plus a "
                 + "\(Self.strengthName(strength)) covering array across \(factors.count) factors (\(rows) rows covering all "
                 + "\(interactionCount) \(strength)-way interactions of their states): \(total) of 2^\(gates) combinations"

@@ -25,7 +25,8 @@ public struct MatrixPlanError: Error, Sendable, Hashable, CustomStringConvertibl
         case .shard(let message), .option(let message):
             return message
         case .unknownGate(let key, let suggestions):
-            return "'\(key)' is neither a plugin switch nor a kill switch of the namespace\(Suggestions.didYouMean(suggestions))"
+            return
+                "'\(key)' is neither a plugin switch nor a kill switch of the namespace\(Suggestions.didYouMean(suggestions))"
         }
     }
 }

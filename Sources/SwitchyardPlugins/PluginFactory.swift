@@ -46,8 +46,10 @@ public struct PluginFactoryOf<Input, Plugin>: PluginFactory {
     ///   - pluginSwitch: the switch that gates the plugin.
     ///   - isApplicable: whether the plugin applies to an input; always by default.
     ///   - build: builds the plugin; may throw.
-    public init(_ pluginSwitch: PluginSwitch, isApplicable: @escaping (Input) -> Bool = { _ in true },
-                build: @escaping (Input) throws -> Plugin) {
+    public init(
+        _ pluginSwitch: PluginSwitch, isApplicable: @escaping (Input) -> Bool = { _ in true },
+        build: @escaping (Input) throws -> Plugin
+    ) {
         self.pluginSwitch = pluginSwitch
         applicable = isApplicable
         builder = build

@@ -95,7 +95,9 @@ public struct PluginPoint<Input, Plugin> {
     }
 }
 
-@available(*, unavailable, message: "a plugin point holds factories that need not be Sendable; keep it where it is used")
+@available(
+    *, unavailable, message: "a plugin point holds factories that need not be Sendable; keep it where it is used"
+)
 extension PluginPoint: Sendable {}
 
 /// Where a plugin point routes an input: to a plugin (and the switch that enabled it) or to the core flow.

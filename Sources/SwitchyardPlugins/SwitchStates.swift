@@ -1,4 +1,5 @@
 @_exported public import SwitchyardClient
+
 @_exported public import struct SwitchyardCore.FlagSet
 
 /// Where plugin points read switch states: a ``FlagClient`` in the app, an explicit ``SwitchAssignment`` in

@@ -9,16 +9,20 @@ public import SwitchyardStorage
 /// then finds it. Ids and counters are written in sorted order, so concurrent batches cannot deadlock. Every
 /// operation here runs on the events pool (see `PostgresFlagStore`).
 extension PostgresFlagStore {
-    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
-        -> EventIngestResult {
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission)
+        async throws
+        -> EventIngestResult
+    {
         try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission, synced: true)
     }
 
     /// With `synced` false, the transaction commits without waiting for its WAL record to reach the disk
     /// (`synchronous_commit = off` for it alone): the next synced commit, which waits for the WAL up to its own
     /// record, makes it durable too.
-    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission,
-                             synced: Bool) async throws -> EventIngestResult {
+    public func ingestEvents(
+        _ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission,
+        synced: Bool
+    ) async throws -> EventIngestResult {
         let received = receivedAt.milliseconds
         // The first event of each id in the batch; later ones with the same id are duplicates.
         var seen = Set<String>()
@@ -31,14 +35,16 @@ extension PostgresFlagStore {
             }
             var recorded = Set<String>()
             if !sorted.isEmpty {
-                let rows = try await connection.query("""
+                let rows = try await connection.query(
+                    """
                     INSERT INTO event_id (namespace, id, time_ms, received_ms)
                     SELECT \(namespace), e.id, e.time_ms, \(received)
                     FROM unnest(\(sorted.map(\.id))::text[], \(sorted.map(\.time.milliseconds))::bigint[]) AS e(id, time_ms)
                     ORDER BY e.id
                     ON CONFLICT (namespace, id) DO NOTHING
                     RETURNING id
-                    """, logger: self.logger).collect()
+                    """, logger: self.logger
+                ).collect()
                 for row in rows { recorded.insert(try row.decode(String.self)) }
             }
             var fresh: [StoredEvent] = []
@@ -54,7 +60,8 @@ extension PostgresFlagStore {
             let (counted, dropped) = try await self.admit(fresh, in: namespace, admission: admission, connection)
             let increments = EventAggregation.increments(of: counted)
             if !increments.isEmpty {
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    """
                     INSERT INTO event_count (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms,
                                              sessions, crashed, exposures)
                     SELECT \(namespace), c.source, c.subject_kind, c.subject, c.variant, c.dimension, c.value, c.bucket_ms,
@@ -71,11 +78,13 @@ extension PostgresFlagStore {
                     ON CONFLICT (namespace, source, subject_kind, subject, variant, dimension, value, bucket_ms) DO UPDATE SET
                         sessions = event_count.sessions + excluded.sessions, crashed = event_count.crashed + excluded.crashed,
                         exposures = event_count.exposures + excluded.exposures
-                    """, logger: self.logger).collect()
+                    """, logger: self.logger
+                ).collect()
             }
             let crashes = EventAggregation.crashes(of: counted)
             if !crashes.isEmpty {
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    """
                     INSERT INTO event_crash (namespace, id, source, bucket_ms, unit, address, city, cohorts, switches)
                     SELECT \(namespace), c.id, c.source, c.bucket_ms, c.unit, NULLIF(c.address, ''), NULLIF(c.city, ''), c.cohorts, c.switches
                     FROM unnest(\(crashes.map(\.id))::text[], \(crashes.map(\.source.rawValue))::text[], \(crashes.map(\.bucket))::bigint[],
@@ -84,12 +93,15 @@ extension PostgresFlagStore {
                          WITH ORDINALITY AS c(id, source, bucket_ms, unit, address, city, cohorts, switches, position)
                     ORDER BY c.position
                     ON CONFLICT (namespace, id) DO NOTHING
-                    """, logger: self.logger).collect()
+                    """, logger: self.logger
+                ).collect()
             }
-            let entered = try await self.enter(ExperimentStep.steps(of: counted, experiments: admission.experiments), in: namespace,
-                                               admission: admission, received: received, connection)
-            return EventIngestResult(counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted,
-                                     enteredUnits: entered)
+            let entered = try await self.enter(
+                ExperimentStep.steps(of: counted, experiments: admission.experiments), in: namespace,
+                admission: admission, received: received, connection)
+            return EventIngestResult(
+                counted: fresh.map(\.id), duplicates: duplicates, dropped: dropped, admitted: counted,
+                enteredUnits: entered)
         }
     }
 
@@ -99,47 +111,57 @@ extension PostgresFlagStore {
     /// it; the bound on units per arm may be passed by one batch per instance.
     ///
     /// - Returns: how many units entered an arm.
-    func enter(_ steps: [ExperimentStep], in namespace: String, admission: EventAdmission, received: Int64,
-               _ connection: PostgresConnection) async throws -> Int {
+    func enter(
+        _ steps: [ExperimentStep], in namespace: String, admission: EventAdmission, received: Int64,
+        _ connection: PostgresConnection
+    ) async throws -> Int {
         guard !steps.isEmpty else { return 0 }
         let candidates = ExperimentWrites.candidates(of: steps)
         var recorded = Set<String>()
         if !candidates.pairs.isEmpty {
-            for row in try await connection.query("""
+            for row in try await connection.query(
+                """
                 SELECT u.experiment, u.phase, u.unit FROM experiment_unit u
                 JOIN unnest(\(candidates.pairs.map(\.phase.experiment))::text[], \(candidates.pairs.map(\.phase.phase))::text[],
                             \(candidates.pairs.map(\.unit))::text[]) AS c(experiment, phase, unit)
                   ON u.experiment = c.experiment AND u.phase = c.phase AND u.unit = c.unit
                 WHERE u.namespace = \(namespace)
-                """, logger: logger).collect() {
+                """, logger: logger
+            ).collect() {
                 let (experiment, phase, unit) = try row.decode((String, String, String).self)
                 recorded.insert(ExperimentWrites.key(experiment, phase, unit))
             }
         }
         var arms: [String: Int] = [:]
         if !candidates.phases.isEmpty {
-            for row in try await connection.query("""
+            for row in try await connection.query(
+                """
                 SELECT a.experiment, a.phase, a.arm, a.units FROM experiment_arm a
                 JOIN unnest(\(candidates.phases.map(\.experiment))::text[], \(candidates.phases.map(\.phase))::text[]) AS p(experiment, phase)
                   ON a.experiment = p.experiment AND a.phase = p.phase
                 WHERE a.namespace = \(namespace)
-                """, logger: logger).collect() {
+                """, logger: logger
+            ).collect() {
                 let (experiment, phase, arm, units) = try row.decode((String, String, String, Int64).self)
                 arms[ExperimentWrites.key(experiment, phase, arm)] = Int(units)
             }
         }
         var totals: [String: [String: Double]] = [:]
-        for row in try await connection.query("""
+        for row in try await connection.query(
+            """
             SELECT unit, metric, total FROM metric_total WHERE namespace = \(namespace) AND unit = ANY(\(candidates.units)::text[])
-            """, logger: logger).collect() {
+            """, logger: logger
+        ).collect() {
             let (unit, metric, total) = try row.decode((String, String, Double).self)
             totals[unit, default: [:]][metric] = total
         }
-        let writes = ExperimentWrites(steps, recorded: recorded, arms: arms, totals: totals, maximumUnitsPerArm: admission.maximumUnitsPerArm)
+        let writes = ExperimentWrites(
+            steps, recorded: recorded, arms: arms, totals: totals, maximumUnitsPerArm: admission.maximumUnitsPerArm)
         var entered = Set<String>()
         let entries = writes.entries
         if !entries.isEmpty {
-            for row in try await connection.query("""
+            for row in try await connection.query(
+                """
                 INSERT INTO experiment_unit (namespace, experiment, phase, unit, arm, entered_ms, address)
                 SELECT \(namespace), e.experiment, e.phase, e.unit, e.arm, e.entered_ms, NULLIF(e.address, '')
                 FROM unnest(\(entries.map(\.experiment))::text[], \(entries.map(\.phase))::text[], \(entries.map(\.unit))::text[],
@@ -148,7 +170,8 @@ extension PostgresFlagStore {
                 ORDER BY e.position
                 ON CONFLICT (namespace, experiment, phase, unit) DO NOTHING
                 RETURNING experiment, phase, unit
-                """, logger: logger).collect() {
+                """, logger: logger
+            ).collect() {
                 let (experiment, phase, unit) = try row.decode((String, String, String).self)
                 entered.insert(ExperimentWrites.key(experiment, phase, unit))
             }
@@ -156,34 +179,42 @@ extension PostgresFlagStore {
         let kept = entries.filter { entered.contains(ExperimentWrites.key($0.experiment, $0.phase, $0.unit)) }
         var armCounts: [String: (experiment: String, phase: String, arm: String, units: Int64)] = [:]
         for entry in kept {
-            armCounts[ExperimentWrites.key(entry.experiment, entry.phase, entry.arm), default: (entry.experiment, entry.phase, entry.arm, 0)].units += 1
+            armCounts[
+                ExperimentWrites.key(entry.experiment, entry.phase, entry.arm),
+                default: (entry.experiment, entry.phase, entry.arm, 0)
+            ].units += 1
         }
         let counts = armCounts.sorted { $0.key < $1.key }.map(\.value)
         if !counts.isEmpty {
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO experiment_arm (namespace, experiment, phase, arm, units)
                 SELECT \(namespace), a.experiment, a.phase, a.arm, a.units
                 FROM unnest(\(counts.map(\.experiment))::text[], \(counts.map(\.phase))::text[], \(counts.map(\.arm))::text[],
                             \(counts.map(\.units))::bigint[]) WITH ORDINALITY AS a(experiment, phase, arm, units, position)
                 ORDER BY a.position
                 ON CONFLICT (namespace, experiment, phase, arm) DO UPDATE SET units = experiment_arm.units + excluded.units
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
         }
         let pre = kept.flatMap { entry in
             entry.pre.sorted { $0.key < $1.key }.map { (entry.experiment, entry.phase, entry.unit, $0.key, $0.value) }
         }
         if !pre.isEmpty {
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO experiment_pre (namespace, experiment, phase, unit, metric, total)
                 SELECT \(namespace), p.experiment, p.phase, p.unit, p.metric, p.total
                 FROM unnest(\(pre.map(\.0))::text[], \(pre.map(\.1))::text[], \(pre.map(\.2))::text[], \(pre.map(\.3))::text[],
                             \(pre.map(\.4))::float8[]) AS p(experiment, phase, unit, metric, total)
                 ON CONFLICT DO NOTHING
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
         }
         let additions = writes.additions
         if !additions.isEmpty {
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO metric_total (namespace, unit, metric, total, updated_ms)
                 SELECT \(namespace), a.unit, a.metric, a.total, \(received)
                 FROM unnest(\(additions.map(\.unit))::text[], \(additions.map(\.metric))::text[], \(additions.map(\.value))::float8[])
@@ -191,7 +222,8 @@ extension PostgresFlagStore {
                 ORDER BY a.position
                 ON CONFLICT (namespace, unit, metric) DO UPDATE SET total = metric_total.total + excluded.total,
                     updated_ms = excluded.updated_ms
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
         }
         return kept.count
     }
@@ -199,26 +231,33 @@ extension PostgresFlagStore {
     public func experimentUnits(in namespace: String, experiment: String) async throws -> [ExperimentUnitRecord] {
         var units: [String: ExperimentUnitRecord] = [:]
         var order: [String] = []
-        for row in try await rows("""
+        for row in try await rows(
+            """
             SELECT phase, unit, arm, entered_ms, address FROM experiment_unit WHERE namespace = \(namespace) AND experiment = \(experiment)
             ORDER BY entered_ms, unit
-            """, on: .events) {
+            """, on: .events)
+        {
             let (phase, unit, arm, entered, address) = try row.decode((String, String, String, Int64, String?).self)
             let key = ExperimentWrites.key(experiment, phase, unit)
             order.append(key)
-            units[key] = ExperimentUnitRecord(unit: unit, arm: arm, phase: phase, entered: Date(milliseconds: entered), address: address)
+            units[key] = ExperimentUnitRecord(
+                unit: unit, arm: arm, phase: phase, entered: Date(milliseconds: entered), address: address)
         }
-        for row in try await rows("""
+        for row in try await rows(
+            """
             SELECT u.phase, u.unit, t.metric, t.total FROM experiment_unit u
             JOIN metric_total t ON t.namespace = u.namespace AND t.unit = u.unit
             WHERE u.namespace = \(namespace) AND u.experiment = \(experiment)
-            """, on: .events) {
+            """, on: .events)
+        {
             let (phase, unit, metric, total) = try row.decode((String, String, String, Double).self)
             units[ExperimentWrites.key(experiment, phase, unit)]?.totals[metric] = total
         }
-        for row in try await rows("""
+        for row in try await rows(
+            """
             SELECT phase, unit, metric, total FROM experiment_pre WHERE namespace = \(namespace) AND experiment = \(experiment)
-            """, on: .events) {
+            """, on: .events)
+        {
             let (phase, unit, metric, total) = try row.decode((String, String, String, Double).self)
             units[ExperimentWrites.key(experiment, phase, unit)]?.pre[metric] = total
         }
@@ -227,7 +266,8 @@ extension PostgresFlagStore {
 
     public func pruneExperimentRecords(before date: Date) async throws -> Int {
         let cutoff = date.milliseconds
-        let rows = try await rows("""
+        let rows = try await rows(
+            """
             WITH over AS (
                 SELECT namespace, experiment, phase FROM experiment_unit GROUP BY namespace, experiment, phase
                 HAVING MAX(entered_ms) < \(cutoff)
@@ -241,7 +281,8 @@ extension PostgresFlagStore {
             SELECT (SELECT count(*) FROM pre)::bigint + (SELECT count(*) FROM units)::bigint + (SELECT count(*) FROM arms)::bigint
             """, on: .events)
         // Totals of units quiet since the date that no phase holds (after the phases above are gone).
-        let totals = try await self.rows("""
+        let totals = try await self.rows(
+            """
             WITH gone AS (DELETE FROM metric_total t WHERE t.updated_ms < \(cutoff) AND NOT EXISTS (
                 SELECT 1 FROM experiment_unit u WHERE u.namespace = t.namespace AND u.unit = t.unit) RETURNING 1)
             SELECT count(*)::bigint FROM gone
@@ -251,12 +292,18 @@ extension PostgresFlagStore {
 
     /// Drives an admission plan over the namespace's admission windows, inside the ingestion transaction. Window
     /// rows are locked in key order (contributions, then frequencies), so concurrent batches cannot deadlock.
-    func admit(_ events: [StoredEvent], in namespace: String, admission: EventAdmission, _ connection: PostgresConnection) async throws
-        -> (events: [StoredEvent], dropped: [EventDrop]) {
+    func admit(
+        _ events: [StoredEvent], in namespace: String, admission: EventAdmission, _ connection: PostgresConnection
+    ) async throws
+        -> (events: [StoredEvent], dropped: [EventDrop])
+    {
         var plan = EventAdmission.Plan(events, admission: admission)
-        @Sendable func add(_ counts: [(key: EventAdmission.WindowKey, count: Int64)]) async throws -> [EventAdmission.WindowKey: Int64] {
+        @Sendable func add(_ counts: [(key: EventAdmission.WindowKey, count: Int64)]) async throws -> [EventAdmission
+            .WindowKey: Int64]
+        {
             guard !counts.isEmpty else { return [:] }
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO event_window (namespace, window_ms, kind, value, events)
                 SELECT \(namespace), w.window_ms, w.kind, w.value, w.events
                 FROM unnest(\(counts.map(\.key.window))::bigint[], \(counts.map(\.key.kind.rawValue))::text[],
@@ -265,7 +312,8 @@ extension PostgresFlagStore {
                 ORDER BY w.position
                 ON CONFLICT (namespace, window_ms, kind, value) DO UPDATE SET events = event_window.events + excluded.events
                 RETURNING window_ms, kind, value, events
-                """, logger: self.logger).collect()
+                """, logger: self.logger
+            ).collect()
             var totals: [EventAdmission.WindowKey: Int64] = [:]
             for row in rows {
                 let (window, kindName, value, total) = try row.decode((Int64, String, String, Int64).self)
@@ -283,7 +331,8 @@ extension PostgresFlagStore {
             // than the most values (two processes writing at once may each add one past it: the bound holds within a
             // batch's size per process).
             let capacity = Int64(min(admission.maximumValuesPerWindow, Int(Int64.max)))
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 WITH f AS (
                     SELECT * FROM unnest(\(frequencies.map(\.key.window))::bigint[], \(frequencies.map(\.key.kind.rawValue))::text[],
                                          \(frequencies.map(\.key.value))::text[], \(frequencies.map(\.sessions))::bigint[],
@@ -311,30 +360,38 @@ extension PostgresFlagStore {
                 ORDER BY position
                 ON CONFLICT (namespace, window_ms, kind, value) DO UPDATE SET events = event_window.events + excluded.events,
                     units = event_window.units | excluded.units, networks = event_window.networks | excluded.networks
-                """, logger: self.logger).collect()
+                """, logger: self.logger
+            ).collect()
         }
         var ranked: [EventAdmission.Ranking: Set<String>] = [:]
         for ranking in plan.rankings {
             let limit = Int64(admission.maximumScopeValues ?? Int.max)
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT value FROM event_window WHERE namespace = \(namespace) AND window_ms = \(ranking.window) AND kind = \(ranking.kind.rawValue)
                 ORDER BY events DESC, value COLLATE "C" LIMIT \(limit)
-                """, logger: self.logger).collect()
+                """, logger: self.logger
+            ).collect()
             ranked[ranking] = Set(try rows.map { try $0.decode(String.self) })
         }
         return plan.counted(ranked: ranked)
     }
 
-    public func scopeReach(in namespace: String, from: Date, until: Date) async throws -> [EventDimension: EventAdmission.Reach] {
+    public func scopeReach(in namespace: String, from: Date, until: Date) async throws -> [EventDimension:
+        EventAdmission.Reach]
+    {
         var reach: [EventDimension: EventAdmission.Reach] = [:]
-        for row in try await rows("""
+        for row in try await rows(
+            """
             SELECT kind, value, bit_or(units), bit_or(networks) FROM event_window
             WHERE namespace = \(namespace) AND window_ms >= \(from.milliseconds) AND window_ms < \(until.milliseconds)
                   AND kind IN ('city', 'cohort')
             GROUP BY kind, value
-            """, on: .events) {
+            """, on: .events)
+        {
             let (kind, value, units, networks) = try row.decode((String, String, Int64, Int64).self)
-            reach[EventDimension(kind: kind == "city" ? .city : .cohort, value: value)] = EventAdmission.Reach(units: units, networks: networks)
+            reach[EventDimension(kind: kind == "city" ? .city : .cohort, value: value)] = EventAdmission.Reach(
+                units: units, networks: networks)
         }
         return reach
     }
@@ -367,39 +424,54 @@ extension PostgresFlagStore {
             let subjectKind = try row["subject_kind"].decode(String.self)
             let dimensionKind = try row["dimension"].decode(String.self)
             let sourceName = try row["source"].decode(String.self)
-            guard let subject = EventSubject.Kind(rawValue: subjectKind), let dimension = EventDimension.Kind(rawValue: dimensionKind),
-                  let source = EventSource(rawValue: sourceName) else {
-                throw StorageError(.corrupt, "an event counter has an unknown source '\(sourceName)', subject '\(subjectKind)' or dimension '\(dimensionKind)'")
+            guard let subject = EventSubject.Kind(rawValue: subjectKind),
+                let dimension = EventDimension.Kind(rawValue: dimensionKind),
+                let source = EventSource(rawValue: sourceName)
+            else {
+                throw StorageError(
+                    .corrupt,
+                    "an event counter has an unknown source '\(sourceName)', subject '\(subjectKind)' or dimension '\(dimensionKind)'"
+                )
             }
-            counts.append(EventCount(
-                source: source, subject: EventSubject(kind: subject, key: try row["subject"].decode(String.self), variant: try row["variant"].decode(String.self)),
-                dimension: EventDimension(kind: dimension, value: try row["value"].decode(String.self)),
-                bucket: query.perBucket ? Date(milliseconds: try row["bucket"].decode(Int64.self)) : nil,
-                tally: EventTally(sessions: try row["sessions"].decode(Int64.self), crashedSessions: try row["crashed"].decode(Int64.self),
-                                  exposures: try row["exposures"].decode(Int64.self))))
+            counts.append(
+                EventCount(
+                    source: source,
+                    subject: EventSubject(
+                        kind: subject, key: try row["subject"].decode(String.self),
+                        variant: try row["variant"].decode(String.self)),
+                    dimension: EventDimension(kind: dimension, value: try row["value"].decode(String.self)),
+                    bucket: query.perBucket ? Date(milliseconds: try row["bucket"].decode(Int64.self)) : nil,
+                    tally: EventTally(
+                        sessions: try row["sessions"].decode(Int64.self),
+                        crashedSessions: try row["crashed"].decode(Int64.self),
+                        exposures: try row["exposures"].decode(Int64.self))))
         }
         return counts.sorted(by: EventCount.ordered)
     }
 
     public func crashRecords(in namespace: String, from: Date, until: Date) async throws -> [CrashRecord] {
-        try await rows("""
+        try await rows(
+            """
             SELECT id, source, bucket_ms, unit, address, city, cohorts, switches FROM event_crash
             WHERE namespace = \(namespace) AND bucket_ms >= \(EventAggregation.bucketStart(of: from)) AND bucket_ms < \(until.milliseconds)
             ORDER BY bucket_ms, id COLLATE "C"
-            """, on: .events).map { row in
+            """, on: .events
+        ).map { row in
             let (id, sourceName, bucket, unit, address, city, cohorts, switches) =
                 try row.decode((String, String, Int64, String, String?, String?, String, String).self)
             guard let source = EventSource(rawValue: sourceName) else {
                 throw StorageError(.corrupt, "a crash record has an unknown source '\(sourceName)'")
             }
-            return CrashRecord(id: id, source: source, bucket: bucket, unit: unit, address: address, city: city,
-                               cohorts: try CrashRecord.list(stored: cohorts), switches: try CrashRecord.list(stored: switches))
+            return CrashRecord(
+                id: id, source: source, bucket: bucket, unit: unit, address: address, city: city,
+                cohorts: try CrashRecord.list(stored: cohorts), switches: try CrashRecord.list(stored: switches))
         }
     }
 
     @discardableResult
     public func pruneEventIDs(before date: Date) async throws -> Int {
-        let rows = try await rows("""
+        let rows = try await rows(
+            """
             WITH forgotten AS (DELETE FROM event_id WHERE time_ms < \(date.milliseconds) RETURNING 1)
             SELECT count(*)::bigint FROM forgotten
             """, on: .events)
@@ -416,16 +488,22 @@ extension PostgresFlagStore {
             // statement for each of the hundreds of hours in the range.
             let hourLength = EventAggregation.hourMilliseconds
             let (first, last) = (hours.first ?? 0, hours.last ?? -hourLength)
-            let pending = hours.isEmpty ? [] : try await rows("""
-                SELECT DISTINCT bucket_ms - bucket_ms % \(hourLength) AS hour FROM event_count
-                WHERE namespace = \(namespace) AND bucket_ms > \(first) AND bucket_ms < \(last + hourLength)
-                    AND bucket_ms % \(hourLength) <> 0 ORDER BY hour
-                """, on: .events).map { try $0.decode(Int64.self) }
+            let pending =
+                hours.isEmpty
+                ? []
+                : try await rows(
+                    """
+                    SELECT DISTINCT bucket_ms - bucket_ms % \(hourLength) AS hour FROM event_count
+                    WHERE namespace = \(namespace) AND bucket_ms > \(first) AND bucket_ms < \(last + hourLength)
+                        AND bucket_ms % \(hourLength) <> 0 ORDER BY hour
+                    """, on: .events
+                ).map { try $0.decode(Int64.self) }
             for hour in pending {
                 while true {
                     // Moves up to `limit` minute counters of the hour into the hour's counter, in one statement.
                     let end = hour + 3_600_000
-                    let rows = try await rows("""
+                    let rows = try await rows(
+                        """
                         WITH moved AS (
                             DELETE FROM event_count WHERE ctid IN (
                                 SELECT ctid FROM event_count WHERE namespace = \(namespace) AND bucket_ms > \(hour) AND bucket_ms < \(end)
@@ -449,7 +527,8 @@ extension PostgresFlagStore {
                     if moved < limit { break }
                 }
             }
-            let rows = try await rows("""
+            let rows = try await rows(
+                """
                 WITH deleted AS (DELETE FROM event_count WHERE namespace = \(namespace) AND bucket_ms < \(deleteBefore.milliseconds) RETURNING 1)
                 SELECT count(*)::bigint FROM deleted
                 """, on: .events)
@@ -460,7 +539,8 @@ extension PostgresFlagStore {
 
     @discardableResult
     public func pruneEventRecords(before date: Date) async throws -> Int {
-        let rows = try await rows("""
+        let rows = try await rows(
+            """
             WITH windows AS (DELETE FROM event_window WHERE window_ms < \(date.milliseconds) RETURNING 1),
                  crashes AS (DELETE FROM event_crash WHERE bucket_ms < \(date.milliseconds) RETURNING 1)
             SELECT (SELECT count(*) FROM windows)::bigint + (SELECT count(*) FROM crashes)::bigint

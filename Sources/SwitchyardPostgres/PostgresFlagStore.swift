@@ -90,12 +90,15 @@ public final class PostgresFlagStore: FlagStore, Service {
         self.makeEpoch = makeEpoch
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
         if configuration.tls != .verifyFull { tlsConfiguration.certificateVerification = .none }
-        if let rootCertificates = configuration.rootCertificates { tlsConfiguration.trustRoots = .file(rootCertificates) }
-        let clientTLS: PostgresClient.Configuration.TLS = switch configuration.tls {
-        case .disable: .disable
-        case .prefer: .prefer(tlsConfiguration)
-        case .require, .verifyFull: .require(tlsConfiguration)
+        if let rootCertificates = configuration.rootCertificates {
+            tlsConfiguration.trustRoots = .file(rootCertificates)
         }
+        let clientTLS: PostgresClient.Configuration.TLS =
+            switch configuration.tls {
+            case .disable: .disable
+            case .prefer: .prefer(tlsConfiguration)
+            case .require, .verifyFull: .require(tlsConfiguration)
+            }
         var client = PostgresClient.Configuration(
             host: configuration.host, port: configuration.port, username: configuration.username,
             password: configuration.password, database: configuration.database, tls: clientTLS)
@@ -111,20 +114,25 @@ public final class PostgresFlagStore: FlagStore, Service {
         do {
             context = configuration.tls == .disable ? nil : try NIOSSLContext(configuration: tlsConfiguration)
         } catch {
-            throw StorageError(.unavailable, "cannot set up TLS for the PostgreSQL connection (check sslmode and sslrootcert)",
-                               diagnostic: "\(configuration.displayURL): \(error)")
+            throw StorageError(
+                .unavailable, "cannot set up TLS for the PostgreSQL connection (check sslmode and sslrootcert)",
+                diagnostic: "\(configuration.displayURL): \(error)")
         }
-        let connectionTLS: PostgresConnection.Configuration.TLS = switch (configuration.tls, context) {
-        case (.prefer, let context?): .prefer(context)
-        case (.require, let context?), (.verifyFull, let context?): .require(context)
-        default: .disable
-        }
+        let connectionTLS: PostgresConnection.Configuration.TLS =
+            switch (configuration.tls, context) {
+            case (.prefer, let context?): .prefer(context)
+            case (.require, let context?), (.verifyFull, let context?): .require(context)
+            default: .disable
+            }
         var connection = PostgresConnection.Configuration(
             host: configuration.host, port: configuration.port, username: configuration.username,
             password: configuration.password, database: configuration.database, tls: connectionTLS)
         let timeout = configuration.operationTimeout.components
-        connection.options.connectTimeout = .nanoseconds(timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000)
-        connection.options.additionalStartupParameters = [("application_name", configuration.applicationName + " (listener)")]
+        connection.options.connectTimeout = .nanoseconds(
+            timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000)
+        connection.options.additionalStartupParameters = [
+            ("application_name", configuration.applicationName + " (listener)")
+        ]
         connectionConfiguration = connection
         (clientReady, clientReadyContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
@@ -139,7 +147,8 @@ public final class PostgresFlagStore: FlagStore, Service {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let client = PostgresClient(configuration: self.clientConfiguration, backgroundLogger: self.poolLogger)
-                let eventsClient = PostgresClient(configuration: self.eventsClientConfiguration, backgroundLogger: self.poolLogger)
+                let eventsClient = PostgresClient(
+                    configuration: self.eventsClientConfiguration, backgroundLogger: self.poolLogger)
                 self.shared.withLock {
                     $0.client = client
                     $0.eventsClient = eventsClient
@@ -167,7 +176,9 @@ public final class PostgresFlagStore: FlagStore, Service {
                         self.logger.warning("the PostgreSQL connections did not all close within 10 s of shutdown")
                     }
                 } else {
-                    self.logger.notice("replacing the PostgreSQL connection pool: three probes in a row failed through it while the notification connection stayed up")
+                    self.logger.notice(
+                        "replacing the PostgreSQL connection pool: three probes in a row failed through it while the notification connection stayed up"
+                    )
                 }
             }
         }
@@ -281,9 +292,12 @@ public final class PostgresFlagStore: FlagStore, Service {
             return (downtime, resync)
         }
         if let downtime {
-            logger.notice("PostgreSQL answers again; leaving degraded mode", metadata: [
-                "database": .string(configuration.displayURL), "unreachable_seconds": .string(String(format: "%.1f", downtime)),
-            ])
+            logger.notice(
+                "PostgreSQL answers again; leaving degraded mode",
+                metadata: [
+                    "database": .string(configuration.displayURL),
+                    "unreachable_seconds": .string(String(format: "%.1f", downtime)),
+                ])
         }
         if resync { broadcast(.resync) }
     }
@@ -301,9 +315,11 @@ public final class PostgresFlagStore: FlagStore, Service {
     private func logIfNewlyUnreachable(_ record: (inout Availability) -> Bool) {
         let status = shared.withLock { shared in record(&shared.availability) ? shared.availability.status : nil }
         guard case .unreachable(_, let reason) = status else { return }
-        logger.error("PostgreSQL is unreachable; entering degraded mode (writes fail with 503 until it answers again)", metadata: [
-            "database": .string(configuration.displayURL), "reason": .string(reason),
-        ])
+        logger.error(
+            "PostgreSQL is unreachable; entering degraded mode (writes fail with 503 until it answers again)",
+            metadata: [
+                "database": .string(configuration.displayURL), "reason": .string(reason),
+            ])
     }
 
     /// Probes the database now, also while it counts as unreachable.
@@ -323,8 +339,10 @@ public final class PostgresFlagStore: FlagStore, Service {
                 reason = describe(error)
                 markUnreachable(reason)
             }
-            throw StorageError(.unavailable, "cannot reach PostgreSQL (check that it runs and the URL, user and password are right; flagsd's log has the details)",
-                               diagnostic: "\(configuration.displayURL): \(reason)")
+            throw StorageError(
+                .unavailable,
+                "cannot reach PostgreSQL (check that it runs and the URL, user and password are right; flagsd's log has the details)",
+                diagnostic: "\(configuration.displayURL): \(reason)")
         }
     }
 
@@ -387,10 +405,14 @@ public final class PostgresFlagStore: FlagStore, Service {
     /// whether the database is reachable.
     ///
     /// - Parameter pool: the pool to run on (`.events` for client events).
-    func access<T: Sendable>(on pool: Pool = .main, _ operation: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    func access<T: Sendable>(on pool: Pool = .main, _ operation: @escaping @Sendable (PostgresClient) async throws -> T)
+        async throws -> T
+    {
         if case .unreachable(let since, let reason) = shared.withLock({ $0.availability.status }) {
-            throw StorageError(.unavailable, "the database is unreachable since \(since.iso8601); flagsd keeps serving the snapshots it holds and retries by itself. Retry the request when the database is back",
-                               diagnostic: "\(configuration.displayURL): \(reason)")
+            throw StorageError(
+                .unavailable,
+                "the database is unreachable since \(since.iso8601); flagsd keeps serving the snapshots it holds and retries by itself. Retry the request when the database is back",
+                diagnostic: "\(configuration.displayURL): \(reason)")
         }
         let client = try await client(pool)
         let decides = pool == .main
@@ -400,24 +422,29 @@ public final class PostgresFlagStore: FlagStore, Service {
             throw error
         } catch let error as DeadlineExceeded {
             if decides { shared.withLock { $0.probeRequested = true } }
-            throw StorageError(.unavailable, "the database did not answer within \(error.limit); retry the request",
-                               diagnostic: configuration.displayURL)
+            throw StorageError(
+                .unavailable, "the database did not answer within \(error.limit); retry the request",
+                diagnostic: configuration.displayURL)
         } catch let error as PSQLError {
             throw storageError(error, decidesAvailability: decides)
         } catch let error as PostgresDecodingError {
-            throw StorageError(.corrupt, "a stored value could not be read", diagnostic: "column \(error.columnName): \(error.code)")
+            throw StorageError(
+                .corrupt, "a stored value could not be read", diagnostic: "column \(error.columnName): \(error.code)")
         } catch {
             if Self.isConnectionFailure(error) {
                 if decides { markUnreachable(describe(error)) }
-                throw StorageError(.unavailable, "cannot reach the database; retry the request",
-                                   diagnostic: "\(configuration.displayURL): \(describe(error))")
+                throw StorageError(
+                    .unavailable, "cannot reach the database; retry the request",
+                    diagnostic: "\(configuration.displayURL): \(describe(error))")
             }
             throw error
         }
     }
 
     /// Runs `body` in a transaction on one connection; any error rolls it back and passes through unchanged.
-    func transaction<T: Sendable>(on pool: Pool = .main, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(
+        on pool: Pool = .main, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         let logger = self.poolLogger
         return try await access(on: pool) { client in
             try await client.withConnection { connection in
@@ -448,20 +475,26 @@ public final class PostgresFlagStore: FlagStore, Service {
             // Class 08 (connection exception), 57P (operator intervention: shutdown), 53 (insufficient resources).
             if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
                 if decidesAvailability { markUnreachable("\(message) (SQLSTATE \(state))") }
-                return StorageError(.unavailable, "the database is not available; retry the request",
-                                    diagnostic: "\(configuration.displayURL): \(message) (SQLSTATE \(state))")
+                return StorageError(
+                    .unavailable, "the database is not available; retry the request",
+                    diagnostic: "\(configuration.displayURL): \(message) (SQLSTATE \(state))")
             }
             if state == "23505" {
                 let constraint = error.serverInfo?[.constraintName] ?? "a unique constraint"
-                return StorageError(.alreadyExists, "a record with that name or id exists already", diagnostic: "\(constraint): \(message)")
+                return StorageError(
+                    .alreadyExists, "a record with that name or id exists already",
+                    diagnostic: "\(constraint): \(message)")
             }
-            logger.error("PostgreSQL refused an operation", metadata: ["sqlstate": .string(state), "message": .string(message)])
-            return StorageError(.unavailable, "the database refused the operation; flagsd's log has the details",
-                                diagnostic: "\(message) (SQLSTATE \(state))")
+            logger.error(
+                "PostgreSQL refused an operation", metadata: ["sqlstate": .string(state), "message": .string(message)])
+            return StorageError(
+                .unavailable, "the database refused the operation; flagsd's log has the details",
+                diagnostic: "\(message) (SQLSTATE \(state))")
         }
         if decidesAvailability { markUnreachable(describe(error)) }
-        return StorageError(.unavailable, "cannot reach the database; retry the request",
-                            diagnostic: "\(configuration.displayURL): \(describe(error))")
+        return StorageError(
+            .unavailable, "cannot reach the database; retry the request",
+            diagnostic: "\(configuration.displayURL): \(describe(error))")
     }
 
     static func isConnectionFailure(_ error: any Error) -> Bool {
@@ -511,7 +544,9 @@ public final class PostgresFlagStore: FlagStore, Service {
 /// - Parameters:
 ///   - limit: the longest wait; nil for no limit.
 ///   - untilCancelled: also stop waiting (and return false) when the waiting task is cancelled.
-func ended<Failure: Error>(_ task: Task<Void, Failure>, within limit: Duration?, untilCancelled: Bool = false) async -> Bool {
+func ended<Failure: Error>(_ task: Task<Void, Failure>, within limit: Duration?, untilCancelled: Bool = false) async
+    -> Bool
+{
     let outcome = Outcome<Bool>()
     let timer = limit.map { limit in
         Task {
@@ -530,9 +565,12 @@ func ended<Failure: Error>(_ task: Task<Void, Failure>, within limit: Duration?,
         }
     }
     guard untilCancelled else { return (try? await wait()) ?? false }
-    return (try? await withTaskCancellationHandler(operation: wait, onCancel: {
-        outcome.resume(with: .success(false))
-    })) ?? false
+    return
+        (try? await withTaskCancellationHandler(
+            operation: wait,
+            onCancel: {
+                outcome.resume(with: .success(false))
+            })) ?? false
 }
 
 /// An operation that ran out of time.

@@ -60,8 +60,10 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
     /// - Parameter tls: how the connection is encrypted; nil: `TLSMode.defaultMode(forHost:)`.
     public init(
         host: String = "127.0.0.1", port: Int = 5432, username: String = "postgres", password: String? = nil,
-        database: String = "switchyard", tls: TLSMode? = nil, rootCertificates: String? = nil, maximumConnections: Int = 10,
-        maximumEventConnections: Int = 2, operationTimeout: Duration = .seconds(5), retryInterval: Duration = .seconds(1), applicationName: String = "flagsd"
+        database: String = "switchyard", tls: TLSMode? = nil, rootCertificates: String? = nil,
+        maximumConnections: Int = 10,
+        maximumEventConnections: Int = 2, operationTimeout: Duration = .seconds(5),
+        retryInterval: Duration = .seconds(1), applicationName: String = "flagsd"
     ) {
         self.host = host
         self.port = port
@@ -95,19 +97,25 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
     public init(url text: String) throws(PostgresConfigurationError) {
         self.init()
         guard Self.isPostgresURL(text), let components = URLComponents(string: text) else {
-            throw PostgresConfigurationError("'\(Self.redacted(text))' is not a PostgreSQL URL; use postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+            throw PostgresConfigurationError(
+                "'\(Self.redacted(text))' is not a PostgreSQL URL; use postgres://USER:PASSWORD@HOST:PORT/DATABASE")
         }
         guard let host = components.percentEncodedHost, !host.isEmpty else {
-            throw PostgresConfigurationError("'\(Self.redacted(text))' names no host; use postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+            throw PostgresConfigurationError(
+                "'\(Self.redacted(text))' names no host; use postgres://USER:PASSWORD@HOST:PORT/DATABASE")
         }
         self.host = host.removingPercentEncoding ?? host
         tls = TLSMode.defaultMode(forHost: self.host)
         if let port = components.port {
-            guard (1...65535).contains(port) else { throw PostgresConfigurationError("port \(port) in the database URL is not a port (1 to 65535)") }
+            guard (1...65535).contains(port) else {
+                throw PostgresConfigurationError("port \(port) in the database URL is not a port (1 to 65535)")
+            }
             self.port = port
         }
         if let user = components.percentEncodedUser, !user.isEmpty { username = user.removingPercentEncoding ?? user }
-        if let password = components.percentEncodedPassword { self.password = password.removingPercentEncoding ?? password }
+        if let password = components.percentEncodedPassword {
+            self.password = password.removingPercentEncoding ?? password
+        }
         let path = components.percentEncodedPath.drop { $0 == "/" }
         if !path.isEmpty {
             guard !path.contains("/") else {
@@ -120,37 +128,49 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
             switch item.name {
             case "sslmode":
                 guard let mode = TLSMode(rawValue: value) else {
-                    throw PostgresConfigurationError("sslmode=\(value) in the database URL is not one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw PostgresConfigurationError(
+                        "sslmode=\(value) in the database URL is not one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
                 }
                 tls = mode
             case "sslrootcert":
                 guard FileManager.default.isReadableFile(atPath: value) else {
-                    throw PostgresConfigurationError("sslrootcert=\(value) in the database URL is not a readable file (a PEM file of the certificate authorities to trust)")
+                    throw PostgresConfigurationError(
+                        "sslrootcert=\(value) in the database URL is not a readable file (a PEM file of the certificate authorities to trust)"
+                    )
                 }
                 rootCertificates = value
             case "pool_size":
                 guard let size = Int(value), (1...1000).contains(size) else {
-                    throw PostgresConfigurationError("pool_size=\(value) in the database URL is not a number of connections between 1 and 1000")
+                    throw PostgresConfigurationError(
+                        "pool_size=\(value) in the database URL is not a number of connections between 1 and 1000")
                 }
                 maximumConnections = size
             case "events_pool_size":
                 guard let size = Int(value), (1...100).contains(size) else {
-                    throw PostgresConfigurationError("events_pool_size=\(value) in the database URL is not a number of connections between 1 and 100")
+                    throw PostgresConfigurationError(
+                        "events_pool_size=\(value) in the database URL is not a number of connections between 1 and 100"
+                    )
                 }
                 maximumEventConnections = size
             case "timeout":
                 guard let seconds = Double(value), seconds > 0, seconds <= 600 else {
-                    throw PostgresConfigurationError("timeout=\(value) in the database URL is not a number of seconds above 0 and at most 600")
+                    throw PostgresConfigurationError(
+                        "timeout=\(value) in the database URL is not a number of seconds above 0 and at most 600")
                 }
                 operationTimeout = .milliseconds(Int64(seconds * 1000))
             case "application_name":
                 applicationName = value
             default:
-                throw PostgresConfigurationError("the database URL has an unknown parameter '\(item.name)'; known: sslmode, sslrootcert, pool_size, events_pool_size, timeout, application_name")
+                throw PostgresConfigurationError(
+                    "the database URL has an unknown parameter '\(item.name)'; known: sslmode, sslrootcert, pool_size, events_pool_size, timeout, application_name"
+                )
             }
         }
         if rootCertificates != nil, tls != .verifyFull {
-            throw PostgresConfigurationError("sslrootcert in the database URL needs sslmode=verify-full (sslmode=\(tls.rawValue) does not check the server's certificate)")
+            throw PostgresConfigurationError(
+                "sslrootcert in the database URL needs sslmode=verify-full (sslmode=\(tls.rawValue) does not check the server's certificate)"
+            )
         }
     }
 
@@ -169,7 +189,9 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
 
     /// A URL text with its password replaced by `***`.
     static func redacted(_ text: String) -> String {
-        guard let at = text.lastIndex(of: "@"), let scheme = text.range(of: "://"), scheme.upperBound < at else { return text }
+        guard let at = text.lastIndex(of: "@"), let scheme = text.range(of: "://"), scheme.upperBound < at else {
+            return text
+        }
         let credentials = text[scheme.upperBound..<at]
         guard let colon = credentials.firstIndex(of: ":") else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])

@@ -9,7 +9,9 @@ import Foundation
 /// - Parameter work: the blocking work.
 /// - Returns: what `work` returned.
 /// - Throws: what `work` threw.
-func awaitBlocking<T: Sendable, Failure: Error>(_ work: @escaping @Sendable () throws(Failure) -> T) async throws(Failure) -> T {
+func awaitBlocking<T: Sendable, Failure: Error>(_ work: @escaping @Sendable () throws(Failure) -> T)
+    async throws(Failure) -> T
+{
     let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, Failure>, Never>) in
         let thread = Thread {
             continuation.resume(returning: Result { () throws(Failure) -> T in try work() })

@@ -1,14 +1,15 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 public import Foundation
 import GRDB
 public import Logging
 public import SwitchyardCore
 public import SwitchyardStorage
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The embedded backend: two SQLite files through GRDB `DatabasePool`s in WAL mode: the flags (namespaces, change
 /// and audit logs, tokens) in the file named, the client events' counters beside it (``eventsPath(for:)``).
@@ -71,7 +72,8 @@ public final class SQLiteFlagStore: FlagStore {
     }
 
     /// Opens and migrates both files, blocking the calling thread.
-    private static func openFiles(at path: String, logger: Logger) throws(StorageError) -> (DatabasePool, DatabasePool) {
+    private static func openFiles(at path: String, logger: Logger) throws(StorageError) -> (DatabasePool, DatabasePool)
+    {
         let eventsPath = eventsPath(for: path)
         var opening = path
         do {
@@ -88,8 +90,9 @@ public final class SQLiteFlagStore: FlagStore {
             try migrator.migrate(pool)
             return (pool, events)
         } catch {
-            throw StorageError(.unavailable, "cannot open the SQLite database (check the path and its permissions)",
-                               diagnostic: "\(opening): \(error)")
+            throw StorageError(
+                .unavailable, "cannot open the SQLite database (check the path and its permissions)",
+                diagnostic: "\(opening): \(error)")
         }
     }
 
@@ -113,19 +116,23 @@ public final class SQLiteFlagStore: FlagStore {
     private static func createPrivately(_ path: String, logger: Logger) throws {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         if !FileManager.default.fileExists(atPath: folder.path) {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         if descriptor >= 0 {
             #if canImport(Glibc)
-            Glibc.close(descriptor)
+                Glibc.close(descriptor)
             #else
-            Darwin.close(descriptor)
+                Darwin.close(descriptor)
             #endif
-        } else if errno == EEXIST, let mode = (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int,
-                  mode & 0o077 != 0 {
-            logger.warning("other users may read the database file: it holds the audit log and token hashes; restrict it with chmod 600 (and its -wal and -shm files)",
-                           metadata: ["path": .string(path), "mode": .string(String(mode, radix: 8))])
+        } else if errno == EEXIST,
+            let mode = (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int,
+            mode & 0o077 != 0
+        {
+            logger.warning(
+                "other users may read the database file: it holds the audit log and token hashes; restrict it with chmod 600 (and its -wal and -shm files)",
+                metadata: ["path": .string(path), "mode": .string(String(mode, radix: 8))])
         }
     }
 
@@ -180,17 +187,24 @@ public final class SQLiteFlagStore: FlagStore {
         }
     }
 
-    public func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws -> CommittedChange {
+    public func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws
+        -> CommittedChange
+    {
         let time = currentTime()
         let epoch = makeEpoch()
         return try await access {
             try await self.pool.write { db in
-                if try Self.liveNamespaceRow(db, flagSet.namespace) != nil { throw NamespaceStep.alreadyExists(flagSet.namespace) }
-                let (state, record) = try NamespaceStep.creating(flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
-                try db.execute(sql: """
-                    INSERT INTO namespace (epoch, name, version, reason_policy, created_ms, updated_ms)
-                    VALUES (?, ?, 1, ?, ?, ?)
-                    """, arguments: [epoch, flagSet.namespace, reasonPolicy.rawValue, time.milliseconds, time.milliseconds])
+                if try Self.liveNamespaceRow(db, flagSet.namespace) != nil {
+                    throw NamespaceStep.alreadyExists(flagSet.namespace)
+                }
+                let (state, record) = try NamespaceStep.creating(
+                    flagSet, reasonPolicy: reasonPolicy, request: request, epoch: epoch, at: time)
+                try db.execute(
+                    sql: """
+                        INSERT INTO namespace (epoch, name, version, reason_policy, created_ms, updated_ms)
+                        VALUES (?, ?, 1, ?, ?, ?)
+                        """,
+                    arguments: [epoch, flagSet.namespace, reasonPolicy.rawValue, time.milliseconds, time.milliseconds])
                 for object in state.flagSet.storedObjects { try Self.insert(object, epoch: epoch, into: db) }
                 try Self.append(record, action: .namespaceCreate, to: db)
                 return CommittedChange(state: state, record: record)
@@ -198,18 +212,24 @@ public final class SQLiteFlagStore: FlagStore {
         }.remembered(by: self)
     }
 
-    public func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> (record: NamespaceRecord, changed: Bool) {
+    public func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> (
+        record: NamespaceRecord, changed: Bool
+    ) {
         let time = currentTime()
         return try await access {
             try await self.pool.write { db in
-                guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
+                guard let row = try Self.liveNamespaceRow(db, namespace) else {
+                    throw StorageError.namespaceNotFound(namespace)
+                }
                 let old = try Self.namespaceRecord(row)
                 guard old.reasonPolicy != policy else { return (old, false) }
-                try db.execute(sql: "UPDATE namespace SET reason_policy = ?, updated_ms = ? WHERE epoch = ?",
-                               arguments: [policy.rawValue, time.milliseconds, old.epoch])
+                try db.execute(
+                    sql: "UPDATE namespace SET reason_policy = ?, updated_ms = ? WHERE epoch = ?",
+                    arguments: [policy.rawValue, time.milliseconds, old.epoch])
                 let note = NamespaceStep.settingReasonPolicy(of: old, to: policy)
-                try Self.appendAudit(time: time, author: author, action: .namespaceUpdate, namespace: namespace, version: nil,
-                                     summary: note.summary, changes: note.changes, targets: [], to: db)
+                try Self.appendAudit(
+                    time: time, author: author, action: .namespaceUpdate, namespace: namespace, version: nil,
+                    summary: note.summary, changes: note.changes, targets: [], to: db)
                 return (try Self.namespaceRecord(Self.liveNamespaceRow(db, namespace)!), true)
             }
         }
@@ -221,11 +241,13 @@ public final class SQLiteFlagStore: FlagStore {
             try await self.pool.write { db in
                 guard let row = try Self.liveNamespaceRow(db, name) else { throw StorageError.namespaceNotFound(name) }
                 let state = try self.state(row, db)
-                try db.execute(sql: "UPDATE namespace SET deleted_ms = ? WHERE epoch = ?",
-                               arguments: [time.milliseconds, state.record.epoch])
+                try db.execute(
+                    sql: "UPDATE namespace SET deleted_ms = ? WHERE epoch = ?",
+                    arguments: [time.milliseconds, state.record.epoch])
                 let note = NamespaceStep.deleting(state)
-                try Self.appendAudit(time: time, author: author, action: .namespaceDelete, namespace: name,
-                                     version: state.record.version, summary: note.summary, changes: note.changes, targets: [], to: db)
+                try Self.appendAudit(
+                    time: time, author: author, action: .namespaceDelete, namespace: name,
+                    version: state.record.version, summary: note.summary, changes: note.changes, targets: [], to: db)
             }
         }
     }
@@ -238,7 +260,9 @@ public final class SQLiteFlagStore: FlagStore {
         let time = currentTime()
         return try await access {
             try await self.pool.write { db in
-                guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
+                guard let row = try Self.liveNamespaceRow(db, namespace) else {
+                    throw StorageError.namespaceNotFound(namespace)
+                }
                 let state = try self.state(row, db)
                 switch try ChangeStep.decide(state, request, at: time, mutation: mutation) {
                 case .conflict(let basedOn):
@@ -246,8 +270,9 @@ public final class SQLiteFlagStore: FlagStore {
                 case .unchanged:
                     return CommittedChange(state: state, record: nil)
                 case .commit(let next, let record):
-                    try db.execute(sql: "UPDATE namespace SET version = ?, updated_ms = ? WHERE epoch = ?",
-                                   arguments: [record.version, time.milliseconds, record.epoch])
+                    try db.execute(
+                        sql: "UPDATE namespace SET version = ?, updated_ms = ? WHERE epoch = ?",
+                        arguments: [record.version, time.milliseconds, record.epoch])
                     try Self.write(record.storedWrites(after: next.flagSet), epoch: record.epoch, to: db)
                     try Self.append(record, action: .change, to: db)
                     return CommittedChange(state: next, record: record)
@@ -263,8 +288,10 @@ public final class SQLiteFlagStore: FlagStore {
         if let cached = parsed.withLock({ $0[record.epoch] }), cached.version == record.version {
             return NamespaceState(record: record, flagSet: cached.flagSet)
         }
-        let objects = try Row.fetchAll(db, sql: "SELECT kind, key, position, body FROM namespace_object WHERE epoch = ?",
-                                       arguments: [record.epoch]).map { row in
+        let objects = try Row.fetchAll(
+            db, sql: "SELECT kind, key, position, body FROM namespace_object WHERE epoch = ?",
+            arguments: [record.epoch]
+        ).map { row in
             StoredObject(kind: row["kind"], key: row["key"], position: row["position"], body: row["body"])
         }
         let state = NamespaceState(record: record, flagSet: try FlagSet(storedObjects: objects, namespace: record.name))
@@ -278,7 +305,9 @@ public final class SQLiteFlagStore: FlagStore {
             try db.execute(sql: "DELETE FROM namespace_object WHERE epoch = ? AND kind = ?", arguments: [epoch, kind])
         }
         for (kind, key) in writes.deletions {
-            try db.execute(sql: "DELETE FROM namespace_object WHERE epoch = ? AND kind = ? AND key = ?", arguments: [epoch, kind, key])
+            try db.execute(
+                sql: "DELETE FROM namespace_object WHERE epoch = ? AND kind = ? AND key = ?",
+                arguments: [epoch, kind, key])
         }
         for object in writes.upserts { try insert(object, epoch: epoch, into: db) }
     }
@@ -292,11 +321,16 @@ public final class SQLiteFlagStore: FlagStore {
     public func changes(in namespace: String, after version: Int64, limit: Int) async throws -> [ChangeRecord] {
         try await access {
             try await self.pool.read { db in
-                guard let row = try Self.liveNamespaceRow(db, namespace) else { throw StorageError.namespaceNotFound(namespace) }
+                guard let row = try Self.liveNamespaceRow(db, namespace) else {
+                    throw StorageError.namespaceNotFound(namespace)
+                }
                 let epoch: String = row["epoch"]
-                return try Row.fetchAll(db, sql: """
-                    SELECT * FROM change WHERE epoch = ? AND version > ? ORDER BY version LIMIT ?
-                    """, arguments: [epoch, version, max(0, limit)]).map { try Self.changeRecord($0, namespace: namespace) }
+                return try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM change WHERE epoch = ? AND version > ? ORDER BY version LIMIT ?
+                        """, arguments: [epoch, version, max(0, limit)]
+                ).map { try Self.changeRecord($0, namespace: namespace) }
             }
         }
     }
@@ -327,10 +361,13 @@ public final class SQLiteFlagStore: FlagStore {
         let time = currentTime()
         return try await access {
             try await self.pool.write { db in
-                guard try Self.liveNamespaceRow(db, note.namespace) != nil else { throw StorageError.namespaceNotFound(note.namespace) }
-                let id = try Self.appendAudit(time: time, author: note.author, action: note.action, namespace: note.namespace, version: nil,
-                                              summary: note.summary, changes: [], targets: note.targets,
-                                              evidence: note.evidence.map { $0.serializedString(.canonical) }, to: db)
+                guard try Self.liveNamespaceRow(db, note.namespace) != nil else {
+                    throw StorageError.namespaceNotFound(note.namespace)
+                }
+                let id = try Self.appendAudit(
+                    time: time, author: note.author, action: note.action, namespace: note.namespace, version: nil,
+                    summary: note.summary, changes: [], targets: note.targets,
+                    evidence: note.evidence.map { $0.serializedString(.canonical) }, to: db)
                 guard let row = try Row.fetchOne(db, sql: "SELECT * FROM audit WHERE id = ?", arguments: [id]) else {
                     throw StorageError(.corrupt, "the audit entry just written is missing")
                 }
@@ -352,20 +389,31 @@ public final class SQLiteFlagStore: FlagStore {
         try await access {
             try await self.pool.write { db in
                 let record = token.record
-                if try Row.fetchOne(db, sql: "SELECT 1 FROM token WHERE name = ? AND revoked_ms IS NULL", arguments: [record.name]) != nil {
-                    throw StorageError(.alreadyExists, "a live token is named '\(record.name)' already (choose another name, or revoke that one first)")
+                if try Row.fetchOne(
+                    db, sql: "SELECT 1 FROM token WHERE name = ? AND revoked_ms IS NULL", arguments: [record.name])
+                    != nil
+                {
+                    throw StorageError(
+                        .alreadyExists,
+                        "a live token is named '\(record.name)' already (choose another name, or revoke that one first)"
+                    )
                 }
                 let namespaces = record.namespaces.map { JSONValue.array($0.map(JSONValue.string)).serializedString() }
-                try db.execute(sql: """
-                    INSERT INTO token (id, name, role, namespaces, rate_per_minute, secret_hash, created_ms, created_by)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [record.id, record.name, record.role.rawValue, namespaces, record.ratePerMinute,
-                                     Data(token.secretHash), record.createdAt.milliseconds, record.createdBy])
+                try db.execute(
+                    sql: """
+                        INSERT INTO token (id, name, role, namespaces, rate_per_minute, secret_hash, created_ms, created_by)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        record.id, record.name, record.role.rawValue, namespaces, record.ratePerMinute,
+                        Data(token.secretHash), record.createdAt.milliseconds, record.createdBy,
+                    ])
                 let scope = record.namespaces.map { " for namespaces \($0.joined(separator: ", "))" } ?? ""
-                try Self.appendAudit(time: time, author: author, action: .tokenCreate, namespace: nil, version: nil,
-                                     summary: "created \(record.role) token \(record.name) (\(record.id))\(scope)",
-                                     changes: [ObjectChange(kind: .namespace, key: "token", before: nil, after: record.tree)],
-                                     targets: [record.name, record.id], to: db)
+                try Self.appendAudit(
+                    time: time, author: author, action: .tokenCreate, namespace: nil, version: nil,
+                    summary: "created \(record.role) token \(record.name) (\(record.id))\(scope)",
+                    changes: [ObjectChange(kind: .namespace, key: "token", before: nil, after: record.tree)],
+                    targets: [record.name, record.id], to: db)
             }
         }
     }
@@ -374,26 +422,34 @@ public final class SQLiteFlagStore: FlagStore {
         let time = currentTime()
         return try await access {
             try await self.pool.write { db in
-                let row = try Row.fetchOne(db, sql: "SELECT * FROM token WHERE id = ?", arguments: [idOrName])
-                    ?? Row.fetchOne(db, sql: "SELECT * FROM token WHERE name = ? AND revoked_ms IS NULL", arguments: [idOrName])
+                let row =
+                    try Row.fetchOne(db, sql: "SELECT * FROM token WHERE id = ?", arguments: [idOrName])
+                    ?? Row.fetchOne(
+                        db, sql: "SELECT * FROM token WHERE name = ? AND revoked_ms IS NULL", arguments: [idOrName])
                 guard let row else {
-                    throw StorageError(.notFound, "no token has the id or live name '\(idOrName)' (list tokens with GET /v1/tokens)")
+                    throw StorageError(
+                        .notFound, "no token has the id or live name '\(idOrName)' (list tokens with GET /v1/tokens)")
                 }
                 var record = try Self.storedToken(row).record
                 guard record.revokedAt == nil else { return record }
                 if record.role == .admin, record.namespaces == nil {
-                    let others = try Int.fetchOne(db, sql: """
-                        SELECT COUNT(*) FROM token WHERE role = 'admin' AND namespaces IS NULL AND revoked_ms IS NULL AND id <> ?
-                        """, arguments: [record.id]) ?? 0
+                    let others =
+                        try Int.fetchOne(
+                            db,
+                            sql: """
+                                SELECT COUNT(*) FROM token WHERE role = 'admin' AND namespaces IS NULL AND revoked_ms IS NULL AND id <> ?
+                                """, arguments: [record.id]) ?? 0
                     guard others > 0 else { throw StorageError.lastAdminToken(named: record.name) }
                 }
-                try db.execute(sql: "UPDATE token SET revoked_ms = ? WHERE id = ?", arguments: [time.milliseconds, record.id])
+                try db.execute(
+                    sql: "UPDATE token SET revoked_ms = ? WHERE id = ?", arguments: [time.milliseconds, record.id])
                 let before = record.tree
                 record.revokedAt = Date(milliseconds: time.milliseconds)
-                try Self.appendAudit(time: time, author: author, action: .tokenRevoke, namespace: nil, version: nil,
-                                     summary: "revoked token \(record.name) (\(record.id))",
-                                     changes: [ObjectChange(kind: .namespace, key: "token", before: before, after: record.tree)],
-                                     targets: [record.name, record.id], to: db)
+                try Self.appendAudit(
+                    time: time, author: author, action: .tokenRevoke, namespace: nil, version: nil,
+                    summary: "revoked token \(record.name) (\(record.id))",
+                    changes: [ObjectChange(kind: .namespace, key: "token", before: before, after: record.tree)],
+                    targets: [record.name, record.id], to: db)
                 return record
             }
         }
@@ -415,8 +471,9 @@ public final class SQLiteFlagStore: FlagStore {
             throw error
         } catch let error as DatabaseError {
             logger.error("database error", metadata: ["error": "\(error)"])
-            throw StorageError(.unavailable, "the database refused the operation; flagsd's log has the details",
-                               diagnostic: error.message ?? "\(error.resultCode)")
+            throw StorageError(
+                .unavailable, "the database refused the operation; flagsd's log has the details",
+                diagnostic: error.message ?? "\(error.resultCode)")
         }
     }
 
@@ -430,29 +487,34 @@ public final class SQLiteFlagStore: FlagStore {
         guard let policy = ReasonPolicy(rawValue: policyText) else {
             throw StorageError(.corrupt, "namespace '\(name)' has an unknown reason policy '\(policyText)'")
         }
-        return NamespaceRecord(name: name, epoch: row["epoch"], version: row["version"], reasonPolicy: policy,
-                               createdAt: Date(milliseconds: row["created_ms"]), updatedAt: Date(milliseconds: row["updated_ms"]))
+        return NamespaceRecord(
+            name: name, epoch: row["epoch"], version: row["version"], reasonPolicy: policy,
+            createdAt: Date(milliseconds: row["created_ms"]), updatedAt: Date(milliseconds: row["updated_ms"]))
     }
 
     static func changeRecord(_ row: Row, namespace: String) throws -> ChangeRecord {
-        ChangeRecord(namespace: namespace, epoch: row["epoch"], version: row["version"],
-                     time: Date(milliseconds: row["time_ms"]), actor: row["actor"],
-                     source: ChangeSource(rawValue: row["source"]), reason: row["reason"], summary: row["summary"],
-                     changes: try ObjectChange.decodeList(row["changes"]), evidence: try decodeEvidence(row["evidence"]))
+        ChangeRecord(
+            namespace: namespace, epoch: row["epoch"], version: row["version"],
+            time: Date(milliseconds: row["time_ms"]), actor: row["actor"],
+            source: ChangeSource(rawValue: row["source"]), reason: row["reason"], summary: row["summary"],
+            changes: try ObjectChange.decodeList(row["changes"]), evidence: try decodeEvidence(row["evidence"]))
     }
 
     /// Reads stored evidence text; nil when there is none.
     static func decodeEvidence(_ text: String?) throws(StorageError) -> JSONValue? {
         guard let text else { return nil }
-        guard let value = try? JSONValue.parse(text) else { throw StorageError(.corrupt, "stored evidence is not JSON") }
+        guard let value = try? JSONValue.parse(text) else {
+            throw StorageError(.corrupt, "stored evidence is not JSON")
+        }
         return value
     }
 
     static func auditEntry(_ row: Row) throws -> AuditEntry {
-        AuditEntry(id: row["id"], time: Date(milliseconds: row["time_ms"]), actor: row["actor"],
-                   source: ChangeSource(rawValue: row["source"]), action: AuditAction(rawValue: row["action"]),
-                   namespace: row["namespace"], version: row["version"], reason: row["reason"], summary: row["summary"],
-                   changes: try ObjectChange.decodeList(row["changes"]), evidence: try decodeEvidence(row["evidence"]))
+        AuditEntry(
+            id: row["id"], time: Date(milliseconds: row["time_ms"]), actor: row["actor"],
+            source: ChangeSource(rawValue: row["source"]), action: AuditAction(rawValue: row["action"]),
+            namespace: row["namespace"], version: row["version"], reason: row["reason"], summary: row["summary"],
+            changes: try ObjectChange.decodeList(row["changes"]), evidence: try decodeEvidence(row["evidence"]))
     }
 
     static func storedToken(_ row: Row) throws -> StoredToken {
@@ -465,17 +527,19 @@ public final class SQLiteFlagStore: FlagStore {
             namespaces = (try? JSONValue.parse(text))?.arrayValue?.compactMap(\.stringValue)
         }
         let revoked: Int64? = row["revoked_ms"]
-        let record = TokenRecord(id: row["id"], name: row["name"], role: role, namespaces: namespaces,
-                                 ratePerMinute: row["rate_per_minute"], createdAt: Date(milliseconds: row["created_ms"]),
-                                 createdBy: row["created_by"],
-                                 revokedAt: revoked.map(Date.init(milliseconds:)))
+        let record = TokenRecord(
+            id: row["id"], name: row["name"], role: role, namespaces: namespaces,
+            ratePerMinute: row["rate_per_minute"], createdAt: Date(milliseconds: row["created_ms"]),
+            createdBy: row["created_by"],
+            revokedAt: revoked.map(Date.init(milliseconds:)))
         let hash: Data = row["secret_hash"]
         return StoredToken(record: record, secretHash: Array(hash))
     }
 
     static func conflict(_ db: Database, current: NamespaceRecord, basedOn: SnapshotVersion) throws -> StorageError {
-        let last = try Row.fetchOne(db, sql: "SELECT actor, time_ms FROM change WHERE epoch = ? AND version = ?",
-                                    arguments: [current.epoch, current.version])
+        let last = try Row.fetchOne(
+            db, sql: "SELECT actor, time_ms FROM change WHERE epoch = ? AND version = ?",
+            arguments: [current.epoch, current.version])
         let lastChange = last.map { (actor: $0["actor"] as String, time: Date(milliseconds: $0["time_ms"])) }
         return ChangeStep.conflict(current: current, basedOn: basedOn, lastChange: lastChange)
     }
@@ -483,14 +547,19 @@ public final class SQLiteFlagStore: FlagStore {
     static func append(_ record: ChangeRecord, action: AuditAction, to db: Database) throws {
         let changes = ObjectChange.encodeList(record.changes)
         let evidence = record.evidence.map { $0.serializedString(.canonical) }
-        try db.execute(sql: """
-            INSERT INTO change (epoch, version, time_ms, actor, source, reason, summary, changes, evidence)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [record.epoch, record.version, record.time.milliseconds, record.actor, record.source.rawValue,
-                             record.reason, record.summary, changes, evidence])
-        try appendAudit(time: record.time, author: ChangeAuthor(actor: record.actor, source: record.source, reason: record.reason),
-                        action: action, namespace: record.namespace, version: record.version, summary: record.summary,
-                        changes: record.changes, targets: record.auditTargets, evidence: evidence, to: db)
+        try db.execute(
+            sql: """
+                INSERT INTO change (epoch, version, time_ms, actor, source, reason, summary, changes, evidence)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                record.epoch, record.version, record.time.milliseconds, record.actor, record.source.rawValue,
+                record.reason, record.summary, changes, evidence,
+            ])
+        try appendAudit(
+            time: record.time, author: ChangeAuthor(actor: record.actor, source: record.source, reason: record.reason),
+            action: action, namespace: record.namespace, version: record.version, summary: record.summary,
+            changes: record.changes, targets: record.auditTargets, evidence: evidence, to: db)
     }
 
     @discardableResult
@@ -499,11 +568,15 @@ public final class SQLiteFlagStore: FlagStore {
         changes: [ObjectChange], targets: [String], evidence: String? = nil, to db: Database
     ) throws -> Int64 {
         let reason = author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
-        try db.execute(sql: """
-            INSERT INTO audit (time_ms, actor, source, action, namespace, version, reason, summary, changes, evidence)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [time.milliseconds, author.actor, author.source.rawValue, action.rawValue, namespace, version,
-                             reason?.isEmpty == false ? reason : nil, summary, ObjectChange.encodeList(changes), evidence])
+        try db.execute(
+            sql: """
+                INSERT INTO audit (time_ms, actor, source, action, namespace, version, reason, summary, changes, evidence)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                time.milliseconds, author.actor, author.source.rawValue, action.rawValue, namespace, version,
+                reason?.isEmpty == false ? reason : nil, summary, ObjectChange.encodeList(changes), evidence,
+            ])
         let id = db.lastInsertedRowID
         for target in Set(targets) {
             try db.execute(sql: "INSERT INTO audit_target (target, audit_id) VALUES (?, ?)", arguments: [target, id])

@@ -5,8 +5,8 @@ import Metrics
 import NIOCore
 public import Prometheus
 public import ServiceLifecycle
-public import SwitchyardStorage
 import SwitchyardCore
+public import SwitchyardStorage
 
 /// flagsd's HTTP service, ready to run: the Hummingbird application and the long-poll hub.
 ///
@@ -28,7 +28,8 @@ public struct FlagsServer: Service {
     public func run() async throws {
         // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server, and
         // the crash guard once no more events come in.
-        let services: [any Service] = [crashGuard, releasePlans] + (follower.map { [$0] } ?? []) + [application, service.hub]
+        let services: [any Service] =
+            [crashGuard, releasePlans] + (follower.map { [$0] } ?? []) + [application, service.hub]
         let group = ServiceGroup(configuration: .init(services: services, logger: service.logger))
         try await group.run()
     }
@@ -68,7 +69,8 @@ public struct FlagsServer: Service {
 ///   - onServerRunning: called with the bound port once the server listens.
 /// - Throws: a `StorageError` when the store cannot be read.
 public func buildApplication(
-    configuration: ServerConfiguration, store: any FlagStore, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+    configuration: ServerConfiguration, store: any FlagStore,
+    registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
     logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws -> FlagsServer {
     var factory = PrometheusMetricsFactory(registry: registry)
@@ -77,53 +79,63 @@ public func buildApplication(
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
         .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
     ]
-    let hub = LongPollHub(maximumWaiters: configuration.maximumWaiters, maximumWaitersPerAddress: configuration.maximumWaitersPerAddress,
-                          deltaVersions: configuration.deltaVersions,
-                          metricsFactory: factory, logger: logger)
+    let hub = LongPollHub(
+        maximumWaiters: configuration.maximumWaiters, maximumWaitersPerAddress: configuration.maximumWaitersPerAddress,
+        deltaVersions: configuration.deltaVersions,
+        metricsFactory: factory, logger: logger)
     let service = FlagService(
         store: store, hub: hub,
         auth: Authenticator(store: store, maximumAge: configuration.tokenCacheMaximumAge, metricsFactory: factory),
         configuration: configuration,
         metricsFactory: factory, logger: logger, rateLimiter: RateLimiter(clock: configuration.rateClock),
         console: ConsoleSite.load(enabled: configuration.console, logger: logger),
-        eventIngestor: EventIngestor(capacity: configuration.maximumEventBacklog, rowBudget: configuration.eventRowsPerTransaction,
-                                     metricsFactory: factory),
-        eventRates: RateLimiter(clock: configuration.rateClock), longPollRates: RateLimiter(clock: configuration.rateClock))
+        eventIngestor: EventIngestor(
+            capacity: configuration.maximumEventBacklog, rowBudget: configuration.eventRowsPerTransaction,
+            metricsFactory: factory),
+        eventRates: RateLimiter(clock: configuration.rateClock),
+        longPollRates: RateLimiter(clock: configuration.rateClock))
     // Subscribe before loading, so no write committed elsewhere meanwhile is missed.
     let notifications = store.notifications()
     try await service.load()
-    var guardOptions = CrashGuard.Options(refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL)
+    var guardOptions = CrashGuard.Options(
+        refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL)
     guardOptions.webhookSecret = configuration.guardWebhookSecret
     // One clock for every time a change records: the store's (FlagService and the routes read it too).
     guardOptions.now = store.now
     let crashGuard = CrashGuard(service: service, options: guardOptions)
     service.eventObservers.add(crashGuard)
-    var releaseOptions = ReleasePlanRunner.Options(interval: configuration.releasePlanInterval, webhookURL: configuration.guardWebhookURL)
+    var releaseOptions = ReleasePlanRunner.Options(
+        interval: configuration.releasePlanInterval, webhookURL: configuration.guardWebhookURL)
     releaseOptions.webhookSecret = configuration.guardWebhookSecret
     releaseOptions.now = store.now
     releaseOptions.futureSkew = configuration.maximumEventClockSkew
     let releasePlans = ReleasePlanRunner(service: service, options: releaseOptions)
-    let routes = makeRoutes(API(service: service, crashGuard: crashGuard, releasePlans: releasePlans), registry: registry)
+    let routes = makeRoutes(
+        API(service: service, crashGuard: crashGuard, releasePlans: releasePlans), registry: registry)
     // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
     let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")
     // Every connection is counted against the caps (in all and per peer address) and timed from its start
     // (Connections/ConnectionGate.swift); the timeouts see what both the fast path and the router read and write.
     let connections = ConnectionGate(
-        limits: .init(maximumConnections: configuration.maximumConnections, idleTimeout: configuration.idleTimeout,
-                      headerTimeout: configuration.headerTimeout,
-                      maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress,
-                      trustedProxies: configuration.trustedProxies),
+        limits: .init(
+            maximumConnections: configuration.maximumConnections, idleTimeout: configuration.idleTimeout,
+            headerTimeout: configuration.headerTimeout,
+            maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress,
+            trustedProxies: configuration.trustedProxies),
         metricsFactory: factory, logger: logger)
     let application = Application(
         router: buildRouter(service: service, routes: routes),
         server: HTTPServerBuilder { responder in
             GatedHTTP1Channel(
-                http1: HTTP1Channel(responder: responder, configuration: .init(
-                    additionalChannelHandlers: [connections.makeHandler(), snapshotFastPath.makeHandler()])),
+                http1: HTTP1Channel(
+                    responder: responder,
+                    configuration: .init(
+                        additionalChannelHandlers: [connections.makeHandler(), snapshotFastPath.makeHandler()])),
                 gate: connections)
         },
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd",
-                             backlog: configuration.listenBacklog),
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd",
+            backlog: configuration.listenBacklog),
         onServerRunning: { channel in
             // Accept up to 64 connections per wake of the listening socket (NIO's default is 4), so a burst of new
             // connections leaves the kernel's backlog while the event loop also reads the requests of the ones
@@ -132,11 +144,13 @@ public func buildApplication(
             await onServerRunning(channel.localAddress?.port ?? configuration.port)
         },
         logger: logger)
-    var server = FlagsServer(application: application, service: service, routes: routes, crashGuard: crashGuard,
-                             releasePlans: releasePlans,
-                             snapshotFastPath: snapshotFastPath, connections: connections)
+    var server = FlagsServer(
+        application: application, service: service, routes: routes, crashGuard: crashGuard,
+        releasePlans: releasePlans,
+        snapshotFastPath: snapshotFastPath, connections: connections)
     if let notifications {
-        server.follower = StoreFollower(service: service, notifications: notifications, interval: configuration.storeCheckInterval)
+        server.follower = StoreFollower(
+            service: service, notifications: notifications, interval: configuration.storeCheckInterval)
     }
     return server
 }
@@ -147,7 +161,10 @@ struct RouteSpec: Sendable {
     let path: String
     let handler: @Sendable (Request, FlagsRequestContext) async throws -> Response
 
-    init(_ method: HTTPRequest.Method, _ path: String, _ handler: @escaping @Sendable (Request, FlagsRequestContext) async throws -> Response) {
+    init(
+        _ method: HTTPRequest.Method, _ path: String,
+        _ handler: @escaping @Sendable (Request, FlagsRequestContext) async throws -> Response
+    ) {
         self.method = method
         self.path = path
         self.handler = handler
@@ -185,8 +202,12 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.get, "\(ns)/experiments/{key}/units") { try await api.experimentUnits($0, context: $1) },
         RouteSpec(.get, "\(ns)/releases") { try await api.listReleases($0, context: $1) },
         RouteSpec(.get, "\(ns)/flags/{key}/release") { try await api.getRelease($0, context: $1) },
-        RouteSpec(.post, "\(ns)/flags/{key}/release/proposals/{id}/confirm") { try await api.confirmReleaseProposal($0, context: $1) },
-        RouteSpec(.post, "\(ns)/flags/{key}/release/proposals/{id}/dismiss") { try await api.dismissReleaseProposal($0, context: $1) },
+        RouteSpec(.post, "\(ns)/flags/{key}/release/proposals/{id}/confirm") {
+            try await api.confirmReleaseProposal($0, context: $1)
+        },
+        RouteSpec(.post, "\(ns)/flags/{key}/release/proposals/{id}/dismiss") {
+            try await api.dismissReleaseProposal($0, context: $1)
+        },
 
         RouteSpec(.get, "\(ns)/flag-set") { try await api.getFlagSet($0, context: $1) },
         RouteSpec(.put, "\(ns)/flag-set") { try await api.putFlagSet($0, context: $1) },
@@ -199,21 +220,26 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         RouteSpec(.post, "\(ns)/flags/{key}/disable") { try await api.switchState($0, context: $1, enable: false) },
         RouteSpec(.post, "\(ns)/flags/{key}/rollout") { try await api.setRollout($0, context: $1) },
         RouteSpec(.post, "\(ns)/flags/{key}/targeting") { try await api.target($0, context: $1) },
-    ] + ReleaseAction.allCases.map { action in
-        RouteSpec(.post, "\(ns)/flags/{key}/release/\(action.rawValue)") { try await api.releaseAction($0, context: $1, action: action) }
-    } + [
-        RouteSpec(.get, "\(ns)/kill-switches") { try await api.listKillSwitches($0, context: $1) },
-        RouteSpec(.post, "\(ns)/kill-switches/{key}/kill") { try await api.killState($0, context: $1, kill: true) },
-        RouteSpec(.post, "\(ns)/kill-switches/{key}/revive") { try await api.killState($0, context: $1, kill: false) },
-
-        RouteSpec(.post, "/ofrep/v1/evaluate/flags") { try await api.ofrepEvaluateFlags($0, context: $1) },
-        RouteSpec(.post, "/ofrep/v1/evaluate/flags/{key}") { try await api.ofrepEvaluateFlag($0, context: $1) },
-
-        RouteSpec(.get, "/v1/audit") { try await api.audit($0, context: $1) },
-        RouteSpec(.get, "/v1/tokens") { try await api.listTokens($0, context: $1) },
-        RouteSpec(.post, "/v1/tokens") { try await api.createToken($0, context: $1) },
-        RouteSpec(.delete, "/v1/tokens/{token}") { try await api.revokeToken($0, context: $1) },
     ]
+        + ReleaseAction.allCases.map { action in
+            RouteSpec(.post, "\(ns)/flags/{key}/release/\(action.rawValue)") {
+                try await api.releaseAction($0, context: $1, action: action)
+            }
+        } + [
+            RouteSpec(.get, "\(ns)/kill-switches") { try await api.listKillSwitches($0, context: $1) },
+            RouteSpec(.post, "\(ns)/kill-switches/{key}/kill") { try await api.killState($0, context: $1, kill: true) },
+            RouteSpec(.post, "\(ns)/kill-switches/{key}/revive") {
+                try await api.killState($0, context: $1, kill: false)
+            },
+
+            RouteSpec(.post, "/ofrep/v1/evaluate/flags") { try await api.ofrepEvaluateFlags($0, context: $1) },
+            RouteSpec(.post, "/ofrep/v1/evaluate/flags/{key}") { try await api.ofrepEvaluateFlag($0, context: $1) },
+
+            RouteSpec(.get, "/v1/audit") { try await api.audit($0, context: $1) },
+            RouteSpec(.get, "/v1/tokens") { try await api.listTokens($0, context: $1) },
+            RouteSpec(.post, "/v1/tokens") { try await api.createToken($0, context: $1) },
+            RouteSpec(.delete, "/v1/tokens/{token}") { try await api.revokeToken($0, context: $1) },
+        ]
 }
 
 func buildRouter(service: FlagService, routes: [RouteSpec]) -> Router<FlagsRequestContext> {

@@ -118,7 +118,8 @@ public struct ServerConfiguration: Sendable {
     /// where it cannot be read.
     public static var systemListenBacklog: Int {
         guard let text = try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8),
-              let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value > 0 else { return 4_096 }
+            let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value > 0
+        else { return 4_096 }
         return value
     }
 
@@ -141,6 +142,7 @@ public struct ServerConfiguration: Sendable {
 
 extension ServerConfiguration {
     var eventLimits: EventLimits {
-        EventLimits(maximumEvents: maximumEventsPerBatch, maximumAge: maximumEventAge, maximumFutureSkew: maximumEventClockSkew)
+        EventLimits(
+            maximumEvents: maximumEventsPerBatch, maximumAge: maximumEventAge, maximumFutureSkew: maximumEventClockSkew)
     }
 }

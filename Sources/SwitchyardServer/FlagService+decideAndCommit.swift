@@ -54,7 +54,9 @@ extension FlagService {
     ) async throws -> VersionedOutcome<Value>? {
         for _ in 0..<max(1, attempts) {
             do {
-                guard let state = try await store.namespace(namespace), let decision = try await decide(state) else { return nil }
+                guard let state = try await store.namespace(namespace), let decision = try await decide(state) else {
+                    return nil
+                }
                 switch decision {
                 case .settle(let value):
                     return .settled(value)

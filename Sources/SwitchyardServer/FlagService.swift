@@ -1,11 +1,11 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Synchronization
 package import Logging
 package import Metrics
 package import SwitchyardCore
 package import SwitchyardStorage
+import Synchronization
 
 /// What every route shares: the store, the long-poll hub, token checks, metrics, and the change path that
 /// commits a change and then wakes the waiters of its namespace.
@@ -50,8 +50,9 @@ package struct FlagService: Sendable {
     func sourceAddress(peer: IPAddress?, headers: HTTPFields) -> IPAddress? {
         let proxies = configuration.trustedProxies
         if let peer, proxies.sendsOnlyTheOtherHeader(peer: peer, headers: headers), forwardingWarning.claim() {
-            logger.warning("a trusted proxy forwards requests with the forwarding header flagsd does not read: every request from it counts as the proxy's own address; set --forwarded-header to the header it writes",
-                           metadata: ["proxy": .stringConvertible(peer), "forwarded_header": .string(proxies.header.rawValue)])
+            logger.warning(
+                "a trusted proxy forwards requests with the forwarding header flagsd does not read: every request from it counts as the proxy's own address; set --forwarded-header to the header it writes",
+                metadata: ["proxy": .stringConvertible(peer), "forwarded_header": .string(proxies.header.rawValue)])
         }
         return proxies.sourceAddress(peer: peer, headers: headers)
     }
@@ -79,20 +80,24 @@ package struct FlagService: Sendable {
     package func change(
         _ namespace: String, _ request: ChangeRequest, mutation: @escaping @Sendable (FlagSet) throws -> FlagSet
     ) async throws -> CommittedChange {
-        let author = request.author, summary = request.summary
+        let author = request.author
+        let summary = request.summary
         return try await commit {
             try await store.change(namespace, request) { before in
                 let after = try mutation(before)
                 guard author.source != .releasePlan else { return after }
-                return after.stoppingInterruptedReleases(since: before, actor: author.actor, summary: summary,
-                                                         isCrashGuard: author.source == .crashGuard,
-                                                         at: Int64(store.now().timeIntervalSince1970))
+                return after.stoppingInterruptedReleases(
+                    since: before, actor: author.actor, summary: summary,
+                    isCrashGuard: author.source == .crashGuard,
+                    at: Int64(store.now().timeIntervalSince1970))
             }
         }
     }
 
     /// Creates a namespace with its first flag set (version 1) and delivers it.
-    package func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws -> CommittedChange {
+    package func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws
+        -> CommittedChange
+    {
         try await commit { try await store.createNamespace(flagSet, reasonPolicy: reasonPolicy, request: request) }
     }
 
@@ -105,12 +110,17 @@ package struct FlagService: Sendable {
 
     /// Sets which evaluations report their reason (no new version: snapshots do not carry it). Setting the policy
     /// in force changes nothing and logs nothing.
-    package func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> NamespaceRecord {
+    package func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws
+        -> NamespaceRecord
+    {
         let (record, changed) = try await store.setReasonPolicy(policy, of: namespace, by: author)
         if changed {
-            logger.info("namespace setting changed", metadata: [
-                "namespace": .string(namespace), "reason_policy": .string(policy.rawValue), "actor": .string(author.actor),
-            ])
+            logger.info(
+                "namespace setting changed",
+                metadata: [
+                    "namespace": .string(namespace), "reason_policy": .string(policy.rawValue),
+                    "actor": .string(author.actor),
+                ])
         }
         return record
     }
@@ -140,14 +150,23 @@ package struct FlagService: Sendable {
     /// Publishes a committed change: hub, metrics, log.
     private func committed(_ state: NamespaceState, _ record: ChangeRecord) {
         hub.publish(state)
-        Counter(label: "flagsd_changes_total", dimensions: [("namespace", record.namespace), ("source", record.source.rawValue)],
-                factory: metricsFactory).increment()
-        Counter(label: "flagsd_changes_by_actor_total", dimensions: [("namespace", record.namespace), ("actor", record.actor)],
-                factory: metricsFactory).increment()
-        logger.info("change committed", metadata: [
-            "namespace": .string(record.namespace), "version": .stringConvertible(record.version),
-            "actor": .string(record.actor), "source": .string(record.source.rawValue), "summary": .string(record.summary),
-        ])
+        Counter(
+            label: "flagsd_changes_total",
+            dimensions: [("namespace", record.namespace), ("source", record.source.rawValue)],
+            factory: metricsFactory
+        ).increment()
+        Counter(
+            label: "flagsd_changes_by_actor_total",
+            dimensions: [("namespace", record.namespace), ("actor", record.actor)],
+            factory: metricsFactory
+        ).increment()
+        logger.info(
+            "change committed",
+            metadata: [
+                "namespace": .string(record.namespace), "version": .stringConvertible(record.version),
+                "actor": .string(record.actor), "source": .string(record.source.rawValue),
+                "summary": .string(record.summary),
+            ])
     }
 }
 

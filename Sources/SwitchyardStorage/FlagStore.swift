@@ -35,13 +35,16 @@ public protocol FlagStore: EventStore {
     /// Creates a namespace with a fresh epoch at version 1, recording the creation as its first change.
     ///
     /// - Throws: `alreadyExists` when a live namespace has the name; `invalid` for an invalid flag set.
-    func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws -> CommittedChange
+    func createNamespace(_ flagSet: FlagSet, reasonPolicy: ReasonPolicy, request: ChangeRequest) async throws
+        -> CommittedChange
 
     /// Sets a namespace's reason policy (audited; takes no version, as the flag set does not change).
     ///
     /// - Returns: the namespace after it, and whether the policy changed. Setting the policy in force writes
     ///   nothing: no audit entry, the same `updatedAt`.
-    func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> (record: NamespaceRecord, changed: Bool)
+    func setReasonPolicy(_ policy: ReasonPolicy, of namespace: String, by author: ChangeAuthor) async throws -> (
+        record: NamespaceRecord, changed: Bool
+    )
 
     /// Deletes a namespace. Its change log and audit entries stay; a namespace created later under the same
     /// name gets a new epoch.
@@ -126,9 +129,10 @@ extension FlagStore {
         now: Date = Date()
     ) async throws -> (record: TokenRecord, secret: String) {
         let secret = TokenSecret.generate(role: role)
-        let record = TokenRecord(id: TokenSecret.newID(), name: name, role: role, namespaces: namespaces,
-                                 ratePerMinute: ratePerMinute, createdAt: Date(milliseconds: now.milliseconds),
-                                 createdBy: author.actor)
+        let record = TokenRecord(
+            id: TokenSecret.newID(), name: name, role: role, namespaces: namespaces,
+            ratePerMinute: ratePerMinute, createdAt: Date(milliseconds: now.milliseconds),
+            createdBy: author.actor)
         try await createToken(StoredToken(record: record, secretHash: TokenSecret.hash(secret)), by: author)
         return (record, secret)
     }
@@ -158,7 +162,10 @@ extension FlagStore {
     ) async throws -> (request: ChangeRequest, mutation: @Sendable (FlagSet) throws -> FlagSet) {
         guard let target = try await change(in: namespace, version: version) else {
             if try await self.namespace(namespace) == nil { throw StorageError.namespaceNotFound(namespace) }
-            throw StorageError(.notFound, "namespace '\(namespace)' has no change with version \(version) (list changes with GET /v1/namespaces/\(namespace)/changes)")
+            throw StorageError(
+                .notFound,
+                "namespace '\(namespace)' has no change with version \(version) (list changes with GET /v1/namespaces/\(namespace)/changes)"
+            )
         }
         var request = request
         if request.summary == nil { request.summary = "revert version \(version) (\(target.summary))" }
@@ -202,8 +209,10 @@ extension FlagSet {
         do {
             return try FlagSet(tree: .object(tree), unit: .basisPoints)
         } catch {
-            throw StorageError(.invalid, "reverting version \(version) would leave namespace '\(namespace)' invalid; change the objects it names first",
-                               problems: error.problems)
+            throw StorageError(
+                .invalid,
+                "reverting version \(version) would leave namespace '\(namespace)' invalid; change the objects it names first",
+                problems: error.problems)
         }
     }
 }

@@ -65,8 +65,10 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
     /// For `conflict`: the current version and who made it.
     public let conflict: Conflict?
 
-    public init(_ kind: Kind, _ message: String, diagnostic: String? = nil, problems: [ValidationProblem] = [],
-                conflict: Conflict? = nil) {
+    public init(
+        _ kind: Kind, _ message: String, diagnostic: String? = nil, problems: [ValidationProblem] = [],
+        conflict: Conflict? = nil
+    ) {
         self.kind = kind
         self.message = message
         self.diagnostic = diagnostic
@@ -83,7 +85,10 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Refuses to revoke the last live admin token valid in every namespace (every backend says the same).
     package static func lastAdminToken(named name: String) -> StorageError {
-        StorageError(.lastAdminToken, "token '\(name)' is the last live admin token valid in every namespace: revoking it would leave nobody able to manage tokens. Create another admin token first (flagctl tokens create NAME --role admin), then revoke this one")
+        StorageError(
+            .lastAdminToken,
+            "token '\(name)' is the last live admin token valid in every namespace: revoking it would leave nobody able to manage tokens. Create another admin token first (flagctl tokens create NAME --role admin), then revoke this one"
+        )
     }
 
     package static func namespaceNotFound(_ name: String) -> StorageError {

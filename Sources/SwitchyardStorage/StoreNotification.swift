@@ -22,10 +22,12 @@ extension StoreNotification {
     package var payload: String {
         switch self {
         case .namespace(let name, let epoch, let version, let deleted):
-            JSONValue.object(JSONObject([
-                ("namespace", .string(name)), ("epoch", .string(epoch)), ("version", .int64(version)),
-                ("deleted", .bool(deleted)),
-            ])).serializedString(.canonical)
+            JSONValue.object(
+                JSONObject([
+                    ("namespace", .string(name)), ("epoch", .string(epoch)), ("version", .int64(version)),
+                    ("deleted", .bool(deleted)),
+                ])
+            ).serializedString(.canonical)
         case .tokens:
             #"{"tokens":true}"#
         case .resync:
@@ -37,7 +39,8 @@ extension StoreNotification {
     package init?(payload: String) {
         guard let tree = try? JSONValue.parse(payload) else { return nil }
         if let name = tree["namespace"]?.stringValue, let epoch = tree["epoch"]?.stringValue,
-           let version = tree["version"]?.int64Value {
+            let version = tree["version"]?.int64Value
+        {
             self = .namespace(name: name, epoch: epoch, version: version, deleted: tree["deleted"] == .bool(true))
         } else if tree["tokens"] == .bool(true) {
             self = .tokens

@@ -23,7 +23,10 @@ public struct ExperimentResultsBody: Sendable, Hashable {
         }
 
         var json: JSONValue {
-            .object(JSONObject([("estimate", Self.number(estimate)), ("lower", Self.number(lower)), ("upper", Self.number(upper))]))
+            .object(
+                JSONObject([
+                    ("estimate", Self.number(estimate)), ("lower", Self.number(lower)), ("upper", Self.number(upper)),
+                ]))
         }
 
         init(json: JSONValue) {
@@ -104,7 +107,10 @@ public struct ExperimentResultsBody: Sendable, Hashable {
         public var cuped: Bool
         public var varianceReduction: Double?
 
-        public init(arm: String, difference: Interval, relative: Interval?, verdict: String, cuped: Bool, varianceReduction: Double?) {
+        public init(
+            arm: String, difference: Interval, relative: Interval?, verdict: String, cuped: Bool,
+            varianceReduction: Double?
+        ) {
             self.arm = arm
             self.difference = difference
             self.relative = relative
@@ -156,8 +162,10 @@ public struct ExperimentResultsBody: Sendable, Hashable {
         public var comparisons: [Comparison]
         public var history: [Point]
 
-        public init(name: String, kind: String, better: String, description: String?, builtIn: Bool, numerator: String? = nil,
-                    denominator: String? = nil, arms: [ArmMean], comparisons: [Comparison], history: [Point]) {
+        public init(
+            name: String, kind: String, better: String, description: String?, builtIn: Bool, numerator: String? = nil,
+            denominator: String? = nil, arms: [ArmMean], comparisons: [Comparison], history: [Point]
+        ) {
             self.name = name
             self.kind = kind
             self.better = better
@@ -190,8 +198,10 @@ public struct ExperimentResultsBody: Sendable, Hashable {
     public var method: String
     public var metrics: [Metric]
 
-    public init(namespace: String, flag: String, type: String, phase: String?, phases: [Phase], control: String, arms: [Arm],
-                sampleRatio: SampleRatio, trustworthy: Bool, alpha: Double, plannedUnits: Int, method: String, metrics: [Metric]) {
+    public init(
+        namespace: String, flag: String, type: String, phase: String?, phases: [Phase], control: String, arms: [Arm],
+        sampleRatio: SampleRatio, trustworthy: Bool, alpha: Double, plannedUnits: Int, method: String, metrics: [Metric]
+    ) {
         self.namespace = namespace
         self.flag = flag
         self.type = type
@@ -213,21 +223,47 @@ public struct ExperimentResultsBody: Sendable, Hashable {
         return JSONObject([
             ("namespace", .string(namespace)), ("flag", .string(flag)), ("type", .string(type)),
             ("phase", phase.map(JSONValue.string) ?? .null),
-            ("phases", .array(phases.map { phase in
-                .object(JSONObject([("phase", .string(phase.phase)), ("units", .int(phase.units)), ("from", .string(phase.from)),
-                                    ("until", .string(phase.until)), ("current", .bool(phase.current))]))
-            })),
+            (
+                "phases",
+                .array(
+                    phases.map { phase in
+                        .object(
+                            JSONObject([
+                                ("phase", .string(phase.phase)), ("units", .int(phase.units)),
+                                ("from", .string(phase.from)),
+                                ("until", .string(phase.until)), ("current", .bool(phase.current)),
+                            ]))
+                    })
+            ),
             ("control", .string(control)),
-            ("arms", .array(arms.map { arm in
-                .object(JSONObject([("arm", .string(arm.arm)), ("units", .int(arm.units)),
-                                    ("expected_share", number(arm.expectedShare)), ("observed_share", number(arm.observedShare))]))
-            })),
-            ("sample_ratio", .object(JSONObject([
-                ("status", .string(sampleRatio.status)), ("p_value", number(sampleRatio.pValue)),
-                ("threshold", .double(sampleRatio.threshold)), ("message", .string(sampleRatio.message)),
-            ]))),
+            (
+                "arms",
+                .array(
+                    arms.map { arm in
+                        .object(
+                            JSONObject([
+                                ("arm", .string(arm.arm)), ("units", .int(arm.units)),
+                                ("expected_share", number(arm.expectedShare)),
+                                ("observed_share", number(arm.observedShare)),
+                            ]))
+                    })
+            ),
+            (
+                "sample_ratio",
+                .object(
+                    JSONObject([
+                        ("status", .string(sampleRatio.status)), ("p_value", number(sampleRatio.pValue)),
+                        ("threshold", .double(sampleRatio.threshold)), ("message", .string(sampleRatio.message)),
+                    ]))
+            ),
             ("trustworthy", .bool(trustworthy)),
-            ("statistics", .object(JSONObject([("method", .string(method)), ("alpha", .double(alpha)), ("planned_units", .int(plannedUnits))]))),
+            (
+                "statistics",
+                .object(
+                    JSONObject([
+                        ("method", .string(method)), ("alpha", .double(alpha)), ("planned_units", .int(plannedUnits)),
+                    ]))
+            ),
             ("metrics", .array(metrics.map(\.json))),
         ])
     }
@@ -244,20 +280,25 @@ public struct ExperimentResultsBody: Sendable, Hashable {
         control = try reader.string("control")
         phases = try (json["phases"]?.arrayValue ?? []).map { tree throws(WireError) in
             var phaseReader = try WireReader(tree, "experiment.phases")
-            return Phase(phase: try phaseReader.string("phase"), units: Int(try phaseReader.int64("units")),
-                         from: try phaseReader.string("from"), until: try phaseReader.string("until"),
-                         current: tree["current"]?.boolValue ?? false)
+            return Phase(
+                phase: try phaseReader.string("phase"), units: Int(try phaseReader.int64("units")),
+                from: try phaseReader.string("from"), until: try phaseReader.string("until"),
+                current: tree["current"]?.boolValue ?? false)
         }
         arms = try (json["arms"]?.arrayValue ?? []).map { tree throws(WireError) in
             var armReader = try WireReader(tree, "experiment.arms")
-            return Arm(arm: try armReader.string("arm"), units: Int(try armReader.int64("units")),
-                       expectedShare: tree["expected_share"]?.doubleValue, observedShare: tree["observed_share"]?.doubleValue)
+            return Arm(
+                arm: try armReader.string("arm"), units: Int(try armReader.int64("units")),
+                expectedShare: tree["expected_share"]?.doubleValue, observedShare: tree["observed_share"]?.doubleValue)
         }
         guard let ratio = json["sample_ratio"] else { throw WireError("experiment: sample_ratio is missing") }
         var ratioReader = try WireReader(ratio, "experiment.sample_ratio")
-        sampleRatio = SampleRatio(status: try ratioReader.string("status"), pValue: ratio["p_value"]?.doubleValue,
-                                  threshold: ratio["threshold"]?.doubleValue ?? 0, message: try ratioReader.string("message"))
-        guard let trustworthy = json["trustworthy"]?.boolValue else { throw WireError("experiment: trustworthy is missing or not a boolean") }
+        sampleRatio = SampleRatio(
+            status: try ratioReader.string("status"), pValue: ratio["p_value"]?.doubleValue,
+            threshold: ratio["threshold"]?.doubleValue ?? 0, message: try ratioReader.string("message"))
+        guard let trustworthy = json["trustworthy"]?.boolValue else {
+            throw WireError("experiment: trustworthy is missing or not a boolean")
+        }
         self.trustworthy = trustworthy
         let statistics = json["statistics"]
         alpha = statistics?["alpha"]?.doubleValue ?? 0.05
@@ -279,20 +320,42 @@ extension ExperimentResultsBody.Metric {
             object["denominator"] = .string(denominator)
         }
         for (key, value) in JSONObject([
-            ("arms", .array(arms.map { arm in
-                .object(JSONObject([("arm", .string(arm.arm)), ("units", .int(arm.units)), ("mean", number(arm.mean))]))
-            })),
-            ("comparisons", .array(comparisons.map { comparison in
-                .object(JSONObject([
-                    ("arm", .string(comparison.arm)), ("difference", comparison.difference.json),
-                    ("relative", comparison.relative?.json ?? .null), ("verdict", .string(comparison.verdict)),
-                    ("cuped", .bool(comparison.cuped)), ("variance_reduction", number(comparison.varianceReduction)),
-                ]))
-            })),
-            ("history", .array(history.map { point in
-                .object(JSONObject([("time", .string(point.time)), ("arm", .string(point.arm)), ("units", .int(point.units)),
-                                    ("difference", point.difference.json)]))
-            })),
+            (
+                "arms",
+                .array(
+                    arms.map { arm in
+                        .object(
+                            JSONObject([
+                                ("arm", .string(arm.arm)), ("units", .int(arm.units)), ("mean", number(arm.mean)),
+                            ]))
+                    })
+            ),
+            (
+                "comparisons",
+                .array(
+                    comparisons.map { comparison in
+                        .object(
+                            JSONObject([
+                                ("arm", .string(comparison.arm)), ("difference", comparison.difference.json),
+                                ("relative", comparison.relative?.json ?? .null),
+                                ("verdict", .string(comparison.verdict)),
+                                ("cuped", .bool(comparison.cuped)),
+                                ("variance_reduction", number(comparison.varianceReduction)),
+                            ]))
+                    })
+            ),
+            (
+                "history",
+                .array(
+                    history.map { point in
+                        .object(
+                            JSONObject([
+                                ("time", .string(point.time)), ("arm", .string(point.arm)),
+                                ("units", .int(point.units)),
+                                ("difference", point.difference.json),
+                            ]))
+                    })
+            ),
         ]) { object[key] = value }
         return .object(object)
     }
@@ -308,22 +371,28 @@ extension ExperimentResultsBody.Metric {
         denominator = json["denominator"]?.stringValue
         arms = try (json["arms"]?.arrayValue ?? []).map { tree throws(WireError) in
             var armReader = try WireReader(tree, "experiment.metrics.arms")
-            return ArmMean(arm: try armReader.string("arm"), units: Int(try armReader.int64("units")), mean: tree["mean"]?.doubleValue)
+            return ArmMean(
+                arm: try armReader.string("arm"), units: Int(try armReader.int64("units")),
+                mean: tree["mean"]?.doubleValue)
         }
         comparisons = try (json["comparisons"]?.arrayValue ?? []).map { tree throws(WireError) in
             var comparisonReader = try WireReader(tree, "experiment.metrics.comparisons")
-            guard let difference = tree["difference"] else { throw WireError("experiment.metrics.comparisons: difference is missing") }
+            guard let difference = tree["difference"] else {
+                throw WireError("experiment.metrics.comparisons: difference is missing")
+            }
             let relative = tree["relative"].flatMap { $0 == .null ? nil : ExperimentResultsBody.Interval(json: $0) }
             return ExperimentResultsBody.Comparison(
-                arm: try comparisonReader.string("arm"), difference: ExperimentResultsBody.Interval(json: difference), relative: relative,
+                arm: try comparisonReader.string("arm"), difference: ExperimentResultsBody.Interval(json: difference),
+                relative: relative,
                 verdict: try comparisonReader.string("verdict"), cuped: tree["cuped"]?.boolValue ?? false,
                 varianceReduction: tree["variance_reduction"]?.doubleValue)
         }
         history = try (json["history"]?.arrayValue ?? []).map { tree throws(WireError) in
             var pointReader = try WireReader(tree, "experiment.metrics.history")
-            return ExperimentResultsBody.Point(time: try pointReader.string("time"), arm: try pointReader.string("arm"),
-                                               units: Int(try pointReader.int64("units")),
-                                               difference: ExperimentResultsBody.Interval(json: tree["difference"] ?? .null))
+            return ExperimentResultsBody.Point(
+                time: try pointReader.string("time"), arm: try pointReader.string("arm"),
+                units: Int(try pointReader.int64("units")),
+                difference: ExperimentResultsBody.Interval(json: tree["difference"] ?? .null))
         }
     }
 }

@@ -31,9 +31,13 @@ public struct GuardCheckBody: Sendable, Hashable {
     /// Switches shown to crash whose sessions were left out.
     public var leftOut: [String]
 
-    public init(sessions: Int64, crashes: Int64, crashRate: Double?, lowerBound: Double?, threshold: Double, baselineRate: Double?,
-                baselineDifferenceLower: Double?, bound: Double, exceeds: Bool?, shortfall: [String]?, units: Int?, addresses: Int?,
-                leftOut: [String]) {
+    public init(
+        sessions: Int64, crashes: Int64, crashRate: Double?, lowerBound: Double?, threshold: Double,
+        baselineRate: Double?,
+        baselineDifferenceLower: Double?, bound: Double, exceeds: Bool?, shortfall: [String]?, units: Int?,
+        addresses: Int?,
+        leftOut: [String]
+    ) {
         self.sessions = sessions
         self.crashes = crashes
         self.crashRate = crashRate
@@ -50,7 +54,8 @@ public struct GuardCheckBody: Sendable, Hashable {
     }
 
     /// The same test without its verdict (`exceeds`) or without its shortfall, as some answers show it.
-    public func leaving(exceeds leavesExceeds: Bool = false, shortfall leavesShortfall: Bool = false) -> GuardCheckBody {
+    public func leaving(exceeds leavesExceeds: Bool = false, shortfall leavesShortfall: Bool = false) -> GuardCheckBody
+    {
         var check = self
         if leavesExceeds { check.exceeds = nil }
         if leavesShortfall { check.shortfall = nil }
@@ -131,9 +136,11 @@ public struct GuardEvidenceBody: Sendable, Hashable {
     public var proposal: Int64?
     public var appliedThrough: String?
 
-    public init(rule: String, key: String, source: String?, scope: Scope, scopeText: String, window: String, from: String,
-                until: String, check: GuardCheckBody, confidence: Double?, attribution: String?, complement: GuardCheckBody?,
-                policy: CrashGuardPolicy, proposedBecause: String? = nil, proposal: Int64? = nil, appliedThrough: String? = nil) {
+    public init(
+        rule: String, key: String, source: String?, scope: Scope, scopeText: String, window: String, from: String,
+        until: String, check: GuardCheckBody, confidence: Double?, attribution: String?, complement: GuardCheckBody?,
+        policy: CrashGuardPolicy, proposedBecause: String? = nil, proposal: Int64? = nil, appliedThrough: String? = nil
+    ) {
         self.rule = rule
         self.key = key
         self.source = source
@@ -184,7 +191,9 @@ public struct GuardEvidenceBody: Sendable, Hashable {
         check = try GuardCheckBody(json: json, "crash guard evidence")
         confidence = try reader.optionalDouble("confidence")
         attribution = try reader.optionalString("attribution")
-        complement = try reader.optional("complement") { tree throws(WireError) in try GuardCheckBody(json: tree, "crash guard evidence.complement") }
+        complement = try reader.optional("complement") { tree throws(WireError) in
+            try GuardCheckBody(json: tree, "crash guard evidence.complement")
+        }
         policy = try reader.policy("policy")
         proposedBecause = try reader.optionalString("proposed_because")
         proposal = try reader.optionalInt64("proposal")
@@ -226,8 +235,10 @@ public struct GuardTripBody: Sendable, Hashable {
     /// Whether the switch is still off in the trip's scope (on the trips route's answer only).
     public var inForce: Bool?
 
-    public init(key: String, scope: Scope, version: Int64, time: String, actor: String, automatic: Bool, proposal: Int64?,
-                reason: String?, evidence: GuardEvidenceBody, reenabled: Reenabled?, inForce: Bool? = nil) {
+    public init(
+        key: String, scope: Scope, version: Int64, time: String, actor: String, automatic: Bool, proposal: Int64?,
+        reason: String?, evidence: GuardEvidenceBody, reenabled: Reenabled?, inForce: Bool? = nil
+    ) {
         self.key = key
         self.scope = scope
         self.version = version
@@ -243,16 +254,21 @@ public struct GuardTripBody: Sendable, Hashable {
 
     public var json: JSONValue {
         var object = JSONObject([
-            ("switch", .string(key)), ("scope", .object(scope.tree)), ("version", .int64(version)), ("time", .string(time)),
-            ("actor", .string(actor)), ("automatic", .bool(automatic)), ("proposal", proposal.map(JSONValue.int64) ?? .null),
+            ("switch", .string(key)), ("scope", .object(scope.tree)), ("version", .int64(version)),
+            ("time", .string(time)),
+            ("actor", .string(actor)), ("automatic", .bool(automatic)),
+            ("proposal", proposal.map(JSONValue.int64) ?? .null),
             ("reason", reason.map(JSONValue.string) ?? .null), ("evidence", evidence.json),
         ])
-        object["reenabled"] = reenabled.map { reenabled in
-            .object(JSONObject([
-                ("version", .int64(reenabled.version)), ("time", .string(reenabled.time)), ("actor", .string(reenabled.actor)),
-                ("deleted", .bool(reenabled.deleted)),
-            ]))
-        } ?? .null
+        object["reenabled"] =
+            reenabled.map { reenabled in
+                .object(
+                    JSONObject([
+                        ("version", .int64(reenabled.version)), ("time", .string(reenabled.time)),
+                        ("actor", .string(reenabled.actor)),
+                        ("deleted", .bool(reenabled.deleted)),
+                    ]))
+            } ?? .null
         if let inForce { object["in_force"] = .bool(inForce) }
         return .object(object)
     }
@@ -271,8 +287,10 @@ public struct GuardTripBody: Sendable, Hashable {
         self.evidence = try GuardEvidenceBody(json: evidence)
         reenabled = try reader.optional("reenabled") { tree throws(WireError) in
             var reader = try WireReader(tree, "crash guard trip.reenabled")
-            return Reenabled(version: try reader.int64("version"), time: try reader.string("time"), actor: try reader.string("actor"),
-                             deleted: try reader.bool("deleted"))
+            return Reenabled(
+                version: try reader.int64("version"), time: try reader.string("time"),
+                actor: try reader.string("actor"),
+                deleted: try reader.bool("deleted"))
         }
         inForce = json["in_force"]?.boolValue
     }
@@ -310,8 +328,10 @@ public struct GuardProposalBody: Sendable, Hashable {
     public var apply: String
     public var dismissed: Dismissed?
 
-    public init(id: Int64, key: String, scope: Scope, scopeText: String, time: String, state: String, proposedBecause: String,
-                reason: String?, evidence: GuardEvidenceBody, apply: String, dismissed: Dismissed?) {
+    public init(
+        id: Int64, key: String, scope: Scope, scopeText: String, time: String, state: String, proposedBecause: String,
+        reason: String?, evidence: GuardEvidenceBody, apply: String, dismissed: Dismissed?
+    ) {
         self.id = id
         self.key = key
         self.scope = scope
@@ -327,14 +347,19 @@ public struct GuardProposalBody: Sendable, Hashable {
 
     public var json: JSONValue {
         var object = JSONObject([
-            ("id", .int64(id)), ("switch", .string(key)), ("scope", .object(scope.tree)), ("scope_text", .string(scopeText)),
+            ("id", .int64(id)), ("switch", .string(key)), ("scope", .object(scope.tree)),
+            ("scope_text", .string(scopeText)),
             ("time", .string(time)), ("state", .string(state)), ("proposed_because", .string(proposedBecause)),
             ("reason", reason.map(JSONValue.string) ?? .null), ("evidence", evidence.json), ("apply", .string(apply)),
         ])
-        object["dismissed"] = dismissed.map { dismissed in
-            .object(JSONObject([("time", .string(dismissed.time)), ("actor", .string(dismissed.actor)),
-                                ("reason", dismissed.reason.map(JSONValue.string) ?? .null)]))
-        } ?? .null
+        object["dismissed"] =
+            dismissed.map { dismissed in
+                .object(
+                    JSONObject([
+                        ("time", .string(dismissed.time)), ("actor", .string(dismissed.actor)),
+                        ("reason", dismissed.reason.map(JSONValue.string) ?? .null),
+                    ]))
+            } ?? .null
         return .object(object)
     }
 
@@ -353,7 +378,9 @@ public struct GuardProposalBody: Sendable, Hashable {
         apply = try reader.string("apply")
         dismissed = try reader.optional("dismissed") { tree throws(WireError) in
             var reader = try WireReader(tree, "crash guard proposal.dismissed")
-            return Dismissed(time: try reader.string("time"), actor: try reader.string("actor"), reason: try reader.optionalString("reason"))
+            return Dismissed(
+                time: try reader.string("time"), actor: try reader.string("actor"),
+                reason: try reader.optionalString("reason"))
         }
     }
 }
@@ -424,10 +451,12 @@ public struct GuardSwitchStatusBody: Sendable, Hashable {
     /// The resolved policy, every field set (percentages in basis points).
     public var policy: CrashGuardPolicy
 
-    public init(key: String, state: String, source: String, check: GuardCheckBody, window: String, from: String, until: String,
-                disabled: Bool, disabledScopes: [Scope], coolingDownUntil: String?, wouldTrip: WouldTrip?, scopes: [ScopeCheck],
-                sources: [SourceCheck], openTrips: [GuardTripBody], openProposals: [Int64], lastTrip: GuardTripBody?,
-                policy: CrashGuardPolicy) {
+    public init(
+        key: String, state: String, source: String, check: GuardCheckBody, window: String, from: String, until: String,
+        disabled: Bool, disabledScopes: [Scope], coolingDownUntil: String?, wouldTrip: WouldTrip?, scopes: [ScopeCheck],
+        sources: [SourceCheck], openTrips: [GuardTripBody], openProposals: [Int64], lastTrip: GuardTripBody?,
+        policy: CrashGuardPolicy
+    ) {
         self.key = key
         self.state = state
         self.source = source
@@ -456,19 +485,22 @@ public struct GuardSwitchStatusBody: Sendable, Hashable {
         object["disabled"] = .bool(disabled)
         object["disabled_scopes"] = .array(disabledScopes.map { .object($0.tree) })
         object["cooling_down_until"] = coolingDownUntil.map(JSONValue.string) ?? .null
-        object["would_trip"] = wouldTrip.map { trip in
-            .object(JSONObject([("scope", .object(trip.scope.tree)), ("scope_text", .string(trip.scopeText))]))
-        } ?? .null
-        object["scopes"] = .array(scopes.map { scope in
-            var entry = JSONObject([("kind", .string(scope.kind)), ("value", .string(scope.value))])
-            scope.check.write(into: &entry)
-            return .object(entry)
-        })
-        object["sources"] = .array(sources.map { source in
-            var entry = JSONObject([("source", .string(source.source)), ("may_trip", .bool(source.mayTrip))])
-            source.check.write(into: &entry)
-            return .object(entry)
-        })
+        object["would_trip"] =
+            wouldTrip.map { trip in
+                .object(JSONObject([("scope", .object(trip.scope.tree)), ("scope_text", .string(trip.scopeText))]))
+            } ?? .null
+        object["scopes"] = .array(
+            scopes.map { scope in
+                var entry = JSONObject([("kind", .string(scope.kind)), ("value", .string(scope.value))])
+                scope.check.write(into: &entry)
+                return .object(entry)
+            })
+        object["sources"] = .array(
+            sources.map { source in
+                var entry = JSONObject([("source", .string(source.source)), ("may_trip", .bool(source.mayTrip))])
+                source.check.write(into: &entry)
+                return .object(entry)
+            })
         object["open_trips"] = .array(openTrips.map(\.json))
         object["open_proposals"] = .array(openProposals.map(JSONValue.int64))
         object["last_trip"] = lastTrip?.json ?? .null
@@ -487,7 +519,9 @@ public struct GuardSwitchStatusBody: Sendable, Hashable {
         from = try reader.string("from")
         until = try reader.string("until")
         disabled = try reader.bool("disabled")
-        disabledScopes = try reader.array("disabled_scopes") { tree throws(WireError) in try WireReader.scope(tree, "\(what).disabled_scopes") }
+        disabledScopes = try reader.array("disabled_scopes") { tree throws(WireError) in
+            try WireReader.scope(tree, "\(what).disabled_scopes")
+        }
         coolingDownUntil = try reader.optionalString("cooling_down_until")
         wouldTrip = try reader.optional("would_trip") { tree throws(WireError) in
             var reader = try WireReader(tree, "\(what).would_trip")
@@ -495,16 +529,21 @@ public struct GuardSwitchStatusBody: Sendable, Hashable {
         }
         scopes = try reader.array("scopes") { tree throws(WireError) in
             var reader = try WireReader(tree, "\(what).scopes")
-            return ScopeCheck(kind: try reader.string("kind"), value: try reader.string("value"), check: try GuardCheckBody(json: tree, "\(what).scopes"))
+            return ScopeCheck(
+                kind: try reader.string("kind"), value: try reader.string("value"),
+                check: try GuardCheckBody(json: tree, "\(what).scopes"))
         }
         sources = try reader.array("sources") { tree throws(WireError) in
             var reader = try WireReader(tree, "\(what).sources")
-            return SourceCheck(source: try reader.string("source"), mayTrip: try reader.bool("may_trip"),
-                               check: try GuardCheckBody(json: tree, "\(what).sources"))
+            return SourceCheck(
+                source: try reader.string("source"), mayTrip: try reader.bool("may_trip"),
+                check: try GuardCheckBody(json: tree, "\(what).sources"))
         }
         openTrips = try reader.array("open_trips") { tree throws(WireError) in try GuardTripBody(json: tree) }
         openProposals = try reader.array("open_proposals") { tree throws(WireError) in
-            guard let id = tree.int64Value else { throw WireError("\(what): open_proposals holds a member that is not an integer") }
+            guard let id = tree.int64Value else {
+                throw WireError("\(what): open_proposals holds a member that is not an integer")
+            }
             return id
         }
         lastTrip = try reader.optional("last_trip") { tree throws(WireError) in try GuardTripBody(json: tree) }
@@ -530,8 +569,11 @@ public struct GuardOverviewBody: Sendable, Hashable {
     public var proposals: [GuardProposalBody]
     public var switches: [GuardSwitchStatusBody]
 
-    public init(namespace: String, version: Int64, time: String, rule: String, maximumTripsPerHour: Int, tripsLastHour: Int,
-                maximumScopedTripsPerHour: Int, scopedTripsLastHour: Int, proposals: [GuardProposalBody], switches: [GuardSwitchStatusBody]) {
+    public init(
+        namespace: String, version: Int64, time: String, rule: String, maximumTripsPerHour: Int, tripsLastHour: Int,
+        maximumScopedTripsPerHour: Int, scopedTripsLastHour: Int, proposals: [GuardProposalBody],
+        switches: [GuardSwitchStatusBody]
+    ) {
         self.namespace = namespace
         self.version = version
         self.time = time
@@ -550,16 +592,24 @@ public struct GuardOverviewBody: Sendable, Hashable {
     public var scopedRemaining: Int { max(0, maximumScopedTripsPerHour - scopedTripsLastHour) }
 
     public var json: JSONValue {
-        .object(JSONObject([
-            ("namespace", .string(namespace)), ("version", .int64(version)), ("time", .string(time)), ("rule", .string(rule)),
-            ("budget", .object(JSONObject([
-                ("max_trips_per_hour", .int(maximumTripsPerHour)), ("trips_last_hour", .int(tripsLastHour)), ("remaining", .int(remaining)),
-                ("max_scoped_trips_per_hour", .int(maximumScopedTripsPerHour)), ("scoped_trips_last_hour", .int(scopedTripsLastHour)),
-                ("scoped_remaining", .int(scopedRemaining)),
-            ]))),
-            ("proposals", .array(proposals.map(\.json))),
-            ("switches", .array(switches.map(\.json))),
-        ]))
+        .object(
+            JSONObject([
+                ("namespace", .string(namespace)), ("version", .int64(version)), ("time", .string(time)),
+                ("rule", .string(rule)),
+                (
+                    "budget",
+                    .object(
+                        JSONObject([
+                            ("max_trips_per_hour", .int(maximumTripsPerHour)), ("trips_last_hour", .int(tripsLastHour)),
+                            ("remaining", .int(remaining)),
+                            ("max_scoped_trips_per_hour", .int(maximumScopedTripsPerHour)),
+                            ("scoped_trips_last_hour", .int(scopedTripsLastHour)),
+                            ("scoped_remaining", .int(scopedRemaining)),
+                        ]))
+                ),
+                ("proposals", .array(proposals.map(\.json))),
+                ("switches", .array(switches.map(\.json))),
+            ]))
     }
 
     public init(json: JSONValue) throws(WireError) {
@@ -593,7 +643,10 @@ public struct GuardTripsBody: Sendable, Hashable {
     }
 
     public var json: JSONValue {
-        .object(JSONObject([("namespace", .string(namespace)), ("version", .int64(version)), ("trips", .array(trips.map(\.json)))]))
+        .object(
+            JSONObject([
+                ("namespace", .string(namespace)), ("version", .int64(version)), ("trips", .array(trips.map(\.json))),
+            ]))
     }
 
     public init(json: JSONValue) throws(WireError) {
@@ -617,8 +670,11 @@ public struct GuardProposalsBody: Sendable, Hashable {
     }
 
     public var json: JSONValue {
-        .object(JSONObject([("namespace", .string(namespace)), ("version", .int64(version)),
-                            ("proposals", .array(proposals.map(\.json)))]))
+        .object(
+            JSONObject([
+                ("namespace", .string(namespace)), ("version", .int64(version)),
+                ("proposals", .array(proposals.map(\.json))),
+            ]))
     }
 
     public init(json: JSONValue) throws(WireError) {
@@ -645,10 +701,11 @@ public struct GuardDismissalBody: Sendable, Hashable {
     }
 
     public var json: JSONValue {
-        .object(JSONObject([
-            ("namespace", .string(namespace)), ("dismissed", .bool(dismissed)), ("proposal", proposal.json),
-            ("audit_id", auditID.map(JSONValue.int64) ?? .null),
-        ]))
+        .object(
+            JSONObject([
+                ("namespace", .string(namespace)), ("dismissed", .bool(dismissed)), ("proposal", proposal.json),
+                ("audit_id", auditID.map(JSONValue.int64) ?? .null),
+            ]))
     }
 
     public init(json: JSONValue) throws(WireError) {
@@ -696,14 +753,19 @@ extension WireReader {
 
     func optionalDouble(_ key: String) throws(WireError) -> Double? {
         try optional(key) { value throws(WireError) in
-            guard case .number(let number) = value, let double = number.doubleValue else { throw WireError("\(what): \(key) is not a number") }
+            guard case .number(let number) = value, let double = number.doubleValue else {
+                throw WireError("\(what): \(key) is not a number")
+            }
             return double
         }
     }
 
     /// A required list, each element read by `read`.
-    func array<Element>(_ key: String, _ read: (JSONValue) throws(WireError) -> Element) throws(WireError) -> [Element] {
-        guard let elements = object[key]?.arrayValue else { throw WireError("\(what): \(key) is missing or not a list") }
+    func array<Element>(_ key: String, _ read: (JSONValue) throws(WireError) -> Element) throws(WireError) -> [Element]
+    {
+        guard let elements = object[key]?.arrayValue else {
+            throw WireError("\(what): \(key) is missing or not a list")
+        }
         var result: [Element] = []
         result.reserveCapacity(elements.count)
         for element in elements { result.append(try read(element)) }
@@ -712,7 +774,9 @@ extension WireReader {
 
     func strings(_ key: String) throws(WireError) -> [String] {
         try array(key) { value throws(WireError) in
-            guard let string = value.stringValue else { throw WireError("\(what): \(key) holds a member that is not a string") }
+            guard let string = value.stringValue else {
+                throw WireError("\(what): \(key) holds a member that is not a string")
+            }
             return string
         }
     }
@@ -725,8 +789,9 @@ extension WireReader {
     /// A scope: `{"cities": [...], "cohorts": [...]}`, empty lists left out.
     static func scope(_ tree: JSONValue, _ what: String) throws(WireError) -> Scope {
         let reader = try WireReader(tree, what)
-        return Scope(cities: tree["cities"] == nil ? [] : try reader.strings("cities"),
-                     cohorts: tree["cohorts"] == nil ? [] : try reader.strings("cohorts"))
+        return Scope(
+            cities: tree["cities"] == nil ? [] : try reader.strings("cities"),
+            cohorts: tree["cohorts"] == nil ? [] : try reader.strings("cohorts"))
     }
 
     /// A crash guard policy as `CrashGuardPolicy.tree(unit: .basisPoints)` writes it.

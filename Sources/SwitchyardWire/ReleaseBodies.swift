@@ -17,8 +17,11 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         public var crashRate: Double? { sessions > 0 ? Double(crashes) / Double(sessions) : nil }
 
         var json: JSONValue {
-            .object(JSONObject([("sessions", .int64(sessions)), ("crashes", .int64(crashes)),
-                                ("crash_rate", crashRate.map(JSONValue.double) ?? .null)]))
+            .object(
+                JSONObject([
+                    ("sessions", .int64(sessions)), ("crashes", .int64(crashes)),
+                    ("crash_rate", crashRate.map(JSONValue.double) ?? .null),
+                ]))
         }
 
         init(json: JSONValue, _ what: String) throws(WireError) {
@@ -52,9 +55,11 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         /// What it shows or waits for, in words.
         public var summary: String
 
-        public init(metric: String, margin: String, better: String, state: String, unitsWith: Int, unitsWithout: Int,
-                    meanWith: Double?, meanWithout: Double?, estimate: Double?, lower: Double?, upper: Double?,
-                    rollbackLower: Double?, rollbackUpper: Double?, summary: String) {
+        public init(
+            metric: String, margin: String, better: String, state: String, unitsWith: Int, unitsWithout: Int,
+            meanWith: Double?, meanWithout: Double?, estimate: Double?, lower: Double?, upper: Double?,
+            rollbackLower: Double?, rollbackUpper: Double?, summary: String
+        ) {
             self.metric = metric
             self.margin = margin
             self.better = better
@@ -73,13 +78,16 @@ public struct ReleaseStatusBody: Sendable, Hashable {
 
         public var json: JSONValue {
             func number(_ value: Double?) -> JSONValue { value.map(JSONValue.double) ?? .null }
-            return .object(JSONObject([
-                ("metric", .string(metric)), ("margin", .string(margin)), ("better", .string(better)), ("state", .string(state)),
-                ("units_with", .int(unitsWith)), ("units_without", .int(unitsWithout)),
-                ("mean_with", number(meanWith)), ("mean_without", number(meanWithout)),
-                ("estimate", number(estimate)), ("lower", number(lower)), ("upper", number(upper)),
-                ("rollback_lower", number(rollbackLower)), ("rollback_upper", number(rollbackUpper)), ("summary", .string(summary)),
-            ]))
+            return .object(
+                JSONObject([
+                    ("metric", .string(metric)), ("margin", .string(margin)), ("better", .string(better)),
+                    ("state", .string(state)),
+                    ("units_with", .int(unitsWith)), ("units_without", .int(unitsWithout)),
+                    ("mean_with", number(meanWith)), ("mean_without", number(meanWithout)),
+                    ("estimate", number(estimate)), ("lower", number(lower)), ("upper", number(upper)),
+                    ("rollback_lower", number(rollbackLower)), ("rollback_upper", number(rollbackUpper)),
+                    ("summary", .string(summary)),
+                ]))
         }
 
         init(json: JSONValue, _ what: String) throws(WireError) {
@@ -125,8 +133,11 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         /// The rule's numbers (bounds, margin, confidence, soak), as the audit entry of a step records them.
         public var evidence: JSONValue
 
-        public init(from: String, until: String, dimensions: [String], with: Side, without: Side, control: String,
-                    verdict: String, reasons: [String], decidedBy: [String] = [], guardrails: [Guardrail] = [], evidence: JSONValue) {
+        public init(
+            from: String, until: String, dimensions: [String], with: Side, without: Side, control: String,
+            verdict: String, reasons: [String], decidedBy: [String] = [], guardrails: [Guardrail] = [],
+            evidence: JSONValue
+        ) {
             self.from = from
             self.until = until
             self.dimensions = dimensions
@@ -155,8 +166,11 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         /// so a plan that rolled back still shows why; nil for a person's step.
         public var evidence: JSONValue?
 
-        public init(time: String, actor: String, source: String, version: Int64?, summary: String, reason: String?, state: ReleaseState?,
-                    evidence: JSONValue? = nil) {
+        public init(
+            time: String, actor: String, source: String, version: Int64?, summary: String, reason: String?,
+            state: ReleaseState?,
+            evidence: JSONValue? = nil
+        ) {
             self.time = time
             self.actor = actor
             self.source = source
@@ -206,8 +220,10 @@ public struct ReleaseStatusBody: Sendable, Hashable {
     /// The runner's roll-back proposals of the current stage (open, or dismissed), newest first.
     public var proposals: [Proposal] = []
 
-    public init(namespace: String, key: String, version: Int64, plan: ReleasePlan, secondsInState: Int64?,
-                assessment: Assessment?, next: String, timeline: [Event]) {
+    public init(
+        namespace: String, key: String, version: Int64, plan: ReleasePlan, secondsInState: Int64?,
+        assessment: Assessment?, next: String, timeline: [Event]
+    ) {
         self.namespace = namespace
         self.key = key
         self.version = version
@@ -225,37 +241,44 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         ])
         object["seconds_in_state"] = secondsInState.map(JSONValue.int64) ?? .null
         if let assessment {
-            object["assessment"] = .object(JSONObject([
-                ("from", .string(assessment.from)), ("until", .string(assessment.until)),
-                ("dimensions", .array(assessment.dimensions.map(JSONValue.string))),
-                ("with", assessment.with.json), ("without", assessment.without.json), ("control", .string(assessment.control)),
-                ("verdict", .string(assessment.verdict)), ("reasons", .array(assessment.reasons.map(JSONValue.string))),
-                ("decided_by", .array(assessment.decidedBy.map(JSONValue.string))),
-                ("guardrails", .array(assessment.guardrails.map(\.json))),
-                ("evidence", assessment.evidence),
-            ]))
+            object["assessment"] = .object(
+                JSONObject([
+                    ("from", .string(assessment.from)), ("until", .string(assessment.until)),
+                    ("dimensions", .array(assessment.dimensions.map(JSONValue.string))),
+                    ("with", assessment.with.json), ("without", assessment.without.json),
+                    ("control", .string(assessment.control)),
+                    ("verdict", .string(assessment.verdict)),
+                    ("reasons", .array(assessment.reasons.map(JSONValue.string))),
+                    ("decided_by", .array(assessment.decidedBy.map(JSONValue.string))),
+                    ("guardrails", .array(assessment.guardrails.map(\.json))),
+                    ("evidence", assessment.evidence),
+                ]))
         } else {
             object["assessment"] = .null
         }
         object["next"] = .string(next)
-        object["proposals"] = .array(proposals.map { proposal in
-            .object(JSONObject([
-                ("id", .int64(proposal.id)), ("time", .string(proposal.time)), ("state", .string(proposal.state)),
-                ("proposes", .string("roll_back_to_off")), ("stage", .int(proposal.stage)),
-                ("reason", proposal.reason.map(JSONValue.string) ?? .null),
-            ]))
-        })
-        object["timeline"] = .array(timeline.map { event in
-            var entry = JSONObject([
-                ("time", .string(event.time)), ("actor", .string(event.actor)), ("source", .string(event.source)),
-                ("summary", .string(event.summary)),
-            ])
-            entry["version"] = event.version.map(JSONValue.int64) ?? .null
-            entry["reason"] = event.reason.map(JSONValue.string) ?? .null
-            entry["state"] = event.state.map { .object($0.tree) } ?? .null
-            entry["evidence"] = event.evidence ?? .null
-            return .object(entry)
-        })
+        object["proposals"] = .array(
+            proposals.map { proposal in
+                .object(
+                    JSONObject([
+                        ("id", .int64(proposal.id)), ("time", .string(proposal.time)),
+                        ("state", .string(proposal.state)),
+                        ("proposes", .string("roll_back_to_off")), ("stage", .int(proposal.stage)),
+                        ("reason", proposal.reason.map(JSONValue.string) ?? .null),
+                    ]))
+            })
+        object["timeline"] = .array(
+            timeline.map { event in
+                var entry = JSONObject([
+                    ("time", .string(event.time)), ("actor", .string(event.actor)), ("source", .string(event.source)),
+                    ("summary", .string(event.summary)),
+                ])
+                entry["version"] = event.version.map(JSONValue.int64) ?? .null
+                entry["reason"] = event.reason.map(JSONValue.string) ?? .null
+                entry["state"] = event.state.map { .object($0.tree) } ?? .null
+                entry["evidence"] = event.evidence ?? .null
+                return .object(entry)
+            })
         return .object(object)
     }
 
@@ -283,7 +306,8 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             assessment = Assessment(
                 from: try assessmentReader.string("from"), until: try assessmentReader.string("until"),
                 dimensions: tree["dimensions"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                with: try Side(json: with, "release.assessment.with"), without: try Side(json: without, "release.assessment.without"),
+                with: try Side(json: with, "release.assessment.with"),
+                without: try Side(json: without, "release.assessment.without"),
                 control: try assessmentReader.string("control"), verdict: try assessmentReader.string("verdict"),
                 reasons: tree["reasons"]?.arrayValue?.compactMap(\.stringValue) ?? [],
                 decidedBy: tree["decided_by"]?.arrayValue?.compactMap(\.stringValue) ?? [], guardrails: guardrails,
@@ -294,8 +318,9 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         next = try reader.string("next")
         proposals = (json["proposals"]?.arrayValue ?? []).compactMap { tree in
             guard let id = tree["id"]?.int64Value, let state = tree["state"]?.stringValue else { return nil }
-            return Proposal(id: id, time: tree["time"]?.stringValue ?? "", state: state, stage: Int(tree["stage"]?.int64Value ?? 0),
-                            reason: tree["reason"]?.stringValue)
+            return Proposal(
+                id: id, time: tree["time"]?.stringValue ?? "", state: state, stage: Int(tree["stage"]?.int64Value ?? 0),
+                reason: tree["reason"]?.stringValue)
         }
         var timeline: [Event] = []
         for (index, entry) in (json["timeline"]?.arrayValue ?? []).enumerated() {
@@ -303,13 +328,17 @@ public struct ReleaseStatusBody: Sendable, Hashable {
             var state: ReleaseState?
             if let stateTree = entry["state"], stateTree != .null {
                 do { state = try ReleaseState(tree: stateTree) } catch {
-                    throw WireError("release.timeline[\(index)].state: \(error.problems.first?.description ?? "not a release state")")
+                    throw WireError(
+                        "release.timeline[\(index)].state: \(error.problems.first?.description ?? "not a release state")"
+                    )
                 }
             }
-            timeline.append(Event(time: try entryReader.string("time"), actor: try entryReader.string("actor"),
-                                  source: try entryReader.string("source"), version: entry["version"]?.int64Value,
-                                  summary: try entryReader.string("summary"), reason: entry["reason"]?.stringValue, state: state,
-                                  evidence: entry["evidence"].flatMap { $0 == .null ? nil : $0 }))
+            timeline.append(
+                Event(
+                    time: try entryReader.string("time"), actor: try entryReader.string("actor"),
+                    source: try entryReader.string("source"), version: entry["version"]?.int64Value,
+                    summary: try entryReader.string("summary"), reason: entry["reason"]?.stringValue, state: state,
+                    evidence: entry["evidence"].flatMap { $0 == .null ? nil : $0 }))
         }
         self.timeline = timeline
     }

@@ -24,10 +24,12 @@ public struct SeriesBody: Sendable, Hashable {
         }
 
         var json: JSONValue {
-            .object(JSONObject([
-                ("subject", .string(subject)), ("key", .string(key)),
-                ("sessions", .array(sessions.map(JSONValue.int64))), ("crashes", .array(crashes.map(JSONValue.int64))),
-            ]))
+            .object(
+                JSONObject([
+                    ("subject", .string(subject)), ("key", .string(key)),
+                    ("sessions", .array(sessions.map(JSONValue.int64))),
+                    ("crashes", .array(crashes.map(JSONValue.int64))),
+                ]))
         }
 
         init(json: JSONValue, _ what: String) throws(WireError) {
@@ -35,7 +37,8 @@ public struct SeriesBody: Sendable, Hashable {
             subject = try reader.string("subject")
             key = try reader.string("key")
             guard let sessions = json["sessions"]?.arrayValue?.compactMap(\.int64Value),
-                  let crashes = json["crashes"]?.arrayValue?.compactMap(\.int64Value) else {
+                let crashes = json["crashes"]?.arrayValue?.compactMap(\.int64Value)
+            else {
                 throw WireError("\(what): sessions and crashes must be arrays of integers")
             }
             self.sessions = sessions
@@ -52,7 +55,10 @@ public struct SeriesBody: Sendable, Hashable {
     /// The baseline first, then the plugin switches by key.
     public var series: [Series]
 
-    public init(namespace: String, version: Int64, source: String, from: String, until: String, stepSeconds: Int, series: [Series]) {
+    public init(
+        namespace: String, version: Int64, source: String, from: String, until: String, stepSeconds: Int,
+        series: [Series]
+    ) {
         self.namespace = namespace
         self.version = version
         self.source = source
@@ -63,11 +69,12 @@ public struct SeriesBody: Sendable, Hashable {
     }
 
     public var json: JSONValue {
-        .object(JSONObject([
-            ("namespace", .string(namespace)), ("version", .int64(version)), ("source", .string(source)),
-            ("from", .string(from)), ("until", .string(until)), ("step_seconds", .int(stepSeconds)),
-            ("series", .array(series.map(\.json))),
-        ]))
+        .object(
+            JSONObject([
+                ("namespace", .string(namespace)), ("version", .int64(version)), ("source", .string(source)),
+                ("from", .string(from)), ("until", .string(until)), ("step_seconds", .int(stepSeconds)),
+                ("series", .array(series.map(\.json))),
+            ]))
     }
 
     public init(json: JSONValue) throws(WireError) {

@@ -53,8 +53,10 @@ public struct NamespaceBody: Sendable, Hashable {
     /// The flag set's description and counts, when the answer carries them (a single namespace's answer).
     public var summary: Summary?
 
-    public init(name: String, epoch: String, version: Int64, reasonPolicy: ReasonPolicy, createdAt: String, updatedAt: String,
-                summary: Summary? = nil) {
+    public init(
+        name: String, epoch: String, version: Int64, reasonPolicy: ReasonPolicy, createdAt: String, updatedAt: String,
+        summary: Summary? = nil
+    ) {
         self.name = name
         self.epoch = epoch
         self.version = version
@@ -74,10 +76,11 @@ public struct NamespaceBody: Sendable, Hashable {
         ])
         if let summary {
             object["description"] = summary.description.map(JSONValue.string) ?? .null
-            object["counts"] = .object(JSONObject([
-                ("flags", .int(summary.counts.flags)), ("plugin_points", .int(summary.counts.pluginPoints)),
-                ("kill_switches", .int(summary.counts.killSwitches)),
-            ]))
+            object["counts"] = .object(
+                JSONObject([
+                    ("flags", .int(summary.counts.flags)), ("plugin_points", .int(summary.counts.pluginPoints)),
+                    ("kill_switches", .int(summary.counts.killSwitches)),
+                ]))
         }
         return .object(object)
     }
@@ -93,9 +96,12 @@ public struct NamespaceBody: Sendable, Hashable {
         updatedAt = try reader.string("updated_at")
         if let counts = json["counts"] {
             var countsReader = try WireReader(counts, "namespace.counts")
-            summary = Summary(description: json["description"]?.stringValue, counts: Counts(
-                flags: Int(try countsReader.int64("flags")), pluginPoints: Int(try countsReader.int64("plugin_points")),
-                killSwitches: Int(try countsReader.int64("kill_switches"))))
+            summary = Summary(
+                description: json["description"]?.stringValue,
+                counts: Counts(
+                    flags: Int(try countsReader.int64("flags")),
+                    pluginPoints: Int(try countsReader.int64("plugin_points")),
+                    killSwitches: Int(try countsReader.int64("kill_switches"))))
         } else {
             summary = nil
         }
@@ -113,17 +119,19 @@ public struct FlagSetBody: Sendable, Hashable {
     }
 
     public var json: JSONValue {
-        .object(JSONObject([
-            ("version", .int64(version.version)), ("etag", .string(version.entityTag)),
-            ("flag_set", .object(flagSet.tree(unit: .basisPoints))),
-        ]))
+        .object(
+            JSONObject([
+                ("version", .int64(version.version)), ("etag", .string(version.entityTag)),
+                ("flag_set", .object(flagSet.tree(unit: .basisPoints))),
+            ]))
     }
 
     public init(json: JSONValue) throws(WireError) {
         var reader = try WireReader(json, "flag set document")
         let etag = try reader.string("etag")
         guard let version = SnapshotVersion(entityTag: etag) else {
-            throw WireError("flag set document: etag '\(etag)' is not an entity tag of this API (\"<epoch>.<version>\")")
+            throw WireError(
+                "flag set document: etag '\(etag)' is not an entity tag of this API (\"<epoch>.<version>\")")
         }
         guard version.version == (try reader.int64("version")) else {
             throw WireError("flag set document: version and etag disagree")
@@ -172,12 +180,14 @@ public struct KillSwitchBody: Sendable {
     }
 
     public var json: JSONValue {
-        .object(JSONObject([
-            ("key", .string(killSwitch.key)), ("description", killSwitch.description.map(JSONValue.string) ?? .null),
-            ("members", .array(members.map(JSONValue.string))),
-            ("entries", .array(killSwitch.entries.map { .object($0.tree) })),
-            ("killed_everywhere", .bool(killSwitch.isKilledEverywhere)),
-        ]))
+        .object(
+            JSONObject([
+                ("key", .string(killSwitch.key)),
+                ("description", killSwitch.description.map(JSONValue.string) ?? .null),
+                ("members", .array(members.map(JSONValue.string))),
+                ("entries", .array(killSwitch.entries.map { .object($0.tree) })),
+                ("killed_everywhere", .bool(killSwitch.isKilledEverywhere)),
+            ]))
     }
 }
 
@@ -194,8 +204,10 @@ public struct ChangeEntryBody: Sendable, Hashable {
     public var changes: [JSONValue]
     public var evidence: JSONValue?
 
-    public init(version: Int64, time: String, actor: String, source: String, reason: String?, summary: String,
-                changes: [JSONValue], evidence: JSONValue?) {
+    public init(
+        version: Int64, time: String, actor: String, source: String, reason: String?, summary: String,
+        changes: [JSONValue], evidence: JSONValue?
+    ) {
         self.version = version
         self.time = time
         self.actor = actor
@@ -216,8 +228,10 @@ public struct ChangeEntryBody: Sendable, Hashable {
 
     public var json: JSONValue {
         var object = JSONObject([
-            ("version", .int64(version)), ("time", .string(time)), ("actor", .string(actor)), ("source", .string(source)),
-            ("reason", reason.map(JSONValue.string) ?? .null), ("summary", .string(summary)), ("changes", .array(changes)),
+            ("version", .int64(version)), ("time", .string(time)), ("actor", .string(actor)),
+            ("source", .string(source)),
+            ("reason", reason.map(JSONValue.string) ?? .null), ("summary", .string(summary)),
+            ("changes", .array(changes)),
         ])
         if let evidence { object["evidence"] = evidence }
         return .object(object)
@@ -246,7 +260,10 @@ public struct CommittedBody: Sendable, Hashable {
     /// The route's own members, in order.
     public var extra: [String: JSONValue]
 
-    public init(namespace: String, version: SnapshotVersion, changed: Bool, change: ChangeEntryBody?, extra: [String: JSONValue] = [:]) {
+    public init(
+        namespace: String, version: SnapshotVersion, changed: Bool, change: ChangeEntryBody?,
+        extra: [String: JSONValue] = [:]
+    ) {
         self.namespace = namespace
         self.version = version
         self.changed = changed
@@ -256,7 +273,8 @@ public struct CommittedBody: Sendable, Hashable {
 
     public var json: JSONValue {
         var object = JSONObject([
-            ("namespace", .string(namespace)), ("version", .int64(version.version)), ("etag", .string(version.entityTag)),
+            ("namespace", .string(namespace)), ("version", .int64(version.version)),
+            ("etag", .string(version.entityTag)),
             ("changed", .bool(changed)), ("change", change?.json ?? .null),
         ])
         for key in extra.keys.sorted() { object[key] = extra[key] }
@@ -276,7 +294,8 @@ public struct CommittedBody: Sendable, Hashable {
             tree == .null ? nil : try ChangeEntryBody(json: tree)
         }
         var extra: [String: JSONValue] = [:]
-        for (key, value) in json.objectValue ?? JSONObject() where !["namespace", "version", "etag", "changed", "change"].contains(key) {
+        for (key, value) in json.objectValue ?? JSONObject()
+        where !["namespace", "version", "etag", "changed", "change"].contains(key) {
             extra[key] = value
         }
         self.extra = extra
@@ -295,12 +314,16 @@ struct WireReader {
     }
 
     mutating func string(_ key: String) throws(WireError) -> String {
-        guard let value = object[key]?.stringValue else { throw WireError("\(what): \(key) is missing or not a string") }
+        guard let value = object[key]?.stringValue else {
+            throw WireError("\(what): \(key) is missing or not a string")
+        }
         return value
     }
 
     mutating func int64(_ key: String) throws(WireError) -> Int64 {
-        guard let value = object[key]?.int64Value else { throw WireError("\(what): \(key) is missing or not an integer") }
+        guard let value = object[key]?.int64Value else {
+            throw WireError("\(what): \(key) is missing or not an integer")
+        }
         return value
     }
 }
@@ -324,8 +347,10 @@ public struct AuditEntryBody: Sendable, Hashable {
     public var changes: [JSONValue]
     public var evidence: JSONValue?
 
-    public init(id: Int64, time: String, actor: String, source: String, action: String, namespace: String?, version: Int64?,
-                reason: String?, summary: String, changes: [JSONValue], evidence: JSONValue?) {
+    public init(
+        id: Int64, time: String, actor: String, source: String, action: String, namespace: String?, version: Int64?,
+        reason: String?, summary: String, changes: [JSONValue], evidence: JSONValue?
+    ) {
         self.id = id
         self.time = time
         self.actor = actor
@@ -381,8 +406,10 @@ public struct TokenBody: Sendable, Hashable {
     /// The secret: only in the answer that creates the token.
     public var secret: String?
 
-    public init(id: String, name: String, role: String, namespaces: [String]?, ratePerMinute: Int?, createdAt: String,
-                createdBy: String, revokedAt: String?, secret: String? = nil) {
+    public init(
+        id: String, name: String, role: String, namespaces: [String]?, ratePerMinute: Int?, createdAt: String,
+        createdBy: String, revokedAt: String?, secret: String? = nil
+    ) {
         self.id = id
         self.name = name
         self.role = role

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The process's limit of open files, which bounds how many connections flagsd can hold.
@@ -15,8 +15,8 @@ enum FileDescriptorLimit {
             var raised = limit
             raised.rlim_cur = limit.rlim_max
             #if canImport(Darwin)
-            // macOS refuses a soft limit above OPEN_MAX.
-            raised.rlim_cur = min(raised.rlim_cur, rlim_t(OPEN_MAX))
+                // macOS refuses a soft limit above OPEN_MAX.
+                raised.rlim_cur = min(raised.rlim_cur, rlim_t(OPEN_MAX))
             #endif
             if set(&raised) { limit = raised }
         }
@@ -25,17 +25,17 @@ enum FileDescriptorLimit {
 
     private static func get(_ limit: inout rlimit) -> Bool {
         #if canImport(Glibc)
-        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
         #else
-        getrlimit(RLIMIT_NOFILE, &limit) == 0
+            getrlimit(RLIMIT_NOFILE, &limit) == 0
         #endif
     }
 
     private static func set(_ limit: inout rlimit) -> Bool {
         #if canImport(Glibc)
-        setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
+            setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
         #else
-        setrlimit(RLIMIT_NOFILE, &limit) == 0
+            setrlimit(RLIMIT_NOFILE, &limit) == 0
         #endif
     }
 }

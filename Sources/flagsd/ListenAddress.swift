@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The address flagsd listens on, checked before anything else starts, and written as people type it.
@@ -23,14 +23,17 @@ struct ListenAddress {
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         #else
-        hints.ai_socktype = SOCK_STREAM
+            hints.ai_socktype = SOCK_STREAM
         #endif
         var found: UnsafeMutablePointer<addrinfo>?
         let resolved = getaddrinfo(host, String(port), &hints, &found)
         guard resolved == 0, let first = found else {
-            throw Unavailable(description: "--host '\(host)' is not an address flagsd can listen on (\(String(cString: gai_strerror(resolved)))); pass an address such as 127.0.0.1, 0.0.0.0 or ::1 (or set SWITCHYARD_HOST)")
+            throw Unavailable(
+                description:
+                    "--host '\(host)' is not an address flagsd can listen on (\(String(cString: gai_strerror(resolved)))); pass an address such as 127.0.0.1, 0.0.0.0 or ::1 (or set SWITCHYARD_HOST)"
+            )
         }
         defer { freeaddrinfo(found) }
         let descriptor = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
@@ -41,11 +44,20 @@ struct ListenAddress {
         guard bind(descriptor, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 else { return }
         switch errno {
         case EADDRINUSE:
-            throw Unavailable(description: "port \(port) on \(host) is in use by another process (another flagsd?); stop it, or start flagsd on a free port with --port N (or SWITCHYARD_PORT; --port 0 picks one). Nothing was opened or changed")
+            throw Unavailable(
+                description:
+                    "port \(port) on \(host) is in use by another process (another flagsd?); stop it, or start flagsd on a free port with --port N (or SWITCHYARD_PORT; --port 0 picks one). Nothing was opened or changed"
+            )
         case EACCES:
-            throw Unavailable(description: "port \(port) on \(host) needs privileges flagsd does not have; pass --port 1024 or above (or SWITCHYARD_PORT)")
+            throw Unavailable(
+                description:
+                    "port \(port) on \(host) needs privileges flagsd does not have; pass --port 1024 or above (or SWITCHYARD_PORT)"
+            )
         case EADDRNOTAVAIL:
-            throw Unavailable(description: "--host '\(host)' is not an address of this machine; pass one of its addresses, 127.0.0.1 or 0.0.0.0 (or set SWITCHYARD_HOST)")
+            throw Unavailable(
+                description:
+                    "--host '\(host)' is not an address of this machine; pass one of its addresses, 127.0.0.1 or 0.0.0.0 (or set SWITCHYARD_HOST)"
+            )
         default:
             return
         }

@@ -60,8 +60,9 @@ struct AssignmentPrinter {
         case .text:
             let verb = event.kind == .attached ? "attach" : event.kind == .detached ? "detach" : "\(event.kind)"
             let width = RiderCatalogue.pluginPoints.map(\.name.count).max() ?? 0
-            Output.line("  \(verb.padding(toLength: 6, withPad: " ", startingAt: 0)) \(event.pluginPoint.padding(toLength: width, withPad: " ", startingAt: 0))  "
-                        + event.pluginSwitch.key + (event.message.map { ": \($0)" } ?? ""))
+            Output.line(
+                "  \(verb.padding(toLength: 6, withPad: " ", startingAt: 0)) \(event.pluginPoint.padding(toLength: width, withPad: " ", startingAt: 0))  "
+                    + event.pluginSwitch.key + (event.message.map { ": \($0)" } ?? ""))
         }
     }
 
@@ -86,9 +87,11 @@ struct AssignmentPrinter {
             Output.line(JSONValue.object(object).serializedString())
         case .text:
             let core = routes.filter(\.isCoreFlow).count
-            Output.line("  settled (\(step.cause)): \(step.attached) attached, \(step.detached) detached in "
-                        + String(format: "%.2f ms", milliseconds)
-                        + (core == routes.count ? "; every point on its core flow" : core > 0 ? "; \(core) point(s) on the core flow" : ""))
+            Output.line(
+                "  settled (\(step.cause)): \(step.attached) attached, \(step.detached) detached in "
+                    + String(format: "%.2f ms", milliseconds)
+                    + (core == routes.count
+                        ? "; every point on its core flow" : core > 0 ? "; \(core) point(s) on the core flow" : ""))
         }
     }
 
@@ -105,9 +108,11 @@ struct AssignmentPrinter {
         object["city"] = settings.context.city.map(JSONValue.string) ?? .null
         object["cohorts"] = .array(settings.context.cohorts.map(JSONValue.string))
         if let snapshot = status.snapshot {
-            object["snapshot"] = .object(JSONObject([
-                ("version", .int64(snapshot.version)), ("epoch", .string(snapshot.epoch)), ("origin", .string(snapshot.origin.rawValue)),
-            ]))
+            object["snapshot"] = .object(
+                JSONObject([
+                    ("version", .int64(snapshot.version)), ("epoch", .string(snapshot.epoch)),
+                    ("origin", .string(snapshot.origin.rawValue)),
+                ]))
         } else {
             object["snapshot"] = .null
         }
@@ -115,12 +120,14 @@ struct AssignmentPrinter {
         for route in outcome.routes { points[route.point] = .array(route.servedBy.map { .string($0.key) }) }
         object["points"] = .object(points)
         object["crash_guard"] = .array(status.disabledByCrashGuard.map(JSONValue.string))
-        object["trip"] = .object(JSONObject([
-            ("completed", .bool(outcome.completed)), ("stages", .array(outcome.stages.map { .string($0.rawValue) })),
-            ("quote", .string(outcome.quote.description)), ("discount", .string(outcome.discount.description)),
-            ("charged", .string(outcome.charged.description)), ("split_ways", .int(outcome.splitWays)),
-            ("button", .string(outcome.buttonCopy)), ("driver", .string(outcome.driver)),
-        ]))
+        object["trip"] = .object(
+            JSONObject([
+                ("completed", .bool(outcome.completed)),
+                ("stages", .array(outcome.stages.map { .string($0.rawValue) })),
+                ("quote", .string(outcome.quote.description)), ("discount", .string(outcome.discount.description)),
+                ("charged", .string(outcome.charged.description)), ("split_ways", .int(outcome.splitWays)),
+                ("button", .string(outcome.buttonCopy)), ("driver", .string(outcome.driver)),
+            ]))
         return .object(object)
     }
 
@@ -130,7 +137,8 @@ struct AssignmentPrinter {
         var who = "unit \(context.unitId ?? "")"
         if let city = context.city { who += ", city \(city)" }
         if !context.cohorts.isEmpty { who += ", cohorts \(context.cohorts.joined(separator: ", "))" }
-        let snapshot = status.snapshot.map { "version \($0.version) from the \($0.origin)" } ?? "no snapshot: core flow everywhere"
+        let snapshot =
+            status.snapshot.map { "version \($0.version) from the \($0.origin)" } ?? "no snapshot: core flow everywhere"
         let heading: String
         if let previous {
             heading = previous.routes == outcome.routes ? "same routes (\(cause))" : "re-routed (\(cause))"
@@ -148,9 +156,10 @@ struct AssignmentPrinter {
             lines.append("  crash-loop guard holds off: \(status.disabledByCrashGuard.joined(separator: ", "))")
         }
         let stages = outcome.stages.map(\.rawValue).joined(separator: " → ")
-        lines.append("  trip: \(outcome.completed ? "completed" : "stopped") (\(stages)); \"\(outcome.buttonCopy)\"; charged \(outcome.charged)"
-                     + (outcome.discount.cents > 0 ? " after \(outcome.discount) off" : "")
-                     + (outcome.splitWays > 1 ? ", split \(outcome.splitWays) ways" : ""))
+        lines.append(
+            "  trip: \(outcome.completed ? "completed" : "stopped") (\(stages)); \"\(outcome.buttonCopy)\"; charged \(outcome.charged)"
+                + (outcome.discount.cents > 0 ? " after \(outcome.discount) off" : "")
+                + (outcome.splitWays > 1 ? ", split \(outcome.splitWays) ways" : ""))
         return lines.joined(separator: "\n")
     }
 }

@@ -8,7 +8,8 @@ import SwitchyardPlugins
 struct RiderSample: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rider-sample",
-        abstract: "The sample rider app: a core trip flow and the plugin points of Flags/rider.yaml, following flagsd live.",
+        abstract:
+            "The sample rider app: a core trip flow and the plugin points of Flags/rider.yaml, following flagsd live.",
         discussion: """
             Connects to flagsd as one rider (a unit in a city and cohorts), prints which plugin serves each plugin \
             point (or 'core flow'), runs a trip through the core flow (request → confirm → dispatch → on trip → \
@@ -46,10 +47,13 @@ struct RiderSample: AsyncParsableCommand {
             runs: each keeps its own session record under a lock, and a session still running is never reported.
             """)
 
-    @Option(help: ArgumentHelp("The flagsd URL (or SWITCHYARD_SERVER; default http://127.0.0.1:8080).", valueName: "url"))
+    @Option(
+        help: ArgumentHelp("The flagsd URL (or SWITCHYARD_SERVER; default http://127.0.0.1:8080).", valueName: "url"))
     var server: String?
 
-    @Option(help: ArgumentHelp("A client-role token (or SWITCHYARD_TOKEN, which keeps it out of the process list).", valueName: "token"))
+    @Option(
+        help: ArgumentHelp(
+            "A client-role token (or SWITCHYARD_TOKEN, which keeps it out of the process list).", valueName: "token"))
     var token: String?
 
     @Option(name: [.customShort("n"), .long], help: ArgumentHelp("The namespace to follow.", valueName: "ns"))
@@ -70,38 +74,55 @@ struct RiderSample: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The platform, for platform rules.", valueName: "name"))
     var platform = "ios"
 
-    @Option(help: ArgumentHelp("Where the client keeps its files (default: .switchyard/rider-sample/<namespace>-<unit>).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Where the client keeps its files (default: .switchyard/rider-sample/<namespace>-<unit>).", valueName: "dir"
+        ))
     var stateDir: String?
 
     @Flag(help: "Print the assignment once, as soon as the server answered (or failed to), and exit.")
     var once = false
 
-    @Option(help: ArgumentHelp("How long to wait for the server, in seconds: the deadline of each request (beyond a long-poll's wait), and with --once, of the wait for the server's snapshot, then for queued events to be sent. Raise it on a slow machine or network.",
-                               valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "How long to wait for the server, in seconds: the deadline of each request (beyond a long-poll's wait), and with --once, of the wait for the server's snapshot, then for queued events to be sent. Raise it on a slow machine or network.",
+            valueName: "seconds"))
     var timeout: Double = 15
 
-    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Output format: text, or json (one JSON object per line).", valueName: "format"))
+    @Option(
+        name: [.customShort("o"), .long],
+        help: ArgumentHelp("Output format: text, or json (one JSON object per line).", valueName: "format"))
     var output: OutputFormat = .text
 
-    @Option(help: ArgumentHelp("Simulate a crash when the plugin behind this switch is used (the process exits with status 134 without ending its session).",
-                               valueName: "switch"))
+    @Option(
+        help: ArgumentHelp(
+            "Simulate a crash when the plugin behind this switch is used (the process exits with status 134 without ending its session).",
+            valueName: "switch"))
     var crashIn: String?
 
-    @Option(help: ArgumentHelp("Make the factory of this switch throw (repeatable): the plugin point skips it.", valueName: "switch"))
+    @Option(
+        help: ArgumentHelp(
+            "Make the factory of this switch throw (repeatable): the plugin point skips it.", valueName: "switch"))
     var failFactory: [String] = []
 
     func validate() throws {
         for key in [crashIn].compactMap({ $0 }) + failFactory where RiderSwitches.named(key) == nil {
-            throw ValidationError("'\(key)' is not a plugin switch of the rider app. Pick one of: \(RiderSwitches.all.map(\.key).joined(separator: ", ")).")
+            throw ValidationError(
+                "'\(key)' is not a plugin switch of the rider app. Pick one of: \(RiderSwitches.all.map(\.key).joined(separator: ", "))."
+            )
         }
         guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds, e.g. --timeout 10.") }
         guard !unit.isEmpty else { throw ValidationError("--unit is empty. Pass a unit id, e.g. --unit rider-42.") }
         let serverText = serverText
-        guard let url = URL(string: serverText), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+        guard let url = URL(string: serverText), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            url.host?.isEmpty == false
+        else {
             throw ValidationError("'\(serverText)' is not a server URL. Pass one like --server http://127.0.0.1:8080.")
         }
         guard !tokenText.isEmpty else {
-            throw ValidationError("No token. Pass a client token with --token, or set SWITCHYARD_TOKEN (create one with 'flagctl tokens create rider-sample --role client --allow \(namespace)').")
+            throw ValidationError(
+                "No token. Pass a client token with --token, or set SWITCHYARD_TOKEN (create one with 'flagctl tokens create rider-sample --role client --allow \(namespace)')."
+            )
         }
     }
 
@@ -118,7 +139,8 @@ struct RiderSample: AsyncParsableCommand {
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
         let settings = SampleSettings(
             server: URL(string: trimmed)!, token: tokenText, namespace: namespace,
-            context: EvaluationContext(unitId: unit, city: city, cohorts: cohort, appVersion: appVersion, platform: platform),
+            context: EvaluationContext(
+                unitId: unit, city: city, cohorts: cohort, appVersion: appVersion, platform: platform),
             directory: URL(fileURLWithPath: stateDir ?? ".switchyard/rider-sample/\(namespace)-\(unit)"),
             faults: Faults(crashIn: Set([crashIn].compactMap { $0 }), failingFactories: Set(failFactory)),
             output: output, once: once, timeout: .milliseconds(Int64(timeout * 1000)))

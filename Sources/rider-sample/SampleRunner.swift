@@ -39,8 +39,9 @@ struct SampleRunner {
         // The rider opens the app: `time_to_book` counts from here.
         let opened = ContinuousClock.now
         let (events, sink) = AsyncStream.makeStream(of: Event.self)
-        var configuration = FlagClient.Configuration(serverURL: settings.server, namespace: settings.namespace, token: settings.token,
-                                                     context: settings.context, directory: settings.directory)
+        var configuration = FlagClient.Configuration(
+            serverURL: settings.server, namespace: settings.namespace, token: settings.token,
+            context: settings.context, directory: settings.directory)
         configuration.events.flushDelay = .milliseconds(200)
         // --timeout bounds each request too: a --once that waits 300 s must not give up on a snapshot request
         // (or an event batch) after the client runtime's default 15 s.
@@ -52,7 +53,8 @@ struct SampleRunner {
         }
         let client = FlagClient(configuration: configuration)
         // The launch trip books: the core flow reports trip_booked, trips, fare and time_to_book through the client.
-        var app = RiderApp(states: client, experiments: client, faults: settings.faults, outcomes: client, openedAt: opened)
+        var app = RiderApp(
+            states: client, experiments: client, faults: settings.faults, outcomes: client, openedAt: opened)
         let printer = AssignmentPrinter(settings: settings)
 
         let changes = client.changes
@@ -87,7 +89,9 @@ struct SampleRunner {
             let status = client.status
             if status.snapshot?.origin != .server {
                 let why = status.lastError?.message ?? "no answer within --timeout"
-                Output.error("rider-sample: no snapshot from \(settings.server.absoluteString) (\(why)); printing what the app runs without it (\(status.snapshot.map { "the \($0.origin) snapshot, version \($0.version)" } ?? "no snapshot: the core flow everywhere"))")
+                Output.error(
+                    "rider-sample: no snapshot from \(settings.server.absoluteString) (\(why)); printing what the app runs without it (\(status.snapshot.map { "the \($0.origin) snapshot, version \($0.version)" } ?? "no snapshot: the core flow everywhere"))"
+                )
             }
             printer.print(run(app), client: client, cause: "once")
             if status.snapshot?.origin == .server, !stopped {

@@ -1,7 +1,7 @@
 public import Foundation
-public import SwitchyardCore
 public import SwitchyardClient
 public import SwitchyardClientTesting
+public import SwitchyardCore
 
 /// Fresh state for one client test: a temporary directory, a test clock, a report log.
 public final class ClientHarness: Sendable {
@@ -17,10 +17,13 @@ public final class ClientHarness: Sendable {
 
     /// A configuration with fast test policies: the test clock, no poll spacing, a short long-poll and a short
     /// request deadline, the directory, and the report log.
-    public func configuration(server: URL, namespace: String = "rider", context: EvaluationContext = Fixtures.context,
-                              persistent: Bool = true) -> FlagClient.Configuration {
-        var configuration = FlagClient.Configuration(serverURL: server, namespace: namespace, token: "client-token-1",
-                                                     context: context, directory: persistent ? directory.url : nil)
+    public func configuration(
+        server: URL, namespace: String = "rider", context: EvaluationContext = Fixtures.context,
+        persistent: Bool = true
+    ) -> FlagClient.Configuration {
+        var configuration = FlagClient.Configuration(
+            serverURL: server, namespace: namespace, token: "client-token-1",
+            context: context, directory: persistent ? directory.url : nil)
         configuration.clock = clock
         configuration.wallClock = clock.wallClock
         configuration.random = { 0.5 }

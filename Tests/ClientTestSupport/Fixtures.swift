@@ -1,6 +1,6 @@
 public import Foundation
-public import SwitchyardCore
 public import SwitchyardClient
+public import SwitchyardCore
 
 /// Flag sets and snapshots for client tests.
 public enum Fixtures {
@@ -16,20 +16,31 @@ public enum Fixtures {
     ///   - on: the switches at 100 %; every other one at 0 %.
     ///   - masterKilled: whether the master kill switch kills everywhere.
     ///   - killedGroups: group kill switches that kill everywhere.
-    public static func flagSet(namespace: String = "rider", on: Set<String> = [], masterKilled: Bool = false,
-                               killedGroups: Set<String> = [], disabled: Set<String> = [],
-                               experimentWeights: VariantWeights = ["control": 50, "treatment": 50]) -> FlagSet {
+    public static func flagSet(
+        namespace: String = "rider", on: Set<String> = [], masterKilled: Bool = false,
+        killedGroups: Set<String> = [], disabled: Set<String> = [],
+        experimentWeights: VariantWeights = ["control": 50, "treatment": 50]
+    ) -> FlagSet {
         let feed = ["plugin_switch_feed_promos", "plugin_switch_feed_news"]
         let checkout = ["plugin_switch_split_fare", "plugin_switch_tipping"]
         var flags: [FlagDefinition] = (feed + checkout).map { key in
-            FlagDefinition(key: key, owner: "tests", kind: .pluginSwitch(SwitchyardCore.PluginSwitchDefinition(
-                disabled: disabled.contains(key), rollout: on.contains(key) ? .full : .off)))
+            FlagDefinition(
+                key: key, owner: "tests",
+                kind: .pluginSwitch(
+                    SwitchyardCore.PluginSwitchDefinition(
+                        disabled: disabled.contains(key), rollout: on.contains(key) ? .full : .off)))
         }
-        flags.append(FlagDefinition(key: "exp_checkout_copy", kind: .experiment(Experiment(
-            valueType: .string,
-            variants: [Variant(key: "control", value: .string("Confirm ride")),
-                       Variant(key: "treatment", value: .string("Let's go"))],
-            defaultVariant: "control", weights: experimentWeights))))
+        flags.append(
+            FlagDefinition(
+                key: "exp_checkout_copy",
+                kind: .experiment(
+                    Experiment(
+                        valueType: .string,
+                        variants: [
+                            Variant(key: "control", value: .string("Confirm ride")),
+                            Variant(key: "treatment", value: .string("Let's go")),
+                        ],
+                        defaultVariant: "control", weights: experimentWeights))))
         return FlagSet(
             namespace: namespace,
             pluginPoints: [
@@ -38,25 +49,33 @@ public enum Fixtures {
             ],
             killSwitches: [
                 KillSwitch(key: KillSwitch.masterKey, entries: masterKilled ? [.everywhere] : []),
-                KillSwitch(key: "kill_home_feed", entries: killedGroups.contains("kill_home_feed") ? [.everywhere] : []),
+                KillSwitch(
+                    key: "kill_home_feed", entries: killedGroups.contains("kill_home_feed") ? [.everywhere] : []),
                 KillSwitch(key: "kill_checkout", entries: killedGroups.contains("kill_checkout") ? [.everywhere] : []),
             ],
             flags: flags)
     }
 
-    public static func snapshot(version: Int64, epoch: String = epoch, namespace: String = "rider", on: Set<String> = [],
-                                masterKilled: Bool = false, killedGroups: Set<String> = [], disabled: Set<String> = [],
-                                experimentWeights: VariantWeights = ["control": 50, "treatment": 50]) -> Snapshot {
-        Snapshot(epoch: epoch, version: version,
-                 flagSet: flagSet(namespace: namespace, on: on, masterKilled: masterKilled, killedGroups: killedGroups,
-                                  disabled: disabled, experimentWeights: experimentWeights))
+    public static func snapshot(
+        version: Int64, epoch: String = epoch, namespace: String = "rider", on: Set<String> = [],
+        masterKilled: Bool = false, killedGroups: Set<String> = [], disabled: Set<String> = [],
+        experimentWeights: VariantWeights = ["control": 50, "treatment": 50]
+    ) -> Snapshot {
+        Snapshot(
+            epoch: epoch, version: version,
+            flagSet: flagSet(
+                namespace: namespace, on: on, masterKilled: masterKilled, killedGroups: killedGroups,
+                disabled: disabled, experimentWeights: experimentWeights))
     }
 
-    public static let allSwitchKeys = ["plugin_switch_feed_promos", "plugin_switch_feed_news", "plugin_switch_split_fare",
-                                       "plugin_switch_tipping"]
+    public static let allSwitchKeys = [
+        "plugin_switch_feed_promos", "plugin_switch_feed_news", "plugin_switch_split_fare",
+        "plugin_switch_tipping",
+    ]
 
-    public static let context = EvaluationContext(unitId: "rider-42", city: "lagos", cohorts: ["beta"], appVersion: "5.12.0",
-                                                  platform: "ios")
+    public static let context = EvaluationContext(
+        unitId: "rider-42", city: "lagos", cohorts: ["beta"], appVersion: "5.12.0",
+        platform: "ios")
 }
 
 /// A fresh directory under the system's temporary directory, removed by ``remove()``.

@@ -26,7 +26,8 @@ struct DeployFileTests {
         var instructions: [(String, String, Int)] = []
         var pending = ""
         var stage = -1
-        for rawLine in try Repository.text("deploy/Dockerfile").split(separator: "\n", omittingEmptySubsequences: false) {
+        for rawLine in try Repository.text("deploy/Dockerfile").split(separator: "\n", omittingEmptySubsequences: false)
+        {
             let line = rawLine.trimmingCharacters(in: .whitespaces)
             if pending.isEmpty, line.hasPrefix("#") || line.isEmpty { continue }
             if line.hasSuffix("\\") {
@@ -48,18 +49,24 @@ struct DeployFileTests {
         let instructions = try Self.dockerfile()
         let froms = instructions.filter { $0.keyword == "FROM" }
         #expect(froms.count >= 2, "a multi-stage build")
-        let buildStage = try #require(froms.first { $0.arguments.lowercased().hasSuffix(" as build") }, "a stage named build")
+        let buildStage = try #require(
+            froms.first { $0.arguments.lowercased().hasSuffix(" as build") }, "a stage named build")
         #expect(buildStage.arguments.contains("SWIFT_IMAGE") || buildStage.arguments.contains("swift:"))
-        let args = Dictionary(instructions.filter { $0.keyword == "ARG" }.compactMap { instruction -> (String, String)? in
-            let parts = instruction.arguments.split(separator: "=", maxSplits: 1).map(String.init)
-            return parts.count == 2 ? (parts[0], parts[1]) : nil
-        }) { first, _ in first }
-        #expect(args["SWIFT_IMAGE"]?.hasPrefix("swift:") == true, "the build stage starts from the Swift toolchain image")
+        let args = Dictionary(
+            instructions.filter { $0.keyword == "ARG" }.compactMap { instruction -> (String, String)? in
+                let parts = instruction.arguments.split(separator: "=", maxSplits: 1).map(String.init)
+                return parts.count == 2 ? (parts[0], parts[1]) : nil
+            }
+        ) { first, _ in first }
+        #expect(
+            args["SWIFT_IMAGE"]?.hasPrefix("swift:") == true, "the build stage starts from the Swift toolchain image")
         #expect(args["RUNTIME_IMAGE"]?.contains("slim") == true, "the runtime stage starts from a slim image")
 
         let build = instructions.filter { $0.stage == buildStage.stage }
         let buildRuns = build.filter { $0.keyword == "RUN" }.map(\.arguments).joined(separator: "\n")
-        #expect(buildRuns.contains("libsqlite3-dev") && buildRuns.contains("zlib1g-dev"), "the package needs libsqlite3-dev and zlib1g-dev")
+        #expect(
+            buildRuns.contains("libsqlite3-dev") && buildRuns.contains("zlib1g-dev"),
+            "the package needs libsqlite3-dev and zlib1g-dev")
         #expect(buildRuns.contains("swift build -c release --product flagsd"))
         #expect(buildRuns.contains(".resources"), "the console's resource bundle must travel with the binary")
 
@@ -78,21 +85,28 @@ struct DeployFileTests {
         #expect(URL(fileURLWithPath: binary).lastPathComponent == "flagsd")
         let copies = runtime.filter { $0.keyword == "COPY" }.map(\.arguments)
         let binaryFolder = URL(fileURLWithPath: binary).deletingLastPathComponent().path + "/"
-        #expect(copies.contains { $0.hasPrefix("--from=build") && $0.hasSuffix(" " + binaryFolder) },
-                "the build output (flagsd and its .resources) goes to \(binaryFolder)")
+        #expect(
+            copies.contains { $0.hasPrefix("--from=build") && $0.hasSuffix(" " + binaryFolder) },
+            "the build output (flagsd and its .resources) goes to \(binaryFolder)")
 
-        let environment = Dictionary(runtime.filter { $0.keyword == "ENV" }.flatMap { Self.assignments($0.arguments) }) { _, new in new }
+        let environment = Dictionary(runtime.filter { $0.keyword == "ENV" }.flatMap { Self.assignments($0.arguments) })
+        { _, new in new }
         for name in environment.keys {
             #expect(options.variables.contains(name), "ENV \(name) is not a flagsd variable (flagsd --help)")
         }
         #expect(environment["SWITCHYARD_HOST"] == "0.0.0.0", "in a container flagsd must listen beyond loopback")
         let port = try #require(environment["SWITCHYARD_PORT"])
-        #expect(runtime.contains { $0.keyword == "EXPOSE" && $0.arguments.split(separator: " ").contains(Substring(port)) })
+        #expect(
+            runtime.contains { $0.keyword == "EXPOSE" && $0.arguments.split(separator: " ").contains(Substring(port)) })
         let flags = try #require(environment["SWITCHYARD_FLAGS"])
-        #expect(copies.contains { $0.hasPrefix("Flags") && $0.hasSuffix(" " + flags + "/") }, "Flags/ is copied to SWITCHYARD_FLAGS")
+        #expect(
+            copies.contains { $0.hasPrefix("Flags") && $0.hasSuffix(" " + flags + "/") },
+            "Flags/ is copied to SWITCHYARD_FLAGS")
         let database = try #require(environment["SWITCHYARD_DATABASE"])
         let volume = try #require(runtime.last { $0.keyword == "VOLUME" }?.arguments)
-        #expect(volume.contains(URL(fileURLWithPath: database).deletingLastPathComponent().path), "the database lives on the volume")
+        #expect(
+            volume.contains(URL(fileURLWithPath: database).deletingLastPathComponent().path),
+            "the database lives on the volume")
         #expect(runtime.contains { $0.keyword == "STOPSIGNAL" && $0.arguments == "SIGTERM" })
     }
 
@@ -115,10 +129,12 @@ struct DeployFileTests {
         if let mapping = service["environment"] as? [String: Any] {
             return mapping.mapValues { "\($0)" }
         }
-        return Dictionary(((service["environment"] as? [String]) ?? []).map { entry in
-            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            return (parts[0], parts.count > 1 ? parts[1] : "")
-        }) { _, new in new }
+        return Dictionary(
+            ((service["environment"] as? [String]) ?? []).map { entry in
+                let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+                return (parts[0], parts.count > 1 ? parts[1] : "")
+            }
+        ) { _, new in new }
     }
 
     /// The container side of `HOST:PORT:CONTAINER`, `PORT:CONTAINER` or `CONTAINER`.
@@ -127,17 +143,23 @@ struct DeployFileTests {
     /// database unreachable.
     static func expectFlagsdConnects(to url: String, service: String) async throws {
         let closedPort = 1  // tcpmux: nothing listens there on loopback
-        let loopback = url.replacingOccurrences(of: #"@[^/@]+/"#, with: "@127.0.0.1:\(closedPort)/", options: .regularExpression)
+        let loopback = url.replacingOccurrences(
+            of: #"@[^/@]+/"#, with: "@127.0.0.1:\(closedPort)/", options: .regularExpression)
         #expect(loopback != url, "\(service): no @HOST:PORT/ in \(url)")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-pg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let outcome = try await runProgram(try Built.binary("flagsd").path,
-                                           ["--database", loopback, "--database-wait", "0", "--port", "0", "--log-format", "text"],
-                                           in: folder, deadline: .seconds(60))
-        #expect(outcome.status != 0 && outcome.status != 64, "\(service): flagsd exited with \(outcome.status): \(outcome.error)")
+        let outcome = try await runProgram(
+            try Built.binary("flagsd").path,
+            ["--database", loopback, "--database-wait", "0", "--port", "0", "--log-format", "text"],
+            in: folder, deadline: .seconds(60))
+        #expect(
+            outcome.status != 0 && outcome.status != 64,
+            "\(service): flagsd exited with \(outcome.status): \(outcome.error)")
         #expect(!outcome.error.contains("Error: --database"), "\(service): flagsd refused the URL: \(outcome.error)")
-        #expect(outcome.error.contains("127.0.0.1:\(closedPort)"), "\(service): flagsd did not try the database: \(outcome.error)")
+        #expect(
+            outcome.error.contains("127.0.0.1:\(closedPort)"),
+            "\(service): flagsd did not try the database: \(outcome.error)")
     }
 
     static func containerPort(_ mapping: String) -> String {
@@ -146,7 +168,8 @@ struct DeployFileTests {
 
     /// Seconds of `45s`, `1m30s`, `45`.
     static func seconds(_ text: String) -> Int {
-        var total = 0, number = 0
+        var total = 0
+        var number = 0
         for character in text {
             if let digit = character.wholeNumberValue {
                 number = number * 10 + digit
@@ -170,31 +193,49 @@ struct DeployFileTests {
         for (name, service) in flagsds {
             let environment = Self.environment(service)
             for variable in environment.keys {
-                #expect(options.variables.contains(variable), "\(name): \(variable) is not a flagsd variable (flagsd --help)")
+                #expect(
+                    options.variables.contains(variable),
+                    "\(name): \(variable) is not a flagsd variable (flagsd --help)")
             }
             #expect(environment["SWITCHYARD_HOST"] == "0.0.0.0", "\(name) must listen beyond loopback in its container")
             let port = try #require(environment["SWITCHYARD_PORT"], "\(name) names its port")
             for mapping in (service["ports"] as? [String]) ?? [] {
-                #expect(Self.containerPort(mapping) == port, "\(name) publishes \(mapping) but flagsd listens on \(port)")
+                #expect(
+                    Self.containerPort(mapping) == port, "\(name) publishes \(mapping) but flagsd listens on \(port)")
             }
-            #expect(Self.seconds(service["stop_grace_period"] as? String ?? "10s") > Int(environment["SWITCHYARD_MAX_WAIT"] ?? "30")!,
-                    "\(name) must get longer to stop than a long-poll's wait")
+            #expect(
+                Self.seconds(service["stop_grace_period"] as? String ?? "10s") > Int(
+                    environment["SWITCHYARD_MAX_WAIT"] ?? "30")!,
+                "\(name) must get longer to stop than a long-poll's wait")
             let build = try #require(service["build"] as? [String: Any])
-            let context = URL(fileURLWithPath: Repository.url("deploy").path).appendingPathComponent(build["context"] as? String ?? ".").standardized
-            #expect(FileManager.default.fileExists(atPath: context.appendingPathComponent(build["dockerfile"] as? String ?? "Dockerfile").path))
+            let context = URL(fileURLWithPath: Repository.url("deploy").path).appendingPathComponent(
+                build["context"] as? String ?? "."
+            ).standardized
+            #expect(
+                FileManager.default.fileExists(
+                    atPath: context.appendingPathComponent(build["dockerfile"] as? String ?? "Dockerfile").path))
             // On PostgreSQL, with the database, user and password the postgres service creates.
             let database = try #require(environment["SWITCHYARD_DATABASE"])
             #expect(database.hasPrefix("postgres://"), "\(name) runs on PostgreSQL")
-            #expect(database.contains("\(postgresEnvironment["POSTGRES_USER"] ?? "?"):"), "\(name) logs in as POSTGRES_USER")
-            #expect(database.contains("@postgres:5432/\(postgresEnvironment["POSTGRES_DB"] ?? "?")"), "\(name) uses POSTGRES_DB on the postgres service")
+            #expect(
+                database.contains("\(postgresEnvironment["POSTGRES_USER"] ?? "?"):"), "\(name) logs in as POSTGRES_USER"
+            )
+            #expect(
+                database.contains("@postgres:5432/\(postgresEnvironment["POSTGRES_DB"] ?? "?")"),
+                "\(name) uses POSTGRES_DB on the postgres service")
             // The postgres image has no TLS: without sslmode, flagsd would insist on verify-full for its host.
-            #expect(URLComponents(string: database.replacingOccurrences(of: "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}", with: "p"))?
-                        .queryItems?.first { $0.name == "sslmode" }?.value == "disable", "\(name) states sslmode for a database without TLS")
+            #expect(
+                URLComponents(
+                    string: database.replacingOccurrences(of: "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}", with: "p"))?
+                    .queryItems?.first { $0.name == "sslmode" }?.value == "disable",
+                "\(name) states sslmode for a database without TLS")
             #expect((service["depends_on"] as? [String: Any])?["postgres"] != nil)
         }
         // flagsd takes the PostgreSQL URL the services are given: it passes validation and flagsd goes on to
         // connect (to a closed loopback port here, in place of the postgres service, with no wait).
-        #expect(options.helpOf("--database").lowercased().contains("postgres://"), "flagsd --database takes no PostgreSQL URL: \(options.helpOf("--database"))")
+        #expect(
+            options.helpOf("--database").lowercased().contains("postgres://"),
+            "flagsd --database takes no PostgreSQL URL: \(options.helpOf("--database"))")
         for (name, service) in flagsds {
             let database = try #require(Self.environment(service)["SWITCHYARD_DATABASE"])
                 .replacingOccurrences(of: "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}", with: "compose-password")
@@ -207,19 +248,22 @@ struct DeployFileTests {
         let configMount = try #require(prometheusVolumes.first { $0.hasSuffix(":/etc/prometheus/prometheus.yml:ro") })
         let configFile = String(configMount.split(separator: ":")[0])
         let config = try Self.yaml("deploy/" + configFile)
-        let job = try #require((config["scrape_configs"] as? [[String: Any]])?.first { $0["job_name"] as? String == "flagsd" },
-                               "a scrape job named flagsd (the alert rules name it)")
-        let targets = Set(((job["static_configs"] as? [[String: Any]]) ?? []).flatMap { ($0["targets"] as? [String]) ?? [] })
+        let job = try #require(
+            (config["scrape_configs"] as? [[String: Any]])?.first { $0["job_name"] as? String == "flagsd" },
+            "a scrape job named flagsd (the alert rules name it)")
+        let targets = Set(
+            ((job["static_configs"] as? [[String: Any]]) ?? []).flatMap { ($0["targets"] as? [String]) ?? [] })
         let expected = Set(flagsds.map { "\($0.key):\(Self.environment($0.value)["SWITCHYARD_PORT"] ?? "")" })
         #expect(targets == expected)
         let metricsPath = job["metrics_path"] as? String ?? "/metrics"
         let rulesMount = try #require(prometheusVolumes.first { $0.contains("Dashboards/alerts.yml") })
         let rulesTarget = String(rulesMount.split(separator: ":")[1])
         let ruleGlobs = (config["rule_files"] as? [String]) ?? []
-        #expect(ruleGlobs.contains { glob in
-            let folder = URL(fileURLWithPath: glob).deletingLastPathComponent().path
-            return rulesTarget.hasPrefix(folder + "/") && rulesTarget.hasSuffix(".yml")
-        }, "rule_files \(ruleGlobs) does not load \(rulesTarget)")
+        #expect(
+            ruleGlobs.contains { glob in
+                let folder = URL(fileURLWithPath: glob).deletingLastPathComponent().path
+                return rulesTarget.hasPrefix(folder + "/") && rulesTarget.hasSuffix(".yml")
+            }, "rule_files \(ruleGlobs) does not load \(rulesTarget)")
 
         // Grafana: the provisioning files name Prometheus's service and the folder Dashboards/ is mounted at.
         let grafana = try #require(services["grafana"])
@@ -227,27 +271,40 @@ struct DeployFileTests {
         let dashboardsMount = try #require(grafanaVolumes.first { $0.hasPrefix("../Dashboards:") })
         let dashboardsTarget = String(dashboardsMount.split(separator: ":")[1])
         let provisioning = try #require(grafanaVolumes.first { $0.hasSuffix(":/etc/grafana/provisioning:ro") })
-        let provisioningFolder = "deploy/" + String(provisioning.split(separator: ":")[0]).replacingOccurrences(of: "./", with: "")
-        let providers = try Self.yaml(provisioningFolder + "/dashboards/switchyard.yml")["providers"] as? [[String: Any]] ?? []
+        let provisioningFolder =
+            "deploy/" + String(provisioning.split(separator: ":")[0]).replacingOccurrences(of: "./", with: "")
+        let providers =
+            try Self.yaml(provisioningFolder + "/dashboards/switchyard.yml")["providers"] as? [[String: Any]] ?? []
         #expect(providers.contains { ($0["options"] as? [String: Any])?["path"] as? String == dashboardsTarget })
-        let sources = try Self.yaml(provisioningFolder + "/datasources/prometheus.yml")["datasources"] as? [[String: Any]] ?? []
+        let sources =
+            try Self.yaml(provisioningFolder + "/datasources/prometheus.yml")["datasources"] as? [[String: Any]] ?? []
         let prometheusPort = String((prometheus["ports"] as? [String])?.first.map(Self.containerPort) ?? "9090")
-        #expect(sources.contains { $0["type"] as? String == "prometheus" && $0["url"] as? String == "http://prometheus:\(prometheusPort)" })
+        #expect(
+            sources.contains {
+                $0["type"] as? String == "prometheus" && $0["url"] as? String == "http://prometheus:\(prometheusPort)"
+            })
         let home = Self.environment(grafana)["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"] ?? ""
-        #expect(home.hasPrefix(dashboardsTarget + "/") && Repository.exists("Dashboards/" + URL(fileURLWithPath: home).lastPathComponent))
+        #expect(
+            home.hasPrefix(dashboardsTarget + "/")
+                && Repository.exists("Dashboards/" + URL(fileURLWithPath: home).lastPathComponent))
 
         // Prometheus sends a bearer token from a compose secret that holds the variable every flagsd creates its
         // metrics token from; the path it scrapes answers with that token, and refuses without one.
-        let authorization = try #require(job["authorization"] as? [String: Any], "the flagsd job sends a token (/metrics needs one)")
+        let authorization = try #require(
+            job["authorization"] as? [String: Any], "the flagsd job sends a token (/metrics needs one)")
         let credentials = try #require(authorization["credentials_file"] as? String)
         let secretName = URL(fileURLWithPath: credentials).lastPathComponent
         #expect(credentials == "/run/secrets/\(secretName)")
-        #expect(((prometheus["secrets"] as? [Any]) ?? []).contains { "\($0)" == secretName }, "prometheus is given the secret \(secretName)")
+        #expect(
+            ((prometheus["secrets"] as? [Any]) ?? []).contains { "\($0)" == secretName },
+            "prometheus is given the secret \(secretName)")
         let secret = try #require((compose["secrets"] as? [String: [String: Any]])?[secretName])
         let variable = try #require(secret["environment"] as? String)
         #expect(variable == "SWITCHYARD_METRICS_TOKEN")
         for (name, service) in flagsds {
-            #expect(Self.environment(service)[variable]?.hasPrefix("${\(variable):?") == true, "\(name) creates the token Prometheus sends")
+            #expect(
+                Self.environment(service)[variable]?.hasPrefix("${\(variable):?") == true,
+                "\(name) creates the token Prometheus sends")
         }
         let metricsToken = "compose-metrics-token-0123456789"
         let flagsd = try await LiveFlagsd.start(environment: [variable: metricsToken])
@@ -270,7 +327,8 @@ struct DeployFileTests {
 
     @Test func theKubernetesManifestsProbeAndConfigureFlagsdAsItReallyIs() async throws {
         let options = try await FlagsdOptions.read()
-        let files = try FileManager.default.contentsOfDirectory(atPath: Repository.url("deploy/kubernetes").path).filter { $0.hasSuffix(".yaml") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: Repository.url("deploy/kubernetes").path).filter
+        { $0.hasSuffix(".yaml") }
         let listed = Set((try Self.yaml("deploy/kubernetes/kustomization.yaml")["resources"] as? [String]) ?? [])
         #expect(Set(files).subtracting(["kustomization.yaml"]) == listed, "kustomization.yaml lists every manifest")
         let manifests = try Self.kubernetes()
@@ -285,14 +343,19 @@ struct DeployFileTests {
         for variable in Set(config.keys).union(secrets.keys) {
             #expect(options.variables.contains(variable), "\(variable) is not a flagsd variable (flagsd --help)")
         }
-        #expect(secrets["SWITCHYARD_DATABASE"] != nil && secrets["SWITCHYARD_ADMIN_TOKEN"] != nil, "the database URL and the admin token are secrets")
-        #expect(config["SWITCHYARD_HOST"] == "0.0.0.0", "flagsd must listen on the pod's address for probes and the Service")
+        #expect(
+            secrets["SWITCHYARD_DATABASE"] != nil && secrets["SWITCHYARD_ADMIN_TOKEN"] != nil,
+            "the database URL and the admin token are secrets")
+        #expect(
+            config["SWITCHYARD_HOST"] == "0.0.0.0", "flagsd must listen on the pod's address for probes and the Service"
+        )
 
         let spec = try #require(deployment["spec"] as? [String: Any])
         let template = try #require(spec["template"] as? [String: Any])
         let podLabels = ((template["metadata"] as? [String: Any])?["labels"] as? [String: String]) ?? [:]
         let podSpec = try #require(template["spec"] as? [String: Any])
-        let container = try #require((podSpec["containers"] as? [[String: Any]])?.first { $0["name"] as? String == "flagsd" })
+        let container = try #require(
+            (podSpec["containers"] as? [[String: Any]])?.first { $0["name"] as? String == "flagsd" })
         let ports = (container["ports"] as? [[String: Any]]) ?? []
         let http = try #require(ports.first { $0["name"] as? String == "http" })
         #expect("\(http["containerPort"] ?? "")" == config["SWITCHYARD_PORT"], "containerPort is SWITCHYARD_PORT")
@@ -315,7 +378,9 @@ struct DeployFileTests {
             probePaths[probe] = get["path"] as? String
         }
         #expect(probePaths["readinessProbe"] == "/readyz", "readiness must follow the database (/readyz)")
-        #expect(probePaths["livenessProbe"] == "/healthz", "liveness must not restart pods when the database is down (/healthz)")
+        #expect(
+            probePaths["livenessProbe"] == "/healthz",
+            "liveness must not restart pods when the database is down (/healthz)")
         let annotations = ((template["metadata"] as? [String: Any])?["annotations"] as? [String: String]) ?? [:]
         #expect(annotations["prometheus.io/port"] == config["SWITCHYARD_PORT"])
         // The probes answer without a token; /metrics with the metrics token the Secret gives flagsd.
@@ -332,14 +397,17 @@ struct DeployFileTests {
 
         // Shutdown: longer than a long-poll wait plus the preStop pause.
         let grace = podSpec["terminationGracePeriodSeconds"] as? Int ?? 30
-        let preStop = ((((container["lifecycle"] as? [String: Any])?["preStop"] as? [String: Any])?["exec"] as? [String: Any])?["command"] as? [String])?.last.flatMap(Int.init) ?? 0
+        let preStop =
+            ((((container["lifecycle"] as? [String: Any])?["preStop"] as? [String: Any])?["exec"] as? [String: Any])?[
+                "command"] as? [String])?.last.flatMap(Int.init) ?? 0
         #expect(grace > Int(config["SWITCHYARD_MAX_WAIT"] ?? "30")! + preStop)
 
         // Non-root, the same user as the image, read-only root filesystem, no privileges.
         let podSecurity = (podSpec["securityContext"] as? [String: Any]) ?? [:]
         let containerSecurity = (container["securityContext"] as? [String: Any]) ?? [:]
         #expect(podSecurity["runAsNonRoot"] as? Bool == true)
-        let imageUser = try Self.dockerfile().last { $0.keyword == "USER" }?.arguments.split(separator: ":").first.map(String.init)
+        let imageUser = try Self.dockerfile().last { $0.keyword == "USER" }?.arguments.split(separator: ":").first.map(
+            String.init)
         #expect("\(podSecurity["runAsUser"] ?? "")" == imageUser, "runAsUser is the image's USER")
         #expect(containerSecurity["readOnlyRootFilesystem"] as? Bool == true)
         #expect(containerSecurity["allowPrivilegeEscalation"] as? Bool == false)
@@ -367,28 +435,37 @@ struct DeployFileTests {
         let options = try await FlagsdOptions.read()
         let analyze = try requireProgram("systemd-analyze", package: "systemd")
         let unit = try Repository.text("deploy/systemd/flagsd.service")
-        let directives = unit.split(separator: "\n").filter { !$0.hasPrefix("#") && $0.contains("=") }.map { line -> (String, String) in
+        let directives = unit.split(separator: "\n").filter { !$0.hasPrefix("#") && $0.contains("=") }.map {
+            line -> (String, String) in
             let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
             return (parts[0], parts.count > 1 ? parts[1] : "")
         }
         func value(_ key: String) -> String? { directives.last { $0.0 == key }?.1 }
 
-        let environment = Dictionary(directives.filter { $0.0 == "Environment" }.flatMap { Self.assignments($0.1) }) { _, new in new }
+        let environment = Dictionary(directives.filter { $0.0 == "Environment" }.flatMap { Self.assignments($0.1) }) {
+            _, new in new
+        }
         for name in environment.keys {
             #expect(options.variables.contains(name), "Environment=\(name) is not a flagsd variable (flagsd --help)")
         }
         let example = try Repository.text("deploy/systemd/flagsd.env.example")
         for name in Set(matches(#"(?m)^#?([A-Z][A-Z0-9_]*)="#, in: example, group: 1)) {
-            #expect(options.variables.contains(name), "flagsd.env.example names \(name), which is not a flagsd variable")
+            #expect(
+                options.variables.contains(name), "flagsd.env.example names \(name), which is not a flagsd variable")
         }
         let execStart = try #require(value("ExecStart"))
-        #expect(URL(fileURLWithPath: execStart.split(separator: " ").first.map(String.init) ?? "").lastPathComponent == "flagsd")
+        #expect(
+            URL(fileURLWithPath: execStart.split(separator: " ").first.map(String.init) ?? "").lastPathComponent
+                == "flagsd")
         #expect(Self.seconds(value("TimeoutStopSec") ?? "90") > Int(environment["SWITCHYARD_MAX_WAIT"] ?? "30")!)
         let state = try #require(value("StateDirectory"))
-        #expect(environment["SWITCHYARD_DATABASE"]?.hasPrefix("/var/lib/\(state)/") == true, "the database lives in the state directory")
+        #expect(
+            environment["SWITCHYARD_DATABASE"]?.hasPrefix("/var/lib/\(state)/") == true,
+            "the database lives in the state directory")
 
         // systemd-analyze verify, with ExecStart pointing at the built binary (verify checks that it exists).
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-tests-unit-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deploy-tests-unit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let copy = folder.appendingPathComponent("flagsd.service")
@@ -403,8 +480,10 @@ struct DeployFileTests {
 
         // systemd's own exposure score for the sandboxing: "OK" (below 2.0 of 10).
         let security = try await runProgram(analyze, ["security", "--offline=true", "--no-pager", copy.path])
-        let overall = security.output.split(separator: "\n").last { $0.contains("Overall exposure level") }.map(String.init) ?? ""
+        let overall =
+            security.output.split(separator: "\n").last { $0.contains("Overall exposure level") }.map(String.init) ?? ""
         let score = Double(matches(#"level for \S+: ([0-9.]+)"#, in: overall, group: 1).first ?? "") ?? 10
-        #expect(score < 2.0, "systemd-analyze security: \(overall.isEmpty ? security.output + security.error : overall)")
+        #expect(
+            score < 2.0, "systemd-analyze security: \(overall.isEmpty ? security.output + security.error : overall)")
     }
 }

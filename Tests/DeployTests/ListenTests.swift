@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import TestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where flagsd listens, as an operator meets it: a taken port stops it before it touches its database, and the
 /// banner says where the console is.
@@ -16,9 +17,10 @@ struct ListenTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let database = folder.appendingPathComponent("flags.sqlite")
-        let outcome = try await runProgram(try Built.binary("flagsd").path,
-                                           ["--port", String(port), "--database", database.path, "--flags", Repository.url("Flags").path],
-                                           deadline: .seconds(60))
+        let outcome = try await runProgram(
+            try Built.binary("flagsd").path,
+            ["--port", String(port), "--database", database.path, "--flags", Repository.url("Flags").path],
+            deadline: .seconds(60))
         #expect(outcome.status == 1, "\(outcome.error)")
         #expect(outcome.error.contains("port \(port) on 127.0.0.1 is in use by another process"), "\(outcome.error)")
         #expect(outcome.error.contains("--port N (or SWITCHYARD_PORT"), "\(outcome.error)")
@@ -50,7 +52,8 @@ struct ListenTests {
     /// burst arrives, so no accept makes room: every handshake that completes is one the backlog held.
     @Test func aBurstOfConnectionsWhileFlagsdIsBusyIsHeldUpToTheListenBacklog() async throws {
         let burst = 500
-        let kernelCap = (try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8))
+        let kernelCap =
+            (try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8))
             .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 4_096
         // The kernel holds one more than the backlog.
         let byDefault = try await LiveFlagsd.start()
@@ -87,7 +90,9 @@ struct ListenTests {
             try #require(socket >= 0, "socket: errno \(errno)")
             sockets.append(socket)
             let started = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             try #require(started == 0 || errno == EINPROGRESS, "connect: errno \(errno)")
         }
@@ -100,7 +105,10 @@ struct ListenTests {
         var steadySince = ContinuousClock.now
         try await waitUntil("the handshakes settle") {
             let now = connected()
-            if now != held { held = now; steadySince = .now }
+            if now != held {
+                held = now
+                steadySince = .now
+            }
             return held == count || ContinuousClock.now - steadySince > .milliseconds(1_500)
         }
         kill(flagsd.process.processIdentifier, SIGCONT)
@@ -109,7 +117,8 @@ struct ListenTests {
     }
 
     @Test func theLogFormatHelpNamesOneDefault() async throws {
-        let help = try await FlagsdOptions.read().helpOf("--log-format").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let help = try await FlagsdOptions.read().helpOf("--log-format").split(whereSeparator: \.isWhitespace).joined(
+            separator: " ")
         #expect(help.contains("text on a terminal and json otherwise"), "\(help)")
         #expect(!help.contains("(default:"), "\(help)")
     }

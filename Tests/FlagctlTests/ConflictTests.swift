@@ -1,8 +1,9 @@
-@testable import FlagctlCommands
 import Foundation
 import SwitchyardCore
 import SwitchyardStorage
 import Testing
+
+@testable import FlagctlCommands
 
 /// A change based on a stale view fails with who changed what and when, instead of overwriting it.
 struct ConflictTests {
@@ -11,12 +12,13 @@ struct ConflictTests {
             _ = await server.flagctl("disable", "plugin_switch_map_traffic", "--reason", "map stutter", as: "bob")
             let result = await server.flagctl("rollout", "plugin_switch_feed_safety_tips", "50", "--if-version", "1")
             #expect(result.status == 3)
-            #expect(LiveCommandTests.withoutTime(result.error) == """
-                error: namespace 'rider' is at version 2, not 1; nothing was changed. Changed since:
-                  version 2 by bob (cli) at <time>: disable plugin_switch_map_traffic (reason: map stutter)
-                Look at the current state with 'flagctl get', then run the command again if it still makes sense
+            #expect(
+                LiveCommandTests.withoutTime(result.error) == """
+                    error: namespace 'rider' is at version 2, not 1; nothing was changed. Changed since:
+                      version 2 by bob (cli) at <time>: disable plugin_switch_map_traffic (reason: map stutter)
+                    Look at the current state with 'flagctl get', then run the command again if it still makes sense
 
-                """)
+                    """)
             #expect(await server.state().record.version == 2)
             let current = await server.flagctl("rollout", "plugin_switch_feed_safety_tips", "50", "--if-version", "2")
             #expect(current.status == 0)
@@ -27,18 +29,22 @@ struct ConflictTests {
         try await LiveServer.run { server in
             // Bob kills Lagos while Amara is looking at the prompt.
             let result = await server.flagctl(
-                ["kill", "kill_home_feed", "--reason", "feed down"], environment: server.environment(token: "amara"), terminal: true
+                ["kill", "kill_home_feed", "--reason", "feed down"], environment: server.environment(token: "amara"),
+                terminal: true
             ) { _ in
-                _ = await server.flagctl("kill", "kill_home_feed", "--city", "lagos", "--reason", "lagos only", "--yes", as: "bob")
+                _ = await server.flagctl(
+                    "kill", "kill_home_feed", "--city", "lagos", "--reason", "lagos only", "--yes", as: "bob")
                 return "y"
             }
             #expect(result.status == 3, "\(result.transcript)")
-            #expect(LiveCommandTests.withoutTime(result.error).hasSuffix("""
-                error: kill switch kill_home_feed changed after you read namespace 'rider' at version 1; nothing was changed. Changed since:
-                  version 2 by bob (cli) at <time>: kill kill_home_feed in cities lagos (reason: lagos only)
-                Look at the current state with 'flagctl get kill_home_feed', then run the command again if it still makes sense
+            #expect(
+                LiveCommandTests.withoutTime(result.error).hasSuffix(
+                    """
+                    error: kill switch kill_home_feed changed after you read namespace 'rider' at version 1; nothing was changed. Changed since:
+                      version 2 by bob (cli) at <time>: kill kill_home_feed in cities lagos (reason: lagos only)
+                    Look at the current state with 'flagctl get kill_home_feed', then run the command again if it still makes sense
 
-                """))
+                    """))
             #expect(await server.state().flagSet.killSwitch("kill_home_feed")?.entries == [Scope(cities: ["lagos"])])
         }
     }
@@ -46,7 +52,8 @@ struct ConflictTests {
     @Test func aChangeToAnotherObjectWhileTheUserConfirmsDoesNotStopTheKill() async throws {
         try await LiveServer.run { server in
             let result = await server.flagctl(
-                ["kill", "kill_home_feed", "--reason", "feed down"], environment: server.environment(token: "amara"), terminal: true
+                ["kill", "kill_home_feed", "--reason", "feed down"], environment: server.environment(token: "amara"),
+                terminal: true
             ) { _ in
                 _ = await server.flagctl("rollout", "plugin_switch_map_scooters", "5", as: "bob")
                 return "yes"
@@ -61,19 +68,23 @@ struct ConflictTests {
 
     @Test func applyFailsWhenTheNamespaceChangedAfterThePlan() async throws {
         try await LiveServer.run { server in
-            let directory = try FlagFolder.copyOfRider { $0.replacingOccurrences(of: "rollout: 33.33", with: "rollout: 40") }
+            let directory = try FlagFolder.copyOfRider {
+                $0.replacingOccurrences(of: "rollout: 33.33", with: "rollout: 40")
+            }
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let result = await server.flagctl(["apply", directory], environment: server.environment(), terminal: true) { _ in
+            let result = await server.flagctl(["apply", directory], environment: server.environment(), terminal: true) {
+                _ in
                 _ = await server.flagctl("kill", "--city", "lagos", "--reason", "INC-4411", "--yes", as: "bob")
                 return "y"
             }
             #expect(result.status == 3, "\(result.transcript)")
-            #expect(LiveCommandTests.withoutTime(result.error) == """
-                Apply 1 change to namespace rider (version 1)? [y/N] error: namespace 'rider' is at version 2, not 1; nothing was changed. Changed since:
-                  version 2 by bob (cli) at <time>: kill master in cities lagos (reason: INC-4411)
-                Nothing was applied to rider; run 'flagctl diff \(directory)' to see the new plan, then apply again
+            #expect(
+                LiveCommandTests.withoutTime(result.error) == """
+                    Apply 1 change to namespace rider (version 1)? [y/N] error: namespace 'rider' is at version 2, not 1; nothing was changed. Changed since:
+                      version 2 by bob (cli) at <time>: kill master in cities lagos (reason: INC-4411)
+                    Nothing was applied to rider; run 'flagctl diff \(directory)' to see the new plan, then apply again
 
-                """)
+                    """)
             let state = await server.state()
             #expect(state.flagSet.flag("plugin_switch_feed_safety_tips")?.pluginSwitch?.rollout.basisPoints == 3333)
             #expect(state.flagSet.master.entries.contains(Scope(cities: ["lagos"])), "bob's kill is not overwritten")
@@ -86,15 +97,18 @@ struct ConflictTests {
             _ = await server.flagctl("rollout", "plugin_switch_feed_safety_tips", "60", as: "bob")
             let refused = await server.flagctl("revert", "2")
             #expect(refused.status == 3)
-            #expect(LiveCommandTests.withoutTime(refused.error) == """
-                error: reverting version 2 (roll out plugin_switch_feed_safety_tips to 50%) would also undo later changes to the same objects:
-                  version 3 by bob (cli) at <time>: roll out plugin_switch_feed_safety_tips to 60%
-                Revert those first (newest first), or pass --if-version with the current version to revert anyway
+            #expect(
+                LiveCommandTests.withoutTime(refused.error) == """
+                    error: reverting version 2 (roll out plugin_switch_feed_safety_tips to 50%) would also undo later changes to the same objects:
+                      version 3 by bob (cli) at <time>: roll out plugin_switch_feed_safety_tips to 60%
+                    Revert those first (newest first), or pass --if-version with the current version to revert anyway
 
-                """)
+                    """)
             let acknowledged = await server.flagctl("revert", "2", "--if-version", "3")
             #expect(acknowledged.status == 0, "\(acknowledged.error)")
-            #expect(await server.state().flagSet.flag("plugin_switch_feed_safety_tips")?.pluginSwitch?.rollout.basisPoints == 3333)
+            #expect(
+                await server.state().flagSet.flag("plugin_switch_feed_safety_tips")?.pluginSwitch?.rollout.basisPoints
+                    == 3333)
         }
     }
 
@@ -102,7 +116,10 @@ struct ConflictTests {
         try await LiveServer.run { server in
             let result = await server.flagctl("disable", "plugin_switch_feed_promos", "--if-version", "9")
             #expect(result.status == 64)
-            #expect(result.error == "error: --if-version 9 is newer than namespace 'rider' (at version 1); pass the version 'flagctl get' shows\n")
+            #expect(
+                result.error
+                    == "error: --if-version 9 is newer than namespace 'rider' (at version 1); pass the version 'flagctl get' shows\n"
+            )
         }
     }
 

@@ -12,19 +12,20 @@ struct ExplainCommandTests {
     @Test func aPartialRolloutShowsTheRuleTheBucketAndTheThreshold() async {
         let result = await explain("plugin_switch_feed_promos", "--unit", "rider-42", "--city", "nairobi")
         #expect(result.status == 0)
-        #expect(result.output == """
-            flag           plugin_switch_feed_promos (plugin switch)
-            plugin point   home_feed, position 1 of 3
-            namespace      rider (\(TestPaths.flags)/rider.yaml)
-            context        unit rider-42, city nairobi
-            value          false
-            variant        off
-            reason         SPLIT
-            decided by     rule 1 'Nairobi ramp' at 12.5%
-            bucket         9038 (on below 1250)
-            kill switches  master, kill_home_feed (no entry matches)
+        #expect(
+            result.output == """
+                flag           plugin_switch_feed_promos (plugin switch)
+                plugin point   home_feed, position 1 of 3
+                namespace      rider (\(TestPaths.flags)/rider.yaml)
+                context        unit rider-42, city nairobi
+                value          false
+                variant        off
+                reason         SPLIT
+                decided by     rule 1 'Nairobi ramp' at 12.5%
+                bucket         9038 (on below 1250)
+                kill switches  master, kill_home_feed (no entry matches)
 
-            """)
+                """)
     }
 
     @Test func anAllowlistRuleMatchesWithoutABucket() async {
@@ -65,50 +66,53 @@ struct ExplainCommandTests {
 
     @Test func anExperimentShowsItsVariantAndWeights() async {
         let result = await explain("confirmation_button_copy", "--unit", "rider-7")
-        #expect(result.output == """
-            flag           confirmation_button_copy (experiment, string values)
-            namespace      rider (\(TestPaths.flags)/rider.yaml)
-            context        unit rider-7
-            value          "Confirm ride"
-            variant        control
-            reason         SPLIT
-            decided by     no rule held; the flag's weights
-            bucket         381 (of 0...9999; weights control 34, book_now 33, lets_go 33)
-            kill switches  master, kill_confirmation_addons (no entry matches)
+        #expect(
+            result.output == """
+                flag           confirmation_button_copy (experiment, string values)
+                namespace      rider (\(TestPaths.flags)/rider.yaml)
+                context        unit rider-7
+                value          "Confirm ride"
+                variant        control
+                reason         SPLIT
+                decided by     no rule held; the flag's weights
+                bucket         381 (of 0...9999; weights control 34, book_now 33, lets_go 33)
+                kill switches  master, kill_confirmation_addons (no entry matches)
 
-            """)
+                """)
     }
 
     @Test func jsonOutputIsOneStableObject() async throws {
-        let result = await explain("confirmation_button_copy", "--unit", "rider-42", "--cohort", "beta",
-                                   "--cohort", "employees", "--app-version", "5.12.0", "--platform", "ios", "-o", "json")
+        let result = await explain(
+            "confirmation_button_copy", "--unit", "rider-42", "--cohort", "beta",
+            "--cohort", "employees", "--app-version", "5.12.0", "--platform", "ios", "-o", "json")
         #expect(result.status == 0)
-        #expect(result.output == """
-            {
-              "bucket": null,
-              "context": {
-                "app_version": "5.12.0",
-                "city": null,
-                "cohorts": [
-                  "beta",
-                  "employees"
-                ],
-                "platform": "ios",
-                "unit": "rider-42"
-              },
-              "decided_by": "rule 0 'employees dogfood'",
-              "key": "confirmation_button_copy",
-              "metadata": {
-                "flag_type": "experiment",
-                "rule": 0
-              },
-              "namespace": "rider",
-              "reason": "TARGETING_MATCH",
-              "value": "Let's go",
-              "variant": "lets_go"
-            }
+        #expect(
+            result.output == """
+                {
+                  "bucket": null,
+                  "context": {
+                    "app_version": "5.12.0",
+                    "city": null,
+                    "cohorts": [
+                      "beta",
+                      "employees"
+                    ],
+                    "platform": "ios",
+                    "unit": "rider-42"
+                  },
+                  "decided_by": "rule 0 'employees dogfood'",
+                  "key": "confirmation_button_copy",
+                  "metadata": {
+                    "flag_type": "experiment",
+                    "rule": 0
+                  },
+                  "namespace": "rider",
+                  "reason": "TARGETING_MATCH",
+                  "value": "Let's go",
+                  "variant": "lets_go"
+                }
 
-            """)
+                """)
     }
 
     @Test func jsonOutputOfASplitCarriesTheBucket() async throws {
@@ -124,13 +128,19 @@ struct ExplainCommandTests {
         let result = await explain("plugin_switch_feed_promo", "--unit", "rider-42")
         #expect(result.status == 4)
         #expect(result.output == "")
-        #expect(result.error == "error: no flag 'plugin_switch_feed_promo' in namespace 'rider' (\(TestPaths.flags)/rider.yaml); did you mean 'plugin_switch_feed_promos'?\n")
+        #expect(
+            result.error
+                == "error: no flag 'plugin_switch_feed_promo' in namespace 'rider' (\(TestPaths.flags)/rider.yaml); did you mean 'plugin_switch_feed_promos'?\n"
+        )
     }
 
     @Test func anUnknownNamespaceExitsWithStatusFour() async {
         let result = await explain("plugin_switch_feed_promos", "--unit", "rider-42", "--namespace", "driver")
         #expect(result.status == 4)
-        #expect(result.error == "error: no namespace 'driver' in \(TestPaths.flags) (namespaces: rider); a namespace's flags live in \(TestPaths.flags)/driver.yaml\n")
+        #expect(
+            result.error
+                == "error: no namespace 'driver' in \(TestPaths.flags) (namespaces: rider); a namespace's flags live in \(TestPaths.flags)/driver.yaml\n"
+        )
     }
 
     @Test func aBadAppVersionIsAUsageError() async {
@@ -171,11 +181,15 @@ struct ExplainDirectoryTests {
         try write("driver.yaml", "namespace: driver\nflags:\n  plugin_switch_a:\n    rollout: 0\n")
         let ambiguous = await flagctl("explain", "plugin_switch_a", "--flags", directory, "--unit", "u")
         #expect(ambiguous.status == 64)
-        #expect(ambiguous.error.hasPrefix("Error: \(directory) holds several namespaces (driver, rider). Pass one, e.g. --namespace driver.\n"))
-        let driver = await flagctl("explain", "plugin_switch_a", "--flags", directory, "--unit", "u", "--namespace", "driver")
+        #expect(
+            ambiguous.error.hasPrefix(
+                "Error: \(directory) holds several namespaces (driver, rider). Pass one, e.g. --namespace driver.\n"))
+        let driver = await flagctl(
+            "explain", "plugin_switch_a", "--flags", directory, "--unit", "u", "--namespace", "driver")
         #expect(driver.status == 0)
         #expect(driver.output.contains("value          false\n"))
-        let rider = await flagctl("explain", "plugin_switch_a", "--flags", directory, "--unit", "u", "--namespace", "rider")
+        let rider = await flagctl(
+            "explain", "plugin_switch_a", "--flags", directory, "--unit", "u", "--namespace", "rider")
         #expect(rider.output.contains("value          true\n"))
     }
 
@@ -184,18 +198,20 @@ struct ExplainDirectoryTests {
         try write("rider.yaml", "namespace: rider\nflags:\n  plugin_switch_a:\n    rollout: 120\n")
         let result = await flagctl("explain", "plugin_switch_a", "--flags", directory, "--unit", "u")
         #expect(result.status == 1)
-        #expect(result.error == """
-            \(directory)/rider.yaml: flags.plugin_switch_a.rollout: 120 is not between 0 and 100
-            error: the flag file has problems (above); fix them first, 'flagctl lint \(directory)' checks them
+        #expect(
+            result.error == """
+                \(directory)/rider.yaml: flags.plugin_switch_a.rollout: 120 is not between 0 and 100
+                error: the flag file has problems (above); fix them first, 'flagctl lint \(directory)' checks them
 
-            """)
+                """)
     }
 
     @Test func problemsInOtherNamespacesOnlyWarn() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try write("rider.yaml", "namespace: rider\nflags:\n  plugin_switch_a:\n    rollout: 100\n")
         try write("driver.yaml", "namespace: driver\nflags:\n  plugin_switch_a:\n    rollot: 0\n")
-        let result = await flagctl("explain", "plugin_switch_a", "--flags", directory, "--unit", "u", "--namespace", "rider")
+        let result = await flagctl(
+            "explain", "plugin_switch_a", "--flags", directory, "--unit", "u", "--namespace", "rider")
         #expect(result.status == 0)
         #expect(result.error == "note: 1 problem in other files of \(directory); run 'flagctl lint \(directory)'\n")
     }

@@ -19,14 +19,22 @@ struct FlagctlBinaryTests {
     @Test func lintOfBrokenFilesPrintsRelativePathsAndExitsWithOne() async throws {
         let result = try await runBinary(["lint", "broken"], in: TestPaths.broken + "/..")
         #expect(result.status == 1)
-        #expect(result.output.contains("broken/rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is not between 0 and 100\n"))
-        #expect(result.output.contains("broken/duplicate-key.yaml: flags: duplicate key 'plugin_switch_feed_promos' (lines 6 and 12); keep one\n"))
+        #expect(
+            result.output.contains(
+                "broken/rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is not between 0 and 100\n"
+            ))
+        #expect(
+            result.output.contains(
+                "broken/duplicate-key.yaml: flags: duplicate key 'plugin_switch_feed_promos' (lines 6 and 12); keep one\n"
+            ))
         #expect(result.error == "error: 44 problems in 11 of 11 files; fix them and run 'flagctl lint broken' again\n")
     }
 
     @Test func explainPrintsJSON() async throws {
-        let result = try await runBinary(["explain", "plugin_switch_feed_promos", "--flags", "Flags", "--unit", "rider-42",
-                                          "--city", "nairobi", "-o", "json"])
+        let result = try await runBinary([
+            "explain", "plugin_switch_feed_promos", "--flags", "Flags", "--unit", "rider-42",
+            "--city", "nairobi", "-o", "json",
+        ])
         #expect(result.status == 0)
         let tree = try JSONValue.parse(result.output)
         #expect(tree["key"] == .string("plugin_switch_feed_promos"))
@@ -53,7 +61,9 @@ struct FlagctlDocumentationTests {
         let start = try #require(text.range(of: command))
         let end = try #require(text.range(of: "```", range: start.upperBound..<text.endIndex))
         let documented = String(text[start.upperBound..<end.lowerBound])
-        let result = try await runBinary(["explain", "plugin_switch_feed_promos", "--flags", "Flags", "--unit", "rider-42", "--city", "nairobi"])
+        let result = try await runBinary([
+            "explain", "plugin_switch_feed_promos", "--flags", "Flags", "--unit", "rider-42", "--city", "nairobi",
+        ])
         #expect(result.output == documented)
     }
 }
@@ -83,7 +93,8 @@ struct FlagctlBinaryLiveTests {
         try await LiveServer.run { server in
             let scratch = try TestPaths.temporaryDirectory()
             defer { try? FileManager.default.removeItem(atPath: scratch) }
-            let outputPath = scratch + "/stdout", errorPath = scratch + "/stderr"
+            let outputPath = scratch + "/stdout"
+            let errorPath = scratch + "/stderr"
             _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
             _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
             let process = Process()
@@ -102,8 +113,10 @@ struct FlagctlBinaryLiveTests {
             try await waitUntil { output().contains("version 2") }
             process.interrupt()
             let ended = await exit.wait(within: .seconds(120))
-            #expect(ended == ChildExit.Ended(reason: .exit, status: 0),
-                    "flagctl watch after Ctrl-C: \(ended.map { "\($0)" } ?? "still running after 120 s, killed"); it printed:\n\(output())\nand on standard error:\n\(errors())")
+            #expect(
+                ended == ChildExit.Ended(reason: .exit, status: 0),
+                "flagctl watch after Ctrl-C: \(ended.map { "\($0)" } ?? "still running after 120 s, killed"); it printed:\n\(output())\nand on standard error:\n\(errors())"
+            )
             #expect(output().contains("kill master in cities lagos"), "\(output())\n\(errors())")
         }
     }

@@ -43,7 +43,10 @@ struct MatrixCommandTests {
         #expect(tree?["mode"] as? String == "exhaustive")
         #expect(tree?["combinations"] as? Int == 131_072)
         let points = tree?["plugin_points"] as? [[String: Any]] ?? []
-        #expect(points.map { $0["name"] as? String } == ["preferences_hub", "confirmation_addons", "home_feed", "map_layers"])
+        #expect(
+            points.map { $0["name"] as? String } == [
+                "preferences_hub", "confirmation_addons", "home_feed", "map_layers",
+            ])
         #expect(points.map { $0["combinations"] as? Int } == [32, 32, 32, 32])
         #expect(points.first?["kill_switches"] as? [String] == ["kill_preferences_hub", "master"])
         let shards = tree?["shards"] as? [[String: Any]] ?? []
@@ -53,7 +56,8 @@ struct MatrixCommandTests {
     }
 
     @Test func aCoveringPlanListsItsRowsAndFactors() async throws {
-        let result = await flagctl("matrix", "plan", TestPaths.flags, "--bound", "4096", "--strength", "3", "-o", "json")
+        let result = await flagctl(
+            "matrix", "plan", TestPaths.flags, "--bound", "4096", "--strength", "3", "-o", "json")
         let tree = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
         #expect(tree?["mode"] as? String == "covering")
         #expect(tree?["covering_rows"] as? Int == 4096)
@@ -89,9 +93,12 @@ struct MatrixCommandTests {
         let testBinary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SWITCHYARD_MATRIX_") }
         environment["SHOP_MATRIX_FAULT"] = fault
-        let result = try await runBinary(["matrix", "run", "--shards", "3", "--jobs", "2", "--logs", logs, "--", testBinary,
-                                          "--testing-library", "swift-testing", "--filter", "^SwitchyardMatrixTests\\.ShardedShopTests/"],
-                                         environment: environment)
+        let result = try await runBinary(
+            [
+                "matrix", "run", "--shards", "3", "--jobs", "2", "--logs", logs, "--", testBinary,
+                "--testing-library", "swift-testing", "--filter", "^SwitchyardMatrixTests\\.ShardedShopTests/",
+            ],
+            environment: environment)
         return (result, logs)
     }
 
@@ -102,8 +109,13 @@ struct MatrixCommandTests {
         let lines = result.output.split(separator: "\n").map(String.init)
         let shardLines = lines.filter { $0.hasPrefix("shard ") }.sorted()
         #expect(shardLines.count == 3)
-        for (line, expected) in zip(shardLines, ["shard 1/3  passed  170 combinations", "shard 2/3  passed  171 combinations",
-                                                 "shard 3/3  passed  171 combinations"]) {
+        for (line, expected) in zip(
+            shardLines,
+            [
+                "shard 1/3  passed  170 combinations", "shard 2/3  passed  171 combinations",
+                "shard 3/3  passed  171 combinations",
+            ])
+        {
             #expect(line.hasPrefix(expected), "\(line)")
         }
         #expect(lines.last?.hasPrefix("3 shards passed: 512 combinations in ") == true)
@@ -118,8 +130,12 @@ struct MatrixCommandTests {
         #expect(result.status == 1)
         #expect(result.output.contains("FAILED (exit status"))
         // Each shard's summary names the smallest failing combination and how to reproduce it.
-        #expect(result.output.contains("smallest failing combination: on plugin_switch_banner_sale, plugin_switch_banner_news"))
-        #expect(result.output.contains("reproduce: SWITCHYARD_MATRIX_COMBINATION='plugin_switch_banner_sale,plugin_switch_banner_news'"))
+        #expect(
+            result.output.contains(
+                "smallest failing combination: on plugin_switch_banner_sale, plugin_switch_banner_news"))
+        #expect(
+            result.output.contains(
+                "reproduce: SWITCHYARD_MATRIX_COMBINATION='plugin_switch_banner_sale,plugin_switch_banner_news'"))
         #expect(result.error.contains("of 3 shards failed"))
     }
 

@@ -17,9 +17,9 @@ enum TestPaths {
     /// The directory the build put the test bundle in; `flagctl` is built next to it.
     static let products: URL = {
         #if os(macOS)
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            return bundle.bundleURL.deletingLastPathComponent()
-        }
+            for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+                return bundle.bundleURL.deletingLastPathComponent()
+            }
         #endif
         return Bundle.main.bundleURL
     }()
@@ -58,8 +58,10 @@ func flagctl(_ arguments: [String]) async -> Outcome {
 /// the process on a 2-core machine).
 ///
 /// - Parameter deadline: a liveness deadline, not a speed claim; past it the child is stopped and the test fails.
-func runBinary(_ arguments: [String], in directory: String = TestPaths.repository,
-               environment: [String: String]? = nil, deadline: Duration = .seconds(600)) async throws -> Outcome {
+func runBinary(
+    _ arguments: [String], in directory: String = TestPaths.repository,
+    environment: [String: String]? = nil, deadline: Duration = .seconds(600)
+) async throws -> Outcome {
     let process = Process()
     process.executableURL = TestPaths.flagctl
     process.arguments = arguments
@@ -68,7 +70,9 @@ func runBinary(_ arguments: [String], in directory: String = TestPaths.repositor
     let ended = try await runToEnd(process, deadline: deadline, separateError: true)
     let outcome = Outcome(status: ended.status, output: ended.output, error: ended.error)
     if ended.timedOut {
-        Issue.record("flagctl \(arguments.joined(separator: " ")) was still running after \(deadline); stopped it. It printed:\n\(outcome.output)\nand on standard error:\n\(outcome.error)")
+        Issue.record(
+            "flagctl \(arguments.joined(separator: " ")) was still running after \(deadline); stopped it. It printed:\n\(outcome.output)\nand on standard error:\n\(outcome.error)"
+        )
     }
     return outcome
 }

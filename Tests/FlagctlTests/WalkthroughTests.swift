@@ -61,7 +61,10 @@ struct WalkthroughTests {
         let commands = try Self.steps().map(\.command)
         #expect(commands.contains { $0.hasPrefix("flagctl kill --city lagos") })
         for percent in ["1", "10", "50"] {
-            #expect(commands.contains { $0.hasPrefix("flagctl rollout plugin_switch_prefs_ride_pass \(percent) --city nairobi") })
+            #expect(
+                commands.contains {
+                    $0.hasPrefix("flagctl rollout plugin_switch_prefs_ride_pass \(percent) --city nairobi")
+                })
         }
         #expect(commands.contains { $0.hasPrefix("flagctl audit") })
         #expect(commands.count >= 10)
@@ -79,7 +82,9 @@ struct WalkthroughTests {
             for step in steps {
                 let words = try Self.words(step.command)
                 try #require(words.first == "flagctl", "walkthrough commands start with flagctl: \(step.command)")
-                let result = await server.flagctl(Array(words.dropFirst()), environment: environment, terminal: true) { _ in "y" }
+                let result = await server.flagctl(Array(words.dropFirst()), environment: environment, terminal: true) {
+                    _ in "y"
+                }
                 #expect(result.status == 0, "\(step.command)\n\(result.transcript)")
                 let actual = normalized(result.transcript, server: server)
                 let expected = normalized(step.expected.trimmingTrailingBlankLines, server: server)
@@ -142,8 +147,9 @@ struct WalkthroughTests {
     }
 
     @Test func commandLinesSplitAsAShellSplitsThem() throws {
-        #expect(try Self.words(#"flagctl kill --city lagos --reason "INC-4411: crash loop" -y"#)
-            == ["flagctl", "kill", "--city", "lagos", "--reason", "INC-4411: crash loop", "-y"])
+        #expect(
+            try Self.words(#"flagctl kill --city lagos --reason "INC-4411: crash loop" -y"#)
+                == ["flagctl", "kill", "--city", "lagos", "--reason", "INC-4411: crash loop", "-y"])
         #expect(try Self.words(#"a 'b c' d\ e "f \"g\"" # comment"#) == ["a", "b c", "d e", #"f "g""#])
     }
 }

@@ -1,14 +1,15 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import SwitchyardClient
 import SwitchyardCore
-import SwitchyardServer
 import SwitchyardSQLite
+import SwitchyardServer
 import SwitchyardStorage
 import TestSupport
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Real `FlagClient`s against a live flagsd on loopback whose ingestion backlog is full: every batch they post gets
 /// 429 with `Retry-After`, they keep their events queued and retry, and once the backlog drains every event is
@@ -31,7 +32,9 @@ struct ClientBackpressureTests {
             let ingestor = server.flagService.eventIngestor
             let (release, releaser) = AsyncStream<Void>.makeStream()
             let holder = Task {
-                try await ingestor.ingest([StoredEvent(id: "held", time: Date(), payload: .exposure(flag: "f", variant: "v"))]) { _, _ in
+                try await ingestor.ingest([
+                    StoredEvent(id: "held", time: Date(), payload: .exposure(flag: "f", variant: "v"))
+                ]) { _, _ in
                     for await _ in release { break }
                     return EventIngestResult(counted: [], duplicates: [])
                 }
@@ -43,7 +46,8 @@ struct ClientBackpressureTests {
             let clients = (0..<6).map { index in
                 var configuration = FlagClient.Configuration(
                     serverURL: base, namespace: "fleet", token: token,
-                    context: EvaluationContext(unitId: "device-\(index)", city: "lagos", appVersion: "5.14.0", platform: "ios"),
+                    context: EvaluationContext(
+                        unitId: "device-\(index)", city: "lagos", appVersion: "5.14.0", platform: "ios"),
                     directory: folder.appendingPathComponent("device-\(index)"))
                 configuration.events.flushDelay = .milliseconds(10)
                 configuration.backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(1))
@@ -58,16 +62,22 @@ struct ClientBackpressureTests {
             let running = clients.map { client in Task { await client.run() } }
             // Every client posted and was refused at least once; each still holds its session.
             try await waitUntil("each client was refused") {
-                try await Self.metric(#"flagsd_event_batches_refused_total{namespace="fleet",reason="backlog_full"}"#, base: base) >= 12
+                try await Self.metric(
+                    #"flagsd_event_batches_refused_total{namespace="fleet",reason="backlog_full"}"#, base: base) >= 12
             }
             #expect(clients.allSatisfy { $0.status.queuedEvents == 1 })
-            #expect(try await store.eventCounts(EventCountQuery(namespace: "fleet", from: Date() - 3600, until: Date() + 3600)).isEmpty)
+            #expect(
+                try await store.eventCounts(
+                    EventCountQuery(namespace: "fleet", from: Date() - 3600, until: Date() + 3600)
+                ).isEmpty)
 
             releaser.yield()
             _ = try await holder.value
             try await waitUntil("every client's queue is empty") { clients.allSatisfy { $0.status.queuedEvents == 0 } }
-            let counts = try await store.eventCounts(EventCountQuery(namespace: "fleet", from: Date() - 3600, until: Date() + 3600,
-                                                                     subjects: [.baseline], dimensions: [.all]))
+            let counts = try await store.eventCounts(
+                EventCountQuery(
+                    namespace: "fleet", from: Date() - 3600, until: Date() + 3600,
+                    subjects: [.baseline], dimensions: [.all]))
             #expect(counts.map(\.tally.sessions) == [6])
             for task in running { task.cancel() }
             for task in running { await task.value }

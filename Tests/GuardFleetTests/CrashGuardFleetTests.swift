@@ -3,8 +3,8 @@ import Logging
 import ServiceLifecycle
 import SwitchyardClient
 import SwitchyardCore
-import SwitchyardServer
 import SwitchyardSQLite
+import SwitchyardServer
 import SwitchyardStorage
 import Synchronization
 import TestSupport
@@ -27,11 +27,17 @@ struct CrashGuardFleetTests {
         let keys = [crashing] + healthy
         return FlagSet(
             namespace: "fleet",
-            pluginPoints: keys.enumerated().map { PluginPointDefinition(name: "point_\($0.offset)", switches: [$0.element]) },
-            flags: keys.map { FlagDefinition(key: $0, kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: 5000)!))) },
-            crashGuard: CrashGuardPolicy(minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 200),
-                                         confidence: Rollout(basisPoints: 9900), minimumAddresses: 1, maximumSessionsPerUnit: 100,
-                                         maximumSessionsPerAddress: 100_000))
+            pluginPoints: keys.enumerated().map {
+                PluginPointDefinition(name: "point_\($0.offset)", switches: [$0.element])
+            },
+            flags: keys.map {
+                FlagDefinition(
+                    key: $0, kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: 5000)!)))
+            },
+            crashGuard: CrashGuardPolicy(
+                minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 200),
+                confidence: Rollout(basisPoints: 9900), minimumAddresses: 1, maximumSessionsPerUnit: 100,
+                maximumSessionsPerAddress: 100_000))
     }
 
     /// One device: its directory, unit, city, transports (reused across launches) and random numbers.
@@ -57,7 +63,8 @@ struct CrashGuardFleetTests {
         func launch(server: URL, token: String) async throws {
             var configuration = FlagClient.Configuration(
                 serverURL: server, namespace: "fleet", token: token,
-                context: EvaluationContext(unitId: unit, city: city, appVersion: "5.14.0", platform: "ios"), directory: directory)
+                context: EvaluationContext(unitId: unit, city: city, appVersion: "5.14.0", platform: "ios"),
+                directory: directory)
             configuration.snapshotTransport = snapshots
             configuration.eventTransport = events
             configuration.events.flushDelay = .milliseconds(10)
@@ -65,7 +72,9 @@ struct CrashGuardFleetTests {
             let client = FlagClient(configuration: configuration)
             let sync = Task { await client.run() }
             // The first launch waits for a snapshot; later ones start from the last known good one, as apps do.
-            try await waitUntil("device \(unit) has a snapshot", every: .milliseconds(5)) { client.status.snapshot != nil }
+            try await waitUntil("device \(unit) has a snapshot", every: .milliseconds(5)) {
+                client.status.snapshot != nil
+            }
             // The version before the evaluations: the sync may install a newer one while they run, and a session is
             // recorded with a version it surely evaluated on, or an older one (never a newer one than it ran on).
             let version = client.status.snapshot?.version
@@ -80,7 +89,9 @@ struct CrashGuardFleetTests {
             }
             if !crashed { client.endSession() }
             sessions.append((version, active, crashed))
-            try await waitUntil("device \(unit) sent its events", every: .milliseconds(5)) { client.status.queuedEvents == 0 }
+            try await waitUntil("device \(unit) sent its events", every: .milliseconds(5)) {
+                client.status.queuedEvents == 0
+            }
             sync.cancel()
             await sync.value
         }
@@ -106,10 +117,13 @@ struct CrashGuardFleetTests {
                 }
                 if let trip = tripVersion {
                     launchesAfterTrip += 1
-                    let everyDeviceTookIt = devices.allSatisfy { device in device.sessions.count { ($0.version ?? 0) >= trip } >= 2 }
+                    let everyDeviceTookIt = devices.allSatisfy { device in
+                        device.sessions.count { ($0.version ?? 0) >= trip } >= 2
+                    }
                     if launchesAfterTrip >= 3, everyDeviceTookIt { break }
                 } else {
-                    tripVersion = try await store.audit(AuditQuery(namespace: "fleet", source: .crashGuard)).entries.last?.version
+                    tripVersion = try await store.audit(AuditQuery(namespace: "fleet", source: .crashGuard)).entries
+                        .last?.version
                 }
             }
 
@@ -136,7 +150,8 @@ struct CrashGuardFleetTests {
             // Every device took the change, and from then on never ran the crashing plugin again.
             for device in devices {
                 let after = device.sessions.filter { ($0.version ?? 0) >= trip }
-                #expect(after.count >= 2, "\(device.unit) did not take version \(trip): \(device.sessions.map(\.version))")
+                #expect(
+                    after.count >= 2, "\(device.unit) did not take version \(trip): \(device.sessions.map(\.version))")
                 #expect(!after.contains { $0.active.contains(Self.crashing) }, "\(device.unit)")
             }
             // The crashes of the crashing plugin stopped; sessions of healthy plugins kept running.

@@ -19,7 +19,9 @@ public func withLiveFlagsd<T: Sendable>(
     _ body: (FlagsServer, Int) async throws -> T
 ) async throws -> T {
     let (ports, continuation) = AsyncStream<Int>.makeStream()
-    let server = try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger) {
+    let server = try await buildApplication(
+        configuration: configuration, store: store, registry: registry, logger: logger
+    ) {
         continuation.yield($0)
     }
     return try await whileServing(server, ports: ports, logger: logger) { port in try await body(server, port) }
@@ -34,8 +36,10 @@ public let quietLogger: Logger = {
 
 /// Runs a service (a server announcing its port on `ports`) for the duration of `body`, given that port, then shuts
 /// it down gracefully, also when `body` throws.
-public func whileServing<T: Sendable>(_ service: some Service, ports: AsyncStream<Int>, logger: Logger,
-                                      _ body: (Int) async throws -> T) async throws -> T {
+public func whileServing<T: Sendable>(
+    _ service: some Service, ports: AsyncStream<Int>, logger: Logger,
+    _ body: (Int) async throws -> T
+) async throws -> T {
     let group = ServiceGroup(configuration: .init(services: [service], logger: logger))
     return try await withThrowingTaskGroup(of: T?.self) { tasks in
         tasks.addTask {

@@ -1,8 +1,8 @@
 public import Foundation
-import TestSupport
 public import Logging
 public import PostgresNIO
 import SwitchyardPostgres
+import TestSupport
 
 /// The PostgreSQL server of the tests, started by `scripts/test` (or `scripts/postgres-server`), and fresh
 /// databases on it.
@@ -40,19 +40,27 @@ public enum TestPostgres {
     /// - Parameter timeout: the `timeout` parameter of the URL returned: the seconds a store operation may take.
     ///   Tests that are not about timeouts raise it, as the suite runs in parallel on shared, loaded cores.
     /// - Returns: its URL, and a closure that drops it (ending its connections).
-    public static func createDatabase(on serverURL: String? = nil, timeout: Int? = nil) async throws -> (url: String, drop: @Sendable () async -> Void) {
+    public static func createDatabase(on serverURL: String? = nil, timeout: Int? = nil) async throws -> (
+        url: String, drop: @Sendable () async -> Void
+    ) {
         let server = try serverURL ?? Self.serverURL()
         let name = "sy_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         try await administer(server) { connection, logger in
-            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger).collect()
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+                .collect()
         }
         var url = try databaseURL(server, name: name)
         if let timeout { url += (url.contains("?") ? "&" : "?") + "timeout=\(timeout)" }
-        return (url, {
-            try? await administer(server) { connection, logger in
-                _ = try await connection.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger).collect()
+        return (
+            url,
+            {
+                try? await administer(server) { connection, logger in
+                    _ = try await connection.query(
+                        PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger
+                    ).collect()
+                }
             }
-        })
+        )
     }
 
     /// The URL of another database on the same server.
@@ -65,12 +73,14 @@ public enum TestPostgres {
     }
 
     /// Runs statements on a fresh connection to a server's database.
-    public static func administer(_ url: String, _ body: (PostgresConnection, Logger) async throws -> Void) async throws {
+    public static func administer(_ url: String, _ body: (PostgresConnection, Logger) async throws -> Void) async throws
+    {
         let configuration = try PostgresStoreConfiguration(url: url)
         let logger = Logger(label: "test-postgres", factory: { _ in SwiftLogNoOpLogHandler() })
         let connection = try await PostgresConnection.connect(
-            configuration: .init(host: configuration.host, port: configuration.port, username: configuration.username,
-                                 password: configuration.password, database: configuration.database, tls: .disable),
+            configuration: .init(
+                host: configuration.host, port: configuration.port, username: configuration.username,
+                password: configuration.password, database: configuration.database, tls: .disable),
             id: 1, logger: logger)
         do {
             try await body(connection, logger)
@@ -101,7 +111,7 @@ public final class PrivateServer: Sendable {
         let folder = try TestPostgres.root().appendingPathComponent("private-\(UUID().uuidString.prefix(8))")
         let output = try await script(["start", "--dir", folder.path])
         guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }),
-              let configuration = try? PostgresStoreConfiguration(url: String(line))
+            let configuration = try? PostgresStoreConfiguration(url: String(line))
         else { throw TestPostgresError(description: "scripts/postgres-server start printed no URL: \(output)") }
         let server = PrivateServer(folder: folder, port: configuration.port, url: String(line))
         do {
@@ -139,13 +149,13 @@ public final class PrivateServer: Sendable {
     private func signalEveryProcess(_ signal: Int32) throws {
         let pidFile = folder.appendingPathComponent("postmaster.pid").path
         guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-              let first = text.split(separator: "\n").first, let postmaster = Int32(first)
+            let first = text.split(separator: "\n").first, let postmaster = Int32(first)
         else { throw TestPostgresError(description: "no running server in \(folder.path) (\(pidFile) unreadable)") }
         var processes = [postmaster]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let pid = Int32(entry),
-                  let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")")
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
             else { continue }
             // Fields after the command's closing parenthesis: state, then the parent's pid.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
@@ -158,7 +168,7 @@ public final class PrivateServer: Sendable {
 
     /// Stops the server and removes its folder.
     func remove() async {
-        try? resume()   // a paused server would not hear the stop
+        try? resume()  // a paused server would not hear the stop
         _ = try? await Self.script(["stop", "--dir", folder.path, "--immediate"])
         try? FileManager.default.removeItem(at: folder)
         try? FileManager.default.removeItem(at: URL(fileURLWithPath: folder.path + ".initdb.log"))
@@ -174,7 +184,10 @@ public final class PrivateServer: Sendable {
         process.arguments = arguments
         let result = try await runToEnd(process)
         guard result.status == 0 else {
-            throw TestPostgresError(description: "scripts/postgres-server \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.output)")
+            throw TestPostgresError(
+                description:
+                    "scripts/postgres-server \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.output)"
+            )
         }
         return result.output
     }

@@ -29,7 +29,9 @@ struct RiderCatalogueTests {
         #expect(RiderSwitches.named("plugin_switch_nope") == nil)
         #expect(RiderCatalogue.pluginPoint(of: RiderSwitches.mapScooters)?.name == "map_layers")
         let experiment = try #require(flagSet.flag(RiderExperiments.confirmationButtonCopy.key)?.experiment)
-        #expect(experiment.variants.first { $0.key == experiment.defaultVariant }?.value == .string(RiderExperiments.confirmationButtonCopy.defaultValue))
+        #expect(
+            experiment.variants.first { $0.key == experiment.defaultVariant }?.value
+                == .string(RiderExperiments.confirmationButtonCopy.defaultValue))
     }
 }
 
@@ -51,17 +53,28 @@ struct RiderTripTests {
     @Test func everySwitchOnServesEveryApplicablePluginInOrder() throws {
         let outcome = try RiderApp(states: SwitchAssignment(on: RiderSwitches.all)).runTrip(.standard())
         #expect(outcome.completed)
-        #expect(outcome.served("preferences_hub") == ["plugin_switch_prefs_saved_places", "plugin_switch_prefs_ride_pass",
-                                                     "plugin_switch_prefs_accessibility"])
+        #expect(
+            outcome.served("preferences_hub") == [
+                "plugin_switch_prefs_saved_places", "plugin_switch_prefs_ride_pass",
+                "plugin_switch_prefs_accessibility",
+            ])
         // One slot: the first eligible add-on serves.
         #expect(outcome.served("confirmation_addons") == ["plugin_switch_surge_notice"])
-        #expect(outcome.served("home_feed") == ["plugin_switch_feed_promos", "plugin_switch_feed_trip_history",
-                                               "plugin_switch_feed_safety_tips"])
-        #expect(outcome.served("map_layers") == ["plugin_switch_map_traffic", "plugin_switch_map_pickup_spots",
-                                                "plugin_switch_map_scooters"])
-        #expect(outcome.quote == Money(cents: 1610))   // (2.50 + 8.4 km × 1.30) × 1.2
+        #expect(
+            outcome.served("home_feed") == [
+                "plugin_switch_feed_promos", "plugin_switch_feed_trip_history",
+                "plugin_switch_feed_safety_tips",
+            ])
+        #expect(
+            outcome.served("map_layers") == [
+                "plugin_switch_map_traffic", "plugin_switch_map_pickup_spots",
+                "plugin_switch_map_scooters",
+            ])
+        #expect(outcome.quote == Money(cents: 1610))  // (2.50 + 8.4 km × 1.30) × 1.2
         #expect(outcome.charged == outcome.quote)
-        #expect(outcome.screens.contains("map: base map | your position | traffic | pickup spots: north gate, bus stop 4 | 3 scooters"))
+        #expect(
+            outcome.screens.contains(
+                "map: base map | your position | traffic | pickup spots: north gate, bus stop 4 | 3 scooters"))
     }
 
     @Test func theConfirmationSlotFallsBackInTheDeclaredOrder() throws {
@@ -92,15 +105,18 @@ struct RiderTripTests {
 
     @Test func aThrowingFactoryIsSkippedReportedAndTheNextEligibleOneServes() throws {
         let states = RecordingStates(SwitchAssignment(on: RiderSwitches.all))
-        let app = RiderApp(states: states, faults: Faults(failingFactories: [RiderSwitches.surgeNotice.key, RiderSwitches.feedPromos.key]))
+        let app = RiderApp(
+            states: states,
+            faults: Faults(failingFactories: [RiderSwitches.surgeNotice.key, RiderSwitches.feedPromos.key]))
         let outcome = try app.runTrip(.standard())
         #expect(outcome.served("confirmation_addons") == ["plugin_switch_confirmation_promo"])
         #expect(outcome.served("home_feed") == ["plugin_switch_feed_trip_history", "plugin_switch_feed_safety_tips"])
         #expect(outcome.completed)
-        #expect(states.failed == [
-            "home_feed: plugin_switch_feed_promos: simulated failure of the factory of plugin_switch_feed_promos",
-            "confirmation_addons: plugin_switch_surge_notice: simulated failure of the factory of plugin_switch_surge_notice",
-        ])
+        #expect(
+            states.failed == [
+                "home_feed: plugin_switch_feed_promos: simulated failure of the factory of plugin_switch_feed_promos",
+                "confirmation_addons: plugin_switch_surge_notice: simulated failure of the factory of plugin_switch_surge_notice",
+            ])
     }
 
     @Test func aPluginSetToCrashThrowsWhenUsedAndOnlyThen() throws {
@@ -142,14 +158,17 @@ struct RiderTripTests {
 
     @Test func aTripThatCrashesBeforeConfirmingBooksNothing() {
         let outcomes = RecordingOutcomes()
-        let app = RiderApp(states: SwitchAssignment(on: [RiderSwitches.feedPromos]),
-                           faults: Faults(crashIn: [RiderSwitches.feedPromos.key]), outcomes: outcomes)
+        let app = RiderApp(
+            states: SwitchAssignment(on: [RiderSwitches.feedPromos]),
+            faults: Faults(crashIn: [RiderSwitches.feedPromos.key]), outcomes: outcomes)
         #expect(throws: SimulatedCrash.self) { try app.runTrip(.standard()) }
         #expect(outcomes.tracked.isEmpty)
     }
 
     @Test func theSameStatesAndScenarioAlwaysGiveTheSameOutcome() throws {
-        let states = SwitchAssignment(on: [RiderSwitches.feedPromos, RiderSwitches.confirmationPromo, RiderSwitches.mapPickupSpots])
+        let states = SwitchAssignment(on: [
+            RiderSwitches.feedPromos, RiderSwitches.confirmationPromo, RiderSwitches.mapPickupSpots,
+        ])
         let first = try RiderApp(states: states).runTrip(.standard(unitID: "rider-9", city: "paris"))
         let second = try RiderApp(states: states).runTrip(.standard(unitID: "rider-9", city: "paris"))
         #expect(first == second)
@@ -159,14 +178,18 @@ struct RiderTripTests {
 
 /// The rider app over a real client holding `Flags/rider.yaml`: evaluation decides, kill switches win.
 struct RiderAppOverAClientTests {
-    static let lagos = EvaluationContext(unitId: "rider-42", city: "lagos", cohorts: [], appVersion: "5.12.0", platform: "ios")
+    static let lagos = EvaluationContext(
+        unitId: "rider-42", city: "lagos", cohorts: [], appVersion: "5.12.0", platform: "ios")
 
     @Test func theFlagFileRoutesALagosRider() throws {
         let client = try RiderFlags.client(context: Self.lagos)
         let outcome = try RiderApp(states: client, experiments: client).runTrip(.standard())
         // Ride Pass is sold in lagos; split fare needs 5.12.0; scooters are not in lagos; pickup spots are mapped there.
-        #expect(outcome.served("preferences_hub") == ["plugin_switch_prefs_saved_places", "plugin_switch_prefs_ride_pass",
-                                                     "plugin_switch_prefs_accessibility"])
+        #expect(
+            outcome.served("preferences_hub") == [
+                "plugin_switch_prefs_saved_places", "plugin_switch_prefs_ride_pass",
+                "plugin_switch_prefs_accessibility",
+            ])
         #expect(outcome.served("map_layers") == ["plugin_switch_map_traffic", "plugin_switch_map_pickup_spots"])
         #expect(outcome.served("confirmation_addons") == ["plugin_switch_surge_notice"])
         #expect(outcome.completed)
@@ -206,13 +229,14 @@ struct RiderAppOverAClientTests {
     }
 
     @Test func theBookedTripsOutcomesAreQueuedAsMetricEvents() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rider-outcomes-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rider-outcomes-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let client = try RiderFlags.client(context: Self.lagos, directory: directory)
         let before = client.status.queuedEvents
         let trip = try RiderApp(states: client, experiments: client, outcomes: client).runTrip(.standard())
         #expect(client.status.queuedEvents == before + 4)
-        client.endSession()   // writes the queue to disk
+        client.endSession()  // writes the queue to disk
         let lines = try String(contentsOf: directory.appendingPathComponent("events.jsonl"), encoding: .utf8)
             .split(separator: "\n").map { try JSONValue.parse(Array($0.utf8)) }
         let metrics = lines.filter { $0["type"] == .string("metric") }

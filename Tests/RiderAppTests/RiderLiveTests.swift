@@ -20,9 +20,10 @@ final class RiderBoard: SwitchStates {
     var effective: SwitchAssignment {
         let set = self.set
         let killed = set.contains(RiderCatalogue.masterKillSwitch)
-        return SwitchAssignment(on: RiderCatalogue.pluginPoints.flatMap { point in
-            killed || set.contains(point.killSwitch) ? [] : point.switches.filter { set.contains($0.key) }
-        })
+        return SwitchAssignment(
+            on: RiderCatalogue.pluginPoints.flatMap { point in
+                killed || set.contains(point.killSwitch) ? [] : point.switches.filter { set.contains($0.key) }
+            })
     }
 
     func isEnabled(_ pluginSwitch: PluginSwitch) -> Bool { effective.isEnabled(pluginSwitch) }
@@ -31,10 +32,14 @@ final class RiderBoard: SwitchStates {
 /// The rider app's four points held live by a plugin host.
 struct RiderLiveTests {
     /// What a fresh app shows for the same states: the trip's home, map and preferences screens and its add-on.
-    static func fresh(_ states: SwitchAssignment, _ scenario: TripScenario) throws -> (lines: [String], addon: [PluginSwitch]) {
+    static func fresh(_ states: SwitchAssignment, _ scenario: TripScenario) throws -> (
+        lines: [String], addon: [PluginSwitch]
+    ) {
         let outcome = try RiderApp(states: states).runTrip(scenario)
-        return (outcome.screens.filter { $0.hasPrefix("home: ") || $0.hasPrefix("map: ") || $0.hasPrefix("preferences: ") },
-                outcome.route(of: "confirmation_addons")?.servedBy ?? [])
+        return (
+            outcome.screens.filter { $0.hasPrefix("home: ") || $0.hasPrefix("map: ") || $0.hasPrefix("preferences: ") },
+            outcome.route(of: "confirmation_addons")?.servedBy ?? []
+        )
     }
 
     /// For each point, from every combination of its gates (its switches, its group kill switch, the master),
@@ -83,7 +88,8 @@ struct RiderLiveTests {
     }
 
     @Test func theMasterKillDetachesEveryLivePluginAndEmptiesEverySurfaceInOneStep() throws {
-        let context = EvaluationContext(unitId: "rider-42", city: "lagos", cohorts: [], appVersion: "5.12.0", platform: "ios")
+        let context = EvaluationContext(
+            unitId: "rider-42", city: "lagos", cohorts: [], appVersion: "5.12.0", platform: "ios")
         let client = try RiderFlags.client(context: context)
         let app = RiderApp(states: client, experiments: client)
         let host = PluginHost(states: client)
@@ -110,6 +116,7 @@ struct RiderLiveTests {
         #expect(live.routes.allSatisfy { $0.isCoreFlow })
         #expect(app.screens.lines == ["home: Where to?", "map: base map | your position", "preferences: Account"])
         #expect(app.screens.confirmationAddon == nil)
-        #expect(app.screens.log.filter { $0.hasPrefix("-") }.count == app.screens.log.filter { $0.hasPrefix("+") }.count)
+        #expect(
+            app.screens.log.filter { $0.hasPrefix("-") }.count == app.screens.log.filter { $0.hasPrefix("+") }.count)
     }
 }

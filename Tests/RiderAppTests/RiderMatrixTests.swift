@@ -41,7 +41,8 @@ struct RiderMatrixTests {
         }
         if combination.isCoreOnly {
             guard outcome.routes.allSatisfy(\.isCoreFlow), outcome.discount.cents == 0, outcome.splitWays == 1,
-                  outcome.charged == outcome.quote else {
+                outcome.charged == outcome.quote
+            else {
                 throw FlowFailure("core only, yet the trip served \(outcome.routes) and charged \(outcome.charged)")
             }
         }
@@ -84,17 +85,21 @@ struct RiderMatrixTests {
     /// A plugin that crashes when the trip uses it (the app throws a simulated crash) is caught with the one
     /// switch that makes the trip use it.
     @Test func aCrashingPluginIsCaughtWithItsOwnSwitch() async throws {
-        let matrix = try Self.matrix(faults: Faults(crashIn: ["plugin_switch_map_scooters"]),
-                                     options: Matrix.Options(isolation: .inProcess))
+        let matrix = try Self.matrix(
+            faults: Faults(crashIn: ["plugin_switch_map_scooters"]),
+            options: Matrix.Options(isolation: .inProcess))
         // One combination suffices to show the check; the full run is the test above.
         let report = await matrix.run(Matrix.RunSettings(combination: "plugin_switch_map_scooters", environment: [:]))
         #expect(report.findings.map(\.check) == [.flowFailed])
         #expect(report.findings.first?.scope == "flow 'the standard trip completes'")
-        #expect(report.findings.first?.message == "flow 'the standard trip completes' failed: simulated crash in the plugin "
-            + "of plugin_switch_map_scooters at plugin point map_layers")
+        #expect(
+            report.findings.first?.message
+                == "flow 'the standard trip completes' failed: simulated crash in the plugin "
+                + "of plugin_switch_map_scooters at plugin point map_layers")
         // Killing its group, or the master, leaves the trip working.
         for kill in ["kill_map_layers", "master"] {
-            let killed = await matrix.run(Matrix.RunSettings(combination: "plugin_switch_map_scooters,\(kill)", environment: [:]))
+            let killed = await matrix.run(
+                Matrix.RunSettings(combination: "plugin_switch_map_scooters,\(kill)", environment: [:]))
             #expect(killed.passed, "\(killed.summary)")
         }
     }
@@ -103,8 +108,10 @@ struct RiderMatrixTests {
     @Test func aCrashingPluginIsShrunkToItsSwitchInACoveringRun() async throws {
         var options = Matrix.Options(isolation: .inProcess)
         options.bound = 1 << 10
-        let report = try await Self.matrix(faults: Faults(crashIn: ["plugin_switch_feed_trip_history"]), options: options)
-            .run(Matrix.RunSettings(environment: [:], progressBar: false))
+        let report = try await Self.matrix(
+            faults: Faults(crashIn: ["plugin_switch_feed_trip_history"]), options: options
+        )
+        .run(Matrix.RunSettings(environment: [:], progressBar: false))
         #expect(!report.isExhaustive)
         #expect(report.checked < 1 << 10)
         #expect(Set(report.findings.map(\.check)) == [.flowFailed])

@@ -27,11 +27,14 @@ enum RiderFlags {
 
     /// A client holding `Flags/rider.yaml` (changed by `change`) as its bundled snapshot, without a server.
     /// - Parameter directory: where the client keeps its files (its event queue); none by default.
-    static func client(context: EvaluationContext, directory: URL? = nil, change: (inout FlagSet) -> Void = { _ in }) throws -> FlagClient {
+    static func client(context: EvaluationContext, directory: URL? = nil, change: (inout FlagSet) -> Void = { _ in })
+        throws -> FlagClient
+    {
         var flagSet = try flagSet()
         change(&flagSet)
-        var configuration = FlagClient.Configuration(serverURL: URL(string: "http://127.0.0.1:9")!, namespace: "rider", token: "unused",
-                                                     context: context, directory: directory)
+        var configuration = FlagClient.Configuration(
+            serverURL: URL(string: "http://127.0.0.1:9")!, namespace: "rider", token: "unused",
+            context: context, directory: directory)
         configuration.bundledSnapshot = SnapshotDocument.encode(Snapshot(epoch: "e1", version: 1, flagSet: flagSet))
         configuration.events.recordsExposures = false
         return FlagClient(configuration: configuration)

@@ -2,9 +2,10 @@ import ClientTestSupport
 import Foundation
 import SwitchyardClientTesting
 import SwitchyardCore
-@testable import SwitchyardClient
-import Testing
 import TestSupport
+import Testing
+
+@testable import SwitchyardClient
 
 /// The sync loop against a real HTTP server on loopback, healthy and hostile.
 struct ClientSyncTests {
@@ -12,7 +13,9 @@ struct ClientSyncTests {
     static let news = PluginSwitch("plugin_switch_feed_news")
 
     /// A client whose last known good snapshot (version 5, promos on) is on disk.
-    func clientWithCache(_ harness: ClientHarness, server: URL, configure: (inout FlagClient.Configuration) -> Void = { _ in }) throws -> FlagClient {
+    func clientWithCache(
+        _ harness: ClientHarness, server: URL, configure: (inout FlagClient.Configuration) -> Void = { _ in }
+    ) throws -> FlagClient {
         try SnapshotCache(directory: harness.directory.url, namespace: "rider", maximumSnapshotSize: 1 << 20)
             .store(Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"]), fetchedAt: harness.clock.date)
         var configuration = harness.configuration(server: server)
@@ -48,8 +51,9 @@ struct ClientSyncTests {
         let server = try FlagsdStandIn()
         defer { server.stop() }
         let snapshot = Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_news"])
-        let reindented = try JSONSerialization.data(withJSONObject: JSONSerialization.jsonObject(with: Data(SnapshotDocument.encode(snapshot))),
-                                                    options: [.prettyPrinted])
+        let reindented = try JSONSerialization.data(
+            withJSONObject: JSONSerialization.jsonObject(with: Data(SnapshotDocument.encode(snapshot))),
+            options: [.prettyPrinted])
         #expect(Array(reindented) != SnapshotDocument.encode(snapshot))
         server.publish(snapshot, bytes: Array(reindented))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
@@ -178,7 +182,9 @@ struct ClientSyncTests {
         let server = try FlagsdStandIn()
         defer { server.stop() }
         let foreign = Fixtures.snapshot(version: 9, namespace: "driver", on: ["plugin_switch_split_fare"])
-        server.script([.response(status: 200, headers: ["ETag": foreign.entityTag], body: SnapshotDocument.encode(foreign))])
+        server.script([
+            .response(status: 200, headers: ["ETag": foreign.entityTag], body: SnapshotDocument.encode(foreign))
+        ])
         server.publish(Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"]))
         let client = try clientWithCache(harness, server: server.baseURL)
         try await whileRunning(client) {
@@ -262,7 +268,8 @@ enum HostileAnswer: String, CaseIterable, CustomTestStringConvertible {
         case .truncatedJSON:
             return .response(status: 200, body: Array(good.prefix(good.count / 2)))
         case .connectionClosedMidBody:
-            return .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: \(good.count)\r\n\r\n".utf8) + good.prefix(good.count / 3))
+            return .raw(
+                Array("HTTP/1.1 200 OK\r\nContent-Length: \(good.count)\r\n\r\n".utf8) + good.prefix(good.count / 3))
         case .closedWithoutAnswer:
             return .close
         case .fiftyMegabytes:

@@ -2,9 +2,10 @@ import ClientTestSupport
 import Foundation
 import SwitchyardClientTesting
 import SwitchyardCore
-@testable import SwitchyardClient
-import Testing
 import TestSupport
+import Testing
+
+@testable import SwitchyardClient
 
 struct ConcurrencyTests {
     static let promos = PluginSwitch("plugin_switch_feed_promos")

@@ -2,8 +2,9 @@ import ClientTestSupport
 import Foundation
 import SwitchyardClientTesting
 import SwitchyardCore
-@testable import SwitchyardClient
 import Testing
+
+@testable import SwitchyardClient
 
 struct CrashLoopGuardStateTests {
     let policy = CrashLoopGuardPolicy(consecutiveCrashes: 3, ttl: .seconds(3600))
@@ -60,17 +61,25 @@ struct CrashLoopGuardStateTests {
         let definition = try #require(crashed.flagSet.flag("plugin_switch_feed_promos")).fingerprint
         var state = CrashLoopGuardState()
         for _ in 0..<3 {
-            _ = state.record(session(["plugin_switch_feed_promos"], version: 5, definition: definition), crashed: true,
-                             now: now, policy: policy)
+            _ = state.record(
+                session(["plugin_switch_feed_promos"], version: 5, definition: definition), crashed: true,
+                now: now, policy: policy)
         }
         // Same version, or a newer one that changes another flag or a kill switch: still quarantined.
         #expect(state.liftChanged(by: crashed).isEmpty)
-        #expect(state.liftChanged(by: Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"],
-                                                        killedGroups: ["kill_checkout"])).isEmpty)
+        #expect(
+            state.liftChanged(
+                by: Fixtures.snapshot(
+                    version: 6, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"],
+                    killedGroups: ["kill_checkout"])
+            ).isEmpty)
         // An older version that happens to differ does not count either.
         #expect(state.liftChanged(by: Fixtures.snapshot(version: 4)).isEmpty)
         // A newer version that changes the switch's own definition does.
-        #expect(state.liftChanged(by: Fixtures.snapshot(version: 7, disabled: ["plugin_switch_feed_promos"])) == ["plugin_switch_feed_promos"])
+        #expect(
+            state.liftChanged(by: Fixtures.snapshot(version: 7, disabled: ["plugin_switch_feed_promos"])) == [
+                "plugin_switch_feed_promos"
+            ])
     }
 
     @Test func theStateSurvivesItsFileFormat() throws {
@@ -88,8 +97,11 @@ struct CrashAttributionTests {
     static let promos = PluginSwitch("plugin_switch_feed_promos")
     static let news = PluginSwitch("plugin_switch_feed_news")
 
-    func launch(_ harness: ClientHarness, server: URL? = nil, guardPolicy: CrashLoopGuardPolicy = CrashLoopGuardPolicy(consecutiveCrashes: 2, ttl: .seconds(3600)),
-                bundled: Snapshot = Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"])) throws -> FlagClient {
+    func launch(
+        _ harness: ClientHarness, server: URL? = nil,
+        guardPolicy: CrashLoopGuardPolicy = CrashLoopGuardPolicy(consecutiveCrashes: 2, ttl: .seconds(3600)),
+        bundled: Snapshot = Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"])
+    ) throws -> FlagClient {
         var configuration = harness.configuration(server: try server ?? ClientHarness.deadServerURL())
         configuration.bundledSnapshot = SnapshotDocument.encode(bundled)
         configuration.crashLoopGuard = guardPolicy
@@ -146,7 +158,8 @@ struct CrashAttributionTests {
         let copy = ExperimentFlag("exp_checkout_copy", default: "Book")
         var configuration = harness.configuration(server: try ClientHarness.deadServerURL())
         // Everyone gets the treatment; exposures off: the session still records the variant.
-        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 5, experimentWeights: ["treatment": 1]))
+        configuration.bundledSnapshot = SnapshotDocument.encode(
+            Fixtures.snapshot(version: 5, experimentWeights: ["treatment": 1]))
         configuration.events.recordsExposures = false
         let first = FlagClient(configuration: configuration)
         #expect(first.value(of: copy) == "Let's go")
@@ -154,7 +167,8 @@ struct CrashAttributionTests {
         #expect(first.servedVariants == ["exp_checkout_copy": "treatment"])
         #expect(first.status.queuedEvents == 0)
         // The record on disk names it, so a crash right after still counts for the variant.
-        let bytes = try #require(try FileIO.read(harness.directory.file(SessionFiles.recordName(first.sessionID)), limit: 1 << 20))
+        let bytes = try #require(
+            try FileIO.read(harness.directory.file(SessionFiles.recordName(first.sessionID)), limit: 1 << 20))
         let record = try #require(SessionRecord(json: JSONValue.parse(bytes)))
         #expect(record.variants == ["exp_checkout_copy": "treatment"])
 
@@ -223,7 +237,9 @@ struct CrashAttributionTests {
         #expect(!client.isEnabled(Self.promos))
         var changes = client.changes.makeAsyncIterator()
         await whileRunning(client) {
-            server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news", "plugin_switch_tipping"]))
+            server.publish(
+                Fixtures.snapshot(
+                    version: 6, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news", "plugin_switch_tipping"]))
             #expect(await changes.next()?.snapshot?.version == 6)
             #expect(!client.isEnabled(Self.promos), "version 6 does not change the switch itself")
             var fixed = Fixtures.snapshot(version: 7, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"])
@@ -234,17 +250,21 @@ struct CrashAttributionTests {
         #expect(client.isEnabled(Self.promos))
         #expect(client.status.disabledByCrashGuard.isEmpty)
         #expect(harness.reports.contains(.crashGuardLifted))
-        let persisted = try #require(CrashLoopGuardState(json: JSONValue.parse(
-            FileIO.read(harness.directory.file(CrashLoopGuardState.fileName), limit: 1 << 20) ?? [])))
+        let persisted = try #require(
+            CrashLoopGuardState(
+                json: JSONValue.parse(
+                    FileIO.read(harness.directory.file(CrashLoopGuardState.fileName), limit: 1 << 20) ?? [])))
         #expect(persisted.quarantined.isEmpty)
     }
 
     /// Writes an open (crashed-looking) session record of another client, as another process would.
     func writeOpenSession(_ id: String, in harness: ClientHarness, name: String? = nil) throws {
-        var record = SessionRecord(id: id, namespace: "rider", start: harness.clock.start, context: EvaluationContext(unitId: "rider-7"))
+        var record = SessionRecord(
+            id: id, namespace: "rider", start: harness.clock.start, context: EvaluationContext(unitId: "rider-7"))
         record.switches = [SessionRecord.ActiveSwitch(key: "plugin_switch_feed_news")]
-        try FileIO.writeAtomically(JSONValue.object(record.json).serialized(.canonical),
-                                   to: harness.directory.file(name ?? SessionFiles.recordName(id)))
+        try FileIO.writeAtomically(
+            JSONValue.object(record.json).serialized(.canonical),
+            to: harness.directory.file(name ?? SessionFiles.recordName(id)))
     }
 
     @Test func aSessionAnotherProcessStillRunsIsNeverReportedAsCrashed() throws {
@@ -257,7 +277,9 @@ struct CrashAttributionTests {
             let first = try launch(harness)
             #expect(try sessionEvents(first).isEmpty)
             #expect(!harness.reports.contains(.previousSessionCrashed))
-            #expect(FileManager.default.fileExists(atPath: harness.directory.file(SessionFiles.recordName("elsewhere")).path))
+            #expect(
+                FileManager.default.fileExists(
+                    atPath: harness.directory.file(SessionFiles.recordName("elsewhere")).path))
             first.endSession()
             firstID = first.sessionID
             withExtendedLifetime(running) {}
@@ -269,7 +291,9 @@ struct CrashAttributionTests {
         #expect(events.contains { $0["session_id"] == .string("elsewhere") && $0["crashed"] == .bool(true) })
         #expect(events.contains { $0["session_id"] == .string(firstID) && $0["crashed"] == .bool(false) })
         let names = FileIO.fileNames(in: harness.directory.url).filter { $0.hasPrefix("session") }
-        #expect(names.sorted() == [SessionFiles.lockName(second.sessionID), SessionFiles.recordName(second.sessionID)].sorted())
+        #expect(
+            names.sorted()
+                == [SessionFiles.lockName(second.sessionID), SessionFiles.recordName(second.sessionID)].sorted())
     }
 
     @Test func aNewClientOfTheSameProcessTakesTheDirectoryOverAndTheOldOneWritesNoMore() throws {
@@ -279,10 +303,13 @@ struct CrashAttributionTests {
         #expect(try sessionEvents(second).map { $0["session_id"] } == [.string(first.sessionID)])
         first.recordActive(Self.promos)
         first.endSession()
-        #expect(!FileManager.default.fileExists(atPath: harness.directory.file(SessionFiles.recordName(first.sessionID)).path))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: harness.directory.file(SessionFiles.recordName(first.sessionID)).path))
         // The queue (shared, not yet sent) holds each session once: the first one was not written again.
         let third = try launch(harness)
-        #expect(try sessionEvents(third).map { $0["session_id"] } == [.string(first.sessionID), .string(second.sessionID)])
+        #expect(
+            try sessionEvents(third).map { $0["session_id"] } == [.string(first.sessionID), .string(second.sessionID)])
     }
 
     @Test func aSessionRecordOfAnEarlierVersionIsConcludedOnce() throws {

@@ -2,9 +2,10 @@ import ClientTestSupport
 import Foundation
 import SwitchyardClientTesting
 import SwitchyardCore
-@testable import SwitchyardClient
-import Testing
 import TestSupport
+import Testing
+
+@testable import SwitchyardClient
 
 /// Deltas in the client runtime against a server on loopback: applied by recompiling what changed, proved by their
 /// digest, kept on disk as the last known good, named in `FlagsChange`; a gap, a tampered delta or a server that
@@ -39,7 +40,8 @@ struct DeltaSyncTests {
             #expect(server.deltasServed == 1)
 
             // A kill switch change: named as such, and it covers the point's switches.
-            server.publish(Fixtures.snapshot(version: 3, on: ["plugin_switch_feed_promos"], killedGroups: ["kill_home_feed"]))
+            server.publish(
+                Fixtures.snapshot(version: 3, on: ["plugin_switch_feed_promos"], killedGroups: ["kill_home_feed"]))
             try await waitUntil { version(client) == 3 }
             let kill = try #require(await changes.next())
             #expect(kill.changed?.killSwitches == ["kill_home_feed"] && kill.changed?.flags == [])
@@ -106,15 +108,21 @@ struct DeltaSyncTests {
             let target = Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"])
             var delta = SnapshotDelta(from: base, to: Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
             delta.digest = SnapshotDigest(target.flagSet).value(for: target)
-            server.scriptChange([.response(status: 200, headers: ["Content-Type": SnapshotDelta.mediaType], body: delta.encode())])
+            server.scriptChange([
+                .response(status: 200, headers: ["Content-Type": SnapshotDelta.mediaType], body: delta.encode())
+            ])
             server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
             try await waitUntil { version(client) == 2 }
-            #expect(client.isEnabled(Self.news) && !client.isEnabled(Self.promos), "the full snapshot, not the delta's result")
+            #expect(
+                client.isEnabled(Self.news) && !client.isEnabled(Self.promos),
+                "the full snapshot, not the delta's result")
             #expect(client.status.deltasApplied == 0)
             #expect(harness.reports.contains(.syncFailed) { $0.message.contains("digest") })
             let requests = server.snapshotRequests
             let full = try #require(requests.last { $0.headers["accept"] == "application/json" })
-            #expect(full.headers["if-none-match"] == base.entityTag, "the full snapshot is asked from the version still held")
+            #expect(
+                full.headers["if-none-match"] == base.entityTag,
+                "the full snapshot is asked from the version still held")
             #expect(full.query["wait"] == nil, "at once")
         }
     }
@@ -127,8 +135,12 @@ struct DeltaSyncTests {
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
         try await whileRunning(client) {
             try await waitUntil { version(client) == 1 }
-            let gap = SnapshotDelta(from: Fixtures.snapshot(version: 7), to: Fixtures.snapshot(version: 8, on: ["plugin_switch_feed_promos"]))
-            server.scriptChange([.response(status: 200, headers: ["Content-Type": SnapshotDelta.mediaType], body: gap.encode())])
+            let gap = SnapshotDelta(
+                from: Fixtures.snapshot(version: 7),
+                to: Fixtures.snapshot(version: 8, on: ["plugin_switch_feed_promos"]))
+            server.scriptChange([
+                .response(status: 200, headers: ["Content-Type": SnapshotDelta.mediaType], body: gap.encode())
+            ])
             server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
             try await waitUntil { version(client) == 2 }
             #expect(client.isEnabled(Self.news) && !client.isEnabled(Self.promos))
@@ -148,11 +160,15 @@ struct DeltaSyncTests {
         try await whileRunning(client) {
             try await waitUntil { version(client) == 1 }
             let delta = SnapshotDelta(from: base, to: Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
-            server.scriptChange([.response(status: 200, headers: ["Content-Type": SnapshotDelta.mediaType], body: delta.encode())])
+            server.scriptChange([
+                .response(status: 200, headers: ["Content-Type": SnapshotDelta.mediaType], body: delta.encode())
+            ])
             server.publish(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_promos"]))
             try await waitUntil { version(client) == 2 }
             #expect(harness.reports.contains(.syncFailed) { $0.message.contains("unusable snapshot") })
-            #expect(server.snapshotRequests.allSatisfy { $0.headers["accept"] == "application/json" }, "deltas turned off: never asked")
+            #expect(
+                server.snapshotRequests.allSatisfy { $0.headers["accept"] == "application/json" },
+                "deltas turned off: never asked")
             #expect(client.status.deltasApplied == 0 && server.deltasServed == 0)
         }
     }
@@ -165,7 +181,8 @@ struct DeltaSyncTests {
         try SnapshotCache(directory: harness.directory.url, namespace: "rider", maximumSnapshotSize: 1 << 20)
             .store(try SnapshotDocument.decode(SnapshotDocument.encode(cached)), fetchedAt: harness.clock.date)
         server.publish(cached)
-        server.publish(Fixtures.snapshot(version: 6, on: ["plugin_switch_tipping"], experimentWeights: ["treatment": 1]))
+        server.publish(
+            Fixtures.snapshot(version: 6, on: ["plugin_switch_tipping"], experimentWeights: ["treatment": 1]))
         let client = FlagClient(configuration: harness.configuration(server: server.baseURL))
         #expect(client.value(of: Self.copy) != "none")
         try await whileRunning(client) {
@@ -179,11 +196,14 @@ struct DeltaSyncTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let cache = SnapshotCache(directory: directory.url, namespace: "rider", maximumSnapshotSize: 1 << 20)
-        let versions = (1...4).map { Fixtures.snapshot(version: Int64($0), on: $0 % 2 == 0 ? ["plugin_switch_tipping"] : []) }
+        let versions = (1...4).map {
+            Fixtures.snapshot(version: Int64($0), on: $0 % 2 == 0 ? ["plugin_switch_tipping"] : [])
+        }
         try cache.store(versions[0], fetchedAt: Date(timeIntervalSince1970: 1_000))
         _ = try cache.load()
         for (base, target) in zip(versions, versions.dropFirst()) {
-            try cache.append(SnapshotDelta(from: base, to: target), result: target, fetchedAt: Date(timeIntervalSince1970: 2_000))
+            try cache.append(
+                SnapshotDelta(from: base, to: target), result: target, fetchedAt: Date(timeIntervalSince1970: 2_000))
         }
         let loaded = try #require(try cache.load())
         #expect(loaded.snapshot == versions[3])

@@ -2,9 +2,10 @@ import ClientTestSupport
 import Foundation
 import SwitchyardClientTesting
 import SwitchyardCore
-@testable import SwitchyardClient
-import Testing
 import TestSupport
+import Testing
+
+@testable import SwitchyardClient
 
 struct EventDeliveryTests {
     static let promos = PluginSwitch("plugin_switch_feed_promos")
@@ -12,14 +13,18 @@ struct EventDeliveryTests {
 
     func client(_ harness: ClientHarness, server: URL, capacity: Int = 1000, batchSize: Int = 100) -> FlagClient {
         var configuration = harness.configuration(server: server)
-        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"]))
+        configuration.bundledSnapshot = SnapshotDocument.encode(
+            Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"]))
         configuration.events.capacity = capacity
         configuration.events.batchSize = batchSize
         return FlagClient(configuration: configuration)
     }
 
     func testEvent(_ number: Int) -> JSONObject {
-        JSONObject([("id", .string("event-\(number)")), ("type", .string("exposure")), ("time", .string("2026-11-22T00:00:00.000Z"))])
+        JSONObject([
+            ("id", .string("event-\(number)")), ("type", .string("exposure")),
+            ("time", .string("2026-11-22T00:00:00.000Z")),
+        ])
     }
 
     @Test func theLastSessionIsSentAtTheNextLaunchAndLeavesTheQueueWhenAcknowledged() async throws {
@@ -33,7 +38,9 @@ struct EventDeliveryTests {
         #expect(second.status.queuedEvents == 1)
         try await whileRunning(second) {
             try await waitUntil { server.receivedEvents.count == 1 && second.status.queuedEvents == 0 }
-            try await waitUntil { (try? FileIO.read(harness.directory.file(EventQueue.fileName), limit: 1 << 20))??.isEmpty == true }
+            try await waitUntil {
+                (try? FileIO.read(harness.directory.file(EventQueue.fileName), limit: 1 << 20))??.isEmpty == true
+            }
         }
         let event = try #require(server.receivedEvents.first)
         #expect(event["type"] == .string("session"))
@@ -120,7 +127,10 @@ struct EventDeliveryTests {
         let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Fixtures.snapshot(version: 5))
-        server.scriptEvents([.response(status: 429, headers: ["Retry-After": "20"]), .response(status: 429, headers: ["Retry-After": "3"])])
+        server.scriptEvents([
+            .response(status: 429, headers: ["Retry-After": "20"]),
+            .response(status: 429, headers: ["Retry-After": "3"]),
+        ])
         let client = client(harness, server: server.baseURL)
         for number in 1...5 { client.enqueue(testEvent(number)) }
         try await whileRunning(client) {

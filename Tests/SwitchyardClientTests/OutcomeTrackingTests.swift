@@ -2,9 +2,10 @@ import ClientTestSupport
 import Foundation
 import SwitchyardClientTesting
 import SwitchyardCore
-@testable import SwitchyardClient
-import Testing
 import TestSupport
+import Testing
+
+@testable import SwitchyardClient
 
 /// `FlagClient.track`: outcomes queued as `metric` events (design/issue30.md § 2), attributed to the unit's
 /// switches, variants and rollout splits, delivered like every other event.
@@ -17,7 +18,8 @@ struct OutcomeTrackingTests {
     static let snapshot: Snapshot = {
         var flagSet = Fixtures.flagSet(on: ["plugin_switch_feed_news"])
         for index in flagSet.flags.indices where flagSet.flags[index].key == promos.key {
-            flagSet.flags[index].kind = .pluginSwitch(SwitchyardCore.PluginSwitchDefinition(rollout: Rollout(basisPoints: 5000)!))
+            flagSet.flags[index].kind = .pluginSwitch(
+                SwitchyardCore.PluginSwitchDefinition(rollout: Rollout(basisPoints: 5000)!))
         }
         return Snapshot(epoch: Fixtures.epoch, version: 7, flagSet: flagSet)
     }()
@@ -38,7 +40,9 @@ struct OutcomeTrackingTests {
         EvaluationContext(unitId: unit, city: "lagos", cohorts: ["beta"], appVersion: "5.12.0", platform: "ios")
     }
 
-    func client(_ harness: ClientHarness, server: URL, unit: String?, transport: (any HTTPTransport)? = nil) -> FlagClient {
+    func client(_ harness: ClientHarness, server: URL, unit: String?, transport: (any HTTPTransport)? = nil)
+        -> FlagClient
+    {
         var configuration = harness.configuration(server: server, context: Self.context(unit))
         configuration.bundledSnapshot = SnapshotDocument.encode(Self.snapshot)
         configuration.eventTransport = transport
@@ -53,8 +57,10 @@ struct OutcomeTrackingTests {
         let server = try FlagsdStandIn()
         defer { server.stop() }
         server.publish(Self.snapshot)
-        let inUnit = try Self.unit(bucketedIn: true), outUnit = try Self.unit(bucketedIn: false)
-        let inHarness = try ClientHarness(), outHarness = try ClientHarness()
+        let inUnit = try Self.unit(bucketedIn: true)
+        let outUnit = try Self.unit(bucketedIn: false)
+        let inHarness = try ClientHarness()
+        let outHarness = try ClientHarness()
         let bucketedIn = client(inHarness, server: server.baseURL, unit: inUnit)
         let bucketedOut = client(outHarness, server: server.baseURL, unit: outUnit)
         #expect(bucketedIn.isEnabled(Self.promos) && !bucketedOut.isEnabled(Self.promos))
@@ -78,7 +84,9 @@ struct OutcomeTrackingTests {
         #expect(fare["splits"] == .object(JSONObject([(Self.promos.key, .bool(true))])))
         let variant = served == "Confirm ride" ? "control" : "treatment"
         #expect(fare["variants"] == .object(JSONObject([("exp_checkout_copy", .string(variant))])))
-        #expect(fare["city"] == .string("lagos") && fare["platform"] == .string("ios") && fare["app_version"] == .string("5.12.0"))
+        #expect(
+            fare["city"] == .string("lagos") && fare["platform"] == .string("ios")
+                && fare["app_version"] == .string("5.12.0"))
         #expect(fare["cohorts"] == .array([.string("beta")]))
         #expect(fare["time"]?.stringValue?.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil)
         #expect(fare["id"]?.stringValue?.count == 36)
@@ -130,7 +138,9 @@ struct OutcomeTrackingTests {
         server.publish(Self.snapshot)
         let relaunched = client(harness, server: server.baseURL, unit: unit)
         try await whileRunning(relaunched) {
-            try await waitUntil("the queued outcome arrives") { relaunched.status.queuedEvents == 0 && !metrics(server.receivedEvents).isEmpty }
+            try await waitUntil("the queued outcome arrives") {
+                relaunched.status.queuedEvents == 0 && !metrics(server.receivedEvents).isEmpty
+            }
         }
         let received = metrics(server.receivedEvents)
         #expect(received.count == 1)
@@ -154,7 +164,9 @@ struct OutcomeTrackingTests {
             server.publish(Self.snapshot)
             let second = client(harness, server: server.baseURL, unit: unit)
             try await whileRunning(second) {
-                try await waitUntil("the session arrives") { server.receivedEvents.contains { $0["type"] == .string("session") } }
+                try await waitUntil("the session arrives") {
+                    server.receivedEvents.contains { $0["type"] == .string("session") }
+                }
             }
             let session = try #require(server.receivedEvents.first { $0["type"] == .string("session") })
             #expect(session["splits"] == .object(JSONObject([(Self.promos.key, .bool(bucketedIn))])))
@@ -169,12 +181,16 @@ struct OutcomeTrackingTests {
         let harness = try ClientHarness()
         let client = client(harness, server: server.baseURL, unit: "rider-1")
         let bad: [(String, Double?)] = [
-            ("", nil), ("fare/usd", 1), ("tarif_réservé", nil), ("trip booked", nil), (String(repeating: "a", count: 129), nil),
+            ("", nil), ("fare/usd", 1), ("tarif_réservé", nil), ("trip booked", nil),
+            (String(repeating: "a", count: 129), nil),
             ("fare", -0.01), ("fare", .nan), ("fare", .infinity), ("fare", -.infinity), ("fare", 1e9.nextUp),
         ]
         for (name, value) in bad { client.track(name, value: value) }
         #expect(harness.reports.of(.metricRefused).count == bad.count)
-        #expect(harness.reports.contains(.metricRefused) { $0.message.contains("'fare/usd' may only contain letters, digits") })
+        #expect(
+            harness.reports.contains(.metricRefused) {
+                $0.message.contains("'fare/usd' may only contain letters, digits")
+            })
         #expect(harness.reports.contains(.metricRefused) { $0.message.contains("longer than 128 characters") })
         #expect(harness.reports.contains(.metricRefused) { $0.message.contains("value nan of metric 'fare'") })
 
@@ -183,7 +199,9 @@ struct OutcomeTrackingTests {
         client.track("fare", value: 1e9)
         #expect(harness.reports.of(.metricRefused).count == bad.count)
         try await whileRunning(client) {
-            try await waitUntil("the two valid outcomes arrive") { metrics(server.receivedEvents).count == 2 && client.status.queuedEvents == 0 }
+            try await waitUntil("the two valid outcomes arrive") {
+                metrics(server.receivedEvents).count == 2 && client.status.queuedEvents == 0
+            }
         }
         let received = metrics(server.receivedEvents)
         #expect(received.map { $0["value"] } == [.double(0), .double(1e9)])

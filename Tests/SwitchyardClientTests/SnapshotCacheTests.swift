@@ -1,8 +1,9 @@
 import ClientTestSupport
 import Foundation
 import SwitchyardCore
-@testable import SwitchyardClient
 import Testing
+
+@testable import SwitchyardClient
 
 struct SnapshotCacheTests {
     func withCache(_ body: (SnapshotCache, TemporaryDirectory) throws -> Void) throws {

@@ -2,9 +2,10 @@ import ClientTestSupport
 import Foundation
 import SwitchyardClientTesting
 import SwitchyardCore
-@testable import SwitchyardClient
-import Testing
 import TestSupport
+import Testing
+
+@testable import SwitchyardClient
 
 struct StalenessTests {
     static let promos = PluginSwitch("plugin_switch_feed_promos")
@@ -12,8 +13,9 @@ struct StalenessTests {
 
     func client(_ harness: ClientHarness, server: URL, limit: Duration?) throws -> FlagClient {
         try SnapshotCache(directory: harness.directory.url, namespace: "rider", maximumSnapshotSize: 1 << 20)
-            .store(Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"], experimentWeights: ["treatment": 1]),
-                   fetchedAt: harness.clock.date)
+            .store(
+                Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"], experimentWeights: ["treatment": 1]),
+                fetchedAt: harness.clock.date)
         var configuration = harness.configuration(server: server)
         configuration.stalenessLimit = limit
         return FlagClient(configuration: configuration)
@@ -83,8 +85,9 @@ struct ContextTests {
     func snapshot() -> Snapshot {
         var snapshot = Fixtures.snapshot(version: 3)
         let index = snapshot.flagSet.flags.firstIndex { $0.key == "plugin_switch_feed_promos" }!
-        snapshot.flagSet.flags[index].kind = .pluginSwitch(SwitchyardCore.PluginSwitchDefinition(
-            rules: [SwitchRule(conditions: Conditions(cities: ["lagos"]), rollout: .full)], rollout: .off))
+        snapshot.flagSet.flags[index].kind = .pluginSwitch(
+            SwitchyardCore.PluginSwitchDefinition(
+                rules: [SwitchRule(conditions: Conditions(cities: ["lagos"]), rollout: .full)], rollout: .off))
         return snapshot
     }
 
@@ -105,7 +108,8 @@ struct ContextTests {
 
     @Test func aRuleThatNeedsABucketIsOffWithoutAUnitId() throws {
         let harness = try ClientHarness()
-        var configuration = harness.configuration(server: try ClientHarness.deadServerURL(), context: EvaluationContext(city: "lagos"))
+        var configuration = harness.configuration(
+            server: try ClientHarness.deadServerURL(), context: EvaluationContext(city: "lagos"))
         configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 3))
         let client = FlagClient(configuration: configuration)
         let copy = ExperimentFlag("exp_checkout_copy", default: "Book")
@@ -117,7 +121,8 @@ struct ContextTests {
     @Test func aFlagOfAnotherTypeOrAMissingFlagServesTheCodeDefault() throws {
         let harness = try ClientHarness()
         var configuration = harness.configuration(server: try ClientHarness.deadServerURL())
-        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 3, on: ["plugin_switch_feed_promos"]))
+        configuration.bundledSnapshot = SnapshotDocument.encode(
+            Fixtures.snapshot(version: 3, on: ["plugin_switch_feed_promos"]))
         let client = FlagClient(configuration: configuration)
         #expect(client.value(of: ExperimentFlag("exp_checkout_copy", default: 7)) == 7)
         #expect(client.value(of: ExperimentFlag("exp_missing", default: true)))

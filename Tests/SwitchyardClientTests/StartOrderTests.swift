@@ -2,8 +2,9 @@ import ClientTestSupport
 import Foundation
 import SwitchyardClientTesting
 import SwitchyardCore
-@testable import SwitchyardClient
 import Testing
+
+@testable import SwitchyardClient
 
 /// Bundled defaults → last known good snapshot from disk → live; no snapshot at all → the core flow.
 struct StartOrderTests {
@@ -28,7 +29,8 @@ struct StartOrderTests {
     @Test func theBundledSnapshotServesWithReasonCachedWhenThereIsNoCache() throws {
         let harness = try ClientHarness()
         var configuration = harness.configuration(server: try ClientHarness.deadServerURL())
-        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
+        configuration.bundledSnapshot = SnapshotDocument.encode(
+            Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
         let client = FlagClient(configuration: configuration)
         #expect(client.isEnabled(Self.news))
         #expect(!client.isEnabled(Self.promos))
@@ -42,7 +44,8 @@ struct StartOrderTests {
         let harness = try ClientHarness()
         try storeCache(harness, Fixtures.snapshot(version: 5, on: ["plugin_switch_feed_promos"]))
         var configuration = harness.configuration(server: try ClientHarness.deadServerURL())
-        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
+        configuration.bundledSnapshot = SnapshotDocument.encode(
+            Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
         let client = FlagClient(configuration: configuration)
         #expect(client.isEnabled(Self.promos))
         #expect(!client.isEnabled(Self.news))
@@ -55,7 +58,8 @@ struct StartOrderTests {
         let harness = try ClientHarness()
         try storeCache(harness, Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_promos"]))
         var configuration = harness.configuration(server: try ClientHarness.deadServerURL())
-        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
+        configuration.bundledSnapshot = SnapshotDocument.encode(
+            Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
         let client = FlagClient(configuration: configuration)
         #expect(client.status.snapshot?.version == 2)
         #expect(client.isEnabled(Self.news))
@@ -76,12 +80,14 @@ struct StartOrderTests {
         case "foreign":
             try Data("{\"hello\": \"world\"}\n".utf8).write(to: cacheURL)
         case "other namespace":
-            try storeCache(harness, Fixtures.snapshot(version: 5, namespace: "driver", on: ["plugin_switch_feed_promos"]))
+            try storeCache(
+                harness, Fixtures.snapshot(version: 5, namespace: "driver", on: ["plugin_switch_feed_promos"]))
         default:
             try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: cacheURL)
         }
         var configuration = harness.configuration(server: try ClientHarness.deadServerURL())
-        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
+        configuration.bundledSnapshot = SnapshotDocument.encode(
+            Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
         let client = FlagClient(configuration: configuration)
         #expect(client.status.snapshot?.origin == .bundled)
         #expect(client.isEnabled(Self.news))
@@ -100,7 +106,8 @@ struct StartOrderTests {
     @Test func aBundledSnapshotOfAnotherNamespaceIsIgnored() throws {
         let harness = try ClientHarness()
         var configuration = harness.configuration(server: try ClientHarness.deadServerURL())
-        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 2, namespace: "driver", on: ["plugin_switch_feed_news"]))
+        configuration.bundledSnapshot = SnapshotDocument.encode(
+            Fixtures.snapshot(version: 2, namespace: "driver", on: ["plugin_switch_feed_news"]))
         let client = FlagClient(configuration: configuration)
         #expect(!client.isEnabled(Self.news))
         #expect(harness.reports.contains(.snapshotIgnored) { $0.message.contains("driver") })
@@ -123,7 +130,8 @@ struct StartOrderTests {
         try Data("x".utf8).write(to: blocker)
         var configuration = harness.configuration(server: try ClientHarness.deadServerURL())
         configuration.directory = blocker.appendingPathComponent("state")
-        configuration.bundledSnapshot = SnapshotDocument.encode(Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
+        configuration.bundledSnapshot = SnapshotDocument.encode(
+            Fixtures.snapshot(version: 2, on: ["plugin_switch_feed_news"]))
         let client = FlagClient(configuration: configuration)
         #expect(client.isEnabled(Self.news))
         client.recordActive(Self.news)

@@ -1,12 +1,14 @@
 import ClientTestSupport
 import SwitchyardCore
-@testable import SwitchyardClient
 import Testing
 
+@testable import SwitchyardClient
+
 struct SyncStateMachineTests {
-    let policy = SyncStateMachine.Policy(namespace: "rider", longPollWait: .seconds(60), minimumPollInterval: .seconds(1),
-                                         backoff: Backoff(initial: .seconds(1), maximum: .seconds(300)),
-                                         maximumRetryAfter: .seconds(600))
+    let policy = SyncStateMachine.Policy(
+        namespace: "rider", longPollWait: .seconds(60), minimumPollInterval: .seconds(1),
+        backoff: Backoff(initial: .seconds(1), maximum: .seconds(300)),
+        maximumRetryAfter: .seconds(600))
 
     func machine(installed: SnapshotVersion? = nil, random: Double = 1) -> SyncStateMachine {
         SyncStateMachine(policy: policy, installed: installed, random: { random })
@@ -40,7 +42,9 @@ struct SyncStateMachineTests {
             return
         }
         #expect(snapshot.version == 4)
-        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"\(Fixtures.epoch).4\"", wait: .seconds(60), acceptsDelta: true)))
+        #expect(
+            machine.nextAction()
+                == .fetch(.init(entityTag: "\"\(Fixtures.epoch).4\"", wait: .seconds(60), acceptsDelta: true)))
     }
 
     @Test func anOlderVersionOfTheSameEpochIsRefusedAndKeepsTheInstalledTag() {
@@ -76,7 +80,8 @@ struct SyncStateMachineTests {
 
     @Test func aSnapshotOfAnotherNamespaceIsRefused() {
         var machine = machine()
-        let verdict = machine.received(.snapshot(Fixtures.snapshot(version: 1, namespace: "driver")), elapsed: .seconds(5))
+        let verdict = machine.received(
+            .snapshot(Fixtures.snapshot(version: 1, namespace: "driver")), elapsed: .seconds(5))
         guard case .reject(let error) = verdict else {
             Issue.record("expected a refusal, got \(verdict)")
             return
@@ -112,7 +117,7 @@ struct SyncStateMachineTests {
     @Test func backoffDrawsAFullJitterShareOfTheWindow() {
         var machine = machine(random: 0.25)
         for _ in 0..<3 { _ = machine.received(.failed(ClientError(.transport, "refused")), elapsed: .zero) }
-        #expect(machine.nextAction() == .sleep(.seconds(1)))   // 0.25 of the 4 s window
+        #expect(machine.nextAction() == .sleep(.seconds(1)))  // 0.25 of the 4 s window
     }
 
     @Test func aThrottledAnswerWaitsForRetryAfterPlusJitter() {
@@ -154,12 +159,15 @@ struct SyncStateMachineTests {
 /// Deltas in the sync decisions: asked for with a snapshot installed, applied only from the installed version, and
 /// anything unusable answered by fetching the full snapshot at once.
 struct SyncStateMachineDeltaTests {
-    let policy = SyncStateMachine.Policy(namespace: "rider", longPollWait: .seconds(60), minimumPollInterval: .zero,
-                                         backoff: Backoff(initial: .seconds(1), maximum: .seconds(300)))
+    let policy = SyncStateMachine.Policy(
+        namespace: "rider", longPollWait: .seconds(60), minimumPollInterval: .zero,
+        backoff: Backoff(initial: .seconds(1), maximum: .seconds(300)))
 
     func delta(from base: Int64, to version: Int64, epoch: String = "e") -> SnapshotDelta {
-        SnapshotDelta(namespace: "rider", epoch: epoch, baseVersion: base, version: version,
-                      checksum: "sha256:" + String(repeating: "0", count: 64), digest: "sha256:" + String(repeating: "0", count: 64))
+        SnapshotDelta(
+            namespace: "rider", epoch: epoch, baseVersion: base, version: version,
+            checksum: "sha256:" + String(repeating: "0", count: 64),
+            digest: "sha256:" + String(repeating: "0", count: 64))
     }
 
     @Test func aDeltaFromTheInstalledVersionIsAppliedAndMovesTheTag() {
@@ -177,13 +185,15 @@ struct SyncStateMachineDeltaTests {
     func aDeltaFromAnotherVersionIsAGapAnsweredByTheFullSnapshotAtOnce(base: Int64, epoch: String) {
         var machine = SyncStateMachine(policy: policy, installed: .init(epoch: "e", version: 3), random: { 1 })
         _ = machine.received(.notModified, elapsed: .seconds(1))
-        guard case .reject = machine.received(.delta(delta(from: base, to: 9, epoch: epoch)), elapsed: .seconds(1)) else {
+        guard case .reject = machine.received(.delta(delta(from: base, to: 9, epoch: epoch)), elapsed: .seconds(1))
+        else {
             Issue.record("a delta from \(epoch).\(base) to a client at e.3 should be refused")
             return
         }
         #expect(machine.installed == .init(epoch: "e", version: 3))
-        #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.3\"", wait: nil, acceptsDelta: false)),
-                "the full snapshot, without waiting or backing off")
+        #expect(
+            machine.nextAction() == .fetch(.init(entityTag: "\"e.3\"", wait: nil, acceptsDelta: false)),
+            "the full snapshot, without waiting or backing off")
         _ = machine.received(.snapshot(Fixtures.snapshot(version: 9, epoch: "e")), elapsed: .seconds(1))
         #expect(machine.nextAction() == .fetch(.init(entityTag: "\"e.9\"", wait: .seconds(60), acceptsDelta: true)))
     }
@@ -221,8 +231,9 @@ struct SyncStateMachineDeltaTests {
 struct BackoffTests {
     @Test func theWindowDoublesAfterEachFailureUpToTheMaximum() {
         let backoff = Backoff(initial: .milliseconds(500), maximum: .seconds(10))
-        #expect((1...7).map { backoff.ceiling(afterFailures: $0) }
-            == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(10), .seconds(10)])
+        #expect(
+            (1...7).map { backoff.ceiling(afterFailures: $0) }
+                == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(10), .seconds(10)])
     }
 
     @Test func aZeroDrawStillWaitsATenthOfTheInitialWindow() {

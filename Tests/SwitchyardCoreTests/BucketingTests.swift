@@ -22,12 +22,16 @@ struct BucketingTests {
     @Test func compiledSnapshotComputesThePythonBuckets() throws {
         let vectors = try BucketVector.all()
         let keys = Array(Set(vectors.map(\.flagKey)))
-        let flagSet = FlagSet(namespace: "vectors", flags: keys.map {
-            FlagDefinition(key: $0, kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: 5_000)!)))
-        })
+        let flagSet = FlagSet(
+            namespace: "vectors",
+            flags: keys.map {
+                FlagDefinition(
+                    key: $0, kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: 5_000)!)))
+            })
         let compiled = CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flagSet))
         for vector in vectors {
-            let evaluation = compiled.evaluator(for: EvaluationContext(unitId: vector.unitId)).evaluate(compiled.handle(for: vector.flagKey)!)
+            let evaluation = compiled.evaluator(for: EvaluationContext(unitId: vector.unitId)).evaluate(
+                compiled.handle(for: vector.flagKey)!)
             if vector.unitId.isEmpty {
                 #expect(evaluation.errorCode == .targetingKeyMissing, "an empty unit id is no unit id")
             } else {
@@ -58,7 +62,8 @@ struct BucketingTests {
                 valueType: .string, variants: vector.weights.map { Variant(key: $0.key, value: .string($0.key)) },
                 defaultVariant: vector.weights[0].key,
                 weights: Dictionary(uniqueKeysWithValues: vector.weights.map { ($0.key, $0.weight) }))
-            let flagSet = FlagSet(namespace: "variants", flags: [FlagDefinition(key: vector.flagKey, kind: .experiment(experiment))])
+            let flagSet = FlagSet(
+                namespace: "variants", flags: [FlagDefinition(key: vector.flagKey, kind: .experiment(experiment))])
             let compiled = CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flagSet))
             let details = compiled.evaluator(for: EvaluationContext(unitId: vector.unitId)).details(for: vector.flagKey)
             #expect(details.variant == vector.variant, "\(vector.unitId.debugDescription) with \(vector.weights)")
@@ -74,19 +79,34 @@ struct BucketingTests {
         #expect(Bucketing.bucket(flagKey: "plugin_switch_feed_promos", unitId: "rider-43") == 1_922)
         #expect(Bucketing.bucket(flagKey: "plugin_switch_rollout_110", unitId: "rider-8300") == 109)
         #expect(Bucketing.bucket(flagKey: "plugin_switch_rollout_110", unitId: "rider-1083") == 110)
-        let colors = Experiment(valueType: .string, variants: ["green", "blue", "red"].map { Variant(key: $0, value: .string($0)) },
-                                defaultVariant: "green", weights: ["green": 34, "blue": 33, "red": 33])
-        let compiled = CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: FlagSet(
-            namespace: "docs", flags: [FlagDefinition(key: "checkout_button_color", kind: .experiment(colors))])))
-        #expect(Bucketing.weightPoint(hash: Bucketing.hash(flagKey: "checkout_button_color", unitId: "unit-d1212a8d9b"), totalWeight: 100) == 90)
-        #expect(compiled.evaluator(for: EvaluationContext(unitId: "unit-d1212a8d9b")).details(for: "checkout_button_color").variant == "red")
-        #expect(compiled.evaluator(for: EvaluationContext(unitId: "rider-42")).details(for: "checkout_button_color").variant == "green")
+        let colors = Experiment(
+            valueType: .string, variants: ["green", "blue", "red"].map { Variant(key: $0, value: .string($0)) },
+            defaultVariant: "green", weights: ["green": 34, "blue": 33, "red": 33])
+        let compiled = CompiledSnapshot(
+            Snapshot(
+                epoch: "e", version: 1,
+                flagSet: FlagSet(
+                    namespace: "docs", flags: [FlagDefinition(key: "checkout_button_color", kind: .experiment(colors))])
+            ))
+        #expect(
+            Bucketing.weightPoint(
+                hash: Bucketing.hash(flagKey: "checkout_button_color", unitId: "unit-d1212a8d9b"), totalWeight: 100)
+                == 90)
+        #expect(
+            compiled.evaluator(for: EvaluationContext(unitId: "unit-d1212a8d9b")).details(for: "checkout_button_color")
+                .variant == "red")
+        #expect(
+            compiled.evaluator(for: EvaluationContext(unitId: "rider-42")).details(for: "checkout_button_color").variant
+                == "green")
     }
 
     /// PRODUCT.md: concatenation with no separator, so a key and unit split differently hash alike.
     @Test func theHashCoversThePlainConcatenation() {
-        #expect(Bucketing.hash(flagKey: "plugin_switch_ab", unitId: "c") == Bucketing.hash(flagKey: "plugin_switch_a", unitId: "bc"))
-        #expect(Bucketing.hash(flagKey: "k", unitId: "caf\u{E9}") != Bucketing.hash(flagKey: "k", unitId: "cafe\u{301}"),
-                "no Unicode normalisation: composed and decomposed forms are different units")
+        #expect(
+            Bucketing.hash(flagKey: "plugin_switch_ab", unitId: "c")
+                == Bucketing.hash(flagKey: "plugin_switch_a", unitId: "bc"))
+        #expect(
+            Bucketing.hash(flagKey: "k", unitId: "caf\u{E9}") != Bucketing.hash(flagKey: "k", unitId: "cafe\u{301}"),
+            "no Unicode normalisation: composed and decomposed forms are different units")
     }
 }

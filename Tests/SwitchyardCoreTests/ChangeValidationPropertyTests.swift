@@ -1,5 +1,6 @@
-@testable import SwitchyardCore
 import Testing
+
+@testable import SwitchyardCore
 
 /// Validating a change by what it touched (`validate(changedFrom:changes:aligned:)`) against validating the whole flag set:
 /// random changes of valid flag sets, some of them breaking a rule, give the same problems either way, and the
@@ -11,7 +12,8 @@ struct ChangeValidationPropertyTests {
         var mutator = FlagSetMutator(random: random)
         var current = mutator.random.flagSet(switches: 16, experiments: 5)
         #expect(current.validate().isEmpty)
-        var vouched = 0, refused = 0
+        var vouched = 0
+        var refused = 0
         for _ in 0..<200 {
             var candidate = current
             if mutator.random.chance(0.35) {
@@ -40,22 +42,27 @@ struct ChangeValidationPropertyTests {
         switch Int.random(in: 0..<7, using: &random.generator) {
         case 0:
             let index = Int.random(in: 0..<flagSet.killSwitches.count, using: &random.generator)
-            if !flagSet.killSwitches[index].isMaster { flagSet.killSwitches[index].members.append("plugin_switch_missing") }
+            if !flagSet.killSwitches[index].isMaster {
+                flagSet.killSwitches[index].members.append("plugin_switch_missing")
+            }
         case 1:
             let index = flagSet.killSwitches.firstIndex(where: \.isMaster)!
             flagSet.killSwitches[index].members = [flagSet.flags[0].key]
         case 2:
             // An experiment whose default variant is not one of its variants.
             if let index = flagSet.flags.firstIndex(where: { $0.pluginSwitch == nil }),
-               case .experiment(var experiment) = flagSet.flags[index].kind {
+                case .experiment(var experiment) = flagSet.flags[index].kind
+            {
                 experiment.defaultVariant = "missing"
                 flagSet.flags[index].kind = .experiment(experiment)
             }
         case 3:
             // A plugin switch (perhaps in a plugin point) becomes an experiment.
             if let index = flagSet.flags.firstIndex(where: { $0.pluginSwitch != nil }) {
-                flagSet.flags[index].kind = .experiment(Experiment(valueType: .string, variants: [Variant(key: "on", value: .string("on"))],
-                                                                   defaultVariant: "on", weights: ["on": 1]))
+                flagSet.flags[index].kind = .experiment(
+                    Experiment(
+                        valueType: .string, variants: [Variant(key: "on", value: .string("on"))],
+                        defaultVariant: "on", weights: ["on": 1]))
             }
         case 4:
             flagSet.flags.append(flagSet.flags[Int.random(in: 0..<flagSet.flags.count, using: &random.generator)])
@@ -79,22 +86,32 @@ struct EncodedMembersTests {
         var flagSet = random.flagSet(switches: 700, experiments: 20)
         var version: Int64 = 1
         var encoded = EncodedFlags(flagSet)
-        #expect(encoded.document(for: Snapshot(epoch: "e", version: 1, flagSet: flagSet)).bytes
-            == SnapshotDocument.encode(Snapshot(epoch: "e", version: 1, flagSet: flagSet)))
+        #expect(
+            encoded.document(for: Snapshot(epoch: "e", version: 1, flagSet: flagSet)).bytes
+                == SnapshotDocument.encode(Snapshot(epoch: "e", version: 1, flagSet: flagSet)))
         for step in 0..<12 {
             let before = flagSet
             for serial in 0..<Int.random(in: 1...400, using: &random.generator) {
                 switch Int.random(in: 0..<3, using: &random.generator) {
                 case 0:
                     // A key that sorts anywhere among the others.
-                    let key = "plugin_switch_\(String(UInt32.random(in: 0...UInt32.max, using: &random.generator), radix: 36))_\(step)_\(serial)"
+                    let key =
+                        "plugin_switch_\(String(UInt32.random(in: 0...UInt32.max, using: &random.generator), radix: 36))_\(step)_\(serial)"
                     flagSet.flags.append(FlagDefinition(key: key, kind: .pluginSwitch(random.pluginSwitch())))
                 case 1 where flagSet.flags.count > 1:
-                    let key = flagSet.flags.remove(at: Int.random(in: 0..<flagSet.flags.count, using: &random.generator)).key
-                    for point in flagSet.pluginPoints.indices { flagSet.pluginPoints[point].switches.removeAll { $0 == key } }
-                    for kill in flagSet.killSwitches.indices { flagSet.killSwitches[kill].members.removeAll { $0 == key } }
+                    let key = flagSet.flags.remove(
+                        at: Int.random(in: 0..<flagSet.flags.count, using: &random.generator)
+                    ).key
+                    for point in flagSet.pluginPoints.indices {
+                        flagSet.pluginPoints[point].switches.removeAll { $0 == key }
+                    }
+                    for kill in flagSet.killSwitches.indices {
+                        flagSet.killSwitches[kill].members.removeAll { $0 == key }
+                    }
                 default:
-                    if let index = flagSet.flags.indices.filter({ flagSet.flags[$0].pluginSwitch != nil }).randomElement(using: &random.generator) {
+                    if let index = flagSet.flags.indices.filter({ flagSet.flags[$0].pluginSwitch != nil })
+                        .randomElement(using: &random.generator)
+                    {
                         flagSet.flags[index].pluginSwitch?.rollout = random.rollout()
                     }
                 }
@@ -102,7 +119,8 @@ struct EncodedMembersTests {
             version += 1
             let snapshot = Snapshot(epoch: "e", version: version, flagSet: flagSet)
             let target = flagSet
-            encoded = encoded.updating(ChangedObjects(from: before, to: flagSet), in: flagSet) { key in target.flag(key) }
+            encoded = encoded.updating(ChangedObjects(from: before, to: flagSet), in: flagSet) { key in target.flag(key)
+            }
             #expect(encoded.document(for: snapshot).bytes == SnapshotDocument.encode(snapshot), "step \(step)")
         }
     }

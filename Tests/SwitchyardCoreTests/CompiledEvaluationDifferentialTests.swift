@@ -21,13 +21,18 @@ struct CompiledEvaluationDifferentialTests {
                     let actual = evaluator.evaluate(handle)
                     let expected = reference.evaluate(flag, context)
                     if DifferentialOutcome(actual) != expected {
-                        mismatches.append("\(flag.key) for \(context): compiled \(DifferentialOutcome(actual)), model \(expected)")
+                        mismatches.append(
+                            "\(flag.key) for \(context): compiled \(DifferentialOutcome(actual)), model \(expected)")
                     }
                     let asSwitch = evaluator.evaluateSwitch(handle)
                     if flag.experiment != nil {
-                        if asSwitch.decision != .typeMismatch { mismatches.append("\(flag.key) as a switch: \(asSwitch)") }
+                        if asSwitch.decision != .typeMismatch {
+                            mismatches.append("\(flag.key) as a switch: \(asSwitch)")
+                        }
                     } else if DifferentialOutcome(asSwitch) != expected {
-                        mismatches.append("\(flag.key) as a switch for \(context): \(DifferentialOutcome(asSwitch)), model \(expected)")
+                        mismatches.append(
+                            "\(flag.key) as a switch for \(context): \(DifferentialOutcome(asSwitch)), model \(expected)"
+                        )
                     }
                     if evaluator.isEnabled(handle) != (flag.pluginSwitch != nil && expected.isOn) {
                         mismatches.append("\(flag.key) isEnabled for \(context)")
@@ -62,8 +67,10 @@ private struct DifferentialOutcome: Equatable, CustomStringConvertible {
     var decision: Decision
     var bucket: Int?
 
-    init(isOn: Bool, variantIndex: Int32, reason: EvaluationReason, errorCode: EvaluationErrorCode? = nil,
-         decision: Decision, bucket: Int? = nil) {
+    init(
+        isOn: Bool, variantIndex: Int32, reason: EvaluationReason, errorCode: EvaluationErrorCode? = nil,
+        decision: Decision, bucket: Int? = nil
+    ) {
         self.isOn = isOn
         self.variantIndex = variantIndex
         self.reason = reason
@@ -73,8 +80,9 @@ private struct DifferentialOutcome: Equatable, CustomStringConvertible {
     }
 
     init(_ evaluation: Evaluation) {
-        self.init(isOn: evaluation.isOn, variantIndex: evaluation.variantIndex, reason: evaluation.reason,
-                  errorCode: evaluation.errorCode, decision: evaluation.decision, bucket: evaluation.bucket)
+        self.init(
+            isOn: evaluation.isOn, variantIndex: evaluation.variantIndex, reason: evaluation.reason,
+            errorCode: evaluation.errorCode, decision: evaluation.decision, bucket: evaluation.bucket)
     }
 
     var description: String {
@@ -89,7 +97,8 @@ private struct PlainEvaluator {
     func killed(_ key: String, _ context: EvaluationContext) -> Decision? {
         let covering = Set(flagSet.killSwitchKeys(covering: key))
         // The master's entries first, then each group's in the order of the flag set.
-        let ordered = flagSet.killSwitches.enumerated().filter { $0.element.isMaster }
+        let ordered =
+            flagSet.killSwitches.enumerated().filter { $0.element.isMaster }
             + flagSet.killSwitches.enumerated().filter { !$0.element.isMaster }
         for (index, kill) in ordered where covering.contains(kill.key) {
             if let entry = kill.entries.firstIndex(where: { $0.matches(context) }) {
@@ -110,9 +119,12 @@ private struct PlainEvaluator {
             if let decision = killed(flag.key, context) {
                 return DifferentialOutcome(isOn: false, variantIndex: 0, reason: .disabled, decision: decision)
             }
-            if gate.disabled { return DifferentialOutcome(isOn: false, variantIndex: 0, reason: .disabled, decision: .disabled) }
+            if gate.disabled {
+                return DifferentialOutcome(isOn: false, variantIndex: 0, reason: .disabled, decision: .disabled)
+            }
             if let scope = gate.disabledScopes.firstIndex(where: { $0.matches(context) }) {
-                return DifferentialOutcome(isOn: false, variantIndex: 0, reason: .disabled, decision: .disabledInScope(Int32(scope)))
+                return DifferentialOutcome(
+                    isOn: false, variantIndex: 0, reason: .disabled, decision: .disabledInScope(Int32(scope)))
             }
             var rollout = gate.rollout.basisPoints
             var decision = Decision.fallback
@@ -123,18 +135,22 @@ private struct PlainEvaluator {
                 reason = .targetingMatch
             }
             if rollout == 0 || rollout == 10_000 {
-                return DifferentialOutcome(isOn: rollout != 0, variantIndex: rollout != 0 ? 1 : 0, reason: reason, decision: decision)
+                return DifferentialOutcome(
+                    isOn: rollout != 0, variantIndex: rollout != 0 ? 1 : 0, reason: reason, decision: decision)
             }
             guard let unit else {
-                return DifferentialOutcome(isOn: false, variantIndex: 0, reason: .error, errorCode: .targetingKeyMissing, decision: decision)
+                return DifferentialOutcome(
+                    isOn: false, variantIndex: 0, reason: .error, errorCode: .targetingKeyMissing, decision: decision)
             }
             let bucket = Bucketing.bucket(hash: hash(flag.key, unit))
             let isOn = bucket < Int(rollout)
-            return DifferentialOutcome(isOn: isOn, variantIndex: isOn ? 1 : 0, reason: .split, decision: decision, bucket: bucket)
+            return DifferentialOutcome(
+                isOn: isOn, variantIndex: isOn ? 1 : 0, reason: .split, decision: decision, bucket: bucket)
         case .experiment(let experiment):
             let defaultIndex = Int32(experiment.variants.firstIndex { $0.key == experiment.defaultVariant } ?? 0)
             if let decision = killed(flag.key, context) {
-                return DifferentialOutcome(isOn: false, variantIndex: defaultIndex, reason: .disabled, decision: decision)
+                return DifferentialOutcome(
+                    isOn: false, variantIndex: defaultIndex, reason: .disabled, decision: decision)
             }
             var weights = experiment.weights
             var decision = Decision.fallback
@@ -145,11 +161,13 @@ private struct PlainEvaluator {
             let ordered = experiment.variants.map { UInt64(weights[$0.key] ?? 0) }
             let holders = ordered.indices.filter { ordered[$0] > 0 }
             if holders.count == 1 {
-                return DifferentialOutcome(isOn: false, variantIndex: Int32(holders[0]), reason: .targetingMatch, decision: decision)
+                return DifferentialOutcome(
+                    isOn: false, variantIndex: Int32(holders[0]), reason: .targetingMatch, decision: decision)
             }
             guard let unit else {
-                return DifferentialOutcome(isOn: false, variantIndex: defaultIndex, reason: .error, errorCode: .targetingKeyMissing,
-                               decision: decision)
+                return DifferentialOutcome(
+                    isOn: false, variantIndex: defaultIndex, reason: .error, errorCode: .targetingKeyMissing,
+                    decision: decision)
             }
             let h = hash(flag.key, unit)
             let point = (UInt64(h) * ordered.reduce(0, +)) >> 32
@@ -162,8 +180,9 @@ private struct PlainEvaluator {
                     break
                 }
             }
-            return DifferentialOutcome(isOn: false, variantIndex: Int32(chosen), reason: .split, decision: decision,
-                           bucket: Bucketing.bucket(hash: h))
+            return DifferentialOutcome(
+                isOn: false, variantIndex: Int32(chosen), reason: .split, decision: decision,
+                bucket: Bucketing.bucket(hash: h))
         }
     }
 }
@@ -172,7 +191,9 @@ private struct PlainEvaluator {
 private enum RandomFlagSet {
     static let cities = ["lagos", "paris", "nairobi", "köln", "são-paulo"]
     static let cohorts = ["beta", "staff", "dogfood", "riders", "ios-beta"]
-    static let units = ["u1", "u2", "abc", "abcd", "rider", "rider-42", "", "5f0c6a2e-9b1d-4c8e-a7f3-2d4b6e8a0c1f", "ünït-ß"]
+    static let units = [
+        "u1", "u2", "abc", "abcd", "rider", "rider-42", "", "5f0c6a2e-9b1d-4c8e-a7f3-2d4b6e8a0c1f", "ünït-ß",
+    ]
     static let platforms = ["ios", "android", "linux"]
     static let versions = ["4.9.9", "5.0.0", "5.12.0", "6.0.0-beta.2", "6.0.0", "not-a-version", "7"]
 
@@ -209,15 +230,20 @@ private enum RandomFlagSet {
         if chance(&random, 40) { conditions.cohorts = some(cohorts, &random) }
         if chance(&random, 15) { conditions.notCohorts = some(cohorts, &random) }
         if chance(&random, 15) { conditions.units = some(units.filter { !$0.isEmpty }, &random) }
-        if chance(&random, 20) { conditions.appVersionAtLeast = SemanticVersion(pick(["5.0.0", "5.12.0", "6.0.0-beta.1"], &random)) }
-        if chance(&random, 20) { conditions.appVersionBelow = SemanticVersion(pick(["6.0.0", "6.0.0-beta.3", "8.0.0"], &random)) }
+        if chance(&random, 20) {
+            conditions.appVersionAtLeast = SemanticVersion(pick(["5.0.0", "5.12.0", "6.0.0-beta.1"], &random))
+        }
+        if chance(&random, 20) {
+            conditions.appVersionBelow = SemanticVersion(pick(["6.0.0", "6.0.0-beta.3", "8.0.0"], &random))
+        }
         if chance(&random, 20) { conditions.platforms = some(platforms, &random) }
         return conditions
     }
 
     static func scope(_ random: inout SplitMix64) -> Scope {
-        Scope(cities: chance(&random, 60) ? some(cities, &random, upTo: 2) : [],
-              cohorts: chance(&random, 50) ? some(cohorts, &random, upTo: 2) : [])
+        Scope(
+            cities: chance(&random, 60) ? some(cities, &random, upTo: 2) : [],
+            cohorts: chance(&random, 50) ? some(cohorts, &random, upTo: 2) : [])
     }
 
     static func make(_ random: inout SplitMix64) -> FlagSet {
@@ -226,24 +252,36 @@ private enum RandomFlagSet {
             // Keys of every length modulo 4, so unit ids are hashed after each possible partial block.
             let index = "\(number)" + String("xyz".prefix(Int(random.next() % 4)))
             if chance(&random, 25) {
-                let variants = (0..<Int(1 + random.next() % 4)).map { Variant(key: "v\($0)", value: .integer(Int64($0))) }
+                let variants = (0..<Int(1 + random.next() % 4)).map {
+                    Variant(key: "v\($0)", value: .integer(Int64($0)))
+                }
                 func weights(_ random: inout SplitMix64) -> VariantWeights {
                     var weights: VariantWeights = [:]
-                    for variant in variants where chance(&random, 70) { weights[variant.key] = UInt32(random.next() % 5) }
+                    for variant in variants where chance(&random, 70) {
+                        weights[variant.key] = UInt32(random.next() % 5)
+                    }
                     if weights.values.allSatisfy({ $0 == 0 }) { weights[variants[0].key] = 1 }
                     return weights
                 }
                 let rules = (0..<Int(random.next() % 3)).map { _ in
                     ExperimentRule(conditions: conditions(&random), weights: weights(&random))
                 }
-                flags.append(FlagDefinition(key: "experiment_\(index)", kind: .experiment(Experiment(
-                    valueType: .integer, variants: variants, defaultVariant: pick(variants, &random).key,
-                    weights: weights(&random), rules: rules))))
+                flags.append(
+                    FlagDefinition(
+                        key: "experiment_\(index)",
+                        kind: .experiment(
+                            Experiment(
+                                valueType: .integer, variants: variants, defaultVariant: pick(variants, &random).key,
+                                weights: weights(&random), rules: rules))))
             } else {
                 let gate = PluginSwitchDefinition(
                     disabled: chance(&random, 8),
-                    disabledScopes: (0..<Int(random.next() % 3)).map { _ in scope(&random) }.filter { !$0.isEverywhere },
-                    rules: (0..<Int(random.next() % 4)).map { _ in SwitchRule(conditions: conditions(&random), rollout: rollout(&random)) },
+                    disabledScopes: (0..<Int(random.next() % 3)).map { _ in scope(&random) }.filter {
+                        !$0.isEverywhere
+                    },
+                    rules: (0..<Int(random.next() % 4)).map { _ in
+                        SwitchRule(conditions: conditions(&random), rollout: rollout(&random))
+                    },
                     rollout: rollout(&random)
                 )
                 flags.append(FlagDefinition(key: "plugin_switch_\(index)", kind: .pluginSwitch(gate)))
@@ -259,8 +297,10 @@ private enum RandomFlagSet {
         }
         // Plugin points over disjoint slices of the switches, each naming one of the groups.
         for (number, start) in stride(from: 0, to: switches.count, by: 4).enumerated() {
-            points.append(PluginPointDefinition(name: "point_\(number)", killSwitch: "group_\(number % 3)",
-                                      switches: Array(switches[start..<min(start + 4, switches.count)])))
+            points.append(
+                PluginPointDefinition(
+                    name: "point_\(number)", killSwitch: "group_\(number % 3)",
+                    switches: Array(switches[start..<min(start + 4, switches.count)])))
         }
         if chance(&random, 50) { kills.shuffle(using: &random) }
         return FlagSet(namespace: "differential", pluginPoints: points, killSwitches: kills, flags: flags)

@@ -5,20 +5,26 @@ import Testing
 /// semantics of the model, and against a snapshot that went through the snapshot document.
 struct EvaluationCaseTests {
     /// Evaluates a case through a compiled snapshot, the way apps and the service do.
-    static func compiledOutcome(_ testCase: EvaluationCase, in compiled: CompiledSnapshot) -> (Outcome, EvaluationDetails) {
+    static func compiledOutcome(_ testCase: EvaluationCase, in compiled: CompiledSnapshot) -> (
+        Outcome, EvaluationDetails
+    ) {
         let evaluator = compiled.evaluator(for: testCase.context)
         guard let handle = compiled.handle(for: testCase.flagKey) else {
             let details = evaluator.details(for: testCase.flagKey)
             let decision: DecisionStep = details.errorCode == .flagNotFound ? .notFound : .fallback
-            return (Outcome(value: details.value, variant: details.variant, reason: details.reason,
-                            errorCode: details.errorCode, decision: decision, bucket: details.bucket), details)
+            return (
+                Outcome(
+                    value: details.value, variant: details.variant, reason: details.reason,
+                    errorCode: details.errorCode, decision: decision, bucket: details.bucket), details
+            )
         }
         let evaluation = testCase.askedAsSwitch ? evaluator.evaluateSwitch(handle) : evaluator.evaluate(handle)
         let details = evaluator.details(for: handle, evaluation: evaluation)
-        let outcome = Outcome(value: details.value, variant: details.variant, reason: evaluation.reason,
-                              errorCode: evaluation.errorCode,
-                              decision: DecisionStep(evaluation.decision, in: compiled.snapshot.flagSet),
-                              bucket: evaluation.bucket)
+        let outcome = Outcome(
+            value: details.value, variant: details.variant, reason: evaluation.reason,
+            errorCode: evaluation.errorCode,
+            decision: DecisionStep(evaluation.decision, in: compiled.snapshot.flagSet),
+            bucket: evaluation.bucket)
         return (outcome, details)
     }
 
@@ -65,7 +71,8 @@ struct EvaluationCaseTests {
     @Test(arguments: try EvaluationCase.all())
     func referenceSemanticsGiveTheExpectedOutcome(_ testCase: EvaluationCase) {
         let reference = ReferenceEvaluator(flagSet: testCase.file.flagSet)
-        let outcome = reference.outcome(flagKey: testCase.flagKey, context: testCase.context, askedAsSwitch: testCase.askedAsSwitch)
+        let outcome = reference.outcome(
+            flagKey: testCase.flagKey, context: testCase.context, askedAsSwitch: testCase.askedAsSwitch)
         #expect(outcome == testCase.expected, "\(testCase.testDescription)")
     }
 
@@ -112,34 +119,159 @@ struct EvaluationCaseTests {
             testCase.file.flagSet.flag(testCase.flagKey)?.experiment != nil
         }
         let rows: [(String, (EvaluationCase) -> Bool)] = [
-            ("master kill entry everywhere", { if case .kill("master", _) = $0.expected.decision { isSwitch($0) && $0.file.flagSet.master.entries.contains(where: \.isEverywhere) } else { false } }),
-            ("master kill entry with cities", { if case .kill("master", let e) = $0.expected.decision { !$0.file.flagSet.master.entries[e].cities.isEmpty } else { false } }),
-            ("master kill entry with cohorts", { if case .kill("master", let e) = $0.expected.decision { !$0.file.flagSet.master.entries[e].cohorts.isEmpty } else { false } }),
-            ("kill entry with cities and cohorts", { if case .kill(let k, let e) = $0.expected.decision { $0.file.flagSet.killSwitch(k).map { !$0.entries[e].cities.isEmpty && !$0.entries[e].cohorts.isEmpty } ?? false } else { false } }),
-            ("group kill through a plugin point", { if case .kill("kill_feed", _) = $0.expected.decision { true } else { false } }),
-            ("group kill through members", { if case .kill("kill_promos", _) = $0.expected.decision { true } else { false } }),
+            (
+                "master kill entry everywhere",
+                {
+                    if case .kill("master", _) = $0.expected.decision {
+                        isSwitch($0) && $0.file.flagSet.master.entries.contains(where: \.isEverywhere)
+                    } else {
+                        false
+                    }
+                }
+            ),
+            (
+                "master kill entry with cities",
+                {
+                    if case .kill("master", let e) = $0.expected.decision {
+                        !$0.file.flagSet.master.entries[e].cities.isEmpty
+                    } else {
+                        false
+                    }
+                }
+            ),
+            (
+                "master kill entry with cohorts",
+                {
+                    if case .kill("master", let e) = $0.expected.decision {
+                        !$0.file.flagSet.master.entries[e].cohorts.isEmpty
+                    } else {
+                        false
+                    }
+                }
+            ),
+            (
+                "kill entry with cities and cohorts",
+                {
+                    if case .kill(let k, let e) = $0.expected.decision {
+                        $0.file.flagSet.killSwitch(k).map {
+                            !$0.entries[e].cities.isEmpty && !$0.entries[e].cohorts.isEmpty
+                        } ?? false
+                    } else {
+                        false
+                    }
+                }
+            ),
+            (
+                "group kill through a plugin point",
+                { if case .kill("kill_feed", _) = $0.expected.decision { true } else { false } }
+            ),
+            (
+                "group kill through members",
+                { if case .kill("kill_promos", _) = $0.expected.decision { true } else { false } }
+            ),
             ("disabled everywhere", { $0.expected.decision == .disabled }),
             ("scoped disable", { if case .disabledScope = $0.expected.decision { true } else { false } }),
-            ("rule at 0", { if case .rule = $0.expected.decision { isSwitch($0) && $0.expected.reason == "TARGETING_MATCH" && $0.expected.value == "false" } else { false } }),
-            ("rule at 10000", { if case .rule = $0.expected.decision { isSwitch($0) && $0.expected.reason == "TARGETING_MATCH" && $0.expected.value == "true" } else { false } }),
-            ("partial rule, bucket hits", { if case .rule = $0.expected.decision { isSwitch($0) && $0.expected.reason == "SPLIT" && $0.expected.value == "true" } else { false } }),
-            ("partial rule, bucket misses (no fall-through)", { if case .rule = $0.expected.decision { isSwitch($0) && $0.expected.reason == "SPLIT" && $0.expected.value == "false" } else { false } }),
+            (
+                "rule at 0",
+                {
+                    if case .rule = $0.expected.decision {
+                        isSwitch($0) && $0.expected.reason == "TARGETING_MATCH" && $0.expected.value == "false"
+                    } else {
+                        false
+                    }
+                }
+            ),
+            (
+                "rule at 10000",
+                {
+                    if case .rule = $0.expected.decision {
+                        isSwitch($0) && $0.expected.reason == "TARGETING_MATCH" && $0.expected.value == "true"
+                    } else {
+                        false
+                    }
+                }
+            ),
+            (
+                "partial rule, bucket hits",
+                {
+                    if case .rule = $0.expected.decision {
+                        isSwitch($0) && $0.expected.reason == "SPLIT" && $0.expected.value == "true"
+                    } else {
+                        false
+                    }
+                }
+            ),
+            (
+                "partial rule, bucket misses (no fall-through)",
+                {
+                    if case .rule = $0.expected.decision {
+                        isSwitch($0) && $0.expected.reason == "SPLIT" && $0.expected.value == "false"
+                    } else {
+                        false
+                    }
+                }
+            ),
             ("default 0 with rules: DEFAULT", { $0.expected.reason == "DEFAULT" && $0.expected.value == "false" }),
             ("default 10000 with rules: DEFAULT", { $0.expected.reason == "DEFAULT" && $0.expected.value == "true" }),
             ("default 0 without rules: STATIC", { $0.expected.reason == "STATIC" && $0.expected.value == "false" }),
             ("default 10000 without rules: STATIC", { $0.expected.reason == "STATIC" && $0.expected.value == "true" }),
-            ("partial default, on", { $0.expected.decision == .fallback && isSwitch($0) && $0.expected.reason == "SPLIT" && $0.expected.value == "true" }),
-            ("partial default, off", { $0.expected.decision == .fallback && isSwitch($0) && $0.expected.reason == "SPLIT" && $0.expected.value == "false" }),
-            ("TARGETING_KEY_MISSING from a rule", { if case .rule = $0.expected.decision { $0.expected.errorCode == "TARGETING_KEY_MISSING" } else { false } }),
-            ("TARGETING_KEY_MISSING from the default", { $0.expected.decision == .fallback && $0.expected.errorCode == "TARGETING_KEY_MISSING" }),
+            (
+                "partial default, on",
+                {
+                    $0.expected.decision == .fallback && isSwitch($0) && $0.expected.reason == "SPLIT"
+                        && $0.expected.value == "true"
+                }
+            ),
+            (
+                "partial default, off",
+                {
+                    $0.expected.decision == .fallback && isSwitch($0) && $0.expected.reason == "SPLIT"
+                        && $0.expected.value == "false"
+                }
+            ),
+            (
+                "TARGETING_KEY_MISSING from a rule",
+                {
+                    if case .rule = $0.expected.decision {
+                        $0.expected.errorCode == "TARGETING_KEY_MISSING"
+                    } else {
+                        false
+                    }
+                }
+            ),
+            (
+                "TARGETING_KEY_MISSING from the default",
+                { $0.expected.decision == .fallback && $0.expected.errorCode == "TARGETING_KEY_MISSING" }
+            ),
             ("FLAG_NOT_FOUND", { $0.expected.errorCode == "FLAG_NOT_FOUND" }),
             ("TYPE_MISMATCH", { $0.expected.errorCode == "TYPE_MISMATCH" }),
             ("killed experiment: default variant", { isExperiment($0) && $0.expected.reason == "DISABLED" }),
             ("experiment, single weighted variant", { isExperiment($0) && $0.expected.reason == "TARGETING_MATCH" }),
-            ("experiment, flag weights", { isExperiment($0) && $0.expected.reason == "SPLIT" && $0.expected.decision == .fallback }),
-            ("experiment, rule weights", { if case .rule = $0.expected.decision { isExperiment($0) && $0.expected.reason == "SPLIT" } else { false } }),
-            ("rollout boundary r - 1", { $0.expected.bucket.map { $0 + 1 } == $0.file.flagSet.flag($0.flagKey)?.pluginSwitch?.rollout.basisPoints.asInt }),
-            ("rollout boundary r", { $0.expected.bucket == $0.file.flagSet.flag($0.flagKey)?.pluginSwitch?.rollout.basisPoints.asInt }),
+            (
+                "experiment, flag weights",
+                { isExperiment($0) && $0.expected.reason == "SPLIT" && $0.expected.decision == .fallback }
+            ),
+            (
+                "experiment, rule weights",
+                {
+                    if case .rule = $0.expected.decision {
+                        isExperiment($0) && $0.expected.reason == "SPLIT"
+                    } else {
+                        false
+                    }
+                }
+            ),
+            (
+                "rollout boundary r - 1",
+                {
+                    $0.expected.bucket.map { $0 + 1 }
+                        == $0.file.flagSet.flag($0.flagKey)?.pluginSwitch?.rollout.basisPoints.asInt
+                }
+            ),
+            (
+                "rollout boundary r",
+                { $0.expected.bucket == $0.file.flagSet.flag($0.flagKey)?.pluginSwitch?.rollout.basisPoints.asInt }
+            ),
         ]
         for (row, isCovered) in rows {
             #expect(cases.contains(where: isCovered), "no evaluation case covers: \(row)")

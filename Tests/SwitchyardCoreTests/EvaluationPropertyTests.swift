@@ -5,7 +5,8 @@ import Testing
 /// Properties of evaluation over many seeded random units, contexts and flag sets.
 struct EvaluationPropertyTests {
     static func snapshot(_ flags: [FlagDefinition], kills: [KillSwitch] = []) -> CompiledSnapshot {
-        CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: FlagSet(namespace: "p", killSwitches: kills, flags: flags)))
+        CompiledSnapshot(
+            Snapshot(epoch: "e", version: 1, flagSet: FlagSet(namespace: "p", killSwitches: kills, flags: flags)))
     }
 
     static func units(_ count: Int, seed: UInt64) -> [String] {
@@ -21,8 +22,10 @@ struct EvaluationPropertyTests {
             let key = "plugin_switch_feed_promos"
             let snapshots = rollouts.map { basisPoints in
                 let rollout = Rollout(basisPoints: basisPoints)!
-                let gate = throughARule
-                    ? PluginSwitchDefinition(rules: [SwitchRule(conditions: Conditions(cities: ["lagos"]), rollout: rollout)], rollout: .off)
+                let gate =
+                    throughARule
+                    ? PluginSwitchDefinition(
+                        rules: [SwitchRule(conditions: Conditions(cities: ["lagos"]), rollout: rollout)], rollout: .off)
                     : PluginSwitchDefinition(rollout: rollout)
                 return Self.snapshot([FlagDefinition(key: key, kind: .pluginSwitch(gate))])
             }
@@ -31,8 +34,11 @@ struct EvaluationPropertyTests {
             for unit in Self.units(5_000, seed: 1) {
                 var wasOn = false
                 for (index, compiled) in snapshots.enumerated() {
-                    let isOn = compiled.evaluator(for: EvaluationContext(unitId: unit, city: "lagos")).isEnabled(handles[index])
-                    if wasOn && !isOn { Issue.record("\(unit) was on at \(rollouts[index - 1]) and off at \(rollouts[index])") }
+                    let isOn = compiled.evaluator(for: EvaluationContext(unitId: unit, city: "lagos")).isEnabled(
+                        handles[index])
+                    if wasOn && !isOn {
+                        Issue.record("\(unit) was on at \(rollouts[index - 1]) and off at \(rollouts[index])")
+                    }
                     wasOn = isOn
                     if isOn { onCounts[index] += 1 }
                 }
@@ -48,7 +54,9 @@ struct EvaluationPropertyTests {
         await onOwnThread {
             let rollouts = [7, 110, 500, 1_234, 3_333, 5_000, 9_000, 9_999]
             let flags = rollouts.map { basisPoints in
-                FlagDefinition(key: "plugin_switch_share_\(basisPoints)", kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: basisPoints)!)))
+                FlagDefinition(
+                    key: "plugin_switch_share_\(basisPoints)",
+                    kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: basisPoints)!)))
             }
             let compiled = Self.snapshot(flags)
             let handles = flags.map { compiled.handle(for: $0.key)! }
@@ -61,7 +69,9 @@ struct EvaluationPropertyTests {
             for (index, basisPoints) in rollouts.enumerated() {
                 let sharePercent = Double(onCounts[index]) * 100 / Double(units.count)
                 let expectedPercent = Double(basisPoints) / 100
-                #expect(abs(sharePercent - expectedPercent) <= 1, "rollout \(expectedPercent) %: \(sharePercent) % of units on")
+                #expect(
+                    abs(sharePercent - expectedPercent) <= 1,
+                    "rollout \(expectedPercent) %: \(sharePercent) % of units on")
             }
         }
     }
@@ -74,8 +84,9 @@ struct EvaluationPropertyTests {
     func variantSharesFollowTheWeights(_ weights: [Int]) async {
         await onOwnThread {
             let variants = weights.indices.map { Variant(key: "v\($0)", value: .integer(Int64($0))) }
-            let experiment = Experiment(valueType: .integer, variants: variants, defaultVariant: "v0",
-                                        weights: Dictionary(uniqueKeysWithValues: weights.enumerated().map { ("v\($0)", UInt32($1)) }))
+            let experiment = Experiment(
+                valueType: .integer, variants: variants, defaultVariant: "v0",
+                weights: Dictionary(uniqueKeysWithValues: weights.enumerated().map { ("v\($0)", UInt32($1)) }))
             let compiled = Self.snapshot([FlagDefinition(key: "checkout_button_color", kind: .experiment(experiment))])
             let handle = compiled.handle(for: "checkout_button_color")!
             let units = Self.units(40_000, seed: 3)
@@ -87,7 +98,9 @@ struct EvaluationPropertyTests {
             let total = Double(weights.reduce(0, +))
             for (index, weight) in weights.enumerated() {
                 let share = Double(counts[index]) / Double(units.count)
-                #expect(abs(share - Double(weight) / total) <= 0.015, "variant \(index) weight \(weight)/\(Int(total)): share \(share)")
+                #expect(
+                    abs(share - Double(weight) / total) <= 0.015,
+                    "variant \(index) weight \(weight)/\(Int(total)): share \(share)")
                 if weight == 0 { #expect(counts[index] == 0, "a variant of weight 0 is never served") }
             }
         }
@@ -142,13 +155,17 @@ struct EvaluationPropertyTests {
                         let handle = compiled.handle(for: flag.key)!
                         let evaluation = askedAsSwitch ? evaluator.evaluateSwitch(handle) : evaluator.evaluate(handle)
                         let details = evaluator.details(for: handle, evaluation: evaluation)
-                        let actual = Outcome(value: details.value, variant: details.variant, reason: evaluation.reason,
-                                             errorCode: evaluation.errorCode,
-                                             decision: DecisionStep(evaluation.decision, in: flagSet), bucket: evaluation.bucket)
-                        let expected = reference.outcome(flagKey: flag.key, context: context, askedAsSwitch: askedAsSwitch)
+                        let actual = Outcome(
+                            value: details.value, variant: details.variant, reason: evaluation.reason,
+                            errorCode: evaluation.errorCode,
+                            decision: DecisionStep(evaluation.decision, in: flagSet), bucket: evaluation.bucket)
+                        let expected = reference.outcome(
+                            flagKey: flag.key, context: context, askedAsSwitch: askedAsSwitch)
                         if actual != expected && disagreements < 5 {
                             disagreements += 1
-                            Issue.record("seed \(seed), \(flag.key)\(askedAsSwitch ? " as a switch" : "") in \(context): compiled \(actual), reference \(expected)")
+                            Issue.record(
+                                "seed \(seed), \(flag.key)\(askedAsSwitch ? " as a switch" : "") in \(context): compiled \(actual), reference \(expected)"
+                            )
                         }
                     }
                 }
@@ -168,23 +185,27 @@ struct EvaluationPropertyTests {
                     let context = random.context()
                     for flag in flagSet.flags {
                         let outcome = reference.outcome(flagKey: flag.key, context: context)
-                        let step = switch outcome.decision {
-                        case .kill(let key, _): key == "master" ? "master kill" : "group kill"
-                        case .disabled: "disabled"
-                        case .disabledScope: "disabled scope"
-                        case .rule: "rule"
-                        case .fallback: "fallback"
-                        case .notFound: "not found"
-                        case .typeMismatch: "type mismatch"
-                        }
+                        let step =
+                            switch outcome.decision {
+                            case .kill(let key, _): key == "master" ? "master kill" : "group kill"
+                            case .disabled: "disabled"
+                            case .disabledScope: "disabled scope"
+                            case .rule: "rule"
+                            case .fallback: "fallback"
+                            case .notFound: "not found"
+                            case .typeMismatch: "type mismatch"
+                            }
                         reached.insert("\(step) \(outcome.reason)")
                     }
                 }
             }
-            let wanted = ["master kill DISABLED", "group kill DISABLED", "disabled DISABLED", "disabled scope DISABLED",
-                          "rule TARGETING_MATCH", "rule SPLIT", "rule ERROR", "fallback DEFAULT", "fallback STATIC",
-                          "fallback SPLIT", "fallback ERROR", "fallback TARGETING_MATCH"]
-            #expect(Set(wanted).subtracting(reached).isEmpty, "not reached: \(Set(wanted).subtracting(reached).sorted())")
+            let wanted = [
+                "master kill DISABLED", "group kill DISABLED", "disabled DISABLED", "disabled scope DISABLED",
+                "rule TARGETING_MATCH", "rule SPLIT", "rule ERROR", "fallback DEFAULT", "fallback STATIC",
+                "fallback SPLIT", "fallback ERROR", "fallback TARGETING_MATCH",
+            ]
+            #expect(
+                Set(wanted).subtracting(reached).isEmpty, "not reached: \(Set(wanted).subtracting(reached).sorted())")
         }
     }
 }

@@ -14,43 +14,66 @@ struct FlagSetValidationTests {
     }
 
     @Test(arguments: [
-        (#"{"namespace": "n", "flags": {"plugin_switch_a": {"rollot": 50}}}"#, "flags.plugin_switch_a.rollot: unknown field; did you mean 'rollout'?"),
-        (#"{"namespace": "n", "flags": {"plugin_switch_a": {"rules": [{"citys": ["x"], "rollout": 1}]}}}"#, "flags.plugin_switch_a.rules[0].citys: unknown field; did you mean 'cities'?"),
+        (
+            #"{"namespace": "n", "flags": {"plugin_switch_a": {"rollot": 50}}}"#,
+            "flags.plugin_switch_a.rollot: unknown field; did you mean 'rollout'?"
+        ),
+        (
+            #"{"namespace": "n", "flags": {"plugin_switch_a": {"rules": [{"citys": ["x"], "rollout": 1}]}}}"#,
+            "flags.plugin_switch_a.rules[0].citys: unknown field; did you mean 'cities'?"
+        ),
         (#"{"namespace": "n", "plugin_point": []}"#, "plugin_point: unknown field; did you mean 'plugin_points'?"),
-        (#"{"namespace": "n", "flags": {"plugin_switch_a": {"disabled_scope": [{"cities": ["x"]}]}}}"#, "flags.plugin_switch_a.disabled_scope: unknown field; did you mean 'disabled_scopes'?"),
-        (#"{"namespace": "n", "kill_switches": {"master": {"entries": [{"citties": ["x"]}]}}}"#, "kill_switches.master.entries[0].citties: unknown field; did you mean 'cities'?"),
-        (#"{"namespace": "n", "flags": {"plugin_switch_a": {"rules": [{"app_version_atleast": "5.0.0", "rollout": 1}]}}}"#, "flags.plugin_switch_a.rules[0].app_version_atleast: unknown field; did you mean 'app_version_at_least'?"),
-        (#"{"namespace": "n", "flags": {"plugin_switch_a": {"zzzzzzzzzz": 1}}}"#, "flags.plugin_switch_a.zzzzzzzzzz: unknown field"),
+        (
+            #"{"namespace": "n", "flags": {"plugin_switch_a": {"disabled_scope": [{"cities": ["x"]}]}}}"#,
+            "flags.plugin_switch_a.disabled_scope: unknown field; did you mean 'disabled_scopes'?"
+        ),
+        (
+            #"{"namespace": "n", "kill_switches": {"master": {"entries": [{"citties": ["x"]}]}}}"#,
+            "kill_switches.master.entries[0].citties: unknown field; did you mean 'cities'?"
+        ),
+        (
+            #"{"namespace": "n", "flags": {"plugin_switch_a": {"rules": [{"app_version_atleast": "5.0.0", "rollout": 1}]}}}"#,
+            "flags.plugin_switch_a.rules[0].app_version_atleast: unknown field; did you mean 'app_version_at_least'?"
+        ),
+        (
+            #"{"namespace": "n", "flags": {"plugin_switch_a": {"zzzzzzzzzz": 1}}}"#,
+            "flags.plugin_switch_a.zzzzzzzzzz: unknown field"
+        ),
     ])
     func unknownFieldsAreReportedWithTheNearestKnownName(_ json: String, _ problem: String) throws {
         #expect(try Self.problems(json) == [problem])
     }
 
     @Test func experimentsReportUnknownFieldsToo() throws {
-        let problems = try Self.problems(#"""
+        let problems = try Self.problems(
+            #"""
             {"namespace": "n", "flags": {"exp": {"type": "experiment", "value_type": "string",
               "variants": [{"key": "a", "value": "a", "weight": 1}], "default_variant": "a", "weights": {"a": 1},
               "wieghts": {"a": 1}, "rules": [{"cohort": ["x"], "weights": {"a": 1}}]}}}
             """#)
-        #expect(problems == [
-            "flags.exp.variants[0].weight: unknown field",
-            "flags.exp.rules[0].cohort: unknown field; did you mean 'cohorts'?",
-            "flags.exp.wieghts: unknown field; did you mean 'weights'?",
-        ])
+        #expect(
+            problems == [
+                "flags.exp.variants[0].weight: unknown field",
+                "flags.exp.rules[0].cohort: unknown field; did you mean 'cohorts'?",
+                "flags.exp.wieghts: unknown field; did you mean 'weights'?",
+            ])
         // An experiment that cannot be read (its value type is wrong) still has its unknown fields reported.
-        let unreadable = try Self.problems(#"""
+        let unreadable = try Self.problems(
+            #"""
             {"namespace": "n", "flags": {"exp": {"type": "experiment", "value_type": "text",
               "variants": [{"key": "a", "value": "a"}], "default_variant": "a", "weights": {"a": 1}, "wieghts": {}}}}
             """#)
-        #expect(unreadable == [
-            "flags.exp.value_type: 'text' is not a value type (boolean, string, integer, float or object)",
-            "flags.exp.wieghts: unknown field; did you mean 'weights'?",
-        ])
+        #expect(
+            unreadable == [
+                "flags.exp.value_type: 'text' is not a value type (boolean, string, integer, float or object)",
+                "flags.exp.wieghts: unknown field; did you mean 'weights'?",
+            ])
     }
 
     /// Problems in a document are all reported, in one error, each with the file, the path and the rule.
     @Test func everyProblemIsReportedAtOnce() throws {
-        let problems = try Self.problems(#"""
+        let problems = try Self.problems(
+            #"""
             {"namespace": "rider", "flags": {
               "plugin_switch_feed_promos": {"rollout": 120, "rules": [
                 {"cities": ["lagos"], "rollout": 10},
@@ -61,22 +84,24 @@ struct FlagSetValidationTests {
               "exp": {"type": "experiment", "value_type": "strnig", "variants": [], "weights": {}}
             }}
             """#, unit: .percent, file: "Flags/rider.yaml")
-        #expect(problems == [
-            "Flags/rider.yaml: flags.plugin_switch_feed_promos.rules[1].cities: must not be empty (leave the field out instead)",
-            "Flags/rider.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 100.5 is not between 0 and 100",
-            "Flags/rider.yaml: flags.plugin_switch_feed_promos.rules[2].cohorts[1]: 'beta' is listed twice",
-            "Flags/rider.yaml: flags.plugin_switch_feed_promos.rules[2].app_version_below: 5.0.0 must be above app_version_at_least 6.0.0, or no version can match",
-            "Flags/rider.yaml: flags.plugin_switch_feed_promos.rollout: 120 is not between 0 and 100",
-            "Flags/rider.yaml: flags.plugin_switch_map.disabled: must be true or false, not a string",
-            "Flags/rider.yaml: flags.plugin_switch_map.disabled_scopes[0]: a scoped disable must name cities or cohorts (use disabled: true to disable everywhere)",
-            "Flags/rider.yaml: flags.exp.value_type: 'strnig' is not a value type (boolean, string, integer, float or object)",
-            "Flags/rider.yaml: flags.exp.variants: must list at least one variant",
-            "Flags/rider.yaml: flags.exp.default_variant: is required",
-        ])
+        #expect(
+            problems == [
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.rules[1].cities: must not be empty (leave the field out instead)",
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 100.5 is not between 0 and 100",
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.rules[2].cohorts[1]: 'beta' is listed twice",
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.rules[2].app_version_below: 5.0.0 must be above app_version_at_least 6.0.0, or no version can match",
+                "Flags/rider.yaml: flags.plugin_switch_feed_promos.rollout: 120 is not between 0 and 100",
+                "Flags/rider.yaml: flags.plugin_switch_map.disabled: must be true or false, not a string",
+                "Flags/rider.yaml: flags.plugin_switch_map.disabled_scopes[0]: a scoped disable must name cities or cohorts (use disabled: true to disable everywhere)",
+                "Flags/rider.yaml: flags.exp.value_type: 'strnig' is not a value type (boolean, string, integer, float or object)",
+                "Flags/rider.yaml: flags.exp.variants: must list at least one variant",
+                "Flags/rider.yaml: flags.exp.default_variant: is required",
+            ])
     }
 
     @Test func crossReferencesAreValidated() throws {
-        let problems = try Self.problems(#"""
+        let problems = try Self.problems(
+            #"""
             {"namespace": "n",
              "plugin_points": [
                {"name": "feed", "kill_switch": "kill_nothing", "switches": ["plugin_switch_a", "plugin_switch_ghost", "exp"]},
@@ -117,40 +142,48 @@ struct FlagSetValidationTests {
     }
 
     @Test func namesAndValuesFollowTheirRules() throws {
-        let problems = try Self.problems(#"""
+        let problems = try Self.problems(
+            #"""
             {"namespace": "has space", "flags": {
               "plugin_switch_bad key": {"rollout": 1},
               "plugin_switch_ok": {"rules": [{"cities": ["la\u0000gos", ""], "units": [7], "app_version_at_least": "five", "rollout": 1}]},
               "exp": {"type": "experiment", "value_type": "float", "variants": [{"key": "a", "value": "1.0"}, {"key": "b", "value": 1}, {"key": "b", "value": 2.5}], "default_variant": "a", "weights": {"a": 1, "b": -1}}
             }}
             """#)
-        #expect(problems == [
-            "namespace: 'has space' may only contain letters, digits, '.', '_' and '-'",
-            "flags.plugin_switch_bad key: 'plugin_switch_bad key' may only contain letters, digits, '.', '_' and '-'",
-            "flags.plugin_switch_ok.rules[0].cities[0]: 'la\u{0}gos' may only contain printable characters",
-            "flags.plugin_switch_ok.rules[0].cities[1]: a value must not be empty",
-            "flags.plugin_switch_ok.rules[0].units[0]: must be a string, not an integer",
-            "flags.plugin_switch_ok.rules[0].app_version_at_least: 'five' is not a semantic version (e.g. 5.12.0)",
-            "flags.exp.variants[0].value: \"1.0\" is not a valid float value",
-            "flags.exp.variants[2].key: variant 'b' is declared twice",
-            "flags.exp.weights.b: -1 is not between 0 and 1000000",
-        ])
+        #expect(
+            problems == [
+                "namespace: 'has space' may only contain letters, digits, '.', '_' and '-'",
+                "flags.plugin_switch_bad key: 'plugin_switch_bad key' may only contain letters, digits, '.', '_' and '-'",
+                "flags.plugin_switch_ok.rules[0].cities[0]: 'la\u{0}gos' may only contain printable characters",
+                "flags.plugin_switch_ok.rules[0].cities[1]: a value must not be empty",
+                "flags.plugin_switch_ok.rules[0].units[0]: must be a string, not an integer",
+                "flags.plugin_switch_ok.rules[0].app_version_at_least: 'five' is not a semantic version (e.g. 5.12.0)",
+                "flags.exp.variants[0].value: \"1.0\" is not a valid float value",
+                "flags.exp.variants[2].key: variant 'b' is declared twice",
+                "flags.exp.weights.b: -1 is not between 0 and 1000000",
+            ])
     }
 
     @Test func anIntegerLiteralIsAcceptedForAFloatAndStaysAFloat() throws {
-        let flagSet = try FlagSet(tree: JSONValue.parse(#"""
-            {"namespace": "n", "flags": {"exp": {"type": "experiment", "value_type": "float",
-              "variants": [{"key": "a", "value": 1}], "default_variant": "a", "weights": {"a": 1}}}}
-            """#), unit: .basisPoints)
+        let flagSet = try FlagSet(
+            tree: JSONValue.parse(
+                #"""
+                {"namespace": "n", "flags": {"exp": {"type": "experiment", "value_type": "float",
+                  "variants": [{"key": "a", "value": 1}], "default_variant": "a", "weights": {"a": 1}}}}
+                """#), unit: .basisPoints)
         #expect(flagSet.flag("exp")?.experiment?.variants[0].value == .float(1))
         #expect(JSONValue.object(flagSet.tree(unit: .basisPoints)).serializedString().contains("\"value\":1.0"))
     }
 
     @Test func problemsNameThePathAsTheLiteralForm() throws {
         let path: FieldPath = "flags.plugin_switch_feed_promos.rules[1].rollout"
-        #expect(path.components == [.key("flags"), .key("plugin_switch_feed_promos"), .key("rules"), .index(1), .key("rollout")])
+        #expect(
+            path.components == [
+                .key("flags"), .key("plugin_switch_feed_promos"), .key("rules"), .index(1), .key("rollout"),
+            ])
         #expect(path.description == "flags.plugin_switch_feed_promos.rules[1].rollout")
-        #expect(ValidationProblem(file: "Flags/rider.yaml", path: path, message: "120 is not between 0 and 100").description
+        #expect(
+            ValidationProblem(file: "Flags/rider.yaml", path: path, message: "120 is not between 0 and 100").description
                 == "Flags/rider.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is not between 0 and 100")
         #expect(ValidationProblem(path: .root, message: "is not a flag set").description == "is not a flag set")
     }
@@ -167,7 +200,8 @@ struct FlagSetValidationTests {
         #expect(written == flagSet)
         #expect(flagSet.members(of: "kill_feed") == ["plugin_switch_feed_promos", "plugin_switch_feed_weather"])
         #expect(flagSet.members(of: "kill_growth") == ["plugin_switch_feed_promos", "checkout_button_color"])
-        #expect(flagSet.killSwitchKeys(covering: "plugin_switch_feed_promos") == ["master", "kill_feed", "kill_growth"])
+        #expect(
+            flagSet.killSwitchKeys(covering: "plugin_switch_feed_promos") == ["master", "kill_feed", "kill_growth"])
         #expect(flagSet.killSwitchKeys(covering: "checkout_button_color") == ["master", "kill_growth"])
     }
 
@@ -175,19 +209,49 @@ struct FlagSetValidationTests {
 
     @Test(arguments: [
         (#"{"kind": "value"}"#, "metrics.m.cap: is required for a value metric (the most one unit's sum counts for)"),
-        (#"{"kind": "value", "cap": -0.5}"#, "metrics.m.cap: -0.5 must be above 0 (the most one unit's sum counts for)"),
-        (#"{"kind": "count", "cap": 0.5}"#, "metrics.m.cap: 0.5 must be a whole number of at least 1 (the most occurrences one unit counts for)"),
-        (#"{"kind": "conversion", "cap": 1}"#, "metrics.m.cap: a conversion metric takes no cap (a unit converts or not: 0 or 1)"),
-        (#"{"kind": "ratio", "numerator": "sessions", "denominator": "crashed_sessions", "cap": 2}"#, "metrics.m.cap: a ratio metric takes no cap (cap its numerator and denominator)"),
-        (#"{"kind": "ratio", "denominator": "sessions"}"#, "metrics.m.numerator: is required for a ratio metric (name a declared or built-in metric that is not a ratio)"),
-        (#"{"kind": "ratio", "numerator": "crash_rate", "denominator": "sessions"}"#, "metrics.m.numerator: 'crash_rate' is a ratio metric; a ratio's parts must be conversion, count or value metrics"),
-        (#"{"kind": "ratio", "numerator": "m", "denominator": "sessions"}"#, "metrics.m.numerator: 'm' is this metric; name another metric"),
-        (#"{"kind": "ratio", "numerator": "trips", "denominator": "sessions"}"#, "metrics.m.numerator: 'trips' is not a metric of this namespace (declared or built in: sessions, crashed_sessions)"),
-        (#"{"kind": "count", "numerator": "sessions"}"#, "metrics.m.numerator: only a ratio metric has a numerator (this one is a count metric)"),
+        (
+            #"{"kind": "value", "cap": -0.5}"#,
+            "metrics.m.cap: -0.5 must be above 0 (the most one unit's sum counts for)"
+        ),
+        (
+            #"{"kind": "count", "cap": 0.5}"#,
+            "metrics.m.cap: 0.5 must be a whole number of at least 1 (the most occurrences one unit counts for)"
+        ),
+        (
+            #"{"kind": "conversion", "cap": 1}"#,
+            "metrics.m.cap: a conversion metric takes no cap (a unit converts or not: 0 or 1)"
+        ),
+        (
+            #"{"kind": "ratio", "numerator": "sessions", "denominator": "crashed_sessions", "cap": 2}"#,
+            "metrics.m.cap: a ratio metric takes no cap (cap its numerator and denominator)"
+        ),
+        (
+            #"{"kind": "ratio", "denominator": "sessions"}"#,
+            "metrics.m.numerator: is required for a ratio metric (name a declared or built-in metric that is not a ratio)"
+        ),
+        (
+            #"{"kind": "ratio", "numerator": "crash_rate", "denominator": "sessions"}"#,
+            "metrics.m.numerator: 'crash_rate' is a ratio metric; a ratio's parts must be conversion, count or value metrics"
+        ),
+        (
+            #"{"kind": "ratio", "numerator": "m", "denominator": "sessions"}"#,
+            "metrics.m.numerator: 'm' is this metric; name another metric"
+        ),
+        (
+            #"{"kind": "ratio", "numerator": "trips", "denominator": "sessions"}"#,
+            "metrics.m.numerator: 'trips' is not a metric of this namespace (declared or built in: sessions, crashed_sessions)"
+        ),
+        (
+            #"{"kind": "count", "numerator": "sessions"}"#,
+            "metrics.m.numerator: only a ratio metric has a numerator (this one is a count metric)"
+        ),
         (#"{"kind": "gauge"}"#, "metrics.m.kind: 'gauge' is not a metric kind (conversion, count, value or ratio)"),
         (#"{"kind": "count", "better": "more"}"#, "metrics.m.better: 'more' is not higher or lower"),
         (#"{"kind": "value", "cap": "200"}"#, "metrics.m.cap: must be a number, not a string"),
-        (#"{"kind": "count", "numerator": "bad key"}"#, "metrics.m.numerator: 'bad key' may only contain letters, digits, '.', '_' and '-'"),
+        (
+            #"{"kind": "count", "numerator": "bad key"}"#,
+            "metrics.m.numerator: 'bad key' may only contain letters, digits, '.', '_' and '-'"
+        ),
         (#"{"description": "no kind"}"#, "metrics.m.kind: is required"),
         (#"{"kind": "count", "capp": 2}"#, "metrics.m.capp: unknown field; did you mean 'cap'?"),
     ])
@@ -196,36 +260,45 @@ struct FlagSetValidationTests {
     }
 
     @Test func aRatioOfDeclaredAndBuiltInMetricsIsValid() throws {
-        let flagSet = try FlagSet(tree: JSONValue.parse(#"""
-            {"namespace": "n", "metrics": {
-              "fare": {"kind": "value", "cap": 200.5},
-              "per_session": {"kind": "ratio", "numerator": "fare", "denominator": "sessions", "better": "lower"},
-              "booked": {"kind": "conversion", "owner": "team-rider", "description": "Booked a trip."}}}
-            """#), unit: .basisPoints)
+        let flagSet = try FlagSet(
+            tree: JSONValue.parse(
+                #"""
+                {"namespace": "n", "metrics": {
+                  "fare": {"kind": "value", "cap": 200.5},
+                  "per_session": {"kind": "ratio", "numerator": "fare", "denominator": "sessions", "better": "lower"},
+                  "booked": {"kind": "conversion", "owner": "team-rider", "description": "Booked a trip."}}}
+                """#), unit: .basisPoints)
         #expect(flagSet.metrics.map(\.name) == ["fare", "per_session", "booked"])
-        #expect(flagSet.metric("per_session") == MetricDefinition(name: "per_session", kind: .ratio, better: .lower,
-                                                                  numerator: "fare", denominator: "sessions"))
+        #expect(
+            flagSet.metric("per_session")
+                == MetricDefinition(
+                    name: "per_session", kind: .ratio, better: .lower,
+                    numerator: "fare", denominator: "sessions"))
         #expect(flagSet.metric("crash_rate")?.numerator == MetricDefinition.crashedSessions)
         #expect(flagSet.allMetrics.count == 6)
         #expect(try FlagSet(tree: .object(flagSet.tree(unit: .basisPoints)), unit: .basisPoints) == flagSet)
     }
 
     @Test func validateChecksMetricsBuiltInCode() {
-        var flagSet = FlagSet(namespace: "n", metrics: [
-            MetricDefinition(name: "fare", kind: .value, cap: 10),
-            MetricDefinition(name: "fare", kind: .count),
-            MetricDefinition(name: "sessions", kind: .count),
-            MetricDefinition(name: "infinite", kind: .value, cap: .infinity),
-        ])
-        #expect(flagSet.validate().map(\.description) == [
-            "metrics.fare: 'fare' is declared twice",
-            "metrics.sessions: 'sessions' is a built-in metric (sessions, crashed_sessions, crash_rate); every namespace has it, so it may not be declared",
-            "metrics.infinite.cap: inf is not a finite number",
-        ])
+        var flagSet = FlagSet(
+            namespace: "n",
+            metrics: [
+                MetricDefinition(name: "fare", kind: .value, cap: 10),
+                MetricDefinition(name: "fare", kind: .count),
+                MetricDefinition(name: "sessions", kind: .count),
+                MetricDefinition(name: "infinite", kind: .value, cap: .infinity),
+            ])
+        #expect(
+            flagSet.validate().map(\.description) == [
+                "metrics.fare: 'fare' is declared twice",
+                "metrics.sessions: 'sessions' is a built-in metric (sessions, crashed_sessions, crash_rate); every namespace has it, so it may not be declared",
+                "metrics.infinite.cap: inf is not a finite number",
+            ])
         flagSet.metrics = (1...65).map { MetricDefinition(name: "m\($0)", kind: .conversion) }
-        #expect(flagSet.validate().map(\.description) == [
-            "metrics: declares 65 metrics; a namespace may declare at most 64 (the built-in ones apart)",
-        ])
+        #expect(
+            flagSet.validate().map(\.description) == [
+                "metrics: declares 65 metrics; a namespace may declare at most 64 (the built-in ones apart)"
+            ])
         flagSet.metrics.removeLast()
         #expect(flagSet.validate().isEmpty)
     }

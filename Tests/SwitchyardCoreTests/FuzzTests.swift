@@ -46,7 +46,9 @@ struct FuzzTests {
             var outcomes = (decoded: 0, refused: 0)
             for _ in 0..<80 {
                 var mutated = tree
-                for _ in 0..<Int.random(in: 1...3, using: &generator) { mutated = Self.mutate(mutated, using: &generator) }
+                for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                    mutated = Self.mutate(mutated, using: &generator)
+                }
                 do {
                     let snapshot = try SnapshotDocument.decode(Samples.signed(mutated))
                     outcomes.decoded += 1
@@ -64,15 +66,40 @@ struct FuzzTests {
     @Test func compilingAnInvalidFlagSetNeverTraps() {
         let broken = FlagSet(
             namespace: "",
-            pluginPoints: [PluginPointDefinition(name: "p", killSwitch: "missing", switches: ["nothing", "plugin_switch_a", "plugin_switch_a"])],
-            killSwitches: [KillSwitch(key: "master", members: ["x"], entries: [Scope(cities: ["lagos"])]),
-                           KillSwitch(key: "kill_dup", members: ["plugin_switch_a", "empty"], entries: []),
-                           KillSwitch(key: "kill_dup", members: ["plugin_switch_a"], entries: [Scope(cohorts: ["beta"])])],
+            pluginPoints: [
+                PluginPointDefinition(
+                    name: "p", killSwitch: "missing", switches: ["nothing", "plugin_switch_a", "plugin_switch_a"])
+            ],
+            killSwitches: [
+                KillSwitch(key: "master", members: ["x"], entries: [Scope(cities: ["lagos"])]),
+                KillSwitch(key: "kill_dup", members: ["plugin_switch_a", "empty"], entries: []),
+                KillSwitch(key: "kill_dup", members: ["plugin_switch_a"], entries: [Scope(cohorts: ["beta"])]),
+            ],
             flags: [
-                FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition(rules: [SwitchRule(conditions: Conditions(appVersionAtLeast: SemanticVersion("9.0.0"), appVersionBelow: SemanticVersion("1.0.0")), rollout: .full)], rollout: Rollout(basisPoints: 1)!))),
+                FlagDefinition(
+                    key: "plugin_switch_a",
+                    kind: .pluginSwitch(
+                        PluginSwitchDefinition(
+                            rules: [
+                                SwitchRule(
+                                    conditions: Conditions(
+                                        appVersionAtLeast: SemanticVersion("9.0.0"),
+                                        appVersionBelow: SemanticVersion("1.0.0")), rollout: .full)
+                            ], rollout: Rollout(basisPoints: 1)!))),
                 FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full))),
-                FlagDefinition(key: "empty", kind: .experiment(Experiment(valueType: .string, variants: [], defaultVariant: "none", weights: [:]))),
-                FlagDefinition(key: "weightless", kind: .experiment(Experiment(valueType: .integer, variants: [Variant(key: "a", value: .integer(1)), Variant(key: "b", value: .string("wrong type"))], defaultVariant: "missing", weights: ["zzz": 5], rules: [ExperimentRule(conditions: Conditions(), weights: [:])]))),
+                FlagDefinition(
+                    key: "empty",
+                    kind: .experiment(
+                        Experiment(valueType: .string, variants: [], defaultVariant: "none", weights: [:]))),
+                FlagDefinition(
+                    key: "weightless",
+                    kind: .experiment(
+                        Experiment(
+                            valueType: .integer,
+                            variants: [
+                                Variant(key: "a", value: .integer(1)), Variant(key: "b", value: .string("wrong type")),
+                            ], defaultVariant: "missing", weights: ["zzz": 5],
+                            rules: [ExperimentRule(conditions: Conditions(), weights: [:])]))),
             ])
         #expect(!broken.validate().isEmpty)
         var generator = SeededGenerator(seed: 5)
@@ -99,7 +126,8 @@ struct FuzzTests {
 
     static func mutate(_ bytes: [UInt8], using generator: inout SeededGenerator) -> [UInt8] {
         var bytes = bytes
-        let interesting: [UInt8] = Array("{}[]\",:\\0123456789-.eE tfn".utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xED, 0xF0, 0xFF]
+        let interesting: [UInt8] =
+            Array("{}[]\",:\\0123456789-.eE tfn".utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xED, 0xF0, 0xFF]
         for _ in 0..<Int.random(in: 1...4, using: &generator) {
             guard !bytes.isEmpty else { return interesting.shuffled(using: &generator) }
             let position = Int.random(in: 0..<bytes.count, using: &generator)
@@ -107,7 +135,8 @@ struct FuzzTests {
             case 0: bytes[position] ^= UInt8(1) << UInt8.random(in: 0...7, using: &generator)
             case 1: bytes[position] = interesting.randomElement(using: &generator)!
             case 2: bytes.insert(interesting.randomElement(using: &generator)!, at: position)
-            case 3: bytes.removeSubrange(position..<min(bytes.count, position + Int.random(in: 1...16, using: &generator)))
+            case 3:
+                bytes.removeSubrange(position..<min(bytes.count, position + Int.random(in: 1...16, using: &generator)))
             case 4:
                 let end = min(bytes.count, position + Int.random(in: 1...32, using: &generator))
                 bytes.insert(contentsOf: bytes[position..<end], at: Int.random(in: 0...bytes.count, using: &generator))
@@ -120,7 +149,8 @@ struct FuzzTests {
     /// Replaces, removes or renames one node of a tree.
     static func mutate(_ tree: JSONValue, using generator: inout SeededGenerator) -> JSONValue {
         let replacements: [JSONValue] = [
-            .null, .bool(true), .int(-1), .int(0), .int(10_001), .int64(.max), .int64(.min), .double(1e300), .double(0.5),
+            .null, .bool(true), .int(-1), .int(0), .int(10_001), .int64(.max), .int64(.min), .double(1e300),
+            .double(0.5),
             .number(JSONNumber(uncheckedLiteral: "99999999999999999999")), .string(""), .string("master"),
             .string("plugin_switch_feed_promos"), .string("x y"), .string(String(repeating: "é", count: 300)),
             .array([]), .array([.string("lagos"), .string("lagos")]), .object(JSONObject()),

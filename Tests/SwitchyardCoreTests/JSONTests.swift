@@ -69,21 +69,23 @@ struct JSONParserTests {
         #expect(try JSONValue.parse(#""\ud83d\ude95""#) == .string("🚕"))
         #expect(try JSONValue.parse(#""\uD83D\uDE95""#) == .string("🚕"))
         #expect(try JSONValue.parse(#""\u00e9\u0000""#) == .string("é\u{0}"))
-        for text in [#""\ud83d""#, #""\ud83dx""#, #""\ud83d\ud83d""#, #""\ude95""#, #""\ud83d\u0041""#, #""\ud83d\n""#] {
+        for text in [#""\ud83d""#, #""\ud83dx""#, #""\ud83d\ud83d""#, #""\ude95""#, #""\ud83d\u0041""#, #""\ud83d\n""#]
+        {
             let error = try #require(Self.parseError(text), "\(text)")
             #expect(error.message.contains("surrogate") || error.message.contains("escape"), "\(text): \(error)")
         }
     }
 
-    @Test(arguments: [
-        [0x22, 0xC3, 0x28, 0x22],              // a lead byte followed by ASCII
-        [0x22, 0xC0, 0xAF, 0x22],              // overlong '/'
-        [0x22, 0xED, 0xA0, 0x80, 0x22],        // a UTF-16 surrogate encoded in UTF-8
-        [0x22, 0xF5, 0x80, 0x80, 0x80, 0x22],  // beyond U+10FFFF
-        [0x22, 0xFF, 0x22],
-        [0x22, 0xE6, 0x9D, 0x22],              // truncated three-byte sequence
-        [0x22, 0x80, 0x22],                    // a lone continuation byte
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [0x22, 0xC3, 0x28, 0x22],  // a lead byte followed by ASCII
+            [0x22, 0xC0, 0xAF, 0x22],  // overlong '/'
+            [0x22, 0xED, 0xA0, 0x80, 0x22],  // a UTF-16 surrogate encoded in UTF-8
+            [0x22, 0xF5, 0x80, 0x80, 0x80, 0x22],  // beyond U+10FFFF
+            [0x22, 0xFF, 0x22],
+            [0x22, 0xE6, 0x9D, 0x22],  // truncated three-byte sequence
+            [0x22, 0x80, 0x22],  // a lone continuation byte
+        ] as [[UInt8]])
     func invalidUTF8IsRefused(_ bytes: [UInt8]) throws {
         let error = try #require(Self.parseError(bytes: bytes))
         #expect(error.message == "invalid UTF-8 in string")
@@ -100,12 +102,16 @@ struct JSONParserTests {
         #expect(Self.parseError(text)?.message == "invalid number, leading zeros are not allowed")
     }
 
-    @Test(arguments: ["+1", ".5", "1.", "1e", "1e+", "-", "--1", "0x10", "NaN", "Infinity", "-Infinity", "1.0e", "1.e5", "- 1"])
+    @Test(arguments: [
+        "+1", ".5", "1.", "1e", "1e+", "-", "--1", "0x10", "NaN", "Infinity", "-Infinity", "1.0e", "1.e5", "- 1",
+    ])
     func malformedNumbersAreRefused(_ text: String) {
         #expect(Self.parseError(text) != nil, "\(text)")
     }
 
-    @Test(arguments: ["0", "-0", "0.5", "-0.0", "1e5", "1E+5", "1e-5", "123.456e-7", "9223372036854775807", "-9223372036854775808"])
+    @Test(arguments: [
+        "0", "-0", "0.5", "-0.0", "1e5", "1E+5", "1e-5", "123.456e-7", "9223372036854775807", "-9223372036854775808",
+    ])
     func validNumbersKeepTheirLiteral(_ text: String) throws {
         #expect(try JSONValue.parse(text) == .number(JSONNumber(uncheckedLiteral: text)))
     }
@@ -136,9 +142,12 @@ struct JSONParserTests {
 
     @Test(arguments: [
         ("", "the document is empty"), ("   \n\t ", "the document is empty"), ("tru", "unexpected end of input"),
-        ("nul", "unexpected end of input"), ("fals", "unexpected end of input"), ("trve", "invalid literal, expected 'true'"),
-        ("[1,]", "unexpected ']', expected a value"), ("{\"a\":1,}", "unexpected '}', expected a member name in quotes"),
-        ("{'a':1}", "unexpected ''', expected a member name in quotes"), ("{\"a\" 1}", "unexpected '1', expected ':' after member name"),
+        ("nul", "unexpected end of input"), ("fals", "unexpected end of input"),
+        ("trve", "invalid literal, expected 'true'"),
+        ("[1,]", "unexpected ']', expected a value"),
+        ("{\"a\":1,}", "unexpected '}', expected a member name in quotes"),
+        ("{'a':1}", "unexpected ''', expected a member name in quotes"),
+        ("{\"a\" 1}", "unexpected '1', expected ':' after member name"),
         ("[1 2]", "unexpected '2', expected ',' or ']'"), ("{\"a\":1 \"b\":2}", "unexpected '\"', expected ',' or '}'"),
         ("[", "unexpected end of input, expected a value"), ("{\"a\":", "unexpected end of input, expected a value"),
         ("/* comment */ 1", "unexpected '/', expected a value"),
@@ -167,7 +176,8 @@ struct JSONParserTests {
         let value = try JSONValue.parse(#"{"b": 1, "a": 2, "c": 3}"#)
         #expect(value.objectValue?.memberKeys == ["b", "a", "c"])
         #expect(value == (try JSONValue.parse(#"{"c": 3, "a": 2, "b": 1}"#)))
-        #expect(value != (try JSONValue.parse(#"{"c": 3, "a": 2, "b": 1.0}"#)), "1 and 1.0 differ: a float stays a float")
+        #expect(
+            value != (try JSONValue.parse(#"{"c": 3, "a": 2, "b": 1.0}"#)), "1 and 1.0 differ: a float stays a float")
     }
 }
 
@@ -198,8 +208,10 @@ struct JSONWriterTests {
     @Test func keysAreSortedByTheirUTF8Bytes() {
         // UTF-16 order would put the emoji (D83D) before U+FFFD; Swift's String order would put the decomposed
         // "e\u{301}" (0x65 0xCC 0x81) after "f" as it compares it like "é".
-        let object = JSONObject([("\u{FFFD}", .int(1)), ("😀", .int(2)), ("f", .int(3)), ("e\u{301}", .int(4)),
-                                 ("B", .int(5)), ("a", .int(6)), ("aa", .int(7)), ("", .int(8))])
+        let object = JSONObject([
+            ("\u{FFFD}", .int(1)), ("😀", .int(2)), ("f", .int(3)), ("e\u{301}", .int(4)),
+            ("B", .int(5)), ("a", .int(6)), ("aa", .int(7)), ("", .int(8)),
+        ])
         let written = JSONValue.object(object).serializedString()
         #expect(written == "{\"\":8,\"B\":5,\"a\":6,\"aa\":7,\"e\u{301}\":4,\"f\":3,\"\u{FFFD}\":1,\"😀\":2}")
         let unsorted = JSONValue.object(object).serializedString(JSONValue.WritingOptions(sortedKeys: false))
@@ -240,20 +252,30 @@ struct JSONWriterTests {
     }
 
     static func randomString(using generator: inout SeededGenerator) -> String {
-        let pool: [Character] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "e\u{301}", "東", "🚕", "\u{FFFD}", "\u{2028}"]
-        return String((0..<Int.random(in: 0...8, using: &generator)).map { _ in pool.randomElement(using: &generator)! })
+        let pool: [Character] = [
+            "a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "e\u{301}", "東", "🚕",
+            "\u{FFFD}", "\u{2028}",
+        ]
+        return String(
+            (0..<Int.random(in: 0...8, using: &generator)).map { _ in pool.randomElement(using: &generator)! })
     }
 
     static func randomValue(depth: Int, using generator: inout SeededGenerator) -> JSONValue {
         switch Int.random(in: 0..<(depth > 4 ? 5 : 7), using: &generator) {
         case 0: return .null
         case 1: return .bool(Bool.random(using: &generator))
-        case 2: return .int64(Int64.random(in: .min ... .max, using: &generator) >> UInt64.random(in: 0...63, using: &generator))
+        case 2:
+            return .int64(
+                Int64.random(in: .min ... .max, using: &generator) >> UInt64.random(in: 0...63, using: &generator))
         case 3:
             let value = Double(bitPattern: generator.next())
             return .double(value.isFinite ? value : Double.random(in: -1e6...1e6, using: &generator))
         case 4: return .string(randomString(using: &generator))
-        case 5: return .array((0..<Int.random(in: 0...4, using: &generator)).map { _ in randomValue(depth: depth + 1, using: &generator) })
+        case 5:
+            return .array(
+                (0..<Int.random(in: 0...4, using: &generator)).map { _ in
+                    randomValue(depth: depth + 1, using: &generator)
+                })
         default:
             var object = JSONObject()
             for _ in 0..<Int.random(in: 0...4, using: &generator) {

@@ -65,7 +65,8 @@ struct Murmur3Tests {
         let vectors = try Murmur3Vector.all()
         let lengths = Set(vectors.map(\.bytes.count))
         #expect(lengths.isSuperset(of: 0...16))
-        #expect(vectors.contains { $0.text != nil && $0.text!.unicodeScalars.contains { $0.value > 0xFFFF } }, "an emoji")
+        #expect(
+            vectors.contains { $0.text != nil && $0.text!.unicodeScalars.contains { $0.value > 0xFFFF } }, "an emoji")
         #expect(vectors.contains { $0.text?.unicodeScalars.contains("\u{301}") == true }, "a combining accent")
         #expect(vectors.contains { $0.text == nil }, "bytes that are not UTF-8")
     }

@@ -23,33 +23,46 @@ struct ReleaseLimitsTests {
         var testDescription: String { name }
 
         static let all: [LimitCase] = [
-            LimitCase(name: "app version",
-                      gate: #""rules": [{"name": "scooter cities", "cities": ["paris"], "app_version_at_least": "5.10.0", "rollout": 10000}], "rollout": 0"#,
-                      outside: context(version: "5.9.0"), inside: context(), completedRules: 1),
-            LimitCase(name: "platform",
-                      gate: #""rules": [{"cities": ["paris"], "platforms": ["ios", "android"], "rollout": 10000}], "rollout": 0"#,
-                      outside: context(platform: "web"), inside: context(), completedRules: 1),
-            LimitCase(name: "units",
-                      gate: #""rules": [{"name": "QA", "units": ["qa-1", "qa-2"], "rollout": 10000}], "rollout": 0"#,
-                      outside: context(unit: "rider-7"), inside: context(unit: "qa-1"), completedRules: 1),
-            LimitCase(name: "a rule at 0 %",
-                      gate: #""rules": [{"name": "no web", "platforms": ["web"], "rollout": 0}, {"cities": ["paris"], "rollout": 10000}], "rollout": 0"#,
-                      outside: context(platform: "web"), inside: context(), completedRules: 1),
-            LimitCase(name: "disabled scope",
-                      gate: #""disabled_scopes": [{"cohorts": ["churn_risk"]}], "rules": [{"cities": ["paris"], "rollout": 10000}], "rollout": 0"#,
-                      outside: context(cohorts: ["churn_risk"]), inside: context(), completedRules: 0),
-            LimitCase(name: "disabled",
-                      gate: #""disabled": true, "rollout": 0"#,
-                      outside: context(), inside: nil, completedRules: 0),
-            LimitCase(name: "kill entry",
-                      gate: #""rules": [{"cities": ["paris"], "rollout": 10000}], "rollout": 0"#,
-                      kills: #"{"master": {"entries": [{"cohorts": ["core_only"]}]}}"#,
-                      outside: context(cohorts: ["core_only"]), inside: context(), completedRules: 0),
+            LimitCase(
+                name: "app version",
+                gate:
+                    #""rules": [{"name": "scooter cities", "cities": ["paris"], "app_version_at_least": "5.10.0", "rollout": 10000}], "rollout": 0"#,
+                outside: context(version: "5.9.0"), inside: context(), completedRules: 1),
+            LimitCase(
+                name: "platform",
+                gate:
+                    #""rules": [{"cities": ["paris"], "platforms": ["ios", "android"], "rollout": 10000}], "rollout": 0"#,
+                outside: context(platform: "web"), inside: context(), completedRules: 1),
+            LimitCase(
+                name: "units",
+                gate: #""rules": [{"name": "QA", "units": ["qa-1", "qa-2"], "rollout": 10000}], "rollout": 0"#,
+                outside: context(unit: "rider-7"), inside: context(unit: "qa-1"), completedRules: 1),
+            LimitCase(
+                name: "a rule at 0 %",
+                gate:
+                    #""rules": [{"name": "no web", "platforms": ["web"], "rollout": 0}, {"cities": ["paris"], "rollout": 10000}], "rollout": 0"#,
+                outside: context(platform: "web"), inside: context(), completedRules: 1),
+            LimitCase(
+                name: "disabled scope",
+                gate:
+                    #""disabled_scopes": [{"cohorts": ["churn_risk"]}], "rules": [{"cities": ["paris"], "rollout": 10000}], "rollout": 0"#,
+                outside: context(cohorts: ["churn_risk"]), inside: context(), completedRules: 0),
+            LimitCase(
+                name: "disabled",
+                gate: #""disabled": true, "rollout": 0"#,
+                outside: context(), inside: nil, completedRules: 0),
+            LimitCase(
+                name: "kill entry",
+                gate: #""rules": [{"cities": ["paris"], "rollout": 10000}], "rollout": 0"#,
+                kills: #"{"master": {"entries": [{"cohorts": ["core_only"]}]}}"#,
+                outside: context(cohorts: ["core_only"]), inside: context(), completedRules: 0),
         ]
     }
 
     /// A rider in Lagos on iOS 5.10.0 unless told otherwise.
-    static func context(unit: String = "rider-42", cohorts: [String] = [], version: String = "5.10.0", platform: String = "ios") -> EvaluationContext {
+    static func context(
+        unit: String = "rider-42", cohorts: [String] = [], version: String = "5.10.0", platform: String = "ios"
+    ) -> EvaluationContext {
         EvaluationContext(unitId: unit, city: "lagos", cohorts: cohorts, appVersion: version, platform: platform)
     }
 
@@ -62,7 +75,9 @@ struct ReleaseLimitsTests {
     }
 
     /// Lagos at 100 %, then everyone at 100 %.
-    static let plan = ReleasePlan(stages: [ReleaseStage(scope: Scope(cities: ["lagos"]), rollout: .full), ReleaseStage(rollout: .full)])
+    static let plan = ReleasePlan(stages: [
+        ReleaseStage(scope: Scope(cities: ["lagos"]), rollout: .full), ReleaseStage(rollout: .full),
+    ])
 
     static func isOn(_ flagSet: FlagSet, _ context: EvaluationContext) -> Bool {
         let compiled = CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flagSet))
@@ -78,19 +93,31 @@ struct ReleaseLimitsTests {
         let steps: [(String, FlagSet)] = try [
             ("start", started),
             ("advance", started.advancingRelease(Self.key, at: 1, note: nil)),
-            ("roll back", started.advancingRelease(Self.key, at: 1, note: nil).rollingBackRelease(Self.key, at: 2, note: nil)),
-            ("resume", started.advancingRelease(Self.key, at: 1, note: nil).rollingBackRelease(Self.key, at: 2, note: nil)
-                .resumingRelease(Self.key, at: 3, note: nil)),
-            ("complete", started.advancingRelease(Self.key, at: 1, note: nil).advancingRelease(Self.key, at: 4, note: nil)),
+            (
+                "roll back",
+                started.advancingRelease(Self.key, at: 1, note: nil).rollingBackRelease(Self.key, at: 2, note: nil)
+            ),
+            (
+                "resume",
+                started.advancingRelease(Self.key, at: 1, note: nil).rollingBackRelease(Self.key, at: 2, note: nil)
+                    .resumingRelease(Self.key, at: 3, note: nil)
+            ),
+            (
+                "complete",
+                started.advancingRelease(Self.key, at: 1, note: nil).advancingRelease(Self.key, at: 4, note: nil)
+            ),
         ]
         for (step, flagSet) in steps {
-            #expect(!Self.isOn(flagSet, limit.outside), "\(limit.name), \(step): a unit outside the limit gets the switch")
+            #expect(
+                !Self.isOn(flagSet, limit.outside), "\(limit.name), \(step): a unit outside the limit gets the switch")
             if let inside = limit.inside {
                 #expect(Self.isOn(flagSet, inside), "\(limit.name), \(step): Lagos is at 100 % at every stage")
             }
             // A step sets rules and rollout only: disables and kill entries stay as they are.
             let after = try #require(flagSet.flag(Self.key)?.pluginSwitch)
-            #expect(after.disabled == gate.disabled && after.disabledScopes == gate.disabledScopes, "\(limit.name), \(step)")
+            #expect(
+                after.disabled == gate.disabled && after.disabledScopes == gate.disabledScopes, "\(limit.name), \(step)"
+            )
             #expect(flagSet.killSwitches == original.killSwitches, "\(limit.name), \(step)")
         }
         // Completed: the stages' rules fold away; what stays is the limits at 100 %, or rollout 100 without them.
@@ -104,14 +131,25 @@ struct ReleaseLimitsTests {
     @Test func limitsAreEachDistinctClauseOfTheRulesAndNoneWhenAnyRuleOrTheDefaultReachesEveryone() {
         let mobile = Conditions(appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"])
         let rules = [
-            SwitchRule(name: "scooter cities", conditions: Conditions(cities: ["paris", "berlin"], appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"]), rollout: .full),
-            SwitchRule(conditions: Conditions(cities: ["lisbon"], appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"]), rollout: Rollout(basisPoints: 5000)!),
+            SwitchRule(
+                name: "scooter cities",
+                conditions: Conditions(
+                    cities: ["paris", "berlin"], appVersionAtLeast: SemanticVersion("5.10.0"),
+                    platforms: ["ios", "android"]), rollout: .full),
+            SwitchRule(
+                conditions: Conditions(
+                    cities: ["lisbon"], appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"]),
+                rollout: Rollout(basisPoints: 5000)!),
             SwitchRule(conditions: Conditions(units: ["qa-1"]), rollout: .full),
         ]
         #expect(ReleaseLimits(rules: rules, rollout: .off).clauses == [mobile, Conditions(units: ["qa-1"])])
-        #expect(ReleaseLimits(rules: rules, rollout: Rollout(basisPoints: 100)!).isNone, "a default rollout reaches anyone")
-        #expect(ReleaseLimits(rules: rules + [SwitchRule(conditions: Conditions(cities: ["rome"]), rollout: .full)], rollout: .off).clauses.isEmpty,
-                "a rule of cities only reaches anyone there: the stages choose cities")
+        #expect(
+            ReleaseLimits(rules: rules, rollout: Rollout(basisPoints: 100)!).isNone, "a default rollout reaches anyone")
+        #expect(
+            ReleaseLimits(
+                rules: rules + [SwitchRule(conditions: Conditions(cities: ["rome"]), rollout: .full)], rollout: .off
+            ).clauses.isEmpty,
+            "a rule of cities only reaches anyone there: the stages choose cities")
         #expect(ReleaseLimits(rules: [], rollout: .off).isNone, "a switch off everywhere: a plan turns it on")
     }
 
@@ -126,7 +164,10 @@ struct ReleaseLimitsTests {
         plan.state = ReleaseState(status: .running, stage: 2, since: 0, limits: ReleaseLimits(clauses: [mobile]))
         let third = plan.targeting(at: 2)
         #expect(third.rollout == .off, "within limits the default rollout stays 0")
-        #expect(third.rules.map(\.name) == ["release: cities paris, berlin, lisbon", "release: cities lagos", "release: everyone"])
+        #expect(
+            third.rules.map(\.name) == [
+                "release: cities paris, berlin, lisbon", "release: cities lagos", "release: everyone",
+            ])
         #expect(third.rules.map(\.rollout) == [.full, Rollout(basisPoints: 5000)!, Rollout(basisPoints: 1000)!])
         #expect(third.rules.allSatisfy { ReleaseLimits.clause(of: $0.conditions) == mobile })
         let completed = plan.completedTargeting
@@ -136,7 +177,10 @@ struct ReleaseLimitsTests {
         plan.state?.limits = .none
         #expect(plan.completedTargeting.rules.isEmpty && plan.completedTargeting.rollout == .full)
         plan.stages.removeLast(2)
-        #expect(plan.completedTargeting.rules.map(\.name) == ["release: cities paris, berlin, lisbon", "release: cities lagos"])
+        #expect(
+            plan.completedTargeting.rules.map(\.name) == [
+                "release: cities paris, berlin, lisbon", "release: cities lagos",
+            ])
     }
 
     @Test func limitsSurviveTheStoredFormAndAnOlderStateWithoutThemStillLoads() throws {
@@ -162,21 +206,27 @@ struct ReleaseLimitsTests {
         let loaded = try FlagSet(tree: .object(older), unit: .basisPoints)
         #expect(loaded.flag(Self.key)?.pluginSwitch?.release?.state?.limits == ReleaseLimits.none)
         let advanced = try loaded.advancingRelease(Self.key, at: 1, note: nil)
-        #expect(advanced.flag(Self.key)?.pluginSwitch?.rollout == .full, "without limits, everyone is the default rollout")
+        #expect(
+            advanced.flag(Self.key)?.pluginSwitch?.rollout == .full, "without limits, everyone is the default rollout")
     }
 
     @Test func badLimitsNameTheFieldAtFault() throws {
-        let tree = try JSONValue.parse(Array("""
-            {"stages": [{"rollout": 100}],
-             "state": {"status": "running", "stage": 0, "since": "2026-11-26T08:30:00Z",
-                       "limits": [{"cities": ["lagos"], "platforms": ["ios"]}, {}, {"app_version_at_least": "five"}, {"platforms": ["ios"]}, {"platforms": ["ios"]}],
-                       "exclusions": [{"platforms": ["web"], "rollout": 0}]}}
-            """.utf8))
+        let tree = try JSONValue.parse(
+            Array(
+                """
+                {"stages": [{"rollout": 100}],
+                 "state": {"status": "running", "stage": 0, "since": "2026-11-26T08:30:00Z",
+                           "limits": [{"cities": ["lagos"], "platforms": ["ios"]}, {}, {"app_version_at_least": "five"}, {"platforms": ["ios"]}, {"platforms": ["ios"]}],
+                           "exclusions": [{"platforms": ["web"], "rollout": 0}]}}
+                """.utf8))
         let error = #expect(throws: DefinitionError.self) { try ReleasePlan(tree: tree, unit: .percent, at: "release") }
-        let problems = Dictionary((error?.problems ?? []).map { ($0.path.description, $0.message) }, uniquingKeysWith: { $0 + "; " + $1 })
+        let problems = Dictionary(
+            (error?.problems ?? []).map { ($0.path.description, $0.message) }, uniquingKeysWith: { $0 + "; " + $1 })
         #expect(problems["release.state.limits[0].cities"]?.contains("the stages choose them") == true, "\(problems)")
         #expect(problems["release.state.limits[1]"]?.contains("names no condition") == true, "\(problems)")
-        #expect(problems["release.state.limits[2].app_version_at_least"]?.contains("not a semantic version") == true, "\(problems)")
+        #expect(
+            problems["release.state.limits[2].app_version_at_least"]?.contains("not a semantic version") == true,
+            "\(problems)")
         #expect(problems["release.state.limits[4]"] == "is listed twice", "\(problems)")
         #expect(problems["release.state.exclusions[0].rollout"]?.contains("unknown field") == true, "\(problems)")
     }
@@ -185,10 +235,13 @@ struct ReleaseLimitsTests {
         var offPlan = Self.plan
         offPlan.onBadSignal = .off
         let original = try Self.flagSet(LimitCase.all[0])
-        let off = try original.startingRelease(Self.key, plan: offPlan, at: 0).rollingBackRelease(Self.key, at: 1, note: nil)
-            .abortingRelease(Self.key, at: 2, note: nil)
+        let off = try original.startingRelease(Self.key, plan: offPlan, at: 0).rollingBackRelease(
+            Self.key, at: 1, note: nil
+        )
+        .abortingRelease(Self.key, at: 2, note: nil)
         #expect(off.flag(Self.key)?.pluginSwitch?.rules.isEmpty == true)
-        let again = try off.startingRelease(Self.key, plan: Self.plan, at: 3).advancingRelease(Self.key, at: 4, note: nil)
+        let again = try off.startingRelease(Self.key, plan: Self.plan, at: 3).advancingRelease(
+            Self.key, at: 4, note: nil)
         #expect(!Self.isOn(again, Self.context(version: "5.9.0")), "the limits of the plan that left it off still hold")
         #expect(Self.isOn(again, Self.context()))
     }

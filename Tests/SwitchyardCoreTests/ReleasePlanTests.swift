@@ -8,13 +8,14 @@ struct ReleasePlanTests {
     static let lagos = Scope(cities: ["lagos"])
 
     /// Lagos at 1 %, Lagos at 100 %, Nairobi at 50 %, everyone at 10 %, everyone at 100 %.
-    static let plan = ReleasePlan(stages: [
-        ReleaseStage(scope: lagos, rollout: Rollout(basisPoints: 100)!),
-        ReleaseStage(scope: lagos, rollout: .full),
-        ReleaseStage(scope: Scope(cities: ["nairobi"]), rollout: Rollout(basisPoints: 5000)!, soak: .seconds(3600)),
-        ReleaseStage(rollout: Rollout(basisPoints: 1000)!),
-        ReleaseStage(rollout: .full),
-    ], soak: .seconds(1800), minimumSessions: 500, margin: Rollout(basisPoints: 25))
+    static let plan = ReleasePlan(
+        stages: [
+            ReleaseStage(scope: lagos, rollout: Rollout(basisPoints: 100)!),
+            ReleaseStage(scope: lagos, rollout: .full),
+            ReleaseStage(scope: Scope(cities: ["nairobi"]), rollout: Rollout(basisPoints: 5000)!, soak: .seconds(3600)),
+            ReleaseStage(rollout: Rollout(basisPoints: 1000)!),
+            ReleaseStage(rollout: .full),
+        ], soak: .seconds(1800), minimumSessions: 500, margin: Rollout(basisPoints: 25))
 
     func rider(withPlan plan: ReleasePlan? = Self.plan) throws -> FlagSet {
         var rider = try Samples.rider()
@@ -63,16 +64,23 @@ struct ReleasePlanTests {
     }
 
     @Test func problemsNameTheFieldAtFault() throws {
-        let tree = try JSONValue.parse(Array("""
-            {"stages": [{"cities": ["lagos"], "rollout": 0}, {"rollout": 120, "soak": "forever"}, {"cohort": ["beta"], "rollout": 5}],
-             "margin": 20, "on_bad_signal": "panic", "state": {"status": "asleep", "since": "yesterday"}}
-            """.utf8))
+        let tree = try JSONValue.parse(
+            Array(
+                """
+                {"stages": [{"cities": ["lagos"], "rollout": 0}, {"rollout": 120, "soak": "forever"}, {"cohort": ["beta"], "rollout": 5}],
+                 "margin": 20, "on_bad_signal": "panic", "state": {"status": "asleep", "since": "yesterday"}}
+                """.utf8))
         let error = #expect(throws: DefinitionError.self) { try ReleasePlan(tree: tree, unit: .percent, at: "release") }
         let paths = Set(error?.problems.map(\.path.description) ?? [])
-        #expect(paths.isSuperset(of: ["release.stages[0].rollout", "release.stages[1].rollout", "release.stages[1].soak",
-                                      "release.stages[2].cohort", "release.margin", "release.on_bad_signal",
-                                      "release.state.status", "release.state.since"]), "\(paths.sorted())")
-        let empty = #expect(throws: DefinitionError.self) { try ReleasePlan(tree: .object(JSONObject([("stages", .array([]))])), unit: .percent) }
+        #expect(
+            paths.isSuperset(of: [
+                "release.stages[0].rollout", "release.stages[1].rollout", "release.stages[1].soak",
+                "release.stages[2].cohort", "release.margin", "release.on_bad_signal",
+                "release.state.status", "release.state.since",
+            ]), "\(paths.sorted())")
+        let empty = #expect(throws: DefinitionError.self) {
+            try ReleasePlan(tree: .object(JSONObject([("stages", .array([]))])), unit: .percent)
+        }
         #expect(empty?.problems.first?.message == "must list at least one stage")
     }
 
@@ -82,11 +90,15 @@ struct ReleasePlanTests {
         let first = try #require(gate(started))
         let standing = try #require(gate(rider))
         let limits = ReleaseLimits(rules: standing.rules, rollout: standing.rollout)
-        #expect(first.release?.state == ReleaseState(status: .running, stage: 0, since: 100, note: "started by alice", limits: limits))
+        #expect(
+            first.release?.state
+                == ReleaseState(status: .running, stage: 0, since: 100, note: "started by alice", limits: limits))
         #expect(first.rules == limits.exclusions + Self.plan.targeting(at: 0).rules && first.rollout == .off)
         let again = #expect(throws: FlagEditError.self) { try started.startingRelease(Self.promos, plan: nil, at: 200) }
         #expect(again?.kind == .conflict)
-        let none = #expect(throws: FlagEditError.self) { try self.rider(withPlan: nil).startingRelease(Self.promos, plan: nil, at: 0) }
+        let none = #expect(throws: FlagEditError.self) {
+            try self.rider(withPlan: nil).startingRelease(Self.promos, plan: nil, at: 0)
+        }
         #expect(none?.problems.map(\.path.description) == ["plan"])
         // A plan given replaces the declared one; a state sent with it is not kept.
         var given = ReleasePlan(stages: [ReleaseStage(rollout: .full)])
@@ -114,10 +126,13 @@ struct ReleasePlanTests {
 
     @Test func rollingBackStepsBackOrTurnsOffAndWaitsForAPerson() throws {
         var flagSet = try rider().startingRelease(Self.promos, plan: nil, at: 0)
-        flagSet = try flagSet.advancingRelease(Self.promos, at: 1, note: nil).advancingRelease(Self.promos, at: 2, note: nil)
+        flagSet = try flagSet.advancingRelease(Self.promos, at: 1, note: nil).advancingRelease(
+            Self.promos, at: 2, note: nil)
         let back = try flagSet.rollingBackRelease(Self.promos, at: 3, note: "shown worse")
         let limits = gate(flagSet)?.release?.state?.limits ?? .none
-        #expect(gate(back)?.release?.state == ReleaseState(status: .rolledBack, stage: 1, since: 3, note: "shown worse", limits: limits))
+        #expect(
+            gate(back)?.release?.state
+                == ReleaseState(status: .rolledBack, stage: 1, since: 3, note: "shown worse", limits: limits))
         #expect(gate(back)?.rules == gate(back)?.release?.targeting(at: 1).rules)
         // It waits: no second rollback, no pause; a person resumes (the stage's targeting again) or aborts.
         #expect(throws: FlagEditError.self) { try back.rollingBackRelease(Self.promos, at: 4, note: nil) }
@@ -130,14 +145,17 @@ struct ReleasePlanTests {
             .advancingRelease(Self.promos, at: 1, note: nil).rollingBackRelease(Self.promos, at: 2, note: nil)
         #expect(gate(off)?.release?.state?.stage == nil)
         #expect(gate(off)?.rules.isEmpty == true && gate(off)?.rollout == .off)
-        let first = try rider().startingRelease(Self.promos, plan: nil, at: 0).rollingBackRelease(Self.promos, at: 1, note: nil)
+        let first = try rider().startingRelease(Self.promos, plan: nil, at: 0).rollingBackRelease(
+            Self.promos, at: 1, note: nil)
         #expect(gate(first)?.rules.isEmpty == true && gate(first)?.release?.state?.stage == nil)
     }
 
     @Test func aPersonsChangePausesARunningPlanAndTheGuardsTripAbortsIt() throws {
         let running = try rider().startingRelease(Self.promos, plan: nil, at: 0)
-        let (edited, _) = try running.settingRollout(Self.promos, Rollout(basisPoints: 5000)!, rule: nil, conditions: nil)
-        let paused = edited.stoppingInterruptedReleases(since: running, actor: "alice", summary: "roll out to 50%", isCrashGuard: false, at: 10)
+        let (edited, _) = try running.settingRollout(
+            Self.promos, Rollout(basisPoints: 5000)!, rule: nil, conditions: nil)
+        let paused = edited.stoppingInterruptedReleases(
+            since: running, actor: "alice", summary: "roll out to 50%", isCrashGuard: false, at: 10)
         #expect(gate(paused)?.release?.state?.status == .paused)
         #expect(gate(paused)?.release?.state?.note?.contains("alice changed the switch (roll out to 50%)") == true)
         #expect(gate(paused)?.rollout == Rollout(basisPoints: 5000)!, "the person's change stands")
@@ -155,7 +173,8 @@ struct ReleasePlanTests {
 
     @Test func aDocumentDeclaringTheSamePlanKeepsItsProgress() throws {
         let declared = try rider()
-        let current = try declared.startingRelease(Self.promos, plan: nil, at: 0).advancingRelease(Self.promos, at: 1, note: nil)
+        let current = try declared.startingRelease(Self.promos, plan: nil, at: 0).advancingRelease(
+            Self.promos, at: 1, note: nil)
         let kept = declared.keepingReleaseProgress(of: current)
         #expect(gate(kept)?.release == gate(current)?.release)
         #expect(gate(kept)?.rules == gate(current)?.rules)
@@ -172,7 +191,9 @@ struct ReleasePlanTests {
         }
         #expect(UTCTime.text(seconds: 951_782_400) == "2000-02-29T00:00:00Z")
         #expect(UTCTime.seconds(from: "2026-11-26T08:30:00.123Z") == 1_795_681_800)
-        for bad in ["2026-02-30T00:00:00Z", "2026-11-26 08:30:00Z", "2026-11-26T08:30:00", "2026-11-26T24:00:00Z", "soon"] {
+        for bad in [
+            "2026-02-30T00:00:00Z", "2026-11-26 08:30:00Z", "2026-11-26T08:30:00", "2026-11-26T24:00:00Z", "soon",
+        ] {
             #expect(UTCTime.seconds(from: bad) == nil, "\(bad)")
         }
     }

@@ -18,7 +18,8 @@ struct RolloutTests {
 
     @Test(arguments: [
         ("0.001", "has more than two decimals"), ("12.345", "has more than two decimals"),
-        ("100.01", "is not between 0 and 100"), ("101", "is not between 0 and 100"), ("1000", "is not between 0 and 100"),
+        ("100.01", "is not between 0 and 100"), ("101", "is not between 0 and 100"),
+        ("1000", "is not between 0 and 100"),
         ("-1", "is not between 0 and 100"), ("-0.01", "is not between 0 and 100"), ("abc", "is not a percentage"),
         ("", "is not a percentage"), ("1.", "is not a percentage"), (".5", "is not a percentage"),
         ("1e2", "is not a percentage"), ("1,5", "is not a percentage"), ("12 %", "is not a percentage"),
@@ -59,12 +60,16 @@ struct RolloutTests {
 
     /// The file reader takes the JSON number's literal text, never its double value.
     @Test func flagFileReaderConvertsPercentLiteralsExactly() throws {
-        let cases: [(String, Int)] = [("0.07", 7), ("1.10", 110), ("0.29", 29), ("0.57", 57), ("1.13", 113), ("100", 10_000),
-                                      ("100.0", 10_000), ("33.33", 3333), ("0", 0)]
+        let cases: [(String, Int)] = [
+            ("0.07", 7), ("1.10", 110), ("0.29", 29), ("0.57", 57), ("1.13", 113), ("100", 10_000),
+            ("100.0", 10_000), ("33.33", 3333), ("0", 0),
+        ]
         for (literal, basisPoints) in cases {
-            let flagSet = try FlagSet(tree: JSONValue.parse("""
-                {"namespace": "n", "flags": {"plugin_switch_a": {"rules": [{"cities": ["x"], "rollout": \(literal)}], "rollout": \(literal)}}}
-                """), unit: .percent)
+            let flagSet = try FlagSet(
+                tree: JSONValue.parse(
+                    """
+                    {"namespace": "n", "flags": {"plugin_switch_a": {"rules": [{"cities": ["x"], "rollout": \(literal)}], "rollout": \(literal)}}}
+                    """), unit: .percent)
             let gate = try #require(flagSet.flag("plugin_switch_a")?.pluginSwitch)
             #expect(Int(gate.rollout.basisPoints) == basisPoints, "\(literal)")
             #expect(Int(gate.rules[0].rollout.basisPoints) == basisPoints, "\(literal) in a rule")
@@ -72,9 +77,13 @@ struct RolloutTests {
     }
 
     @Test func flagFileWriterWritesExactPercentagesThatReadBack() throws {
-        let flagSet = FlagSet(namespace: "n", flags: [0, 1, 7, 29, 110, 1234, 9999, 10_000].map { basisPoints in
-            FlagDefinition(key: "plugin_switch_\(basisPoints)", kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: basisPoints)!)))
-        })
+        let flagSet = FlagSet(
+            namespace: "n",
+            flags: [0, 1, 7, 29, 110, 1234, 9999, 10_000].map { basisPoints in
+                FlagDefinition(
+                    key: "plugin_switch_\(basisPoints)",
+                    kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: basisPoints)!)))
+            })
         let tree = JSONValue.object(flagSet.tree(unit: .percent))
         #expect(tree["flags"]?["plugin_switch_7"]?["rollout"] == .number(JSONNumber(uncheckedLiteral: "0.07")))
         #expect(tree["flags"]?["plugin_switch_110"]?["rollout"] == .number(JSONNumber(uncheckedLiteral: "1.1")))
@@ -93,9 +102,11 @@ struct RolloutTests {
     ])
     func flagFileReaderReportsBadPercentagesWithTheirPath(_ literal: String, _ message: String) throws {
         let error = try #require(throws: DefinitionError.self) {
-            try FlagSet(tree: JSONValue.parse("""
-                {"namespace": "n", "flags": {"plugin_switch_a": {"rollout": \(literal)}}}
-                """), unit: .percent, file: "Flags/n.yaml")
+            try FlagSet(
+                tree: JSONValue.parse(
+                    """
+                    {"namespace": "n", "flags": {"plugin_switch_a": {"rollout": \(literal)}}}
+                    """), unit: .percent, file: "Flags/n.yaml")
         }
         #expect(error.problems.count == 1)
         #expect(error.problems.first?.description.hasPrefix("Flags/n.yaml: " + message) == true, "\(error)")
@@ -106,13 +117,18 @@ struct RolloutTests {
         ("-1", "flags.plugin_switch_a.rollout: -1 is not between 0 and 10000 basis points"),
         ("50.5", "flags.plugin_switch_a.rollout: 50.5 must be an integer number of basis points"),
         ("1.0", "flags.plugin_switch_a.rollout: 1.0 must be an integer number of basis points"),
-        ("99999999999999999999", "flags.plugin_switch_a.rollout: 99999999999999999999 must be an integer number of basis points"),
+        (
+            "99999999999999999999",
+            "flags.plugin_switch_a.rollout: 99999999999999999999 must be an integer number of basis points"
+        ),
     ])
     func snapshotReaderTakesOnlyIntegerBasisPoints(_ literal: String, _ message: String) throws {
         let error = try #require(throws: DefinitionError.self) {
-            try FlagSet(tree: JSONValue.parse("""
-                {"namespace": "n", "flags": {"plugin_switch_a": {"rollout": \(literal)}}}
-                """), unit: .basisPoints)
+            try FlagSet(
+                tree: JSONValue.parse(
+                    """
+                    {"namespace": "n", "flags": {"plugin_switch_a": {"rollout": \(literal)}}}
+                    """), unit: .basisPoints)
         }
         #expect(error.problems.map(\.description) == [message])
     }
@@ -122,8 +138,10 @@ struct RolloutTests {
 struct SemanticVersionTests {
     /// The precedence example of semver.org §11, and more.
     @Test func precedenceFollowsSemVer() throws {
-        let ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11",
-                       "1.0.0-rc.1", "1.0.0", "1.0.1", "1.2.0", "1.10.0", "2.0.0", "10.0.0"]
+        let ordered = [
+            "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11",
+            "1.0.0-rc.1", "1.0.0", "1.0.1", "1.2.0", "1.10.0", "2.0.0", "10.0.0",
+        ]
         let versions = try ordered.map { try #require(SemanticVersion($0), "\($0)") }
         for (index, version) in versions.enumerated() {
             for later in versions[(index + 1)...] {
@@ -141,10 +159,15 @@ struct SemanticVersionTests {
         #expect(SemanticVersion("6.0.0-beta.2+exp.sha.5114f85")?.prerelease == ["beta", "2"])
     }
 
-    @Test(arguments: ["", "banana", "5.x", "1.2.3.4", "5..0", "-1.0.0", "1.0.0-", "1.0.0+", "1.0.0-beta..1", "1.0.0-b\u{E9}ta",
-                      " 1.0.0", "1.0.0 ", "1.0", "١.٢.٣", "99999999999999999999.0.0"])
+    @Test(arguments: [
+        "", "banana", "5.x", "1.2.3.4", "5..0", "-1.0.0", "1.0.0-", "1.0.0+", "1.0.0-beta..1", "1.0.0-b\u{E9}ta",
+        " 1.0.0", "1.0.0 ", "1.0", "١.٢.٣", "99999999999999999999.0.0",
+    ])
     func malformedVersionsDoNotParse(_ text: String) {
-        if text == "1.0" { #expect(SemanticVersion(text) != nil); return }
+        if text == "1.0" {
+            #expect(SemanticVersion(text) != nil)
+            return
+        }
         #expect(SemanticVersion(text) == nil, "'\(text)'")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import SwitchyardCore
 import Testing
+
+@testable import SwitchyardCore
 
 /// Deltas against full downloads: random sequences of changes, delivered as deltas (through their document, from
 /// the previous version or from several versions back, as flagsd builds them from the keys each version changed),
@@ -11,7 +12,9 @@ struct SnapshotDeltaPropertyTests {
     func deltasGiveWhatAFullDownloadGivesAtEveryVersion(seed: UInt64) throws {
         var random = RandomFlagSets(seed: seed &* 7919 &+ 3)
         var mutator = FlagSetMutator(random: random)
-        var versions = [Snapshot(epoch: "epoch-\(seed)", version: 1, flagSet: random.flagSet(switches: 14, experiments: 4))]
+        var versions = [
+            Snapshot(epoch: "epoch-\(seed)", version: 1, flagSet: random.flagSet(switches: 14, experiments: 4))
+        ]
         var changes: [ChangedObjects] = [ChangedObjects()]
         for version in 2...30 {
             let previous = versions.last!
@@ -27,8 +30,10 @@ struct SnapshotDeltaPropertyTests {
         for position in 1..<versions.count {
             let flagSet = versions[position].flagSet
             encoded = encoded.updating(changes[position], in: flagSet) { key in flagSet.flag(key) }
-            #expect(encoded.document(for: versions[position]).bytes == SnapshotDocument.encode(versions[position]),
-                    "version \(versions[position].version) written from the previous one's members (flags, kill switches, points)")
+            #expect(
+                encoded.document(for: versions[position]).bytes == SnapshotDocument.encode(versions[position]),
+                "version \(versions[position].version) written from the previous one's members (flags, kill switches, points)"
+            )
         }
 
         // The client starts from a full download of version 1.
@@ -41,11 +46,14 @@ struct SnapshotDeltaPropertyTests {
             let step = random.chance(0.3) ? Int.random(in: 2...4, using: &random.generator) : 1
             let target = versions[min(index + step, versions.count - 1)]
             var changed = ChangedObjects()
-            for position in (index + 1)...(min(index + step, versions.count - 1)) { changed.formUnion(changes[position]) }
+            for position in (index + 1)...(min(index + step, versions.count - 1)) {
+                changed.formUnion(changes[position])
+            }
             let full = try SnapshotDocument.decode(SnapshotDocument.encode(target))
-            let built = SnapshotDelta(base: held.version, target: target, changes: changed,
-                                      checksum: SnapshotDocument.checksum(of: target),
-                                      digest: SnapshotDigest(target.flagSet).value(for: target))
+            let built = SnapshotDelta(
+                base: held.version, target: target, changes: changed,
+                checksum: SnapshotDocument.checksum(of: target),
+                digest: SnapshotDigest(target.flagSet).value(for: target))
             let delta = try SnapshotDelta.decode(built.encode())
             #expect(delta == built, "the document round-trips")
 
@@ -59,9 +67,11 @@ struct SnapshotDeltaPropertyTests {
             let fresh = CompiledSnapshot(full)
             for _ in 0..<12 {
                 let context = random.context()
-                let fromDelta = next.evaluator(for: context), fromFull = fresh.evaluator(for: context)
+                let fromDelta = next.evaluator(for: context)
+                let fromFull = fresh.evaluator(for: context)
                 for flag in full.flagSet.flags {
-                    let a = fromDelta.details(for: flag.key), b = fromFull.details(for: flag.key)
+                    let a = fromDelta.details(for: flag.key)
+                    let b = fromFull.details(for: flag.key)
                     #expect(a == b, "version \(target.version), \(flag.key) for \(context)")
                 }
             }
@@ -118,20 +128,26 @@ struct FlagSetMutator {
         case 3:
             if let index = flagSet.flags.indices.randomElement(using: &random.generator) {
                 let flag = flagSet.flags[index]
-                flagSet.flags[index].kind = flag.pluginSwitch != nil ? .pluginSwitch(random.pluginSwitch()) : .experiment(random.experiment())
+                flagSet.flags[index].kind =
+                    flag.pluginSwitch != nil ? .pluginSwitch(random.pluginSwitch()) : .experiment(random.experiment())
             }
         case 4:
             let key = random.chance(0.5) ? "plugin_switch_new\(serial)" : "experiment_new\(serial)"
-            let kind: FlagDefinition.Kind = key.hasPrefix("plugin") ? .pluginSwitch(random.pluginSwitch()) : .experiment(random.experiment())
-            flagSet.flags.append(FlagDefinition(key: key, description: random.chance(0.3) ? "new \(serial)" : nil, kind: kind))
+            let kind: FlagDefinition.Kind =
+                key.hasPrefix("plugin") ? .pluginSwitch(random.pluginSwitch()) : .experiment(random.experiment())
+            flagSet.flags.append(
+                FlagDefinition(key: key, description: random.chance(0.3) ? "new \(serial)" : nil, kind: kind))
             if key.hasPrefix("plugin"), !flagSet.pluginPoints.isEmpty, random.chance(0.5) {
-                flagSet.pluginPoints[Int.random(in: 0..<flagSet.pluginPoints.count, using: &random.generator)].switches.append(key)
+                flagSet.pluginPoints[Int.random(in: 0..<flagSet.pluginPoints.count, using: &random.generator)].switches
+                    .append(key)
             }
         case 5:
             // Remove a flag and every reference to it.
             if let index = flagSet.flags.indices.randomElement(using: &random.generator) {
                 let key = flagSet.flags.remove(at: index).key
-                for point in flagSet.pluginPoints.indices { flagSet.pluginPoints[point].switches.removeAll { $0 == key } }
+                for point in flagSet.pluginPoints.indices {
+                    flagSet.pluginPoints[point].switches.removeAll { $0 == key }
+                }
                 for kill in flagSet.killSwitches.indices { flagSet.killSwitches[kill].members.removeAll { $0 == key } }
             }
         case 6:
@@ -143,18 +159,24 @@ struct FlagSetMutator {
                 }
             }
         case 7:
-            if let index = flagSet.killSwitches.indices.randomElement(using: &random.generator), !flagSet.killSwitches[index].isMaster {
+            if let index = flagSet.killSwitches.indices.randomElement(using: &random.generator),
+                !flagSet.killSwitches[index].isMaster
+            {
                 flagSet.killSwitches[index].members = random.some(of: flagSet.flags.map(\.key), upTo: 4)
             }
         case 8:
-            flagSet.killSwitches.append(KillSwitch(key: "kill_new\(serial)", description: "added",
-                                                   members: random.some(of: flagSet.flags.map(\.key), upTo: 3),
-                                                   entries: random.chance(0.5) ? [random.scope()] : []))
+            flagSet.killSwitches.append(
+                KillSwitch(
+                    key: "kill_new\(serial)", description: "added",
+                    members: random.some(of: flagSet.flags.map(\.key), upTo: 3),
+                    entries: random.chance(0.5) ? [random.scope()] : []))
         case 9:
             // Remove a group kill switch that no plugin point names.
             let named = Set(flagSet.pluginPoints.compactMap(\.killSwitch))
-            if let index = flagSet.killSwitches.indices.filter({ !flagSet.killSwitches[$0].isMaster && !named.contains(flagSet.killSwitches[$0].key) })
-                .randomElement(using: &random.generator) {
+            if let index = flagSet.killSwitches.indices.filter({
+                !flagSet.killSwitches[$0].isMaster && !named.contains(flagSet.killSwitches[$0].key)
+            })
+            .randomElement(using: &random.generator) {
                 flagSet.killSwitches.remove(at: index)
             }
         case 10:
@@ -162,15 +184,18 @@ struct FlagSetMutator {
             case 0 where flagSet.pluginPoints.count > 1:
                 flagSet.pluginPoints.swapAt(0, flagSet.pluginPoints.count - 1)
             case 1 where !flagSet.pluginPoints.isEmpty:
-                let point = flagSet.pluginPoints.remove(at: Int.random(in: 0..<flagSet.pluginPoints.count, using: &random.generator))
+                let point = flagSet.pluginPoints.remove(
+                    at: Int.random(in: 0..<flagSet.pluginPoints.count, using: &random.generator))
                 if let kill = point.killSwitch, random.chance(0.5) { flagSet.killSwitches.removeAll { $0.key == kill } }
             default:
                 let used = Set(flagSet.pluginPoints.flatMap(\.switches))
                 let free = flagSet.flags.map(\.key).filter { $0.hasPrefix("plugin_switch_") && !used.contains($0) }
                 let groups = flagSet.killSwitches.filter { !$0.isMaster }.map(\.key)
                 flagSet.pluginPoints.insert(
-                    PluginPointDefinition(name: "point_new\(serial)", killSwitch: random.chance(0.6) ? groups.randomElement(using: &random.generator) : nil,
-                                          switches: free.isEmpty ? [] : random.some(of: free, upTo: 3)),
+                    PluginPointDefinition(
+                        name: "point_new\(serial)",
+                        killSwitch: random.chance(0.6) ? groups.randomElement(using: &random.generator) : nil,
+                        switches: free.isEmpty ? [] : random.some(of: free, upTo: 3)),
                     at: Int.random(in: 0...flagSet.pluginPoints.count, using: &random.generator))
             }
         default:
@@ -181,12 +206,18 @@ struct FlagSetMutator {
 
 /// Deltas that must be refused, by the reader (with the field at fault) or when applied (nothing changes then).
 struct SnapshotDeltaRefusalTests {
-    static let base = Snapshot(epoch: "e", version: 4, flagSet: FlagSet(
-        namespace: "rider",
-        pluginPoints: [PluginPointDefinition(name: "home_feed", killSwitch: "kill_home_feed", switches: ["plugin_switch_a"])],
-        killSwitches: [KillSwitch(key: KillSwitch.masterKey), KillSwitch(key: "kill_home_feed")],
-        flags: [FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full))),
-                FlagDefinition(key: "plugin_switch_b", kind: .pluginSwitch(PluginSwitchDefinition()))]))
+    static let base = Snapshot(
+        epoch: "e", version: 4,
+        flagSet: FlagSet(
+            namespace: "rider",
+            pluginPoints: [
+                PluginPointDefinition(name: "home_feed", killSwitch: "kill_home_feed", switches: ["plugin_switch_a"])
+            ],
+            killSwitches: [KillSwitch(key: KillSwitch.masterKey), KillSwitch(key: "kill_home_feed")],
+            flags: [
+                FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full))),
+                FlagDefinition(key: "plugin_switch_b", kind: .pluginSwitch(PluginSwitchDefinition())),
+            ]))
 
     static func decodingError(_ text: String) -> SnapshotDecodingError? {
         do {
@@ -201,18 +232,30 @@ struct SnapshotDeltaRefusalTests {
 
     @Test(arguments: [
         (#"{"format":2}"#, "format 2 is not supported"),
-        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":4,"checksum":"ZEROS","digest":"ZEROS"}"#,
-         "version: 4 must be above base_version 4"),
-        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"md5:1","digest":"ZEROS"}"#,
-         "checksum: must be 'sha256:' and 64 lowercase hex digits"),
-        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","flagz":{}}"#,
-         "flagz: unknown field; did you mean 'flags'?"),
-        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","flags":{"plugin_switch_a":{"rollout":10001}}}"#,
-         "flags.plugin_switch_a.rollout: 10001 is not between 0 and 10000 basis points"),
-        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","removed_plugin_points":["home_feed"]}"#,
-         "plugin_point_order: is required when plugin points are upserted or removed"),
-        (#"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","flags":{"plugin_switch_a":{}},"removed_flags":["plugin_switch_a"]}"#,
-         "removed_flags: 'plugin_switch_a' is also upserted"),
+        (
+            #"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":4,"checksum":"ZEROS","digest":"ZEROS"}"#,
+            "version: 4 must be above base_version 4"
+        ),
+        (
+            #"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"md5:1","digest":"ZEROS"}"#,
+            "checksum: must be 'sha256:' and 64 lowercase hex digits"
+        ),
+        (
+            #"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","flagz":{}}"#,
+            "flagz: unknown field; did you mean 'flags'?"
+        ),
+        (
+            #"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","flags":{"plugin_switch_a":{"rollout":10001}}}"#,
+            "flags.plugin_switch_a.rollout: 10001 is not between 0 and 10000 basis points"
+        ),
+        (
+            #"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","removed_plugin_points":["home_feed"]}"#,
+            "plugin_point_order: is required when plugin points are upserted or removed"
+        ),
+        (
+            #"{"format":1,"namespace":"rider","epoch":"e","base_version":4,"version":5,"checksum":"ZEROS","digest":"ZEROS","flags":{"plugin_switch_a":{}},"removed_flags":["plugin_switch_a"]}"#,
+            "removed_flags: 'plugin_switch_a' is also upserted"
+        ),
     ])
     func aMalformedDeltaIsRefusedNamingTheFieldAtFault(text: String, message: String) throws {
         let error = try #require(Self.decodingError(text.replacingOccurrences(of: "ZEROS", with: Self.zeros)))
@@ -265,7 +308,9 @@ struct SnapshotDeltaRefusalTests {
         flagSet.flags.remove(at: 0)
         let error = try #require(Self.refusal(Self.delta(to: flagSet)))
         #expect(error.kind == .invalid)
-        #expect(error.message.contains("plugin_points[0].switches[0]: 'plugin_switch_a' is not a flag of this namespace"), "\(error.message)")
+        #expect(
+            error.message.contains("plugin_points[0].switches[0]: 'plugin_switch_a' is not a flag of this namespace"),
+            "\(error.message)")
     }
 
     @Test func theMasterKillSwitchIsNeverRemovedAndThePointOrderMustAddUp() throws {

@@ -18,7 +18,9 @@ struct SnapshotDocumentTests {
         let bytes = SnapshotDocument.encode(snapshot)
         let decoded = try SnapshotDocument.decode(bytes)
         #expect(decoded == snapshot)
-        #expect(decoded.flagSet.flags.map(\.key) == snapshot.flagSet.flags.map(\.key).sorted(), "a document lists flags by key")
+        #expect(
+            decoded.flagSet.flags.map(\.key) == snapshot.flagSet.flags.map(\.key).sorted(),
+            "a document lists flags by key")
         #expect(SnapshotDocument.encode(decoded) == bytes, "encoding is canonical: same snapshot, same bytes")
         #expect(decoded.entityTag == "\"3f1c9a5e-epoch.42\"")
     }
@@ -55,7 +57,9 @@ struct SnapshotDocumentTests {
             let bytes = SnapshotDocument.encode(try Samples.riderSnapshot())
             var checked = 0
             for (range, isNumber) in Self.valueRanges(in: bytes) {
-                let isFormat = String(decoding: bytes[max(0, range.lowerBound - 9)..<range.lowerBound], as: UTF8.self) == "\"format\":"
+                let isFormat =
+                    String(decoding: bytes[max(0, range.lowerBound - 9)..<range.lowerBound], as: UTF8.self)
+                    == "\"format\":"
                 for position in range where position == range.upperBound - 1 || (position - range.lowerBound) % 3 == 0 {
                     var mutated = bytes
                     mutated[position] = Self.replacement(for: bytes[position], isNumber: isNumber)
@@ -63,9 +67,13 @@ struct SnapshotDocumentTests {
                     if isFormat {
                         #expect(error?.kind == .unsupportedFormat, "format changed at \(position)")
                     } else if (try? JSONValue.parse(mutated)) == nil {
-                        #expect(bytes[position] >= 0x80 && error?.kind == .malformed, "byte \(position) changed: \(String(describing: error))")
+                        #expect(
+                            bytes[position] >= 0x80 && error?.kind == .malformed,
+                            "byte \(position) changed: \(String(describing: error))")
                     } else {
-                        #expect(error?.kind == .checksumMismatch, "byte \(position) changed: \(error.map(String.init(describing:)) ?? "accepted")")
+                        #expect(
+                            error?.kind == .checksumMismatch,
+                            "byte \(position) changed: \(error.map(String.init(describing:)) ?? "accepted")")
                         checked += 1
                     }
                 }
@@ -89,7 +97,9 @@ struct SnapshotDocumentTests {
                 index = end + 1
             } else if (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
                 var end = index
-                while end < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[end]) || bytes[end] == UInt8(ascii: ".") { end += 1 }
+                while end < bytes.count,
+                    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[end]) || bytes[end] == UInt8(ascii: ".")
+                { end += 1 }
                 ranges.append((index..<end, true))
                 index = end
             } else {
@@ -131,7 +141,10 @@ struct SnapshotDocumentTests {
         ("version", .double(42), "version: is required and must be a non-negative integer"),
         ("format", nil, "format: is required and must be an integer"),
         ("namespace", nil, "namespace: is required"),
-        ("namespace", .string("has space"), "namespace: 'has space' may only contain letters, digits, '.', '_' and '-'"),
+        (
+            "namespace", .string("has space"),
+            "namespace: 'has space' may only contain letters, digits, '.', '_' and '-'"
+        ),
         ("flagz", .object(JSONObject()), "flagz: unknown field; did you mean 'flags'?"),
     ])
     func decodingErrorsNameTheField(_ field: String, _ value: JSONValue?, _ message: String) throws {
@@ -155,21 +168,32 @@ struct SnapshotDocumentTests {
         tree["flags"] = .object(flags)
         let error = try #require(Self.decodingError(Samples.signed(.object(tree))))
         #expect(error.kind == .invalid)
-        #expect(error.message.contains("flags.plugin_switch_feed_promos.rules[1].rollout: 10001 is not between 0 and 10000 basis points"))
-        #expect(error.message.contains("flags.plugin_switch_feed_promos.rollot: unknown field; did you mean 'rollout'?"))
+        #expect(
+            error.message.contains(
+                "flags.plugin_switch_feed_promos.rules[1].rollout: 10001 is not between 0 and 10000 basis points"))
+        #expect(
+            error.message.contains("flags.plugin_switch_feed_promos.rollot: unknown field; did you mean 'rollout'?"))
     }
 
     @Test func malformedDocumentsSayWhatIsWrong() throws {
-        #expect(Self.decodingError(Array("{\"format\": 1,}".utf8))?.description
-                == "invalid snapshot: not valid JSON: line 1, column 14: unexpected '}', expected a member name in quotes")
-        #expect(Self.decodingError(Array("[]".utf8))?.description == "invalid snapshot: the document must be a JSON object, not a list")
+        #expect(
+            Self.decodingError(Array("{\"format\": 1,}".utf8))?.description
+                == "invalid snapshot: not valid JSON: line 1, column 14: unexpected '}', expected a member name in quotes"
+        )
+        #expect(
+            Self.decodingError(Array("[]".utf8))?.description
+                == "invalid snapshot: the document must be a JSON object, not a list")
         #expect(Self.decodingError([])?.kind == .malformed)
         var tree = try JSONValue.parse(SnapshotDocument.encode(try Samples.riderSnapshot())).objectValue!
         tree["checksum"] = nil
-        #expect(Self.decodingError(JSONValue.object(tree).serialized())?.description == "invalid snapshot: checksum: is required and must be a string")
+        #expect(
+            Self.decodingError(JSONValue.object(tree).serialized())?.description
+                == "invalid snapshot: checksum: is required and must be a string")
         tree["checksum"] = .string("sha256:00")
         let mismatch = try #require(Self.decodingError(JSONValue.object(tree).serialized()))
-        #expect(mismatch.kind == .checksumMismatch && mismatch.message.hasPrefix("checksum sha256:00 does not match the content (sha256:"))
+        #expect(
+            mismatch.kind == .checksumMismatch
+                && mismatch.message.hasPrefix("checksum sha256:00 does not match the content (sha256:"))
     }
 
     @Test func oversizedDocumentsAreRefusedBeforeParsing() {
@@ -182,14 +206,16 @@ struct SnapshotDocumentTests {
     /// same tree decodes to the same snapshot.
     @Test func reformattedDocumentsWithTheSameContentDecode() throws {
         let bytes = SnapshotDocument.encode(try Samples.riderSnapshot())
-        let pretty = try JSONValue.parse(bytes).serialized(JSONValue.WritingOptions(prettyPrinted: true, sortedKeys: false))
+        let pretty = try JSONValue.parse(bytes).serialized(
+            JSONValue.WritingOptions(prettyPrinted: true, sortedKeys: false))
         #expect(try SnapshotDocument.decode(pretty) == SnapshotDocument.decode(bytes))
     }
 }
 
 @Suite struct EmptyPluginPointTests {
     @Test func aPluginPointWithoutSwitchesRoundTripsThroughTheSnapshot() throws {
-        let flagSet = FlagSet(namespace: "rider", pluginPoints: [PluginPointDefinition(name: "empty_point", switches: [])])
+        let flagSet = FlagSet(
+            namespace: "rider", pluginPoints: [PluginPointDefinition(name: "empty_point", switches: [])])
         let snapshot = Snapshot(epoch: "e", version: 1, flagSet: flagSet)
         let decoded = try SnapshotDocument.decode(SnapshotDocument.encode(snapshot))
         #expect(decoded == snapshot)

@@ -36,7 +36,8 @@ struct SnapshotSchemaTests {
             switch value {
             case .object(let object):
                 if object["properties"] != nil, object["type"] == .string("object"),
-                   object["additionalProperties"] == nil || object["additionalProperties"] == .bool(true) {
+                    object["additionalProperties"] == nil || object["additionalProperties"] == .bool(true)
+                {
                     unclosed.append(path)
                 }
                 for (key, member) in object { visit(member, at: path + "/" + key) }
@@ -54,8 +55,11 @@ struct SnapshotSchemaTests {
         let written = Set(try #require(encoded.objectValue).memberKeys)
         let declared = Set(try #require(try schema()["properties"]?.objectValue).memberKeys)
         #expect(written.isSubset(of: declared))
-        #expect(declared == ["format", "namespace", "epoch", "version", "checksum", "description", "plugin_points",
-                             "kill_switches", "flags"])
+        #expect(
+            declared == [
+                "format", "namespace", "epoch", "version", "checksum", "description", "plugin_points",
+                "kill_switches", "flags",
+            ])
     }
 
     @Test func documentationExampleDecodesWithItsChecksum() throws {
@@ -65,11 +69,14 @@ struct SnapshotSchemaTests {
         #expect(snapshot.version == 42)
         #expect(snapshot.entityTag == "\"01JD3B8Q7ZK2M4N6P8R0T2V4X6.42\"")
         // Compact, the example is exactly what the encoder writes for it.
-        #expect(SnapshotDocument.encode(snapshot) == JSONValue.object(try #require(JSONValue.parse(example).objectValue)).serialized(.canonical))
+        #expect(
+            SnapshotDocument.encode(snapshot)
+                == JSONValue.object(try #require(JSONValue.parse(example).objectValue)).serialized(.canonical))
     }
 
     @Test func documentationExampleWithAChangedValueFailsItsChecksum() throws {
-        let example = try Self.documentationExample().replacingOccurrences(of: "\"rollout\": 1250", with: "\"rollout\": 1251")
+        let example = try Self.documentationExample().replacingOccurrences(
+            of: "\"rollout\": 1250", with: "\"rollout\": 1251")
         #expect(throws: SnapshotDecodingError.self) { try SnapshotDocument.decode(Array(example.utf8)) }
         do {
             _ = try SnapshotDocument.decode(Array(example.utf8))
@@ -86,46 +93,83 @@ struct SnapshotSchemaTests {
             disabled: true,
             disabledScopes: [Scope(cities: ["köln"])],
             rules: [
-                SwitchRule(name: "everything \"quoted\" \\ / \u{7F} é 😀 \u{08}\u{0C}\u{01}\n\r\t",
-                           conditions: Conditions(cities: ["lagos"], notCities: ["paris"], cohorts: ["beta", "ios-beta"],
-                                                  notCohorts: ["churn-risk"], units: ["qa-1"],
-                                                  appVersionAtLeast: SemanticVersion("5.12.0"),
-                                                  appVersionBelow: SemanticVersion("6.0.0-beta.2+481"),
-                                                  platforms: ["ios"]),
-                           rollout: Rollout(basisPoints: 7)!),
+                SwitchRule(
+                    name: "everything \"quoted\" \\ / \u{7F} é 😀 \u{08}\u{0C}\u{01}\n\r\t",
+                    conditions: Conditions(
+                        cities: ["lagos"], notCities: ["paris"], cohorts: ["beta", "ios-beta"],
+                        notCohorts: ["churn-risk"], units: ["qa-1"],
+                        appVersionAtLeast: SemanticVersion("5.12.0"),
+                        appVersionBelow: SemanticVersion("6.0.0-beta.2+481"),
+                        platforms: ["ios"]),
+                    rollout: Rollout(basisPoints: 7)!)
             ],
             rollout: Rollout(basisPoints: 1234)!
         )
         let floats = [0.1, 1.0, 2.5e-7, 9.1045e15, 1e16, 1.7976931348623157e308, -0.0, 123456.789]
         let object: JSONObject = JSONObject([
-            ("z", .int(1)), ("Z", .bool(false)), ("é", .null), ("😀", .string("emoji")), ("\u{FFFD}", .string("replacement")),
-            ("nested", .object(JSONObject([("b", .array([.double(1.5), .int(-3), .string("\u{1F}")])), ("a", .object(JSONObject()))]))),
+            ("z", .int(1)), ("Z", .bool(false)), ("é", .null), ("😀", .string("emoji")),
+            ("\u{FFFD}", .string("replacement")),
+            (
+                "nested",
+                .object(
+                    JSONObject([
+                        ("b", .array([.double(1.5), .int(-3), .string("\u{1F}")])), ("a", .object(JSONObject())),
+                    ]))
+            ),
         ])
         let flags = [
-            FlagDefinition(key: "plugin_switch_everything", description: "line\nbreak", owner: "team-ü", kind: .pluginSwitch(gate)),
+            FlagDefinition(
+                key: "plugin_switch_everything", description: "line\nbreak", owner: "team-ü", kind: .pluginSwitch(gate)),
             FlagDefinition(key: "plugin_switch_plain", kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full))),
-            FlagDefinition(key: "float_experiment", kind: .experiment(Experiment(
-                valueType: .float,
-                variants: floats.enumerated().map { Variant(key: "f\($0.offset)", value: .float($0.element)) },
-                defaultVariant: "f0", weights: ["f0": 1, "f1": 1_000_000],
-                rules: [ExperimentRule(conditions: Conditions(platforms: ["android"]), weights: ["f2": 3])]))),
-            FlagDefinition(key: "object_experiment", kind: .experiment(Experiment(
-                valueType: .object, variants: [Variant(key: "on", value: .object(object)), Variant(key: "off", value: .object(JSONObject()))],
-                defaultVariant: "off", weights: ["on": 1, "off": 1]))),
-            FlagDefinition(key: "integer_experiment", kind: .experiment(Experiment(
-                valueType: .integer, variants: [Variant(key: "min", value: .integer(.min)), Variant(key: "max", value: .integer(.max))],
-                defaultVariant: "min", weights: ["max": 2]))),
-            FlagDefinition(key: "boolean_experiment", kind: .experiment(Experiment(
-                valueType: .boolean, variants: [Variant(key: "yes", value: .boolean(true)), Variant(key: "no", value: .boolean(false))],
-                defaultVariant: "no", weights: ["yes": 1, "no": 9]))),
+            FlagDefinition(
+                key: "float_experiment",
+                kind: .experiment(
+                    Experiment(
+                        valueType: .float,
+                        variants: floats.enumerated().map { Variant(key: "f\($0.offset)", value: .float($0.element)) },
+                        defaultVariant: "f0", weights: ["f0": 1, "f1": 1_000_000],
+                        rules: [ExperimentRule(conditions: Conditions(platforms: ["android"]), weights: ["f2": 3])]))),
+            FlagDefinition(
+                key: "object_experiment",
+                kind: .experiment(
+                    Experiment(
+                        valueType: .object,
+                        variants: [
+                            Variant(key: "on", value: .object(object)),
+                            Variant(key: "off", value: .object(JSONObject())),
+                        ],
+                        defaultVariant: "off", weights: ["on": 1, "off": 1]))),
+            FlagDefinition(
+                key: "integer_experiment",
+                kind: .experiment(
+                    Experiment(
+                        valueType: .integer,
+                        variants: [
+                            Variant(key: "min", value: .integer(.min)), Variant(key: "max", value: .integer(.max)),
+                        ],
+                        defaultVariant: "min", weights: ["max": 2]))),
+            FlagDefinition(
+                key: "boolean_experiment",
+                kind: .experiment(
+                    Experiment(
+                        valueType: .boolean,
+                        variants: [
+                            Variant(key: "yes", value: .boolean(true)), Variant(key: "no", value: .boolean(false)),
+                        ],
+                        defaultVariant: "no", weights: ["yes": 1, "no": 9]))),
         ]
         let flagSet = FlagSet(
             namespace: "rider-staging", description: "Every member, \"escaped\".",
-            pluginPoints: [PluginPointDefinition(name: "home_feed", description: "Cards", killSwitch: "kill_home_feed",
-                                       switches: ["plugin_switch_everything", "plugin_switch_plain"])],
-            killSwitches: [KillSwitch(key: KillSwitch.masterKey, description: "All", entries: [Scope()]),
-                           KillSwitch(key: "kill_home_feed", entries: [scope]),
-                           KillSwitch(key: "kill_growth", members: ["float_experiment"])],
+            pluginPoints: [
+                PluginPointDefinition(
+                    name: "home_feed", description: "Cards", killSwitch: "kill_home_feed",
+                    switches: ["plugin_switch_everything", "plugin_switch_plain"])
+            ],
+            killSwitches: [
+                KillSwitch(key: KillSwitch.masterKey, description: "All", entries: [Scope()]),
+                KillSwitch(key: "kill_home_feed", entries: [scope]),
+                KillSwitch(key: "kill_growth", members: ["float_experiment"]),
+            ],
             flags: flags
         )
         return Snapshot(epoch: "épöch-1", version: 9_007_199_254_740_993, flagSet: flagSet)
@@ -145,7 +189,8 @@ struct SnapshotSchemaTests {
 @Suite(.serialized)
 struct SnapshotSchemaScriptTests {
     func checkSnapshots(_ documents: [String: [UInt8]], digests: Bool = false) async throws -> ProcessOutcome {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-schema-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "snapshot-schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         var paths: [String] = []
@@ -160,7 +205,8 @@ struct SnapshotSchemaScriptTests {
     @Test func encodedSnapshotsPassTheSchemaAndTheIndependentChecksum() async throws {
         let result = try await checkSnapshots([
             "sample.json": SnapshotDocument.encode(SnapshotSchemaTests.sample),
-            "example.json": SnapshotDocument.encode(try SnapshotDocument.decode(Array(SnapshotSchemaTests.documentationExample().utf8))),
+            "example.json": SnapshotDocument.encode(
+                try SnapshotDocument.decode(Array(SnapshotSchemaTests.documentationExample().utf8))),
         ])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("checked 2 snapshots"))
@@ -190,7 +236,8 @@ struct SnapshotSchemaScriptTests {
     @Test func brokenSnapshotsAreReportedWithTheirFieldPaths() async throws {
         let good = String(decoding: SnapshotDocument.encode(SnapshotSchemaTests.sample), as: UTF8.self)
         // A rollout over 10000 (the checksum made to match, so only the schema objects), and an altered value.
-        var tree = try #require(JSONValue.parse(good.replacingOccurrences(of: "\"rollout\":1234", with: "\"rollout\":10001")).objectValue)
+        var tree = try #require(
+            JSONValue.parse(good.replacingOccurrences(of: "\"rollout\":1234", with: "\"rollout\":10001")).objectValue)
         tree["checksum"] = nil
         tree["checksum"] = .string("sha256:" + SHA256.hexDigest(JSONValue.object(tree).serialized(.canonical)))
         let result = try await checkSnapshots([
@@ -198,8 +245,10 @@ struct SnapshotSchemaScriptTests {
             "altered.json": Array(good.replacingOccurrences(of: "\"rollout\":1234", with: "\"rollout\":1235").utf8),
         ])
         #expect(result.status == 1)
-        #expect(result.output.contains("over.json: flags.plugin_switch_everything.rollout: 10001 is greater than the maximum of 10000"),
-                "\(result.output)")
+        #expect(
+            result.output.contains(
+                "over.json: flags.plugin_switch_everything.rollout: 10001 is greater than the maximum of 10000"),
+            "\(result.output)")
         #expect(result.output.contains("altered.json: checksum: sha256:"), "\(result.output)")
         #expect(!result.output.contains("over.json: checksum"), "\(result.output)")
     }

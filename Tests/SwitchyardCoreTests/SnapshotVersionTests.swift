@@ -6,15 +6,17 @@ struct SnapshotVersionTests {
     @Test(arguments: [
         ("\"9f2c.41\"", SnapshotVersion(epoch: "9f2c", version: 41)),
         ("W/\"9f2c.41\"", SnapshotVersion(epoch: "9f2c", version: 41)),
-        ("  \"a.b.0\" ", SnapshotVersion(epoch: "a.b", version: 0)),   // the last dot separates the version
+        ("  \"a.b.0\" ", SnapshotVersion(epoch: "a.b", version: 0)),  // the last dot separates the version
         ("\"é.3\"", SnapshotVersion(epoch: "é", version: 3)),
     ])
     func readsStrongAndWeakTags(text: String, expected: SnapshotVersion) {
         #expect(SnapshotVersion(entityTag: text) == expected)
     }
 
-    @Test(arguments: ["", "*", "\"\"", "\"e.\"", "\".4\"", "\"e.-1\"", "\"e.+1\"", "e.4", "\"e.4", "w/\"e.4\"",
-                      "\"e.9223372036854775808\"", "\"e.4\"x", "\t\"e.4\""])
+    @Test(arguments: [
+        "", "*", "\"\"", "\"e.\"", "\".4\"", "\"e.-1\"", "\"e.+1\"", "e.4", "\"e.4", "w/\"e.4\"",
+        "\"e.9223372036854775808\"", "\"e.4\"x", "\t\"e.4\"",
+    ])
     func refusesEverythingElse(text: String) {
         #expect(SnapshotVersion(entityTag: text) == nil, "\(text)")
     }

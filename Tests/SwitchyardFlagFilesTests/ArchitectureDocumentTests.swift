@@ -8,10 +8,13 @@ struct ArchitectureDocumentTests {
     /// A row's target and the words of its "depends on" column.
     static func rows() throws -> [String: Set<String>] {
         let text = try String(contentsOfFile: Repository.root + "/docs/architecture.md", encoding: .utf8)
-        let table = try #require(text.components(separatedBy: "## Targets").dropFirst().first?.components(separatedBy: "\n## ").first)
+        let table = try #require(
+            text.components(separatedBy: "## Targets").dropFirst().first?.components(separatedBy: "\n## ").first)
         var rows: [String: Set<String>] = [:]
         for line in table.split(separator: "\n") where line.hasPrefix("| `") {
-            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
             guard cells.count > 3 else { continue }
             let words = Set(cells[2].split { $0 == "," || $0 == " " || $0 == "(" || $0 == ")" }.map(String.init))
             rows[cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = words
@@ -30,12 +33,16 @@ struct ArchitectureDocumentTests {
         defer { try? FileManager.default.removeItem(at: scratch) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swift", "package", "--package-path", Repository.root, "--scratch-path", scratch.path, "dump-package"]
+        process.arguments = [
+            "swift", "package", "--package-path", Repository.root, "--scratch-path", scratch.path, "dump-package",
+        ]
         let dump = try await runToEnd(process, deadline: .seconds(300), separateError: true)
         try #require(dump.status == 0, "swift package dump-package: \(dump.error)")
         let package = try JSONValue.parse(Array(dump.output.utf8))
         let targets = try #require(package["targets"]?.arrayValue)
-        let ours = targets.filter { $0["type"]?.stringValue != "test" && !($0["name"]?.stringValue ?? "").hasSuffix("Support") }
+        let ours = targets.filter {
+            $0["type"]?.stringValue != "test" && !($0["name"]?.stringValue ?? "").hasSuffix("Support")
+        }
         let names = Set(ours.compactMap { $0["name"]?.stringValue })
         let rows = try Self.rows()
         #expect(Set(rows.keys) == names, "the table's targets differ from Package.swift's")
@@ -44,8 +51,12 @@ struct ArchitectureDocumentTests {
             let firstParty = (target["dependencies"]?.arrayValue ?? []).compactMap { dependency -> String? in
                 (dependency["byName"] ?? dependency["target"])?.arrayValue?.first?.stringValue
             }.filter(names.contains)
-            let written = (rows[name] ?? []).filter { word in names.contains { Self.shortName($0) == word || $0 == word } }
-            #expect(Set(written) == Set(firstParty.map(Self.shortName)), "\(name): the table says \(written.sorted()), Package.swift \(firstParty.sorted())")
+            let written = (rows[name] ?? []).filter { word in
+                names.contains { Self.shortName($0) == word || $0 == word }
+            }
+            #expect(
+                Set(written) == Set(firstParty.map(Self.shortName)),
+                "\(name): the table says \(written.sorted()), Package.swift \(firstParty.sorted())")
         }
     }
 }

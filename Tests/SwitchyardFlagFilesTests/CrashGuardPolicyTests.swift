@@ -48,8 +48,9 @@ struct CrashGuardPolicyTests {
 
     @Test func aSwitchInheritsTheNamespaceDefaultsFieldByFieldOverTheBuiltInOnes() throws {
         let flagSet = try FlagFile(yaml: Self.text, path: "Flags/rider.yaml").flagSet
-        let promos = CrashGuardPolicy.resolved(namespace: flagSet.crashGuard,
-                                               switch: flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.crashGuard)
+        let promos = CrashGuardPolicy.resolved(
+            namespace: flagSet.crashGuard,
+            switch: flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.crashGuard)
         #expect(promos.maximumCrashRate.basisPoints == 25)
         #expect(promos.scopeBy == [.city])
         #expect(promos.window == .seconds(900))
@@ -65,15 +66,21 @@ struct CrashGuardPolicyTests {
     /// budget existed) keeps it for both, so `max_trips_per_hour: 0` still means the guard only proposes.
     @Test func theScopedBudgetFollowsTheGlobalOneUnlessSetItself() {
         #expect(CrashGuardPolicy.resolved(namespace: nil, switch: nil).maximumScopedTripsPerHour == 3)
-        #expect(CrashGuardPolicy.resolved(namespace: CrashGuardPolicy(maximumTripsPerHour: 0), switch: nil).maximumScopedTripsPerHour == 0)
-        let both = CrashGuardPolicy.resolved(namespace: CrashGuardPolicy(maximumTripsPerHour: 0, maximumScopedTripsPerHour: 5), switch: nil)
+        #expect(
+            CrashGuardPolicy.resolved(namespace: CrashGuardPolicy(maximumTripsPerHour: 0), switch: nil)
+                .maximumScopedTripsPerHour == 0)
+        let both = CrashGuardPolicy.resolved(
+            namespace: CrashGuardPolicy(maximumTripsPerHour: 0, maximumScopedTripsPerHour: 5), switch: nil)
         #expect(both.maximumTripsPerHour == 0 && both.maximumScopedTripsPerHour == 5)
     }
 
     @Test func policiesRoundTripThroughYAMLAndTheAPIForm() throws {
         let flagSet = try FlagFile(yaml: Self.text, path: "Flags/rider.yaml").flagSet
         let yaml = flagSet.yamlText()
-        #expect(yaml.contains("crash_guard:\n  window: \"15m\"\n  min_sessions: 500\n  max_crash_rate: 1.5\n  baseline_ratio: 2.5\n  confidence: 99.95\n  cooldown: \"1h\"\n"))
+        #expect(
+            yaml.contains(
+                "crash_guard:\n  window: \"15m\"\n  min_sessions: 500\n  max_crash_rate: 1.5\n  baseline_ratio: 2.5\n  confidence: 99.95\n  cooldown: \"1h\"\n"
+            ))
         #expect(try FlagFile(yaml: yaml, path: "Flags/rider.yaml").flagSet == flagSet)
         let api = flagSet.tree(unit: .basisPoints)
         #expect(api["crash_guard"]?["max_crash_rate"] == .int(150))
@@ -113,14 +120,19 @@ struct CrashGuardPolicyTests {
 
             """
         let flagSet = try FlagFile(yaml: text, path: "Flags/rider.yaml").flagSet
-        let promos = CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.crashGuard)
-        #expect(promos.tripSources == [.clients, .reporters] && promos.minimumAddresses == 5 && promos.minimumUnits == 3)
-        #expect(promos.maximumTripsPerHour == 0 && promos.maximumSessionsPerAddress == 500 && promos.maximumSessionsPerUnit == 10)
+        let promos = CrashGuardPolicy.resolved(
+            namespace: flagSet.crashGuard, switch: flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.crashGuard)
+        #expect(
+            promos.tripSources == [.clients, .reporters] && promos.minimumAddresses == 5 && promos.minimumUnits == 3)
+        #expect(
+            promos.maximumTripsPerHour == 0 && promos.maximumSessionsPerAddress == 500
+                && promos.maximumSessionsPerUnit == 10)
         #expect(promos.cities == ["lagos", "paris"] && promos.cohorts == ["beta"] && promos.maximumScopeValues == 50)
         #expect(try FlagFile(yaml: flagSet.yamlText(), path: "Flags/rider.yaml").flagSet == flagSet)
         #expect(try FlagSet(tree: .object(flagSet.tree(unit: .basisPoints)), unit: .basisPoints) == flagSet)
         let builtIn = CrashGuardPolicy.builtIn
-        #expect(builtIn.tripSources == [.clients, .reporters] && builtIn.minimumUnits == 5 && builtIn.minimumAddresses == 3)
+        #expect(
+            builtIn.tripSources == [.clients, .reporters] && builtIn.minimumUnits == 5 && builtIn.minimumAddresses == 3)
         #expect(builtIn.maximumTripsPerHour == 3 && builtIn.cities == nil)
     }
 
@@ -159,7 +171,9 @@ struct CrashGuardPolicyTests {
     }
 
     @Test func disabledInScopeCoversTheScopesASwitchIsOffFor() {
-        let gate = PluginSwitchDefinition(disabledScopes: [Scope(cities: ["lagos", "paris"]), Scope(cities: ["rome"], cohorts: ["beta"])])
+        let gate = PluginSwitchDefinition(disabledScopes: [
+            Scope(cities: ["lagos", "paris"]), Scope(cities: ["rome"], cohorts: ["beta"]),
+        ])
         #expect(gate.isDisabled(in: Scope(cities: ["lagos"])))
         #expect(gate.isDisabled(in: Scope(cities: ["paris"])))
         #expect(!gate.isDisabled(in: Scope(cities: ["rome"])))

@@ -27,8 +27,10 @@ struct DocumentationTests {
         let rider = try FlagFile(contentsOf: TestPaths.riderFile).flagSet.metrics
         #expect(documented.map(\.name) == rider.map(\.name))
         for (shown, declared) in zip(documented, rider) {
-            #expect(shown.kind == declared.kind && shown.better == declared.better && shown.cap == declared.cap
-                    && shown.numerator == declared.numerator && shown.denominator == declared.denominator, "\(shown.name)")
+            #expect(
+                shown.kind == declared.kind && shown.better == declared.better && shown.cap == declared.cap
+                    && shown.numerator == declared.numerator && shown.denominator == declared.denominator,
+                "\(shown.name)")
         }
     }
 
@@ -42,7 +44,9 @@ struct DocumentationTests {
         #expect(CrashGuardPolicy.resolved(namespace: defaults, switch: nil) == CrashGuardPolicy.builtIn)
         #expect(CrashGuardPolicy.resolved(namespace: CrashGuardPolicy(), switch: nil) == CrashGuardPolicy.builtIn)
         let promos = try #require(file.flagSet.flags.first { $0.key == "plugin_switch_feed_promos" }?.pluginSwitch)
-        #expect(CrashGuardPolicy.resolved(namespace: defaults, switch: promos.crashGuard).maximumCrashRate == Rollout(basisPoints: 50))
+        #expect(
+            CrashGuardPolicy.resolved(namespace: defaults, switch: promos.crashGuard).maximumCrashRate
+                == Rollout(basisPoints: 50))
         let split = try #require(file.flagSet.flags.first { $0.key == "plugin_switch_split_fare" }?.pluginSwitch)
         #expect(CrashGuardPolicy.resolved(namespace: defaults, switch: split.crashGuard).enabled == false)
     }

@@ -40,10 +40,11 @@ struct FlagDirectoryTests {
         try write("rider-copy.yaml", "namespace: rider\n")
         let flags = FlagDirectory(reading: directory)
         let copy = directory + "/rider-copy.yaml"
-        #expect(flags.problems.map(\.description) == [
-            "\(copy): namespace: 'rider' differs from the file name rider-copy.yaml; name the file rider.yaml or set namespace: rider-copy (one file per namespace, named <namespace>.yaml)",
-            "\(copy): namespace: 'rider' is also declared in \(directory)/rider.yaml; keep one file per namespace",
-        ])
+        #expect(
+            flags.problems.map(\.description) == [
+                "\(copy): namespace: 'rider' differs from the file name rider-copy.yaml; name the file rider.yaml or set namespace: rider-copy (one file per namespace, named <namespace>.yaml)",
+                "\(copy): namespace: 'rider' is also declared in \(directory)/rider.yaml; keep one file per namespace",
+            ])
         #expect(flags.namespaces == ["rider"])
         #expect(throws: DefinitionError.self) { try flags.validated() }
     }
@@ -52,23 +53,28 @@ struct FlagDirectoryTests {
         defer { cleanUp() }
         try write("rider.yml", "namespace: rider\n")
         let flags = FlagDirectory(reading: directory)
-        #expect(flags.problems.map(\.description) == ["\(directory)/rider.yml: flag files end in .yaml; rename it to rider.yaml"])
+        #expect(
+            flags.problems.map(\.description) == [
+                "\(directory)/rider.yml: flag files end in .yaml; rename it to rider.yaml"
+            ])
     }
 
     @Test func anEmptyDirectorySaysWhatItShouldHold() throws {
         defer { cleanUp() }
         let flags = FlagDirectory(reading: directory)
-        #expect(flags.problems.map(\.description) == [
-            "\(directory): holds no flag files (<namespace>.yaml); pass the folder that holds them, e.g. Flags",
-        ])
+        #expect(
+            flags.problems.map(\.description) == [
+                "\(directory): holds no flag files (<namespace>.yaml); pass the folder that holds them, e.g. Flags"
+            ])
     }
 
     @Test func aMissingDirectoryIsAProblem() {
         defer { cleanUp() }
         let flags = FlagDirectory(reading: directory + "/nope")
-        #expect(flags.problems.map(\.description) == [
-            "\(directory)/nope: no such directory; pass the folder that holds your flag files, e.g. Flags",
-        ])
+        #expect(
+            flags.problems.map(\.description) == [
+                "\(directory)/nope: no such directory; pass the folder that holds your flag files, e.g. Flags"
+            ])
     }
 
     @Test func aFileThatIsNotUTF8IsAProblem() throws {

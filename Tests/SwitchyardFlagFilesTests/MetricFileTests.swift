@@ -31,40 +31,50 @@ struct MetricFileTests {
 
     @Test func metricsReadWithTheirKindsCapsAndDirections() throws {
         let flagSet = try FlagFile(yaml: Self.text, path: "Flags/rider.yaml").flagSet
-        #expect(flagSet.metrics.map(\.name) == ["trip_booked", "trips", "fare", "time_to_book", "fare_per_trip", "crashes_per_trip"])
-        #expect(flagSet.metric("trip_booked") == MetricDefinition(name: "trip_booked", description: "A rider booked a trip.",
-                                                                  owner: "team-rider", kind: .conversion))
+        #expect(
+            flagSet.metrics.map(\.name) == [
+                "trip_booked", "trips", "fare", "time_to_book", "fare_per_trip", "crashes_per_trip",
+            ])
+        #expect(
+            flagSet.metric("trip_booked")
+                == MetricDefinition(
+                    name: "trip_booked", description: "A rider booked a trip.",
+                    owner: "team-rider", kind: .conversion))
         #expect(flagSet.metric("trips")?.cap == 20)
         #expect(flagSet.metric("fare")?.cap == 200.5)
         #expect(flagSet.metric("time_to_book")?.better == .lower)
-        #expect(flagSet.metric("fare_per_trip")?.numerator == "fare" && flagSet.metric("fare_per_trip")?.denominator == "trips")
+        #expect(
+            flagSet.metric("fare_per_trip")?.numerator == "fare"
+                && flagSet.metric("fare_per_trip")?.denominator == "trips")
         #expect(flagSet.allMetrics.map(\.name).prefix(3) == ["sessions", "crashed_sessions", "crash_rate"])
     }
 
     @Test func metricsRoundTripThroughYAMLAndTheAPIFormInTheirOrder() throws {
         let flagSet = try FlagFile(yaml: Self.text, path: "Flags/rider.yaml").flagSet
         let yaml = flagSet.yamlText()
-        #expect(yaml.contains("""
-            metrics:
-              trip_booked:
-                description: A rider booked a trip.
-                owner: team-rider
-                kind: conversion
+        #expect(
+            yaml.contains(
+                """
+                metrics:
+                  trip_booked:
+                    description: A rider booked a trip.
+                    owner: team-rider
+                    kind: conversion
 
-              trips:
-                kind: count
-                cap: 20
+                  trips:
+                    kind: count
+                    cap: 20
 
-              fare:
-                kind: value
-                cap: 200.5
+                  fare:
+                    kind: value
+                    cap: 200.5
 
-              time_to_book:
-                kind: value
-                better: lower
-                cap: 600
+                  time_to_book:
+                    kind: value
+                    better: lower
+                    cap: 600
 
-            """))
+                """))
         let reread = try FlagFile(yaml: yaml, path: "Flags/rider.yaml").flagSet
         #expect(reread == flagSet)
         #expect(reread.metrics == flagSet.metrics)
@@ -94,53 +104,77 @@ struct MetricFileTests {
     @Test func theRiderFileDeclaresItsSixMetrics() throws {
         let flagSet = try FlagFile(contentsOf: TestPaths.riderFile).flagSet
         let kinds = Dictionary(uniqueKeysWithValues: flagSet.metrics.map { ($0.name, $0.kind) })
-        #expect(kinds == ["trip_booked": .conversion, "trips": .count, "fare": .value, "time_to_book": .value, "fare_per_trip": .ratio,
-                          "time_per_trip": .ratio])
+        #expect(
+            kinds == [
+                "trip_booked": .conversion, "trips": .count, "fare": .value, "time_to_book": .value,
+                "fare_per_trip": .ratio,
+                "time_per_trip": .ratio,
+            ])
         #expect(flagSet.metric("trip_booked")?.owner == "team-rider")
         #expect(flagSet.metric("trips")?.cap == 20)
         #expect(flagSet.metric("fare")?.cap == 200 && flagSet.metric("fare")?.better == .higher)
         #expect(flagSet.metric("time_to_book")?.cap == 600 && flagSet.metric("time_to_book")?.better == .lower)
-        #expect(flagSet.metric("fare_per_trip")?.numerator == "fare" && flagSet.metric("fare_per_trip")?.denominator == "trips")
+        #expect(
+            flagSet.metric("fare_per_trip")?.numerator == "fare"
+                && flagSet.metric("fare_per_trip")?.denominator == "trips")
     }
 
     @Test func eachRuleNamesTheFieldItConcerns() {
-        #expect(problems("  fare: {kind: value}\n") == [
-            "Flags/rider.yaml: metrics.fare.cap: is required for a value metric (the most one unit's sum counts for)",
-        ])
-        #expect(problems("  fare: {kind: value, cap: 0}\n") == [
-            "Flags/rider.yaml: metrics.fare.cap: 0 must be above 0 (the most one unit's sum counts for)",
-        ])
-        #expect(problems("  fare: {kind: value, cap: 0x10}\n") == [
-            "Flags/rider.yaml: metrics.fare.cap: 0x10 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
-        ])
-        #expect(problems("  fare: {kind: value, cap: .inf}\n") == ["Flags/rider.yaml: metrics.fare.cap: .inf is not a finite number"])
+        #expect(
+            problems("  fare: {kind: value}\n") == [
+                "Flags/rider.yaml: metrics.fare.cap: is required for a value metric (the most one unit's sum counts for)"
+            ])
+        #expect(
+            problems("  fare: {kind: value, cap: 0}\n") == [
+                "Flags/rider.yaml: metrics.fare.cap: 0 must be above 0 (the most one unit's sum counts for)"
+            ])
+        #expect(
+            problems("  fare: {kind: value, cap: 0x10}\n") == [
+                "Flags/rider.yaml: metrics.fare.cap: 0x10 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)"
+            ])
+        #expect(
+            problems("  fare: {kind: value, cap: .inf}\n") == [
+                "Flags/rider.yaml: metrics.fare.cap: .inf is not a finite number"
+            ])
         #expect(problems("  fare: {kind: value, cap: 2e2}\n") == [], "YAML 1.2 floats may have exponents")
-        #expect(problems("  trips: {kind: count, cap: 0}\n") == [
-            "Flags/rider.yaml: metrics.trips.cap: 0 must be a whole number of at least 1 (the most occurrences one unit counts for)",
-        ])
-        #expect(problems("  crash_rate: {kind: ratio, numerator: crashed_sessions, denominator: sessions}\n") == [
-            "Flags/rider.yaml: metrics.crash_rate: 'crash_rate' is a built-in metric (sessions, crashed_sessions, crash_rate); every namespace has it, so it may not be declared",
-        ])
-        #expect(problems("  r: {kind: ratio, numerator: sessions}\n") == [
-            "Flags/rider.yaml: metrics.r.denominator: is required for a ratio metric (name a declared or built-in metric that is not a ratio)",
-        ])
-        #expect(problems("  trips: {kind: count, denominator: sessions}\n") == [
-            "Flags/rider.yaml: metrics.trips.denominator: only a ratio metric has a denominator (this one is a count metric)",
-        ])
-        #expect(problems("  \(String(repeating: "m", count: 65)): {kind: count}\n") == [
-            "Flags/rider.yaml: metrics.\(String(repeating: "m", count: 65)): '\(String(repeating: "m", count: 40))…' is longer than 64 characters",
-        ])
+        #expect(
+            problems("  trips: {kind: count, cap: 0}\n") == [
+                "Flags/rider.yaml: metrics.trips.cap: 0 must be a whole number of at least 1 (the most occurrences one unit counts for)"
+            ])
+        #expect(
+            problems("  crash_rate: {kind: ratio, numerator: crashed_sessions, denominator: sessions}\n") == [
+                "Flags/rider.yaml: metrics.crash_rate: 'crash_rate' is a built-in metric (sessions, crashed_sessions, crash_rate); every namespace has it, so it may not be declared"
+            ])
+        #expect(
+            problems("  r: {kind: ratio, numerator: sessions}\n") == [
+                "Flags/rider.yaml: metrics.r.denominator: is required for a ratio metric (name a declared or built-in metric that is not a ratio)"
+            ])
+        #expect(
+            problems("  trips: {kind: count, denominator: sessions}\n") == [
+                "Flags/rider.yaml: metrics.trips.denominator: only a ratio metric has a denominator (this one is a count metric)"
+            ])
+        #expect(
+            problems("  \(String(repeating: "m", count: 65)): {kind: count}\n") == [
+                "Flags/rider.yaml: metrics.\(String(repeating: "m", count: 65)): '\(String(repeating: "m", count: 40))…' is longer than 64 characters"
+            ])
         #expect(problems("  \(String(repeating: "m", count: 64)): {kind: count}\n") == [])
-        #expect(problems("  trips: {kind: count, cpa: 3}\n") == ["Flags/rider.yaml: metrics.trips.cpa: unknown field; did you mean 'cap'?"])
+        #expect(
+            problems("  trips: {kind: count, cpa: 3}\n") == [
+                "Flags/rider.yaml: metrics.trips.cpa: unknown field; did you mean 'cap'?"
+            ])
         #expect(problems("  trips: count\n") == ["Flags/rider.yaml: metrics.trips: must be an object, not a string"])
-        #expect(problems("  trips: {kind: count, better: true}\n") == ["Flags/rider.yaml: metrics.trips.better: must be a string, not a boolean (in YAML, quote it: \"true\")"])
+        #expect(
+            problems("  trips: {kind: count, better: true}\n") == [
+                "Flags/rider.yaml: metrics.trips.better: must be a string, not a boolean (in YAML, quote it: \"true\")"
+            ])
     }
 
     @Test func aNamespaceDeclaresAtMostSixtyFourMetrics() {
         let sixtyFour = (1...64).map { "  m\($0): {kind: conversion}\n" }.joined()
         #expect(problems(sixtyFour) == [])
-        #expect(problems(sixtyFour + "  m65: {kind: conversion}\n") == [
-            "Flags/rider.yaml: metrics: declares 65 metrics; a namespace may declare at most 64 (the built-in ones apart)",
-        ])
+        #expect(
+            problems(sixtyFour + "  m65: {kind: conversion}\n") == [
+                "Flags/rider.yaml: metrics: declares 65 metrics; a namespace may declare at most 64 (the built-in ones apart)"
+            ])
     }
 }

@@ -20,7 +20,8 @@ struct RiderFlagFileTests {
 
     @Test func declaresFourPluginPointsEachWithItsOwnGroupKillSwitch() throws {
         #expect(flagSet.namespace == "rider")
-        #expect(flagSet.pluginPoints.map(\.name) == ["preferences_hub", "confirmation_addons", "home_feed", "map_layers"])
+        #expect(
+            flagSet.pluginPoints.map(\.name) == ["preferences_hub", "confirmation_addons", "home_feed", "map_layers"])
         let groups = flagSet.pluginPoints.compactMap(\.killSwitch)
         #expect(groups.count == flagSet.pluginPoints.count)
         #expect(Set(groups).count == groups.count)
@@ -56,16 +57,18 @@ struct RiderFlagFileTests {
 
     @Test func mostSwitchesAreOnForATypicalRiderSoTheSampleShowsItsPlugins() {
         let compiled = CompiledSnapshot(Snapshot(epoch: "test", version: 1, flagSet: flagSet))
-        let evaluator = compiled.evaluator(for: EvaluationContext(
-            unitId: "rider-1", city: "lagos", appVersion: "5.12.0", platform: "ios"))
+        let evaluator = compiled.evaluator(
+            for: EvaluationContext(
+                unitId: "rider-1", city: "lagos", appVersion: "5.12.0", platform: "ios"))
         let on = switches.filter { evaluator.isEnabled(compiled.handle(for: $0.key)!) }
         #expect(on.count * 3 >= switches.count * 2, "on: \(on.map(\.key))")
     }
 
     @Test func theCoreOnlyCohortGetsEverySwitchOff() {
         let compiled = CompiledSnapshot(Snapshot(epoch: "test", version: 1, flagSet: flagSet))
-        let evaluator = compiled.evaluator(for: EvaluationContext(
-            unitId: "qa-rider-1", city: "lagos", cohorts: ["core_only"], appVersion: "5.12.0", platform: "ios"))
+        let evaluator = compiled.evaluator(
+            for: EvaluationContext(
+                unitId: "qa-rider-1", city: "lagos", cohorts: ["core_only"], appVersion: "5.12.0", platform: "ios"))
         for flag in switches {
             #expect(!evaluator.isEnabled(compiled.handle(for: flag.key)!), "\(flag.key)")
         }

@@ -23,7 +23,8 @@ struct SchemaTests {
             switch value {
             case .object(let object):
                 if object["properties"] != nil, object["type"] == .string("object"),
-                   object["additionalProperties"] == nil || object["additionalProperties"] == .bool(true) {
+                    object["additionalProperties"] == nil || object["additionalProperties"] == .bool(true)
+                {
                     unclosed.append(path)
                 }
                 for (key, member) in object { visit(member, at: path + "/" + key) }
@@ -42,23 +43,41 @@ struct SchemaTests {
         func fields(_ definition: String) -> Set<String> {
             Set(definitions[definition]?["properties"]?.objectValue?.memberKeys ?? [])
         }
-        #expect(Set(schema["properties"]?.objectValue?.memberKeys ?? []) == ["namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags", "metrics"])
+        #expect(
+            Set(schema["properties"]?.objectValue?.memberKeys ?? []) == [
+                "namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags", "metrics",
+            ])
         #expect(fields("pluginPoint") == ["name", "description", "kill_switch", "switches"])
         #expect(fields("killSwitch") == ["description", "members", "entries"])
         #expect(fields("scope") == ["cities", "cohorts"])
-        let conditions: Set<String> = ["name", "cities", "not_cities", "cohorts", "not_cohorts", "units", "app_version_at_least", "app_version_below", "platforms"]
+        let conditions: Set<String> = [
+            "name", "cities", "not_cities", "cohorts", "not_cohorts", "units", "app_version_at_least",
+            "app_version_below", "platforms",
+        ]
         #expect(fields("switchRule") == conditions.union(["rollout"]))
         #expect(fields("experimentRule") == conditions.union(["weights"]))
-        #expect(fields("pluginSwitch") == ["type", "description", "owner", "disabled", "disabled_scopes", "rules", "rollout", "crash_guard", "release"])
-        #expect(fields("releasePlan") == ["stages", "soak", "min_sessions", "margin", "confidence", "on_bad_signal", "guardrails", "state"])
+        #expect(
+            fields("pluginSwitch") == [
+                "type", "description", "owner", "disabled", "disabled_scopes", "rules", "rollout", "crash_guard",
+                "release",
+            ])
+        #expect(
+            fields("releasePlan") == [
+                "stages", "soak", "min_sessions", "margin", "confidence", "on_bad_signal", "guardrails", "state",
+            ])
         #expect(fields("releaseStage") == ["cities", "cohorts", "rollout", "soak", "min_sessions"])
         #expect(fields("releaseState") == ["status", "stage", "since", "note", "limits", "exclusions"])
-        let switchPolicy: Set<String> = ["enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
-                                         "confidence", "cooldown", "scope_by", "min_units", "min_addresses", "trip_sources",
-                                         "max_scoped_disables"]
+        let switchPolicy: Set<String> = [
+            "enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
+            "confidence", "cooldown", "scope_by", "min_units", "min_addresses", "trip_sources",
+            "max_scoped_disables",
+        ]
         #expect(fields("crashGuard") == switchPolicy)
         #expect(fields("namespaceCrashGuard") == switchPolicy.union(CrashGuardPolicy.namespaceFields))
-        #expect(fields("experiment") == ["type", "description", "owner", "value_type", "variants", "default_variant", "weights", "rules"])
+        #expect(
+            fields("experiment") == [
+                "type", "description", "owner", "value_type", "variants", "default_variant", "weights", "rules",
+            ])
         #expect(fields("variant") == ["key", "value"])
         #expect(fields("metric") == ["description", "owner", "kind", "better", "cap", "numerator", "denominator"])
     }
@@ -79,7 +98,10 @@ struct SchemaScriptTests {
         try await Repository.runScript("scripts/check-schemas", files)
     }
 
-    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/check-venv)"))
+    @Test(
+        .enabled(
+            if: Repository.pythonIsAvailable,
+            "needs python3 (scripts/check-schemas sets up jsonschema in .build/check-venv)"))
     func pythonValidatorAcceptsTheFilesTheLoaderAccepts() async throws {
         let valid = TestPaths.yamlFiles(in: TestPaths.valid).map { TestPaths.valid + "/" + $0 }
         let result = try await checkSchemas([TestPaths.riderFile] + valid)
@@ -88,16 +110,33 @@ struct SchemaScriptTests {
         #expect(all.status == 0, "\(all.output)")
     }
 
-    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-schemas sets up jsonschema in .build/check-venv)"))
+    @Test(
+        .enabled(
+            if: Repository.pythonIsAvailable,
+            "needs python3 (scripts/check-schemas sets up jsonschema in .build/check-venv)"))
     func pythonValidatorRejectsTyposAndOutOfRangeRollouts() async throws {
-        let files = ["unknown-field.yaml", "rollout-out-of-range.yaml"].map { TestPaths.broken + "/" + $0 }
-            + [TestPaths.fixtures + "/crash-guard/crash-guard-invalid.yaml", TestPaths.broken + "/metrics-invalid.yaml"]
+        let files =
+            ["unknown-field.yaml", "rollout-out-of-range.yaml"].map { TestPaths.broken + "/" + $0 }
+            + [
+                TestPaths.fixtures + "/crash-guard/crash-guard-invalid.yaml",
+                TestPaths.broken + "/metrics-invalid.yaml",
+            ]
         let result = try await checkSchemas(files)
         #expect(result.status == 1)
-        #expect(result.output.contains("crash-guard-invalid.yaml: crash_guard.confidence: 100 is greater than or equal to the maximum of 100"))
-        #expect(result.output.contains("crash-guard-invalid.yaml: crash_guard.scope_by[1]: 'country' is not one of ['city', 'cohort']"))
-        #expect(result.output.contains("unknown-field.yaml: flags.plugin_switch_feed_promos: Additional properties are not allowed ('descripton', 'rollot' were unexpected)"))
-        #expect(result.output.contains("rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is greater than the maximum of 100"))
+        #expect(
+            result.output.contains(
+                "crash-guard-invalid.yaml: crash_guard.confidence: 100 is greater than or equal to the maximum of 100"))
+        #expect(
+            result.output.contains(
+                "crash-guard-invalid.yaml: crash_guard.scope_by[1]: 'country' is not one of ['city', 'cohort']"))
+        #expect(
+            result.output.contains(
+                "unknown-field.yaml: flags.plugin_switch_feed_promos: Additional properties are not allowed ('descripton', 'rollot' were unexpected)"
+            ))
+        #expect(
+            result.output.contains(
+                "rollout-out-of-range.yaml: flags.plugin_switch_feed_promos.rules[1].rollout: 120 is greater than the maximum of 100"
+            ))
         #expect(result.output.contains("metrics-invalid.yaml: metrics.fare: 'cap' is a required property"))
         #expect(result.output.contains("metrics-invalid.yaml: metrics.trips.cap: 2.5 is not of type 'integer'"))
         #expect(result.output.contains("metrics-invalid.yaml: metrics: 'sessions' should not be valid under"))

@@ -1,6 +1,7 @@
 import SwitchyardCore
-@testable import SwitchyardFlagFiles
 import Testing
+
+@testable import SwitchyardFlagFiles
 
 /// How YAML scalars become tree values: by the YAML 1.2 core schema, keeping number literals.
 struct YAMLScalarTests {
@@ -21,8 +22,11 @@ struct YAMLScalarTests {
     }
 
     @Test func percentagesThatFloatingPointGetsWrongConvertExactly() throws {
-        for (text, basisPoints) in [("0.07", 7), ("1.10", 110), ("12.34", 1234), ("0.29", 29), ("100", 10_000), ("57.01", 5701)] {
-            let file = try FlagFile(yaml: "namespace: n\nflags:\n  plugin_switch_a:\n    rollout: \(text)\n", path: "n.yaml")
+        for (text, basisPoints) in [
+            ("0.07", 7), ("1.10", 110), ("12.34", 1234), ("0.29", 29), ("100", 10_000), ("57.01", 5701),
+        ] {
+            let file = try FlagFile(
+                yaml: "namespace: n\nflags:\n  plugin_switch_a:\n    rollout: \(text)\n", path: "n.yaml")
             #expect(file.flagSet.flag("plugin_switch_a")?.pluginSwitch?.rollout.basisPoints == UInt16(basisPoints))
         }
     }
@@ -51,22 +55,24 @@ struct YAMLScalarTests {
 
     @Test func yaml11BooleanWordsMustBeQuoted() {
         let (tree, problems) = tree("a: on\nOff: 1\n")
-        #expect(problems == [
-            "f.yaml: a: on reads as a boolean in YAML 1.1 tools and as text in YAML 1.2; quote it ('on') or write true or false",
-            "f.yaml: Off: the key Off reads as a boolean in YAML 1.1 tools; quote it: 'Off'",
-        ])
+        #expect(
+            problems == [
+                "f.yaml: a: on reads as a boolean in YAML 1.1 tools and as text in YAML 1.2; quote it ('on') or write true or false",
+                "f.yaml: Off: the key Off reads as a boolean in YAML 1.1 tools; quote it: 'Off'",
+            ])
         #expect(tree?["a"] == .string("on"))
     }
 
     @Test func numbersInYamlOnlyFormsAreRefused() {
         let (_, problems) = tree("a: +5\nb: .5\nc: 0o17\nd: .inf\ne: 007\n")
-        #expect(problems == [
-            "f.yaml: a: +5 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
-            "f.yaml: b: .5 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
-            "f.yaml: c: 0o17 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
-            "f.yaml: d: .inf is not a finite number",
-            "f.yaml: e: 007 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
-        ])
+        #expect(
+            problems == [
+                "f.yaml: a: +5 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
+                "f.yaml: b: .5 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
+                "f.yaml: c: 0o17 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
+                "f.yaml: d: .inf is not a finite number",
+                "f.yaml: e: 007 is not written as a plain decimal number; write it as JSON would (e.g. 12, 0.5, 12.34)",
+            ])
     }
 
     @Test func blockScalarsAreStrings() {
@@ -92,15 +98,19 @@ struct YAMLScalarTests {
     @Test func aSecondDocumentIsASyntaxError() {
         let (tree, problems) = tree("a: 1\n---\nb: 2\n")
         #expect(tree == nil)
-        #expect(problems == ["f.yaml: line 2, column 1: YAML syntax error: but found another document (expected a single document in the stream at line 1, column 1)"])
+        #expect(
+            problems == [
+                "f.yaml: line 2, column 1: YAML syntax error: but found another document (expected a single document in the stream at line 1, column 1)"
+            ])
     }
 
     @Test func duplicateKeysInTheSameMappingAreReportedWithBothLines() {
         let (tree, problems) = tree("a:\n  b: 1\n  c: 2\n  b: 3\n  c: 4\nd: 5\n")
-        #expect(problems == [
-            "f.yaml: a: duplicate key 'b' (lines 2 and 4); keep one",
-            "f.yaml: a: duplicate key 'c' (lines 3 and 5); keep one",
-        ])
+        #expect(
+            problems == [
+                "f.yaml: a: duplicate key 'b' (lines 2 and 4); keep one",
+                "f.yaml: a: duplicate key 'c' (lines 3 and 5); keep one",
+            ])
         #expect(tree?["a"]?["b"] == .int(3))
         #expect(tree?["d"] == .int(5))
     }
@@ -112,10 +122,11 @@ struct YAMLScalarTests {
 
     @Test func duplicateKeysInFlowMappingsAndWithCarriageReturnsAreFound() {
         let (_, problems) = tree("a: {x: 1, y: 2, x: 3}\r\nb: 1\r\nb: 2\r\n")
-        #expect(problems == [
-            "f.yaml: a: duplicate key 'x' (line 1); keep one",
-            "f.yaml: duplicate key 'b' (lines 2 and 3); keep one",
-        ])
+        #expect(
+            problems == [
+                "f.yaml: a: duplicate key 'x' (line 1); keep one",
+                "f.yaml: duplicate key 'b' (lines 2 and 3); keep one",
+            ])
     }
 }
 

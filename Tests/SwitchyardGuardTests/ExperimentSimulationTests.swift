@@ -9,7 +9,9 @@ import Testing
 /// (A/A looked at every minute for 14 days) through `printTheFigures` below.
 struct ExperimentSimulationTests {
     /// Runs seeds 1...count of a scenario off the cooperative pool.
-    static func runs(_ scenario: ExperimentSimulation.Scenario, seeds count: UInt64) async -> [ExperimentSimulation.Outcome] {
+    static func runs(_ scenario: ExperimentSimulation.Scenario, seeds count: UInt64) async -> [ExperimentSimulation
+        .Outcome]
+    {
         await onOwnThread { (1...count).map { ExperimentSimulation.run(scenario, seed: $0) } }
     }
 
@@ -24,8 +26,10 @@ struct ExperimentSimulationTests {
 
     @Test func theSameSeedGivesTheSameRun() async {
         let (first, second, other) = await onOwnThread {
-            (ExperimentSimulation.run(Self.small, seed: 42), ExperimentSimulation.run(Self.small, seed: 42),
-             ExperimentSimulation.run(Self.small, seed: 43))
+            (
+                ExperimentSimulation.run(Self.small, seed: 42), ExperimentSimulation.run(Self.small, seed: 42),
+                ExperimentSimulation.run(Self.small, seed: 43)
+            )
         }
         #expect(first == second)
         #expect(first.controlUnits + first.treatmentUnits > 2_500)
@@ -52,7 +56,7 @@ struct ExperimentSimulationTests {
 
     @Test func aLargeEffectIsDecidedInTheRightDirection() async {
         var scenario = Self.small
-        scenario.conversionLift = 0.5   // 10 % → 15 %
+        scenario.conversionLift = 0.5  // 10 % → 15 %
         let summary = ExperimentSimulation.Summary(await Self.runs(scenario, seeds: 10))
         #expect(summary.conversion.decidedHigher.count >= 9, "\(summary.conversion.decidedHigher)")
         #expect(summary.conversion.decidedLower.count == 0)
@@ -63,21 +67,26 @@ struct ExperimentSimulationTests {
         var scenario = Self.small
         scenario.treatmentShare = 0.40
         let outcomes = await Self.runs(scenario, seeds: 10)
-        #expect(outcomes.allSatisfy { $0.firstSampleRatioAlarmMinute != nil }, "\(outcomes.map { ($0.controlUnits, $0.treatmentUnits, $0.firstSampleRatioAlarmMinute) })")
+        #expect(
+            outcomes.allSatisfy { $0.firstSampleRatioAlarmMinute != nil },
+            "\(outcomes.map { ($0.controlUnits, $0.treatmentUnits, $0.firstSampleRatioAlarmMinute) })")
     }
 
     // MARK: The figures (bench/experiment-statistics.sh)
 
     /// The run count the bench asked for (`SWITCHYARD_EXPERIMENT_FIGURES=400`), nil in ordinary test runs.
     static var figureRuns: UInt64? {
-        ProcessInfo.processInfo.environment["SWITCHYARD_EXPERIMENT_FIGURES"].flatMap { UInt64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        ProcessInfo.processInfo.environment["SWITCHYARD_EXPERIMENT_FIGURES"].flatMap { UInt64($0) }.flatMap {
+            $0 > 0 ? $0 : nil
+        }
     }
 
     @Test(.enabled(if: figureRuns != nil, "bench/experiment-statistics.sh sets SWITCHYARD_EXPERIMENT_FIGURES"))
     func printTheFigures() async throws {
         let runs = try #require(Self.figureRuns)
         let aa = ExperimentSimulation.Scenario()
-        print("""
+        print(
+            """
             Scenario: \(Int(aa.unitsPerDay / 2)) units a day per arm (50/50), \(aa.days) days, a look every \
             \(aa.lookEveryMinutes) minute (\(aa.looks) looks); conversion \(Int(aa.conversionRate * 100)) %; value: \
             median \(aa.valueScale), log spread \(aa.valueSpread), period noise \(aa.valueNoise), cap \(aa.valueCap); \
@@ -98,19 +107,23 @@ struct ExperimentSimulationTests {
         var tuned = power
         tuned.plannedUnits = Int(tuned.unitsPerDay) * tuned.days
         let tunedSummary = ExperimentSimulation.Summary(await Self.runs(tuned, seeds: runs))
-        Self.printMetric("Effect, N* = \(tuned.plannedUnits) (the planned sample): conversion +10 %", tunedSummary.conversion)
+        Self.printMetric(
+            "Effect, N* = \(tuned.plannedUnits) (the planned sample): conversion +10 %", tunedSummary.conversion)
         Self.printMetric("Effect, N* = \(tuned.plannedUnits): value +3 % (CUPED)", tunedSummary.value)
 
         var busier = power
         busier.unitsPerDay *= 3
         let busierSummary = ExperimentSimulation.Summary(await Self.runs(busier, seeds: runs))
-        Self.printMetric("Effect at \(Int(busier.unitsPerDay / 2)) units a day per arm: conversion +10 %", busierSummary.conversion)
-        Self.printMetric("Effect at \(Int(busier.unitsPerDay / 2)) units a day per arm: value +3 % (CUPED)", busierSummary.value)
+        Self.printMetric(
+            "Effect at \(Int(busier.unitsPerDay / 2)) units a day per arm: conversion +10 %", busierSummary.conversion)
+        Self.printMetric(
+            "Effect at \(Int(busier.unitsPerDay / 2)) units a day per arm: value +3 % (CUPED)", busierSummary.value)
 
         var skewed = aa
         skewed.treatmentShare = 0.48
         let skewedSummary = ExperimentSimulation.Summary(await Self.runs(skewed, seeds: runs))
-        print("""
+        print(
+            """
             Split 48/52 against a declared 50/50: sample ratio check failed in \(skewedSummary.sampleRatioAlarms), \
             median \(Self.days(skewedSummary.medianDaysToSampleRatioAlarm)) days to the alarm
             """)
@@ -127,10 +140,12 @@ struct ExperimentSimulationTests {
         if let atEnd = summary.naiveMissedTruthAtEnd {
             line += "\n  fixed-horizon 95 % z-interval, last look only: \(atEnd)"
         }
-        line += "\n  decided higher: \(summary.decidedHigher), median \(Self.days(summary.medianDaysToDecideHigher)) days; "
+        line +=
+            "\n  decided higher: \(summary.decidedHigher), median \(Self.days(summary.medianDaysToDecideHigher)) days; "
             + "decided lower: \(summary.decidedLower)"
         if let reduction = summary.medianVarianceReduction {
-            line += "\n  CUPED variance reduction at the last look (median): \(String(format: "%.1f %%", reduction * 100))"
+            line +=
+                "\n  CUPED variance reduction at the last look (median): \(String(format: "%.1f %%", reduction * 100))"
         }
         print(line)
     }
@@ -139,4 +154,3 @@ struct ExperimentSimulationTests {
         value.map { String(format: "%.1f", $0) } ?? "–"
     }
 }
-

@@ -21,7 +21,9 @@ struct ExperimentStatisticsTests {
     }
 
     @Test func mergedShardsHoldTheSameSumsAsOneArm() {
-        let ys: [Double] = [1, 0, 3, 7, 2, 5], xs: [Double] = [0, 2, 1, 4, 4, 1], ds: [Double] = [1, 1, 2, 3, 1, 2]
+        let ys: [Double] = [1, 0, 3, 7, 2, 5]
+        let xs: [Double] = [0, 2, 1, 4, 4, 1]
+        let ds: [Double] = [1, 1, 2, 3, 1, 2]
         let whole = Self.arm(ys, x: xs, d: ds)
         let merged = Self.arm(Array(ys[..<2]), x: Array(xs[..<2]), d: Array(ds[..<2]))
             .merging(Self.arm(Array(ys[2...]), x: Array(xs[2...]), d: Array(ds[2...])))
@@ -53,8 +55,9 @@ struct ExperimentStatisticsTests {
     }
 
     @Test func theDifferenceOfMeansUsesWelchsVarianceAndTheSequence() {
-        let result = ExperimentAnalysis.compare(control: Self.arm([1, 2, 3, 4]), treatment: Self.arm([2, 4, 6, 8]),
-                                                kind: .value, plannedUnits: 8)
+        let result = ExperimentAnalysis.compare(
+            control: Self.arm([1, 2, 3, 4]), treatment: Self.arm([2, 4, 6, 8]),
+            kind: .value, plannedUnits: 8)
         #expect(result.controlMean == 2.5 && result.treatmentMean == 5)
         #expect(result.difference == 2.5)
         // √(s_t²/n_t + s_c²/n_c) = √(6.667/4 + 1.667/4)
@@ -84,14 +87,16 @@ struct ExperimentStatisticsTests {
         #expect(Self.close(result.relativeLift, 0.4583333333333335))
         #expect(Self.close(result.relativeStandardError, 0.4570645668407439))
         // A ratio never takes CUPED, even with pre-entry values.
-        let withX = ExperimentAnalysis.compare(control: Self.arm([2, 0, 3, 1], x: [1, 2, 3, 4], d: [1, 1, 2, 1]),
-                                               treatment: Self.arm([4, 1, 2, 2, 5], x: [4, 3, 2, 1, 0], d: [2, 1, 1, 1, 3]),
-                                               kind: .ratio, plannedUnits: 9)
+        let withX = ExperimentAnalysis.compare(
+            control: Self.arm([2, 0, 3, 1], x: [1, 2, 3, 4], d: [1, 1, 2, 1]),
+            treatment: Self.arm([4, 1, 2, 2, 5], x: [4, 3, 2, 1, 0], d: [2, 1, 1, 1, 3]),
+            kind: .ratio, plannedUnits: 9)
         #expect(withX.cuped == nil && withX.difference == result.difference)
     }
 
     @Test func aRatioWithoutDenominatorHasNoMean() {
-        let result = ExperimentAnalysis.compare(control: Self.arm([1, 2], d: [0, 0]), treatment: Self.arm([1, 2], d: [1, 1]), kind: .ratio)
+        let result = ExperimentAnalysis.compare(
+            control: Self.arm([1, 2], d: [0, 0]), treatment: Self.arm([1, 2], d: [1, 1]), kind: .ratio)
         #expect(result.controlMean == nil && result.treatmentMean == 1.5)
         #expect(result.difference == nil && result.lower == nil && result.verdict == .inconclusive)
     }
@@ -113,7 +118,8 @@ struct ExperimentStatisticsTests {
     }
 
     @Test func cupedShrinksTheVarianceWhenThePastPredictsTheFuture() throws {
-        var control = ArmMoments(), treatment = ArmMoments()
+        var control = ArmMoments()
+        var treatment = ArmMoments()
         // Deterministic: units' levels spread widely, periods differ by a small wobble.
         for unit in 0..<400 {
             let level = Double((unit * 37) % 101)
@@ -136,24 +142,30 @@ struct ExperimentStatisticsTests {
     }
 
     @Test func withoutPreEntryValuesCupedLeavesThePlainEstimate() {
-        let control = Self.arm([3, 5, 2, 8, 6]), treatment = Self.arm([4, 7, 3, 9, 8, 5])
+        let control = Self.arm([3, 5, 2, 8, 6])
+        let treatment = Self.arm([4, 7, 3, 9, 8, 5])
         let result = ExperimentAnalysis.compare(control: control, treatment: treatment, kind: .count)
         let plain = ExperimentAnalysis.compare(control: control, treatment: treatment, kind: .count, cuped: false)
         #expect(result.cuped == nil)
         #expect(result == plain)
         // A constant covariate has no variance to use either.
-        let constant = ExperimentAnalysis.compare(control: Self.arm([3, 5, 2, 8, 6], x: [1, 1, 1, 1, 1]),
-                                                  treatment: Self.arm([4, 7, 3, 9, 8, 5], x: [1, 1, 1, 1, 1, 1]), kind: .count)
-        #expect(constant.cuped == nil && constant.difference == plain.difference && constant.standardError == plain.standardError)
+        let constant = ExperimentAnalysis.compare(
+            control: Self.arm([3, 5, 2, 8, 6], x: [1, 1, 1, 1, 1]),
+            treatment: Self.arm([4, 7, 3, 9, 8, 5], x: [1, 1, 1, 1, 1, 1]), kind: .count)
+        #expect(
+            constant.cuped == nil && constant.difference == plain.difference
+                && constant.standardError == plain.standardError)
     }
 
     @Test func theVerdictFollowsWhichWayIsBetter() {
-        var control = ArmMoments(), treatment = ArmMoments()
+        var control = ArmMoments()
+        var treatment = ArmMoments()
         for unit in 0..<20_000 {
-            control.add(y: unit % 10 == 0 ? 1 : 0)      // 10 %
-            treatment.add(y: unit % 5 == 0 ? 1 : 0)     // 20 %
+            control.add(y: unit % 10 == 0 ? 1 : 0)  // 10 %
+            treatment.add(y: unit % 5 == 0 ? 1 : 0)  // 20 %
         }
-        let higher = ExperimentAnalysis.compare(control: control, treatment: treatment, kind: .conversion, better: .higher)
+        let higher = ExperimentAnalysis.compare(
+            control: control, treatment: treatment, kind: .conversion, better: .higher)
         #expect(higher.decided && higher.verdict == .better)
         #expect((higher.lower ?? 0) > 0 && Self.close(higher.relativeLift, 1))
         let crashes = MetricDefinition(name: "crashed", kind: .conversion, better: .lower)
@@ -171,7 +183,8 @@ struct ExperimentStatisticsTests {
         #expect(one.relativeLift == nil, "the control's mean is 0: no lift")
         // Two units that converted against two that did not: no spread, a standard error of 0, which is no
         // precision at all; no interval, no verdict.
-        let constant = ExperimentAnalysis.compare(control: Self.arm([0, 0]), treatment: Self.arm([1, 1]), kind: .conversion)
+        let constant = ExperimentAnalysis.compare(
+            control: Self.arm([0, 0]), treatment: Self.arm([1, 1]), kind: .conversion)
         #expect(constant.difference == 1 && constant.standardError == nil && constant.lower == nil)
         #expect(!constant.decided && constant.verdict == .inconclusive)
     }

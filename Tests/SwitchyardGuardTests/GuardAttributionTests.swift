@@ -10,7 +10,8 @@ import Testing
 /// without the switches shown to crash.
 struct GuardAttributionTests {
     static let policy = CrashGuardPolicy.resolved(
-        namespace: CrashGuardPolicy(minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 200)), switch: nil)
+        namespace: CrashGuardPolicy(
+            minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 200)), switch: nil)
     static let always = "plugin_switch_prefs_accessibility"
     static let traffic = "plugin_switch_map_traffic"
     static let promos = "plugin_switch_feed_promos"
@@ -19,14 +20,19 @@ struct GuardAttributionTests {
     struct Fleet {
         var events: [StoredEvent] = []
 
-        mutating func add(_ count: Int, crashEvery every: Int, switches: [String], city: String = "lagos", source: EventSource = .client,
-                          units: Int? = nil, addresses: Int = 50) {
+        mutating func add(
+            _ count: Int, crashEvery every: Int, switches: [String], city: String = "lagos",
+            source: EventSource = .client,
+            units: Int? = nil, addresses: Int = 50
+        ) {
             for index in 0..<count {
                 let number = events.count
                 let unit = units.map { "u\(index % $0)" } ?? "u\(number)"
-                events.append(StoredEvent(id: "e\(number)", time: Date(timeIntervalSince1970: 1_800_000_000), city: city,
-                                          payload: .session(crashed: every > 0 && index % every == 0, switches: switches, variants: [:]),
-                                          source: source, unit: unit, address: "10.0.\(number % addresses)"))
+                events.append(
+                    StoredEvent(
+                        id: "e\(number)", time: Date(timeIntervalSince1970: 1_800_000_000), city: city,
+                        payload: .session(crashed: every > 0 && index % every == 0, switches: switches, variants: [:]),
+                        source: source, unit: unit, address: "10.0.\(number % addresses)"))
             }
         }
 
@@ -36,8 +42,10 @@ struct GuardAttributionTests {
             return window.counts(from: 0, until: .max)
         }
 
-        func assess(_ key: String, policy: ResolvedCrashGuardPolicy = GuardAttributionTests.policy,
-                    gate: PluginSwitchDefinition = PluginSwitchDefinition(rollout: .full)) -> GuardAssessment {
+        func assess(
+            _ key: String, policy: ResolvedCrashGuardPolicy = GuardAttributionTests.policy,
+            gate: PluginSwitchDefinition = PluginSwitchDefinition(rollout: .full)
+        ) -> GuardAssessment {
             GuardRule.assess(key: key, counts: counts, policy: policy, gate: gate)
         }
     }
@@ -50,7 +58,9 @@ struct GuardAttributionTests {
         let forged = oneAddress.assess(Self.promos)
         #expect(forged.trip == nil)
         #expect(forged.overall.addresses == 1 && forged.overall.units == 300)
-        #expect(forged.overall.shortfall.contains("crashes from 1 of 3 source networks needed (an IPv4 /24 or IPv6 /48 each)"))
+        #expect(
+            forged.overall.shortfall.contains(
+                "crashes from 1 of 3 source networks needed (an IPv4 /24 or IPv6 /48 each)"))
         // One device in a crash loop, from many addresses (it roams): one unit.
         var oneUnit = Fleet()
         oneUnit.add(300, crashEvery: 1, switches: [Self.promos], units: 1)
@@ -62,8 +72,11 @@ struct GuardAttributionTests {
         spread.add(300, crashEvery: 0, switches: [])
         let trip = spread.assess(Self.promos).trip
         #expect(trip?.check.units == 300 && trip?.check.addresses == 50)
-        let evidence = trip?.evidence(from: Date(timeIntervalSince1970: 0), until: Date(timeIntervalSince1970: 600)).json
-        #expect(evidence?["units"] == .int(300) && evidence?["addresses"] == .int(50) && evidence?["source"] == .string("client"))
+        let evidence = trip?.evidence(from: Date(timeIntervalSince1970: 0), until: Date(timeIntervalSince1970: 600))
+            .json
+        #expect(
+            evidence?["units"] == .int(300) && evidence?["addresses"] == .int(50)
+                && evidence?["source"] == .string("client"))
     }
 
     @Test func aSwitchOnInEverySessionIsNotBlamedForCrashesAnotherSwitchExplains() throws {
@@ -79,7 +92,10 @@ struct GuardAttributionTests {
         #expect(always.trip == nil)
         #expect(always.overall.leftOut == [Self.traffic])
         #expect(always.overall.crashes == 4 && always.overall.sessions == 400)
-        #expect(GuardRule.suspects(in: .all, source: .client, counts: fleet.counts, excluding: Self.always) == [Self.traffic])
+        #expect(
+            GuardRule.suspects(in: .all, source: .client, counts: fleet.counts, excluding: Self.always) == [
+                Self.traffic
+            ])
         // Judged on the sessions without traffic: 1 %, not the 5.5 % of all its sessions.
         #expect(always.overall.rate == 0.01)
     }
@@ -93,7 +109,10 @@ struct GuardAttributionTests {
         #expect(GuardRule.suspects(in: .all, source: .client, counts: fleet.counts, excluding: Self.always).isEmpty)
         let always = fleet.assess(Self.always)
         #expect(always.trip == nil)
-        #expect(always.overall.shortfall == ["waiting: plugin_switch_map_traffic may explain these crashes (its sessions crash more often than those without it, not shown yet)"])
+        #expect(
+            always.overall.shortfall == [
+                "waiting: plugin_switch_map_traffic may explain these crashes (its sessions crash more often than those without it, not shown yet)"
+            ])
         // Traffic shown to crash, the question is settled: accessibility is judged without it.
         fleet.add(300, crashEvery: 10, switches: [Self.always, Self.traffic])
         fleet.add(300, crashEvery: 100, switches: [Self.always])
@@ -143,11 +162,14 @@ struct GuardAttributionTests {
         fleet.add(300, crashEvery: 0, switches: [])
         let trip = try #require(fleet.assess(Self.promos).trip)
         #expect(GuardBudget.decide(trip, tripsInLastHour: 2, openScopedDisables: 0, pending: false) == .trip)
-        #expect(GuardBudget.decide(trip, tripsInLastHour: 3, openScopedDisables: 0, pending: false) == .propose(.budget))
+        #expect(
+            GuardBudget.decide(trip, tripsInLastHour: 3, openScopedDisables: 0, pending: false) == .propose(.budget))
         #expect(GuardBudget.decide(trip, tripsInLastHour: 0, openScopedDisables: 0, pending: true) == .hold)
         var scoped = trip
         scoped.scope = Scope(cities: ["atlantis"])
-        #expect(GuardBudget.decide(scoped, tripsInLastHour: 0, openScopedDisables: 5, pending: false) == .propose(.scopedDisables))
+        #expect(
+            GuardBudget.decide(scoped, tripsInLastHour: 0, openScopedDisables: 5, pending: false)
+                == .propose(.scopedDisables))
         // A global trip is not a scoped disable: the cap does not hold it back.
         #expect(GuardBudget.decide(trip, tripsInLastHour: 0, openScopedDisables: 5, pending: false) == .trip)
     }

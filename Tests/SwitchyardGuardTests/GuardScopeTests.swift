@@ -18,7 +18,9 @@ struct GuardScopeTests {
     }
 
     static func assess(_ counts: GuardCounts) -> GuardAssessment {
-        GuardRule.assess(key: Self.promos, counts: counts, policy: GuardAttributionTests.policy, gate: PluginSwitchDefinition(rollout: .full))
+        GuardRule.assess(
+            key: Self.promos, counts: counts, policy: GuardAttributionTests.policy,
+            gate: PluginSwitchDefinition(rollout: .full))
     }
 
     /// A sketch with `units` and `networks` bits set.
@@ -33,14 +35,16 @@ struct GuardScopeTests {
         // Reported from one network: not a scope, and the fleet as a whole is not shown to crash: nothing trips.
         var counts = Self.ghostTown()
         let ghost = EventDimension(kind: .city, value: "ghost")
-        counts.scopes = ScopeEligibility(named: [], citiesDeclared: false, cohortsDeclared: false,
-                                         reach: [ghost: Self.reach(units: 64, networks: 1)])
+        counts.scopes = ScopeEligibility(
+            named: [], citiesDeclared: false, cohortsDeclared: false,
+            reach: [ghost: Self.reach(units: 64, networks: 1)])
         let forged = Self.assess(counts)
         #expect(forged.trip == nil)
         #expect(forged.exceedingScopes.map(\.dimension) == [ghost], "the city's own test still shows in the assessment")
         #expect(counts.scopes?.shortfall(ghost)?.contains("1 of 10 networks") == true)
         // Reported by enough units from enough networks: a scope.
-        counts.scopes?.reach[ghost] = Self.reach(units: ScopeEligibility.minimumUnits, networks: ScopeEligibility.minimumNetworks)
+        counts.scopes?.reach[ghost] = Self.reach(
+            units: ScopeEligibility.minimumUnits, networks: ScopeEligibility.minimumNetworks)
         #expect(Self.assess(counts).trip?.scope == Scope(cities: ["ghost"]))
         counts.scopes?.reach[ghost] = Self.reach(units: ScopeEligibility.minimumUnits - 1, networks: 64)
         #expect(Self.assess(counts).trip == nil)
@@ -61,10 +65,15 @@ struct GuardScopeTests {
     }
 
     @Test func theFlagSetNamesTheScopesAPersonChose() throws {
-        var flagSet = FlagSet(namespace: "rider", killSwitches: [KillSwitch(key: KillSwitch.masterKey, entries: [Scope(cohorts: ["core_only"])])])
-        var gate = PluginSwitchDefinition(disabledScopes: [Scope(cities: ["lima"])],
-                                          rules: [SwitchRule(conditions: Conditions(cities: ["paris"], notCohorts: ["staff"]), rollout: .full)])
-        gate.release = ReleasePlan(stages: [ReleaseStage(scope: Scope(cities: ["nairobi"]), rollout: .full), ReleaseStage(rollout: .full)])
+        var flagSet = FlagSet(
+            namespace: "rider",
+            killSwitches: [KillSwitch(key: KillSwitch.masterKey, entries: [Scope(cohorts: ["core_only"])])])
+        var gate = PluginSwitchDefinition(
+            disabledScopes: [Scope(cities: ["lima"])],
+            rules: [SwitchRule(conditions: Conditions(cities: ["paris"], notCohorts: ["staff"]), rollout: .full)])
+        gate.release = ReleasePlan(stages: [
+            ReleaseStage(scope: Scope(cities: ["nairobi"]), rollout: .full), ReleaseStage(rollout: .full),
+        ])
         flagSet.flags = [FlagDefinition(key: Self.promos, kind: .pluginSwitch(gate))]
         let named = flagSet.namedScopes
         #expect(named.cities == ["lima", "paris", "nairobi"])
@@ -74,8 +83,12 @@ struct GuardScopeTests {
         #expect(eligibility.shortfall(EventDimension(kind: .city, value: "atlantis")) != nil)
         // Declared cities in the policy make every counted city a scope (the others are counted as (other)).
         flagSet.crashGuard = CrashGuardPolicy(cities: ["lagos"])
-        #expect(ScopeEligibility(flagSet: flagSet, reach: [:]).shortfall(EventDimension(kind: .city, value: "lagos")) == nil)
-        #expect(ScopeEligibility(flagSet: flagSet, reach: [:]).shortfall(EventDimension(kind: .cohort, value: "ghosts")) != nil)
+        #expect(
+            ScopeEligibility(flagSet: flagSet, reach: [:]).shortfall(EventDimension(kind: .city, value: "lagos")) == nil
+        )
+        #expect(
+            ScopeEligibility(flagSet: flagSet, reach: [:]).shortfall(EventDimension(kind: .cohort, value: "ghosts"))
+                != nil)
     }
 
     @Test func scopedTripsSpendABudgetOfTheirOwn() throws {
@@ -94,17 +107,24 @@ struct GuardScopeTests {
         everywhere.policy = policy
         // Scoped trips past their budget are proposed; a global trip still has its own.
         #expect(GuardBudget.decide(scoped, tripsInLastHour: 1, openScopedDisables: 0, pending: false) == .trip)
-        #expect(GuardBudget.decide(scoped, tripsInLastHour: 2, openScopedDisables: 0, pending: false) == .propose(.scopedBudget))
+        #expect(
+            GuardBudget.decide(scoped, tripsInLastHour: 2, openScopedDisables: 0, pending: false)
+                == .propose(.scopedBudget))
         #expect(GuardBudget.decide(everywhere, tripsInLastHour: 2, openScopedDisables: 0, pending: false) == .trip)
-        #expect(GuardBudget.decide(everywhere, tripsInLastHour: 3, openScopedDisables: 0, pending: false) == .propose(.budget))
+        #expect(
+            GuardBudget.decide(everywhere, tripsInLastHour: 3, openScopedDisables: 0, pending: false)
+                == .propose(.budget))
         #expect(GuardBudget.sentence(.scopedBudget, policy: policy).contains("max_scoped_trips_per_hour"))
     }
 
     @Test func crashesAreCountedByNetworkNotByAddress() {
         func spread(_ addresses: [String]) -> CrashSpread {
-            CrashSpread(addresses.enumerated().map { index, address in
-                CrashRecord(id: "c\(index)", source: .client, bucket: 0, unit: "u\(index)", address: address, city: nil, cohorts: [], switches: [])
-            }, source: .client, leavingOut: 2)
+            CrashSpread(
+                addresses.enumerated().map { index, address in
+                    CrashRecord(
+                        id: "c\(index)", source: .client, bucket: 0, unit: "u\(index)", address: address, city: nil,
+                        cohorts: [], switches: [])
+                }, source: .client, leavingOut: 2)
         }
         // Five neighbours in one /24, or five /64s of one /48: one network each.
         #expect(spread((1...5).map { "203.0.113.\($0)" }).addresses == 1)

@@ -22,7 +22,9 @@ struct GuardSimulationTests {
     }
 
     @Test func theSameSeedGivesTheSameRun() async {
-        let (first, second) = await onOwnThread { (GuardSimulation.run(Self.fleet, seed: 42), GuardSimulation.run(Self.fleet, seed: 42)) }
+        let (first, second) = await onOwnThread {
+            (GuardSimulation.run(Self.fleet, seed: 42), GuardSimulation.run(Self.fleet, seed: 42))
+        }
         #expect(first.trips == second.trips)
         #expect(first.sessions == second.sessions)
     }
@@ -36,7 +38,8 @@ struct GuardSimulationTests {
             #expect(crashing.first?.scope == .everywhere, "seed \(index + 1)")
             // Within the 10-minute window: the evidence covers at most the window's sessions.
             #expect((crashing.first?.minute ?? .max) < 10, "seed \(index + 1): \(outcome.trips)")
-            #expect(outcome.trips.allSatisfy { $0.key == "plugin_switch_crashing" }, "seed \(index + 1): \(outcome.trips)")
+            #expect(
+                outcome.trips.allSatisfy { $0.key == "plugin_switch_crashing" }, "seed \(index + 1): \(outcome.trips)")
         }
     }
 
@@ -46,7 +49,9 @@ struct GuardSimulationTests {
         var scenario = Self.fleet
         scenario.minutes = 15
         scenario.switches[0].crashRate = 0.1
-        for outcome in await Self.runs(scenario, seeds: 10) { #expect(outcome.trips.map(\.key) == ["plugin_switch_crashing"], "\(outcome.trips)") }
+        for outcome in await Self.runs(scenario, seeds: 10) {
+            #expect(outcome.trips.map(\.key) == ["plugin_switch_crashing"], "\(outcome.trips)")
+        }
         // With baseline_ratio 1 (the threshold alone) they take the blame in most runs (as trips or, past the budget,
         // proposals): all but those where the crashing plugin is off before any of them has crashes from enough
         // units and addresses.
@@ -90,16 +95,22 @@ struct GuardSimulationTests {
 
     @Test func severalAlwaysOnPluginsStayOnBesideACrashingOneAndAnAlwaysOnCrasherTrips() async {
         var scenario = Self.alwaysOn
-        scenario.switches += [.init(key: "plugin_switch_always_b", crashRate: 0, activeShare: 1),
-                              .init(key: "plugin_switch_always_c", crashRate: 0, activeShare: 1),
-                              .init(key: "plugin_switch_half", crashRate: 0.001)]
+        scenario.switches += [
+            .init(key: "plugin_switch_always_b", crashRate: 0, activeShare: 1),
+            .init(key: "plugin_switch_always_c", crashRate: 0, activeShare: 1),
+            .init(key: "plugin_switch_half", crashRate: 0.001),
+        ]
         for (index, outcome) in await Self.runs(scenario, seeds: 10).enumerated() {
-            #expect((outcome.trips + outcome.proposals).map(\.key) == ["plugin_switch_map_traffic"], "seed \(index + 1): \(outcome.trips)")
+            #expect(
+                (outcome.trips + outcome.proposals).map(\.key) == ["plugin_switch_map_traffic"],
+                "seed \(index + 1): \(outcome.trips)")
         }
         // One always-on plugin really crashes (5 %), beside the crashing traffic layer: it trips.
         scenario.switches[0].crashRate = 0.05
         for (index, outcome) in await Self.runs(scenario, seeds: 10).enumerated() {
-            #expect(outcome.trips.contains { $0.key == "plugin_switch_prefs_accessibility" }, "seed \(index + 1): \(outcome.trips)")
+            #expect(
+                outcome.trips.contains { $0.key == "plugin_switch_prefs_accessibility" },
+                "seed \(index + 1): \(outcome.trips)")
         }
     }
 

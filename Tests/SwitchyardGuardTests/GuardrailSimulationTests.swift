@@ -8,8 +8,11 @@ import Testing
 /// here; the figures of docs/release-statistics.md ("Guardrail metrics") through `printTheFigures`
 /// (bench/experiment-statistics.sh guardrails).
 struct GuardrailSimulationTests {
-    static func runs(_ scenario: GuardrailSimulation.Scenario, seeds count: UInt64) async -> GuardrailSimulation.Summary {
-        await onOwnThread { GuardrailSimulation.Summary((1...count).map { GuardrailSimulation.run(scenario, seed: $0) }) }
+    static func runs(_ scenario: GuardrailSimulation.Scenario, seeds count: UInt64) async -> GuardrailSimulation.Summary
+    {
+        await onOwnThread {
+            GuardrailSimulation.Summary((1...count).map { GuardrailSimulation.run(scenario, seed: $0) })
+        }
     }
 
     /// 200 new units a minute at 50 %, a 20 % conversion, a −3 point margin, a day at most.
@@ -29,7 +32,8 @@ struct GuardrailSimulationTests {
         #expect(sequence.passed.count <= 4, "\(sequence.passed)")
         atMargin.fixedHorizon = true
         let fixed = await Self.runs(atMargin, seeds: 60)
-        #expect(fixed.passed.count > sequence.passed.count, "fixed horizon \(fixed.passed), sequence \(sequence.passed)")
+        #expect(
+            fixed.passed.count > sequence.passed.count, "fixed horizon \(fixed.passed), sequence \(sequence.passed)")
     }
 
     @Test func aHarmlessSwitchPassesAndAHarmfulOneIsRolledBack() async {
@@ -46,30 +50,41 @@ struct GuardrailSimulationTests {
     // MARK: The figures (bench/experiment-statistics.sh guardrails)
 
     static var figureRuns: UInt64? {
-        ProcessInfo.processInfo.environment["SWITCHYARD_GUARDRAIL_FIGURES"].flatMap { UInt64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        ProcessInfo.processInfo.environment["SWITCHYARD_GUARDRAIL_FIGURES"].flatMap { UInt64($0) }.flatMap {
+            $0 > 0 ? $0 : nil
+        }
     }
 
-    @Test(.enabled(if: figureRuns != nil, "bench/experiment-statistics.sh guardrails sets SWITCHYARD_GUARDRAIL_FIGURES"))
+    @Test(
+        .enabled(if: figureRuns != nil, "bench/experiment-statistics.sh guardrails sets SWITCHYARD_GUARDRAIL_FIGURES"))
     func printTheFigures() async throws {
         let runs = try #require(Self.figureRuns)
         let base = GuardrailSimulation.Scenario()
-        print("""
+        print(
+            """
             Guardrail scenario: \(Int(base.unitsPerMinute)) new units a minute at \(Int(base.share * 100)) % with the switch, \
             conversion \(Int(base.baseRate * 100)) %, margin \(base.margin * 100) points, soak \(base.soakMinutes) minutes, \
             a look every minute with new units, \(base.hours) hours at most; confidence \(base.criteria.confidence), \
             roll-back confidence \(base.criteria.rollbackConfidence), N* \(base.criteria.plannedSessions) units; \(runs) seeded runs per row.
             """)
-        print("| switch's true effect | rule | advanced | rolled back | median minutes to advance | median minutes to roll back |")
+        print(
+            "| switch's true effect | rule | advanced | rolled back | median minutes to advance | median minutes to roll back |"
+        )
         print("|---|---|---:|---:|---:|---:|")
-        for (title, effect) in [("at the margin (−1 point)", base.margin), ("harmless (0)", 0.0), ("half the margin (−0.5 point)", base.margin / 2),
-                                ("twice the margin (−2 points)", base.margin * 2), ("five points worse", -0.05)] {
+        for (title, effect) in [
+            ("at the margin (−1 point)", base.margin), ("harmless (0)", 0.0),
+            ("half the margin (−0.5 point)", base.margin / 2),
+            ("twice the margin (−2 points)", base.margin * 2), ("five points worse", -0.05),
+        ] {
             for fixed in [false, true] {
                 var scenario = base
                 scenario.effect = effect
                 scenario.fixedHorizon = fixed
                 let summary = await Self.runs(scenario, seeds: runs)
-                print("| \(title) | \(fixed ? "fixed-horizon z, same looks" : "confidence sequence") | \(summary.passed) | \(summary.rolledBack) | "
-                    + "\(summary.medianMinutesToPass.map(String.init) ?? "–") | \(summary.medianMinutesToRollBack.map(String.init) ?? "–") |")
+                print(
+                    "| \(title) | \(fixed ? "fixed-horizon z, same looks" : "confidence sequence") | \(summary.passed) | \(summary.rolledBack) | "
+                        + "\(summary.medianMinutesToPass.map(String.init) ?? "–") | \(summary.medianMinutesToRollBack.map(String.init) ?? "–") |"
+                )
             }
         }
     }

@@ -3,8 +3,10 @@ import Testing
 
 /// The statistics against published values.
 struct ProportionsTests {
-    @Test(arguments: [(0.975, 1.959963984540054), (0.999, 3.090232306167813), (0.9999, 3.719016485455709),
-                      (0.5, 0.0), (0.01, -2.326347874040841), (0.001, -3.090232306167813)])
+    @Test(arguments: [
+        (0.975, 1.959963984540054), (0.999, 3.090232306167813), (0.9999, 3.719016485455709),
+        (0.5, 0.0), (0.01, -2.326347874040841), (0.001, -3.090232306167813),
+    ])
     func normalQuantileMatchesTheTables(p: Double, z: Double) {
         #expect(abs(Proportions.normalQuantile(p) - z) < 1e-9)
     }
@@ -36,8 +38,10 @@ struct ProportionsTests {
 
     @Test func newcombeHybridIntervalMatchesThePublishedExample() throws {
         // Newcombe (1998), method 10, example (a): 56/70 − 48/80 = 0.2000, 95 % CI 0.0524 to 0.3339.
-        let interval = try #require(Proportions.newcombeDifference(successes1: 56, trials1: 70, successes2: 48, trials2: 80,
-                                                                   z: 1.959963984540054))
+        let interval = try #require(
+            Proportions.newcombeDifference(
+                successes1: 56, trials1: 70, successes2: 48, trials2: 80,
+                z: 1.959963984540054))
         #expect(abs(interval.difference - 0.2) < 1e-12)
         #expect(abs(interval.lower - 0.0524) < 5e-5)
         #expect(abs(interval.upper - 0.3339) < 5e-5)

@@ -21,7 +21,10 @@ struct ReleaseSimulationTests {
     @Test func theSameSeedGivesTheSameRun() async {
         let scenario = Self.scenario(points: 0, horizon: 240)
         let (first, second, other) = await onOwnThread {
-            (ReleaseSimulation.run(scenario, seed: 42), ReleaseSimulation.run(scenario, seed: 42), ReleaseSimulation.run(scenario, seed: 43))
+            (
+                ReleaseSimulation.run(scenario, seed: 42), ReleaseSimulation.run(scenario, seed: 42),
+                ReleaseSimulation.run(scenario, seed: 43)
+            )
         }
         #expect(first == second)
         #expect(first.sessionsExposed > 0)
@@ -32,7 +35,8 @@ struct ReleaseSimulationTests {
         let outcomes = await Self.runs(Self.scenario(points: 2, horizon: 1440), seeds: 10)
         for (index, outcome) in outcomes.enumerated() {
             // The plan rolls it back, or the crash guard turns it off first (its trip aborts the plan).
-            #expect(outcome.rolledBack != !outcome.trips.isEmpty, "seed \(index + 1): \(outcome.lastCheck?.summary ?? "")")
+            #expect(
+                outcome.rolledBack != !outcome.trips.isEmpty, "seed \(index + 1): \(outcome.lastCheck?.summary ?? "")")
             #expect(!outcome.reachedEveryone, "seed \(index + 1)")
             #expect(outcome.stageAtEnd == 0, "seed \(index + 1): \(outcome.stageStarts)")
             // Lagos at 1 % of 10,000 sessions a minute: about 20 sessions a minute with the plugin.

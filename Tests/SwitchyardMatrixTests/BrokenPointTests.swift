@@ -10,8 +10,10 @@ struct BrokenPointTests {
 
     /// A hand-written banner router with a copy-paste bug: it gates the sale banner on the news switch.
     static func miswiredBanner() -> MatrixPoint {
-        MatrixPoint(name: "banner", switches: [ShopSwitches.sale, ShopSwitches.news, ShopSwitches.tips],
-                    inputs: [BannerInput(saleRunning: true)]) { states, input in
+        MatrixPoint(
+            name: "banner", switches: [ShopSwitches.sale, ShopSwitches.news, ShopSwitches.tips],
+            inputs: [BannerInput(saleRunning: true)]
+        ) { states, input in
             if states.isEnabled(ShopSwitches.news) && input.saleRunning { return [ShopSwitches.sale] }
             if states.isEnabled(ShopSwitches.news) { return [ShopSwitches.news] }
             if states.isEnabled(ShopSwitches.tips) { return [ShopSwitches.tips] }
@@ -29,43 +31,58 @@ struct BrokenPointTests {
     @Test func aPluginThatIgnoresItsSwitchIsCaughtWithTheOneSwitchThatTriggersIt() async throws {
         let report = await Self.matrix(banner: Self.miswiredBanner()).run(Self.quiet)
         // The miswiring shows three ways, each with its own smallest combination.
-        #expect(report.findings.map(\.check) == [.servedSwitchedOff, .fallbackOrder, .missedEligible], "\(report.summary)")
+        #expect(
+            report.findings.map(\.check) == [.servedSwitchedOff, .fallbackOrder, .missedEligible], "\(report.summary)")
         let ignored = try #require(report.findings(.servedSwitchedOff).first)
         #expect(ignored.scope == "banner")
-        #expect(ignored.message == "banner: served the plugin of plugin_switch_banner_sale although plugin_switch_banner_sale is off")
+        #expect(
+            ignored.message
+                == "banner: served the plugin of plugin_switch_banner_sale although plugin_switch_banner_sale is off")
         #expect(ignored.combination == "plugin_switch_banner_news")
         #expect(ignored.gatesSet == 1)
         // News effectively on (kill_banner and master alive) and sale effectively off (off, or kill_promotions
         // killed): 512 / 8 · 3/4.
         #expect(ignored.failingCombinations == 48)
-        #expect(ignored.reproduce == "SWITCHYARD_MATRIX_COMBINATION='plugin_switch_banner_news' swift test --filter "
-            + "'SwitchyardMatrixTests.BrokenPointTests/aPluginThatIgnoresItsSwitchIsCaughtWithTheOneSwitchThatTriggersIt'")
+        #expect(
+            ignored.reproduce == "SWITCHYARD_MATRIX_COMBINATION='plugin_switch_banner_news' swift test --filter "
+                + "'SwitchyardMatrixTests.BrokenPointTests/aPluginThatIgnoresItsSwitchIsCaughtWithTheOneSwitchThatTriggersIt'"
+        )
         // With news off the sale banner never serves: tips serves in its place, or the core flow.
-        #expect(report.findings(.fallbackOrder).first?.combination == "plugin_switch_banner_sale,plugin_switch_banner_tips")
+        #expect(
+            report.findings(.fallbackOrder).first?.combination == "plugin_switch_banner_sale,plugin_switch_banner_tips")
         #expect(report.findings(.missedEligible).first?.combination == "plugin_switch_banner_sale")
-        #expect(report.findings(.missedEligible).first?.message
-            == "banner: served the core flow, leaving out plugin_switch_banner_sale, which is on and applicable")
+        #expect(
+            report.findings(.missedEligible).first?.message
+                == "banner: served the core flow, leaving out plugin_switch_banner_sale, which is on and applicable")
         // Its single input has a sale running, so the news banner never serves.
         #expect(report.neverServed == ["banner/plugin_switch_banner_news"])
     }
 
     @Test func aPluginServedWithEverySwitchOffIsCaughtInTheEmptyCombination() async throws {
-        let alwaysTips = MatrixPoint(name: "banner", switches: [ShopSwitches.sale, ShopSwitches.news, ShopSwitches.tips],
-                                     inputs: [BannerInput(saleRunning: false)]) { states, _ in
+        let alwaysTips = MatrixPoint(
+            name: "banner", switches: [ShopSwitches.sale, ShopSwitches.news, ShopSwitches.tips],
+            inputs: [BannerInput(saleRunning: false)]
+        ) { states, _ in
             states.isEnabled(ShopSwitches.news) ? [ShopSwitches.news] : [ShopSwitches.tips]
         }
         let report = await Self.matrix(banner: alwaysTips).run(Self.quiet)
         let core = try #require(report.findings(.coreFlowExpected).first)
         #expect(core.combination == "none")
         #expect(core.combinationDescription == "every switch off, nothing killed")
-        #expect(core.message == "banner: served the plugin of plugin_switch_banner_tips although every switch of the point is off; "
-            + "the point must yield its core flow")
+        #expect(
+            core.message
+                == "banner: served the plugin of plugin_switch_banner_tips although every switch of the point is off; "
+                + "the point must yield its core flow")
         // With the master killed the message says so.
-        let killed = await Self.matrix(banner: alwaysTips).run(Matrix.RunSettings(combination: "master", environment: [:]))
-        #expect(killed.findings(.coreFlowExpected).first?.message.contains("although the master kill switch is killed") == true)
+        let killed = await Self.matrix(banner: alwaysTips).run(
+            Matrix.RunSettings(combination: "master", environment: [:]))
+        #expect(
+            killed.findings(.coreFlowExpected).first?.message.contains("although the master kill switch is killed")
+                == true)
         // Tips on but killed by its group is a plugin served with its switch off.
         let group = await Self.matrix(banner: alwaysTips).run(
-            Matrix.RunSettings(combination: "plugin_switch_banner_sale,plugin_switch_banner_tips,kill_banner", environment: [:]))
+            Matrix.RunSettings(
+                combination: "plugin_switch_banner_sale,plugin_switch_banner_tips,kill_banner", environment: [:]))
         #expect(group.findings.map(\.check) == [.coreFlowExpected])
         #expect(group.findings.first?.message.contains("although kill_banner is killed") == true)
     }
@@ -74,15 +91,18 @@ struct BrokenPointTests {
         let faults = ShopApp.Faults(bannerOrder: [ShopSwitches.news, ShopSwitches.sale, ShopSwitches.tips])
         let report = await ShopApp.matrix(faults, options: Matrix.Options(isolation: .inProcess)).run(Self.quiet)
         #expect(report.findings.map(\.check) == [.declaration, .fallbackOrder])
-        #expect(report.findings[0].message == "plugin point 'banner': code tries plugin_switch_banner_news, "
-            + "plugin_switch_banner_sale, plugin_switch_banner_tips; shop.yaml declares plugin_switch_banner_sale, "
-            + "plugin_switch_banner_news, plugin_switch_banner_tips")
+        #expect(
+            report.findings[0].message == "plugin point 'banner': code tries plugin_switch_banner_news, "
+                + "plugin_switch_banner_sale, plugin_switch_banner_tips; shop.yaml declares plugin_switch_banner_sale, "
+                + "plugin_switch_banner_news, plugin_switch_banner_tips")
         let order = report.findings[1]
         #expect(order.combination == "plugin_switch_banner_sale,plugin_switch_banner_news")
         #expect(order.gatesSet == 2)
-        #expect(order.message == "banner: served plugin_switch_banner_news, but plugin_switch_banner_sale comes first in the "
-            + "declared order (plugin_switch_banner_sale, plugin_switch_banner_news, plugin_switch_banner_tips) and is on and "
-            + "applicable (input sale running)")
+        #expect(
+            order.message
+                == "banner: served plugin_switch_banner_news, but plugin_switch_banner_sale comes first in the "
+                + "declared order (plugin_switch_banner_sale, plugin_switch_banner_news, plugin_switch_banner_tips) and is on and "
+                + "applicable (input sale running)")
     }
 
     @Test func aCoreFlowThatBreaksWhenOnePluginIsOffIsCaught() async throws {
@@ -90,7 +110,9 @@ struct BrokenPointTests {
         // The checkout page was only ever tested with gift wrap on: without it, the page has no total line.
         matrix.flow("checkout shows a total") { combination in
             let page = ShopApp(states: combination.states).checkoutPage(CheckoutInput(insurable: false))
-            guard page.contains("gift wrap") else { throw FlowFailure("the checkout page \(page) has no total without gift wrap") }
+            guard page.contains("gift wrap") else {
+                throw FlowFailure("the checkout page \(page) has no total without gift wrap")
+            }
         }
         let report = await matrix.run(Self.quiet)
         let finding = try #require(report.findings.first)
@@ -98,18 +120,23 @@ struct BrokenPointTests {
         #expect(finding.scope == "flow 'checkout shows a total'")
         #expect(finding.check == .flowFailed)
         #expect(finding.combination == "none")
-        #expect(finding.message == "flow 'checkout shows a total' failed: the checkout page [\"order\"] has no total without gift wrap")
+        #expect(
+            finding.message
+                == "flow 'checkout shows a total' failed: the checkout page [\"order\"] has no total without gift wrap")
         // Every combination without gift wrap effectively on (on, and kill_checkout, kill_promotions, master alive).
         #expect(finding.failingCombinations == 512 - 32)
     }
 
     @Test func aFactoryThatThrowsIsReportedAndTheNextEligiblePluginStillServes() async throws {
-        let report = await ShopApp.matrix(ShopApp.Faults(insuranceThrows: true), options: Matrix.Options(isolation: .inProcess))
-            .run(Self.quiet)
+        let report = await ShopApp.matrix(
+            ShopApp.Faults(insuranceThrows: true), options: Matrix.Options(isolation: .inProcess)
+        )
+        .run(Self.quiet)
         #expect(report.findings.map(\.check) == [.factoryThrew])
         #expect(report.findings.first?.combination == "plugin_switch_insurance")
-        #expect(report.findings.first?.message == "checkout_addons: the factory of plugin_switch_insurance threw: "
-            + "the insurer's quote service is down (input insurable order)")
+        #expect(
+            report.findings.first?.message == "checkout_addons: the factory of plugin_switch_insurance threw: "
+                + "the insurer's quote service is down (input insurable order)")
     }
 
     /// The tips banner traps (an index out of range) when it builds. Combinations run in a child process, so the

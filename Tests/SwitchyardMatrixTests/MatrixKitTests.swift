@@ -22,11 +22,13 @@ struct MatrixKitTests {
         #expect(report.planned == 512)
         #expect(report.neverServed.isEmpty)
         #expect(report.pointCount == 2 && report.inputCount == 4 && report.flowCount == 1)
-        #expect(report.summary.hasPrefix("""
-            matrix shop: exhaustive: every one of the 2^9 = 512 combinations of 9 gates
-              2 plugin points (4 inputs), 1 flow; shard 1/1: combinations 0..<512 of 512
-              checked 512 combinations in
-            """))
+        #expect(
+            report.summary.hasPrefix(
+                """
+                matrix shop: exhaustive: every one of the 2^9 = 512 combinations of 9 gates
+                  2 plugin points (4 inputs), 1 flow; shard 1/1: combinations 0..<512 of 512
+                  checked 512 combinations in
+                """))
         #expect(report.summary.hasSuffix("every plugin served in some combination\n  all checks passed"))
     }
 
@@ -34,8 +36,9 @@ struct MatrixKitTests {
         var matrix = ShopApp.matrix(options: Matrix.Options(isolation: .inProcess))
         let seen = Seen()
         matrix.flow("records") { combination in
-            seen.add(combination.name, coreOnly: combination.isCoreOnly,
-                     saleOn: combination.isOn(ShopSwitches.sale), promotionsKilled: combination.isKilled("kill_promotions"))
+            seen.add(
+                combination.name, coreOnly: combination.isCoreOnly,
+                saleOn: combination.isOn(ShopSwitches.sale), promotionsKilled: combination.isKilled("kill_promotions"))
         }
         let report = await matrix.run(Self.quiet)
         #expect(report.passed)
@@ -63,26 +66,31 @@ struct MatrixKitTests {
         var matrix = Matrix(flags: Shop.flagSet, source: "shop.yaml", options: Matrix.Options(isolation: .inProcess))
         let app = ShopApp()
         matrix.add(app.banner, inputs: [BannerInput(saleRunning: true)])
-        matrix.add(PluginPoint<BannerInput, String>("side_menu", states: SwitchAssignment.allOff, factories: []),
-                   inputs: [BannerInput(saleRunning: true)])
-        #expect(matrix.declarationProblems == [
-            "plugin point 'side_menu' is not declared in shop.yaml: add it to plugin_points",
-            "plugin point 'checkout_addons' is declared in shop.yaml but not added to the matrix: add it with matrix.add(...) so its combinations are checked",
-        ])
+        matrix.add(
+            PluginPoint<BannerInput, String>("side_menu", states: SwitchAssignment.allOff, factories: []),
+            inputs: [BannerInput(saleRunning: true)])
+        #expect(
+            matrix.declarationProblems == [
+                "plugin point 'side_menu' is not declared in shop.yaml: add it to plugin_points",
+                "plugin point 'checkout_addons' is declared in shop.yaml but not added to the matrix: add it with matrix.add(...) so its combinations are checked",
+            ])
         let report = await matrix.run(Self.quiet)
         #expect(report.findings(.declaration).count == 2)
         #expect(report.findings.count == 2)
     }
 
     @Test func aShardRunsItsSliceAndTheShardsTogetherRunEverything() async throws {
-        let matrix = ShopApp.matrix(ShopApp.Faults(bannerOrder: [ShopSwitches.news, ShopSwitches.sale, ShopSwitches.tips]),
-                                    options: Matrix.Options(isolation: .inProcess))
+        let matrix = ShopApp.matrix(
+            ShopApp.Faults(bannerOrder: [ShopSwitches.news, ShopSwitches.sale, ShopSwitches.tips]),
+            options: Matrix.Options(isolation: .inProcess))
         let whole = await matrix.run(Self.quiet)
         var checked: UInt64 = 0
         var failing: UInt64 = 0
         for shard in try Shard.split(into: 3) {
-            let report = await matrix.run(Matrix.RunSettings(environment: ["SWITCHYARD_MATRIX_SHARD": shard.description],
-                                                             progressBar: false))
+            let report = await matrix.run(
+                Matrix.RunSettings(
+                    environment: ["SWITCHYARD_MATRIX_SHARD": shard.description],
+                    progressBar: false))
             #expect(report.shard == shard)
             #expect(report.range == shard.range(of: 512))
             checked += report.checked
@@ -98,34 +106,45 @@ struct MatrixKitTests {
 
     @Test func aBadShardOrAnUnknownGateIsASetupFailureNamingTheVariable() async {
         let matrix = ShopApp.matrix(options: Matrix.Options(isolation: .inProcess))
-        let shard = await matrix.run(Matrix.RunSettings(environment: ["SWITCHYARD_MATRIX_SHARD": "4/3"], progressBar: false))
-        #expect(shard.findings.map(\.message) == ["SWITCHYARD_MATRIX_SHARD: shard 4/3 does not exist: write i/n with 1 <= i <= n, e.g. 1/4"])
+        let shard = await matrix.run(
+            Matrix.RunSettings(environment: ["SWITCHYARD_MATRIX_SHARD": "4/3"], progressBar: false))
+        #expect(
+            shard.findings.map(\.message) == [
+                "SWITCHYARD_MATRIX_SHARD: shard 4/3 does not exist: write i/n with 1 <= i <= n, e.g. 1/4"
+            ])
         #expect(shard.checked == 0)
         let gate = await matrix.run(Matrix.RunSettings(combination: "plugin_switch_gift_wrapp", environment: [:]))
         #expect(gate.findings.map(\.check) == [.setup])
-        #expect(gate.findings.first?.message == "SWITCHYARD_MATRIX_COMBINATION: 'plugin_switch_gift_wrapp' is neither a plugin switch "
-            + "nor a kill switch of the namespace; did you mean 'plugin_switch_gift_wrap'?")
+        #expect(
+            gate.findings.first?.message
+                == "SWITCHYARD_MATRIX_COMBINATION: 'plugin_switch_gift_wrapp' is neither a plugin switch "
+                + "nor a kill switch of the namespace; did you mean 'plugin_switch_gift_wrap'?")
     }
 
     @Test func aPinnedCombinationRunsAloneAndSaysWhatEachPointServed() async {
         let matrix = ShopApp.matrix(options: Matrix.Options(isolation: .inProcess))
-        let report = await matrix.run(Matrix.RunSettings(
-            environment: ["SWITCHYARD_MATRIX_COMBINATION": "plugin_switch_banner_news,plugin_switch_insurance,kill_checkout"]))
+        let report = await matrix.run(
+            Matrix.RunSettings(
+                environment: [
+                    "SWITCHYARD_MATRIX_COMBINATION": "plugin_switch_banner_news,plugin_switch_insurance,kill_checkout"
+                ]))
         #expect(report.checked == 1)
         #expect(report.passed)
-        #expect(report.notes == [
-            "only the combination SWITCHYARD_MATRIX_COMBINATION=plugin_switch_banner_news,plugin_switch_insurance,kill_checkout ran: "
-                + "on plugin_switch_banner_news, plugin_switch_insurance; killed kill_checkout",
-            "switches the plugin points see on: plugin_switch_banner_news",
-            "banner (input sale running): served plugin_switch_banner_news",
-            "banner (input no sale): served plugin_switch_banner_news",
-            "checkout_addons (input insurable order): served the core flow",
-            "checkout_addons (input uninsurable order): served the core flow",
-        ])
+        #expect(
+            report.notes == [
+                "only the combination SWITCHYARD_MATRIX_COMBINATION=plugin_switch_banner_news,plugin_switch_insurance,kill_checkout ran: "
+                    + "on plugin_switch_banner_news, plugin_switch_insurance; killed kill_checkout",
+                "switches the plugin points see on: plugin_switch_banner_news",
+                "banner (input sale running): served plugin_switch_banner_news",
+                "banner (input no sale): served plugin_switch_banner_news",
+                "checkout_addons (input insurable order): served the core flow",
+                "checkout_addons (input uninsurable order): served the core flow",
+            ])
     }
 
     @Test func progressGoesToTheFileFlagctlReadsAndTheBarReadsWell() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("matrix-progress-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("matrix-progress-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let matrix = ShopApp.matrix(options: Matrix.Options(isolation: .inProcess))
         _ = await matrix.run(Matrix.RunSettings(environment: ["SWITCHYARD_MATRIX_PROGRESS": path], progressBar: false))
@@ -140,8 +159,9 @@ struct MatrixKitTests {
     }
 
     @Test func checkRecordsAnIssuePerFailingCheck() async {
-        let matrix = ShopApp.matrix(ShopApp.Faults(bannerOrder: [ShopSwitches.news, ShopSwitches.sale, ShopSwitches.tips]),
-                                    options: Matrix.Options(isolation: .inProcess))
+        let matrix = ShopApp.matrix(
+            ShopApp.Faults(bannerOrder: [ShopSwitches.news, ShopSwitches.sale, ShopSwitches.tips]),
+            options: Matrix.Options(isolation: .inProcess))
         await withKnownIssue("the banner's factories are in the wrong order") {
             let report = await matrix.check(Self.quiet)
             #expect(report.findings.map(\.check) == [.declaration, .fallbackOrder])

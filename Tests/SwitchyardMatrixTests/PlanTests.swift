@@ -11,16 +11,23 @@ struct MatrixLayoutTests {
         #expect(layout.switchCount == 12)
         #expect(layout.killSwitchCount == 5)
         #expect(layout.gateCount == 17)
-        #expect(layout.gates.prefix(3).map(\.key) == ["plugin_switch_prefs_saved_places", "plugin_switch_prefs_ride_pass",
-                                                       "plugin_switch_prefs_accessibility"])
-        #expect(layout.gates.suffix(5).map(\.key) == ["kill_preferences_hub", "kill_confirmation_addons", "kill_home_feed",
-                                                       "kill_map_layers", "master"])
+        #expect(
+            layout.gates.prefix(3).map(\.key) == [
+                "plugin_switch_prefs_saved_places", "plugin_switch_prefs_ride_pass",
+                "plugin_switch_prefs_accessibility",
+            ])
+        #expect(
+            layout.gates.suffix(5).map(\.key) == [
+                "kill_preferences_hub", "kill_confirmation_addons", "kill_home_feed",
+                "kill_map_layers", "master",
+            ])
         #expect(layout.points.map(\.name) == ["preferences_hub", "confirmation_addons", "home_feed", "map_layers"])
         // Each point: its three switches, its group and the master.
-        #expect(layout.points[2].gates.map { layout.gates[$0].key } == [
-            "plugin_switch_feed_promos", "plugin_switch_feed_trip_history", "plugin_switch_feed_safety_tips",
-            "kill_home_feed", "master",
-        ])
+        #expect(
+            layout.points[2].gates.map { layout.gates[$0].key } == [
+                "plugin_switch_feed_promos", "plugin_switch_feed_trip_history", "plugin_switch_feed_safety_tips",
+                "kill_home_feed", "master",
+            ])
     }
 
     @Test func aSwitchIsEffectivelyOnOnlyWhenOnAndNoCoveringKillSwitchIsKilled() throws {
@@ -28,12 +35,19 @@ struct MatrixLayoutTests {
         func effective(_ name: String) throws -> [String] {
             layout.effectiveSwitches(of: try layout.combination(named: name)).members.map { layout.gates[$0].key }
         }
-        #expect(try effective("plugin_switch_banner_sale,plugin_switch_gift_wrap") == ["plugin_switch_banner_sale", "plugin_switch_gift_wrap"])
+        #expect(
+            try effective("plugin_switch_banner_sale,plugin_switch_gift_wrap") == [
+                "plugin_switch_banner_sale", "plugin_switch_gift_wrap",
+            ])
         // A group spanning two points kills its members at both.
-        #expect(try effective("plugin_switch_banner_sale,plugin_switch_banner_news,plugin_switch_gift_wrap,kill_promotions")
-            == ["plugin_switch_banner_news"])
+        #expect(
+            try effective("plugin_switch_banner_sale,plugin_switch_banner_news,plugin_switch_gift_wrap,kill_promotions")
+                == ["plugin_switch_banner_news"])
         // A point's group kills the point's switches only.
-        #expect(try effective("plugin_switch_banner_news,plugin_switch_insurance,kill_banner") == ["plugin_switch_insurance"])
+        #expect(
+            try effective("plugin_switch_banner_news,plugin_switch_insurance,kill_banner") == [
+                "plugin_switch_insurance"
+            ])
         // The master kills everything; a kill switch never turns a switch on.
         #expect(try effective("plugin_switch_banner_news,plugin_switch_insurance,master").isEmpty)
         #expect(try effective("kill_banner,kill_checkout").isEmpty)
@@ -58,8 +72,12 @@ struct MatrixLayoutTests {
             }
             let compiled = CompiledSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flags))
             let evaluator = compiled.evaluator(for: context)
-            let evaluated = (0..<layout.switchCount).filter { evaluator.isEnabled(compiled.handle(for: layout.gates[$0].key)!) }
-            #expect(evaluated == layout.effectiveSwitches(of: combination).members, "combination \(layout.name(of: combination))")
+            let evaluated = (0..<layout.switchCount).filter {
+                evaluator.isEnabled(compiled.handle(for: layout.gates[$0].key)!)
+            }
+            #expect(
+                evaluated == layout.effectiveSwitches(of: combination).members,
+                "combination \(layout.name(of: combination))")
         }
     }
 
@@ -72,8 +90,10 @@ struct MatrixLayoutTests {
         #expect(layout.name(of: GateSet(capacity: 9)) == "none")
         #expect(layout.describe(GateSet(capacity: 9)) == "every switch off, nothing killed")
         let error = #expect(throws: MatrixPlanError.self) { try layout.combination(named: "plugin_switch_gift_warp") }
-        #expect(error?.description == "'plugin_switch_gift_warp' is neither a plugin switch nor a kill switch of the namespace; "
-            + "did you mean 'plugin_switch_gift_wrap'?")
+        #expect(
+            error?.description
+                == "'plugin_switch_gift_warp' is neither a plugin switch nor a kill switch of the namespace; "
+                + "did you mean 'plugin_switch_gift_wrap'?")
     }
 
     @Test func killSwitchesThatCoverNoPluginSwitchAreNotGates() throws {
@@ -132,7 +152,9 @@ struct CoveringArrayTests {
     }
 
     @Test func theSameLevelsGiveTheSameRows() {
-        #expect(CoveringArray(levels: [4, 8, 2, 16, 3], strength: 2) == CoveringArray(levels: [4, 8, 2, 16, 3], strength: 2))
+        #expect(
+            CoveringArray(levels: [4, 8, 2, 16, 3], strength: 2)
+                == CoveringArray(levels: [4, 8, 2, 16, 3], strength: 2))
     }
 }
 
@@ -163,13 +185,19 @@ struct MatrixPlanTests {
                 var seen = Set<[Int]>()
                 for index in plan.start(of: 6)..<plan.total {
                     let combination = plan.combination(at: index)
-                    seen.insert([a, b].map { point in
-                        plan.factors[point].gates.enumerated().reduce(0) { $0 | (combination.contains($1.element) ? 1 << $1.offset : 0) }
-                    })
+                    seen.insert(
+                        [a, b].map { point in
+                            plan.factors[point].gates.enumerated().reduce(0) {
+                                $0 | (combination.contains($1.element) ? 1 << $1.offset : 0)
+                            }
+                        })
                 }
                 #expect(seen.count == 256, "points \(a) and \(b)")
             }
-            #expect(plan.coverageDescription.hasPrefix("beyond the bound of 2^20 combinations: every combination of each plugin point's gates (6 points, 192 combinations) plus a pairwise covering array across 7 factors"))
+            #expect(
+                plan.coverageDescription.hasPrefix(
+                    "beyond the bound of 2^20 combinations: every combination of each plugin point's gates (6 points, 192 combinations) plus a pairwise covering array across 7 factors"
+                ))
             let threeWise = try MatrixPlan(layout: layout, strength: 3)
             #expect(threeWise.segments.last!.count > UInt64(rows))
         }

@@ -44,7 +44,8 @@ struct ShopApp {
     init(states: any SwitchStates = SwitchAssignment.allOff, faults: Faults = Faults()) {
         let tipsTraps = faults.tipsTraps
         let factories: [PluginSwitch: any PluginFactory<BannerInput, String>] = [
-            ShopSwitches.sale: PluginFactoryOf(ShopSwitches.sale, isApplicable: { $0.saleRunning }) { _ in "sale banner" },
+            ShopSwitches.sale: PluginFactoryOf(ShopSwitches.sale, isApplicable: { $0.saleRunning }) { _ in "sale banner"
+            },
             ShopSwitches.news: PluginFactoryOf(ShopSwitches.news) { _ in "news banner" },
             ShopSwitches.tips: PluginFactoryOf(ShopSwitches.tips) { _ in
                 if tipsTraps {
@@ -57,13 +58,15 @@ struct ShopApp {
         ]
         banner = PluginPoint("banner", states: states, factories: faults.bannerOrder.map { factories[$0]! })
         let insuranceThrows = faults.insuranceThrows
-        checkout = PluginPoint("checkout_addons", states: states, factories: [
-            PluginFactoryOf(ShopSwitches.giftWrap) { _ in "gift wrap" },
-            PluginFactoryOf(ShopSwitches.insurance, isApplicable: { $0.insurable }) { input in
-                if insuranceThrows && input.insurable { throw InsuranceUnavailable() }
-                return "insurance"
-            },
-        ])
+        checkout = PluginPoint(
+            "checkout_addons", states: states,
+            factories: [
+                PluginFactoryOf(ShopSwitches.giftWrap) { _ in "gift wrap" },
+                PluginFactoryOf(ShopSwitches.insurance, isApplicable: { $0.insurable }) { input in
+                    if insuranceThrows && input.insurable { throw InsuranceUnavailable() }
+                    return "insurance"
+                },
+            ])
     }
 
     /// Checks out: the page lists the add-ons that serve, below the order (core).
@@ -76,8 +79,9 @@ struct ShopApp {
         var matrix = Matrix(flags: Shop.flagSet, source: "shop.yaml", options: options)
         let app = ShopApp(faults: faults)
         matrix.add(app.banner, inputs: [BannerInput(saleRunning: true), BannerInput(saleRunning: false)])
-        matrix.add(app.checkout, inputs: [CheckoutInput(insurable: true), CheckoutInput(insurable: false)],
-                   serving: .everyEligible)
+        matrix.add(
+            app.checkout, inputs: [CheckoutInput(insurable: true), CheckoutInput(insurable: false)],
+            serving: .everyEligible)
         return matrix
     }
 }

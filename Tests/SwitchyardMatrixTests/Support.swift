@@ -65,9 +65,12 @@ enum Shop {
         var flags: [FlagDefinition] = []
         for point in 0..<points {
             let switches = (0..<switchesPerPoint).map { "plugin_switch_p\(point)_s\($0)" }
-            pluginPoints.append(PluginPointDefinition(name: "point_\(point)", killSwitch: "kill_p\(point)", switches: switches))
+            pluginPoints.append(
+                PluginPointDefinition(name: "point_\(point)", killSwitch: "kill_p\(point)", switches: switches))
             kills.append(KillSwitch(key: "kill_p\(point)"))
-            flags += switches.map { FlagDefinition(key: $0, kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full))) }
+            flags += switches.map {
+                FlagDefinition(key: $0, kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full)))
+            }
         }
         return FlagSet(namespace: "wide", pluginPoints: pluginPoints, killSwitches: kills, flags: flags)
     }

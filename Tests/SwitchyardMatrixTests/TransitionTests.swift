@@ -43,19 +43,25 @@ struct TransitionTests {
     static func matrix(leakyTips: Bool = false, options: Matrix.Options) -> Matrix {
         var matrix = Matrix(flags: Shop.flagSet, source: "shop.yaml", options: options)
         let shelf = ShopShelf()
-        let banner = PluginPoint<BannerInput, any LivePlugin>("banner", states: SwitchAssignment.allOff, factories: [
-            PluginFactoryOf(ShopSwitches.sale, isApplicable: { $0.saleRunning }) { _ in ShopBanner("sale", shelf: shelf) },
-            PluginFactoryOf(ShopSwitches.news) { _ in ShopBanner("news", shelf: shelf) },
-            PluginFactoryOf(ShopSwitches.tips) { _ in ShopBanner("tips", shelf: shelf, leaky: leakyTips) },
-        ])
+        let banner = PluginPoint<BannerInput, any LivePlugin>(
+            "banner", states: SwitchAssignment.allOff,
+            factories: [
+                PluginFactoryOf(ShopSwitches.sale, isApplicable: { $0.saleRunning }) { _ in
+                    ShopBanner("sale", shelf: shelf)
+                },
+                PluginFactoryOf(ShopSwitches.news) { _ in ShopBanner("news", shelf: shelf) },
+                PluginFactoryOf(ShopSwitches.tips) { _ in ShopBanner("tips", shelf: shelf, leaky: leakyTips) },
+            ])
         matrix.add(banner, inputs: [BannerInput(saleRunning: true), BannerInput(saleRunning: false)])
-        matrix.add(ShopApp().checkout, inputs: [CheckoutInput(insurable: true), CheckoutInput(insurable: false)],
-                   serving: .everyEligible)
+        matrix.add(
+            ShopApp().checkout, inputs: [CheckoutInput(insurable: true), CheckoutInput(insurable: false)],
+            serving: .everyEligible)
         return matrix
     }
 
     @Test func everySingleGateTransitionLeavesEveryLivePointAsAFreshRouteWould() async {
-        let report = await Self.matrix(options: Matrix.Options(isolation: .inProcess, transitions: true)).run(Self.quiet)
+        let report = await Self.matrix(options: Matrix.Options(isolation: .inProcess, transitions: true)).run(
+            Self.quiet)
         #expect(report.passed, "\(report.summary)")
         #expect(report.isExhaustive && report.checked == 512)
         // 9 gates: each combination turns each gate it leaves unset on and off again, 2 · 9 · 2^8 in all.
@@ -64,28 +70,38 @@ struct TransitionTests {
     }
 
     @Test func aPluginThatLeaksAfterItsDetachIsCaughtWithItsOwnSwitch() async throws {
-        let report = await Self.matrix(leakyTips: true, options: Matrix.Options(isolation: .inProcess, transitions: true))
-            .run(Self.quiet)
+        let report = await Self.matrix(
+            leakyTips: true, options: Matrix.Options(isolation: .inProcess, transitions: true)
+        )
+        .run(Self.quiet)
         #expect(report.findings.map(\.check) == [.lifecycle], "\(report.summary)")
         let leak = try #require(report.findings.first)
         #expect(leak.scope == "banner")
         // From every switch off, turning the tips banner on and off again leaks it: the smallest transition.
         #expect(leak.combination == "none")
-        #expect(leak.message.hasPrefix("banner: the plugin of plugin_switch_banner_tips leaked (input "), "\(leak.message)")
+        #expect(
+            leak.message.hasPrefix("banner: the plugin of plugin_switch_banner_tips leaked (input "), "\(leak.message)")
         #expect(leak.message.contains("after turning plugin_switch_banner_tips off again (on from here)"))
         #expect(leak.message.contains("still referenced after its detach"))
     }
 
     @Test func aPointTheHostCannotHoldIsNamedInTheNotes() async {
-        var matrix = Matrix(flags: Shop.flagSet, source: "shop.yaml", options: Matrix.Options(isolation: .inProcess, transitions: true))
-        matrix.add(MatrixPoint(name: "banner", switches: [ShopSwitches.sale, ShopSwitches.news, ShopSwitches.tips],
-                               inputs: [BannerInput(saleRunning: true)]) { states, _ in
-            [ShopSwitches.sale, ShopSwitches.news, ShopSwitches.tips].first(where: states.isEnabled).map { [$0] } ?? []
-        })
+        var matrix = Matrix(
+            flags: Shop.flagSet, source: "shop.yaml", options: Matrix.Options(isolation: .inProcess, transitions: true))
+        matrix.add(
+            MatrixPoint(
+                name: "banner", switches: [ShopSwitches.sale, ShopSwitches.news, ShopSwitches.tips],
+                inputs: [BannerInput(saleRunning: true)]
+            ) { states, _ in
+                [ShopSwitches.sale, ShopSwitches.news, ShopSwitches.tips].first(where: states.isEnabled).map { [$0] }
+                    ?? []
+            })
         matrix.add(ShopApp().checkout, inputs: [CheckoutInput(insurable: true)], serving: .everyEligible)
         let report = await matrix.run(Self.quiet)
         #expect(report.passed, "\(report.summary)")
-        #expect(report.notes.contains("transitions not checked at banner: not a PluginPoint, so a plugin host cannot hold it"))
+        #expect(
+            report.notes.contains(
+                "transitions not checked at banner: not a PluginPoint, so a plugin host cannot hold it"))
     }
 
     /// In a child process, as `swift test` runs it, and beyond the bound: the per-point combinations and the

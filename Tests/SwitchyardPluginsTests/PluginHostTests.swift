@@ -1,10 +1,11 @@
 import ClientTestSupport
 import Foundation
-import struct SwitchyardCore.Snapshot
-import enum SwitchyardCore.SnapshotDocument
 import SwitchyardPlugins
 import Synchronization
 import Testing
+
+import struct SwitchyardCore.Snapshot
+import enum SwitchyardCore.SnapshotDocument
 
 /// Where live test plugins show themselves: a list of items in declared order, like a map's overlays.
 final class Surface {
@@ -93,14 +94,19 @@ enum Layers {
     static let all = [traffic, spots, scooters]
 
     /// A point of three live plugins over a surface; `faults` by switch.
-    static func point(_ surface: Surface, faults: [PluginSwitch: ItemPlugin.Fault] = [:], hub: Hub? = nil,
-                      name: String = "map_layers") -> PluginPoint<Void, any LivePlugin> {
-        PluginPoint(name, states: SwitchAssignment.allOff, factories: all.map { pluginSwitch in
-            PluginFactoryOf<Void, any LivePlugin>(pluginSwitch) { _ in
-                ItemPlugin(String(pluginSwitch.key.dropFirst("plugin_switch_test_".count)), surface: surface,
-                           fault: faults[pluginSwitch] ?? .none, hub: hub)
-            }
-        })
+    static func point(
+        _ surface: Surface, faults: [PluginSwitch: ItemPlugin.Fault] = [:], hub: Hub? = nil,
+        name: String = "map_layers"
+    ) -> PluginPoint<Void, any LivePlugin> {
+        PluginPoint(
+            name, states: SwitchAssignment.allOff,
+            factories: all.map { pluginSwitch in
+                PluginFactoryOf<Void, any LivePlugin>(pluginSwitch) { _ in
+                    ItemPlugin(
+                        String(pluginSwitch.key.dropFirst("plugin_switch_test_".count)), surface: surface,
+                        fault: faults[pluginSwitch] ?? .none, hub: hub)
+                }
+            })
     }
 }
 
@@ -113,7 +119,9 @@ final class HostLog {
     /// `+point/switch` for an attach, `-point/switch` for a detach, `!` for a failed attach, `leak` for a leak.
     var lines: [String] {
         events.map { event in
-            let mark = event.kind == .attached ? "+" : event.kind == .detached ? "-" : event.kind == .attachFailed ? "!" : "leak "
+            let mark =
+                event.kind == .attached
+                ? "+" : event.kind == .detached ? "-" : event.kind == .attachFailed ? "!" : "leak "
             return mark + event.pluginSwitch.key.replacingOccurrences(of: "plugin_switch_test_", with: "")
         }
     }
@@ -126,7 +134,9 @@ final class HostLog {
 
 struct PluginHostTests {
     @Test func aCombiningPointAttachesInDeclaredOrderAndDetachesLastFirst() {
-        let surface = Surface(), board = SwitchBoard(on: [Layers.traffic, Layers.scooters]), log = HostLog()
+        let surface = Surface()
+        let board = SwitchBoard(on: [Layers.traffic, Layers.scooters])
+        let log = HostLog()
         let host = PluginHost(states: board)
         log.attach(to: host)
         let layers = host.add(Layers.point(surface), input: (), serving: .everyEligible)
@@ -156,7 +166,9 @@ struct PluginHostTests {
     }
 
     @Test func aSinglePluginPointDetachesBeforeItsReplacementAttaches() {
-        let surface = Surface(), board = SwitchBoard(on: [Layers.spots, Layers.scooters]), log = HostLog()
+        let surface = Surface()
+        let board = SwitchBoard(on: [Layers.spots, Layers.scooters])
+        let log = HostLog()
         let host = PluginHost(states: board)
         log.attach(to: host)
         let slot = host.add(Layers.point(surface, name: "confirmation_addons"), input: ())
@@ -188,29 +200,39 @@ struct PluginHostTests {
     }
 
     @Test func aPluginWhoseAttachThrowsIsSkippedItsRegistrationsReleasedAndReported() {
-        let surface = Surface(), board = SwitchBoard(on: Layers.all), log = HostLog()
+        let surface = Surface()
+        let board = SwitchBoard(on: Layers.all)
+        let log = HostLog()
         let host = PluginHost(states: board)
         log.attach(to: host)
-        let slot = host.add(Layers.point(surface, faults: [Layers.traffic: .attachThrows], name: "confirmation_addons"), input: ())
-        let layers = host.add(Layers.point(surface, faults: [Layers.traffic: .attachThrows]), input: (), serving: .everyEligible)
+        let slot = host.add(
+            Layers.point(surface, faults: [Layers.traffic: .attachThrows], name: "confirmation_addons"), input: ())
+        let layers = host.add(
+            Layers.point(surface, faults: [Layers.traffic: .attachThrows]), input: (), serving: .everyEligible)
         host.update()
         #expect(log.take() == ["!traffic", "+spots", "!traffic", "+spots", "+scooters"])
         #expect(slot.attachedSwitches == [Layers.spots])
         #expect(layers.attachedSwitches == [Layers.spots, Layers.scooters])
         // What the failed attach registered before throwing is gone again.
         #expect(!surface.shown.contains("traffic"))
-        #expect(board.reportedFailures == [
-            "confirmation_addons/plugin_switch_test_traffic: attach threw: the surface refused the item",
-            "map_layers/plugin_switch_test_traffic: attach threw: the surface refused the item",
-        ])
+        #expect(
+            board.reportedFailures == [
+                "confirmation_addons/plugin_switch_test_traffic: attach threw: the surface refused the item",
+                "map_layers/plugin_switch_test_traffic: attach threw: the surface refused the item",
+            ])
     }
 
     @Test func aPluginStillReferencedAfterItsDetachIsReportedAsALeak() {
-        let surface = Surface(), hub = Hub(), board = SwitchBoard(on: [Layers.traffic, Layers.spots]), log = HostLog()
+        let surface = Surface()
+        let hub = Hub()
+        let board = SwitchBoard(on: [Layers.traffic, Layers.spots])
+        let log = HostLog()
         let host = PluginHost(states: board)
         host.checksLeaks = true
         log.attach(to: host)
-        host.add(Layers.point(surface, faults: [Layers.traffic: .leaksObserver], hub: hub), input: (), serving: .everyEligible)
+        host.add(
+            Layers.point(surface, faults: [Layers.traffic: .leaksObserver], hub: hub), input: (),
+            serving: .everyEligible)
         host.update()
         #expect(log.take() == ["+traffic", "+spots"])
         board.set(Layers.traffic, on: false)
@@ -221,35 +243,45 @@ struct PluginHostTests {
     }
 
     @Test func theLeakReportNamesThePluginAndWhatToDo() {
-        let surface = Surface(), hub = Hub(), board = SwitchBoard(on: [Layers.traffic])
+        let surface = Surface()
+        let hub = Hub()
+        let board = SwitchBoard(on: [Layers.traffic])
         var events: [PluginHostEvent] = []
         let host = PluginHost(states: board) { events.append($0) }
         host.checksLeaks = true
-        host.add(Layers.point(surface, faults: [Layers.traffic: .leaksObserver], hub: hub), input: (), serving: .everyEligible)
+        host.add(
+            Layers.point(surface, faults: [Layers.traffic: .leaksObserver], hub: hub), input: (),
+            serving: .everyEligible)
         host.update()
         board.set(Layers.traffic, on: false)
         host.update()
         let leak = events.first { $0.kind == .leaked }
         #expect(leak?.pluginPoint == "map_layers")
         #expect(leak?.step == 2)
-        #expect(leak?.message?.contains("the plugin (ItemPlugin) is still referenced after its detach") == true, "\(String(describing: leak))")
+        #expect(
+            leak?.message?.contains("the plugin (ItemPlugin) is still referenced after its detach") == true,
+            "\(String(describing: leak))")
         #expect(leak?.message?.contains("Register it with the scope") == true)
     }
 
     @Test func aRegistrationMadeAfterTheDetachIsReleasedAtOnceAndReported() {
-        let surface = Surface(), board = SwitchBoard(on: [Layers.scooters]), log = HostLog()
+        let surface = Surface()
+        let board = SwitchBoard(on: [Layers.scooters])
+        let log = HostLog()
         let host = PluginHost(states: board)
         // The test keeps the plugin to fire its timer: that reference is not the leak under test.
         host.checksLeaks = false
         log.attach(to: host)
         var built: [ItemPlugin] = []
-        let point = PluginPoint<Void, any LivePlugin>("map_layers", states: SwitchAssignment.allOff, factories: [
-            PluginFactoryOf(Layers.scooters) { _ in
-                let plugin = ItemPlugin("scooters", surface: surface, fault: .registersAfterDetach)
-                built.append(plugin)
-                return plugin
-            },
-        ])
+        let point = PluginPoint<Void, any LivePlugin>(
+            "map_layers", states: SwitchAssignment.allOff,
+            factories: [
+                PluginFactoryOf(Layers.scooters) { _ in
+                    let plugin = ItemPlugin("scooters", surface: surface, fault: .registersAfterDetach)
+                    built.append(plugin)
+                    return plugin
+                }
+            ])
         host.add(point, input: (), serving: .everyEligible)
         host.update()
         board.set(Layers.scooters, on: false)
@@ -263,7 +295,9 @@ struct PluginHostTests {
     }
 
     @Test func closeDetachesEveryPointLastFirstAndAttachesNothingAfterwards() {
-        let surface = Surface(), board = SwitchBoard(on: Layers.all), log = HostLog()
+        let surface = Surface()
+        let board = SwitchBoard(on: Layers.all)
+        let log = HostLog()
         let host = PluginHost(states: board)
         log.attach(to: host)
         host.add(Layers.point(surface, name: "confirmation_addons"), input: ())
@@ -279,16 +313,23 @@ struct PluginHostTests {
     }
 
     @Test func anUpdateAskedForInsideAStepRunsRightAfterItNotInsideIt() {
-        let surface = Surface(), board = SwitchBoard(on: [Layers.traffic]), log = HostLog()
+        let surface = Surface()
+        let board = SwitchBoard(on: [Layers.traffic])
+        let log = HostLog()
         let host = PluginHost(states: board)
         log.attach(to: host)
         // The traffic plugin's attach turns itself off and asks for an update, as a plugin changing what it
         // depends on would.
-        let point = PluginPoint<Void, any LivePlugin>("map_layers", states: SwitchAssignment.allOff, factories: [
-            PluginFactoryOf(Layers.traffic) { _ in
-                ReentrantPlugin { board.set(Layers.traffic, on: false); host.update(cause: "plugin") }
-            },
-        ])
+        let point = PluginPoint<Void, any LivePlugin>(
+            "map_layers", states: SwitchAssignment.allOff,
+            factories: [
+                PluginFactoryOf(Layers.traffic) { _ in
+                    ReentrantPlugin {
+                        board.set(Layers.traffic, on: false)
+                        host.update(cause: "plugin")
+                    }
+                }
+            ])
         host.add(point, input: (), serving: .everyEligible)
         let first = host.update()
         #expect(log.events.map(\.step) == [1, 2])
@@ -300,13 +341,16 @@ struct PluginHostTests {
     }
 
     @Test func aLivePointFollowsItsInput() {
-        let board = SwitchBoard(on: [Layers.traffic, Layers.spots]), log = HostLog()
+        let board = SwitchBoard(on: [Layers.traffic, Layers.spots])
+        let log = HostLog()
         let host = PluginHost(states: board)
         log.attach(to: host)
-        let point = PluginPoint<Int, String>("map_layers", states: SwitchAssignment.allOff, factories: [
-            PluginFactoryOf(Layers.traffic) { _ in "traffic" },
-            PluginFactoryOf(Layers.spots, isApplicable: { $0 > 0 }) { _ in "spots" },
-        ])
+        let point = PluginPoint<Int, String>(
+            "map_layers", states: SwitchAssignment.allOff,
+            factories: [
+                PluginFactoryOf(Layers.traffic) { _ in "traffic" },
+                PluginFactoryOf(Layers.spots, isApplicable: { $0 > 0 }) { _ in "spots" },
+            ])
         let live = host.add(point, input: 0, serving: .everyEligible)
         host.update()
         #expect(live.plugins == ["traffic"])
@@ -333,19 +377,26 @@ actor FeedScreen {
     /// - Parameters:
     ///   - onAttach: runs inside the attach of the plugin of this switch.
     ///   - steps: receives every step once it settled.
-    init(client: FlagClient, onAttach: (key: String, action: @Sendable () -> Void)? = nil,
-         steps: AsyncStream<PluginHostStep>.Continuation) {
+    init(
+        client: FlagClient, onAttach: (key: String, action: @Sendable () -> Void)? = nil,
+        steps: AsyncStream<PluginHostStep>.Continuation
+    ) {
         host = PluginHost(states: client)
         let surface = surface
         for declared in Fixtures.flagSet().pluginPoints {
-            let point = PluginPoint<Void, any LivePlugin>(declared.name, states: client, factories: declared.switches.map { key in
-                PluginFactoryOf<Void, any LivePlugin>(PluginSwitch(key)) { _ in
-                    if let onAttach, onAttach.key == key {
-                        return ReentrantPlugin { surface.insert(key, at: 0); onAttach.action() }
+            let point = PluginPoint<Void, any LivePlugin>(
+                declared.name, states: client,
+                factories: declared.switches.map { key in
+                    PluginFactoryOf<Void, any LivePlugin>(PluginSwitch(key)) { _ in
+                        if let onAttach, onAttach.key == key {
+                            return ReentrantPlugin {
+                                surface.insert(key, at: 0)
+                                onAttach.action()
+                            }
+                        }
+                        return ItemPlugin(key, surface: surface)
                     }
-                    return ItemPlugin(key, surface: surface)
-                }
-            })
+                })
             host.add(point, input: (), serving: declared.name == "home_feed" ? .everyEligible : .firstEligible)
         }
         host.onStep = { steps.yield($0) }
@@ -362,7 +413,9 @@ actor FeedScreen {
             defer { events = [] }
             return events
         }
-        return events.map { "\($0.step): \($0.kind == .attached ? "+" : $0.kind == .detached ? "-" : "\($0.kind) ")\($0.pluginPoint)/\($0.pluginSwitch.key)" }
+        return events.map {
+            "\($0.step): \($0.kind == .attached ? "+" : $0.kind == .detached ? "-" : "\($0.kind) ")\($0.pluginPoint)/\($0.pluginSwitch.key)"
+        }
     }
 
     var shown: [String] { surface.shown }
@@ -381,7 +434,9 @@ struct PluginHostClientTests {
     }
 
     /// The next step that satisfies `predicate` (a liveness deadline bounds the wait through the time limit).
-    static func next(_ steps: inout AsyncStream<PluginHostStep>.Iterator, where predicate: (PluginHostStep) -> Bool) async -> PluginHostStep? {
+    static func next(_ steps: inout AsyncStream<PluginHostStep>.Iterator, where predicate: (PluginHostStep) -> Bool)
+        async -> PluginHostStep?
+    {
         while let step = await steps.next() {
             if predicate(step) { return step }
         }
@@ -400,20 +455,33 @@ struct PluginHostClientTests {
         defer { following.cancel() }
 
         _ = await Self.next(&iterator) { $0.cause == "start" }
-        #expect(await screen.takeLines() == ["1: +home_feed/plugin_switch_feed_promos", "1: +home_feed/plugin_switch_feed_news",
-                                             "1: +checkout/plugin_switch_split_fare"])
-        #expect(await Set(screen.shown) == ["plugin_switch_feed_promos", "plugin_switch_feed_news", "plugin_switch_split_fare"])
+        #expect(
+            await screen.takeLines() == [
+                "1: +home_feed/plugin_switch_feed_promos", "1: +home_feed/plugin_switch_feed_news",
+                "1: +checkout/plugin_switch_split_fare",
+            ])
+        #expect(
+            await Set(screen.shown) == [
+                "plugin_switch_feed_promos", "plugin_switch_feed_news", "plugin_switch_split_fare",
+            ])
 
-        client.install(Fixtures.snapshot(version: 2, on: Set(Fixtures.allSwitchKeys), masterKilled: true), origin: .server)
+        client.install(
+            Fixtures.snapshot(version: 2, on: Set(Fixtures.allSwitchKeys), masterKilled: true), origin: .server)
         let killed = await Self.next(&iterator) { $0.cause == "snapshotInstalled" }
         #expect(killed?.detached == 3 && killed?.attached == 0)
-        #expect(await screen.takeLines() == ["2: -home_feed/plugin_switch_feed_news", "2: -home_feed/plugin_switch_feed_promos",
-                                             "2: -checkout/plugin_switch_split_fare"])
+        #expect(
+            await screen.takeLines() == [
+                "2: -home_feed/plugin_switch_feed_news", "2: -home_feed/plugin_switch_feed_promos",
+                "2: -checkout/plugin_switch_split_fare",
+            ])
         #expect(await screen.shown.isEmpty)
 
         client.install(Fixtures.snapshot(version: 3, on: Set(Fixtures.allSwitchKeys)), origin: .server)
         _ = await Self.next(&iterator) { $0.cause == "snapshotInstalled" }
-        #expect(await Set(screen.shown) == ["plugin_switch_feed_promos", "plugin_switch_feed_news", "plugin_switch_split_fare"])
+        #expect(
+            await Set(screen.shown) == [
+                "plugin_switch_feed_promos", "plugin_switch_feed_news", "plugin_switch_split_fare",
+            ])
     }
 
     @Test(.timeLimit(.minutes(5)))
@@ -426,9 +494,14 @@ struct PluginHostClientTests {
         // While the feed's first plugin attaches, a snapshot lands that kills the master: the checkout point,
         // settled later in the same step, must still see the state the step started with, and the next step
         // must apply the kill to both.
-        let screen = FeedScreen(client: client, onAttach: ("plugin_switch_feed_promos", {
-            client.install(Fixtures.snapshot(version: 2, on: everything, masterKilled: true), origin: .server)
-        }), steps: sink)
+        let screen = FeedScreen(
+            client: client,
+            onAttach: (
+                "plugin_switch_feed_promos",
+                {
+                    client.install(Fixtures.snapshot(version: 2, on: everything, masterKilled: true), origin: .server)
+                }
+            ), steps: sink)
         let changes = client.changes
         let following = Task { await screen.follow(changes) }
         defer { following.cancel() }
@@ -437,10 +510,13 @@ struct PluginHostClientTests {
         #expect(first?.cause == "start" && first?.attached == 3)
         let second = await Self.next(&iterator) { _ in true }
         #expect(second?.cause == "snapshotInstalled")
-        #expect(await screen.takeLines() == [
-            "1: +home_feed/plugin_switch_feed_promos", "1: +home_feed/plugin_switch_feed_news", "1: +checkout/plugin_switch_split_fare",
-            "2: -home_feed/plugin_switch_feed_news", "2: -home_feed/plugin_switch_feed_promos", "2: -checkout/plugin_switch_split_fare",
-        ])
+        #expect(
+            await screen.takeLines() == [
+                "1: +home_feed/plugin_switch_feed_promos", "1: +home_feed/plugin_switch_feed_news",
+                "1: +checkout/plugin_switch_split_fare",
+                "2: -home_feed/plugin_switch_feed_news", "2: -home_feed/plugin_switch_feed_promos",
+                "2: -checkout/plugin_switch_split_fare",
+            ])
     }
 
     @Test func aSwitchTheCrashLoopGuardHoldsOffIsNeverAttachedAndTheNextPluginServes() throws {
@@ -448,10 +524,15 @@ struct PluginHostClientTests {
         let snapshot = Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"])
         let surface = Surface()
         func feed(_ client: FlagClient) -> PluginPoint<Void, any LivePlugin> {
-            PluginPoint("home_feed", states: client, factories: [
-                PluginFactoryOf(PluginSwitch("plugin_switch_feed_promos")) { _ in ItemPlugin("promos", surface: surface) },
-                PluginFactoryOf(PluginSwitch("plugin_switch_feed_news")) { _ in ItemPlugin("news", surface: surface) },
-            ])
+            PluginPoint(
+                "home_feed", states: client,
+                factories: [
+                    PluginFactoryOf(PluginSwitch("plugin_switch_feed_promos")) { _ in
+                        ItemPlugin("promos", surface: surface)
+                    },
+                    PluginFactoryOf(PluginSwitch("plugin_switch_feed_news")) { _ in ItemPlugin("news", surface: surface)
+                    },
+                ])
         }
         // Three launches that attach the promos plugin and crash (never end their session).
         for _ in 0..<3 {
@@ -471,14 +552,19 @@ struct PluginHostClientTests {
 
     @Test func aPluginWhoseAttachThrowsIsReportedThroughTheClientLikeAFactoryFailure() throws {
         let harness = try ClientHarness()
-        let client = try Self.client(Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"]),
-                                     harness: harness)
+        let client = try Self.client(
+            Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"]),
+            harness: harness)
         let surface = Surface()
         let host = PluginHost(states: client)
-        let point = PluginPoint<Void, any LivePlugin>("home_feed", states: client, factories: [
-            PluginFactoryOf(PluginSwitch("plugin_switch_feed_promos")) { _ in ItemPlugin("promos", surface: surface, fault: .attachThrows) },
-            PluginFactoryOf(PluginSwitch("plugin_switch_feed_news")) { _ in ItemPlugin("news", surface: surface) },
-        ])
+        let point = PluginPoint<Void, any LivePlugin>(
+            "home_feed", states: client,
+            factories: [
+                PluginFactoryOf(PluginSwitch("plugin_switch_feed_promos")) { _ in
+                    ItemPlugin("promos", surface: surface, fault: .attachThrows)
+                },
+                PluginFactoryOf(PluginSwitch("plugin_switch_feed_news")) { _ in ItemPlugin("news", surface: surface) },
+            ])
         let feed = host.add(point, input: ())
         host.update()
         #expect(feed.attachedSwitches.map(\.key) == ["plugin_switch_feed_news"])

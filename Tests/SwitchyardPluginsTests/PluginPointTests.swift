@@ -1,9 +1,10 @@
 import ClientTestSupport
 import Foundation
-import struct SwitchyardCore.Snapshot
-import enum SwitchyardCore.SnapshotDocument
 import SwitchyardPlugins
 import Testing
+
+import struct SwitchyardCore.Snapshot
+import enum SwitchyardCore.SnapshotDocument
 
 /// What the feed plugin point of the tests returns.
 protocol FeedPlugin {
@@ -96,7 +97,8 @@ struct PluginPointTests {
     }
 
     @Test func aFactoryThatThrowsIsSkippedAndReportedAndTheNextEligibleServes() {
-        let states = RecordingStates(SwitchAssignment(on: [FeedPromosFactory.pluginSwitch, FeedNewsFactory.pluginSwitch]))
+        let states = RecordingStates(
+            SwitchAssignment(on: [FeedPromosFactory.pluginSwitch, FeedNewsFactory.pluginSwitch]))
         let point = feedPoint(states, promosFail: true)
         #expect(point.createPlugin(for: FeedInput())?.name == "news")
         #expect(states.failures == ["home_feed/plugin_switch_feed_promos: promotions service unavailable"])
@@ -112,12 +114,18 @@ struct PluginPointTests {
     @Test func createPluginsReturnsEveryEligiblePluginInOrder() {
         let point = feedPoint(SwitchAssignment(on: [FeedPromosFactory.pluginSwitch, FeedNewsFactory.pluginSwitch]))
         #expect(point.createPlugins(for: FeedInput()).map(\.name) == ["promos", "news"])
-        #expect(feedPoint(SwitchAssignment(on: [FeedPromosFactory.pluginSwitch, FeedNewsFactory.pluginSwitch]), promosFail: true)
+        #expect(
+            feedPoint(
+                SwitchAssignment(on: [FeedPromosFactory.pluginSwitch, FeedNewsFactory.pluginSwitch]), promosFail: true
+            )
             .createPlugins(for: FeedInput()).map(\.name) == ["news"])
     }
 
     @Test func aPointListsItsSwitchesInOrder() {
-        #expect(feedPoint(SwitchAssignment.allOff).switches.map(\.key) == ["plugin_switch_feed_promos", "plugin_switch_feed_news"])
+        #expect(
+            feedPoint(SwitchAssignment.allOff).switches.map(\.key) == [
+                "plugin_switch_feed_promos", "plugin_switch_feed_news",
+            ])
     }
 
     /// Every combination of the point's switches, evaluated without a server: the route is the first switch on.
@@ -134,11 +142,16 @@ struct PluginPointTests {
     @Test func theCodeAndTheFlagFileMustDeclareTheSameSwitchesInTheSameOrder() {
         let flagSet = Fixtures.flagSet()
         #expect(feedPoint(SwitchAssignment.allOff).declarationProblems(in: flagSet).isEmpty)
-        let reversed = PluginPoint<FeedInput, any FeedPlugin>("home_feed", states: SwitchAssignment.allOff,
-                                                              factories: [FeedNewsFactory(), FeedPromosFactory()])
+        let reversed = PluginPoint<FeedInput, any FeedPlugin>(
+            "home_feed", states: SwitchAssignment.allOff,
+            factories: [FeedNewsFactory(), FeedPromosFactory()])
         let problems = reversed.declarationProblems(in: flagSet)
-        #expect(problems == ["plugin point 'home_feed': code tries plugin_switch_feed_news, plugin_switch_feed_promos; the flag file declares plugin_switch_feed_promos, plugin_switch_feed_news"])
-        let unknown = PluginPoint<FeedInput, any FeedPlugin>("side_menu", states: SwitchAssignment.allOff, factories: [])
+        #expect(
+            problems == [
+                "plugin point 'home_feed': code tries plugin_switch_feed_news, plugin_switch_feed_promos; the flag file declares plugin_switch_feed_promos, plugin_switch_feed_news"
+            ])
+        let unknown = PluginPoint<FeedInput, any FeedPlugin>(
+            "side_menu", states: SwitchAssignment.allOff, factories: [])
         #expect(unknown.declarationProblems(in: flagSet).first?.contains("not declared") == true)
     }
 }
@@ -154,9 +167,11 @@ struct PluginPointClientTests {
     /// Both plugin points of the fixture namespace, with one factory per switch.
     func points(_ states: any SwitchStates) -> [PluginPoint<Void, String>] {
         Fixtures.flagSet().pluginPoints.map { declared in
-            PluginPoint(declared.name, states: states, factories: declared.switches.map { key in
-                PluginFactoryOf<Void, String>(PluginSwitch(key)) { key }
-            })
+            PluginPoint(
+                declared.name, states: states,
+                factories: declared.switches.map { key in
+                    PluginFactoryOf<Void, String>(PluginSwitch(key)) { key }
+                })
         }
     }
 
@@ -174,8 +189,9 @@ struct PluginPointClientTests {
 
     @Test func aGroupKillSwitchYieldsTheCoreFlowAtItsPointOnly() throws {
         let harness = try ClientHarness()
-        let client = try client(Fixtures.snapshot(version: 1, on: Set(Fixtures.allSwitchKeys), killedGroups: ["kill_home_feed"]),
-                                harness: harness)
+        let client = try client(
+            Fixtures.snapshot(version: 1, on: Set(Fixtures.allSwitchKeys), killedGroups: ["kill_home_feed"]),
+            harness: harness)
         let routes = Dictionary(uniqueKeysWithValues: points(client).map { ($0.name, $0.createPlugin(for: ())) })
         #expect(routes["home_feed"] == .some(nil))
         #expect(routes["checkout"] == "plugin_switch_split_fare")
@@ -189,7 +205,8 @@ struct PluginPointClientTests {
 
     @Test func creatingAPluginRecordsItsSwitchForCrashAttribution() throws {
         let harness = try ClientHarness()
-        let client = try client(Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_news", "plugin_switch_tipping"]), harness: harness)
+        let client = try client(
+            Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_news", "plugin_switch_tipping"]), harness: harness)
         for point in points(client) { _ = point.createPlugin(for: ()) }
         #expect(client.activeSwitches == ["plugin_switch_feed_news", "plugin_switch_tipping"])
         let record = try String(contentsOf: harness.directory.file("session-\(client.sessionID).json"), encoding: .utf8)
@@ -198,9 +215,12 @@ struct PluginPointClientTests {
 
     @Test func aFactoryFailureIsReportedThroughTheClient() throws {
         let harness = try ClientHarness()
-        let client = try client(Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"]), harness: harness)
-        let point = PluginPoint<FeedInput, any FeedPlugin>("home_feed", states: client,
-                                                           factories: [FeedPromosFactory(fails: true), FeedNewsFactory()])
+        let client = try client(
+            Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"]),
+            harness: harness)
+        let point = PluginPoint<FeedInput, any FeedPlugin>(
+            "home_feed", states: client,
+            factories: [FeedPromosFactory(fails: true), FeedNewsFactory()])
         #expect(point.createPlugin(for: FeedInput())?.name == "news")
         let report = try #require(harness.reports.of(.pluginFactoryFailed).first)
         #expect(report.pluginPoint == "home_feed")
@@ -213,12 +233,15 @@ struct PluginPointClientTests {
         let snapshot = Fixtures.snapshot(version: 1, on: ["plugin_switch_feed_promos", "plugin_switch_feed_news"])
         for _ in 0..<3 {
             let launch = try client(snapshot, harness: harness)
-            _ = PluginPoint<FeedInput, any FeedPlugin>("home_feed", states: launch,
-                                                       factories: [FeedPromosFactory(), FeedNewsFactory()]).createPlugin(for: FeedInput())
+            _ = PluginPoint<FeedInput, any FeedPlugin>(
+                "home_feed", states: launch,
+                factories: [FeedPromosFactory(), FeedNewsFactory()]
+            ).createPlugin(for: FeedInput())
         }
         let afterCrashes = try client(snapshot, harness: harness)
-        let point = PluginPoint<FeedInput, any FeedPlugin>("home_feed", states: afterCrashes,
-                                                           factories: [FeedPromosFactory(), FeedNewsFactory()])
+        let point = PluginPoint<FeedInput, any FeedPlugin>(
+            "home_feed", states: afterCrashes,
+            factories: [FeedPromosFactory(), FeedNewsFactory()])
         #expect(point.createPlugin(for: FeedInput())?.name == "news")
     }
 }

@@ -3,19 +3,22 @@ import HTTPTypes
 import InMemoryLogging
 import Logging
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
+
+@testable import SwitchyardServer
 
 /// Namespaces, tokens and the audit log, in-process.
 struct AdminRouteTests {
     @Test func namespacesAreCreatedWithAFreshEpochListedUpdatedAndDeleted() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        var response = try await app.send(.post, "/v1/namespaces", token: "admin", body: """
-            {"name": "driver", "description": "Driver app", "reason_policy": "always", "flag_set": \(Fixtures.riderJSON("driver"))}
-            """)
+        var response = try await app.send(
+            .post, "/v1/namespaces", token: "admin",
+            body: """
+                {"name": "driver", "description": "Driver app", "reason_policy": "always", "flag_set": \(Fixtures.riderJSON("driver"))}
+                """)
         #expect(response.status == .created)
         #expect(response.json["version"] == .int(1))
         #expect(response.json["reason_policy"] == .string("always"))
@@ -29,7 +32,8 @@ struct AdminRouteTests {
         #expect(response.status == .conflict)
         response = try await app.send(.post, "/v1/namespaces", token: "admin", body: #"{"name": "bad name!"}"#)
         #expect(response.problemPaths == ["name"])
-        response = try await app.send(.post, "/v1/namespaces", token: "admin", body: #"{"name": "x", "reason_policy": "sometimes"}"#)
+        response = try await app.send(
+            .post, "/v1/namespaces", token: "admin", body: #"{"name": "x", "reason_policy": "sometimes"}"#)
         #expect(response.problemPaths == ["reason_policy"])
 
         response = try await app.send(.get, "/v1/namespaces", token: "editor")
@@ -37,7 +41,8 @@ struct AdminRouteTests {
         response = try await app.send(.get, "/v1/namespaces/driver", token: "editor")
         #expect(response.json["counts"]?["flags"] == .int(4))
 
-        response = try await app.send(.patch, "/v1/namespaces/driver", token: "admin", body: #"{"reason_policy": "never"}"#)
+        response = try await app.send(
+            .patch, "/v1/namespaces/driver", token: "admin", body: #"{"reason_policy": "never"}"#)
         #expect(response.json["reason_policy"] == .string("never"))
         response = try await app.send(.patch, "/v1/namespaces/driver", token: "admin", body: "{}")
         #expect(response.problemPaths == ["reason_policy"])
@@ -52,20 +57,28 @@ struct AdminRouteTests {
         let logs = InMemoryLogHandler()
         let app = try await TestApp.make(logger: Logger(label: "flagsd-test") { _ in logs })
         defer { app.close() }
-        let first = try await app.send(.patch, "/v1/namespaces/rider", token: "admin", body: #"{"reason_policy": "never"}"#)
-        let again = try await app.send(.patch, "/v1/namespaces/rider", token: "admin", body: #"{"reason_policy": "never"}"#)
+        let first = try await app.send(
+            .patch, "/v1/namespaces/rider", token: "admin", body: #"{"reason_policy": "never"}"#)
+        let again = try await app.send(
+            .patch, "/v1/namespaces/rider", token: "admin", body: #"{"reason_policy": "never"}"#)
         #expect(first.status == .ok && again.status == .ok)
         #expect(again.json["reason_policy"] == .string("never"))
         #expect(again.json["updated_at"] == first.json["updated_at"])
         #expect(logs.entries.filter { $0.message.description == "namespace setting changed" }.count == 1)
-        #expect(try await app.store.audit(AuditQuery(namespace: "rider", actions: [.namespaceUpdate])).entries.count == 1)
+        #expect(
+            try await app.store.audit(AuditQuery(namespace: "rider", actions: [.namespaceUpdate])).entries.count == 1)
     }
 
     @Test func aNamespaceLimitedAdminManagesOnlyItsNamespaces() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        #expect(try await app.send(.post, "/v1/namespaces", token: "rider-admin", body: #"{"name": "driver"}"#).status == .forbidden)
-        #expect(try await app.send(.patch, "/v1/namespaces/rider", token: "rider-admin", body: #"{"reason_policy": "never"}"#).status == .ok)
+        #expect(
+            try await app.send(.post, "/v1/namespaces", token: "rider-admin", body: #"{"name": "driver"}"#).status
+                == .forbidden)
+        #expect(
+            try await app.send(
+                .patch, "/v1/namespaces/rider", token: "rider-admin", body: #"{"reason_policy": "never"}"#
+            ).status == .ok)
         #expect(try await app.send(.get, "/v1/tokens", token: "rider-admin").status == .forbidden)
         let list = try await app.send(.get, "/v1/namespaces", token: "other-editor")
         #expect(list.json["namespaces"] == .array([]))
@@ -74,8 +87,9 @@ struct AdminRouteTests {
     @Test func tokensAreCreatedShownOnceListedWithoutSecretsAndRevoked() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        var response = try await app.send(.post, "/v1/tokens", token: "admin",
-                                          body: #"{"name": "ios-app", "role": "client", "namespaces": ["rider"]}"#)
+        var response = try await app.send(
+            .post, "/v1/tokens", token: "admin",
+            body: #"{"name": "ios-app", "role": "client", "namespaces": ["rider"]}"#)
         #expect(response.status == .created)
         let secret = try #require(response.json["token"]?.stringValue)
         #expect(secret.hasPrefix("sy_client_"))
@@ -88,9 +102,12 @@ struct AdminRouteTests {
         #expect(listed?["role"] == .string("client"))
         #expect(listed?["namespaces"] == .array([.string("rider")]))
 
-        response = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "ios-app", "role": "client", "namespaces": ["rider"]}"#)
+        response = try await app.send(
+            .post, "/v1/tokens", token: "admin",
+            body: #"{"name": "ios-app", "role": "client", "namespaces": ["rider"]}"#)
         #expect(response.status == .conflict)
-        response = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "", "role": "root", "namespaces": [], "x": 1}"#)
+        response = try await app.send(
+            .post, "/v1/tokens", token: "admin", body: #"{"name": "", "role": "root", "namespaces": [], "x": 1}"#)
         #expect(Set(response.problemPaths) == ["name", "role", "namespaces", "x"])
 
         response = try await app.send(.delete, "/v1/tokens/ios-app", token: "admin")
@@ -106,33 +123,42 @@ struct AdminRouteTests {
     @Test func aClientTokenWithoutNamespacesIsRefusedSayingHow() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let response = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "ios-app", "role": "client"}"#)
+        let response = try await app.send(
+            .post, "/v1/tokens", token: "admin", body: #"{"name": "ios-app", "role": "client"}"#)
         #expect(response.status == .badRequest)
         #expect(response.problemPaths == ["namespaces"])
         let detail = try #require(response.json["detail"]?.stringValue)
         #expect(detail.contains(#""namespaces": ["rider"]"#), "\(detail)")
         #expect(detail.contains("flagctl tokens create ios-app --role client --allow rider"), "\(detail)")
-        #expect(try await app.send(.get, "/v1/tokens", token: "admin").json["tokens"]?.arrayValue?
-            .contains { $0["name"] == .string("ios-app") } == false)
+        #expect(
+            try await app.send(.get, "/v1/tokens", token: "admin").json["tokens"]?.arrayValue?
+                .contains { $0["name"] == .string("ios-app") } == false)
         // Every other role may still be valid in every namespace.
-        let editor = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "amara", "role": "editor"}"#)
+        let editor = try await app.send(
+            .post, "/v1/tokens", token: "admin", body: #"{"name": "amara", "role": "editor"}"#)
         #expect(editor.status == .created)
     }
 
     @Test func aMetricsTokenReadsMetricsOnlyAndCoversEveryNamespace() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let limited = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "scraper", "role": "metrics", "namespaces": ["rider"]}"#)
+        let limited = try await app.send(
+            .post, "/v1/tokens", token: "admin",
+            body: #"{"name": "scraper", "role": "metrics", "namespaces": ["rider"]}"#)
         #expect(limited.status == .badRequest)
         #expect(limited.problemPaths == ["namespaces"])
-        let created = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "scraper", "role": "metrics"}"#)
+        let created = try await app.send(
+            .post, "/v1/tokens", token: "admin", body: #"{"name": "scraper", "role": "metrics"}"#)
         #expect(created.status == .created)
         let secret = try #require(created.json["token"]?.stringValue)
         #expect(secret.hasPrefix("sy_metrics_"))
         #expect(try await app.send(.get, "/metrics", token: secret).status == .ok)
         #expect(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status == .forbidden)
-        #expect(try await app.send(.post, "/ofrep/v1/evaluate/flags", token: secret, headers: [.testNamespace: "rider"],
-                                   body: #"{"context": {"targetingKey": "u"}}"#).status == .forbidden)
+        #expect(
+            try await app.send(
+                .post, "/ofrep/v1/evaluate/flags", token: secret, headers: [.testNamespace: "rider"],
+                body: #"{"context": {"targetingKey": "u"}}"#
+            ).status == .forbidden)
     }
 
     @Test func theLastAdminTokenForEveryNamespaceCannotBeRevoked() async throws {
@@ -147,7 +173,8 @@ struct AdminRouteTests {
         #expect(detail.contains("flagctl tokens create NAME --role admin"), "\(detail)")
         #expect(try await app.send(.get, "/v1/tokens", token: "admin").status == .ok)
 
-        let second = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "second-admin", "role": "admin"}"#)
+        let second = try await app.send(
+            .post, "/v1/tokens", token: "admin", body: #"{"name": "second-admin", "role": "admin"}"#)
         let secret = try #require(second.json["token"]?.stringValue)
         #expect(try await app.send(.delete, "/v1/tokens/admin", token: secret).status == .ok)
         #expect(try await app.send(.delete, "/v1/tokens/second-admin", token: secret).status == .conflict)
@@ -157,10 +184,14 @@ struct AdminRouteTests {
     @Test func theAuditLogIsFilteredAndPaged() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor", body: #"{"reason": "a"}"#)
-        _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable", token: "admin",
-                               headers: [.init("X-Switchyard-Source")!: "console"], body: #"{"reason": "b"}"#)
-        var response = try await app.send(.get, "/v1/audit?namespace=rider&flag=plugin_switch_map_traffic", token: "editor")
+        _ = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor",
+            body: #"{"reason": "a"}"#)
+        _ = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable", token: "admin",
+            headers: [.init("X-Switchyard-Source")!: "console"], body: #"{"reason": "b"}"#)
+        var response = try await app.send(
+            .get, "/v1/audit?namespace=rider&flag=plugin_switch_map_traffic", token: "editor")
         #expect(response.json["entries"]?.arrayValue?.compactMap { $0["version"]?.int64Value } == [2, 1])
         response = try await app.send(.get, "/v1/audit?actor=admin", token: "editor")
         #expect(response.json["entries"]?.arrayValue?.compactMap { $0["reason"]?.stringValue } == ["b"])
@@ -170,7 +201,8 @@ struct AdminRouteTests {
         #expect(first["changes"]?.arrayValue?.first?["before"]?["disabled"] == nil)
         #expect(first["changes"]?.arrayValue?.first?["after"]?["disabled"] == .bool(true))
 
-        response = try await app.send(.get, "/v1/audit?since=2000-01-01T00:00:00Z&until=2000-01-02T00:00:00.000Z", token: "editor")
+        response = try await app.send(
+            .get, "/v1/audit?since=2000-01-01T00:00:00Z&until=2000-01-02T00:00:00.000Z", token: "editor")
         #expect(response.json["entries"] == .array([]))
         response = try await app.send(.get, "/v1/audit?limit=2", token: "editor")
         #expect(response.json["entries"]?.arrayValue?.count == 2)
@@ -213,7 +245,8 @@ struct ErrorTests {
         #expect(response.json["detail"]?.stringValue?.contains("line 1") == true)
         response = try await app.send(.post, path, token: "editor", body: #"[1]"#)
         #expect(response.status == .badRequest)
-        response = try await app.send(.post, path, token: "editor", body: #"{"reason": 5, "scope": {"cities": "lagos", "towns": []}, "x": 1}"#)
+        response = try await app.send(
+            .post, path, token: "editor", body: #"{"reason": 5, "scope": {"cities": "lagos", "towns": []}, "x": 1}"#)
         #expect(Set(response.problemPaths) == ["reason", "scope.cities", "scope.towns", "x"])
         response = try await app.send(.post, path, token: "editor", body: #"{"reason": "a", "reason": "b"}"#)
         #expect(response.status == .badRequest)
@@ -223,8 +256,9 @@ struct ErrorTests {
         let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumBodySize: 64))
         defer { app.close() }
         let reason = String(repeating: "x", count: 100)
-        let response = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor",
-                                          body: #"{"reason": "\#(reason)"}"#)
+        let response = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor",
+            body: #"{"reason": "\#(reason)"}"#)
         #expect(response.status == .contentTooLarge)
         #expect(response.headers[.contentType] == "application/problem+json")
     }
@@ -300,7 +334,10 @@ struct OperationsRouteTests {
         _ = try await app.send(.get, "/v1/namespaces/rider/snapshot")
         _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor")
         let text = try await app.send(.get, "/metrics", token: "metrics").text
-        #expect(text.contains(#"flagsd_http_requests_total{method="POST",route="/v1/namespaces/{namespace}/flags/{key}/disable",status="200"} 1"#))
+        #expect(
+            text.contains(
+                #"flagsd_http_requests_total{method="POST",route="/v1/namespaces/{namespace}/flags/{key}/disable",status="200"} 1"#
+            ))
         #expect(text.contains(#"flagsd_auth_failures_total{reason="missing"} 1"#))
         #expect(text.contains(#"flagsd_changes_total{namespace="rider",source="api"} 1"#))
         #expect(text.contains(#"flagsd_namespace_version{namespace="rider"} 2"#))
@@ -314,13 +351,19 @@ struct OperationsRouteTests {
     @Test func everyKindOfWriteIsCountedTimedAndDelivered() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        #expect(try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor").status == .ok)
-        #expect(try await app.send(.post, "/v1/namespaces", token: "admin", body: #"{"name": "driver"}"#).status == .created)
+        #expect(
+            try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor")
+                .status == .ok)
+        #expect(
+            try await app.send(.post, "/v1/namespaces", token: "admin", body: #"{"name": "driver"}"#).status == .created
+        )
         #expect(try await app.send(.post, "/v1/namespaces/rider/changes/2/revert", token: "editor").status == .ok)
         #expect(app.hub.snapshot(of: "rider")?.version == 3)
         #expect(app.hub.snapshot(of: "driver")?.version == 1)
         let text = try await app.send(.get, "/metrics", token: "metrics").text
-        #expect(text.contains("flagsd_change_commit_duration_seconds_count 3"), "\(text.split(separator: "\n").filter { $0.contains("commit_duration_seconds_count") })")
+        #expect(
+            text.contains("flagsd_change_commit_duration_seconds_count 3"),
+            "\(text.split(separator: "\n").filter { $0.contains("commit_duration_seconds_count") })")
         #expect(text.contains(#"flagsd_changes_total{namespace="rider",source="api"} 2"#))
         #expect(text.contains(#"flagsd_changes_total{namespace="driver",source="api"} 1"#))
         #expect(try await app.send(.delete, "/v1/namespaces/driver", token: "admin").status == .noContent)

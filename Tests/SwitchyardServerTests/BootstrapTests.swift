@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import Logging
 import SwitchyardCore
-import SwitchyardServer
 import SwitchyardSQLite
+import SwitchyardServer
 import SwitchyardStorage
 import Testing
 
@@ -42,15 +42,21 @@ struct BootstrapTests {
         defer { try? store.close() }
         let directory = try flags(Self.riderYAML)
         let file = folder.appendingPathComponent("secrets/admin-token").path
-        let first = try await bootstrap(store: store, flagsDirectory: directory, adminToken: nil, adminTokenFile: file, logger: logger)
+        let first = try await bootstrap(
+            store: store, flagsDirectory: directory, adminToken: nil, adminTokenFile: file, logger: logger)
         #expect(first.seededNamespaces == ["rider"])
         let token = try #require(first.generatedAdminToken)
         #expect(token.hasPrefix("sy_admin_"))
         #expect(first.adminTokenFile == file)
         #expect(try String(contentsOfFile: file, encoding: .utf8) == token + "\n")
         #expect(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int == 0o600)
-        #expect(try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent("secrets").path)[.posixPermissions] as? Int == 0o700)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("secrets").path) == ["admin-token"])
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent("secrets").path)[
+                .posixPermissions] as? Int == 0o700)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("secrets").path) == [
+                "admin-token"
+            ])
         let rider = try #require(try await store.namespace("rider"))
         #expect(rider.flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.rollout.basisPoints == 1234)
         #expect(try await store.changes(in: "rider", after: 0, limit: 5).first?.source == .apply)
@@ -66,7 +72,8 @@ struct BootstrapTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
-        let report = try await bootstrap(store: store, flagsDirectory: nil, adminToken: "a-long-enough-admin-secret", logger: logger)
+        let report = try await bootstrap(
+            store: store, flagsDirectory: nil, adminToken: "a-long-enough-admin-secret", logger: logger)
         #expect(report.adminTokenFromEnvironment)
         #expect(report.generatedAdminToken == nil)
         let stored = try #require(try await store.tokens().first)
@@ -84,8 +91,9 @@ struct BootstrapTests {
         let blocker = folder.appendingPathComponent("not-a-folder")
         try "x".write(to: blocker, atomically: true, encoding: .utf8)
         do {
-            _ = try await bootstrap(store: store, flagsDirectory: nil, adminToken: nil,
-                                    adminTokenFile: blocker.appendingPathComponent("admin-token").path, logger: logger)
+            _ = try await bootstrap(
+                store: store, flagsDirectory: nil, adminToken: nil,
+                adminTokenFile: blocker.appendingPathComponent("admin-token").path, logger: logger)
             Issue.record("expected a BootstrapError")
         } catch let error as BootstrapError {
             #expect(error.description.contains("cannot write the first admin token"), "\(error)")
@@ -93,8 +101,10 @@ struct BootstrapTests {
         }
         #expect(try await store.tokens().isEmpty)
         let file = folder.appendingPathComponent("admin-token").path
-        let report = try await bootstrap(store: store, flagsDirectory: nil, adminToken: nil, adminTokenFile: file, logger: logger)
-        #expect(try await store.tokens().first?.secretHash == TokenSecret.hash(try #require(report.generatedAdminToken)))
+        let report = try await bootstrap(
+            store: store, flagsDirectory: nil, adminToken: nil, adminTokenFile: file, logger: logger)
+        #expect(
+            try await store.tokens().first?.secretHash == TokenSecret.hash(try #require(report.generatedAdminToken)))
     }
 
     /// Standard output and the log end up in container and journal logs: off a terminal, flagsd says where the
@@ -144,7 +154,8 @@ struct BootstrapTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         defer { try? store.close() }
-        let report = try await bootstrap(store: store, flagsDirectory: folder.appendingPathComponent("none").path, adminToken: nil, logger: logger)
+        let report = try await bootstrap(
+            store: store, flagsDirectory: folder.appendingPathComponent("none").path, adminToken: nil, logger: logger)
         #expect(report.seededNamespaces.isEmpty)
     }
 }

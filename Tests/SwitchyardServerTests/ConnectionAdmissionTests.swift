@@ -1,6 +1,7 @@
-@testable import SwitchyardServer
 import SwitchyardStorage
 import Testing
+
+@testable import SwitchyardServer
 
 /// The decisions of `ConnectionAdmission`, with plain connections, idle times and instants of our own (no I/O, no
 /// waiting).
@@ -24,8 +25,10 @@ struct ConnectionAdmissionTests {
 
     /// Admits a connection from an address (none: not counted per address), idle since `now` as a new connection is.
     @discardableResult
-    func admit(_ name: String, from address: String? = nil, _ admission: inout Admission, _ idle: IdleTimes,
-               at now: ContinuousClock.Instant) -> Admission.Decision {
+    func admit(
+        _ name: String, from address: String? = nil, _ admission: inout Admission, _ idle: IdleTimes,
+        at now: ContinuousClock.Instant
+    ) -> Admission.Decision {
         let decision = admission.admit(name, blocks: address.map(Self.blocks) ?? [], at: now, idleSince: idle.of)
         if case .admitted = decision { idle.since[name] = now }
         return decision
@@ -85,14 +88,22 @@ struct ConnectionAdmissionTests {
         // The /56 (2001:db8:1:100::/56) holds 8: three more /64s of it, 2 each.
         for network in 1...3 {
             for host in 1...2 {
-                #expect(id(admit("\(network).\(host)", from: "2001:db8:1:10\(network)::\(host)", &admission, idle, at: at(0))) != nil)
+                #expect(
+                    id(
+                        admit(
+                            "\(network).\(host)", from: "2001:db8:1:10\(network)::\(host)", &admission, idle, at: at(0))
+                    ) != nil)
             }
         }
         #expect(refusal(admit("d", from: "2001:db8:1:1a0::1", &admission, idle, at: at(0))) == .addressCap)
         // The /48 holds 32: six more /56s of it, 4 each, and the 33rd is refused.
         for network in 2...7 {
             for host in 1...4 {
-                #expect(id(admit("\(network)/56.\(host)", from: "2001:db8:1:\(network)0\(host)::1", &admission, idle, at: at(0))) != nil)
+                #expect(
+                    id(
+                        admit(
+                            "\(network)/56.\(host)", from: "2001:db8:1:\(network)0\(host)::1", &admission, idle,
+                            at: at(0))) != nil)
             }
         }
         #expect(admission.count(from: "2001:db8:1::/48") == 32)

@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// Idle and slow connections against the real server on loopback, over raw sockets: the header-read, idle and body
 /// timeouts cut them on both HTTP paths (the snapshot fast path and the router), a parked long-poll outlives the idle
@@ -16,7 +17,9 @@ import Testing
 struct ConnectionLimitTests {
     /// A live server's configuration with short timeouts (the ones a test is not about stay generous), and
     /// `/metrics` open to the raw connections that read the counters.
-    static func configuration(idle: Duration = .seconds(120), header: Duration = .seconds(120), maximumConnections: Int = 16_384) -> ServerConfiguration {
+    static func configuration(
+        idle: Duration = .seconds(120), header: Duration = .seconds(120), maximumConnections: Int = 16_384
+    ) -> ServerConfiguration {
         var configuration = freshTokenCacheConfiguration()
         configuration.openMetrics = true
         configuration.idleTimeout = idle
@@ -42,7 +45,8 @@ struct ConnectionLimitTests {
         try await withLiveFlagsd(app, configuration: Self.configuration(header: .seconds(1))) { _, port in
             let silent = try RawHTTPConnection(port: port)
             #expect(try await silent.isClosedByServer())
-            try await Self.expectMetric(#"flagsd_connections_cut_total{reason="header_timeout"}"#, atLeast: 1, port: port)
+            try await Self.expectMetric(
+                #"flagsd_connections_cut_total{reason="header_timeout"}"#, atLeast: 1, port: port)
         }
     }
 
@@ -59,7 +63,8 @@ struct ConnectionLimitTests {
                 try await Task.sleep(for: .milliseconds(100))
             }
             #expect(try await slow.isClosedByServer())
-            try await Self.expectMetric(#"flagsd_connections_cut_total{reason="header_timeout"}"#, atLeast: 1, port: port)
+            try await Self.expectMetric(
+                #"flagsd_connections_cut_total{reason="header_timeout"}"#, atLeast: 1, port: port)
         }
     }
 
@@ -68,7 +73,9 @@ struct ConnectionLimitTests {
         defer { app.close() }
         try await withLiveFlagsd(app, configuration: Self.configuration(idle: .seconds(1))) { server, port in
             let fast = try RawHTTPConnection(port: port)
-            try fast.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")]))
+            try fast.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")]))
             #expect(try await fast.readResponse().status == .ok)
             #expect(server.snapshotFastPath.answeredCount == 1)
             let routed = try RawHTTPConnection(port: port)
@@ -86,8 +93,9 @@ struct ConnectionLimitTests {
         defer { app.close() }
         try await withLiveFlagsd(app, configuration: Self.configuration(idle: .seconds(1))) { _, port in
             let stalled = try RawHTTPConnection(port: port)
-            try stalled.send("POST /v1/namespaces/rider/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(app.tokens["client"]!)\r\n"
-                + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"events\": [")
+            try stalled.send(
+                "POST /v1/namespaces/rider/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(app.tokens["client"]!)\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"events\": [")
             #expect(try await stalled.isClosedByServer())
             try await Self.expectMetric(#"flagsd_connections_cut_total{reason="body_timeout"}"#, atLeast: 1, port: port)
         }
@@ -98,13 +106,17 @@ struct ConnectionLimitTests {
     @Test func aParkedLongPollOutlivesTheIdleTimeoutOnBothPaths() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         try await withLiveFlagsd(app, configuration: Self.configuration(idle: .seconds(1))) { server, port in
             let authorization = ("Authorization", "Bearer \(app.tokens["client"]!)")
             let fast = try RawHTTPConnection(port: port)
-            try fast.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=4", headers: [authorization, ("If-None-Match", tag)]))
+            try fast.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot?wait=4", headers: [authorization, ("If-None-Match", tag)]))
             let routed = try RawHTTPConnection(port: port)
-            try routed.send(RawHTTPConnection.get("/v1/namespaces/rider/changes?after=1&wait=4", headers: [authorization]))
+            try routed.send(
+                RawHTTPConnection.get("/v1/namespaces/rider/changes?after=1&wait=4", headers: [authorization]))
 
             #expect(try await fast.readResponse().status == .notModified)
             #expect(server.snapshotFastPath.answeredCount == 1)
@@ -132,11 +144,14 @@ struct ConnectionLimitTests {
         var configuration = Self.configuration()
         configuration.maximumConnectionsPerAddress = 5
         try await withLiveFlagsd(app, configuration: configuration) { server, port in
-            let snapshot = RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")])
+            let snapshot = RawHTTPConnection.get(
+                "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")])
             var held: [RawHTTPConnection] = []
             for index in 0..<5 {
                 let connection = try RawHTTPConnection(port: port, source: "127.0.0.2")
-                #expect(try await Self.served(connection, index.isMultiple(of: 2) ? snapshot : RawHTTPConnection.get("/healthz")))
+                #expect(
+                    try await Self.served(
+                        connection, index.isMultiple(of: 2) ? snapshot : RawHTTPConnection.get("/healthz")))
                 held.append(connection)
             }
 
@@ -161,8 +176,11 @@ struct ConnectionLimitTests {
             try other.send(RawHTTPConnection.get("/metrics"))
             let metrics = try await other.readResponse()
             #expect(metrics.status == .ok)
-            #expect(metrics.text.contains(#"flagsd_connections_refused_total{reason="address_cap"} 1"#), "\(metrics.text)")
-            #expect(metrics.text.contains(#"flagsd_connections_refused_total{reason="connection_cap"} 0"#), "\(metrics.text)")
+            #expect(
+                metrics.text.contains(#"flagsd_connections_refused_total{reason="address_cap"} 1"#), "\(metrics.text)")
+            #expect(
+                metrics.text.contains(#"flagsd_connections_refused_total{reason="connection_cap"} 0"#),
+                "\(metrics.text)")
             #expect(metrics.text.contains("flagsd_connections_open 6"), "\(metrics.text)")
         }
     }
@@ -203,7 +221,8 @@ struct ConnectionLimitTests {
         let app = try await TestApp.make()
         defer { app.close() }
         try await withLiveFlagsd(app, configuration: Self.configuration(maximumConnections: 3)) { server, port in
-            let snapshot = RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")])
+            let snapshot = RawHTTPConnection.get(
+                "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")])
             // The longest idle: open, no request sent.
             let silent = try RawHTTPConnection(port: port, source: "127.0.0.2")
             try await waitUntil("the server counts the first connection in") { server.connections.openCount == 1 }
@@ -223,7 +242,9 @@ struct ConnectionLimitTests {
             let metrics = try await newcomer.readResponse()
             #expect(metrics.status == .ok)
             #expect(metrics.text.contains(#"flagsd_connections_cut_total{reason="evicted_idle"} 1"#), "\(metrics.text)")
-            #expect(metrics.text.contains(#"flagsd_connections_refused_total{reason="connection_cap"} 0"#), "\(metrics.text)")
+            #expect(
+                metrics.text.contains(#"flagsd_connections_refused_total{reason="connection_cap"} 0"#),
+                "\(metrics.text)")
             #expect(metrics.text.contains("flagsd_connections_open 3"), "\(metrics.text)")
             #expect(metrics.text.contains("flagsd_connections_max 3"), "\(metrics.text)")
         }
@@ -234,15 +255,19 @@ struct ConnectionLimitTests {
     @Test func atTheCapWithEveryConnectionBusyNewConnectionsAreClosed() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         try await withLiveFlagsd(app, configuration: Self.configuration(maximumConnections: 3)) { server, port in
             let authorization = ("Authorization", "Bearer \(app.tokens["client"]!)")
             var parked: [RawHTTPConnection] = []
             for index in 0..<3 {
                 let connection = try RawHTTPConnection(port: port, source: "127.0.0.2")
-                try connection.send(index == 0
-                    ? RawHTTPConnection.get("/v1/namespaces/rider/changes?after=1&wait=300", headers: [authorization])
-                    : RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=300", headers: [authorization, ("If-None-Match", tag)]))
+                try connection.send(
+                    index == 0
+                        ? RawHTTPConnection.get(
+                            "/v1/namespaces/rider/changes?after=1&wait=300", headers: [authorization])
+                        : RawHTTPConnection.get(
+                            "/v1/namespaces/rider/snapshot?wait=300", headers: [authorization, ("If-None-Match", tag)]))
                 parked.append(connection)
             }
             try await waitUntil("the three long-polls park") { server.flagService.hub.waiterCount == 3 }
@@ -259,7 +284,9 @@ struct ConnectionLimitTests {
             try admitted.send(RawHTTPConnection.get("/metrics"))
             let metrics = try await admitted.readResponse()
             #expect(metrics.status == .ok)
-            #expect(metrics.text.contains(#"flagsd_connections_refused_total{reason="connection_cap"} 1"#), "\(metrics.text)")
+            #expect(
+                metrics.text.contains(#"flagsd_connections_refused_total{reason="connection_cap"} 1"#),
+                "\(metrics.text)")
             #expect(metrics.text.contains(#"flagsd_connections_cut_total{reason="evicted_idle"} 0"#), "\(metrics.text)")
             #expect(metrics.text.contains("flagsd_connections_open 3"), "\(metrics.text)")
         }

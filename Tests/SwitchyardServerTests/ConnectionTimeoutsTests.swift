@@ -1,5 +1,6 @@
-@testable import SwitchyardServer
 import Testing
+
+@testable import SwitchyardServer
 
 /// The decisions of `ConnectionTimeouts`, driven with instants of our own (no I/O, no waiting).
 struct ConnectionTimeoutsTests {

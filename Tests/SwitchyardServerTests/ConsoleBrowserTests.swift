@@ -57,22 +57,27 @@ struct ConsoleBrowserTests {
     ]
 
     @Test func theConsoleWorksInARealBrowserAlongsideFlagctl() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-console-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "flagsd-console-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let flagctl = try ChildFlagsd.binary().deletingLastPathComponent().appendingPathComponent("flagctl")
-        try #require(FileManager.default.isExecutableFile(atPath: flagctl.path), "flagctl is not built next to flagsd; run 'swift build --build-tests' first")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: flagctl.path),
+            "flagctl is not built next to flagsd; run 'swift build --build-tests' first")
         // Behind a load balancer on loopback: the script's event batches come through it from many addresses.
-        let child = try ChildFlagsd(database: folder.appendingPathComponent("flags.sqlite").path, folder: folder,
-                                    adminToken: Self.adminToken, flagsDirectory: OFREPFixtures.repository + "/Flags",
-                                    arguments: ["--trusted-proxies", "127.0.0.1", "--events-max-skew", "0s", "--release-interval", "1"])
+        let child = try ChildFlagsd(
+            database: folder.appendingPathComponent("flags.sqlite").path, folder: folder,
+            adminToken: Self.adminToken, flagsDirectory: OFREPFixtures.repository + "/Flags",
+            arguments: ["--trusted-proxies", "127.0.0.1", "--events-max-skew", "0s", "--release-interval", "1"])
         defer { child.kill() }
         let url = "http://127.0.0.1:\(try await child.port())"
         let admin = LiveClient(base: URL(string: url)!, token: Self.adminToken, timeout: 60)
 
         func token(_ name: String, role: String) async throws -> String {
             let limit = role == "client" ? #", "namespaces": ["rider"]"# : ""
-            let response = try await admin.send("POST", "/v1/tokens", body: #"{"name": "\#(name)", "role": "\#(role)"\#(limit)}"#)
+            let response = try await admin.send(
+                "POST", "/v1/tokens", body: #"{"name": "\#(name)", "role": "\#(role)"\#(limit)}"#)
             try #require(response.status == .created, "\(response.text)")
             return try #require(response.json["token"]?.stringValue)
         }
@@ -80,15 +85,19 @@ struct ConsoleBrowserTests {
         let client = try await token("rider-ios", role: "client")
         let cli = try await token("release-bot", role: "editor")
         let description = JSONValue.string(Self.xssPayload).serializedString()
-        let probe = try await admin.send("PUT", "/v1/namespaces/rider/flags/plugin_switch_xss_probe",
-                                         body: #"{"flag": {"description": \#(description), "rollout": 0}, "reason": "XSS probe"}"#)
+        let probe = try await admin.send(
+            "PUT", "/v1/namespaces/rider/flags/plugin_switch_xss_probe",
+            body: #"{"flag": {"description": \#(description), "rollout": 0}, "reason": "XSS probe"}"#)
         try #require(probe.status == .ok, "\(probe.text)")
 
         // A liveness deadline, not a speed claim (a first run may install tools from PyPI).
-        let result = try await Repository.runScript(Self.script, environment: [
-            "CONSOLE_URL": url, "SWITCHYARD_EDITOR_TOKEN": editor, "EDITOR_NAME": "ada-console",
-            "SWITCHYARD_CLIENT_TOKEN": client, "FLAGCTL": flagctl.path, "FLAGCTL_TOKEN": cli, "FLAGCTL_ACTOR": "release-bot",
-        ], deadline: .seconds(600))
+        let result = try await Repository.runScript(
+            Self.script,
+            environment: [
+                "CONSOLE_URL": url, "SWITCHYARD_EDITOR_TOKEN": editor, "EDITOR_NAME": "ada-console",
+                "SWITCHYARD_CLIENT_TOKEN": client, "FLAGCTL": flagctl.path, "FLAGCTL_TOKEN": cli,
+                "FLAGCTL_ACTOR": "release-bot",
+            ], deadline: .seconds(600))
         let lines = result.output.split(separator: "\n").map(String.init)
         for check in Self.checks {
             let failure = lines.first { $0.hasPrefix("FAIL \(check):") }
@@ -96,10 +105,13 @@ struct ConsoleBrowserTests {
         }
         let reported = lines.compactMap { line -> String? in
             if line.hasPrefix("ok ") { return String(line.dropFirst(3)) }
-            if line.hasPrefix("FAIL "), let colon = line.firstIndex(of: ":") { return String(line[line.index(line.startIndex, offsetBy: 5)..<colon]) }
+            if line.hasPrefix("FAIL "), let colon = line.firstIndex(of: ":") {
+                return String(line[line.index(line.startIndex, offsetBy: 5)..<colon])
+            }
             return nil
         }
-        #expect(reported.filter { !Self.checks.contains($0) } == [], "checks the script makes that this test does not list")
+        #expect(
+            reported.filter { !Self.checks.contains($0) } == [], "checks the script makes that this test does not list")
         #expect(result.status == 0, "Tests/console-browser/run exited with \(result.status):\n\(result.output)")
 
         // What the console did is what flagsd recorded: the switch, with its reason, by the console.
@@ -114,9 +126,16 @@ struct ConsoleBrowserTests {
         let release = try await admin.send("GET", "/v1/namespaces/rider/flags/plugin_switch_feed_safety_tips/release")
         #expect(release.json["plan"]?["state"]?["status"] == .string("paused"))
         #expect(release.json["plan"]?["state"]?["stage"] == .int(0))
-        let steps = release.json["timeline"]?.arrayValue?.map { "\($0["actor"]?.stringValue ?? "?") \($0["summary"]?.stringValue ?? "?")" } ?? []
+        let steps =
+            release.json["timeline"]?.arrayValue?.map {
+                "\($0["actor"]?.stringValue ?? "?") \($0["summary"]?.stringValue ?? "?")"
+            } ?? []
         let key = "plugin_switch_feed_safety_tips"
-        #expect(steps == ["release-bot release pause \(key)", "ada-console release resume \(key)", "ada-console release pause \(key)",
-                          "release-bot release start \(key)"], "\(steps)")
+        #expect(
+            steps == [
+                "release-bot release pause \(key)", "ada-console release resume \(key)",
+                "ada-console release pause \(key)",
+                "release-bot release start \(key)",
+            ], "\(steps)")
     }
 }

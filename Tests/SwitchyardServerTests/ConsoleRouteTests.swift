@@ -2,8 +2,9 @@ import Foundation
 import HTTPTypes
 import SwitchyardConsole
 import SwitchyardCore
-@testable import SwitchyardServer
 import Testing
+
+@testable import SwitchyardServer
 
 /// flagsd serves the web console at /console/: the page and its files with their content types, the security
 /// headers, caching by version and entity tag, gzip; nothing else under /console.
@@ -39,8 +40,10 @@ struct ConsoleRouteTests {
         #expect(response.headers[HTTPField.Name("Referrer-Policy")!] == "no-referrer")
         let policy = try #require(response.headers[.contentSecurityPolicy])
         let directives = Set(policy.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) })
-        for directive in ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'",
-                          "frame-ancestors 'none'", "require-trusted-types-for 'script'", "base-uri 'none'"] {
+        for directive in [
+            "default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'",
+            "frame-ancestors 'none'", "require-trusted-types-for 'script'", "base-uri 'none'",
+        ] {
             #expect(directives.contains(directive), "Content-Security-Policy lacks \(directive): \(policy)")
         }
         #expect(!policy.contains("unsafe"), "no unsafe-inline or unsafe-eval: \(policy)")
@@ -52,13 +55,19 @@ struct ConsoleRouteTests {
         defer { app.close() }
         let html = try await app.send(.get, "/console/").text
         #expect(!html.contains(ConsoleAssets.versionPlaceholder))
-        #expect(html.range(of: #"<script(?![^>]*\bsrc=)[^>]*>"#, options: .regularExpression) == nil, "an inline script")
+        #expect(
+            html.range(of: #"<script(?![^>]*\bsrc=)[^>]*>"#, options: .regularExpression) == nil, "an inline script")
         #expect(html.range(of: #"<style"#, options: .regularExpression) == nil, "an inline style sheet")
         #expect(html.range(of: #"\sstyle\s*="#, options: .regularExpression) == nil, "a style attribute")
         #expect(html.range(of: #"\son[a-z]+\s*="#, options: .regularExpression) == nil, "an event handler attribute")
-        #expect(html.range(of: #"(src|href)="(https?:)?//"#, options: .regularExpression) == nil, "a file from elsewhere")
+        #expect(
+            html.range(of: #"(src|href)="(https?:)?//"#, options: .regularExpression) == nil, "a file from elsewhere")
         let linked = Self.linkedFiles(html)
-        #expect(Set(linked.map(\.name)).isSuperset(of: ["console.css", "dom.js", "api.js", "views.js", "guard.js", "releases.js", "experiments.js", "app.js", "favicon.svg"]))
+        #expect(
+            Set(linked.map(\.name)).isSuperset(of: [
+                "console.css", "dom.js", "api.js", "views.js", "guard.js", "releases.js", "experiments.js", "app.js",
+                "favicon.svg",
+            ]))
         #expect(Set(linked.map(\.version)).count == 1)
     }
 
@@ -76,7 +85,8 @@ struct ConsoleRouteTests {
             #expect(!response.body.isEmpty)
             // Without the version, or with an old one, a browser must check again.
             #expect(try await app.send(.get, "/console/\(name)").headers[.cacheControl] == "no-cache")
-            #expect(try await app.send(.get, "/console/\(name)?v=0123456789abcdef").headers[.cacheControl] == "no-cache")
+            #expect(
+                try await app.send(.get, "/console/\(name)?v=0123456789abcdef").headers[.cacheControl] == "no-cache")
         }
     }
 
@@ -103,8 +113,10 @@ struct ConsoleRouteTests {
     @Test func onlyTheConsolesOwnFilesAreServed() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        for path in ["/console/nope.js", "/console/..%2FPackage.swift", "/console/%2e%2e", "/console/.hidden",
-                     "/console/Assets", "/console/app.js%00.png", "/console/index.html/x"] {
+        for path in [
+            "/console/nope.js", "/console/..%2FPackage.swift", "/console/%2e%2e", "/console/.hidden",
+            "/console/Assets", "/console/app.js%00.png", "/console/index.html/x",
+        ] {
             let response = try await app.send(.get, path)
             #expect(response.status == .notFound, "\(path): \(response.status)")
             #expect(response.headers[.contentType] == "application/problem+json", "\(path)")
@@ -134,8 +146,10 @@ struct ConsoleRouteTests {
             let source = String(decoding: asset.bytes, as: UTF8.self)
                 .replacingOccurrences(of: #"/\*[\s\S]*?\*/"#, with: "", options: .regularExpression)
                 .replacingOccurrences(of: #"(?m)^\s*//.*$"#, with: "", options: .regularExpression)
-            for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
-                         "setTimeout('", "setTimeout(\"", "localStorage", "document.cookie", "indexedDB", "console.log"] {
+            for sink in [
+                "innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
+                "setTimeout('", "setTimeout(\"", "localStorage", "document.cookie", "indexedDB", "console.log",
+            ] {
                 #expect(!source.contains(sink), "\(name) uses \(sink)")
             }
             // The SVG namespace (charts are made with createElementNS) is a name, never fetched.
@@ -157,7 +171,9 @@ struct ConsoleAssetsTests {
         let two = try ConsoleAssets(files: ["index.html": Self.page, "a.js": Array("2".utf8)])
         #expect(one.version.count == 16)
         #expect(one.version != two.version)
-        #expect(String(decoding: one.files["index.html"]!.bytes, as: UTF8.self) == "<script src=\"a.js?v=\(one.version)\"></script>")
+        #expect(
+            String(decoding: one.files["index.html"]!.bytes, as: UTF8.self)
+                == "<script src=\"a.js?v=\(one.version)\"></script>")
         #expect(one.files["a.js"]!.entityTag != two.files["a.js"]!.entityTag)
         #expect(one.files["index.html"]!.entityTag != two.files["index.html"]!.entityTag)
     }

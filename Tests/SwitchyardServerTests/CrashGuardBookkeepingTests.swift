@@ -2,12 +2,13 @@ import Foundation
 import HTTPTypes
 import SwitchyardCore
 import SwitchyardGuard
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import SwitchyardServer
 
 /// The crash guard's own bookkeeping: a confirmation asked for too soon after the last one is deferred, never
 /// dropped, and counts reloaded from the store while batches commit count each batch once.
@@ -28,7 +29,8 @@ struct CrashGuardBookkeepingTests {
         await crashGuard.refresh("rider")
 
         // 80 sessions, 8 crashed: under the policy's 100 sessions.
-        try await CrashGuardTests.post(app, CrashGuardTests.sessions("a", count: 80, crashEvery: 10, switches: [Self.promos]))
+        try await CrashGuardTests.post(
+            app, CrashGuardTests.sessions("a", count: 80, crashEvery: 10, switches: [Self.promos]))
         await crashGuard.drain()
         // A confirmation made now finds no trip...
         await crashGuard.confirm("rider", Self.promos)
@@ -36,7 +38,8 @@ struct CrashGuardBookkeepingTests {
         // ...and the batch that completes the evidence comes within the interval, with no batch after it: its
         // confirmation waits for the interval's end.
         elapsed.withLock { $0 = .seconds(4) }
-        try await CrashGuardTests.post(app, CrashGuardTests.sessions("b", count: 40, crashEvery: 10, switches: [Self.promos]))
+        try await CrashGuardTests.post(
+            app, CrashGuardTests.sessions("b", count: 40, crashEvery: 10, switches: [Self.promos]))
         await crashGuard.drain()
         #expect(try await CrashGuardTests.gate(app)?.disabled == false, "deferred while the interval runs")
 
@@ -90,13 +93,15 @@ struct CrashGuardBookkeepingTests {
         let app = try await CrashGuardTests.app(policy: policy)
         defer { app.close() }
         let crashGuard = app.server.guardService
-        try await CrashGuardTests.post(app, CrashGuardTests.sessions("p", count: 200, crashEvery: 5, switches: [Self.promos]))
+        try await CrashGuardTests.post(
+            app, CrashGuardTests.sessions("p", count: 200, crashEvery: 5, switches: [Self.promos]))
         await crashGuard.drain()
         let proposals = try await app.store.audit(AuditQuery(namespace: "rider", actions: [.guardPropose])).entries
         let proposal = try #require(proposals.first)
         #expect(proposals.count == 1)
-        let applied = try await app.send(.post, "/v1/namespaces/rider/guard/proposals/\(proposal.id)/apply", token: "editor",
-                                         body: #"{"reason": "INC-11"}"#)
+        let applied = try await app.send(
+            .post, "/v1/namespaces/rider/guard/proposals/\(proposal.id)/apply", token: "editor",
+            body: #"{"reason": "INC-11"}"#)
         #expect(applied.status == .ok, "\(applied.text)")
         // A confirmation asked for before the person applied it (deferred, or queued behind other work) runs now.
         await crashGuard.confirm("rider", Self.promos)

@@ -28,7 +28,9 @@ struct CrashRecoveryTests {
             let port = try await child.port()
             let client = LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: Self.adminToken, timeout: 30)
             if round == 0 {
-                let created = try await client.send("POST", "/v1/namespaces", body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
+                let created = try await client.send(
+                    "POST", "/v1/namespaces",
+                    body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
                 #expect(created.status == .created, "seed \(seed)")
             }
             try await verify(client, acknowledged: acknowledged, seed: seed)
@@ -41,9 +43,11 @@ struct CrashRecoveryTests {
             let sender = Task {
                 var rollout = first
                 while !Task.isCancelled {
-                    guard let response = try? await client.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout",
-                                                                body: #"{"rollout": \#(rollout)}"#),
-                          response.status == .ok, let version = response.json["version"]?.int64Value
+                    guard
+                        let response = try? await client.send(
+                            "POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout",
+                            body: #"{"rollout": \#(rollout)}"#),
+                        response.status == .ok, let version = response.json["version"]?.int64Value
                     else { return }
                     let value = rollout
                     acknowledgedThisRound.withLock { $0.append((version, value)) }
@@ -59,10 +63,12 @@ struct CrashRecoveryTests {
         }
 
         let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken)
-        let client = LiveClient(base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken)
+        let client = LiveClient(
+            base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken)
         try await verify(client, acknowledged: acknowledged, seed: seed)
         let current = try await client.send("GET", "/v1/namespaces/rider").json["version"]?.int64Value ?? 0
-        let next = try await client.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 10000}"#)
+        let next = try await client.send(
+            "POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 10000}"#)
         #expect(next.json["version"]?.int64Value == current + 1, "seed \(seed)")
         child.kill()
     }
@@ -70,7 +76,8 @@ struct CrashRecoveryTests {
     /// Event batches posted back to back while flagsd is killed: every acknowledged batch is counted after the
     /// restart, at most the one batch in flight besides, and re-sending every batch counts nothing twice.
     @Test func everyAcknowledgedEventBatchSurvivesSIGKILLAndCountsOnce() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-crash-events-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "flagsd-crash-events-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let database = folder.appendingPathComponent("flags.sqlite").path
@@ -90,11 +97,15 @@ struct CrashRecoveryTests {
         var sent = 0
         for round in 0..<4 {
             // Each event its own transaction, only a batch's last one synced: a kill may fall between the parts.
-            let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken,
-                                        arguments: ["--events-transaction-rows", "1"])
-            let client = LiveClient(base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken, timeout: 30)
+            let child = try ChildFlagsd(
+                database: database, folder: folder, adminToken: Self.adminToken,
+                arguments: ["--events-transaction-rows", "1"])
+            let client = LiveClient(
+                base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken, timeout: 30)
             if round == 0 {
-                let created = try await client.send("POST", "/v1/namespaces", body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
+                let created = try await client.send(
+                    "POST", "/v1/namespaces",
+                    body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
                 #expect(created.status == .created, "seed \(seed)")
             }
             let killAfter = Int.random(in: 1...8, using: &random)
@@ -104,8 +115,11 @@ struct CrashRecoveryTests {
                 var number = first
                 while !Task.isCancelled {
                     progress.withLock { $0.sent += 1 }
-                    guard let response = try? await client.send("POST", "/v1/namespaces/rider/events", body: batch(number)),
-                          response.status == .ok, response.json["accepted"]?.arrayValue?.count == 5 else { return }
+                    guard
+                        let response = try? await client.send(
+                            "POST", "/v1/namespaces/rider/events", body: batch(number)),
+                        response.status == .ok, response.json["accepted"]?.arrayValue?.count == 5
+                    else { return }
                     progress.withLock { $0.acknowledged += 1 }
                     number += 1
                 }
@@ -120,7 +134,8 @@ struct CrashRecoveryTests {
         }
 
         let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken)
-        let client = LiveClient(base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken)
+        let client = LiveClient(
+            base: URL(string: "http://127.0.0.1:\(try await child.port())")!, token: Self.adminToken)
         // Re-send every batch ever sent: only the in-flight ones that never committed may count now.
         var countedAgain = 0
         for number in 0..<sent {
@@ -130,11 +145,14 @@ struct CrashRecoveryTests {
         child.kill()
         let store = try await SQLiteFlagStore(path: database)
         defer { try? store.close() }
-        let counts = try await store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 3600, until: Date() + 3600,
-                                                                 subjects: [.baseline], dimensions: [.all]))
+        let counts = try await store.eventCounts(
+            EventCountQuery(
+                namespace: "rider", from: Date() - 3600, until: Date() + 3600,
+                subjects: [.baseline], dimensions: [.all]))
         let sessions = counts.first?.tally.sessions ?? 0
         #expect(sessions == Int64(sent * 5), "every batch counted exactly once after re-sending; seed \(seed)")
-        #expect(sessions - Int64(countedAgain) >= Int64(acknowledged * 5), "acknowledged batches were lost; seed \(seed)")
+        #expect(
+            sessions - Int64(countedAgain) >= Int64(acknowledged * 5), "acknowledged batches were lost; seed \(seed)")
         #expect(countedAgain <= (sent - acknowledged) * 5, "a batch counted twice; seed \(seed)")
         #expect(counts.first?.tally.crashedSessions == Int64(sent), "seed \(seed)")
     }
@@ -144,18 +162,24 @@ struct CrashRecoveryTests {
         let log = try await client.send("GET", "/v1/namespaces/rider/changes?after=0&limit=1000")
         let entries = log.json["changes"]?.arrayValue ?? []
         let versions = entries.compactMap { $0["version"]?.int64Value }
-        #expect(versions == (0..<versions.count).map { Int64($0 + 1) }, "versions must run 1, 2, 3, … without gaps; seed \(seed)")
+        #expect(
+            versions == (0..<versions.count).map { Int64($0 + 1) },
+            "versions must run 1, 2, 3, … without gaps; seed \(seed)")
         var rolloutOfVersion: [Int64: Int64] = [:]
         for entry in entries {
             guard let version = entry["version"]?.int64Value,
-                  let after = entry["changes"]?.arrayValue?.first(where: { $0["key"] == .string("plugin_switch_map_traffic") })?["after"],
-                  let rollout = after["rollout"]?.int64Value
+                let after = entry["changes"]?.arrayValue?.first(where: {
+                    $0["key"] == .string("plugin_switch_map_traffic")
+                })?["after"],
+                let rollout = after["rollout"]?.int64Value
             else { continue }
             rolloutOfVersion[version] = rollout
         }
         for change in acknowledged {
-            #expect(rolloutOfVersion[change.version] == Int64(change.rollout),
-                    "acknowledged version \(change.version) (rollout \(change.rollout)) is missing or different; seed \(seed)")
+            #expect(
+                rolloutOfVersion[change.version] == Int64(change.rollout),
+                "acknowledged version \(change.version) (rollout \(change.rollout)) is missing or different; seed \(seed)"
+            )
         }
     }
 }
@@ -180,13 +204,18 @@ final class ChildFlagsd: Sendable {
     ///   - flagsDirectory: the flag files to seed an empty database from (default: none).
     ///   - logLevel: records flagsd's log (JSON lines, standard error) at this level in `output`; nil: no log.
     ///   - arguments: further options, e.g. `["--default-namespace", "shop"]`.
-    init(database: String, folder: URL, adminToken: String?, flagsDirectory: String? = nil, logLevel: String? = nil,
-         arguments: [String] = []) throws {
+    init(
+        database: String, folder: URL, adminToken: String?, flagsDirectory: String? = nil, logLevel: String? = nil,
+        arguments: [String] = []
+    ) throws {
         let process = Process()
         process.executableURL = try Self.binary()
-        process.arguments = ["--port", "0", "--database", database,
-                             "--flags", flagsDirectory ?? folder.appendingPathComponent("no-flags").path,
-                             "--log-format", "json", "--log-level", logLevel ?? "error"] + arguments
+        process.arguments =
+            [
+                "--port", "0", "--database", database,
+                "--flags", flagsDirectory ?? folder.appendingPathComponent("no-flags").path,
+                "--log-format", "json", "--log-level", logLevel ?? "error",
+            ] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["SWITCHYARD_ADMIN_TOKEN"] = adminToken
         process.environment = environment

@@ -1,9 +1,10 @@
 import Foundation
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
+
+@testable import SwitchyardServer
 
 /// The one decide-and-commit loop of flagsd's automatic writers (``FlagService/decideAndCommit(_:attempts:decide:)``),
 /// over a real SQLite store: a decision commits on the version it was made on, and is made again when the namespace
@@ -41,7 +42,9 @@ struct DecideAndCommitTests {
             decidedOn.append(state.record.version)
             if decidedOn.count == 1 {
                 // Another writer commits between this decision and its commit.
-                _ = try await service.change("rider", ChangeRequest(author: Self.author)) { try $0.disabling(Self.weather, scope: nil) }
+                _ = try await service.change("rider", ChangeRequest(author: Self.author)) {
+                    try $0.disabling(Self.weather, scope: nil)
+                }
             }
             return Self.disabling(Self.promos)
         }
@@ -59,7 +62,8 @@ struct DecideAndCommitTests {
         defer { app.close() }
         let before = try #require(try await app.store.namespace("rider")).record.version
         var decisions = 0
-        let outcome = try await app.server.flagService.decideAndCommit("rider", attempts: 2) { _ -> VersionedDecision<String>? in
+        let outcome = try await app.server.flagService.decideAndCommit("rider", attempts: 2) {
+            _ -> VersionedDecision<String>? in
             decisions += 1
             throw StaleDecision()
         }
@@ -80,12 +84,15 @@ struct DecideAndCommitTests {
         let app = try await TestApp.make()
         defer { app.close() }
         let before = try #require(try await app.store.namespace("rider")).record.version
-        let settled = try await app.server.flagService.decideAndCommit("rider") { _ in VersionedDecision<String>.settle("held") }
+        let settled = try await app.server.flagService.decideAndCommit("rider") { _ in
+            VersionedDecision<String>.settle("held")
+        }
         guard case .settled("held") = settled else {
             Issue.record("expected the settled decision, got \(String(describing: settled))")
             return
         }
-        let nothing = try await app.server.flagService.decideAndCommit("rider") { _ -> VersionedDecision<String>? in nil }
+        let nothing = try await app.server.flagService.decideAndCommit("rider") { _ -> VersionedDecision<String>? in nil
+        }
         #expect(nothing == nil)
         let missing = try await app.server.flagService.decideAndCommit("nowhere") { _ in Self.disabling(Self.promos) }
         #expect(missing == nil)
@@ -99,7 +106,9 @@ struct DecideAndCommitTests {
         await #expect(throws: FlagEditError.self) {
             _ = try await app.server.flagService.decideAndCommit("rider") { _ -> VersionedDecision<String>? in
                 decisions += 1
-                return .commit("unknown", ChangeRequest(author: Self.author)) { try $0.disabling("plugin_switch_gone", scope: nil) }
+                return .commit("unknown", ChangeRequest(author: Self.author)) {
+                    try $0.disabling("plugin_switch_gone", scope: nil)
+                }
             }
         }
         #expect(decisions == 1)

@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// Event ingestion never holds up a flag change, and what one client sends is bounded: batches write one at a time
 /// in small transactions behind a bounded backlog (429 when full), and each token and source address has an event
@@ -15,7 +16,9 @@ struct EventIngestionTests {
     static let path = EventRouteTests.path
 
     static func storedSession(_ id: String, switches: [String] = ["a", "b"]) -> StoredEvent {
-        StoredEvent(id: id, time: Date(), city: "lagos", cohorts: ["beta"], payload: .session(crashed: false, switches: switches, variants: [:]))
+        StoredEvent(
+            id: id, time: Date(), city: "lagos", cohorts: ["beta"],
+            payload: .session(crashed: false, switches: switches, variants: [:]))
     }
 
     static func metric(_ app: TestApp, _ series: String) async throws -> Double? {
@@ -25,8 +28,10 @@ struct EventIngestionTests {
     }
 
     static func baselineSessions(_ app: TestApp) async throws -> Int64 {
-        let counts = try await app.store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 86_400, until: Date() + 86_400,
-                                                                     subjects: [.baseline], dimensions: [.all]))
+        let counts = try await app.store.eventCounts(
+            EventCountQuery(
+                namespace: "rider", from: Date() - 86_400, until: Date() + 86_400,
+                subjects: [.baseline], dimensions: [.all]))
         return counts.reduce(0) { $0 + $1.tally.sessions }
     }
 
@@ -65,7 +70,10 @@ struct EventIngestionTests {
         #expect(parts.flatMap { $0 }.map(\.id) == events.map(\.id))
         // An event larger than the budget goes alone.
         let big = Self.storedSession("big", switches: (0..<100).map { "s\($0)" })
-        #expect(EventIngestor.parts(of: [events[0], big, events[1]], rowBudget: 40).map { $0.map(\.id) } == [["s0"], ["big"], ["s1"]])
+        #expect(
+            EventIngestor.parts(of: [events[0], big, events[1]], rowBudget: 40).map { $0.map(\.id) } == [
+                ["s0"], ["big"], ["s1"],
+            ])
     }
 
     @Test func aBatchWrittenInSeveralTransactionsIsCountedOnceAndRetriesAreDuplicates() async throws {
@@ -74,11 +82,12 @@ struct EventIngestionTests {
         let app = try await TestApp.make(configuration: configuration)
         defer { app.close() }
         // Each session from a unit of its own, so that no cap per unit leaves one out.
-        let body = EventRouteTests.body((0..<7).map { index in
-            var session = EventRouteTests.session("s\(index)")
-            session["unit"] = .string("device-\(index)")
-            return session
-        })
+        let body = EventRouteTests.body(
+            (0..<7).map { index in
+                var session = EventRouteTests.session("s\(index)")
+                session["unit"] = .string("device-\(index)")
+                return session
+            })
         let response = try await app.send(.post, Self.path, token: "client", body: body)
         #expect(response.status == .ok, "\(response.text)")
         #expect(EventRouteTests.strings(response.json["accepted"]).count == 7)
@@ -113,7 +122,9 @@ struct EventIngestionTests {
         #expect(refused.status == .tooManyRequests, "\(refused.text)")
         #expect(refused.headers[.retryAfter] == String(configuration.retryAfter))
         #expect(refused.json["detail"]?.stringValue?.contains("nothing of this batch was counted") == true)
-        #expect(try await Self.metric(app, #"flagsd_event_batches_refused_total{namespace="rider",reason="backlog_full"}"#) == 1)
+        #expect(
+            try await Self.metric(app, #"flagsd_event_batches_refused_total{namespace="rider",reason="backlog_full"}"#)
+                == 1)
         #expect(try await Self.metric(app, "flagsd_events_backlog") == 5)
 
         releaser.yield()
@@ -140,25 +151,33 @@ struct EventIngestionTests {
         let app = try await TestApp.make(configuration: Self.frozenRates { $0.eventRatePerAddress = 3 })
         defer { app.close() }
         let crowded = IPAddress("192.0.2.1")
-        let first = try await app.send(.post, Self.path, token: "client", body: EventRouteTests.body((0..<3).map { EventRouteTests.session("a\($0)") }),
-                                       peer: crowded)
+        let first = try await app.send(
+            .post, Self.path, token: "client",
+            body: EventRouteTests.body((0..<3).map { EventRouteTests.session("a\($0)") }),
+            peer: crowded)
         #expect(first.status == .ok)
-        let refused = try await app.send(.post, Self.path, token: "client", body: EventRouteTests.body([EventRouteTests.session("a3")]), peer: crowded)
+        let refused = try await app.send(
+            .post, Self.path, token: "client", body: EventRouteTests.body([EventRouteTests.session("a3")]),
+            peer: crowded)
         #expect(refused.status == .tooManyRequests, "\(refused.text)")
         // One event comes back every 20 s at 3 a minute (RateBucketsTests pins the arithmetic on a moving clock).
         #expect(refused.headers[.retryAfter] == "20")
         #expect(refused.json["detail"]?.stringValue?.contains("source address") == true)
 
-        let other = try await app.send(.post, Self.path, token: "client", body: EventRouteTests.body([EventRouteTests.session("b0")]),
-                                       peer: IPAddress("192.0.2.2"))
+        let other = try await app.send(
+            .post, Self.path, token: "client", body: EventRouteTests.body([EventRouteTests.session("b0")]),
+            peer: IPAddress("192.0.2.2"))
         #expect(other.status == .ok)
         // A reporter's crash pipeline sends a whole fleet's sessions from a few addresses: only its token's rate applies.
         var reported = EventRouteTests.session("r0")
         reported["unit"] = .string("device-1")
-        let reporter = try await app.send(.post, Self.path, token: "reporter", body: EventRouteTests.body([reported]), peer: crowded)
+        let reporter = try await app.send(
+            .post, Self.path, token: "reporter", body: EventRouteTests.body([reported]), peer: crowded)
         #expect(reporter.status == .ok, "\(reporter.text)")
         #expect(try await Self.baselineSessions(app) == 5)
-        #expect(try await Self.metric(app, #"flagsd_event_batches_refused_total{namespace="rider",reason="address_rate"}"#) == 1)
+        #expect(
+            try await Self.metric(app, #"flagsd_event_batches_refused_total{namespace="rider",reason="address_rate"}"#)
+                == 1)
     }
 
     /// An address with nothing left is refused before its body is read: even a body that is no JSON gets 429, not 400.
@@ -167,8 +186,12 @@ struct EventIngestionTests {
         defer { app.close() }
         let address = IPAddress("192.0.2.9")
         // A body that is no JSON costs its sender one event of its budget.
-        #expect(try await app.send(.post, Self.path, token: "client", body: "{not json", peer: address).status == .badRequest)
-        let spent = try await app.send(.post, Self.path, token: "client", body: EventRouteTests.body([EventRouteTests.session("a0")]), peer: address)
+        #expect(
+            try await app.send(.post, Self.path, token: "client", body: "{not json", peer: address).status
+                == .badRequest)
+        let spent = try await app.send(
+            .post, Self.path, token: "client", body: EventRouteTests.body([EventRouteTests.session("a0")]),
+            peer: address)
         #expect(spent.status == .ok)
         let refused = try await app.send(.post, Self.path, token: "client", body: "{not json", peer: address)
         #expect(refused.status == .tooManyRequests, "\(refused.text)")
@@ -179,10 +202,11 @@ struct EventIngestionTests {
     /// fleet. Now the address pays for everything it posts, the token only for valid events, and a batch refused by
     /// one budget costs none: the honest fleet's batches keep being counted.
     @Test func refusalsAndJunkCostOnlyTheAddressThatSentThemNeverTheSharedToken() async throws {
-        let app = try await TestApp.make(configuration: Self.frozenRates {
-            $0.eventRatePerAddress = 1_000
-            $0.eventRatePerClientToken = 12
-        })
+        let app = try await TestApp.make(
+            configuration: Self.frozenRates {
+                $0.eventRatePerAddress = 1_000
+                $0.eventRatePerClientToken = 12
+            })
         defer { app.close() }
         let forger = IPAddress("203.0.113.66")
         // 1,000 junk elements: rejected one by one, charged to the forger's address, not to the token.
@@ -191,8 +215,10 @@ struct EventIngestionTests {
         #expect(rejected.status == .ok)
         #expect(rejected.json["rejected"]?.arrayValue?.count == 1000)
         // The forger's address is spent: refused, and the refusal costs the token nothing.
-        let refused = try await app.send(.post, Self.path, token: "client", body: EventRouteTests.body((0..<5).map { EventRouteTests.session("f\($0)") }),
-                                         peer: forger)
+        let refused = try await app.send(
+            .post, Self.path, token: "client",
+            body: EventRouteTests.body((0..<5).map { EventRouteTests.session("f\($0)") }),
+            peer: forger)
         #expect(refused.status == .tooManyRequests, "\(refused.text)")
         #expect(refused.json["detail"]?.stringValue?.contains("source address") == true)
         // Honest apps at other addresses still have the token's whole budget: 12 valid events.
@@ -203,34 +229,47 @@ struct EventIngestionTests {
         }
         #expect(try await Self.baselineSessions(app) == 12)
         // Past it, the token's own limit speaks (set here on purpose; off by default for client tokens).
-        let past = try await app.send(.post, Self.path, token: "client", body: EventRouteTests.body([EventRouteTests.session("h9")]),
-                                      peer: IPAddress("198.51.100.4"))
-        #expect(past.status == .tooManyRequests && past.json["detail"]?.stringValue?.contains("token 'client'") == true, "\(past.text)")
+        let past = try await app.send(
+            .post, Self.path, token: "client", body: EventRouteTests.body([EventRouteTests.session("h9")]),
+            peer: IPAddress("198.51.100.4"))
+        #expect(
+            past.status == .tooManyRequests && past.json["detail"]?.stringValue?.contains("token 'client'") == true,
+            "\(past.text)")
     }
 
     /// Client tokens have no event limit by default (the fleet shares them); reporter tokens keep theirs.
     @Test func aReporterTokenHasAnEventRateAndAClientTokenNoneByDefault() async throws {
-        let app = try await TestApp.make(configuration: Self.frozenRates {
-            $0.eventRatePerToken = 2
-            $0.eventRatePerAddress = nil
-        })
+        let app = try await TestApp.make(
+            configuration: Self.frozenRates {
+                $0.eventRatePerToken = 2
+                $0.eventRatePerAddress = nil
+            })
         defer { app.close() }
         let many = EventRouteTests.body((0..<5).map { EventRouteTests.session("c\($0)") })
-        #expect(try await app.send(.post, Self.path, token: "client", body: many, peer: IPAddress("192.0.2.1")).status == .ok)
+        #expect(
+            try await app.send(.post, Self.path, token: "client", body: many, peer: IPAddress("192.0.2.1")).status
+                == .ok)
         func reported(_ ids: [String]) -> String {
-            EventRouteTests.body(ids.map { id in
-                var event = EventRouteTests.session(id)
-                event["unit"] = .string("device-\(id)")
-                return event
-            })
+            EventRouteTests.body(
+                ids.map { id in
+                    var event = EventRouteTests.session(id)
+                    event["unit"] = .string("device-\(id)")
+                    return event
+                })
         }
-        #expect(try await app.send(.post, Self.path, token: "reporter", body: reported(["r0", "r1"]), peer: IPAddress("192.0.2.1")).status == .ok)
-        let refused = try await app.send(.post, Self.path, token: "reporter", body: reported(["r2"]), peer: IPAddress("192.0.2.2"))
+        #expect(
+            try await app.send(
+                .post, Self.path, token: "reporter", body: reported(["r0", "r1"]), peer: IPAddress("192.0.2.1")
+            ).status == .ok)
+        let refused = try await app.send(
+            .post, Self.path, token: "reporter", body: reported(["r2"]), peer: IPAddress("192.0.2.2"))
         #expect(refused.status == .tooManyRequests)
         // 30 s at 2 a minute.
         #expect(refused.headers[.retryAfter] == "30")
         #expect(refused.json["detail"]?.stringValue?.contains("token 'reporter'") == true, "\(refused.text)")
-        #expect(try await Self.metric(app, #"flagsd_event_batches_refused_total{namespace="rider",reason="token_rate"}"#) == 1)
+        #expect(
+            try await Self.metric(app, #"flagsd_event_batches_refused_total{namespace="rider",reason="token_rate"}"#)
+                == 1)
     }
 
     // MARK: Changes first, live
@@ -256,7 +295,10 @@ struct EventIngestionTests {
                     var refused = 0
                     var batch = 0
                     while !flood.stopped {
-                        let events = (0..<100).map { EventRouteTests.session("f\(flooder)-\(batch)-\($0)", switches: ["plugin_switch_feed_promos"]) }
+                        let events = (0..<100).map {
+                            EventRouteTests.session(
+                                "f\(flooder)-\(batch)-\($0)", switches: ["plugin_switch_feed_promos"])
+                        }
                         let response = try await client.send("POST", Self.path, body: EventRouteTests.body(events))
                         if response.status == .tooManyRequests {
                             refused += 1
@@ -274,8 +316,9 @@ struct EventIngestionTests {
             }
             try await waitUntil("the flood is running") { flood.batches >= 8 }
             let editor = LiveClient(base: base, token: editorToken)
-            let killed = try await editor.send("POST", "/v1/namespaces/rider/kill-switches/kill_home_feed/kill",
-                                               body: #"{"reason": "incident during a flood"}"#)
+            let killed = try await editor.send(
+                "POST", "/v1/namespaces/rider/kill-switches/kill_home_feed/kill",
+                body: #"{"reason": "incident during a flood"}"#)
             #expect(killed.status == .ok, "\(killed.text)")
             let afterKill = flood.batches
             try await waitUntil("the flood goes on after the change") { flood.batches >= afterKill + 4 }

@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// `POST /v1/namespaces/{ns}/events`: validation, idempotency, storage, metrics and the observer hook.
 struct EventRouteTests {
@@ -16,11 +17,14 @@ struct EventRouteTests {
         (Date() + offset).iso8601
     }
 
-    static func session(_ id: String, crashed: Bool = false, switches: [String] = ["plugin_switch_feed_promos"],
-                        city: String = "lagos", cohorts: [String] = ["beta"], at offset: TimeInterval = -5,
-                        variants: JSONObject? = nil) -> JSONObject {
+    static func session(
+        _ id: String, crashed: Bool = false, switches: [String] = ["plugin_switch_feed_promos"],
+        city: String = "lagos", cohorts: [String] = ["beta"], at offset: TimeInterval = -5,
+        variants: JSONObject? = nil
+    ) -> JSONObject {
         var event = JSONObject([
-            ("id", .string(id)), ("type", .string("session")), ("time", .string(time(offset))), ("app_version", .string("5.12.0")),
+            ("id", .string(id)), ("type", .string("session")), ("time", .string(time(offset))),
+            ("app_version", .string("5.12.0")),
             ("platform", .string("ios")), ("city", .string(city)), ("cohorts", .array(cohorts.map(JSONValue.string))),
             ("session_id", .string(id)), ("start", .string(time(offset - 600))), ("end", .string(time(offset - 60))),
             ("crashed", .bool(crashed)), ("switches", .array(switches.map(JSONValue.string))),
@@ -45,8 +49,10 @@ struct EventRouteTests {
     }
 
     func counts(_ app: TestApp, _ subjects: Set<EventSubject.Kind>? = nil) async throws -> [EventCount] {
-        try await app.store.eventCounts(EventCountQuery(namespace: "rider", from: Date() - 86_400, until: Date() + 86_400,
-                                                        subjects: subjects, dimensions: [.all]))
+        try await app.store.eventCounts(
+            EventCountQuery(
+                namespace: "rider", from: Date() - 86_400, until: Date() + 86_400,
+                subjects: subjects, dimensions: [.all]))
     }
 
     @Test func minuteCountersOlderThanTwoDaysBecomeOnePerHour() async throws {
@@ -55,14 +61,17 @@ struct EventRouteTests {
         // Two sessions in one hour of three days ago (late reports, within the 7 days accepted), 10 minutes apart.
         let hour = ((Date().timeIntervalSince1970 - 3 * 86_400) / 3600).rounded(.down) * 3600
         let at = { (minute: Double) in hour + minute * 60 - Date().timeIntervalSince1970 }
-        let response = try await app.send(.post, Self.path, token: "client",
-                                          body: Self.body([Self.session("late1", at: at(10)), Self.session("late2", at: at(20))]))
+        let response = try await app.send(
+            .post, Self.path, token: "client",
+            body: Self.body([Self.session("late1", at: at(10)), Self.session("late2", at: at(20))]))
         #expect(response.status == .ok, "\(response.text)")
         // The batch's answer starts the hourly upkeep, which rolls them up into the hour's counter.
         let start = Date(timeIntervalSince1970: hour)
         try await waitUntil("the two minutes are one hour") {
-            let buckets = try await app.store.eventCounts(EventCountQuery(namespace: "rider", from: start, until: start + 3600,
-                                                                          subjects: [.baseline], dimensions: [.all], perBucket: true))
+            let buckets = try await app.store.eventCounts(
+                EventCountQuery(
+                    namespace: "rider", from: start, until: start + 3600,
+                    subjects: [.baseline], dimensions: [.all], perBucket: true))
             return buckets.map(\.bucket) == [start] && buckets.map(\.tally.sessions) == [2]
         }
     }
@@ -70,19 +79,24 @@ struct EventRouteTests {
     @Test func aBatchIsCountedBeforeItIsAcknowledged() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let response = try await app.send(.post, Self.path, token: "client", body: Self.body([
-            Self.session("s1", crashed: true, variants: JSONObject([("checkout_button", .string("bold"))])),
-            Self.session("s2", switches: []),
-            Self.exposure("e1"),
-        ]))
+        let response = try await app.send(
+            .post, Self.path, token: "client",
+            body: Self.body([
+                Self.session("s1", crashed: true, variants: JSONObject([("checkout_button", .string("bold"))])),
+                Self.session("s2", switches: []),
+                Self.exposure("e1"),
+            ]))
         #expect(response.status == .ok, "\(response.text)")
         #expect(Self.strings(response.json["accepted"]) == ["s1", "s2", "e1"])
         #expect(response.json["rejected"] == .array([]))
         #expect(response.json["duplicates"] == .array([]))
         let counts = try await counts(app)
         #expect(counts.first { $0.subject == .baseline }?.tally == EventTally(sessions: 2, crashedSessions: 1))
-        #expect(counts.first { $0.subject == .pluginSwitch("plugin_switch_feed_promos") }?.tally == EventTally(sessions: 1, crashedSessions: 1))
-        #expect(counts.first { $0.subject == .variant("bold", of: "checkout_button") }?.tally
+        #expect(
+            counts.first { $0.subject == .pluginSwitch("plugin_switch_feed_promos") }?.tally
+                == EventTally(sessions: 1, crashedSessions: 1))
+        #expect(
+            counts.first { $0.subject == .variant("bold", of: "checkout_button") }?.tally
                 == EventTally(sessions: 1, crashedSessions: 1, exposures: 1))
     }
 
@@ -96,8 +110,9 @@ struct EventRouteTests {
 
         let restarted = try await app.restarted()
         defer { restarted.close() }
-        let afterRestart = try await restarted.send(.post, Self.path, token: "client",
-                                                    body: Self.body([Self.session("s1", crashed: true), Self.session("s2"), Self.session("s2")]))
+        let afterRestart = try await restarted.send(
+            .post, Self.path, token: "client",
+            body: Self.body([Self.session("s1", crashed: true), Self.session("s2"), Self.session("s2")]))
         #expect(Self.strings(afterRestart.json["accepted"]) == ["s1", "s2", "s2"])
         #expect(Self.strings(afterRestart.json["duplicates"]) == ["s1", "s2"])
         let counts = try await counts(restarted, [.baseline])
@@ -119,32 +134,50 @@ struct EventRouteTests {
         unknown["type"] = .string("purchase")
         var backwards = Self.session("backwards")
         backwards["start"] = .string(Self.time(60))
-        let response = try await app.send(.post, Self.path, token: "client", body: JSONValue.object(JSONObject([("events", .array([
-            .object(Self.session("good")),
-            .object(noID),
-            .object(Self.session("future", at: 3 * 86_400 + 60)),
-            .object(Self.session("ancient", at: -30 * 86_400)),
-            .object(badCrashed),
-            .object(badSwitch),
-            .object(noVariant),
-            .object(unknown),
-            .object(backwards),
-            .string("not an event"),
-        ]))])).serializedString())
+        let response = try await app.send(
+            .post, Self.path, token: "client",
+            body: JSONValue.object(
+                JSONObject([
+                    (
+                        "events",
+                        .array([
+                            .object(Self.session("good")),
+                            .object(noID),
+                            .object(Self.session("future", at: 3 * 86_400 + 60)),
+                            .object(Self.session("ancient", at: -30 * 86_400)),
+                            .object(badCrashed),
+                            .object(badSwitch),
+                            .object(noVariant),
+                            .object(unknown),
+                            .object(backwards),
+                            .string("not an event"),
+                        ])
+                    )
+                ])
+            ).serializedString())
         #expect(response.status == .ok, "\(response.text)")
         #expect(Self.strings(response.json["accepted"]) == ["good"])
         let rejected = response.json["rejected"]?.arrayValue ?? []
         #expect(rejected.map { $0["index"]?.int64Value ?? -1 } == [1, 2, 3, 4, 5, 6, 7, 8, 9])
-        #expect(rejected.map { $0["id"] } == [.null, .string("future"), .string("ancient"), .string("bad-crashed"), .string("bad-switch"),
-                                              .string("no-variant"), .string("unknown-type"), .string("backwards"), .null])
+        #expect(
+            rejected.map { $0["id"] } == [
+                .null, .string("future"), .string("ancient"), .string("bad-crashed"), .string("bad-switch"),
+                .string("no-variant"), .string("unknown-type"), .string("backwards"), .null,
+            ])
         let reasons = rejected.map { $0["reason"]?.stringValue ?? "" }
         try #require(reasons.count == 9, "\(response.text)")
         #expect(reasons[0] == "id: is required")
         #expect(reasons[1].hasPrefix("time: "))
-        #expect(reasons[1].contains("is 3 days in the future, more than the 10 minutes of clock skew this server allows (check the device clock)"))
+        #expect(
+            reasons[1].contains(
+                "is 3 days in the future, more than the 10 minutes of clock skew this server allows (check the device clock)"
+            ))
         #expect(reasons[2].contains("is 30 days old; this server counts events up to 7 days old"))
         #expect(reasons[3] == "crashed: must be true or false, not a string")
-        #expect(reasons[4] == "end: 'yesterday' is not an RFC 3339 time such as 2026-11-22T09:20:40.118Z; switches[0]: 'plugin switch feed' is not a flag key (letters, digits, '.', '_' and '-')")
+        #expect(
+            reasons[4]
+                == "end: 'yesterday' is not an RFC 3339 time such as 2026-11-22T09:20:40.118Z; switches[0]: 'plugin switch feed' is not a flag key (letters, digits, '.', '_' and '-')"
+        )
         #expect(reasons[5] == "variant: is required")
         #expect(reasons[6] == "type: 'purchase' is not an event type of this server (session, exposure, metric)")
         #expect(reasons[7].hasPrefix("end: ") && reasons[7].contains("is before start"))
@@ -164,8 +197,9 @@ struct EventRouteTests {
         defer { app.close() }
         var event = Self.session("s1")
         event["battery"] = .int(42)
-        let response = try await app.send(.post, Self.path, token: "client",
-                                          body: #"{"client": "ios/5.13", "events": [\#(JSONValue.object(event).serializedString())]}"#)
+        let response = try await app.send(
+            .post, Self.path, token: "client",
+            body: #"{"client": "ios/5.13", "events": [\#(JSONValue.object(event).serializedString())]}"#)
         #expect(Self.strings(response.json["accepted"]) == ["s1"])
     }
 
@@ -191,12 +225,16 @@ struct EventRouteTests {
         configuration.maximumEventsPerBatch = 3
         let app = try await TestApp.make(configuration: configuration)
         defer { app.close() }
-        let four = try await app.send(.post, Self.path, token: "client", body: Self.body((1...4).map { Self.session("s\($0)") }))
+        let four = try await app.send(
+            .post, Self.path, token: "client", body: Self.body((1...4).map { Self.session("s\($0)") }))
         #expect(four.status == .contentTooLarge)
-        #expect(four.json["detail"]?.stringValue == "events: 4 events in one batch; this server takes at most 3 (send smaller batches)")
+        #expect(
+            four.json["detail"]?.stringValue
+                == "events: 4 events in one batch; this server takes at most 3 (send smaller batches)")
         #expect(four.problemPaths == ["events"])
-        let big = try await app.send(.post, Self.path, token: "client",
-                                     body: Self.body([Self.session(String(repeating: "x", count: 70 * 1024))]))
+        let big = try await app.send(
+            .post, Self.path, token: "client",
+            body: Self.body([Self.session(String(repeating: "x", count: 70 * 1024))]))
         #expect(big.status == .contentTooLarge)
         #expect(try await counts(app).isEmpty)
     }
@@ -204,7 +242,8 @@ struct EventRouteTests {
     @Test func anUnknownNamespaceIs404() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let response = try await app.send(.post, "/v1/namespaces/nope/events", token: "admin", body: Self.body([Self.session("s1")]))
+        let response = try await app.send(
+            .post, "/v1/namespaces/nope/events", token: "admin", body: Self.body([Self.session("s1")]))
         #expect(response.status == .notFound)
         #expect(response.json["detail"]?.stringValue?.contains("'nope'") == true)
     }
@@ -233,11 +272,14 @@ struct EventRouteTests {
         defer { app.close() }
         let observer = RecordingObserver()
         app.server.flagService.eventObservers.add(observer)
-        _ = try await app.send(.post, Self.path, token: "client", body: Self.body([
-            Self.session("s1", crashed: true, switches: ["plugin_switch_feed_promos", "plugin_switch_feed_weather"],
-                         variants: JSONObject([("checkout_button", .string("bold"))])),
-            Self.exposure("e1", flag: "checkout_button", variant: "control"),
-        ]))
+        _ = try await app.send(
+            .post, Self.path, token: "client",
+            body: Self.body([
+                Self.session(
+                    "s1", crashed: true, switches: ["plugin_switch_feed_promos", "plugin_switch_feed_weather"],
+                    variants: JSONObject([("checkout_button", .string("bold"))])),
+                Self.exposure("e1", flag: "checkout_button", variant: "control"),
+            ]))
         _ = try await app.send(.post, Self.path, token: "client", body: Self.body([Self.session("s1", crashed: true)]))
         let batches = observer.batches
         #expect(batches.count == 1)
@@ -266,9 +308,12 @@ struct EventBatchTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
 
     func read(_ time: Date) throws -> EventBatch {
-        let event = JSONObject([("id", .string("e")), ("type", .string("exposure")), ("time", .string(time.iso8601)),
-                                ("flag", .string("f")), ("variant", .string("v"))])
-        return try EventBatch(.object(JSONObject([("events", .array([.object(event)]))])), now: Self.now, limits: EventLimits())
+        let event = JSONObject([
+            ("id", .string("e")), ("type", .string("exposure")), ("time", .string(time.iso8601)),
+            ("flag", .string("f")), ("variant", .string("v")),
+        ])
+        return try EventBatch(
+            .object(JSONObject([("events", .array([.object(event)]))])), now: Self.now, limits: EventLimits())
     }
 
     @Test func timesUpToTheSkewAheadAndTheMaximumAgeBehindAreAccepted() throws {

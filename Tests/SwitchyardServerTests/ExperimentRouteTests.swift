@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardStorage
 import SwitchyardWire
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// Outcome metrics end to end in one process: metric events in, `GET …/experiments/{key}` and its per-unit CSV out.
 struct ExperimentRouteTests {
@@ -18,10 +19,18 @@ struct ExperimentRouteTests {
             namespace: "lab",
             pluginPoints: [PluginPointDefinition(name: "confirmation", switches: [fareHint])],
             flags: [
-                FlagDefinition(key: fareHint, kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: 2500)!))),
-                FlagDefinition(key: "exp_copy", kind: .experiment(Experiment(
-                    valueType: .string, variants: [Variant(key: "control", value: .string("Book")), Variant(key: "bold", value: .string("BOOK"))],
-                    defaultVariant: "control", weights: ["control": 1, "bold": 1]))),
+                FlagDefinition(
+                    key: fareHint, kind: .pluginSwitch(PluginSwitchDefinition(rollout: Rollout(basisPoints: 2500)!))),
+                FlagDefinition(
+                    key: "exp_copy",
+                    kind: .experiment(
+                        Experiment(
+                            valueType: .string,
+                            variants: [
+                                Variant(key: "control", value: .string("Book")),
+                                Variant(key: "bold", value: .string("BOOK")),
+                            ],
+                            defaultVariant: "control", weights: ["control": 1, "bold": 1]))),
             ],
             metrics: [
                 MetricDefinition(name: "trip_booked", kind: .conversion),
@@ -31,14 +40,20 @@ struct ExperimentRouteTests {
             ])
     }
 
-    static func metric(_ id: String, unit: String?, _ name: String, value: Double? = nil, splits: [String: Bool] = [:],
-                       variants: [String: String] = [:]) -> JSONObject {
-        var event = JSONObject([("id", .string(id)), ("type", .string("metric")), ("time", .string((Date() - 5).iso8601)),
-                                ("metric", .string(name)), ("cohorts", .array([]))])
+    static func metric(
+        _ id: String, unit: String?, _ name: String, value: Double? = nil, splits: [String: Bool] = [:],
+        variants: [String: String] = [:]
+    ) -> JSONObject {
+        var event = JSONObject([
+            ("id", .string(id)), ("type", .string("metric")), ("time", .string((Date() - 5).iso8601)),
+            ("metric", .string(name)), ("cohorts", .array([])),
+        ])
         if let unit { event["unit"] = .string(unit) }
         if let value { event["value"] = .double(value) }
-        event["splits"] = .object(JSONObject(splits.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }))
-        event["variants"] = .object(JSONObject(variants.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }))
+        event["splits"] = .object(
+            JSONObject(splits.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }))
+        event["variants"] = .object(
+            JSONObject(variants.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string($0.value)) }))
         return event
     }
 
@@ -51,8 +66,9 @@ struct ExperimentRouteTests {
 
     /// Posts a unit's events from an address of its own (the caps per address stay out of the way).
     static func post(_ app: TestApp, _ events: [JSONObject], peer: Int) async throws -> TestResponse {
-        let response = try await app.send(.post, path, token: "client", body: EventRouteTests.body(events),
-                                          peer: IPAddress("127.0.\(peer / 250).\(peer % 250 + 1)"))
+        let response = try await app.send(
+            .post, path, token: "client", body: EventRouteTests.body(events),
+            peer: IPAddress("127.0.\(peer / 250).\(peer % 250 + 1)"))
         #expect(response.status == .ok, "\(response.text)")
         return response
     }
@@ -70,9 +86,11 @@ struct ExperimentRouteTests {
             var events = [Self.session("s-\(unit)", unit: unit, crashed: index % 5 == 0, splits: splits)]
             if with ? index < 6 : index % 2 == 0 {
                 let fare: Double = with ? (index == 1 ? 80 : 20) : 10
-                events += [Self.metric("b-\(unit)", unit: unit, "trip_booked", splits: splits),
-                           Self.metric("n-\(unit)", unit: unit, "bookings", splits: splits),
-                           Self.metric("f-\(unit)", unit: unit, "fare", value: fare, splits: splits)]
+                events += [
+                    Self.metric("b-\(unit)", unit: unit, "trip_booked", splits: splits),
+                    Self.metric("n-\(unit)", unit: unit, "bookings", splits: splits),
+                    Self.metric("f-\(unit)", unit: unit, "fare", value: fare, splits: splits),
+                ]
             }
             _ = try await Self.post(app, events, peer: index + 1)
         }
@@ -83,15 +101,19 @@ struct ExperimentRouteTests {
         #expect(json["type"] == .string("plugin_switch"))
         #expect(json["phase"] == .string("25%"))
         #expect(json["control"] == .string("without"))
-        #expect(json["arms"]?.arrayValue?.map { [$0["arm"]?.stringValue, $0["units"]?.int64Value.map(String.init)] }
+        #expect(
+            json["arms"]?.arrayValue?.map { [$0["arm"]?.stringValue, $0["units"]?.int64Value.map(String.init)] }
                 == [["without", "24"], ["with", "8"]])
         #expect(json["sample_ratio"]?["status"] == .string("ok"))
         #expect(json["trustworthy"] == .bool(true))
         #expect(json["variants"] == nil, "crash counts per variant are an experiment flag's")
         let metrics = try #require(json["metrics"]?.arrayValue)
-        #expect(metrics.compactMap { $0["name"]?.stringValue }
-                == ["sessions", "crashed_sessions", "crash_rate", "bookings", "fare", "fare_per_booking", "trip_booked"],
-                "the built-in metrics, then the declared ones by name")
+        #expect(
+            metrics.compactMap { $0["name"]?.stringValue }
+                == [
+                    "sessions", "crashed_sessions", "crash_rate", "bookings", "fare", "fare_per_booking", "trip_booked",
+                ],
+            "the built-in metrics, then the declared ones by name")
         func metric(_ name: String) -> JSONValue? { metrics.first { $0["name"] == .string(name) } }
         func mean(_ name: String, _ arm: String) -> Double? {
             metric(name)?["arms"]?.arrayValue?.first { $0["arm"] == .string(arm) }?["mean"]?.doubleValue
@@ -108,7 +130,8 @@ struct ExperimentRouteTests {
         #expect(booked["arm"] == .string("with"))
         let difference = try #require(booked["difference"])
         #expect(difference["estimate"]?.doubleValue.map { abs($0 - 0.25) < 1e-12 } == true)
-        let lower = try #require(difference["lower"]?.doubleValue), upper = try #require(difference["upper"]?.doubleValue)
+        let lower = try #require(difference["lower"]?.doubleValue)
+        let upper = try #require(difference["upper"]?.doubleValue)
         #expect(lower < 0.25 && 0.25 < upper)
         #expect(booked["verdict"] == .string(lower > 0 ? "better" : "inconclusive"))
         #expect(booked["relative"]?["estimate"]?.doubleValue.map { abs($0 - 0.5) < 1e-12 } == true)
@@ -132,7 +155,9 @@ struct ExperimentRouteTests {
     @Test func unitsSplitOtherwiseThanDeclaredMakeTheResultsUntrustworthy() async throws {
         let app = try await TestApp.make(namespaces: [], flagSets: [Self.lab()])
         defer { app.close() }
-        let events = (0..<60).map { Self.metric("m\($0)", unit: "u\($0)", "trip_booked", variants: ["exp_copy": "bold"]) }
+        let events = (0..<60).map {
+            Self.metric("m\($0)", unit: "u\($0)", "trip_booked", variants: ["exp_copy": "bold"])
+        }
         _ = try await Self.post(app, events, peer: 0)
         let json = try await app.send(.get, "/v1/namespaces/lab/experiments/exp_copy", token: "editor").json
         #expect(json["sample_ratio"]?["status"] == .string("mismatch"))
@@ -152,22 +177,28 @@ struct ExperimentRouteTests {
         stringValue["value"] = .string("16")
         var badSplit = Self.metric("split", unit: "u", "fare")
         badSplit["splits"] = .object(JSONObject([(Self.fareHint, .string("yes"))]))
-        let response = try await Self.post(app, [
-            Self.metric("no-unit", unit: nil, "fare", value: 3), negative, stringValue,
-            Self.metric("huge", unit: "u", "fare", value: 2e9), badSplit,
-            Self.metric("unknown", unit: "u", "trips_taken"), Self.metric("ratio", unit: "u", "fare_per_booking"),
-            Self.metric("builtin", unit: "u", "sessions"), Self.metric("good", unit: "u", "fare", value: 3),
-        ], peer: 0)
-        let reasons = Dictionary(uniqueKeysWithValues: (response.json["rejected"]?.arrayValue ?? []).compactMap { entry in
-            entry["id"]?.stringValue.map { ($0, entry["reason"]?.stringValue ?? "") }
-        })
+        let response = try await Self.post(
+            app,
+            [
+                Self.metric("no-unit", unit: nil, "fare", value: 3), negative, stringValue,
+                Self.metric("huge", unit: "u", "fare", value: 2e9), badSplit,
+                Self.metric("unknown", unit: "u", "trips_taken"), Self.metric("ratio", unit: "u", "fare_per_booking"),
+                Self.metric("builtin", unit: "u", "sessions"), Self.metric("good", unit: "u", "fare", value: 3),
+            ], peer: 0)
+        let reasons = Dictionary(
+            uniqueKeysWithValues: (response.json["rejected"]?.arrayValue ?? []).compactMap { entry in
+                entry["id"]?.stringValue.map { ($0, entry["reason"]?.stringValue ?? "") }
+            })
         #expect(reasons.keys.sorted() == ["huge", "negative", "no-unit", "split", "string"])
         #expect(reasons["no-unit"]?.hasPrefix("unit: is required") == true)
         #expect(reasons["negative"]?.contains("value: -3 is not between 0 and 1000000000") == true)
         #expect(reasons["string"]?.contains("value: must be a number") == true)
         #expect(reasons["split"]?.contains("splits.plugin_switch_fare_hint: must be true or false") == true)
-        let dropped = (response.json["dropped"]?.arrayValue ?? []).map { [$0["id"]?.stringValue ?? "", $0["reason"]?.stringValue ?? ""] }
-        #expect(dropped == [["unknown", "unknown_metric"], ["ratio", "unknown_metric"], ["builtin", "unknown_metric"]])
+        let dropped = (response.json["dropped"]?.arrayValue ?? []).map {
+            [$0["id"]?.stringValue ?? "", $0["reason"]?.stringValue ?? ""]
+        }
+        #expect(
+            dropped == [["unknown", "unknown_metric"], ["ratio", "unknown_metric"], ["builtin", "unknown_metric"]])
         #expect(EventRouteTests.strings(response.json["accepted"]).sorted() == ["builtin", "good", "ratio", "unknown"])
         let metrics = try await app.send(.get, "/metrics", token: "metrics").text
         #expect(metrics.contains(#"flagsd_events_dropped_total{namespace="lab",reason="unknown_metric"} 3"#))
@@ -179,10 +210,12 @@ struct ExperimentRouteTests {
         defer { app.close() }
         let missing = try await app.send(.get, "/v1/namespaces/lab/experiments/nope", token: "editor")
         #expect(missing.status == .notFound)
-        let phase = try await app.send(.get, "/v1/namespaces/lab/experiments/\(Self.fareHint)?phase=50%25", token: "editor")
+        let phase = try await app.send(
+            .get, "/v1/namespaces/lab/experiments/\(Self.fareHint)?phase=50%25", token: "editor")
         #expect(phase.status == .badRequest)
         #expect(phase.text.contains("phase='50%' is no phase of plugin_switch_fare_hint with units (none yet)"))
-        let control = try await app.send(.get, "/v1/namespaces/lab/experiments/\(Self.fareHint)?control=maybe", token: "editor")
+        let control = try await app.send(
+            .get, "/v1/namespaces/lab/experiments/\(Self.fareHint)?control=maybe", token: "editor")
         #expect(control.status == .badRequest)
         #expect(control.text.contains("control='maybe' is not an arm"))
         let client = try await app.send(.get, "/v1/namespaces/lab/experiments/\(Self.fareHint)", token: "client")
@@ -191,28 +224,37 @@ struct ExperimentRouteTests {
         let empty = try await app.send(.get, "/v1/namespaces/lab/experiments/\(Self.fareHint)", token: "editor").json
         #expect(empty["phase"] == .string("25%"))
         #expect(empty["sample_ratio"]?["status"] == .string("not_checked"))
-        #expect(empty["metrics"]?.arrayValue?.first?["comparisons"]?.arrayValue?.first?["difference"]?["lower"] == .null)
+        #expect(
+            empty["metrics"]?.arrayValue?.first?["comparisons"]?.arrayValue?.first?["difference"]?["lower"] == .null)
     }
 
     /// Both kinds of answer match docs/openapi.yaml's schema, and flagctl's typed body reads a switch's back as it was sent.
-    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
+    @Test(
+        .enabled(
+            if: Repository.pythonIsAvailable,
+            "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
     func theAnswersMatchTheDocumentsSchemaAndTheTypedBody() async throws {
         let app = try await TestApp.make(namespaces: [], flagSets: [Self.lab()])
         defer { app.close() }
         for index in 0..<12 {
             let with = index % 4 == 0
-            _ = try await Self.post(app, [
-                Self.session("s\(index)", unit: "u\(index)", crashed: false, splits: [Self.fareHint: with]),
-                Self.metric("m\(index)", unit: "u\(index)", "fare", value: Double(index), splits: [Self.fareHint: with],
-                            variants: ["exp_copy": index % 2 == 0 ? "bold" : "control"]),
-            ], peer: index)
+            _ = try await Self.post(
+                app,
+                [
+                    Self.session("s\(index)", unit: "u\(index)", crashed: false, splits: [Self.fareHint: with]),
+                    Self.metric(
+                        "m\(index)", unit: "u\(index)", "fare", value: Double(index), splits: [Self.fareHint: with],
+                        variants: ["exp_copy": index % 2 == 0 ? "bold" : "control"]),
+                ], peer: index)
         }
         let switchAnswer = try await app.send(.get, "/v1/namespaces/lab/experiments/\(Self.fareHint)", token: "editor")
         let flagAnswer = try await app.send(.get, "/v1/namespaces/lab/experiments/exp_copy", token: "editor")
         #expect(switchAnswer.status == .ok && flagAnswer.status == .ok)
         let fare = flagAnswer.json["metrics"]?.arrayValue?.first { $0["name"] == .string("fare") }
         #expect(fare?["history"]?.arrayValue?.isEmpty == false, "the fare's course over time has a point now")
-        try await OpenAPISyncTests.expectSchemasMatch([("ExperimentResults", switchAnswer.json), ("ExperimentResults", flagAnswer.json)])
+        try await OpenAPISyncTests.expectSchemasMatch([
+            ("ExperimentResults", switchAnswer.json), ("ExperimentResults", flagAnswer.json),
+        ])
         #expect(try ExperimentResultsBody(json: switchAnswer.json).json == switchAnswer.json)
         #expect(try ExperimentResultsBody(json: flagAnswer.json).metrics.count == 7)
     }

@@ -1,9 +1,10 @@
 import Foundation
 import SwitchyardCore
 import SwitchyardGuard
-@testable import SwitchyardServer
 import SwitchyardStorage
 import Testing
+
+@testable import SwitchyardServer
 
 /// The crash guard's decisions inside flagsd without a store or a clock (``GuardCore``, ``GuardWorkQueue``,
 /// ``GuardHistory/merge(_:)``): flag sets, counts, histories and times made by hand.
@@ -12,8 +13,9 @@ struct GuardCoreTests {
     static let weather = "plugin_switch_feed_weather"
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
     /// Small samples, and no minimum of units or addresses (the counts here have no crash records).
-    static let policy = CrashGuardPolicy(minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 200),
-                                         minimumUnits: 0, minimumAddresses: 0)
+    static let policy = CrashGuardPolicy(
+        minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 200),
+        minimumUnits: 0, minimumAddresses: 0)
 
     static func flagSet(_ policy: CrashGuardPolicy = policy) -> FlagSet {
         var flagSet = Fixtures.rider()
@@ -22,15 +24,22 @@ struct GuardCoreTests {
     }
 
     static func state(_ flagSet: FlagSet = flagSet(), version: Int64 = 4) -> NamespaceState {
-        NamespaceState(record: NamespaceRecord(name: "rider", epoch: "e", version: version, reasonPolicy: .kills,
-                                               createdAt: now - 86_400, updatedAt: now - 60), flagSet: flagSet)
+        NamespaceState(
+            record: NamespaceRecord(
+                name: "rider", epoch: "e", version: version, reasonPolicy: .kills,
+                createdAt: now - 86_400, updatedAt: now - 60), flagSet: flagSet)
     }
 
     /// Sessions with promos (and of those, crashed) and every session of the namespace, all in the minute before `now`.
     static func events(promos: (Int64, Int64), all: (Int64, Int64)) -> [EventCount] {
-        [EventCount(subject: .pluginSwitch(Self.promos), dimension: .all, bucket: now - 60,
-                    tally: EventTally(sessions: promos.0, crashedSessions: promos.1)),
-         EventCount(subject: .baseline, dimension: .all, bucket: now - 60, tally: EventTally(sessions: all.0, crashedSessions: all.1))]
+        [
+            EventCount(
+                subject: .pluginSwitch(Self.promos), dimension: .all, bucket: now - 60,
+                tally: EventTally(sessions: promos.0, crashedSessions: promos.1)),
+            EventCount(
+                subject: .baseline, dimension: .all, bucket: now - 60,
+                tally: EventTally(sessions: all.0, crashedSessions: all.1)),
+        ]
     }
 
     /// 10 % of 300 sessions with promos crash; 3 of the 2,700 without it.
@@ -38,8 +47,13 @@ struct GuardCoreTests {
     /// 1 of 300 sessions with promos crashes.
     static let healthy = events(promos: (300, 1), all: (3000, 4))
 
-    static func candidate(_ history: GuardHistory = GuardHistory(), flagSet: FlagSet = flagSet()) throws -> GuardCore.Candidate {
-        guard case .count(let candidate) = GuardCore.confirmation(of: promos, in: state(flagSet), history: history, now: now) else {
+    static func candidate(_ history: GuardHistory = GuardHistory(), flagSet: FlagSet = flagSet()) throws
+        -> GuardCore.Candidate
+    {
+        guard
+            case .count(let candidate) = GuardCore.confirmation(
+                of: promos, in: state(flagSet), history: history, now: now)
+        else {
             throw CandidateMissing()
         }
         return candidate
@@ -47,15 +61,19 @@ struct GuardCoreTests {
 
     struct CandidateMissing: Error {}
 
-    static func trip(_ key: String, minutesAgo: Double, scope: Scope = .everywhere, version: Int64) -> GuardHistory.Trip {
-        GuardHistory.Trip(key: key, scope: scope, version: version, time: now - minutesAgo * 60, reason: nil, evidence: .null)
+    static func trip(_ key: String, minutesAgo: Double, scope: Scope = .everywhere, version: Int64) -> GuardHistory.Trip
+    {
+        GuardHistory.Trip(
+            key: key, scope: scope, version: version, time: now - minutesAgo * 60, reason: nil, evidence: .null)
     }
 
     static func proposal(_ id: Int64, minutesAgo: Double, dismissedMinutesAgo: Double? = nil) -> GuardHistory.Proposal {
-        GuardHistory.Proposal(id: id, key: promos, scope: .everywhere, time: now - minutesAgo * 60, why: "budget", reason: nil,
-                              evidence: .null, dismissed: dismissedMinutesAgo.map {
-                                  GuardHistory.Dismissal(id: id + 1, time: now - $0 * 60, actor: "ada", reason: "known")
-                              })
+        GuardHistory.Proposal(
+            id: id, key: promos, scope: .everywhere, time: now - minutesAgo * 60, why: "budget", reason: nil,
+            evidence: .null,
+            dismissed: dismissedMinutesAgo.map {
+                GuardHistory.Dismissal(id: id + 1, time: now - $0 * 60, actor: "ada", reason: "known")
+            })
     }
 
     // MARK: What a confirmation counts
@@ -70,7 +88,8 @@ struct GuardCoreTests {
     @Test func aConfirmationOfAnUnknownSwitchOrAnExperimentHasNothingToCount() {
         let history = GuardHistory()
         for key in ["plugin_switch_gone", "checkout_button"] {
-            guard case .nothing = GuardCore.confirmation(of: key, in: Self.state(), history: history, now: Self.now) else {
+            guard case .nothing = GuardCore.confirmation(of: key, in: Self.state(), history: history, now: Self.now)
+            else {
                 Issue.record("\(key) should have nothing to count")
                 continue
             }
@@ -79,7 +98,10 @@ struct GuardCoreTests {
 
     @Test func aConfirmationWithThePolicyOffHasNothingToCount() {
         let off = Self.flagSet(CrashGuardPolicy(enabled: false))
-        guard case .nothing = GuardCore.confirmation(of: Self.promos, in: Self.state(off), history: GuardHistory(), now: Self.now) else {
+        guard
+            case .nothing = GuardCore.confirmation(
+                of: Self.promos, in: Self.state(off), history: GuardHistory(), now: Self.now)
+        else {
             Issue.record("the guard is off")
             return
         }
@@ -88,12 +110,18 @@ struct GuardCoreTests {
     @Test func aHistoryNewerThanTheStateIsStale() {
         var history = GuardHistory()
         history.seenVersion = 5
-        guard case .stale = GuardCore.confirmation(of: Self.promos, in: Self.state(version: 4), history: history, now: Self.now) else {
+        guard
+            case .stale = GuardCore.confirmation(
+                of: Self.promos, in: Self.state(version: 4), history: history, now: Self.now)
+        else {
             Issue.record("a state older than the history must be read again")
             return
         }
         history.seenVersion = 4
-        guard case .count = GuardCore.confirmation(of: Self.promos, in: Self.state(version: 4), history: history, now: Self.now) else {
+        guard
+            case .count = GuardCore.confirmation(
+                of: Self.promos, in: Self.state(version: 4), history: history, now: Self.now)
+        else {
             Issue.record("a state as new as the history is decided on")
             return
         }
@@ -104,12 +132,16 @@ struct GuardCoreTests {
         var trip = Self.trip(Self.promos, minutesAgo: 40, version: 2)
         trip.reenabled = GuardHistory.Reenable(version: 3, time: Self.now - 10 * 60 + 15, actor: "ada", deleted: false)
         history.trips[2] = trip
-        guard case .nothing = GuardCore.confirmation(of: Self.promos, in: Self.state(), history: history, now: Self.now) else {
+        guard case .nothing = GuardCore.confirmation(of: Self.promos, in: Self.state(), history: history, now: Self.now)
+        else {
             Issue.record("within the 30-minute cool-down")
             return
         }
         let later = Self.now + 25 * 60
-        guard case .count(let candidate) = GuardCore.confirmation(of: Self.promos, in: Self.state(), history: history, now: later) else {
+        guard
+            case .count(let candidate) = GuardCore.confirmation(
+                of: Self.promos, in: Self.state(), history: history, now: later)
+        else {
             Issue.record("after the cool-down")
             return
         }
@@ -122,8 +154,9 @@ struct GuardCoreTests {
     // MARK: What a confirmation does
 
     @Test func crashesPastTheRuleTripTheSwitchEverywhere() throws {
-        let action = GuardCore.decide(try Self.candidate(), counts: GuardCounts(Self.crashing, crashes: []), history: GuardHistory(),
-                                      flagSet: Self.flagSet(), now: Self.now)
+        let action = GuardCore.decide(
+            try Self.candidate(), counts: GuardCounts(Self.crashing, crashes: []), history: GuardHistory(),
+            flagSet: Self.flagSet(), now: Self.now)
         guard case .trip(let trip) = action else {
             Issue.record("expected a trip, got \(action)")
             return
@@ -134,8 +167,9 @@ struct GuardCoreTests {
     }
 
     @Test func aHealthySwitchDoesNotTrip() throws {
-        let action = GuardCore.decide(try Self.candidate(), counts: GuardCounts(Self.healthy, crashes: []), history: GuardHistory(),
-                                      flagSet: Self.flagSet(), now: Self.now)
+        let action = GuardCore.decide(
+            try Self.candidate(), counts: GuardCounts(Self.healthy, crashes: []), history: GuardHistory(),
+            flagSet: Self.flagSet(), now: Self.now)
         #expect(action == .noTrip)
     }
 
@@ -146,13 +180,15 @@ struct GuardCoreTests {
         history.trips[3] = Self.trip("plugin_switch_map_traffic", minutesAgo: 50, version: 3)
         history.trips[4] = Self.trip("plugin_switch_map_traffic", minutesAgo: 20, version: 4)
         let counts = GuardCounts(Self.crashing, crashes: [])
-        let within = GuardCore.decide(try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now)
+        let within = GuardCore.decide(
+            try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now)
         guard case .trip = within else {
             Issue.record("2 trips in the hour: within the budget, got \(within)")
             return
         }
         history.trips[5] = Self.trip(Self.weather, minutesAgo: 5, version: 5)
-        let past = GuardCore.decide(try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now)
+        let past = GuardCore.decide(
+            try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now)
         guard case .propose(let trip, let reason) = past else {
             Issue.record("3 trips in the hour: past the budget, got \(past)")
             return
@@ -168,8 +204,9 @@ struct GuardCoreTests {
             trip.actor = "ada"
             history.trips[version] = trip
         }
-        let action = GuardCore.decide(try Self.candidate(history), counts: GuardCounts(Self.crashing, crashes: []), history: history,
-                                      flagSet: Self.flagSet(), now: Self.now)
+        let action = GuardCore.decide(
+            try Self.candidate(history), counts: GuardCounts(Self.crashing, crashes: []), history: history,
+            flagSet: Self.flagSet(), now: Self.now)
         guard case .trip = action else {
             Issue.record("proposals a person applied are not the guard's own trips, got \(action)")
             return
@@ -180,14 +217,21 @@ struct GuardCoreTests {
         let counts = GuardCounts(Self.crashing, crashes: [])
         var history = GuardHistory()
         history.proposals[7] = Self.proposal(7, minutesAgo: 5)
-        #expect(GuardCore.decide(try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now) == .hold)
+        #expect(
+            GuardCore.decide(
+                try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now)
+                == .hold)
 
         history.proposals[7] = Self.proposal(7, minutesAgo: 50, dismissedMinutesAgo: 20)
-        #expect(GuardCore.decide(try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now) == .hold)
+        #expect(
+            GuardCore.decide(
+                try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now)
+                == .hold)
 
         // Dismissed longer ago than the 30-minute cool-down: the guard may act again.
         history.proposals[7] = Self.proposal(7, minutesAgo: 50, dismissedMinutesAgo: 31)
-        let action = GuardCore.decide(try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now)
+        let action = GuardCore.decide(
+            try Self.candidate(history), counts: counts, history: history, flagSet: Self.flagSet(), now: Self.now)
         guard case .trip = action else {
             Issue.record("expected a trip once the dismissal's cool-down passed, got \(action)")
             return
@@ -204,12 +248,15 @@ struct GuardCoreTests {
         // Off already: nothing to change, whatever it was decided on.
         #expect(try GuardCore.disabling(Self.promos, in: .everywhere, expecting: decidedOn, disabled) == disabled)
         // Changed since the decision (a person set its rollout): decide again.
-        let (changed, _) = try flagSet.settingRollout(Self.promos, Rollout(basisPoints: 1000)!, rule: nil, conditions: nil)
+        let (changed, _) = try flagSet.settingRollout(
+            Self.promos, Rollout(basisPoints: 1000)!, rule: nil, conditions: nil)
         #expect(throws: StaleDecision.self) {
             try GuardCore.disabling(Self.promos, in: .everywhere, expecting: decidedOn, changed)
         }
         // A person applying a proposal expects nothing.
-        #expect(try GuardCore.disabling(Self.promos, in: .everywhere, expecting: nil, changed).flag(Self.promos)?.pluginSwitch?.disabled == true)
+        #expect(
+            try GuardCore.disabling(Self.promos, in: .everywhere, expecting: nil, changed).flag(Self.promos)?
+                .pluginSwitch?.disabled == true)
     }
 
     // MARK: The ingestion path's look
@@ -218,18 +265,26 @@ struct GuardCoreTests {
         let window = WindowCounts(Self.crashing)
         var spans: [Int64: GuardCounts] = [:]
         let gate = Self.flagSet().flag(Self.promos)!.pluginSwitch!
-        #expect(GuardCore.wouldTrip(Self.promos, gate: gate, flagSet: Self.flagSet(), window: window, scopes: nil,
-                                    history: GuardHistory(), now: Self.now, counts: &spans))
-        #expect(spans.keys.sorted() == [EventAggregation.bucketStart(of: Self.now - 600)], "the window's sums kept for the next switch")
+        #expect(
+            GuardCore.wouldTrip(
+                Self.promos, gate: gate, flagSet: Self.flagSet(), window: window, scopes: nil,
+                history: GuardHistory(), now: Self.now, counts: &spans))
+        #expect(
+            spans.keys.sorted() == [EventAggregation.bucketStart(of: Self.now - 600)],
+            "the window's sums kept for the next switch")
 
         var pending = GuardHistory()
         pending.proposals[7] = Self.proposal(7, minutesAgo: 5)
         var fresh: [Int64: GuardCounts] = [:]
-        #expect(!GuardCore.wouldTrip(Self.promos, gate: gate, flagSet: Self.flagSet(), window: window, scopes: nil,
-                                     history: pending, now: Self.now, counts: &fresh))
+        #expect(
+            !GuardCore.wouldTrip(
+                Self.promos, gate: gate, flagSet: Self.flagSet(), window: window, scopes: nil,
+                history: pending, now: Self.now, counts: &fresh))
         var healthy: [Int64: GuardCounts] = [:]
-        #expect(!GuardCore.wouldTrip(Self.promos, gate: gate, flagSet: Self.flagSet(), window: WindowCounts(Self.healthy), scopes: nil,
-                                     history: GuardHistory(), now: Self.now, counts: &healthy))
+        #expect(
+            !GuardCore.wouldTrip(
+                Self.promos, gate: gate, flagSet: Self.flagSet(), window: WindowCounts(Self.healthy), scopes: nil,
+                history: GuardHistory(), now: Self.now, counts: &healthy))
     }
 
     // MARK: The work queue

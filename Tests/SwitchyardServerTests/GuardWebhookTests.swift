@@ -8,11 +8,12 @@ import NIOCore
 import Prometheus
 import ServiceLifecycle
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardStorage
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// The crash guard's webhook, against a real receiver on loopback, through a live flagsd.
 struct GuardWebhookTests {
@@ -43,8 +44,9 @@ struct GuardWebhookTests {
             let (ports, continuation) = AsyncStream<Int>.makeStream()
             var logger = Logger(label: "webhook-receiver")
             logger.logLevel = .critical
-            let application = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                                          onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+            let application = Application(
+                router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
             return try await whileServing(application, ports: ports, logger: logger) { port in
                 try await body(URL(string: "http://127.0.0.1:\(port)/hooks/crash-guard")!)
             }
@@ -64,7 +66,8 @@ struct GuardWebhookTests {
             defer { app.close() }
             try await app.withLiveServer { base in
                 let client = LiveClient(base: base, token: app.tokens["client"])
-                let events = CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos])
+                let events = CrashGuardTests.sessions(
+                    "w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos])
                 try await CrashGuardRestartTests.post(client, events, firstAddress: 1)
                 try await waitUntil("a retried delivery", timeout: .seconds(60)) { receiver.received.count >= 2 }
             }
@@ -84,12 +87,16 @@ struct GuardWebhookTests {
             // Signed: the receiver recomputes HMAC-SHA256 of "<t>.<body>" with the shared secret.
             for delivery in deliveries {
                 let signature = try #require(delivery.headers[HTTPField.Name("X-Switchyard-Signature")!])
-                let parts = Dictionary(uniqueKeysWithValues: signature.split(separator: ",").map { part in
-                    (String(part.prefix { $0 != "=" }), String(part.drop { $0 != "=" }.dropFirst()))
-                })
+                let parts = Dictionary(
+                    uniqueKeysWithValues: signature.split(separator: ",").map { part in
+                        (String(part.prefix { $0 != "=" }), String(part.drop { $0 != "=" }.dropFirst()))
+                    })
                 let time = try #require(parts["t"].flatMap(Int64.init))
                 #expect(abs(Double(time) - Date().timeIntervalSince1970) < 600)
-                #expect(parts["v1"] == Self.hmacSHA256(key: Array(Self.secret.utf8), message: Array("\(time).".utf8) + delivery.bytes))
+                #expect(
+                    parts["v1"]
+                        == Self.hmacSHA256(
+                            key: Array(Self.secret.utf8), message: Array("\(time).".utf8) + delivery.bytes))
             }
         }
     }
@@ -111,8 +118,9 @@ struct GuardWebhookTests {
         let logs = InMemoryLogHandler()
         // A loopback port nothing listens on: the first attempt fails at once, and its retry is logged.
         let url = try #require(URL(string: "http://127.0.0.1:1/services/T000/B000/XXXXSECRETXXXX?token=hunter2"))
-        let webhook = GuardWebhook(url: url, metricsFactory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry()),
-                                   logger: Logger(label: "test") { _ in logs })
+        let webhook = GuardWebhook(
+            url: url, metricsFactory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry()),
+            logger: Logger(label: "test") { _ in logs })
         let delivering = Task { await webhook.run() }
         webhook.announce(.object(JSONObject([("event", .string("crash_guard.tripped"))])))
         try await waitUntil("a failed delivery is logged", timeout: .seconds(60)) { !logs.entries.isEmpty }
@@ -121,8 +129,11 @@ struct GuardWebhookTests {
         let logged = logs.entries.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
         #expect(logged.contains("127.0.0.1"), "\(logged)")
         #expect(!logged.contains("XXXXSECRETXXXX") && !logged.contains("hunter2"), "\(logged)")
-        #expect(GuardWebhook.signature(Array("{}".utf8), secret: Array(Self.secret.utf8), time: Date(timeIntervalSince1970: 1_800_000_000))
-                == "t=1800000000,v1=" + Self.hmacSHA256(key: Array(Self.secret.utf8), message: Array("1800000000.{}".utf8)))
+        #expect(
+            GuardWebhook.signature(
+                Array("{}".utf8), secret: Array(Self.secret.utf8), time: Date(timeIntervalSince1970: 1_800_000_000))
+                == "t=1800000000,v1="
+                + Self.hmacSHA256(key: Array(Self.secret.utf8), message: Array("1800000000.{}".utf8)))
     }
 
     @Test func aProposalIsAnnouncedWithHowToApplyIt() async throws {
@@ -137,8 +148,10 @@ struct GuardWebhookTests {
             defer { app.close() }
             try await app.withLiveServer { base in
                 let client = LiveClient(base: base, token: app.tokens["client"])
-                try await CrashGuardRestartTests.post(client, CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos]),
-                                                      firstAddress: 1)
+                try await CrashGuardRestartTests.post(
+                    client,
+                    CrashGuardTests.sessions("w", count: 300, crashEvery: 5, switches: [CrashGuardTests.promos]),
+                    firstAddress: 1)
                 try await waitUntil("an announced proposal", timeout: .seconds(60)) { !receiver.received.isEmpty }
             }
             let delivery = try #require(receiver.received.first)

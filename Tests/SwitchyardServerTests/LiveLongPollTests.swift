@@ -4,10 +4,11 @@ import Logging
 import Prometheus
 import ServiceLifecycle
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardStorage
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// The real server on a random loopback port, driven with URLSession: long-polls end to end.
 struct LiveLongPollTests {
@@ -19,10 +20,12 @@ struct LiveLongPollTests {
             let editor = LiveClient(base: base, token: app.tokens["editor"])
             let first = try await waiter.send("GET", "/v1/namespaces/rider/snapshot")
             let tag = try #require(first.headers[.eTag])
-            async let woken = waiter.send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
+            async let woken = waiter.send(
+                "GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
             // The change may land before the waiter parks; either way the waiter must get version 2.
-            let change = try await editor.send("POST", "/v1/namespaces/rider/kill-switches/kill_home_feed/kill",
-                                               body: #"{"reason": "live test"}"#)
+            let change = try await editor.send(
+                "POST", "/v1/namespaces/rider/kill-switches/kill_home_feed/kill",
+                body: #"{"reason": "live test"}"#)
             #expect(change.status == .ok)
             let response = try await woken
             #expect(response.status == .ok)
@@ -37,19 +40,27 @@ struct LiveLongPollTests {
         let app = try await TestApp.make()
         defer { app.close() }
         try await app.withLiveServer { base in
-            let tag = try #require(try await LiveClient(base: base, token: app.tokens["client"]).send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag])
+            let tag = try #require(
+                try await LiveClient(base: base, token: app.tokens["client"]).send(
+                    "GET", "/v1/namespaces/rider/snapshot"
+                ).headers[.eTag])
             let versions = try await withThrowingTaskGroup(of: Int64.self) { group in
                 for _ in 0..<40 {
                     group.addTask {
                         let client = LiveClient(base: base, token: app.tokens["client"])
-                        let response = try await client.send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
+                        let response = try await client.send(
+                            "GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
                         return try SnapshotDocument.decode(response.body).version
                     }
                 }
                 let metrics = LiveClient(base: base, token: app.tokens["metrics"])
-                try await waitUntil { (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 40")) == true }
+                try await waitUntil {
+                    (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 40")) == true
+                }
                 _ = try await LiveClient(base: base, token: app.tokens["editor"])
-                    .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 77}"#)
+                    .send(
+                        "POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout",
+                        body: #"{"rollout": 77}"#)
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(versions == Array(repeating: 2, count: 40))
@@ -62,7 +73,8 @@ struct LiveLongPollTests {
         try await app.withLiveServer { base in
             let client = LiveClient(base: base, token: app.tokens["client"])
             let tag = try #require(try await client.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag])
-            let response = try await client.send("GET", "/v1/namespaces/rider/snapshot?wait=1", headers: ["If-None-Match": "W/\(tag)"])
+            let response = try await client.send(
+                "GET", "/v1/namespaces/rider/snapshot?wait=1", headers: ["If-None-Match": "W/\(tag)"])
             #expect(response.status == .notModified)
             #expect(response.headers[.eTag] == tag)
             #expect(response.body.isEmpty)
@@ -77,8 +89,10 @@ struct LiveLongPollTests {
         defer { app.close() }
         try await app.withLiveServer { base in
             let client = LiveClient(base: base, token: app.tokens["client"])
-            let plain = try await client.send("GET", "/v1/namespaces/rider/snapshot", headers: ["Accept-Encoding": "identity"])
-            let gzip = try await client.send("GET", "/v1/namespaces/rider/snapshot", headers: ["Accept-Encoding": "gzip"])
+            let plain = try await client.send(
+                "GET", "/v1/namespaces/rider/snapshot", headers: ["Accept-Encoding": "identity"])
+            let gzip = try await client.send(
+                "GET", "/v1/namespaces/rider/snapshot", headers: ["Accept-Encoding": "gzip"])
             #expect(gzip.headers[.contentEncoding] == "gzip")
             #expect(gzip.headers[.eTag] == plain.headers[.eTag])
             #expect(gzip.headers[.vary] == "Accept, Accept-Encoding")
@@ -89,14 +103,20 @@ struct LiveLongPollTests {
     }
 
     @Test func pastTheWaiterCapRequestsGet503WithRetryAfter() async throws {
-        let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWait: 600, maximumWaiters: 1, retryAfter: 7))
+        let app = try await TestApp.make(
+            configuration: ServerConfiguration(port: 0, maximumWait: 600, maximumWaiters: 1, retryAfter: 7))
         defer { app.close() }
         try await app.withLiveServer { base in
-            let tag = try #require(try await LiveClient(base: base, token: app.tokens["client"]).send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag])
+            let tag = try #require(
+                try await LiveClient(base: base, token: app.tokens["client"]).send(
+                    "GET", "/v1/namespaces/rider/snapshot"
+                ).headers[.eTag])
             async let parked = LiveClient(base: base, token: app.tokens["client"])
                 .send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
             let metrics = LiveClient(base: base, token: app.tokens["metrics"])
-            try await waitUntil { (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 1")) == true }
+            try await waitUntil {
+                (try? await metrics.send("GET", "/metrics").text.contains("flagsd_long_poll_waiters 1")) == true
+            }
             let refused = try await LiveClient(base: base, token: app.tokens["client"])
                 .send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["If-None-Match": tag])
             #expect(refused.status == .serviceUnavailable)
@@ -112,8 +132,10 @@ struct LiveLongPollTests {
         let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWait: 600))
         defer { app.close() }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let server = try await buildApplication(configuration: ServerConfiguration(port: 0, maximumWait: 600), store: app.store,
-                                                logger: app.logger) { continuation.yield($0) }
+        let server = try await buildApplication(
+            configuration: ServerConfiguration(port: 0, maximumWait: 600), store: app.store,
+            logger: app.logger
+        ) { continuation.yield($0) }
         let group = ServiceGroup(configuration: .init(services: [server], logger: app.logger))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
@@ -138,7 +160,9 @@ struct LiveLongPollTests {
 struct DeadlineExceeded: Error {}
 
 /// Runs an operation, failing if it has not finished by a generous deadline.
-func withDeadline<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+func withDeadline<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws
+    -> T
+{
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { try await operation() }
         group.addTask {

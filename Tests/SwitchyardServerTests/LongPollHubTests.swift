@@ -2,10 +2,11 @@ import HTTPTypes
 import NIOCore
 import NIOPosix
 import SwitchyardCore
-@testable import SwitchyardServer
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// The hub's side of the snapshot fast path: connections parked in the hub and woken on their own event loop.
 struct LongPollHubTests {
@@ -38,7 +39,8 @@ struct LongPollHubTests {
         var ids: [Int] = []
         for index in 0..<1_700 {
             let connection = FakeConnection(eventLoop: loops[index < 1_000 ? 0 : 1], index: index, wakes: wakes)
-            guard case .parked(let id) = app.hub.park(connection, for: "rider", after: current, timeout: .seconds(60)) else {
+            guard case .parked(let id) = app.hub.park(connection, for: "rider", after: current, timeout: .seconds(60))
+            else {
                 Issue.record("connection \(index) was not parked")
                 return
             }
@@ -48,8 +50,9 @@ struct LongPollHubTests {
         // One forgotten (its connection closed): never woken.
         app.hub.forget(ids[5])
         #expect(app.hub.waiterCount == 1_699)
-        _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", token: "editor",
-                               body: #"{"rollout": 4200}"#)
+        _ = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", token: "editor",
+            body: #"{"rollout": 4200}"#)
         try await waitUntil { wakes.count >= 1_699 }
         let reasons = wakes.reasons.withLock { $0 }
         #expect(reasons.count == 1_699)

@@ -1,7 +1,8 @@
 import SwitchyardCore
 import SwitchyardStorage
-@testable import SwitchyardServer
 import Testing
+
+@testable import SwitchyardServer
 
 /// The long-poll decisions, driven with plain integers for waiters and instants.
 struct LongPollStateTests {
@@ -38,14 +39,22 @@ struct LongPollStateTests {
         var state = state()
         _ = state.publish("rider", v2)
         #expect(answer(state.register(id: 1, namespace: "rider", after: v1, deadline: 30, waiter: "a")) == .changed)
-        #expect(answer(state.register(id: 2, namespace: "rider", after: SnapshotVersion(epoch: "old", version: 9), deadline: 30, waiter: "b")) == .changed)
+        #expect(
+            answer(
+                state.register(
+                    id: 2, namespace: "rider", after: SnapshotVersion(epoch: "old", version: 9), deadline: 30,
+                    waiter: "b")) == .changed)
         #expect(answer(state.register(id: 3, namespace: "nope", after: v1, deadline: 30, waiter: "c")) == .gone)
         #expect(state.count == 0)
     }
 
     @Test func aWaiterAheadOfTheNamespaceWaitsUntilItIsPassed() {
         var state = state()
-        #expect(isParked(state.register(id: 1, namespace: "rider", after: SnapshotVersion(epoch: "e", version: 3), deadline: 30, waiter: "a")))
+        #expect(
+            isParked(
+                state.register(
+                    id: 1, namespace: "rider", after: SnapshotVersion(epoch: "e", version: 3), deadline: 30, waiter: "a"
+                )))
         #expect(state.publish("rider", v2).isEmpty)
         #expect(state.count == 1)
         #expect(state.publish("rider", SnapshotVersion(epoch: "e", version: 4)) == ["a"])
@@ -53,14 +62,16 @@ struct LongPollStateTests {
 
     @Test func aNewEpochWakesEveryWaiter() {
         var state = state()
-        _ = state.register(id: 1, namespace: "rider", after: SnapshotVersion(epoch: "e", version: 7), deadline: 30, waiter: "a")
+        _ = state.register(
+            id: 1, namespace: "rider", after: SnapshotVersion(epoch: "e", version: 7), deadline: 30, waiter: "a")
         #expect(state.publish("rider", SnapshotVersion(epoch: "f", version: 1)) == ["a"])
     }
 
     @Test func anOlderPublishIsIgnored() {
         var state = state()
         _ = state.publish("rider", SnapshotVersion(epoch: "e", version: 5))
-        _ = state.register(id: 1, namespace: "rider", after: SnapshotVersion(epoch: "e", version: 5), deadline: 30, waiter: "a")
+        _ = state.register(
+            id: 1, namespace: "rider", after: SnapshotVersion(epoch: "e", version: 5), deadline: 30, waiter: "a")
         #expect(state.publish("rider", SnapshotVersion(epoch: "e", version: 4)).isEmpty)
         #expect(state.position(of: "rider")?.version == 5)
         #expect(state.count == 1)
@@ -107,25 +118,49 @@ struct LongPollStateTests {
     @Test func pastTheCapPerAddressWaitersFromThatAddressAreRefusedUntilOneLeaves() {
         var state = State(maximumWaiters: 10, maximumWaitersPerAddress: 2)
         _ = state.publish("rider", v1)
-        _ = state.register(id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a", address: [AddressBlock(key: "192.0.2.1", share: 1)])
-        _ = state.register(id: 2, namespace: "rider", after: v1, deadline: 20, waiter: "b", address: [AddressBlock(key: "192.0.2.1", share: 1)])
-        #expect(answer(state.register(id: 3, namespace: "rider", after: v1, deadline: 10, waiter: "c", address: [AddressBlock(key: "192.0.2.1", share: 1)])) == .addressBusy)
+        _ = state.register(
+            id: 1, namespace: "rider", after: v1, deadline: 10, waiter: "a",
+            address: [AddressBlock(key: "192.0.2.1", share: 1)])
+        _ = state.register(
+            id: 2, namespace: "rider", after: v1, deadline: 20, waiter: "b",
+            address: [AddressBlock(key: "192.0.2.1", share: 1)])
+        #expect(
+            answer(
+                state.register(
+                    id: 3, namespace: "rider", after: v1, deadline: 10, waiter: "c",
+                    address: [AddressBlock(key: "192.0.2.1", share: 1)])) == .addressBusy)
         // Other addresses, and requests whose address is unknown, are not held back.
-        #expect(isParked(state.register(id: 4, namespace: "rider", after: v1, deadline: 10, waiter: "d", address: [AddressBlock(key: "192.0.2.2", share: 1)])))
+        #expect(
+            isParked(
+                state.register(
+                    id: 4, namespace: "rider", after: v1, deadline: 10, waiter: "d",
+                    address: [AddressBlock(key: "192.0.2.2", share: 1)])))
         #expect(isParked(state.register(id: 5, namespace: "rider", after: v1, deadline: 10, waiter: "e")))
         // Each way of leaving gives the address its place back: cancel, expiry, a publish.
         _ = state.cancel(id: 1)
         #expect(state.count(from: "192.0.2.1") == 1)
-        #expect(isParked(state.register(id: 6, namespace: "rider", after: v1, deadline: 10, waiter: "f", address: [AddressBlock(key: "192.0.2.1", share: 1)])))
+        #expect(
+            isParked(
+                state.register(
+                    id: 6, namespace: "rider", after: v1, deadline: 10, waiter: "f",
+                    address: [AddressBlock(key: "192.0.2.1", share: 1)])))
         #expect(Set(state.expire(now: 10)) == ["d", "e", "f"])
         #expect(state.count(from: "192.0.2.1") == 1)
         #expect(state.count(from: "192.0.2.2") == 0)
         #expect(state.publish("rider", v2) == ["b"])
         #expect(state.count(from: "192.0.2.1") == 0)
         for id in 7...8 {
-            #expect(isParked(state.register(id: id, namespace: "rider", after: v2, deadline: 30, waiter: "g", address: [AddressBlock(key: "192.0.2.1", share: 1)])))
+            #expect(
+                isParked(
+                    state.register(
+                        id: id, namespace: "rider", after: v2, deadline: 30, waiter: "g",
+                        address: [AddressBlock(key: "192.0.2.1", share: 1)])))
         }
-        #expect(answer(state.register(id: 9, namespace: "rider", after: v2, deadline: 30, waiter: "h", address: [AddressBlock(key: "192.0.2.1", share: 1)])) == .addressBusy)
+        #expect(
+            answer(
+                state.register(
+                    id: 9, namespace: "rider", after: v2, deadline: 30, waiter: "h",
+                    address: [AddressBlock(key: "192.0.2.1", share: 1)])) == .addressBusy)
     }
 
     /// An IPv6 source is held at its /64 with the cap, its /56 with 4 times and its /48 with 16 times it: a host that
@@ -136,22 +171,45 @@ struct LongPollStateTests {
         func blocks(_ text: String) throws -> [AddressBlock] { try #require(IPAddress(text)).blocks }
         // Five /64s of one /56: four park, the fifth is over the /56's 4.
         for index in 0..<4 {
-            #expect(isParked(state.register(id: index, namespace: "rider", after: v1, deadline: 10, waiter: "a", address: try blocks("2001:db8:1:\(index)::1"))))
+            #expect(
+                isParked(
+                    state.register(
+                        id: index, namespace: "rider", after: v1, deadline: 10, waiter: "a",
+                        address: try blocks("2001:db8:1:\(index)::1"))))
         }
-        #expect(answer(state.register(id: 4, namespace: "rider", after: v1, deadline: 10, waiter: "b", address: try blocks("2001:db8:1:4::1"))) == .addressBusy)
+        #expect(
+            answer(
+                state.register(
+                    id: 4, namespace: "rider", after: v1, deadline: 10, waiter: "b",
+                    address: try blocks("2001:db8:1:4::1"))) == .addressBusy)
         // Another /64 already parked is over its own cap of 1.
-        #expect(answer(state.register(id: 5, namespace: "rider", after: v1, deadline: 10, waiter: "c", address: try blocks("2001:db8:1:0::2"))) == .addressBusy)
+        #expect(
+            answer(
+                state.register(
+                    id: 5, namespace: "rider", after: v1, deadline: 10, waiter: "c",
+                    address: try blocks("2001:db8:1:0::2"))) == .addressBusy)
         // /64s of other /56s of the same /48: twelve more, then the /48's 16 are parked.
         for index in 1...12 {
-            #expect(isParked(state.register(id: 10 + index, namespace: "rider", after: v1, deadline: 10, waiter: "d",
-                                            address: try blocks("2001:db8:1:\(String(index, radix: 16))00::1"))))
+            #expect(
+                isParked(
+                    state.register(
+                        id: 10 + index, namespace: "rider", after: v1, deadline: 10, waiter: "d",
+                        address: try blocks("2001:db8:1:\(String(index, radix: 16))00::1"))))
         }
-        #expect(answer(state.register(id: 30, namespace: "rider", after: v1, deadline: 10, waiter: "e", address: try blocks("2001:db8:1:f000::1"))) == .addressBusy)
+        #expect(
+            answer(
+                state.register(
+                    id: 30, namespace: "rider", after: v1, deadline: 10, waiter: "e",
+                    address: try blocks("2001:db8:1:f000::1"))) == .addressBusy)
         #expect(state.count(from: "2001:db8:1::/48") == 16)
         // Leaving gives every block its place back.
         _ = state.cancel(id: 0)
         #expect(state.count(from: "2001:db8:1::/48") == 15 && state.count(from: "2001:db8:1::/56") == 3)
-        #expect(isParked(state.register(id: 31, namespace: "rider", after: v1, deadline: 10, waiter: "f", address: try blocks("2001:db8:1:4::1"))))
+        #expect(
+            isParked(
+                state.register(
+                    id: 31, namespace: "rider", after: v1, deadline: 10, waiter: "f",
+                    address: try blocks("2001:db8:1:4::1"))))
     }
 
     /// However its shares multiply, a /48 parks at most a quarter of the waiters for everyone: others still park.
@@ -161,11 +219,21 @@ struct LongPollStateTests {
         var parked = 0
         for index in 0..<40 {
             let blocks = try #require(IPAddress("2001:db8:7:\(String(index, radix: 16))00::1")).blocks
-            if isParked(state.register(id: index, namespace: "rider", after: v1, deadline: 10, waiter: "a", address: blocks)) { parked += 1 }
+            if isParked(
+                state.register(id: index, namespace: "rider", after: v1, deadline: 10, waiter: "a", address: blocks))
+            {
+                parked += 1
+            }
         }
         #expect(parked == 25)
-        #expect(isParked(state.register(id: 99, namespace: "rider", after: v1, deadline: 10, waiter: "b", address: [AddressBlock(key: "192.0.2.9", share: 1)])))
-        #expect(AddressBlock(key: "x", share: 16).cap(10, within: 100) == 25 && AddressBlock(key: "x", share: 1).cap(10, within: 4) == 10)
+        #expect(
+            isParked(
+                state.register(
+                    id: 99, namespace: "rider", after: v1, deadline: 10, waiter: "b",
+                    address: [AddressBlock(key: "192.0.2.9", share: 1)])))
+        #expect(
+            AddressBlock(key: "x", share: 16).cap(10, within: 100) == 25
+                && AddressBlock(key: "x", share: 1).cap(10, within: 4) == 10)
     }
 
     @Test func shutdownAnswersEveryWaiterAndRefusesLaterOnes() {

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import PostgresTestSupport
-import SwitchyardPostgres
 import SwitchyardCore
+import SwitchyardPostgres
 import Synchronization
 import TestSupport
 import Testing
@@ -13,19 +13,24 @@ import Testing
     static let adminToken = "multi-instance-admin-token-0123456789"
 
     /// Starts `count` flagsd processes on a database; the first one alone first, so it seeds the database.
-    func instances(_ count: Int, database: String, folder: URL, arguments: [String] = []) async throws -> [(child: ChildFlagsd, client: LiveClient)] {
+    func instances(_ count: Int, database: String, folder: URL, arguments: [String] = []) async throws -> [(
+        child: ChildFlagsd, client: LiveClient
+    )] {
         var started: [(ChildFlagsd, LiveClient)] = []
         for _ in 0..<count {
-            let child = try ChildFlagsd(database: database, folder: folder, adminToken: Self.adminToken,
-                                        arguments: ["--sync-interval", "2", "--max-wait", "900"] + arguments)
+            let child = try ChildFlagsd(
+                database: database, folder: folder, adminToken: Self.adminToken,
+                arguments: ["--sync-interval", "2", "--max-wait", "900"] + arguments)
             let port = try await child.port()
             started.append((child, LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: Self.adminToken)))
         }
         return started
     }
 
-    func withInstances<T>(_ count: Int, serverURL: String? = nil, arguments: [String] = [],
-                          _ body: ([(child: ChildFlagsd, client: LiveClient)]) async throws -> T) async throws -> T {
+    func withInstances<T>(
+        _ count: Int, serverURL: String? = nil, arguments: [String] = [],
+        _ body: ([(child: ChildFlagsd, client: LiveClient)]) async throws -> T
+    ) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-multi-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let (url, drop) = try await TestPostgres.createDatabase(on: serverURL, timeout: 60)
@@ -45,7 +50,9 @@ import Testing
     }
 
     func createRider(_ client: LiveClient) async throws -> String {
-        let created = try await client.send("POST", "/v1/namespaces", body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
+        let created = try await client.send(
+            "POST", "/v1/namespaces",
+            body: #"{"name": "rider", "reason_policy": "never", "flag_set": \#(Fixtures.riderJSON())}"#)
         #expect(created.status == .created, "\(created.text)")
         return try #require(created.headers[.eTag])
     }
@@ -53,17 +60,24 @@ import Testing
     /// Parks `count` long-polls on an instance after `etag`, each on its own connection. The instances hold a
     /// long-poll up to 900 s (`--max-wait 900`): a test that makes a change after parking waits 600 s, longer than
     /// `waitForWaiters` and whatever it awaits before the change, so the long-polls are still parked when it comes.
-    func park(_ count: Int, on client: LiveClient, after etag: String, wait: Int = 600) -> [Task<TestResponse, any Error>] {
+    func park(_ count: Int, on client: LiveClient, after etag: String, wait: Int = 600) -> [Task<
+        TestResponse, any Error
+    >] {
         (0..<count).map { _ in
             let own = LiveClient(base: client.base, token: client.token, timeout: TimeInterval(wait + 60))
-            return Task { try await own.send("GET", "/v1/namespaces/rider/snapshot?wait=\(wait)", headers: ["If-None-Match": etag]) }
+            return Task {
+                try await own.send(
+                    "GET", "/v1/namespaces/rider/snapshot?wait=\(wait)", headers: ["If-None-Match": etag])
+            }
         }
     }
 
     /// Waits until an instance reports this many parked waiters, within a deadline shorter than their wait.
     func waitForWaiters(_ count: Int, on client: LiveClient, within deadline: Duration = .seconds(300)) async throws {
         let seen = Mutex<String>("nothing")
-        try await waitUntil("\(count) waiters on \(client.base) (last seen: \(seen.withLock { $0 }))", timeout: deadline) {
+        try await waitUntil(
+            "\(count) waiters on \(client.base) (last seen: \(seen.withLock { $0 }))", timeout: deadline
+        ) {
             let metrics = try await client.send("GET", "/metrics").text
             let line = metrics.split(separator: "\n").first { $0.hasPrefix("flagsd_long_poll_waiters ") }
             seen.withLock { $0 = line.map(String.init) ?? "no flagsd_long_poll_waiters line" }
@@ -85,7 +99,8 @@ import Testing
             try await waitForWaiters(5, on: b)
             try await waitForWaiters(5, on: c)
 
-            let changed = try await a.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 5000}"#)
+            let changed = try await a.send(
+                "POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 5000}"#)
             #expect(changed.status == .ok)
             let newTag = try #require(changed.headers[.eTag])
             #expect(newTag != etag)
@@ -102,7 +117,9 @@ import Testing
             let watcher = LiveClient(base: c.base, token: Self.adminToken, timeout: 660)
             async let followed = watcher.send("GET", "/v1/namespaces/rider/changes?after=2&wait=600")
             try await waitForWaiters(1, on: c)
-            #expect(try await b.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", body: "{}").status == .ok)
+            #expect(
+                try await b.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", body: "{}")
+                    .status == .ok)
             let log = try await followed
             #expect(log.json["changes"]?.arrayValue?.compactMap { $0["version"]?.int64Value } == [3])
         }
@@ -115,8 +132,9 @@ import Testing
                 for index in 1...24 {
                     let client = LiveClient(base: instances[index % 3].client.base, token: Self.adminToken)
                     group.addTask {
-                        let response = try await client.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout",
-                                                             body: #"{"rollout": \#(index)}"#)
+                        let response = try await client.send(
+                            "POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout",
+                            body: #"{"rollout": \#(index)}"#)
                         #expect(response.status == .ok, "\(response.text)")
                         return (index, response.json["version"]?.int64Value ?? -1)
                     }
@@ -135,7 +153,8 @@ import Testing
             var bodies: [[UInt8]] = []
             for instance in instances {
                 try await waitUntil {
-                    try await instance.client.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag]?.hasSuffix(".25\"") == true
+                    try await instance.client.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag]?.hasSuffix(
+                        ".25\"") == true
                 }
                 bodies.append(try await instance.client.send("GET", "/v1/namespaces/rider/snapshot").body)
             }
@@ -159,7 +178,8 @@ import Testing
             }
             try await waitForWaiters(1, on: a)
             try await waitForWaiters(1, on: b)
-            let changed = try await a.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4321}"#)
+            let changed = try await a.send(
+                "POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4321}"#)
             #expect(changed.status == .ok)
             #expect(changed.headers[.eTag] != etag, "the change takes a new version")
             var bodies: [[UInt8]] = []
@@ -169,20 +189,27 @@ import Testing
                 #expect(response.headers[.contentType] == SnapshotDelta.mediaType, "\(response.text)")
                 bodies.append(response.body)
             }
-            #expect(bodies[0] == bodies[1], "the instance that made the change and the one that followed it serve the same delta")
+            #expect(
+                bodies[0] == bodies[1],
+                "the instance that made the change and the one that followed it serve the same delta")
             let delta = try SnapshotDelta.decode(bodies[1])
             #expect(delta.upsertedFlags.map(\.key) == ["plugin_switch_map_traffic"])
             let full = try SnapshotDocument.decode(try await b.send("GET", "/v1/namespaces/rider/snapshot").body)
             #expect(try base.applying(delta) == full)
 
             // A second change through B; a client still at the first version asks either instance: one delta for both.
-            #expect(try await b.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", body: "{}").status == .ok)
+            #expect(
+                try await b.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", body: "{}")
+                    .status == .ok)
             try await waitUntil("instance A serving the change made through B") {
-                try await a.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == (try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag])
+                try await a.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag]
+                    == (try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag])
             }
             let fromA = try await a.send("GET", "/v1/namespaces/rider/snapshot", headers: accept)
             let fromB = try await b.send("GET", "/v1/namespaces/rider/snapshot", headers: accept)
-            #expect(fromA.headers[.contentType] == SnapshotDelta.mediaType && fromB.headers[.contentType] == SnapshotDelta.mediaType)
+            #expect(
+                fromA.headers[.contentType] == SnapshotDelta.mediaType
+                    && fromB.headers[.contentType] == SnapshotDelta.mediaType)
             #expect(fromA.body == fromB.body)
             #expect(try base.applying(try SnapshotDelta.decode(fromA.body)).version == full.version + 1)
         }
@@ -199,7 +226,9 @@ import Testing
             try await waitUntil {
                 try await asCI.send("GET", "/v1/namespaces/rider/flags").status == .ok
             }
-            #expect(try await asCI.send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_weather/disable", body: "{}").status == .ok)
+            #expect(
+                try await asCI.send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_weather/disable", body: "{}")
+                    .status == .ok)
             let audit = try await a.send("GET", "/v1/audit?actor=ci")
             #expect(audit.json["entries"]?.arrayValue?.count == 1)
             #expect(try await b.send("DELETE", "/v1/tokens/ci").status == .ok)
@@ -219,10 +248,12 @@ import Testing
         try await withInstances(2, arguments: arguments) { instances in
             let (a, b) = (instances[0].client, instances[1].client)
             _ = try await createRider(a)
-            let created = try await a.send("POST", "/v1/tokens", body: #"{"name": "rider-app", "role": "client", "namespaces": ["rider"]}"#)
+            let created = try await a.send(
+                "POST", "/v1/tokens", body: #"{"name": "rider-app", "role": "client", "namespaces": ["rider"]}"#)
             let app = LiveClient(base: b.base, token: try #require(created.json["token"]?.stringValue))
             let path = "/v1/namespaces/rider/flags/plugin_switch_feed_promos/release"
-            let plan = #"{"stages": [{"cities": ["lagos"], "rollout": 1000}, {"cities": ["lagos"], "rollout": 10000}, "#
+            let plan =
+                #"{"stages": [{"cities": ["lagos"], "rollout": 1000}, {"cities": ["lagos"], "rollout": 10000}, "#
                 + #"{"cities": ["nairobi"], "rollout": 10000}, {"rollout": 5000}, {"rollout": 10000}], "#
                 + #""soak": "0s", "min_sessions": 40, "margin": 1000}"#
             let started = try await a.send("POST", "\(path)/start", body: #"{"plan": \#(plan)}"#)
@@ -235,10 +266,17 @@ import Testing
                     round += 1
                     for city in ["lagos", "nairobi"] {
                         let now = Date()
-                        let events = CrashGuardTests.sessions("r\(round)-\(city)-with", count: 25, crashEvery: 0, switches: ["plugin_switch_feed_promos"], city: city, time: now)
-                            + CrashGuardTests.sessions("r\(round)-\(city)-without", count: 25, crashEvery: 0, switches: [], city: city, time: now)
-                        _ = try? await app.send("POST", "/v1/namespaces/rider/events", headers: ["X-Forwarded-For": CrashGuardTests.freshAddress()],
-                                                body: CrashGuardTests.batch(events))
+                        let events =
+                            CrashGuardTests.sessions(
+                                "r\(round)-\(city)-with", count: 25, crashEvery: 0,
+                                switches: ["plugin_switch_feed_promos"], city: city, time: now)
+                            + CrashGuardTests.sessions(
+                                "r\(round)-\(city)-without", count: 25, crashEvery: 0, switches: [], city: city,
+                                time: now)
+                        _ = try? await app.send(
+                            "POST", "/v1/namespaces/rider/events",
+                            headers: ["X-Forwarded-For": CrashGuardTests.freshAddress()],
+                            body: CrashGuardTests.batch(events))
                     }
                     try? await Task.sleep(for: .milliseconds(300))
                 }
@@ -249,92 +287,108 @@ import Testing
                 return (plan?["status"]?.stringValue, plan?["stage"]?.int64Value)
             }
             // Each stage waits for its first whole minute: generous deadlines of several minutes a stage.
-            try await waitUntil("the plan reaches stage 3", timeout: .seconds(600)) { (try await stage(on: b).1 ?? 0) >= 2 }
+            try await waitUntil("the plan reaches stage 3", timeout: .seconds(600)) {
+                (try await stage(on: b).1 ?? 0) >= 2
+            }
             instances[0].child.kill()
             try await waitUntil("the surviving instance completes the plan", timeout: .seconds(900)) {
                 try await stage(on: b).0 == "completed"
             }
             let audit = try await b.send("GET", "/v1/audit?namespace=rider&source=release-plan&limit=100").json
             let entries = (audit["entries"]?.arrayValue ?? []).reversed()
-            #expect(entries.map { $0["evidence"]?["stage"]?.int64Value } == [0, 1, 2, 3, 4], "each stage left once: \(entries.map { $0.serializedString() })")
+            #expect(
+                entries.map { $0["evidence"]?["stage"]?.int64Value } == [0, 1, 2, 3, 4],
+                "each stage left once: \(entries.map { $0.serializedString() })")
             let versions = entries.compactMap { $0["version"]?.int64Value }
-            #expect(versions == Array((versions.first ?? 0)..<((versions.first ?? 0) + Int64(versions.count))), "one version after the other: \(versions)")
+            #expect(
+                versions == Array((versions.first ?? 0)..<((versions.first ?? 0) + Int64(versions.count))),
+                "one version after the other: \(versions)")
         }
     }
 
     @Test func withPostgreSQLStoppedInstancesServeWhatTheyHoldRefuseWritesAndRecoverWhenItReturns() async throws {
-        try await PrivateServer.with { server in try await withInstances(2, serverURL: server.url) { instances in
-            let (a, b) = (instances[0].client, instances[1].client)
-            let etag = try await createRider(a)
-            try await waitUntil {
-                try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == etag
-            }
-            let before = try await b.send("GET", "/v1/namespaces/rider/snapshot")
-            #expect(try await b.send("GET", "/readyz").json["status"] == .string("ready"))
-            // Parked within 2 × 25 s, shorter than their 60 s wait: all six are parked at once before the outage.
-            let parked = park(3, on: a, after: etag, wait: 60) + park(3, on: b, after: etag, wait: 60)
-            try await waitForWaiters(3, on: a, within: .seconds(25))
-            try await waitForWaiters(3, on: b, within: .seconds(25))
-
-            try await server.stop()
-            let database = try PostgresStoreConfiguration(url: server.url)
-            /// What clients read never names the database or quotes PostgreSQL's own text (the log does).
-            func expectNoDatabaseIdentity(_ response: TestResponse, sourceLocation: SourceLocation = #_sourceLocation) {
-                for secret in ["postgres://", "\(database.host):\(database.port)", ":\(database.port)/", "\(database.username)@",
-                               "SQLSTATE", "connection refused", "Connection refused"] {
-                    #expect(!response.text.contains(secret), "\(response.text)", sourceLocation: sourceLocation)
+        try await PrivateServer.with { server in
+            try await withInstances(2, serverURL: server.url) { instances in
+                let (a, b) = (instances[0].client, instances[1].client)
+                let etag = try await createRider(a)
+                try await waitUntil {
+                    try await b.send("GET", "/v1/namespaces/rider/snapshot").headers[.eTag] == etag
                 }
-            }
-            for client in [a, b] {
-                try await waitUntil("degraded on \(client.base)") {
+                let before = try await b.send("GET", "/v1/namespaces/rider/snapshot")
+                #expect(try await b.send("GET", "/readyz").json["status"] == .string("ready"))
+                // Parked within 2 × 25 s, shorter than their 60 s wait: all six are parked at once before the outage.
+                let parked = park(3, on: a, after: etag, wait: 60) + park(3, on: b, after: etag, wait: 60)
+                try await waitForWaiters(3, on: a, within: .seconds(25))
+                try await waitForWaiters(3, on: b, within: .seconds(25))
+
+                try await server.stop()
+                let database = try PostgresStoreConfiguration(url: server.url)
+                /// What clients read never names the database or quotes PostgreSQL's own text (the log does).
+                func expectNoDatabaseIdentity(
+                    _ response: TestResponse, sourceLocation: SourceLocation = #_sourceLocation
+                ) {
+                    for secret in [
+                        "postgres://", "\(database.host):\(database.port)", ":\(database.port)/",
+                        "\(database.username)@",
+                        "SQLSTATE", "connection refused", "Connection refused",
+                    ] {
+                        #expect(!response.text.contains(secret), "\(response.text)", sourceLocation: sourceLocation)
+                    }
+                }
+                for client in [a, b] {
+                    try await waitUntil("degraded on \(client.base)") {
+                        let ready = try await client.send("GET", "/readyz")
+                        return ready.status == .ok && ready.json["status"] == .string("degraded")
+                    }
                     let ready = try await client.send("GET", "/readyz")
-                    return ready.status == .ok && ready.json["status"] == .string("degraded")
+                    #expect(ready.json["detail"]?.stringValue?.isEmpty == false)
+                    expectNoDatabaseIdentity(ready)
+                    // Snapshots held are served, to tokens already known.
+                    let snapshot = try await client.send("GET", "/v1/namespaces/rider/snapshot")
+                    #expect(snapshot.status == .ok)
+                    #expect(snapshot.body == before.body)
+                    // Writes fail at once with a problem document saying why.
+                    let refused = try await client.send(
+                        "POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout",
+                        body: #"{"rollout": 42}"#)
+                    #expect(refused.status == .serviceUnavailable)
+                    #expect(refused.headers[.contentType] == "application/problem+json")
+                    #expect(refused.json["type"] == .string("urn:switchyard:problem:storage-unavailable"))
+                    #expect(refused.json["detail"]?.stringValue?.contains("unreachable") == true)
+                    #expect(refused.headers[.retryAfter] != nil)
+                    expectNoDatabaseIdentity(refused)
+                    expectNoDatabaseIdentity(try await client.send("GET", "/v1/audit"))
+                    expectNoDatabaseIdentity(try await client.send("GET", "/v1/tokens"))
                 }
-                let ready = try await client.send("GET", "/readyz")
-                #expect(ready.json["detail"]?.stringValue?.isEmpty == false)
-                expectNoDatabaseIdentity(ready)
-                // Snapshots held are served, to tokens already known.
-                let snapshot = try await client.send("GET", "/v1/namespaces/rider/snapshot")
-                #expect(snapshot.status == .ok)
-                #expect(snapshot.body == before.body)
-                // Writes fail at once with a problem document saying why.
-                let refused = try await client.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 42}"#)
-                #expect(refused.status == .serviceUnavailable)
-                #expect(refused.headers[.contentType] == "application/problem+json")
-                #expect(refused.json["type"] == .string("urn:switchyard:problem:storage-unavailable"))
-                #expect(refused.json["detail"]?.stringValue?.contains("unreachable") == true)
-                #expect(refused.headers[.retryAfter] != nil)
-                expectNoDatabaseIdentity(refused)
-                expectNoDatabaseIdentity(try await client.send("GET", "/v1/audit"))
-                expectNoDatabaseIdentity(try await client.send("GET", "/v1/tokens"))
-            }
-            // The long-polls parked before the outage end normally: nothing changed.
-            for waiter in parked {
-                let response = try await waiter.value
-                #expect(response.status == .notModified)
-                #expect(response.headers[.eTag] == etag)
-            }
-            // Long-polls keep being accepted while degraded.
-            let duringOutage = park(2, on: b, after: etag, wait: 900)
-            try await waitForWaiters(2, on: b)
+                // The long-polls parked before the outage end normally: nothing changed.
+                for waiter in parked {
+                    let response = try await waiter.value
+                    #expect(response.status == .notModified)
+                    #expect(response.headers[.eTag] == etag)
+                }
+                // Long-polls keep being accepted while degraded.
+                let duringOutage = park(2, on: b, after: etag, wait: 900)
+                try await waitForWaiters(2, on: b)
 
-            try await server.start()
-            // A liveness deadline, not a figure: after a long outage PostgresNIO's pool waits up to a minute between
-            // attempts to reconnect, and the store replaces it after three failed probes of up to the operation
-            // timeout (60 s here) once its listener is back.
-            for client in [a, b] {
-                try await waitUntil("ready again on \(client.base)", timeout: .seconds(240)) {
-                    try await client.send("GET", "/readyz").json["status"] == .string("ready")
+                try await server.start()
+                // A liveness deadline, not a figure: after a long outage PostgresNIO's pool waits up to a minute between
+                // attempts to reconnect, and the store replaces it after three failed probes of up to the operation
+                // timeout (60 s here) once its listener is back.
+                for client in [a, b] {
+                    try await waitUntil("ready again on \(client.base)", timeout: .seconds(240)) {
+                        try await client.send("GET", "/readyz").json["status"] == .string("ready")
+                    }
+                }
+                let changed = try await a.send(
+                    "POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 42}"#)
+                #expect(changed.status == .ok, "\(changed.text)")
+                let newTag = try #require(changed.headers[.eTag])
+                for waiter in duringOutage {
+                    let response = try await waiter.value
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.eTag] == newTag)
                 }
             }
-            let changed = try await a.send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 42}"#)
-            #expect(changed.status == .ok, "\(changed.text)")
-            let newTag = try #require(changed.headers[.eTag])
-            for waiter in duringOutage {
-                let response = try await waiter.value
-                #expect(response.status == .ok)
-                #expect(response.headers[.eTag] == newTag)
-            }
-        } }
+        }
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
+
+@testable import SwitchyardServer
 
 /// OFREP's tokens (`Authorization: Bearer` or `X-API-Key`), namespace selection (PRODUCT.md "Access"), request
 /// rates, and failures, each answered with an OFREP body.
@@ -13,7 +14,8 @@ struct OFREPAccessTests {
         let app = try await TestApp.makeOFREP()
         defer { app.close() }
         let secret = try #require(app.tokens["client"])
-        let bearer = try await app.evaluate("plugin_switch_banner", token: nil, headers: [.authorization: "Bearer \(secret)"])
+        let bearer = try await app.evaluate(
+            "plugin_switch_banner", token: nil, headers: [.authorization: "Bearer \(secret)"])
         #expect(bearer.status == .ok)
         let apiKey = try await app.evaluate("plugin_switch_banner", token: nil, headers: [.testAPIKey: secret])
         #expect(apiKey.status == .ok)
@@ -75,7 +77,9 @@ struct OFREPAccessTests {
         let byHeader = try await app.evaluate("plugin_switch_banner", headers: [.testNamespace: "shop"])
         #expect(byHeader.json["metadata"]?["namespace"] == .string("shop"))
         let twoNamespaces = try await app.issueToken("two", namespaces: ["rider", "shop"])
-        #expect(try await app.evaluate("plugin_switch_banner", token: twoNamespaces, headers: [.testNamespace: "shop"]).status == .ok)
+        #expect(
+            try await app.evaluate("plugin_switch_banner", token: twoNamespaces, headers: [.testNamespace: "shop"])
+                .status == .ok)
         #expect(try await app.evaluate("plugin_switch_feed_weather", token: twoNamespaces).status == .ok)
         let elsewhere = try await app.issueToken("elsewhere", namespaces: ["shop", "driver"])
         let refused = try await app.evaluate("plugin_switch_feed_weather", token: elsewhere)
@@ -84,7 +88,9 @@ struct OFREPAccessTests {
         let missing = try await app.evaluate("plugin_switch_banner", headers: [.testNamespace: "driver"])
         #expect(missing.status == .badRequest)
         #expect(missing.json["errorCode"] == .string("GENERAL"))
-        #expect(missing.json["errorDetails"]?.stringValue?.contains("namespace 'driver' (named by X-Switchyard-Namespace) does not exist") == true)
+        #expect(
+            missing.json["errorDetails"]?.stringValue?.contains(
+                "namespace 'driver' (named by X-Switchyard-Namespace) does not exist") == true)
     }
 
     @Test func withoutAHeaderOrADefaultNamespaceTheRequestSaysHowToNameOne() async throws {
@@ -121,7 +127,8 @@ struct OFREPAccessTests {
     }
 
     @Test func theServersDefaultRateAppliesToTokensWithoutTheirOwn() async throws {
-        let app = try await TestApp.makeOFREP(configuration: ServerConfiguration(port: 0, defaultNamespace: "shop", ofrepRatePerMinute: 1))
+        let app = try await TestApp.makeOFREP(
+            configuration: ServerConfiguration(port: 0, defaultNamespace: "shop", ofrepRatePerMinute: 1))
         defer { app.close() }
         #expect(try await app.evaluate("plugin_switch_banner").status == .ok)
         let limited = try await app.evaluate("plugin_switch_banner")
@@ -138,14 +145,18 @@ struct OFREPAccessTests {
     @Test func tokensAreCreatedWithARateThroughTheAPI() async throws {
         let app = try await TestApp.makeOFREP()
         defer { app.close() }
-        let created = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "web", "role": "client", "namespaces": ["shop"], "rate_per_minute": 1}"#)
+        let created = try await app.send(
+            .post, "/v1/tokens", token: "admin",
+            body: #"{"name": "web", "role": "client", "namespaces": ["shop"], "rate_per_minute": 1}"#)
         #expect(created.status == .created)
         #expect(created.json["rate_per_minute"] == .int(1))
         let secret = try #require(created.json["token"]?.stringValue)
         #expect(try await app.evaluate("plugin_switch_banner", token: secret).status == .ok)
         #expect(try await app.evaluate("plugin_switch_banner", token: secret).status == .tooManyRequests)
         for rate in ["0", "-5", "\"fast\"", "1.5"] {
-            let refused = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "bad", "role": "client", "namespaces": ["shop"], "rate_per_minute": \#(rate)}"#)
+            let refused = try await app.send(
+                .post, "/v1/tokens", token: "admin",
+                body: #"{"name": "bad", "role": "client", "namespaces": ["shop"], "rate_per_minute": \#(rate)}"#)
             #expect(refused.status == .badRequest, "\(rate)")
             #expect(refused.problemPaths == ["rate_per_minute"])
         }
@@ -159,8 +170,10 @@ struct OFREPAccessTests {
         #expect(try await app.evaluate("plugin_switch_banner").status == .ok)
         // Tokens are read from the store on every request now; a closed store fails that read. A token the
         // server never loaded cannot be checked then.
-        let unseen = try await app.store.issueToken(name: "unseen", role: .client, namespaces: nil,
-                                                    by: ChangeAuthor(actor: "setup", source: .api)).secret
+        let unseen = try await app.store.issueToken(
+            name: "unseen", role: .client, namespaces: nil,
+            by: ChangeAuthor(actor: "setup", source: .api)
+        ).secret
         try app.store.close()
         for path in ["/ofrep/v1/evaluate/flags/plugin_switch_banner", "/ofrep/v1/evaluate/flags"] {
             let response = try await app.send(.post, path, token: unseen, body: #"{"context": {}}"#)

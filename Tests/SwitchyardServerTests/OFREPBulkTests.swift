@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardStorage
 import Testing
+
+@testable import SwitchyardServer
 
 /// `POST /ofrep/v1/evaluate/flags`: every flag for one context, with an ETag of the result and 304 while it holds.
 struct OFREPBulkTests {
@@ -15,7 +16,9 @@ struct OFREPBulkTests {
         #expect(response.headers[.contentType] == "application/json")
         let flags = try #require(response.json["flags"]?.arrayValue)
         let shop = try OFREPFixtures.shop()
-        #expect(flags.compactMap { $0["key"]?.stringValue } == shop.flags.map(\.key).sorted(), "every flag, in the snapshot's order (by key)")
+        #expect(
+            flags.compactMap { $0["key"]?.stringValue } == shop.flags.map(\.key).sorted(),
+            "every flag, in the snapshot's order (by key)")
         #expect(response.json["metadata"]?["namespace"] == .string("shop"))
         let byKey = Dictionary(uniqueKeysWithValues: flags.map { ($0["key"]?.stringValue ?? "", $0) })
         for key in ["plugin_switch_half", "exp_split"] {
@@ -39,7 +42,8 @@ struct OFREPBulkTests {
     @Test func theSingleAndBulkEvaluationsAgree() async throws {
         let app = try await TestApp.makeOFREP()
         defer { app.close() }
-        let context = #"{"targetingKey": "rider-7", "cohorts": ["beta"], "city": "paris", "platform": "ios", "appVersion": "5.2.0"}"#
+        let context =
+            #"{"targetingKey": "rider-7", "cohorts": ["beta"], "city": "paris", "platform": "ios", "appVersion": "5.2.0"}"#
         let bulk = try await app.evaluateAll(context: context)
         for item in bulk.json["flags"]?.arrayValue ?? [] {
             let key = try #require(item["key"]?.stringValue)
@@ -70,24 +74,29 @@ struct OFREPBulkTests {
         _ = try await app.server.flagService.change("shop", author) { flagSet in
             var flagSet = flagSet
             let index = try #require(flagSet.flags.firstIndex { $0.key == "plugin_switch_beta_search" })
-            flagSet.flags[index].pluginSwitch?.rules.append(SwitchRule(conditions: Conditions(cohorts: ["vip"]), rollout: .full))
+            flagSet.flags[index].pluginSwitch?.rules.append(
+                SwitchRule(conditions: Conditions(cohorts: ["vip"]), rollout: .full))
             return flagSet
         }
         #expect(try await app.evaluateAll(context: context, headers: [.ifNoneMatch: tag]).status == .notModified)
-        let vip = try await app.evaluateAll(context: #"{"targetingKey": "u1", "cohorts": ["vip"]}"#, headers: [.ifNoneMatch: tag])
+        let vip = try await app.evaluateAll(
+            context: #"{"targetingKey": "u1", "cohorts": ["vip"]}"#, headers: [.ifNoneMatch: tag])
         #expect(vip.status == .ok)
         #expect(vip.headers[.eTag] != tag)
 
         // A change that does alter it changes the tag.
-        let disabled = try await app.send(.post, "/v1/namespaces/shop/flags/plugin_switch_banner/disable", token: "editor",
-                                          body: #"{"reason": "test"}"#)
+        let disabled = try await app.send(
+            .post, "/v1/namespaces/shop/flags/plugin_switch_banner/disable", token: "editor",
+            body: #"{"reason": "test"}"#)
         #expect(disabled.status == .ok, "\(disabled.text)")
         let changed = try await app.evaluateAll(context: context, headers: [.ifNoneMatch: tag])
         #expect(changed.status == .ok)
         #expect(changed.headers[.eTag] != tag)
         let item = changed.json["flags"]?.arrayValue?.first { $0["key"] == .string("plugin_switch_banner") }
         #expect(item?["value"] == .bool(false))
-        #expect(try await app.evaluateAll(context: context, headers: [.ifNoneMatch: changed.headers[.eTag]!]).status == .notModified)
+        #expect(
+            try await app.evaluateAll(context: context, headers: [.ifNoneMatch: changed.headers[.eTag]!]).status
+                == .notModified)
     }
 
     @Test func contextsWithTheSameResultShareATagAndOthersDoNot() async throws {

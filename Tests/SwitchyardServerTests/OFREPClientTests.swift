@@ -43,9 +43,10 @@ struct OFREPClientTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-ofrep-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let child = try ChildFlagsd(database: folder.appendingPathComponent("flags.sqlite").path, folder: folder,
-                                    adminToken: Self.adminToken, flagsDirectory: OFREPFixtures.flagsDirectory,
-                                    arguments: ["--default-namespace", "shop"])
+        let child = try ChildFlagsd(
+            database: folder.appendingPathComponent("flags.sqlite").path, folder: folder,
+            adminToken: Self.adminToken, flagsDirectory: OFREPFixtures.flagsDirectory,
+            arguments: ["--default-namespace", "shop"])
         defer { child.kill() }
         let url = "http://127.0.0.1:\(try await child.port())"
         let admin = LiveClient(base: URL(string: url)!, token: Self.adminToken, timeout: 60)
@@ -58,15 +59,18 @@ struct OFREPClientTests {
         // Two namespaces, so that OFREP falls back to the default namespace (a token limited to one names it).
         let client = try await token(#"{"name": "python", "role": "client", "namespaces": ["shop", "rider"]}"#)
         let shop = try await token(#"{"name": "python-shop", "role": "client", "namespaces": ["shop"]}"#)
-        let rate = try await token(#"{"name": "python-rate", "role": "client", "namespaces": ["shop"], "rate_per_minute": 3}"#)
+        let rate = try await token(
+            #"{"name": "python-rate", "role": "client", "namespaces": ["shop"], "rate_per_minute": 3}"#)
         let revoked = try await token(#"{"name": "python-revoked", "role": "client", "namespaces": ["shop"]}"#)
         #expect(try await admin.send("DELETE", "/v1/tokens/python-revoked").status == .ok)
 
         // A liveness deadline, not a speed claim: the first run installs the client from PyPI.
-        let result = try await Repository.runScript(Self.script, environment: [
-            "OFREP_URL": url, "SWITCHYARD_CLIENT_TOKEN": client, "SWITCHYARD_SHOP_TOKEN": shop,
-            "SWITCHYARD_RATE_TOKEN": rate, "SWITCHYARD_REVOKED_TOKEN": revoked,
-        ], deadline: .seconds(600))
+        let result = try await Repository.runScript(
+            Self.script,
+            environment: [
+                "OFREP_URL": url, "SWITCHYARD_CLIENT_TOKEN": client, "SWITCHYARD_SHOP_TOKEN": shop,
+                "SWITCHYARD_RATE_TOKEN": rate, "SWITCHYARD_REVOKED_TOKEN": revoked,
+            ], deadline: .seconds(600))
         let lines = result.output.split(separator: "\n").map(String.init)
         for check in Self.checks {
             let failure = lines.first { $0.hasPrefix("FAIL \(check):") }
@@ -74,10 +78,13 @@ struct OFREPClientTests {
         }
         let reported = lines.compactMap { line -> String? in
             if line.hasPrefix("ok ") { return String(line.dropFirst(3)) }
-            if line.hasPrefix("FAIL "), let colon = line.firstIndex(of: ":") { return String(line[line.index(line.startIndex, offsetBy: 5)..<colon]) }
+            if line.hasPrefix("FAIL "), let colon = line.firstIndex(of: ":") {
+                return String(line[line.index(line.startIndex, offsetBy: 5)..<colon])
+            }
             return nil
         }
-        #expect(reported.filter { !Self.checks.contains($0) } == [], "checks the script makes that this test does not list")
+        #expect(
+            reported.filter { !Self.checks.contains($0) } == [], "checks the script makes that this test does not list")
         #expect(result.status == 0, "Tests/ofrep-python/run exited with \(result.status):\n\(result.output)")
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import Testing
+
+@testable import SwitchyardServer
 
 /// The core's evaluation cases (Tests/SwitchyardCoreTests/Data/evaluation, README there) through OFREP: each
 /// file's flag set becomes a namespace, each case a single-flag request and an item of a bulk request.
@@ -11,14 +12,17 @@ struct OFREPEvaluationCaseTests {
         .appendingPathComponent("SwitchyardCoreTests/Data/evaluation")
 
     static var files: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".json") }.sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".json") }
+            .sorted()
     }
 
     /// A case's context in OpenFeature's names.
     static func ofrepContext(_ context: JSONValue?) -> String {
         var object = JSONObject()
-        let names = [("unit_id", "targetingKey"), ("city", "city"), ("cohorts", "cohorts"), ("app_version", "appVersion"),
-                     ("platform", "platform")]
+        let names = [
+            ("unit_id", "targetingKey"), ("city", "city"), ("cohorts", "cohorts"), ("app_version", "appVersion"),
+            ("platform", "platform"),
+        ]
         for (ours, theirs) in names {
             if let value = context?[ours] { object[theirs] = value }
         }
@@ -32,8 +36,9 @@ struct OFREPEvaluationCaseTests {
         let namespace = try #require(flagSet["namespace"]?.stringValue)
         let app = try await TestApp.make(namespaces: [])
         defer { app.close() }
-        let created = try await app.send(.post, "/v1/namespaces", token: "admin",
-                                         body: #"{"name": "\#(namespace)", "reason_policy": "never", "flag_set": \#(flagSet.serializedString())}"#)
+        let created = try await app.send(
+            .post, "/v1/namespaces", token: "admin",
+            body: #"{"name": "\#(namespace)", "reason_policy": "never", "flag_set": \#(flagSet.serializedString())}"#)
         try #require(created.status == .created, "\(created.text)")
         let headers: HTTPFields = [.testNamespace: namespace]
 
@@ -64,7 +69,8 @@ struct OFREPEvaluationCaseTests {
                 #expect(response.json["variant"] == expected["variant"], "\(description)")
                 let isExperiment = flagSet["flags"]?[key]?["type"] == .string("experiment")
                 if isExperiment && reason == "DISABLED" {
-                    #expect(response.json["value"] == nil, "\(description): a killed experiment defers to the code default")
+                    #expect(
+                        response.json["value"] == nil, "\(description): a killed experiment defers to the code default")
                 } else {
                     #expect(response.json["value"] == expected["value"], "\(description)")
                     // Integral floats keep their decimal point on the wire.
@@ -72,7 +78,9 @@ struct OFREPEvaluationCaseTests {
                         #expect(response.text.contains(#""value":\#(literal)"#), "\(description): \(response.text)")
                     }
                 }
-                #expect(response.json["metadata"]?["bucket"] == (expected["bucket"].flatMap { $0 == .null ? nil : $0 }), "\(description)")
+                #expect(
+                    response.json["metadata"]?["bucket"] == (expected["bucket"].flatMap { $0 == .null ? nil : $0 }),
+                    "\(description)")
                 #expect(item?["reason"] == response.json["reason"], "\(description)")
                 #expect(item?["variant"] == response.json["variant"], "\(description)")
                 #expect(item?["value"] == response.json["value"], "\(description)")

@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardStorage
 import Testing
+
+@testable import SwitchyardServer
 
 /// `POST /ofrep/v1/evaluate/flags/{key}`: values, variants and reasons by the interop profile (docs/openfeature.md).
 struct OFREPEvaluationTests {
@@ -28,7 +29,8 @@ struct OFREPEvaluationTests {
     @Test func aRuleThatHoldsIsATargetingMatchAndTheDefaultRolloutIsSentAsStatic() async throws {
         let app = try await TestApp.makeOFREP()
         defer { app.close() }
-        let beta = try await app.evaluate("plugin_switch_beta_search", context: #"{"targetingKey": "u1", "cohorts": ["beta"]}"#)
+        let beta = try await app.evaluate(
+            "plugin_switch_beta_search", context: #"{"targetingKey": "u1", "cohorts": ["beta"]}"#)
         #expect(beta.json["value"] == .bool(true))
         #expect(beta.json["reason"] == .string("TARGETING_MATCH"))
         #expect(beta.json["metadata"]?["rule"] == .int(0))
@@ -112,12 +114,15 @@ struct OFREPEvaluationTests {
             let response = try await app.evaluate("plugin_switch_city_maps", context: context)
             #expect(response.json["value"] == .bool(on), "\(context): \(response.text)")
         }
-        for context in [#"{"cohort": "beta"}"#, #"{"cohorts": "beta"}"#, #"{"cohorts": ["staff", "beta"]}"#,
-                        #"{"cohort": ["beta"]}"#, #"{"cohort": "staff", "cohorts": ["beta"]}"#] {
+        for context in [
+            #"{"cohort": "beta"}"#, #"{"cohorts": "beta"}"#, #"{"cohorts": ["staff", "beta"]}"#,
+            #"{"cohort": ["beta"]}"#, #"{"cohort": "staff", "cohorts": ["beta"]}"#,
+        ] {
             let response = try await app.evaluate("plugin_switch_beta_search", context: context)
             #expect(response.json["value"] == .bool(true), "\(context)")
         }
-        let notBeta = try await app.evaluate("plugin_switch_beta_search", context: #"{"cohorts": ["staff"], "targetingKey": null}"#)
+        let notBeta = try await app.evaluate(
+            "plugin_switch_beta_search", context: #"{"cohorts": ["staff"], "targetingKey": null}"#)
         #expect(notBeta.json["value"] == .bool(false))
     }
 
@@ -125,7 +130,8 @@ struct OFREPEvaluationTests {
         let app = try await TestApp.makeOFREP()
         defer { app.close() }
         for body in [#"{"context": {}}"#, "{}", "", #"{"context": null}"#, #"{"context": {"targetingKey": ""}}"#] {
-            let response = try await app.send(.post, "/ofrep/v1/evaluate/flags/plugin_switch_banner", token: "client", body: body)
+            let response = try await app.send(
+                .post, "/ofrep/v1/evaluate/flags/plugin_switch_banner", token: "client", body: body)
             #expect(response.status == .ok, "\(body): \(response.text)")
             #expect(response.json["value"] == .bool(true))
         }
@@ -177,7 +183,10 @@ struct OFREPEvaluationTests {
         ("not json", "PARSE_ERROR", "not valid JSON"),
         ("[1, 2]", "PARSE_ERROR", "must be a JSON object"),
         (#"{"context": "user-1"}"#, "INVALID_CONTEXT", "context must be an object, not a string"),
-        (#"{"context": {"targetingKey": 42}}"#, "INVALID_CONTEXT", "context.targetingKey must be a string, not an integer"),
+        (
+            #"{"context": {"targetingKey": 42}}"#, "INVALID_CONTEXT",
+            "context.targetingKey must be a string, not an integer"
+        ),
         (#"{"context": {"city": ["paris"]}}"#, "INVALID_CONTEXT", "context.city must be a string"),
         (#"{"context": {"cohorts": ["beta", 7]}}"#, "INVALID_CONTEXT", "context.cohorts[1] must be a string"),
         (#"{"context": {"cohort": true}}"#, "INVALID_CONTEXT", "context.cohort must be a string or a list of strings"),

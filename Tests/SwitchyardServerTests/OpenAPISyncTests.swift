@@ -3,9 +3,10 @@ import HTTPTypes
 import SwitchyardCore
 import SwitchyardStorage
 import SwitchyardWire
-@testable import SwitchyardServer
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// docs/openapi.yaml describes exactly the routes the router serves, flagsd serves that file (from its resource
 /// bundle), and standard OpenAPI tooling reads it. Serialized: the first check may create the checkers' virtual
@@ -38,7 +39,8 @@ struct OpenAPISyncTests {
     @Test func theSourcesOfChangesAreOneList() throws {
         let names = ChangeSource.all.map(\.rawValue)
         #expect(AuditEntryBody.sources == names)
-        let yaml = try String(contentsOfFile: Repository.root + "/Sources/SwitchyardConsole/openapi.yaml", encoding: .utf8)
+        let yaml = try String(
+            contentsOfFile: Repository.root + "/Sources/SwitchyardConsole/openapi.yaml", encoding: .utf8)
         #expect(yaml.contains("    Source:\n      type: string\n      enum: [\(names.joined(separator: ", "))]"))
     }
 
@@ -52,7 +54,10 @@ struct OpenAPISyncTests {
         #expect(served.count > 25)
     }
 
-    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
+    @Test(
+        .enabled(
+            if: Repository.pythonIsAvailable,
+            "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
     func theServedDocumentIsDocsOpenAPIAndStandardToolsReadIt() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
@@ -70,59 +75,98 @@ struct OpenAPISyncTests {
 
     /// flagsd's answers (the wire bodies flagctl reads) match the document's schemas, checked by an independent
     /// validator (openapi-schema-validator, OpenAPI 3.1).
-    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
+    @Test(
+        .enabled(
+            if: Repository.pythonIsAvailable,
+            "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
     func theAnswersMatchTheDocumentsSchemas() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
         let ns = "/v1/namespaces/rider"
-        let disabled = try await app.send(.post, "\(ns)/flags/plugin_switch_map_traffic/disable", token: "editor",
-                                          body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
-        let killed = try await app.send(.post, "\(ns)/kill-switches/master/kill", token: "editor",
-                                        body: #"{"scope": {"cities": ["paris"]}, "reason": "schema test"}"#)
-        let unchanged = try await app.send(.post, "\(ns)/flags/plugin_switch_map_traffic/disable", token: "editor",
-                                           body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
-        let released = try await app.send(.post, "\(ns)/flags/plugin_switch_feed_promos/release/start", token: "editor",
-                                          body: #"{"plan": {"stages": [{"cities": ["lagos"], "rollout": 100}, {"rollout": 10000}], "soak": "1h"}}"#)
+        let disabled = try await app.send(
+            .post, "\(ns)/flags/plugin_switch_map_traffic/disable", token: "editor",
+            body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
+        let killed = try await app.send(
+            .post, "\(ns)/kill-switches/master/kill", token: "editor",
+            body: #"{"scope": {"cities": ["paris"]}, "reason": "schema test"}"#)
+        let unchanged = try await app.send(
+            .post, "\(ns)/flags/plugin_switch_map_traffic/disable", token: "editor",
+            body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
+        let released = try await app.send(
+            .post, "\(ns)/flags/plugin_switch_feed_promos/release/start", token: "editor",
+            body: #"{"plan": {"stages": [{"cities": ["lagos"], "rollout": 100}, {"rollout": 10000}], "soak": "1h"}}"#)
         let answers: [(schema: String, response: TestResponse)] = [
             ("Namespace", try await app.send(.get, ns, token: "editor")),
             ("Flag", try await app.send(.get, "\(ns)/flags/plugin_switch_map_traffic", token: "editor")),
             ("Committed", disabled), ("Committed", killed), ("Committed", unchanged), ("Committed", released),
-            ("ReleaseStatus", try await app.send(.get, "\(ns)/flags/plugin_switch_feed_promos/release", token: "editor")),
+            (
+                "ReleaseStatus",
+                try await app.send(.get, "\(ns)/flags/plugin_switch_feed_promos/release", token: "editor")
+            ),
         ]
         let killSwitches = try await app.send(.get, "\(ns)/kill-switches", token: "editor")
-        let created = try await app.send(.post, "/v1/tokens", token: "admin", body: #"{"name": "schema-app", "role": "client", "namespaces": ["rider"]}"#)
+        let created = try await app.send(
+            .post, "/v1/tokens", token: "admin",
+            body: #"{"name": "schema-app", "role": "client", "namespaces": ["rider"]}"#)
         #expect(created.status == .created, "\(created.text)")
         let lists: [(schema: String, items: [JSONValue])] = [
-            ("Change", try await app.send(.get, "\(ns)/changes?after=0", token: "editor").json["changes"]?.arrayValue ?? []),
+            (
+                "Change",
+                try await app.send(.get, "\(ns)/changes?after=0", token: "editor").json["changes"]?.arrayValue ?? []
+            ),
             ("KillSwitch", killSwitches.json["kill_switches"]?.arrayValue ?? []),
-            ("AuditEntry", try await app.send(.get, "/v1/audit?namespace=rider", token: "admin").json["entries"]?.arrayValue ?? []),
-            ("Token", (try await app.send(.get, "/v1/tokens", token: "admin").json["tokens"]?.arrayValue ?? []) + [created.json]),
-            ("Namespace", try await app.send(.get, "/v1/namespaces", token: "admin").json["namespaces"]?.arrayValue ?? []),
-            ("ReleaseStatus", try await app.send(.get, "\(ns)/releases", token: "editor").json["releases"]?.arrayValue ?? []),
+            (
+                "AuditEntry",
+                try await app.send(.get, "/v1/audit?namespace=rider", token: "admin").json["entries"]?.arrayValue ?? []
+            ),
+            (
+                "Token",
+                (try await app.send(.get, "/v1/tokens", token: "admin").json["tokens"]?.arrayValue ?? []) + [
+                    created.json
+                ]
+            ),
+            (
+                "Namespace",
+                try await app.send(.get, "/v1/namespaces", token: "admin").json["namespaces"]?.arrayValue ?? []
+            ),
+            (
+                "ReleaseStatus",
+                try await app.send(.get, "\(ns)/releases", token: "editor").json["releases"]?.arrayValue ?? []
+            ),
         ]
-        for answer in answers { #expect(answer.response.status.code < 300, "\(answer.schema): \(answer.response.text)") }
-        try await Self.expectSchemasMatch(answers.map { ($0.schema, $0.response.json) }
-            + lists.flatMap { list in
-                #expect(list.items.count >= 1, "no \(list.schema) to check")
-                return list.items.map { (list.schema, $0) }
-            })
+        for answer in answers {
+            #expect(answer.response.status.code < 300, "\(answer.schema): \(answer.response.text)")
+        }
+        try await Self.expectSchemasMatch(
+            answers.map { ($0.schema, $0.response.json) }
+                + lists.flatMap { list in
+                    #expect(list.items.count >= 1, "no \(list.schema) to check")
+                    return list.items.map { (list.schema, $0) }
+                })
     }
 
     /// The crash guard's answers match the document's schemas too (status, trips, proposals, applying and dismissing
     /// a proposal, and the evidence in the change log), and flagctl's typed bodies read each back as it was sent.
-    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
+    @Test(
+        .enabled(
+            if: Repository.pythonIsAvailable,
+            "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
     func theCrashGuardsAnswersMatchTheDocumentsSchemas() async throws {
         var policy = CrashGuardTests.policy
         policy.maximumTripsPerHour = 0
         policy.maximumScopedTripsPerHour = 0
         let app = try await CrashGuardTests.app(policy: policy)
         defer { app.close() }
-        let promos = CrashGuardTests.promos, traffic = CrashGuardTests.traffic
+        let promos = CrashGuardTests.promos
+        let traffic = CrashGuardTests.traffic
         // Promos crashes in lagos only (a scoped proposal, with the sessions elsewhere as its complement); traffic
         // everywhere it runs. Past budgets of 0, the guard proposes both.
-        try await CrashGuardTests.post(app, CrashGuardTests.sessions("paris", count: 600, crashEvery: 0, switches: [promos], city: "paris"))
-        try await CrashGuardTests.post(app, CrashGuardTests.sessions("lagos", count: 200, crashEvery: 5, switches: [promos], city: "lagos"))
-        try await CrashGuardTests.post(app, CrashGuardTests.sessions("lima", count: 150, crashEvery: 3, switches: [traffic], city: "lima"))
+        try await CrashGuardTests.post(
+            app, CrashGuardTests.sessions("paris", count: 600, crashEvery: 0, switches: [promos], city: "paris"))
+        try await CrashGuardTests.post(
+            app, CrashGuardTests.sessions("lagos", count: 200, crashEvery: 5, switches: [promos], city: "lagos"))
+        try await CrashGuardTests.post(
+            app, CrashGuardTests.sessions("lima", count: 150, crashEvery: 3, switches: [traffic], city: "lima"))
         await app.server.guardService.drain()
         let ns = "/v1/namespaces/rider"
         let proposals = try await app.send(.get, "\(ns)/guard/proposals", token: "editor")
@@ -131,36 +175,46 @@ struct OpenAPISyncTests {
         #expect(promosProposal.scope == Scope(cities: ["lagos"]) && promosProposal.evidence.complement != nil)
         let trafficProposal = try #require(typedProposals.first { $0.key == traffic })
         let proposed = try await app.send(.get, "\(ns)/guard", token: "editor")
-        let applied = try await app.send(.post, "\(ns)/guard/proposals/\(promosProposal.id)/apply", token: "editor", body: #"{"reason": "schema test"}"#)
-        let dismissed = try await app.send(.post, "\(ns)/guard/proposals/\(trafficProposal.id)/dismiss", token: "editor",
-                                           body: #"{"reason": "schema test"}"#)
+        let applied = try await app.send(
+            .post, "\(ns)/guard/proposals/\(promosProposal.id)/apply", token: "editor",
+            body: #"{"reason": "schema test"}"#)
+        let dismissed = try await app.send(
+            .post, "\(ns)/guard/proposals/\(trafficProposal.id)/dismiss", token: "editor",
+            body: #"{"reason": "schema test"}"#)
         let inForce = try await app.send(.get, "\(ns)/guard/trips", token: "editor")
         let tripped = try await app.send(.get, "\(ns)/guard?switch=\(promos)", token: "editor")
-        let enabled = try await app.send(.post, "\(ns)/flags/\(promos)/enable", token: "editor",
-                                         body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
+        let enabled = try await app.send(
+            .post, "\(ns)/flags/\(promos)/enable", token: "editor",
+            body: #"{"scope": {"cities": ["lagos"]}, "reason": "schema test"}"#)
         #expect(enabled.status == .ok, "\(enabled.text)")
         let reenabled = try await app.send(.get, "\(ns)/guard/trips", token: "editor")
         let coolingDown = try await app.send(.get, "\(ns)/guard", token: "editor")
         let series = try await app.send(.get, "\(ns)/series?hours=1", token: "editor")
         let answers: [(schema: String, response: TestResponse)] = [
-            ("GuardProposals", proposals), ("GuardOverview", proposed), ("Committed", applied), ("GuardDismissal", dismissed),
-            ("GuardTrips", inForce), ("GuardOverview", tripped), ("GuardTrips", reenabled), ("GuardOverview", coolingDown),
+            ("GuardProposals", proposals), ("GuardOverview", proposed), ("Committed", applied),
+            ("GuardDismissal", dismissed),
+            ("GuardTrips", inForce), ("GuardOverview", tripped), ("GuardTrips", reenabled),
+            ("GuardOverview", coolingDown),
             ("Series", series),
         ]
         for answer in answers { #expect(answer.response.status == .ok, "\(answer.schema): \(answer.response.text)") }
         #expect(tripped.json["switches"]?[0]?["state"] == .string("tripped"))
         #expect(reenabled.json["trips"]?[0]?["reenabled"]?["actor"] == .string("editor"))
         // The applied proposal, and the trip's evidence as the change log keeps it.
-        let changes = try await app.send(.get, "\(ns)/changes?after=0", token: "editor").json["changes"]?.arrayValue ?? []
+        let changes =
+            try await app.send(.get, "\(ns)/changes?after=0", token: "editor").json["changes"]?.arrayValue ?? []
         let evidenced = changes.filter { $0["evidence"] != nil }
         #expect(evidenced.count == 1)
-        try await Self.expectSchemasMatch(answers.map { ($0.schema, $0.response.json) }
-            + [("GuardProposal", applied.json["proposal"] ?? .null)] + evidenced.map { ("Change", $0) })
+        try await Self.expectSchemasMatch(
+            answers.map { ($0.schema, $0.response.json) }
+                + [("GuardProposal", applied.json["proposal"] ?? .null)] + evidenced.map { ("Change", $0) })
 
         // flagctl's bodies read every answer, and write it back as flagsd sent it.
         #expect(try GuardProposalsBody(json: proposals.json).json == proposals.json)
         #expect(try GuardDismissalBody(json: dismissed.json).json == dismissed.json)
-        for overview in [proposed, tripped, coolingDown] { #expect(try GuardOverviewBody(json: overview.json).json == overview.json) }
+        for overview in [proposed, tripped, coolingDown] {
+            #expect(try GuardOverviewBody(json: overview.json).json == overview.json)
+        }
         for trips in [inForce, reenabled] { #expect(try GuardTripsBody(json: trips.json).json == trips.json) }
         let evidence = try GuardEvidenceBody(json: evidenced[0]["evidence"] ?? .null)
         #expect(evidence.proposal == promosProposal.id && evidence.policy.cooldown == .seconds(1800))
@@ -168,7 +222,8 @@ struct OpenAPISyncTests {
 
     /// Checks bodies against schemas of docs/openapi.yaml with the independent validator.
     static func expectSchemasMatch(_ bodies: [(schema: String, json: JSONValue)]) async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-bodies-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "openapi-bodies-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         var arguments: [String] = []
@@ -184,18 +239,26 @@ struct OpenAPISyncTests {
 
     /// The checker fails where tooling would: a plain scalar holding `: ` (what once kept standard parsers from
     /// loading the document at all), and a document missing what OpenAPI requires.
-    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
+    @Test(
+        .enabled(
+            if: Repository.pythonIsAvailable,
+            "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
     func theCheckerRejectsWhatStandardToolsCannotRead() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let unquoted = folder.appendingPathComponent("unquoted.yaml")
-        try Data("openapi: 3.1.0\ninfo:\n  title: t\n  version: '1'\n  description: Sent with (`Cache-Control: no-cache`).\npaths: {}\n".utf8).write(to: unquoted)
+        try Data(
+            "openapi: 3.1.0\ninfo:\n  title: t\n  version: '1'\n  description: Sent with (`Cache-Control: no-cache`).\npaths: {}\n"
+                .utf8
+        ).write(to: unquoted)
         let unversioned = folder.appendingPathComponent("unversioned.yaml")
         try Data("openapi: 3.1.0\ninfo:\n  title: t\npaths: {}\n".utf8).write(to: unversioned)
         let result = try await Repository.runScript("scripts/check-openapi", [unquoted.path, unversioned.path])
         #expect(result.status == 1)
-        #expect(result.output.contains("unquoted.yaml: not valid YAML: mapping values are not allowed here"), "\(result.output)")
+        #expect(
+            result.output.contains("unquoted.yaml: not valid YAML: mapping values are not allowed here"),
+            "\(result.output)")
         #expect(result.output.contains("unversioned.yaml: info: 'version' is a required property"), "\(result.output)")
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// The metrics the dashboards and alert rules of Dashboards/ need beyond request counts: the waiter cap, the
 /// fan-out of changes, change propagation, changes by actor.
@@ -31,7 +32,8 @@ struct OperationsMetricsTests {
         async let parked = app.send(.get, "/v1/namespaces/rider/changes?after=1&wait=600", token: "client")
         async let second = app.send(.get, "/v1/namespaces/rider/changes?after=1&wait=600", token: "client")
         try await waitUntil(timeout: .seconds(300)) { app.hub.waiterCount == 2 }
-        let change = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor")
+        let change = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor")
         #expect(change.status == .ok)
         #expect(try await parked.json["version"] == .int(2))
         #expect(try await second.json["version"] == .int(2))

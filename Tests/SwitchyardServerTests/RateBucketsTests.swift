@@ -1,5 +1,6 @@
-@testable import SwitchyardServer
 import Testing
+
+@testable import SwitchyardServer
 
 /// The per-token request budget, driven by explicit times: a minute's worth in a burst, then the rate.
 struct RateBucketsTests {
@@ -58,7 +59,8 @@ struct RateBucketsTests {
         #expect(buckets.spend("tok", cost: 30, ratePerMinute: 60, now: .seconds(10)) == .allowed)
         // A batch larger than a minute's worth costs a minute's worth: it passes once the bucket is full.
         #expect(buckets.spend("big", cost: 1000, ratePerMinute: 60, now: .zero) == .allowed)
-        #expect(buckets.spend("big", cost: 1000, ratePerMinute: 60, now: .seconds(30)) == .limited(retryAfterSeconds: 30))
+        #expect(
+            buckets.spend("big", cost: 1000, ratePerMinute: 60, now: .seconds(30)) == .limited(retryAfterSeconds: 30))
     }
 
     @Test func bucketsLeftAloneForAMinuteAreForgottenSoMadeUpKeysCannotGrowMemory() {
@@ -76,7 +78,10 @@ struct RateBucketsTests {
     /// A request spending several budgets spends all or none: the refused party's budget is the only one it touches.
     @Test func severalBudgetsAreSpentAllOrNothingNamingTheFirstThatRefuses() {
         var buckets = RateBuckets()
-        let budgets = [RateBuckets.Budget(key: "address", ratePerMinute: 2, cost: 1), RateBuckets.Budget(key: "token", ratePerMinute: 10, cost: 3)]
+        let budgets = [
+            RateBuckets.Budget(key: "address", ratePerMinute: 2, cost: 1),
+            RateBuckets.Budget(key: "token", ratePerMinute: 10, cost: 3),
+        ]
         #expect(buckets.spend(budgets, now: .zero) == nil)
         #expect(buckets.spend(budgets, now: .zero) == nil)
         // The address is spent (2 a minute): refused, and the token keeps its 4.
@@ -86,10 +91,13 @@ struct RateBucketsTests {
         // refuses, and the address is not charged.
         #expect(buckets.spend([RateBuckets.Budget(key: "token", ratePerMinute: 10, cost: 5)], now: .seconds(30)) == nil)
         #expect(buckets.spend(budgets, now: .seconds(30)) == RateBuckets.Refusal(index: 1, retryAfterSeconds: 18))
-        #expect(buckets.spend([RateBuckets.Budget(key: "address", ratePerMinute: 2, cost: 1)], now: .seconds(30)) == nil)
+        #expect(
+            buckets.spend([RateBuckets.Budget(key: "address", ratePerMinute: 2, cost: 1)], now: .seconds(30)) == nil)
         // Asking without charging spends nothing.
         var asked = RateBuckets()
-        for _ in 0..<5 { #expect(asked.spend([RateBuckets.Budget(key: "a", ratePerMinute: 1)], charge: false, now: .zero) == nil) }
+        for _ in 0..<5 {
+            #expect(asked.spend([RateBuckets.Budget(key: "a", ratePerMinute: 1)], charge: false, now: .zero) == nil)
+        }
         #expect(asked.spend("a", ratePerMinute: 1, now: .zero) == .allowed)
     }
 

@@ -2,12 +2,13 @@ import Foundation
 import HTTPTypes
 import SwitchyardCore
 import SwitchyardGuard
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import SwitchyardWire
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// Release plans decided on evidence one party cannot make (issue 31): a client token's crashed sessions from one
 /// address against a running plan (the issue's attack, over loopback HTTP through the trusted proxy), a real bad
@@ -19,7 +20,8 @@ import Testing
 struct ReleaseEvidenceTests {
     static let promos = CrashGuardTests.promos
     static let path = "/v1/namespaces/rider/flags/\(promos)/release"
-    static let policy = CrashGuardPolicy(minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 5000))
+    static let policy = CrashGuardPolicy(
+        minimumSessions: 100, minimumCrashes: 5, maximumCrashRate: Rollout(basisPoints: 5000))
 
     /// Lagos at 10 %, Lagos at 100 %, everyone: decided on 100 sessions, a margin of 5 points; roll-back from the
     /// first stage goes to off.
@@ -49,10 +51,13 @@ struct ReleaseEvidenceTests {
 
     /// Honest Lagos traffic: `count` sessions with the switch and as many without, none crashed, from 16 networks.
     static func honest(_ prefix: String, count: Int = 400, time: Date = Date()) -> [[JSONValue]] {
-        let events = CrashGuardTests.sessions("\(prefix)-with", count: count, crashEvery: 0, switches: [promos], time: time)
+        let events =
+            CrashGuardTests.sessions("\(prefix)-with", count: count, crashEvery: 0, switches: [promos], time: time)
             + CrashGuardTests.sessions("\(prefix)-without", count: count, crashEvery: 0, switches: [], time: time)
         let perAddress = (events.count + 15) / 16
-        return stride(from: 0, to: events.count, by: perAddress).map { Array(events[$0..<min($0 + perAddress, events.count)]) }
+        return stride(from: 0, to: events.count, by: perAddress).map {
+            Array(events[$0..<min($0 + perAddress, events.count)])
+        }
     }
 
     /// `count` crashed Lagos sessions with the switch, each from a unit of its own.
@@ -67,8 +72,9 @@ struct ReleaseEvidenceTests {
             for start in stride(from: 0, to: group.count, by: 100) {
                 var headers = HTTPFields()
                 headers[HTTPField.Name("X-Forwarded-For")!] = address
-                let response = try await app.send(.post, "/v1/namespaces/rider/events", token: token, headers: headers,
-                                                  body: CrashGuardTests.batch(Array(group[start..<min(start + 100, group.count)])))
+                let response = try await app.send(
+                    .post, "/v1/namespaces/rider/events", token: token, headers: headers,
+                    body: CrashGuardTests.batch(Array(group[start..<min(start + 100, group.count)])))
                 try #require(response.status == .ok, "\(response.text)")
             }
         }
@@ -79,8 +85,9 @@ struct ReleaseEvidenceTests {
         for group in groups {
             let address = CrashGuardTests.freshAddress()
             for start in stride(from: 0, to: group.count, by: 100) {
-                let response = try await client.send("POST", "/v1/namespaces/rider/events", headers: ["X-Forwarded-For": address],
-                                                     body: CrashGuardTests.batch(Array(group[start..<min(start + 100, group.count)])))
+                let response = try await client.send(
+                    "POST", "/v1/namespaces/rider/events", headers: ["X-Forwarded-For": address],
+                    body: CrashGuardTests.batch(Array(group[start..<min(start + 100, group.count)])))
                 try #require(response.status == .ok, "\(response.text)")
             }
         }
@@ -102,18 +109,23 @@ struct ReleaseEvidenceTests {
             // made-up units, all from one address behind the trusted proxy.
             try await Self.post(client, Self.honest("honest"))
             try await Self.post(client, [Self.crashed("forged")])
-            let status = try ReleaseStatusBody(json: try await client.send("GET", Self.path, headers: ["Authorization": "Bearer \(app.tokens["editor"]!)"]).json)
+            let status = try ReleaseStatusBody(
+                json: try await client.send(
+                    "GET", Self.path, headers: ["Authorization": "Bearer \(app.tokens["editor"]!)"]
+                ).json)
             // The issue's numbers: 20 % of 500 against 0 % of 400.
             #expect(status.assessment?.with == .init(sessions: 500, crashes: 100))
             #expect(status.assessment?.without == .init(sessions: 400, crashes: 0))
             #expect(status.assessment?.verdict == "hold", "\(status.assessment?.reasons ?? [])")
-            #expect(status.assessment?.reasons.contains("crashes from 1 of 3 networks needed to roll back") == true,
-                    "\(status.assessment?.reasons ?? [])")
+            #expect(
+                status.assessment?.reasons.contains("crashes from 1 of 3 networks needed to roll back") == true,
+                "\(status.assessment?.reasons ?? [])")
             #expect(await app.server.releasePlanRunner.runOnce().map(\.action) == ["held"])
             #expect(try await Self.plan(app)?.state?.status == .running)
 
             // A real bad plugin: 100 crashed sessions from 20 networks of 5 units each.
-            try await Self.post(client, stride(from: 0, to: 100, by: 5).map { Array(Self.crashed("bad", count: 100)[$0..<$0 + 5]) })
+            try await Self.post(
+                client, stride(from: 0, to: 100, by: 5).map { Array(Self.crashed("bad", count: 100)[$0..<$0 + 5]) })
             #expect(await app.server.releasePlanRunner.runOnce().map(\.action) == ["rolled_back"])
         }
         let after = try #require(try await Self.plan(app)?.state)
@@ -153,15 +165,18 @@ struct ReleaseEvidenceTests {
         let audit = try await app.send(.get, "/v1/audit?namespace=rider&source=release-plan", token: "admin").json
         #expect(audit["entries"]?[0]?["evidence"]?["proposes"] == .string("roll_back_to_off"), "\(audit)")
 
-        let client = try await app.send(.post, "\(Self.path)/proposals/\(proposal.id)/confirm", token: "client", body: "{}")
+        let client = try await app.send(
+            .post, "\(Self.path)/proposals/\(proposal.id)/confirm", token: "client", body: "{}")
         #expect(client.status == .forbidden)
-        let confirmed = try await app.send(.post, "\(Self.path)/proposals/\(proposal.id)/confirm", token: "editor",
-                                           body: #"{"reason": "crash reports agree"}"#)
+        let confirmed = try await app.send(
+            .post, "\(Self.path)/proposals/\(proposal.id)/confirm", token: "editor",
+            body: #"{"reason": "crash reports agree"}"#)
         #expect(confirmed.status == .ok, "\(confirmed.text)")
         let state = try #require(try await Self.plan(app)?.state)
         #expect(state.status == .rolledBack && state.stage == nil, "off")
         #expect(try await Self.status(app).proposals.first?.state == "confirmed")
-        let again = try await app.send(.post, "\(Self.path)/proposals/\(proposal.id)/confirm", token: "editor", body: "{}")
+        let again = try await app.send(
+            .post, "\(Self.path)/proposals/\(proposal.id)/confirm", token: "editor", body: "{}")
         #expect(again.status == .conflict)
     }
 
@@ -171,7 +186,8 @@ struct ReleaseEvidenceTests {
         let id = try #require(try await Self.status(app).proposals.first?.id)
         let noReason = try await app.send(.post, "\(Self.path)/proposals/\(id)/dismiss", token: "editor", body: "{}")
         #expect(noReason.status == .badRequest && noReason.problemPaths == ["reason"])
-        let dismissed = try await app.send(.post, "\(Self.path)/proposals/\(id)/dismiss", token: "editor", body: #"{"reason": "a test farm"}"#)
+        let dismissed = try await app.send(
+            .post, "\(Self.path)/proposals/\(id)/dismiss", token: "editor", body: #"{"reason": "a test farm"}"#)
         #expect(dismissed.status == .ok, "\(dismissed.text)")
         #expect(await app.server.releasePlanRunner.runOnce().map(\.action) == ["held"])
         let status = try await Self.status(app)
@@ -187,7 +203,8 @@ struct ReleaseEvidenceTests {
         defer { app.close() }
         try await Self.start(app)
         try await ReleasePlanRunTests.backdate(app)
-        let sessions = CrashGuardTests.sessions("r-with", count: 300, crashEvery: 3, switches: [Self.promos])
+        let sessions =
+            CrashGuardTests.sessions("r-with", count: 300, crashEvery: 3, switches: [Self.promos])
             + CrashGuardTests.sessions("r-without", count: 300, crashEvery: 0, switches: [])
         try await Self.post(app, [sessions], token: "reporter")
         #expect(await app.server.releasePlanRunner.runOnce().map(\.action) == ["rolled_back"])
@@ -205,10 +222,12 @@ struct ReleaseEvidenceTests {
         // 1,600 sessions from 16 networks: 100 each, the address cap.
         try await Self.post(app, Self.honest("honest", count: 800, time: now))
         // Crashed sessions from 20 networks, stamped 5 minutes ahead (accepted: up to 10).
-        try await Self.post(app, stride(from: 0, to: 100, by: 5).map { Array(Self.crashed("ahead", time: now + 300)[$0..<$0 + 5]) })
+        try await Self.post(
+            app, stride(from: 0, to: 100, by: 5).map { Array(Self.crashed("ahead", time: now + 300)[$0..<$0 + 5]) })
         let current = try #require(try await Self.plan(app))
         let namespace = try #require(try await app.store.namespace("rider"))
-        let assessment = try #require(try await app.server.releasePlanRunner.assess(Self.promos, plan: current, in: namespace))
+        let assessment = try #require(
+            try await app.server.releasePlanRunner.assess(Self.promos, plan: current, in: namespace))
         #expect(assessment.check.with == EventTally(sessions: 800, crashedSessions: 0))
         #expect(assessment.verdict == .advance)
         // Six minutes later (a runner whose clock says so), their minute has come.
@@ -223,7 +242,8 @@ struct ReleaseEvidenceTests {
         defer { app.close() }
         let now = Date()
         // Posted before the plan starts, stamped 9 minutes ahead: into what will be the stage's minutes.
-        try await Self.post(app, stride(from: 0, to: 100, by: 5).map { Array(Self.crashed("early", time: now + 540)[$0..<$0 + 5]) })
+        try await Self.post(
+            app, stride(from: 0, to: 100, by: 5).map { Array(Self.crashed("early", time: now + 540)[$0..<$0 + 5]) })
         try await Self.post(app, Self.honest("early-honest", time: now + 540))
         try await Self.start(app)
         var options = ReleasePlanRunner.Options()

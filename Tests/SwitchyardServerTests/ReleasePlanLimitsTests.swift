@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardFlagFiles
 import SwitchyardSQLite
 import SwitchyardStorage
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// Release plans inside flagsd keep the switch's standing limits, and every kind of change (enable, disable, rollout,
 /// targeting, kill, revert, apply, delete) goes through the one change path that pauses a running plan or leaves it
@@ -23,12 +24,15 @@ struct ReleasePlanLimitsTests {
         """
 
     /// A rider's OFREP context: iOS 5.10.0 unless told otherwise.
-    static func context(_ city: String, version: String = "5.10.0", platform: String = "ios", unit: String = "rider-42") -> String {
+    static func context(_ city: String, version: String = "5.10.0", platform: String = "ios", unit: String = "rider-42")
+        -> String
+    {
         #"{"targetingKey": "\#(unit)", "city": "\#(city)", "appVersion": "\#(version)", "platform": "\#(platform)"}"#
     }
 
     static func isOn(_ client: LiveClient, _ context: String) async throws -> Bool {
-        let response = try await client.send("POST", "/ofrep/v1/evaluate/flags/\(scooters)", body: #"{"context": \#(context)}"#)
+        let response = try await client.send(
+            "POST", "/ofrep/v1/evaluate/flags/\(scooters)", body: #"{"context": \#(context)}"#)
         #expect(response.status == .ok, "\(context): \(response.text)")
         let value: Bool? = response.json["value"]?.boolValue
         return try #require(value as Bool?)
@@ -36,14 +40,16 @@ struct ReleasePlanLimitsTests {
 
     @Test func theWalkthroughsPlanNeverGivesScootersToAnOldAppOrAnotherPlatform() async throws {
         let rider = try FlagFile(contentsOf: Repository.root + "/Flags/rider.yaml").flagSet
-        let app = try await TestApp.make(configuration: CrashGuardTests.configuration(), namespaces: [], flagSets: [rider])
+        let app = try await TestApp.make(
+            configuration: CrashGuardTests.configuration(), namespaces: [], flagSets: [rider])
         defer { app.close() }
         let path = "/v1/namespaces/rider/flags/\(Self.scooters)/release"
         try await app.withLiveServer { url in
             let client = LiveClient(base: url, token: app.tokens["rider-client"])
             let editor = LiveClient(base: url, token: app.tokens["editor"])
-            let start = try await editor.send("POST", "\(path)/start",
-                                              body: #"{"plan": \#(Self.walkthroughPlan), "reason": "scooters: Lagos, then Nairobi, then everyone"}"#)
+            let start = try await editor.send(
+                "POST", "\(path)/start",
+                body: #"{"plan": \#(Self.walkthroughPlan), "reason": "scooters: Lagos, then Nairobi, then everyone"}"#)
             #expect(start.status == .ok, "\(start.text)")
             // What a 5.10.0 iOS app gets at each stage (nil: a 50 % stage, up to the unit's bucket), then completed.
             let expected: [(paris: Bool, lagos: Bool?, nairobi: Bool, lima: Bool)] = [
@@ -53,14 +59,22 @@ struct ReleasePlanLimitsTests {
             for (stage, want) in expected.enumerated() {
                 let label = stage < 5 ? "stage \(stage + 1)" : "completed"
                 for city in ["paris", "lagos", "nairobi", "lima"] {
-                    #expect(try await !Self.isOn(client, Self.context(city, version: "5.9.0")), "\(label): a 5.9.0 app in \(city)")
-                    #expect(try await !Self.isOn(client, Self.context(city, platform: "web")), "\(label): the web app in \(city)")
+                    #expect(
+                        try await !Self.isOn(client, Self.context(city, version: "5.9.0")),
+                        "\(label): a 5.9.0 app in \(city)")
+                    #expect(
+                        try await !Self.isOn(client, Self.context(city, platform: "web")),
+                        "\(label): the web app in \(city)")
                 }
                 #expect(try await Self.isOn(client, Self.context("paris")) == want.paris, "\(label): Paris")
-                if let lagos = want.lagos { #expect(try await Self.isOn(client, Self.context("lagos")) == lagos, "\(label): Lagos") }
+                if let lagos = want.lagos {
+                    #expect(try await Self.isOn(client, Self.context("lagos")) == lagos, "\(label): Lagos")
+                }
                 #expect(try await Self.isOn(client, Self.context("nairobi")) == want.nairobi, "\(label): Nairobi")
                 #expect(try await Self.isOn(client, Self.context("lima")) == want.lima, "\(label): Lima")
-                #expect(try await Self.isOn(client, Self.context("lima", platform: "android")) == want.lima, "\(label): Android in Lima")
+                #expect(
+                    try await Self.isOn(client, Self.context("lima", platform: "android")) == want.lima,
+                    "\(label): Android in Lima")
                 if stage < 5 {
                     let advance = try await editor.send("POST", "\(path)/advance", body: #"{"reason": "next"}"#)
                     #expect(advance.status == .ok, "\(advance.text)")
@@ -71,9 +85,14 @@ struct ReleasePlanLimitsTests {
         let gate = try #require(try await app.store.namespace("rider")?.flagSet.flag(Self.scooters)?.pluginSwitch)
         #expect(gate.release?.state?.status == .completed)
         #expect(gate.rollout == .off)
-        #expect(gate.rules == [SwitchRule(name: "release completed",
-                                          conditions: Conditions(appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"]),
-                                          rollout: .full)])
+        #expect(
+            gate.rules == [
+                SwitchRule(
+                    name: "release completed",
+                    conditions: Conditions(
+                        appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"]),
+                    rollout: .full)
+            ])
     }
 
     /// A kind of change to a namespace with a running plan for `plugin_switch_feed_promos`, and what it does to the plan.
@@ -97,7 +116,8 @@ struct ReleasePlanLimitsTests {
         let flags = "/v1/namespaces/rider/flags"
         let promos = ReleasePlanRunTests.promos
         func send(_ method: String, _ path: String, _ body: String) async throws -> TestResponse {
-            let response = try await app.send(method == "PUT" ? .put : method == "DELETE" ? .delete : .post, path, token: "editor", body: body)
+            let response = try await app.send(
+                method == "PUT" ? .put : method == "DELETE" ? .delete : .post, path, token: "editor", body: body)
             #expect(response.status == .ok, "\(method) \(path): \(response.text)")
             return response
         }
@@ -130,10 +150,16 @@ struct ReleasePlanLimitsTests {
         case .target:
             _ = try await send("POST", "\(flags)/\(promos)/targeting", #"{"rule": 0, "add": {"platforms": ["ios"]}}"#)
         case .kill:
-            _ = try await send("POST", "/v1/namespaces/rider/kill-switches/kill_home_feed/kill", #"{"scope": {"cities": ["lagos"]}, "reason": "INC-1"}"#)
+            _ = try await send(
+                "POST", "/v1/namespaces/rider/kill-switches/kill_home_feed/kill",
+                #"{"scope": {"cities": ["lagos"]}, "reason": "INC-1"}"#)
         case .revert:
-            let changes = try await app.send(.get, "/v1/namespaces/rider/changes?after=0&limit=100", token: "editor").json
-            let targeting = try #require(changes["changes"]?.arrayValue?.first { $0["summary"]?.stringValue?.hasPrefix("edit targeting") == true })
+            let changes = try await app.send(.get, "/v1/namespaces/rider/changes?after=0&limit=100", token: "editor")
+                .json
+            let targeting = try #require(
+                changes["changes"]?.arrayValue?.first {
+                    $0["summary"]?.stringValue?.hasPrefix("edit targeting") == true
+                })
             let version = try #require(targeting["version"]?.int64Value)
             _ = try await send("POST", "/v1/namespaces/rider/changes/\(version)/revert", "{}")
         case .apply:
@@ -145,7 +171,8 @@ struct ReleasePlanLimitsTests {
             document.flags[index].pluginSwitch?.release = before.release?.declared
             let weather = try document.flagIndex("plugin_switch_feed_weather")
             document.flags[weather].description = "Weather card"
-            let body = JSONValue.object(JSONObject([("flag_set", .object(document.tree(unit: .basisPoints)))])).serializedString()
+            let body = JSONValue.object(JSONObject([("flag_set", .object(document.tree(unit: .basisPoints)))]))
+                .serializedString()
             _ = try await send("PUT", "/v1/namespaces/rider/flag-set", body)
         case .delete:
             _ = try await send("DELETE", "\(flags)/plugin_switch_feed_weather", "{}")
@@ -158,7 +185,8 @@ struct ReleasePlanLimitsTests {
             #expect(state.note?.contains("editor changed the switch") == true, "\(state.note ?? "")")
         } else {
             #expect(state == beforeState, "\(kind) leaves the plan as it was")
-            #expect(after.rules == before.rules && after.rollout == before.rollout, "\(kind) leaves the stage's targeting")
+            #expect(
+                after.rules == before.rules && after.rollout == before.rollout, "\(kind) leaves the stage's targeting")
         }
         #expect(state.stage == beforeState.stage, "no change moves the plan to another stage")
         #expect(state.limits == beforeState.limits)
@@ -188,7 +216,8 @@ struct ReleasePlanLimitsTests {
         let index = try document.flagIndex(promos)
         document.flags[index].pluginSwitch = Fixtures.rider().flag(promos)?.pluginSwitch
         document.flags[index].pluginSwitch?.release = completed.release?.declared
-        let body = JSONValue.object(JSONObject([("flag_set", .object(document.tree(unit: .basisPoints)))])).serializedString()
+        let body = JSONValue.object(JSONObject([("flag_set", .object(document.tree(unit: .basisPoints)))]))
+            .serializedString()
         let put = try await app.send(.put, "/v1/namespaces/rider/flag-set", token: "editor", body: body)
         #expect(put.status == .ok, "\(put.text)")
         #expect(try await ReleasePlanRunTests.gate(app) == completed)

@@ -3,9 +3,10 @@ import HTTPTypes
 import SwitchyardCore
 import SwitchyardStorage
 import SwitchyardWire
-@testable import SwitchyardServer
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// `GET /v1/namespaces/{namespace}/series`: the numbers behind the console's charts are the counts flagsd admitted,
 /// per step, and sum to what the crash guard counts over the same minutes.
@@ -15,10 +16,13 @@ struct SeriesRouteTests {
     @Test func theStepsHoldTheSessionsAndCrashesClientsReportedAndSumToTheGuardsCounts() async throws {
         let app = try await CrashGuardTests.app()
         defer { app.close() }
-        let promos = CrashGuardTests.promos, traffic = CrashGuardTests.traffic
+        let promos = CrashGuardTests.promos
+        let traffic = CrashGuardTests.traffic
         // Promos in 90 sessions (9 crashed), traffic in 40 (none crashed): too few to trip, all in the guard's window.
-        try await CrashGuardTests.post(app, CrashGuardTests.sessions("promos", count: 90, crashEvery: 10, switches: [promos]))
-        try await CrashGuardTests.post(app, CrashGuardTests.sessions("traffic", count: 40, crashEvery: 0, switches: [traffic]))
+        try await CrashGuardTests.post(
+            app, CrashGuardTests.sessions("promos", count: 90, crashEvery: 10, switches: [promos]))
+        try await CrashGuardTests.post(
+            app, CrashGuardTests.sessions("traffic", count: 40, crashEvery: 0, switches: [traffic]))
         await app.server.guardService.drain()
 
         let response = try await app.send(.get, "\(Self.ns)/series?hours=1", token: "editor")
@@ -26,7 +30,8 @@ struct SeriesRouteTests {
         let body = try SeriesBody(json: response.json)
         #expect(body.json == response.json, "the wire body reads back what flagsd sent")
         #expect(body.stepSeconds == 60 && body.source == "client")
-        let from = try #require(Date(iso8601: body.from)), until = try #require(Date(iso8601: body.until))
+        let from = try #require(Date(iso8601: body.from))
+        let until = try #require(Date(iso8601: body.until))
         #expect(until.timeIntervalSince(from) == 3600)
         #expect(body.series.first?.subject == "baseline")
         let switches = body.series.filter { $0.subject == "switch" }.map(\.key)
@@ -48,16 +53,19 @@ struct SeriesRouteTests {
         #expect(status.check.crashes == promosSeries.crashes.reduce(0, +))
 
         // One switch: it and the baseline only. Reporters reported nothing.
-        let one = try SeriesBody(json: try await app.send(.get, "\(Self.ns)/series?switch=\(traffic)", token: "editor").json)
+        let one = try SeriesBody(
+            json: try await app.send(.get, "\(Self.ns)/series?switch=\(traffic)", token: "editor").json)
         #expect(one.series.map(\.key) == ["", traffic])
         #expect(one.stepSeconds == 360, "six hours (the default) in 60 steps")
-        let reporters = try SeriesBody(json: try await app.send(.get, "\(Self.ns)/series?source=reporter", token: "editor").json)
+        let reporters = try SeriesBody(
+            json: try await app.send(.get, "\(Self.ns)/series?source=reporter", token: "editor").json)
         #expect(reporters.series.allSatisfy { $0.sessions.allSatisfy { $0 == 0 } })
     }
 
     @Test(arguments: [
         ("hours=0", "hours"), ("hours=49", "hours"), ("hours=six", "hours"),
-        ("switch=plugin_switch_nope", "switch"), ("switch=confirmation_button_copy", "switch"), ("source=everyone", "source"),
+        ("switch=plugin_switch_nope", "switch"), ("switch=confirmation_button_copy", "switch"),
+        ("source=everyone", "source"),
     ])
     func badQueriesAreRefusedNamingTheParameter(query: String, field: String) async throws {
         let app = try await TestApp.make()

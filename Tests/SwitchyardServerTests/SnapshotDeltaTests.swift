@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// Deltas on `GET /v1/namespaces/{ns}/snapshot`: asked for with `Accept`, from the version in `If-None-Match`,
 /// built once per base and shared, through the router and the fast path alike; the full snapshot whenever a delta
@@ -14,12 +15,15 @@ struct SnapshotDeltaTests {
     static let accept: HTTPFields = [.accept: "\(SnapshotDelta.mediaType), application/json"]
 
     /// The rider namespace at version 1 (its tag and decoded snapshot) after one rollout change to version 2.
-    func changedApp(configuration: ServerConfiguration = ServerConfiguration(port: 0, maximumWait: 600)) async throws -> (TestApp, tag: String, base: Snapshot) {
+    func changedApp(configuration: ServerConfiguration = ServerConfiguration(port: 0, maximumWait: 600)) async throws
+        -> (TestApp, tag: String, base: Snapshot)
+    {
         let app = try await TestApp.make(configuration: configuration)
         let first = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client")
         let tag = try #require(first.headers[.eTag])
-        let change = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", token: "editor",
-                                        body: #"{"rollout": 4200}"#)
+        let change = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", token: "editor",
+            body: #"{"rollout": 4200}"#)
         #expect(change.status == .ok)
         return (app, tag, try SnapshotDocument.decode(first.body))
     }
@@ -42,7 +46,9 @@ struct SnapshotDeltaTests {
 
         let full = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client")
         let target = try SnapshotDocument.decode(full.body)
-        #expect(try base.applying(delta) == target, "the delta leads exactly to the full snapshot, checksum and digest included")
+        #expect(
+            try base.applying(delta) == target,
+            "the delta leads exactly to the full snapshot, checksum and digest included")
         #expect(delta.checksum == SnapshotDocument.checksum(of: target))
         #expect(response.body.count * 2 < full.body.count)
 
@@ -58,13 +64,23 @@ struct SnapshotDeltaTests {
         let (app, _, _) = try await changedApp()
         defer { app.close() }
         let policy = CrashGuardPolicy(tripSources: [.reporters], cities: ["lagos"])
-        _ = try await app.server.flagService.change("rider", ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api))) { flagSet in
+        _ = try await app.server.flagService.change(
+            "rider", ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api))
+        ) { flagSet in
             var flagSet = flagSet
             flagSet.crashGuard = policy
             // A new flag first: applying a delta appends it, the store keeps it where it was put.
-            flagSet.flags.insert(FlagDefinition(key: "button_color", kind: .experiment(Experiment(
-                valueType: .string, variants: [Variant(key: "control", value: .string("grey")), Variant(key: "blue", value: .string("blue"))],
-                defaultVariant: "control", weights: ["control": 1, "blue": 1]))), at: 0)
+            flagSet.flags.insert(
+                FlagDefinition(
+                    key: "button_color",
+                    kind: .experiment(
+                        Experiment(
+                            valueType: .string,
+                            variants: [
+                                Variant(key: "control", value: .string("grey")),
+                                Variant(key: "blue", value: .string("blue")),
+                            ],
+                            defaultVariant: "control", weights: ["control": 1, "blue": 1]))), at: 0)
             return flagSet
         }
         let stored = try #require(try await app.store.namespace("rider")).flagSet
@@ -77,8 +93,10 @@ struct SnapshotDeltaTests {
     @Test func aClientThatDoesNotAskAlwaysGetsTheFullSnapshot() async throws {
         let (app, tag, _) = try await changedApp()
         defer { app.close() }
-        for accept in [nil, "application/json", "*/*", "\(SnapshotDelta.mediaType);q=0, application/json",
-                       "application/vnd.switchyard.snapshot-delta+jsonx"] {
+        for accept in [
+            nil, "application/json", "*/*", "\(SnapshotDelta.mediaType);q=0, application/json",
+            "application/vnd.switchyard.snapshot-delta+jsonx",
+        ] {
             var headers: HTTPFields = [.ifNoneMatch: tag]
             if let accept { headers[.accept] = accept }
             let response = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client", headers: headers)
@@ -95,12 +113,15 @@ struct SnapshotDeltaTests {
         defer { app.close() }
         let epoch = tag.dropFirst().prefix { $0 != "." }
         for rollout in [4300, 4400] {
-            _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", token: "editor",
-                                   body: #"{"rollout": \#(rollout)}"#)
+            _ = try await app.send(
+                .post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", token: "editor",
+                body: #"{"rollout": \#(rollout)}"#)
         }
         // Version 4 now; deltas are kept from versions 2 and 3.
-        for (base, expectDelta) in [("\"\(epoch).1\"", false), ("\"\(epoch).2\"", true), ("\"\(epoch).3\"", true),
-                                    ("\"\(epoch).0\"", false), ("\"other-epoch.3\"", false), ("*", false)] {
+        for (base, expectDelta) in [
+            ("\"\(epoch).1\"", false), ("\"\(epoch).2\"", true), ("\"\(epoch).3\"", true),
+            ("\"\(epoch).0\"", false), ("\"other-epoch.3\"", false), ("*", false),
+        ] {
             var headers = Self.accept
             headers[.ifNoneMatch] = base
             let response = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client", headers: headers)
@@ -126,15 +147,19 @@ struct SnapshotDeltaTests {
     @Test func aWaiterThatAsksIsWokenWithTheDeltaAndOneThatDoesNotWithTheSnapshot() async throws {
         let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWait: 600))
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         var headers = Self.accept
         headers[.ifNoneMatch] = tag
         // Long-polls of up to 600 s, parked within 300 s: they still wait when the change is made.
-        async let deltaWaiter = app.send(.get, "/v1/namespaces/rider/snapshot?wait=600", token: "client", headers: headers)
-        async let plainWaiter = app.send(.get, "/v1/namespaces/rider/snapshot?wait=600", token: "client", headers: [.ifNoneMatch: tag])
+        async let deltaWaiter = app.send(
+            .get, "/v1/namespaces/rider/snapshot?wait=600", token: "client", headers: headers)
+        async let plainWaiter = app.send(
+            .get, "/v1/namespaces/rider/snapshot?wait=600", token: "client", headers: [.ifNoneMatch: tag])
         try await waitUntil("two parked waiters") { app.hub.waiterCount == 2 }
-        _ = try await app.send(.post, "/v1/namespaces/rider/kill-switches/kill_home_feed/kill", token: "editor",
-                               body: #"{"reason": "incident", "scope": {"cities": ["lagos"]}}"#)
+        _ = try await app.send(
+            .post, "/v1/namespaces/rider/kill-switches/kill_home_feed/kill", token: "editor",
+            body: #"{"reason": "incident", "scope": {"cities": ["lagos"]}}"#)
         let delta = try await deltaWaiter
         #expect(delta.headers[.contentType] == SnapshotDelta.mediaType)
         let decoded = try SnapshotDelta.decode(delta.body)
@@ -149,14 +174,17 @@ struct SnapshotDeltaTests {
         let first = PublishedSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flagSet), deltaVersions: 10)
         var changed = flagSet
         changed.flags[0].description = "changed"
-        let second = PublishedSnapshot(Snapshot(epoch: "e", version: 2, flagSet: changed), previous: first, deltaVersions: 10)
-        guard case .delta(let one) = second.deltaAnswer(from: 1), case .delta(let other) = second.deltaAnswer(from: 1) else {
+        let second = PublishedSnapshot(
+            Snapshot(epoch: "e", version: 2, flagSet: changed), previous: first, deltaVersions: 10)
+        guard case .delta(let one) = second.deltaAnswer(from: 1), case .delta(let other) = second.deltaAnswer(from: 1)
+        else {
             Issue.record("no delta from version 1")
             return
         }
         #expect(one === other)
-        #expect(second.digest == SnapshotDigest(changed).value(for: Snapshot(epoch: "e", version: 2, flagSet: changed)),
-                "the digest carried from the previous version's equals one computed afresh")
+        #expect(
+            second.digest == SnapshotDigest(changed).value(for: Snapshot(epoch: "e", version: 2, flagSet: changed)),
+            "the digest carried from the previous version's equals one computed afresh")
         guard case .full(.unknownBase) = second.deltaAnswer(from: 0) else {
             Issue.record("a delta from an unknown version")
             return
@@ -164,11 +192,14 @@ struct SnapshotDeltaTests {
     }
 
     @Test func aDeltaNoSmallerThanTheSnapshotIsNotGiven() {
-        let tiny = FlagSet(namespace: "tiny", flags: [FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition()))])
+        let tiny = FlagSet(
+            namespace: "tiny",
+            flags: [FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition()))])
         let first = PublishedSnapshot(Snapshot(epoch: "e", version: 1, flagSet: tiny), deltaVersions: 10)
         var changed = tiny
         changed.flags[0].pluginSwitch?.rollout = .full
-        let second = PublishedSnapshot(Snapshot(epoch: "e", version: 2, flagSet: changed), previous: first, deltaVersions: 10)
+        let second = PublishedSnapshot(
+            Snapshot(epoch: "e", version: 2, flagSet: changed), previous: first, deltaVersions: 10)
         guard case .full(.notSmaller) = second.deltaAnswer(from: 1) else {
             Issue.record("a delta as large as the snapshot was given")
             return
@@ -207,7 +238,10 @@ struct SnapshotDeltaTests {
         #expect(!AcceptsDelta("*/*").accepted)
         #expect(!AcceptsDelta(nil).accepted)
         #expect(!AcceptsDelta("application/vnd.switchyard.snapshot-delta+json-v2").accepted)
-        #expect(AcceptsDelta("text/html;level=1, \tapplication/vnd.switchyard.snapshot-delta+json ; charset=utf-8 ;Q=0.001 ").accepted)
+        #expect(
+            AcceptsDelta(
+                "text/html;level=1, \tapplication/vnd.switchyard.snapshot-delta+json ; charset=utf-8 ;Q=0.001 "
+            ).accepted)
         #expect(!AcceptsDelta("application/json, application/vnd.switchyard.snapshot-delta+json; Q=0.000").accepted)
         #expect(!AcceptsDelta("application/vnd.switchyard.snapshot-delta+json;q=-1").accepted)
         #expect(AcceptsDelta("application/vnd.switchyard.snapshot-delta+json;q=1.0").accepted)
@@ -218,20 +252,25 @@ struct SnapshotDeltaTests {
     @Test func theFastPathAnswersDeltasAsTheRouterDoesParkedOrNot() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         let auth = ("Authorization", "Bearer \(app.tokens["client"]!)")
         let accept = ("Accept", "\(SnapshotDelta.mediaType), application/json")
         try await withLiveFlagsd(app) { server, port in
             var connections: [RawHTTPConnection] = []
             for encoding in ["gzip", "identity"] {
                 let connection = try RawHTTPConnection(port: port)
-                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
-                                                          headers: [auth, accept, ("If-None-Match", tag), ("Accept-Encoding", encoding)]))
+                try connection.send(
+                    RawHTTPConnection.get(
+                        "/v1/namespaces/rider/snapshot?wait=60",
+                        headers: [auth, accept, ("If-None-Match", tag), ("Accept-Encoding", encoding)]))
                 connections.append(connection)
             }
             try await waitUntil { server.flagService.hub.waiterCount == 2 }
-            let change = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
-                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4200}"#)
+            let change = try await LiveClient(
+                base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"]
+            )
+            .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4200}"#)
             #expect(change.status == .ok)
             var bodies: [[UInt8]] = []
             for (index, connection) in connections.enumerated() {
@@ -245,7 +284,9 @@ struct SnapshotDeltaTests {
             // Not parked (its version is behind): answered at once with the same delta, built once.
             let connection = try RawHTTPConnection(port: port)
             let answeredBefore = server.snapshotFastPath.answeredCount
-            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60", headers: [auth, accept, ("If-None-Match", tag)]))
+            try connection.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot?wait=60", headers: [auth, accept, ("If-None-Match", tag)]))
             let live = try await connection.readResponse()
             #expect(server.snapshotFastPath.answeredCount - answeredBefore == 1)
             #expect(live.headers[.contentType] == SnapshotDelta.mediaType)
@@ -265,6 +306,8 @@ extension SnapshotDeltaTests {
         _ = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client")
         let metrics = try await app.send(.get, "/metrics", token: "metrics").text
         #expect(metrics.contains(#"flagsd_snapshot_delta_answers_total{answer="delta"} 1"#), "\(metrics)")
-        #expect(metrics.contains(#"flagsd_snapshot_delta_answers_total{answer="full"} 1"#), "a request without a tag, which accepted deltas")
+        #expect(
+            metrics.contains(#"flagsd_snapshot_delta_answers_total{answer="full"} 1"#),
+            "a request without a tag, which accepted deltas")
     }
 }

@@ -6,11 +6,12 @@ import Logging
 import Prometheus
 import ServiceLifecycle
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// The snapshot fast path (`SnapshotFastPathHandler`) on the real server over loopback: it answers exactly as the
 /// router does, hands the router what it does not own, keeps pipelined responses in order, counts its requests in
@@ -29,15 +30,19 @@ struct SnapshotFastPathTests {
     @Test func itAnswersExactlyAsTheRouterDoesAndLeavesItTheRest() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         let snapshot = "/v1/namespaces/rider/snapshot"
         let cases = [
             Case(target: snapshot, token: "client", headers: [], fast: true),
             Case(target: snapshot, token: "client", headers: [("Accept-Encoding", "gzip, deflate")], fast: true),
             Case(target: snapshot, token: "client", headers: [("Accept-Encoding", "br;q=1, gzip;q=0")], fast: true),
             Case(target: snapshot, token: "client", headers: [("If-None-Match", tag)], fast: true),
-            Case(target: snapshot, token: "client", headers: [("If-None-Match", "W/\(tag)"), ("Accept-Encoding", "gzip")], fast: true),
-            Case(target: snapshot + "?wait=30", token: "client", headers: [("If-None-Match", "\"other.1\"")], fast: true),
+            Case(
+                target: snapshot, token: "client",
+                headers: [("If-None-Match", "W/\(tag)"), ("Accept-Encoding", "gzip")], fast: true),
+            Case(
+                target: snapshot + "?wait=30", token: "client", headers: [("If-None-Match", "\"other.1\"")], fast: true),
             Case(target: snapshot + "?wait=0", token: "rider-client", headers: [("If-None-Match", tag)], fast: true),
             Case(target: snapshot + "?wait=abc", token: "client", headers: [], fast: true),
             Case(target: "/v1/namespaces/nope/snapshot", token: "client", headers: [], fast: true),
@@ -47,7 +52,9 @@ struct SnapshotFastPathTests {
             Case(target: snapshot, token: "revoked", headers: [], fast: false),
             Case(target: snapshot, token: "other-editor", headers: [], fast: false),
             Case(target: "/v1/namespaces/%72ider/snapshot", token: "client", headers: [], fast: false),
-            Case(target: "/v1/namespaces/%72ider/snapshot", token: "client", headers: [("If-None-Match", tag)], fast: false),
+            Case(
+                target: "/v1/namespaces/%72ider/snapshot", token: "client", headers: [("If-None-Match", tag)],
+                fast: false),
             Case(target: "/v1/namespaces/rider/snapshot/", token: "client", headers: [], fast: false),
             Case(target: "/v1/namespaces/rider/changes", token: "client", headers: [], fast: false),
         ]
@@ -56,11 +63,14 @@ struct SnapshotFastPathTests {
             for (index, testCase) in cases.enumerated() {
                 var headers = testCase.headers
                 headers.append(("X-Request-Id", "case-\(index)"))
-                if let token = testCase.token { headers.append(("Authorization", "Bearer \(app.tokens[token] ?? token)")) }
+                if let token = testCase.token {
+                    headers.append(("Authorization", "Bearer \(app.tokens[token] ?? token)"))
+                }
                 let answeredBefore = server.snapshotFastPath.answeredCount
                 try connection.send(RawHTTPConnection.get(testCase.target, headers: headers))
                 let live = try await connection.readResponse()
-                #expect(server.snapshotFastPath.answeredCount - answeredBefore == (testCase.fast ? 1 : 0), "\(testCase)")
+                #expect(
+                    server.snapshotFastPath.answeredCount - answeredBefore == (testCase.fast ? 1 : 0), "\(testCase)")
 
                 var fields = HTTPFields()
                 for (name, value) in headers { fields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
@@ -70,9 +80,13 @@ struct SnapshotFastPathTests {
                 // The same headers in the same order; the application adds Date and Server to every response, and
                 // NIO's encoder leaves a 304's Content-Length off the wire (on both paths: see the %72ider case).
                 let expected = routed.headers.filter { routed.status != .notModified || $0.name != .contentLength }
-                #expect(Array(live.headers.filter { $0.name != .date && $0.name != .server }) == Array(expected), "\(testCase)")
+                #expect(
+                    Array(live.headers.filter { $0.name != .date && $0.name != .server }) == Array(expected),
+                    "\(testCase)")
                 #expect(live.headers[.server] == "flagsd")
-                #expect(live.headers[.date].flatMap { Self.imfFixdate().date(from: $0) } != nil, "Date: \(live.headers[.date] ?? "")")
+                #expect(
+                    live.headers[.date].flatMap { Self.imfFixdate().date(from: $0) } != nil,
+                    "Date: \(live.headers[.date] ?? "")")
             }
         }
     }
@@ -80,17 +94,22 @@ struct SnapshotFastPathTests {
     @Test func aParkedRequestIsAnsweredOnItsConnectionAndPipelinedRequestsFollowInOrder() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         let auth = ("Authorization", "Bearer \(app.tokens["client"]!)")
         try await withLiveFlagsd(app) { server, port in
             let connection = try RawHTTPConnection(port: port)
             // A long-poll, a request for the router and a plain snapshot GET, pipelined behind it.
-            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60", headers: [auth, ("If-None-Match", tag)])
-                + RawHTTPConnection.get("/healthz")
-                + RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth, ("Accept-Encoding", "gzip")]))
+            try connection.send(
+                RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60", headers: [auth, ("If-None-Match", tag)])
+                    + RawHTTPConnection.get("/healthz")
+                    + RawHTTPConnection.get(
+                        "/v1/namespaces/rider/snapshot", headers: [auth, ("Accept-Encoding", "gzip")]))
             try await waitUntil { server.flagService.hub.waiterCount == 1 }
-            let change = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
-                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4200}"#)
+            let change = try await LiveClient(
+                base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"]
+            )
+            .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4200}"#)
             #expect(change.status == .ok)
             let woken = try await connection.readResponse()
             #expect(woken.status == .ok)
@@ -105,7 +124,9 @@ struct SnapshotFastPathTests {
             #expect(try SnapshotDocument.decode(Gzip.decompress(plain.body)).version == 2)
             #expect(server.flagService.hub.waiterCount == 0)
             // The connection stays usable, on either path.
-            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth, ("If-None-Match", decoded.entityTag)]))
+            try connection.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot", headers: [auth, ("If-None-Match", decoded.entityTag)]))
             #expect(try await connection.readResponse().status == .notModified)
         }
     }
@@ -113,7 +134,8 @@ struct SnapshotFastPathTests {
     @Test func aParkedRequestIsWokenInTheEncodingItAskedForWithItsOwnRequestID() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         let auth = ("Authorization", "Bearer \(app.tokens["client"]!)")
         try await withLiveFlagsd(app) { server, port in
             // A parked request keeps its Accept-Encoding's answer, not the request: each must still get its own.
@@ -121,15 +143,21 @@ struct SnapshotFastPathTests {
             var connections: [RawHTTPConnection] = []
             for (index, encoding) in encodings.enumerated() {
                 let connection = try RawHTTPConnection(port: port)
-                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
-                                                          headers: [auth, ("If-None-Match", tag), ("Accept-Encoding", encoding),
-                                                                    ("X-Request-Id", "parked-\(index)")]))
+                try connection.send(
+                    RawHTTPConnection.get(
+                        "/v1/namespaces/rider/snapshot?wait=60",
+                        headers: [
+                            auth, ("If-None-Match", tag), ("Accept-Encoding", encoding),
+                            ("X-Request-Id", "parked-\(index)"),
+                        ]))
                 connections.append(connection)
             }
             try await waitUntil { server.flagService.hub.waiterCount == encodings.count }
             let answeredBefore = server.snapshotFastPath.answeredCount
-            let change = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
-                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4300}"#)
+            let change = try await LiveClient(
+                base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"]
+            )
+            .send("POST", "/v1/namespaces/rider/flags/plugin_switch_map_traffic/rollout", body: #"{"rollout": 4300}"#)
             #expect(change.status == .ok)
             for (index, connection) in connections.enumerated() {
                 let woken = try await connection.readResponse()
@@ -148,7 +176,8 @@ struct SnapshotFastPathTests {
     @Test func aParkedRequestWhoseConnectionIsResetLeavesTheHubAtOnce() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         try await withLiveFlagsd(app) { server, port in
             let connection = try await parkedSnapshotRequest(app, server, port: port, tag: tag)
             connection.reset()
@@ -161,7 +190,8 @@ struct SnapshotFastPathTests {
     @Test func aHalfClosedClientGetsItsAnswerBeforeTheConnectionCloses() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         try await withLiveFlagsd(app) { server, port in
             let connection = try await parkedSnapshotRequest(app, server, port: port, tag: tag)
             connection.shutdownWriting()
@@ -179,8 +209,10 @@ struct SnapshotFastPathTests {
         defer { app.close() }
         try await withLiveFlagsd(app) { server, port in
             let connection = try RawHTTPConnection(port: port)
-            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot",
-                                                      headers: [("Authorization", "Bearer \(app.tokens["client"]!)"), ("Connection", "close")]))
+            try connection.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot",
+                    headers: [("Authorization", "Bearer \(app.tokens["client"]!)"), ("Connection", "close")]))
             #expect(try await connection.readResponse().status == .ok)
             #expect(try await connection.isClosedByServer())
             #expect(server.snapshotFastPath.answeredCount == 0)
@@ -190,11 +222,15 @@ struct SnapshotFastPathTests {
     @Test func aDeletedNamespaceAnswersItsParkedRequestsWith404() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         try await withLiveFlagsd(app) { server, port in
-            let connection = try await parkedSnapshotRequest(app, server, port: port, tag: tag, headers: [("X-Request-Id", "parked-1")])
-            let deleted = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["admin"])
-                .send("DELETE", "/v1/namespaces/rider")
+            let connection = try await parkedSnapshotRequest(
+                app, server, port: port, tag: tag, headers: [("X-Request-Id", "parked-1")])
+            let deleted = try await LiveClient(
+                base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["admin"]
+            )
+            .send("DELETE", "/v1/namespaces/rider")
             #expect(deleted.status == .ok || deleted.status == .noContent)
             let response = try await connection.readResponse()
             #expect(response.status == .notFound)
@@ -208,18 +244,25 @@ struct SnapshotFastPathTests {
     @Test func itsRequestsAreCountedUnderTheRoutesLabels() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         try await withLiveFlagsd(app) { server, port in
             let connection = try RawHTTPConnection(port: port)
             let auth = ("Authorization", "Bearer \(app.tokens["client"]!)")
-            for _ in 0..<3 { try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth])) }
-            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth, ("If-None-Match", tag)]))
+            for _ in 0..<3 {
+                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth]))
+            }
+            try connection.send(
+                RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [auth, ("If-None-Match", tag)]))
             try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot"))  // no token: the router's 401
             for _ in 0..<5 { _ = try await connection.readResponse() }
             #expect(server.snapshotFastPath.answeredCount == 4)
-            let metrics = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: nil).send("GET", "/metrics").text
+            let metrics = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: nil).send(
+                "GET", "/metrics"
+            ).text
             let route = #"route="/v1/namespaces/{namespace}/snapshot""#
-            #expect(metrics.contains(#"flagsd_http_requests_total{method="GET",\#(route),status="200"} 3"#), "\(metrics)")
+            #expect(
+                metrics.contains(#"flagsd_http_requests_total{method="GET",\#(route),status="200"} 3"#), "\(metrics)")
             #expect(metrics.contains(#"flagsd_http_requests_total{method="GET",\#(route),status="304"} 1"#))
             #expect(metrics.contains(#"flagsd_http_requests_total{method="GET",\#(route),status="401"} 1"#))
             #expect(metrics.contains(#"flagsd_http_request_duration_seconds_count{method="GET",\#(route)} 5"#))
@@ -234,7 +277,8 @@ struct SnapshotFastPathTests {
         defer { app.close() }
         try await withLiveFlagsd(app, configuration: configuration) { server, port in
             let connection = try RawHTTPConnection(port: port)
-            let request = RawHTTPConnection.get("/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")])
+            let request = RawHTTPConnection.get(
+                "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")])
             try connection.send(request)
             #expect(try await connection.readResponse().status == .ok)
             // Revoked in the store directly, as another instance would: this server learns it at its next reload.
@@ -254,9 +298,13 @@ struct SnapshotFastPathTests {
         return formatter
     }
 
-    @Test(arguments: [Int64(0), 951_782_400, 784_111_777, 1_700_000_000, 4_107_542_399, 4_102_444_800, 1_234_567_890, 1_709_164_799])
+    @Test(arguments: [
+        Int64(0), 951_782_400, 784_111_777, 1_700_000_000, 4_107_542_399, 4_102_444_800, 1_234_567_890, 1_709_164_799,
+    ])
     func theDateHeaderIsAnIMFFixdate(seconds: Int64) {
-        #expect(HTTPDateCache.format(secondsSince1970: seconds) == Self.imfFixdate().string(from: Date(timeIntervalSince1970: TimeInterval(seconds))))
+        #expect(
+            HTTPDateCache.format(secondsSince1970: seconds)
+                == Self.imfFixdate().string(from: Date(timeIntervalSince1970: TimeInterval(seconds))))
     }
 
     @Test func aConnectionThatChangesTokensIsCheckedForEachOne() async throws {
@@ -266,14 +314,20 @@ struct SnapshotFastPathTests {
             let connection = try RawHTTPConnection(port: port)
             // The connection remembers the digest of the header it presented last; a different header is hashed
             // and looked up again, whatever came before it.
-            for (token, status) in [("client", HTTPResponse.Status.ok), ("revoked", .unauthorized), ("client", .ok),
-                                    ("other-editor", .forbidden), ("rider-client", .ok), ("client", .ok)] {
-                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot",
-                                                          headers: [("Authorization", "Bearer \(app.tokens[token]!)")]))
+            for (token, status) in [
+                ("client", HTTPResponse.Status.ok), ("revoked", .unauthorized), ("client", .ok),
+                ("other-editor", .forbidden), ("rider-client", .ok), ("client", .ok),
+            ] {
+                try connection.send(
+                    RawHTTPConnection.get(
+                        "/v1/namespaces/rider/snapshot",
+                        headers: [("Authorization", "Bearer \(app.tokens[token]!)")]))
                 #expect(try await connection.readResponse().status == status, "\(token)")
             }
-            try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot",
-                                                      headers: [("Authorization", "Bearer \(app.tokens["client"]!)x")]))
+            try connection.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot",
+                    headers: [("Authorization", "Bearer \(app.tokens["client"]!)x")]))
             #expect(try await connection.readResponse().status == .unauthorized)
             #expect(server.snapshotFastPath.answeredCount == 4)
         }
@@ -289,9 +343,14 @@ struct SnapshotFastPathTests {
     }
 
     @Test func generatedRequestIDsAreSixteenLowercaseHexDigits() {
-        let request = Request(head: HTTPRequest(method: .get, scheme: "http", authority: "x", path: "/"), body: RequestBody(buffer: ByteBuffer()))
+        let request = Request(
+            head: HTTPRequest(method: .get, scheme: "http", authority: "x", path: "/"),
+            body: RequestBody(buffer: ByteBuffer()))
         let ids = (0..<200).map { _ in ObservabilityMiddleware.requestID(from: request) }
-        #expect(ids.allSatisfy { $0.utf8.count == 16 && $0.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) } })
+        #expect(
+            ids.allSatisfy {
+                $0.utf8.count == 16 && $0.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+            })
         #expect(Set(ids).count == 200)
     }
 
@@ -299,19 +358,31 @@ struct SnapshotFastPathTests {
         var generator = SystemRandomNumberGenerator()
         let pieces = [" ", "\t", "  ", "\"e.1\"", "W/", "*", "x", "\u{00A0}", "\u{3000}", "é", "\u{2003}", ".", "\""]
         for _ in 0..<2000 {
-            let text = (0..<Int.random(in: 0...6, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
-            #expect(EntityTagList.trimmingWhitespace(Substring(text)) == text.trimmingCharacters(in: .whitespaces), "\(Array(text.unicodeScalars))")
+            let text = (0..<Int.random(in: 0...6, using: &generator)).map { _ in
+                pieces.randomElement(using: &generator)!
+            }.joined()
+            #expect(
+                EntityTagList.trimmingWhitespace(Substring(text)) == text.trimmingCharacters(in: .whitespaces),
+                "\(Array(text.unicodeScalars))")
         }
     }
 
     @Test func asciiIfNoneMatchHeadersReadAsTheGeneralReaderReadsThem() {
         var generator = SystemRandomNumberGenerator()
-        let pieces = [" ", "\t", ",", "\"", "W/", "w/", "*", ".", "e", "f0", "1", "12", "-", "+", "/", "\"e.1\"", "W/\"e.7\"", "\".5\"", "9223372036854775808"]
+        let pieces = [
+            " ", "\t", ",", "\"", "W/", "w/", "*", ".", "e", "f0", "1", "12", "-", "+", "/", "\"e.1\"", "W/\"e.7\"",
+            "\".5\"", "9223372036854775808",
+        ]
         for _ in 0..<5000 {
-            let header = (0..<Int.random(in: 0...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let header = (0..<Int.random(in: 0...8, using: &generator)).map { _ in
+                pieces.randomElement(using: &generator)!
+            }.joined()
             #expect(EntityTagList(ascii: header) == EntityTagList(general: header), "\(header)")
         }
-        #expect(EntityTagList("W/\"e.4\" ,\t\"e.7\", *, junk").tags == [SnapshotVersion(epoch: "e", version: 4), SnapshotVersion(epoch: "e", version: 7)])
+        #expect(
+            EntityTagList("W/\"e.4\" ,\t\"e.7\", *, junk").tags == [
+                SnapshotVersion(epoch: "e", version: 4), SnapshotVersion(epoch: "e", version: 7),
+            ])
     }
 
     @Test func pastTheCapPerAddressALongPollGets429OnBothPathsAndTheOthersStayParked() async throws {
@@ -320,15 +391,19 @@ struct SnapshotFastPathTests {
             var parked: [RawHTTPConnection] = []
             for index in 0..<2 {
                 let connection = try RawHTTPConnection(port: port)
-                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
-                                                          headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", tag)]))
+                try connection.send(
+                    RawHTTPConnection.get(
+                        "/v1/namespaces/rider/snapshot?wait=60",
+                        headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", tag)]))
                 try await waitUntil { server.flagService.hub.waiterCount == index + 1 }
                 parked.append(connection)
             }
             // The fast path (snapshot) and the router (changes) refuse the third from the same address.
             let third = try RawHTTPConnection(port: port)
-            try third.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
-                                                 headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", tag)]))
+            try third.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot?wait=60",
+                    headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", tag)]))
             let refused = try await third.readResponse()
             #expect(refused.status == .tooManyRequests, "\(refused.text)")
             #expect(refused.headers[.retryAfter] == String(server.flagService.configuration.retryAfter))
@@ -336,18 +411,23 @@ struct SnapshotFastPathTests {
                 .send("GET", "/v1/namespaces/rider/changes?after=\(version)&wait=60")
             #expect(routed.status == .tooManyRequests, "\(routed.text)")
             #expect(server.flagService.hub.waiterCount == 2)
-            try await ConnectionLimitTests.expectMetric(#"flagsd_long_poll_refused_total{reason="address_cap"}"#, atLeast: 2, port: port)
+            try await ConnectionLimitTests.expectMetric(
+                #"flagsd_long_poll_refused_total{reason="address_cap"}"#, atLeast: 2, port: port)
 
             // A change answers the parked ones, which frees the address's places.
-            let changed = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
-                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable")
+            let changed = try await LiveClient(
+                base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"]
+            )
+            .send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable")
             #expect(changed.status == .ok)
             for connection in parked { #expect(try await connection.readResponse().status == .ok) }
             try await waitUntil { server.flagService.hub.waiterCount == 0 }
             let again = try RawHTTPConnection(port: port)
             let newTag = try #require(server.flagService.hub.snapshot(of: "rider")?.entityTag)
-            try again.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
-                                                 headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", newTag)]))
+            try again.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot?wait=60",
+                    headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", newTag)]))
             try await waitUntil { server.flagService.hub.waiterCount == 1 }
         }
     }
@@ -364,9 +444,13 @@ struct SnapshotFastPathTests {
             let client = try #require(app.tokens["client"])
             func longPoll(from address: String, token: String = client) throws -> RawHTTPConnection {
                 let connection = try RawHTTPConnection(port: port)
-                try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
-                                                          headers: [("Authorization", "Bearer \(token)"), ("If-None-Match", tag),
-                                                                    ("X-Forwarded-For", address)]))
+                try connection.send(
+                    RawHTTPConnection.get(
+                        "/v1/namespaces/rider/snapshot?wait=60",
+                        headers: [
+                            ("Authorization", "Bearer \(token)"), ("If-None-Match", tag),
+                            ("X-Forwarded-For", address),
+                        ]))
                 return connection
             }
             var parked: [RawHTTPConnection] = []
@@ -381,27 +465,37 @@ struct SnapshotFastPathTests {
             #expect((1...30).contains(retryAfter), "two a minute: the next in at most 30 s, not \(retryAfter)")
             #expect(third.text.contains("2 long-polls per minute"), "\(third.text)")
             let routed = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: client)
-                .send("GET", "/v1/namespaces/rider/changes?after=\(version)&wait=60", headers: ["X-Forwarded-For": "10.7.0.1"])
+                .send(
+                    "GET", "/v1/namespaces/rider/changes?after=\(version)&wait=60",
+                    headers: ["X-Forwarded-For": "10.7.0.1"])
             #expect(routed.status == .tooManyRequests && routed.headers[.retryAfter] != nil, "\(routed.text)")
             // A request answered at once is not a long-poll: a client behind on versions gets the snapshot.
             let behind = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: client)
-                .send("GET", "/v1/namespaces/rider/snapshot?wait=60", headers: ["X-Forwarded-For": "10.7.0.1", "If-None-Match": "\"old.1\""])
+                .send(
+                    "GET", "/v1/namespaces/rider/snapshot?wait=60",
+                    headers: ["X-Forwarded-For": "10.7.0.1", "If-None-Match": "\"old.1\""])
             #expect(behind.status == .ok, "\(behind.text)")
 
             // Another address parks; it spends the token's third, so a fourth address meets the token's rate.
             parked.append(try longPoll(from: "10.7.0.2"))
             try await waitUntil { server.flagService.hub.waiterCount == 3 }
             let fourth = try await longPoll(from: "10.7.0.3").readResponse()
-            #expect(fourth.status == .tooManyRequests && fourth.text.contains("token 'client' may park 3"), "\(fourth.text)")
+            #expect(
+                fourth.status == .tooManyRequests && fourth.text.contains("token 'client' may park 3"), "\(fourth.text)"
+            )
             // Another token parks, even from the spent address (the rate per address is for client tokens).
             parked.append(try longPoll(from: "10.7.0.1", token: try #require(app.tokens["editor"])))
             try await waitUntil { server.flagService.hub.waiterCount == 4 }
-            try await ConnectionLimitTests.expectMetric(#"flagsd_long_poll_refused_total{reason="address_rate"}"#, atLeast: 2, port: port)
-            try await ConnectionLimitTests.expectMetric(#"flagsd_long_poll_refused_total{reason="token_rate"}"#, atLeast: 1, port: port)
+            try await ConnectionLimitTests.expectMetric(
+                #"flagsd_long_poll_refused_total{reason="address_rate"}"#, atLeast: 2, port: port)
+            try await ConnectionLimitTests.expectMetric(
+                #"flagsd_long_poll_refused_total{reason="token_rate"}"#, atLeast: 1, port: port)
 
             // The parked ones hear of the next change.
-            let changed = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"])
-                .send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable")
+            let changed = try await LiveClient(
+                base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"]
+            )
+            .send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable")
             #expect(changed.status == .ok)
             for connection in parked { #expect(try await connection.readResponse().status == .ok) }
         }
@@ -409,10 +503,15 @@ struct SnapshotFastPathTests {
 
     @Test func theSnapshotTargetIsRecognisedExactly() {
         #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider/snapshot") == "rider")
-        #expect(SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider-staging/snapshot?wait=30&x=/") == "rider-staging")
-        for target in ["/v1/namespaces//snapshot", "/v1/namespaces/snapshot", "/v1/namespaces/a/b/snapshot", "/v1/namespaces/%61/snapshot",
-                       "/v1/namespaces/rider/snapshot/", "/v1/namespaces/rider/snapshots", "/v2/namespaces/rider/snapshot",
-                       "v1/namespaces/rider/snapshot", "/v1/namespaces/rider/changes"] {
+        #expect(
+            SnapshotFastPath.namespace(inSnapshotTarget: "/v1/namespaces/rider-staging/snapshot?wait=30&x=/")
+                == "rider-staging")
+        for target in [
+            "/v1/namespaces//snapshot", "/v1/namespaces/snapshot", "/v1/namespaces/a/b/snapshot",
+            "/v1/namespaces/%61/snapshot",
+            "/v1/namespaces/rider/snapshot/", "/v1/namespaces/rider/snapshots", "/v2/namespaces/rider/snapshot",
+            "v1/namespaces/rider/snapshot", "/v1/namespaces/rider/changes",
+        ] {
             #expect(SnapshotFastPath.namespace(inSnapshotTarget: target) == nil, "\(target)")
         }
     }
@@ -420,25 +519,35 @@ struct SnapshotFastPathTests {
 
 /// Runs `body` on a live flagsd over a fresh app's store, its configuration (on a fresh token cache) set by
 /// `configure`, given the app, the server, its port, and the rider namespace's tag and version.
-private func withLongPolls(_ configure: (inout ServerConfiguration) -> Void,
-                           _ body: @escaping @Sendable (TestApp, FlagsServer, Int, _ tag: String, _ version: Int64) async throws -> Void) async throws {
+private func withLongPolls(
+    _ configure: (inout ServerConfiguration) -> Void,
+    _ body: @escaping @Sendable (TestApp, FlagsServer, Int, _ tag: String, _ version: Int64) async throws -> Void
+) async throws {
     var configuration = freshTokenCacheConfiguration()
     configure(&configuration)
     let app = try await TestApp.make()
     defer { app.close() }
     let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
     let version = try #require(app.hub.snapshot(of: "rider")?.version)
-    try await withLiveFlagsd(app, configuration: configuration) { server, port in try await body(app, server, port, tag, version) }
+    try await withLiveFlagsd(app, configuration: configuration) { server, port in
+        try await body(app, server, port, tag, version)
+    }
 }
 
 /// Opens a raw connection, sends `GET /v1/namespaces/rider/snapshot?wait=60` with the client token, `If-None-Match:
 /// tag` and `headers`, and returns once the hub holds it as its only waiter.
-private func parkedSnapshotRequest(_ app: TestApp, _ server: FlagsServer, port: Int, tag: String,
-                                   headers: [(String, String)] = []) async throws -> RawHTTPConnection {
+private func parkedSnapshotRequest(
+    _ app: TestApp, _ server: FlagsServer, port: Int, tag: String,
+    headers: [(String, String)] = []
+) async throws -> RawHTTPConnection {
     let connection = try RawHTTPConnection(port: port)
-    try connection.send(RawHTTPConnection.get("/v1/namespaces/rider/snapshot?wait=60",
-                                              headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))"),
-                                                        ("If-None-Match", tag)] + headers))
+    try connection.send(
+        RawHTTPConnection.get(
+            "/v1/namespaces/rider/snapshot?wait=60",
+            headers: [
+                ("Authorization", "Bearer \(try #require(app.tokens["client"]))"),
+                ("If-None-Match", tag),
+            ] + headers))
     try await waitUntil { server.flagService.hub.waiterCount == 1 }
     return connection
 }
@@ -460,7 +569,8 @@ func withLiveFlagsd<T: Sendable>(
     _ app: TestApp, configuration: ServerConfiguration = freshTokenCacheConfiguration(),
     _ body: @escaping @Sendable (FlagsServer, Int) async throws -> T
 ) async throws -> T {
-    try await LiveFlagsdSupport.withLiveFlagsd(store: app.store, configuration: configuration, logger: app.logger) { server, port in
+    try await LiveFlagsdSupport.withLiveFlagsd(store: app.store, configuration: configuration, logger: app.logger) {
+        server, port in
         try await withDeadline(.seconds(120)) { try await body(server, port) }
     }
 }

@@ -1,10 +1,11 @@
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// `GET /v1/namespaces/{ns}/snapshot` and `/changes` in-process: tags, conditional GETs, gzip, parameters.
 struct SnapshotRouteTests {
@@ -25,14 +26,16 @@ struct SnapshotRouteTests {
         let app = try await TestApp.make()
         defer { app.close() }
         let plain = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client")
-        let gzip = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client",
-                                      headers: [.acceptEncoding: "br;q=1, gzip;q=0.5"])
+        let gzip = try await app.send(
+            .get, "/v1/namespaces/rider/snapshot", token: "client",
+            headers: [.acceptEncoding: "br;q=1, gzip;q=0.5"])
         #expect(gzip.headers[.contentEncoding] == "gzip")
         #expect(gzip.headers[.eTag] == plain.headers[.eTag])
         #expect(try Gzip.decompress(gzip.body) == plain.body)
         #expect(gzip.body.count < plain.body.count)
-        let refused = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client",
-                                         headers: [.acceptEncoding: "gzip;q=0, identity"])
+        let refused = try await app.send(
+            .get, "/v1/namespaces/rider/snapshot", token: "client",
+            headers: [.acceptEncoding: "gzip;q=0, identity"])
         #expect(refused.headers[.contentEncoding] == nil)
         #expect(refused.body == plain.body)
     }
@@ -40,15 +43,18 @@ struct SnapshotRouteTests {
     @Test func ifNoneMatchComparesWeaklyAndIgnoresOtherEpochs() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         for header in [tag, "W/\(tag)", "\"x.1\", \(tag)", "*"] {
-            let response = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client", headers: [.ifNoneMatch: header])
+            let response = try await app.send(
+                .get, "/v1/namespaces/rider/snapshot", token: "client", headers: [.ifNoneMatch: header])
             #expect(response.status == .notModified, "If-None-Match: \(header)")
             #expect(response.headers[.eTag] == tag)
             #expect(response.body.isEmpty)
         }
         for header in ["\"another.1\"", "garbage", "W/\"\(tag.dropFirst().dropLast().dropLast()).0\""] {
-            let response = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client", headers: [.ifNoneMatch: header])
+            let response = try await app.send(
+                .get, "/v1/namespaces/rider/snapshot", token: "client", headers: [.ifNoneMatch: header])
             #expect(response.status == .ok, "If-None-Match: \(header)")
         }
     }
@@ -56,10 +62,12 @@ struct SnapshotRouteTests {
     @Test func aTagOfAnotherEpochOrAnOlderVersionIsAnsweredAtOnceEvenWithWait() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
         let epoch = tag.dropFirst().prefix { $0 != "." }
         for header in ["\"other.1\"", "\"\(epoch).0\"", "unparsable"] {
-            let response = try await app.send(.get, "/v1/namespaces/rider/snapshot?wait=30", token: "client", headers: [.ifNoneMatch: header])
+            let response = try await app.send(
+                .get, "/v1/namespaces/rider/snapshot?wait=30", token: "client", headers: [.ifNoneMatch: header])
             #expect(response.status == .ok, "If-None-Match: \(header)")
         }
     }
@@ -89,11 +97,14 @@ struct SnapshotRouteTests {
         // A long-poll of up to 600 s, parked within 300 s: it still waits when the change is made.
         let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWait: 600))
         defer { app.close() }
-        let tag = try #require(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
-        async let waiting = app.send(.get, "/v1/namespaces/rider/snapshot?wait=600", token: "client", headers: [.ifNoneMatch: tag])
+        let tag = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client").headers[.eTag])
+        async let waiting = app.send(
+            .get, "/v1/namespaces/rider/snapshot?wait=600", token: "client", headers: [.ifNoneMatch: tag])
         try await waitUntil(timeout: .seconds(300)) { app.hub.waiterCount == 1 }
-        let change = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", token: "editor",
-                                        body: #"{"rollout": 4200}"#)
+        let change = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/rollout", token: "editor",
+            body: #"{"rollout": 4200}"#)
         #expect(change.status == .ok)
         let response = try await waiting
         #expect(response.status == .ok)
@@ -106,7 +117,9 @@ struct SnapshotRouteTests {
     @Test func theChangesFeedListsChangesAfterAVersionAndWaitsForTheNext() async throws {
         let app = try await TestApp.make(configuration: ServerConfiguration(port: 0, maximumWait: 600))
         defer { app.close() }
-        _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/disable", token: "editor", body: #"{"reason": "r1"}"#)
+        _ = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/disable", token: "editor",
+            body: #"{"reason": "r1"}"#)
         let all = try await app.send(.get, "/v1/namespaces/rider/changes", token: "client")
         #expect(all.status == .ok)
         #expect(all.json["changes"]?.arrayValue?.compactMap { $0["version"]?.int64Value } == [1, 2])
@@ -117,7 +130,8 @@ struct SnapshotRouteTests {
         #expect(entry["changes"]?.arrayValue?.first?["after"]?["disabled"] == .bool(true))
         #expect(entry.objectValue.map { Set($0.memberKeys) } == ["version", "time", "changes"])
         // An editor reads all of it.
-        let full = try #require(try await app.send(.get, "/v1/namespaces/rider/changes", token: "editor").json["changes"]?.arrayValue?.last)
+        let full = try #require(
+            try await app.send(.get, "/v1/namespaces/rider/changes", token: "editor").json["changes"]?.arrayValue?.last)
         #expect(full["actor"] == .string("editor"))
         #expect(full["reason"] == .string("r1"))
         #expect(full["source"] == .string("api"))
@@ -125,18 +139,24 @@ struct SnapshotRouteTests {
         // A long-poll of up to 600 s, parked within 300 s: it still waits when the change is made.
         async let waiting = app.send(.get, "/v1/namespaces/rider/changes?after=2&wait=600", token: "client")
         try await waitUntil(timeout: .seconds(300)) { app.hub.waiterCount == 1 }
-        _ = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/enable", token: "editor",
-                               headers: [.init("X-Switchyard-Source")!: "cli"])
+        _ = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/enable", token: "editor",
+            headers: [.init("X-Switchyard-Source")!: "cli"])
         let next = try await waiting
         #expect(next.json["changes"]?.arrayValue?.compactMap { $0["version"]?.int64Value } == [3])
         #expect(next.json["changes"]?.arrayValue?.first?["source"] == nil)
-        #expect(try await app.send(.get, "/v1/namespaces/rider/changes/3", token: "editor").json["source"] == .string("cli"))
+        #expect(
+            try await app.send(.get, "/v1/namespaces/rider/changes/3", token: "editor").json["source"] == .string("cli")
+        )
 
         let one = try await app.send(.get, "/v1/namespaces/rider/changes/2", token: "client")
         #expect(one.json["version"]?.int64Value == 2)
         #expect(try await app.send(.get, "/v1/namespaces/rider/changes/9", token: "client").status == .notFound)
-        #expect(try await app.send(.get, "/v1/namespaces/rider/changes/zero", token: "client").problemPaths == ["version"])
-        #expect(try await app.send(.get, "/v1/namespaces/rider/changes?after=-1", token: "client").problemPaths == ["after"])
+        #expect(
+            try await app.send(.get, "/v1/namespaces/rider/changes/zero", token: "client").problemPaths == ["version"])
+        #expect(
+            try await app.send(.get, "/v1/namespaces/rider/changes?after=-1", token: "client").problemPaths == ["after"]
+        )
         let limited = try await app.send(.get, "/v1/namespaces/rider/changes?after=0&limit=1", token: "client")
         #expect(limited.json["changes"]?.arrayValue?.count == 1)
         #expect(limited.json["next_after"]?.int64Value == 1)
@@ -150,18 +170,29 @@ struct SnapshotRouteTests {
         var flagSet = try #require(try await app.store.namespace("rider")).flagSet
         flagSet.crashGuard = CrashGuardPolicy(maximumCrashRate: Rollout(basisPoints: 150))
         flagSet.metrics = [MetricDefinition(name: "fare_collected", kind: .value, cap: 200)]
-        let policy = JSONValue.object(JSONObject([("flag_set", .object(flagSet.tree(unit: .basisPoints))), ("reason", .string("a stricter guard"))]))
-        let guarded = try await app.send(.put, "/v1/namespaces/rider/flag-set", token: "editor", body: policy.serializedString())
+        let policy = JSONValue.object(
+            JSONObject([
+                ("flag_set", .object(flagSet.tree(unit: .basisPoints))), ("reason", .string("a stricter guard")),
+            ]))
+        let guarded = try await app.send(
+            .put, "/v1/namespaces/rider/flag-set", token: "editor", body: policy.serializedString())
         #expect(guarded.status == .ok, "\(guarded.text)")
-        let release = #"{"reason": "weather to Lagos", "plan": {"stages": [{"cities": ["lagos"], "rollout": 500}, {"rollout": 10000}]}}"#
-        let started = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/release/start", token: "editor", body: release)
+        let release =
+            #"{"reason": "weather to Lagos", "plan": {"stages": [{"cities": ["lagos"], "rollout": 500}, {"rollout": 10000}]}}"#
+        let started = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_feed_weather/release/start", token: "editor", body: release
+        )
         #expect(started.status == .ok, "\(started.text)")
         let version = try #require(app.hub.snapshot(of: "rider")?.version)
 
         let editor = try await app.send(.get, "/v1/namespaces/rider/changes?after=1", token: "editor")
         let text = editor.text
-        #expect(text.contains("crash_guard") && text.contains("\"release\"") && text.contains("weather to Lagos"), "\(text)")
-        let kinds = editor.json["changes"]?.arrayValue?.flatMap { $0["changes"]?.arrayValue ?? [] }.compactMap { $0["kind"]?.stringValue }
+        #expect(
+            text.contains("crash_guard") && text.contains("\"release\"") && text.contains("weather to Lagos"), "\(text)"
+        )
+        let kinds = editor.json["changes"]?.arrayValue?.flatMap { $0["changes"]?.arrayValue ?? [] }.compactMap {
+            $0["kind"]?.stringValue
+        }
         #expect(kinds?.contains("metric") == true && text.contains("fare_collected"), "\(text)")
 
         let client = try await app.send(.get, "/v1/namespaces/rider/changes?after=1", token: "client")
@@ -169,10 +200,14 @@ struct SnapshotRouteTests {
         let entries = try #require(client.json["changes"]?.arrayValue)
         #expect(entries.compactMap { $0["version"]?.int64Value }.last == version)
         for entry in entries {
-            #expect(entry.objectValue.map { Set($0.memberKeys) } == ["version", "time", "changes"], "\(entry.serializedString())")
+            #expect(
+                entry.objectValue.map { Set($0.memberKeys) } == ["version", "time", "changes"],
+                "\(entry.serializedString())")
         }
-        #expect(!client.text.contains("crash_guard") && !client.text.contains("\"release\"") && !client.text.contains("weather to Lagos") && !client.text.contains("stricter"),
-                "\(client.text)")
+        #expect(
+            !client.text.contains("crash_guard") && !client.text.contains("\"release\"")
+                && !client.text.contains("weather to Lagos") && !client.text.contains("stricter"),
+            "\(client.text)")
         #expect(!client.text.contains("fare_collected") && !client.text.contains("metric"), "\(client.text)")
         // The release's rollout in Lagos is what clients evaluate: it is there.
         #expect(client.text.contains("lagos"), "\(client.text)")
@@ -181,6 +216,8 @@ struct SnapshotRouteTests {
         // A reporter's token (a crash pipeline's) reads no flags: it sees the same as a client's.
         let reporter = try await app.send(.get, "/v1/namespaces/rider/changes/\(version)", token: "reporter")
         #expect(reporter.json.objectValue.map { Set($0.memberKeys) } == ["version", "time", "changes"])
-        #expect(try await app.send(.get, "/v1/namespaces/rider/changes/\(version)", token: "editor").json["actor"] == .string("editor"))
+        #expect(
+            try await app.send(.get, "/v1/namespaces/rider/changes/\(version)", token: "editor").json["actor"]
+                == .string("editor"))
     }
 }

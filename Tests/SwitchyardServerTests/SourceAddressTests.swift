@@ -14,12 +14,15 @@ struct SourceAddressTests {
         return headers
     }
 
-    func source(peer: String, _ fields: [(String, String)], proxies: TrustedProxies = SourceAddressTests.proxies) -> String? {
+    func source(peer: String, _ fields: [(String, String)], proxies: TrustedProxies = SourceAddressTests.proxies)
+        -> String?
+    {
         proxies.sourceAddress(peer: IPAddress(peer), headers: Self.headers(fields))?.description
     }
 
     @Test(arguments: [
-        ("203.0.113.7", "203.0.113.7"), ("::1", "::1"), ("2001:db8::7", "2001:db8::7"), ("2001:DB8:0:0:1:0:0:1", "2001:db8::1:0:0:1"),
+        ("203.0.113.7", "203.0.113.7"), ("::1", "::1"), ("2001:db8::7", "2001:db8::7"),
+        ("2001:DB8:0:0:1:0:0:1", "2001:db8::1:0:0:1"),
         ("::ffff:203.0.113.7", "203.0.113.7"), ("fe80::1%eth0", "fe80::1"), ("1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8"),
         ("::", "::"), ("64:ff9b::192.0.2.33", "64:ff9b::c000:221"),
     ])
@@ -27,8 +30,11 @@ struct SourceAddressTests {
         #expect(try #require(IPAddress(text)).description == printed)
     }
 
-    @Test(arguments: ["", "256.1.1.1", "1.2.3", "1.2.3.4.5", "01234.1.1.1", "1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", "::g", "unknown",
-                      "_hidden", "1.2.3.4:80"])
+    @Test(arguments: [
+        "", "256.1.1.1", "1.2.3", "1.2.3.4.5", "01234.1.1.1", "1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", "::g",
+        "unknown",
+        "_hidden", "1.2.3.4:80",
+    ])
     func anythingElseIsNoAddress(text: String) {
         #expect(IPAddress(text) == nil)
     }
@@ -65,25 +71,32 @@ struct SourceAddressTests {
         #expect(!block.contains(try #require(IPAddress("::ffff:10.3.0.1"))))
         #expect(try #require(IPNetwork("192.0.2.7")).description == "192.0.2.7/32")
         #expect(try #require(IPNetwork("fd00::/8")).contains(try #require(IPAddress("fd12::1"))))
-        for bad in ["10.0.0.0/33", "10.0.0.0/", "::/129", "nope/8", "10.0.0.0/8/1"] { #expect(IPNetwork(bad) == nil, "\(bad)") }
+        for bad in ["10.0.0.0/33", "10.0.0.0/", "::/129", "nope/8", "10.0.0.0/8/1"] {
+            #expect(IPNetwork(bad) == nil, "\(bad)")
+        }
         #expect(throws: TrustedProxiesError.self) { try TrustedProxies(parsing: "10.0.0.0/8, 300.0.0.1") }
         #expect(try TrustedProxies(parsing: " 10.0.0.0/8 ,fd00::/8,").networks.count == 2)
     }
 
     @Test func aPeerThatIsNoTrustedProxyIsTheSourceWhateverItsHeadersSay() {
         #expect(source(peer: "203.0.113.7", [("X-Forwarded-For", "198.51.100.1")]) == "203.0.113.7")
-        #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "198.51.100.1")], proxies: TrustedProxies()) == "10.0.0.5")
+        #expect(
+            source(peer: "10.0.0.5", [("X-Forwarded-For", "198.51.100.1")], proxies: TrustedProxies()) == "10.0.0.5")
     }
 
     @Test func behindTrustedProxiesTheSourceIsTheFirstUntrustedHopFromTheNearest() {
         // The client wrote 1.1.1.1 itself; the proxies appended what they saw.
         #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "1.1.1.1, 203.0.113.7, 10.0.0.9")]) == "203.0.113.7")
-        #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "1.1.1.1"), ("X-Forwarded-For", "203.0.113.7")]) == "203.0.113.7")
+        #expect(
+            source(peer: "10.0.0.5", [("X-Forwarded-For", "1.1.1.1"), ("X-Forwarded-For", "203.0.113.7")])
+                == "203.0.113.7")
         #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "[2001:db8::5]:4711, 203.0.113.7:443")]) == "203.0.113.7")
         // Only the header the operator named is read: a client's own Forwarded passes through a proxy that appends
         // X-Forwarded-For, and the other way round.
-        let forwarded = [("Forwarded", #"for=192.0.2.60;proto=http;by=10.0.0.5, For="[2001:db8:cafe::17]:4711""#),
-                         ("X-Forwarded-For", "198.51.100.1")]
+        let forwarded = [
+            ("Forwarded", #"for=192.0.2.60;proto=http;by=10.0.0.5, For="[2001:db8:cafe::17]:4711""#),
+            ("X-Forwarded-For", "198.51.100.1"),
+        ]
         #expect(source(peer: "10.0.0.5", forwarded) == "198.51.100.1")
         let rfc7239 = TrustedProxies(Self.proxies.networks, header: .forwarded)
         #expect(source(peer: "10.0.0.5", forwarded, proxies: rfc7239) == "2001:db8:cafe::17")
@@ -94,7 +107,10 @@ struct SourceAddressTests {
         #expect(source(peer: "10.0.0.5", []) == "10.0.0.5")
         // A hop that is no address (`unknown`, garbage): the nearest trusted hop, so such requests share one source.
         #expect(source(peer: "10.0.0.5", [("X-Forwarded-For", "203.0.113.7, unknown, 10.0.0.8")]) == "10.0.0.8")
-        #expect(source(peer: "10.0.0.5", [("Forwarded", "for=_hidden")], proxies: TrustedProxies(Self.proxies.networks, header: .forwarded)) == "10.0.0.5")
+        #expect(
+            source(
+                peer: "10.0.0.5", [("Forwarded", "for=_hidden")],
+                proxies: TrustedProxies(Self.proxies.networks, header: .forwarded)) == "10.0.0.5")
         #expect(TrustedProxies().sourceAddress(peer: nil, headers: [:]) == nil)
     }
 }

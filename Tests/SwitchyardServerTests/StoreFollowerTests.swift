@@ -3,12 +3,13 @@ import HTTPTypes
 import NIOCore
 import ServiceLifecycle
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import SwitchyardServer
 
 /// The follower's decisions, without I/O.
 struct FollowPlanTests {
@@ -34,11 +35,16 @@ struct FollowPlanTests {
     @Test func theCheckReloadsNewerAndNewNamespacesAndForgetsDeletedOnes() {
         let time = Date(timeIntervalSince1970: 0)
         func record(_ name: String, _ epoch: String, _ version: Int64) -> NamespaceRecord {
-            NamespaceRecord(name: name, epoch: epoch, version: version, reasonPolicy: .kills, createdAt: time, updatedAt: time)
+            NamespaceRecord(
+                name: name, epoch: epoch, version: version, reasonPolicy: .kills, createdAt: time, updatedAt: time)
         }
-        let held = ["same": SnapshotVersion(epoch: "a", version: 3), "newer": SnapshotVersion(epoch: "b", version: 1),
-                    "recreated": SnapshotVersion(epoch: "c", version: 9), "deleted": SnapshotVersion(epoch: "d", version: 1)]
-        let stored = [record("same", "a", 3), record("newer", "b", 2), record("recreated", "c2", 1), record("new", "e", 1)]
+        let held = [
+            "same": SnapshotVersion(epoch: "a", version: 3), "newer": SnapshotVersion(epoch: "b", version: 1),
+            "recreated": SnapshotVersion(epoch: "c", version: 9), "deleted": SnapshotVersion(epoch: "d", version: 1),
+        ]
+        let stored = [
+            record("same", "a", 3), record("newer", "b", 2), record("recreated", "c2", 1), record("new", "e", 1),
+        ]
         let (reload, remove) = FollowPlan.differences(held: held, stored: stored)
         #expect(reload == ["newer", "recreated", "new"])
         #expect(remove == ["deleted"])
@@ -49,8 +55,10 @@ struct FollowPlanTests {
 struct StoreFollowerTests {
     /// An app whose store is written to behind its back (as another instance would), and a follower fed by the
     /// returned continuation.
-    func withFollower(interval: Duration = .seconds(3600),
-                      _ body: (TestApp, AsyncStream<StoreNotification>.Continuation) async throws -> Void) async throws {
+    func withFollower(
+        interval: Duration = .seconds(3600),
+        _ body: (TestApp, AsyncStream<StoreNotification>.Continuation) async throws -> Void
+    ) async throws {
         var configuration = ServerConfiguration(port: 0)
         configuration.tokenCacheMaximumAge = .seconds(3600)
         let app = try await TestApp.make(configuration: configuration)
@@ -87,7 +95,8 @@ struct StoreFollowerTests {
     }
 
     func changeBehindTheAppsBack(_ app: TestApp, rollout: Int = 7000) async throws -> CommittedChange {
-        try await app.store.change("rider", ChangeRequest(author: ChangeAuthor(actor: "elsewhere", source: .api))) { flagSet in
+        try await app.store.change("rider", ChangeRequest(author: ChangeAuthor(actor: "elsewhere", source: .api))) {
+            flagSet in
             var flagSet = flagSet
             let index = flagSet.flags.firstIndex { $0.key == "plugin_switch_map_traffic" }!
             flagSet.flags[index].pluginSwitch?.rollout = Rollout(basisPoints: rollout)!
@@ -102,7 +111,8 @@ struct StoreFollowerTests {
             try await waitUntil { app.hub.waiterCount == 1 }
             let committed = try await changeBehindTheAppsBack(app)
             #expect(app.hub.snapshot(of: "rider")?.version == held.version)
-            notify.yield(.namespace(name: "rider", epoch: held.epoch, version: committed.state.record.version, deleted: false))
+            notify.yield(
+                .namespace(name: "rider", epoch: held.epoch, version: committed.state.record.version, deleted: false))
             #expect(await woken == .changed)
             let published = try #require(app.hub.snapshot(of: "rider"))
             #expect(published.version == committed.state.record.version)
@@ -125,10 +135,12 @@ struct StoreFollowerTests {
     @Test func thePeriodicCheckCatchesUpWithoutANotification() async throws {
         try await withFollower(interval: .milliseconds(200)) { app, _ in
             let committed = try await changeBehindTheAppsBack(app)
-            _ = try await app.store.createNamespace(Fixtures.rider("new"), reasonPolicy: .kills,
-                                                    request: ChangeRequest(author: ChangeAuthor(actor: "elsewhere", source: .api)))
+            _ = try await app.store.createNamespace(
+                Fixtures.rider("new"), reasonPolicy: .kills,
+                request: ChangeRequest(author: ChangeAuthor(actor: "elsewhere", source: .api)))
             try await waitUntil(timeout: .seconds(60)) {
-                app.hub.snapshot(of: "rider")?.version == committed.state.record.version && app.hub.snapshot(of: "new") != nil
+                app.hub.snapshot(of: "rider")?.version == committed.state.record.version
+                    && app.hub.snapshot(of: "new") != nil
             }
         }
     }
@@ -138,20 +150,27 @@ struct StoreFollowerTests {
             let committed = try await changeBehindTheAppsBack(app)
             notify.yield(.resync)
             // A liveness deadline: the whole suite shares two cores with other builds.
-            try await waitUntil(timeout: .seconds(60)) { app.hub.snapshot(of: "rider")?.version == committed.state.record.version }
+            try await waitUntil(timeout: .seconds(60)) {
+                app.hub.snapshot(of: "rider")?.version == committed.state.record.version
+            }
         }
     }
 
     @Test func aTokensNotificationReloadsTheTokenCache() async throws {
         try await withFollower { app, notify in
-            let (_, secret) = try await app.store.issueToken(name: "late", role: .client, namespaces: nil,
-                                                             by: ChangeAuthor(actor: "elsewhere", source: .api))
+            let (_, secret) = try await app.store.issueToken(
+                name: "late", role: .client, namespaces: nil,
+                by: ChangeAuthor(actor: "elsewhere", source: .api))
             #expect(try await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status == .unauthorized)
             notify.yield(.tokens)
-            try await waitUntil { (try? await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status) == .ok }
+            try await waitUntil {
+                (try? await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status) == .ok
+            }
             _ = try await app.store.revokeToken("late", by: ChangeAuthor(actor: "elsewhere", source: .api))
             notify.yield(.tokens)
-            try await waitUntil { (try? await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status) == .unauthorized }
+            try await waitUntil {
+                (try? await app.send(.get, "/v1/namespaces/rider/snapshot", token: secret).status) == .unauthorized
+            }
         }
     }
 }
@@ -170,10 +189,12 @@ struct DegradedModeTests {
         let after = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "client")
         #expect(after.status == .ok)
         #expect(after.body == before.body)
-        let unknown = try await app.send(.get, "/v1/namespaces/rider/snapshot", token: "sy_client_unknown0000000000000000000000000000000")
+        let unknown = try await app.send(
+            .get, "/v1/namespaces/rider/snapshot", token: "sy_client_unknown0000000000000000000000000000000")
         #expect(unknown.status == .serviceUnavailable)
         #expect(unknown.json["type"] == .string("urn:switchyard:problem:storage-unavailable"))
-        let write = try await app.send(.post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor", body: "{}")
+        let write = try await app.send(
+            .post, "/v1/namespaces/rider/flags/plugin_switch_map_traffic/disable", token: "editor", body: "{}")
         #expect(write.status == .serviceUnavailable)
         #expect(write.json["type"] == .string("urn:switchyard:problem:storage-unavailable"))
         #expect(write.headers[.retryAfter] == "1")

@@ -1,6 +1,7 @@
 import Foundation
-@testable import SwitchyardPostgres
 import Testing
+
+@testable import SwitchyardPostgres
 
 /// Degraded mode's decisions, without a database: a failed connection is an outage at once, a slow answer is not.
 struct AvailabilityTests {
@@ -21,19 +22,25 @@ struct AvailabilityTests {
     @Test func unansweredProbesMakeItUnreachableOnlyWhenEnoughComeInARow() {
         var availability = Availability(silenceLimit: 3)
         _ = availability.succeeded(at: start)
-        let verdicts = [availability.probeUnanswered("no answer", at: start + 1),
-                        availability.probeUnanswered("no answer", at: start + 2)]
+        let verdicts = [
+            availability.probeUnanswered("no answer", at: start + 1),
+            availability.probeUnanswered("no answer", at: start + 2),
+        ]
         #expect(verdicts == [false, false])
         #expect(availability.awaitsAnswer && !availability.refusesOperations)
         // An answer in between starts the count again.
         let downtime = availability.succeeded(at: start + 3)
         #expect(downtime == nil && !availability.awaitsAnswer)
-        let laterVerdicts = [availability.probeUnanswered("no answer", at: start + 4),
-                             availability.probeUnanswered("no answer", at: start + 5),
-                             availability.probeUnanswered("no answer", at: start + 6)]
+        let laterVerdicts = [
+            availability.probeUnanswered("no answer", at: start + 4),
+            availability.probeUnanswered("no answer", at: start + 5),
+            availability.probeUnanswered("no answer", at: start + 6),
+        ]
         #expect(laterVerdicts == [false, false, true])
         #expect(availability.refusesOperations && !availability.awaitsAnswer)
-        #expect(availability.status == .unreachable(since: start + 6, reason: "no answer (3 probes in a row without an answer)"))
+        #expect(
+            availability.status
+                == .unreachable(since: start + 6, reason: "no answer (3 probes in a row without an answer)"))
         // It answers again: reachable, and how long it was not.
         let unreachableFor = availability.succeeded(at: start + 16)
         #expect(unreachableFor == 10)

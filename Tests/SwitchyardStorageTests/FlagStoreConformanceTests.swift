@@ -9,8 +9,10 @@ import Testing
     @Test(arguments: StoreBackend.all)
     func createdNamespaceStartsAtVersionOneWithAFreshEpoch(backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let first = try await store.createNamespace(Fixtures.rider("a"), reasonPolicy: .kills, request: Fixtures.request())
-            let second = try await store.createNamespace(Fixtures.rider("b"), reasonPolicy: .kills, request: Fixtures.request())
+            let first = try await store.createNamespace(
+                Fixtures.rider("a"), reasonPolicy: .kills, request: Fixtures.request())
+            let second = try await store.createNamespace(
+                Fixtures.rider("b"), reasonPolicy: .kills, request: Fixtures.request())
             #expect(first.state.record.version == 1)
             #expect(first.record?.version == 1)
             #expect(first.state.flagSet == Fixtures.rider("a"))
@@ -27,13 +29,15 @@ import Testing
         try await backend.withStore { store in
             // Declared out of key order; the answer lists them as every later read does, and so do later changes.
             let declared = Fixtures.rider()
-            let flags = declared.flags.map(\.key).sorted(), killSwitches = declared.killSwitches.map(\.key).sorted()
+            let flags = declared.flags.map(\.key).sorted()
+            let killSwitches = declared.killSwitches.map(\.key).sorted()
             #expect(declared.flags.map(\.key) != flags && declared.killSwitches.map(\.key) != killSwitches)
             let created = try await store.createNamespace(declared, reasonPolicy: .kills, request: Fixtures.request())
             #expect(created.state.flagSet.flags.map(\.key) == flags)
             #expect(created.state.flagSet.killSwitches.map(\.key) == killSwitches)
             #expect(try await store.namespace("rider")?.flagSet.flags.map(\.key) == flags)
-            let changed = try await store.change("rider", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
+            let changed = try await store.change(
+                "rider", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
             #expect(changed.state.flagSet.flags.map(\.key) == flags)
             #expect(changed.state.flagSet.killSwitches.map(\.key) == killSwitches)
         }
@@ -56,10 +60,12 @@ import Testing
         try await backend.withStore(clock: clock) { store in
             _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
             clock.advance(by: .seconds(60))
-            let second = try await store.change("rider", Fixtures.request("bo", source: .api, reason: "ramp up"),
-                                                mutation: Fixtures.rollout("plugin_switch_feed_weather", 2500))
-            let third = try await store.change("rider", Fixtures.request("cy", reason: nil, summary: "ramp further"),
-                                               mutation: Fixtures.rollout("plugin_switch_feed_weather", 5000))
+            let second = try await store.change(
+                "rider", Fixtures.request("bo", source: .api, reason: "ramp up"),
+                mutation: Fixtures.rollout("plugin_switch_feed_weather", 2500))
+            let third = try await store.change(
+                "rider", Fixtures.request("cy", reason: nil, summary: "ramp further"),
+                mutation: Fixtures.rollout("plugin_switch_feed_weather", 5000))
             #expect(second.state.record.version == 2)
             #expect(third.state.record.version == 3)
             #expect(third.state.flagSet.flag("plugin_switch_feed_weather")?.pluginSwitch?.rollout.basisPoints == 5000)
@@ -87,7 +93,8 @@ import Testing
     func aChangeThatAltersNothingTakesNoVersion(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
-            let result = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 0))
+            let result = try await store.change(
+                "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 0))
             #expect(!result.changed)
             #expect(result.state.record.version == 1)
             #expect(try await store.changes(in: "rider", after: 1, limit: 10).isEmpty)
@@ -98,21 +105,25 @@ import Testing
     func aChangeBasedOnAStaleVersionIsRefusedNamingWhoChangedIt(backend: StoreBackend) async throws {
         let clock = TestClock.forStores()
         try await backend.withStore(clock: clock) { store in
-            let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let created = try await store.createNamespace(
+                Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
             let epoch = created.state.record.epoch
-            _ = try await store.change("rider", Fixtures.request("bo", basedOn: SnapshotVersion(epoch: epoch, version: 1)),
-                                       mutation: Fixtures.rollout("plugin_switch_feed_weather", 100))
+            _ = try await store.change(
+                "rider", Fixtures.request("bo", basedOn: SnapshotVersion(epoch: epoch, version: 1)),
+                mutation: Fixtures.rollout("plugin_switch_feed_weather", 100))
             let error = await expectStorageError(.conflict) {
-                try await store.change("rider", Fixtures.request("cy", basedOn: SnapshotVersion(epoch: epoch, version: 1)),
-                                       mutation: Fixtures.rollout("plugin_switch_feed_weather", 200))
+                try await store.change(
+                    "rider", Fixtures.request("cy", basedOn: SnapshotVersion(epoch: epoch, version: 1)),
+                    mutation: Fixtures.rollout("plugin_switch_feed_weather", 200))
             }
             #expect(error?.conflict?.currentVersion == 2)
             #expect(error?.conflict?.changedBy == "bo")
             #expect(error?.conflict?.changedAt == clock.date)
             #expect(error?.message.contains("bo") == true)
             let other = await expectStorageError(.conflict) {
-                try await store.change("rider", Fixtures.request(basedOn: SnapshotVersion(epoch: "another", version: 2)),
-                                       mutation: Fixtures.rollout("plugin_switch_feed_weather", 200))
+                try await store.change(
+                    "rider", Fixtures.request(basedOn: SnapshotVersion(epoch: "another", version: 2)),
+                    mutation: Fixtures.rollout("plugin_switch_feed_weather", 200))
             }
             #expect(other?.conflict?.currentEpoch == epoch)
             #expect(try await store.namespace("rider")?.record.version == 2)
@@ -156,12 +167,16 @@ import Testing
             _ = await expectStorageError(.reasonRequired) {
                 try await store.change("a", Fixtures.request(reason: "  "), mutation: Fixtures.kill("feed_cards"))
             }
-            _ = try await store.change("a", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
-            _ = try await store.change("a", Fixtures.request(reason: "incident 42"), mutation: Fixtures.kill("feed_cards"))
+            _ = try await store.change(
+                "a", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
+            _ = try await store.change(
+                "a", Fixtures.request(reason: "incident 42"), mutation: Fixtures.kill("feed_cards"))
             _ = await expectStorageError(.reasonRequired) {
-                try await store.change("b", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
+                try await store.change(
+                    "b", Fixtures.request(reason: nil), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
             }
-            _ = try await store.change("c", Fixtures.request(reason: nil), mutation: Fixtures.kill(KillSwitch.masterKey))
+            _ = try await store.change(
+                "c", Fixtures.request(reason: nil), mutation: Fixtures.kill(KillSwitch.masterKey))
             let (record, changed) = try await store.setReasonPolicy(.never, of: "a", by: Fixtures.editor)
             #expect(record.reasonPolicy == .never && changed)
             #expect(try await store.namespace("a")?.record.reasonPolicy == .never)
@@ -182,7 +197,8 @@ import Testing
             #expect(!again.changed && again.record.reasonPolicy == .always)
             // Not touched: the same time of the last update, one audit entry.
             #expect(abs(again.record.updatedAt.timeIntervalSince(set.record.updatedAt)) < 0.001)
-            #expect(try await store.audit(AuditQuery(namespace: "rider", actions: [.namespaceUpdate])).entries.count == 1)
+            #expect(
+                try await store.audit(AuditQuery(namespace: "rider", actions: [.namespaceUpdate])).entries.count == 1)
         }
     }
 
@@ -191,14 +207,19 @@ import Testing
         let clock = TestClock.forStores()
         try await backend.withStore(clock: clock) { store in
             let start = clock.date
-            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request("seed", source: .apply))
+            _ = try await store.createNamespace(
+                Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request("seed", source: .apply))
             for index in 1...5 {
                 clock.advance(by: .seconds(10))
-                _ = try await store.change("rider", Fixtures.request(index.isMultiple(of: 2) ? "bo" : "cy", source: .api, reason: "step \(index)"),
-                                           mutation: Fixtures.rollout("plugin_switch_feed_weather", index * 100))
+                _ = try await store.change(
+                    "rider",
+                    Fixtures.request(index.isMultiple(of: 2) ? "bo" : "cy", source: .api, reason: "step \(index)"),
+                    mutation: Fixtures.rollout("plugin_switch_feed_weather", index * 100))
             }
             clock.advance(by: .seconds(10))
-            _ = try await store.change("rider", Fixtures.request("bo", source: .console, reason: "incident"), mutation: Fixtures.kill("feed_cards"))
+            _ = try await store.change(
+                "rider", Fixtures.request("bo", source: .console, reason: "incident"),
+                mutation: Fixtures.kill("feed_cards"))
 
             let all = try await store.audit(AuditQuery(limit: 100))
             #expect(all.entries.count == 7)
@@ -209,11 +230,14 @@ import Testing
             #expect(all.entries.first?.reason == "incident")
             #expect(all.entries.first?.changes.first?.kind == .killSwitch)
 
-            #expect(try await store.audit(AuditQuery(target: "plugin_switch_feed_weather", limit: 100)).entries.count == 6)
-            #expect(try await store.audit(AuditQuery(target: "feed_cards", limit: 100)).entries.map(\.version) == [7, 1])
+            #expect(
+                try await store.audit(AuditQuery(target: "plugin_switch_feed_weather", limit: 100)).entries.count == 6)
+            #expect(
+                try await store.audit(AuditQuery(target: "feed_cards", limit: 100)).entries.map(\.version) == [7, 1])
             #expect(try await store.audit(AuditQuery(actor: "bo", limit: 100)).entries.map(\.version) == [7, 5, 3])
             #expect(try await store.audit(AuditQuery(source: .console, limit: 100)).entries.map(\.version) == [7])
-            let window = AuditQuery(since: start.addingTimeInterval(20), until: start.addingTimeInterval(40), limit: 100)
+            let window = AuditQuery(
+                since: start.addingTimeInterval(20), until: start.addingTimeInterval(40), limit: 100)
             #expect(try await store.audit(window).entries.map(\.version) == [4, 3])
             #expect(try await store.audit(AuditQuery(namespace: "other", limit: 100)).entries.isEmpty)
             #expect(try await store.audit(AuditQuery(visibleNamespaces: ["other"], limit: 100)).entries.isEmpty)
@@ -240,8 +264,10 @@ import Testing
                 flagSet.killSwitches.append(KillSwitch(key: "ops", entries: [Scope(cities: ["paris"])]))
                 return flagSet
             }
-            _ = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 42))
-            let reverted = try await store.revert("rider", version: 2, request: Fixtures.request("bo", reason: "bad idea"))
+            _ = try await store.change(
+                "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 42))
+            let reverted = try await store.revert(
+                "rider", version: 2, request: Fixtures.request("bo", reason: "bad idea"))
             #expect(reverted.state.record.version == 4)
             let flagSet = reverted.state.flagSet
             #expect(flagSet.flag("plugin_switch_feed_weather")?.pluginSwitch?.rollout == .off)
@@ -270,14 +296,16 @@ import Testing
                 return flagSet
             }
             #expect(added.record?.summary == "created metric fare, metric trips")
-            #expect(added.record?.changes == [
-                ObjectChange(kind: .metric, key: "fare", before: nil, after: .object(fare.tree)),
-                ObjectChange(kind: .metric, key: "trips", before: nil, after: .object(trips.tree)),
-            ])
+            #expect(
+                added.record?.changes == [
+                    ObjectChange(kind: .metric, key: "fare", before: nil, after: .object(fare.tree)),
+                    ObjectChange(kind: .metric, key: "trips", before: nil, after: .object(trips.tree)),
+                ])
             let changed = try await store.change("rider", Fixtures.request()) { flagSet in
                 var flagSet = flagSet
                 flagSet.metrics[0].cap = 250.5
-                flagSet.metrics.append(MetricDefinition(name: "fare_per_trip", kind: .ratio, numerator: "fare", denominator: "trips"))
+                flagSet.metrics.append(
+                    MetricDefinition(name: "fare_per_trip", kind: .ratio, numerator: "fare", denominator: "trips"))
                 return flagSet
             }
             #expect(changed.record?.summary == "updated metric fare; created metric fare_per_trip")
@@ -295,9 +323,10 @@ import Testing
                     return flagSet
                 }
             }
-            #expect(refused?.problems.map(\.description) == [
-                "metrics.fare_per_trip.denominator: 'trips' is not a metric of this namespace (declared or built in: sessions, crashed_sessions, fare)",
-            ])
+            #expect(
+                refused?.problems.map(\.description) == [
+                    "metrics.fare_per_trip.denominator: 'trips' is not a metric of this namespace (declared or built in: sessions, crashed_sessions, fare)"
+                ])
             // Reverting version 3 restores fare's cap and removes the ratio; trips, from version 2, stays.
             let reverted = try await store.revert("rider", version: 3, request: Fixtures.request())
             #expect(reverted.state.flagSet.metrics.map(\.name) == ["fare", "trips"])
@@ -311,19 +340,25 @@ import Testing
     @Test(arguments: StoreBackend.all)
     func aDeletedNamespaceIsGoneAndComesBackWithANewEpoch(backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let first = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
-            _ = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
+            let first = try await store.createNamespace(
+                Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            _ = try await store.change(
+                "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 1))
             try await store.deleteNamespace("rider", by: Fixtures.editor)
             #expect(try await store.namespace("rider") == nil)
             #expect(try await store.namespaces().isEmpty)
             _ = await expectStorageError(.notFound) {
-                try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 2))
+                try await store.change(
+                    "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 2))
             }
             _ = await expectStorageError(.notFound) { try await store.deleteNamespace("rider", by: Fixtures.editor) }
-            let second = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            let second = try await store.createNamespace(
+                Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
             #expect(second.state.record.epoch != first.state.record.epoch)
             #expect(try await store.changes(in: "rider", after: 0, limit: 10).map(\.version) == [1])
-            let deletions = try await store.audit(AuditQuery(namespace: "rider", limit: 10)).entries.filter { $0.action == .namespaceDelete }
+            let deletions = try await store.audit(AuditQuery(namespace: "rider", limit: 10)).entries.filter {
+                $0.action == .namespaceDelete
+            }
             #expect(deletions.count == 1)
             #expect(deletions.first?.version == 2)
         }
@@ -333,7 +368,8 @@ import Testing
     func tokensAreStoredHashedAndRevokedByIdOrName(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let admin = ChangeAuthor(actor: "root", source: .api)
-            let (record, secret) = try await store.issueToken(name: "ci", role: .client, namespaces: ["rider"], by: admin)
+            let (record, secret) = try await store.issueToken(
+                name: "ci", role: .client, namespaces: ["rider"], by: admin)
             #expect(secret.hasPrefix("sy_client_"))
             let stored = try #require(try await store.tokens().first)
             #expect(stored.record == record)
@@ -365,14 +401,18 @@ import Testing
             let root = ChangeAuthor(actor: "root", source: .api)
             _ = try await stores[0].issueToken(name: "first", role: .admin, namespaces: nil, by: root)
             _ = try await stores[0].issueToken(name: "rider-admin", role: .admin, namespaces: ["rider"], by: root)
-            let refused = await expectStorageError(.lastAdminToken) { try await stores[1].revokeToken("first", by: root) }
+            let refused = await expectStorageError(.lastAdminToken) {
+                try await stores[1].revokeToken("first", by: root)
+            }
             #expect(refused?.message.contains("'first'") == true)
             // An admin limited to namespaces cannot manage tokens, so it neither counts nor is kept.
             #expect(try await stores[1].revokeToken("rider-admin", by: root).isRevoked)
 
             for round in 1...3 {
                 _ = try await stores[0].issueToken(name: "second-\(round)", role: .admin, namespaces: nil, by: root)
-                let live = try await stores[0].tokens().map(\.record).filter { $0.role == .admin && $0.namespaces == nil && !$0.isRevoked }
+                let live = try await stores[0].tokens().map(\.record).filter {
+                    $0.role == .admin && $0.namespaces == nil && !$0.isRevoked
+                }
                 #expect(live.count == 2)
                 let outcomes = await withTaskGroup(of: StorageError.Kind?.self) { group in
                     for (store, token) in zip(stores, live) {
@@ -389,10 +429,14 @@ import Testing
                 }
                 #expect(outcomes.filter { $0 == nil }.count == 1, "round \(round): \(outcomes)")
                 #expect(outcomes.filter { $0 == .lastAdminToken }.count == 1, "round \(round): \(outcomes)")
-                let left = try await stores[1].tokens().map(\.record).filter { $0.role == .admin && $0.namespaces == nil && !$0.isRevoked }
+                let left = try await stores[1].tokens().map(\.record).filter {
+                    $0.role == .admin && $0.namespaces == nil && !$0.isRevoked
+                }
                 #expect(left.count == 1, "round \(round)")
             }
-            #expect(try await stores[0].audit(AuditQuery(limit: 100)).entries.filter { $0.action == .tokenRevoke }.count == 4)
+            #expect(
+                try await stores[0].audit(AuditQuery(limit: 100)).entries.filter { $0.action == .tokenRevoke }.count
+                    == 4)
         }
     }
 
@@ -400,7 +444,8 @@ import Testing
     func aTokensRequestRateIsStoredWithItAndAbsentByDefault(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let admin = ChangeAuthor(actor: "root", source: .api)
-            let (limited, _) = try await store.issueToken(name: "web", role: .client, namespaces: nil, ratePerMinute: 120, by: admin)
+            let (limited, _) = try await store.issueToken(
+                name: "web", role: .client, namespaces: nil, ratePerMinute: 120, by: admin)
             let (unlimited, _) = try await store.issueToken(name: "ios", role: .client, namespaces: nil, by: admin)
             let tokens = try await store.tokens()
             #expect(tokens.first { $0.record.id == limited.id }?.record.ratePerMinute == 120)
@@ -417,8 +462,10 @@ import Testing
             let versions = try await withThrowingTaskGroup(of: Int64.self) { group in
                 for index in 1...40 {
                     group.addTask {
-                        try await store.change("rider", Fixtures.request("writer\(index)"),
-                                               mutation: Fixtures.rollout("plugin_switch_feed_weather", index)).state.record.version
+                        try await store.change(
+                            "rider", Fixtures.request("writer\(index)"),
+                            mutation: Fixtures.rollout("plugin_switch_feed_weather", index)
+                        ).state.record.version
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -434,10 +481,12 @@ import Testing
     @Test(arguments: StoreBackend.all)
     func aStateReadByAnotherProcessEncodesToTheSameSnapshotBytes(backend: StoreBackend) async throws {
         try await backend.withStores(2) { stores in
-            let created = try await stores[0].createNamespace(Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
+            let created = try await stores[0].createNamespace(
+                Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
             let readCreated = try #require(try await stores[1].namespace("kitchen"))
             #expect(SnapshotDocument.encode(readCreated.snapshot) == SnapshotDocument.encode(created.state.snapshot))
-            let changed = try await stores[0].change("kitchen", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 4321))
+            let changed = try await stores[0].change(
+                "kitchen", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 4321))
             let read = try #require(try await stores[1].namespace("kitchen"))
             #expect(read.record.version == 2)
             #expect(read.flagSet == changed.state.flagSet)
@@ -454,31 +503,60 @@ import Testing
     @Test(arguments: StoreBackend.all)
     func everyKindOfChangeReadsBackTheSameInAnotherProcess(backend: StoreBackend) async throws {
         try await backend.withStores(2) { stores in
-            _ = try await stores[0].createNamespace(Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
+            _ = try await stores[0].createNamespace(
+                Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
             let edits: [(String, @Sendable (inout FlagSet) -> Void)] = [
-                ("a rollout", { flagSet in
-                    let index = flagSet.flags.firstIndex { $0.key == "plugin_switch_feed_promos" }!
-                    flagSet.flags[index].pluginSwitch?.rollout = Rollout(basisPoints: 4321)!
-                }),
-                ("a flag added", { $0.flags.append(FlagDefinition(key: "plugin_switch_aa_first", kind: .pluginSwitch(PluginSwitchDefinition()))) }),
-                ("a plugin point added in front", { $0.pluginPoints.insert(PluginPointDefinition(name: "checkout", switches: ["plugin_switch_aa_first"]), at: 0) }),
+                (
+                    "a rollout",
+                    { flagSet in
+                        let index = flagSet.flags.firstIndex { $0.key == "plugin_switch_feed_promos" }!
+                        flagSet.flags[index].pluginSwitch?.rollout = Rollout(basisPoints: 4321)!
+                    }
+                ),
+                (
+                    "a flag added",
+                    {
+                        $0.flags.append(
+                            FlagDefinition(key: "plugin_switch_aa_first", kind: .pluginSwitch(PluginSwitchDefinition()))
+                        )
+                    }
+                ),
+                (
+                    "a plugin point added in front",
+                    {
+                        $0.pluginPoints.insert(
+                            PluginPointDefinition(name: "checkout", switches: ["plugin_switch_aa_first"]), at: 0)
+                    }
+                ),
                 ("a plugin point changed", { $0.pluginPoints[1].description = "Home" }),
-                ("a kill switch added", { $0.killSwitches.append(KillSwitch(key: "kill_checkout", members: ["plugin_switch_aa_first"])) }),
+                (
+                    "a kill switch added",
+                    { $0.killSwitches.append(KillSwitch(key: "kill_checkout", members: ["plugin_switch_aa_first"])) }
+                ),
                 ("the description removed", { $0.description = nil }),
                 ("a crash guard policy", { $0.crashGuard = CrashGuardPolicy(minimumSessions: 123) }),
                 ("a metric", { $0.metrics = [MetricDefinition(name: "fare", kind: .value, cap: 200)] }),
-                ("a flag deleted with its references", { flagSet in
-                    flagSet.flags.removeAll { $0.key == "retry_limit" }
-                }),
-                ("a kill switch and a plugin point deleted", { flagSet in
-                    flagSet.killSwitches.removeAll { $0.key == "kill_checkout" }
-                    flagSet.pluginPoints.removeFirst()
-                }),
-                ("the crash guard policy and the metric removed, the description back", { flagSet in
-                    flagSet.crashGuard = nil
-                    flagSet.metrics = []
-                    flagSet.description = "Kitchen"
-                }),
+                (
+                    "a flag deleted with its references",
+                    { flagSet in
+                        flagSet.flags.removeAll { $0.key == "retry_limit" }
+                    }
+                ),
+                (
+                    "a kill switch and a plugin point deleted",
+                    { flagSet in
+                        flagSet.killSwitches.removeAll { $0.key == "kill_checkout" }
+                        flagSet.pluginPoints.removeFirst()
+                    }
+                ),
+                (
+                    "the crash guard policy and the metric removed, the description back",
+                    { flagSet in
+                        flagSet.crashGuard = nil
+                        flagSet.metrics = []
+                        flagSet.description = "Kitchen"
+                    }
+                ),
             ]
             for (name, edit) in edits {
                 let changed = try await stores[0].change("kitchen", Fixtures.request()) { flagSet in
@@ -489,8 +567,11 @@ import Testing
                 #expect(changed.record != nil, "\(name)")
                 let read = try #require(try await stores[1].namespace("kitchen"))
                 #expect(read.record.version == changed.state.record.version, "\(name)")
-                #expect(JSONValue.object(read.flagSet.tree(unit: .basisPoints)) == .object(changed.state.flagSet.tree(unit: .basisPoints)), "\(name)")
-                #expect(read.flagSet.pluginPoints.map(\.name) == changed.state.flagSet.pluginPoints.map(\.name), "\(name)")
+                #expect(
+                    JSONValue.object(read.flagSet.tree(unit: .basisPoints))
+                        == .object(changed.state.flagSet.tree(unit: .basisPoints)), "\(name)")
+                #expect(
+                    read.flagSet.pluginPoints.map(\.name) == changed.state.flagSet.pluginPoints.map(\.name), "\(name)")
             }
         }
     }
@@ -503,8 +584,9 @@ import Testing
                 for index in 1...30 {
                     let store = stores[index % stores.count]
                     group.addTask {
-                        let committed = try await store.change("rider", Fixtures.request("writer\(index)"),
-                                                               mutation: Fixtures.rollout("plugin_switch_feed_weather", index))
+                        let committed = try await store.change(
+                            "rider", Fixtures.request("writer\(index)"),
+                            mutation: Fixtures.rollout("plugin_switch_feed_weather", index))
                         return (index, committed.state.record.version)
                     }
                 }
@@ -537,7 +619,9 @@ import Testing
                     let store = stores[index % stores.count]
                     group.addTask {
                         do {
-                            _ = try await store.change("rider", Fixtures.request("crash-guard", source: .crashGuard, reason: "crashes")) { flagSet in
+                            _ = try await store.change(
+                                "rider", Fixtures.request("crash-guard", source: .crashGuard, reason: "crashes")
+                            ) { flagSet in
                                 var flagSet = flagSet
                                 let at = flagSet.flags.firstIndex { $0.key == "plugin_switch_feed_promos" }!
                                 guard flagSet.flags[at].pluginSwitch?.disabled == false else { throw AlreadyDisabled() }
@@ -566,14 +650,21 @@ import Testing
         try await backend.withStores(2) { stores in
             let admin = ChangeAuthor(actor: "root", source: .api)
             let (record, secret) = try await stores[0].issueToken(name: "ci", role: .client, namespaces: nil, by: admin)
-            #expect(try await stores[1].tokens().first { $0.record.id == record.id }?.secretHash == TokenSecret.hash(secret))
+            #expect(
+                try await stores[1].tokens().first { $0.record.id == record.id }?.secretHash == TokenSecret.hash(secret)
+            )
             _ = try await stores[1].revokeToken("ci", by: admin)
             #expect(try await stores[0].tokens().first { $0.record.id == record.id }?.record.isRevoked == true)
-            #expect(try await stores[0].audit(AuditQuery(target: "ci", limit: 10)).entries.map(\.action) == [.tokenRevoke, .tokenCreate])
+            #expect(
+                try await stores[0].audit(AuditQuery(target: "ci", limit: 10)).entries.map(\.action) == [
+                    .tokenRevoke, .tokenCreate,
+                ])
             _ = await expectStorageError(.alreadyExists) {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for store in stores {
-                        group.addTask { _ = try await store.issueToken(name: "race", role: .client, namespaces: nil, by: admin) }
+                        group.addTask {
+                            _ = try await store.issueToken(name: "race", role: .client, namespaces: nil, by: admin)
+                        }
                     }
                     try await group.waitForAll()
                 }
@@ -592,14 +683,18 @@ import Testing
             var batch: [StoredEvent] = []
             for index in 0..<60 {
                 let cohorts: [String] = index % 2 == 0 ? ["beta"] : []
-                batch.append(EventStoreConformanceTests.session("e\(index)", at: Double(index), crashed: index % 4 == 0,
-                                                                switches: ["plugin_switch_feed_promos"], cohorts: cohorts))
+                batch.append(
+                    EventStoreConformanceTests.session(
+                        "e\(index)", at: Double(index), crashed: index % 4 == 0,
+                        switches: ["plugin_switch_feed_promos"], cohorts: cohorts))
             }
             let orders: [[StoredEvent]] = [batch, batch.reversed(), batch.shuffled()]
             let results = try await withThrowingTaskGroup(of: EventIngestResult.self) { group in
                 for (index, store) in stores.enumerated() {
                     for order in orders {
-                        group.addTask { try await store.ingestEvents(order, in: "rider", receivedAt: t0 + Double(index)) }
+                        group.addTask {
+                            try await store.ingestEvents(order, in: "rider", receivedAt: t0 + Double(index))
+                        }
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -609,10 +704,14 @@ import Testing
             #expect(Set(counted).count == 60)
             #expect(results.map(\.duplicates.count).reduce(0, +) == 60 * 8)
             let counts = try await stores[1].eventCounts(EventStoreConformanceTests.window())
-            #expect(counts.first { $0.subject == .baseline && $0.dimension == .all }?.tally == EventTally(sessions: 60, crashedSessions: 15))
-            #expect(counts.first { $0.subject == .pluginSwitch("plugin_switch_feed_promos") && $0.dimension == .cohort("beta") }?.tally
+            #expect(
+                counts.first { $0.subject == .baseline && $0.dimension == .all }?.tally
+                    == EventTally(sessions: 60, crashedSessions: 15))
+            #expect(
+                counts.first {
+                    $0.subject == .pluginSwitch("plugin_switch_feed_promos") && $0.dimension == .cohort("beta")
+                }?.tally
                     == EventTally(sessions: 30, crashedSessions: 15))
         }
     }
 }
-

@@ -2,17 +2,20 @@ import Foundation
 import PostgresNIO
 import PostgresTestSupport
 import SwitchyardCore
-@testable import SwitchyardPostgres
 import SwitchyardStorage
 import Synchronization
 import TestSupport
 import Testing
 
+@testable import SwitchyardPostgres
+
 /// What only the PostgreSQL backend promises: notifications to every process, migrations shared safely by
 /// processes starting together, degraded mode while the database is gone, URLs.
 @Suite(.serialized) struct PostgresFlagStoreTests {
     /// Stores on one fresh database, running until the body ends.
-    func withStores<T>(_ count: Int, url: String? = nil, timeout: Int = 60, _ body: ([PostgresFlagStore]) async throws -> T) async throws -> T {
+    func withStores<T>(
+        _ count: Int, url: String? = nil, timeout: Int = 60, _ body: ([PostgresFlagStore]) async throws -> T
+    ) async throws -> T {
         let (databaseURL, drop) = try await TestPostgres.createDatabase(on: url, timeout: timeout)
         var stores: [PostgresFlagStore] = []
         var tasks: [Task<Void, any Error>] = []
@@ -26,7 +29,9 @@ import Testing
             let result = try await body(stores)
             for task in tasks { task.cancel() }
             for task in tasks {
-                if await !ended(task, within: .seconds(60)) { Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation") }
+                if await !ended(task, within: .seconds(60)) {
+                    Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation")
+                }
             }
             await drop()
             return result
@@ -43,14 +48,17 @@ import Testing
             let received = ReceivedNotifications(try #require(stores[1].notifications()))
             await received.expectNext(.resync)
 
-            let created = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            let created = try await stores[0].createNamespace(
+                Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
             let epoch = created.state.record.epoch
             await received.expectNext(.namespace(name: "rider", epoch: epoch, version: 1, deleted: false))
-            _ = try await stores[0].change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
+            _ = try await stores[0].change(
+                "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
             await received.expectNext(.namespace(name: "rider", epoch: epoch, version: 2, deleted: false))
             // A change that alters nothing commits nothing and notifies nobody; the next notification is the
             // token's.
-            _ = try await stores[0].change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
+            _ = try await stores[0].change(
+                "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
             _ = try await stores[0].issueToken(name: "ci", role: .client, namespaces: nil, by: Fixtures.editor)
             await received.expectNext(.tokens)
             _ = try await stores[0].revokeToken("ci", by: Fixtures.editor)
@@ -58,14 +66,19 @@ import Testing
             try await stores[0].deleteNamespace("rider", by: Fixtures.editor)
             await received.expectNext(.namespace(name: "rider", epoch: epoch, version: 2, deleted: true))
             // A refused change (here a conflict) rolls back its notification with everything else.
-            let again = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            let again = try await stores[0].createNamespace(
+                Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
             _ = await expectStorageError(.conflict) {
-                try await stores[0].change("rider", Fixtures.request(basedOn: SnapshotVersion(epoch: epoch, version: 2)),
-                                           mutation: Fixtures.rollout("plugin_switch_feed_weather", 6))
+                try await stores[0].change(
+                    "rider", Fixtures.request(basedOn: SnapshotVersion(epoch: epoch, version: 2)),
+                    mutation: Fixtures.rollout("plugin_switch_feed_weather", 6))
             }
-            _ = try await stores[1].change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 7))
-            await received.expectNext(.namespace(name: "rider", epoch: again.state.record.epoch, version: 1, deleted: false))
-            await received.expectNext(.namespace(name: "rider", epoch: again.state.record.epoch, version: 2, deleted: false))
+            _ = try await stores[1].change(
+                "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 7))
+            await received.expectNext(
+                .namespace(name: "rider", epoch: again.state.record.epoch, version: 1, deleted: false))
+            await received.expectNext(
+                .namespace(name: "rider", epoch: again.state.record.epoch, version: 2, deleted: false))
         }
     }
 
@@ -78,8 +91,11 @@ import Testing
             try await stores[0].migrate()
             let url = stores[0].configuration
             var count = -1
-            try await TestPostgres.administer(try TestPostgres.databaseURL(TestPostgres.serverURL(), name: url.database)) { connection, logger in
-                let rows = try await connection.query("SELECT count(*) FROM switchyard_migration", logger: logger).collect()
+            try await TestPostgres.administer(
+                try TestPostgres.databaseURL(TestPostgres.serverURL(), name: url.database)
+            ) { connection, logger in
+                let rows = try await connection.query("SELECT count(*) FROM switchyard_migration", logger: logger)
+                    .collect()
                 count = try #require(rows.first, "SELECT count(*) returned no row").decode(Int.self)
             }
             #expect(count == PostgresFlagStore.migrations.count)
@@ -93,7 +109,8 @@ import Testing
     @Test func aDatabaseFromBeforeObjectRowsSplitsItsFlagSets() async throws {
         try await withStores(2) { stores in
             try await stores[0].migrate()
-            _ = try await stores[0].createNamespace(Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
+            _ = try await stores[0].createNamespace(
+                Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
             let changed = try await stores[0].change("kitchen", Fixtures.request()) { flagSet in
                 var flagSet = flagSet
                 flagSet.pluginPoints.insert(PluginPointDefinition(name: "a_first", switches: []), at: 0)
@@ -116,7 +133,8 @@ import Testing
             #expect(read.record == changed.state.record)
             #expect(read.flagSet.pluginPoints.map(\.name) == ["a_first", "home_feed"])
             #expect(JSONValue.object(read.flagSet.tree(unit: .basisPoints)).serializedString(.canonical) == text)
-            let next = try await stores[1].change("kitchen", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 99))
+            let next = try await stores[1].change(
+                "kitchen", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 99))
             #expect(next.state.record.version == 3)
             #expect(try await stores[0].namespace("kitchen")?.flagSet == next.state.flagSet)
         }
@@ -136,34 +154,38 @@ import Testing
     }
 
     @Test func anUnreachableDatabaseFailsOperationsAtOnceAndTheStoreRecoversWhenItReturns() async throws {
-        try await PrivateServer.with { server in try await withStores(1, url: server.url) { stores in
-            let store = stores[0]
-            try await store.migrate()
-            let received = ReceivedNotifications(try #require(store.notifications()))
-            await received.expectNext(.resync)
-            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
-            #expect(await received.next() != nil)
+        try await PrivateServer.with { server in
+            try await withStores(1, url: server.url) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                let received = ReceivedNotifications(try #require(store.notifications()))
+                await received.expectNext(.resync)
+                _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+                #expect(await received.next() != nil)
 
-            try await server.stop()
-            try await waitUntil { store.availability.refusesOperations }
-            let refused = await expectStorageError(.unavailable) {
-                try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
+                try await server.stop()
+                try await waitUntil { store.availability.refusesOperations }
+                let refused = await expectStorageError(.unavailable) {
+                    try await store.change(
+                        "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
+                }
+                #expect(refused?.message.contains("unreachable") == true)
+                // What a client reads never names the database; the log's diagnostic does.
+                #expect(refused?.message.contains(store.configuration.host) == false, "\(refused?.message ?? "")")
+                #expect(refused?.message.contains("postgres://") == false)
+                #expect(refused?.diagnostic?.contains(store.configuration.displayURL) == true)
+                _ = await expectStorageError(.unavailable) { try await store.checkHealth() }
+
+                try await server.start()
+                // The store notices by itself, says notifications may have been missed, and works again.
+                try await waitUntil { !store.availability.refusesOperations }
+                await received.expectNext(.resync)
+                let committed = try await store.change(
+                    "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
+                #expect(committed.state.record.version == 2)
+                try await store.checkHealth()
             }
-            #expect(refused?.message.contains("unreachable") == true)
-            // What a client reads never names the database; the log's diagnostic does.
-            #expect(refused?.message.contains(store.configuration.host) == false, "\(refused?.message ?? "")")
-            #expect(refused?.message.contains("postgres://") == false)
-            #expect(refused?.diagnostic?.contains(store.configuration.displayURL) == true)
-            _ = await expectStorageError(.unavailable) { try await store.checkHealth() }
-
-            try await server.start()
-            // The store notices by itself, says notifications may have been missed, and works again.
-            try await waitUntil { !store.availability.refusesOperations }
-            await received.expectNext(.resync)
-            let committed = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
-            #expect(committed.state.record.version == 2)
-            try await store.checkHealth()
-        } }
+        }
     }
 
     /// A slow answer is not an outage: operations that run out of time fail alone, with a message saying so, and
@@ -187,7 +209,8 @@ import Testing
             }
             #expect(!store.availability.refusesOperations, "\(store.availability.status)")
             // The store takes the next operation at once rather than refusing it as if the database were gone.
-            let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            let created = try await store.createNamespace(
+                Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
             #expect(created.state.record.version == 1)
             #expect(store.availability.status == .reachable)
         }
@@ -209,14 +232,17 @@ import Testing
             await withTaskGroup(of: String?.self) { group in
                 for _ in 0..<4 {
                     group.addTask {
-                        await expectStorageError(.unavailable) { try await store.rows("SELECT pg_sleep(10)", on: .events) }?.message
+                        await expectStorageError(.unavailable) {
+                            try await store.rows("SELECT pg_sleep(10)", on: .events)
+                        }?.message
                     }
                 }
                 return await group.reduce(into: [String?]()) { $0.append($1) }
             }
         }
         // On a shared pool of two connections this change would wait behind them past its 5 s and fail.
-        let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        let created = try await store.createNamespace(
+            Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
         #expect(created.state.record.version == 1)
         for message in await slow.value {
             #expect(message?.contains("did not answer within") == true, "\(message ?? "no error")")
@@ -224,40 +250,47 @@ import Testing
         #expect(store.availability.status == .reachable, "\(store.availability.status)")
         #expect(store.availability.unansweredProbes == 0)
         running.cancel()
-        if await !ended(running, within: .seconds(60)) { Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation") }
+        if await !ended(running, within: .seconds(60)) {
+            Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation")
+        }
         await drop()
     }
 
     /// A database that stops answering without closing a connection (a network partition, a hung host) counts as
     /// unreachable once its probes go unanswered, and the store works again when it answers.
     @Test func aSilentDatabaseBecomesUnreachableWhenItsProbesGoUnansweredAndRecovers() async throws {
-        try await PrivateServer.with { server in try await withStores(1, url: server.url, timeout: 5) { stores in
-            let store = stores[0]
-            try await store.migrate()
-            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
-            // Paused before the notification connection is up, its connect times out and marks the database
-            // unreachable first (also right, but not the path under test: a silence that fails no connection).
-            try await waitUntil("the notification connection listens") { store.isListening }
+        try await PrivateServer.with { server in
+            try await withStores(1, url: server.url, timeout: 5) { stores in
+                let store = stores[0]
+                try await store.migrate()
+                _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+                // Paused before the notification connection is up, its connect times out and marks the database
+                // unreachable first (also right, but not the path under test: a silence that fails no connection).
+                try await waitUntil("the notification connection listens") { store.isListening }
 
-            try server.pause()
-            defer { try? server.resume() }
-            let timedOut = await expectStorageError(.unavailable) { try await store.namespaces() }
-            #expect(timedOut?.message.contains("did not answer within") == true, "\(timedOut?.message ?? "")")
-            try await waitUntil { store.availability.refusesOperations }
-            guard case .unreachable(_, let reason) = store.availability.status else { return }
-            #expect(reason.contains("probes in a row without an answer"), "\(reason)")
-            let refused = await expectStorageError(.unavailable) { try await store.namespaces() }
-            #expect(refused?.message.contains("unreachable") == true)
+                try server.pause()
+                defer { try? server.resume() }
+                let timedOut = await expectStorageError(.unavailable) { try await store.namespaces() }
+                #expect(timedOut?.message.contains("did not answer within") == true, "\(timedOut?.message ?? "")")
+                try await waitUntil { store.availability.refusesOperations }
+                guard case .unreachable(_, let reason) = store.availability.status else { return }
+                #expect(reason.contains("probes in a row without an answer"), "\(reason)")
+                let refused = await expectStorageError(.unavailable) { try await store.namespaces() }
+                #expect(refused?.message.contains("unreachable") == true)
 
-            try server.resume()
-            try await waitUntil { !store.availability.refusesOperations }
-            let committed = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
-            #expect(committed.state.record.version == 2)
-        } }
+                try server.resume()
+                try await waitUntil { !store.availability.refusesOperations }
+                let committed = try await store.change(
+                    "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 9))
+                #expect(committed.state.record.version == 2)
+            }
+        }
     }
 
     @Test func aDatabaseThatNeverAnswersFailsMigrationWithAClearError() async throws {
-        let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&timeout=1"))
+        let store = try PostgresFlagStore(
+            configuration: PostgresStoreConfiguration(
+                url: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&timeout=1"))
         let running = Task { try await store.run() }
         defer { running.cancel() }
         let error = await expectStorageError(.unavailable) { try await store.migrate(waitingUpTo: .zero) }
@@ -271,7 +304,9 @@ import Testing
 
     @Test func aURLNamesHostPortUserPasswordDatabaseAndOptions() throws {
         let configuration = try PostgresStoreConfiguration(
-            url: "postgresql://flag%40sd:p%3Ass@db.internal:6543/switch_yard?sslmode=verify-full&pool_size=4&events_pool_size=3&timeout=2.5&application_name=edge")
+            url:
+                "postgresql://flag%40sd:p%3Ass@db.internal:6543/switch_yard?sslmode=verify-full&pool_size=4&events_pool_size=3&timeout=2.5&application_name=edge"
+        )
         #expect(configuration.host == "db.internal")
         #expect(configuration.port == 6543)
         #expect(configuration.username == "flag@sd")
@@ -295,10 +330,13 @@ import Testing
     /// path lies between flagsd and the database.
     @Test func sslmodeDefaultsToVerifyFullExceptOnLoopback() throws {
         for host in ["db.internal", "10.0.0.5", "postgres", "[2001:db8::1]", "127.example.com"] {
-            #expect(try PostgresStoreConfiguration(url: "postgres://flagsd@\(host)/switchyard").tls == .verifyFull, "\(host)")
+            #expect(
+                try PostgresStoreConfiguration(url: "postgres://flagsd@\(host)/switchyard").tls == .verifyFull,
+                "\(host)")
         }
         for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "[::1]"] {
-            #expect(try PostgresStoreConfiguration(url: "postgres://flagsd@\(host)/switchyard").tls == .prefer, "\(host)")
+            #expect(
+                try PostgresStoreConfiguration(url: "postgres://flagsd@\(host)/switchyard").tls == .prefer, "\(host)")
         }
         #expect(try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=require").tls == .require)
         #expect(try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=disable").tls == .disable)
@@ -308,15 +346,20 @@ import Testing
 
     @Test func sslrootcertNamesAReadableFileAndNeedsVerifyFull() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem")
-        try "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".write(to: file, atomically: true, encoding: .utf8)
+        try "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".write(
+            to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let configuration = try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslrootcert=\(file.path)")
         #expect(configuration.rootCertificates == file.path)
         #expect(configuration.tls == .verifyFull)
-        #expect { try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslrootcert=/no/such/ca.pem") } throws: { error in
+        #expect {
+            try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslrootcert=/no/such/ca.pem")
+        } throws: { error in
             "\(error)".contains("sslrootcert=/no/such/ca.pem") && "\(error)".contains("not a readable file")
         }
-        #expect { try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=require&sslrootcert=\(file.path)") } throws: { error in
+        #expect {
+            try PostgresStoreConfiguration(url: "postgres://db.internal/s?sslmode=require&sslrootcert=\(file.path)")
+        } throws: { error in
             "\(error)".contains("needs sslmode=verify-full")
         }
     }

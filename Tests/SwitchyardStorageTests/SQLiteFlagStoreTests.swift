@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import SwitchyardCore
+import Testing
+
 @testable import SwitchyardSQLite
 @testable import SwitchyardStorage
-import Testing
 
 /// What only the SQLite backend promises: durable commits in WAL mode, and state that survives reopening.
 struct SQLiteFlagStoreTests {
@@ -39,8 +40,12 @@ struct SQLiteFlagStoreTests {
     }
 
     @Test func theEventsFileIsNamedAfterTheDatabase() {
-        #expect(SQLiteFlagStore.eventsPath(for: "/var/lib/switchyard/flags.sqlite") == "/var/lib/switchyard/flags-events.sqlite")
-        #expect(SQLiteFlagStore.eventsPath(for: "data/flags.db") == "\(FileManager.default.currentDirectoryPath)/data/flags-events.db")
+        #expect(
+            SQLiteFlagStore.eventsPath(for: "/var/lib/switchyard/flags.sqlite")
+                == "/var/lib/switchyard/flags-events.sqlite")
+        #expect(
+            SQLiteFlagStore.eventsPath(for: "data/flags.db")
+                == "\(FileManager.default.currentDirectoryPath)/data/flags-events.db")
         #expect(SQLiteFlagStore.eventsPath(for: "/srv/flags") == "/srv/flags-events")
     }
 
@@ -49,7 +54,8 @@ struct SQLiteFlagStoreTests {
     @Test func aDatabaseFromBeforeMovesItsEventsIntoTheEventsFileOnce() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         var store = try await SQLiteFlagStore(path: path)
-        let created = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        let created = try await store.createNamespace(
+            Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
         let counted = try await store.ingestEvents(Self.sessions(4, crashed: 1), in: "rider", receivedAt: Date())
         #expect(counted.counted.count == 4)
         let countsBefore = try await Self.counts(store)
@@ -96,7 +102,8 @@ struct SQLiteFlagStoreTests {
     @Test func aDatabaseFromBeforeObjectRowsSplitsItsFlagSetsOnce() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         var store = try await SQLiteFlagStore(path: path)
-        let created = try await store.createNamespace(Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
+        let created = try await store.createNamespace(
+            Fixtures.everyField(), reasonPolicy: .never, request: Fixtures.request())
         let changed = try await store.change("kitchen", Fixtures.request()) { flagSet in
             var flagSet = flagSet
             flagSet.pluginPoints.insert(PluginPointDefinition(name: "a_first", switches: []), at: 0)
@@ -117,15 +124,19 @@ struct SQLiteFlagStoreTests {
         #expect(read.record.epoch == created.state.record.epoch)
         #expect(read.flagSet.pluginPoints.map(\.name) == ["a_first", "home_feed"])
         #expect(JSONValue.object(read.flagSet.tree(unit: .basisPoints)).serializedString(.canonical) == text)
-        let next = try await store.change("kitchen", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 99))
+        let next = try await store.change(
+            "kitchen", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_promos", 99))
         #expect(next.state.record.version == 3)
         try store.close()
         let columns = try DatabaseQueue(path: path)
-        #expect(try await columns.read { db in try db.columns(in: "namespace").map(\.name) }.contains("flag_set") == false)
+        #expect(
+            try await columns.read { db in try db.columns(in: "namespace").map(\.name) }.contains("flag_set") == false)
         try columns.close()
 
         store = try await SQLiteFlagStore(path: path)
-        #expect(try await store.namespace("kitchen")?.flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.rollout.basisPoints == 99)
+        #expect(
+            try await store.namespace("kitchen")?.flagSet.flag("plugin_switch_feed_promos")?.pluginSwitch?.rollout
+                .basisPoints == 99)
         try store.close()
     }
 
@@ -134,8 +145,9 @@ struct SQLiteFlagStoreTests {
     static func undoObjectRows(_ db: Database, flagSet: FlagSet) throws {
         try db.execute(sql: "DROP TABLE namespace_object")
         try db.execute(sql: "ALTER TABLE namespace ADD COLUMN flag_set TEXT NOT NULL DEFAULT ''")
-        try db.execute(sql: "UPDATE namespace SET flag_set = ?",
-                       arguments: [JSONValue.object(flagSet.tree(unit: .basisPoints)).serializedString(.canonical)])
+        try db.execute(
+            sql: "UPDATE namespace SET flag_set = ?",
+            arguments: [JSONValue.object(flagSet.tree(unit: .basisPoints)).serializedString(.canonical)])
         try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v7:%'")
     }
 
@@ -143,14 +155,16 @@ struct SQLiteFlagStoreTests {
     static func sessions(_ count: Int, crashed: Int = 0) -> [StoredEvent] {
         let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60)
         return (0..<count).map { index in
-            StoredEvent(id: "session-\(index)", time: start, city: "lagos", cohorts: ["beta"],
-                        payload: .session(crashed: index < crashed, switches: ["plugin_switch_feed_promos"], variants: [:]),
-                        unit: "unit-\(index)")
+            StoredEvent(
+                id: "session-\(index)", time: start, city: "lagos", cohorts: ["beta"],
+                payload: .session(crashed: index < crashed, switches: ["plugin_switch_feed_promos"], variants: [:]),
+                unit: "unit-\(index)")
         }
     }
 
     static func counts(_ store: SQLiteFlagStore) async throws -> [EventCount] {
-        try await store.eventCounts(EventCountQuery(namespace: "rider", from: Date(timeIntervalSince1970: 0), until: Date() + 3600))
+        try await store.eventCounts(
+            EventCountQuery(namespace: "rider", from: Date(timeIntervalSince1970: 0), until: Date() + 3600))
     }
 
     /// The database holds the audit log and token hashes: only flagsd's user may read it, its WAL and its folder.
@@ -180,14 +194,16 @@ struct SQLiteFlagStoreTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         var store = try await SQLiteFlagStore(path: path)
         _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
-        _ = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
+        _ = try await store.change(
+            "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 5))
         try store.close()
 
         store = try await SQLiteFlagStore(path: path)
         let reopened = try #require(try await store.namespace("rider"))
         #expect(reopened.record.version == 2)
         #expect(reopened.flagSet.flag("plugin_switch_feed_weather")?.pluginSwitch?.rollout.basisPoints == 5)
-        let next = try await store.change("rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 6))
+        let next = try await store.change(
+            "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 6))
         #expect(next.state.record.version == 3)
         try store.close()
     }

@@ -1,11 +1,11 @@
 import Foundation
 import PostgresTestSupport
 import SwitchyardClientTesting
-import SwitchyardSQLite
-import Synchronization
 import SwitchyardCore
 import SwitchyardPostgres
+import SwitchyardSQLite
 import SwitchyardStorage
+import Synchronization
 import Testing
 
 /// A storage backend the conformance suite runs against. The PostgreSQL backend adds itself to `all`. The suites
@@ -15,21 +15,30 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
     let name: String
     /// Opens `count` stores on one fresh, empty database (as `count` processes would); the cleanup runs after
     /// the test.
-    let open: @Sendable (_ clock: TestClock, _ count: Int) async throws -> (stores: [any FlagStore], cleanup: @Sendable () async throws -> Void)
+    let open:
+        @Sendable (_ clock: TestClock, _ count: Int) async throws -> (
+            stores: [any FlagStore], cleanup: @Sendable () async throws -> Void
+        )
 
     var testDescription: String { name }
 
     static let sqlite = StoreBackend(name: "SQLite") { clock, count in
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("switchyard-store-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "switchyard-store-\(UUID().uuidString)")
         var stores: [SQLiteFlagStore] = []
         for _ in 0..<count {
-            stores.append(try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path, now: { clock.date }))
+            stores.append(
+                try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path, now: { clock.date })
+            )
         }
         let opened = stores
-        return (opened, {
-            for store in opened { try store.close() }
-            try? FileManager.default.removeItem(at: folder)
-        })
+        return (
+            opened,
+            {
+                for store in opened { try store.close() }
+                try? FileManager.default.removeItem(at: folder)
+            }
+        )
     }
 
     /// A fresh database on the test server (`scripts/test` starts one), the stores running until cleanup.
@@ -45,7 +54,9 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
             defer { TestTrace.mark("\(trace) stopped") }
             for task in tasks { task.cancel() }
             for task in tasks {
-                if await !ended(task, within: .seconds(60)) { Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation") }
+                if await !ended(task, within: .seconds(60)) {
+                    Issue.record("PostgresFlagStore.run() did not return within 60 s of its cancellation")
+                }
             }
             TestTrace.mark("\(trace) dropping")
             await drop()
@@ -53,7 +64,8 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
         }
         do {
             for _ in 0..<count {
-                let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: url), now: { clock.date })
+                let store = try PostgresFlagStore(
+                    configuration: PostgresStoreConfiguration(url: url), now: { clock.date })
                 tasks.append(Task { try await store.run() })
                 TestTrace.mark("\(trace) migrating")
                 try await store.migrate(waitingUpTo: .seconds(10))
@@ -71,12 +83,16 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
     static let all: [StoreBackend] = [.sqlite, .postgres]
 
     /// Runs a test body with a fresh store.
-    func withStore<T>(clock: TestClock = TestClock.forStores(), _ body: (any FlagStore) async throws -> T) async throws -> T {
+    func withStore<T>(clock: TestClock = TestClock.forStores(), _ body: (any FlagStore) async throws -> T) async throws
+        -> T
+    {
         try await withStores(1, clock: clock) { try await body($0[0]) }
     }
 
     /// Runs a test body with several stores on one fresh database, as several processes would use it.
-    func withStores<T>(_ count: Int, clock: TestClock = TestClock.forStores(), _ body: ([any FlagStore]) async throws -> T) async throws -> T {
+    func withStores<T>(
+        _ count: Int, clock: TestClock = TestClock.forStores(), _ body: ([any FlagStore]) async throws -> T
+    ) async throws -> T {
         let (stores, cleanup) = try await open(clock, count)
         let trace = "\(name) \(UUID().uuidString.prefix(6))"
         do {
@@ -124,18 +140,33 @@ enum Fixtures {
     static func rider(_ name: String = "rider") -> FlagSet {
         FlagSet(
             namespace: name, description: "Rider app",
-            pluginPoints: [PluginPointDefinition(name: "feed", killSwitch: "feed_cards",
-                                       switches: ["plugin_switch_feed_promos", "plugin_switch_feed_weather"])],
+            pluginPoints: [
+                PluginPointDefinition(
+                    name: "feed", killSwitch: "feed_cards",
+                    switches: ["plugin_switch_feed_promos", "plugin_switch_feed_weather"])
+            ],
             killSwitches: [KillSwitch(key: KillSwitch.masterKey), KillSwitch(key: "feed_cards")],
             flags: [
-                FlagDefinition(key: "plugin_switch_feed_promos", kind: .pluginSwitch(PluginSwitchDefinition(
-                    rules: [SwitchRule(conditions: Conditions(cities: ["lagos"]), rollout: Rollout(basisPoints: 500)!)],
-                    rollout: .full))),
+                FlagDefinition(
+                    key: "plugin_switch_feed_promos",
+                    kind: .pluginSwitch(
+                        PluginSwitchDefinition(
+                            rules: [
+                                SwitchRule(
+                                    conditions: Conditions(cities: ["lagos"]), rollout: Rollout(basisPoints: 500)!)
+                            ],
+                            rollout: .full))),
                 FlagDefinition(key: "plugin_switch_feed_weather", kind: .pluginSwitch(PluginSwitchDefinition())),
-                FlagDefinition(key: "checkout_button", kind: .experiment(Experiment(
-                    valueType: .string,
-                    variants: [Variant(key: "control", value: .string("Pay")), Variant(key: "bold", value: .string("PAY NOW"))],
-                    defaultVariant: "control", weights: ["control": 1, "bold": 1]))),
+                FlagDefinition(
+                    key: "checkout_button",
+                    kind: .experiment(
+                        Experiment(
+                            valueType: .string,
+                            variants: [
+                                Variant(key: "control", value: .string("Pay")),
+                                Variant(key: "bold", value: .string("PAY NOW")),
+                            ],
+                            defaultVariant: "control", weights: ["control": 1, "bold": 1]))),
             ])
     }
 
@@ -175,9 +206,12 @@ enum Fixtures {
 
     static let editor = ChangeAuthor(actor: "ada", source: .cli, reason: "testing")
 
-    static func request(_ actor: String = "ada", source: ChangeSource = .cli, reason: String? = "testing",
-                        basedOn: SnapshotVersion? = nil, summary: String? = nil) -> ChangeRequest {
-        ChangeRequest(author: ChangeAuthor(actor: actor, source: source, reason: reason), basedOn: basedOn, summary: summary)
+    static func request(
+        _ actor: String = "ada", source: ChangeSource = .cli, reason: String? = "testing",
+        basedOn: SnapshotVersion? = nil, summary: String? = nil
+    ) -> ChangeRequest {
+        ChangeRequest(
+            author: ChangeAuthor(actor: actor, source: source, reason: reason), basedOn: basedOn, summary: summary)
     }
 
     /// Sets a plugin switch's default rollout.

@@ -7,45 +7,63 @@ struct WireBodiesTests {
     static let version = SnapshotVersion(epoch: "9f2c", version: 41)
 
     @Test func bodiesReadBackAsWritten() throws {
-        let namespace = NamespaceBody(name: "rider", epoch: "9f2c", version: 41, reasonPolicy: .always,
-                                      createdAt: "2026-11-26T04:00:00.000Z", updatedAt: "2026-11-26T04:10:00.000Z",
-                                      summary: .init(description: "Rider app", counts: .init(flags: 3, pluginPoints: 1, killSwitches: 2)))
+        let namespace = NamespaceBody(
+            name: "rider", epoch: "9f2c", version: 41, reasonPolicy: .always,
+            createdAt: "2026-11-26T04:00:00.000Z", updatedAt: "2026-11-26T04:10:00.000Z",
+            summary: .init(description: "Rider app", counts: .init(flags: 3, pluginPoints: 1, killSwitches: 2)))
         #expect(try NamespaceBody(json: namespace.json) == namespace)
         #expect(namespace.json["etag"] == .string("\"9f2c.41\""))
 
-        let change = ChangeEntryBody(version: 41, time: "2026-11-26T04:10:00.000Z", actor: "bob", source: "cli", reason: nil,
-                                     summary: "disable plugin_switch_feed_promos",
-                                     changes: [.object(JSONObject([("kind", .string("flag")), ("key", .string("plugin_switch_feed_promos")),
-                                                                   ("before", .null), ("after", .null)]))], evidence: nil)
+        let change = ChangeEntryBody(
+            version: 41, time: "2026-11-26T04:10:00.000Z", actor: "bob", source: "cli", reason: nil,
+            summary: "disable plugin_switch_feed_promos",
+            changes: [
+                .object(
+                    JSONObject([
+                        ("kind", .string("flag")), ("key", .string("plugin_switch_feed_promos")),
+                        ("before", .null), ("after", .null),
+                    ]))
+            ], evidence: nil)
         #expect(try ChangeEntryBody(json: change.json) == change)
         #expect(change.objects.map(\.key) == ["plugin_switch_feed_promos"])
 
-        let committed = CommittedBody(namespace: "rider", version: Self.version, changed: true, change: change,
-                                      extra: ["rule": .int(1)])
+        let committed = CommittedBody(
+            namespace: "rider", version: Self.version, changed: true, change: change,
+            extra: ["rule": .int(1)])
         #expect(try CommittedBody(json: committed.json) == committed)
         let unchanged = CommittedBody(namespace: "rider", version: Self.version, changed: false, change: nil)
         #expect(try CommittedBody(json: unchanged.json) == unchanged)
 
-        let audit = AuditEntryBody(id: 7, time: "2026-11-26T04:10:00.000Z", actor: "bob", source: "cli", action: "change",
-                                   namespace: "rider", version: 41, reason: "INC-1", summary: "s", changes: [], evidence: nil)
+        let audit = AuditEntryBody(
+            id: 7, time: "2026-11-26T04:10:00.000Z", actor: "bob", source: "cli", action: "change",
+            namespace: "rider", version: 41, reason: "INC-1", summary: "s", changes: [], evidence: nil)
         #expect(try AuditEntryBody(json: audit.json) == audit)
-        let token = TokenBody(id: "t1", name: "app", role: "client", namespaces: ["rider"], ratePerMinute: nil,
-                              createdAt: "2026-11-26T04:10:00.000Z", createdBy: "admin", revokedAt: nil, secret: "s3cr3t")
+        let token = TokenBody(
+            id: "t1", name: "app", role: "client", namespaces: ["rider"], ratePerMinute: nil,
+            createdAt: "2026-11-26T04:10:00.000Z", createdBy: "admin", revokedAt: nil, secret: "s3cr3t")
         #expect(try TokenBody(json: token.json) == token)
 
         let flagSet = FlagSet(namespace: "rider", description: "Rider app")
-        #expect(try FlagSetBody(json: FlagSetBody(version: Self.version, flagSet: flagSet).json) == FlagSetBody(version: Self.version, flagSet: flagSet))
+        #expect(
+            try FlagSetBody(json: FlagSetBody(version: Self.version, flagSet: flagSet).json)
+                == FlagSetBody(version: Self.version, flagSet: flagSet))
     }
 
     @Test func anotherShapeFailsNamingTheMember() throws {
-        var object = try #require(NamespaceBody(name: "rider", epoch: "e", version: 1, reasonPolicy: .kills, createdAt: "t",
-                                                updatedAt: "t").json.objectValue)
+        var object = try #require(
+            NamespaceBody(
+                name: "rider", epoch: "e", version: 1, reasonPolicy: .kills, createdAt: "t",
+                updatedAt: "t"
+            ).json.objectValue)
         object["version"] = .string("1")
         let wrongType = #expect(throws: WireError.self) { try NamespaceBody(json: .object(object)) }
         #expect(wrongType?.message == "namespace: version is missing or not an integer")
 
-        let mismatched = JSONValue.object(JSONObject([("version", .int(2)), ("etag", .string("\"e.1\"")),
-                                                      ("flag_set", .object(FlagSet(namespace: "rider").tree(unit: .basisPoints)))]))
+        let mismatched = JSONValue.object(
+            JSONObject([
+                ("version", .int(2)), ("etag", .string("\"e.1\"")),
+                ("flag_set", .object(FlagSet(namespace: "rider").tree(unit: .basisPoints))),
+            ]))
         let disagreement = #expect(throws: WireError.self) { try FlagSetBody(json: mismatched) }
         #expect(disagreement?.message == "flag set document: version and etag disagree")
         #expect(throws: WireError.self) { try CommittedBody(json: .array([])) }
@@ -59,36 +77,48 @@ struct WireBodiesTests {
     /// leave out the verdict members their schemas leave out, and a body of another shape fails naming the member.
     @Test func crashGuardBodiesReadBackAsWrittenAndNameTheMemberAtFault() throws {
         let time = "2026-11-26T04:10:00.000Z"
-        let check = GuardCheckBody(sessions: 1228, crashes: 61, crashRate: 0.04967, lowerBound: 0.03375, threshold: 0.02,
-                                   baselineRate: 0.01, baselineDifferenceLower: 0.001, bound: 0.02, exceeds: true, shortfall: [],
-                                   units: 1190, addresses: 1043, leftOut: ["plugin_switch_map_traffic"])
-        let evidence = GuardEvidenceBody(rule: "wilson-lower-bound", key: "plugin_switch_feed_promos", source: "client",
-                                         scope: Scope(cities: ["lagos"]), scopeText: "city lagos", window: "10m", from: time, until: time,
-                                         check: check, confidence: 0.999, attribution: "baseline", complement: check,
-                                         policy: CrashGuardPolicy.builtIn.policy, proposedBecause: "budget")
+        let check = GuardCheckBody(
+            sessions: 1228, crashes: 61, crashRate: 0.04967, lowerBound: 0.03375, threshold: 0.02,
+            baselineRate: 0.01, baselineDifferenceLower: 0.001, bound: 0.02, exceeds: true, shortfall: [],
+            units: 1190, addresses: 1043, leftOut: ["plugin_switch_map_traffic"])
+        let evidence = GuardEvidenceBody(
+            rule: "wilson-lower-bound", key: "plugin_switch_feed_promos", source: "client",
+            scope: Scope(cities: ["lagos"]), scopeText: "city lagos", window: "10m", from: time, until: time,
+            check: check, confidence: 0.999, attribution: "baseline", complement: check,
+            policy: CrashGuardPolicy.builtIn.policy, proposedBecause: "budget")
         #expect(try GuardEvidenceBody(json: evidence.json) == evidence)
-        #expect(evidence.json["exceeds"] == nil && evidence.json["shortfall"] == nil && evidence.json["complement"]?["exceeds"] == .bool(true))
+        #expect(
+            evidence.json["exceeds"] == nil && evidence.json["shortfall"] == nil
+                && evidence.json["complement"]?["exceeds"] == .bool(true))
         #expect(evidence.json["policy"]?["cooldown"] == .string("30m"))
         #expect(try GuardEvidenceBody(json: evidence.json).policy.cooldown == .seconds(1800))
 
-        let trip = GuardTripBody(key: "plugin_switch_feed_promos", scope: Scope(cities: ["lagos"]), version: 42, time: time, actor: "crash-guard",
-                                 automatic: true, proposal: nil, reason: "crash guard: …", evidence: evidence,
-                                 reenabled: .init(version: 43, time: time, actor: "ada", deleted: false), inForce: false)
+        let trip = GuardTripBody(
+            key: "plugin_switch_feed_promos", scope: Scope(cities: ["lagos"]), version: 42, time: time,
+            actor: "crash-guard",
+            automatic: true, proposal: nil, reason: "crash guard: …", evidence: evidence,
+            reenabled: .init(version: 43, time: time, actor: "ada", deleted: false), inForce: false)
         #expect(try GuardTripBody(json: trip.json) == trip)
-        let proposal = GuardProposalBody(id: 7, key: "plugin_switch_feed_promos", scope: .everywhere, scopeText: "everywhere", time: time,
-                                         state: "dismissed", proposedBecause: "budget", reason: nil, evidence: evidence,
-                                         apply: "flagctl guard apply 7 -n rider", dismissed: .init(time: time, actor: "ada", reason: "farm"))
+        let proposal = GuardProposalBody(
+            id: 7, key: "plugin_switch_feed_promos", scope: .everywhere, scopeText: "everywhere", time: time,
+            state: "dismissed", proposedBecause: "budget", reason: nil, evidence: evidence,
+            apply: "flagctl guard apply 7 -n rider", dismissed: .init(time: time, actor: "ada", reason: "farm"))
         let status = GuardSwitchStatusBody(
-            key: "plugin_switch_feed_promos", state: "tripped", source: "client", check: check, window: "10m", from: time, until: time,
+            key: "plugin_switch_feed_promos", state: "tripped", source: "client", check: check, window: "10m",
+            from: time, until: time,
             disabled: false, disabledScopes: [Scope(cities: ["lagos"])], coolingDownUntil: nil,
             wouldTrip: .init(scope: Scope(cohorts: ["beta"]), scopeText: "cohort beta"),
-            scopes: [.init(kind: "city", value: "lagos", check: check)], sources: [.init(source: "client", mayTrip: true, check: check)],
+            scopes: [.init(kind: "city", value: "lagos", check: check)],
+            sources: [.init(source: "client", mayTrip: true, check: check)],
             openTrips: [trip], openProposals: [7], lastTrip: trip, policy: CrashGuardPolicy.builtIn.policy)
         #expect(status.json["exceeds"] == nil && status.json["shortfall"] == .array([]))
-        #expect(status.json["scopes"]?.arrayValue?.first?["shortfall"] == nil && status.json["scopes"]?.arrayValue?.first?["exceeds"] == .bool(true))
-        let overview = GuardOverviewBody(namespace: "rider", version: 42, time: time, rule: "wilson-lower-bound", maximumTripsPerHour: 3,
-                                         tripsLastHour: 1, maximumScopedTripsPerHour: 5, scopedTripsLastHour: 5, proposals: [proposal],
-                                         switches: [status])
+        #expect(
+            status.json["scopes"]?.arrayValue?.first?["shortfall"] == nil
+                && status.json["scopes"]?.arrayValue?.first?["exceeds"] == .bool(true))
+        let overview = GuardOverviewBody(
+            namespace: "rider", version: 42, time: time, rule: "wilson-lower-bound", maximumTripsPerHour: 3,
+            tripsLastHour: 1, maximumScopedTripsPerHour: 5, scopedTripsLastHour: 5, proposals: [proposal],
+            switches: [status])
         #expect(try GuardOverviewBody(json: overview.json) == overview)
         #expect(overview.json["budget"]?["remaining"] == .int(2))
         #expect(overview.json["budget"]?["scoped_remaining"] == .int(0))
@@ -102,7 +132,9 @@ struct WireBodiesTests {
         object["window"] = .string("10m")
         object["policy"] = .object(JSONObject([("cooldown", .string("soon"))]))
         let policy = #expect(throws: WireError.self) { try GuardEvidenceBody(json: .object(object)) }
-        #expect(policy?.message.hasPrefix("crash guard evidence: policy: cooldown: 'soon' is not a duration") == true, "\(policy?.message ?? "")")
+        #expect(
+            policy?.message.hasPrefix("crash guard evidence: policy: cooldown: 'soon' is not a duration") == true,
+            "\(policy?.message ?? "")")
         var trips = try #require(GuardTripsBody(namespace: "rider", version: 42, trips: [trip]).json.objectValue)
         trips["trips"] = .array([.object(JSONObject([("switch", .string("x"))]))])
         let shape = #expect(throws: WireError.self) { try GuardTripsBody(json: .object(trips)) }

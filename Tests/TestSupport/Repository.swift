@@ -12,8 +12,10 @@ public enum Repository {
     /// Runs one of the repository's scripts (`scripts/check-openapi`, or an absolute path) from the root, to its end
     /// (``runToEnd(_:deadline:separateError:)``), with more environment variables.
     /// - Returns: its exit status and everything it wrote to standard output and standard error.
-    public static func runScript(_ path: String, _ arguments: [String] = [], environment: [String: String] = [:],
-                                 deadline: Duration? = nil) async throws -> ProcessOutcome {
+    public static func runScript(
+        _ path: String, _ arguments: [String] = [], environment: [String: String] = [:],
+        deadline: Duration? = nil
+    ) async throws -> ProcessOutcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path.hasPrefix("/") ? path : root + "/" + path)
         process.arguments = arguments

@@ -21,14 +21,18 @@ public struct ProcessOutcome: Sendable {
 /// - Parameters:
 ///   - deadline: a liveness deadline, not a speed claim; past it the process is terminated (`timedOut`).
 ///   - separateError: keep standard error apart from standard output (`error`).
-public func runToEnd(_ process: Process, deadline: Duration? = nil, separateError: Bool = false) async throws -> ProcessOutcome {
+public func runToEnd(_ process: Process, deadline: Duration? = nil, separateError: Bool = false) async throws
+    -> ProcessOutcome
+{
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("process-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: scratch) }
-    let outputURL = scratch.appendingPathComponent("stdout"), errorURL = scratch.appendingPathComponent("stderr")
+    let outputURL = scratch.appendingPathComponent("stdout")
+    let errorURL = scratch.appendingPathComponent("stderr")
     _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
     _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
-    let output = try FileHandle(forWritingTo: outputURL), error = try FileHandle(forWritingTo: errorURL)
+    let output = try FileHandle(forWritingTo: outputURL)
+    let error = try FileHandle(forWritingTo: errorURL)
     defer {
         try? output.close()
         try? error.close()
@@ -48,7 +52,8 @@ public func runToEnd(_ process: Process, deadline: Duration? = nil, separateErro
     let status = await ended.first { _ in true } ?? -1
     timer?.cancel()
     let timedOut = await timer?.value ?? false
-    return ProcessOutcome(status: status, output: (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "",
-                          error: separateError ? (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "" : "",
-                          timedOut: timedOut)
+    return ProcessOutcome(
+        status: status, output: (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "",
+        error: separateError ? (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "" : "",
+        timedOut: timedOut)
 }

@@ -18,7 +18,8 @@ public import Testing
 ///   - condition: checked until it returns true.
 /// - Throws: `WaitTimedOut` past the deadline.
 public func waitUntil(
-    _ what: @autoclosure () -> String = "the condition", timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(20),
+    _ what: @autoclosure () -> String = "the condition", timeout: Duration = .seconds(120),
+    every interval: Duration = .milliseconds(20),
     sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout

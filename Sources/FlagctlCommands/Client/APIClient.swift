@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import SwitchyardCore
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A response from flagsd.
 struct APIResponse: Sendable {
@@ -43,7 +44,9 @@ struct APIFailure: Error, Sendable {
         let type = document["type"]?.stringValue ?? ""
         slug = type.split(separator: ":").last.map(String.init) ?? ""
         let text = String(decoding: response.body.prefix(300), as: UTF8.self)
-        detail = document["detail"]?.stringValue ?? (text.isEmpty ? "HTTP \(response.status)" : "HTTP \(response.status): \(text)")
+        detail =
+            document["detail"]?.stringValue
+            ?? (text.isEmpty ? "HTTP \(response.status)" : "HTTP \(response.status): \(text)")
         problems = (document["errors"]?.arrayValue ?? []).compactMap { error in
             guard let message = error["message"]?.stringValue else { return nil }
             return (error["path"]?.stringValue ?? "", message)
@@ -85,16 +88,21 @@ final class APIClient: Sendable {
     static func path(_ segments: String...) -> String {
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "/?#%")
-        return "/" + segments.map { $0.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0 }.joined(separator: "/")
+        return "/"
+            + segments.map { $0.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0 }.joined(separator: "/")
     }
 
     /// Sends a request and returns a 2xx or 304 response.
     ///
     /// - Throws: `APIFailure` for any other status; `CommandFailure` when the server cannot be reached.
-    func send(_ method: String, _ path: String, query: [(String, String)] = [], body: JSONValue? = nil,
-              ifMatch: String? = nil, headers: [String: String] = [:]) async throws -> APIResponse {
+    func send(
+        _ method: String, _ path: String, query: [(String, String)] = [], body: JSONValue? = nil,
+        ifMatch: String? = nil, headers: [String: String] = [:]
+    ) async throws -> APIResponse {
         let response = try await exchange(method, path, query: query, body: body, ifMatch: ifMatch, headers: headers)
-        guard (200..<300).contains(response.status) || response.status == 304 else { throw APIFailure(response: response, settings: settings) }
+        guard (200..<300).contains(response.status) || response.status == 304 else {
+            throw APIFailure(response: response, settings: settings)
+        }
         return response
     }
 
@@ -103,11 +111,14 @@ final class APIClient: Sendable {
         try await send("GET", path, query: query).json
     }
 
-    private func exchange(_ method: String, _ path: String, query: [(String, String)], body: JSONValue?,
-                          ifMatch: String?, headers: [String: String]) async throws -> APIResponse {
+    private func exchange(
+        _ method: String, _ path: String, query: [(String, String)], body: JSONValue?,
+        ifMatch: String?, headers: [String: String]
+    ) async throws -> APIResponse {
         var components = URLComponents(url: settings.server, resolvingAgainstBaseURL: false)!
-        components.percentEncodedPath = (components.percentEncodedPath.hasSuffix("/")
-            ? String(components.percentEncodedPath.dropLast()) : components.percentEncodedPath) + path
+        components.percentEncodedPath =
+            (components.percentEncodedPath.hasSuffix("/")
+                ? String(components.percentEncodedPath.dropLast()) : components.percentEncodedPath) + path
         if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
         // `+` means a space to many servers' query parsers; send it encoded.
         components.percentEncodedQuery = components.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
@@ -149,12 +160,16 @@ final class APIClient: Sendable {
         case .configFile: origin = settings.configPath
         }
         if let urlError = error as? URLError, urlError.code == .timedOut {
-            return CommandFailure("flagsd at \(settings.serverText) did not answer in time; check that it runs and is reachable, then retry")
+            return CommandFailure(
+                "flagsd at \(settings.serverText) did not answer in time; check that it runs and is reachable, then retry"
+            )
         }
         if error is CancellationError || (error as? URLError)?.code == .cancelled {
             return CommandFailure("the request to \(settings.serverText) was cancelled")
         }
-        return CommandFailure("cannot reach flagsd at \(settings.serverText) (from \(origin)): \(error.localizedDescription); check the URL and that flagsd is running")
+        return CommandFailure(
+            "cannot reach flagsd at \(settings.serverText) (from \(origin)): \(error.localizedDescription); check the URL and that flagsd is running"
+        )
     }
 }
 
@@ -172,12 +187,14 @@ extension APIFailure {
         case 400, 422:
             return CommandFailure(message)
         case 401:
-            let next = settings.token == nil
+            let next =
+                settings.token == nil
                 ? "no token was sent: set FLAGCTL_TOKEN, pass --token, or run 'flagctl login'"
                 : "the token came from \(settings.tokenOrigin.map(\.rawValue) ?? "?"); run 'flagctl login' with a valid token, or fix FLAGCTL_TOKEN"
             return .unauthorized("\(message); \(next)")
         case 403:
-            return .unauthorized("\(message); ask an admin for a token with that role or namespace (flagctl tokens create)")
+            return .unauthorized(
+                "\(message); ask an admin for a token with that role or namespace (flagctl tokens create)")
         case 404:
             return .notFound(message)
         case 409:
@@ -187,7 +204,9 @@ extension APIFailure {
             return CommandFailure("flagsd is unavailable: \(message); retry\(retry)")
         default:
             let id = requestID.map { " (request id \($0))" } ?? ""
-            return CommandFailure("flagsd failed with HTTP \(status): \(message)\(id); retry, and report it with the request id if it persists")
+            return CommandFailure(
+                "flagsd failed with HTTP \(status): \(message)\(id); retry, and report it with the request id if it persists"
+            )
         }
     }
 }

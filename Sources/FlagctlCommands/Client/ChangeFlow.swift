@@ -106,28 +106,34 @@ struct ChangeFlow {
                 case .flag(let key):
                     if let flag = view.flagSet.flag(key) { extra["flag"] = FlagBody(flag, in: view.flagSet).json }
                 case .killSwitch(let key):
-                    if let kill = view.flagSet.killSwitch(key) { extra["kill_switch"] = KillSwitchBody(kill, in: view.flagSet).json }
+                    if let kill = view.flagSet.killSwitch(key) {
+                        extra["kill_switch"] = KillSwitchBody(kill, in: view.flagSet).json
+                    }
                 }
             }
             for (name, value) in planned.unchangedFields { extra[name] = value }
-            let unchanged = CommittedBody(namespace: view.namespace, version: SnapshotVersion(epoch: view.epoch, version: view.version),
-                                          changed: false, change: nil, extra: extra)
+            let unchanged = CommittedBody(
+                namespace: view.namespace, version: SnapshotVersion(epoch: view.epoch, version: view.version),
+                changed: false, change: nil, extra: extra)
             return ChangeOutcome(response: unchanged.json, view: view, nothingToDo: planned.nothingToDo)
         }
         try checkReason(planned, view: view)
         if confirms {
-            try await Confirmation.confirm(question(planned, view: view), action: planned.action,
-                                           preview: planned.preview, yes: options.yes, console: console)
+            try await Confirmation.confirm(
+                question(planned, view: view), action: planned.action,
+                preview: planned.preview, yes: options.yes, console: console)
         }
         for attempt in 1...Self.maximumAttempts {
             var body = planned.body
             if let reason = options.trimmedReason { body["reason"] = .string(reason) }
             do {
-                let response = try await client.send(planned.method, planned.path, body: .object(body), ifMatch: view.etag)
+                let response = try await client.send(
+                    planned.method, planned.path, body: .object(body), ifMatch: view.etag)
                 return ChangeOutcome(response: response.json, view: view, nothingToDo: nil)
             } catch let failure as APIFailure where failure.status == 409 && failure.slug == "version-conflict" {
                 if options.ifVersion != nil || attempt == Self.maximumAttempts {
-                    throw try await staleView(since: view.version, current: nil, objects: options.ifVersion == nil ? planned.objects : nil)
+                    throw try await staleView(
+                        since: view.version, current: nil, objects: options.ifVersion == nil ? planned.objects : nil)
                 }
                 let newer = try await client.namespaceView(namespace)
                 guard planned.objects.allSatisfy({ $0.isUnchanged(from: view.flagSet, to: newer.flagSet) }) else {
@@ -148,11 +154,16 @@ struct ChangeFlow {
 
     /// Refuses a change the namespace's reason policy needs a reason for, before asking anything.
     private func checkReason(_ planned: PlannedChange, view: NamespaceView) throws {
-        guard options.trimmedReason == nil, view.reasonPolicy.requiresReason(addsKillEntry: planned.addsKillEntry) else { return }
+        guard options.trimmedReason == nil, view.reasonPolicy.requiresReason(addsKillEntry: planned.addsKillEntry)
+        else { return }
         if view.reasonPolicy == .always {
-            throw CommandFailure.usage("namespace '\(view.namespace)' requires a reason for every change; add --reason \"why\" to \(planned.action)")
+            throw CommandFailure.usage(
+                "namespace '\(view.namespace)' requires a reason for every change; add --reason \"why\" to \(planned.action)"
+            )
         }
-        throw CommandFailure.usage("namespace '\(view.namespace)' requires a reason to kill; add --reason \"why\" (an incident id helps) to \(planned.action)")
+        throw CommandFailure.usage(
+            "namespace '\(view.namespace)' requires a reason to kill; add --reason \"why\" (an incident id helps) to \(planned.action)"
+        )
     }
 
     /// The failure for a change based on a stale view: what changed since, by whom, when.
@@ -161,18 +172,24 @@ struct ChangeFlow {
     ///   - since: the version the change was based on.
     ///   - current: the namespace now, when already read.
     ///   - objects: the objects the change edits; nil when any change of the namespace makes the view stale.
-    func staleView(since version: Int64, current: NamespaceView?, objects: [ObjectReference]?) async throws -> CommandFailure {
+    func staleView(since version: Int64, current: NamespaceView?, objects: [ObjectReference]?) async throws
+        -> CommandFailure
+    {
         let entries = try await client.changes(namespace, after: version)
         let keys = Set((objects ?? []).map(\.key))
-        let relevant = objects == nil ? entries : entries.filter { entry in entry.objects.contains { keys.contains($0.key) } }
+        let relevant =
+            objects == nil ? entries : entries.filter { entry in entry.objects.contains { keys.contains($0.key) } }
         let latest = current?.version ?? entries.last?.version ?? version
         if let pinned = options.ifVersion, pinned > latest {
-            return .usage("--if-version \(pinned) is newer than namespace '\(namespace)' (at version \(latest)); pass the version 'flagctl get' shows")
+            return .usage(
+                "--if-version \(pinned) is newer than namespace '\(namespace)' (at version \(latest)); pass the version 'flagctl get' shows"
+            )
         }
         var message: String
         if let objects {
             let names = objects.map(\.description).joined(separator: ", ")
-            message = "\(names) changed after you read namespace '\(namespace)' at version \(version); nothing was changed"
+            message =
+                "\(names) changed after you read namespace '\(namespace)' at version \(version); nothing was changed"
         } else {
             message = "namespace '\(namespace)' is at version \(latest), not \(version); nothing was changed"
         }
@@ -180,7 +197,9 @@ struct ChangeFlow {
         if !shown.isEmpty {
             message += ". Changed since:"
             for entry in shown { message += "\n  \(entry.line)" }
-            if relevant.count > shown.count { message += "\n  (and \(relevant.count - shown.count) earlier; 'flagctl audit' lists them)" }
+            if relevant.count > shown.count {
+                message += "\n  (and \(relevant.count - shown.count) earlier; 'flagctl audit' lists them)"
+            }
         }
         let look = objects?.first.map { "'flagctl get \($0.key)'" } ?? "'flagctl get'"
         message += "\nLook at the current state with \(look), then run the command again if it still makes sense"

@@ -23,19 +23,23 @@ struct ConfigFile: Sendable, Equatable {
     static func read(path: String, console: Console) throws(CommandFailure) -> ConfigFile? {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
-                throw CommandFailure("cannot read the config file \(path); check its permissions, or run 'flagctl login' again")
+                throw CommandFailure(
+                    "cannot read the config file \(path); check its permissions, or run 'flagctl login' again")
             }
             return nil
         }
         if let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-           let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
+            let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0
+        {
             console.writeError("warning: \(path) holds a token and other users may read it; run 'chmod 600 \(path)'\n")
         }
         guard let tree = try? JSONValue.parse(Array(data)), case .object(let object) = tree else {
-            throw CommandFailure("the config file \(path) is not a JSON object; delete it and run 'flagctl login' again")
+            throw CommandFailure(
+                "the config file \(path) is not a JSON object; delete it and run 'flagctl login' again")
         }
-        return ConfigFile(server: object["server"]?.stringValue, token: object["token"]?.stringValue,
-                          namespace: object["namespace"]?.stringValue)
+        return ConfigFile(
+            server: object["server"]?.stringValue, token: object["token"]?.stringValue,
+            namespace: object["namespace"]?.stringValue)
     }
 
     /// Writes the file with mode 0600 (its folder 0700), replacing it in one step, so the token is never readable
@@ -46,10 +50,13 @@ struct ConfigFile: Sendable, Equatable {
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) {
             do {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: folder, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
             } catch {
-                throw CommandFailure("cannot create the folder \(folder) for the config file: \(error.localizedDescription); set FLAGCTL_CONFIG to a writable path")
+                throw CommandFailure(
+                    "cannot create the folder \(folder) for the config file: \(error.localizedDescription); set FLAGCTL_CONFIG to a writable path"
+                )
             }
         }
         var object = JSONObject()
@@ -60,7 +67,9 @@ struct ConfigFile: Sendable, Equatable {
         let temporary = path + ".tmp-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard descriptor >= 0 else {
-            throw CommandFailure("cannot write the config file \(path) (\(String(cString: strerror(errno)))); set FLAGCTL_CONFIG to a writable path")
+            throw CommandFailure(
+                "cannot write the config file \(path) (\(String(cString: strerror(errno)))); set FLAGCTL_CONFIG to a writable path"
+            )
         }
         fchmod(descriptor, 0o600)
         let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
@@ -68,7 +77,9 @@ struct ConfigFile: Sendable, Equatable {
         close(descriptor)
         guard written == bytes.count, synced, rename(temporary, path) == 0 else {
             unlink(temporary)
-            throw CommandFailure("cannot write the config file \(path) (\(String(cString: strerror(errno)))); set FLAGCTL_CONFIG to a writable path")
+            throw CommandFailure(
+                "cannot write the config file \(path) (\(String(cString: strerror(errno)))); set FLAGCTL_CONFIG to a writable path"
+            )
         }
     }
 }

@@ -40,20 +40,24 @@ extension APIClient {
         var flagSet = document.flagSet
         // The API's documents have sorted keys; show the master kill switch first, as flag files do.
         flagSet.killSwitches.sort { $0.isMaster && !$1.isMaster }
-        return NamespaceView(namespace: namespace, epoch: document.version.epoch, version: document.version.version,
-                             etag: document.version.entityTag, reasonPolicy: record.reasonPolicy, flagSet: flagSet)
+        return NamespaceView(
+            namespace: namespace, epoch: document.version.epoch, version: document.version.version,
+            etag: document.version.entityTag, reasonPolicy: record.reasonPolicy, flagSet: flagSet)
     }
 
     /// The change log entries after a version, oldest first (at most 1000).
     func changes(_ namespace: String, after version: Int64, limit: Int = 1000) async throws -> [ChangeEntry] {
-        let tree = try await get(Self.path("v1", "namespaces", namespace, "changes"),
-                                 query: [("after", String(version)), ("limit", String(limit))])
+        let tree = try await get(
+            Self.path("v1", "namespaces", namespace, "changes"),
+            query: [("after", String(version)), ("limit", String(limit))])
         return try (tree["changes"]?.arrayValue ?? []).map { tree throws(WireError) in try ChangeEntry(json: tree) }
     }
 
     /// A 404 for a namespace, saying how to find the right one.
     func namespaceNotFound(_ namespace: String) -> CommandFailure {
-        .notFound("namespace '\(namespace)' does not exist on \(settings.serverText); 'flagctl namespaces list' shows the namespaces your token may use")
+        .notFound(
+            "namespace '\(namespace)' does not exist on \(settings.serverText); 'flagctl namespaces list' shows the namespaces your token may use"
+        )
     }
 }
 
@@ -61,17 +65,22 @@ extension FlagSet {
     /// The flag with a key, or a not-found failure suggesting the nearest keys.
     func requireFlag(_ key: String, server: String) throws(CommandFailure) -> FlagDefinition {
         guard let flag = flag(key) else {
-            throw CommandFailure.notFound("namespace '\(namespace)' has no flag '\(key)'\(Suggestions.didYouMean(key, among: flags.map(\.key)))"
-                + "; 'flagctl get' lists its flags")
+            throw CommandFailure.notFound(
+                "namespace '\(namespace)' has no flag '\(key)'\(Suggestions.didYouMean(key, among: flags.map(\.key)))"
+                    + "; 'flagctl get' lists its flags")
         }
         return flag
     }
 
     /// The plugin switch with a key, or a failure saying why not.
-    func requireSwitch(_ key: String, server: String, for operation: String) throws(CommandFailure) -> PluginSwitchDefinition {
+    func requireSwitch(_ key: String, server: String, for operation: String) throws(CommandFailure)
+        -> PluginSwitchDefinition
+    {
         let flag = try requireFlag(key, server: server)
         guard let gate = flag.pluginSwitch else {
-            throw CommandFailure("'\(key)' is an experiment flag; \(operation) applies to plugin switches. Experiments are turned off with a kill switch ('flagctl kill') and shaped by their weights (edit the flag file and 'flagctl apply')")
+            throw CommandFailure(
+                "'\(key)' is an experiment flag; \(operation) applies to plugin switches. Experiments are turned off with a kill switch ('flagctl kill') and shaped by their weights (edit the flag file and 'flagctl apply')"
+            )
         }
         return gate
     }
@@ -80,7 +89,9 @@ extension FlagSet {
     func requireKillSwitch(_ key: String) throws(CommandFailure) -> KillSwitch {
         guard let kill = killSwitch(key) else {
             let known = killSwitches.map(\.key).joined(separator: ", ")
-            throw CommandFailure.notFound("namespace '\(namespace)' has no kill switch '\(key)'\(Suggestions.didYouMean(key, among: killSwitches.map(\.key))); its kill switches: \(known)")
+            throw CommandFailure.notFound(
+                "namespace '\(namespace)' has no kill switch '\(key)'\(Suggestions.didYouMean(key, among: killSwitches.map(\.key))); its kill switches: \(known)"
+            )
         }
         return kill
     }

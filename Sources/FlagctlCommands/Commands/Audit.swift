@@ -29,15 +29,22 @@ public struct Audit: FlagctlCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("Only entries touching this flag, kill switch, plugin point or token.", valueName: "key"))
+    @Argument(
+        help: ArgumentHelp("Only entries touching this flag, kill switch, plugin point or token.", valueName: "key"))
     public var key: String?
-    @Option(help: ArgumentHelp("Only entries at or after this time (RFC 3339, a date, or 30m / 2h / 7d ago).", valueName: "time"))
+    @Option(
+        help: ArgumentHelp(
+            "Only entries at or after this time (RFC 3339, a date, or 30m / 2h / 7d ago).", valueName: "time"))
     public var since: String?
     @Option(help: ArgumentHelp("Only entries before this time.", valueName: "time"))
     public var until: String?
-    @Option(help: ArgumentHelp("Only changes by this actor (a token's name, crash-guard or release-plan).", valueName: "actor"))
+    @Option(
+        help: ArgumentHelp(
+            "Only changes by this actor (a token's name, crash-guard or release-plan).", valueName: "actor"))
     public var actor: String?
-    @Option(help: ArgumentHelp("Only changes made through api, cli, console, apply, crash-guard or release-plan.", valueName: "source"))
+    @Option(
+        help: ArgumentHelp(
+            "Only changes made through api, cli, console, apply, crash-guard or release-plan.", valueName: "source"))
     public var source: String?
     @Option(help: ArgumentHelp("At most this many entries (1 to 1000).", valueName: "n"))
     public var limit = 50
@@ -51,12 +58,16 @@ public struct Audit: FlagctlCommand {
     public func validate() throws {
         for (name, value) in [("--since", since), ("--until", until)] {
             if let value, Self.time(value, now: Date()) == nil {
-                throw ValidationError("\(name) '\(value)' is not a time. Pass an RFC 3339 time (2026-11-22T10:00:00Z), a date (2026-11-22) or a duration back from now (30m, 2h, 7d).")
+                throw ValidationError(
+                    "\(name) '\(value)' is not a time. Pass an RFC 3339 time (2026-11-22T10:00:00Z), a date (2026-11-22) or a duration back from now (30m, 2h, 7d)."
+                )
             }
         }
         guard (1...1000).contains(limit) else { throw ValidationError("--limit \(limit) is not between 1 and 1000.") }
         if let source, !AuditEntryBody.sources.contains(source) {
-            throw ValidationError("--source '\(source)' is not a source; pass \(AuditEntryBody.sources.dropLast().joined(separator: ", ")) or \(AuditEntryBody.sources.last!).")
+            throw ValidationError(
+                "--source '\(source)' is not a source; pass \(AuditEntryBody.sources.dropLast().joined(separator: ", ")) or \(AuditEntryBody.sources.last!)."
+            )
         }
     }
 
@@ -64,18 +75,20 @@ public struct Audit: FlagctlCommand {
     static func time(_ text: String, now: Date) -> String? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let unit = trimmed.last, let amount = Int(trimmed.dropLast()), amount >= 0 {
-            let seconds: Int? = switch unit {
-            case "s": amount
-            case "m": amount * 60
-            case "h": amount * 3600
-            case "d": amount * 86400
-            case "w": amount * 7 * 86400
-            default: nil
-            }
+            let seconds: Int? =
+                switch unit {
+                case "s": amount
+                case "m": amount * 60
+                case "h": amount * 3600
+                case "d": amount * 86400
+                case "w": amount * 7 * 86400
+                default: nil
+                }
             if let seconds { return now.addingTimeInterval(-Double(seconds)).formatted(Date.ISO8601FormatStyle()) }
         }
         if (try? Date(trimmed, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))) != nil
-            || (try? Date(trimmed, strategy: Date.ISO8601FormatStyle())) != nil {
+            || (try? Date(trimmed, strategy: Date.ISO8601FormatStyle())) != nil
+        {
             return trimmed
         }
         if trimmed.count == 10, (try? Date(trimmed + "T00:00:00Z", strategy: Date.ISO8601FormatStyle())) != nil {
@@ -106,12 +119,17 @@ public struct Audit: FlagctlCommand {
             console.write(rendered)
             return
         }
-        let entries = try (page["entries"]?.arrayValue ?? []).map { tree throws(WireError) in try AuditEntryBody(json: tree) }
+        let entries = try (page["entries"]?.arrayValue ?? []).map { tree throws(WireError) in
+            try AuditEntryBody(json: tree)
+        }
         guard !entries.isEmpty else {
-            console.write("no audit entries match\(key.map { " for \($0)" } ?? "")\(settings.namespace.map { allNamespaces ? "" : " in namespace \($0)" } ?? "")\n")
+            console.write(
+                "no audit entries match\(key.map { " for \($0)" } ?? "")\(settings.namespace.map { allNamespaces ? "" : " in namespace \($0)" } ?? "")\n"
+            )
             return
         }
-        var table = allNamespaces || settings.namespace == nil
+        var table =
+            allNamespaces || settings.namespace == nil
             ? Table("TIME", "NAMESPACE", "VERSION", "ACTOR", "SOURCE", "WHAT", "REASON")
             : Table("TIME", "VERSION", "ACTOR", "SOURCE", "WHAT", "REASON")
         for entry in entries {
@@ -120,7 +138,9 @@ public struct Audit: FlagctlCommand {
             cells += [
                 .init(entry.version.map(String.init) ?? "-"),
                 .init(entry.actor, .bold),
-                .init(entry.source, entry.source == "crash-guard" ? .red : entry.source == "release-plan" ? .bold : .plain),
+                .init(
+                    entry.source, entry.source == "crash-guard" ? .red : entry.source == "release-plan" ? .bold : .plain
+                ),
                 .init(entry.summary),
                 .init(entry.reason ?? "-"),
             ]

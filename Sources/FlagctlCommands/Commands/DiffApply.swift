@@ -8,8 +8,9 @@ public struct PlanOptions: ParsableArguments, Sendable {
     @Argument(help: ArgumentHelp("The directory of flag files, one <namespace>.yaml each.", valueName: "dir"))
     public var directory: String
 
-    @Option(name: [.customShort("n"), .long],
-            help: ArgumentHelp("Only this namespace's file (default: every file in DIR).", valueName: "ns"))
+    @Option(
+        name: [.customShort("n"), .long],
+        help: ArgumentHelp("Only this namespace's file (default: every file in DIR).", valueName: "ns"))
     public var namespace: String?
 
     @Flag(help: "Also make operational state match the files: kill entries, disabled and disabled_scopes.")
@@ -23,7 +24,8 @@ public struct PlanOptions: ParsableArguments, Sendable {
     public func validate() throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ValidationError("No directory '\(directory)'. Pass the folder that holds your flag files, e.g. 'flagctl diff Flags'.")
+            throw ValidationError(
+                "No directory '\(directory)'. Pass the folder that holds your flag files, e.g. 'flagctl diff Flags'.")
         }
     }
 
@@ -32,13 +34,17 @@ public struct PlanOptions: ParsableArguments, Sendable {
         let flags = FlagDirectory(reading: directory)
         if !flags.problems.isEmpty {
             for problem in flags.problems { console.writeError("\(problem)\n") }
-            throw CommandFailure("the flag files have problems (above); nothing was compared. Fix them ('flagctl lint \(directory)' checks them) and run again")
+            throw CommandFailure(
+                "the flag files have problems (above); nothing was compared. Fix them ('flagctl lint \(directory)' checks them) and run again"
+            )
         }
         var files = flags.files
         if let namespace {
             files = files.filter { $0.namespace == namespace }
             guard !files.isEmpty else {
-                throw CommandFailure.notFound("\(directory) has no file for namespace '\(namespace)' (it has \(flags.namespaces.joined(separator: ", "))); it would be \(flags.filePath(namespace: namespace))")
+                throw CommandFailure.notFound(
+                    "\(directory) has no file for namespace '\(namespace)' (it has \(flags.namespaces.joined(separator: ", "))); it would be \(flags.filePath(namespace: namespace))"
+                )
             }
         }
         var plans: [NamespacePlan] = []
@@ -49,8 +55,10 @@ public struct PlanOptions: ParsableArguments, Sendable {
             } catch let failure as CommandFailure where failure.exitStatus == ExitStatus.notFound {
                 view = nil
             }
-            plans.append(try NamespacePlan.make(file: file.flagSet, path: file.path, server: view,
-                                                includeState: includeState, prune: prune))
+            plans.append(
+                try NamespacePlan.make(
+                    file: file.flagSet, path: file.path, server: view,
+                    includeState: includeState, prune: prune))
         }
         return plans
     }
@@ -61,22 +69,31 @@ extension NamespacePlan {
     func text(server: String, colour: Bool) -> String {
         guard exists else {
             let flagSet = desired
-            var text = "namespace \(namespace) (\(file)) does not exist on \(server): apply creates it with "
+            var text =
+                "namespace \(namespace) (\(file)) does not exist on \(server): apply creates it with "
                 + "\(flagSet.pluginPoints.count) plugin point\(flagSet.pluginPoints.count == 1 ? "" : "s"), "
                 + "\(flagSet.killSwitches.count) kill switch\(flagSet.killSwitches.count == 1 ? "" : "es")"
-                + (flagSet.metrics.isEmpty ? " and " : ", ") + "\(flagSet.flags.count) flag\(flagSet.flags.count == 1 ? "" : "s")"
-                + (flagSet.metrics.isEmpty ? "" : " and \(flagSet.metrics.count) metric\(flagSet.metrics.count == 1 ? "" : "s")") + "\n"
+                + (flagSet.metrics.isEmpty ? " and " : ", ")
+                + "\(flagSet.flags.count) flag\(flagSet.flags.count == 1 ? "" : "s")"
+                + (flagSet.metrics.isEmpty
+                    ? "" : " and \(flagSet.metrics.count) metric\(flagSet.metrics.count == 1 ? "" : "s")") + "\n"
             for object in objects.dropFirst() {
-                text += "  " + Style.green.apply("+ \(object.kind.replacingOccurrences(of: "_", with: " ")) \(object.key)", colour: colour) + "\n"
+                text +=
+                    "  "
+                    + Style.green.apply(
+                        "+ \(object.kind.replacingOccurrences(of: "_", with: " ")) \(object.key)", colour: colour)
+                    + "\n"
             }
             return text
         }
         guard !objects.isEmpty else {
-            var text = "namespace \(namespace) (\(file)) matches version \(baseVersion!) on \(server): nothing to apply\n"
+            var text =
+                "namespace \(namespace) (\(file)) matches version \(baseVersion!) on \(server): nothing to apply\n"
             text += keptText
             return text
         }
-        var text = "namespace \(namespace) (\(file)), version \(baseVersion!) on \(server): \(objects.count) change\(objects.count == 1 ? "" : "s")\n"
+        var text =
+            "namespace \(namespace) (\(file)), version \(baseVersion!) on \(server): \(objects.count) change\(objects.count == 1 ? "" : "s")\n"
         for object in objects {
             let name = "\(object.kind.replacingOccurrences(of: "_", with: " ")) \(object.key)"
             switch object.action {
@@ -86,15 +103,19 @@ extension NamespacePlan {
                 text += "  " + Style.yellow.apply("~ \(name)", colour: colour) + "\n"
                 for field in object.fields {
                     let key = ObjectDiff.lastKey(field.path)
-                    text += "      \(field.path): \(ObjectDiff.text(field.before, key: key)) → \(ObjectDiff.text(field.after, key: key))\n"
+                    text +=
+                        "      \(field.path): \(ObjectDiff.text(field.before, key: key)) → \(ObjectDiff.text(field.after, key: key))\n"
                 }
             }
             for impact in object.impact { text += "      " + Style.dim.apply(impact.text, colour: colour) + "\n" }
         }
         let impacts = objects.flatMap(\.impact)
         if !impacts.isEmpty {
-            let cities = affectedCities.map { $0.isEmpty ? "no city" : "cities \($0.joined(separator: ", "))" } ?? "every city"
-            let cohorts = affectedCohorts.map { $0.isEmpty ? "no cohort" : "cohorts \($0.joined(separator: ", "))" } ?? "every cohort"
+            let cities =
+                affectedCities.map { $0.isEmpty ? "no city" : "cities \($0.joined(separator: ", "))" } ?? "every city"
+            let cohorts =
+                affectedCohorts.map { $0.isEmpty ? "no cohort" : "cohorts \($0.joined(separator: ", "))" }
+                ?? "every cohort"
             text += "  affects: \(cities); \(cohorts)\n"
         }
         text += keptText
@@ -104,13 +125,16 @@ extension NamespacePlan {
     private var keptText: String {
         var text = ""
         if !kept.isEmpty {
-            text += "  kept (only on the server; --prune removes them): "
-                + kept.map { "\($0.kind.replacingOccurrences(of: "_", with: " ")) \($0.key)" }.joined(separator: ", ") + "\n"
+            text +=
+                "  kept (only on the server; --prune removes them): "
+                + kept.map { "\($0.kind.replacingOccurrences(of: "_", with: " ")) \($0.key)" }.joined(separator: ", ")
+                + "\n"
         }
         if !keptState.isEmpty {
             text += "  operational state left as it is on the server (--include-state applies the files'):\n"
             for state in keptState {
-                text += "    \(state.kind.replacingOccurrences(of: "_", with: " ")) \(state.key) \(state.field): "
+                text +=
+                    "    \(state.kind.replacingOccurrences(of: "_", with: " ")) \(state.key) \(state.field): "
                     + "\(ObjectDiff.text(state.server, key: state.field)) (file: \(ObjectDiff.text(state.file, key: state.field)))\n"
             }
         }
@@ -122,22 +146,52 @@ extension NamespacePlan {
         JSONObject([
             ("namespace", .string(namespace)), ("file", .string(file)), ("exists", .bool(exists)),
             ("version", baseVersion.map(JSONValue.int64) ?? .null),
-            ("changes", .array(objects.map { object in
-                .object(JSONObject([
-                    ("kind", .string(object.kind)), ("key", .string(object.key)), ("action", .string(object.action.rawValue)),
-                    ("fields", .array(object.fields.map { field in
-                        .object(JSONObject([("path", .string(field.path)), ("before", field.before ?? .null), ("after", field.after ?? .null)]))
-                    })),
-                    ("impact", .array(object.impact.map(\.tree))),
-                ]))
-            })),
-            ("affected_cities", objects.flatMap(\.impact).isEmpty ? .array([]) : affectedCities.map { .array($0.map(JSONValue.string)) } ?? .null),
-            ("affected_cohorts", objects.flatMap(\.impact).isEmpty ? .array([]) : affectedCohorts.map { .array($0.map(JSONValue.string)) } ?? .null),
+            (
+                "changes",
+                .array(
+                    objects.map { object in
+                        .object(
+                            JSONObject([
+                                ("kind", .string(object.kind)), ("key", .string(object.key)),
+                                ("action", .string(object.action.rawValue)),
+                                (
+                                    "fields",
+                                    .array(
+                                        object.fields.map { field in
+                                            .object(
+                                                JSONObject([
+                                                    ("path", .string(field.path)), ("before", field.before ?? .null),
+                                                    ("after", field.after ?? .null),
+                                                ]))
+                                        })
+                                ),
+                                ("impact", .array(object.impact.map(\.tree))),
+                            ]))
+                    })
+            ),
+            (
+                "affected_cities",
+                objects.flatMap(\.impact).isEmpty
+                    ? .array([]) : affectedCities.map { .array($0.map(JSONValue.string)) } ?? .null
+            ),
+            (
+                "affected_cohorts",
+                objects.flatMap(\.impact).isEmpty
+                    ? .array([]) : affectedCohorts.map { .array($0.map(JSONValue.string)) } ?? .null
+            ),
             ("kept", .array(kept.map { .object(JSONObject([("kind", .string($0.kind)), ("key", .string($0.key))])) })),
-            ("kept_state", .array(keptState.map { state in
-                .object(JSONObject([("kind", .string(state.kind)), ("key", .string(state.key)), ("field", .string(state.field)),
-                                    ("server", state.server ?? .null), ("file", state.file ?? .null)]))
-            })),
+            (
+                "kept_state",
+                .array(
+                    keptState.map { state in
+                        .object(
+                            JSONObject([
+                                ("kind", .string(state.kind)), ("key", .string(state.key)),
+                                ("field", .string(state.field)),
+                                ("server", state.server ?? .null), ("file", state.file ?? .null),
+                            ]))
+                    })
+            ),
         ])
     }
 }
@@ -145,7 +199,8 @@ extension NamespacePlan {
 /// `flagctl diff DIR`: what `apply` would change, without changing anything.
 public struct Diff: FlagctlCommand {
     public static let configuration = CommandConfiguration(
-        abstract: "Show what 'flagctl apply' would change on the server to match flag files: the plan, with who is affected.",
+        abstract:
+            "Show what 'flagctl apply' would change on the server to match flag files: the plan, with who is affected.",
         discussion: """
             Compares each <namespace>.yaml in DIR with that namespace on the server and prints the plan: each \
             flag, kill switch, plugin point and metric created (+), changed (~, field by field) or removed (-) \
@@ -177,15 +232,19 @@ public struct Diff: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: plan.namespace, console: console)
+        let settings = try ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: plan.namespace, console: console)
         let client = APIClient(settings: settings)
         let plans = try await plan.plans(client: client, console: console)
-        let tree = JSONObject([("namespaces", .array(plans.map { .object($0.tree) })),
-                               ("changes", .int(plans.map { $0.exists ? $0.objects.count : 1 }.reduce(0, +)))])
+        let tree = JSONObject([
+            ("namespaces", .array(plans.map { .object($0.tree) })),
+            ("changes", .int(plans.map { $0.exists ? $0.objects.count : 1 }.reduce(0, +))),
+        ])
         if let rendered = outputOptions.render(.object(tree)) {
             console.write(rendered)
         } else {
-            console.write(plans.map { $0.text(server: settings.serverText, colour: console.usesColour) }.joined(separator: "\n"))
+            console.write(
+                plans.map { $0.text(server: settings.serverText, colour: console.usesColour) }.joined(separator: "\n"))
         }
         if exitCode, plans.contains(where: { !$0.isEmpty }) {
             throw CommandFailure("", exitStatus: ExitStatus.failure)
@@ -230,14 +289,16 @@ public struct Apply: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: plan.namespace, console: console)
+        let settings = try ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: plan.namespace, console: console)
         let client = APIClient(settings: settings, source: "apply")
         let plans = try await plan.plans(client: client, console: console)
         let pending = plans.filter { !$0.isEmpty }
         var results: [String: JSONValue] = [:]
         let machine = outputOptions.output != .table
         if !machine {
-            console.write(plans.map { $0.text(server: settings.serverText, colour: console.usesColour) }.joined(separator: "\n"))
+            console.write(
+                plans.map { $0.text(server: settings.serverText, colour: console.usesColour) }.joined(separator: "\n"))
         }
         defer {
             if machine {
@@ -247,7 +308,9 @@ public struct Apply: FlagctlCommand {
                     tree["result"] = results[plan.namespace] ?? .null
                     trees.append(.object(tree))
                 }
-                console.write(outputOptions.render(.object(JSONObject([("namespaces", .array(trees)), ("dry_run", .bool(dryRun))])))!)
+                console.write(
+                    outputOptions.render(
+                        .object(JSONObject([("namespaces", .array(trees)), ("dry_run", .bool(dryRun))])))!)
             }
         }
         guard !pending.isEmpty else {
@@ -260,17 +323,23 @@ public struct Apply: FlagctlCommand {
         }
         for plan in pending where change.trimmedReason == nil {
             if let policy = plan.reasonPolicy, policy.requiresReason(addsKillEntry: plan.addsKillEntry) {
-                throw CommandFailure.usage("namespace '\(plan.namespace)' requires a reason for this change (reason policy '\(policy)'); add --reason \"why\"")
+                throw CommandFailure.usage(
+                    "namespace '\(plan.namespace)' requires a reason for this change (reason policy '\(policy)'); add --reason \"why\""
+                )
             }
         }
-        if let pinned = change.ifVersion, let plan = pending.first(where: { $0.baseVersion != nil && $0.baseVersion != pinned }) {
+        if let pinned = change.ifVersion,
+            let plan = pending.first(where: { $0.baseVersion != nil && $0.baseVersion != pinned })
+        {
             throw try await ChangeFlow(client: client, console: console, namespace: plan.namespace, options: change)
                 .staleView(since: pinned, current: nil, objects: nil)
         }
         let count = pending.map { $0.exists ? $0.objects.count : 1 }.reduce(0, +)
-        let names = pending.map { $0.exists ? "\($0.namespace) (version \($0.baseVersion!))" : "\($0.namespace) (new)" }.joined(separator: ", ")
-        try await Confirmation.confirm("Apply \(count) change\(count == 1 ? "" : "s") to namespace\(pending.count == 1 ? "" : "s") \(names)?",
-                                       action: "apply these changes", yes: change.yes, console: console)
+        let names = pending.map { $0.exists ? "\($0.namespace) (version \($0.baseVersion!))" : "\($0.namespace) (new)" }
+            .joined(separator: ", ")
+        try await Confirmation.confirm(
+            "Apply \(count) change\(count == 1 ? "" : "s") to namespace\(pending.count == 1 ? "" : "s") \(names)?",
+            action: "apply these changes", yes: change.yes, console: console)
         for plan in pending {
             var body = JSONObject()
             if let reason = change.trimmedReason { body["reason"] = .string(reason) }
@@ -278,27 +347,44 @@ public struct Apply: FlagctlCommand {
             do {
                 if let etag = plan.etag {
                     body["flag_set"] = tree
-                    let response = try await client.send("PUT", APIClient.path("v1", "namespaces", plan.namespace, "flag-set"),
-                                                         body: .object(body), ifMatch: etag)
+                    let response = try await client.send(
+                        "PUT", APIClient.path("v1", "namespaces", plan.namespace, "flag-set"),
+                        body: .object(body), ifMatch: etag)
                     results[plan.namespace] = response.json
                     let version = response.json["version"]?.int64Value ?? 0
-                    if !machine { console.write("applied \(plan.file) to namespace \(plan.namespace): version \(plan.baseVersion!) → \(version)\n") }
+                    if !machine {
+                        console.write(
+                            "applied \(plan.file) to namespace \(plan.namespace): version \(plan.baseVersion!) → \(version)\n"
+                        )
+                    }
                 } else {
                     body["name"] = .string(plan.namespace)
                     body["flag_set"] = tree
-                    let response = try await client.send("POST", APIClient.path("v1", "namespaces"), body: .object(body))
+                    let response = try await client.send(
+                        "POST", APIClient.path("v1", "namespaces"), body: .object(body))
                     results[plan.namespace] = response.json
-                    if !machine { console.write("created namespace \(plan.namespace) from \(plan.file) at version \(response.json["version"]?.int64Value ?? 1)\n") }
+                    if !machine {
+                        console.write(
+                            "created namespace \(plan.namespace) from \(plan.file) at version \(response.json["version"]?.int64Value ?? 1)\n"
+                        )
+                    }
                 }
             } catch let failure as APIFailure where failure.status == 409 {
                 if failure.slug == "already-exists" {
-                    throw CommandFailure.conflict("namespace '\(plan.namespace)' was created by someone else after the plan; nothing was applied to it. Run 'flagctl diff \(self.plan.directory)' to see the new plan")
+                    throw CommandFailure.conflict(
+                        "namespace '\(plan.namespace)' was created by someone else after the plan; nothing was applied to it. Run 'flagctl diff \(self.plan.directory)' to see the new plan"
+                    )
                 }
-                var error = try await ChangeFlow(client: client, console: console, namespace: plan.namespace, options: change)
-                    .staleView(since: plan.baseVersion ?? 0, current: nil, objects: nil)
+                var error = try await ChangeFlow(
+                    client: client, console: console, namespace: plan.namespace, options: change
+                )
+                .staleView(since: plan.baseVersion ?? 0, current: nil, objects: nil)
                 error.message = error.message.replacingOccurrences(
-                    of: "Look at the current state with 'flagctl get', then run the command again if it still makes sense",
-                    with: "Nothing was applied to \(plan.namespace); run 'flagctl diff \(self.plan.directory)' to see the new plan, then apply again")
+                    of:
+                        "Look at the current state with 'flagctl get', then run the command again if it still makes sense",
+                    with:
+                        "Nothing was applied to \(plan.namespace); run 'flagctl diff \(self.plan.directory)' to see the new plan, then apply again"
+                )
                 throw error
             }
         }

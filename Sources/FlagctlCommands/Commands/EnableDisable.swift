@@ -1,5 +1,5 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 import SwitchyardWire
 
@@ -50,32 +50,44 @@ public struct Enable: FlagctlCommand {
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "enable")
             if !scope.scope.isEverywhere, !gate.disabledScopes.contains(where: { $0.sameScope(as: scope.scope) }) {
                 let current = gate.disabledScopes.map(\.description).joined(separator: "; ")
-                throw CommandFailure("\(key) has no scoped disable for \(scope.scope) (its scoped disables: \(current.isEmpty ? "none" : current)); name one of those, or leave --city/--cohort out to clear the global disable")
+                throw CommandFailure(
+                    "\(key) has no scoped disable for \(scope.scope) (its scoped disables: \(current.isEmpty ? "none" : current)); name one of those, or leave --city/--cohort out to clear the global disable"
+                )
             }
             var body = JSONObject()
             if let tree = scope.scopeTree { body["scope"] = tree }
-            var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "enable"), body: body,
-                                        objects: [.flag(key)], action: "enable \(key)\(scope.inText)")
+            var planned = PlannedChange(
+                path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "enable"), body: body,
+                objects: [.flag(key)], action: "enable \(key)\(scope.inText)")
             if let trip {
                 planned.preview = Self.tripLines(trip, key: key)
                 let cooldown = trip.evidence.policy.cooldown.map(GuardDurationText.text) ?? "its cool-down"
-                planned.preview.append("  if it still crashes, the guard turns it off again once \(cooldown) has passed")
+                planned.preview.append(
+                    "  if it still crashes, the guard turns it off again once \(cooldown) has passed")
             }
             return planned
         }
-        var lines = [outcome.summaryLine(done: "enabled \(key)\(scope.inText)",
-                                         unchanged: scope.scope.isEverywhere ? "\(key) is not disabled" : "\(key) is not disabled\(scope.inText)")]
+        var lines = [
+            outcome.summaryLine(
+                done: "enabled \(key)\(scope.inText)",
+                unchanged: scope.scope.isEverywhere ? "\(key) is not disabled" : "\(key) is not disabled\(scope.inText)"
+            )
+        ]
         if let trip, outcome.changed, change.yes {
             lines.append("note: " + Self.tripLines(trip, key: key).joined(separator: "\n"))
         }
         if let flag = outcome.view.flagSet.flag(key) {
             let state = FlagState(flag, in: outcome.view.flagSet)
             if !state.killedBy.isEmpty {
-                lines.append("note: \(key) stays off: kill switch \(state.killedBy.joined(separator: ", ")) kills it everywhere ('\(settings.command("revive\(state.killedBy[0] == KillSwitch.masterKey ? "" : " " + state.killedBy[0])", "--reason ..."))' revives it)")
+                lines.append(
+                    "note: \(key) stays off: kill switch \(state.killedBy.joined(separator: ", ")) kills it everywhere ('\(settings.command("revive\(state.killedBy[0] == KillSwitch.masterKey ? "" : " " + state.killedBy[0])", "--reason ..."))' revives it)"
+                )
             }
             let remaining = (flag.pluginSwitch?.disabledScopes ?? []).filter { $0 != scope.scope }
             if scope.scope.isEverywhere, !remaining.isEmpty {
-                lines.append("note: still disabled in \(remaining.map(\.description).joined(separator: "; ")) ('\(settings.command("enable \(key)", "--city ..."))' clears one)")
+                lines.append(
+                    "note: still disabled in \(remaining.map(\.description).joined(separator: "; ")) ('\(settings.command("enable \(key)", "--city ..."))' clears one)"
+                )
             }
         }
         outputOptions.emit(outcome, lines, console: console)
@@ -85,22 +97,28 @@ public struct Enable: FlagctlCommand {
 extension Enable {
     /// The crash guard's latest trip of a switch still in force for exactly a scope; nil when there is none (or
     /// the server has no crash guard).
-    static func tripInForce(_ key: String, scope: Scope, namespace: String, client: APIClient) async throws -> GuardTripBody? {
+    static func tripInForce(_ key: String, scope: Scope, namespace: String, client: APIClient) async throws
+        -> GuardTripBody?
+    {
         let tree: JSONValue
         do {
-            tree = try await client.get(APIClient.path("v1", "namespaces", namespace, "guard", "trips"),
-                                        query: [("switch", key), ("limit", "100")])
+            tree = try await client.get(
+                APIClient.path("v1", "namespaces", namespace, "guard", "trips"),
+                query: [("switch", key), ("limit", "100")])
         } catch let failure as APIFailure where failure.status == 404 || failure.status == 503 {
             return nil
         }
         return try GuardTripsBody(json: tree).trips.first { trip in
-            trip.inForce == true && Set(trip.scope.cities) == Set(scope.cities) && Set(trip.scope.cohorts) == Set(scope.cohorts)
+            trip.inForce == true && Set(trip.scope.cities) == Set(scope.cities)
+                && Set(trip.scope.cohorts) == Set(scope.cohorts)
         }
     }
 
     /// `the crash guard turned … off …` and its evidence.
     static func tripLines(_ trip: GuardTripBody, key: String) -> [String] {
-        ["the crash guard turned \(key) off \(GuardStatus.whereText(trip.scope)) at \(Audit.shortTime(trip.time)) (version \(trip.version)):"]
+        [
+            "the crash guard turned \(key) off \(GuardStatus.whereText(trip.scope)) at \(Audit.shortTime(trip.time)) (version \(trip.version)):"
+        ]
             + Guard.evidenceLines(trip.evidence)
     }
 }
@@ -137,18 +155,23 @@ public struct Disable: FlagctlCommand {
     public func run(console: Console) async throws {
         let settings = try server.settings(console)
         let client = APIClient(settings: settings)
-        let flow = ChangeFlow(client: client, console: console, namespace: try settings.requireNamespace(), options: change)
+        let flow = ChangeFlow(
+            client: client, console: console, namespace: try settings.requireNamespace(), options: change)
         let scope = self.scope
         let key = self.key
         let outcome = try await flow.run { view in
             _ = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "disable")
             var body = JSONObject()
             if let tree = scope.scopeTree { body["scope"] = tree }
-            return PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "disable"), body: body,
-                                 objects: [.flag(key)], action: "disable \(key)\(scope.inText)")
+            return PlannedChange(
+                path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "disable"), body: body,
+                objects: [.flag(key)], action: "disable \(key)\(scope.inText)")
         }
-        let lines = [outcome.summaryLine(done: "disabled \(key)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)",
-                                         unchanged: "\(key) is disabled\(scope.scope.isEverywhere ? " everywhere" : scope.inText) already")]
+        let lines = [
+            outcome.summaryLine(
+                done: "disabled \(key)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)",
+                unchanged: "\(key) is disabled\(scope.scope.isEverywhere ? " everywhere" : scope.inText) already")
+        ]
         outputOptions.emit(outcome, lines, console: console)
     }
 }

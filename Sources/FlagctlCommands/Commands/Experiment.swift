@@ -1,5 +1,5 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 import SwitchyardWire
 
@@ -30,7 +30,8 @@ public struct ExperimentCommand: AsyncParsableCommand {
 public struct ExperimentResults: FlagctlCommand {
     public static let configuration = CommandConfiguration(
         commandName: "results",
-        abstract: "Per outcome metric: each arm's mean and its difference to the control, with an always-valid interval.",
+        abstract:
+            "Per outcome metric: each arm's mean and its difference to the control, with an always-valid interval.",
         discussion: """
             Shows the phase (the split in force) with the units per arm and the sample ratio check first: when the \
             units are not split as the flag declares (anytime-valid test, p < 0.001), the results are marked \
@@ -52,13 +53,21 @@ public struct ExperimentResults: FlagctlCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The experiment flag or plugin switch, e.g. plugin_switch_split_fare.", valueName: "key"))
+    @Argument(
+        help: ArgumentHelp("The experiment flag or plugin switch, e.g. plugin_switch_split_fare.", valueName: "key"))
     public var key: String
-    @Option(help: ArgumentHelp("The phase to show (default: the split in force), e.g. 25% or 50/50.", valueName: "phase"))
+    @Option(
+        help: ArgumentHelp("The phase to show (default: the split in force), e.g. 25% or 50/50.", valueName: "phase"))
     public var phase: String?
-    @Option(help: ArgumentHelp("The arm to compare with (default: 'without'; for experiment flags 'control', else the default variant).", valueName: "arm"))
+    @Option(
+        help: ArgumentHelp(
+            "The arm to compare with (default: 'without'; for experiment flags 'control', else the default variant).",
+            valueName: "arm"))
     public var control: String?
-    @Option(help: ArgumentHelp("Experiment flags: how far back to count crashes per variant, 1m to 30d (30m, 24h, 7d).", valueName: "duration"))
+    @Option(
+        help: ArgumentHelp(
+            "Experiment flags: how far back to count crashes per variant, 1m to 30d (30m, 24h, 7d).",
+            valueName: "duration"))
     public var window = "24h"
     @OptionGroup public var server: ServerOptions
     @OptionGroup public var outputOptions: OutputOptions
@@ -66,7 +75,9 @@ public struct ExperimentResults: FlagctlCommand {
     public init() {}
 
     public func validate() throws {
-        guard let duration = GuardDurationText.parse(window), duration >= .seconds(60), duration <= .seconds(30 * 86_400) else {
+        guard let duration = GuardDurationText.parse(window), duration >= .seconds(60),
+            duration <= .seconds(30 * 86_400)
+        else {
             throw ValidationError("--window '\(window)' is not a duration from 1m to 30d; write e.g. 30m, 24h or 7d.")
         }
     }
@@ -79,9 +90,11 @@ public struct ExperimentResults: FlagctlCommand {
         if let phase { query.append(("phase", phase)) }
         let tree: JSONValue
         do {
-            tree = try await APIClient(settings: settings).get(APIClient.path("v1", "namespaces", namespace, "experiments", key), query: query)
+            tree = try await APIClient(settings: settings).get(
+                APIClient.path("v1", "namespaces", namespace, "experiments", key), query: query)
         } catch let failure as APIFailure where failure.status == 404 && failure.slug != "namespace-not-found" {
-            throw CommandFailure.notFound("namespace '\(namespace)' has no flag '\(key)' ('flagctl get' lists the flags)")
+            throw CommandFailure.notFound(
+                "namespace '\(namespace)' has no flag '\(key)' ('flagctl get' lists the flags)")
         }
         if let rendered = outputOptions.render(tree) {
             console.write(rendered)
@@ -91,7 +104,8 @@ public struct ExperimentResults: FlagctlCommand {
         do {
             results = try ExperimentResultsBody(json: tree)
         } catch {
-            throw CommandFailure("flagsd's answer is not an experiment's results: \(error.message); is flagctl older than flagsd?")
+            throw CommandFailure(
+                "flagsd's answer is not an experiment's results: \(error.message); is flagctl older than flagsd?")
         }
         console.write(Self.text(results, colour: console.usesColour))
         guard tree["variants"]?.arrayValue != nil else { return }
@@ -102,7 +116,8 @@ public struct ExperimentResults: FlagctlCommand {
             let variant = row["variant"]?.stringValue ?? ""
             var difference = "(control)"
             if let interval = Guard.present(row["difference"]) {
-                difference = "\(Self.points(interval["estimate"])) [\(Self.points(interval["lower"])), \(Self.points(interval["upper"]))]"
+                difference =
+                    "\(Self.points(interval["estimate"])) [\(Self.points(interval["lower"])), \(Self.points(interval["upper"]))]"
                 if interval["significant"]?.boolValue == true { difference += " *" }
             } else if variant != reference {
                 difference = "-"
@@ -115,8 +130,9 @@ public struct ExperimentResults: FlagctlCommand {
             ])
         }
         console.write(table.render(colour: console.usesColour))
-        console.write("\nsessions of the last \(tree["window"]?.stringValue ?? window) (from \(Audit.shortTime(tree["from"]?.stringValue ?? ""))); DIFFERENCE: crash rate minus \(reference)'s\n"
-            + "in percentage points, Newcombe hybrid score interval at 95%; * the interval excludes 0\n")
+        console.write(
+            "\nsessions of the last \(tree["window"]?.stringValue ?? window) (from \(Audit.shortTime(tree["from"]?.stringValue ?? ""))); DIFFERENCE: crash rate minus \(reference)'s\n"
+                + "in percentage points, Newcombe hybrid score interval at 95%; * the interval excludes 0\n")
     }
 
     /// The results as text: phase and sample ratio, arms, then one row per metric and treatment arm.
@@ -130,16 +146,23 @@ public struct ExperimentResults: FlagctlCommand {
         if !results.trustworthy {
             text += Style.red.apply("UNTRUSTWORTHY: " + ratio.message, colour: colour) + "\n"
         } else {
-            text += "sample ratio: " + (ratio.status == "ok" ? Style.green.apply(ratio.message, colour: colour) : ratio.message) + "\n"
+            text +=
+                "sample ratio: "
+                + (ratio.status == "ok" ? Style.green.apply(ratio.message, colour: colour) : ratio.message) + "\n"
         }
         if results.phases.count > 1 {
-            text += "phases: " + results.phases.map { "\($0.phase) (\($0.units) units\($0.current ? ", now" : ""))" }.joined(separator: ", ")
+            text +=
+                "phases: "
+                + results.phases.map { "\($0.phase) (\($0.units) units\($0.current ? ", now" : ""))" }.joined(
+                    separator: ", ")
                 + " (--phase shows another)\n"
         }
         var arms = Table("ARM", "UNITS", "SHARE", "DECLARED")
         for arm in results.arms {
-            arms.add([.init(arm.arm + (arm.arm == results.control ? " (control)" : ""), .bold), .init(String(arm.units)),
-                      .init(Guard.percent(arm.observedShare)), .init(Guard.percent(arm.expectedShare))])
+            arms.add([
+                .init(arm.arm + (arm.arm == results.control ? " (control)" : ""), .bold), .init(String(arm.units)),
+                .init(Guard.percent(arm.observedShare)), .init(Guard.percent(arm.expectedShare)),
+            ])
         }
         text += "\n" + arms.render(colour: colour) + "\n"
         var table = Table("METRIC", "ARM", "MEAN", "CONTROL", "DIFFERENCE [95% CS]", "LIFT [95% CS]", "VERDICT")
@@ -155,19 +178,28 @@ public struct ExperimentResults: FlagctlCommand {
             for comparison in metric.comparisons {
                 let isShare = metric.kind == "conversion" || metric.name == MetricDefinition.crashRate
                 let difference = comparison.difference
-                var interval = "\(Self.amount(difference.estimate, share: isShare, signed: true)) [\(Self.amount(difference.lower, share: isShare, signed: true)), \(Self.amount(difference.upper, share: isShare, signed: true))]"
+                var interval =
+                    "\(Self.amount(difference.estimate, share: isShare, signed: true)) [\(Self.amount(difference.lower, share: isShare, signed: true)), \(Self.amount(difference.upper, share: isShare, signed: true))]"
                 if comparison.cuped { interval += " cuped" }
-                let lift = comparison.relative.map { "\(Self.relative($0.estimate)) [\(Self.relative($0.lower)), \(Self.relative($0.upper))]" } ?? "-"
-                let style: Style = comparison.verdict == "better" ? .green : comparison.verdict == "worse" ? .red : .plain
-                table.add([.init(metric.name + (metric.better == "lower" ? " ↓" : " ↑"), .bold), .init(comparison.arm),
-                           .init(Self.amount(means[comparison.arm] ?? nil, share: isShare, signed: false)),
-                           .init(Self.amount(controlMean, share: isShare, signed: false)), .init(interval), .init(lift),
-                           .init(results.trustworthy ? comparison.verdict : "untrustworthy", results.trustworthy ? style : .red)])
+                let lift =
+                    comparison.relative.map {
+                        "\(Self.relative($0.estimate)) [\(Self.relative($0.lower)), \(Self.relative($0.upper))]"
+                    } ?? "-"
+                let style: Style =
+                    comparison.verdict == "better" ? .green : comparison.verdict == "worse" ? .red : .plain
+                table.add([
+                    .init(metric.name + (metric.better == "lower" ? " ↓" : " ↑"), .bold), .init(comparison.arm),
+                    .init(Self.amount(means[comparison.arm] ?? nil, share: isShare, signed: false)),
+                    .init(Self.amount(controlMean, share: isShare, signed: false)), .init(interval), .init(lift),
+                    .init(
+                        results.trustworthy ? comparison.verdict : "untrustworthy", results.trustworthy ? style : .red),
+                ])
             }
         }
         text += table.render(colour: colour)
         if !silent.isEmpty { text += "no unit of this phase reported: " + silent.joined(separator: ", ") + "\n" }
-        text += "\nDIFFERENCE: the arm's mean per unit minus the control's (pp: points of a share); ↑ higher is better, ↓ lower;\n"
+        text +=
+            "\nDIFFERENCE: the arm's mean per unit minus the control's (pp: points of a share); ↑ higher is better, ↓ lower;\n"
             + "CS: asymptotic confidence sequence at \(Int(((1 - results.alpha) * 100).rounded())) %, valid however often you look "
             + "(docs/experiment-statistics.md);\ncuped: adjusted with the units' pre-exposure values\n"
         return text
@@ -229,10 +261,12 @@ public struct ExperimentUnits: FlagctlCommand {
         let namespace = try settings.requireNamespace()
         let response: APIResponse
         do {
-            response = try await APIClient(settings: settings).send("GET", APIClient.path("v1", "namespaces", namespace, "experiments", key, "units"),
-                                                                    query: phase.map { [("phase", $0)] } ?? [])
+            response = try await APIClient(settings: settings).send(
+                "GET", APIClient.path("v1", "namespaces", namespace, "experiments", key, "units"),
+                query: phase.map { [("phase", $0)] } ?? [])
         } catch let failure as APIFailure where failure.status == 404 && failure.slug != "namespace-not-found" {
-            throw CommandFailure.notFound("namespace '\(namespace)' has no flag '\(key)' ('flagctl get' lists the flags)")
+            throw CommandFailure.notFound(
+                "namespace '\(namespace)' has no flag '\(key)' ('flagctl get' lists the flags)")
         }
         console.write(String(decoding: response.body, as: UTF8.self))
     }

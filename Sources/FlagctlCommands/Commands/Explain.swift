@@ -60,7 +60,9 @@ public struct Explain: FlagctlCommand {
     @Option(help: ArgumentHelp("The unit's city.", valueName: "city"))
     public var city: String?
 
-    @Option(name: .customLong("cohort"), help: ArgumentHelp("A cohort of the unit; repeat for several.", valueName: "cohort"))
+    @Option(
+        name: .customLong("cohort"),
+        help: ArgumentHelp("A cohort of the unit; repeat for several.", valueName: "cohort"))
     public var cohorts: [String] = []
 
     @Option(help: ArgumentHelp("The app's semantic version, e.g. 5.12.0.", valueName: "version"))
@@ -118,9 +120,12 @@ public struct Explain: FlagctlCommand {
     func runAgainstServer(console: Console) async throws {
         let settings: ServerSettings
         do {
-            settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: flags.namespace, console: console)
+            settings = try ServerSettings.resolve(
+                server: connection.server, token: connection.token, namespace: flags.namespace, console: console)
         } catch let failure as CommandFailure where failure.exitStatus == ExitStatus.usage {
-            throw CommandFailure.usage("pass --flags DIR to explain from flag files, or point flagctl at the flags service (--server URL, FLAGCTL_SERVER, or 'flagctl login')")
+            throw CommandFailure.usage(
+                "pass --flags DIR to explain from flag files, or point flagctl at the flags service (--server URL, FLAGCTL_SERVER, or 'flagctl login')"
+            )
         }
         let namespace = try settings.requireNamespace()
         let client = APIClient(settings: settings)
@@ -134,18 +139,24 @@ public struct Explain: FlagctlCommand {
         do {
             snapshot = try SnapshotDocument.decode(response.body)
         } catch {
-            throw CommandFailure("the snapshot of '\(namespace)' from \(settings.serverText) cannot be read: \(error); retry, and upgrade flagctl if it persists")
+            throw CommandFailure(
+                "the snapshot of '\(namespace)' from \(settings.serverText) cannot be read: \(error); retry, and upgrade flagctl if it persists"
+            )
         }
         let flagSet = snapshot.flagSet
         guard let flag = flagSet.flag(key) else {
-            throw CommandFailure.notFound("namespace '\(namespace)' has no flag '\(key)' at version \(snapshot.version)"
-                + Suggestions.didYouMean(key, among: flagSet.flags.map(\.key)) + "; 'flagctl get' lists its flags")
+            throw CommandFailure.notFound(
+                "namespace '\(namespace)' has no flag '\(key)' at version \(snapshot.version)"
+                    + Suggestions.didYouMean(key, among: flagSet.flags.map(\.key)) + "; 'flagctl get' lists its flags")
         }
         let details = CompiledSnapshot(snapshot).evaluator(for: context).details(for: key)
         if let rendered = outputOptions.render(.object(tree(details, namespace: namespace))) {
             console.write(rendered)
         } else {
-            console.write(table(details, flag: flag, flagSet: flagSet, source: "version \(snapshot.version) on \(settings.serverText)"))
+            console.write(
+                table(
+                    details, flag: flag, flagSet: flagSet,
+                    source: "version \(snapshot.version) on \(settings.serverText)"))
         }
     }
 
@@ -153,13 +164,14 @@ public struct Explain: FlagctlCommand {
     func tree(_ details: EvaluationDetails, namespace: String) -> JSONObject {
         var tree = details.tree
         tree["namespace"] = .string(namespace)
-        tree["context"] = .object(JSONObject([
-            ("unit", .string(unit)),
-            ("city", city.map(JSONValue.string) ?? .null),
-            ("cohorts", .array(cohorts.map(JSONValue.string))),
-            ("app_version", appVersion.map(JSONValue.string) ?? .null),
-            ("platform", platform.map(JSONValue.string) ?? .null),
-        ]))
+        tree["context"] = .object(
+            JSONObject([
+                ("unit", .string(unit)),
+                ("city", city.map(JSONValue.string) ?? .null),
+                ("cohorts", .array(cohorts.map(JSONValue.string))),
+                ("app_version", appVersion.map(JSONValue.string) ?? .null),
+                ("platform", platform.map(JSONValue.string) ?? .null),
+            ]))
         return tree
     }
 
@@ -169,7 +181,8 @@ public struct Explain: FlagctlCommand {
         case .pluginSwitch:
             table.add("flag", "\(flag.key) (plugin switch)")
             if let point = flagSet.pluginPoints.first(where: { $0.switches.contains(flag.key) }),
-               let position = point.switches.firstIndex(of: flag.key) {
+                let position = point.switches.firstIndex(of: flag.key)
+            {
                 table.add("plugin point", "\(point.name), position \(position + 1) of \(point.switches.count)")
             } else {
                 table.add("plugin point", "none")
@@ -180,7 +193,9 @@ public struct Explain: FlagctlCommand {
         table.add("namespace", "\(flagSet.namespace) (\(source))")
         var attributes = ["unit \(unit)"]
         if let city { attributes.append("city \(city)") }
-        if !cohorts.isEmpty { attributes.append("cohort\(cohorts.count == 1 ? "" : "s") \(cohorts.joined(separator: ", "))") }
+        if !cohorts.isEmpty {
+            attributes.append("cohort\(cohorts.count == 1 ? "" : "s") \(cohorts.joined(separator: ", "))")
+        }
         if let appVersion { attributes.append("app \(appVersion)") }
         if let platform { attributes.append("platform \(platform)") }
         table.add("context", attributes.joined(separator: ", "))
@@ -203,7 +218,9 @@ public struct Explain: FlagctlCommand {
             table.add("bucket", "none (no bucket needed)")
         }
         // The master first, as flag files list it (the service's documents sort keys).
-        let kills = flagSet.killSwitchKeys(covering: flag.key).sorted { $0 == KillSwitch.masterKey && $1 != KillSwitch.masterKey }
+        let kills = flagSet.killSwitchKeys(covering: flag.key).sorted {
+            $0 == KillSwitch.masterKey && $1 != KillSwitch.masterKey
+        }
         let killed = details.metadata["kill_switch"] != nil
         table.add("kill switches", kills.joined(separator: ", ") + (killed ? "" : " (no entry matches)"))
         return table.text

@@ -1,12 +1,13 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 import SwitchyardWire
 
 /// `flagctl get [KEY]`: the flags of a namespace, or one flag (or kill switch) with its state.
 public struct Get: FlagctlCommand {
     public static let configuration = CommandConfiguration(
-        abstract: "List a namespace's flags, kill switches and metrics, or show one flag with its state, rules and kill switches.",
+        abstract:
+            "List a namespace's flags, kill switches and metrics, or show one flag with its state, rules and kill switches.",
         discussion: """
             Without KEY: every flag with its state (on, off, disabled, killed), default rollout, number of rules \
             and scoped kills or disables, then every kill switch with its entries, then every metric (built in \
@@ -56,8 +57,9 @@ public struct Get: FlagctlCommand {
         if let flag = flagSet.flag(key) {
             var tree = Self.header(view)
             tree["flag"] = Self.flagTree(flag, in: flagSet)
-            tree["kill_switches"] = .array(flagSet.killSwitchKeys(covering: key).compactMap(flagSet.killSwitch)
-                .map { Self.killSwitchTree($0, in: flagSet) })
+            tree["kill_switches"] = .array(
+                flagSet.killSwitchKeys(covering: key).compactMap(flagSet.killSwitch)
+                    .map { Self.killSwitchTree($0, in: flagSet) })
             if let rendered = outputOptions.render(.object(tree)) {
                 console.write(rendered)
             } else {
@@ -81,13 +83,16 @@ public struct Get: FlagctlCommand {
             }
         } else {
             let keys = flagSet.flags.map(\.key) + flagSet.killSwitches.map(\.key) + flagSet.allMetrics.map(\.name)
-            throw CommandFailure.notFound("namespace '\(view.namespace)' has no flag, kill switch or metric '\(key)'"
-                + Suggestions.didYouMean(key, among: keys) + "; 'flagctl get' lists them")
+            throw CommandFailure.notFound(
+                "namespace '\(view.namespace)' has no flag, kill switch or metric '\(key)'"
+                    + Suggestions.didYouMean(key, among: keys) + "; 'flagctl get' lists them")
         }
     }
 
     static func header(_ view: NamespaceView) -> JSONObject {
-        JSONObject([("namespace", .string(view.namespace)), ("version", .int64(view.version)), ("etag", .string(view.etag))])
+        JSONObject([
+            ("namespace", .string(view.namespace)), ("version", .int64(view.version)), ("etag", .string(view.etag)),
+        ])
     }
 
     static func listTree(_ view: NamespaceView) -> JSONObject {
@@ -128,28 +133,37 @@ public struct Get: FlagctlCommand {
         var flags = Table("FLAG", "TYPE", "STATE", "ROLLOUT", "RULES", "SCOPED OFF")
         for flag in flagSet.flags {
             let state = FlagState(flag, in: flagSet)
-            flags.add([.init(flag.key), .init(flag.kindName), .init(state.headline, state.style), .init(flag.rolloutText),
-                       .init(String(flag.ruleCount)), .init(state.scopedText, state.scopedText == "-" ? .plain : .yellow)])
+            flags.add([
+                .init(flag.key), .init(flag.kindName), .init(state.headline, state.style), .init(flag.rolloutText),
+                .init(String(flag.ruleCount)), .init(state.scopedText, state.scopedText == "-" ? .plain : .yellow),
+            ])
         }
         var kills = Table("KILL SWITCH", "ENTRIES", "COVERS")
         for kill in flagSet.killSwitches {
             let covers = flagSet.members(of: kill.key).count
-            kills.add([.init(kill.key), .init(kill.entriesText, kill.entries.isEmpty ? .plain : .red),
-                       .init("\(covers) flag\(covers == 1 ? "" : "s")")])
+            kills.add([
+                .init(kill.key), .init(kill.entriesText, kill.entries.isEmpty ? .plain : .red),
+                .init("\(covers) flag\(covers == 1 ? "" : "s")"),
+            ])
         }
         var header = "namespace \(view.namespace) at version \(view.version)\n"
         let master = flagSet.master
         if master.isKilledEverywhere {
-            header += Style.red.apply("the master kill switch is on: every flag is off, apps run their core flow", colour: colour) + "\n"
+            header +=
+                Style.red.apply(
+                    "the master kill switch is on: every flag is off, apps run their core flow", colour: colour) + "\n"
         } else if !master.entries.isEmpty {
-            header += "master kill switch entries: \(Style.red.apply(master.entriesText, colour: colour)) (every flag is off there)\n"
+            header +=
+                "master kill switch entries: \(Style.red.apply(master.entriesText, colour: colour)) (every flag is off there)\n"
         }
         var metrics = Table("METRIC", "KIND", "BETTER", "CAP", "OWNER")
         for metric in flagSet.allMetrics {
-            metrics.add(metric.name, metric.kindText, metric.better.rawValue, metric.capText,
-                        MetricDefinition.isBuiltIn(metric.name) ? "built in" : metric.owner ?? "-")
+            metrics.add(
+                metric.name, metric.kindText, metric.better.rawValue, metric.capText,
+                MetricDefinition.isBuiltIn(metric.name) ? "built in" : metric.owner ?? "-")
         }
-        return header + "\n" + flags.render(colour: colour) + "\n" + kills.render(colour: colour) + "\n" + metrics.render(colour: colour)
+        return header + "\n" + flags.render(colour: colour) + "\n" + kills.render(colour: colour) + "\n"
+            + metrics.render(colour: colour)
     }
 
     static func metricTable(_ metric: MetricDefinition, view: NamespaceView) -> String {
@@ -175,7 +189,8 @@ public struct Get: FlagctlCommand {
         if let description = flag.description { table.add("description", description) }
         if let owner = flag.owner { table.add("owner", owner) }
         if let point = flagSet.pluginPoints.first(where: { $0.switches.contains(flag.key) }),
-           let position = point.switches.firstIndex(of: flag.key) {
+            let position = point.switches.firstIndex(of: flag.key)
+        {
             table.add("plugin point", "\(point.name), position \(position + 1) of \(point.switches.count)")
         } else if flag.pluginSwitch != nil {
             table.add("plugin point", "none")
@@ -185,24 +200,35 @@ public struct Get: FlagctlCommand {
         switch flag.kind {
         case .pluginSwitch(let gate):
             table.add("disabled", gate.disabled ? Style.red.apply("yes, everywhere", colour: colour) : "no")
-            table.add("disabled in", gate.disabledScopes.isEmpty ? "none" : gate.disabledScopes.map(\.description).joined(separator: "; "))
+            table.add(
+                "disabled in",
+                gate.disabledScopes.isEmpty ? "none" : gate.disabledScopes.map(\.description).joined(separator: "; "))
             if gate.rules.isEmpty { table.add("rules", "none") }
             for (index, rule) in gate.rules.enumerated() {
-                table.add("rule \(index)", "\(rule.conditions.summary) → \(rule.rollout)" + (rule.name.map { "  ('\($0)')" } ?? ""))
+                table.add(
+                    "rule \(index)",
+                    "\(rule.conditions.summary) → \(rule.rollout)" + (rule.name.map { "  ('\($0)')" } ?? ""))
             }
             table.add("default rollout", gate.rollout.description)
             if let plan = gate.release {
-                let where_ = plan.state?.stage.map { "stage \($0 + 1) of \(plan.stages.count) (\(plan.stages[$0]))" } ?? "no stage"
-                let text = plan.state.map { "\($0.status.rawValue.replacingOccurrences(of: "_", with: " ")), \(where_)" }
+                let where_ =
+                    plan.state?.stage.map { "stage \($0 + 1) of \(plan.stages.count) (\(plan.stages[$0]))" }
+                    ?? "no stage"
+                let text =
+                    plan.state.map { "\($0.status.rawValue.replacingOccurrences(of: "_", with: " ")), \(where_)" }
                     ?? "declared, not started (\(plan.stages.count) stages)"
                 table.add("release plan", text + "; flagctl release status \(flag.key)")
             }
         case .experiment(let experiment):
-            let variants = experiment.variants.map { "\($0.key) \($0.value.jsonValue.serializedString())" }.joined(separator: ", ")
+            let variants = experiment.variants.map { "\($0.key) \($0.value.jsonValue.serializedString())" }.joined(
+                separator: ", ")
             table.add("variants", "\(variants) (default \(experiment.defaultVariant))")
             if experiment.rules.isEmpty { table.add("rules", "none") }
             for (index, rule) in experiment.rules.enumerated() {
-                table.add("rule \(index)", "\(rule.conditions.summary) → \(experiment.weightsText(rule.weights))" + (rule.name.map { "  ('\($0)')" } ?? ""))
+                table.add(
+                    "rule \(index)",
+                    "\(rule.conditions.summary) → \(experiment.weightsText(rule.weights))"
+                        + (rule.name.map { "  ('\($0)')" } ?? ""))
             }
             table.add("weights", experiment.weightsText(experiment.weights))
         }

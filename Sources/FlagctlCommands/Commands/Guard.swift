@@ -1,12 +1,13 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 import SwitchyardWire
 
 /// `flagctl guard status|trips|apply|dismiss`: what the crash guard sees, what it did, and its proposals.
 public struct Guard: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
-        abstract: "See what the crash guard sees (crash rates per plugin switch), what it turned off, and decide on its proposals.",
+        abstract:
+            "See what the crash guard sees (crash rates per plugin switch), what it turned off, and decide on its proposals.",
         discussion: """
             When clients report that sessions with a plugin switch active crash too often, flagsd turns the switch \
             off by itself: in the city or cohort where the crashes concentrate, else everywhere. It trips when the \
@@ -55,8 +56,12 @@ public struct Guard: AsyncParsableCommand {
     /// `city lagos`, `cohort beta`, `everywhere`.
     static func scopeText(_ scope: Scope) -> String {
         var parts: [String] = []
-        if !scope.cities.isEmpty { parts.append((scope.cities.count == 1 ? "city " : "cities ") + scope.cities.joined(separator: ", ")) }
-        if !scope.cohorts.isEmpty { parts.append((scope.cohorts.count == 1 ? "cohort " : "cohorts ") + scope.cohorts.joined(separator: ", ")) }
+        if !scope.cities.isEmpty {
+            parts.append((scope.cities.count == 1 ? "city " : "cities ") + scope.cities.joined(separator: ", "))
+        }
+        if !scope.cohorts.isEmpty {
+            parts.append((scope.cohorts.count == 1 ? "cohort " : "cohorts ") + scope.cohorts.joined(separator: ", "))
+        }
         return parts.isEmpty ? "everywhere" : parts.joined(separator: " and ")
     }
 
@@ -71,14 +76,21 @@ public struct Guard: AsyncParsableCommand {
                 + (check.baselineRate != nil ? " (\(percent(check.baselineRate)) without the switch)" : ""),
         ]
         if !check.leftOut.isEmpty {
-            lines.append("\(indent)in the sessions without \(check.leftOut.joined(separator: ", ")) (shown to crash): the switch runs in nearly every session")
+            lines.append(
+                "\(indent)in the sessions without \(check.leftOut.joined(separator: ", ")) (shown to crash): the switch runs in nearly every session"
+            )
         }
         if let complement = evidence.complement {
-            lines.append("\(indent)elsewhere \(percent(complement.crashRate)) (\(complement.crashes) of \(complement.sessions) sessions)")
+            lines.append(
+                "\(indent)elsewhere \(percent(complement.crashRate)) (\(complement.crashes) of \(complement.sessions) sessions)"
+            )
         }
         if let units = check.units {
-            var text = "reported by \(evidence.source == "reporter" ? "reporters" : "clients"): crashes from \(units) unit\(units == 1 ? "" : "s")"
-            if let addresses = check.addresses { text += " and \(addresses) source network\(addresses == 1 ? "" : "s")" }
+            var text =
+                "reported by \(evidence.source == "reporter" ? "reporters" : "clients"): crashes from \(units) unit\(units == 1 ? "" : "s")"
+            if let addresses = check.addresses {
+                text += " and \(addresses) source network\(addresses == 1 ? "" : "s")"
+            }
             lines.append(indent + text)
         }
         return lines
@@ -118,7 +130,8 @@ public struct GuardStatus: FlagctlCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("Only this plugin switch, with its cities and cohorts above the bound.", valueName: "key"))
+    @Argument(
+        help: ArgumentHelp("Only this plugin switch, with its cities and cohorts above the bound.", valueName: "key"))
     public var key: String?
     @OptionGroup public var server: ServerOptions
     @OptionGroup public var outputOptions: OutputOptions
@@ -132,9 +145,11 @@ public struct GuardStatus: FlagctlCommand {
         if let key { query.append(("switch", key)) }
         let tree: JSONValue
         do {
-            tree = try await APIClient(settings: settings).get(APIClient.path("v1", "namespaces", namespace, "guard"), query: query)
+            tree = try await APIClient(settings: settings).get(
+                APIClient.path("v1", "namespaces", namespace, "guard"), query: query)
         } catch let failure as APIFailure where failure.status == 404 && key != nil {
-            throw CommandFailure.notFound("namespace '\(namespace)' has no plugin switch '\(key!)' ('flagctl guard status' lists them)")
+            throw CommandFailure.notFound(
+                "namespace '\(namespace)' has no plugin switch '\(key!)' ('flagctl guard status' lists them)")
         }
         if let rendered = outputOptions.render(tree) {
             console.write(rendered)
@@ -143,32 +158,43 @@ public struct GuardStatus: FlagctlCommand {
         let overview = try GuardOverviewBody(json: tree)
         var table = Table("SWITCH", "STATE", "SESSIONS", "CRASHES", "RATE", "LOWER BOUND", "BOUND", "NOTE")
         for entry in overview.switches {
-            let style: Style = switch entry.state {
-            case "tripped", "tripping": .red
-            case "cooling_down", "disabled", "proposed": .yellow
-            case "off": .dim
-            default: .plain
-            }
+            let style: Style =
+                switch entry.state {
+                case "tripped", "tripping": .red
+                case "cooling_down", "disabled", "proposed": .yellow
+                case "off": .dim
+                default: .plain
+                }
             table.add([
                 .init(entry.key, .bold), .init(entry.state, style),
                 .init(String(entry.check.sessions)), .init(String(entry.check.crashes)),
-                .init(Guard.percent(entry.check.crashRate)), .init(Guard.percent(entry.check.lowerBound)), .init(Guard.percent(entry.check.bound)),
+                .init(Guard.percent(entry.check.crashRate)), .init(Guard.percent(entry.check.lowerBound)),
+                .init(Guard.percent(entry.check.bound)),
                 .init(Self.note(entry)),
             ])
         }
         console.write(table.render(colour: console.usesColour))
         var summary = KeyValueTable()
         let limit = overview.maximumTripsPerHour
-        summary.add("trip budget", limit == 0 ? "none: the guard only proposes global disables (max_trips_per_hour 0)"
-            : "\(overview.tripsLastHour) of \(limit) automatic global disables used in the last hour")
+        summary.add(
+            "trip budget",
+            limit == 0
+                ? "none: the guard only proposes global disables (max_trips_per_hour 0)"
+                : "\(overview.tripsLastHour) of \(limit) automatic global disables used in the last hour")
         let scoped = overview.maximumScopedTripsPerHour
-        summary.add("scoped budget", scoped == 0 ? "none: the guard only proposes scoped disables (max_scoped_trips_per_hour 0)"
-            : "\(overview.scopedTripsLastHour) of \(scoped) automatic scoped disables used in the last hour")
+        summary.add(
+            "scoped budget",
+            scoped == 0
+                ? "none: the guard only proposes scoped disables (max_scoped_trips_per_hour 0)"
+                : "\(overview.scopedTripsLastHour) of \(scoped) automatic scoped disables used in the last hour")
         for proposal in overview.proposals {
             let id = proposal.id
-            summary.add("proposal \(id)", "turn \(proposal.key) off \(Self.whereText(proposal.scope)), proposed at "
-                + "\(Audit.shortTime(proposal.time)) as \(Guard.proposedBecause(proposal)): "
-                + "'\(settings.command("guard apply \(id)"))' or '\(settings.command("guard dismiss \(id)", "--reason …"))'")
+            summary.add(
+                "proposal \(id)",
+                "turn \(proposal.key) off \(Self.whereText(proposal.scope)), proposed at "
+                    + "\(Audit.shortTime(proposal.time)) as \(Guard.proposedBecause(proposal)): "
+                    + "'\(settings.command("guard apply \(id)"))' or '\(settings.command("guard dismiss \(id)", "--reason …"))'"
+            )
         }
         console.write("\n" + summary.text)
         guard key != nil, let entry = overview.switches.first else { return }
@@ -176,26 +202,42 @@ public struct GuardStatus: FlagctlCommand {
         let policy = entry.policy
         var details = KeyValueTable()
         details.add("window", "\(entry.window) (from \(Audit.shortTime(entry.from)))")
-        details.add("threshold", "\(Guard.percent(check.threshold)) (max_crash_rate), at least \(policy.minimumSessions ?? 0) sessions and \(policy.minimumCrashes ?? 0) crashes, \(Guard.percent(policy.confidence.map { Double($0.basisPoints) / 10_000 })) confidence")
+        details.add(
+            "threshold",
+            "\(Guard.percent(check.threshold)) (max_crash_rate), at least \(policy.minimumSessions ?? 0) sessions and \(policy.minimumCrashes ?? 0) crashes, \(Guard.percent(policy.confidence.map { Double($0.basisPoints) / 10_000 })) confidence"
+        )
         if let baseline = check.baselineRate {
-            details.add("baseline", "\(Guard.percent(baseline)) without the switch × \(policy.baselineRatio.map(RatioText.text) ?? "?")")
+            details.add(
+                "baseline",
+                "\(Guard.percent(baseline)) without the switch × \(policy.baselineRatio.map(RatioText.text) ?? "?")")
         }
         if !check.leftOut.isEmpty {
-            details.add("judged on", "the sessions without \(check.leftOut.joined(separator: ", ")) (shown to crash; it runs in nearly every session)")
+            details.add(
+                "judged on",
+                "the sessions without \(check.leftOut.joined(separator: ", ")) (shown to crash; it runs in nearly every session)"
+            )
         }
         if let units = check.units {
             let source = entry.source == "reporter" ? "reporters'" : "clients'"
             var text = "from \(units) unit\(units == 1 ? "" : "s")"
-            if let addresses = check.addresses { text += " and \(addresses) source network\(addresses == 1 ? "" : "s")" }
+            if let addresses = check.addresses {
+                text += " and \(addresses) source network\(addresses == 1 ? "" : "s")"
+            }
             text += " (\(source) sessions); a trip needs \(policy.minimumUnits ?? 0) units"
             if check.addresses != nil { text += " and \(policy.minimumAddresses ?? 0) networks (IPv4 /24s, IPv6 /48s)" }
             details.add("crashes", text)
         }
         for scope in entry.scopes {
-            details.add("above bound", "\(scope.kind) \(scope.value): \(Guard.percent(scope.check.crashRate)) (\(scope.check.crashes) of \(scope.check.sessions) sessions), lower bound \(Guard.percent(scope.check.lowerBound))")
+            details.add(
+                "above bound",
+                "\(scope.kind) \(scope.value): \(Guard.percent(scope.check.crashRate)) (\(scope.check.crashes) of \(scope.check.sessions) sessions), lower bound \(Guard.percent(scope.check.lowerBound))"
+            )
         }
         for trip in entry.openTrips {
-            details.add("tripped", "\(Guard.scopeText(trip.scope)) at \(Audit.shortTime(trip.time)) (version \(trip.version)); '\(settings.command("enable \(entry.key)\(Self.scopeOptions(trip.scope))"))' turns it back on")
+            details.add(
+                "tripped",
+                "\(Guard.scopeText(trip.scope)) at \(Audit.shortTime(trip.time)) (version \(trip.version)); '\(settings.command("enable \(entry.key)\(Self.scopeOptions(trip.scope))"))' turns it back on"
+            )
         }
         console.write("\n" + details.text)
     }
@@ -204,7 +246,8 @@ public struct GuardStatus: FlagctlCommand {
     static func note(_ entry: GuardSwitchStatusBody) -> String {
         switch entry.state {
         case "tripped":
-            return "off " + entry.openTrips.map { "\(whereText($0.scope)) since version \($0.version)" }.joined(separator: "; ")
+            return "off "
+                + entry.openTrips.map { "\(whereText($0.scope)) since version \($0.version)" }.joined(separator: "; ")
         case "tripping":
             return "turning off \(entry.wouldTrip?.scopeText ?? "")"
         case "proposed":
@@ -268,14 +311,17 @@ public struct GuardTrips: FlagctlCommand {
         let namespace = try settings.requireNamespace()
         var query: [(String, String)] = [("limit", String(limit))]
         if let key { query.append(("switch", key)) }
-        let tree = try await APIClient(settings: settings).get(APIClient.path("v1", "namespaces", namespace, "guard", "trips"), query: query)
+        let tree = try await APIClient(settings: settings).get(
+            APIClient.path("v1", "namespaces", namespace, "guard", "trips"), query: query)
         if let rendered = outputOptions.render(tree) {
             console.write(rendered)
             return
         }
         let trips = try GuardTripsBody(json: tree).trips
         guard !trips.isEmpty else {
-            console.write("the crash guard has turned nothing off in namespace \(namespace)\(key.map { " for \($0)" } ?? "") in the last 8 days\n")
+            console.write(
+                "the crash guard has turned nothing off in namespace \(namespace)\(key.map { " for \($0)" } ?? "") in the last 8 days\n"
+            )
             return
         }
         var text = ""
@@ -288,7 +334,8 @@ public struct GuardTrips: FlagctlCommand {
                 status = trip.inForce == true ? "in force" : "no longer in force"
             }
             let style: Style = status == "in force" ? .red : .dim
-            text += "\(Style.dim.apply(Audit.shortTime(trip.time), colour: console.usesColour))  version \(trip.version)  "
+            text +=
+                "\(Style.dim.apply(Audit.shortTime(trip.time), colour: console.usesColour))  version \(trip.version)  "
                 + "\(Style.bold.apply(trip.key, colour: console.usesColour)) off \(GuardStatus.whereText(trip.scope)): "
                 + style.apply(status, colour: console.usesColour) + "\n"
             text += Guard.evidenceLines(trip.evidence).joined(separator: "\n") + "\n"
@@ -321,7 +368,9 @@ public struct GuardApply: FlagctlCommand {
 
     @Argument(help: ArgumentHelp("The proposal's id, as 'flagctl guard status' lists it.", valueName: "id"))
     public var id: Int64
-    @Option(help: ArgumentHelp("Why: recorded in the audit log (default: 'applied crash guard proposal <id>').", valueName: "text"))
+    @Option(
+        help: ArgumentHelp(
+            "Why: recorded in the audit log (default: 'applied crash guard proposal <id>').", valueName: "text"))
     public var reason: String?
     @Flag(name: [.customShort("y"), .long], help: "Do not ask for confirmation (needed when not on a terminal).")
     public var yes = false
@@ -333,7 +382,8 @@ public struct GuardApply: FlagctlCommand {
     public func validate() throws {
         try GuardDismiss.validate(id: id)
         if let reason, reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-            throw ValidationError("--reason is empty. Say why, e.g. --reason \"INC-4510: map layer crashes on 5.14\", or leave it out.")
+            throw ValidationError(
+                "--reason is empty. Say why, e.g. --reason \"INC-4510: map layer crashes on 5.14\", or leave it out.")
         }
     }
 
@@ -345,7 +395,9 @@ public struct GuardApply: FlagctlCommand {
         let key = proposal.key
         let scope = GuardStatus.whereText(proposal.scope)
         if proposal.state == "dismissed" {
-            throw CommandFailure("proposal \(id) was dismissed by \(proposal.dismissed?.actor ?? "someone"); to turn \(key) off anyway, '\(settings.command("disable \(key)"))'")
+            throw CommandFailure(
+                "proposal \(id) was dismissed by \(proposal.dismissed?.actor ?? "someone"); to turn \(key) off anyway, '\(settings.command("disable \(key)"))'"
+            )
         }
         try await Confirmation.confirm(
             "Turn \(key) off \(scope) (namespace \(namespace))?", action: "apply proposal \(id)",
@@ -354,8 +406,10 @@ public struct GuardApply: FlagctlCommand {
             yes: yes, console: console)
         var body = JSONObject()
         if let reason = reason?.trimmingCharacters(in: .whitespacesAndNewlines) { body["reason"] = .string(reason) }
-        let response = try await client.send("POST", APIClient.path("v1", "namespaces", namespace, "guard", "proposals", String(id), "apply"),
-                                             body: .object(body)).json
+        let response = try await client.send(
+            "POST", APIClient.path("v1", "namespaces", namespace, "guard", "proposals", String(id), "apply"),
+            body: .object(body)
+        ).json
         if let rendered = outputOptions.render(response) {
             console.write(rendered)
             return
@@ -363,9 +417,12 @@ public struct GuardApply: FlagctlCommand {
         let committed = try CommittedBody(json: response)
         let version = committed.version.version
         if committed.changed {
-            console.write("applied crash guard proposal \(id): turned \(key) off \(scope) (namespace \(namespace) is at version \(version))\n")
+            console.write(
+                "applied crash guard proposal \(id): turned \(key) off \(scope) (namespace \(namespace) is at version \(version))\n"
+            )
         } else {
-            console.write("\(key) was off \(scope) already; nothing changed (namespace \(namespace) is at version \(version))\n")
+            console.write(
+                "\(key) was off \(scope) already; nothing changed (namespace \(namespace) is at version \(version))\n")
         }
     }
 }
@@ -374,7 +431,8 @@ public struct GuardApply: FlagctlCommand {
 public struct GuardDismiss: FlagctlCommand {
     public static let configuration = CommandConfiguration(
         commandName: "dismiss",
-        abstract: "Dismiss a crash guard proposal: the switch stays on, and the guard leaves it alone for its cool-down.",
+        abstract:
+            "Dismiss a crash guard proposal: the switch stays on, and the guard leaves it alone for its cool-down.",
         discussion: """
             The dismissal is recorded in the audit log with your reason, which is required. It settles every open \
             proposal of the same switch and scope; the guard proposes again only after the policy's cool-down, if \
@@ -391,7 +449,8 @@ public struct GuardDismiss: FlagctlCommand {
 
     @Argument(help: ArgumentHelp("The proposal's id, as 'flagctl guard status' lists it.", valueName: "id"))
     public var id: Int64
-    @Option(help: ArgumentHelp("Why the switch should stay on: recorded in the audit log (required).", valueName: "text"))
+    @Option(
+        help: ArgumentHelp("Why the switch should stay on: recorded in the audit log (required).", valueName: "text"))
     public var reason: String
     @OptionGroup public var server: ServerOptions
     @OptionGroup public var outputOptions: OutputOptions
@@ -401,7 +460,9 @@ public struct GuardDismiss: FlagctlCommand {
     public func validate() throws {
         try Self.validate(id: id)
         guard !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-            throw ValidationError("--reason is empty. Say why the switch should stay on, e.g. --reason \"crashes from a test device farm\".")
+            throw ValidationError(
+                "--reason is empty. Say why the switch should stay on, e.g. --reason \"crashes from a test device farm\"."
+            )
         }
     }
 
@@ -413,17 +474,23 @@ public struct GuardDismiss: FlagctlCommand {
         let key = proposal.key
         let response: JSONValue
         do {
-            response = try await client.send("POST", APIClient.path("v1", "namespaces", namespace, "guard", "proposals", String(id), "dismiss"),
-                                              body: .object(JSONObject([("reason", .string(reason))]))).json
+            response = try await client.send(
+                "POST", APIClient.path("v1", "namespaces", namespace, "guard", "proposals", String(id), "dismiss"),
+                body: .object(JSONObject([("reason", .string(reason))]))
+            ).json
         } catch let failure as APIFailure where failure.status == 409 {
-            throw CommandFailure("proposal \(id) is settled: \(key) is off \(GuardStatus.whereText(proposal.scope)) already; to turn it back on, '\(settings.command("enable \(key)"))'")
+            throw CommandFailure(
+                "proposal \(id) is settled: \(key) is off \(GuardStatus.whereText(proposal.scope)) already; to turn it back on, '\(settings.command("enable \(key)"))'"
+            )
         }
         if let rendered = outputOptions.render(response) {
             console.write(rendered)
             return
         }
         if try GuardDismissalBody(json: response).dismissed {
-            console.write("dismissed crash guard proposal \(id): \(key) stays on \(GuardStatus.whereText(proposal.scope)); the guard leaves it alone for its cool-down\n")
+            console.write(
+                "dismissed crash guard proposal \(id): \(key) stays on \(GuardStatus.whereText(proposal.scope)); the guard leaves it alone for its cool-down\n"
+            )
         } else {
             console.write("proposal \(id) was dismissed already; nothing changed\n")
         }
@@ -431,14 +498,20 @@ public struct GuardDismiss: FlagctlCommand {
 
     /// Refuses an id that cannot be a proposal's.
     static func validate(id: Int64) throws {
-        guard id > 0 else { throw ValidationError("\(id) is not a proposal id; 'flagctl guard status' lists the open proposals with theirs.") }
+        guard id > 0 else {
+            throw ValidationError(
+                "\(id) is not a proposal id; 'flagctl guard status' lists the open proposals with theirs.")
+        }
     }
 
     /// A proposal of the last 8 days by id.
     static func proposal(_ id: Int64, namespace: String, client: APIClient) async throws -> GuardProposalBody {
-        let tree = try await client.get(APIClient.path("v1", "namespaces", namespace, "guard", "proposals"), query: [("limit", "1000")])
+        let tree = try await client.get(
+            APIClient.path("v1", "namespaces", namespace, "guard", "proposals"), query: [("limit", "1000")])
         guard let proposal = try GuardProposalsBody(json: tree).proposals.first(where: { $0.id == id }) else {
-            throw CommandFailure.notFound("namespace '\(namespace)' has no crash guard proposal \(id) in the last 8 days ('flagctl guard status' lists the open ones)")
+            throw CommandFailure.notFound(
+                "namespace '\(namespace)' has no crash guard proposal \(id) in the last 8 days ('flagctl guard status' lists the open ones)"
+            )
         }
         return proposal
     }

@@ -1,11 +1,12 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 
 /// `flagctl kill [GROUP] [--city C] [--cohort K]`: adds a kill entry; no GROUP means the master kill switch.
 public struct Kill: FlagctlCommand {
     public static let configuration = CommandConfiguration(
-        abstract: "Turn optional code off: all of it (the master kill switch) or a group, everywhere or in one city or cohort.",
+        abstract:
+            "Turn optional code off: all of it (the master kill switch) or a group, everywhere or in one city or cohort.",
         discussion: """
             Adds a kill entry to a kill switch. Without GROUP it is the master kill switch: every plugin switch \
             and experiment of the namespace is off, and apps run their core flow. A group kill switch covers one \
@@ -30,7 +31,9 @@ public struct Kill: FlagctlCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The group kill switch, e.g. kill_home_feed; leave out for the master kill switch.", valueName: "group"))
+    @Argument(
+        help: ArgumentHelp(
+            "The group kill switch, e.g. kill_home_feed; leave out for the master kill switch.", valueName: "group"))
     public var group: String?
     @OptionGroup public var scope: ScopeOptions
     @OptionGroup public var change: ChangeOptions
@@ -42,7 +45,8 @@ public struct Kill: FlagctlCommand {
     public func run(console: Console) async throws {
         let settings = try server.settings(console)
         let client = APIClient(settings: settings)
-        var flow = ChangeFlow(client: client, console: console, namespace: try settings.requireNamespace(), options: change)
+        var flow = ChangeFlow(
+            client: client, console: console, namespace: try settings.requireNamespace(), options: change)
         flow.confirms = true
         let key = group ?? KillSwitch.masterKey
         let scope = self.scope
@@ -50,19 +54,28 @@ public struct Kill: FlagctlCommand {
         let outcome = try await flow.run { view in
             let kill = try view.flagSet.requireKillSwitch(key)
             let members = view.flagSet.members(of: key)
-            var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "kill-switches", key, "kill"),
-                                        objects: [.killSwitch(key)], action: "kill \(name)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)",
-                                        addsKillEntry: true)
+            var planned = PlannedChange(
+                path: APIClient.path("v1", "namespaces", view.namespace, "kill-switches", key, "kill"),
+                objects: [.killSwitch(key)],
+                action: "kill \(name)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)",
+                addsKillEntry: true)
             if let tree = scope.scopeTree { planned.body["scope"] = tree }
             if kill.entries.contains(where: { $0.sameScope(as: scope.scope) }) {
                 planned.nothingToDo = "\(name) has an entry for \(scope.scope) already"
             }
-            planned.preview = [Kill.covers(kill, members: members, namespace: view.namespace), "current entries: \(kill.entriesText)"]
+            planned.preview = [
+                Kill.covers(kill, members: members, namespace: view.namespace), "current entries: \(kill.entriesText)",
+            ]
             return planned
         }
-        var lines = [outcome.summaryLine(done: "killed \(name)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)", unchanged: "")]
+        var lines = [
+            outcome.summaryLine(
+                done: "killed \(name)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)", unchanged: "")
+        ]
         if outcome.changed {
-            lines.append("undo with: \(settings.command("revive\(group.map { " \($0)" } ?? "")\(Kill.flags(scope))", "--reason \"...\""))")
+            lines.append(
+                "undo with: \(settings.command("revive\(group.map { " \($0)" } ?? "")\(Kill.flags(scope))", "--reason \"...\""))"
+            )
         }
         outputOptions.emit(outcome, lines, console: console)
     }
@@ -75,7 +88,8 @@ public struct Kill: FlagctlCommand {
     /// What a kill switch covers, for the confirmation.
     static func covers(_ kill: KillSwitch, members: [String], namespace: String) -> String {
         if kill.isMaster {
-            return "the master kill switch covers every flag of namespace \(namespace) (\(members.count)): apps run their core flow where it applies"
+            return
+                "the master kill switch covers every flag of namespace \(namespace) (\(members.count)): apps run their core flow where it applies"
         }
         return "\(kill.key) covers \(members.count) flag\(members.count == 1 ? "" : "s"): \(list(members))"
     }
@@ -115,7 +129,9 @@ public struct Revive: FlagctlCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The group kill switch, e.g. kill_home_feed; leave out for the master kill switch.", valueName: "group"))
+    @Argument(
+        help: ArgumentHelp(
+            "The group kill switch, e.g. kill_home_feed; leave out for the master kill switch.", valueName: "group"))
     public var group: String?
     @OptionGroup public var scope: ScopeOptions
     @Flag(help: "Remove every entry of the kill switch, whatever its scope.")
@@ -135,16 +151,20 @@ public struct Revive: FlagctlCommand {
     public func run(console: Console) async throws {
         let settings = try server.settings(console)
         let client = APIClient(settings: settings)
-        var flow = ChangeFlow(client: client, console: console, namespace: try settings.requireNamespace(), options: change)
+        var flow = ChangeFlow(
+            client: client, console: console, namespace: try settings.requireNamespace(), options: change)
         flow.confirms = true
         let key = group ?? KillSwitch.masterKey
-        let scope = self.scope, all = self.all
+        let scope = self.scope
+        let all = self.all
         let name = Kill.name(key)
-        let what = all ? "every entry" : scope.scope.isEverywhere ? "the everywhere entry" : "the entry for \(scope.scope)"
+        let what =
+            all ? "every entry" : scope.scope.isEverywhere ? "the everywhere entry" : "the entry for \(scope.scope)"
         let outcome = try await flow.run { view in
             let kill = try view.flagSet.requireKillSwitch(key)
-            var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "kill-switches", key, "revive"),
-                                        objects: [.killSwitch(key)], action: "revive \(name): remove \(what)")
+            var planned = PlannedChange(
+                path: APIClient.path("v1", "namespaces", view.namespace, "kill-switches", key, "revive"),
+                objects: [.killSwitch(key)], action: "revive \(name): remove \(what)")
             if all {
                 planned.body["all"] = .bool(true)
                 if kill.entries.isEmpty { planned.nothingToDo = "\(name) has no kill entries" }
@@ -153,20 +173,32 @@ public struct Revive: FlagctlCommand {
             } else if kill.entries.isEmpty {
                 planned.nothingToDo = "\(name) has no kill entries"
             } else {
-                let hint = kill.entries.first.map { entry in
-                    entry.isEverywhere ? "leave --city/--cohort out" : entry.cities.map { "--city \($0)" }.joined(separator: " ") + (entry.cohorts.isEmpty ? "" : " ") + entry.cohorts.map { "--cohort \($0)" }.joined(separator: " ")
-                } ?? ""
-                throw CommandFailure("\(name) has no entry for \(scope.scope); its entries: \(kill.entriesText). Pass the scope of one (e.g. \(hint)), or --all to remove every entry")
+                let hint =
+                    kill.entries.first.map { entry in
+                        entry.isEverywhere
+                            ? "leave --city/--cohort out"
+                            : entry.cities.map { "--city \($0)" }.joined(separator: " ")
+                                + (entry.cohorts.isEmpty ? "" : " ")
+                                + entry.cohorts.map { "--cohort \($0)" }.joined(separator: " ")
+                    } ?? ""
+                throw CommandFailure(
+                    "\(name) has no entry for \(scope.scope); its entries: \(kill.entriesText). Pass the scope of one (e.g. \(hint)), or --all to remove every entry"
+                )
             }
-            planned.preview = [Kill.covers(kill, members: view.flagSet.members(of: key), namespace: view.namespace),
-                               "current entries: \(kill.entriesText)"]
+            planned.preview = [
+                Kill.covers(kill, members: view.flagSet.members(of: key), namespace: view.namespace),
+                "current entries: \(kill.entriesText)",
+            ]
             return planned
         }
         var lines = [outcome.summaryLine(done: "revived \(name): removed \(what)", unchanged: "")]
-        if outcome.changed, let after = outcome.response["kill_switch"], let entries = after["entries"]?.arrayValue, !entries.isEmpty {
+        if outcome.changed, let after = outcome.response["kill_switch"], let entries = after["entries"]?.arrayValue,
+            !entries.isEmpty
+        {
             let texts = entries.compactMap { entry -> String? in
-                let scope = Scope(cities: entry["cities"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                                  cohorts: entry["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+                let scope = Scope(
+                    cities: entry["cities"]?.arrayValue?.compactMap(\.stringValue) ?? [],
+                    cohorts: entry["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? [])
                 return scope.description
             }
             lines.append("\(name) still has entries: \(texts.joined(separator: "; "))")

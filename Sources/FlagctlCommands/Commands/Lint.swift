@@ -38,11 +38,13 @@ public struct Lint: FlagctlCommand {
     public func validate() throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
-            throw ValidationError("No directory '\(directory)'. Pass the folder that holds your flag files, e.g. 'flagctl lint Flags'.")
+            throw ValidationError(
+                "No directory '\(directory)'. Pass the folder that holds your flag files, e.g. 'flagctl lint Flags'.")
         }
         guard isDirectory.boolValue else {
             let parent = (directory as NSString).deletingLastPathComponent
-            throw ValidationError("'\(directory)' is a file. Pass its directory, e.g. 'flagctl lint \(parent.isEmpty ? "." : parent)'.")
+            throw ValidationError(
+                "'\(directory)' is a file. Pass its directory, e.g. 'flagctl lint \(parent.isEmpty ? "." : parent)'.")
         }
     }
 
@@ -53,16 +55,19 @@ public struct Lint: FlagctlCommand {
             console.write(rendered)
         } else if flags.problems.isEmpty {
             let namespaces = flags.namespaces
-            console.write("\(directory): \(fileCount) file\(fileCount == 1 ? "" : "s"), "
-                + "namespace\(namespaces.count == 1 ? "" : "s") \(namespaces.joined(separator: ", ")): no problems\n")
+            console.write(
+                "\(directory): \(fileCount) file\(fileCount == 1 ? "" : "s"), "
+                    + "namespace\(namespaces.count == 1 ? "" : "s") \(namespaces.joined(separator: ", ")): no problems\n"
+            )
         } else {
             for problem in flags.problems { console.write("\(problem)\n") }
         }
         guard flags.problems.isEmpty else {
             let count = flags.problems.count
             let badFiles = Set(flags.problems.compactMap(\.file)).count
-            throw CommandFailure("\(count) problem\(count == 1 ? "" : "s") in \(badFiles) of \(fileCount) file\(fileCount == 1 ? "" : "s"); "
-                + "fix \(count == 1 ? "it" : "them") and run 'flagctl lint \(directory)' again")
+            throw CommandFailure(
+                "\(count) problem\(count == 1 ? "" : "s") in \(badFiles) of \(fileCount) file\(fileCount == 1 ? "" : "s"); "
+                    + "fix \(count == 1 ? "it" : "them") and run 'flagctl lint \(directory)' again")
         }
     }
 
@@ -72,13 +77,15 @@ public struct Lint: FlagctlCommand {
         tree["directory"] = .string(flags.path)
         tree["files"] = .array(flags.filePaths.map(JSONValue.string))
         tree["namespaces"] = .array(flags.namespaces.map(JSONValue.string))
-        tree["problems"] = .array(flags.problems.map { problem in
-            .object(JSONObject([
-                ("file", problem.file.map(JSONValue.string) ?? .null),
-                ("path", .string(problem.path.description)),
-                ("message", .string(problem.message)),
-            ]))
-        })
+        tree["problems"] = .array(
+            flags.problems.map { problem in
+                .object(
+                    JSONObject([
+                        ("file", problem.file.map(JSONValue.string) ?? .null),
+                        ("path", .string(problem.path.description)),
+                        ("message", .string(problem.message)),
+                    ]))
+            })
         tree["valid"] = .bool(flags.problems.isEmpty)
         return tree
     }

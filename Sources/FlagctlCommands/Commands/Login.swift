@@ -25,9 +25,12 @@ public struct Login: FlagctlCommand {
 
     @Option(help: ArgumentHelp("The flags service, e.g. https://flags.internal (or FLAGCTL_SERVER).", valueName: "url"))
     public var server: String?
-    @Option(name: [.customShort("n"), .long], help: ArgumentHelp("The namespace commands use by default.", valueName: "ns"))
+    @Option(
+        name: [.customShort("n"), .long], help: ArgumentHelp("The namespace commands use by default.", valueName: "ns"))
     public var namespace: String?
-    @Option(help: ArgumentHelp("The token (prefer the prompt or --token-stdin: options show in the process list).", valueName: "token"))
+    @Option(
+        help: ArgumentHelp(
+            "The token (prefer the prompt or --token-stdin: options show in the process list).", valueName: "token"))
     public var token: String?
     @Flag(help: "Read the token from standard input.")
     public var tokenStdin = false
@@ -41,7 +44,10 @@ public struct Login: FlagctlCommand {
     public func run(console: Console) async throws {
         let path = ConfigFile.path(environment: console.environment)
         let existing = try ConfigFile.read(path: path, console: console)
-        guard let serverText = server ?? console.environment["FLAGCTL_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) ?? existing?.server else {
+        guard
+            let serverText = server ?? console.environment["FLAGCTL_SERVER"].flatMap({ $0.isEmpty ? nil : $0 })
+                ?? existing?.server
+        else {
             throw CommandFailure.usage("pass the flags service: flagctl login --server https://flags.internal")
         }
         let url = try ServerSettings.url(serverText, from: server != nil ? "--server" : "FLAGCTL_SERVER")
@@ -55,26 +61,38 @@ public struct Login: FlagctlCommand {
         } else if console.isInputTerminal {
             secret = await console.askSecret("token for \(url.absoluteString): ")
         } else {
-            throw CommandFailure.usage("not on a terminal, so flagctl cannot prompt for the token; pipe it in with --token-stdin")
+            throw CommandFailure.usage(
+                "not on a terminal, so flagctl cannot prompt for the token; pipe it in with --token-stdin")
         }
         guard let secret = secret?.trimmingCharacters(in: .whitespacesAndNewlines), !secret.isEmpty else {
             throw CommandFailure.usage("no token given; paste it at the prompt or pipe it in with --token-stdin")
         }
-        let settings = ServerSettings(server: url, token: secret, namespace: namespace, serverOrigin: server != nil ? .option : .environment,
-                                      tokenOrigin: .option, configPath: path)
+        let settings = ServerSettings(
+            server: url, token: secret, namespace: namespace, serverOrigin: server != nil ? .option : .environment,
+            tokenOrigin: .option, configPath: path)
         let client = APIClient(settings: settings)
         var notes: [String] = []
         do {
-            let namespaces = try await client.get(APIClient.path("v1", "namespaces"))["namespaces"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
+            let namespaces =
+                try await client.get(APIClient.path("v1", "namespaces"))["namespaces"]?.arrayValue?.compactMap {
+                    $0["name"]?.stringValue
+                } ?? []
             if let namespace, !namespaces.contains(namespace) {
-                notes.append("note: namespace '\(namespace)' does not exist or this token may not use it (it may use: \(namespaces.isEmpty ? "none" : namespaces.joined(separator: ", ")))")
+                notes.append(
+                    "note: namespace '\(namespace)' does not exist or this token may not use it (it may use: \(namespaces.isEmpty ? "none" : namespaces.joined(separator: ", ")))"
+                )
             }
         } catch let failure as APIFailure where failure.status == 401 {
-            throw CommandFailure.unauthorized("\(url.absoluteString) refused the token (\(failure.detail)); nothing was saved. Check it, or ask an admin for a new one")
+            throw CommandFailure.unauthorized(
+                "\(url.absoluteString) refused the token (\(failure.detail)); nothing was saved. Check it, or ask an admin for a new one"
+            )
         } catch let failure as APIFailure where failure.status == 403 {
-            notes.append("note: the token works but has the client role: explain and watch work; get, changes and audit need an editor token")
+            notes.append(
+                "note: the token works but has the client role: explain and watch work; get, changes and audit need an editor token"
+            )
         }
-        try ConfigFile(server: url.absoluteString, token: secret, namespace: namespace ?? existing?.namespace).write(path: path)
+        try ConfigFile(server: url.absoluteString, token: secret, namespace: namespace ?? existing?.namespace).write(
+            path: path)
         var line = "logged in to \(url.absoluteString); saved it and the token to \(path) (mode 0600)"
         if let namespace = namespace ?? existing?.namespace { line += ", default namespace \(namespace)" }
         console.write(line + "\n")
@@ -104,7 +122,9 @@ public struct Version: FlagctlCommand {
     public func run(console: Console) async throws {
         var tree = JSONObject([("flagctl", .string(FlagctlVersion.current)), ("server", .null)])
         var lines = ["flagctl \(FlagctlVersion.current)"]
-        if let settings = try? ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console) {
+        if let settings = try? ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: nil, console: console)
+        {
             let client = APIClient(settings: settings, timeout: 15)
             let status: String
             do {

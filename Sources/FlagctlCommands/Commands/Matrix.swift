@@ -59,7 +59,9 @@ public struct MatrixPlanCommand: FlagctlCommand {
     @Argument(help: ArgumentHelp("The directory of flag files, one <namespace>.yaml each.", valueName: "dir"))
     public var directory: String
 
-    @Option(name: [.customShort("n"), .long], help: ArgumentHelp("The namespace; needed when DIR holds several.", valueName: "ns"))
+    @Option(
+        name: [.customShort("n"), .long],
+        help: ArgumentHelp("The namespace; needed when DIR holds several.", valueName: "ns"))
     public var namespace: String?
 
     @Option(help: ArgumentHelp("Run every combination up to this many (a number, or 2^N).", valueName: "n"))
@@ -71,8 +73,9 @@ public struct MatrixPlanCommand: FlagctlCommand {
     @Option(help: ArgumentHelp("Split into this many shards.", valueName: "n"))
     public var shards: Int?
 
-    @Option(name: .customLong("per-shard"),
-            help: ArgumentHelp("Split into as few shards as keep each at or under this many combinations.", valueName: "n"))
+    @Option(
+        name: .customLong("per-shard"),
+        help: ArgumentHelp("Split into as few shards as keep each at or under this many combinations.", valueName: "n"))
     public var perShard: UInt64?
 
     @Flag(name: .customLong("github-matrix"), help: "Print only the JSON for a GitHub Actions strategy.matrix.")
@@ -88,7 +91,9 @@ public struct MatrixPlanCommand: FlagctlCommand {
     public func validate() throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ValidationError("No directory '\(directory)'. Pass the folder that holds your flag files, e.g. 'flagctl matrix plan Flags'.")
+            throw ValidationError(
+                "No directory '\(directory)'. Pass the folder that holds your flag files, e.g. 'flagctl matrix plan Flags'."
+            )
         }
         guard Self.parseBound(bound) != nil else {
             throw ValidationError("--bound \(bound) is not a number of combinations: write e.g. 1048576 or 2^20.")
@@ -108,7 +113,9 @@ public struct MatrixPlanCommand: FlagctlCommand {
     static func parseBound(_ text: String) -> UInt64? {
         if let value = UInt64(text), value > 0 { return value }
         let parts = text.split(separator: "^")
-        guard parts.count == 2, parts[0] == "2", let exponent = Int(parts[1]), exponent >= 0, exponent < 63 else { return nil }
+        guard parts.count == 2, parts[0] == "2", let exponent = Int(parts[1]), exponent >= 0, exponent < 63 else {
+            return nil
+        }
         return UInt64(1) << UInt64(exponent)
     }
 
@@ -146,15 +153,28 @@ public struct MatrixPlanCommand: FlagctlCommand {
             console.write(rendered)
             return
         }
-        console.write(Self.text(file: file, plan: plan, shards: split, colour: console.usesColour, chosen: shards != nil || perShard != nil))
+        console.write(
+            Self.text(
+                file: file, plan: plan, shards: split, colour: console.usesColour,
+                chosen: shards != nil || perShard != nil))
     }
 
     /// `{"include":[{"shard":"1/4","combinations":32768},...]}`.
     static func githubMatrix(_ shards: [Shard], total: UInt64) -> JSONValue {
-        .object(JSONObject([("include", .array(shards.map { shard in
-            .object(JSONObject([("shard", .string(shard.description)),
-                                ("combinations", .int64(Int64(shard.range(of: total).count)))]))
-        }))]))
+        .object(
+            JSONObject([
+                (
+                    "include",
+                    .array(
+                        shards.map { shard in
+                            .object(
+                                JSONObject([
+                                    ("shard", .string(shard.description)),
+                                    ("combinations", .int64(Int64(shard.range(of: total).count))),
+                                ]))
+                        })
+                )
+            ]))
     }
 
     static func text(file: FlagFile, plan: MatrixPlan, shards: [Shard], colour: Bool, chosen: Bool) -> String {
@@ -162,7 +182,8 @@ public struct MatrixPlanCommand: FlagctlCommand {
         var summary = KeyValueTable()
         summary.add("namespace", "\(layout.namespace) (\(file.path))")
         let groups = layout.killSwitchCount - (layout.masterGate == nil ? 0 : 1)
-        var gates = "\(layout.gateCount): \(layout.switchCount) plugin switch\(layout.switchCount == 1 ? "" : "es"), "
+        var gates =
+            "\(layout.gateCount): \(layout.switchCount) plugin switch\(layout.switchCount == 1 ? "" : "es"), "
             + "\(groups) group kill switch\(groups == 1 ? "" : "es")"
         if layout.masterGate != nil { gates += ", the master kill switch" }
         summary.add("gates", gates)
@@ -173,22 +194,30 @@ public struct MatrixPlanCommand: FlagctlCommand {
         let sizes = shards.map { $0.range(of: plan.total).count }
         let sizeText = Set(sizes).count == 1 ? "\(sizes[0])" : "\(sizes.min()!) to \(sizes.max()!)"
         if shards.count == 1 {
-            summary.add("shards", "1 (\(plan.total) combinations\(chosen ? "" : "; --shards N or --per-shard N to split"))")
+            summary.add(
+                "shards", "1 (\(plan.total) combinations\(chosen ? "" : "; --shards N or --per-shard N to split"))")
         } else {
-            summary.add("shards", "\(shards.count) of \(sizeText) combinations: " + shards.map(\.description).joined(separator: " "))
+            summary.add(
+                "shards",
+                "\(shards.count) of \(sizeText) combinations: " + shards.map(\.description).joined(separator: " "))
         }
 
         var table = Table("PLUGIN POINT", "SWITCHES", "KILL SWITCHES", "COMBINATIONS")
         for point in layout.points {
-            table.add(point.name, "\(point.switches.count)", point.killSwitches.map { layout.gates[$0].key }.joined(separator: ", "),
-                      "\(UInt64(1) << UInt64(point.gates.count))")
+            table.add(
+                point.name, "\(point.switches.count)",
+                point.killSwitches.map { layout.gates[$0].key }.joined(separator: ", "),
+                "\(UInt64(1) << UInt64(point.gates.count))")
         }
         let full = layout.gateCount < 64 ? "\(plan.fullSize) (2^\(layout.gateCount))" : "2^\(layout.gateCount)"
-        table.add([.init(text: "app", style: .bold), .init(text: "\(layout.switchCount)"),
-                   .init(text: "\(layout.killSwitchCount)"), .init(text: full)])
+        table.add([
+            .init(text: "app", style: .bold), .init(text: "\(layout.switchCount)"),
+            .init(text: "\(layout.killSwitchCount)"), .init(text: full),
+        ])
         var text = summary.text + "\n" + table.render(colour: colour)
         if !plan.isExhaustive {
-            text += "\nbeyond the bound the app runs \(plan.total) combinations: each point's (above) plus "
+            text +=
+                "\nbeyond the bound the app runs \(plan.total) combinations: each point's (above) plus "
                 + "\(plan.segments.last?.count ?? 0) rows of a \(MatrixPlan.strengthName(plan.strength)) covering array "
                 + "across \(plan.factors.map(\.name).joined(separator: ", "))\n"
         }
@@ -200,39 +229,45 @@ public struct MatrixPlanCommand: FlagctlCommand {
         var tree = JSONObject()
         tree["namespace"] = .string(layout.namespace)
         tree["file"] = .string(file.path)
-        tree["gates"] = .object(JSONObject([
-            ("plugin_switches", .array(layout.gates.prefix(layout.switchCount).map { .string($0.key) })),
-            ("kill_switches", .array(layout.gates.dropFirst(layout.switchCount).map { .string($0.key) })),
-            ("ignored_kill_switches", .array(layout.ignoredKillSwitches.map(JSONValue.string))),
-            ("count", .int64(Int64(layout.gateCount))),
-        ]))
+        tree["gates"] = .object(
+            JSONObject([
+                ("plugin_switches", .array(layout.gates.prefix(layout.switchCount).map { .string($0.key) })),
+                ("kill_switches", .array(layout.gates.dropFirst(layout.switchCount).map { .string($0.key) })),
+                ("ignored_kill_switches", .array(layout.ignoredKillSwitches.map(JSONValue.string))),
+                ("count", .int64(Int64(layout.gateCount))),
+            ]))
         tree["mode"] = .string(plan.isExhaustive ? "exhaustive" : "covering")
         tree["bound"] = .int64(Int64(clamping: plan.bound))
         tree["strength"] = .int64(Int64(plan.strength))
         tree["combinations"] = .int64(Int64(clamping: plan.total))
         tree["coverage"] = .string(plan.coverageDescription)
-        tree["plugin_points"] = .array(layout.points.map { point in
-            .object(JSONObject([
-                ("name", .string(point.name)),
-                ("switches", .array(point.switches.map { .string(layout.gates[$0].key) })),
-                ("kill_switches", .array(point.killSwitches.map { .string(layout.gates[$0].key) })),
-                ("combinations", .int64(Int64(1) << Int64(point.gates.count))),
-            ]))
-        })
+        tree["plugin_points"] = .array(
+            layout.points.map { point in
+                .object(
+                    JSONObject([
+                        ("name", .string(point.name)),
+                        ("switches", .array(point.switches.map { .string(layout.gates[$0].key) })),
+                        ("kill_switches", .array(point.killSwitches.map { .string(layout.gates[$0].key) })),
+                        ("combinations", .int64(Int64(1) << Int64(point.gates.count))),
+                    ]))
+            })
         if !plan.isExhaustive {
             tree["covering_rows"] = .int64(Int64(plan.segments.last?.count ?? 0))
-            tree["factors"] = .array(plan.factors.map { factor in
-                .object(JSONObject([("name", .string(factor.name)), ("levels", .int64(Int64(factor.levels)))]))
-            })
+            tree["factors"] = .array(
+                plan.factors.map { factor in
+                    .object(JSONObject([("name", .string(factor.name)), ("levels", .int64(Int64(factor.levels)))]))
+                })
         }
-        tree["shards"] = .array(shards.map { shard in
-            let range = shard.range(of: plan.total)
-            return .object(JSONObject([
-                ("shard", .string(shard.description)),
-                ("first", .int64(Int64(clamping: range.lowerBound))),
-                ("combinations", .int64(Int64(clamping: UInt64(range.count)))),
-            ]))
-        })
+        tree["shards"] = .array(
+            shards.map { shard in
+                let range = shard.range(of: plan.total)
+                return .object(
+                    JSONObject([
+                        ("shard", .string(shard.description)),
+                        ("first", .int64(Int64(clamping: range.lowerBound))),
+                        ("combinations", .int64(Int64(clamping: UInt64(range.count)))),
+                    ]))
+            })
         return tree
     }
 }

@@ -39,21 +39,25 @@ public struct MatrixRunCommand: FlagctlCommand {
     @Option(name: .customLong("package-path"), help: ArgumentHelp("The package holding the test.", valueName: "dir"))
     public var packagePath: String?
 
-    @Option(help: ArgumentHelp("Where each shard's output goes (default: PACKAGE/.build/matrix-logs).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp("Where each shard's output goes (default: PACKAGE/.build/matrix-logs).", valueName: "dir"))
     public var logs: String?
 
     @Flag(name: .customLong("print"), help: "Print each shard's command and variables instead of running them.")
     public var printOnly = false
 
-    @Argument(parsing: .postTerminator, help: ArgumentHelp("A command to run per shard instead of swift test.", valueName: "command"))
+    @Argument(
+        parsing: .postTerminator,
+        help: ArgumentHelp("A command to run per shard instead of swift test.", valueName: "command"))
     public var command: [String] = []
 
     public init() {}
 
     public func validate() throws {
         if command.isEmpty && filter == nil {
-            throw ValidationError("Pass --filter with the matrix test, e.g. 'flagctl matrix run --filter RiderMatrixTests', "
-                + "or a command after '--'.")
+            throw ValidationError(
+                "Pass --filter with the matrix test, e.g. 'flagctl matrix run --filter RiderMatrixTests', "
+                    + "or a command after '--'.")
         }
         guard shards >= 1 else { throw ValidationError("--shards must be at least 1, not \(shards).") }
         guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1, not \(jobs).") }
@@ -71,9 +75,11 @@ public struct MatrixRunCommand: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
-        for variable in [Shard.environmentVariable, "SWITCHYARD_MATRIX_CHILD"] where console.environment[variable] != nil {
-            throw CommandFailure("\(variable) is set: this is already a matrix shard. Unset it to run the matrix in shards.",
-                                 exitStatus: ExitStatus.usage)
+        for variable in [Shard.environmentVariable, "SWITCHYARD_MATRIX_CHILD"]
+        where console.environment[variable] != nil {
+            throw CommandFailure(
+                "\(variable) is set: this is already a matrix shard. Unset it to run the matrix in shards.",
+                exitStatus: ExitStatus.usage)
         }
         let package = packagePath ?? "."
         let logDirectory = logs ?? (package as NSString).appendingPathComponent(".build/matrix-logs")
@@ -85,9 +91,10 @@ public struct MatrixRunCommand: FlagctlCommand {
         }
         var runs = split.map { shard in
             let name = "shard-\(shard.index)-of-\(shard.count)"
-            return ShardRun(shard: shard, arguments: testArguments,
-                            logPath: (logDirectory as NSString).appendingPathComponent(name + ".log"),
-                            progressPath: (logDirectory as NSString).appendingPathComponent(name + ".progress"))
+            return ShardRun(
+                shard: shard, arguments: testArguments,
+                logPath: (logDirectory as NSString).appendingPathComponent(name + ".log"),
+                progressPath: (logDirectory as NSString).appendingPathComponent(name + ".progress"))
         }
 
         if printOnly {
@@ -113,16 +120,21 @@ public struct MatrixRunCommand: FlagctlCommand {
         let subscription = console.onInterrupt { interrupted.set() }
         defer { subscription.cancel() }
         let started = ContinuousClock.now
-        let drawsBar = console.isOutputTerminal && console.environment["CI"] == nil && console.environment["TERM"] != "dumb"
+        let drawsBar =
+            console.isOutputTerminal && console.environment["CI"] == nil && console.environment["TERM"] != "dumb"
         var next = 0
         var lastDraw = ContinuousClock.now - .seconds(1)
-        console.writeError("running \(shards) shard\(shards == 1 ? "" : "s"), \(min(jobs, shards)) at a time; logs in \(logDirectory)\n")
+        console.writeError(
+            "running \(shards) shard\(shards == 1 ? "" : "s"), \(min(jobs, shards)) at a time; logs in \(logDirectory)\n"
+        )
         while runs.contains(where: { $0.finished == nil }) {
             if interrupted.isSet {
                 for run in runs where run.finished == nil { run.process?.terminate() }
             }
             // Start shards while there is room.
-            while !interrupted.isSet, next < runs.count, runs.filter({ $0.process != nil && $0.finished == nil }).count < jobs {
+            while !interrupted.isSet, next < runs.count,
+                runs.filter({ $0.process != nil && $0.finished == nil }).count < jobs
+            {
                 try? FileManager.default.removeItem(atPath: runs[next].progressPath)
                 runs[next].process = try Self.start(runs[next], environment: console.environment)
                 runs[next].started = .now
@@ -135,7 +147,9 @@ public struct MatrixRunCommand: FlagctlCommand {
             // Collect finished ones.
             for index in runs.indices where runs[index].finished == nil {
                 guard let process = runs[index].process, !process.isRunning else { continue }
-                runs[index].finished = (process.terminationStatus, ContinuousClock.now - (runs[index].started ?? started))
+                runs[index].finished = (
+                    process.terminationStatus, ContinuousClock.now - (runs[index].started ?? started)
+                )
                 if drawsBar { console.writeError("\r\u{1B}[2K") }
                 console.write(Self.resultLine(runs[index]) + "\n")
             }
@@ -152,16 +166,18 @@ public struct MatrixRunCommand: FlagctlCommand {
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         if failed.isEmpty {
-            console.write("\(shards) shard\(shards == 1 ? "" : "s") passed: \(checked) combinations in "
-                + String(format: "%.1f s", seconds) + "\n")
+            console.write(
+                "\(shards) shard\(shards == 1 ? "" : "s") passed: \(checked) combinations in "
+                    + String(format: "%.1f s", seconds) + "\n")
             return
         }
         for run in failed {
             console.write("\n--- shard \(run.shard) (\(run.logPath)):\n" + Self.summary(of: run.logPath))
         }
         if interrupted.isSet { throw CommandFailure("interrupted; \(failed.count) of \(shards) shards did not finish") }
-        throw CommandFailure("\(failed.count) of \(shards) shard\(shards == 1 ? "" : "s") failed; each log holds the test's "
-            + "full output, and the summary above names the smallest failing combination and how to reproduce it")
+        throw CommandFailure(
+            "\(failed.count) of \(shards) shard\(shards == 1 ? "" : "s") failed; each log holds the test's "
+                + "full output, and the summary above names the smallest failing combination and how to reproduce it")
     }
 
     var buildArguments: [String] {
@@ -179,7 +195,8 @@ public struct MatrixRunCommand: FlagctlCommand {
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
         guard FileManager.default.createFile(atPath: run.logPath, contents: nil),
-              let log = FileHandle(forWritingAtPath: run.logPath) else {
+            let log = FileHandle(forWritingAtPath: run.logPath)
+        else {
             throw CommandFailure("cannot write \(run.logPath)")
         }
         process.standardOutput = log
@@ -191,8 +208,9 @@ public struct MatrixRunCommand: FlagctlCommand {
 
     /// Runs a command to its end, output to a log.
     static func runToEnd(_ arguments: [String], logPath: String, environment: [String: String]) async throws -> Int32 {
-        let process = try start(ShardRun(shard: .all, arguments: arguments, logPath: logPath, progressPath: ""),
-                                environment: environment.filter { !$0.key.hasPrefix("SWITCHYARD_MATRIX_") })
+        let process = try start(
+            ShardRun(shard: .all, arguments: arguments, logPath: logPath, progressPath: ""),
+            environment: environment.filter { !$0.key.hasPrefix("SWITCHYARD_MATRIX_") })
         while process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
         return process.terminationStatus
     }
@@ -215,7 +233,8 @@ public struct MatrixRunCommand: FlagctlCommand {
 
     /// One bar over every shard's progress.
     static func bar(_ runs: [ShardRun], elapsed: Duration) -> String {
-        var done: UInt64 = 0, total: UInt64 = 0
+        var done: UInt64 = 0
+        var total: UInt64 = 0
         for run in runs {
             if let progress = progress(of: run) {
                 done += progress.done
@@ -245,7 +264,8 @@ public struct MatrixRunCommand: FlagctlCommand {
 
     static func tail(of path: String, lines count: Int) -> String {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return "" }
-        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(count).joined(separator: "\n") + "\n"
+        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(count).joined(separator: "\n")
+            + "\n"
     }
 
     /// Words quoted for a shell where needed.

@@ -1,5 +1,5 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 import SwitchyardWire
 
@@ -41,21 +41,28 @@ public struct NamespacesList: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: nil, console: console)
         let client = APIClient(settings: settings)
         let tree = try await client.get(APIClient.path("v1", "namespaces"))
         if let rendered = outputOptions.render(tree) {
             console.write(rendered)
             return
         }
-        let namespaces = try (tree["namespaces"]?.arrayValue ?? []).map { tree throws(WireError) in try NamespaceBody(json: tree) }
+        let namespaces = try (tree["namespaces"]?.arrayValue ?? []).map { tree throws(WireError) in
+            try NamespaceBody(json: tree)
+        }
         guard !namespaces.isEmpty else {
-            console.write("no namespaces on \(settings.serverText) for this token; create one with 'flagctl namespaces create NAME' or 'flagctl apply Flags'\n")
+            console.write(
+                "no namespaces on \(settings.serverText) for this token; create one with 'flagctl namespaces create NAME' or 'flagctl apply Flags'\n"
+            )
             return
         }
         var table = Table("NAMESPACE", "VERSION", "REASON POLICY", "UPDATED")
         for namespace in namespaces {
-            table.add(namespace.name, String(namespace.version), namespace.reasonPolicy.rawValue, Audit.shortTime(namespace.updatedAt))
+            table.add(
+                namespace.name, String(namespace.version), namespace.reasonPolicy.rawValue,
+                Audit.shortTime(namespace.updatedAt))
         }
         console.write(table.render(colour: console.usesColour))
     }
@@ -95,7 +102,8 @@ public struct NamespacesCreate: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: nil, console: console)
         let client = APIClient(settings: settings)
         var body = JSONObject([("name", .string(name))])
         if let description { body["description"] = .string(description) }
@@ -105,14 +113,17 @@ public struct NamespacesCreate: FlagctlCommand {
         do {
             response = try await client.send("POST", APIClient.path("v1", "namespaces"), body: .object(body)).json
         } catch let failure as APIFailure where failure.status == 409 {
-            throw CommandFailure.conflict("namespace '\(name)' exists already on \(settings.serverText); 'flagctl namespaces list' shows it, 'flagctl apply' fills it")
+            throw CommandFailure.conflict(
+                "namespace '\(name)' exists already on \(settings.serverText); 'flagctl namespaces list' shows it, 'flagctl apply' fills it"
+            )
         }
         if let rendered = outputOptions.render(response) {
             console.write(rendered)
         } else {
             let created = try NamespaceBody(json: response)
-            console.write("created namespace \(name) at version \(created.version) "
-                + "(reason policy \(created.reasonPolicy)); fill it with 'flagctl apply DIR' and a \(name).yaml\n")
+            console.write(
+                "created namespace \(name) at version \(created.version) "
+                    + "(reason policy \(created.reasonPolicy)); fill it with 'flagctl apply DIR' and a \(name).yaml\n")
         }
     }
 }
@@ -141,7 +152,8 @@ public struct NamespacesDelete: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: nil, console: console)
         let client = APIClient(settings: settings)
         let record: NamespaceBody
         do {
@@ -153,7 +165,8 @@ public struct NamespacesDelete: FlagctlCommand {
         try await Confirmation.confirm(
             "Delete namespace \(name) (version \(record.version), \(flagCount) flags)?",
             action: "delete namespace \(name)",
-            preview: ["apps using namespace \(name) will get 404 and keep their last snapshot"], yes: change.yes, console: console)
+            preview: ["apps using namespace \(name) will get 404 and keep their last snapshot"], yes: change.yes,
+            console: console)
         var query: [(String, String)] = []
         if let reason = change.trimmedReason { query.append(("reason", reason)) }
         do {
@@ -165,7 +178,8 @@ public struct NamespacesDelete: FlagctlCommand {
         if let rendered = outputOptions.render(result) {
             console.write(rendered)
         } else {
-            console.write("deleted namespace \(name); its change log and audit entries stay ('flagctl audit --all-namespaces')\n")
+            console.write(
+                "deleted namespace \(name); its change log and audit entries stay ('flagctl audit --all-namespaces')\n")
         }
     }
 }

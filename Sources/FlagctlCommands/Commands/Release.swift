@@ -1,12 +1,13 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 import SwitchyardWire
 
 /// `flagctl release start|status|pause|resume|advance|abort KEY`: release plans, run by flagsd on evidence.
 public struct Release: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
-        abstract: "Roll a plugin switch out stage by stage (city by city, percent by percent), advanced and rolled back by flagsd on evidence.",
+        abstract:
+            "Roll a plugin switch out stage by stage (city by city, percent by percent), advanced and rolled back by flagsd on evidence.",
         discussion: """
             A release plan lists stages, each cities and/or cohorts (or everyone) at a rollout, with a soak time and \
             a minimum of sessions. flagsd advances a stage once both are met and the switch's sessions are shown \
@@ -30,31 +31,40 @@ public struct Release: AsyncParsableCommand {
               flagctl release confirm plugin_switch_feed_promos 1234 --yes
               flagctl release dismiss plugin_switch_feed_promos 1234 --reason "forged crashes from one network"
             """,
-        subcommands: [ReleaseStart.self, ReleaseStatus.self, ReleaseStep.Pause.self, ReleaseStep.Resume.self,
-                      ReleaseStep.Advance.self, ReleaseStep.Abort.self, ReleaseProposalCommand.Confirm.self,
-                      ReleaseProposalCommand.Dismiss.self]
+        subcommands: [
+            ReleaseStart.self, ReleaseStatus.self, ReleaseStep.Pause.self, ReleaseStep.Resume.self,
+            ReleaseStep.Advance.self, ReleaseStep.Abort.self, ReleaseProposalCommand.Confirm.self,
+            ReleaseProposalCommand.Dismiss.self,
+        ]
     )
 
     public init() {}
 
     /// Sends one release action through the change flow (If-Match, reason policy, confirmation) and prints the
     /// plan after it.
-    static func act(_ action: ReleaseAction, key: String, plan: ReleasePlan? = nil, guardrails: [ReleaseGuardrail]? = nil,
-                    body: JSONObject = JSONObject(), question: ((ReleasePlan?) -> String)?,
-                    change: ChangeOptions, server: ServerOptions, output: OutputOptions, console: Console) async throws {
+    static func act(
+        _ action: ReleaseAction, key: String, plan: ReleasePlan? = nil, guardrails: [ReleaseGuardrail]? = nil,
+        body: JSONObject = JSONObject(), question: ((ReleasePlan?) -> String)?,
+        change: ChangeOptions, server: ServerOptions, output: OutputOptions, console: Console
+    ) async throws {
         let settings = try server.settings(console)
-        var flow = ChangeFlow(client: APIClient(settings: settings), console: console, namespace: try settings.requireNamespace(), options: change)
+        var flow = ChangeFlow(
+            client: APIClient(settings: settings), console: console, namespace: try settings.requireNamespace(),
+            options: change)
         flow.confirms = question != nil
         let outcome = try await flow.run { view in
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "a release plan")
             // What flagsd would refuse (a plan that is not running paused, a guardrail on no metric of the
             // namespace), refused before asking: the same edit.
             do {
-                let after = try view.flagSet.applying(action, to: key, plan: plan, guardrails: guardrails, at: 0, note: nil)
+                let after = try view.flagSet.applying(
+                    action, to: key, plan: plan, guardrails: guardrails, at: 0, note: nil)
                 let prefix = "flags.\(key).release.guardrails"
                 let problems = after.validate().filter { $0.path.description.hasPrefix(prefix) }
                 if !problems.isEmpty {
-                    throw CommandFailure.usage(problems.map { "--guardrail \($0.path.description.dropFirst(prefix.count + 1)): \($0.message)" }.joined(separator: "\n"))
+                    throw CommandFailure.usage(
+                        problems.map { "--guardrail \($0.path.description.dropFirst(prefix.count + 1)): \($0.message)" }
+                            .joined(separator: "\n"))
                 }
             } catch let error as FlagEditError {
                 switch error.kind {
@@ -62,8 +72,9 @@ public struct Release: AsyncParsableCommand {
                 case .invalid, .conflict: throw CommandFailure("\(error.message) ('flagctl release status \(key)')")
                 }
             }
-            var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "release", action.rawValue),
-                                        body: body, objects: [.flag(key)], action: "\(action.rawValue) the release plan of \(key)")
+            var planned = PlannedChange(
+                path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "release", action.rawValue),
+                body: body, objects: [.flag(key)], action: "\(action.rawValue) the release plan of \(key)")
             planned.question = question.map { $0(gate.release) }
             if var shown = plan ?? gate.release {
                 if let guardrails { shown.guardrails = guardrails }
@@ -75,8 +86,11 @@ public struct Release: AsyncParsableCommand {
             console.write(rendered)
             return
         }
-        let release = try outcome.response["release"].map { tree throws(WireError) in try ReleaseStatusBody(json: tree) }
-        var lines = [outcome.summaryLine(done: "\(key): release plan \(action.pastTense)", unchanged: "\(key): nothing to do")]
+        let release = try outcome.response["release"].map { tree throws(WireError) in try ReleaseStatusBody(json: tree)
+        }
+        var lines = [
+            outcome.summaryLine(done: "\(key): release plan \(action.pastTense)", unchanged: "\(key): nothing to do")
+        ]
         if let release { lines += Self.statusLines(release, timeline: false) }
         console.write(lines.joined(separator: "\n") + "\n")
     }
@@ -90,14 +104,21 @@ public struct Release: AsyncParsableCommand {
             if let minimum = stage.minimumSessions ?? plan.minimumSessions { extra.append("≥ \(minimum) sessions") }
             if !extra.isEmpty { line += " (\(extra.joined(separator: ", ")))" }
             return line
-        } + (plan.guardrails.isEmpty ? [] : ["  guardrails: crash_rate (margin), " + plan.guardrails.map(\.description).joined(separator: ", ")])
+        }
+            + (plan.guardrails.isEmpty
+                ? []
+                : ["  guardrails: crash_rate (margin), " + plan.guardrails.map(\.description).joined(separator: ", ")])
     }
 
     /// `running, stage 2 of 5 (cities lagos at 100%) for 12m`.
     static func stateText(_ body: ReleaseStatusBody) -> String {
         guard let state = body.plan.state else { return "not started" }
         var text = state.status.rawValue.replacingOccurrences(of: "_", with: " ")
-        if let stage = state.stage { text += ", stage \(stage + 1) of \(body.plan.stages.count) (\(body.plan.stages[stage]))" } else { text += ", off" }
+        if let stage = state.stage {
+            text += ", stage \(stage + 1) of \(body.plan.stages.count) (\(body.plan.stages[stage]))"
+        } else {
+            text += ", off"
+        }
         if let seconds = body.secondsInState { text += " for \(durationText(seconds))" }
         return text
     }
@@ -115,7 +136,6 @@ public struct Release: AsyncParsableCommand {
         "\(side.sessions) sessions, \(side.crashes) crashed (\(Guard.percent(side.crashRate)))"
     }
 
-
     /// The status of one plan, as lines.
     static func statusLines(_ body: ReleaseStatusBody, timeline: Bool) -> [String] {
         var lines = ["\(body.key): \(stateText(body))"]
@@ -124,10 +144,13 @@ public struct Release: AsyncParsableCommand {
         if let assessment = body.assessment {
             lines.append("  since \(assessment.from) (\(assessment.dimensions.joined(separator: ", "))):")
             lines.append("    with the switch:    \(rateText(assessment.with))")
-            let control = assessment.control == "namespace" ? " (every city: the stage's scope has too few without it)" : ""
+            let control =
+                assessment.control == "namespace" ? " (every city: the stage's scope has too few without it)" : ""
             lines.append("    without the switch: \(rateText(assessment.without))\(control)")
             for guardrail in assessment.guardrails {
-                lines.append("    guardrail \(guardrail.metric) \(guardrail.margin): \(guardrail.state.replacingOccurrences(of: "_", with: " ")) (\(guardrail.summary))")
+                lines.append(
+                    "    guardrail \(guardrail.metric) \(guardrail.margin): \(guardrail.state.replacingOccurrences(of: "_", with: " ")) (\(guardrail.summary))"
+                )
             }
             if !assessment.decidedBy.isEmpty {
                 let verb = assessment.verdict == "hold" ? "waits for" : "decided by"
@@ -136,10 +159,14 @@ public struct Release: AsyncParsableCommand {
         }
         lines.append("  next: \(body.next)")
         for proposal in body.proposals {
-            lines.append("  proposal \(proposal.id) (\(proposal.state), \(proposal.time)): roll back to off from stage \(proposal.stage + 1)")
+            lines.append(
+                "  proposal \(proposal.id) (\(proposal.state), \(proposal.time)): roll back to off from stage \(proposal.stage + 1)"
+            )
             if let reason = proposal.reason { lines.append("    \(reason)") }
             if proposal.state == "open" {
-                lines.append("    confirm: flagctl release confirm \(body.key) \(proposal.id)   dismiss: flagctl release dismiss \(body.key) \(proposal.id) --reason …")
+                lines.append(
+                    "    confirm: flagctl release confirm \(body.key) \(proposal.id)   dismiss: flagctl release dismiss \(body.key) \(proposal.id) --reason …"
+                )
             }
         }
         if timeline, !body.timeline.isEmpty {
@@ -188,19 +215,32 @@ public struct ReleaseStart: FlagctlCommand {
 
     @Argument(help: ArgumentHelp("The plugin switch, e.g. plugin_switch_feed_promos.", valueName: "key"))
     public var key: String
-    @Option(name: .customLong("stage"), help: ArgumentHelp("A stage: city=C,cohort=K,rollout=PERCENT,soak=D,min-sessions=N (repeat, in order).", valueName: "settings"))
+    @Option(
+        name: .customLong("stage"),
+        help: ArgumentHelp(
+            "A stage: city=C,cohort=K,rollout=PERCENT,soak=D,min-sessions=N (repeat, in order).", valueName: "settings")
+    )
     public var stages: [String] = []
     @Option(help: ArgumentHelp("The least time in each stage (90s, 30m, 2h, 1d).", valueName: "duration"))
     public var soak: String?
-    @Option(help: ArgumentHelp("The fewest sessions with the switch in a stage's scope before it may advance.", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "The fewest sessions with the switch in a stage's scope before it may advance.", valueName: "n"))
     public var minSessions: Int?
-    @Option(help: ArgumentHelp("Crash-rate points the switch may add over sessions without it and still advance (e.g. 0.25).", valueName: "points"))
+    @Option(
+        help: ArgumentHelp(
+            "Crash-rate points the switch may add over sessions without it and still advance (e.g. 0.25).",
+            valueName: "points"))
     public var margin: String?
     @Option(help: ArgumentHelp("The tests' one-sided confidence in percent (e.g. 95).", valueName: "percent"))
     public var confidence: String?
     @Option(help: ArgumentHelp("On a bad signal: previous (back one stage) or off.", valueName: "action"))
     public var onBadSignal: String?
-    @Option(name: .customLong("guardrail"), help: ArgumentHelp("A metric no stage may harm beyond a margin: METRIC:MARGIN, e.g. trip_booked:-0.5pp, fare:-2% (repeat).", valueName: "metric:margin"))
+    @Option(
+        name: .customLong("guardrail"),
+        help: ArgumentHelp(
+            "A metric no stage may harm beyond a margin: METRIC:MARGIN, e.g. trip_booked:-0.5pp, fare:-2% (repeat).",
+            valueName: "metric:margin"))
     public var guardrails: [String] = []
     @OptionGroup public var change: ChangeOptions
     @OptionGroup public var server: ServerOptions
@@ -219,9 +259,13 @@ public struct ReleaseStart: FlagctlCommand {
         var parsed: [ReleaseGuardrail] = []
         for text in guardrails {
             guard let guardrail = ReleaseGuardrail(text) else {
-                throw ValidationError("--guardrail '\(text)' is not METRIC:MARGIN, e.g. trip_booked:-0.5pp (percentage points) or fare:-2% (relative).")
+                throw ValidationError(
+                    "--guardrail '\(text)' is not METRIC:MARGIN, e.g. trip_booked:-0.5pp (percentage points) or fare:-2% (relative)."
+                )
             }
-            if parsed.contains(where: { $0.metric == guardrail.metric }) { throw ValidationError("--guardrail names '\(guardrail.metric)' twice.") }
+            if parsed.contains(where: { $0.metric == guardrail.metric }) {
+                throw ValidationError("--guardrail names '\(guardrail.metric)' twice.")
+            }
             parsed.append(guardrail)
         }
         return parsed
@@ -231,7 +275,9 @@ public struct ReleaseStart: FlagctlCommand {
     func planTree() throws -> JSONObject? {
         guard !stages.isEmpty else {
             if soak != nil || minSessions != nil || margin != nil || confidence != nil || onBadSignal != nil {
-                throw ValidationError("--soak, --min-sessions, --margin, --confidence and --on-bad-signal describe a new plan; pass its stages with --stage (without --stage the declared plan starts as declared).")
+                throw ValidationError(
+                    "--soak, --min-sessions, --margin, --confidence and --on-bad-signal describe a new plan; pass its stages with --stage (without --stage the declared plan starts as declared)."
+                )
             }
             return nil
         }
@@ -240,39 +286,56 @@ public struct ReleaseStart: FlagctlCommand {
         for (index, text) in stages.enumerated() {
             var stage = JSONObject()
             for setting in text.split(separator: ",", omittingEmptySubsequences: true) {
-                let parts = setting.split(separator: "=", maxSplits: 1).map { String($0).trimmingCharacters(in: .whitespaces) }
+                let parts = setting.split(separator: "=", maxSplits: 1).map {
+                    String($0).trimmingCharacters(in: .whitespaces)
+                }
                 guard parts.count == 2, !parts[1].isEmpty else {
-                    throw ValidationError("--stage \(index + 1) '\(text)': '\(setting)' is not name=value (city, cohort, rollout, soak, min-sessions).")
+                    throw ValidationError(
+                        "--stage \(index + 1) '\(text)': '\(setting)' is not name=value (city, cohort, rollout, soak, min-sessions)."
+                    )
                 }
                 switch parts[0] {
-                case "city", "cities": stage["cities"] = .array(parts[1].split(separator: "+").map { .string(String($0)) })
-                case "cohort", "cohorts": stage["cohorts"] = .array(parts[1].split(separator: "+").map { .string(String($0)) })
-                case "rollout": stage["rollout"] = .int(Int(try Rollout.commandLine(parts[1], what: "--stage \(index + 1) rollout").basisPoints))
+                case "city", "cities":
+                    stage["cities"] = .array(parts[1].split(separator: "+").map { .string(String($0)) })
+                case "cohort", "cohorts":
+                    stage["cohorts"] = .array(parts[1].split(separator: "+").map { .string(String($0)) })
+                case "rollout":
+                    stage["rollout"] = .int(
+                        Int(try Rollout.commandLine(parts[1], what: "--stage \(index + 1) rollout").basisPoints))
                 case "soak": stage["soak"] = .string(parts[1])
                 case "min-sessions", "min_sessions":
-                    guard let minimum = Int(parts[1]), minimum > 0 else { throw ValidationError("--stage \(index + 1) min-sessions '\(parts[1])' is not a whole number above 0.") }
+                    guard let minimum = Int(parts[1]), minimum > 0 else {
+                        throw ValidationError(
+                            "--stage \(index + 1) min-sessions '\(parts[1])' is not a whole number above 0.")
+                    }
                     stage["min_sessions"] = .int(minimum)
                 default:
-                    throw ValidationError("--stage \(index + 1) '\(text)': '\(parts[0])' is not a stage setting (city, cohort, rollout, soak, min-sessions).")
+                    throw ValidationError(
+                        "--stage \(index + 1) '\(text)': '\(parts[0])' is not a stage setting (city, cohort, rollout, soak, min-sessions)."
+                    )
                 }
             }
-            guard stage["rollout"] != nil else { throw ValidationError("--stage \(index + 1) '\(text)' has no rollout=PERCENT.") }
+            guard stage["rollout"] != nil else {
+                throw ValidationError("--stage \(index + 1) '\(text)' has no rollout=PERCENT.")
+            }
             stageTrees.append(.object(stage))
         }
         plan["stages"] = .array(stageTrees)
         if let soak { plan["soak"] = .string(soak) }
         if let minSessions { plan["min_sessions"] = .int(minSessions) }
         if let margin { plan["margin"] = .int(Int(try Rollout.commandLine(margin, what: "--margin").basisPoints)) }
-        if let confidence { plan["confidence"] = .int(Int(try Rollout.commandLine(confidence, what: "--confidence").basisPoints)) }
+        if let confidence {
+            plan["confidence"] = .int(Int(try Rollout.commandLine(confidence, what: "--confidence").basisPoints))
+        }
         if let onBadSignal { plan["on_bad_signal"] = .string(onBadSignal) }
         do {
             _ = try ReleasePlan(tree: .object(plan), unit: .basisPoints)
         } catch {
-            throw ValidationError("the plan is not valid: \(error.problems.map(\.description).joined(separator: "; ")).")
+            throw ValidationError(
+                "the plan is not valid: \(error.problems.map(\.description).joined(separator: "; ")).")
         }
         return plan
     }
-
 
     public func run(console: Console) async throws {
         var body = JSONObject()
@@ -282,10 +345,12 @@ public struct ReleaseStart: FlagctlCommand {
         if let guardrails { body["guardrails"] = .object(ReleasePlan.guardrailTree(guardrails)) }
         let key = self.key
         let given = try tree.map { tree in try ReleasePlan(tree: .object(tree), unit: .basisPoints) }
-        try await Release.act(.start, key: key, plan: given, guardrails: guardrails, body: body, question: { declared in
-            let first = (given ?? declared)?.stages.first.map { " at \($0)" } ?? ""
-            return "Start the release plan of \(key)\(first)? Its rules and rollout are replaced by the plan's"
-        }, change: change, server: server, output: outputOptions, console: console)
+        try await Release.act(
+            .start, key: key, plan: given, guardrails: guardrails, body: body,
+            question: { declared in
+                let first = (given ?? declared)?.stages.first.map { " at \($0)" } ?? ""
+                return "Start the release plan of \(key)\(first)? Its rules and rollout are replaced by the plan's"
+            }, change: change, server: server, output: outputOptions, console: console)
     }
 }
 
@@ -293,7 +358,8 @@ public struct ReleaseStart: FlagctlCommand {
 public struct ReleaseStatus: FlagctlCommand {
     public static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show release plans: stage, time in it, sessions and crash rates with and without the switch, and what the next decision waits for.",
+        abstract:
+            "Show release plans: stage, time in it, sessions and crash rates with and without the switch, and what the next decision waits for.",
         discussion: """
             Without KEY, every plan of the namespace; with KEY, one plan with its timeline (every step, by whom, why).
 
@@ -328,12 +394,17 @@ public struct ReleaseStatus: FlagctlCommand {
             return
         }
         if key != nil {
-            console.write(Release.statusLines(try ReleaseStatusBody(json: tree), timeline: true).joined(separator: "\n") + "\n")
+            console.write(
+                Release.statusLines(try ReleaseStatusBody(json: tree), timeline: true).joined(separator: "\n") + "\n")
             return
         }
-        let bodies = try (tree["releases"]?.arrayValue ?? []).map { item throws(WireError) in try ReleaseStatusBody(json: item) }
+        let bodies = try (tree["releases"]?.arrayValue ?? []).map { item throws(WireError) in
+            try ReleaseStatusBody(json: item)
+        }
         guard !bodies.isEmpty else {
-            console.write("namespace \(namespace) has no release plans (declare release: under a switch in its flag file, or 'flagctl release start KEY --stage …')\n")
+            console.write(
+                "namespace \(namespace) has no release plans (declare release: under a switch in its flag file, or 'flagctl release start KEY --stage …')\n"
+            )
             return
         }
         console.write(bodies.flatMap { Release.statusLines($0, timeline: false) }.joined(separator: "\n") + "\n")
@@ -352,10 +423,13 @@ public enum ReleaseStep {
         public init() {}
 
         /// Sends the action; asks `question` first when given (from the plan as read).
-        func act(_ action: ReleaseAction, console: Console, question: (@Sendable (String, ReleasePlan?) -> String)? = nil) async throws {
+        func act(
+            _ action: ReleaseAction, console: Console, question: (@Sendable (String, ReleasePlan?) -> String)? = nil
+        ) async throws {
             let key = self.key
-            try await Release.act(action, key: key, question: question.map { ask in { plan in ask(key, plan) } },
-                                  change: change, server: server, output: outputOptions, console: console)
+            try await Release.act(
+                action, key: key, question: question.map { ask in { plan in ask(key, plan) } },
+                change: change, server: server, output: outputOptions, console: console)
         }
     }
 
@@ -365,7 +439,9 @@ public enum ReleaseStep {
         public static let configuration = CommandConfiguration(
             commandName: "pause",
             abstract: "Stop a running plan where it is; the switch keeps its targeting until you resume or abort.",
-            discussion: "Example: flagctl release pause plugin_switch_feed_promos --reason \"payments incident\"\n\nExit status: 0 ok, 1 failure (a plan that is not running), \(exitStatus)")
+            discussion:
+                "Example: flagctl release pause plugin_switch_feed_promos --reason \"payments incident\"\n\nExit status: 0 ok, 1 failure (a plan that is not running), \(exitStatus)"
+        )
         @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws { try await options.act(.pause, console: console) }
@@ -374,12 +450,17 @@ public enum ReleaseStep {
     public struct Resume: FlagctlCommand {
         public static let configuration = CommandConfiguration(
             commandName: "resume",
-            abstract: "Run a paused or rolled-back plan again from its stage: the stage's targeting is put back and its evidence counted anew.",
-            discussion: "Example: flagctl release resume plugin_switch_feed_promos --yes\n\nExit status: 0 ok, 1 failure (a plan that is running, completed or aborted), \(exitStatus)")
+            abstract:
+                "Run a paused or rolled-back plan again from its stage: the stage's targeting is put back and its evidence counted anew.",
+            discussion:
+                "Example: flagctl release resume plugin_switch_feed_promos --yes\n\nExit status: 0 ok, 1 failure (a plan that is running, completed or aborted), \(exitStatus)"
+        )
         @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws {
-            try await options.act(.resume, console: console) { key, _ in "Resume the release plan of \(key)? The stage's rules and rollout are put back" }
+            try await options.act(.resume, console: console) { key, _ in
+                "Resume the release plan of \(key)? The stage's rules and rollout are put back"
+            }
         }
     }
 
@@ -387,7 +468,9 @@ public enum ReleaseStep {
         public static let configuration = CommandConfiguration(
             commandName: "advance",
             abstract: "Move a plan to its next stage now, whatever its evidence says (your decision, audited).",
-            discussion: "Example: flagctl release advance plugin_switch_feed_promos --yes --reason \"QA signed off\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), \(exitStatus)")
+            discussion:
+                "Example: flagctl release advance plugin_switch_feed_promos --yes --reason \"QA signed off\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), \(exitStatus)"
+        )
         @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws {
@@ -402,29 +485,41 @@ public enum ReleaseStep {
     public struct Abort: FlagctlCommand {
         public static let configuration = CommandConfiguration(
             commandName: "abort",
-            abstract: "Stop a plan for good; the switch keeps its targeting ('flagctl disable' or 'flagctl rollout' to change it).",
-            discussion: "Example: flagctl release abort plugin_switch_feed_promos --yes --reason \"replaced by v2\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), \(exitStatus)")
+            abstract:
+                "Stop a plan for good; the switch keeps its targeting ('flagctl disable' or 'flagctl rollout' to change it).",
+            discussion:
+                "Example: flagctl release abort plugin_switch_feed_promos --yes --reason \"replaced by v2\"\n\nExit status: 0 ok, 1 failure (a completed or aborted plan), \(exitStatus)"
+        )
         @OptionGroup public var options: Options
         public init() {}
         public func run(console: Console) async throws {
-            try await options.act(.abort, console: console) { key, _ in "Abort the release plan of \(key)? The switch stays as it is" }
+            try await options.act(.abort, console: console) { key, _ in
+                "Abort the release plan of \(key)? The switch stays as it is"
+            }
         }
     }
 }
 
 /// `flagctl release confirm|dismiss KEY ID`: the runner's proposals to roll a plan back to off.
 public enum ReleaseProposalCommand {
-    static func send(_ verb: String, key: String, id: Int64, reason: String?, server: ServerOptions, output: OutputOptions,
-                     console: Console) async throws -> JSONValue? {
+    static func send(
+        _ verb: String, key: String, id: Int64, reason: String?, server: ServerOptions, output: OutputOptions,
+        console: Console
+    ) async throws -> JSONValue? {
         let settings = try server.settings(console)
         let namespace = try settings.requireNamespace()
         let client = APIClient(settings: settings)
         var body = JSONObject()
-        if let reason = reason?.trimmingCharacters(in: .whitespacesAndNewlines), !reason.isEmpty { body["reason"] = .string(reason) }
+        if let reason = reason?.trimmingCharacters(in: .whitespacesAndNewlines), !reason.isEmpty {
+            body["reason"] = .string(reason)
+        }
         let response: JSONValue
         do {
-            response = try await client.send("POST", APIClient.path("v1", "namespaces", namespace, "flags", key, "release", "proposals", String(id), verb),
-                                             body: .object(body)).json
+            response = try await client.send(
+                "POST",
+                APIClient.path("v1", "namespaces", namespace, "flags", key, "release", "proposals", String(id), verb),
+                body: .object(body)
+            ).json
         } catch let failure as APIFailure where failure.status == 409 {
             throw CommandFailure("release proposal \(id) of \(key) is no longer open ('flagctl release status \(key)')")
         }
@@ -436,13 +531,17 @@ public enum ReleaseProposalCommand {
     }
 
     static func validate(id: Int64) throws {
-        guard id > 0 else { throw ValidationError("\(id) is not a proposal id; 'flagctl release status KEY' lists a plan's proposals with theirs.") }
+        guard id > 0 else {
+            throw ValidationError(
+                "\(id) is not a proposal id; 'flagctl release status KEY' lists a plan's proposals with theirs.")
+        }
     }
 
     public struct Confirm: FlagctlCommand {
         public static let configuration = CommandConfiguration(
             commandName: "confirm",
-            abstract: "Confirm the runner's proposal to roll a plan back to off: the switch goes off for the plan's scope, as your change.",
+            abstract:
+                "Confirm the runner's proposal to roll a plan back to off: the switch goes off for the plan's scope, as your change.",
             discussion: """
                 When only clients' sessions show the switch worse in a stage whose roll-back goes to off (on_bad_signal: \
                 off, or the first stage), flagsd proposes instead of acting: the client token is public. 'flagctl \
@@ -453,7 +552,8 @@ public enum ReleaseProposalCommand {
                 Exit status: 0 ok, 1 failure (a proposal no longer open), 4 no such proposal, 5 token refused.
                 """)
         @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
-        @Argument(help: ArgumentHelp("The proposal's id, as 'flagctl release status' lists it.", valueName: "id")) public var id: Int64
+        @Argument(help: ArgumentHelp("The proposal's id, as 'flagctl release status' lists it.", valueName: "id"))
+        public var id: Int64
         @Option(help: ArgumentHelp("Why: recorded in the audit log.", valueName: "text")) public var reason: String?
         @Flag(name: [.customShort("y"), .long], help: "Do not ask for confirmation (needed when not on a terminal).")
         public var yes = false
@@ -465,12 +565,18 @@ public enum ReleaseProposalCommand {
         public func validate() throws { try ReleaseProposalCommand.validate(id: id) }
 
         public func run(console: Console) async throws {
-            try await Confirmation.confirm("Roll the release plan of \(key) back to off?", action: "confirm release proposal \(id)",
-                                           preview: [], yes: yes, console: console)
-            guard let response = try await ReleaseProposalCommand.send("confirm", key: key, id: id, reason: reason, server: server,
-                                                                       output: outputOptions, console: console) else { return }
+            try await Confirmation.confirm(
+                "Roll the release plan of \(key) back to off?", action: "confirm release proposal \(id)",
+                preview: [], yes: yes, console: console)
+            guard
+                let response = try await ReleaseProposalCommand.send(
+                    "confirm", key: key, id: id, reason: reason, server: server,
+                    output: outputOptions, console: console)
+            else { return }
             var lines = ["confirmed release proposal \(id): \(key) rolled back to off"]
-            if let tree = response["release"] { lines += Release.statusLines(try ReleaseStatusBody(json: tree), timeline: false) }
+            if let tree = response["release"] {
+                lines += Release.statusLines(try ReleaseStatusBody(json: tree), timeline: false)
+            }
             console.write(lines.joined(separator: "\n") + "\n")
         }
     }
@@ -478,7 +584,8 @@ public enum ReleaseProposalCommand {
     public struct Dismiss: FlagctlCommand {
         public static let configuration = CommandConfiguration(
             commandName: "dismiss",
-            abstract: "Dismiss the runner's proposal to roll a plan back to off: the switch stays as it is and the stage holds for you.",
+            abstract:
+                "Dismiss the runner's proposal to roll a plan back to off: the switch stays as it is and the stage holds for you.",
             discussion: """
                 The dismissal is recorded in the audit log with your reason, which is required. The runner does not \
                 propose again in this stage; advance, pause or abort the plan yourself.
@@ -488,8 +595,11 @@ public enum ReleaseProposalCommand {
                 Exit status: 0 ok, 1 failure (a proposal no longer open), 4 no such proposal, 5 token refused.
                 """)
         @Argument(help: ArgumentHelp("The plugin switch.", valueName: "key")) public var key: String
-        @Argument(help: ArgumentHelp("The proposal's id, as 'flagctl release status' lists it.", valueName: "id")) public var id: Int64
-        @Option(help: ArgumentHelp("Why the plan should go on: recorded in the audit log (required).", valueName: "text")) public var reason: String
+        @Argument(help: ArgumentHelp("The proposal's id, as 'flagctl release status' lists it.", valueName: "id"))
+        public var id: Int64
+        @Option(
+            help: ArgumentHelp("Why the plan should go on: recorded in the audit log (required).", valueName: "text"))
+        public var reason: String
         @OptionGroup public var server: ServerOptions
         @OptionGroup public var outputOptions: OutputOptions
 
@@ -498,15 +608,23 @@ public enum ReleaseProposalCommand {
         public func validate() throws {
             try ReleaseProposalCommand.validate(id: id)
             guard !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-                throw ValidationError("--reason is empty. Say why the plan should go on, e.g. --reason \"crashes from one network\".")
+                throw ValidationError(
+                    "--reason is empty. Say why the plan should go on, e.g. --reason \"crashes from one network\".")
             }
         }
 
         public func run(console: Console) async throws {
-            guard let response = try await ReleaseProposalCommand.send("dismiss", key: key, id: id, reason: reason, server: server,
-                                                                       output: outputOptions, console: console) else { return }
-            var lines = ["dismissed release proposal \(id): \(key) stays as it is; the stage holds for you (advance, pause or abort it)"]
-            if let tree = response["release"] { lines += Release.statusLines(try ReleaseStatusBody(json: tree), timeline: false) }
+            guard
+                let response = try await ReleaseProposalCommand.send(
+                    "dismiss", key: key, id: id, reason: reason, server: server,
+                    output: outputOptions, console: console)
+            else { return }
+            var lines = [
+                "dismissed release proposal \(id): \(key) stays as it is; the stage holds for you (advance, pause or abort it)"
+            ]
+            if let tree = response["release"] {
+                lines += Release.statusLines(try ReleaseStatusBody(json: tree), timeline: false)
+            }
             console.write(lines.joined(separator: "\n") + "\n")
         }
     }

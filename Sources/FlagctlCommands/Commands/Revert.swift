@@ -1,5 +1,5 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 import SwitchyardWire
 
@@ -35,7 +35,9 @@ public struct Revert: FlagctlCommand {
     public init() {}
 
     public func validate() throws {
-        guard version >= 1 else { throw ValidationError("\(version) is not a version; versions start at 1 ('flagctl audit' lists them).") }
+        guard version >= 1 else {
+            throw ValidationError("\(version) is not a version; versions start at 1 ('flagctl audit' lists them).")
+        }
     }
 
     public func run(console: Console) async throws {
@@ -44,10 +46,12 @@ public struct Revert: FlagctlCommand {
         let namespace = try settings.requireNamespace()
         let target: ChangeEntry
         do {
-            target = try ChangeEntry(json: try await client.get(APIClient.path("v1", "namespaces", namespace, "changes", String(version))))
+            target = try ChangeEntry(
+                json: try await client.get(APIClient.path("v1", "namespaces", namespace, "changes", String(version))))
         } catch let failure as APIFailure where failure.status == 404 {
             if failure.detail.contains("does not exist") { throw client.namespaceNotFound(namespace) }
-            throw CommandFailure.notFound("namespace '\(namespace)' has no change with version \(version); 'flagctl audit' lists its changes")
+            throw CommandFailure.notFound(
+                "namespace '\(namespace)' has no change with version \(version); 'flagctl audit' lists its changes")
         }
         let objects: [ObjectReference] = target.objects.compactMap { object in
             switch object.kind {
@@ -62,20 +66,28 @@ public struct Revert: FlagctlCommand {
         }
         let current = later.last?.version
         if let newest = current, change.ifVersion == nil || change.ifVersion! < newest {
-            var message = "reverting version \(version) (\(target.summary)) would also undo later changes to the same objects:"
+            var message =
+                "reverting version \(version) (\(target.summary)) would also undo later changes to the same objects:"
             for entry in later.suffix(5) { message += "\n  \(entry.line)" }
-            message += "\nRevert those first (newest first), or pass --if-version with the current version to revert anyway"
+            message +=
+                "\nRevert those first (newest first), or pass --if-version with the current version to revert anyway"
             throw CommandFailure.conflict(message)
         }
         let flow = ChangeFlow(client: client, console: console, namespace: namespace, options: change)
         let version = self.version
         let outcome = try await flow.run { view in
-            PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "changes", String(version), "revert"),
-                          objects: objects, action: "revert version \(version) (\(target.summary))")
+            PlannedChange(
+                path: APIClient.path("v1", "namespaces", view.namespace, "changes", String(version), "revert"),
+                objects: objects, action: "revert version \(version) (\(target.summary))")
         }
-        let restored = target.objects.map { "\($0.kind.replacingOccurrences(of: "_", with: " ")) \($0.key)" }.joined(separator: ", ")
-        outputOptions.emit(outcome, [outcome.summaryLine(
-            done: "reverted version \(version) by \(target.actor) (\(target.summary)): restored \(restored)",
-            unchanged: "the objects of version \(version) are as they were before it already")], console: console)
+        let restored = target.objects.map { "\($0.kind.replacingOccurrences(of: "_", with: " ")) \($0.key)" }.joined(
+            separator: ", ")
+        outputOptions.emit(
+            outcome,
+            [
+                outcome.summaryLine(
+                    done: "reverted version \(version) by \(target.actor) (\(target.summary)): restored \(restored)",
+                    unchanged: "the objects of version \(version) are as they were before it already")
+            ], console: console)
     }
 }

@@ -1,12 +1,13 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 
 /// `flagctl rollout KEY PERCENT [--rule N | --city C --cohort K]`: sets the share of units a plugin switch is on for.
 public struct RolloutCommand: FlagctlCommand {
     public static let configuration = CommandConfiguration(
         commandName: "rollout",
-        abstract: "Set the share of units a plugin switch is on for: its default rollout, one rule's, or a city's or cohort's.",
+        abstract:
+            "Set the share of units a plugin switch is on for: its default rollout, one rule's, or a city's or cohort's.",
         discussion: """
             PERCENT is a percentage with at most two decimals (12.5, 0.05, 100), converted exactly to basis \
             points. Raising a rollout only adds units: every unit that had the plugin keeps it.
@@ -32,7 +33,8 @@ public struct RolloutCommand: FlagctlCommand {
 
     @Argument(help: ArgumentHelp("The plugin switch, e.g. plugin_switch_prefs_ride_pass.", valueName: "key"))
     public var key: String
-    @Argument(help: ArgumentHelp("The share of units, in percent with at most two decimals: 0 to 100.", valueName: "percent"))
+    @Argument(
+        help: ArgumentHelp("The share of units, in percent with at most two decimals: 0 to 100.", valueName: "percent"))
     public var percent: String
     @Option(help: ArgumentHelp("Set the rollout of this rule (numbered from 0).", valueName: "n"))
     public var rule: Int?
@@ -48,7 +50,10 @@ public struct RolloutCommand: FlagctlCommand {
         if rule != nil, !scope.scope.isEverywhere {
             throw ValidationError("Pass either --rule or --city/--cohort, not both.")
         }
-        if let rule, rule < 0 { throw ValidationError("--rule \(rule) is not a rule number; rules are numbered from 0 ('flagctl get \(key)' lists them).") }
+        if let rule, rule < 0 {
+            throw ValidationError(
+                "--rule \(rule) is not a rule number; rules are numbered from 0 ('flagctl get \(key)' lists them).")
+        }
     }
 
     func rollout() throws -> Rollout {
@@ -72,7 +77,8 @@ public struct RolloutCommand: FlagctlCommand {
             var others = rule.conditions
             others.cities = []
             others.cohorts = []
-            return others.isEmpty && Set(rule.conditions.cities) == Set(cities) && Set(rule.conditions.cohorts) == Set(cohorts)
+            return others.isEmpty && Set(rule.conditions.cities) == Set(cities)
+                && Set(rule.conditions.cohorts) == Set(cohorts)
         }
         if let index { return .rule(index) }
         return .newRule(wanted)
@@ -82,9 +88,13 @@ public struct RolloutCommand: FlagctlCommand {
     static func shadowingRules(for conditions: Conditions, in gate: PluginSwitchDefinition) -> [Int] {
         gate.rules.indices.filter { index in
             let other = gate.rules[index].conditions
-            let sharesCities = other.cities.isEmpty || conditions.cities.isEmpty || !Set(other.cities).isDisjoint(with: conditions.cities)
+            let sharesCities =
+                other.cities.isEmpty || conditions.cities.isEmpty
+                || !Set(other.cities).isDisjoint(with: conditions.cities)
             let excludesCities = !conditions.cities.isEmpty && Set(conditions.cities).isSubset(of: other.notCities)
-            let sharesCohorts = other.cohorts.isEmpty || conditions.cohorts.isEmpty || !Set(other.cohorts).isDisjoint(with: conditions.cohorts)
+            let sharesCohorts =
+                other.cohorts.isEmpty || conditions.cohorts.isEmpty
+                || !Set(other.cohorts).isDisjoint(with: conditions.cohorts)
             return sharesCities && !excludesCities && sharesCohorts
         }
     }
@@ -103,15 +113,22 @@ public struct RolloutCommand: FlagctlCommand {
     public func run(console: Console) async throws {
         let settings = try server.settings(console)
         let client = APIClient(settings: settings)
-        let flow = ChangeFlow(client: client, console: console, namespace: try settings.requireNamespace(), options: change)
+        let flow = ChangeFlow(
+            client: client, console: console, namespace: try settings.requireNamespace(), options: change)
         let rollout = try self.rollout()
-        let key = self.key, rule = self.rule, cities = scope.cities, cohorts = scope.cohorts
-        var description: (target: Target, before: Rollout, scope: String, shadowed: [Int]) = (.defaultRollout, .off, "", [])
+        let key = self.key
+        let rule = self.rule
+        let cities = scope.cities
+        let cohorts = scope.cohorts
+        var description: (target: Target, before: Rollout, scope: String, shadowed: [Int]) = (
+            .defaultRollout, .off, "", []
+        )
         let outcome = try await flow.run { view in
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "a rollout")
-            var planned = PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "rollout"),
-                                        body: JSONObject([("rollout", .int(Int(rollout.basisPoints)))]), objects: [.flag(key)],
-                                        action: "roll out \(key) to \(rollout)")
+            var planned = PlannedChange(
+                path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "rollout"),
+                body: JSONObject([("rollout", .int(Int(rollout.basisPoints)))]), objects: [.flag(key)],
+                action: "roll out \(key) to \(rollout)")
             let target = Self.target(rule: rule, cities: cities, cohorts: cohorts, in: gate)
             switch target {
             case .defaultRollout:
@@ -119,7 +136,9 @@ public struct RolloutCommand: FlagctlCommand {
             case .rule(let index):
                 guard gate.rules.indices.contains(index) else {
                     let numbers = gate.rules.isEmpty ? "none" : "0 to \(gate.rules.count - 1)"
-                    throw CommandFailure("\(key) has no rule \(index) (its rules: \(numbers)); 'flagctl get \(key)' lists them, or pass --city/--cohort to add one")
+                    throw CommandFailure(
+                        "\(key) has no rule \(index) (its rules: \(numbers)); 'flagctl get \(key)' lists them, or pass --city/--cohort to add one"
+                    )
                 }
                 planned.body["rule"] = .int(index)
                 let rule = gate.rules[index]
@@ -128,8 +147,10 @@ public struct RolloutCommand: FlagctlCommand {
                 planned.unchangedFields["rule"] = .int(index)
             case .newRule(let conditions):
                 planned.body["conditions"] = .object(Scope(cities: conditions.cities, cohorts: conditions.cohorts).tree)
-                description = (target, gate.rollout, "rule \(gate.rules.count) (\(conditions.summary))",
-                               Self.shadowingRules(for: conditions, in: gate))
+                description = (
+                    target, gate.rollout, "rule \(gate.rules.count) (\(conditions.summary))",
+                    Self.shadowingRules(for: conditions, in: gate)
+                )
             }
             if target == .defaultRollout, gate.rollout == rollout {
                 planned.nothingToDo = "\(key)'s default rollout is \(rollout) already"
@@ -141,23 +162,34 @@ public struct RolloutCommand: FlagctlCommand {
         var lines: [String] = []
         switch description.target {
         case .newRule:
-            lines.append(outcome.summaryLine(done: "\(key): added \(description.scope) at \(rollout)", unchanged: "\(key) is at \(rollout) already"))
+            lines.append(
+                outcome.summaryLine(
+                    done: "\(key): added \(description.scope) at \(rollout)",
+                    unchanged: "\(key) is at \(rollout) already"))
             if outcome.changed {
-                let difference = Rollout(basisPoints: abs(Int(rollout.basisPoints) - Int(description.before.basisPoints)))!
+                let difference = Rollout(
+                    basisPoints: abs(Int(rollout.basisPoints) - Int(description.before.basisPoints)))!
                 let verb = rollout > description.before ? "get it now" : "lose it"
-                lines.append("its units got the default rollout (\(description.before)) before; about \(difference) of them \(verb)")
+                lines.append(
+                    "its units got the default rollout (\(description.before)) before; about \(difference) of them \(verb)"
+                )
                 if !description.shadowed.isEmpty {
                     let rules = outcome.view.flagSet.flag(key)?.pluginSwitch?.rules ?? []
                     let names = description.shadowed.map { index in
                         "rule \(index) (\(rules.indices.contains(index) ? rules[index].conditions.summary : "?"))"
                     }
-                    let verbs = names.count == 1 ? "comes first and decides for the units it matches" : "come first and decide for the units they match"
+                    let verbs =
+                        names.count == 1
+                        ? "comes first and decides for the units it matches"
+                        : "come first and decide for the units they match"
                     lines.append("note: \(names.joined(separator: ", ")) \(verbs)")
                 }
             }
         default:
-            lines.append(outcome.summaryLine(done: "\(key) \(description.scope): \(description.before) → \(rollout)",
-                                             unchanged: "\(key) \(description.scope) is at \(rollout) already"))
+            lines.append(
+                outcome.summaryLine(
+                    done: "\(key) \(description.scope): \(description.before) → \(rollout)",
+                    unchanged: "\(key) \(description.scope) is at \(rollout) already"))
             if outcome.changed { lines.append(Self.shareText(from: description.before, to: rollout)) }
         }
         outputOptions.emit(outcome, lines, console: console)

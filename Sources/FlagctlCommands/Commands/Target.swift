@@ -1,5 +1,5 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 
 /// `flagctl target KEY --add-city C --remove-cohort K --add-unit U ...`: edits the conditions of one rule.
@@ -29,14 +29,20 @@ public struct Target: FlagctlCommand {
     public var key: String
     @Option(help: ArgumentHelp("The rule to edit (numbered from 0); needed when the flag has several.", valueName: "n"))
     public var rule: Int?
-    @Option(help: ArgumentHelp("Add a city to the rule; repeatable.", valueName: "city")) public var addCity: [String] = []
-    @Option(help: ArgumentHelp("Remove a city from the rule; repeatable.", valueName: "city")) public var removeCity: [String] = []
+    @Option(help: ArgumentHelp("Add a city to the rule; repeatable.", valueName: "city")) public var addCity: [String] =
+        []
+    @Option(help: ArgumentHelp("Remove a city from the rule; repeatable.", valueName: "city")) public var removeCity:
+        [String] = []
     @Option(help: ArgumentHelp("Add a cohort; repeatable.", valueName: "cohort")) public var addCohort: [String] = []
-    @Option(help: ArgumentHelp("Remove a cohort; repeatable.", valueName: "cohort")) public var removeCohort: [String] = []
-    @Option(help: ArgumentHelp("Add a unit id to the allowlist; repeatable.", valueName: "unit")) public var addUnit: [String] = []
+    @Option(help: ArgumentHelp("Remove a cohort; repeatable.", valueName: "cohort")) public var removeCohort: [String] =
+        []
+    @Option(help: ArgumentHelp("Add a unit id to the allowlist; repeatable.", valueName: "unit")) public var addUnit:
+        [String] = []
     @Option(help: ArgumentHelp("Remove a unit id; repeatable.", valueName: "unit")) public var removeUnit: [String] = []
-    @Option(help: ArgumentHelp("Add a platform, e.g. ios; repeatable.", valueName: "platform")) public var addPlatform: [String] = []
-    @Option(help: ArgumentHelp("Remove a platform; repeatable.", valueName: "platform")) public var removePlatform: [String] = []
+    @Option(help: ArgumentHelp("Add a platform, e.g. ios; repeatable.", valueName: "platform")) public var addPlatform:
+        [String] = []
+    @Option(help: ArgumentHelp("Remove a platform; repeatable.", valueName: "platform")) public var removePlatform:
+        [String] = []
     @Option(help: ArgumentHelp("Also set the rule's rollout, in percent (plugin switches).", valueName: "percent"))
     public var rollout: String?
     @OptionGroup public var change: ChangeOptions
@@ -45,15 +51,23 @@ public struct Target: FlagctlCommand {
 
     public init() {}
 
-    var additions: Conditions { Conditions(cities: addCity, cohorts: addCohort, units: addUnit, platforms: addPlatform) }
-    var removals: Conditions { Conditions(cities: removeCity, cohorts: removeCohort, units: removeUnit, platforms: removePlatform) }
+    var additions: Conditions {
+        Conditions(cities: addCity, cohorts: addCohort, units: addUnit, platforms: addPlatform)
+    }
+    var removals: Conditions {
+        Conditions(cities: removeCity, cohorts: removeCohort, units: removeUnit, platforms: removePlatform)
+    }
 
     public func validate() throws {
         if additions.isEmpty && removals.isEmpty && rollout == nil {
-            throw ValidationError("Nothing to change. Pass --add-city, --remove-city, --add-cohort, --remove-cohort, --add-unit, --remove-unit, --add-platform, --remove-platform or --rollout, e.g. 'flagctl target \(key) --add-city lagos'.")
+            throw ValidationError(
+                "Nothing to change. Pass --add-city, --remove-city, --add-cohort, --remove-cohort, --add-unit, --remove-unit, --add-platform, --remove-platform or --rollout, e.g. 'flagctl target \(key) --add-city lagos'."
+            )
         }
         _ = try parsedRollout()
-        if let rule, rule < 0 { throw ValidationError("--rule \(rule) is not a rule number; rules are numbered from 0.") }
+        if let rule, rule < 0 {
+            throw ValidationError("--rule \(rule) is not a rule number; rules are numbered from 0.")
+        }
     }
 
     func parsedRollout() throws -> Rollout? {
@@ -75,7 +89,9 @@ public struct Target: FlagctlCommand {
             for value in remove[keyPath: keyPath] {
                 guard values.contains(value) else {
                     let current = conditions[keyPath: keyPath]
-                    throw CommandFailure("'\(value)' is not in rule \(rule)'s \(name) (they are: \(current.isEmpty ? "none" : current.joined(separator: ", "))); nothing was changed")
+                    throw CommandFailure(
+                        "'\(value)' is not in rule \(rule)'s \(name) (they are: \(current.isEmpty ? "none" : current.joined(separator: ", "))); nothing was changed"
+                    )
                 }
                 values.removeAll { $0 == value }
             }
@@ -87,10 +103,16 @@ public struct Target: FlagctlCommand {
     public func run(console: Console) async throws {
         let settings = try server.settings(console)
         let client = APIClient(settings: settings)
-        let flow = ChangeFlow(client: client, console: console, namespace: try settings.requireNamespace(), options: change)
-        let key = self.key, rule = self.rule, add = additions, remove = removals
+        let flow = ChangeFlow(
+            client: client, console: console, namespace: try settings.requireNamespace(), options: change)
+        let key = self.key
+        let rule = self.rule
+        let add = additions
+        let remove = removals
         let rollout = try parsedRollout()
-        var edit: (index: Int, before: Conditions, after: Conditions, isNew: Bool) = (0, Conditions(), Conditions(), false)
+        var edit: (index: Int, before: Conditions, after: Conditions, isNew: Bool) = (
+            0, Conditions(), Conditions(), false
+        )
         let outcome = try await flow.run { view in
             let flag = try view.flagSet.requireFlag(key, server: settings.serverText)
             let rules: [Conditions]
@@ -99,47 +121,66 @@ public struct Target: FlagctlCommand {
             case .experiment(let experiment):
                 rules = experiment.rules.map(\.conditions)
                 if rollout != nil {
-                    throw CommandFailure.usage("\(key) is an experiment; its rules have weights, not a rollout. Leave --rollout out, and change weights in the flag file ('flagctl apply')")
+                    throw CommandFailure.usage(
+                        "\(key) is an experiment; its rules have weights, not a rollout. Leave --rollout out, and change weights in the flag file ('flagctl apply')"
+                    )
                 }
             }
             let index: Int
             var isNew = false
             if let rule {
                 guard rules.indices.contains(rule) else {
-                    throw CommandFailure("\(key) has no rule \(rule) (its rules: \(rules.isEmpty ? "none" : "0 to \(rules.count - 1)")); 'flagctl get \(key)' lists them")
+                    throw CommandFailure(
+                        "\(key) has no rule \(rule) (its rules: \(rules.isEmpty ? "none" : "0 to \(rules.count - 1)")); 'flagctl get \(key)' lists them"
+                    )
                 }
                 index = rule
             } else if rules.count == 1 {
                 index = 0
             } else if rules.isEmpty {
                 guard flag.pluginSwitch != nil else {
-                    throw CommandFailure("experiment \(key) has no rules; add rules with their weights in the flag file and 'flagctl apply'")
+                    throw CommandFailure(
+                        "experiment \(key) has no rules; add rules with their weights in the flag file and 'flagctl apply'"
+                    )
                 }
                 guard rollout != nil else {
-                    throw CommandFailure.usage("\(key) has no rules yet; add --rollout PERCENT for the new rule 0, e.g. --rollout 100")
+                    throw CommandFailure.usage(
+                        "\(key) has no rules yet; add --rollout PERCENT for the new rule 0, e.g. --rollout 100")
                 }
                 index = 0
                 isNew = true
             } else {
-                throw CommandFailure.usage("\(key) has \(rules.count) rules; pass --rule N to say which to edit (0 to \(rules.count - 1); 'flagctl get \(key)' lists them)")
+                throw CommandFailure.usage(
+                    "\(key) has \(rules.count) rules; pass --rule N to say which to edit (0 to \(rules.count - 1); 'flagctl get \(key)' lists them)"
+                )
             }
             let before = isNew ? Conditions() : rules[index]
             edit = (index, before, try Self.edited(before, add: add, remove: remove, rule: index), isNew)
             var body = JSONObject()
             if rule != nil { body["rule"] = .int(index) }
-            var addTree = JSONObject(), removeTree = JSONObject()
+            var addTree = JSONObject()
+            var removeTree = JSONObject()
             for (name, keyPath) in Self.lists {
-                if !add[keyPath: keyPath].isEmpty { addTree[name] = .array(add[keyPath: keyPath].map(JSONValue.string)) }
-                if !remove[keyPath: keyPath].isEmpty { removeTree[name] = .array(remove[keyPath: keyPath].map(JSONValue.string)) }
+                if !add[keyPath: keyPath].isEmpty {
+                    addTree[name] = .array(add[keyPath: keyPath].map(JSONValue.string))
+                }
+                if !remove[keyPath: keyPath].isEmpty {
+                    removeTree[name] = .array(remove[keyPath: keyPath].map(JSONValue.string))
+                }
             }
             if !addTree.isEmpty { body["add"] = .object(addTree) }
             if !removeTree.isEmpty { body["remove"] = .object(removeTree) }
             if let rollout { body["rollout"] = .int(Int(rollout.basisPoints)) }
-            return PlannedChange(path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "targeting"), body: body,
-                                 objects: [.flag(key)], action: "edit rule \(index) of \(key)")
+            return PlannedChange(
+                path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "targeting"), body: body,
+                objects: [.flag(key)], action: "edit rule \(index) of \(key)")
         }
-        var line = "\(key) rule \(edit.index)\(edit.isNew ? " (new)" : ""): \(edit.before.summary) → \(edit.after.summary)"
+        var line =
+            "\(key) rule \(edit.index)\(edit.isNew ? " (new)" : ""): \(edit.before.summary) → \(edit.after.summary)"
         if let rollout { line += ", at \(rollout)" }
-        outputOptions.emit(outcome, [outcome.summaryLine(done: line, unchanged: "\(key) rule \(edit.index) has those conditions already")], console: console)
+        outputOptions.emit(
+            outcome,
+            [outcome.summaryLine(done: line, unchanged: "\(key) rule \(edit.index) has those conditions already")],
+            console: console)
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 import SwitchyardWire
 
@@ -34,7 +34,8 @@ public struct Tokens: AsyncParsableCommand {
 public struct TokensList: FlagctlCommand {
     public static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "List tokens: id, name, role, namespaces, who created them, and whether revoked (never their secrets).",
+        abstract:
+            "List tokens: id, name, role, namespaces, who created them, and whether revoked (never their secrets).",
         discussion: """
             Example: flagctl tokens list -o json
 
@@ -48,7 +49,8 @@ public struct TokensList: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: nil, console: console)
         let tree = try await APIClient(settings: settings).get(APIClient.path("v1", "tokens"))
         if let rendered = outputOptions.render(tree) {
             console.write(rendered)
@@ -58,10 +60,12 @@ public struct TokensList: FlagctlCommand {
         for tree in tree["tokens"]?.arrayValue ?? [] {
             let token = try TokenBody(json: tree)
             let revoked = token.revokedAt.map(Audit.shortTime)
-            table.add([.init(token.id), .init(token.name, .bold), .init(token.role),
-                       .init(token.namespaces?.joined(separator: ", ") ?? "all"),
-                       .init(Audit.shortTime(token.createdAt), .dim), .init(token.createdBy),
-                       .init(revoked ?? "-", revoked == nil ? .plain : .red)])
+            table.add([
+                .init(token.id), .init(token.name, .bold), .init(token.role),
+                .init(token.namespaces?.joined(separator: ", ") ?? "all"),
+                .init(Audit.shortTime(token.createdAt), .dim), .init(token.createdBy),
+                .init(revoked ?? "-", revoked == nil ? .plain : .red),
+            ])
         }
         console.write(table.render(colour: console.usesColour))
     }
@@ -93,13 +97,25 @@ public struct TokensCreate: FlagctlCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("A name for the token: its holder, person or app (recorded as the actor of its changes).", valueName: "name"))
+    @Argument(
+        help: ArgumentHelp(
+            "A name for the token: its holder, person or app (recorded as the actor of its changes).", valueName: "name"
+        ))
     public var name: String
-    @Option(help: ArgumentHelp("client (apps: public, needs --allow), reporter (a server-side crash pipeline: secret), editor, admin, or metrics (reads /metrics only).", valueName: "role"))
+    @Option(
+        help: ArgumentHelp(
+            "client (apps: public, needs --allow), reporter (a server-side crash pipeline: secret), editor, admin, or metrics (reads /metrics only).",
+            valueName: "role"))
     public var role: String
-    @Option(help: ArgumentHelp("Limit the token to this namespace; repeat for several (required for a client token; default for the others: every namespace).", valueName: "ns"))
+    @Option(
+        help: ArgumentHelp(
+            "Limit the token to this namespace; repeat for several (required for a client token; default for the others: every namespace).",
+            valueName: "ns"))
     public var allow: [String] = []
-    @Option(help: ArgumentHelp("The most OFREP evaluation requests per minute the token may send; more get 429 (default: the server's --ofrep-rate-limit).", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "The most OFREP evaluation requests per minute the token may send; more get 429 (default: the server's --ofrep-rate-limit).",
+            valueName: "n"))
     public var rate: Int?
     @OptionGroup public var change: ChangeOptions
     @OptionGroup public var connection: ConnectionOptions
@@ -109,39 +125,53 @@ public struct TokensCreate: FlagctlCommand {
 
     public func validate() throws {
         guard ["client", "reporter", "editor", "admin", "metrics"].contains(role) else {
-            throw ValidationError("--role '\(role)' is not a role; pass client (apps), reporter (crash pipelines), editor (release managers), admin or metrics (a Prometheus scraper).")
+            throw ValidationError(
+                "--role '\(role)' is not a role; pass client (apps), reporter (crash pipelines), editor (release managers), admin or metrics (a Prometheus scraper)."
+            )
         }
         if role == "client", allow.isEmpty {
-            throw ValidationError("A client token ships inside apps, where anyone can read it: limit it to the namespaces its app uses, e.g. 'flagctl tokens create \(name) --role client --allow rider'.")
+            throw ValidationError(
+                "A client token ships inside apps, where anyone can read it: limit it to the namespaces its app uses, e.g. 'flagctl tokens create \(name) --role client --allow rider'."
+            )
         }
         if role == "metrics", !allow.isEmpty {
             throw ValidationError("A metrics token reads /metrics, which covers every namespace: leave out --allow.")
         }
         if let rate, !(1...1_000_000).contains(rate) {
-            throw ValidationError("--rate \(rate) is not between 1 and 1000000 requests per minute; leave it out for the server's default.")
+            throw ValidationError(
+                "--rate \(rate) is not between 1 and 1000000 requests per minute; leave it out for the server's default."
+            )
         }
     }
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: nil, console: console)
         var body = JSONObject([("name", .string(name)), ("role", .string(role))])
         if !allow.isEmpty { body["namespaces"] = .array(allow.map(JSONValue.string)) }
         if let rate { body["rate_per_minute"] = .int(rate) }
         let response: JSONValue
         do {
-            response = try await APIClient(settings: settings).send("POST", APIClient.path("v1", "tokens"), body: .object(body)).json
+            response = try await APIClient(settings: settings).send(
+                "POST", APIClient.path("v1", "tokens"), body: .object(body)
+            ).json
         } catch let failure as APIFailure where failure.status == 409 {
-            throw CommandFailure.conflict("a live token is named '\(name)' already; pick another name, or revoke it first ('flagctl tokens revoke \(name)')")
+            throw CommandFailure.conflict(
+                "a live token is named '\(name)' already; pick another name, or revoke it first ('flagctl tokens revoke \(name)')"
+            )
         }
         if let rendered = outputOptions.render(response) {
             console.write(rendered)
             return
         }
-        var scope = allow.isEmpty ? "every namespace" : "namespace\(allow.count == 1 ? "" : "s") \(allow.joined(separator: ", "))"
+        var scope =
+            allow.isEmpty
+            ? "every namespace" : "namespace\(allow.count == 1 ? "" : "s") \(allow.joined(separator: ", "))"
         if let rate { scope += ", \(rate) OFREP requests per minute" }
         let created = try TokenBody(json: response)
-        console.writeError("created token \(name) (\(role), \(scope)), id \(created.id); "
-            + "the secret below is shown only this once, store it now\n")
+        console.writeError(
+            "created token \(name) (\(role), \(scope)), id \(created.id); "
+                + "the secret below is shown only this once, store it now\n")
         console.write((created.secret ?? "") + "\n")
     }
 }
@@ -171,14 +201,18 @@ public struct TokensRevoke: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: nil, console: console)
         var query: [(String, String)] = []
         if let reason = change.trimmedReason { query.append(("reason", reason)) }
         let response: JSONValue
         do {
-            response = try await APIClient(settings: settings).send("DELETE", APIClient.path("v1", "tokens", idOrName), query: query).json
+            response = try await APIClient(settings: settings).send(
+                "DELETE", APIClient.path("v1", "tokens", idOrName), query: query
+            ).json
         } catch let failure as APIFailure where failure.status == 404 {
-            throw CommandFailure.notFound("no live token has the id or name '\(idOrName)'; 'flagctl tokens list' shows them")
+            throw CommandFailure.notFound(
+                "no live token has the id or name '\(idOrName)'; 'flagctl tokens list' shows them")
         } catch let failure as APIFailure where failure.status == 409 {
             throw CommandFailure.conflict(failure.detail)
         }

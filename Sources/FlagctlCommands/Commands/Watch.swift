@@ -44,7 +44,9 @@ public struct Watch: FlagctlCommand {
     public var fromVersion: Int64?
     @Option(help: ArgumentHelp("Stop after this many changes.", valueName: "n"))
     public var count: Int?
-    @Option(help: ArgumentHelp("Seconds each long-poll waits on the server (1 to 300; the server may cap it).", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds each long-poll waits on the server (1 to 300; the server may cap it).", valueName: "seconds"))
     public var wait = 30
     @OptionGroup public var server: ServerOptions
     @OptionGroup public var outputOptions: OutputOptions
@@ -53,8 +55,12 @@ public struct Watch: FlagctlCommand {
 
     public func validate() throws {
         if let count, count < 1 { throw ValidationError("--count \(count) must be 1 or more.") }
-        if let fromVersion, fromVersion < 0 { throw ValidationError("--from-version \(fromVersion) must be 0 or more.") }
-        guard (1...300).contains(wait) else { throw ValidationError("--wait \(wait) must be between 1 and 300 seconds.") }
+        if let fromVersion, fromVersion < 0 {
+            throw ValidationError("--from-version \(fromVersion) must be 0 or more.")
+        }
+        guard (1...300).contains(wait) else {
+            throw ValidationError("--wait \(wait) must be between 1 and 300 seconds.")
+        }
     }
 
     public func run(console: Console) async throws {
@@ -75,8 +81,10 @@ public struct Watch: FlagctlCommand {
                 after = fromVersion
             } else {
                 // The feed's envelope carries the current version; a client token may read it.
-                after = try await client.get(APIClient.path("v1", "namespaces", namespace, "changes"),
-                                             query: [("after", "0"), ("limit", "1")])["version"]?.int64Value ?? 0
+                after =
+                    try await client.get(
+                        APIClient.path("v1", "namespaces", namespace, "changes"),
+                        query: [("after", "0"), ("limit", "1")])["version"]?.int64Value ?? 0
             }
         } catch let failure as APIFailure where failure.status == 404 {
             throw client.namespaceNotFound(namespace)
@@ -85,7 +93,9 @@ public struct Watch: FlagctlCommand {
             throw error
         }
         if outputOptions.output == .table {
-            console.writeError("watching namespace \(namespace)\(key.map { " for \($0)" } ?? "") after version \(after) on \(settings.serverText); Ctrl-C stops\n")
+            console.writeError(
+                "watching namespace \(namespace)\(key.map { " for \($0)" } ?? "") after version \(after) on \(settings.serverText); Ctrl-C stops\n"
+            )
         }
         var printed = 0
         var epoch: String?
@@ -93,11 +103,14 @@ public struct Watch: FlagctlCommand {
         while !interrupted.withLock({ $0 }) {
             let page: JSONValue
             do {
-                page = try await client.get(APIClient.path("v1", "namespaces", namespace, "changes"),
-                                            query: [("after", String(after)), ("wait", String(wait))])
+                page = try await client.get(
+                    APIClient.path("v1", "namespaces", namespace, "changes"),
+                    query: [("after", String(after)), ("wait", String(wait))])
                 failures = 0
             } catch let failure as APIFailure where failure.status == 404 {
-                throw CommandFailure.notFound("namespace '\(namespace)' does not exist (any more) on \(settings.serverText); 'flagctl namespaces list' shows the namespaces")
+                throw CommandFailure.notFound(
+                    "namespace '\(namespace)' does not exist (any more) on \(settings.serverText); 'flagctl namespaces list' shows the namespaces"
+                )
             } catch let failure as APIFailure where failure.status == 401 || failure.status == 403 {
                 throw failure.commandFailure
             } catch {
@@ -106,7 +119,8 @@ public struct Watch: FlagctlCommand {
                 // Exponential backoff with jitter, never sooner than the service's Retry-After.
                 let backoff = Double(min(30, 1 << min(failures, 5))) * Double.random(in: 0.5...1.0)
                 let delay = max(backoff, Double((error as? APIFailure)?.retryAfter ?? 0))
-                console.writeError("lost the change feed (\(Self.reason(error))); retrying in \(Int(delay.rounded(.up))) s\n")
+                console.writeError(
+                    "lost the change feed (\(Self.reason(error))); retrying in \(Int(delay.rounded(.up))) s\n")
                 // In short steps, so Ctrl-C during the wait ends it at once.
                 let until = ContinuousClock.now + .seconds(delay)
                 while ContinuousClock.now < until, !interrupted.withLock({ $0 }) {
@@ -116,7 +130,8 @@ public struct Watch: FlagctlCommand {
             }
             if let current = page["epoch"]?.stringValue {
                 if let known = epoch, known != current {
-                    console.writeError("namespace \(namespace) was deleted and created again; following the new one from its start\n")
+                    console.writeError(
+                        "namespace \(namespace) was deleted and created again; following the new one from its start\n")
                     after = 0
                     epoch = current
                     continue
@@ -147,10 +162,15 @@ public struct Watch: FlagctlCommand {
     /// no actor, source, reason or summary), read as an entry whose actor is empty.
     static func entry(_ json: JSONValue) throws -> ChangeEntry {
         guard json["actor"] == nil else { return try ChangeEntry(json: json) }
-        guard let version = json["version"]?.int64Value, let time = json["time"]?.stringValue else { return try ChangeEntry(json: json) }
+        guard let version = json["version"]?.int64Value, let time = json["time"]?.stringValue else {
+            return try ChangeEntry(json: json)
+        }
         let changes = json["changes"]?.arrayValue ?? []
-        var entry = ChangeEntry(version: version, time: time, actor: "", source: "", reason: nil, summary: "", changes: changes, evidence: nil)
-        entry.summary = entry.objects.map { "\($0.kind.replacingOccurrences(of: "_", with: " ")) \($0.key)" }.joined(separator: ", ")
+        var entry = ChangeEntry(
+            version: version, time: time, actor: "", source: "", reason: nil, summary: "", changes: changes,
+            evidence: nil)
+        entry.summary = entry.objects.map { "\($0.kind.replacingOccurrences(of: "_", with: " ")) \($0.key)" }.joined(
+            separator: ", ")
         return entry
     }
 
@@ -171,11 +191,14 @@ public struct Watch: FlagctlCommand {
         let style: Style = entry.source == "crash-guard" ? .red : .plain
         // A client token's view has no actor: the objects touched stand in for the summary.
         let source = entry.actor.isEmpty ? "" : style.apply("\(entry.actor) (\(entry.source))", colour: colour) + "  "
-        var text = "\(Style.bold.apply("version \(entry.version)", colour: colour))  \(Audit.shortTime(entry.time))  \(source)\(entry.summary)\n"
+        var text =
+            "\(Style.bold.apply("version \(entry.version)", colour: colour))  \(Audit.shortTime(entry.time))  \(source)\(entry.summary)\n"
         if let reason = entry.reason { text += "  reason: \(reason)\n" }
         let lines = entry.changes.flatMap(ObjectDiff.lines)
         for line in lines.prefix(maximumLines) { text += "  \(line)\n" }
-        if lines.count > maximumLines { text += "  ... and \(lines.count - maximumLines) more (-o json shows every field)\n" }
+        if lines.count > maximumLines {
+            text += "  ... and \(lines.count - maximumLines) more (-o json shows every field)\n"
+        }
         return text
     }
 }

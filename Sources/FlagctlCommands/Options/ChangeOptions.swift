@@ -1,27 +1,34 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 
 /// `--reason`, `--yes`, `--if-version`: what every command that changes something accepts.
 public struct ChangeOptions: ParsableArguments, Sendable {
-    @Option(help: ArgumentHelp("Why: recorded in the audit log; required where the namespace's reason policy says so.",
-                               valueName: "text"))
+    @Option(
+        help: ArgumentHelp(
+            "Why: recorded in the audit log; required where the namespace's reason policy says so.",
+            valueName: "text"))
     public var reason: String?
 
     @Flag(name: [.customShort("y"), .long], help: "Do not ask for confirmation (needed when not on a terminal).")
     public var yes = false
 
-    @Option(help: ArgumentHelp("Refuse the change unless the namespace is still at this version (the one you looked at).",
-                               valueName: "version"))
+    @Option(
+        help: ArgumentHelp(
+            "Refuse the change unless the namespace is still at this version (the one you looked at).",
+            valueName: "version"))
     public var ifVersion: Int64?
 
     public init() {}
 
     public func validate() throws {
         if let reason, reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-            throw ValidationError("--reason is empty. Say why, e.g. --reason \"INC-4411: promos card crashes in Lagos\".")
+            throw ValidationError(
+                "--reason is empty. Say why, e.g. --reason \"INC-4411: promos card crashes in Lagos\".")
         }
         if let ifVersion, ifVersion < 1 {
-            throw ValidationError("--if-version \(ifVersion) is not a version (versions start at 1; 'flagctl get' shows the current one).")
+            throw ValidationError(
+                "--if-version \(ifVersion) is not a version (versions start at 1; 'flagctl get' shows the current one)."
+            )
         }
     }
 
@@ -64,12 +71,15 @@ enum Confirmation {
     ///   - preview: lines printed before the question.
     /// - Throws: `CommandFailure.usage` when not on a terminal without `--yes`; `CommandFailure` (status 1)
     ///   when the answer is no.
-    static func confirm(_ question: String, action: String, preview: [String] = [], yes: Bool, console: Console) async throws {
+    static func confirm(_ question: String, action: String, preview: [String] = [], yes: Bool, console: Console)
+        async throws
+    {
         switch decide(yes: yes, isTerminal: console.isInputTerminal) {
         case .proceed:
             return
         case .refuseWithoutTerminal:
-            throw CommandFailure.usage("not on a terminal, so flagctl cannot ask before it changes anything; add --yes to \(action)")
+            throw CommandFailure.usage(
+                "not on a terminal, so flagctl cannot ask before it changes anything; add --yes to \(action)")
         case .ask:
             for line in preview { console.writeError(line + "\n") }
             let answer = await console.ask("\(question) [y/N] ")

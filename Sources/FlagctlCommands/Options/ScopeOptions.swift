@@ -1,5 +1,5 @@
-import Foundation
 public import ArgumentParser
+import Foundation
 import SwitchyardCore
 
 /// `--city C --cohort K`: where a disable or kill entry applies (units matching every attribute named).
@@ -7,7 +7,9 @@ public struct ScopeOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("city"), help: ArgumentHelp("Only in this city; repeat for several.", valueName: "city"))
     public var cities: [String] = []
 
-    @Option(name: .customLong("cohort"), help: ArgumentHelp("Only for units in this cohort; repeat for several.", valueName: "cohort"))
+    @Option(
+        name: .customLong("cohort"),
+        help: ArgumentHelp("Only for units in this cohort; repeat for several.", valueName: "cohort"))
     public var cohorts: [String] = []
 
     public init() {}
@@ -40,9 +42,11 @@ extension OutputOptions {
             return
         }
         var lines = lines
-        if let tree = outcome.response["flag"], let state = tree["release"]?["state"], let after = try? ReleaseState(tree: state),
-           let key = tree["key"]?.stringValue, after.status == .paused || after.status == .aborted,
-           outcome.view.flagSet.flag(key)?.pluginSwitch?.release?.state?.status == .running {
+        if let tree = outcome.response["flag"], let state = tree["release"]?["state"],
+            let after = try? ReleaseState(tree: state),
+            let key = tree["key"]?.stringValue, after.status == .paused || after.status == .aborted,
+            outcome.view.flagSet.flag(key)?.pluginSwitch?.release?.state?.status == .running
+        {
             lines.append("note: the release plan of \(key) is \(after.status.rawValue) now: \(after.note ?? "")")
         }
         console.write(lines.map { $0 + "\n" }.joined())

@@ -5,11 +5,14 @@ import Foundation
 ///
 /// Each falls back to `FLAGCTL_SERVER` / `FLAGCTL_TOKEN`, then to the file `flagctl login` writes.
 public struct ConnectionOptions: ParsableArguments, Sendable {
-    @Option(help: ArgumentHelp("The flags service, e.g. http://flags.internal:8080 (or FLAGCTL_SERVER).", valueName: "url"))
+    @Option(
+        help: ArgumentHelp("The flags service, e.g. http://flags.internal:8080 (or FLAGCTL_SERVER).", valueName: "url"))
     public var server: String?
 
-    @Option(help: ArgumentHelp("The API token (or FLAGCTL_TOKEN, or 'flagctl login'; prefer those: options show in the process list).",
-                               valueName: "token"))
+    @Option(
+        help: ArgumentHelp(
+            "The API token (or FLAGCTL_TOKEN, or 'flagctl login'; prefer those: options show in the process list).",
+            valueName: "token"))
     public var token: String?
 
     public init() {}
@@ -22,7 +25,10 @@ public struct ConnectionOptions: ParsableArguments, Sendable {
                 throw ValidationError(error.message.prefix(1).uppercased() + error.message.dropFirst() + ".")
             }
         }
-        if let token, token.isEmpty { throw ValidationError("--token is empty. Pass a token, or leave --token out to use FLAGCTL_TOKEN or 'flagctl login'.") }
+        if let token, token.isEmpty {
+            throw ValidationError(
+                "--token is empty. Pass a token, or leave --token out to use FLAGCTL_TOKEN or 'flagctl login'.")
+        }
     }
 }
 
@@ -30,15 +36,18 @@ public struct ConnectionOptions: ParsableArguments, Sendable {
 public struct ServerOptions: ParsableArguments, Sendable {
     @OptionGroup public var connection: ConnectionOptions
 
-    @Option(name: [.customShort("n"), .long],
-            help: ArgumentHelp("The namespace, e.g. rider (or FLAGCTL_NAMESPACE, or 'flagctl login --namespace').", valueName: "ns"))
+    @Option(
+        name: [.customShort("n"), .long],
+        help: ArgumentHelp(
+            "The namespace, e.g. rider (or FLAGCTL_NAMESPACE, or 'flagctl login --namespace').", valueName: "ns"))
     public var namespace: String?
 
     public init() {}
 
     /// The settings from options, environment and config file.
     func settings(_ console: Console) throws -> ServerSettings {
-        try ServerSettings.resolve(server: connection.server, token: connection.token, namespace: namespace, console: console)
+        try ServerSettings.resolve(
+            server: connection.server, token: connection.token, namespace: namespace, console: console)
     }
 }
 
@@ -61,7 +70,8 @@ struct ServerSettings: Sendable {
     /// Resolves each setting: option, then `FLAGCTL_*`, then the config file.
     ///
     /// - Throws: `CommandFailure.usage` when no server is configured or a server URL is malformed.
-    static func resolve(server: String?, token: String?, namespace: String?, console: Console) throws -> ServerSettings {
+    static func resolve(server: String?, token: String?, namespace: String?, console: Console) throws -> ServerSettings
+    {
         let environment = console.environment
         let path = ConfigFile.path(environment: environment)
         let file = try ConfigFile.read(path: path, console: console)
@@ -72,22 +82,29 @@ struct ServerSettings: Sendable {
             return nil
         }
         guard let (serverText, serverOrigin) = pick(server, "FLAGCTL_SERVER", file?.server) else {
-            throw CommandFailure.usage("no flags service configured. Pass --server URL, set FLAGCTL_SERVER, or run 'flagctl login --server URL' once")
+            throw CommandFailure.usage(
+                "no flags service configured. Pass --server URL, set FLAGCTL_SERVER, or run 'flagctl login --server URL' once"
+            )
         }
-        let url = try url(serverText, from: serverOrigin == .option ? "--server" : serverOrigin == .environment ? "FLAGCTL_SERVER" : path)
+        let url = try url(
+            serverText,
+            from: serverOrigin == .option ? "--server" : serverOrigin == .environment ? "FLAGCTL_SERVER" : path)
         let tokenPick = pick(token, "FLAGCTL_TOKEN", file?.token)
-        return ServerSettings(server: url, token: tokenPick?.0, namespace: pick(namespace, "FLAGCTL_NAMESPACE", file?.namespace)?.0,
-                              serverOrigin: serverOrigin, tokenOrigin: tokenPick?.1, configPath: path)
+        return ServerSettings(
+            server: url, token: tokenPick?.0, namespace: pick(namespace, "FLAGCTL_NAMESPACE", file?.namespace)?.0,
+            serverOrigin: serverOrigin, tokenOrigin: tokenPick?.1, configPath: path)
     }
 
     /// Parses a server URL: http or https with a host.
     static func url(_ text: String, from origin: String) throws(CommandFailure) -> URL {
         var trimmed = text.trimmingCharacters(in: .whitespaces)
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
-        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-              let host = url.host, !host.isEmpty
+        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(),
+            ["http", "https"].contains(scheme),
+            let host = url.host, !host.isEmpty
         else {
-            throw CommandFailure.usage("\(origin) '\(text)' is not a server URL; pass one like http://flags.internal:8080")
+            throw CommandFailure.usage(
+                "\(origin) '\(text)' is not a server URL; pass one like http://flags.internal:8080")
         }
         return url
     }
@@ -95,7 +112,9 @@ struct ServerSettings: Sendable {
     /// The namespace, or a usage error saying how to pass one.
     func requireNamespace() throws(CommandFailure) -> String {
         guard let namespace else {
-            throw CommandFailure.usage("no namespace given. Pass --namespace NS (or set FLAGCTL_NAMESPACE, or run 'flagctl login --namespace NS'); 'flagctl namespaces list' shows them")
+            throw CommandFailure.usage(
+                "no namespace given. Pass --namespace NS (or set FLAGCTL_NAMESPACE, or run 'flagctl login --namespace NS'); 'flagctl namespaces list' shows them"
+            )
         }
         return namespace
     }

@@ -29,8 +29,10 @@ public final class Console: @unchecked Sendable {
     /// For capturing consoles: answers prompts. Gets the prompt; nil means end of input.
     private let answer: (@Sendable (String) async -> String?)?
 
-    private init(sink: Sink, environment: [String: String], isInputTerminal: Bool, isOutputTerminal: Bool,
-                 answer: (@Sendable (String) async -> String?)?) {
+    private init(
+        sink: Sink, environment: [String: String], isInputTerminal: Bool, isOutputTerminal: Bool,
+        answer: (@Sendable (String) async -> String?)?
+    ) {
         self.sink = sink
         self.environment = environment
         self.isInputTerminal = isInputTerminal
@@ -53,18 +55,20 @@ public final class Console: @unchecked Sendable {
         environment: [String: String] = [:], terminal: Bool = false,
         answer: (@Sendable (String) async -> String?)? = nil
     ) -> Console {
-        Console(sink: .capture, environment: environment, isInputTerminal: terminal, isOutputTerminal: terminal,
-                answer: answer)
+        Console(
+            sink: .capture, environment: environment, isInputTerminal: terminal, isOutputTerminal: terminal,
+            answer: answer)
     }
 
     /// Writes to standard output.
     public func write(_ text: String) {
         switch sink {
         case .standard: FileHandle.standardOutput.write(Data(text.utf8))
-        case .capture: lock.withLock {
-            capturedOutput += text
-            capturedTranscript += text
-        }
+        case .capture:
+            lock.withLock {
+                capturedOutput += text
+                capturedTranscript += text
+            }
         }
     }
 
@@ -72,10 +76,11 @@ public final class Console: @unchecked Sendable {
     public func writeError(_ text: String) {
         switch sink {
         case .standard: FileHandle.standardError.write(Data(text.utf8))
-        case .capture: lock.withLock {
-            capturedError += text
-            capturedTranscript += text
-        }
+        case .capture:
+            lock.withLock {
+                capturedError += text
+                capturedTranscript += text
+            }
         }
     }
 

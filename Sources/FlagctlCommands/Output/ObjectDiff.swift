@@ -25,7 +25,8 @@ enum ObjectDiff {
     static func lines(kind: String, key: String, before: JSONValue?, after: JSONValue?) -> [String] {
         switch (before, after) {
         case (nil, nil): return []
-        case (nil, _?): return [kind == "namespace" && key == "namespace" ? "namespace: created" : "\(kind) \(key): created"]
+        case (nil, _?):
+            return [kind == "namespace" && key == "namespace" ? "namespace: created" : "\(kind) \(key): created"]
         case (_?, nil): return ["\(kind) \(key): removed"]
         case (let before?, let after?):
             return fields(before, after).map { field in
@@ -44,9 +45,12 @@ enum ObjectDiff {
             var keys = old.memberKeys
             for name in new.memberKeys where old[name] == nil { keys.append(name) }
             return keys.flatMap { name in fields(old[name], new[name], path: path.isEmpty ? name : "\(path).\(name)") }
-        case (.array(let old)?, .array(let new)?) where old.contains(where: isContainer) || new.contains(where: isContainer):
+        case (.array(let old)?, .array(let new)?)
+        where old.contains(where: isContainer) || new.contains(where: isContainer):
             return (0..<max(old.count, new.count)).flatMap { index in
-                fields(index < old.count ? old[index] : nil, index < new.count ? new[index] : nil, path: "\(path)[\(index)]")
+                fields(
+                    index < old.count ? old[index] : nil, index < new.count ? new[index] : nil,
+                    path: "\(path)[\(index)]")
             }
         default:
             return [Field(path: path, before: before, after: after)]
@@ -76,16 +80,20 @@ enum ObjectDiff {
         }
         if key == "entries" || key == "disabled_scopes", let scopes = value.arrayValue {
             if scopes.isEmpty { return "none" }
-            return "[" + scopes.map { scope in
-                Scope(cities: scope["cities"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                      cohorts: scope["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? []).description
-            }.joined(separator: "; ") + "]"
+            return "["
+                + scopes.map { scope in
+                    Scope(
+                        cities: scope["cities"]?.arrayValue?.compactMap(\.stringValue) ?? [],
+                        cohorts: scope["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? []
+                    ).description
+                }.joined(separator: "; ") + "]"
         }
         switch value {
         case .string(let text): return text
         case .array(let elements): return "[" + elements.map { inline($0, key: key) }.joined(separator: ", ") + "]"
         case .object(let object):
-            return object.map { member in "\(member.key) \(inline(member.value, key: member.key))" }.joined(separator: "; ")
+            return object.map { member in "\(member.key) \(inline(member.value, key: member.key))" }.joined(
+                separator: "; ")
         default: return value.serializedString()
         }
     }

@@ -14,7 +14,9 @@ public enum OutputFormat: String, CaseIterable, Sendable, ExpressibleByArgument 
 
 /// `-o, --output table|json|yaml`, shared by every command that prints a result.
 public struct OutputOptions: ParsableArguments, Sendable {
-    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Output format: table, json or yaml.", valueName: "format"))
+    @Option(
+        name: [.customShort("o"), .long], help: ArgumentHelp("Output format: table, json or yaml.", valueName: "format")
+    )
     public var output: OutputFormat = .table
 
     public init() {}

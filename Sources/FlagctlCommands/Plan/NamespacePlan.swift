@@ -50,15 +50,20 @@ struct NamespacePlan: Sendable {
         }
 
         var tree: JSONValue {
-            .object(JSONObject([
-                ("scope", .string(scope)),
-                ("cities", cities.map { .array($0.map(JSONValue.string)) } ?? .null),
-                ("cohorts", cohorts.map { .array($0.map(JSONValue.string)) } ?? .null),
-                ("from", from.map { .int(Int($0.basisPoints)) } ?? .null),
-                ("to", to.map { .int(Int($0.basisPoints)) } ?? .null),
-                ("share", from.flatMap { from in to.map { .int(abs(Int($0.basisPoints) - Int(from.basisPoints))) } } ?? .null),
-                ("note", note.map(JSONValue.string) ?? .null),
-            ]))
+            .object(
+                JSONObject([
+                    ("scope", .string(scope)),
+                    ("cities", cities.map { .array($0.map(JSONValue.string)) } ?? .null),
+                    ("cohorts", cohorts.map { .array($0.map(JSONValue.string)) } ?? .null),
+                    ("from", from.map { .int(Int($0.basisPoints)) } ?? .null),
+                    ("to", to.map { .int(Int($0.basisPoints)) } ?? .null),
+                    (
+                        "share",
+                        from.flatMap { from in to.map { .int(abs(Int($0.basisPoints) - Int(from.basisPoints))) } }
+                            ?? .null
+                    ),
+                    ("note", note.map(JSONValue.string) ?? .null),
+                ]))
         }
     }
 
@@ -95,12 +100,15 @@ struct NamespacePlan: Sendable {
     ///   - file: the flag file's flag set and path.
     ///   - server: the namespace on the server; nil when it does not exist.
     /// - Throws: `CommandFailure` listing the problems when the result would be an invalid flag set.
-    static func make(file: FlagSet, path: String, server: NamespaceView?, includeState: Bool, prune: Bool) throws -> NamespacePlan {
+    static func make(file: FlagSet, path: String, server: NamespaceView?, includeState: Bool, prune: Bool) throws
+        -> NamespacePlan
+    {
         guard let server else {
             var objects = [ObjectPlan(kind: "namespace", key: file.namespace, action: .create, fields: [], impact: [])]
             objects += diff(before: FlagSet(namespace: file.namespace), after: file)
-            return NamespacePlan(namespace: file.namespace, file: path, baseVersion: nil, etag: nil, reasonPolicy: nil,
-                                 desired: file, objects: objects, kept: [], keptState: [], addsKillEntry: false)
+            return NamespacePlan(
+                namespace: file.namespace, file: path, baseVersion: nil, etag: nil, reasonPolicy: nil,
+                desired: file, objects: objects, kept: [], keptState: [], addsKillEntry: false)
         }
         let current = server.flagSet
         // A release plan declared as it runs keeps its progress and the targeting it set, as flagsd keeps them.
@@ -111,22 +119,31 @@ struct NamespacePlan: Sendable {
                 guard let live = current.killSwitch(desired.killSwitches[index].key) else { continue }
                 let wanted = desired.killSwitches[index].entries
                 if wanted != live.entries {
-                    keptState.append(KeptState(kind: "kill_switch", key: live.key, field: "entries",
-                                               server: .array(live.entries.map { .object($0.tree) }),
-                                               file: .array(wanted.map { .object($0.tree) })))
+                    keptState.append(
+                        KeptState(
+                            kind: "kill_switch", key: live.key, field: "entries",
+                            server: .array(live.entries.map { .object($0.tree) }),
+                            file: .array(wanted.map { .object($0.tree) })))
                 }
                 desired.killSwitches[index].entries = live.entries
             }
             for index in desired.flags.indices {
-                guard var gate = desired.flags[index].pluginSwitch, let live = current.flag(desired.flags[index].key)?.pluginSwitch else { continue }
+                guard var gate = desired.flags[index].pluginSwitch,
+                    let live = current.flag(desired.flags[index].key)?.pluginSwitch
+                else { continue }
                 let key = desired.flags[index].key
                 if gate.disabled != live.disabled {
-                    keptState.append(KeptState(kind: "flag", key: key, field: "disabled", server: .bool(live.disabled), file: .bool(gate.disabled)))
+                    keptState.append(
+                        KeptState(
+                            kind: "flag", key: key, field: "disabled", server: .bool(live.disabled),
+                            file: .bool(gate.disabled)))
                 }
                 if gate.disabledScopes != live.disabledScopes {
-                    keptState.append(KeptState(kind: "flag", key: key, field: "disabled_scopes",
-                                               server: .array(live.disabledScopes.map { .object($0.tree) }),
-                                               file: .array(gate.disabledScopes.map { .object($0.tree) })))
+                    keptState.append(
+                        KeptState(
+                            kind: "flag", key: key, field: "disabled_scopes",
+                            server: .array(live.disabledScopes.map { .object($0.tree) }),
+                            file: .array(gate.disabledScopes.map { .object($0.tree) })))
                 }
                 gate.disabled = live.disabled
                 gate.disabledScopes = live.disabledScopes
@@ -156,31 +173,43 @@ struct NamespacePlan: Sendable {
         guard problems.isEmpty else {
             var message = "the flag set for namespace '\(file.namespace)' would not be valid:"
             for problem in problems { message += "\n  \(problem.path): \(problem.message)" }
-            message += prune ? "" : "\n(objects only on the server are kept without --prune; if they clash with the file, pass --prune to remove them)"
+            message +=
+                prune
+                ? ""
+                : "\n(objects only on the server are kept without --prune; if they clash with the file, pass --prune to remove them)"
             throw CommandFailure(message)
         }
         let addsKillEntry = desired.addsKillEntry(comparedTo: current)
-        return NamespacePlan(namespace: file.namespace, file: path, baseVersion: server.version, etag: server.etag,
-                             reasonPolicy: server.reasonPolicy, desired: desired, objects: diff(before: current, after: desired),
-                             kept: kept, keptState: keptState, addsKillEntry: addsKillEntry)
+        return NamespacePlan(
+            namespace: file.namespace, file: path, baseVersion: server.version, etag: server.etag,
+            reasonPolicy: server.reasonPolicy, desired: desired, objects: diff(before: current, after: desired),
+            kept: kept, keptState: keptState, addsKillEntry: addsKillEntry)
     }
 
     /// Every object that differs between two flag sets, with field differences and impact.
     static func diff(before: FlagSet, after: FlagSet) -> [ObjectPlan] {
         var objects: [ObjectPlan] = []
         if before.description != after.description {
-            objects.append(ObjectPlan(kind: "namespace", key: "description", action: .update,
-                                      fields: [ObjectDiff.Field(path: "description", before: before.description.map(JSONValue.string),
-                                                                after: after.description.map(JSONValue.string))], impact: []))
+            objects.append(
+                ObjectPlan(
+                    kind: "namespace", key: "description", action: .update,
+                    fields: [
+                        ObjectDiff.Field(
+                            path: "description", before: before.description.map(JSONValue.string),
+                            after: after.description.map(JSONValue.string))
+                    ], impact: []))
         }
         if before.crashGuard != after.crashGuard {
             let old = before.crashGuard.map { JSONValue.object($0.tree(unit: .basisPoints)) }
             let new = after.crashGuard.map { JSONValue.object($0.tree(unit: .basisPoints)) }
             let action: Action = old == nil ? .create : new == nil ? .remove : .update
-            objects.append(ObjectPlan(kind: "namespace", key: "crash_guard", action: action,
-                                      fields: action == .update ? ObjectDiff.fields(old, new) : [], impact: []))
+            objects.append(
+                ObjectPlan(
+                    kind: "namespace", key: "crash_guard", action: action,
+                    fields: action == .update ? ObjectDiff.fields(old, new) : [], impact: []))
         }
-        let oldTree = before.tree(unit: .basisPoints), newTree = after.tree(unit: .basisPoints)
+        let oldTree = before.tree(unit: .basisPoints)
+        let newTree = after.tree(unit: .basisPoints)
         func pointTrees(_ tree: JSONObject) -> [(String, JSONValue)] {
             (tree["plugin_points"]?.arrayValue ?? []).map { ($0["name"]?.stringValue ?? "", $0) }
         }
@@ -218,17 +247,24 @@ struct NamespacePlan: Sendable {
                 // A new switch: clients had no such flag, so it was off for everyone.
                 var impacts = new.rules.enumerated().map { index, rule in
                     let (cities, cohorts) = scope(rule.conditions)
-                    return Impact(scope: "units matching rule \(index) (\(rule.conditions.summary))", cities: cities, cohorts: cohorts,
-                                  from: .off, to: rule.rollout)
+                    return Impact(
+                        scope: "units matching rule \(index) (\(rule.conditions.summary))", cities: cities,
+                        cohorts: cohorts,
+                        from: .off, to: rule.rollout)
                 }.filter { $0.to != $0.from }
                 if new.rollout != .off {
-                    impacts.append(Impact(scope: new.rules.isEmpty ? "every unit" : "units no rule matches", from: .off, to: new.rollout))
+                    impacts.append(
+                        Impact(
+                            scope: new.rules.isEmpty ? "every unit" : "units no rule matches", from: .off,
+                            to: new.rollout))
                 }
                 return impacts
             }
             var impacts: [Impact] = []
             if oldGate.disabled != new.disabled {
-                impacts.append(Impact(scope: "every unit", note: new.disabled ? "disabled: off for everyone" : "no longer disabled"))
+                impacts.append(
+                    Impact(
+                        scope: "every unit", note: new.disabled ? "disabled: off for everyone" : "no longer disabled"))
             }
             for index in 0..<max(oldGate.rules.count, new.rules.count) {
                 let oldRule = index < oldGate.rules.count ? oldGate.rules[index] : nil
@@ -237,53 +273,83 @@ struct NamespacePlan: Sendable {
                 case (let oldRule?, let newRule?) where oldRule.conditions == newRule.conditions:
                     if oldRule.rollout != newRule.rollout {
                         let (cities, cohorts) = scope(newRule.conditions)
-                        impacts.append(Impact(scope: "units matching rule \(index) (\(newRule.conditions.summary))", cities: cities,
-                                              cohorts: cohorts, from: oldRule.rollout, to: newRule.rollout))
+                        impacts.append(
+                            Impact(
+                                scope: "units matching rule \(index) (\(newRule.conditions.summary))", cities: cities,
+                                cohorts: cohorts, from: oldRule.rollout, to: newRule.rollout))
                     }
                 case (let oldRule?, let newRule?):
                     // Units entering the rule get its rollout; units leaving it fall to later rules or the default.
-                    let cities = oldRule.conditions.cities.isEmpty || newRule.conditions.cities.isEmpty
+                    let cities =
+                        oldRule.conditions.cities.isEmpty || newRule.conditions.cities.isEmpty
                         ? nil : Array(Set(oldRule.conditions.cities + newRule.conditions.cities)).sorted()
-                    let cohorts = oldRule.conditions.cohorts.isEmpty || newRule.conditions.cohorts.isEmpty
+                    let cohorts =
+                        oldRule.conditions.cohorts.isEmpty || newRule.conditions.cohorts.isEmpty
                         ? nil : Array(Set(oldRule.conditions.cohorts + newRule.conditions.cohorts)).sorted()
-                    let scope = "units of rule \(index) (was \(oldRule.conditions.summary); now \(newRule.conditions.summary))"
+                    let scope =
+                        "units of rule \(index) (was \(oldRule.conditions.summary); now \(newRule.conditions.summary))"
                     if oldRule.rollout == newRule.rollout {
-                        impacts.append(Impact(scope: scope, cities: cities, cohorts: cohorts,
-                                              note: "units entering it get \(newRule.rollout), units leaving it get later rules or the default \(new.rollout)"))
+                        impacts.append(
+                            Impact(
+                                scope: scope, cities: cities, cohorts: cohorts,
+                                note:
+                                    "units entering it get \(newRule.rollout), units leaving it get later rules or the default \(new.rollout)"
+                            ))
                     } else {
-                        impacts.append(Impact(scope: scope, cities: cities, cohorts: cohorts, from: oldRule.rollout, to: newRule.rollout))
+                        impacts.append(
+                            Impact(
+                                scope: scope, cities: cities, cohorts: cohorts, from: oldRule.rollout,
+                                to: newRule.rollout))
                     }
                 case (nil, let newRule?):
                     let (cities, cohorts) = scope(newRule.conditions)
-                    impacts.append(Impact(scope: "units matching new rule \(index) (\(newRule.conditions.summary))",
-                                          cities: cities, cohorts: cohorts, from: oldGate.rollout, to: newRule.rollout))
+                    impacts.append(
+                        Impact(
+                            scope: "units matching new rule \(index) (\(newRule.conditions.summary))",
+                            cities: cities, cohorts: cohorts, from: oldGate.rollout, to: newRule.rollout))
                 case (let oldRule?, nil):
                     let (cities, cohorts) = scope(oldRule.conditions)
-                    impacts.append(Impact(scope: "units that matched removed rule \(index) (\(oldRule.conditions.summary))",
-                                          cities: cities, cohorts: cohorts, from: oldRule.rollout, to: new.rollout))
+                    impacts.append(
+                        Impact(
+                            scope: "units that matched removed rule \(index) (\(oldRule.conditions.summary))",
+                            cities: cities, cohorts: cohorts, from: oldRule.rollout, to: new.rollout))
                 case (nil, nil):
                     break
                 }
             }
             if oldGate.rollout != new.rollout {
-                impacts.append(Impact(scope: new.rules.isEmpty ? "every unit" : "units no rule matches", from: oldGate.rollout, to: new.rollout))
+                impacts.append(
+                    Impact(
+                        scope: new.rules.isEmpty ? "every unit" : "units no rule matches", from: oldGate.rollout,
+                        to: new.rollout))
             }
             return impacts.filter { $0.note != nil || $0.from != $0.to }
         case (.pluginSwitch(let oldGate)?, nil):
-            return [Impact(scope: "every unit", note: "the flag is removed: apps use their code default (off) for it"
-                           + (oldGate.rollout != .off || oldGate.rules.contains { $0.rollout != .off } ? "; units that had it lose it" : ""))]
+            return [
+                Impact(
+                    scope: "every unit",
+                    note: "the flag is removed: apps use their code default (off) for it"
+                        + (oldGate.rollout != .off || oldGate.rules.contains { $0.rollout != .off }
+                            ? "; units that had it lose it" : ""))
+            ]
         case (let old, .experiment(let new)?):
             let oldExperiment = old.flatMap { if case .experiment(let experiment) = $0 { experiment } else { nil } }
             var impacts: [Impact] = []
             if oldExperiment?.weights != new.weights {
                 let from = oldExperiment.map { $0.weightsText($0.weights) } ?? "no flag"
-                impacts.append(Impact(scope: new.rules.isEmpty ? "every unit" : "units no rule matches",
-                                      note: "weights \(from) → \(new.weightsText(new.weights))"))
+                impacts.append(
+                    Impact(
+                        scope: new.rules.isEmpty ? "every unit" : "units no rule matches",
+                        note: "weights \(from) → \(new.weightsText(new.weights))"))
             }
-            for (index, rule) in new.rules.enumerated() where oldExperiment.map({ !$0.rules.indices.contains(index) || $0.rules[index] != rule }) ?? true {
+            for (index, rule) in new.rules.enumerated()
+            where oldExperiment.map({ !$0.rules.indices.contains(index) || $0.rules[index] != rule }) ?? true {
                 let (cities, cohorts) = scope(rule.conditions)
-                impacts.append(Impact(scope: "units matching rule \(index) (\(rule.conditions.summary))", cities: cities, cohorts: cohorts,
-                                      note: "weights \(new.weightsText(rule.weights))"))
+                impacts.append(
+                    Impact(
+                        scope: "units matching rule \(index) (\(rule.conditions.summary))", cities: cities,
+                        cohorts: cohorts,
+                        note: "weights \(new.weightsText(rule.weights))"))
             }
             return impacts
         case (.experiment?, nil):

@@ -54,8 +54,10 @@ public final class RiderScreens {
 
     /// The screens as lines, in the form a trip's ``TripOutcome/screens`` takes for the same parts.
     public var lines: [String] {
-        ["home: " + home.shown.joined(separator: " | "), "map: " + map.shown.joined(separator: " | "),
-         "preferences: " + preferences.shown.joined(separator: " | ")]
+        [
+            "home: " + home.shown.joined(separator: " | "), "map: " + map.shown.joined(separator: " | "),
+            "preferences: " + preferences.shown.joined(separator: " | "),
+        ]
     }
 
     enum Place: String {
@@ -119,10 +121,12 @@ public struct RiderLivePoints {
 
     /// What each point holds, in the catalogue's order: the same form as a trip's routes.
     public var routes: [PointRoute] {
-        [PointRoute(point: preferencesHub.name, servedBy: preferencesHub.attachedSwitches),
-         PointRoute(point: confirmationAddons.name, servedBy: confirmationAddons.attachedSwitches),
-         PointRoute(point: homeFeed.name, servedBy: homeFeed.attachedSwitches),
-         PointRoute(point: mapLayers.name, servedBy: mapLayers.attachedSwitches)]
+        [
+            PointRoute(point: preferencesHub.name, servedBy: preferencesHub.attachedSwitches),
+            PointRoute(point: confirmationAddons.name, servedBy: confirmationAddons.attachedSwitches),
+            PointRoute(point: homeFeed.name, servedBy: homeFeed.attachedSwitches),
+            PointRoute(point: mapLayers.name, servedBy: mapLayers.attachedSwitches),
+        ]
     }
 }
 

@@ -18,12 +18,16 @@ public struct Faults: Sendable, Hashable {
 
     /// Throws ``SimulatedCrash`` when the plugin behind this switch is set to crash.
     func use(_ pluginSwitch: PluginSwitch, at point: String) throws(SimulatedCrash) {
-        if !crashIn.isEmpty, crashIn.contains(pluginSwitch.key) { throw SimulatedCrash(pluginSwitch: pluginSwitch, pluginPoint: point) }
+        if !crashIn.isEmpty, crashIn.contains(pluginSwitch.key) {
+            throw SimulatedCrash(pluginSwitch: pluginSwitch, pluginPoint: point)
+        }
     }
 
     /// Throws ``SimulatedFactoryFailure`` when this switch's factory is set to fail.
     func build(_ pluginSwitch: PluginSwitch) throws(SimulatedFactoryFailure) {
-        if !failingFactories.isEmpty, failingFactories.contains(pluginSwitch.key) { throw SimulatedFactoryFailure(pluginSwitch: pluginSwitch) }
+        if !failingFactories.isEmpty, failingFactories.contains(pluginSwitch.key) {
+            throw SimulatedFactoryFailure(pluginSwitch: pluginSwitch)
+        }
     }
 }
 
@@ -35,7 +39,9 @@ public struct SimulatedCrash: Error, Sendable, Hashable, CustomStringConvertible
     public let pluginSwitch: PluginSwitch
     public let pluginPoint: String
 
-    public var description: String { "simulated crash in the plugin of \(pluginSwitch.key) at plugin point \(pluginPoint)" }
+    public var description: String {
+        "simulated crash in the plugin of \(pluginSwitch.key) at plugin point \(pluginPoint)"
+    }
 }
 
 /// A plugin factory refused to build (a simulated failure: ``Faults/failingFactories``).

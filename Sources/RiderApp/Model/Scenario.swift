@@ -28,7 +28,9 @@ public struct RiderProfile: Sendable, Hashable {
     /// Trips taken before this one.
     public var tripsTaken: Int
 
-    public init(unitID: String, city: String? = nil, savedPlaces: [String] = [], hasRidePass: Bool = false, tripsTaken: Int = 0) {
+    public init(
+        unitID: String, city: String? = nil, savedPlaces: [String] = [], hasRidePass: Bool = false, tripsTaken: Int = 0
+    ) {
         self.unitID = unitID
         self.city = city
         self.savedPlaces = savedPlaces
@@ -70,8 +72,10 @@ public struct TripScenario: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public init(name: String, rider: RiderProfile, pickup: String, destination: String, distanceMeters: Int,
-                surgePercent: Int = 100, promotion: Promotion? = nil, pickupSpots: [String] = [], scootersNearby: Int = 0) {
+    public init(
+        name: String, rider: RiderProfile, pickup: String, destination: String, distanceMeters: Int,
+        surgePercent: Int = 100, promotion: Promotion? = nil, pickupSpots: [String] = [], scootersNearby: Int = 0
+    ) {
         self.name = name
         self.rider = rider
         self.pickup = pickup
@@ -88,17 +92,20 @@ public struct TripScenario: Sendable, Hashable, CustomStringConvertible {
     /// A regular rider's 8.4 km trip at 1.2× surge with a promotion available, pickup spots and scooters nearby:
     /// every plugin of the app is applicable, so the switches alone decide what serves.
     public static func standard(unitID: String = "rider-42", city: String? = "lagos") -> TripScenario {
-        TripScenario(name: "standard", rider: RiderProfile(unitID: unitID, city: city, savedPlaces: ["home", "work"], tripsTaken: 7),
-                     pickup: "home", destination: "work", distanceMeters: 8_400, surgePercent: 120,
-                     promotion: Promotion(code: "RIDE10", percentOff: 10, cap: Money(cents: 500)),
-                     pickupSpots: ["north gate", "bus stop 4"], scootersNearby: 3)
+        TripScenario(
+            name: "standard",
+            rider: RiderProfile(unitID: unitID, city: city, savedPlaces: ["home", "work"], tripsTaken: 7),
+            pickup: "home", destination: "work", distanceMeters: 8_400, surgePercent: 120,
+            promotion: Promotion(code: "RIDE10", percentOff: 10, cap: Money(cents: 500)),
+            pickupSpots: ["north gate", "bus stop 4"], scootersNearby: 3)
     }
 
     /// A new rider's 1.2 km hop without surge, promotion, saved places, pickup spots or scooters: a fare below
     /// the split-fare threshold, so most plugins are not applicable whatever their switches say.
     public static func shortHop(unitID: String = "rider-7", city: String? = "berlin") -> TripScenario {
-        TripScenario(name: "short hop", rider: RiderProfile(unitID: unitID, city: city, hasRidePass: true),
-                     pickup: "hotel", destination: "station", distanceMeters: 1_200)
+        TripScenario(
+            name: "short hop", rider: RiderProfile(unitID: unitID, city: city, hasRidePass: true),
+            pickup: "hotel", destination: "station", distanceMeters: 1_200)
     }
 
     /// The scenarios a test kit runs every combination through.

@@ -2,7 +2,9 @@ public import SwitchyardPlugins
 
 /// The stages of the core trip flow, in order.
 public enum TripStage: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    case requested, confirmed, dispatched, onTrip = "on_trip", completed
+    case requested, confirmed, dispatched
+    case onTrip = "on_trip"
+    case completed
 
     public var description: String { rawValue }
 }

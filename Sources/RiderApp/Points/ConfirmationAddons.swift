@@ -36,9 +36,11 @@ struct SurgeNoticeFactory: PluginFactory {
 
     func build(for confirmation: Confirmation) throws -> any ConfirmationAddon {
         try faults.build(pluginSwitch)
-        return Addon(faults: faults, pluginSwitch: pluginSwitch, confirmation: confirmation, screens: screens) { confirmation in
+        return Addon(faults: faults, pluginSwitch: pluginSwitch, confirmation: confirmation, screens: screens) {
+            confirmation in
             let surge = confirmation.surgePercent
-            confirmation.notes.append("Fares are \(surge / 100).\(surge % 100 < 10 ? "0" : "")\(surge % 100)× higher than usual right now")
+            confirmation.notes.append(
+                "Fares are \(surge / 100).\(surge % 100 < 10 ? "0" : "")\(surge % 100)× higher than usual right now")
         }
     }
 }
@@ -53,7 +55,8 @@ struct ConfirmationPromoFactory: PluginFactory {
 
     func build(for confirmation: Confirmation) throws -> any ConfirmationAddon {
         try faults.build(pluginSwitch)
-        return Addon(faults: faults, pluginSwitch: pluginSwitch, confirmation: confirmation, screens: screens) { confirmation in
+        return Addon(faults: faults, pluginSwitch: pluginSwitch, confirmation: confirmation, screens: screens) {
+            confirmation in
             guard let promotion = confirmation.promotion else { return }
             let discount = min(Money(cents: confirmation.quote.cents * promotion.percentOff / 100), promotion.cap)
             confirmation.discount = discount
@@ -75,7 +78,8 @@ struct SplitFareFactory: PluginFactory {
 
     func build(for confirmation: Confirmation) throws -> any ConfirmationAddon {
         try faults.build(pluginSwitch)
-        return Addon(faults: faults, pluginSwitch: pluginSwitch, confirmation: confirmation, screens: screens) { confirmation in
+        return Addon(faults: faults, pluginSwitch: pluginSwitch, confirmation: confirmation, screens: screens) {
+            confirmation in
             confirmation.splitWays = 2
             confirmation.notes.append("Split with a friend: \(Money(cents: (confirmation.total.cents + 1) / 2)) each")
         }
@@ -90,8 +94,10 @@ private final class Addon: ConfirmationAddon, LivePlugin {
     let screens: RiderScreens
     let change: (inout Confirmation) -> Void
 
-    init(faults: Faults, pluginSwitch: PluginSwitch, confirmation: Confirmation, screens: RiderScreens,
-         change: @escaping (inout Confirmation) -> Void) {
+    init(
+        faults: Faults, pluginSwitch: PluginSwitch, confirmation: Confirmation, screens: RiderScreens,
+        change: @escaping (inout Confirmation) -> Void
+    ) {
         self.faults = faults
         self.pluginSwitch = pluginSwitch
         self.confirmation = confirmation

@@ -14,7 +14,9 @@ struct FeedPromosFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any FeedCard {
         try faults.build(pluginSwitch)
-        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in "Promotions near you" }
+        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in
+            "Promotions near you"
+        }
     }
 }
 
@@ -28,7 +30,9 @@ struct FeedTripHistoryFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any FeedCard {
         try faults.build(pluginSwitch)
-        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { "Your \($0.tripsTaken) recent trips" }
+        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) {
+            "Your \($0.tripsTaken) recent trips"
+        }
     }
 }
 
@@ -40,7 +44,9 @@ struct FeedSafetyTipsFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any FeedCard {
         try faults.build(pluginSwitch)
-        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in "Safety tip: check the plate before you get in" }
+        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in
+            "Safety tip: check the plate before you get in"
+        }
     }
 }
 
@@ -52,7 +58,10 @@ private final class Card: FeedCard, LivePlugin {
     let screens: RiderScreens
     let text: (RiderProfile) -> String
 
-    init(faults: Faults, pluginSwitch: PluginSwitch, rider: RiderProfile, screens: RiderScreens, text: @escaping (RiderProfile) -> String) {
+    init(
+        faults: Faults, pluginSwitch: PluginSwitch, rider: RiderProfile, screens: RiderScreens,
+        text: @escaping (RiderProfile) -> String
+    ) {
         self.faults = faults
         self.pluginSwitch = pluginSwitch
         self.rider = rider

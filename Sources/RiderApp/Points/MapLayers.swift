@@ -25,7 +25,9 @@ struct MapTrafficFactory: PluginFactory {
 
     func build(for scene: MapScene) throws -> any MapLayer {
         try faults.build(pluginSwitch)
-        return Layer(faults: faults, pluginSwitch: pluginSwitch, scene: scene, screens: screens) { $0.layers.append("traffic") }
+        return Layer(faults: faults, pluginSwitch: pluginSwitch, scene: scene, screens: screens) {
+            $0.layers.append("traffic")
+        }
     }
 }
 
@@ -39,7 +41,9 @@ struct MapPickupSpotsFactory: PluginFactory {
 
     func build(for scene: MapScene) throws -> any MapLayer {
         try faults.build(pluginSwitch)
-        return Layer(faults: faults, pluginSwitch: pluginSwitch, scene: scene, screens: screens) { $0.layers.append("pickup spots: " + $0.pickupSpots.joined(separator: ", ")) }
+        return Layer(faults: faults, pluginSwitch: pluginSwitch, scene: scene, screens: screens) {
+            $0.layers.append("pickup spots: " + $0.pickupSpots.joined(separator: ", "))
+        }
     }
 }
 
@@ -53,7 +57,9 @@ struct MapScootersFactory: PluginFactory {
 
     func build(for scene: MapScene) throws -> any MapLayer {
         try faults.build(pluginSwitch)
-        return Layer(faults: faults, pluginSwitch: pluginSwitch, scene: scene, screens: screens) { $0.layers.append("\($0.scootersNearby) scooters") }
+        return Layer(faults: faults, pluginSwitch: pluginSwitch, scene: scene, screens: screens) {
+            $0.layers.append("\($0.scootersNearby) scooters")
+        }
     }
 }
 
@@ -65,7 +71,10 @@ private final class Layer: MapLayer, LivePlugin {
     let screens: RiderScreens
     let change: (inout MapScene) -> Void
 
-    init(faults: Faults, pluginSwitch: PluginSwitch, scene: MapScene, screens: RiderScreens, change: @escaping (inout MapScene) -> Void) {
+    init(
+        faults: Faults, pluginSwitch: PluginSwitch, scene: MapScene, screens: RiderScreens,
+        change: @escaping (inout MapScene) -> Void
+    ) {
         self.faults = faults
         self.pluginSwitch = pluginSwitch
         self.scene = scene
@@ -80,7 +89,8 @@ private final class Layer: MapLayer, LivePlugin {
 
     /// Draws the overlay on the home map until detached.
     func attach(to scope: PluginScope) {
-        var drawn = MapScene(city: scene.city, pickupSpots: scene.pickupSpots, scootersNearby: scene.scootersNearby, layers: [])
+        var drawn = MapScene(
+            city: scene.city, pickupSpots: scene.pickupSpots, scootersNearby: scene.scootersNearby, layers: [])
         change(&drawn)
         for overlay in drawn.layers { screens.show(overlay, on: .map, scope: scope) }
     }

@@ -16,7 +16,9 @@ struct SavedPlacesFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any PreferencesWidget {
         try faults.build(pluginSwitch)
-        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { "Saved places: " + $0.savedPlaces.joined(separator: ", ") }
+        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) {
+            "Saved places: " + $0.savedPlaces.joined(separator: ", ")
+        }
     }
 }
 
@@ -30,7 +32,9 @@ struct RidePassFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any PreferencesWidget {
         try faults.build(pluginSwitch)
-        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in "Ride Pass: save on every ride" }
+        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in
+            "Ride Pass: save on every ride"
+        }
     }
 }
 
@@ -42,7 +46,9 @@ struct AccessibilityFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any PreferencesWidget {
         try faults.build(pluginSwitch)
-        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in "Accessibility: wheelchair-accessible vehicles, assistance" }
+        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in
+            "Accessibility: wheelchair-accessible vehicles, assistance"
+        }
     }
 }
 
@@ -54,7 +60,10 @@ private final class Widget: PreferencesWidget, LivePlugin {
     let screens: RiderScreens
     let text: (RiderProfile) -> String
 
-    init(faults: Faults, pluginSwitch: PluginSwitch, rider: RiderProfile, screens: RiderScreens, text: @escaping (RiderProfile) -> String) {
+    init(
+        faults: Faults, pluginSwitch: PluginSwitch, rider: RiderProfile, screens: RiderScreens,
+        text: @escaping (RiderProfile) -> String
+    ) {
         self.faults = faults
         self.pluginSwitch = pluginSwitch
         self.rider = rider

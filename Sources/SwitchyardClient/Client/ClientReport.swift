@@ -50,7 +50,9 @@ public struct ClientReport: Sendable, CustomStringConvertible {
     /// The underlying error, if any.
     public let error: (any Error)?
 
-    public init(kind: Kind, message: String, flagKeys: [String] = [], pluginPoint: String? = nil, error: (any Error)? = nil) {
+    public init(
+        kind: Kind, message: String, flagKeys: [String] = [], pluginPoint: String? = nil, error: (any Error)? = nil
+    ) {
         self.kind = kind
         self.message = message
         self.flagKeys = flagKeys

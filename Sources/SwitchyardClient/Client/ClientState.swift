@@ -23,8 +23,9 @@ final class ClientState: Sendable {
 
     static let missing = FlagHandle(index: -1)
     /// No snapshot: the core flow.
-    static let none = ClientState(compiled: nil, context: EvaluationContext(), origin: nil, fetchedAt: nil, verifiedAt: nil,
-                                  stalenessLimit: nil, quarantinedKeys: [], contextGeneration: 0)
+    static let none = ClientState(
+        compiled: nil, context: EvaluationContext(), origin: nil, fetchedAt: nil, verifiedAt: nil,
+        stalenessLimit: nil, quarantinedKeys: [], contextGeneration: 0)
     static let empty = CompiledSnapshot(Snapshot(epoch: "", version: -1, flagSet: FlagSet(namespace: "")))
 
     /// The evaluator, when there is a snapshot.
@@ -39,8 +40,10 @@ final class ClientState: Sendable {
         return preparedEvaluator.isEnabled(handle)
     }
 
-    init(compiled: CompiledSnapshot?, context: EvaluationContext, origin: SnapshotOrigin?, fetchedAt: Date?,
-         verifiedAt: Date?, stalenessLimit: Duration?, quarantinedKeys: Set<String>, contextGeneration: UInt64) {
+    init(
+        compiled: CompiledSnapshot?, context: EvaluationContext, origin: SnapshotOrigin?, fetchedAt: Date?,
+        verifiedAt: Date?, stalenessLimit: Duration?, quarantinedKeys: Set<String>, contextGeneration: UInt64
+    ) {
         self.compiled = compiled
         preparedEvaluator = (compiled ?? Self.empty).evaluator(for: context)
         self.origin = origin
@@ -133,7 +136,8 @@ final class ClientState: Sendable {
 
     var snapshotInfo: SnapshotInfo? {
         guard let compiled, let origin else { return nil }
-        return SnapshotInfo(namespace: compiled.namespace, epoch: compiled.epoch, version: compiled.version, origin: origin,
-                            fetchedAt: fetchedAt ?? Date(timeIntervalSince1970: 0))
+        return SnapshotInfo(
+            namespace: compiled.namespace, epoch: compiled.epoch, version: compiled.version, origin: origin,
+            fetchedAt: fetchedAt ?? Date(timeIntervalSince1970: 0))
     }
 }

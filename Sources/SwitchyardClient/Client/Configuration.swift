@@ -59,8 +59,10 @@ extension FlagClient {
         /// the thread that noticed; keep it quick and never call back into the client synchronously from it.
         public var report: @Sendable (ClientReport) -> Void = { _ in }
 
-        public init(serverURL: URL, namespace: String, token: String, context: EvaluationContext = EvaluationContext(),
-                    directory: URL? = nil) {
+        public init(
+            serverURL: URL, namespace: String, token: String, context: EvaluationContext = EvaluationContext(),
+            directory: URL? = nil
+        ) {
             self.serverURL = serverURL
             self.namespace = namespace
             self.token = token
@@ -80,7 +82,10 @@ extension FlagClient {
         /// Whether experiment accessors report exposures (once per flag, variant and context).
         public var recordsExposures = true
 
-        public init(capacity: Int = 1000, batchSize: Int = 100, flushDelay: Duration = .seconds(5), recordsExposures: Bool = true) {
+        public init(
+            capacity: Int = 1000, batchSize: Int = 100, flushDelay: Duration = .seconds(5),
+            recordsExposures: Bool = true
+        ) {
             self.capacity = capacity
             self.batchSize = batchSize
             self.flushDelay = flushDelay

@@ -36,12 +36,15 @@ extension FlagClient {
         guard handle.index >= 0 else { return evaluator.details(for: key) }
         var details = evaluator.details(for: handle, evaluation: evaluator.evaluateSwitch(handle))
         if state.isQuarantined(handle) {
-            let crashes = shared.withLock { $0.guardState.quarantined[key]?.crashes } ?? configuration.crashLoopGuard.consecutiveCrashes
+            let crashes =
+                shared.withLock { $0.guardState.quarantined[key]?.crashes }
+                ?? configuration.crashLoopGuard.consecutiveCrashes
             details.value = .boolean(false)
             details.variant = "off"
             details.reason = .disabled
             details.errorCode = nil
-            details.decidedBy = "the on-device crash-loop guard: the switch was active in \(crashes) crashed sessions in a row on this device"
+            details.decidedBy =
+                "the on-device crash-loop guard: the switch was active in \(crashes) crashed sessions in a row on this device"
             details.metadata["crash_loop_guard"] = .bool(true)
             details.metadata["consecutive_crashes"] = .int(crashes)
             return details
@@ -66,12 +69,15 @@ extension FlagClient {
         }
         let evaluation = state.preparedEvaluator.evaluate(handle)
         let index = Int(evaluation.variantIndex)
-        guard experiment.variants.indices.contains(index), let value = Value(flagValue: experiment.variants[index].value) else {
+        guard experiment.variants.indices.contains(index),
+            let value = Value(flagValue: experiment.variants[index].value)
+        else {
             return flag.defaultValue
         }
         if evaluation.reason == .split || evaluation.reason == .targetingMatch {
-            recordServed(slot: flag.slot, key: flag.key, variantIndex: evaluation.variantIndex,
-                         variant: experiment.variants[index].key, state: state, compiled: compiled)
+            recordServed(
+                slot: flag.slot, key: flag.key, variantIndex: evaluation.variantIndex,
+                variant: experiment.variants[index].key, state: state, compiled: compiled)
         }
         return value
     }
@@ -104,9 +110,10 @@ extension FlagClient {
     // MARK: Helpers
 
     static func noSnapshotDetails(_ key: String, value: FlagValue = .boolean(false)) -> EvaluationDetails {
-        EvaluationDetails(flagKey: key, value: value, variant: "off", reason: .error, errorCode: .providerNotReady,
-                          errorMessage: "no snapshot yet: no bundled snapshot, no usable cache and no answer from the server",
-                          decidedBy: "no snapshot: the core flow")
+        EvaluationDetails(
+            flagKey: key, value: value, variant: "off", reason: .error, errorCode: .providerNotReady,
+            errorMessage: "no snapshot yet: no bundled snapshot, no usable cache and no answer from the server",
+            decidedBy: "no snapshot: the core flow")
     }
 
     func staleDetails(_ key: String, state: ClientState, value: FlagValue, variant: String) -> EvaluationDetails {
@@ -116,9 +123,11 @@ extension FlagClient {
             metadata["age_seconds"] = .int64(Int64(wallClock().timeIntervalSince(reference)))
         }
         let limit = configuration.stalenessLimit.map { Int64($0.secondsValue) } ?? 0
-        return EvaluationDetails(flagKey: key, value: value, variant: variant, reason: .stale,
-                                 decidedBy: "the snapshot has not been confirmed by the server for more than \(limit) s (the staleness policy)",
-                                 metadata: metadata)
+        return EvaluationDetails(
+            flagKey: key, value: value, variant: variant, reason: .stale,
+            decidedBy:
+                "the snapshot has not been confirmed by the server for more than \(limit) s (the staleness policy)",
+            metadata: metadata)
     }
 
     func markCached(_ details: EvaluationDetails, state: ClientState, compiled: CompiledSnapshot) -> EvaluationDetails {
@@ -135,10 +144,13 @@ extension FlagClient {
     /// Records a variant served: in the session record (the first variant of each flag) and, unless exposures
     /// are off, as an exposure event. Once per flag, variant, snapshot version and context; later calls only
     /// take a lock.
-    func recordServed(slot: Int32, key: String, variantIndex: Int32, variant: String, state: ClientState,
-                      compiled: CompiledSnapshot) {
-        let exposureKey = ExposureKey(slot: slot, variant: variantIndex, version: compiled.version,
-                                      contextGeneration: state.contextGeneration)
+    func recordServed(
+        slot: Int32, key: String, variantIndex: Int32, variant: String, state: ClientState,
+        compiled: CompiledSnapshot
+    ) {
+        let exposureKey = ExposureKey(
+            slot: slot, variant: variantIndex, version: compiled.version,
+            contextGeneration: state.contextGeneration)
         let isNew = exposures.withLock { seen in
             if seen.count > 10_000 { seen.removeAll(keepingCapacity: true) }
             return seen.insert(exposureKey).inserted
@@ -147,8 +159,10 @@ extension FlagClient {
         recordVariant(variant, of: key)
         guard configuration.events.recordsExposures else { return }
         let context = shared.withLock { $0.context }
-        enqueue(ClientEvent.exposure(flag: key, variant: variant, epoch: compiled.epoch, version: compiled.version,
-                                     unit: unitDigest(of: context), context: context, id: ClientEvent.newID(), time: wallClock()))
+        enqueue(
+            ClientEvent.exposure(
+                flag: key, variant: variant, epoch: compiled.epoch, version: compiled.version,
+                unit: unitDigest(of: context), context: context, id: ClientEvent.newID(), time: wallClock()))
     }
 }
 

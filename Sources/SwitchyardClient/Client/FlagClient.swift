@@ -61,16 +61,18 @@ public final class FlagClient: Sendable {
 
         /// A state for the current parts.
         func makeState(stalenessLimit: Duration?) -> ClientState {
-            ClientState(compiled: compiled, context: context, origin: origin, fetchedAt: fetchedAt, verifiedAt: verifiedAt,
-                        stalenessLimit: stalenessLimit, quarantinedKeys: Set(guardState.quarantined.keys),
-                        contextGeneration: contextGeneration)
+            ClientState(
+                compiled: compiled, context: context, origin: origin, fetchedAt: fetchedAt, verifiedAt: verifiedAt,
+                stalenessLimit: stalenessLimit, quarantinedKeys: Set(guardState.quarantined.keys),
+                contextGeneration: contextGeneration)
         }
 
         /// The installed snapshot, from the parts.
         var snapshotInfo: SnapshotInfo? {
             guard let compiled, let origin else { return nil }
-            return SnapshotInfo(namespace: compiled.namespace, epoch: compiled.epoch, version: compiled.version, origin: origin,
-                                fetchedAt: fetchedAt ?? Date(timeIntervalSince1970: 0))
+            return SnapshotInfo(
+                namespace: compiled.namespace, epoch: compiled.epoch, version: compiled.version, origin: origin,
+                fetchedAt: fetchedAt ?? Date(timeIntervalSince1970: 0))
         }
     }
 
@@ -104,34 +106,45 @@ public final class FlagClient: Sendable {
         let directory = configuration.directory
         if let directory {
             do { try FileIO.createDirectory(directory) } catch {
-                report(ClientReport(kind: .storageFailed, message: "\(error.message); the client keeps its state in memory only", error: error))
+                report(
+                    ClientReport(
+                        kind: .storageFailed, message: "\(error.message); the client keeps its state in memory only",
+                        error: error))
             }
         }
         cache = directory.map {
-            SnapshotCache(directory: $0, namespace: configuration.namespace, maximumSnapshotSize: configuration.maximumSnapshotSize)
+            SnapshotCache(
+                directory: $0, namespace: configuration.namespace,
+                maximumSnapshotSize: configuration.maximumSnapshotSize)
         }
         let installed = Self.restoreSnapshot(configuration, cache: cache, now: now, report: report)
         var guardState = Self.restoreCrashGuard(directory, report: report)
-        let (queue, queueProblem) = EventQueue.open(fileURL: directory?.appendingPathComponent(EventQueue.fileName),
-                                                    capacity: configuration.events.capacity)
+        let (queue, queueProblem) = EventQueue.open(
+            fileURL: directory?.appendingPathComponent(EventQueue.fileName),
+            capacity: configuration.events.capacity)
         self.queue = queue
         if let queueProblem {
             report(ClientReport(kind: .storageFailed, message: queueProblem.message, error: queueProblem))
         }
-        let session = LockedBox(SessionState(record: SessionRecord(
-            id: ClientEvent.newID(), namespace: configuration.namespace, start: now, context: configuration.context)))
+        let session = LockedBox(
+            SessionState(
+                record: SessionRecord(
+                    id: ClientEvent.newID(), namespace: configuration.namespace, start: now,
+                    context: configuration.context)))
         let ended = SessionFiles.claim(directory, namespace: configuration.namespace, session: session, report: report)
-        Self.concludePreviousSessions(ended.compactMap(\.record), configuration: configuration, queue: queue,
-                                      guardState: &guardState, installed: installed?.snapshot, now: now, report: report)
+        Self.concludePreviousSessions(
+            ended.compactMap(\.record), configuration: configuration, queue: queue,
+            guardState: &guardState, installed: installed?.snapshot, now: now, report: report)
         SessionFiles.remove(ended)
         let (record, file) = session.withLock { ($0.record, $0.file) }
         if let file { Self.write(record.json, to: file, sync: false, report: report) }
         self.session = session
 
-        var shared = Shared(state: ClientState.none,
-                            compiled: installed.map { $0.compiled?.snapshot ?? CompiledSnapshot($0.snapshot) },
-                            origin: installed?.origin, fetchedAt: installed?.fetchedAt, verifiedAt: installed?.verifiedAt,
-                            context: configuration.context, digest: installed?.compiled?.digest, guardState: guardState)
+        var shared = Shared(
+            state: ClientState.none,
+            compiled: installed.map { $0.compiled?.snapshot ?? CompiledSnapshot($0.snapshot) },
+            origin: installed?.origin, fetchedAt: installed?.fetchedAt, verifiedAt: installed?.verifiedAt,
+            context: configuration.context, digest: installed?.compiled?.digest, guardState: guardState)
         shared.state = shared.makeState(stalenessLimit: configuration.stalenessLimit)
         self.shared = LockedBox(shared)
         if let info = shared.snapshotInfo {
@@ -238,13 +251,16 @@ public final class FlagClient: Sendable {
     /// The installed snapshot, its age, and how the sync is going.
     public var status: ClientStatus {
         let now = wallClock()
-        let (state, failures, lastError, deltas) = shared.withLock { ($0.state, $0.consecutiveFailures, $0.lastError, $0.deltasApplied) }
+        let (state, failures, lastError, deltas) = shared.withLock {
+            ($0.state, $0.consecutiveFailures, $0.lastError, $0.deltasApplied)
+        }
         let reference = state.verifiedAt ?? state.fetchedAt
-        return ClientStatus(snapshot: state.snapshotInfo, verifiedAt: state.verifiedAt,
-                            age: reference.map { .clampedSeconds(now.timeIntervalSince($0)) },
-                            isStale: state.isStale(now: now), consecutiveFailures: failures, lastError: lastError,
-                            disabledByCrashGuard: state.quarantinedKeys.sorted(), queuedEvents: queue.count,
-                            deltasApplied: deltas)
+        return ClientStatus(
+            snapshot: state.snapshotInfo, verifiedAt: state.verifiedAt,
+            age: reference.map { .clampedSeconds(now.timeIntervalSince($0)) },
+            isStale: state.isStale(now: now), consecutiveFailures: failures, lastError: lastError,
+            disabledByCrashGuard: state.quarantinedKeys.sorted(), queuedEvents: queue.count,
+            deltasApplied: deltas)
     }
 }
 

@@ -68,7 +68,10 @@ public struct FlagsChange: Sendable, Hashable, CustomStringConvertible {
         var text = "\(cause)" + (snapshot.map { ": \($0)" } ?? "")
         if let changed {
             let keys = changed.flags.union(changed.killSwitches).union(changed.pluginPoints).sorted()
-            text += keys.isEmpty ? " (no definition changed)" : " (changed: \(keys.prefix(5).joined(separator: ", "))\(keys.count > 5 ? " and \(keys.count - 5) more" : ""))"
+            text +=
+                keys.isEmpty
+                ? " (no definition changed)"
+                : " (changed: \(keys.prefix(5).joined(separator: ", "))\(keys.count > 5 ? " and \(keys.count - 5) more" : ""))"
         }
         return text
     }
@@ -118,7 +121,8 @@ package final class ChangeBroadcaster: Sendable {
     package init() {}
 
     package func subscribe(buffer: Int = 64) -> AsyncStream<FlagsChange> {
-        let (stream, continuation) = AsyncStream.makeStream(of: FlagsChange.self, bufferingPolicy: .bufferingNewest(buffer))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: FlagsChange.self, bufferingPolicy: .bufferingNewest(buffer))
         let id = state.withLock { state in
             let id = state.next
             state.next += 1

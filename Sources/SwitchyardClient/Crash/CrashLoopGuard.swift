@@ -43,8 +43,10 @@ package struct CrashLoopGuardState: Sendable, Hashable {
     /// Counts a finished session. A clean session ends the streak of every switch active in it; a crashed one
     /// extends it. A streak reaching the policy's threshold quarantines the switch.
     /// - Returns: the keys quarantined now.
-    package mutating func record(_ session: SessionRecord, crashed: Bool, now: Date,
-                                 policy: CrashLoopGuardPolicy) -> [String] {
+    package mutating func record(
+        _ session: SessionRecord, crashed: Bool, now: Date,
+        policy: CrashLoopGuardPolicy
+    ) -> [String] {
         var tripped: [String] = []
         for active in session.switches {
             guard crashed else {
@@ -54,8 +56,9 @@ package struct CrashLoopGuardState: Sendable, Hashable {
             let streak = (streaks[active.key] ?? 0) + 1
             streaks[active.key] = streak
             if policy.consecutiveCrashes > 0, streak >= policy.consecutiveCrashes, quarantined[active.key] == nil {
-                quarantined[active.key] = Quarantine(since: now, crashes: streak, epoch: active.epoch,
-                                                     version: active.version, definition: active.definition)
+                quarantined[active.key] = Quarantine(
+                    since: now, crashes: streak, epoch: active.epoch,
+                    version: active.version, definition: active.definition)
                 tripped.append(active.key)
             }
         }
@@ -112,17 +115,21 @@ package struct CrashLoopGuardState: Sendable, Hashable {
     /// Reads the state; nil when the JSON is not one.
     package init?(json: JSONValue) {
         guard let object = json.objectValue, object["format"]?.int64Value == 1,
-              let streakObject = object["streaks"]?.objectValue,
-              let quarantineObject = object["quarantined"]?.objectValue else { return nil }
+            let streakObject = object["streaks"]?.objectValue,
+            let quarantineObject = object["quarantined"]?.objectValue
+        else { return nil }
         for (key, value) in streakObject {
             guard let streak = value.int64Value, streak > 0 else { return nil }
             streaks[key] = Int(streak)
         }
         for (key, value) in quarantineObject {
-            guard let since = value["since_ms"]?.int64Value, let crashes = value["crashes"]?.int64Value else { return nil }
-            quarantined[key] = Quarantine(since: Timestamp.date(milliseconds: since), crashes: Int(crashes),
-                                          epoch: value["epoch"]?.stringValue, version: value["version"]?.int64Value,
-                                          definition: value["definition"]?.stringValue)
+            guard let since = value["since_ms"]?.int64Value, let crashes = value["crashes"]?.int64Value else {
+                return nil
+            }
+            quarantined[key] = Quarantine(
+                since: Timestamp.date(milliseconds: since), crashes: Int(crashes),
+                epoch: value["epoch"]?.stringValue, version: value["version"]?.int64Value,
+                definition: value["definition"]?.stringValue)
         }
     }
 }

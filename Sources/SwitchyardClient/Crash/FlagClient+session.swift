@@ -14,9 +14,10 @@ extension FlagClient {
             if !session.activeSlots.contains(pluginSwitch.slot) {
                 session.activeSlots.insert(pluginSwitch.slot)
                 let definition = state.compiled?.snapshot.flagSet.flag(pluginSwitch.key)
-                session.record.switches.append(SessionRecord.ActiveSwitch(
-                    key: pluginSwitch.key, epoch: state.compiled?.epoch, version: state.compiled?.version,
-                    definition: definition?.fingerprint))
+                session.record.switches.append(
+                    SessionRecord.ActiveSwitch(
+                        key: pluginSwitch.key, epoch: state.compiled?.epoch, version: state.compiled?.version,
+                        definition: definition?.fingerprint))
             }
             session.record.end = nil
             session.record.updated = wallClock()
@@ -51,7 +52,8 @@ extension FlagClient {
         guard !splits.isEmpty else { return }
         let failure: ClientError? = session.withLock { session in
             var added = false
-            for (key, isOn) in splits where session.record.splits[key] == nil && session.record.splits.count < Self.maximumSplits {
+            for (key, isOn) in splits
+            where session.record.splits[key] == nil && session.record.splits.count < Self.maximumSplits {
                 session.record.splits[key] = isOn
                 added = true
             }
@@ -73,9 +75,12 @@ extension FlagClient {
 
     /// Reports a plugin factory that threw; the plugin point moves on to the next eligible factory.
     public func reportFactoryFailure(pluginPoint: String, pluginSwitch: PluginSwitch, error: any Error) {
-        report(ClientReport(kind: .pluginFactoryFailed,
-                            message: "plugin point '\(pluginPoint)': the factory of \(pluginSwitch.key) threw (\(error)); using the next eligible plugin or the core flow",
-                            flagKeys: [pluginSwitch.key], pluginPoint: pluginPoint, error: error))
+        report(
+            ClientReport(
+                kind: .pluginFactoryFailed,
+                message:
+                    "plugin point '\(pluginPoint)': the factory of \(pluginSwitch.key) threw (\(error)); using the next eligible plugin or the core flow",
+                flagKeys: [pluginSwitch.key], pluginPoint: pluginPoint, error: error))
     }
 
     /// Marks the session as ended cleanly, so the next launch reports it as not crashed.

@@ -42,13 +42,17 @@ enum SessionFiles {
     /// Takes the directory's sessions for a new client: takes over this process's previous session there, locks and
     /// lists the sessions whose processes have ended, and locks the new session's record. Sets the new session's
     /// file in `session` (nil without a directory).
-    static func claim(_ directory: URL?, namespace: String, session: LockedBox<FlagClient.SessionState>,
-                      report: (ClientReport) -> Void) -> [Ended] {
+    static func claim(
+        _ directory: URL?, namespace: String, session: LockedBox<FlagClient.SessionState>,
+        report: (ClientReport) -> Void
+    ) -> [Ended] {
         guard let directory else { return [] }
         let id = session.withLock { $0.record.id }
         var problems: [ClientError] = []
         var own: FileLock?
-        do throws(ClientError) { own = try FileIO.tryLock(directory.appendingPathComponent(lockName(id))) } catch { problems.append(error) }
+        do throws(ClientError) { own = try FileIO.tryLock(directory.appendingPathComponent(lockName(id))) } catch {
+            problems.append(error)
+        }
         // Only the registry's swap happens under its lock; the files are read and locked outside it.
         let previous = held.withLock { held -> Held? in
             let key = directory.standardizedFileURL.path
@@ -63,10 +67,11 @@ enum SessionFiles {
         }
         let names = Set(FileIO.fileNames(in: directory))
         if names.contains(legacyFileName) { ended.append((nil, nil)) }
-        let ids = Set(names.compactMap { name -> String? in
-            guard name.hasPrefix(prefix), name.hasSuffix(".json") || name.hasSuffix(".lock") else { return nil }
-            return String(name.dropFirst(prefix.count).dropLast(5))
-        })
+        let ids = Set(
+            names.compactMap { name -> String? in
+                guard name.hasPrefix(prefix), name.hasSuffix(".json") || name.hasSuffix(".lock") else { return nil }
+                return String(name.dropFirst(prefix.count).dropLast(5))
+            })
         for other in ids.sorted() where other != id && other != previous?.id {
             guard ended.count < maximumConcluded else { break }
             do throws(ClientError) {
@@ -79,17 +84,24 @@ enum SessionFiles {
         }
         for problem in problems { report(ClientReport(kind: .storageFailed, message: problem.message, error: problem)) }
         if own == nil && problems.isEmpty {
-            report(ClientReport(kind: .storageFailed, message: "the lock of session \(id) is held elsewhere; its record may be reported as crashed by another process"))
+            report(
+                ClientReport(
+                    kind: .storageFailed,
+                    message:
+                        "the lock of session \(id) is held elsewhere; its record may be reported as crashed by another process"
+                ))
         }
         session.withLock { $0.file = directory.appendingPathComponent(recordName(id)) }
         return ended.map { entry in
             guard let id = entry.id else {
                 let url = directory.appendingPathComponent(legacyFileName)
-                return Ended(record: FlagClient.readSession(url, namespace: namespace, report: report), files: [url], lock: nil)
+                return Ended(
+                    record: FlagClient.readSession(url, namespace: namespace, report: report), files: [url], lock: nil)
             }
             let record = directory.appendingPathComponent(recordName(id))
-            return Ended(record: FlagClient.readSession(record, namespace: namespace, report: report),
-                         files: [record, directory.appendingPathComponent(lockName(id))], lock: entry.lock)
+            return Ended(
+                record: FlagClient.readSession(record, namespace: namespace, report: report),
+                files: [record, directory.appendingPathComponent(lockName(id))], lock: entry.lock)
         }
     }
 

@@ -83,21 +83,23 @@ package struct SessionRecord: Sendable, Hashable {
         if let city { object["city"] = .string(city) }
         object["cohorts"] = .array(cohorts.map { .string($0) })
         if let unit { object["unit"] = .string(unit) }
-        object["switches"] = .array(switches.map { active in
-            var entry = JSONObject()
-            entry["key"] = .string(active.key)
-            if let epoch = active.epoch { entry["epoch"] = .string(epoch) }
-            if let version = active.version { entry["version"] = .int64(version) }
-            if let definition = active.definition { entry["definition"] = .string(definition) }
-            return .object(entry)
-        })
+        object["switches"] = .array(
+            switches.map { active in
+                var entry = JSONObject()
+                entry["key"] = .string(active.key)
+                if let epoch = active.epoch { entry["epoch"] = .string(epoch) }
+                if let version = active.version { entry["version"] = .int64(version) }
+                if let definition = active.definition { entry["definition"] = .string(definition) }
+                return .object(entry)
+            })
         if !variants.isEmpty {
             var served = JSONObject()
             for (flag, variant) in variants.sorted(by: { $0.key < $1.key }) { served[flag] = .string(variant) }
             object["variants"] = .object(served)
         }
         if !splits.isEmpty {
-            object["splits"] = .object(JSONObject(splits.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }))
+            object["splits"] = .object(
+                JSONObject(splits.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }))
         }
         return object
     }
@@ -105,9 +107,10 @@ package struct SessionRecord: Sendable, Hashable {
     /// Reads a record; nil when the JSON is not one.
     package init?(json: JSONValue) {
         guard let object = json.objectValue, object["format"]?.int64Value == 1,
-              let id = object["id"]?.stringValue, let namespace = object["namespace"]?.stringValue,
-              let start = object["start_ms"]?.int64Value, let updated = object["updated_ms"]?.int64Value,
-              let switches = object["switches"]?.arrayValue else { return nil }
+            let id = object["id"]?.stringValue, let namespace = object["namespace"]?.stringValue,
+            let start = object["start_ms"]?.int64Value, let updated = object["updated_ms"]?.int64Value,
+            let switches = object["switches"]?.arrayValue
+        else { return nil }
         self.id = id
         self.namespace = namespace
         self.start = Timestamp.date(milliseconds: start)
@@ -121,8 +124,10 @@ package struct SessionRecord: Sendable, Hashable {
         var active: [ActiveSwitch] = []
         for entry in switches {
             guard let key = entry["key"]?.stringValue else { return nil }
-            active.append(ActiveSwitch(key: key, epoch: entry["epoch"]?.stringValue, version: entry["version"]?.int64Value,
-                                       definition: entry["definition"]?.stringValue))
+            active.append(
+                ActiveSwitch(
+                    key: key, epoch: entry["epoch"]?.stringValue, version: entry["version"]?.int64Value,
+                    definition: entry["definition"]?.stringValue))
         }
         self.switches = active
         var served: [String: String] = [:]

@@ -39,8 +39,9 @@ package import SwitchyardCore
 package enum ClientEvent {
     /// A finished session, reported at the next launch.
     package static func session(_ record: SessionRecord, crashed: Bool, id: String, time: Date) -> JSONObject {
-        var event = common(id: id, type: "session", time: time, appVersion: record.appVersion, platform: record.platform,
-                           city: record.city, cohorts: record.cohorts)
+        var event = common(
+            id: id, type: "session", time: time, appVersion: record.appVersion, platform: record.platform,
+            city: record.city, cohorts: record.cohorts)
         event["session_id"] = .string(record.id)
         event["start"] = .string(Timestamp.rfc3339(record.start))
         event["end"] = .string(Timestamp.rfc3339(record.end ?? record.updated))
@@ -53,7 +54,8 @@ package enum ClientEvent {
             event["variants"] = .object(variants)
         }
         if !record.splits.isEmpty {
-            event["splits"] = .object(JSONObject(record.splits.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }))
+            event["splits"] = .object(
+                JSONObject(record.splits.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.bool($0.value)) }))
         }
         return event
     }
@@ -61,10 +63,13 @@ package enum ClientEvent {
     /// An experiment flag's variant served to the unit.
     /// - Parameter unit: the unit's digest (``SessionRecord/unitDigest(_:namespace:)``); nil when the context has
     ///   no unit id.
-    package static func exposure(flag: String, variant: String, epoch: String, version: Int64, unit: String?,
-                                 context: EvaluationContext, id: String, time: Date) -> JSONObject {
-        var event = common(id: id, type: "exposure", time: time, appVersion: context.appVersion, platform: context.platform,
-                           city: context.city, cohorts: context.cohorts)
+    package static func exposure(
+        flag: String, variant: String, epoch: String, version: Int64, unit: String?,
+        context: EvaluationContext, id: String, time: Date
+    ) -> JSONObject {
+        var event = common(
+            id: id, type: "exposure", time: time, appVersion: context.appVersion, platform: context.platform,
+            city: context.city, cohorts: context.cohorts)
         event["flag"] = .string(flag)
         event["variant"] = .string(variant)
         event["epoch"] = .string(epoch)
@@ -80,12 +85,15 @@ package enum ClientEvent {
     ///   - switches: the plugin switches active in the session.
     ///   - splits: the plugin switches a rollout split decided for the unit, with whether it put the unit in.
     ///   - variants: the experiment variants served in the session, by flag key.
-    package static func metric(_ metric: String, value: Double?, unit: String, switches: [String], splits: [(key: String, isOn: Bool)],
-                               variants: [String: String], context: EvaluationContext, id: String, time: Date) -> JSONObject {
-        var event = common(id: id, type: "metric", time: time, appVersion: context.appVersion, platform: context.platform,
-                           city: context.city, cohorts: context.cohorts)
+    package static func metric(
+        _ metric: String, value: Double?, unit: String, switches: [String], splits: [(key: String, isOn: Bool)],
+        variants: [String: String], context: EvaluationContext, id: String, time: Date
+    ) -> JSONObject {
+        var event = common(
+            id: id, type: "metric", time: time, appVersion: context.appVersion, platform: context.platform,
+            city: context.city, cohorts: context.cohorts)
         event["metric"] = .string(metric)
-        if let value { event["value"] = .double(value == 0 ? 0 : value) }   // never -0.0
+        if let value { event["value"] = .double(value == 0 ? 0 : value) }  // never -0.0
         event["unit"] = .string(unit)
         event["switches"] = .array(switches.map { .string($0) })
         event["splits"] = .object(JSONObject(splits.map { ($0.key, .bool($0.isOn)) }))
@@ -95,8 +103,10 @@ package enum ClientEvent {
         return event
     }
 
-    private static func common(id: String, type: String, time: Date, appVersion: String?, platform: String?,
-                               city: String?, cohorts: [String]) -> JSONObject {
+    private static func common(
+        id: String, type: String, time: Date, appVersion: String?, platform: String?,
+        city: String?, cohorts: [String]
+    ) -> JSONObject {
         var event = JSONObject()
         event["id"] = .string(id)
         event["type"] = .string(type)

@@ -42,7 +42,9 @@ package final class EventQueue: Sendable {
         var skipped = 0
         var entries: [Entry] = []
         for line in bytes.split(separator: UInt8(ascii: "\n")) {
-            guard let event = try? JSONValue.parse(line), let id = event["id"]?.stringValue, event["type"]?.stringValue != nil else {
+            guard let event = try? JSONValue.parse(line), let id = event["id"]?.stringValue,
+                event["type"]?.stringValue != nil
+            else {
                 skipped += 1
                 continue
             }
@@ -53,7 +55,8 @@ package final class EventQueue: Sendable {
             state.dropped = max(0, entries.count - capacity)
             state.dirty = skipped > 0 || entries.count > capacity
         }
-        let problem = skipped > 0
+        let problem =
+            skipped > 0
             ? ClientError(.corruptFile, "\(fileURL.path): skipped \(skipped) unreadable line(s) of the event queue")
             : nil
         return (queue, problem)
@@ -68,7 +71,8 @@ package final class EventQueue: Sendable {
     /// - Returns: how many events were dropped to make room.
     @discardableResult
     package func enqueue(_ event: JSONObject) -> Int {
-        let entry = Entry(id: event["id"]?.stringValue ?? ClientEvent.newID(), line: JSONValue.object(event).serialized(.canonical))
+        let entry = Entry(
+            id: event["id"]?.stringValue ?? ClientEvent.newID(), line: JSONValue.object(event).serialized(.canonical))
         return state.withLock { state in
             state.entries.append(entry)
             state.dirty = true

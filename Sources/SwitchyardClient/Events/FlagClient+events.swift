@@ -6,7 +6,10 @@ extension FlagClient {
     func enqueue(_ event: JSONObject) {
         let dropped = queue.enqueue(event)
         if dropped > 0 {
-            report(ClientReport(kind: .eventsDropped, message: "the event queue is full (\(queue.capacity) events): dropped the \(dropped) oldest"))
+            report(
+                ClientReport(
+                    kind: .eventsDropped,
+                    message: "the event queue is full (\(queue.capacity) events): dropped the \(dropped) oldest"))
         }
         eventWakeup.withLock { $0 }?.yield()
     }
@@ -59,11 +62,15 @@ extension FlagClient {
                     batchSize = max(1, batch.count / 2)
                 } else {
                     queue.remove(Set(batch.map(\.id)))
-                    report(ClientReport(kind: .eventsRejected, message: "the server refused event \(batch[0].id) as too large (413); dropped it"))
+                    report(
+                        ClientReport(
+                            kind: .eventsRejected,
+                            message: "the server refused event \(batch[0].id) as too large (413); dropped it"))
                 }
             case .retry(let retryAfter):
                 failures += 1
-                let wait = min(retryAfter ?? .zero, configuration.maximumRetryAfter)
+                let wait =
+                    min(retryAfter ?? .zero, configuration.maximumRetryAfter)
                     + configuration.backoff.delay(afterFailures: failures, random: configuration.random())
                 do { try await clock.sleep(for: wait) } catch { return }
             }
@@ -72,14 +79,21 @@ extension FlagClient {
 
     func persistQueue() {
         do { try queue.persist() } catch {
-            report(ClientReport(kind: .storageFailed, message: "\(error.message); queued events stay in memory", error: error))
+            report(
+                ClientReport(
+                    kind: .storageFailed, message: "\(error.message); queued events stay in memory", error: error))
         }
     }
 
     /// Sends one batch to `POST /v1/namespaces/{ns}/events`.
     package func send(_ batch: [EventQueue.Entry]) async -> BatchResult {
         guard let url = endpoint("events") else {
-            report(ClientReport(kind: .eventsFailed, message: "cannot build an events URL from \(configuration.serverURL) and namespace '\(namespace)'; the events stay queued"))
+            report(
+                ClientReport(
+                    kind: .eventsFailed,
+                    message:
+                        "cannot build an events URL from \(configuration.serverURL) and namespace '\(namespace)'; the events stay queued"
+                ))
             return .retry(retryAfter: nil)
         }
         var body = Array(#"{"events":["#.utf8)
@@ -88,30 +102,45 @@ extension FlagClient {
             body += entry.line
         }
         body += Array("]}".utf8)
-        let request = HTTPRequest(method: "POST", url: url,
-                                  headers: ["Authorization": "Bearer \(configuration.token)", "Content-Type": "application/json",
-                                            "Accept": "application/json"],
-                                  body: body, timeout: configuration.requestTimeout, maximumResponseSize: 1 << 20)
+        let request = HTTPRequest(
+            method: "POST", url: url,
+            headers: [
+                "Authorization": "Bearer \(configuration.token)", "Content-Type": "application/json",
+                "Accept": "application/json",
+            ],
+            body: body, timeout: configuration.requestTimeout, maximumResponseSize: 1 << 20)
         let response: HTTPResponse
         do {
             response = try await eventTransport.send(request)
         } catch is CancellationError {
             return .retry(retryAfter: nil)
         } catch {
-            report(ClientReport(kind: .eventsFailed, message: "sending \(batch.count) event(s) failed: \(error); they stay queued", error: error))
+            report(
+                ClientReport(
+                    kind: .eventsFailed, message: "sending \(batch.count) event(s) failed: \(error); they stay queued",
+                    error: error))
             return .retry(retryAfter: nil)
         }
         switch response.status {
         case 200..<300:
             return acknowledgement(of: batch, in: response)
         case 400, 422:
-            report(ClientReport(kind: .eventsRejected, message: "the server refused a batch of \(batch.count) event(s) as invalid (\(response.status)): \(response.bodyExcerpt); dropped it"))
+            report(
+                ClientReport(
+                    kind: .eventsRejected,
+                    message:
+                        "the server refused a batch of \(batch.count) event(s) as invalid (\(response.status)): \(response.bodyExcerpt); dropped it"
+                ))
             return .dropped
         case 413:
             return .tooLarge
         default:
-            report(ClientReport(kind: .eventsFailed, message: "the server answered \(response.status) to a batch of \(batch.count) event(s): \(response.bodyExcerpt); they stay queued",
-                                error: ClientError(.httpStatus, "events: \(response.status)", status: response.status)))
+            report(
+                ClientReport(
+                    kind: .eventsFailed,
+                    message:
+                        "the server answered \(response.status) to a batch of \(batch.count) event(s): \(response.bodyExcerpt); they stay queued",
+                    error: ClientError(.httpStatus, "events: \(response.status)", status: response.status)))
             return .retry(retryAfter: response.retryAfter)
         }
     }
@@ -119,8 +148,12 @@ extension FlagClient {
     /// Reads `{"accepted": [id, …], "rejected": [{"id": …, "reason": …}, …]}`.
     private func acknowledgement(of batch: [EventQueue.Entry], in response: HTTPResponse) -> BatchResult {
         guard let reply = try? JSONValue.parse(response.body), let accepted = reply["accepted"]?.arrayValue else {
-            report(ClientReport(kind: .eventsFailed, message: "the server's reply to a batch of events is not {\"accepted\": [...], \"rejected\": [...]}: \(response.bodyExcerpt); the events stay queued",
-                                error: ClientError(.protocolViolation, "unreadable events reply")))
+            report(
+                ClientReport(
+                    kind: .eventsFailed,
+                    message:
+                        "the server's reply to a batch of events is not {\"accepted\": [...], \"rejected\": [...]}: \(response.bodyExcerpt); the events stay queued",
+                    error: ClientError(.protocolViolation, "unreadable events reply")))
             return .retry(retryAfter: nil)
         }
         let sent = Set(batch.map(\.id))
@@ -132,10 +165,18 @@ extension FlagClient {
             reasons.append("\(id): \(entry["reason"]?.stringValue ?? "no reason given")")
         }
         if !reasons.isEmpty {
-            report(ClientReport(kind: .eventsRejected, message: "the server rejected \(reasons.count) event(s), which are dropped: \(reasons.prefix(5).joined(separator: "; "))"))
+            report(
+                ClientReport(
+                    kind: .eventsRejected,
+                    message:
+                        "the server rejected \(reasons.count) event(s), which are dropped: \(reasons.prefix(5).joined(separator: "; "))"
+                ))
         }
         guard !acknowledged.isEmpty else {
-            report(ClientReport(kind: .eventsFailed, message: "the server acknowledged none of \(batch.count) event(s); they stay queued"))
+            report(
+                ClientReport(
+                    kind: .eventsFailed,
+                    message: "the server acknowledged none of \(batch.count) event(s); they stay queued"))
             return .retry(retryAfter: nil)
         }
         return .acknowledged(acknowledged)

@@ -34,15 +34,21 @@ extension FlagClient {
         }
         let (state, context) = shared.withLock { ($0.state, $0.context) }
         guard let unit = unitDigest(of: context) else {
-            report(ClientReport(kind: .metricRefused,
-                                message: "track: metric '\(metric)' needs a unit id in the context (outcomes are counted per unit); set EvaluationContext.unitId, e.g. after login; the outcome is not sent"))
+            report(
+                ClientReport(
+                    kind: .metricRefused,
+                    message:
+                        "track: metric '\(metric)' needs a unit id in the context (outcomes are counted per unit); set EvaluationContext.unitId, e.g. after login; the outcome is not sent"
+                ))
             return
         }
         let now = wallClock()
         let (switches, variants) = session.withLock { ($0.record.switches.map(\.key), $0.record.variants) }
         let splits = state.splitSwitches(now: now, limit: Self.maximumSplits)
-        enqueue(ClientEvent.metric(metric, value: value, unit: unit, switches: switches, splits: splits, variants: variants,
-                                   context: context, id: ClientEvent.newID(), time: now))
+        enqueue(
+            ClientEvent.metric(
+                metric, value: value, unit: unit, switches: switches, splits: splits, variants: variants,
+                context: context, id: ClientEvent.newID(), time: now))
         recordSplits()
     }
 

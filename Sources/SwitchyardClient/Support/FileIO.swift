@@ -1,11 +1,12 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 package import Foundation
+
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// Small POSIX file helpers: bounded reads and atomic replacement (write a temporary file, sync, rename).
 package enum FileIO {
@@ -181,21 +182,21 @@ package final class FileLock: Sendable {
 @inline(__always)
 private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
     #if canImport(Darwin)
-    return Darwin.read(fd, buffer, count)
+        return Darwin.read(fd, buffer, count)
     #elseif canImport(Glibc)
-    return Glibc.read(fd, buffer, count)
+        return Glibc.read(fd, buffer, count)
     #else
-    return Musl.read(fd, buffer, count)
+        return Musl.read(fd, buffer, count)
     #endif
 }
 
 @inline(__always)
 private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
     #if canImport(Darwin)
-    return Darwin.write(fd, buffer, count)
+        return Darwin.write(fd, buffer, count)
     #elseif canImport(Glibc)
-    return Glibc.write(fd, buffer, count)
+        return Glibc.write(fd, buffer, count)
     #else
-    return Musl.write(fd, buffer, count)
+        return Musl.write(fd, buffer, count)
     #endif
 }

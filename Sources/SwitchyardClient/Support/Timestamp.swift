@@ -19,7 +19,8 @@ package enum Timestamp {
     /// `2026-11-22T09:14:03.250Z`.
     package static func rfc3339(_ date: Date) -> String {
         let totalMilliseconds = milliseconds(date)
-        let days = totalMilliseconds >= 0 ? totalMilliseconds / 86_400_000 : (totalMilliseconds - 86_399_999) / 86_400_000
+        let days =
+            totalMilliseconds >= 0 ? totalMilliseconds / 86_400_000 : (totalMilliseconds - 86_399_999) / 86_400_000
         let millisecondOfDay = totalMilliseconds - days * 86_400_000
         let (year, month, day) = UTCTime.civil(days: days)
         let hour = millisecondOfDay / 3_600_000
@@ -30,7 +31,8 @@ package enum Timestamp {
             let text = String(value)
             return String(repeating: "0", count: max(0, width - text.count)) + text
         }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))Z"
+        return
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))Z"
     }
 }
 

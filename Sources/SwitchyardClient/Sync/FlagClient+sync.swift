@@ -28,10 +28,11 @@ extension FlagClient {
     /// The snapshot sync loop: the state machine's actions, performed.
     package func runSync<C: Clock<Duration>>(clock: C) async {
         let installed = shared.withLock { $0.compiled.map { SnapshotVersion(epoch: $0.epoch, version: $0.version) } }
-        let policy = SyncStateMachine.Policy(namespace: namespace, longPollWait: configuration.longPollWait,
-                                             minimumPollInterval: configuration.minimumPollInterval,
-                                             backoff: configuration.backoff, maximumRetryAfter: configuration.maximumRetryAfter,
-                                             deltas: configuration.deltas)
+        let policy = SyncStateMachine.Policy(
+            namespace: namespace, longPollWait: configuration.longPollWait,
+            minimumPollInterval: configuration.minimumPollInterval,
+            backoff: configuration.backoff, maximumRetryAfter: configuration.maximumRetryAfter,
+            deltas: configuration.deltas)
         var machine = SyncStateMachine(policy: policy, installed: installed, random: configuration.random)
         while !Task.isCancelled {
             switch machine.nextAction() {
@@ -48,7 +49,12 @@ extension FlagClient {
                         machine.deltaFailed(error, installed: held)
                         apply(.reject(error), consecutiveFailures: machine.consecutiveFailures)
                         if !machine.asksForDeltas {
-                            report(ClientReport(kind: .syncFailed, message: "three deltas in a row were unusable; asking for full snapshots only until the client restarts"))
+                            report(
+                                ClientReport(
+                                    kind: .syncFailed,
+                                    message:
+                                        "three deltas in a row were unusable; asking for full snapshots only until the client restarts"
+                                ))
                         }
                     } else {
                         machine.deltaApplied()
@@ -70,14 +76,18 @@ extension FlagClient {
     package func fetchSnapshot(_ request: SyncStateMachine.Request) async -> SyncStateMachine.Outcome {
         let query = request.wait.map { ["wait": String(Int64($0.secondsValue.rounded(.down)))] } ?? [:]
         guard let url = endpoint("snapshot", query: query) else {
-            return .failed(ClientError(.transport, "cannot build a snapshot URL from \(configuration.serverURL) and namespace '\(namespace)'"))
+            return .failed(
+                ClientError(
+                    .transport,
+                    "cannot build a snapshot URL from \(configuration.serverURL) and namespace '\(namespace)'"))
         }
         // A delta only when asked for: a server that sends one anyway fails to decode as a snapshot.
         let accept = request.acceptsDelta ? "\(SnapshotDelta.mediaType), application/json" : "application/json"
         var headers = ["Authorization": "Bearer \(configuration.token)", "Accept": accept]
         if let tag = request.entityTag { headers["If-None-Match"] = tag }
-        let http = HTTPRequest(url: url, headers: headers, timeout: (request.wait ?? .zero) + configuration.requestTimeout,
-                               maximumResponseSize: configuration.maximumSnapshotSize)
+        let http = HTTPRequest(
+            url: url, headers: headers, timeout: (request.wait ?? .zero) + configuration.requestTimeout,
+            maximumResponseSize: configuration.maximumSnapshotSize)
         let response: HTTPResponse
         do {
             response = try await snapshotTransport.send(http)
@@ -93,24 +103,41 @@ extension FlagClient {
             do {
                 return .delta(try SnapshotDelta.decode(response.body))
             } catch {
-                return .failed(ClientError(.invalidSnapshot, "the server sent an unusable delta (\(response.body.count) bytes): \(error.message)"))
+                return .failed(
+                    ClientError(
+                        .invalidSnapshot,
+                        "the server sent an unusable delta (\(response.body.count) bytes): \(error.message)"))
             }
         case 200:
             do {
                 return .snapshot(try SnapshotDocument.decode(response.body), document: response.body)
             } catch {
-                return .failed(ClientError(.invalidSnapshot, "the server sent an unusable snapshot (\(response.body.count) bytes): \(error.message)"))
+                return .failed(
+                    ClientError(
+                        .invalidSnapshot,
+                        "the server sent an unusable snapshot (\(response.body.count) bytes): \(error.message)"))
             }
         case 304:
             return .notModified
         case 429, 503:
             return .throttled(retryAfter: response.retryAfter, status: response.status)
         case 401, 403:
-            return .failed(ClientError(.httpStatus, "the server refused the token (\(response.status)) for namespace '\(namespace)': check that it is a client token allowed this namespace. \(response.bodyExcerpt)", status: response.status))
+            return .failed(
+                ClientError(
+                    .httpStatus,
+                    "the server refused the token (\(response.status)) for namespace '\(namespace)': check that it is a client token allowed this namespace. \(response.bodyExcerpt)",
+                    status: response.status))
         case 404:
-            return .failed(ClientError(.httpStatus, "the server has no namespace '\(namespace)' (404): check the namespace and the server URL. \(response.bodyExcerpt)", status: 404))
+            return .failed(
+                ClientError(
+                    .httpStatus,
+                    "the server has no namespace '\(namespace)' (404): check the namespace and the server URL. \(response.bodyExcerpt)",
+                    status: 404))
         default:
-            return .failed(ClientError(.httpStatus, "the server answered \(response.status) to \(url.path): \(response.bodyExcerpt)", status: response.status))
+            return .failed(
+                ClientError(
+                    .httpStatus, "the server answered \(response.status) to \(url.path): \(response.bodyExcerpt)",
+                    status: response.status))
         }
     }
 
@@ -127,10 +154,13 @@ extension FlagClient {
         let base = components?.percentEncodedPath ?? ""
         let allowed = CharacterSet.urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))
         let namespacePath = namespace.addingPercentEncoding(withAllowedCharacters: allowed) ?? namespace
-        components?.percentEncodedPath = (base.hasSuffix("/") ? String(base.dropLast()) : base)
+        components?.percentEncodedPath =
+            (base.hasSuffix("/") ? String(base.dropLast()) : base)
             + "/v1/namespaces/\(namespacePath)/\(resource)"
         if !query.isEmpty {
-            components?.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) }
+            components?.queryItems = query.sorted { $0.key < $1.key }.map {
+                URLQueryItem(name: $0.key, value: $0.value)
+            }
         }
         return components?.url
     }
@@ -149,7 +179,12 @@ extension FlagClient {
                 shared.consecutiveFailures = consecutiveFailures
                 shared.lastError = error
             }
-            report(ClientReport(kind: .syncFailed, message: "\(error.message) (failure \(consecutiveFailures) in a row; keeping the installed snapshot)", error: error))
+            report(
+                ClientReport(
+                    kind: .syncFailed,
+                    message:
+                        "\(error.message) (failure \(consecutiveFailures) in a row; keeping the installed snapshot)",
+                    error: error))
         }
     }
 
@@ -160,7 +195,9 @@ extension FlagClient {
         let compiled = CompiledSnapshot(snapshot)
         let previous = shared.withLock { $0.compiled }
         // Of the same epoch, the change names what differs; of another, anything may have.
-        let changed = previous.flatMap { $0.epoch == snapshot.epoch ? ChangedObjects(from: $0.snapshot.flagSet, to: snapshot.flagSet) : nil }
+        let changed = previous.flatMap {
+            $0.epoch == snapshot.epoch ? ChangedObjects(from: $0.snapshot.flagSet, to: snapshot.flagSet) : nil
+        }
         install(compiled, digest: nil, changed: changed, origin: origin) { cache, now throws(ClientError) in
             try cache.store(snapshot, document: document, fetchedAt: now)
         }
@@ -171,7 +208,8 @@ extension FlagClient {
     package func applyDelta(_ delta: SnapshotDelta) -> ClientError? {
         let (held, heldDigest) = shared.withLock { ($0.compiled, $0.digest) }
         guard let held else {
-            return ClientError(.invalidSnapshot, "the server sent a delta to a client without a snapshot; fetching the full snapshot")
+            return ClientError(
+                .invalidSnapshot, "the server sent a delta to a client without a snapshot; fetching the full snapshot")
         }
         let digest = heldDigest ?? SnapshotDigest(held.snapshot.flagSet)
         let next: CompiledSnapshot
@@ -179,10 +217,14 @@ extension FlagClient {
         do {
             (next, nextDigest) = try held.applying(delta, digest: digest)
         } catch {
-            return ClientError(.invalidSnapshot, "the server sent an unusable delta to version \(delta.version): \(error.message); keeping version \(held.version) and fetching the full snapshot")
+            return ClientError(
+                .invalidSnapshot,
+                "the server sent an unusable delta to version \(delta.version): \(error.message); keeping version \(held.version) and fetching the full snapshot"
+            )
         }
         shared.withLock { $0.deltasApplied += 1 }
-        install(next, digest: nextDigest, changed: ChangedObjects(delta, appliedTo: held), origin: .server) { cache, now throws(ClientError) in
+        install(next, digest: nextDigest, changed: ChangedObjects(delta, appliedTo: held), origin: .server) {
+            cache, now throws(ClientError) in
             try cache.append(delta, result: next.snapshot, fetchedAt: now)
         }
         return nil
@@ -204,8 +246,10 @@ extension FlagClient {
     ///   - digest: its digest sums, when known.
     ///   - changed: what differs from the snapshot it replaces (nil: anything may).
     ///   - persist: writes it to the cache as the last known good.
-    func install(_ compiled: CompiledSnapshot, digest: SnapshotDigest?, changed: ChangedObjects?, origin: SnapshotOrigin,
-                 persist: (SnapshotCache, Date) throws(ClientError) -> Void) {
+    func install(
+        _ compiled: CompiledSnapshot, digest: SnapshotDigest?, changed: ChangedObjects?, origin: SnapshotOrigin,
+        persist: (SnapshotCache, Date) throws(ClientError) -> Void
+    ) {
         let snapshot = compiled.snapshot
         let now = wallClock()
         let (info, lifted, guardJSON) = update { shared in
@@ -224,14 +268,26 @@ extension FlagClient {
         }
         if let cache {
             do { try persist(cache, now) } catch {
-                report(ClientReport(kind: .storageFailed, message: "\(error.message); the new snapshot is in use but not saved as the last known good one", error: error))
+                report(
+                    ClientReport(
+                        kind: .storageFailed,
+                        message:
+                            "\(error.message); the new snapshot is in use but not saved as the last known good one",
+                        error: error))
             }
         }
         if let guardJSON, let directory = configuration.directory {
-            Self.write(guardJSON, to: directory.appendingPathComponent(CrashLoopGuardState.fileName), sync: true, report: report)
+            Self.write(
+                guardJSON, to: directory.appendingPathComponent(CrashLoopGuardState.fileName), sync: true,
+                report: report)
         }
         if !lifted.isEmpty {
-            report(ClientReport(kind: .crashGuardLifted, message: "the crash-loop guard released \(lifted.joined(separator: ", ")): version \(snapshot.version) changed \(lifted.count == 1 ? "its definition" : "their definitions"), or the TTL passed", flagKeys: lifted))
+            report(
+                ClientReport(
+                    kind: .crashGuardLifted,
+                    message:
+                        "the crash-loop guard released \(lifted.joined(separator: ", ")): version \(snapshot.version) changed \(lifted.count == 1 ? "its definition" : "their definitions"), or the TTL passed",
+                    flagKeys: lifted))
         }
         report(ClientReport(kind: .snapshotInstalled, message: "installed \(info?.description ?? "a snapshot")"))
         recordSplits()
@@ -264,8 +320,14 @@ extension FlagClient {
             try? cache.storeVerified(epoch: persistVerified.0, version: persistVerified.1, at: now)
         }
         if let guardJSON, let directory = configuration.directory {
-            Self.write(guardJSON, to: directory.appendingPathComponent(CrashLoopGuardState.fileName), sync: true, report: report)
-            report(ClientReport(kind: .crashGuardLifted, message: "the crash-loop guard released \(lifted.joined(separator: ", ")): its TTL passed", flagKeys: lifted))
+            Self.write(
+                guardJSON, to: directory.appendingPathComponent(CrashLoopGuardState.fileName), sync: true,
+                report: report)
+            report(
+                ClientReport(
+                    kind: .crashGuardLifted,
+                    message: "the crash-loop guard released \(lifted.joined(separator: ", ")): its TTL passed",
+                    flagKeys: lifted))
         }
         if let cause { broadcaster.publish(FlagsChange(cause: cause, snapshot: info)) }
     }

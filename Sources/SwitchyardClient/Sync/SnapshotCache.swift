@@ -81,11 +81,14 @@ package struct SnapshotCache: Sendable {
         let path = fileURL.path
         guard let bytes = try FileIO.read(fileURL, limit: maximumSnapshotSize + 4096) else { return nil }
         guard !bytes.isEmpty else {
-            throw ClientError(.corruptFile, "the snapshot cache \(path) is empty (an interrupted first write?); ignoring it")
+            throw ClientError(
+                .corruptFile, "the snapshot cache \(path) is empty (an interrupted first write?); ignoring it")
         }
         let magicBytes = Array((Self.magic + "\n").utf8)
         guard bytes.starts(with: magicBytes) else {
-            throw ClientError(.corruptFile, "\(path) is not a Switchyard snapshot cache (it does not start with '\(Self.magic)'); ignoring it")
+            throw ClientError(
+                .corruptFile,
+                "\(path) is not a Switchyard snapshot cache (it does not start with '\(Self.magic)'); ignoring it")
         }
         let rest = bytes[magicBytes.count...]
         guard let newline = rest.firstIndex(of: UInt8(ascii: "\n")) else {
@@ -95,42 +98,61 @@ package struct SnapshotCache: Sendable {
         do {
             parsedHeader = try JSONValue.parse(rest[rest.startIndex..<newline])
         } catch {
-            throw ClientError(.corruptFile, "the header of the snapshot cache \(path) is not valid JSON (\(error)); ignoring it")
+            throw ClientError(
+                .corruptFile, "the header of the snapshot cache \(path) is not valid JSON (\(error)); ignoring it")
         }
         guard let header = parsedHeader.objectValue else {
-            throw ClientError(.corruptFile, "the header of the snapshot cache \(path) is not a JSON object; ignoring it")
+            throw ClientError(
+                .corruptFile, "the header of the snapshot cache \(path) is not a JSON object; ignoring it")
         }
         guard let cachedNamespace = header["namespace"]?.stringValue, let size = header["body_size"]?.int64Value,
-              let digest = header["body_sha256"]?.stringValue, let fetchedAt = header["fetched_at_ms"]?.int64Value else {
-            throw ClientError(.corruptFile, "the header of the snapshot cache \(path) lacks namespace, body_size, body_sha256 or fetched_at_ms; ignoring it")
+            let digest = header["body_sha256"]?.stringValue, let fetchedAt = header["fetched_at_ms"]?.int64Value
+        else {
+            throw ClientError(
+                .corruptFile,
+                "the header of the snapshot cache \(path) lacks namespace, body_size, body_sha256 or fetched_at_ms; ignoring it"
+            )
         }
         guard cachedNamespace == namespace else {
-            throw ClientError(.wrongNamespace, "the snapshot cache \(path) holds namespace '\(cachedNamespace)', not '\(namespace)'; ignoring it (give each namespace its own directory)")
+            throw ClientError(
+                .wrongNamespace,
+                "the snapshot cache \(path) holds namespace '\(cachedNamespace)', not '\(namespace)'; ignoring it (give each namespace its own directory)"
+            )
         }
         let body = bytes[(newline + 1)...]
         guard Int64(body.count) == size else {
-            throw ClientError(.corruptFile, "the snapshot cache \(path) is truncated or padded: its header announces \(size) bytes, the file holds \(body.count); ignoring it")
+            throw ClientError(
+                .corruptFile,
+                "the snapshot cache \(path) is truncated or padded: its header announces \(size) bytes, the file holds \(body.count); ignoring it"
+            )
         }
         guard SHA256.hexDigest(body) == digest else {
-            throw ClientError(.corruptFile, "the snapshot cache \(path) does not match its checksum (altered on disk); ignoring it")
+            throw ClientError(
+                .corruptFile, "the snapshot cache \(path) does not match its checksum (altered on disk); ignoring it")
         }
         let snapshot: Snapshot
         do {
             snapshot = try SnapshotDocument.decode(body)
         } catch {
-            throw ClientError(.corruptFile, "the snapshot cache \(path) holds an unusable snapshot: \(error); ignoring it")
+            throw ClientError(
+                .corruptFile, "the snapshot cache \(path) holds an unusable snapshot: \(error); ignoring it")
         }
         guard snapshot.namespace == namespace else {
-            throw ClientError(.wrongNamespace, "the snapshot cache \(path) holds a snapshot of namespace '\(snapshot.namespace)', not '\(namespace)'; ignoring it")
+            throw ClientError(
+                .wrongNamespace,
+                "the snapshot cache \(path) holds a snapshot of namespace '\(snapshot.namespace)', not '\(namespace)'; ignoring it"
+            )
         }
         var fetched = Timestamp.date(milliseconds: fetchedAt)
         written.withLock { $0 = Written(epoch: snapshot.epoch, version: snapshot.version, snapshotSize: body.count) }
         let replayed = replayDeltas(onto: snapshot, fetched: &fetched)
         let current = replayed?.snapshot.snapshot ?? snapshot
         var verified = fetched
-        if let marker = try? FileIO.read(verifiedURL, limit: 4096), let object = try? JSONValue.parse(marker).objectValue,
-           object["epoch"]?.stringValue == current.epoch, object["version"]?.int64Value == current.version,
-           let milliseconds = object["verified_at_ms"]?.int64Value {
+        if let marker = try? FileIO.read(verifiedURL, limit: 4096),
+            let object = try? JSONValue.parse(marker).objectValue,
+            object["epoch"]?.stringValue == current.epoch, object["version"]?.int64Value == current.version,
+            let milliseconds = object["verified_at_ms"]?.int64Value
+        {
             verified = max(fetched, Timestamp.date(milliseconds: milliseconds))
         }
         return Entry(snapshot: current, compiled: replayed, fetchedAt: fetched, verifiedAt: verified)
@@ -138,7 +160,9 @@ package struct SnapshotCache: Sendable {
 
     /// The deltas of `snapshot.deltas` that chain from a snapshot, applied; nil when there are none. Stops at the
     /// first record that is torn, altered or does not chain (a crash while appending), keeping what came before.
-    private func replayDeltas(onto snapshot: Snapshot, fetched: inout Date) -> (snapshot: CompiledSnapshot, digest: SnapshotDigest)? {
+    private func replayDeltas(onto snapshot: Snapshot, fetched: inout Date) -> (
+        snapshot: CompiledSnapshot, digest: SnapshotDigest
+    )? {
         guard let bytes = try? FileIO.read(deltasURL, limit: maximumSnapshotSize * 2 + 65_536) else { return nil }
         let magic = Array((Self.deltasMagic + "\n").utf8)
         guard bytes.starts(with: magic) else { return nil }
@@ -147,14 +171,14 @@ package struct SnapshotCache: Sendable {
         var position = magic.count
         while position < bytes.count {
             guard let newline = bytes[position...].firstIndex(of: UInt8(ascii: "\n")),
-                  let header = try? JSONValue.parse(bytes[position..<newline]).objectValue,
-                  let size = header["body_size"]?.int64Value, let digest = header["body_sha256"]?.stringValue,
-                  let milliseconds = header["fetched_at_ms"]?.int64Value, size >= 0,
-                  Int64(bytes.count - newline - 1) >= size + 1
+                let header = try? JSONValue.parse(bytes[position..<newline]).objectValue,
+                let size = header["body_size"]?.int64Value, let digest = header["body_sha256"]?.stringValue,
+                let milliseconds = header["fetched_at_ms"]?.int64Value, size >= 0,
+                Int64(bytes.count - newline - 1) >= size + 1
             else { break }
             let body = bytes[(newline + 1)..<(newline + 1 + Int(size))]
             guard bytes[newline + 1 + Int(size)] == UInt8(ascii: "\n"), SHA256.hexDigest(body) == digest,
-                  let delta = try? SnapshotDelta.decode(body)
+                let delta = try? SnapshotDelta.decode(body)
             else { break }
             let base = compiled ?? (CompiledSnapshot(snapshot), SnapshotDigest(snapshot.flagSet))
             guard let next = try? base.snapshot.applying(delta, digest: base.digest) else { break }
@@ -187,7 +211,7 @@ package struct SnapshotCache: Sendable {
     package func append(_ delta: SnapshotDelta, result: Snapshot, fetchedAt: Date) throws(ClientError) {
         let state = written.withLock { $0 }
         guard let state, state.epoch == delta.epoch, state.version == delta.baseVersion,
-              state.deltaCount < Self.maximumDeltas, state.deltaBytes < max(state.snapshotSize / 2, 65_536)
+            state.deltaCount < Self.maximumDeltas, state.deltaBytes < max(state.snapshotSize / 2, 65_536)
         else {
             try store(result, fetchedAt: fetchedAt)
             return
@@ -246,7 +270,8 @@ package struct SnapshotCache: Sendable {
     /// Records that the server confirmed the cached version at a time.
     package func storeVerified(epoch: String, version: Int64, at date: Date) throws(ClientError) {
         let object = JSONObject([
-            ("epoch", .string(epoch)), ("verified_at_ms", .int64(Timestamp.milliseconds(date))), ("version", .int64(version)),
+            ("epoch", .string(epoch)), ("verified_at_ms", .int64(Timestamp.milliseconds(date))),
+            ("version", .int64(version)),
         ])
         try FileIO.writeAtomically(JSONValue.object(object).serialized(.canonical), to: verifiedURL, sync: false)
     }

@@ -29,8 +29,10 @@ package struct SyncStateMachine: Sendable {
         /// Whether requests ask for deltas.
         package var deltas: Bool
 
-        package init(namespace: String, longPollWait: Duration = .seconds(60), minimumPollInterval: Duration = .seconds(1),
-                     backoff: Backoff = Backoff(), maximumRetryAfter: Duration = .seconds(3600), deltas: Bool = true) {
+        package init(
+            namespace: String, longPollWait: Duration = .seconds(60), minimumPollInterval: Duration = .seconds(1),
+            backoff: Backoff = Backoff(), maximumRetryAfter: Duration = .seconds(3600), deltas: Bool = true
+        ) {
             self.namespace = namespace
             self.deltas = deltas
             self.longPollWait = longPollWait
@@ -115,8 +117,9 @@ package struct SyncStateMachine: Sendable {
     package var request: Request {
         guard let installed else { return Request(entityTag: nil, wait: nil) }
         if needsFullSnapshot { return Request(entityTag: installed.entityTag, wait: nil, acceptsDelta: false) }
-        return Request(entityTag: installed.entityTag, wait: hasReachedServer ? policy.longPollWait : nil,
-                       acceptsDelta: policy.deltas && consecutiveDeltaFailures < Self.deltaFailureLimit)
+        return Request(
+            entityTag: installed.entityTag, wait: hasReachedServer ? policy.longPollWait : nil,
+            acceptsDelta: policy.deltas && consecutiveDeltaFailures < Self.deltaFailureLimit)
     }
 
     /// Whether the client asks for deltas (until three in a row proved unusable).
@@ -130,11 +133,19 @@ package struct SyncStateMachine: Sendable {
         switch outcome {
         case .snapshot(let snapshot, let document):
             if snapshot.namespace != policy.namespace {
-                return fail(ClientError(.wrongNamespace, "the server sent a snapshot of namespace '\(snapshot.namespace)' to a client of '\(policy.namespace)'; check the server URL and the token's namespace"))
+                return fail(
+                    ClientError(
+                        .wrongNamespace,
+                        "the server sent a snapshot of namespace '\(snapshot.namespace)' to a client of '\(policy.namespace)'; check the server URL and the token's namespace"
+                    ))
             }
             if let installed, installed.epoch == snapshot.epoch {
                 if snapshot.version < installed.version {
-                    return fail(ClientError(.olderVersion, "the server sent version \(snapshot.version) of '\(policy.namespace)' (epoch \(snapshot.epoch)) but the client holds version \(installed.version); refusing to go back (a lagging replica or cache?)"))
+                    return fail(
+                        ClientError(
+                            .olderVersion,
+                            "the server sent version \(snapshot.version) of '\(policy.namespace)' (epoch \(snapshot.epoch)) but the client holds version \(installed.version); refusing to go back (a lagging replica or cache?)"
+                        ))
                 }
                 if snapshot.version == installed.version {
                     succeed(elapsed: elapsed)
@@ -146,18 +157,28 @@ package struct SyncStateMachine: Sendable {
             return .install(snapshot, document: document)
         case .delta(let delta):
             if delta.namespace != policy.namespace {
-                return fail(ClientError(.wrongNamespace, "the server sent a delta of namespace '\(delta.namespace)' to a client of '\(policy.namespace)'; check the server URL and the token's namespace"))
+                return fail(
+                    ClientError(
+                        .wrongNamespace,
+                        "the server sent a delta of namespace '\(delta.namespace)' to a client of '\(policy.namespace)'; check the server URL and the token's namespace"
+                    ))
             }
             guard let installed, installed.epoch == delta.epoch, installed.version == delta.baseVersion else {
                 let held = installed.map { "\($0.epoch).\($0.version)" } ?? "nothing"
-                return deltaFailed(ClientError(.invalidSnapshot, "the server sent a delta from \(delta.epoch).\(delta.baseVersion) to a client holding \(held) (a gap); fetching the full snapshot"))
+                return deltaFailed(
+                    ClientError(
+                        .invalidSnapshot,
+                        "the server sent a delta from \(delta.epoch).\(delta.baseVersion) to a client holding \(held) (a gap); fetching the full snapshot"
+                    ))
             }
             self.installed = SnapshotVersion(epoch: delta.epoch, version: delta.version)
             succeed(elapsed: elapsed)
             return .applyDelta(delta)
         case .notModified:
             guard installed != nil else {
-                return fail(ClientError(.protocolViolation, "the server answered 304 Not Modified to a request without an entity tag"))
+                return fail(
+                    ClientError(
+                        .protocolViolation, "the server answered 304 Not Modified to a request without an entity tag"))
             }
             succeed(elapsed: elapsed)
             return .confirm
@@ -166,7 +187,8 @@ package struct SyncStateMachine: Sendable {
             let wait = min(retryAfter ?? .zero, policy.maximumRetryAfter)
             pendingDelay = wait + policy.backoff.delay(afterFailures: consecutiveFailures, random: random())
             let hint = retryAfter.map { " (Retry-After: \(Int64($0.secondsValue)) s)" } ?? ""
-            return .reject(ClientError(.throttled, "the server is busy: \(status)\(hint); retrying later", status: status))
+            return .reject(
+                ClientError(.throttled, "the server is busy: \(status)\(hint); retrying later", status: status))
         case .failed(let error):
             return fail(error)
         }

@@ -28,8 +28,10 @@ public struct HTTPRequest: Sendable, Hashable {
     /// The largest body accepted.
     public var maximumResponseSize: Int
 
-    public init(method: String = "GET", url: URL, headers: [String: String] = [:], body: [UInt8]? = nil,
-                timeout: Duration, maximumResponseSize: Int) {
+    public init(
+        method: String = "GET", url: URL, headers: [String: String] = [:], body: [UInt8]? = nil,
+        timeout: Duration, maximumResponseSize: Int
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -48,7 +50,8 @@ public struct HTTPResponse: Sendable, Hashable {
 
     public init(status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
         self.status = status
-        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+        self.headers = Dictionary(
+            headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
         self.body = body
     }
 
@@ -60,7 +63,8 @@ public struct HTTPResponse: Sendable, Hashable {
     /// `Retry-After` as a duration: whole seconds, as Switchyard sends it. Nil when absent or not a number.
     public var retryAfter: Duration? {
         guard let text = self[header: "retry-after"]?.trimmingCharacters(in: .whitespaces),
-              let seconds = Int64(text), seconds >= 0 else { return nil }
+            let seconds = Int64(text), seconds >= 0
+        else { return nil }
         return .seconds(seconds)
     }
 

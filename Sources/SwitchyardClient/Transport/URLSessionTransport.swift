@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The default ``HTTPTransport``: URLSession (FoundationNetworking on Linux) with a whole-exchange deadline and
@@ -84,11 +85,15 @@ private final class Exchange: @unchecked Sendable {
     }
 
     var timeoutError: ClientError {
-        ClientError(.timedOut, "\(url.absoluteString) did not answer completely within the request deadline; the server is down or too slow")
+        ClientError(
+            .timedOut,
+            "\(url.absoluteString) did not answer completely within the request deadline; the server is down or too slow"
+        )
     }
 
     var tooLargeError: ClientError {
-        ClientError(.tooLarge, "the response from \(url.absoluteString) is larger than \(limit) bytes; the client refuses it")
+        ClientError(
+            .tooLarge, "the response from \(url.absoluteString) is larger than \(limit) bytes; the client refuses it")
     }
 
     /// Attaches the caller; false (and the caller resumed with `CancellationError`) when already cancelled.
@@ -127,7 +132,9 @@ private final class Exchange: @unchecked Sendable {
             if let http = response as? HTTPURLResponse {
                 state.status = http.statusCode
                 for (name, value) in http.allHeaderFields {
-                    if let name = name as? String, let value = value as? String { state.headers[name.lowercased()] = value }
+                    if let name = name as? String, let value = value as? String {
+                        state.headers[name.lowercased()] = value
+                    }
                 }
             }
             return response.expectedContentLength <= Int64(limit)
@@ -174,8 +181,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         exchanges.withLock { $0[task.taskIdentifier] }
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
         guard let exchange = exchange(dataTask), exchange.receive(response) else {
             completionHandler(.cancel)
             return
@@ -193,8 +202,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         exchange?.complete(error)
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
         // A redirect would drop or leak the bearer token; the client treats the 3xx itself as the answer.
         completionHandler(nil)
     }

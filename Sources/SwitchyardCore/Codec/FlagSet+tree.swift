@@ -8,7 +8,9 @@ public enum RolloutUnit: Sendable, Hashable {
 
 extension FlagSet {
     /// The top-level fields of a flag set document.
-    static let fieldNames = ["namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags", "metrics"]
+    static let fieldNames = [
+        "namespace", "description", "crash_guard", "plugin_points", "kill_switches", "flags", "metrics",
+    ]
 
     /// Reads a flag set from a JSON tree and validates it, reporting every problem.
     ///
@@ -18,7 +20,9 @@ extension FlagSet {
     ///   - file: the file name to put in problems.
     ///   - extraFields: top-level fields the caller reads itself (a snapshot's `version`).
     /// - Throws: `DefinitionError` with every problem found.
-    public init(tree: JSONValue, unit: RolloutUnit, file: String? = nil, extraFields: [String] = []) throws(DefinitionError) {
+    public init(tree: JSONValue, unit: RolloutUnit, file: String? = nil, extraFields: [String] = [])
+        throws(DefinitionError)
+    {
         let reader = TreeReader(file: file)
         let flagSet = FlagSet.read(tree, unit: unit, reader: reader, extraFields: extraFields)
         var problems = reader.problems
@@ -32,8 +36,9 @@ extension FlagSet {
             }
         }
         guard let flagSet, problems.isEmpty else {
-            throw DefinitionError(problems: problems.isEmpty
-                ? [ValidationProblem(file: file, path: .root, message: "is not a flag set")] : problems)
+            throw DefinitionError(
+                problems: problems.isEmpty
+                    ? [ValidationProblem(file: file, path: .root, message: "is not a flag set")] : problems)
         }
         self = flagSet
     }
@@ -49,7 +54,9 @@ extension FlagSet {
         var pluginPoints: [PluginPointDefinition] = []
         if let value = root.value("plugin_points"), let elements = reader.list(value, at: "plugin_points") {
             for (index, element) in elements.enumerated() {
-                if let point = PluginPointDefinition.read(element, at: FieldPath("plugin_points") / index, reader: reader) {
+                if let point = PluginPointDefinition.read(
+                    element, at: FieldPath("plugin_points") / index, reader: reader)
+                {
                     pluginPoints.append(point)
                 }
             }
@@ -85,8 +92,9 @@ extension FlagSet {
         let metrics = root.value("metrics").map { MetricDefinition.readAll($0, reader: reader) } ?? []
         root.finish(known: extraFields)
         guard let namespace else { return nil }
-        return FlagSet(namespace: namespace, description: description, pluginPoints: pluginPoints,
-                       killSwitches: killSwitches, flags: flags, crashGuard: crashGuard, metrics: metrics)
+        return FlagSet(
+            namespace: namespace, description: description, pluginPoints: pluginPoints,
+            killSwitches: killSwitches, flags: flags, crashGuard: crashGuard, metrics: metrics)
     }
 
     /// The flag set as a JSON tree, leaving out empty and default fields.
@@ -103,8 +111,12 @@ extension FlagSet {
         if !pluginPoints.isEmpty { root["plugin_points"] = .array(pluginPoints.map { .object($0.tree) }) }
         // Built in one pass: setting members one by one looks each key up, quadratic for thousands of flags.
         root["kill_switches"] = .object(JSONObject(killSwitches.map { ($0.key, .object($0.tree)) }))
-        root["flags"] = .object(JSONObject(flags.map { ($0.key, .object($0.tree(unit: unit, includingServerPolicies: includingServerPolicies))) }))
-        if includingServerPolicies, !metrics.isEmpty { root["metrics"] = .object(JSONObject(metrics.map { ($0.name, .object($0.tree)) })) }
+        root["flags"] = .object(
+            JSONObject(
+                flags.map { ($0.key, .object($0.tree(unit: unit, includingServerPolicies: includingServerPolicies))) }))
+        if includingServerPolicies, !metrics.isEmpty {
+            root["metrics"] = .object(JSONObject(metrics.map { ($0.name, .object($0.tree)) }))
+        }
         return root
     }
 }
@@ -135,8 +147,9 @@ extension PluginPointDefinition {
 extension Scope {
     static func read(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> Scope? {
         guard var object = reader.object(value, at: path) else { return nil }
-        let scope = Scope(cities: object.stringList("cities", rule: .attribute),
-                          cohorts: object.stringList("cohorts", rule: .attribute))
+        let scope = Scope(
+            cities: object.stringList("cities", rule: .attribute),
+            cohorts: object.stringList("cohorts", rule: .attribute))
         object.finish()
         return scope
     }
@@ -177,8 +190,10 @@ extension KillSwitch {
 }
 
 extension Conditions {
-    static let fieldNames = ["cities", "not_cities", "cohorts", "not_cohorts", "units", "app_version_at_least",
-                             "app_version_below", "platforms"]
+    static let fieldNames = [
+        "cities", "not_cities", "cohorts", "not_cohorts", "units", "app_version_at_least",
+        "app_version_below", "platforms",
+    ]
 
     static func read(_ object: inout ObjectReader, reader: TreeReader) -> Conditions {
         var conditions = Conditions()
@@ -188,8 +203,10 @@ extension Conditions {
         conditions.notCohorts = object.stringList("not_cohorts", rule: .attribute)
         conditions.units = object.stringList("units", rule: .attribute)
         conditions.platforms = object.stringList("platforms", rule: .attribute)
-        for (field, keyPath) in [("app_version_at_least", \Conditions.appVersionAtLeast),
-                                 ("app_version_below", \Conditions.appVersionBelow)] {
+        for (field, keyPath) in [
+            ("app_version_at_least", \Conditions.appVersionAtLeast),
+            ("app_version_below", \Conditions.appVersionBelow),
+        ] {
             guard let text = object.string(field, rule: .attribute) else { continue }
             guard let version = SemanticVersion(text) else {
                 reader.report(object.path / field, "'\(text)' is not a semantic version (e.g. 5.12.0)")
@@ -198,8 +215,9 @@ extension Conditions {
             conditions[keyPath: keyPath] = version
         }
         if let lower = conditions.appVersionAtLeast, let upper = conditions.appVersionBelow, !(lower < upper) {
-            reader.report(object.path / "app_version_below",
-                          "\(upper) must be above app_version_at_least \(lower), or no version can match")
+            reader.report(
+                object.path / "app_version_below",
+                "\(upper) must be above app_version_at_least \(lower), or no version can match")
         }
         return conditions
     }
@@ -259,7 +277,9 @@ extension Rollout {
 }
 
 extension FlagDefinition {
-    static func read(_ value: JSONValue, key: String, at path: FieldPath, unit: RolloutUnit, reader: TreeReader) -> FlagDefinition? {
+    static func read(_ value: JSONValue, key: String, at path: FieldPath, unit: RolloutUnit, reader: TreeReader)
+        -> FlagDefinition?
+    {
         guard var object = reader.object(value, at: path) else { return nil }
         let description = object.string("description", rule: .text)
         let owner = object.string("owner", rule: .text)
@@ -278,7 +298,10 @@ extension FlagDefinition {
             }
             kind = Experiment.read(&object, reader: reader).map(Kind.experiment)
         case nil:
-            reader.report(path / "type", "is required for '\(key)' (plugin_switch or experiment); plugin switch keys start with '\(FlagDefinition.pluginSwitchPrefix)'")
+            reader.report(
+                path / "type",
+                "is required for '\(key)' (plugin_switch or experiment); plugin switch keys start with '\(FlagDefinition.pluginSwitchPrefix)'"
+            )
             kind = nil
         case let other?:
             reader.report(path / "type", "'\(other)' is not a flag type (plugin_switch or experiment)")
@@ -303,7 +326,8 @@ extension FlagDefinition {
         if let description { object["description"] = .string(description) }
         if let owner { object["owner"] = .string(owner) }
         switch kind {
-        case .pluginSwitch(let gate): gate.write(into: &object, unit: unit, includingServerPolicies: includingServerPolicies)
+        case .pluginSwitch(let gate):
+            gate.write(into: &object, unit: unit, includingServerPolicies: includingServerPolicies)
         case .experiment(let experiment): experiment.write(into: &object)
         }
         return object
@@ -314,12 +338,15 @@ extension PluginSwitchDefinition {
     static func read(_ object: inout ObjectReader, unit: RolloutUnit, reader: TreeReader) -> PluginSwitchDefinition? {
         var gate = PluginSwitchDefinition()
         gate.disabled = object.bool("disabled") ?? false
-        if let value = object.value("disabled_scopes"), let elements = reader.list(value, at: object.path / "disabled_scopes") {
+        if let value = object.value("disabled_scopes"),
+            let elements = reader.list(value, at: object.path / "disabled_scopes")
+        {
             for (index, element) in elements.enumerated() {
                 let path = object.path / "disabled_scopes" / index
                 guard let scope = Scope.read(element, at: path, reader: reader) else { continue }
                 if scope.isEverywhere {
-                    reader.report(path, "a scoped disable must name cities or cohorts (use disabled: true to disable everywhere)")
+                    reader.report(
+                        path, "a scoped disable must name cities or cohorts (use disabled: true to disable everywhere)")
                     continue
                 }
                 gate.disabledScopes.append(scope)
@@ -342,8 +369,9 @@ extension PluginSwitchDefinition {
             gate.rollout = Rollout.read(value, at: object.path / "rollout", unit: unit, reader: reader) ?? .off
         }
         if let value = object.value("crash_guard") {
-            gate.crashGuard = CrashGuardPolicy.read(value, at: object.path / "crash_guard", unit: unit, reader: reader,
-                                                    namespaceLevel: false)
+            gate.crashGuard = CrashGuardPolicy.read(
+                value, at: object.path / "crash_guard", unit: unit, reader: reader,
+                namespaceLevel: false)
         }
         if let value = object.value("release") {
             gate.release = ReleasePlan.read(value, at: object.path / "release", unit: unit, reader: reader)
@@ -355,13 +383,14 @@ extension PluginSwitchDefinition {
         if disabled { object["disabled"] = .bool(true) }
         if !disabledScopes.isEmpty { object["disabled_scopes"] = .array(disabledScopes.map { .object($0.tree) }) }
         if !rules.isEmpty {
-            object["rules"] = .array(rules.map { rule in
-                var tree = JSONObject()
-                if let name = rule.name { tree["name"] = .string(name) }
-                rule.conditions.write(into: &tree)
-                tree["rollout"] = rule.rollout.jsonValue(unit: unit)
-                return .object(tree)
-            })
+            object["rules"] = .array(
+                rules.map { rule in
+                    var tree = JSONObject()
+                    if let name = rule.name { tree["name"] = .string(name) }
+                    rule.conditions.write(into: &tree)
+                    tree["rollout"] = rule.rollout.jsonValue(unit: unit)
+                    return .object(tree)
+                })
         }
         object["rollout"] = rollout.jsonValue(unit: unit)
         if includingServerPolicies, let crashGuard { object["crash_guard"] = .object(crashGuard.tree(unit: unit)) }
@@ -375,10 +404,13 @@ extension Experiment {
         let typeName = object.string("value_type", required: true)
         let valueType = typeName.flatMap(FlagValueType.init(rawValue:))
         if let typeName, valueType == nil {
-            reader.report(path / "value_type", "'\(typeName)' is not a value type (boolean, string, integer, float or object)")
+            reader.report(
+                path / "value_type", "'\(typeName)' is not a value type (boolean, string, integer, float or object)")
         }
         var variants: [Variant] = []
-        if let value = object.value("variants", required: true), let elements = reader.list(value, at: path / "variants") {
+        if let value = object.value("variants", required: true),
+            let elements = reader.list(value, at: path / "variants")
+        {
             if elements.isEmpty { reader.report(path / "variants", "must list at least one variant") }
             for (index, element) in elements.enumerated() {
                 let elementPath = path / "variants" / index
@@ -399,9 +431,10 @@ extension Experiment {
             }
         }
         let defaultVariant = object.string("default_variant", required: true, rule: .key)
-        let weights = object.value("weights", required: true).map {
-            readWeights($0, at: path / "weights", reader: reader)
-        } ?? [:]
+        let weights =
+            object.value("weights", required: true).map {
+                readWeights($0, at: path / "weights", reader: reader)
+            } ?? [:]
         var rules: [ExperimentRule] = []
         if let value = object.value("rules"), let elements = reader.list(value, at: path / "rules") {
             for (index, element) in elements.enumerated() {
@@ -413,12 +446,15 @@ extension Experiment {
                     readWeights($0, at: rulePath / "weights", reader: reader)
                 }
                 rule.finish()
-                if let ruleWeights { rules.append(ExperimentRule(name: name, conditions: conditions, weights: ruleWeights)) }
+                if let ruleWeights {
+                    rules.append(ExperimentRule(name: name, conditions: conditions, weights: ruleWeights))
+                }
             }
         }
         guard let valueType, let defaultVariant else { return nil }
-        return Experiment(valueType: valueType, variants: variants, defaultVariant: defaultVariant,
-                          weights: weights, rules: rules)
+        return Experiment(
+            valueType: valueType, variants: variants, defaultVariant: defaultVariant,
+            weights: weights, rules: rules)
     }
 
     static func readWeights(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> VariantWeights {
@@ -440,24 +476,28 @@ extension Experiment {
 
     func write(into object: inout JSONObject) {
         object["value_type"] = .string(valueType.rawValue)
-        object["variants"] = .array(variants.map { .object(JSONObject([("key", .string($0.key)), ("value", $0.value.jsonValue)])) })
+        object["variants"] = .array(
+            variants.map { .object(JSONObject([("key", .string($0.key)), ("value", $0.value.jsonValue)])) })
         object["default_variant"] = .string(defaultVariant)
         object["weights"] = .object(Self.weightsTree(weights, order: variants))
         if !rules.isEmpty {
-            object["rules"] = .array(rules.map { rule in
-                var tree = JSONObject()
-                if let name = rule.name { tree["name"] = .string(name) }
-                rule.conditions.write(into: &tree)
-                tree["weights"] = .object(Self.weightsTree(rule.weights, order: variants))
-                return .object(tree)
-            })
+            object["rules"] = .array(
+                rules.map { rule in
+                    var tree = JSONObject()
+                    if let name = rule.name { tree["name"] = .string(name) }
+                    rule.conditions.write(into: &tree)
+                    tree["weights"] = .object(Self.weightsTree(rule.weights, order: variants))
+                    return .object(tree)
+                })
         }
     }
 
     static func weightsTree(_ weights: VariantWeights, order: [Variant]) -> JSONObject {
         var tree = JSONObject()
         for variant in order { if let weight = weights[variant.key] { tree[variant.key] = .int(Int(weight)) } }
-        for (key, weight) in weights.sorted(by: { $0.key < $1.key }) where tree[key] == nil { tree[key] = .int(Int(weight)) }
+        for (key, weight) in weights.sorted(by: { $0.key < $1.key }) where tree[key] == nil {
+            tree[key] = .int(Int(weight))
+        }
         return tree
     }
 }

@@ -28,7 +28,9 @@ extension FlagSet {
             if kill.isMaster && !kill.members.isEmpty {
                 report(path / "members", "the master kill switch covers every flag; it takes no member list")
             }
-            if flagsByKey[kill.key] != nil { report(path, "'\(kill.key)' is also a flag key; kill switches need their own keys") }
+            if flagsByKey[kill.key] != nil {
+                report(path, "'\(kill.key)' is also a flag key; kill switches need their own keys")
+            }
             for (index, member) in kill.members.enumerated() where flagsByKey[member] == nil {
                 report(path / "members" / index, "'\(member)' is not a flag of this namespace")
             }
@@ -38,12 +40,17 @@ extension FlagSet {
         var pointOfSwitch: [String: String] = [:]
         for (index, point) in pluginPoints.enumerated() {
             var path: FieldPath { FieldPath("plugin_points") / index }
-            if !pointNames.insert(point.name).inserted { report(path / "name", "plugin point '\(point.name)' is declared twice") }
+            if !pointNames.insert(point.name).inserted {
+                report(path / "name", "plugin point '\(point.name)' is declared twice")
+            }
             if let kill = point.killSwitch {
                 if kill == KillSwitch.masterKey {
-                    report(path / "kill_switch", "name a group kill switch; the master already covers every plugin point")
+                    report(
+                        path / "kill_switch", "name a group kill switch; the master already covers every plugin point")
                 } else if !killKeys.contains(kill) {
-                    report(path / "kill_switch", "'\(kill)' is not a kill switch of this namespace (declare it under kill_switches)")
+                    report(
+                        path / "kill_switch",
+                        "'\(kill)' is not a kill switch of this namespace (declare it under kill_switches)")
                 }
             }
             for (position, key) in point.switches.enumerated() {
@@ -57,7 +64,10 @@ extension FlagSet {
                     continue
                 }
                 if let other = pointOfSwitch[key] {
-                    report(switchPath, "'\(key)' already belongs to plugin point '\(other)'; a plugin switch gates one plugin at one point")
+                    report(
+                        switchPath,
+                        "'\(key)' already belongs to plugin point '\(other)'; a plugin switch gates one plugin at one point"
+                    )
                 }
                 pointOfSwitch[key] = point.name
             }
@@ -87,21 +97,27 @@ extension FlagSet {
     ///   - changes: the objects that differ from `before` (``ChangedObjects/init(from:to:aligned:)``).
     ///   - aligned: where the changed flags and kill switches are, when the change left every key in place (from
     ///     ``ChangedObjects/init(from:to:aligned:)``); the shortcut needs them.
-    package func validate(changedFrom before: FlagSet, changes: ChangedObjects, aligned: AlignedChanges) -> [ValidationProblem] {
+    package func validate(changedFrom before: FlagSet, changes: ChangedObjects, aligned: AlignedChanges)
+        -> [ValidationProblem]
+    {
         isPlainlyValid(changedFrom: before, changes: changes, aligned: aligned) ? [] : validate()
     }
 
     /// Whether a small change left the flag set valid, checking only what it touched; false when it cannot tell.
     func isPlainlyValid(changedFrom before: FlagSet, changes: ChangedObjects, aligned: AlignedChanges) -> Bool {
-        guard namespace == before.namespace, metrics == before.metrics, changes.pluginPoints.isEmpty, !changes.pluginPointOrder,
-              changes.flags.count + changes.killSwitches.count <= 16 else { return false }
+        guard namespace == before.namespace, metrics == before.metrics, changes.pluginPoints.isEmpty,
+            !changes.pluginPointOrder,
+            changes.flags.count + changes.killSwitches.count <= 16
+        else { return false }
         // The same keys in the same places (`aligned` is set only then): no key added, removed or listed twice, and
         // the changed objects are where `aligned` says, in both lists.
         guard let newFlags = aligned.flags, let newKills = aligned.killSwitches else { return false }
         for index in newFlags {
             let flag = flags[index]
             // The same kind: plugin points and kill switches refer to it as before.
-            guard (before.flags[index].pluginSwitch != nil) == (flag.pluginSwitch != nil), Self.problems(of: flag).isEmpty else {
+            guard (before.flags[index].pluginSwitch != nil) == (flag.pluginSwitch != nil),
+                Self.problems(of: flag).isEmpty
+            else {
                 return false
             }
             for guardrail in flag.pluginSwitch?.release?.guardrails ?? []
@@ -127,11 +143,16 @@ extension FlagSet {
         // Paths are built only for a problem: this runs for every flag of every snapshot decoded.
         var path: FieldPath { FieldPath("flags") / flag.key }
         var problems: [ValidationProblem] = []
-        if let problem = NameRule.key.problem(with: flag.key) { problems.append(ValidationProblem(path: path, message: problem)) }
+        if let problem = NameRule.key.problem(with: flag.key) {
+            problems.append(ValidationProblem(path: path, message: problem))
+        }
         switch flag.kind {
         case .pluginSwitch:
             if !flag.key.hasPrefix(FlagDefinition.pluginSwitchPrefix) {
-                problems.append(ValidationProblem(path: path, message: "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'"))
+                problems.append(
+                    ValidationProblem(
+                        path: path,
+                        message: "a plugin switch key must start with '\(FlagDefinition.pluginSwitchPrefix)'"))
             }
         case .experiment(let experiment):
             if !experiment.isPlainlyValid { problems += experiment.problems(at: path) }
@@ -145,7 +166,9 @@ extension Experiment {
     var isPlainlyValid: Bool {
         guard !variants.isEmpty, variants.count <= 16 else { return false }
         for (index, variant) in variants.enumerated() {
-            guard variant.value.type == valueType, !variants[..<index].contains(where: { $0.key == variant.key }) else { return false }
+            guard variant.value.type == valueType, !variants[..<index].contains(where: { $0.key == variant.key }) else {
+                return false
+            }
         }
         func isVariant(_ key: String) -> Bool { variants.contains { $0.key == key } }
         guard isVariant(defaultVariant) else { return false }
@@ -163,10 +186,14 @@ extension Experiment {
         let keys = variants.map(\.key)
         if Set(keys).count != keys.count { report(path / "variants", "variant keys must be unique") }
         for (index, variant) in variants.enumerated() where variant.value.type != valueType {
-            report(path / "variants" / index / "value", "is a \(variant.value.type) value; this flag's value_type is \(valueType)")
+            report(
+                path / "variants" / index / "value",
+                "is a \(variant.value.type) value; this flag's value_type is \(valueType)")
         }
         if !variants.isEmpty, !keys.contains(defaultVariant) {
-            report(path / "default_variant", "'\(defaultVariant)' is not one of the variants (\(keys.joined(separator: ", ")))")
+            report(
+                path / "default_variant",
+                "'\(defaultVariant)' is not one of the variants (\(keys.joined(separator: ", ")))")
         }
         func checkWeights(_ weights: VariantWeights, at weightsPath: FieldPath) {
             for key in weights.keys.sorted() where !keys.contains(key) {
@@ -195,7 +222,10 @@ extension MetricDefinition {
             problems.append(ValidationProblem(path: path, message: message))
         }
         if metrics.count > maximumDeclared {
-            report(root, "declares \(metrics.count) metrics; a namespace may declare at most \(maximumDeclared) (the built-in ones apart)")
+            report(
+                root,
+                "declares \(metrics.count) metrics; a namespace may declare at most \(maximumDeclared) (the built-in ones apart)"
+            )
         }
         var seen = Set<String>()
         for metric in metrics {
@@ -206,49 +236,73 @@ extension MetricDefinition {
             }
             if !seen.insert(metric.name).inserted { report(path, "'\(metric.name)' is declared twice") }
             if isBuiltIn(metric.name) {
-                report(path, "'\(metric.name)' is a built-in metric (\(builtIn.map(\.name).joined(separator: ", "))); every namespace has it, so it may not be declared")
+                report(
+                    path,
+                    "'\(metric.name)' is a built-in metric (\(builtIn.map(\.name).joined(separator: ", "))); every namespace has it, so it may not be declared"
+                )
             }
             switch metric.kind {
             case .value where metric.cap?.isFinite == false, .count where metric.cap?.isFinite == false:
                 report(path / "cap", "\(capText(metric.cap!)) is not a finite number")
             case .value:
                 if let cap = metric.cap {
-                    if cap <= 0 { report(path / "cap", "\(capText(cap)) must be above 0 (the most one unit's sum counts for)") }
+                    if cap <= 0 {
+                        report(path / "cap", "\(capText(cap)) must be above 0 (the most one unit's sum counts for)")
+                    }
                 } else {
                     report(path / "cap", "is required for a value metric (the most one unit's sum counts for)")
                 }
             case .count:
                 if let cap = metric.cap, !(cap >= 1 && cap.rounded() == cap) {
-                    report(path / "cap", "\(capText(cap)) must be a whole number of at least 1 (the most occurrences one unit counts for)")
+                    report(
+                        path / "cap",
+                        "\(capText(cap)) must be a whole number of at least 1 (the most occurrences one unit counts for)"
+                    )
                 }
             case .conversion, .ratio:
                 if metric.cap != nil {
-                    report(path / "cap", metric.kind == .conversion
-                        ? "a conversion metric takes no cap (a unit converts or not: 0 or 1)"
-                        : "a ratio metric takes no cap (cap its numerator and denominator)")
+                    report(
+                        path / "cap",
+                        metric.kind == .conversion
+                            ? "a conversion metric takes no cap (a unit converts or not: 0 or 1)"
+                            : "a ratio metric takes no cap (cap its numerator and denominator)")
                 }
             }
             guard metric.kind == .ratio else {
-                for (field, name) in [("numerator", metric.numerator), ("denominator", metric.denominator)] where name != nil {
-                    report(path / field, "only a ratio metric has a \(field) (this one is a \(metric.kind.rawValue) metric)")
+                for (field, name) in [("numerator", metric.numerator), ("denominator", metric.denominator)]
+                where name != nil {
+                    report(
+                        path / field,
+                        "only a ratio metric has a \(field) (this one is a \(metric.kind.rawValue) metric)")
                 }
                 continue
             }
             for (field, name) in [("numerator", metric.numerator), ("denominator", metric.denominator)] {
                 guard let name else {
-                    report(path / field, "is required for a ratio metric (name a declared or built-in metric that is not a ratio)")
+                    report(
+                        path / field,
+                        "is required for a ratio metric (name a declared or built-in metric that is not a ratio)")
                     continue
                 }
                 if name == metric.name {
                     report(path / field, "'\(name)' is this metric; name another metric")
-                } else if let other = builtIn.first(where: { $0.name == name }) ?? metrics.first(where: { $0.name == name }) {
+                } else if let other = builtIn.first(where: { $0.name == name })
+                    ?? metrics.first(where: { $0.name == name })
+                {
                     if other.kind == .ratio {
-                        report(path / field, "'\(name)' is a ratio metric; a ratio's parts must be conversion, count or value metrics")
+                        report(
+                            path / field,
+                            "'\(name)' is a ratio metric; a ratio's parts must be conversion, count or value metrics")
                     }
                 } else {
                     var known: [String] = []
-                    for other in builtIn + metrics where other.kind != .ratio && !known.contains(other.name) { known.append(other.name) }
-                    report(path / field, "'\(name)' is not a metric of this namespace (declared or built in: \(known.joined(separator: ", ")))")
+                    for other in builtIn + metrics where other.kind != .ratio && !known.contains(other.name) {
+                        known.append(other.name)
+                    }
+                    report(
+                        path / field,
+                        "'\(name)' is not a metric of this namespace (declared or built in: \(known.joined(separator: ", ")))"
+                    )
                 }
             }
             if let numerator = metric.numerator, numerator == metric.denominator, numerator != metric.name {

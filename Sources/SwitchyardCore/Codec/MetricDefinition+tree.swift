@@ -50,8 +50,9 @@ extension MetricDefinition {
         let denominator = object.string("denominator", rule: .metric)
         object.finish()
         guard let kind else { return nil }
-        return MetricDefinition(name: name, description: description, owner: owner, kind: kind, better: better, cap: cap,
-                                numerator: numerator, denominator: denominator)
+        return MetricDefinition(
+            name: name, description: description, owner: owner, kind: kind, better: better, cap: cap,
+            numerator: numerator, denominator: denominator)
     }
 
     /// The metric as a JSON object (without its name, which is the member name), leaving out defaults
@@ -78,7 +79,9 @@ extension MetricDefinition {
 extension FieldPath {
     /// The metric a path is under (`metrics.fare.cap` → `fare`).
     var metricName: String? {
-        guard components.count >= 2, components[0] == .key("metrics"), case .key(let name) = components[1] else { return nil }
+        guard components.count >= 2, components[0] == .key("metrics"), case .key(let name) = components[1] else {
+            return nil
+        }
         return name
     }
 }

@@ -1,5 +1,7 @@
 extension ReleasePlan {
-    static let fieldNames = ["stages", "soak", "min_sessions", "margin", "confidence", "on_bad_signal", "guardrails", "state"]
+    static let fieldNames = [
+        "stages", "soak", "min_sessions", "margin", "confidence", "on_bad_signal", "guardrails", "state",
+    ]
 
     /// Reads a plan (as under `release:` of a plugin switch), reporting every problem with its path.
     ///
@@ -8,8 +10,9 @@ extension ReleasePlan {
         let reader = TreeReader(file: nil)
         let plan = ReleasePlan.read(tree, at: path, unit: unit, reader: reader)
         guard let plan, reader.problems.isEmpty else {
-            throw DefinitionError(problems: reader.problems.isEmpty
-                ? [ValidationProblem(path: path, message: "is not a release plan")] : reader.problems)
+            throw DefinitionError(
+                problems: reader.problems.isEmpty
+                    ? [ValidationProblem(path: path, message: "is not a release plan")] : reader.problems)
         }
         self = plan
     }
@@ -20,16 +23,26 @@ extension ReleasePlan {
         var plan = ReleasePlan(stages: [])
         plan.soak = readSoak(&object, reader: reader)
         plan.minimumSessions = readMinimumSessions(&object, reader: reader)
-        if let value = object.value("margin"), let margin = Rollout.read(value, at: path / "margin", unit: unit, reader: reader) {
+        if let value = object.value("margin"),
+            let margin = Rollout.read(value, at: path / "margin", unit: unit, reader: reader)
+        {
             if margin.basisPoints > 1000 {
-                reader.report(path / "margin", "\(unit == .percent ? margin.percentText : String(margin.basisPoints)) is more than \(unit == .percent ? "10" : "1000") (crash-rate points a switch may add and still advance)")
+                reader.report(
+                    path / "margin",
+                    "\(unit == .percent ? margin.percentText : String(margin.basisPoints)) is more than \(unit == .percent ? "10" : "1000") (crash-rate points a switch may add and still advance)"
+                )
             } else {
                 plan.margin = margin
             }
         }
-        if let value = object.value("confidence"), let confidence = Rollout.read(value, at: path / "confidence", unit: unit, reader: reader) {
+        if let value = object.value("confidence"),
+            let confidence = Rollout.read(value, at: path / "confidence", unit: unit, reader: reader)
+        {
             if confidence.basisPoints < 5000 || confidence == .full {
-                reader.report(path / "confidence", "\(unit == .percent ? confidence.percentText : String(confidence.basisPoints)) is not between \(unit == .percent ? "50 and 99.99" : "5000 and 9999")")
+                reader.report(
+                    path / "confidence",
+                    "\(unit == .percent ? confidence.percentText : String(confidence.basisPoints)) is not between \(unit == .percent ? "50 and 99.99" : "5000 and 9999")"
+                )
             } else {
                 plan.confidence = confidence
             }
@@ -46,18 +59,27 @@ extension ReleasePlan {
         }
         if let value = object.value("stages", required: true), let elements = reader.list(value, at: path / "stages") {
             if elements.isEmpty { reader.report(path / "stages", "must list at least one stage") }
-            if elements.count > maximumStages { reader.report(path / "stages", "has \(elements.count) stages; at most \(maximumStages)") }
+            if elements.count > maximumStages {
+                reader.report(path / "stages", "has \(elements.count) stages; at most \(maximumStages)")
+            }
             for (index, element) in elements.enumerated() {
                 let stagePath = path / "stages" / index
                 guard var stage = reader.object(element, at: stagePath) else { continue }
-                let scope = Scope(cities: stage.stringList("cities", rule: .attribute), cohorts: stage.stringList("cohorts", rule: .attribute))
-                let rollout = stage.value("rollout", required: true).flatMap { Rollout.read($0, at: stagePath / "rollout", unit: unit, reader: reader) }
-                if rollout == .off { reader.report(stagePath / "rollout", "must be above 0 (a stage rolls the switch out to some units)") }
+                let scope = Scope(
+                    cities: stage.stringList("cities", rule: .attribute),
+                    cohorts: stage.stringList("cohorts", rule: .attribute))
+                let rollout = stage.value("rollout", required: true).flatMap {
+                    Rollout.read($0, at: stagePath / "rollout", unit: unit, reader: reader)
+                }
+                if rollout == .off {
+                    reader.report(stagePath / "rollout", "must be above 0 (a stage rolls the switch out to some units)")
+                }
                 let soak = readSoak(&stage, reader: reader)
                 let minimumSessions = readMinimumSessions(&stage, reader: reader)
                 stage.finish()
                 if let rollout, rollout != .off {
-                    plan.stages.append(ReleaseStage(scope: scope, rollout: rollout, soak: soak, minimumSessions: minimumSessions))
+                    plan.stages.append(
+                        ReleaseStage(scope: scope, rollout: rollout, soak: soak, minimumSessions: minimumSessions))
                 }
             }
         }
@@ -86,7 +108,8 @@ extension ReleasePlan {
 
     /// Reads `guardrails:`, a map of metric names to margins (`trip_booked: -0.5pp`). Whether each metric exists and
     /// its margin fits it is checked with the flag set (``FlagSet/validate()``), which knows the metrics.
-    private static func readGuardrails(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> [ReleaseGuardrail] {
+    private static func readGuardrails(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> [ReleaseGuardrail]
+    {
         guard let members = reader.object(value, at: path) else { return [] }
         var guardrails: [ReleaseGuardrail] = []
         for (name, element) in members.object {
@@ -96,12 +119,14 @@ extension ReleasePlan {
             }
             guard let text = element.stringValue else {
                 let text = element.serializedString()
-                let number = element.doubleValue == nil ? "" : " (write \(text)pp for points or \(text)% for a relative change)"
+                let number =
+                    element.doubleValue == nil ? "" : " (write \(text)pp for points or \(text)% for a relative change)"
                 reader.report(path / name, "is not a margin such as -0.5pp or -2%\(number)")
                 continue
             }
             guard let margin = ReleaseGuardrail.Margin(text) else {
-                reader.report(path / name, "'\(text)' is not a margin such as -0.5pp (percentage points) or -2% (relative)")
+                reader.report(
+                    path / name, "'\(text)' is not a margin such as -0.5pp (percentage points) or -2% (relative)")
                 continue
             }
             guardrails.append(ReleaseGuardrail(metric: name, margin: margin))
@@ -141,13 +166,14 @@ extension ReleasePlan {
         if let confidence { object["confidence"] = confidence.jsonValue(unit: unit) }
         if onBadSignal != .previous { object["on_bad_signal"] = .string(onBadSignal.rawValue) }
         if !guardrails.isEmpty { object["guardrails"] = .object(Self.guardrailTree(guardrails)) }
-        object["stages"] = .array(stages.map { stage in
-            var tree = stage.scope.tree
-            tree["rollout"] = stage.rollout.jsonValue(unit: unit)
-            if let soak = stage.soak { tree["soak"] = .string(GuardDurationText.text(soak)) }
-            if let minimum = stage.minimumSessions { tree["min_sessions"] = .int(minimum) }
-            return .object(tree)
-        })
+        object["stages"] = .array(
+            stages.map { stage in
+                var tree = stage.scope.tree
+                tree["rollout"] = stage.rollout.jsonValue(unit: unit)
+                if let soak = stage.soak { tree["soak"] = .string(GuardDurationText.text(soak)) }
+                if let minimum = stage.minimumSessions { tree["min_sessions"] = .int(minimum) }
+                return .object(tree)
+            })
         if includingState, let state { object["state"] = .object(state.tree) }
         return object
     }
@@ -157,8 +183,11 @@ extension ReleaseState {
     /// Reads a plan's state (as under `release.state`).
     public init(tree: JSONValue) throws(DefinitionError) {
         let reader = TreeReader(file: nil)
-        guard let state = ReleaseState.read(tree, at: .root, stages: Int.max, reader: reader), reader.problems.isEmpty else {
-            throw DefinitionError(problems: reader.problems.isEmpty ? [ValidationProblem(path: .root, message: "is not a release state")] : reader.problems)
+        guard let state = ReleaseState.read(tree, at: .root, stages: Int.max, reader: reader), reader.problems.isEmpty
+        else {
+            throw DefinitionError(
+                problems: reader.problems.isEmpty
+                    ? [ValidationProblem(path: .root, message: "is not a release state")] : reader.problems)
         }
         self = state
     }
@@ -173,14 +202,18 @@ extension ReleaseState {
         }
         var stage: Int?
         if let index = object.integer("stage") {
-            if (0..<Int64(max(stages, 1))).contains(index) { stage = Int(index) } else {
+            if (0..<Int64(max(stages, 1))).contains(index) {
+                stage = Int(index)
+            } else {
                 reader.report(path / "stage", "\(index) is not a stage of the plan (0 to \(stages - 1))")
             }
         }
         var since: Int64?
         if let text = object.string("since", required: true) {
             since = UTCTime.seconds(from: text)
-            if since == nil { reader.report(path / "since", "'\(text)' is not a UTC time such as 2026-11-26T08:30:00Z") }
+            if since == nil {
+                reader.report(path / "since", "'\(text)' is not a UTC time such as 2026-11-26T08:30:00Z")
+            }
         }
         let note = object.string("note", rule: .text)
         let limits = ReleaseLimits.read(&object, reader: reader)
@@ -211,8 +244,12 @@ extension ReleaseLimits {
                 guard var clause = reader.object(element, at: path) else { continue }
                 let conditions = Conditions.read(&clause, reader: reader)
                 clause.finish()
-                for (field, values) in [("cities", conditions.cities), ("cohorts", conditions.cohorts)] where !values.isEmpty {
-                    reader.report(path / field, "a limit may not name \(field): the stages choose them (a limit names not_cities, not_cohorts, units, platforms or app versions)")
+                for (field, values) in [("cities", conditions.cities), ("cohorts", conditions.cohorts)]
+                where !values.isEmpty {
+                    reader.report(
+                        path / field,
+                        "a limit may not name \(field): the stages choose them (a limit names not_cities, not_cohorts, units, platforms or app versions)"
+                    )
                 }
                 if conditions.isEmpty {
                     reader.report(path, "names no condition (leave it out: a plan without limits has no limits list)")
@@ -238,19 +275,21 @@ extension ReleaseLimits {
     /// Writes `limits` and `exclusions` (nothing when there are none).
     func write(into object: inout JSONObject) {
         if !clauses.isEmpty {
-            object["limits"] = .array(clauses.map { clause in
-                var tree = JSONObject()
-                clause.write(into: &tree)
-                return .object(tree)
-            })
+            object["limits"] = .array(
+                clauses.map { clause in
+                    var tree = JSONObject()
+                    clause.write(into: &tree)
+                    return .object(tree)
+                })
         }
         if !exclusions.isEmpty {
-            object["exclusions"] = .array(exclusions.map { rule in
-                var tree = JSONObject()
-                if let name = rule.name { tree["name"] = .string(name) }
-                rule.conditions.write(into: &tree)
-                return .object(tree)
-            })
+            object["exclusions"] = .array(
+                exclusions.map { rule in
+                    var tree = JSONObject()
+                    if let name = rule.name { tree["name"] = .string(name) }
+                    rule.conditions.write(into: &tree)
+                    return .object(tree)
+                })
         }
     }
 }
@@ -264,7 +303,8 @@ public enum UTCTime {
         let (year, month, day) = civil(days: days)
         func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : String(value) }
         let yearText = String(year)
-        return "\(String(repeating: "0", count: max(0, 4 - yearText.count)))\(yearText)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60))Z"
+        return
+            "\(String(repeating: "0", count: max(0, 4 - yearText.count)))\(yearText)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60))Z"
     }
 
     /// Seconds since 1970 of `YYYY-MM-DDTHH:MM:SSZ` (fractions of a second are dropped); nil when not such a time.
@@ -282,11 +322,14 @@ public enum UTCTime {
         let separators: [(Int, Character)] = [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":")]
         guard separators.allSatisfy({ bytes[$0.0] == $0.1.asciiValue }) else { return nil }
         if bytes.count > 20 {
-            guard bytes[19] == UInt8(ascii: "."), number(20..<(bytes.count - 1)) != nil, bytes.count > 21 else { return nil }
+            guard bytes[19] == UInt8(ascii: "."), number(20..<(bytes.count - 1)) != nil, bytes.count > 21 else {
+                return nil
+            }
         }
         guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60 else { return nil }
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+        else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
         guard civil(days: days) == (year, month, day) else { return nil }
         return days * 86_400 + hour * 3600 + minute * 60 + second

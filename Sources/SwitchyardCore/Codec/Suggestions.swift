@@ -22,7 +22,8 @@ public enum Suggestions {
 
     /// The Levenshtein distance between two strings, over characters.
     public static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previous = Array(0...b.count)

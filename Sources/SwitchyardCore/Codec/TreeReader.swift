@@ -153,8 +153,10 @@ final class NameRule: Sendable {
     /// ASCII, and are checked without forming characters or calling a closure per byte).
     let allowedASCII: (UInt64, UInt64)
 
-    init(what: String, maximumLength: Int, allowed: @escaping @Sendable (Character) -> Bool, allowedDescription: String?,
-         allowedASCII: (UInt8) -> Bool) {
+    init(
+        what: String, maximumLength: Int, allowed: @escaping @Sendable (Character) -> Bool, allowedDescription: String?,
+        allowedASCII: (UInt8) -> Bool
+    ) {
         self.what = what
         self.maximumLength = maximumLength
         self.allowed = allowed
@@ -183,7 +185,8 @@ final class NameRule: Sendable {
         let table = allowedASCII
         let checked = utf8.withContiguousStorageIfAvailable { bytes in
             for byte in bytes {
-                let allowed = byte < 64 ? table.0 & (1 << UInt64(byte)) : (byte < 128 ? table.1 & (1 << UInt64(byte &- 64)) : 0)
+                let allowed =
+                    byte < 64 ? table.0 & (1 << UInt64(byte)) : (byte < 128 ? table.1 & (1 << UInt64(byte &- 64)) : 0)
                 if allowed == 0 { return false }
             }
             return true
@@ -192,19 +195,24 @@ final class NameRule: Sendable {
     }
 
     /// Flag, kill switch, variant and plugin point keys: URL-safe, as OFREP needs.
-    static let key = NameRule(what: "a key", maximumLength: 128, allowed: isKeyCharacter,
-                              allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
+    static let key = NameRule(
+        what: "a key", maximumLength: 128, allowed: isKeyCharacter,
+        allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
     /// Metric names (``MetricDefinition``): flag-key characters, shorter (they label every result and export row).
-    static let metric = NameRule(what: "a metric name", maximumLength: MetricDefinition.maximumNameLength, allowed: isKeyCharacter,
-                                 allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
+    static let metric = NameRule(
+        what: "a metric name", maximumLength: MetricDefinition.maximumNameLength, allowed: isKeyCharacter,
+        allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
     /// Namespace names.
-    static let namespace = NameRule(what: "a namespace name", maximumLength: 63, allowed: isKeyCharacter,
-                                    allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
+    static let namespace = NameRule(
+        what: "a namespace name", maximumLength: 63, allowed: isKeyCharacter,
+        allowedDescription: "letters, digits, '.', '_' and '-'", allowedASCII: isKeyByte)
     /// City, cohort, platform and unit values: any text without control characters.
-    static let attribute = NameRule(what: "a value", maximumLength: 256, allowed: { !$0.isASCIIControl },
-                                    allowedDescription: "printable characters", allowedASCII: { $0 >= 0x20 && $0 != 0x7F })
-    static let text = NameRule(what: "a text", maximumLength: 4096, allowed: { _ in true }, allowedDescription: nil,
-                               allowedASCII: { _ in true })
+    static let attribute = NameRule(
+        what: "a value", maximumLength: 256, allowed: { !$0.isASCIIControl },
+        allowedDescription: "printable characters", allowedASCII: { $0 >= 0x20 && $0 != 0x7F })
+    static let text = NameRule(
+        what: "a text", maximumLength: 4096, allowed: { _ in true }, allowedDescription: nil,
+        allowedASCII: { _ in true })
 
     static func isKeyByte(_ byte: UInt8) -> Bool {
         (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
@@ -212,7 +220,8 @@ final class NameRule: Sendable {
     }
 
     static func isKeyCharacter(_ character: Character) -> Bool {
-        character.isASCII && (character.isLetter || character.isNumber || character == "." || character == "_" || character == "-")
+        character.isASCII
+            && (character.isLetter || character.isNumber || character == "." || character == "_" || character == "-")
     }
 }
 

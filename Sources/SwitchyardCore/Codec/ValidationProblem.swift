@@ -23,7 +23,8 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible, Expressibl
             var name = Substring(part)
             var indices: [Int] = []
             while name.hasSuffix("]"), let open = name.lastIndex(of: "["),
-                  let index = Int(name[name.index(after: open)..<name.index(before: name.endIndex)]) {
+                let index = Int(name[name.index(after: open)..<name.index(before: name.endIndex)])
+            {
                 indices.insert(index, at: 0)
                 name = name[..<open]
             }

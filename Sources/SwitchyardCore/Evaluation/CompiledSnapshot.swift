@@ -68,8 +68,10 @@ public final class CompiledSnapshot: Sendable {
     }
 
     /// A snapshot compiled from a base and a delta.
-    private init(snapshot: Snapshot, keyIndex: [String: Int32], builder: Builder, tables: Tables,
-                 appendedByDeltas: Int, compiledSize: Int) {
+    private init(
+        snapshot: Snapshot, keyIndex: [String: Int32], builder: Builder, tables: Tables,
+        appendedByDeltas: Int, compiledSize: Int
+    ) {
         self.snapshot = snapshot
         self.keyIndex = keyIndex
         cityIds = builder.cities.ids
@@ -127,7 +129,8 @@ public final class CompiledSnapshot: Sendable {
     /// - Returns: the new compiled snapshot and its digest sums, for the next delta.
     /// - Throws: `SnapshotDeltaError`; nothing is changed then.
     public func applying(_ delta: SnapshotDelta, digest: SnapshotDigest) throws(SnapshotDeltaError)
-        -> (snapshot: CompiledSnapshot, digest: SnapshotDigest) {
+        -> (snapshot: CompiledSnapshot, digest: SnapshotDigest)
+    {
         let application = try DeltaApplication(base: snapshot, keyIndex: keyIndex, delta: delta)
         let problems = application.problems(upserted: delta.upsertedFlags)
         guard problems.isEmpty else { throw SnapshotDeltaError.invalid(problems, delta) }
@@ -142,7 +145,8 @@ public final class CompiledSnapshot: Sendable {
         let new = application.snapshot.flagSet
         // Kill lists follow the order of the flag set's kill switches; if a delta re-sorts an unsorted base, every
         // list may change order.
-        let killOrderKept = !application.touchesKillSwitches
+        let killOrderKept =
+            !application.touchesKillSwitches
             || zip(old.killSwitches, old.killSwitches.dropFirst()).allSatisfy { SnapshotDelta.byUTF8($0.key, $1.key) }
         guard killOrderKept, appendedByDeltas <= max(compiledSize, 4096) else {
             return CompiledSnapshot(application.snapshot)
@@ -156,7 +160,8 @@ public final class CompiledSnapshot: Sendable {
             let touchedKills = Set(delta.upsertedKillSwitches.map(\.key) + delta.removedKillSwitches)
                 .subtracting([KillSwitch.masterKey])
             for key in touchedKills {
-                let before = old.members(of: key), after = new.members(of: key)
+                let before = old.members(of: key)
+                let after = new.members(of: key)
                 if before != after {
                     membershipChanged.formUnion(before)
                     membershipChanged.formUnion(after)
@@ -165,12 +170,15 @@ public final class CompiledSnapshot: Sendable {
             let oldPoints = Dictionary(old.pluginPoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             let newPoints = Dictionary(new.pluginPoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             for name in Set(oldPoints.keys).union(newPoints.keys) {
-                let before = oldPoints[name], after = newPoints[name]
+                let before = oldPoints[name]
+                let after = newPoints[name]
                 guard before?.killSwitch != after?.killSwitch || before?.switches != after?.switches else { continue }
                 if let before, before.killSwitch != nil { membershipChanged.formUnion(before.switches) }
                 if let after, after.killSwitch != nil { membershipChanged.formUnion(after.switches) }
             }
-            if application.touchesKillSwitches { builder.buildKillSwitches(changed: Set(delta.upsertedKillSwitches.map(\.key))) }
+            if application.touchesKillSwitches {
+                builder.buildKillSwitches(changed: Set(delta.upsertedKillSwitches.map(\.key)))
+            }
         }
         var positions = Set(application.changedPositions)
         for key in membershipChanged { if let position = application.keyIndex[key] { positions.insert(position) } }
@@ -196,10 +204,12 @@ public final class CompiledSnapshot: Sendable {
             killSwitchIndices: application.touchesKillSwitches
                 ? Table(copying: builder.killSwitchIndices) : Table(copying: tables.killSwitchIndices, appending: [])
         )
-        let appended = builder.rules.count + builder.scopes.count + builder.words.count + builder.flagKillSwitches.count
+        let appended =
+            builder.rules.count + builder.scopes.count + builder.words.count + builder.flagKillSwitches.count
             + builder.cumulativeWeights.count
-        return CompiledSnapshot(snapshot: application.snapshot, keyIndex: application.keyIndex, builder: builder,
-                                tables: newTables, appendedByDeltas: appendedByDeltas + appended, compiledSize: compiledSize)
+        return CompiledSnapshot(
+            snapshot: application.snapshot, keyIndex: application.keyIndex, builder: builder,
+            tables: newTables, appendedByDeltas: appendedByDeltas + appended, compiledSize: compiledSize)
     }
 }
 
@@ -515,11 +525,14 @@ private struct Builder {
     mutating func appendCoveringKillList(of key: String) {
         if coveringGroups == nil {
             var groups: [String: [Int32]] = [:]
-            let pointGroups = Dictionary(flagSet.pluginPoints.compactMap { point in point.killSwitch.map { ($0, point.switches) } },
-                                         uniquingKeysWith: +)
+            let pointGroups = Dictionary(
+                flagSet.pluginPoints.compactMap { point in point.killSwitch.map { ($0, point.switches) } },
+                uniquingKeysWith: +)
             for kill in flagSet.killSwitches where !kill.isMaster {
                 guard let slot = killSlots[kill.key] else { continue }
-                for member in Set(kill.members + (pointGroups[kill.key] ?? [])) { groups[member, default: []].append(slot) }
+                for member in Set(kill.members + (pointGroups[kill.key] ?? [])) {
+                    groups[member, default: []].append(slot)
+                }
             }
             coveringGroups = groups
             masterSlot = killSlots[KillSwitch.masterKey]
@@ -558,17 +571,20 @@ private struct Builder {
             }
             record.ruleCount = Int32(gate.rules.count)
             record.rollout = gate.rollout.basisPoints
-            record.isFixed = !gate.disabled && gate.disabledScopes.isEmpty && gate.rules.isEmpty
+            record.isFixed =
+                !gate.disabled && gate.disabledScopes.isEmpty && gate.rules.isEmpty
                 && (record.rollout == 0 || record.rollout == Rollout.maximum)
         case .experiment(let experiment):
             record.isExperiment = true
             record.variantCount = Int32(experiment.variants.count)
             record.defaultVariant = Int32(experiment.variants.firstIndex { $0.key == experiment.defaultVariant } ?? 0)
-            record.weights = weights(experiment.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
+            record.weights = weights(
+                experiment.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
             record.ruleStart = ruleBase + Int32(rules.count)
             for rule in experiment.rules {
                 var compiled = conditions(rule.conditions)
-                compiled.weights = weights(rule.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
+                compiled.weights = weights(
+                    rule.weights, variants: experiment.variants, defaultVariant: record.defaultVariant)
                 rules.append(compiled)
             }
             record.ruleCount = Int32(experiment.rules.count)

@@ -105,8 +105,10 @@ public struct Evaluation: Sendable, Hashable {
     public var rawBucket: Int32
 
     @inline(__always)
-    init(isOn: Bool, variantIndex: Int32, reason: EvaluationReason, errorCode: EvaluationErrorCode? = nil,
-         decision: Decision, bucket: Int32 = -1) {
+    init(
+        isOn: Bool, variantIndex: Int32, reason: EvaluationReason, errorCode: EvaluationErrorCode? = nil,
+        decision: Decision, bucket: Int32 = -1
+    ) {
         self.isOn = isOn
         self.variantIndex = variantIndex
         self.reason = reason
@@ -118,8 +120,10 @@ public struct Evaluation: Sendable, Hashable {
     /// The unit's bucket 0...9999, when a step needed one.
     public var bucket: Int? { rawBucket >= 0 ? Int(rawBucket) : nil }
 
-    static let notFound = Evaluation(isOn: false, variantIndex: 0, reason: .error, errorCode: .flagNotFound, decision: .notFound)
-    static let typeMismatch = Evaluation(isOn: false, variantIndex: 0, reason: .error, errorCode: .typeMismatch, decision: .typeMismatch)
+    static let notFound = Evaluation(
+        isOn: false, variantIndex: 0, reason: .error, errorCode: .flagNotFound, decision: .notFound)
+    static let typeMismatch = Evaluation(
+        isOn: false, variantIndex: 0, reason: .error, errorCode: .typeMismatch, decision: .typeMismatch)
 }
 
 /// A flag of one compiled snapshot, resolved once so evaluation needs no string lookup.

@@ -14,9 +14,11 @@ public struct EvaluationDetails: Sendable, Hashable {
     /// The unit's bucket 0...9999 when one was computed.
     public var bucket: Int?
 
-    public init(flagKey: String, value: FlagValue, variant: String, reason: EvaluationReason,
-                errorCode: EvaluationErrorCode? = nil, errorMessage: String? = nil, decidedBy: String,
-                metadata: JSONObject = JSONObject(), bucket: Int? = nil) {
+    public init(
+        flagKey: String, value: FlagValue, variant: String, reason: EvaluationReason,
+        errorCode: EvaluationErrorCode? = nil, errorMessage: String? = nil, decidedBy: String,
+        metadata: JSONObject = JSONObject(), bucket: Int? = nil
+    ) {
         self.flagKey = flagKey
         self.value = value
         self.variant = variant
@@ -48,10 +50,12 @@ extension Evaluator {
     /// Evaluates a flag by key and resolves every name in the result.
     public func details(for key: String) -> EvaluationDetails {
         guard let handle = snapshot.handle(for: key) else {
-            return EvaluationDetails(flagKey: key, value: .boolean(false), variant: "off", reason: .error,
-                                     errorCode: .flagNotFound,
-                                     errorMessage: "flag '\(key)' is not in namespace '\(snapshot.namespace)' at version \(snapshot.version)",
-                                     decidedBy: "no such flag")
+            return EvaluationDetails(
+                flagKey: key, value: .boolean(false), variant: "off", reason: .error,
+                errorCode: .flagNotFound,
+                errorMessage:
+                    "flag '\(key)' is not in namespace '\(snapshot.namespace)' at version \(snapshot.version)",
+                decidedBy: "no such flag")
         }
         return details(for: handle, evaluation: evaluate(handle))
     }
@@ -59,8 +63,9 @@ extension Evaluator {
     /// Resolves the names of an evaluation of a flag.
     public func details(for handle: FlagHandle, evaluation: Evaluation) -> EvaluationDetails {
         guard let flag = snapshot.flag(handle) else {
-            return EvaluationDetails(flagKey: "", value: .boolean(false), variant: "off", reason: .error,
-                                     errorCode: .flagNotFound, decidedBy: "no such flag")
+            return EvaluationDetails(
+                flagKey: "", value: .boolean(false), variant: "off", reason: .error,
+                errorCode: .flagNotFound, decidedBy: "no such flag")
         }
         let flagSet = snapshot.snapshot.flagSet
         var metadata = JSONObject()
@@ -73,7 +78,8 @@ extension Evaluator {
             metadata["kill_switch"] = .string(kill.key)
             metadata["kill_entry"] = .int(Int(entryIndex))
             metadata["scope"] = .string(entry.description)
-            decidedBy = "\(kill.isMaster ? "master kill switch" : "kill switch '\(kill.key)'") entry \(entryIndex) (\(entry.description))"
+            decidedBy =
+                "\(kill.isMaster ? "master kill switch" : "kill switch '\(kill.key)'") entry \(entryIndex) (\(entry.description))"
         case .disabled:
             metadata["scope"] = .string(Scope.everywhere.description)
             decidedBy = "disabled everywhere"
@@ -89,9 +95,11 @@ extension Evaluator {
             if let rollout = flag.pluginSwitch?.rules[Int(ruleIndex)].rollout { decidedBy += " at \(rollout)" }
         case .fallback:
             if let gate = flag.pluginSwitch {
-                decidedBy = (gate.rules.isEmpty ? "default rollout" : "no rule held; default rollout") + " \(gate.rollout)"
+                decidedBy =
+                    (gate.rules.isEmpty ? "default rollout" : "no rule held; default rollout") + " \(gate.rollout)"
             } else {
-                decidedBy = (flag.experiment?.rules.isEmpty ?? true) ? "the flag's weights" : "no rule held; the flag's weights"
+                decidedBy =
+                    (flag.experiment?.rules.isEmpty ?? true) ? "the flag's weights" : "no rule held; the flag's weights"
             }
         case .notFound:
             decidedBy = "no such flag"
@@ -109,7 +117,8 @@ extension Evaluator {
         let variant: String
         // An experiment asked as a plugin switch answers as a switch would: off.
         if let experiment = flag.experiment, evaluation.decision != .typeMismatch {
-            let chosen = experiment.variants.indices.contains(Int(evaluation.variantIndex))
+            let chosen =
+                experiment.variants.indices.contains(Int(evaluation.variantIndex))
                 ? experiment.variants[Int(evaluation.variantIndex)] : nil
             value = chosen?.value ?? .boolean(false)
             variant = chosen?.key ?? experiment.defaultVariant
@@ -117,8 +126,9 @@ extension Evaluator {
             value = .boolean(evaluation.isOn)
             variant = evaluation.isOn ? "on" : "off"
         }
-        return EvaluationDetails(flagKey: flag.key, value: value, variant: variant, reason: evaluation.reason,
-                                 errorCode: evaluation.errorCode, errorMessage: errorMessage, decidedBy: decidedBy,
-                                 metadata: metadata, bucket: evaluation.bucket)
+        return EvaluationDetails(
+            flagKey: flag.key, value: value, variant: variant, reason: evaluation.reason,
+            errorCode: evaluation.errorCode, errorMessage: errorMessage, decidedBy: decidedBy,
+            metadata: metadata, bucket: evaluation.bucket)
     }
 }

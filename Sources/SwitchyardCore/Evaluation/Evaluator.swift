@@ -62,7 +62,9 @@ public struct Evaluator: Sendable {
         for (killIndex, kill) in snapshot.killSwitchRecords.enumerated() {
             for entry in 0..<kill.count {
                 let scope = snapshot.tables.scopes[snapshot.killEntryScopes[Int(kill.start + entry)]]
-                if Self.matches(scope, city: city, hasCohorts: hasCohorts, cohortWords: cohortWords, words: tables.words) {
+                if Self.matches(
+                    scope, city: city, hasCohorts: hasCohorts, cohortWords: cohortWords, words: tables.words)
+                {
                     killingEntry[killIndex] = entry
                     break
                 }
@@ -139,7 +141,8 @@ public struct Evaluator: Sendable {
             return Evaluation(isOn: isOn, variantIndex: isOn ? 1 : 0, reason: fixedReason, decision: decision)
         }
         guard hasUnitId else {
-            return Evaluation(isOn: false, variantIndex: 0, reason: .error, errorCode: .targetingKeyMissing, decision: decision)
+            return Evaluation(
+                isOn: false, variantIndex: 0, reason: .error, errorCode: .targetingKeyMissing, decision: decision)
         }
         let bucket = Int32(Bucketing.bucket(hash: hash(flag)))
         let isOn = bucket < Int32(rollout)
@@ -149,7 +152,8 @@ public struct Evaluator: Sendable {
     @inline(never)
     private func evaluateExperiment(_ flag: UnsafePointer<FlagRecord>) -> Evaluation {
         if anyKilled && flag.pointee.killCount > 0, let killed = killEntry(flag) {
-            return Evaluation(isOn: false, variantIndex: flag.pointee.defaultVariant, reason: .disabled, decision: killed)
+            return Evaluation(
+                isOn: false, variantIndex: flag.pointee.defaultVariant, reason: .disabled, decision: killed)
         }
         var weights = flag.pointee.weights
         var decision = Decision.fallback
@@ -169,8 +173,9 @@ public struct Evaluator: Sendable {
             return Evaluation(isOn: false, variantIndex: weights.single, reason: .targetingMatch, decision: decision)
         }
         guard hasUnitId else {
-            return Evaluation(isOn: false, variantIndex: flag.pointee.defaultVariant, reason: .error,
-                              errorCode: .targetingKeyMissing, decision: decision)
+            return Evaluation(
+                isOn: false, variantIndex: flag.pointee.defaultVariant, reason: .error,
+                errorCode: .targetingKeyMissing, decision: decision)
         }
         let hash = hash(flag)
         let point = Bucketing.weightPoint(hash: hash, totalWeight: weights.total)
@@ -180,8 +185,9 @@ public struct Evaluator: Sendable {
             variant = offset
             break
         }
-        return Evaluation(isOn: false, variantIndex: variant, reason: .split, decision: decision,
-                          bucket: Int32(Bucketing.bucket(hash: hash)))
+        return Evaluation(
+            isOn: false, variantIndex: variant, reason: .split, decision: decision,
+            bucket: Int32(Bucketing.bucket(hash: hash)))
     }
 
     @inline(__always)
@@ -235,10 +241,14 @@ public struct Evaluator: Sendable {
     }
 
     @inline(__always)
-    private static func matches(_ scope: ScopeRecord, city: Int32, hasCohorts: Bool, cohortWords: [UInt64],
-                                words: Table<UInt64>) -> Bool {
+    private static func matches(
+        _ scope: ScopeRecord, city: Int32, hasCohorts: Bool, cohortWords: [UInt64],
+        words: Table<UInt64>
+    ) -> Bool {
         if scope.cities.count > 0 && !contains(scope.cities, city, words: words) { return false }
-        if scope.cohorts.count > 0 && !(hasCohorts && intersects(scope.cohorts, cohortWords, words: words)) { return false }
+        if scope.cohorts.count > 0 && !(hasCohorts && intersects(scope.cohorts, cohortWords, words: words)) {
+            return false
+        }
         return true
     }
 
@@ -253,9 +263,15 @@ public struct Evaluator: Sendable {
         if rule.pointee.cityIn.count > 0 && !contains(rule.pointee.cityIn, city) { return false }
         if rule.pointee.cityNotIn.count > 0 && (city == -2 || contains(rule.pointee.cityNotIn, city)) { return false }
         if rule.pointee.cohortIn.count > 0
-            && !(hasCohorts && Self.intersects(rule.pointee.cohortIn, cohortWords, words: tables.words)) { return false }
+            && !(hasCohorts && Self.intersects(rule.pointee.cohortIn, cohortWords, words: tables.words))
+        {
+            return false
+        }
         if rule.pointee.cohortNotIn.count > 0
-            && (!hasCohorts || Self.intersects(rule.pointee.cohortNotIn, cohortWords, words: tables.words)) { return false }
+            && (!hasCohorts || Self.intersects(rule.pointee.cohortNotIn, cohortWords, words: tables.words))
+        {
+            return false
+        }
         if rule.pointee.unitIn.count > 0 && !contains(rule.pointee.unitIn, unit) { return false }
         let atLeast = rule.pointee.atLeast
         let below = rule.pointee.below

@@ -174,8 +174,9 @@ struct Murmur3Suffix: Sendable {
             words[Self.blockStarts + alignment] = UInt32(words.count)
             var index = offset
             while bytes.count - index >= 4 {
-                words.append(UInt32(bytes[index]) | UInt32(bytes[index + 1]) << 8
-                    | UInt32(bytes[index + 2]) << 16 | UInt32(bytes[index + 3]) << 24)
+                words.append(
+                    UInt32(bytes[index]) | UInt32(bytes[index + 1]) << 8
+                        | UInt32(bytes[index + 2]) << 16 | UInt32(bytes[index + 3]) << 24)
                 index += 4
             }
             var tail: UInt32 = 0

@@ -18,7 +18,9 @@ extension JSONValue {
     ///   - bytes: the document.
     ///   - maximumDepth: deepest nesting of arrays and objects accepted.
     /// - Throws: `JSONParseError` naming the position and the problem.
-    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = 64) throws(JSONParseError) -> JSONValue {
+    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = 64) throws(JSONParseError)
+        -> JSONValue
+    {
         // The parser reads raw memory: no bounds check or reference count per byte.
         func parse(_ buffer: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, JSONParseError> {
             var parser = JSONParser(bytes: buffer, maximumDepth: maximumDepth)
@@ -97,9 +99,15 @@ private struct JSONParser {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectWord("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectWord("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectWord("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectWord("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectWord("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectWord("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         default: throw error("unexpected \(describeByte()), expected a value")
         }
@@ -216,21 +224,29 @@ private struct JSONParser {
         guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit") }
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
-            if index < bytes.count && isDigit(bytes[index]) { throw error("invalid number, leading zeros are not allowed") }
+            if index < bytes.count && isDigit(bytes[index]) {
+                throw error("invalid number, leading zeros are not allowed")
+            }
         } else {
             while index < bytes.count && isDigit(bytes[index]) { index += 1 }
         }
         if index < bytes.count && bytes[index] == UInt8(ascii: ".") {
             index += 1
-            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit after '.'") }
+            guard index < bytes.count, isDigit(bytes[index]) else {
+                throw error("invalid number, expected a digit after '.'")
+            }
             while index < bytes.count && isDigit(bytes[index]) { index += 1 }
         }
         var hasExponent = false
         if index < bytes.count && (bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")) {
             hasExponent = true
             index += 1
-            if index < bytes.count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) { index += 1 }
-            guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number, expected a digit in the exponent") }
+            if index < bytes.count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) {
+                index += 1
+            }
+            guard index < bytes.count, isDigit(bytes[index]) else {
+                throw error("invalid number, expected a digit in the exponent")
+            }
             while index < bytes.count && isDigit(bytes[index]) { index += 1 }
         }
         if index - start > 400 { throw error("number literal too long", at: start) }
@@ -309,7 +325,9 @@ private struct JSONParser {
                 let high = try parseHex4()
                 let scalar: Unicode.Scalar
                 if (0xD800...0xDBFF).contains(high) {
-                    guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                    guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                        bytes[index + 1] == UInt8(ascii: "u")
+                    else {
                         throw error("unpaired surrogate in \\u escape")
                     }
                     index += 2

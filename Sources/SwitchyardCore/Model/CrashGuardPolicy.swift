@@ -78,7 +78,8 @@ public struct CrashGuardPolicy: Sendable, Hashable {
 
     public init(
         enabled: Bool? = nil, window: Duration? = nil, minimumSessions: Int? = nil, minimumCrashes: Int? = nil,
-        maximumCrashRate: Rollout? = nil, baselineRatio: Int? = nil, confidence: Rollout? = nil, cooldown: Duration? = nil,
+        maximumCrashRate: Rollout? = nil, baselineRatio: Int? = nil, confidence: Rollout? = nil,
+        cooldown: Duration? = nil,
         scopeBy: [GuardScopeAttribute]? = nil, minimumUnits: Int? = nil, minimumAddresses: Int? = nil,
         tripSources: [GuardTripSource]? = nil, maximumScopedDisables: Int? = nil, maximumSessionsPerUnit: Int? = nil,
         maximumSessionsPerAddress: Int? = nil, maximumTripsPerHour: Int? = nil, maximumScopedTripsPerHour: Int? = nil,
@@ -110,17 +111,20 @@ public struct CrashGuardPolicy: Sendable, Hashable {
     public var isEmpty: Bool { self == CrashGuardPolicy() }
 
     /// The values used where neither the namespace nor the switch names one.
-    public static let builtIn = ResolvedCrashGuardPolicy(settingEvery: CrashGuardPolicy(
-        enabled: true, window: .seconds(600), minimumSessions: 200, minimumCrashes: 10,
-        maximumCrashRate: Rollout(basisPoints: 200)!, baselineRatio: 200, confidence: Rollout(basisPoints: 9990)!,
-        cooldown: .seconds(1800), scopeBy: [.city, .cohort], minimumUnits: 5, minimumAddresses: 3,
-        tripSources: [.clients, .reporters], maximumScopedDisables: 5, maximumSessionsPerUnit: 5,
-        maximumSessionsPerAddress: 100, maximumTripsPerHour: 3, maximumScopedTripsPerHour: 3, cities: nil, cohorts: nil,
-        maximumScopeValues: 100))
+    public static let builtIn = ResolvedCrashGuardPolicy(
+        settingEvery: CrashGuardPolicy(
+            enabled: true, window: .seconds(600), minimumSessions: 200, minimumCrashes: 10,
+            maximumCrashRate: Rollout(basisPoints: 200)!, baselineRatio: 200, confidence: Rollout(basisPoints: 9990)!,
+            cooldown: .seconds(1800), scopeBy: [.city, .cohort], minimumUnits: 5, minimumAddresses: 3,
+            tripSources: [.clients, .reporters], maximumScopedDisables: 5, maximumSessionsPerUnit: 5,
+            maximumSessionsPerAddress: 100, maximumTripsPerHour: 3, maximumScopedTripsPerHour: 3, cities: nil,
+            cohorts: nil,
+            maximumScopeValues: 100))
 
     /// The policy in force for a switch: its own fields, else the namespace's, else the built-in ones. The
     /// namespace fields come from the namespace alone.
-    public static func resolved(namespace: CrashGuardPolicy?, switch own: CrashGuardPolicy?) -> ResolvedCrashGuardPolicy {
+    public static func resolved(namespace: CrashGuardPolicy?, switch own: CrashGuardPolicy?) -> ResolvedCrashGuardPolicy
+    {
         let base = builtIn.policy
         var policy = CrashGuardPolicy()
         func pick<Value>(_ keyPath: WritableKeyPath<CrashGuardPolicy, Value?>) {
@@ -150,15 +154,18 @@ public struct CrashGuardPolicy: Sendable, Hashable {
         namespaceOnly(\.maximumScopeValues)
         // A namespace that set only `max_trips_per_hour` (before scoped trips had a budget of their own) keeps it for
         // both: `max_trips_per_hour: 0` still means the guard only proposes.
-        policy.maximumScopedTripsPerHour = namespace?.maximumScopedTripsPerHour ?? namespace?.maximumTripsPerHour
+        policy.maximumScopedTripsPerHour =
+            namespace?.maximumScopedTripsPerHour ?? namespace?.maximumTripsPerHour
             ?? base.maximumScopedTripsPerHour
         return ResolvedCrashGuardPolicy(settingEvery: policy)
     }
 
     /// The fields only a namespace's policy may set: they decide how its events are counted and how much the guard
     /// may do in it as a whole.
-    public static let namespaceFields = ["max_sessions_per_unit", "max_sessions_per_address", "max_trips_per_hour", "max_scoped_trips_per_hour",
-                                         "cities", "cohorts", "max_scope_values"]
+    public static let namespaceFields = [
+        "max_sessions_per_unit", "max_sessions_per_address", "max_trips_per_hour", "max_scoped_trips_per_hour",
+        "cities", "cohorts", "max_scope_values",
+    ]
 }
 
 /// Whose sessions may trip a switch.
@@ -233,7 +240,8 @@ public struct ResolvedCrashGuardPolicy: Sendable, Hashable {
 public enum GuardDurationText {
     /// Parses `90s`, `10m`, `2h`, `1d` (a whole number of seconds, minutes, hours or days).
     public static func parse(_ text: String) -> Duration? {
-        guard let unit = text.last, let count = Int64(text.dropLast()), count >= 0, !text.dropLast().hasPrefix("+") else { return nil }
+        guard let unit = text.last, let count = Int64(text.dropLast()), count >= 0, !text.dropLast().hasPrefix("+")
+        else { return nil }
         let seconds: Int64
         switch unit {
         case "s": seconds = 1
@@ -268,17 +276,21 @@ public enum RatioText {
             fraction = literal[literal.index(after: dot)...]
         }
         guard !whole.isEmpty, whole.count <= 6, whole.allSatisfy(\.isASCIIDigit), fraction.allSatisfy(\.isASCIIDigit),
-              !(literal.contains(".") && fraction.isEmpty) else { return nil }
+            !(literal.contains(".") && fraction.isEmpty)
+        else { return nil }
         let significant = fraction.reversed().drop { $0 == "0" }.reversed()
         guard significant.count <= 2, let integer = Int(whole) else { return nil }
         var hundredths = integer * 100
-        for (position, digit) in significant.enumerated() { hundredths += Int(String(digit))! * (position == 0 ? 10 : 1) }
+        for (position, digit) in significant.enumerated() {
+            hundredths += Int(String(digit))! * (position == 0 ? 10 : 1)
+        }
         return hundredths
     }
 
     /// `3`, `2.5`, `1.25`.
     public static func text(_ hundredths: Int) -> String {
-        let whole = hundredths / 100, rest = hundredths % 100
+        let whole = hundredths / 100
+        let rest = hundredths % 100
         if rest == 0 { return String(whole) }
         if rest % 10 == 0 { return "\(whole).\(rest / 10)" }
         return "\(whole).\(rest < 10 ? "0" : "")\(rest)"
@@ -288,9 +300,12 @@ public enum RatioText {
 // MARK: Reading and writing
 
 extension CrashGuardPolicy {
-    static let fieldNames = ["enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
-                             "confidence", "cooldown", "scope_by", "min_units", "min_addresses", "trip_sources",
-                             "max_scoped_disables"] + namespaceFields
+    static let fieldNames =
+        [
+            "enabled", "window", "min_sessions", "min_crashes", "max_crash_rate", "baseline_ratio",
+            "confidence", "cooldown", "scope_by", "min_units", "min_addresses", "trip_sources",
+            "max_scoped_disables",
+        ] + namespaceFields
 
     /// Reads a policy as ``tree(unit:)`` writes it (a namespace's, or a resolved one as the API shows it).
     ///
@@ -306,12 +321,17 @@ extension CrashGuardPolicy {
     ///
     /// - Parameter namespaceLevel: whether it is the namespace's policy (else a switch's, which may not set the
     ///   ``namespaceFields``).
-    static func read(_ value: JSONValue, at path: FieldPath, unit: RolloutUnit, reader: TreeReader,
-                     namespaceLevel: Bool = true) -> CrashGuardPolicy? {
+    static func read(
+        _ value: JSONValue, at path: FieldPath, unit: RolloutUnit, reader: TreeReader,
+        namespaceLevel: Bool = true
+    ) -> CrashGuardPolicy? {
         guard var object = reader.object(value, at: path) else { return nil }
         if !namespaceLevel {
             for field in namespaceFields where object.object[field] != nil {
-                reader.report(path / field, "is a namespace setting (it applies to every switch of the namespace); set it in the namespace's crash_guard")
+                reader.report(
+                    path / field,
+                    "is a namespace setting (it applies to every switch of the namespace); set it in the namespace's crash_guard"
+                )
             }
         }
         var policy = CrashGuardPolicy()
@@ -320,7 +340,8 @@ extension CrashGuardPolicy {
             if let window = GuardDurationText.parse(text) {
                 let seconds = window.components.seconds
                 if seconds % 60 != 0 || seconds < 60 || seconds > 86_400 {
-                    reader.report(path / "window", "'\(text)' must be whole minutes from 1m to 1d (counts are kept per minute)")
+                    reader.report(
+                        path / "window", "'\(text)' must be whole minutes from 1m to 1d (counts are kept per minute)")
                 } else {
                     policy.window = window
                 }
@@ -335,16 +356,18 @@ extension CrashGuardPolicy {
                 reader.report(path / "cooldown", "'\(text)' is not a duration from 0s to 7d (write e.g. 30m, 2h)")
             }
         }
-        for (field, keyPath, lowest, limit) in [("min_sessions", \CrashGuardPolicy.minimumSessions, 1, 100_000_000),
-                                                ("min_crashes", \CrashGuardPolicy.minimumCrashes, 1, 100_000_000),
-                                                ("min_units", \CrashGuardPolicy.minimumUnits, 1, 1_000_000),
-                                                ("min_addresses", \CrashGuardPolicy.minimumAddresses, 1, 1_000_000),
-                                                ("max_scoped_disables", \CrashGuardPolicy.maximumScopedDisables, 0, 1000),
-                                                ("max_sessions_per_unit", \CrashGuardPolicy.maximumSessionsPerUnit, 1, 1_000_000),
-                                                ("max_sessions_per_address", \CrashGuardPolicy.maximumSessionsPerAddress, 1, 100_000_000),
-                                                ("max_trips_per_hour", \CrashGuardPolicy.maximumTripsPerHour, 0, 1000),
-                                                ("max_scoped_trips_per_hour", \CrashGuardPolicy.maximumScopedTripsPerHour, 0, 1000),
-                                                ("max_scope_values", \CrashGuardPolicy.maximumScopeValues, 1, 10_000)] {
+        for (field, keyPath, lowest, limit) in [
+            ("min_sessions", \CrashGuardPolicy.minimumSessions, 1, 100_000_000),
+            ("min_crashes", \CrashGuardPolicy.minimumCrashes, 1, 100_000_000),
+            ("min_units", \CrashGuardPolicy.minimumUnits, 1, 1_000_000),
+            ("min_addresses", \CrashGuardPolicy.minimumAddresses, 1, 1_000_000),
+            ("max_scoped_disables", \CrashGuardPolicy.maximumScopedDisables, 0, 1000),
+            ("max_sessions_per_unit", \CrashGuardPolicy.maximumSessionsPerUnit, 1, 1_000_000),
+            ("max_sessions_per_address", \CrashGuardPolicy.maximumSessionsPerAddress, 1, 100_000_000),
+            ("max_trips_per_hour", \CrashGuardPolicy.maximumTripsPerHour, 0, 1000),
+            ("max_scoped_trips_per_hour", \CrashGuardPolicy.maximumScopedTripsPerHour, 0, 1000),
+            ("max_scope_values", \CrashGuardPolicy.maximumScopeValues, 1, 10_000),
+        ] {
             guard let integer = object.integer(field) else { continue }
             guard (Int64(lowest)...Int64(limit)).contains(integer) else {
                 reader.report(path / field, "\(integer) is not between \(lowest) and \(limit)")
@@ -367,14 +390,18 @@ extension CrashGuardPolicy {
             guard object.value(field) != nil else { continue }
             let values = object.stringList(field, rule: .attribute)
             for (index, value) in values.enumerated() where value == Self.otherValue {
-                reader.report(path / field / index, "'\(value)' stands for every value not counted on its own; it cannot be declared")
+                reader.report(
+                    path / field / index,
+                    "'\(value)' stands for every value not counted on its own; it cannot be declared")
             }
             policy[keyPath: keyPath] = values
         }
         if let value = object.value("max_crash_rate") {
             policy.maximumCrashRate = Rollout.read(value, at: path / "max_crash_rate", unit: unit, reader: reader)
             if policy.maximumCrashRate == .off {
-                reader.report(path / "max_crash_rate", "must be above 0 (any crash would trip the guard); use enabled: false to turn the guard off")
+                reader.report(
+                    path / "max_crash_rate",
+                    "must be above 0 (any crash would trip the guard); use enabled: false to turn the guard off")
                 policy.maximumCrashRate = nil
             }
         }
@@ -397,7 +424,9 @@ extension CrashGuardPolicy {
                     reader.report(path / "baseline_ratio", "\(number.literal) is not between 1 and 1000")
                 }
             } else {
-                reader.report(path / "baseline_ratio", "\(value.serializedString()) is not a ratio (a number such as 3 or 2.5, at most two decimals)")
+                reader.report(
+                    path / "baseline_ratio",
+                    "\(value.serializedString()) is not a ratio (a number such as 3 or 2.5, at most two decimals)")
             }
         }
         if object.value("scope_by") != nil {
@@ -424,7 +453,9 @@ extension CrashGuardPolicy {
         if let minimumSessions { object["min_sessions"] = .int(minimumSessions) }
         if let minimumCrashes { object["min_crashes"] = .int(minimumCrashes) }
         if let maximumCrashRate { object["max_crash_rate"] = maximumCrashRate.jsonValue(unit: unit) }
-        if let baselineRatio { object["baseline_ratio"] = .number(JSONNumber(uncheckedLiteral: RatioText.text(baselineRatio))) }
+        if let baselineRatio {
+            object["baseline_ratio"] = .number(JSONNumber(uncheckedLiteral: RatioText.text(baselineRatio)))
+        }
         if let confidence { object["confidence"] = confidence.jsonValue(unit: unit) }
         if let cooldown { object["cooldown"] = .string(GuardDurationText.text(cooldown)) }
         if let scopeBy { object["scope_by"] = .array(scopeBy.map { .string($0.rawValue) }) }

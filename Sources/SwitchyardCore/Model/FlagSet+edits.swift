@@ -9,17 +9,21 @@ extension FlagSet {
     /// The index of a flag in `flags`; not found when there is none.
     public func flagIndex(_ key: String) throws(FlagEditError) -> Int {
         guard let index = flags.firstIndex(where: { $0.key == key }) else {
-            throw FlagEditError.notFound("namespace '\(namespace)' has no flag '\(key)' (list flags with GET /v1/namespaces/\(namespace)/flags)")
+            throw FlagEditError.notFound(
+                "namespace '\(namespace)' has no flag '\(key)' (list flags with GET /v1/namespaces/\(namespace)/flags)")
         }
         return index
     }
 
     /// The index of a plugin switch in `flags`, with its definition; not found when there is no such flag, invalid
     /// when it is an experiment (`operation` names what needed a plugin switch).
-    public func switchIndex(_ key: String, for operation: String) throws(FlagEditError) -> (Int, PluginSwitchDefinition) {
+    public func switchIndex(_ key: String, for operation: String) throws(FlagEditError) -> (Int, PluginSwitchDefinition)
+    {
         let index = try flagIndex(key)
         guard let gate = flags[index].pluginSwitch else {
-            throw FlagEditError.invalid("'\(key)' is an experiment flag; \(operation) applies to plugin switches (experiments are killed with a kill switch and shaped by weights)")
+            throw FlagEditError.invalid(
+                "'\(key)' is an experiment flag; \(operation) applies to plugin switches (experiments are killed with a kill switch and shaped by weights)"
+            )
         }
         return (index, gate)
     }
@@ -40,7 +44,9 @@ extension FlagSet {
         if let scope, !scope.isEverywhere {
             guard gate.disabledScopes.contains(where: { $0.sameScope(as: scope) }) else {
                 let current = gate.disabledScopes.map(\.description).joined(separator: "; ")
-                throw FlagEditError.invalid("'\(key)' has no scoped disable for \(scope) (its scoped disables: \(current.isEmpty ? "none" : current))", path: "scope")
+                throw FlagEditError.invalid(
+                    "'\(key)' has no scoped disable for \(scope) (its scoped disables: \(current.isEmpty ? "none" : current))",
+                    path: "scope")
             }
             gate.disabledScopes.removeAll { $0.sameScope(as: scope) }
         } else {
@@ -82,7 +88,9 @@ extension FlagSet {
         } else if let scope, !scope.isEverywhere {
             guard killSwitches[index].entries.contains(where: { $0.sameScope(as: scope) }) else {
                 let current = killSwitches[index].entries.map(\.description).joined(separator: "; ")
-                throw FlagEditError.invalid("kill switch '\(key)' has no entry for \(scope) (its entries: \(current.isEmpty ? "none" : current))", path: "scope")
+                throw FlagEditError.invalid(
+                    "kill switch '\(key)' has no entry for \(scope) (its entries: \(current.isEmpty ? "none" : current))",
+                    path: "scope")
             }
             result.killSwitches[index].entries.removeAll { $0.sameScope(as: scope) }
         } else {
@@ -94,13 +102,17 @@ extension FlagSet {
     /// Sets the default rollout, a rule's rollout by index, or the rollout of the first rule whose conditions
     /// equal `conditions` (appending such a rule when none has them).
     /// - Returns: the flag set and the index of the rule set (nil for the default rollout).
-    public func settingRollout(_ key: String, _ rollout: Rollout, rule: Int?, conditions: Conditions?) throws(FlagEditError) -> (FlagSet, Int?) {
+    public func settingRollout(_ key: String, _ rollout: Rollout, rule: Int?, conditions: Conditions?)
+        throws(FlagEditError) -> (FlagSet, Int?)
+    {
         var result = self
         var (index, gate) = try switchIndex(key, for: "a rollout")
         var ruleIndex: Int?
         if let rule {
             guard gate.rules.indices.contains(rule) else {
-                throw FlagEditError.invalid("'\(key)' has \(gate.rules.count) rules; rule \(rule) does not exist (rules are numbered from 0)", path: "rule")
+                throw FlagEditError.invalid(
+                    "'\(key)' has \(gate.rules.count) rules; rule \(rule) does not exist (rules are numbered from 0)",
+                    path: "rule")
             }
             gate.rules[rule].rollout = rollout
             ruleIndex = rule
@@ -121,7 +133,9 @@ extension FlagSet {
 
     /// Adds and removes cities, cohorts, platforms and allowlisted units in a rule's conditions.
     /// - Returns: the flag set and the index of the rule edited.
-    public func targeting(_ key: String, rule: Int?, add: Conditions, remove: Conditions, rollout: Rollout?) throws(FlagEditError) -> (FlagSet, Int) {
+    public func targeting(_ key: String, rule: Int?, add: Conditions, remove: Conditions, rollout: Rollout?)
+        throws(FlagEditError) -> (FlagSet, Int)
+    {
         var result = self
         let index = try flagIndex(key)
         var flag = flags[index]
@@ -133,24 +147,31 @@ extension FlagSet {
         let ruleIndex: Int
         if let rule {
             guard conditions.indices.contains(rule) else {
-                throw FlagEditError.invalid("'\(key)' has \(conditions.count) rules; rule \(rule) does not exist (rules are numbered from 0)", path: "rule")
+                throw FlagEditError.invalid(
+                    "'\(key)' has \(conditions.count) rules; rule \(rule) does not exist (rules are numbered from 0)",
+                    path: "rule")
             }
             ruleIndex = rule
         } else if conditions.count == 1 {
             ruleIndex = 0
         } else if conditions.isEmpty {
             guard case .pluginSwitch(var gate) = flag.kind else {
-                throw FlagEditError.invalid("experiment '\(key)' has no rules; add rules with their weights through PUT /v1/namespaces/\(namespace)/flags/\(key)", path: "rule")
+                throw FlagEditError.invalid(
+                    "experiment '\(key)' has no rules; add rules with their weights through PUT /v1/namespaces/\(namespace)/flags/\(key)",
+                    path: "rule")
             }
             guard let rollout else {
-                throw FlagEditError.invalid("'\(key)' has no rules yet; pass 'rollout' (basis points) for the new rule", path: "rollout")
+                throw FlagEditError.invalid(
+                    "'\(key)' has no rules yet; pass 'rollout' (basis points) for the new rule", path: "rollout")
             }
             gate.rules.append(SwitchRule(conditions: Conditions(), rollout: rollout))
             flag.kind = .pluginSwitch(gate)
             conditions = [Conditions()]
             ruleIndex = 0
         } else {
-            throw FlagEditError.invalid("'\(key)' has \(conditions.count) rules; pass 'rule' to say which one to edit (numbered from 0)", path: "rule")
+            throw FlagEditError.invalid(
+                "'\(key)' has \(conditions.count) rules; pass 'rule' to say which one to edit (numbered from 0)",
+                path: "rule")
         }
         var edited = conditions[ruleIndex]
         var problems: [ValidationProblem] = []
@@ -159,7 +180,10 @@ extension FlagSet {
             for value in add[keyPath: keyPath] where !values.contains(value) { values.append(value) }
             for (position, value) in remove[keyPath: keyPath].enumerated() {
                 guard values.contains(value) else {
-                    problems.append(ValidationProblem(path: FieldPath("remove") / field / position, message: "'\(value)' is not in rules[\(ruleIndex)].\(field)"))
+                    problems.append(
+                        ValidationProblem(
+                            path: FieldPath("remove") / field / position,
+                            message: "'\(value)' is not in rules[\(ruleIndex)].\(field)"))
                     continue
                 }
                 values.removeAll { $0 == value }
@@ -174,7 +198,8 @@ extension FlagSet {
             flag.kind = .pluginSwitch(gate)
         case .experiment(var experiment):
             if rollout != nil {
-                throw FlagEditError.invalid("'\(key)' is an experiment flag; its rules have weights, not a rollout", path: "rollout")
+                throw FlagEditError.invalid(
+                    "'\(key)' is an experiment flag; its rules have weights, not a rollout", path: "rollout")
             }
             experiment.rules[ruleIndex].conditions = edited
             flag.kind = .experiment(experiment)
@@ -211,11 +236,11 @@ extension FlagSet {
                 }
                 return problem
             }
-            throw FlagEditError.invalid("flag '\(key)' is not valid: \(problems.first?.description ?? "")", problems: problems)
+            throw FlagEditError.invalid(
+                "flag '\(key)' is not valid: \(problems.first?.description ?? "")", problems: problems)
         }
     }
 }
-
 
 /// Why an edit of a flag set cannot be made as asked.
 public struct FlagEditError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -243,7 +268,9 @@ public struct FlagEditError: Error, Sendable, Hashable, CustomStringConvertible 
     /// Several problems: the message names the first and counts the rest.
     public init(problems: [ValidationProblem]) {
         let first = problems.first?.description ?? "the edit is not valid"
-        self.init(.invalid, problems.count <= 1 ? first : "\(first) (and \(problems.count - 1) more problems)", problems: problems)
+        self.init(
+            .invalid, problems.count <= 1 ? first : "\(first) (and \(problems.count - 1) more problems)",
+            problems: problems)
     }
 
     static func notFound(_ message: String) -> FlagEditError {
@@ -266,7 +293,9 @@ public struct FlagEditError: Error, Sendable, Hashable, CustomStringConvertible 
 extension Conditions {
     /// The condition lists an edit of targeting adds to and removes from, by their names in documents.
     public static var targetingLists: [(String, WritableKeyPath<Conditions, [String]>)] {
-        [("cities", \.cities), ("not_cities", \.notCities), ("cohorts", \.cohorts), ("not_cohorts", \.notCohorts),
-         ("units", \.units), ("platforms", \.platforms)]
+        [
+            ("cities", \.cities), ("not_cities", \.notCities), ("cohorts", \.cohorts), ("not_cohorts", \.notCohorts),
+            ("units", \.units), ("platforms", \.platforms),
+        ]
     }
 }

@@ -24,8 +24,10 @@ public enum ReleaseAction: String, Sendable, CaseIterable {
 extension FlagSet {
     /// A person's action on a switch's plan (`plan`: for `start`, the plan to start instead of the declared one).
     /// flagsd applies it; flagctl tries it on the flag set it read, to refuse what flagsd would before asking.
-    public func applying(_ action: ReleaseAction, to key: String, plan: ReleasePlan? = nil, guardrails: [ReleaseGuardrail]? = nil,
-                         at now: Int64, note: String?) throws(FlagEditError) -> FlagSet {
+    public func applying(
+        _ action: ReleaseAction, to key: String, plan: ReleasePlan? = nil, guardrails: [ReleaseGuardrail]? = nil,
+        at now: Int64, note: String?
+    ) throws(FlagEditError) -> FlagSet {
         switch action {
         case .start: try startingRelease(key, plan: plan, guardrails: guardrails, at: now, note: note)
         case .pause: try pausingRelease(key, at: now, note: note)
@@ -39,16 +41,23 @@ extension FlagSet {
     /// stage's targeting. A plan that is already running is refused (pause or abort it first).
     ///
     /// - Parameter guardrails: when given, they replace the plan's (the declared one's or the given one's).
-    public func startingRelease(_ key: String, plan: ReleasePlan?, guardrails: [ReleaseGuardrail]? = nil, at now: Int64,
-                                note: String? = nil) throws(FlagEditError) -> FlagSet {
+    public func startingRelease(
+        _ key: String, plan: ReleasePlan?, guardrails: [ReleaseGuardrail]? = nil, at now: Int64,
+        note: String? = nil
+    ) throws(FlagEditError) -> FlagSet {
         var result = self
         var (index, gate) = try switchIndex(key, for: "a release plan")
         guard var started = plan?.declared ?? gate.release?.declared else {
-            throw FlagEditError.invalid("'\(key)' has no release plan; pass the stages (flagctl release start \(key) --stage …) or declare release: in its flag file", path: "plan")
+            throw FlagEditError.invalid(
+                "'\(key)' has no release plan; pass the stages (flagctl release start \(key) --stage …) or declare release: in its flag file",
+                path: "plan")
         }
         if let guardrails { started.guardrails = guardrails }
         if let state = gate.release?.state, state.isActive {
-            throw FlagEditError(.conflict, "the release plan of '\(key)' is \(state.status.rawValue) at stage \(state.stage.map(String.init) ?? "none"); resume, advance or abort it instead of starting it again")
+            throw FlagEditError(
+                .conflict,
+                "the release plan of '\(key)' is \(state.status.rawValue) at stage \(state.stage.map(String.init) ?? "none"); resume, advance or abort it instead of starting it again"
+            )
         }
         guard !started.stages.isEmpty else {
             throw FlagEditError.invalid("a release plan needs at least one stage", path: "plan.stages")
@@ -113,16 +122,22 @@ extension FlagSet {
         }
     }
 
-    private func editingRelease(_ key: String, allowed: Set<ReleaseState.Status>, verb: String,
-                                _ edit: (inout ReleasePlan, inout PluginSwitchDefinition) -> Void) throws(FlagEditError) -> FlagSet {
+    private func editingRelease(
+        _ key: String, allowed: Set<ReleaseState.Status>, verb: String,
+        _ edit: (inout ReleasePlan, inout PluginSwitchDefinition) -> Void
+    ) throws(FlagEditError) -> FlagSet {
         var result = self
         var (index, gate) = try switchIndex(key, for: "a release plan")
         guard var plan = gate.release else {
-            throw FlagEditError.notFound("'\(key)' has no release plan (start one with flagctl release start \(key) --stage …)")
+            throw FlagEditError.notFound(
+                "'\(key)' has no release plan (start one with flagctl release start \(key) --stage …)")
         }
         guard let state = plan.state, allowed.contains(state.status) else {
             let status = plan.state?.status.rawValue ?? "not started"
-            throw FlagEditError(.conflict, "the release plan of '\(key)' is \(status); only a \(allowed.map(\.rawValue).sorted().joined(separator: " or ")) plan can \(verb)")
+            throw FlagEditError(
+                .conflict,
+                "the release plan of '\(key)' is \(status); only a \(allowed.map(\.rawValue).sorted().joined(separator: " or ")) plan can \(verb)"
+            )
         }
         edit(&plan, &gate)
         gate.release = plan
@@ -138,18 +153,25 @@ extension FlagSet {
     ///   - actor: who made it (named in the note).
     ///   - summary: what the edit was (named in the note).
     ///   - isCrashGuard: whether the edit is the crash guard's trip (it aborts instead of pausing).
-    public func stoppingInterruptedReleases(since before: FlagSet, actor: String, summary: String?, isCrashGuard: Bool,
-                                            at now: Int64) -> FlagSet {
+    public func stoppingInterruptedReleases(
+        since before: FlagSet, actor: String, summary: String?, isCrashGuard: Bool,
+        at now: Int64
+    ) -> FlagSet {
         var result = self
         for index in result.flags.indices {
             guard var gate = result.flags[index].pluginSwitch, var plan = gate.release, plan.isRunning,
-                  let old = before.flag(result.flags[index].key)?.pluginSwitch, old.release?.state == plan.state else { continue }
-            guard old.disabled != gate.disabled || old.disabledScopes != gate.disabledScopes || old.rules != gate.rules
-                    || old.rollout != gate.rollout else { continue }
+                let old = before.flag(result.flags[index].key)?.pluginSwitch, old.release?.state == plan.state
+            else { continue }
+            guard
+                old.disabled != gate.disabled || old.disabledScopes != gate.disabledScopes || old.rules != gate.rules
+                    || old.rollout != gate.rollout
+            else { continue }
             let what = summary.map { " (\($0))" } ?? ""
-            plan.enter(isCrashGuard ? .aborted : .paused, stage: plan.state?.stage, at: now,
-                       note: isCrashGuard ? "aborted: the crash guard disabled the switch\(what)"
-                                              : "paused: \(actor) changed the switch\(what); resume to put the stage's targeting back")
+            plan.enter(
+                isCrashGuard ? .aborted : .paused, stage: plan.state?.stage, at: now,
+                note: isCrashGuard
+                    ? "aborted: the crash guard disabled the switch\(what)"
+                    : "paused: \(actor) changed the switch\(what); resume to put the stage's targeting back")
             gate.release = plan
             result.flags[index].pluginSwitch = gate
         }
@@ -181,8 +203,9 @@ extension FlagSet {
         var result = self
         for index in result.flags.indices {
             guard var gate = result.flags[index].pluginSwitch, let plan = gate.release, plan.state == nil,
-                  let old = current.flag(result.flags[index].key)?.pluginSwitch, let oldPlan = old.release,
-                  let state = oldPlan.state, plan.declared == oldPlan.declared else { continue }
+                let old = current.flag(result.flags[index].key)?.pluginSwitch, let oldPlan = old.release,
+                let state = oldPlan.state, plan.declared == oldPlan.declared
+            else { continue }
             gate.release?.state = state
             gate.rules = old.rules
             gate.rollout = old.rollout

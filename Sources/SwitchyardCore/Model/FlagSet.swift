@@ -266,7 +266,9 @@ public struct FlagDefinition: Sendable, Hashable {
 
     public var key: String {
         get { storage.key }
-        set { storage = Storage(key: newValue, description: storage.description, owner: storage.owner, kind: storage.kind) }
+        set {
+            storage = Storage(key: newValue, description: storage.description, owner: storage.owner, kind: storage.kind)
+        }
     }
 
     public var description: String? {
@@ -277,17 +279,22 @@ public struct FlagDefinition: Sendable, Hashable {
     /// The team or person to ask about it.
     public var owner: String? {
         get { storage.owner }
-        set { storage = Storage(key: storage.key, description: storage.description, owner: newValue, kind: storage.kind) }
+        set {
+            storage = Storage(key: storage.key, description: storage.description, owner: newValue, kind: storage.kind)
+        }
     }
 
     public var kind: Kind {
         get { storage.kind }
-        set { storage = Storage(key: storage.key, description: storage.description, owner: storage.owner, kind: newValue) }
+        set {
+            storage = Storage(key: storage.key, description: storage.description, owner: storage.owner, kind: newValue)
+        }
     }
 
     public static func == (lhs: FlagDefinition, rhs: FlagDefinition) -> Bool {
         lhs.storage === rhs.storage
-            || (lhs.key == rhs.key && lhs.description == rhs.description && lhs.owner == rhs.owner && lhs.kind == rhs.kind)
+            || (lhs.key == rhs.key && lhs.description == rhs.description && lhs.owner == rhs.owner
+                && lhs.kind == rhs.kind)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -338,8 +345,10 @@ public struct PluginSwitchDefinition: Sendable, Hashable {
     /// `rules` and `rollout`.
     public var release: ReleasePlan?
 
-    public init(disabled: Bool = false, disabledScopes: [Scope] = [], rules: [SwitchRule] = [], rollout: Rollout = .off,
-                crashGuard: CrashGuardPolicy? = nil, release: ReleasePlan? = nil) {
+    public init(
+        disabled: Bool = false, disabledScopes: [Scope] = [], rules: [SwitchRule] = [], rollout: Rollout = .off,
+        crashGuard: CrashGuardPolicy? = nil, release: ReleasePlan? = nil
+    ) {
         self.disabled = disabled
         self.disabledScopes = disabledScopes
         self.rules = rules
@@ -355,7 +364,8 @@ public struct PluginSwitchDefinition: Sendable, Hashable {
         if disabled { return true }
         return disabledScopes.contains { disable in
             (disable.cities.isEmpty || (!scope.cities.isEmpty && Set(scope.cities).isSubset(of: disable.cities)))
-                && (disable.cohorts.isEmpty || (!scope.cohorts.isEmpty && Set(scope.cohorts).isSubset(of: disable.cohorts)))
+                && (disable.cohorts.isEmpty
+                    || (!scope.cohorts.isEmpty && Set(scope.cohorts).isSubset(of: disable.cohorts)))
         }
     }
 }

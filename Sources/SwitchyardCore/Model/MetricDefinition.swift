@@ -36,8 +36,10 @@ public struct MetricDefinition: Sendable, Hashable {
     public var numerator: String?
     public var denominator: String?
 
-    public init(name: String, description: String? = nil, owner: String? = nil, kind: Kind, better: Direction = .higher,
-                cap: Double? = nil, numerator: String? = nil, denominator: String? = nil) {
+    public init(
+        name: String, description: String? = nil, owner: String? = nil, kind: Kind, better: Direction = .higher,
+        cap: Double? = nil, numerator: String? = nil, denominator: String? = nil
+    ) {
         self.name = name
         self.description = description
         self.owner = owner
@@ -50,12 +52,15 @@ public struct MetricDefinition: Sendable, Hashable {
 
     /// The built-in metrics every namespace has, from the sessions clients report.
     public static let builtIn: [MetricDefinition] = [
-        MetricDefinition(name: sessions, description: "Sessions per unit (from session events).", owner: "switchyard",
-                         kind: .count, better: .higher),
-        MetricDefinition(name: crashedSessions, description: "Crashed sessions per unit (from session events).",
-                         owner: "switchyard", kind: .count, better: .lower),
-        MetricDefinition(name: crashRate, description: "Crashed sessions per session (from session events).",
-                         owner: "switchyard", kind: .ratio, better: .lower, numerator: crashedSessions, denominator: sessions),
+        MetricDefinition(
+            name: sessions, description: "Sessions per unit (from session events).", owner: "switchyard",
+            kind: .count, better: .higher),
+        MetricDefinition(
+            name: crashedSessions, description: "Crashed sessions per unit (from session events).",
+            owner: "switchyard", kind: .count, better: .lower),
+        MetricDefinition(
+            name: crashRate, description: "Crashed sessions per session (from session events).",
+            owner: "switchyard", kind: .ratio, better: .lower, numerator: crashedSessions, denominator: sessions),
     ]
 
     /// The longest metric name.

@@ -37,7 +37,9 @@ extension FlagSet {
         return killSwitches.indices.contains { index in
             let kill = killSwitches[index]
             guard !kill.entries.isEmpty else { return false }
-            let old = aligned && before.killSwitches[index].key == kill.key ? before.killSwitches[index] : before.killSwitch(kill.key)
+            let old =
+                aligned && before.killSwitches[index].key == kill.key
+                ? before.killSwitches[index] : before.killSwitch(kill.key)
             guard old != kill else { return false }
             let entries = old?.entries ?? []
             return kill.entries.contains { entry in !entries.contains { $0.sameScope(as: entry) } }

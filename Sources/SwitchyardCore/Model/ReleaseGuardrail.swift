@@ -58,7 +58,8 @@ public struct ReleaseGuardrail: Sendable, Hashable, CustomStringConvertible {
             text = text.trimmingCharacters(in: .whitespaces)
             if text.hasPrefix("+") { text.removeFirst() }
             guard !text.isEmpty, text.allSatisfy({ $0.isNumber || $0 == "." || $0 == "-" }),
-                  let number = Double(text), number.isFinite else { return nil }
+                let number = Double(text), number.isFinite
+            else { return nil }
             self = points ? .points(number / 100) : .relative(number / 100)
         }
     }
@@ -90,24 +91,31 @@ public struct ReleaseGuardrail: Sendable, Hashable, CustomStringConvertible {
     /// nil when it can.
     public func problem(with metric: MetricDefinition?, declared: [String]) -> String? {
         if self.metric == MetricDefinition.crashRate {
-            return "crash rate is always a guardrail; set its margin with the plan's margin (crash-rate points, e.g. 0.25)"
+            return
+                "crash rate is always a guardrail; set its margin with the plan's margin (crash-rate points, e.g. 0.25)"
         }
         guard let metric else {
-            let names = declared.isEmpty ? "none is declared (metrics: in the flag file)" : "declared: \(declared.joined(separator: ", "))"
+            let names =
+                declared.isEmpty
+                ? "none is declared (metrics: in the flag file)" : "declared: \(declared.joined(separator: ", "))"
             return "'\(self.metric)' is not a metric of this namespace (\(names))"
         }
         let value = margin.value
         if case .points = margin, metric.kind != .conversion, metric.kind != .ratio {
-            return "'\(metric.name)' is a \(metric.kind.rawValue) metric: give its margin as a relative change (e.g. \(metric.better == .higher ? "-2%" : "+2%")); points (pp) are for conversions and rates"
+            return
+                "'\(metric.name)' is a \(metric.kind.rawValue) metric: give its margin as a relative change (e.g. \(metric.better == .higher ? "-2%" : "+2%")); points (pp) are for conversions and rates"
         }
         guard value != 0 else {
-            return "a margin of 0 can never be shown (a switch no better and no worse would hold for ever): give how far '\(metric.name)' may move, e.g. \(metric.better == .higher ? "-0.5" : "+0.5")\(margin.unit)"
+            return
+                "a margin of 0 can never be shown (a switch no better and no worse would hold for ever): give how far '\(metric.name)' may move, e.g. \(metric.better == .higher ? "-0.5" : "+0.5")\(margin.unit)"
         }
         if metric.better == .higher, value > 0 {
-            return "'\(metric.name)' is better higher, so its margin is how far it may fall: write \(Margin.withValue(-value, like: margin))"
+            return
+                "'\(metric.name)' is better higher, so its margin is how far it may fall: write \(Margin.withValue(-value, like: margin))"
         }
         if metric.better == .lower, value < 0 {
-            return "'\(metric.name)' is better lower, so its margin is how far it may rise: write \(Margin.withValue(-value, like: margin))"
+            return
+                "'\(metric.name)' is better lower, so its margin is how far it may rise: write \(Margin.withValue(-value, like: margin))"
         }
         if abs(value) > 1 { return "\(margin) is more than 100\(margin.unit)" }
         return nil

@@ -41,9 +41,11 @@ public struct ReleasePlan: Sendable, Hashable {
     /// The plan's progress, kept by flagsd; nil: declared, not started.
     public var state: ReleaseState?
 
-    public init(stages: [ReleaseStage], soak: Duration? = nil, minimumSessions: Int? = nil, margin: Rollout? = nil,
-                confidence: Rollout? = nil, onBadSignal: BadSignalAction = .previous, guardrails: [ReleaseGuardrail] = [],
-                state: ReleaseState? = nil) {
+    public init(
+        stages: [ReleaseStage], soak: Duration? = nil, minimumSessions: Int? = nil, margin: Rollout? = nil,
+        confidence: Rollout? = nil, onBadSignal: BadSignalAction = .previous, guardrails: [ReleaseGuardrail] = [],
+        state: ReleaseState? = nil
+    ) {
         self.stages = stages
         self.soak = soak
         self.minimumSessions = minimumSessions
@@ -162,8 +164,10 @@ public struct ReleaseLimits: Sendable, Hashable {
     }
 
     /// The rules and default rollout of scoped rollouts and a rollout for everyone, within these limits.
-    func targeting(scoped: [(scope: Scope, rollout: Rollout)], everyone: Rollout,
-                   everyoneName: String) -> (rules: [SwitchRule], rollout: Rollout) {
+    func targeting(
+        scoped: [(scope: Scope, rollout: Rollout)], everyone: Rollout,
+        everyoneName: String
+    ) -> (rules: [SwitchRule], rollout: Rollout) {
         let within = clauses.isEmpty ? [Conditions()] : clauses
         var rules = exclusions
         for entry in scoped {
@@ -171,7 +175,9 @@ public struct ReleaseLimits: Sendable, Hashable {
                 var conditions = clause
                 conditions.cities = entry.scope.cities
                 conditions.cohorts = entry.scope.cohorts
-                rules.append(SwitchRule(name: "release: \(entry.scope)", conditions: conditions, rollout: max(entry.rollout, everyone)))
+                rules.append(
+                    SwitchRule(
+                        name: "release: \(entry.scope)", conditions: conditions, rollout: max(entry.rollout, everyone)))
             }
         }
         guard !clauses.isEmpty else { return (rules, everyone) }

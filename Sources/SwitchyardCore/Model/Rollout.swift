@@ -35,7 +35,7 @@ public struct Rollout: Sendable, Hashable, Comparable, CustomStringConvertible {
         let isNegative = integerPart.hasPrefix("-")
         if isNegative || integerPart.hasPrefix("+") { integerPart = integerPart.dropFirst() }
         guard !integerPart.isEmpty, integerPart.allSatisfy(\.isASCIIDigit), fraction.allSatisfy(\.isASCIIDigit),
-              !(trimmed.contains(".") && fraction.isEmpty)
+            !(trimmed.contains(".") && fraction.isEmpty)
         else {
             return .failure(RolloutParseError(text: text, kind: .notADecimal))
         }

@@ -44,7 +44,9 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConve
         guard (1...3).contains(parts.count) else { return nil }
         var numbers: [UInt64] = []
         for part in parts {
-            guard !part.isEmpty, part.count <= 18, part.allSatisfy(\.isASCIIDigit), let value = UInt64(part) else { return nil }
+            guard !part.isEmpty, part.count <= 18, part.allSatisfy(\.isASCIIDigit), let value = UInt64(part) else {
+                return nil
+            }
             numbers.append(value)
         }
         while numbers.count < 3 { numbers.append(0) }
@@ -87,9 +89,10 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConve
 
     private static func isValidIdentifierList(_ text: Substring) -> Bool {
         let identifiers = text.split(separator: ".", omittingEmptySubsequences: false)
-        return !identifiers.isEmpty && identifiers.allSatisfy { identifier in
-            !identifier.isEmpty && identifier.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
-        }
+        return !identifiers.isEmpty
+            && identifiers.allSatisfy { identifier in
+                !identifier.isEmpty && identifier.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+            }
     }
 
     public var description: String {
@@ -122,7 +125,7 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, CustomStringConve
         }
         for (left, right) in zip(lhs.prerelease, rhs.prerelease) where left != right {
             switch (UInt64(left), UInt64(right)) {
-            case let (l?, r?): return l < r
+            case (let l?, let r?): return l < r
             case (.some, nil): return true
             case (nil, .some): return false
             case (nil, nil): return left.utf8.lexicographicallyPrecedes(right.utf8)

@@ -30,14 +30,19 @@ package struct EncodedFlags: Sendable {
     ///   - flagSet: the new flag set.
     ///   - flag: the flag of a key in the new flag set, nil when it is not there (a caller holding an index of the
     ///     flags passes it; `flagSet.flag(_:)` otherwise).
-    package func updating(_ changes: ChangedObjects, in flagSet: FlagSet, flag: (String) -> FlagDefinition?) -> EncodedFlags {
+    package func updating(_ changes: ChangedObjects, in flagSet: FlagSet, flag: (String) -> FlagDefinition?)
+        -> EncodedFlags
+    {
         var next = self
         next.members.update(changes.flags) { flag($0).map(Self.member) }
         next.killSwitches.update(changes.killSwitches) { flagSet.killSwitch($0).map(Self.member) }
         if !changes.pluginPoints.isEmpty || changes.pluginPointOrder {
             let kept = Dictionary(pluginPoints.map { ($0.name, $0.bytes) }, uniquingKeysWith: { first, _ in first })
             next.pluginPoints = flagSet.pluginPoints.map { point in
-                (point.name, (changes.pluginPoints.contains(point.name) ? nil : kept[point.name]) ?? Self.element(point))
+                (
+                    point.name,
+                    (changes.pluginPoints.contains(point.name) ? nil : kept[point.name]) ?? Self.element(point)
+                )
             }
         }
         return next
@@ -132,7 +137,9 @@ struct SortedMembers: Sendable {
 
     init(_ members: [Member]) {
         let sorted = members.sorted { SnapshotDelta.byUTF8($0.key, $1.key) }
-        chunks = stride(from: 0, to: sorted.count, by: Self.chunkSize).map { Array(sorted[$0..<min($0 + Self.chunkSize, sorted.count)]) }
+        chunks = stride(from: 0, to: sorted.count, by: Self.chunkSize).map {
+            Array(sorted[$0..<min($0 + Self.chunkSize, sorted.count)])
+        }
         joined = chunks.map(Self.join)
         byteCount = sorted.reduce(0) { $0 + $1.bytes.count + 1 }
     }
@@ -157,7 +164,8 @@ struct SortedMembers: Sendable {
         for key in keys {
             let bytes = encode(key)
             // The chunk that holds the key, or would: the first whose last key is not below it (else the last).
-            var low = 0, high = chunks.count
+            var low = 0
+            var high = chunks.count
             while low < high {
                 let middle = (low + high) / 2
                 if SnapshotDelta.byUTF8(chunks[middle].last!.key, key) { low = middle + 1 } else { high = middle }
@@ -199,7 +207,8 @@ extension Array {
     /// The first index whose element satisfies `predicate`, in an array where every element that does follows
     /// every element that does not.
     fileprivate func partitioningIndex(where predicate: (Element) -> Bool) -> Int {
-        var low = 0, high = count
+        var low = 0
+        var high = count
         while low < high {
             let middle = (low + high) / 2
             if predicate(self[middle]) { high = middle } else { low = middle + 1 }

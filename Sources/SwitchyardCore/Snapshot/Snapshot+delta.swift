@@ -8,7 +8,9 @@ extension Snapshot {
     public func applying(_ delta: SnapshotDelta) throws(SnapshotDeltaError) -> Snapshot {
         var keyIndex: [String: Int32] = [:]
         keyIndex.reserveCapacity(flagSet.flags.count)
-        for (index, flag) in flagSet.flags.enumerated() where keyIndex[flag.key] == nil { keyIndex[flag.key] = Int32(index) }
+        for (index, flag) in flagSet.flags.enumerated() where keyIndex[flag.key] == nil {
+            keyIndex[flag.key] = Int32(index)
+        }
         let application = try DeltaApplication(base: self, keyIndex: keyIndex, delta: delta)
         let result = application.snapshot
         let problems = result.flagSet.validate()
@@ -17,7 +19,8 @@ extension Snapshot {
         guard digest == delta.digest else { throw SnapshotDeltaError.digestMismatch(digest, delta) }
         let checksum = SnapshotDocument.checksum(of: result)
         guard checksum == delta.checksum else {
-            throw SnapshotDeltaError(.checksumMismatch, "the result's checksum \(checksum) is not the delta's \(delta.checksum)")
+            throw SnapshotDeltaError(
+                .checksumMismatch, "the result's checksum \(checksum) is not the delta's \(delta.checksum)")
         }
         return result
     }
@@ -47,13 +50,19 @@ struct DeltaApplication {
     /// - Throws: `SnapshotDeltaError` when the delta is for another base or does not fit it.
     init(base: Snapshot, keyIndex baseIndex: [String: Int32], delta: SnapshotDelta) throws(SnapshotDeltaError) {
         guard delta.namespace == base.namespace else {
-            throw SnapshotDeltaError(.baseMismatch, "the delta is for namespace '\(delta.namespace)', the snapshot is of '\(base.namespace)'")
+            throw SnapshotDeltaError(
+                .baseMismatch, "the delta is for namespace '\(delta.namespace)', the snapshot is of '\(base.namespace)'"
+            )
         }
         guard delta.epoch == base.epoch, delta.baseVersion == base.version else {
-            throw SnapshotDeltaError(.baseMismatch, "the delta applies to \(delta.epoch).\(delta.baseVersion); the snapshot is \(base.epoch).\(base.version)")
+            throw SnapshotDeltaError(
+                .baseMismatch,
+                "the delta applies to \(delta.epoch).\(delta.baseVersion); the snapshot is \(base.epoch).\(base.version)"
+            )
         }
         guard delta.version > base.version else {
-            throw SnapshotDeltaError(.inconsistent, "the delta leads to version \(delta.version), not past \(base.version)")
+            throw SnapshotDeltaError(
+                .inconsistent, "the delta leads to version \(delta.version), not past \(base.version)")
         }
         var flagSet = base.flagSet
         var keyIndex = baseIndex
@@ -92,7 +101,8 @@ struct DeltaApplication {
             var kills = Dictionary(flagSet.killSwitches.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
             for key in delta.removedKillSwitches {
                 guard key != KillSwitch.masterKey else {
-                    throw SnapshotDeltaError(.inconsistent, "the delta removes the master kill switch, which always exists")
+                    throw SnapshotDeltaError(
+                        .inconsistent, "the delta removes the master kill switch, which always exists")
                 }
                 if let old = kills.removeValue(forKey: key) { replacedKills.append(old) }
             }
@@ -108,7 +118,10 @@ struct DeltaApplication {
             for name in delta.removedPluginPoints { points[name] = nil }
             for point in delta.upsertedPluginPoints { points[point.name] = point }
             guard order.count == points.count, Set(order) == Set(points.keys) else {
-                throw SnapshotDeltaError(.inconsistent, "the delta's plugin_point_order (\(order.joined(separator: ", "))) does not name the plugin points it leaves (\(points.keys.sorted().joined(separator: ", ")))")
+                throw SnapshotDeltaError(
+                    .inconsistent,
+                    "the delta's plugin_point_order (\(order.joined(separator: ", "))) does not name the plugin points it leaves (\(points.keys.sorted().joined(separator: ", ")))"
+                )
             }
             flagSet.pluginPoints = order.compactMap { points[$0] }
         } else if !delta.upsertedPluginPoints.isEmpty || !delta.removedPluginPoints.isEmpty {
@@ -128,7 +141,8 @@ struct DeltaApplication {
         replacedKillSwitches = replacedKills
         self.touchesKillSwitches = touchesKillSwitches
         self.touchesPluginPoints = touchesPluginPoints
-        isStructural = touchesKillSwitches || touchesPluginPoints || !delta.removedFlags.isEmpty
+        isStructural =
+            touchesKillSwitches || touchesPluginPoints || !delta.removedFlags.isEmpty
             || delta.upsertedFlags.contains { baseIndex[$0.key] == nil }
     }
 
@@ -180,12 +194,16 @@ public struct SnapshotDeltaError: Error, Sendable, Hashable, CustomStringConvert
     }
 
     static func invalid(_ problems: [ValidationProblem], _ delta: SnapshotDelta) -> SnapshotDeltaError {
-        SnapshotDeltaError(.invalid, "version \(delta.version) would not be a valid flag set: "
-            + problems.prefix(5).map(\.description).joined(separator: "; "))
+        SnapshotDeltaError(
+            .invalid,
+            "version \(delta.version) would not be a valid flag set: "
+                + problems.prefix(5).map(\.description).joined(separator: "; "))
     }
 
     static func digestMismatch(_ computed: String, _ delta: SnapshotDelta) -> SnapshotDeltaError {
-        SnapshotDeltaError(.checksumMismatch, "the result's digest \(computed) is not the delta's \(delta.digest) (version \(delta.version))")
+        SnapshotDeltaError(
+            .checksumMismatch,
+            "the result's digest \(computed) is not the delta's \(delta.digest) (version \(delta.version))")
     }
 
     public var description: String { "unusable delta: \(message)" }

@@ -13,8 +13,10 @@ extension SnapshotDelta {
     public static let format: Int64 = 1
 
     static let headerFields = ["format", "namespace", "epoch", "base_version", "version", "checksum", "digest"]
-    static let bodyFields = ["flags", "removed_flags", "kill_switches", "removed_kill_switches", "plugin_points",
-                             "removed_plugin_points", "plugin_point_order", "description"]
+    static let bodyFields = [
+        "flags", "removed_flags", "kill_switches", "removed_kill_switches", "plugin_points",
+        "removed_plugin_points", "plugin_point_order", "description",
+    ]
 
     /// The delta as canonical JSON.
     public func encode() -> [UInt8] {
@@ -24,9 +26,11 @@ extension SnapshotDelta {
         tree["digest"] = .string(digest)
         tree["epoch"] = .string(epoch)
         if !upsertedFlags.isEmpty {
-            tree["flags"] = .object(JSONObject(upsertedFlags.map {
-                ($0.key, .object($0.tree(unit: .basisPoints, includingServerPolicies: false)))
-            }))
+            tree["flags"] = .object(
+                JSONObject(
+                    upsertedFlags.map {
+                        ($0.key, .object($0.tree(unit: .basisPoints, includingServerPolicies: false)))
+                    }))
         }
         tree["format"] = .int64(Self.format)
         if !upsertedKillSwitches.isEmpty {
@@ -34,10 +38,16 @@ extension SnapshotDelta {
         }
         tree["namespace"] = .string(namespace)
         if let pluginPointOrder { tree["plugin_point_order"] = .array(pluginPointOrder.map(JSONValue.string)) }
-        if !upsertedPluginPoints.isEmpty { tree["plugin_points"] = .array(upsertedPluginPoints.map { .object($0.tree) }) }
+        if !upsertedPluginPoints.isEmpty {
+            tree["plugin_points"] = .array(upsertedPluginPoints.map { .object($0.tree) })
+        }
         if !removedFlags.isEmpty { tree["removed_flags"] = .array(removedFlags.map(JSONValue.string)) }
-        if !removedKillSwitches.isEmpty { tree["removed_kill_switches"] = .array(removedKillSwitches.map(JSONValue.string)) }
-        if !removedPluginPoints.isEmpty { tree["removed_plugin_points"] = .array(removedPluginPoints.map(JSONValue.string)) }
+        if !removedKillSwitches.isEmpty {
+            tree["removed_kill_switches"] = .array(removedKillSwitches.map(JSONValue.string))
+        }
+        if !removedPluginPoints.isEmpty {
+            tree["removed_plugin_points"] = .array(removedPluginPoints.map(JSONValue.string))
+        }
         switch namespaceDescription {
         case .unchanged: break
         case .set(let text): tree["description"] = .string(text)
@@ -54,7 +64,8 @@ extension SnapshotDelta {
     /// - Throws: `SnapshotDecodingError` (`tooLarge`, `malformed`, `unsupportedFormat`, `invalid`).
     public static func decode(_ bytes: some Collection<UInt8>) throws(SnapshotDecodingError) -> SnapshotDelta {
         guard bytes.count <= SnapshotDocument.maximumSize else {
-            throw SnapshotDecodingError(.tooLarge, "the delta is \(bytes.count) bytes; the limit is \(SnapshotDocument.maximumSize)")
+            throw SnapshotDecodingError(
+                .tooLarge, "the delta is \(bytes.count) bytes; the limit is \(SnapshotDocument.maximumSize)")
         }
         let tree: JSONValue
         do {
@@ -69,10 +80,13 @@ extension SnapshotDelta {
             throw SnapshotDecodingError(.malformed, "format: is required and must be an integer")
         }
         guard format >= 1, format <= Self.format else {
-            throw SnapshotDecodingError(.unsupportedFormat, "delta format \(format) is not supported (this reader knows format 1)")
+            throw SnapshotDecodingError(
+                .unsupportedFormat, "delta format \(format) is not supported (this reader knows format 1)")
         }
         let reader = TreeReader(file: nil)
-        guard var root = reader.object(tree, at: .root) else { throw SnapshotDecodingError(.malformed, "not an object") }
+        guard var root = reader.object(tree, at: .root) else {
+            throw SnapshotDecodingError(.malformed, "not an object")
+        }
         _ = root.value("format")
         let namespace = root.string("namespace", required: true, rule: .namespace)
         let epoch = root.string("epoch", required: true)
@@ -86,7 +100,9 @@ extension SnapshotDelta {
             reader.report("version", "\(version) must be above base_version \(baseVersion)")
         }
         for (field, value) in [("checksum", checksum), ("digest", digest)] {
-            if let value, !Self.isDigestText(value) { reader.report(FieldPath.root / field, "must be 'sha256:' and 64 lowercase hex digits") }
+            if let value, !Self.isDigestText(value) {
+                reader.report(FieldPath.root / field, "must be 'sha256:' and 64 lowercase hex digits")
+            }
         }
 
         var flags: [FlagDefinition] = []
@@ -116,7 +132,9 @@ extension SnapshotDelta {
         var points: [PluginPointDefinition] = []
         if let value = root.value("plugin_points"), let elements = reader.list(value, at: "plugin_points") {
             for (index, element) in elements.enumerated() {
-                if let point = PluginPointDefinition.read(element, at: FieldPath("plugin_points") / index, reader: reader) {
+                if let point = PluginPointDefinition.read(
+                    element, at: FieldPath("plugin_points") / index, reader: reader)
+                {
                     points.append(point)
                 }
             }
@@ -124,7 +142,8 @@ extension SnapshotDelta {
         let removedFlags = root.stringList("removed_flags", rule: .key)
         let removedKills = root.stringList("removed_kill_switches", rule: .key)
         let removedPoints = root.stringList("removed_plugin_points", rule: .key)
-        let order: [String]? = root.object["plugin_point_order"] == nil
+        let order: [String]? =
+            root.object["plugin_point_order"] == nil
             ? nil : root.stringList("plugin_point_order", rule: .key, allowEmpty: true)
         var description = DescriptionChange.unchanged
         if case .null? = root.object["description"] {
@@ -134,20 +153,24 @@ extension SnapshotDelta {
             description = .set(text)
         }
         root.finish()
-        for key in Set(flags.map(\.key)).intersection(removedFlags) { reader.report(FieldPath("removed_flags"), "'\(key)' is also upserted") }
+        for key in Set(flags.map(\.key)).intersection(removedFlags) {
+            reader.report(FieldPath("removed_flags"), "'\(key)' is also upserted")
+        }
         for key in Set(kills.map(\.key)).intersection(removedKills) {
             reader.report(FieldPath("removed_kill_switches"), "'\(key)' is also upserted")
         }
         if order == nil, !points.isEmpty || !removedPoints.isEmpty {
             reader.report("plugin_point_order", "is required when plugin points are upserted or removed")
         }
-        guard reader.problems.isEmpty, let namespace, let epoch, let baseVersion, let version, let checksum, let digest else {
+        guard reader.problems.isEmpty, let namespace, let epoch, let baseVersion, let version, let checksum, let digest
+        else {
             throw SnapshotDecodingError(.invalid, reader.problems.map(\.description).joined(separator: "; "))
         }
-        return SnapshotDelta(namespace: namespace, epoch: epoch, baseVersion: baseVersion, version: version,
-                             checksum: checksum, digest: digest, upsertedFlags: flags, removedFlags: removedFlags,
-                             upsertedKillSwitches: kills, removedKillSwitches: removedKills, upsertedPluginPoints: points,
-                             removedPluginPoints: removedPoints, pluginPointOrder: order, namespaceDescription: description)
+        return SnapshotDelta(
+            namespace: namespace, epoch: epoch, baseVersion: baseVersion, version: version,
+            checksum: checksum, digest: digest, upsertedFlags: flags, removedFlags: removedFlags,
+            upsertedKillSwitches: kills, removedKillSwitches: removedKills, upsertedPluginPoints: points,
+            removedPluginPoints: removedPoints, pluginPointOrder: order, namespaceDescription: description)
     }
 
     static func isDigestText(_ text: String) -> Bool {

@@ -66,9 +66,10 @@ public struct SnapshotDelta: Sendable, Hashable {
     ///
     /// - Parameter digest: the target's digest when the caller has it already (computed otherwise).
     public init(from base: Snapshot, to target: Snapshot, digest: String? = nil) {
-        self.init(base: base.version, target: target, changes: ChangedObjects(from: base.flagSet, to: target.flagSet),
-                  checksum: SnapshotDocument.checksum(of: target),
-                  digest: digest ?? SnapshotDigest(target.flagSet).value(for: target))
+        self.init(
+            base: base.version, target: target, changes: ChangedObjects(from: base.flagSet, to: target.flagSet),
+            checksum: SnapshotDocument.checksum(of: target),
+            digest: digest ?? SnapshotDigest(target.flagSet).value(for: target))
     }
 
     /// The delta from a base version to a snapshot, given the objects that may have changed in between (a key
@@ -98,8 +99,10 @@ public struct SnapshotDelta: Sendable, Hashable {
         }
     }
 
-    private init(base: Int64, target: Snapshot, changes: ChangedObjects, checksum: String, digest: String,
-                 flag: (String) -> FlagDefinition?) {
+    private init(
+        base: Int64, target: Snapshot, changes: ChangedObjects, checksum: String, digest: String,
+        flag: (String) -> FlagDefinition?
+    ) {
         let flagSet = target.flagSet
         var flags: [FlagDefinition] = []
         var removedFlags: [String] = []
@@ -114,14 +117,21 @@ public struct SnapshotDelta: Sendable, Hashable {
         var points: [PluginPointDefinition] = []
         var removedPoints: [String] = []
         for name in changes.pluginPoints.sorted(by: Self.byUTF8) {
-            if let point = flagSet.pluginPoints.first(where: { $0.name == name }) { points.append(point) } else { removedPoints.append(name) }
+            if let point = flagSet.pluginPoints.first(where: { $0.name == name }) {
+                points.append(point)
+            } else {
+                removedPoints.append(name)
+            }
         }
         let pointsChanged = !changes.pluginPoints.isEmpty || changes.pluginPointOrder
-        self.init(namespace: flagSet.namespace, epoch: target.epoch, baseVersion: base, version: target.version,
-                  checksum: checksum, digest: digest, upsertedFlags: flags, removedFlags: removedFlags,
-                  upsertedKillSwitches: kills, removedKillSwitches: removedKills, upsertedPluginPoints: points,
-                  removedPluginPoints: removedPoints, pluginPointOrder: pointsChanged ? flagSet.pluginPoints.map(\.name) : nil,
-                  namespaceDescription: changes.description ? flagSet.description.map(DescriptionChange.set) ?? .removed : .unchanged)
+        self.init(
+            namespace: flagSet.namespace, epoch: target.epoch, baseVersion: base, version: target.version,
+            checksum: checksum, digest: digest, upsertedFlags: flags, removedFlags: removedFlags,
+            upsertedKillSwitches: kills, removedKillSwitches: removedKills, upsertedPluginPoints: points,
+            removedPluginPoints: removedPoints,
+            pluginPointOrder: pointsChanged ? flagSet.pluginPoints.map(\.name) : nil,
+            namespaceDescription: changes.description
+                ? flagSet.description.map(DescriptionChange.set) ?? .removed : .unchanged)
     }
 
     /// Whether the delta changes nothing but the version (a change to what snapshots leave out, such as a crash
@@ -175,10 +185,12 @@ public struct ChangedObjects: Sendable, Hashable {
         description = old.description != new.description
         // Closures, not key paths: these run for every object of the namespace.
         flags = Self.changedKeys(old.flags, new.flags, key: { $0.key }, positions: &aligned.flags)
-        killSwitches = Self.changedKeys(old.killSwitches, new.killSwitches, key: { $0.key }, positions: &aligned.killSwitches)
+        killSwitches = Self.changedKeys(
+            old.killSwitches, new.killSwitches, key: { $0.key }, positions: &aligned.killSwitches)
         var points: [Int]?
         pluginPoints = Self.changedKeys(old.pluginPoints, new.pluginPoints, key: { $0.name }, positions: &points)
-        pluginPointOrder = old.pluginPoints.count != new.pluginPoints.count
+        pluginPointOrder =
+            old.pluginPoints.count != new.pluginPoints.count
             || zip(old.pluginPoints, new.pluginPoints).contains { $0.name != $1.name }
     }
 
@@ -190,8 +202,10 @@ public struct ChangedObjects: Sendable, Hashable {
     ///
     /// - Parameter positions: set to the positions of the objects that differ when both lists hold the same keys at
     ///   the same positions, nil otherwise.
-    package static func changedKeys<Object: Equatable>(_ old: [Object], _ new: [Object], key: (Object) -> String,
-                                                       positions: inout [Int]?) -> Set<String> {
+    package static func changedKeys<Object: Equatable>(
+        _ old: [Object], _ new: [Object], key: (Object) -> String,
+        positions: inout [Int]?
+    ) -> Set<String> {
         var changed = Set<String>()
         var found: [Int] = []
         var position = 0
@@ -222,11 +236,17 @@ public struct ChangedObjects: Sendable, Hashable {
     /// or removes (an object upserted as it was is left out), the plugin point order, the description.
     public init(_ delta: SnapshotDelta, appliedTo base: CompiledSnapshot) {
         let flagSet = base.snapshot.flagSet
-        for flag in delta.upsertedFlags where base.handle(for: flag.key).flatMap(base.flag) != flag { flags.insert(flag.key) }
+        for flag in delta.upsertedFlags where base.handle(for: flag.key).flatMap(base.flag) != flag {
+            flags.insert(flag.key)
+        }
         flags.formUnion(delta.removedFlags)
-        for kill in delta.upsertedKillSwitches where flagSet.killSwitch(kill.key) != kill { killSwitches.insert(kill.key) }
+        for kill in delta.upsertedKillSwitches where flagSet.killSwitch(kill.key) != kill {
+            killSwitches.insert(kill.key)
+        }
         killSwitches.formUnion(delta.removedKillSwitches)
-        for point in delta.upsertedPluginPoints where !flagSet.pluginPoints.contains(point) { pluginPoints.insert(point.name) }
+        for point in delta.upsertedPluginPoints where !flagSet.pluginPoints.contains(point) {
+            pluginPoints.insert(point.name)
+        }
         pluginPoints.formUnion(delta.removedPluginPoints)
         if let order = delta.pluginPointOrder { pluginPointOrder = order != flagSet.pluginPoints.map(\.name) }
         switch delta.namespaceDescription {

@@ -110,7 +110,9 @@ struct UInt256: Sendable, Hashable {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(32)
         for limb in [limbs.0, limbs.1, limbs.2, limbs.3] {
-            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: limb >> UInt64(shift))) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                bytes.append(UInt8(truncatingIfNeeded: limb >> UInt64(shift)))
+            }
         }
         return bytes
     }

@@ -101,7 +101,8 @@ public enum SnapshotDocument {
             throw SnapshotDecodingError(.malformed, "format: is required and must be an integer")
         }
         guard format <= Self.format, format >= 1 else {
-            throw SnapshotDecodingError(.unsupportedFormat, "format \(format) is not supported (this reader knows format 1)")
+            throw SnapshotDecodingError(
+                .unsupportedFormat, "format \(format) is not supported (this reader knows format 1)")
         }
         guard case .string(let checksum)? = object["checksum"] else {
             throw SnapshotDecodingError(.malformed, "checksum: is required and must be a string")
@@ -111,13 +112,15 @@ public enum SnapshotDocument {
             // Not as flagsd writes it (re-indented, members reordered): hash the canonical form of what was parsed.
             let expected = "sha256:" + SHA256.hexDigest(JSONValue.object(object).serialized(.canonical))
             guard checksum == expected else {
-                throw SnapshotDecodingError(.checksumMismatch, "checksum \(checksum) does not match the content (\(expected))")
+                throw SnapshotDecodingError(
+                    .checksumMismatch, "checksum \(checksum) does not match the content (\(expected))")
             }
         }
         guard case .string(let epoch)? = object["epoch"], !epoch.isEmpty, epoch.count <= 128 else {
             throw SnapshotDecodingError(.malformed, "epoch: is required and must be a non-empty string")
         }
-        guard case .number(let versionNumber)? = object["version"], let version = versionNumber.int64Value, version >= 0 else {
+        guard case .number(let versionNumber)? = object["version"], let version = versionNumber.int64Value, version >= 0
+        else {
             throw SnapshotDecodingError(.malformed, "version: is required and must be a non-negative integer")
         }
         let flagSet: FlagSet
@@ -135,7 +138,9 @@ public enum SnapshotDocument {
     /// exactly what the writer hashed. False does not mean a mismatch: the document may be in another form.
     static func bodyFollowsChecksum(_ bytes: some Collection<UInt8>, _ checksum: String) -> Bool {
         let prefix = Array(#"{"checksum":""#.utf8) + Array(checksum.utf8) + Array(#"","#.utf8)
-        guard checksum.hasPrefix("sha256:"), bytes.count > prefix.count, bytes.starts(with: prefix) else { return false }
+        guard checksum.hasPrefix("sha256:"), bytes.count > prefix.count, bytes.starts(with: prefix) else {
+            return false
+        }
         var hasher = SHA256.Hasher()
         hasher.update(CollectionOfOne(UInt8(ascii: "{")))
         hasher.update(bytes.dropFirst(prefix.count))
@@ -147,7 +152,9 @@ public enum SnapshotDocument {
 public struct SnapshotDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What kind of problem it is; new kinds may be added.
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
-        fileprivate enum Base: String, Sendable { case tooLarge, malformed, unsupportedFormat, checksumMismatch, invalid }
+        fileprivate enum Base: String, Sendable {
+            case tooLarge, malformed, unsupportedFormat, checksumMismatch, invalid
+        }
         fileprivate let base: Base
         fileprivate init(_ base: Base) { self.base = base }
 

@@ -30,9 +30,9 @@ public struct SnapshotVersion: Sendable, Hashable, CustomStringConvertible {
         guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
         let inner = bytes.dropFirst().dropLast()
         guard let dot = inner.lastIndex(of: UInt8(ascii: ".")), dot != inner.startIndex,
-              case let digits = inner[inner.index(after: dot)...],
-              digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              let version = Int64(Substring(digits))
+            case let digits = inner[inner.index(after: dot)...],
+            digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            let version = Int64(Substring(digits))
         else { return nil }
         self.init(epoch: String(Substring(inner[..<dot])), version: version)
     }

@@ -23,7 +23,9 @@ public enum ExperimentReport {
         /// N*: the units of both arms at which the confidence sequence is tightest.
         public var plannedUnits: Int
 
-        public init(alpha: Double = ConfidenceSequence.defaultAlpha, plannedUnits: Int = ConfidenceSequence.defaultPlannedUnits) {
+        public init(
+            alpha: Double = ConfidenceSequence.defaultAlpha, plannedUnits: Int = ConfidenceSequence.defaultPlannedUnits
+        ) {
             self.alpha = alpha
             self.plannedUnits = plannedUnits
         }
@@ -39,17 +41,21 @@ public enum ExperimentReport {
     ///   - now: the end of the course over time.
     ///   - control: the arm to compare with (nil: the design's control: `without`, the variant `control`, else the
     ///     default variant); ignored when the phase has no such arm.
-    public static func body(namespace: String, flag: FlagDefinition, flagSet: FlagSet, units: [ExperimentUnitRecord],
-                            phase requested: String?, control requestedControl: String? = nil, now: Date,
-                            settings: Settings = Settings()) -> ExperimentResultsBody {
+    public static func body(
+        namespace: String, flag: FlagDefinition, flagSet: FlagSet, units: [ExperimentUnitRecord],
+        phase requested: String?, control requestedControl: String? = nil, now: Date,
+        settings: Settings = Settings()
+    ) -> ExperimentResultsBody {
         let design = ExperimentDesign(flag)
         let isSwitch = flag.pluginSwitch != nil
         var byPhase: [String: [ExperimentUnitRecord]] = [:]
         for unit in units { byPhase[unit.phase, default: []].append(unit) }
         let phases = byPhase.map { phase, members in
-            ExperimentResultsBody.Phase(phase: phase, units: members.count,
-                                        from: (members.map(\.entered).min() ?? now).iso8601, until: (members.map(\.entered).max() ?? now).iso8601,
-                                        current: phase == design?.phase)
+            ExperimentResultsBody.Phase(
+                phase: phase, units: members.count,
+                from: (members.map(\.entered).min() ?? now).iso8601,
+                until: (members.map(\.entered).max() ?? now).iso8601,
+                current: phase == design?.phase)
         }.sorted { ($0.from, $0.phase) < ($1.from, $1.phase) }
         let shown = phase(of: flag, units: units, requested: requested)
         let members = shown.flatMap { byPhase[$0] } ?? []
@@ -78,15 +84,18 @@ public enum ExperimentReport {
         let total = members.count
         let shares = current ? design?.shares : nil
         let armBodies = arms.map { arm in
-            ExperimentResultsBody.Arm(arm: arm, units: counts[arm] ?? 0, expectedShare: shares?[arm],
-                                      observedShare: total > 0 ? Double(counts[arm] ?? 0) / Double(total) : nil)
+            ExperimentResultsBody.Arm(
+                arm: arm, units: counts[arm] ?? 0, expectedShare: shares?[arm],
+                observedShare: total > 0 ? Double(counts[arm] ?? 0) / Double(total) : nil)
         }
         let ratio = sampleRatio(arms: arms, counts: counts, shares: shares, current: current, shown: shown)
         let metrics = flagSet.allMetrics.map { metric in
-            results(of: metric, in: flagSet, members: members, arms: arms, control: control, now: now, settings: settings)
+            results(
+                of: metric, in: flagSet, members: members, arms: arms, control: control, now: now, settings: settings)
         }
         return ExperimentResultsBody(
-            namespace: namespace, flag: flag.key, type: isSwitch ? "plugin_switch" : "experiment", phase: shown, phases: phases,
+            namespace: namespace, flag: flag.key, type: isSwitch ? "plugin_switch" : "experiment", phase: shown,
+            phases: phases,
             control: control, arms: armBodies, sampleRatio: ratio, trustworthy: ratio.status != "mismatch",
             alpha: settings.alpha, plannedUnits: settings.plannedUnits, method: method, metrics: metrics)
     }
@@ -101,29 +110,40 @@ public enum ExperimentReport {
     }
 
     /// The sample ratio check of the phase shown (only the current phase's split is known).
-    static func sampleRatio(arms: [String], counts: [String: Int], shares: [String: Double]?, current: Bool, shown: String?)
-        -> ExperimentResultsBody.SampleRatio {
+    static func sampleRatio(
+        arms: [String], counts: [String: Int], shares: [String: Double]?, current: Bool, shown: String?
+    )
+        -> ExperimentResultsBody.SampleRatio
+    {
         let threshold = SampleRatioCheck.defaultThreshold
         guard let shares else {
-            let why = !current && shown != nil
+            let why =
+                !current && shown != nil
                 ? "phase \(shown ?? "") is not the flag's split now, so its declared shares are not known"
                 : "rules split units at different rates, so no one share is declared"
             return .init(status: "not_checked", pValue: nil, threshold: threshold, message: "not checked: \(why)")
         }
         let observed = arms.map { counts[$0] ?? 0 }
         guard observed.reduce(0, +) > 0,
-              let check = SampleRatioCheck(counts: observed, expectedShares: arms.map { shares[$0] ?? 0 }, threshold: threshold) else {
-            return .init(status: "not_checked", pValue: nil, threshold: threshold, message: "not checked: no unit entered yet")
+            let check = SampleRatioCheck(
+                counts: observed, expectedShares: arms.map { shares[$0] ?? 0 }, threshold: threshold)
+        else {
+            return .init(
+                status: "not_checked", pValue: nil, threshold: threshold, message: "not checked: no unit entered yet")
         }
         let split = observed.map(String.init).joined(separator: " / ")
         let declared = arms.map { percent(shares[$0] ?? 0) }.joined(separator: " / ")
         let p = check.pValue < 0.0001 ? "< 0.0001" : String(format: "%.4f", check.pValue)
         if check.failed {
-            return .init(status: "mismatch", pValue: check.pValue, threshold: threshold,
-                         message: "sample ratio mismatch: units split \(split) (\(arms.joined(separator: " / "))) against \(declared) declared, p \(p) (anytime-valid, fails below \(threshold)); the split is broken, so no difference here can be trusted: look for what enters units in one arm more than another")
+            return .init(
+                status: "mismatch", pValue: check.pValue, threshold: threshold,
+                message:
+                    "sample ratio mismatch: units split \(split) (\(arms.joined(separator: " / "))) against \(declared) declared, p \(p) (anytime-valid, fails below \(threshold)); the split is broken, so no difference here can be trusted: look for what enters units in one arm more than another"
+            )
         }
-        return .init(status: "ok", pValue: check.pValue, threshold: threshold,
-                     message: "units split \(split) (\(arms.joined(separator: " / "))) as declared (\(declared)), p \(p)")
+        return .init(
+            status: "ok", pValue: check.pValue, threshold: threshold,
+            message: "units split \(split) (\(arms.joined(separator: " / "))) as declared (\(declared)), p \(p)")
     }
 
     static func percent(_ share: Double) -> String {
@@ -142,15 +162,23 @@ public enum ExperimentReport {
 
     /// The per-unit numbers of a metric: (y, x, d) — the value, its pre-exposure value (non-ratios), and a ratio's
     /// denominator.
-    public static func observation(of unit: ExperimentUnitRecord, _ metric: MetricDefinition, in flagSet: FlagSet) -> (y: Double, x: Double, d: Double) {
-        if metric.kind == .ratio, let numerator = metric.numerator.flatMap(flagSet.metric), let denominator = metric.denominator.flatMap(flagSet.metric) {
-            return (observed(unit.value(numerator.name), numerator), 0, observed(unit.value(denominator.name), denominator))
+    public static func observation(of unit: ExperimentUnitRecord, _ metric: MetricDefinition, in flagSet: FlagSet) -> (
+        y: Double, x: Double, d: Double
+    ) {
+        if metric.kind == .ratio, let numerator = metric.numerator.flatMap(flagSet.metric),
+            let denominator = metric.denominator.flatMap(flagSet.metric)
+        {
+            return (
+                observed(unit.value(numerator.name), numerator), 0, observed(unit.value(denominator.name), denominator)
+            )
         }
         return (observed(unit.value(metric.name), metric), observed(unit.preValue(metric.name), metric), 0)
     }
 
     /// Each arm's moments of a metric over some units (their values since they entered, and before).
-    public static func moments(of metric: MetricDefinition, in flagSet: FlagSet, members: some Sequence<ExperimentUnitRecord>) -> [String: ArmMoments] {
+    public static func moments(
+        of metric: MetricDefinition, in flagSet: FlagSet, members: some Sequence<ExperimentUnitRecord>
+    ) -> [String: ArmMoments] {
         var moments: [String: ArmMoments] = [:]
         for unit in members {
             let (y, x, d) = observation(of: unit, metric, in: flagSet)
@@ -159,38 +187,51 @@ public enum ExperimentReport {
         return moments
     }
 
-    static func results(of metric: MetricDefinition, in flagSet: FlagSet, members: [ExperimentUnitRecord], arms: [String],
-                        control: String, now: Date, settings: Settings) -> ExperimentResultsBody.Metric {
+    static func results(
+        of metric: MetricDefinition, in flagSet: FlagSet, members: [ExperimentUnitRecord], arms: [String],
+        control: String, now: Date, settings: Settings
+    ) -> ExperimentResultsBody.Metric {
         let sequence = ConfidenceSequence(alpha: settings.alpha, plannedUnits: settings.plannedUnits)
         let all = moments(of: metric, in: flagSet, members: members)
         func compare(_ arm: String, _ moments: [String: ArmMoments]) -> MetricComparison {
-            ExperimentAnalysis.compare(control: moments[control] ?? ArmMoments(), treatment: moments[arm] ?? ArmMoments(),
-                                       kind: metric.kind, better: metric.better, sequence: sequence)
+            ExperimentAnalysis.compare(
+                control: moments[control] ?? ArmMoments(), treatment: moments[arm] ?? ArmMoments(),
+                kind: metric.kind, better: metric.better, sequence: sequence)
         }
         // One comparison per treatment arm: its means are the arms' means too.
         let compared = Dictionary(uniqueKeysWithValues: arms.map { ($0, compare($0, all)) })
         let means = arms.map { arm in
-            ExperimentResultsBody.Metric.ArmMean(arm: arm, units: all[arm]?.units ?? 0,
-                                                 mean: arm == control ? compared[arm]?.controlMean : compared[arm]?.treatmentMean)
+            ExperimentResultsBody.Metric.ArmMean(
+                arm: arm, units: all[arm]?.units ?? 0,
+                mean: arm == control ? compared[arm]?.controlMean : compared[arm]?.treatmentMean)
         }
         let comparisons = arms.filter { $0 != control }.compactMap { arm -> ExperimentResultsBody.Comparison? in
             guard let comparison = compared[arm] else { return nil }
             return ExperimentResultsBody.Comparison(
                 arm: arm,
                 difference: .init(estimate: comparison.difference, lower: comparison.lower, upper: comparison.upper),
-                relative: comparison.relativeLift.map { .init(estimate: $0, lower: comparison.relativeLower, upper: comparison.relativeUpper) },
-                verdict: comparison.verdict.rawValue, cuped: comparison.cuped != nil, varianceReduction: comparison.cuped?.varianceReduction)
+                relative: comparison.relativeLift.map {
+                    .init(estimate: $0, lower: comparison.relativeLower, upper: comparison.relativeUpper)
+                },
+                verdict: comparison.verdict.rawValue, cuped: comparison.cuped != nil,
+                varianceReduction: comparison.cuped?.varianceReduction)
         }
         return ExperimentResultsBody.Metric(
-            name: metric.name, kind: metric.kind.rawValue, better: metric.better.rawValue, description: metric.description,
-            builtIn: MetricDefinition.isBuiltIn(metric.name), numerator: metric.numerator, denominator: metric.denominator, arms: means, comparisons: comparisons,
-            history: history(of: metric, in: flagSet, members: members, arms: arms, control: control, now: now, compare: compare))
+            name: metric.name, kind: metric.kind.rawValue, better: metric.better.rawValue,
+            description: metric.description,
+            builtIn: MetricDefinition.isBuiltIn(metric.name), numerator: metric.numerator,
+            denominator: metric.denominator, arms: means, comparisons: comparisons,
+            history: history(
+                of: metric, in: flagSet, members: members, arms: arms, control: control, now: now, compare: compare))
     }
 
     /// The difference at moments from the phase's first entry to now (hourly over two days or less, else daily, at
     /// most ``maximumPoints``), each over the units that had entered by then.
-    static func history(of metric: MetricDefinition, in flagSet: FlagSet, members: [ExperimentUnitRecord], arms: [String], control: String,
-                        now: Date, compare: (String, [String: ArmMoments]) -> MetricComparison) -> [ExperimentResultsBody.Point] {
+    static func history(
+        of metric: MetricDefinition, in flagSet: FlagSet, members: [ExperimentUnitRecord], arms: [String],
+        control: String,
+        now: Date, compare: (String, [String: ArmMoments]) -> MetricComparison
+    ) -> [ExperimentResultsBody.Point] {
         guard let first = members.map(\.entered).min(), now > first else { return [] }
         let span = now.timeIntervalSince(first)
         let unit: TimeInterval = span <= 2 * 86_400 ? 3600 : 86_400
@@ -216,8 +257,11 @@ public enum ExperimentReport {
             for arm in arms where arm != control {
                 let comparison = compare(arm, moments)
                 guard comparison.lower != nil else { continue }
-                points.append(.init(time: time.iso8601, arm: arm, units: comparison.controlUnits + comparison.treatmentUnits,
-                                    difference: .init(estimate: comparison.difference, lower: comparison.lower, upper: comparison.upper)))
+                points.append(
+                    .init(
+                        time: time.iso8601, arm: arm, units: comparison.controlUnits + comparison.treatmentUnits,
+                        difference: .init(
+                            estimate: comparison.difference, lower: comparison.lower, upper: comparison.upper)))
             }
         }
         return points

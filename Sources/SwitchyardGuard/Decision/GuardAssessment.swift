@@ -58,18 +58,25 @@ public struct RateCheck: Sendable, Hashable {
     ///   - spread: how the crashed sessions spread over units and addresses, held against the policy's
     ///     `min_units` and `min_addresses`; nil: not checked.
     ///   - leftOut: switches whose sessions were left out of the tally (see ``leftOut``).
-    public init(_ tally: EventTally, withoutSwitch: EventTally?, policy: ResolvedCrashGuardPolicy, spread: CrashSpread? = nil,
-                leftOut: [String] = []) {
+    public init(
+        _ tally: EventTally, withoutSwitch: EventTally?, policy: ResolvedCrashGuardPolicy, spread: CrashSpread? = nil,
+        leftOut: [String] = []
+    ) {
         sessions = max(0, tally.sessions)
         crashes = min(max(0, tally.crashedSessions), sessions)
         rate = sessions > 0 ? Double(crashes) / Double(sessions) : nil
-        lowerBound = Proportions.wilsonLowerBound(successes: crashes, trials: sessions,
-                                                  confidence: Double(policy.confidence.basisPoints) / 10_000)
+        lowerBound = Proportions.wilsonLowerBound(
+            successes: crashes, trials: sessions,
+            confidence: Double(policy.confidence.basisPoints) / 10_000)
         threshold = Double(policy.maximumCrashRate.basisPoints) / 10_000
         bound = threshold
         var shortfall: [String] = []
-        if sessions < Int64(policy.minimumSessions) { shortfall.append("\(sessions) of \(policy.minimumSessions) sessions needed") }
-        if crashes < Int64(policy.minimumCrashes) { shortfall.append("\(crashes) of \(policy.minimumCrashes) crashes needed") }
+        if sessions < Int64(policy.minimumSessions) {
+            shortfall.append("\(sessions) of \(policy.minimumSessions) sessions needed")
+        }
+        if crashes < Int64(policy.minimumCrashes) {
+            shortfall.append("\(crashes) of \(policy.minimumCrashes) crashes needed")
+        }
         if let spread {
             units = spread.units
             addresses = spread.addresses
@@ -77,23 +84,31 @@ public struct RateCheck: Sendable, Hashable {
                 shortfall.append("crashes from \(spread.units) of \(policy.minimumUnits) units needed")
             }
             if let addresses = spread.addresses, addresses < policy.minimumAddresses {
-                shortfall.append("crashes from \(addresses) of \(policy.minimumAddresses) source networks needed (an IPv4 /24 or IPv6 /48 each)")
+                shortfall.append(
+                    "crashes from \(addresses) of \(policy.minimumAddresses) source networks needed (an IPv4 /24 or IPv6 /48 each)"
+                )
             } else if let rest = spread.crashesBeyondBusiest, policy.minimumAddresses > 1, rest < crashes {
                 // The busiest addresses alone must not make the case: without their crashes (their sessions kept, so
                 // the rate only falls), the rest must still be above the bound.
                 var lenient = policy
                 lenient.minimumSessions = 0
                 lenient.minimumCrashes = 0
-                let without = RateCheck(EventTally(sessions: sessions, crashedSessions: rest), withoutSwitch: withoutSwitch, policy: lenient)
+                let without = RateCheck(
+                    EventTally(sessions: sessions, crashedSessions: rest), withoutSwitch: withoutSwitch, policy: lenient
+                )
                 if !without.exceeds {
                     let busiest = policy.minimumAddresses - 1
-                    shortfall.append("without the \(busiest) busiest source network\(busiest == 1 ? "" : "s") (\(crashes - rest) crashes), the other \(rest) crashes are not above the bound")
+                    shortfall.append(
+                        "without the \(busiest) busiest source network\(busiest == 1 ? "" : "s") (\(crashes - rest) crashes), the other \(rest) crashes are not above the bound"
+                    )
                 }
             }
         }
         self.leftOut = leftOut
         if let lowerBound {
-            if lowerBound <= threshold { shortfall.append("lower bound \(Self.percent(lowerBound)) ≤ threshold \(Self.percent(threshold))") }
+            if lowerBound <= threshold {
+                shortfall.append("lower bound \(Self.percent(lowerBound)) ≤ threshold \(Self.percent(threshold))")
+            }
         } else {
             shortfall.append("no sessions")
         }
@@ -101,17 +116,22 @@ public struct RateCheck: Sendable, Hashable {
         // to speak of). The comparison keeps a healthy switch that shares sessions with a crashing one, or a
         // release that crashes everything alike, from tripping.
         if let ratio = policy.baselineRatio, ratio > 100, let baseline = withoutSwitch,
-           Self.hasBaseline(sessions: sessions, without: baseline) {
+            Self.hasBaseline(sessions: sessions, without: baseline)
+        {
             let baseCrashes = min(max(0, baseline.crashedSessions), baseline.sessions)
             let baseRate = Double(baseCrashes) / Double(baseline.sessions)
             let factor = Double(ratio) / 100
             baselineRate = baseRate
             bound = max(threshold, baseRate * factor)
             if let lower = Proportions.newcombeScaledDifferenceLowerBound(
-                successes1: crashes, trials1: sessions, successes2: baseCrashes, trials2: baseline.sessions, ratio: factor, z: Self.baselineZ) {
+                successes1: crashes, trials1: sessions, successes2: baseCrashes, trials2: baseline.sessions,
+                ratio: factor, z: Self.baselineZ)
+            {
                 baselineDifferenceLower = lower
                 if lower <= 0 {
-                    shortfall.append("not shown to crash \(RatioText.text(ratio))× as often as sessions without it (\(Self.percent(baseRate)))")
+                    shortfall.append(
+                        "not shown to crash \(RatioText.text(ratio))× as often as sessions without it (\(Self.percent(baseRate)))"
+                    )
                 }
             }
         }
@@ -131,9 +151,11 @@ public struct RateCheck: Sendable, Hashable {
 
     /// The check as the API shows it: counts, rates as fractions, bound, verdict.
     public var body: GuardCheckBody {
-        GuardCheckBody(sessions: sessions, crashes: crashes, crashRate: rate, lowerBound: lowerBound, threshold: threshold,
-                       baselineRate: baselineRate, baselineDifferenceLower: baselineDifferenceLower, bound: bound, exceeds: exceeds,
-                       shortfall: shortfall, units: units, addresses: addresses, leftOut: leftOut)
+        GuardCheckBody(
+            sessions: sessions, crashes: crashes, crashRate: rate, lowerBound: lowerBound, threshold: threshold,
+            baselineRate: baselineRate, baselineDifferenceLower: baselineDifferenceLower, bound: bound,
+            exceeds: exceeds,
+            shortfall: shortfall, units: units, addresses: addresses, leftOut: leftOut)
     }
 }
 
@@ -203,9 +225,11 @@ public struct GuardTrip: Sendable, Hashable {
 
     /// The reason recorded with the change: `crash rate 4.97% (61 of 1228 sessions) in city lagos over 10m; …`.
     public var reason: String {
-        var text = "crash guard: crash rate \(RateCheck.percent(check.rate ?? 0)) (\(check.crashes) of \(check.sessions) sessions) "
+        var text =
+            "crash guard: crash rate \(RateCheck.percent(check.rate ?? 0)) (\(check.crashes) of \(check.sessions) sessions) "
         text += scope.guardWhere
-        text += " over \(GuardDurationText.text(policy.window)); lower bound \(RateCheck.percent(check.lowerBound ?? 0))"
+        text +=
+            " over \(GuardDurationText.text(policy.window)); lower bound \(RateCheck.percent(check.lowerBound ?? 0))"
         text += " at \(policy.confidence.percentText)% confidence > threshold \(RateCheck.percent(check.threshold))"
         if let baseline = check.baselineRate, let ratio = policy.baselineRatio {
             text += ", and above \(RatioText.text(ratio))× the crash rate without it (\(RateCheck.percent(baseline)))"
@@ -232,7 +256,8 @@ public struct GuardTrip: Sendable, Hashable {
             rule: "wilson-lower-bound", key: key, source: source.rawValue, scope: scope, scopeText: scopeText,
             window: GuardDurationText.text(policy.window), from: from.iso8601, until: until.iso8601, check: check.body,
             confidence: Double(policy.confidence.basisPoints) / 10_000,
-            attribution: check.leftOut.isEmpty ? (check.baselineRate == nil ? "threshold" : "baseline") : "without-switches-shown-to-crash",
+            attribution: check.leftOut.isEmpty
+                ? (check.baselineRate == nil ? "threshold" : "baseline") : "without-switches-shown-to-crash",
             complement: complement?.body, policy: policy.policy)
     }
 }
@@ -307,8 +332,10 @@ public enum GuardRule {
     ///   - counts: the namespace's counts and crash records over the switch's window.
     ///   - policy: the switch's resolved policy.
     ///   - gate: the switch's current definition (its disables).
-    public static func assess(key: String, counts: GuardCounts, policy: ResolvedCrashGuardPolicy,
-                              gate: PluginSwitchDefinition) -> GuardAssessment {
+    public static func assess(
+        key: String, counts: GuardCounts, policy: ResolvedCrashGuardPolicy,
+        gate: PluginSwitchDefinition
+    ) -> GuardAssessment {
         var sources: [SourceAssessment] = []
         for source in EventSource.all where source == .client || counts.hasSessions(of: key, source: source) {
             sources.append(assess(key: key, source: source, counts: counts, policy: policy, gate: gate))
@@ -319,16 +346,24 @@ public enum GuardRule {
 
     /// Assesses a switch on hand-made counts of one source (tests; no crash records, so the policy's `min_units`
     /// and `min_addresses` should be 0).
-    public static func assess(key: String, tallies: SwitchTallies, policy: ResolvedCrashGuardPolicy,
-                              gate: PluginSwitchDefinition) -> GuardAssessment {
+    public static func assess(
+        key: String, tallies: SwitchTallies, policy: ResolvedCrashGuardPolicy,
+        gate: PluginSwitchDefinition
+    ) -> GuardAssessment {
         var counts: [EventCount] = []
-        for (dimension, tally) in tallies.withSwitch { counts.append(EventCount(subject: .pluginSwitch(key), dimension: dimension, tally: tally)) }
-        for (dimension, tally) in tallies.all { counts.append(EventCount(subject: .baseline, dimension: dimension, tally: tally)) }
+        for (dimension, tally) in tallies.withSwitch {
+            counts.append(EventCount(subject: .pluginSwitch(key), dimension: dimension, tally: tally))
+        }
+        for (dimension, tally) in tallies.all {
+            counts.append(EventCount(subject: .baseline, dimension: dimension, tally: tally))
+        }
         return assess(key: key, counts: GuardCounts(counts, crashes: []), policy: policy, gate: gate)
     }
 
-    static func assess(key: String, source: EventSource, counts: GuardCounts, policy: ResolvedCrashGuardPolicy,
-                       gate: PluginSwitchDefinition) -> SourceAssessment {
+    static func assess(
+        key: String, source: EventSource, counts: GuardCounts, policy: ResolvedCrashGuardPolicy,
+        gate: PluginSwitchDefinition
+    ) -> SourceAssessment {
         let tallies = counts.tallies(of: key, source: source)
         let everything = tallies.withSwitch[.all] ?? .zero
         let baselineAll = tallies.all[.all] ?? .zero
@@ -336,7 +371,9 @@ public enum GuardRule {
         var excluded = EventTally.zero
         var excludedDimensions = Set<EventDimension>()
         for disable in gate.disabledScopes {
-            let dimensions: [EventDimension] = disable.cohorts.isEmpty ? disable.cities.map(EventDimension.city)
+            let dimensions: [EventDimension] =
+                disable.cohorts.isEmpty
+                ? disable.cities.map(EventDimension.city)
                 : disable.cities.isEmpty ? disable.cohorts.map(EventDimension.cohort) : []
             for dimension in dimensions where excludedDimensions.insert(dimension).inserted {
                 excluded += tallies.withSwitch[dimension] ?? .zero
@@ -351,22 +388,27 @@ public enum GuardRule {
         var concentrated: [(dimension: EventDimension, check: RateCheck, complement: RateCheck)] = []
         let allowed = Set(policy.scopeBy.map(\.rawValue))
         for (dimension, tally) in tallies.withSwitch where dimension.kind != .all {
-            guard tally.sessions >= Int64(policy.minimumSessions), tally.crashedSessions >= Int64(policy.minimumCrashes),
-                  !excludedDimensions.contains(dimension) else { continue }
+            guard tally.sessions >= Int64(policy.minimumSessions),
+                tally.crashedSessions >= Int64(policy.minimumCrashes),
+                !excludedDimensions.contains(dimension)
+            else { continue }
             let scope = dimension.scope
             let baseline = clamped((tallies.all[dimension] ?? .zero) - tally)
             let check = judge.check(tally, withoutSwitch: baseline, in: dimension)
             guard check.exceeds else { continue }
             exceeding.append((dimension, check))
             guard allowed.contains(dimension.kind.rawValue), dimension.value != CrashGuardPolicy.otherValue,
-                  !gate.isDisabled(in: scope) else { continue }
+                !gate.isDisabled(in: scope)
+            else { continue }
             // Clients choose their cities and cohorts: only where riders are (declared, named, or reported widely).
             if source == .client, counts.scopes?.shortfall(dimension) != nil { continue }
             let outside = clamped(population - tally)
             let outsideBaseline = clamped(withoutSwitch - baseline)
             let complement = RateCheck(outside, withoutSwitch: outsideBaseline, policy: policy)
             // Concentrated: enough sessions elsewhere to say so, and they are fine.
-            if complement.sessions >= Int64(policy.minimumSessions), !complement.exceeds, (complement.rate ?? 0) <= complement.bound {
+            if complement.sessions >= Int64(policy.minimumSessions), !complement.exceeds,
+                (complement.rate ?? 0) <= complement.bound
+            {
                 concentrated.append((dimension, check, complement))
             }
         }
@@ -374,14 +416,19 @@ public enum GuardRule {
         let permitted = policy.allows(source == .reporter ? .reporters : .clients)
         var trip: GuardTrip?
         if !gate.disabled, policy.enabled, permitted {
-            if let narrowest = concentrated.min(by: { ($0.check.sessions, $0.dimension) < ($1.check.sessions, $1.dimension) }) {
-                trip = GuardTrip(key: key, source: source, scope: narrowest.dimension.scope, check: narrowest.check,
-                                 complement: narrowest.complement, policy: policy)
+            if let narrowest = concentrated.min(by: {
+                ($0.check.sessions, $0.dimension) < ($1.check.sessions, $1.dimension)
+            }) {
+                trip = GuardTrip(
+                    key: key, source: source, scope: narrowest.dimension.scope, check: narrowest.check,
+                    complement: narrowest.complement, policy: policy)
             } else if overall.exceeds {
-                trip = GuardTrip(key: key, source: source, scope: .everywhere, check: overall, complement: nil, policy: policy)
+                trip = GuardTrip(
+                    key: key, source: source, scope: .everywhere, check: overall, complement: nil, policy: policy)
             }
         }
-        return SourceAssessment(source: source, allowed: permitted, overall: overall, exceedingScopes: exceeding, trip: trip)
+        return SourceAssessment(
+            source: source, allowed: permitted, overall: overall, exceedingScopes: exceeding, trip: trip)
     }
 
     /// The tests of one switch in one source's sessions.
@@ -410,24 +457,34 @@ public enum GuardRule {
             }
             func suspects(z: Double) -> Set<String> {
                 var found = GuardRule.suspects(in: dimension, source: source, counts: counts, excluding: key, z: z)
-                if dimension.kind != .all { found.formUnion(GuardRule.suspects(in: .all, source: source, counts: counts, excluding: key, z: z)) }
+                if dimension.kind != .all {
+                    found.formUnion(GuardRule.suspects(in: .all, source: source, counts: counts, excluding: key, z: z))
+                }
                 return found
             }
             let shown = suspects(z: RateCheck.baselineZ)
-            var check = shown.isEmpty
+            var check =
+                shown.isEmpty
                 ? RateCheck(tally, withoutSwitch: withoutSwitch, policy: policy, spread: spread(records))
-                : attributed(tally, withoutSwitch: withoutSwitch, records: records, leavingOut: shown, in: dimension, policy: policy)
+                : attributed(
+                    tally, withoutSwitch: withoutSwitch, records: records, leavingOut: shown, in: dimension,
+                    policy: policy)
             guard check.exceeds else { return check }
             // A switch whose sessions look worse than the others' but is not shown to crash yet may be what these
             // crashes are: when leaving its sessions out too would clear this switch, wait for the evidence.
             var lenient = policy
-            (lenient.minimumSessions, lenient.minimumCrashes, lenient.minimumUnits, lenient.minimumAddresses) = (0, 0, 0, 0)
+            (lenient.minimumSessions, lenient.minimumCrashes, lenient.minimumUnits, lenient.minimumAddresses) = (
+                0, 0, 0, 0
+            )
             for candidate in suspects(z: Self.possibleZ).subtracting(shown).sorted() {
-                let without = attributed(tally, withoutSwitch: withoutSwitch, records: records, leavingOut: shown.union([candidate]),
-                                         in: dimension, policy: lenient)
+                let without = attributed(
+                    tally, withoutSwitch: withoutSwitch, records: records, leavingOut: shown.union([candidate]),
+                    in: dimension, policy: lenient)
                 if !without.exceeds {
                     check.exceeds = false
-                    check.shortfall.append("waiting: \(candidate) may explain these crashes (its sessions crash more often than those without it, not shown yet)")
+                    check.shortfall.append(
+                        "waiting: \(candidate) may explain these crashes (its sessions crash more often than those without it, not shown yet)"
+                    )
                     break
                 }
             }
@@ -441,21 +498,26 @@ public enum GuardRule {
         /// The test on the sessions with the switch and without the switches left out: crashes counted exactly from
         /// the crash records, sessions bounded from above (those with the switch, less those with the largest switch
         /// left out that also had it: at least its sessions less all sessions without the switch).
-        func attributed(_ tally: EventTally, withoutSwitch: EventTally, records: [CrashRecord], leavingOut left: Set<String>,
-                        in dimension: EventDimension, policy: ResolvedCrashGuardPolicy) -> RateCheck {
+        func attributed(
+            _ tally: EventTally, withoutSwitch: EventTally, records: [CrashRecord], leavingOut left: Set<String>,
+            in dimension: EventDimension, policy: ResolvedCrashGuardPolicy
+        ) -> RateCheck {
             let clean = records.filter { Set($0.switches).isDisjoint(with: left) }
             var largest: Int64 = 0
             for suspect in left {
                 var sessions = counts.sessions(of: suspect, source: source, in: dimension).sessions
                 if dimension.kind == .all {
-                    for scope in excluded { sessions -= counts.sessions(of: suspect, source: source, in: scope).sessions }
+                    for scope in excluded {
+                        sessions -= counts.sessions(of: suspect, source: source, in: scope).sessions
+                    }
                 }
                 largest = max(largest, sessions)
             }
             let crashed = min(Int64(clean.count), tally.crashedSessions)
             let sessions = min(tally.sessions, max(crashed, tally.sessions - largest + withoutSwitch.sessions))
-            return RateCheck(EventTally(sessions: sessions, crashedSessions: crashed), withoutSwitch: nil, policy: policy,
-                             spread: spread(clean), leftOut: left.sorted())
+            return RateCheck(
+                EventTally(sessions: sessions, crashedSessions: crashed), withoutSwitch: nil, policy: policy,
+                spread: spread(clean), leftOut: left.sorted())
         }
 
         func spread(_ records: [CrashRecord]) -> CrashSpread {
@@ -466,17 +528,20 @@ public enum GuardRule {
     /// The switches shown to crash in a population: with enough sessions without them to compare with, and
     /// whose sessions crash more often than those without them (the lower bound of Newcombe's interval of the
     /// difference above 0: at 95 % by default).
-    public static func suspects(in dimension: EventDimension, source: EventSource, counts: GuardCounts, excluding key: String,
-                                z: Double = RateCheck.baselineZ) -> Set<String> {
+    public static func suspects(
+        in dimension: EventDimension, source: EventSource, counts: GuardCounts, excluding key: String,
+        z: Double = RateCheck.baselineZ
+    ) -> Set<String> {
         let all = counts.baseline(source: source, in: dimension)
         var suspects = Set<String>()
         for other in counts.switches(source: source) where other != key {
             let with = counts.sessions(of: other, source: source, in: dimension)
             let without = clamped(all - with)
             guard with.sessions > 0, RateCheck.hasBaseline(sessions: with.sessions, without: without),
-                  let lower = Proportions.newcombeScaledDifferenceLowerBound(
+                let lower = Proportions.newcombeScaledDifferenceLowerBound(
                     successes1: with.crashedSessions, trials1: with.sessions, successes2: without.crashedSessions,
-                    trials2: without.sessions, ratio: 1, z: z), lower > 0 else { continue }
+                    trials2: without.sessions, ratio: 1, z: z), lower > 0
+            else { continue }
             suspects.insert(other)
         }
         return suspects
@@ -486,15 +551,17 @@ public enum GuardRule {
 extension GuardRule {
     static func clamped(_ tally: EventTally) -> EventTally {
         let sessions = max(0, tally.sessions)
-        return EventTally(sessions: sessions, crashedSessions: min(max(0, tally.crashedSessions), sessions),
-                          exposures: max(0, tally.exposures))
+        return EventTally(
+            sessions: sessions, crashedSessions: min(max(0, tally.crashedSessions), sessions),
+            exposures: max(0, tally.exposures))
     }
 }
 
 extension EventTally {
     static func - (lhs: EventTally, rhs: EventTally) -> EventTally {
-        EventTally(sessions: lhs.sessions - rhs.sessions, crashedSessions: lhs.crashedSessions - rhs.crashedSessions,
-                   exposures: lhs.exposures - rhs.exposures)
+        EventTally(
+            sessions: lhs.sessions - rhs.sessions, crashedSessions: lhs.crashedSessions - rhs.crashedSessions,
+            exposures: lhs.exposures - rhs.exposures)
     }
 }
 

@@ -47,11 +47,16 @@ public enum GuardBudget {
     ///     scoped).
     ///   - openScopedDisables: the scoped disables the guard made on this switch that are still in force.
     ///   - pending: whether a proposal for this switch and scope is open, or was dismissed within the cool-down.
-    public static func decide(_ trip: GuardTrip, tripsInLastHour: Int, openScopedDisables: Int, pending: Bool) -> Action {
+    public static func decide(_ trip: GuardTrip, tripsInLastHour: Int, openScopedDisables: Int, pending: Bool) -> Action
+    {
         if pending { return .hold }
         if trip.scope.isEverywhere, tripsInLastHour >= trip.policy.maximumTripsPerHour { return .propose(.budget) }
-        if !trip.scope.isEverywhere, tripsInLastHour >= trip.policy.maximumScopedTripsPerHour { return .propose(.scopedBudget) }
-        if !trip.scope.isEverywhere, openScopedDisables >= trip.policy.maximumScopedDisables { return .propose(.scopedDisables) }
+        if !trip.scope.isEverywhere, tripsInLastHour >= trip.policy.maximumScopedTripsPerHour {
+            return .propose(.scopedBudget)
+        }
+        if !trip.scope.isEverywhere, openScopedDisables >= trip.policy.maximumScopedDisables {
+            return .propose(.scopedDisables)
+        }
         return .trip
     }
 

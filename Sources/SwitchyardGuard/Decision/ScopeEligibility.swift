@@ -30,7 +30,10 @@ public struct ScopeEligibility: Sendable {
     /// the store's decides on), so that a value new since then is confirmed rather than passed over.
     public var newValuesAllowed = false
 
-    public init(named: Set<EventDimension>, citiesDeclared: Bool, cohortsDeclared: Bool, reach: [EventDimension: EventAdmission.Reach]) {
+    public init(
+        named: Set<EventDimension>, citiesDeclared: Bool, cohortsDeclared: Bool,
+        reach: [EventDimension: EventAdmission.Reach]
+    ) {
         self.named = named
         self.citiesDeclared = citiesDeclared
         self.cohortsDeclared = cohortsDeclared
@@ -46,7 +49,8 @@ public struct ScopeEligibility: Sendable {
         let scopes = flagSet.namedScopes
         for city in scopes.cities { named.insert(EventDimension(kind: .city, value: city)) }
         for cohort in scopes.cohorts { named.insert(EventDimension(kind: .cohort, value: cohort)) }
-        self.init(named: named, citiesDeclared: policy.cities != nil, cohortsDeclared: policy.cohorts != nil, reach: reach)
+        self.init(
+            named: named, citiesDeclared: policy.cities != nil, cohortsDeclared: policy.cohorts != nil, reach: reach)
     }
 
     /// Why a value may not be a scope of clients' trips; nil when it may.
@@ -59,6 +63,7 @@ public struct ScopeEligibility: Sendable {
         if newValuesAllowed, reach[dimension] == nil { return nil }
         let reach = reach[dimension] ?? EventAdmission.Reach()
         guard reach.unitCount < Self.minimumUnits || reach.networkCount < Self.minimumNetworks else { return nil }
-        return "\(dimension.kind) \(dimension.value) is neither declared nor named in the flag set, and its sessions came from \(reach.unitCount) of \(Self.minimumUnits) units and \(reach.networkCount) of \(Self.minimumNetworks) networks needed"
+        return
+            "\(dimension.kind) \(dimension.value) is neither declared nor named in the flag set, and its sessions came from \(reach.unitCount) of \(Self.minimumUnits) units and \(reach.networkCount) of \(Self.minimumNetworks) networks needed"
     }
 }

@@ -52,13 +52,19 @@ public struct GuardrailCheck: Sendable, Hashable {
     public var summary: String
 
     /// A guardrail the stage cannot judge (it splits no unit), saying why.
-    public static func notJudged(_ guardrail: ReleaseGuardrail, better: MetricDefinition.Direction, why: String) -> GuardrailCheck {
-        GuardrailCheck(guardrail: guardrail, better: better, state: .notJudged, unitsWith: 0, unitsWithout: 0,
-                       summary: "\(guardrail.metric): not judged in this stage: \(why)")
+    public static func notJudged(_ guardrail: ReleaseGuardrail, better: MetricDefinition.Direction, why: String)
+        -> GuardrailCheck
+    {
+        GuardrailCheck(
+            guardrail: guardrail, better: better, state: .notJudged, unitsWith: 0, unitsWithout: 0,
+            summary: "\(guardrail.metric): not judged in this stage: \(why)")
     }
 
-    init(guardrail: ReleaseGuardrail, better: MetricDefinition.Direction, state: State, unitsWith: Int, unitsWithout: Int,
-         summary: String) {
+    init(
+        guardrail: ReleaseGuardrail, better: MetricDefinition.Direction, state: State, unitsWith: Int,
+        unitsWithout: Int,
+        summary: String
+    ) {
         self.guardrail = guardrail
         self.better = better
         self.state = state
@@ -75,15 +81,18 @@ public struct GuardrailCheck: Sendable, Hashable {
     ///   - without: the moments of the units without the switch (the control).
     ///   - with: the moments of the units with it.
     ///   - criteria: the plan's criteria (confidences, the roll-back minimum, the sequences).
-    public init(_ guardrail: ReleaseGuardrail, metric: MetricDefinition, without: ArmMoments, with: ArmMoments,
-                criteria: ReleaseCriteria) {
+    public init(
+        _ guardrail: ReleaseGuardrail, metric: MetricDefinition, without: ArmMoments, with: ArmMoments,
+        criteria: ReleaseCriteria
+    ) {
         self.guardrail = guardrail
         better = metric.better
         unitsWith = with.units
         unitsWithout = without.units
         func compare(_ sequence: ConfidenceSequence) -> MetricComparison {
-            ExperimentAnalysis.compare(control: without, treatment: with, kind: metric.kind, better: metric.better,
-                                       sequence: sequence, cuped: metric.kind != .ratio)
+            ExperimentAnalysis.compare(
+                control: without, treatment: with, kind: metric.kind, better: metric.better,
+                sequence: sequence, cuped: metric.kind != .ratio)
         }
         let advance = compare(criteria.advanceSequence)
         let rollback = compare(criteria.guardrailRollbackSequence)
@@ -92,7 +101,8 @@ public struct GuardrailCheck: Sendable, Hashable {
         let relative: Bool
         if case .relative = guardrail.margin { relative = true } else { relative = false }
         func bounds(_ comparison: MetricComparison) -> (estimate: Double?, lower: Double?, upper: Double?) {
-            relative ? (comparison.relativeLift, comparison.relativeLower, comparison.relativeUpper)
+            relative
+                ? (comparison.relativeLift, comparison.relativeLower, comparison.relativeUpper)
                 : (comparison.difference, comparison.lower, comparison.upper)
         }
         (estimate, lower, upper) = bounds(advance)
@@ -105,17 +115,20 @@ public struct GuardrailCheck: Sendable, Hashable {
         if worseSide == true, Int64(unitsWith) >= criteria.rollbackMinimumSessions {
             state = .worse
             let bound = metric.better == .higher ? rollbackUpper : rollbackLower
-            summary = "\(name) is worse with the switch: \(Self.text(estimate, relative)), bound \(Self.text(bound, relative)) "
+            summary =
+                "\(name) is worse with the switch: \(Self.text(estimate, relative)), bound \(Self.text(bound, relative)) "
                 + "\(metric.better == .higher ? "< 0" : "> 0") at \(ReleaseCheck.confidence(criteria.rollbackConfidence)) (\(units))"
             return
         }
         let safe = metric.better == .higher ? lower.map { $0 > margin } : upper.map { $0 < margin }
         if safe == true {
             state = .notWorse
-            summary = "\(name) is not worse than its margin \(guardrail.margin): \(shown) at \(ReleaseCheck.confidence(criteria.confidence)) (\(units))"
+            summary =
+                "\(name) is not worse than its margin \(guardrail.margin): \(shown) at \(ReleaseCheck.confidence(criteria.confidence)) (\(units))"
         } else {
             state = .undecided
-            summary = estimate == nil
+            summary =
+                estimate == nil
                 ? "\(name): too few units to compare (\(units))"
                 : "\(name) not yet shown within its margin \(guardrail.margin): \(shown) at \(ReleaseCheck.confidence(criteria.confidence)) (\(units))"
         }
@@ -148,12 +161,14 @@ public struct GuardrailCheck: Sendable, Hashable {
         let name = guardrail.metric
         if spread.networks < spread.minimumNetworks {
             check.state = .undecided
-            check.summary = "\(name): units with the switch from \(spread.networks) of \(spread.minimumNetworks) source networks needed "
+            check.summary =
+                "\(name): units with the switch from \(spread.networks) of \(spread.minimumNetworks) source networks needed "
                 + "(an IPv4 /24 or IPv6 /48 each) before it decides; \(summary)"
         } else if spread.leftOut > 0, beyondBusiest.state != state {
             check.state = .undecided
             let busiest = "the \(spread.leftOut) busiest source network\(spread.leftOut == 1 ? "" : "s")"
-            check.summary = "\(name): without the units of \(busiest) it is not shown \(state == .worse ? "worse" : "within its margin") "
+            check.summary =
+                "\(name): without the units of \(busiest) it is not shown \(state == .worse ? "worse" : "within its margin") "
                 + "(\(beyondBusiest.summary)); \(summary)"
         }
         return check
@@ -170,7 +185,8 @@ public struct GuardrailCheck: Sendable, Hashable {
     /// The check as the status and a step's evidence carry it (fractions).
     public var body: ReleaseStatusBody.Guardrail {
         ReleaseStatusBody.Guardrail(
-            metric: guardrail.metric, margin: guardrail.margin.description, better: better.rawValue, state: state.rawValue,
+            metric: guardrail.metric, margin: guardrail.margin.description, better: better.rawValue,
+            state: state.rawValue,
             unitsWith: unitsWith, unitsWithout: unitsWithout, meanWith: meanWith, meanWithout: meanWithout,
             estimate: estimate, lower: lower, upper: upper, rollbackLower: rollbackLower, rollbackUpper: rollbackUpper,
             summary: summary)

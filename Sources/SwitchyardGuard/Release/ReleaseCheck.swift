@@ -100,8 +100,10 @@ public struct ReleaseCheck: Sendable, Hashable {
     ///   - timeInStage: how long the stage has run.
     ///   - control: what `without` counts (recorded in the evidence).
     ///   - spread: where the crashed sessions with the switch came from, for clients' sessions; nil: not checked.
-    public init(with: EventTally, without: EventTally, criteria: ReleaseCriteria, timeInStage: Duration,
-                control: ReleaseTallies.Control = .scope, spread: Spread? = nil) {
+    public init(
+        with: EventTally, without: EventTally, criteria: ReleaseCriteria, timeInStage: Duration,
+        control: ReleaseTallies.Control = .scope, spread: Spread? = nil
+    ) {
         self.with = GuardRule.clamped(with)
         self.without = GuardRule.clamped(without)
         self.criteria = criteria
@@ -119,34 +121,42 @@ public struct ReleaseCheck: Sendable, Hashable {
             let edge = min(1, max(p1, p0 + criteria.margin))
             let atMargin = (edge * (1 - edge) / Double(n1) + p0 * (1 - p0) / Double(n0)).squareRoot()
             lowerBound = delta - observed * criteria.advanceSequence.multiplier(units: effectiveSessions)
-            upperBound = criteria.advanceUpperBound(estimate: delta, standardError: atMargin, sessions: effectiveSessions)
-            rollbackLowerBound = Self.harmBound(crashes: c1, with: self.with.sessions, without: self.without, criteria: criteria)
+            upperBound = criteria.advanceUpperBound(
+                estimate: delta, standardError: atMargin, sessions: effectiveSessions)
+            rollbackLowerBound = Self.harmBound(
+                crashes: c1, with: self.with.sessions, without: self.without, criteria: criteria)
             if let beyond = spread?.crashes.crashesBeyondBusiest {
-                rollbackLowerBoundBeyondBusiest = Self.harmBound(crashes: beyond, with: self.with.sessions, without: self.without,
-                                                                 criteria: criteria)
+                rollbackLowerBoundBeyondBusiest = Self.harmBound(
+                    crashes: beyond, with: self.with.sessions, without: self.without,
+                    criteria: criteria)
             }
         } else {
             effectiveSessions = 0
         }
-        let confidence = Self.confidence(criteria.confidence), rollbackConfidence = Self.confidence(criteria.rollbackConfidence)
+        let confidence = Self.confidence(criteria.confidence)
+        let rollbackConfidence = Self.confidence(criteria.rollbackConfidence)
 
         var spreadShort: [String] = []
         if n1 >= criteria.rollbackMinimumSessions, let lower = rollbackLowerBound, lower > 0 {
             if let spread {
                 if spread.crashes.units < spread.minimumUnits {
-                    spreadShort.append("crashes from \(spread.crashes.units) of \(spread.minimumUnits) units needed to roll back")
+                    spreadShort.append(
+                        "crashes from \(spread.crashes.units) of \(spread.minimumUnits) units needed to roll back")
                 }
                 if let addresses = spread.crashes.addresses, addresses < spread.minimumAddresses {
-                    spreadShort.append("crashes from \(addresses) of \(spread.minimumAddresses) networks needed to roll back")
+                    spreadShort.append(
+                        "crashes from \(addresses) of \(spread.minimumAddresses) networks needed to roll back")
                 } else if let beyond = rollbackLowerBoundBeyondBusiest, !(beyond > 0) {
-                    spreadShort.append("not shown worse without the crashes of the \(max(0, spread.minimumAddresses - 1)) busiest networks "
-                        + "(lower bound \(Self.points(beyond)))")
+                    spreadShort.append(
+                        "not shown worse without the crashes of the \(max(0, spread.minimumAddresses - 1)) busiest networks "
+                            + "(lower bound \(Self.points(beyond)))")
                 }
             }
             if spreadShort.isEmpty {
                 verdict = .rollBack
                 waitingFor = []
-                summary = "roll back: sessions with the switch crash more often (\(Self.percent(rateWith ?? 0)) of \(n1) against "
+                summary =
+                    "roll back: sessions with the switch crash more often (\(Self.percent(rateWith ?? 0)) of \(n1) against "
                     + "\(Self.percent(rateWithout ?? 0)) of \(n0) without it); lower bound of the difference \(Self.points(lower)) > 0 "
                     + "at \(rollbackConfidence) over every look"
                 return
@@ -159,7 +169,9 @@ public struct ReleaseCheck: Sendable, Hashable {
         }
         if let upper = upperBound {
             if upper >= criteria.margin {
-                waiting.append("upper bound of the difference \(Self.points(upper)) not yet below the margin \(Self.points(criteria.margin))")
+                waiting.append(
+                    "upper bound of the difference \(Self.points(upper)) not yet below the margin \(Self.points(criteria.margin))"
+                )
             }
         } else if n1 == 0 {
             waiting.append("no sessions with the switch yet")
@@ -173,11 +185,13 @@ public struct ReleaseCheck: Sendable, Hashable {
         waitingFor = waiting
         if waiting.isEmpty, upperBound == nil {
             verdict = .advance
-            summary = "advance: every session has the switch (\(n1), crash rate \(Self.percent(rateWith ?? 0))), so there is "
+            summary =
+                "advance: every session has the switch (\(n1), crash rate \(Self.percent(rateWith ?? 0))), so there is "
                 + "nothing to compare with; soak and sessions met"
         } else if waiting.isEmpty {
             verdict = .advance
-            summary = "advance: sessions with the switch crash \(Self.percent(rateWith ?? 0)) of \(n1), without it "
+            summary =
+                "advance: sessions with the switch crash \(Self.percent(rateWith ?? 0)) of \(n1), without it "
                 + "\(Self.percent(rateWithout ?? 0)) of \(n0); upper bound of the difference \(Self.points(upperBound ?? 0)) < margin "
                 + "\(Self.points(criteria.margin)) at \(confidence) over every look"
         } else {
@@ -188,20 +202,25 @@ public struct ReleaseCheck: Sendable, Hashable {
 
     /// The roll-back rule's bound for `crashes` crashed sessions of `with`: the anytime-valid lower bound of the
     /// difference, with the standard error of "no difference" (the pooled rate of both samples).
-    static func harmBound(crashes: Int64, with sessions: Int64, without: EventTally, criteria: ReleaseCriteria) -> Double? {
+    static func harmBound(crashes: Int64, with sessions: Int64, without: EventTally, criteria: ReleaseCriteria)
+        -> Double?
+    {
         guard sessions > 0, without.sessions > 0 else { return nil }
         let (n1, n0) = (Double(sessions), Double(without.sessions))
         let c1 = Double(min(max(0, crashes), sessions))
         let pooled = (c1 + Double(without.crashedSessions)) / (n1 + n0)
         let standardError = (pooled * (1 - pooled) * (1 / n1 + 1 / n0)).squareRoot()
-        return criteria.rollbackLowerBound(estimate: c1 / n1 - Double(without.crashedSessions) / n0, standardError: standardError,
-                                           sessions: ReleaseCriteria.effectiveSessions(with: sessions, without: without.sessions))
+        return criteria.rollbackLowerBound(
+            estimate: c1 / n1 - Double(without.crashedSessions) / n0, standardError: standardError,
+            sessions: ReleaseCriteria.effectiveSessions(with: sessions, without: without.sessions))
     }
 
     /// Looks at a stage on the sessions ``stageTallies(of:in:counts:criteria:source:)`` chose.
     public init(_ tallies: ReleaseTallies, criteria: ReleaseCriteria, timeInStage: Duration, spread: Spread? = nil) {
-        self.init(with: tallies.with, without: tallies.without, criteria: criteria, timeInStage: timeInStage, control: tallies.control,
-                  spread: spread)
+        self.init(
+            with: tallies.with, without: tallies.without, criteria: criteria, timeInStage: timeInStage,
+            control: tallies.control,
+            spread: spread)
     }
 
     /// The sessions of a scope with a switch and without it, from a namespace's counts over the stage's time.
@@ -216,15 +235,19 @@ public struct ReleaseCheck: Sendable, Hashable {
     ///   - dimensions: the stage's scope.
     ///   - counts: the namespace's counts since the stage began.
     ///   - source: whose sessions: clients' by default.
-    public static func tallies(of key: String, in dimensions: [EventDimension], counts: GuardCounts,
-                               source: EventSource = .client) -> ReleaseTallies {
-        var with = EventTally.zero, all = EventTally.zero
+    public static func tallies(
+        of key: String, in dimensions: [EventDimension], counts: GuardCounts,
+        source: EventSource = .client
+    ) -> ReleaseTallies {
+        var with = EventTally.zero
+        var all = EventTally.zero
         for dimension in Set(dimensions.contains(.all) ? [.all] : dimensions) {
             with += counts.sessions(of: key, source: source, in: dimension)
             all += counts.baseline(source: source, in: dimension)
         }
         let without = GuardRule.clamped(all - with)
-        return ReleaseTallies(with: GuardRule.clamped(with), without: without, control: without.sessions > 0 ? .scope : .none)
+        return ReleaseTallies(
+            with: GuardRule.clamped(with), without: without, control: without.sessions > 0 ? .scope : .none)
     }
 
     /// The sessions a stage is judged on: ``tallies(of:in:counts:source:)`` of its scope, with the control the
@@ -234,12 +257,16 @@ public struct ReleaseCheck: Sendable, Hashable {
     /// first minutes of a stage) and the namespace has more, the sessions without the switch are the namespace's
     /// (other cities: a different population, but the only control left; ``ReleaseTallies/Control/namespace``).
     /// Everyone at 100 % leaves none (``ReleaseTallies/Control/none``): nothing to compare with.
-    public static func stageTallies(of key: String, in dimensions: [EventDimension], counts: GuardCounts, criteria: ReleaseCriteria,
-                                    source: EventSource = .client) -> ReleaseTallies {
+    public static func stageTallies(
+        of key: String, in dimensions: [EventDimension], counts: GuardCounts, criteria: ReleaseCriteria,
+        source: EventSource = .client
+    ) -> ReleaseTallies {
         var scoped = tallies(of: key, in: dimensions, counts: counts, source: source)
         if scoped.without.sessions < criteria.minimumSessions, !dimensions.contains(.all) {
             let everywhere = tallies(of: key, in: [.all], counts: counts, source: source)
-            if everywhere.without.sessions > scoped.without.sessions { (scoped.without, scoped.control) = (everywhere.without, .namespace) }
+            if everywhere.without.sessions > scoped.without.sessions {
+                (scoped.without, scoped.control) = (everywhere.without, .namespace)
+            }
         }
         return scoped
     }
@@ -269,12 +296,15 @@ public struct ReleaseCheck: Sendable, Hashable {
             ("crash_rate_with", number(rateWith)),
             ("sessions_without", .int64(without.sessions)), ("crashes_without", .int64(without.crashedSessions)),
             ("crash_rate_without", number(rateWithout)), ("control", .string(control.rawValue)),
-            ("difference", number(difference)), ("difference_lower", number(lowerBound)), ("difference_upper", number(upperBound)),
+            ("difference", number(difference)), ("difference_lower", number(lowerBound)),
+            ("difference_upper", number(upperBound)),
             ("rollback_difference_lower", number(rollbackLowerBound)),
             ("rule", .string("confidence-sequence")), ("effective_sessions", .int(effectiveSessions)),
-            ("planned_sessions", .int(criteria.plannedSessions)), ("rollback_planned_sessions", .int(criteria.rollbackPlannedSessions)),
+            ("planned_sessions", .int(criteria.plannedSessions)),
+            ("rollback_planned_sessions", .int(criteria.rollbackPlannedSessions)),
             ("time_in_stage_seconds", .int64(timeInStage.components.seconds)),
-            ("min_sessions", .int64(criteria.minimumSessions)), ("soak_seconds", .int64(criteria.soak.components.seconds)),
+            ("min_sessions", .int64(criteria.minimumSessions)),
+            ("soak_seconds", .int64(criteria.soak.components.seconds)),
             ("margin", .double(criteria.margin)), ("confidence", .double(criteria.confidence)),
             ("rollback_confidence", .double(criteria.rollbackConfidence)),
             ("rollback_min_sessions", .int64(criteria.rollbackMinimumSessions)),

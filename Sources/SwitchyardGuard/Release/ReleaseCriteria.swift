@@ -44,8 +44,10 @@ public struct ReleaseCriteria: Sendable, Hashable {
     /// N* of the roll-back rule's confidence sequence: tightest where a bad plugin should be caught.
     public var rollbackPlannedSessions: Int
 
-    public init(minimumSessions: Int64, soak: Duration, margin: Double, confidence: Double, rollbackConfidence: Double,
-                rollbackMinimumSessions: Int64, plannedSessions: Int = 10_000, rollbackPlannedSessions: Int = 1_000) {
+    public init(
+        minimumSessions: Int64, soak: Duration, margin: Double, confidence: Double, rollbackConfidence: Double,
+        rollbackMinimumSessions: Int64, plannedSessions: Int = 10_000, rollbackPlannedSessions: Int = 1_000
+    ) {
         self.minimumSessions = minimumSessions
         self.soak = soak
         self.margin = margin
@@ -57,9 +59,10 @@ public struct ReleaseCriteria: Sendable, Hashable {
     }
 
     /// The values a plan uses where it names none.
-    public static let defaults = ReleaseCriteria(minimumSessions: 1000, soak: .seconds(1800), margin: 0.0025, confidence: 0.975,
-                                                 rollbackConfidence: 0.9999, rollbackMinimumSessions: 200,
-                                                 plannedSessions: 10_000, rollbackPlannedSessions: 1_000)
+    public static let defaults = ReleaseCriteria(
+        minimumSessions: 1000, soak: .seconds(1800), margin: 0.0025, confidence: 0.975,
+        rollbackConfidence: 0.9999, rollbackMinimumSessions: 200,
+        plannedSessions: 10_000, rollbackPlannedSessions: 1_000)
 
     /// The advance rule's confidence sequence: two-sided at `alpha = 2 · (1 − confidence)`, so each side holds at
     /// `confidence` over every look; tightest at ``plannedSessions``.
@@ -116,14 +119,22 @@ public struct ReleaseCriteria: Sendable, Hashable {
         var problems: [String] = []
         if minimumSessions < 0 { problems.append("min_sessions \(minimumSessions) is negative") }
         if soak < .zero { problems.append("soak \(soak) is negative") }
-        if !(margin > 0 && margin < 1) { problems.append("margin \(margin) is not between 0 and 1 (a fraction: 0.0025 is 0.25 points)") }
-        if !(confidence > 0.5 && confidence < 1) { problems.append("confidence \(confidence) is not between 0.5 and 1") }
+        if !(margin > 0 && margin < 1) {
+            problems.append("margin \(margin) is not between 0 and 1 (a fraction: 0.0025 is 0.25 points)")
+        }
+        if !(confidence > 0.5 && confidence < 1) {
+            problems.append("confidence \(confidence) is not between 0.5 and 1")
+        }
         if !(rollbackConfidence > 0.5 && rollbackConfidence < 1) {
             problems.append("rollback confidence \(rollbackConfidence) is not between 0.5 and 1")
         }
-        if rollbackMinimumSessions < 0 { problems.append("rollback min_sessions \(rollbackMinimumSessions) is negative") }
+        if rollbackMinimumSessions < 0 {
+            problems.append("rollback min_sessions \(rollbackMinimumSessions) is negative")
+        }
         if plannedSessions < 1 { problems.append("planned sessions \(plannedSessions) is not positive") }
-        if rollbackPlannedSessions < 1 { problems.append("rollback planned sessions \(rollbackPlannedSessions) is not positive") }
+        if rollbackPlannedSessions < 1 {
+            problems.append("rollback planned sessions \(rollbackPlannedSessions) is not positive")
+        }
         return problems
     }
 }

@@ -93,9 +93,11 @@ public enum ReleaseSimulation {
     }
 
     /// The plan: Lagos 1 %, 10 %, 100 %, then Nairobi, then everyone 10 %, 50 %, 100 %.
-    public static let riderStages = [Stage(cities: ["lagos"], percentage: 1), Stage(cities: ["lagos"], percentage: 10),
-                                     Stage(cities: ["lagos"], percentage: 100), Stage(cities: ["nairobi"], percentage: 100),
-                                     .everyone(10), .everyone(50), .everyone(100)]
+    public static let riderStages = [
+        Stage(cities: ["lagos"], percentage: 1), Stage(cities: ["lagos"], percentage: 10),
+        Stage(cities: ["lagos"], percentage: 100), Stage(cities: ["nairobi"], percentage: 100),
+        .everyone(10), .everyone(50), .everyone(100),
+    ]
 
     /// The built-in policy (`CrashGuardPolicy.resolved(namespace: nil, switch: nil)`), its crash-spread minimums
     /// taken as met (the simulation has counts, not crash records).
@@ -150,7 +152,8 @@ public enum ReleaseSimulation {
         var stageStart = 0
         var disabled = Set<String>()
         // Since the stage began (the plan's check) and per minute over the guard's window: per city, with and all.
-        var stageWith = [EventTally](repeating: .zero, count: cities.count), stageAll = stageWith
+        var stageWith = [EventTally](repeating: .zero, count: cities.count)
+        var stageAll = stageWith
         var recent: [(with: [EventTally], all: [EventTally])] = []
         let windowMinutes = max(1, Int(scenario.guardPolicy?.window.components.seconds ?? 60) / 60)
         let pluginShare = scenario.excessCrashRate / max(1e-12, 1 - scenario.baselineCrashRate)
@@ -158,11 +161,14 @@ public enum ReleaseSimulation {
         for minute in 0..<scenario.horizon {
             outcome.minutes = minute + 1
             let percentages = exposure(scenario.stages, at: stage, cities: cities)
-            var minuteWith = [EventTally](repeating: .zero, count: cities.count), minuteAll = minuteWith
+            var minuteWith = [EventTally](repeating: .zero, count: cities.count)
+            var minuteAll = minuteWith
             // The minute's sessions, spread over the cities (a multinomial, one binomial per city).
-            var remaining = Int64(scenario.sessionsPerMinute), shareLeft = totalShare
+            var remaining = Int64(scenario.sessionsPerMinute)
+            var shareLeft = totalShare
             for (index, city) in cities.enumerated() {
-                let sessions = index == cities.count - 1 ? remaining : random.binomial(remaining, shares[index] / shareLeft)
+                let sessions =
+                    index == cities.count - 1 ? remaining : random.binomial(remaining, shares[index] / shareLeft)
                 remaining -= sessions
                 shareLeft -= shares[index]
                 let active = disabled.contains(city) ? 0 : random.binomial(sessions, percentages[index] / 100)
@@ -184,7 +190,9 @@ public enum ReleaseSimulation {
             if recent.count > windowMinutes { recent.removeFirst() }
 
             // The crash guard, over its window.
-            if let policy = scenario.guardPolicy, let trip = guardTrip(recent, cities: cities, disabled: disabled, policy: policy) {
+            if let policy = scenario.guardPolicy,
+                let trip = guardTrip(recent, cities: cities, disabled: disabled, policy: policy)
+            {
                 outcome.trips.append(Trip(minute: minute, scope: trip))
                 if trip.isEverywhere || !isTimer(scenario.mode) {
                     outcome.stageAtEnd = stage
@@ -201,8 +209,10 @@ public enum ReleaseSimulation {
                 next = minute + 1 - stageStart >= every
             case .plan(let criteria):
                 let counts = Self.counts(with: stageWith, all: stageAll, cities: cities)
-                let tallies = ReleaseCheck.stageTallies(of: key, in: scenario.stages[stage].dimensions, counts: counts, criteria: criteria)
-                let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: .seconds(60 * (minute + 1 - stageStart)))
+                let tallies = ReleaseCheck.stageTallies(
+                    of: key, in: scenario.stages[stage].dimensions, counts: counts, criteria: criteria)
+                let check = ReleaseCheck(
+                    tallies, criteria: criteria, timeInStage: .seconds(60 * (minute + 1 - stageStart)))
                 outcome.lastCheck = check
                 switch check.verdict {
                 case .advance: next = true
@@ -241,7 +251,11 @@ public enum ReleaseSimulation {
         cities.map { city in
             var percentage = 0.0
             for stage in stages[...index] {
-                if stage.cities.contains(city) { percentage = stage.percentage } else if stage.cities.isEmpty { percentage = max(percentage, stage.percentage) }
+                if stage.cities.contains(city) {
+                    percentage = stage.percentage
+                } else if stage.cities.isEmpty {
+                    percentage = max(percentage, stage.percentage)
+                }
             }
             return percentage
         }
@@ -250,9 +264,12 @@ public enum ReleaseSimulation {
     /// The counts flagsd keeps, for one switch: per city and in all, with the switch and the baseline.
     static func counts(with: [EventTally], all: [EventTally], cities: [String]) -> GuardCounts {
         var counts: [EventCount] = []
-        var withAll = EventTally.zero, allAll = EventTally.zero
+        var withAll = EventTally.zero
+        var allAll = EventTally.zero
         for (index, city) in cities.enumerated() {
-            if !with[index].isZero { counts.append(EventCount(subject: .pluginSwitch(key), dimension: .city(city), tally: with[index])) }
+            if !with[index].isZero {
+                counts.append(EventCount(subject: .pluginSwitch(key), dimension: .city(city), tally: with[index]))
+            }
             counts.append(EventCount(subject: .baseline, dimension: .city(city), tally: all[index]))
             withAll += with[index]
             allAll += all[index]
@@ -263,9 +280,12 @@ public enum ReleaseSimulation {
     }
 
     /// The guard's trip over its window, if any.
-    static func guardTrip(_ window: [(with: [EventTally], all: [EventTally])], cities: [String], disabled: Set<String>,
-                          policy: ResolvedCrashGuardPolicy) -> Scope? {
-        var with = [EventTally](repeating: .zero, count: cities.count), all = with
+    static func guardTrip(
+        _ window: [(with: [EventTally], all: [EventTally])], cities: [String], disabled: Set<String>,
+        policy: ResolvedCrashGuardPolicy
+    ) -> Scope? {
+        var with = [EventTally](repeating: .zero, count: cities.count)
+        var all = with
         for minute in window {
             for index in cities.indices {
                 with[index] += minute.with[index]
@@ -289,7 +309,8 @@ extension SplitMix64 {
         let mean = Double(trials) * p
         if mean < 30 {
             let logQ = log1p(-p)
-            var successes: Int64 = 0, position: Int64 = 0
+            var successes: Int64 = 0
+            var position: Int64 = 0
             while true {
                 position += Int64(min(Double(trials), (log1p(-uniform()) / logQ).rounded(.down))) + 1
                 if position > trials { return successes }
@@ -297,7 +318,8 @@ extension SplitMix64 {
             }
         }
         // Box–Muller.
-        let u1 = max(uniform(), 1e-300), u2 = uniform()
+        let u1 = max(uniform(), 1e-300)
+        let u2 = uniform()
         let gauss = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
         let draw = (mean + (mean * (1 - p)).squareRoot() * gauss).rounded()
         return min(trials, max(0, Int64(draw)))

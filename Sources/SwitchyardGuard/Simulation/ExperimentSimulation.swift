@@ -117,8 +117,9 @@ public enum ExperimentSimulation {
         var valueTrack = Track(truth: valueTruth)
         var firstAlarm: Int?
         var arrivedSinceLook = false
-        var lastConversion = ExperimentAnalysis.compare(control: conversion.control, treatment: conversion.treatment,
-                                                        kind: .conversion, better: .higher, sequence: sequence)
+        var lastConversion = ExperimentAnalysis.compare(
+            control: conversion.control, treatment: conversion.treatment,
+            kind: .conversion, better: .higher, sequence: sequence)
         var lastValue = lastConversion
         let minutes = scenario.days * 1440
         let lookEvery = max(1, scenario.lookEveryMinutes)
@@ -127,9 +128,12 @@ public enum ExperimentSimulation {
                 let treated = random.uniform() < scenario.treatmentShare
                 let converted: Double = random.uniform() < (treated ? treatmentRate : scenario.conversionRate) ? 1 : 0
                 let level = scenario.valueSpread * random.gaussian()
-                let before = min(scenario.valueCap, scenario.valueScale * exp(level + scenario.valueNoise * random.gaussian()))
-                let after = min(scenario.valueCap, scenario.valueScale * (treated ? 1 + scenario.valueLift : 1)
-                    * exp(level + scenario.valueNoise * random.gaussian()))
+                let before = min(
+                    scenario.valueCap, scenario.valueScale * exp(level + scenario.valueNoise * random.gaussian()))
+                let after = min(
+                    scenario.valueCap,
+                    scenario.valueScale * (treated ? 1 + scenario.valueLift : 1)
+                        * exp(level + scenario.valueNoise * random.gaussian()))
                 if treated {
                     conversion.treatment.add(y: converted)
                     value.treatment.add(y: after, x: before)
@@ -143,21 +147,26 @@ public enum ExperimentSimulation {
             }
             guard minute % lookEvery == 0, arrivedSinceLook else { continue }
             arrivedSinceLook = false
-            lastConversion = ExperimentAnalysis.compare(control: conversion.control, treatment: conversion.treatment,
-                                                        kind: .conversion, better: .higher, sequence: sequence)
-            lastValue = ExperimentAnalysis.compare(control: value.control, treatment: value.treatment,
-                                                   kind: .value, better: .higher, sequence: sequence)
+            lastConversion = ExperimentAnalysis.compare(
+                control: conversion.control, treatment: conversion.treatment,
+                kind: .conversion, better: .higher, sequence: sequence)
+            lastValue = ExperimentAnalysis.compare(
+                control: value.control, treatment: value.treatment,
+                kind: .value, better: .higher, sequence: sequence)
             conversionTrack.look(lastConversion, minute: minute, z: z)
             valueTrack.look(lastValue, minute: minute, z: z)
             if firstAlarm == nil,
-               SampleRatioCheck.logBayesFactor(counts: srmCounts, shares: srmShares,
-                                               concentration: SampleRatioCheck.defaultConcentration) > srmLimit {
+                SampleRatioCheck.logBayesFactor(
+                    counts: srmCounts, shares: srmShares,
+                    concentration: SampleRatioCheck.defaultConcentration) > srmLimit
+            {
                 firstAlarm = minute
             }
         }
-        return Outcome(conversion: conversionTrack.outcome(lastConversion, z: z), value: valueTrack.outcome(lastValue, z: z),
-                       firstSampleRatioAlarmMinute: firstAlarm,
-                       controlUnits: conversion.control.units, treatmentUnits: conversion.treatment.units)
+        return Outcome(
+            conversion: conversionTrack.outcome(lastConversion, z: z), value: valueTrack.outcome(lastValue, z: z),
+            firstSampleRatioAlarmMinute: firstAlarm,
+            controlUnits: conversion.control.units, treatmentUnits: conversion.treatment.units)
     }
 
     /// One metric's record over the looks of a run.
@@ -178,7 +187,9 @@ public enum ExperimentSimulation {
                 firstDecisionMinute = minute
                 firstDecisionPositive = lower > 0
             }
-            guard let truth, let difference = comparison.difference, let standardError = comparison.standardError else { return }
+            guard let truth, let difference = comparison.difference, let standardError = comparison.standardError else {
+                return
+            }
             if firstMissMinute == nil, truth < lower || truth > upper { firstMissMinute = minute }
             if abs(difference - truth) > z * standardError { naiveMissed = true }
         }
@@ -188,10 +199,11 @@ public enum ExperimentSimulation {
             if let truth, let difference = final.difference, let standardError = final.standardError {
                 atEnd = abs(difference - truth) > z * standardError
             }
-            return MetricOutcome(firstDecisionMinute: firstDecisionMinute, firstDecisionPositive: firstDecisionPositive,
-                                 missedTruth: truth == nil ? nil : firstMissMinute != nil,
-                                 firstMissMinute: firstMissMinute, naiveMissedTruth: truth == nil ? nil : naiveMissed,
-                                 naiveMissedTruthAtEnd: atEnd, final: final)
+            return MetricOutcome(
+                firstDecisionMinute: firstDecisionMinute, firstDecisionPositive: firstDecisionPositive,
+                missedTruth: truth == nil ? nil : firstMissMinute != nil,
+                firstMissMinute: firstMissMinute, naiveMissedTruth: truth == nil ? nil : naiveMissed,
+                naiveMissedTruthAtEnd: atEnd, final: final)
         }
     }
 }
@@ -250,10 +262,12 @@ extension ExperimentSimulation {
             naiveMissedTruthAtEnd = rate(outcomes.map(\.naiveMissedTruthAtEnd))
             decidedHigher = Rate(count: outcomes.count(where: { $0.firstDecisionPositive == true }), runs: runs)
             decidedLower = Rate(count: outcomes.count(where: { $0.firstDecisionPositive == false }), runs: runs)
-            medianDaysToDecideHigher = ExperimentSimulation.median(outcomes.compactMap { outcome in
-                outcome.firstDecisionPositive == true ? outcome.firstDecisionMinute.map { Double($0) / 1440 } : nil
-            })
-            medianVarianceReduction = ExperimentSimulation.median(outcomes.compactMap { $0.final.cuped?.varianceReduction })
+            medianDaysToDecideHigher = ExperimentSimulation.median(
+                outcomes.compactMap { outcome in
+                    outcome.firstDecisionPositive == true ? outcome.firstDecisionMinute.map { Double($0) / 1440 } : nil
+                })
+            medianVarianceReduction = ExperimentSimulation.median(
+                outcomes.compactMap { $0.final.cuped?.varianceReduction })
         }
     }
 
@@ -275,10 +289,12 @@ extension ExperimentSimulation {
             runs = outcomes.count
             conversion = MetricSummary(outcomes.map(\.conversion))
             value = MetricSummary(outcomes.map(\.value))
-            sampleRatioAlarms = Rate(count: outcomes.count(where: { $0.firstSampleRatioAlarmMinute != nil }), runs: runs)
-            medianDaysToSampleRatioAlarm = ExperimentSimulation.median(outcomes.compactMap {
-                $0.firstSampleRatioAlarmMinute.map { Double($0) / 1440 }
-            })
+            sampleRatioAlarms = Rate(
+                count: outcomes.count(where: { $0.firstSampleRatioAlarmMinute != nil }), runs: runs)
+            medianDaysToSampleRatioAlarm = ExperimentSimulation.median(
+                outcomes.compactMap {
+                    $0.firstSampleRatioAlarmMinute.map { Double($0) / 1440 }
+                })
         }
     }
 
@@ -299,7 +315,8 @@ extension ExperimentSimulation {
 extension SplitMix64 {
     /// A standard normal draw (Box–Muller).
     mutating func gaussian() -> Double {
-        let u1 = max(uniform(), 1e-300), u2 = uniform()
+        let u1 = max(uniform(), 1e-300)
+        let u2 = uniform()
         return (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
     }
 

@@ -79,7 +79,10 @@ public enum GuardSimulation {
         public var forgers: [Forger] = []
         public var policy: ResolvedCrashGuardPolicy
 
-        public init(switches: [Switch], policy: ResolvedCrashGuardPolicy = CrashGuardPolicy.resolved(namespace: nil, switch: nil)) {
+        public init(
+            switches: [Switch],
+            policy: ResolvedCrashGuardPolicy = CrashGuardPolicy.resolved(namespace: nil, switch: nil)
+        ) {
             self.switches = switches
             self.policy = policy
         }
@@ -124,7 +127,8 @@ public enum GuardSimulation {
         var ledger = EventAdmission.Ledger()
         let admission = EventAdmission(policy: scenario.policy)
         // What the guard sees (its disables commit at once) and what clients run (after the propagation delay).
-        var guardGates = Dictionary(uniqueKeysWithValues: scenario.switches.map { ($0.key, PluginSwitchDefinition(rollout: .full)) })
+        var guardGates = Dictionary(
+            uniqueKeysWithValues: scenario.switches.map { ($0.key, PluginSwitchDefinition(rollout: .full)) })
         var clientGates = guardGates
         var pending: [(due: Int, key: String, scope: Scope)] = []
         var outcome = Outcome(trips: [], sessions: 0, crashesBy: [:])
@@ -151,7 +155,9 @@ public enum GuardSimulation {
                         guard plugin.activeShare >= 1 || random.uniform() < plugin.activeShare else { continue }
                         if clientGates[plugin.key]?.isDisabled(in: Scope(cities: [city])) == true { continue }
                         active.append(plugin.key)
-                        let rate = plugin.crashCity == nil || plugin.crashCity == city ? plugin.crashRate : scenario.baselineCrashRate
+                        let rate =
+                            plugin.crashCity == nil || plugin.crashCity == city
+                            ? plugin.crashRate : scenario.baselineCrashRate
                         if random.uniform() < rate {
                             crashed = true
                             crashedBy = crashedBy ?? plugin.key
@@ -159,27 +165,34 @@ public enum GuardSimulation {
                     }
                     if let crashedBy { outcome.crashesBy[crashedBy, default: 0] += 1 }
                     outcome.sessions += 1
-                    events.append(StoredEvent(id: "s\(outcome.sessions)", time: now, city: city,
-                                              payload: .session(crashed: crashed, switches: active, variants: [:]),
-                                              unit: "u\(unit)", address: "10.\(unit % max(1, scenario.addresses))"))
+                    events.append(
+                        StoredEvent(
+                            id: "s\(outcome.sessions)", time: now, city: city,
+                            payload: .session(crashed: crashed, switches: active, variants: [:]),
+                            unit: "u\(unit)", address: "10.\(unit % max(1, scenario.addresses))"))
                 }
                 // Forgers spread their sessions of the minute over its batches, and over their addresses.
                 for forger in scenario.forgers {
-                    let share = forger.sessionsPerMinute / perMinute + (slot < forger.sessionsPerMinute % perMinute ? 1 : 0)
+                    let share =
+                        forger.sessionsPerMinute / perMinute + (slot < forger.sessionsPerMinute % perMinute ? 1 : 0)
                     for _ in 0..<share {
                         forged += 1
                         let address = forged % max(1, forger.addresses)
                         let city = scenario.cities[Int(random.next() % UInt64(scenario.cities.count))]
-                        events.append(StoredEvent(id: "f\(forged)", time: now, city: city,
-                                                  payload: .session(crashed: true, switches: [forger.key], variants: [:]),
-                                                  unit: forger.newUnitEachSession ? "forged\(forged)" : "forger\(address)",
-                                                  // A network of its own each (the guard counts /24s).
-                                                  address: "198.18.\(address % 256).\(1 + address / 256)"))
+                        events.append(
+                            StoredEvent(
+                                id: "f\(forged)", time: now, city: city,
+                                payload: .session(crashed: true, switches: [forger.key], variants: [:]),
+                                unit: forger.newUnitEachSession ? "forged\(forged)" : "forger\(address)",
+                                // A network of its own each (the guard counts /24s).
+                                address: "198.18.\(address % 256).\(1 + address / 256)"))
                     }
                 }
                 let admitted = ledger.admit(events, admission: admission)
                 outcome.dropped += admitted.dropped.count
-                window.add(EventAggregation.increments(of: admitted.events), crashes: EventAggregation.crashes(of: admitted.events))
+                window.add(
+                    EventAggregation.increments(of: admitted.events),
+                    crashes: EventAggregation.crashes(of: admitted.events))
                 batchIndex += 1
                 let from = EventAggregation.bucketStart(of: now - scenario.policy.window.timeInterval)
                 var named = Set<String>()
@@ -191,13 +204,16 @@ public enum GuardSimulation {
                     guard let gate = guardGates[key] else { continue }
                     let assessment = GuardRule.assess(key: key, counts: counts, policy: scenario.policy, gate: gate)
                     guard let trip = assessment.trip else { continue }
-                    let record = Trip(key: key, scope: trip.scope, minute: minute, sessionsBefore: outcome.sessions,
-                                      evidenceSessions: trip.check.sessions, leftOut: trip.check.leftOut)
+                    let record = Trip(
+                        key: key, scope: trip.scope, minute: minute, sessionsBefore: outcome.sessions,
+                        evidenceSessions: trip.check.sessions, leftOut: trip.check.leftOut)
                     let hourAgo = minute - 60
                     let recent = outcome.trips.filter { $0.minute > hourAgo }.count
                     let scoped = outcome.trips.filter { $0.key == key && !$0.scope.isEverywhere }.count
                     let proposal = "\(key) \(trip.scope)"
-                    switch GuardBudget.decide(trip, tripsInLastHour: recent, openScopedDisables: scoped, pending: proposed.contains(proposal)) {
+                    switch GuardBudget.decide(
+                        trip, tripsInLastHour: recent, openScopedDisables: scoped, pending: proposed.contains(proposal))
+                    {
                     case .trip:
                         outcome.trips.append(record)
                         Self.disable(key, in: trip.scope, &guardGates)
@@ -210,7 +226,9 @@ public enum GuardSimulation {
                     }
                 }
             }
-            let oldest = EventAggregation.bucketStart(of: start + Double(minute * 60) - scenario.policy.window.timeInterval) - 60_000
+            let oldest =
+                EventAggregation.bucketStart(of: start + Double(minute * 60) - scenario.policy.window.timeInterval)
+                - 60_000
             window.prune(before: oldest)
             ledger.prune(before: admission.windowStart(of: Date(milliseconds: oldest)) - 1)
         }

@@ -58,7 +58,8 @@ public enum GuardrailSimulation {
         let guardrail = ReleaseGuardrail(metric: "trip_booked", margin: .points(scenario.margin))
         let metric = MetricDefinition(name: "trip_booked", kind: .conversion)
         let rateWith = min(1, max(0, scenario.baseRate + scenario.effect))
-        var with = ArmMoments(), without = ArmMoments()
+        var with = ArmMoments()
+        var without = ArmMoments()
         for minute in 1...max(1, scenario.hours * 60) {
             let arrived = random.poisson(scenario.unitsPerMinute)
             for _ in 0..<arrived {
@@ -69,9 +70,11 @@ public enum GuardrailSimulation {
                 }
             }
             guard arrived > 0 else { continue }
-            let state = scenario.fixedHorizon
+            let state =
+                scenario.fixedHorizon
                 ? fixedHorizonState(without: without, with: with, margin: scenario.margin, criteria: scenario.criteria)
-                : GuardrailCheck(guardrail, metric: metric, without: without, with: with, criteria: scenario.criteria).state
+                : GuardrailCheck(guardrail, metric: metric, without: without, with: with, criteria: scenario.criteria)
+                    .state
             if state == .worse {
                 return Outcome(passed: false, rolledBack: true, minutes: minute, unitsWith: with.units)
             }
@@ -83,12 +86,21 @@ public enum GuardrailSimulation {
     }
 
     /// The guardrail's state with fixed-horizon bounds: difference ± Φ⁻¹(confidence)·SE.
-    static func fixedHorizonState(without: ArmMoments, with: ArmMoments, margin: Double, criteria: ReleaseCriteria) -> GuardrailCheck.State {
-        let comparison = ExperimentAnalysis.compare(control: without, treatment: with, kind: .conversion, better: .higher, cuped: false)
-        guard let difference = comparison.difference, let standardError = comparison.standardError else { return .undecided }
+    static func fixedHorizonState(without: ArmMoments, with: ArmMoments, margin: Double, criteria: ReleaseCriteria)
+        -> GuardrailCheck.State
+    {
+        let comparison = ExperimentAnalysis.compare(
+            control: without, treatment: with, kind: .conversion, better: .higher, cuped: false)
+        guard let difference = comparison.difference, let standardError = comparison.standardError else {
+            return .undecided
+        }
         if Int64(with.units) >= criteria.rollbackMinimumSessions,
-           difference + Proportions.normalQuantile(criteria.rollbackConfidence) * standardError < 0 { return .worse }
-        return difference - Proportions.normalQuantile(criteria.confidence) * standardError > margin ? .notWorse : .undecided
+            difference + Proportions.normalQuantile(criteria.rollbackConfidence) * standardError < 0
+        {
+            return .worse
+        }
+        return difference - Proportions.normalQuantile(criteria.confidence) * standardError > margin
+            ? .notWorse : .undecided
     }
 
     /// The figures of many runs of one scenario.

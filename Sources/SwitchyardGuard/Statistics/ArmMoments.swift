@@ -36,8 +36,10 @@ public struct ArmMoments: Sendable, Hashable, Codable {
     public var sumYD: Double
 
     /// Statistics from stored sums (all zero: an empty arm).
-    public init(units: Int = 0, sumY: Double = 0, sumY2: Double = 0, sumX: Double = 0, sumX2: Double = 0, sumXY: Double = 0,
-                sumD: Double = 0, sumD2: Double = 0, sumYD: Double = 0) {
+    public init(
+        units: Int = 0, sumY: Double = 0, sumY2: Double = 0, sumX: Double = 0, sumX2: Double = 0, sumXY: Double = 0,
+        sumD: Double = 0, sumD2: Double = 0, sumYD: Double = 0
+    ) {
         self.units = units
         self.sumY = sumY
         self.sumY2 = sumY2

@@ -46,7 +46,9 @@ public struct ConfidenceSequence: Sendable, Hashable {
     /// - Parameters:
     ///   - alpha: the two-sided error rate over all looks, 0 < α < 1 (out of range: clamped to 1e-12...0.5).
     ///   - plannedUnits: N*, units of both arms (at least 1).
-    public init(alpha: Double = ConfidenceSequence.defaultAlpha, plannedUnits: Int = ConfidenceSequence.defaultPlannedUnits) {
+    public init(
+        alpha: Double = ConfidenceSequence.defaultAlpha, plannedUnits: Int = ConfidenceSequence.defaultPlannedUnits
+    ) {
         let alpha = min(0.5, max(1e-12, alpha.isFinite ? alpha : Self.defaultAlpha))
         self.alpha = alpha
         self.plannedUnits = max(1, plannedUnits)

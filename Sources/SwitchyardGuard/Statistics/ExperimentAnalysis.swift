@@ -103,32 +103,41 @@ public enum ExperimentAnalysis {
     ///   - plannedUnits: N*, units of both arms at which the interval is tightest (default 10,000).
     ///   - cuped: whether to adjust with the pre-entry values where they exist (default true).
     /// - Returns: the comparison; bounds are nil below 2 units in either arm or when neither arm has any spread.
-    public static func compare(control: ArmMoments, treatment: ArmMoments, kind: MetricDefinition.Kind,
-                               better: MetricDefinition.Direction = .higher,
-                               alpha: Double = ConfidenceSequence.defaultAlpha,
-                               plannedUnits: Int = ConfidenceSequence.defaultPlannedUnits,
-                               cuped: Bool = true) -> MetricComparison {
-        compare(control: control, treatment: treatment, kind: kind, better: better,
-                sequence: ConfidenceSequence(alpha: alpha, plannedUnits: plannedUnits), cuped: cuped)
+    public static func compare(
+        control: ArmMoments, treatment: ArmMoments, kind: MetricDefinition.Kind,
+        better: MetricDefinition.Direction = .higher,
+        alpha: Double = ConfidenceSequence.defaultAlpha,
+        plannedUnits: Int = ConfidenceSequence.defaultPlannedUnits,
+        cuped: Bool = true
+    ) -> MetricComparison {
+        compare(
+            control: control, treatment: treatment, kind: kind, better: better,
+            sequence: ConfidenceSequence(alpha: alpha, plannedUnits: plannedUnits), cuped: cuped)
     }
 
     /// Compares a treatment arm with the control on a metric, with its kind and direction.
-    public static func compare(control: ArmMoments, treatment: ArmMoments, metric: MetricDefinition,
-                               alpha: Double = ConfidenceSequence.defaultAlpha,
-                               plannedUnits: Int = ConfidenceSequence.defaultPlannedUnits,
-                               cuped: Bool = true) -> MetricComparison {
-        compare(control: control, treatment: treatment, kind: metric.kind, better: metric.better, alpha: alpha,
-                plannedUnits: plannedUnits, cuped: cuped)
+    public static func compare(
+        control: ArmMoments, treatment: ArmMoments, metric: MetricDefinition,
+        alpha: Double = ConfidenceSequence.defaultAlpha,
+        plannedUnits: Int = ConfidenceSequence.defaultPlannedUnits,
+        cuped: Bool = true
+    ) -> MetricComparison {
+        compare(
+            control: control, treatment: treatment, kind: metric.kind, better: metric.better, alpha: alpha,
+            plannedUnits: plannedUnits, cuped: cuped)
     }
 
     /// Compares with a confidence sequence built once (the simulation looks thousands of times with the same one).
-    public static func compare(control: ArmMoments, treatment: ArmMoments, kind: MetricDefinition.Kind,
-                               better: MetricDefinition.Direction, sequence: ConfidenceSequence,
-                               cuped: Bool = true) -> MetricComparison {
+    public static func compare(
+        control: ArmMoments, treatment: ArmMoments, kind: MetricDefinition.Kind,
+        better: MetricDefinition.Direction, sequence: ConfidenceSequence,
+        cuped: Bool = true
+    ) -> MetricComparison {
         var result = MetricComparison(
             kind: kind, better: better, controlUnits: control.units, treatmentUnits: treatment.units,
             decided: false, verdict: .inconclusive, alpha: sequence.alpha, plannedUnits: sequence.plannedUnits)
-        let estimateC: Estimate?, estimateT: Estimate?
+        let estimateC: Estimate?
+        let estimateT: Estimate?
         if kind == .ratio {
             estimateC = ratioEstimate(control)
             estimateT = ratioEstimate(treatment)
@@ -149,8 +158,9 @@ public enum ExperimentAnalysis {
             if let plainVariance, let adjustedVariance, plainVariance > 0 {
                 reduction = 1 - adjustedVariance / plainVariance
             }
-            result.cuped = MetricComparison.Cuped(theta: adjustment.theta, varianceReduction: reduction,
-                                                  adjustedControlMean: c.mean, adjustedTreatmentMean: t.mean)
+            result.cuped = MetricComparison.Cuped(
+                theta: adjustment.theta, varianceReduction: reduction,
+                adjustedControlMean: c.mean, adjustedTreatmentMean: t.mean)
         }
 
         let difference = t.mean - c.mean
@@ -210,15 +220,19 @@ public enum ExperimentAnalysis {
 
     /// CUPED's adjusted estimates of both arms, or nil when it does not apply: fewer than 2 units in an arm, no
     /// unit with x ≠ 0, or no spread in x over both arms.
-    static func cupedAdjustment(control: ArmMoments, treatment: ArmMoments) -> (theta: Double, control: Estimate, treatment: Estimate)? {
+    static func cupedAdjustment(control: ArmMoments, treatment: ArmMoments) -> (
+        theta: Double, control: Estimate, treatment: Estimate
+    )? {
         guard control.units >= 2, treatment.units >= 2 else { return nil }
         let pooled = control.merging(treatment)
         guard pooled.sumX2 > 0, let sx2 = pooled.varianceX, sx2 > 0, let sxy = pooled.covarianceXY,
-              let pooledMeanX = pooled.meanX else { return nil }
+            let pooledMeanX = pooled.meanX
+        else { return nil }
         let theta = sxy / sx2
         func adjusted(_ arm: ArmMoments) -> Estimate? {
             guard let meanY = arm.meanY, let meanX = arm.meanX, let sy2 = arm.varianceY, let armSx2 = arm.varianceX,
-                  let armSxy = arm.covarianceXY else { return nil }
+                let armSxy = arm.covarianceXY
+            else { return nil }
             let perUnit = max(0, sy2 - 2 * theta * armSxy + theta * theta * armSx2)
             return Estimate(mean: meanY - theta * (meanX - pooledMeanX), varianceOfMean: perUnit / Double(arm.units))
         }

@@ -54,10 +54,13 @@ public struct SampleRatioCheck: Sendable, Hashable {
     ///     0 must have no units (any unit fails the check).
     ///   - concentration: k of the prior Dirichlet(k·p) (> 0).
     ///   - threshold: the p-value below which the check fails.
-    public init?(counts: [Int], expectedShares: [Double], concentration: Double = SampleRatioCheck.defaultConcentration,
-                 threshold: Double = SampleRatioCheck.defaultThreshold) {
+    public init?(
+        counts: [Int], expectedShares: [Double], concentration: Double = SampleRatioCheck.defaultConcentration,
+        threshold: Double = SampleRatioCheck.defaultThreshold
+    ) {
         guard counts.count >= 2, counts.count == expectedShares.count, counts.allSatisfy({ $0 >= 0 }),
-              expectedShares.allSatisfy({ $0.isFinite && $0 >= 0 }), concentration > 0, concentration.isFinite else { return nil }
+            expectedShares.allSatisfy({ $0.isFinite && $0 >= 0 }), concentration > 0, concentration.isFinite
+        else { return nil }
         let total = expectedShares.reduce(0, +)
         guard total > 0 else { return nil }
         let shares = expectedShares.map { $0 / total }
@@ -72,13 +75,16 @@ public struct SampleRatioCheck: Sendable, Hashable {
 
     /// log BF for normalised shares; arms declared at 0 take no part unless they have units (then +∞).
     static func logBayesFactor(counts: [Int], shares: [Double], concentration: Double) -> Double {
-        var sumA = 0.0, units = 0.0, logBF = 0.0
+        var sumA = 0.0
+        var units = 0.0
+        var logBF = 0.0
         for (count, share) in zip(counts, shares) {
             guard share > 0 else {
                 if count > 0 { return .infinity }
                 continue
             }
-            let a = concentration * share, n = Double(count)
+            let a = concentration * share
+            let n = Double(count)
             sumA += a
             units += n
             logBF += lgamma(a + n) - lgamma(a) - n * log(share)

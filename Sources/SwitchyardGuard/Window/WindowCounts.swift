@@ -26,9 +26,12 @@ public struct WindowCounts: Sendable {
     }
 
     /// Adds committed increments and crash records.
-    public mutating func add(_ increments: [(key: EventAggregation.CounterKey, tally: EventTally)], crashes records: [CrashRecord] = []) {
+    public mutating func add(
+        _ increments: [(key: EventAggregation.CounterKey, tally: EventTally)], crashes records: [CrashRecord] = []
+    ) {
         for (key, tally) in increments where key.subject.kind == .pluginSwitch || key.subject.kind == .baseline {
-            counters[key.source, default: [:]][key.subject, default: [:]][key.dimension, default: [:]][key.bucket, default: .zero] += tally
+            counters[key.source, default: [:]][key.subject, default: [:]][key.dimension, default: [:]][
+                key.bucket, default: .zero] += tally
         }
         add(crashes: records)
     }
@@ -55,7 +58,9 @@ public struct WindowCounts: Sendable {
     }
 
     /// The sum of a counter over the buckets starting in `[from, until)` (milliseconds).
-    public func sum(_ source: EventSource, _ subject: EventSubject, _ dimension: EventDimension, from: Int64, until: Int64) -> EventTally {
+    public func sum(
+        _ source: EventSource, _ subject: EventSubject, _ dimension: EventDimension, from: Int64, until: Int64
+    ) -> EventTally {
         guard let buckets = counters[source]?[subject]?[dimension] else { return .zero }
         var total = EventTally.zero
         for (bucket, tally) in buckets where bucket >= from && bucket < until { total += tally }
@@ -109,7 +114,8 @@ public struct GuardCounts: Sendable {
     public init(_ counts: [EventCount], crashes records: [CrashRecord]) {
         var sums: [EventSource: [EventSubject: [EventDimension: EventTally]]] = [:]
         for count in counts where count.subject.kind == .pluginSwitch || count.subject.kind == .baseline {
-            sums[count.source, default: [:]][count.subject, default: [:]][count.dimension, default: .zero] += count.tally
+            sums[count.source, default: [:]][count.subject, default: [:]][count.dimension, default: .zero] +=
+                count.tally
         }
         self.init(sums: sums, crashes: records)
     }

@@ -24,7 +24,8 @@ struct ChildLauncher: Sendable {
     init?(testFilter: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
         // A child never starts children: it runs the work it was given and ends.
         guard ProcessInfo.processInfo.environment[Self.childVariable] == nil,
-              let executable = Self.currentExecutable() else { return nil }
+            let executable = Self.currentExecutable()
+        else { return nil }
         var arguments: [String] = []
         let parent = CommandLine.arguments
         // A helper that loads a test bundle (swiftpm-testing-helper on macOS) needs the bundle's path again.
@@ -40,7 +41,7 @@ struct ChildLauncher: Sendable {
     /// The running executable's absolute path.
     static func currentExecutable() -> String? {
         #if os(Linux)
-        if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+            if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
         #endif
         if let path = Bundle.main.executablePath { return path }
         guard let first = CommandLine.arguments.first else { return nil }
@@ -90,14 +91,19 @@ struct ChildLauncher: Sendable {
         return try outcome.get()
     }
 
-    private func launch(_ work: ChildWork, kindCount: Int, pointCount: Int, progress: (UInt64) -> Void) async throws -> Outcome {
+    private func launch(_ work: ChildWork, kindCount: Int, pointCount: Int, progress: (UInt64) -> Void) async throws
+        -> Outcome
+    {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("switchyard-matrix-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         try JSONEncoder().encode(work).write(to: directory.appendingPathComponent("work.json"))
-        guard let shared = SharedState(path: directory.appendingPathComponent("state").path, kindCount: kindCount,
-                                       pointCount: pointCount, create: true) else {
+        guard
+            let shared = SharedState(
+                path: directory.appendingPathComponent("state").path, kindCount: kindCount,
+                pointCount: pointCount, create: true)
+        else {
             throw ChildError("cannot map the shared state file in \(directory.path)")
         }
         let findingsPath = directory.appendingPathComponent("findings.jsonl").path
@@ -123,9 +129,9 @@ struct ChildLauncher: Sendable {
         try? errorHandle.close()
         // Batch work: the child yields the cores to latency-sensitive work (a server answering, other tests).
         #if os(Linux)
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(process.processIdentifier), Self.niceness)
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(process.processIdentifier), Self.niceness)
         #else
-        _ = setpriority(PRIO_PROCESS, id_t(process.processIdentifier), Self.niceness)
+            _ = setpriority(PRIO_PROCESS, id_t(process.processIdentifier), Self.niceness)
         #endif
         while process.isRunning {
             if Task.isCancelled { process.terminate() }
@@ -201,9 +207,13 @@ struct ChildError: Error, CustomStringConvertible {
 extension ChildLauncher.Outcome {
     /// The trap's message: the runtime's `Fatal error: ...` line, else the last non-empty line of standard error.
     var trapMessage: String {
-        let lines = errorOutput.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        if let fatal = lines.last(where: { $0.contains("Fatal error") || $0.contains("Precondition failed")
-            || $0.contains("Assertion failed") }) {
+        let lines = errorOutput.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
+        if let fatal = lines.last(where: {
+            $0.contains("Fatal error") || $0.contains("Precondition failed")
+                || $0.contains("Assertion failed")
+        }) {
             return fatal
         }
         if let last = lines.last { return last }
@@ -218,9 +228,10 @@ extension Matrix {
     /// - Returns: whether it ran (the caller then ends the process); false when the work is another matrix's.
     func runChild(directory: String, context: MatrixContext, plan: MatrixPlan) -> Bool {
         guard let data = FileManager.default.contents(atPath: directory + "/work.json"),
-              let work = try? JSONDecoder().decode(ChildWork.self, from: data),
-              work.fingerprint == fingerprint(plan: plan),
-              let shared = SharedState(path: directory + "/state", kindCount: kindCount, pointCount: points.count, create: false)
+            let work = try? JSONDecoder().decode(ChildWork.self, from: data),
+            work.fingerprint == fingerprint(plan: plan),
+            let shared = SharedState(
+                path: directory + "/state", kindCount: kindCount, pointCount: points.count, create: false)
         else { return false }
         shared.findingsDescriptor = open(directory + "/findings.jsonl", O_WRONLY | O_APPEND)
         shared[SharedState.Slot.started] = 1
@@ -229,7 +240,8 @@ extension Matrix {
         if let candidates = work.candidates {
             for (position, words) in candidates.enumerated() {
                 let kinds = runner.check(GateSet(words: words), index: UInt64(position), collectKinds: true).sorted()
-                let line = ChildLine(candidate: position, kinds: kinds, messages: kinds.map { runner.lastMessages[$0] ?? "" })
+                let line = ChildLine(
+                    candidate: position, kinds: kinds, messages: kinds.map { runner.lastMessages[$0] ?? "" })
                 if let encoded = line.encoded { shared.appendLine(encoded) }
             }
         } else {

@@ -24,7 +24,9 @@ struct ChildLine: Codable, Sendable {
     var messages: [String]?
 
     var encoded: String? {
-        guard let data = try? JSONEncoder().encode(self), let text = String(data: data, encoding: .utf8) else { return nil }
+        guard let data = try? JSONEncoder().encode(self), let text = String(data: data, encoding: .utf8) else {
+            return nil
+        }
         return text + "\n"
     }
 }
@@ -44,8 +46,9 @@ extension Matrix {
         var parts = [options.name ?? "", source, flagSet.namespace, "\(plan.bound)", "\(plan.strength)"]
         parts.append(plan.layout.gates.map(\.key).joined(separator: ","))
         for point in points {
-            parts.append("\(point.name):\(point.serving):\(point.switches.map(\.key).joined(separator: ",")):"
-                + point.inputDescriptions.joined(separator: "|"))
+            parts.append(
+                "\(point.name):\(point.serving):\(point.switches.map(\.key).joined(separator: ",")):"
+                    + point.inputDescriptions.joined(separator: "|"))
         }
         parts.append(flows.map(\.name).joined(separator: "|"))
         return parts.joined(separator: "\n")

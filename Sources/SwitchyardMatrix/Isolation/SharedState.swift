@@ -1,9 +1,9 @@
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A small file mapped into both the test process and its child: the child writes where it is (which
@@ -53,7 +53,8 @@ final class SharedState {
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         if create, ftruncate(descriptor, off_t(size)) != 0 { return nil }
-        guard let mapped = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0), mapped != MAP_FAILED else {
+        guard let mapped = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0), mapped != MAP_FAILED
+        else {
             return nil
         }
         pointer = mapped.bindMemory(to: UInt64.self, capacity: slotCount)

@@ -42,7 +42,8 @@ struct Execution {
             let before = tally.checked
             let outcome: ChildLauncher.Outcome
             do {
-                outcome = try await launcher.run(work, kindCount: matrix.kindCount, pointCount: matrix.points.count) { done in
+                outcome = try await launcher.run(work, kindCount: matrix.kindCount, pointCount: matrix.points.count) {
+                    done in
                     progress.update(before + done)
                 }
             } catch {
@@ -53,14 +54,16 @@ struct Execution {
             merge(outcome)
             if outcome.finished { return }
             if !outcome.started {
-                notes.append("the child process ran no matrix (\(outcome.signal.map { "signal \($0)" } ?? "exit status \(outcome.status)"): "
-                    + "\(outcome.trapMessage)); the rest ran in this process, where a trap ends it")
+                notes.append(
+                    "the child process ran no matrix (\(outcome.signal.map { "signal \($0)" } ?? "exit status \(outcome.status)"): "
+                        + "\(outcome.trapMessage)); the rest ran in this process, where a trap ends it")
                 runInProcess(position..<range.upperBound, progress: progress, alreadyDone: before)
                 return
             }
             let crashedAt = outcome.position
             let signature = [crashedAt, outcome.phase, outcome.phaseIndex, outcome.input, outcome.local]
-            let attributed = lastCrash != signature && attributeTrap(outcome, combination: context.plan.combination(at: crashedAt))
+            let attributed =
+                lastCrash != signature && attributeTrap(outcome, combination: context.plan.combination(at: crashedAt))
             lastCrash = signature
             if attributed {
                 position = crashedAt  // again, with the trapping state skipped
@@ -72,8 +75,9 @@ struct Execution {
             crashes += 1
             if crashes >= matrix.options.maxCrashes && position < range.upperBound {
                 stoppedEarly = true
-                notes.append("stopped after \(crashes) crashes of child processes: combinations \(position)..<\(range.upperBound) "
-                    + "were not checked (raise Matrix.Options.maxCrashes to go on)")
+                notes.append(
+                    "stopped after \(crashes) crashes of child processes: combinations \(position)..<\(range.upperBound) "
+                        + "were not checked (raise Matrix.Options.maxCrashes to go on)")
                 return
             }
         }
@@ -112,12 +116,14 @@ struct Execution {
         let detail = outcome.trapMessage
         switch outcome.phase {
         case 1:
-            let point = Int(outcome.phaseIndex), input = Int(outcome.input)
+            let point = Int(outcome.phaseIndex)
+            let input = Int(outcome.input)
             guard point < matrix.points.count else { return false }
             let kind = KindID.of(scope: point, .trapped)
             skips.points.insert(.init(point: point, input: input, local: outcome.local))
             if skips.messages[kind] == nil {
-                skips.messages[kind] = "\(matrix.points[point].name): trapped\(Runner.inputNote(matrix.points[point], input)): \(detail)"
+                skips.messages[kind] =
+                    "\(matrix.points[point].name): trapped\(Runner.inputNote(matrix.points[point], input)): \(detail)"
             }
             return true
         case 2:
@@ -125,13 +131,16 @@ struct Execution {
             guard flow < matrix.flows.count else { return false }
             let kind = KindID.of(scope: matrix.points.count + flow, .trapped)
             skips.flows.insert(.init(flow: flow, effective: context.layout.effectiveSwitches(of: combination).words))
-            if skips.messages[kind] == nil { skips.messages[kind] = "flow '\(matrix.flows[flow].name)' trapped: \(detail)" }
+            if skips.messages[kind] == nil {
+                skips.messages[kind] = "flow '\(matrix.flows[flow].name)' trapped: \(detail)"
+            }
             flowTraps[flow, default: 0] += 1
             if flowTraps[flow]! >= matrix.options.maxFlowTraps {
                 skips.disabledFlows.insert(flow)
                 tally.disabledFlows.insert(flow)
-                notes.append("flow '\(matrix.flows[flow].name)' trapped in \(flowTraps[flow]!) distinct switch states; "
-                    + "it did not run after that (raise Matrix.Options.maxFlowTraps to go on)")
+                notes.append(
+                    "flow '\(matrix.flows[flow].name)' trapped in \(flowTraps[flow]!) distinct switch states; "
+                        + "it did not run after that (raise Matrix.Options.maxFlowTraps to go on)")
             }
             return true
         default:
@@ -141,12 +150,15 @@ struct Execution {
 
     private mutating func recordUnattributed(_ outcome: ChildLauncher.Outcome, at position: UInt64) {
         let combination = context.plan.combination(at: position)
-        extraFindings.append(MatrixFinding(
-            scope: "matrix", check: .trapped,
-            message: "the child process crashed outside any plugin point or flow at combination \(position): \(outcome.trapMessage)",
-            combination: context.layout.name(of: combination), combinationDescription: context.layout.describe(combination),
-            gatesSet: combination.count, failingCombinations: 1,
-            reproduce: matrix.reproduceCommand(context.layout.name(of: combination), test: TestIdentity.current())))
+        extraFindings.append(
+            MatrixFinding(
+                scope: "matrix", check: .trapped,
+                message:
+                    "the child process crashed outside any plugin point or flow at combination \(position): \(outcome.trapMessage)",
+                combination: context.layout.name(of: combination),
+                combinationDescription: context.layout.describe(combination),
+                gatesSet: combination.count, failingCombinations: 1,
+                reproduce: matrix.reproduceCommand(context.layout.name(of: combination), test: TestIdentity.current())))
     }
 
     // MARK: Shrinking
@@ -178,8 +190,9 @@ struct Execution {
             for kind in active.sorted() {
                 if let hit = tried[kind]?.first(where: { results[$0][kind] != nil }) {
                     let combination = candidates[hit]
-                    current[kind] = Occurrence(index: current[kind]!.index, gates: combination.words, size: combination.count,
-                                               message: results[hit][kind]!)
+                    current[kind] = Occurrence(
+                        index: current[kind]!.index, gates: combination.words, size: combination.count,
+                        message: results[hit][kind]!)
                     if combination.count == 0 { active.remove(kind) }
                 } else {
                     active.remove(kind)
@@ -203,10 +216,14 @@ struct Execution {
         }
         var position = 0
         while position < candidates.count {
-            let work = ChildWork(fingerprint: fingerprint, candidates: candidates[position...].map(\.words), skips: skips)
-            guard let outcome = try? await launcher.run(work, kindCount: matrix.kindCount, pointCount: matrix.points.count,
-                                                        progress: { _ in }),
-                  outcome.started else { break }
+            let work = ChildWork(
+                fingerprint: fingerprint, candidates: candidates[position...].map(\.words), skips: skips)
+            guard
+                let outcome = try? await launcher.run(
+                    work, kindCount: matrix.kindCount, pointCount: matrix.points.count,
+                    progress: { _ in }),
+                outcome.started
+            else { break }
             for line in outcome.lines {
                 guard let candidate = line.candidate, let kinds = line.kinds else { continue }
                 for (index, kind) in kinds.enumerated() {

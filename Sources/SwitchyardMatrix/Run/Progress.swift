@@ -61,8 +61,12 @@ final class Progress {
         }
         guard drawsBar else { return }
         drewBar = true
-        terminal?.write(Data(("\r\u{1B}[2K" + Self.bar(label: label, done: done, total: total,
-                                                                     elapsed: now - started)).utf8))
+        terminal?.write(
+            Data(
+                ("\r\u{1B}[2K"
+                    + Self.bar(
+                        label: label, done: done, total: total,
+                        elapsed: now - started)).utf8))
     }
 
     /// `matrix rider [#########-----------]  45%  59,000/131,072  24,310/s  ETA 3 s`.
@@ -71,7 +75,8 @@ final class Progress {
         let filled = Int(fraction * Double(width))
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let rate = seconds > 0 ? Double(done) / seconds : 0
-        var text = "\(label) [" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
+        var text =
+            "\(label) [" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
         text += String(format: "%3.0f%%  ", fraction * 100) + "\(grouped(done))/\(grouped(total))"
         if rate > 0 {
             text += "  \(grouped(UInt64(rate)))/s"

@@ -109,7 +109,9 @@ final class Runner {
             effectiveBuffer[0] = effective
         } else {
             let effective = layout.effectiveSwitches(of: combination).words
-            for index in effectiveBuffer.indices { effectiveBuffer[index] = index < effective.count ? effective[index] : 0 }
+            for index in effectiveBuffer.indices {
+                effectiveBuffer[index] = index < effective.count ? effective[index] : 0
+            }
         }
     }
 
@@ -152,9 +154,12 @@ final class Runner {
                 failed.insert(kind)
                 lastMessages[kind] = message()
             }
-            let isSmallest = tally.record(kind, Occurrence(index: index, gates: combination.words, size: size, message: message()),
-                                          size: size, index: index)
-            if isSmallest, let shared, let line = ChildLine(kind: kind, occurrence: tally.records[kind]!.smallest).encoded {
+            let isSmallest = tally.record(
+                kind, Occurrence(index: index, gates: combination.words, size: size, message: message()),
+                size: size, index: index)
+            if isSmallest, let shared,
+                let line = ChildLine(kind: kind, occurrence: tally.records[kind]!.smallest).encoded
+            {
                 shared.appendLine(line)
             }
         }
@@ -192,7 +197,9 @@ final class Runner {
                     let states = CombinationStates(effective: effective, table: context.table, recorder: recorder)
                     try point.resolve(states, input, &served)
                 } catch {
-                    fail(.of(scope: pointIndex, .threw), "\(point.name): routing threw \(error)\(Self.inputNote(point, input))")
+                    fail(
+                        .of(scope: pointIndex, .threw),
+                        "\(point.name): routing threw \(error)\(Self.inputNote(point, input))")
                     continue
                 }
                 var failedMask: UInt64 = 0
@@ -200,12 +207,16 @@ final class Runner {
                 if recorder.hasFailures {
                     failures = recorder.failures
                     for (pluginSwitch, message) in failures {
-                        if let gate = context.table.gate(of: pluginSwitch), case let position = positionOfGate[pointIndex][gate],
-                           position >= 0, position < 64 {
+                        if let gate = context.table.gate(of: pluginSwitch),
+                            case let position = positionOfGate[pointIndex][gate],
+                            position >= 0, position < 64
+                        {
                             failedMask |= 1 << UInt64(position)
                         }
-                        fail(.of(scope: pointIndex, .factoryThrew),
-                             "\(point.name): the factory of \(pluginSwitch.key) threw: \(message)\(Self.inputNote(point, input))")
+                        fail(
+                            .of(scope: pointIndex, .factoryThrew),
+                            "\(point.name): the factory of \(pluginSwitch.key) threw: \(message)\(Self.inputNote(point, input))"
+                        )
                     }
                 }
                 // The fast path: what served is exactly what must, in order.
@@ -215,8 +226,10 @@ final class Runner {
                 var inOrder = true
                 var last = -1
                 for pluginSwitch in served {
-                    guard let gate = context.table.gate(of: pluginSwitch), case let position = positionOfGate[pointIndex][gate],
-                          position > last, position < 64 else {
+                    guard let gate = context.table.gate(of: pluginSwitch),
+                        case let position = positionOfGate[pointIndex][gate],
+                        position > last, position < 64
+                    else {
                         inOrder = false
                         break
                     }
@@ -228,8 +241,9 @@ final class Runner {
                     shared?.markServed(pointIndex, servedMask)
                 }
                 if inOrder && servedMask == expected && trace == nil { continue }
-                verify(pointIndex, point, input: input, served: served, failures: failures, combination: combination,
-                       isOn: isOn, fail: fail)
+                verify(
+                    pointIndex, point, input: input, served: served, failures: failures, combination: combination,
+                    isOn: isOn, fail: fail)
             }
         }
         shared?[SharedState.Slot.phase] = 0
@@ -252,8 +266,9 @@ final class Runner {
                     shared[SharedState.Slot.phase] = 2
                 }
                 let states = CombinationStates(effective: effective, table: context.table, recorder: nil)
-                let combinationView = MatrixCombination(states: states, index: index, gates: combination, context: context,
-                                                        effective: effective)
+                let combinationView = MatrixCombination(
+                    states: states, index: index, gates: combination, context: context,
+                    effective: effective)
                 do {
                     try flow.body(combinationView)
                     trace?.append("flow '\(flow.name)': passed")
@@ -288,17 +303,21 @@ final class Runner {
         var expected: [Int] = []
         for (position, gate) in order.enumerated() where isOn(gate) {
             let pluginSwitch = switches[position]
-            guard !failures.contains(where: { $0.0 == pluginSwitch }), point.isApplicable(pluginSwitch, input) else { continue }
+            guard !failures.contains(where: { $0.0 == pluginSwitch }), point.isApplicable(pluginSwitch, input) else {
+                continue
+            }
             expected.append(gate)
             if point.serving == .firstEligible { break }
         }
         let servedGates = served.map { context.table.gate(of: $0) ?? -1 }
         if trace != nil {
             func names(_ gates: [Int]) -> String {
-                gates.isEmpty ? "the core flow" : gates.map { $0 < 0 ? "?" : layout.gates[$0].key }.joined(separator: ", ")
+                gates.isEmpty
+                    ? "the core flow" : gates.map { $0 < 0 ? "?" : layout.gates[$0].key }.joined(separator: ", ")
             }
-            trace?.append("\(point.name)\(Self.inputNote(point, input)): served \(names(servedGates))"
-                + (servedGates == expected ? "" : "; expected \(names(expected))"))
+            trace?.append(
+                "\(point.name)\(Self.inputNote(point, input)): served \(names(servedGates))"
+                    + (servedGates == expected ? "" : "; expected \(names(expected))"))
         }
         guard servedGates != expected else { return }
 
@@ -307,22 +326,27 @@ final class Runner {
         let keys = served.map(\.key).joined(separator: ", ")
         let plural = served.count == 1 ? "plugin" : "plugins"
         if !served.isEmpty, !order.contains(where: isOn) {
-            fail(.of(scope: pointIndex, .coreFlowExpected),
-                 "\(name): served the \(plural) of \(keys) although \(offReason(order, combination))\(inputNote); "
-                 + "the point must yield its core flow")
+            fail(
+                .of(scope: pointIndex, .coreFlowExpected),
+                "\(name): served the \(plural) of \(keys) although \(offReason(order, combination))\(inputNote); "
+                    + "the point must yield its core flow")
             return
         }
         if let position = servedGates.firstIndex(where: { $0 < 0 || !isOn($0) }) {
             let gate = servedGates[position]
-            let why = gate < 0 ? "the flag file declares no such plugin switch"
+            let why =
+                gate < 0
+                ? "the flag file declares no such plugin switch"
                 : switchOffReason(gate, combination)
-            fail(.of(scope: pointIndex, .servedSwitchedOff),
-                 "\(name): served the plugin of \(served[position].key) although \(why)\(inputNote)")
+            fail(
+                .of(scope: pointIndex, .servedSwitchedOff),
+                "\(name): served the plugin of \(served[position].key) although \(why)\(inputNote)")
             return
         }
         if let unfit = served.first(where: { !point.isApplicable($0, input) }) {
-            fail(.of(scope: pointIndex, .servedNotApplicable),
-                 "\(name): served the plugin of \(unfit.key), which is not applicable\(inputNote)")
+            fail(
+                .of(scope: pointIndex, .servedNotApplicable),
+                "\(name): served the plugin of \(unfit.key), which is not applicable\(inputNote)")
             return
         }
         let declared = order.map { layout.gates[$0].key }.joined(separator: ", ")
@@ -330,18 +354,21 @@ final class Runner {
             let key = layout.gates[missing].key
             let what = served.isEmpty ? "the core flow" : "\(keys)"
             if point.serving == .firstEligible, !served.isEmpty {
-                fail(.of(scope: pointIndex, .fallbackOrder),
-                     "\(name): served \(keys), but \(key) comes first in the declared order (\(declared)) and is on and "
-                     + "applicable\(inputNote)")
+                fail(
+                    .of(scope: pointIndex, .fallbackOrder),
+                    "\(name): served \(keys), but \(key) comes first in the declared order (\(declared)) and is on and "
+                        + "applicable\(inputNote)")
             } else {
-                fail(.of(scope: pointIndex, .missedEligible),
-                     "\(name): served \(what), leaving out \(key), which is on and applicable\(inputNote)")
+                fail(
+                    .of(scope: pointIndex, .missedEligible),
+                    "\(name): served \(what), leaving out \(key), which is on and applicable\(inputNote)")
             }
             return
         }
-        fail(.of(scope: pointIndex, .fallbackOrder),
-             "\(name): served \(keys); the declared order (\(declared)) gives "
-             + "\(expected.map { layout.gates[$0].key }.joined(separator: ", "))\(inputNote)")
+        fail(
+            .of(scope: pointIndex, .fallbackOrder),
+            "\(name): served \(keys); the declared order (\(declared)) gives "
+                + "\(expected.map { layout.gates[$0].key }.joined(separator: ", "))\(inputNote)")
     }
 
     /// ` (input …)` when a point has several inputs.

@@ -55,8 +55,10 @@ struct Tally: Sendable {
     /// Counts a failure; keeps it when it is the smallest so far.
     /// - Returns: whether it became the smallest.
     @discardableResult
-    mutating func record(_ kind: KindID, _ occurrence: @autoclosure () -> Occurrence, size: Int, index: UInt64,
-                         count: UInt64 = 1) -> Bool {
+    mutating func record(
+        _ kind: KindID, _ occurrence: @autoclosure () -> Occurrence, size: Int, index: UInt64,
+        count: UInt64 = 1
+    ) -> Bool {
         if var record = records[kind] {
             record.count += count
             let better = size < record.smallest.size

@@ -80,13 +80,17 @@ extension Runner {
             let key = layout.gates[gate].key
             let isKill = layout.gates[gate].isKillSwitch
             step(checker, into: flipped, fail: fail) { isKill ? "killing \(key)" : "turning \(key) on" }
-            step(checker, into: combination, fail: fail) { isKill ? "reviving \(key) (killed from here)" : "turning \(key) off again (on from here)" }
+            step(checker, into: combination, fail: fail) {
+                isKill ? "reviving \(key) (killed from here)" : "turning \(key) off again (on from here)"
+            }
         }
     }
 
     /// One step of the host into a combination, and the checks of what every live point holds after it.
-    private func step(_ checker: TransitionChecker, into combination: GateSet, fail: (KindID, @autoclosure () -> String) -> Void,
-                      what: @escaping () -> String) {
+    private func step(
+        _ checker: TransitionChecker, into combination: GateSet, fail: (KindID, @autoclosure () -> String) -> Void,
+        what: @escaping () -> String
+    ) {
         computeEffective(combination)
         checker.states.effective = effectiveBuffer
         checker.states.failures.removeAll(keepingCapacity: true)
@@ -104,17 +108,23 @@ extension Runner {
             switch event.kind {
             case .attached:
                 if !checker.held[index].holding.insert(slot).inserted {
-                    fail(.of(scope: pointIndex, .lifecycle), "\(point.name): attached \(event.pluginSwitch.key) twice\(note), "
-                         + "after \(what())")
+                    fail(
+                        .of(scope: pointIndex, .lifecycle),
+                        "\(point.name): attached \(event.pluginSwitch.key) twice\(note), "
+                            + "after \(what())")
                 }
             case .detached:
                 if checker.held[index].holding.remove(slot) == nil {
-                    fail(.of(scope: pointIndex, .lifecycle), "\(point.name): detached \(event.pluginSwitch.key), which was not "
-                         + "attached\(note), after \(what())")
+                    fail(
+                        .of(scope: pointIndex, .lifecycle),
+                        "\(point.name): detached \(event.pluginSwitch.key), which was not "
+                            + "attached\(note), after \(what())")
                 }
             case .leaked:
-                fail(.of(scope: pointIndex, .lifecycle), "\(point.name): the plugin of \(event.pluginSwitch.key) leaked\(note), "
-                     + "after \(what()): \(event.message ?? "")")
+                fail(
+                    .of(scope: pointIndex, .lifecycle),
+                    "\(point.name): the plugin of \(event.pluginSwitch.key) leaked\(note), "
+                        + "after \(what()): \(event.message ?? "")")
             default:
                 break
             }
@@ -132,8 +142,10 @@ extension Runner {
             }
             var failedMask: UInt64 = 0
             for (pluginSwitch, _) in checker.states.failures[held.name] ?? [] {
-                if let gate = context.table.gate(of: pluginSwitch), case let position = positionOfGate[pointIndex][gate],
-                   position >= 0, position < 64 {
+                if let gate = context.table.gate(of: pluginSwitch),
+                    case let position = positionOfGate[pointIndex][gate],
+                    position >= 0, position < 64
+                {
                     failedMask |= 1 << UInt64(position)
                 }
             }
@@ -144,8 +156,10 @@ extension Runner {
             var inOrder = true
             var last = -1
             for pluginSwitch in attached {
-                guard let gate = context.table.gate(of: pluginSwitch), case let position = positionOfGate[pointIndex][gate],
-                      position > last, position < 64 else {
+                guard let gate = context.table.gate(of: pluginSwitch),
+                    case let position = positionOfGate[pointIndex][gate],
+                    position > last, position < 64
+                else {
                     inOrder = false
                     break
                 }
@@ -157,14 +171,18 @@ extension Runner {
             let note = Self.inputNote(point, held.input)
             if holding != held.holding {
                 let byEvents = declaredSwitches[pointIndex].filter { held.holding.contains($0.slot) }
-                fail(.of(scope: pointIndex, .lifecycle), "\(point.name): holds \(Self.names(attached)) but its attach and detach "
-                     + "events leave \(Self.names(byEvents))\(note), after \(what())")
+                fail(
+                    .of(scope: pointIndex, .lifecycle),
+                    "\(point.name): holds \(Self.names(attached)) but its attach and detach "
+                        + "events leave \(Self.names(byEvents))\(note), after \(what())")
                 continue
             }
             let switches = declaredSwitches[pointIndex]
             let fresh = switches.indices.filter { $0 < 64 && expected & (1 << UInt64($0)) != 0 }.map { switches[$0] }
-            fail(.of(scope: pointIndex, .transition), "\(point.name): after \(what()), the live point holds \(Self.names(attached)); "
-                 + "a fresh route gives \(Self.names(fresh))\(note)")
+            fail(
+                .of(scope: pointIndex, .transition),
+                "\(point.name): after \(what()), the live point holds \(Self.names(attached)); "
+                    + "a fresh route gives \(Self.names(fresh))\(note)")
         }
     }
 

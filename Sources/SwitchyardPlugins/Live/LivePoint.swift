@@ -85,7 +85,9 @@ extension LivePoint: HostedPoint {
                     next += 1
                     continue
                 }
-                guard isEligible(position), let plugin = routed.construct(factories[position], for: input) else { continue }
+                guard isEligible(position), let plugin = routed.construct(factories[position], for: input) else {
+                    continue
+                }
                 if let attachment = attach(plugin, position: position, states: states, in: step) {
                     attachments.insert(attachment, at: next)
                     next += 1
@@ -115,7 +117,9 @@ extension LivePoint: HostedPoint {
         let pluginSwitch = point.factories[position].pluginSwitch
         let scope = PluginScope(pluginPoint: name, pluginSwitch: pluginSwitch, position: position)
         let pointName = name
-        scope.onLateRegistration = { [weak host] what in host?.lateRegistration(what, point: pointName, pluginSwitch: pluginSwitch) }
+        scope.onLateRegistration = { [weak host] what in
+            host?.lateRegistration(what, point: pointName, pluginSwitch: pluginSwitch)
+        }
         if let live = plugin as? any LivePlugin {
             do {
                 try live.attach(to: scope)

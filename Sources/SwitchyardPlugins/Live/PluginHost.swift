@@ -80,8 +80,10 @@ public final class PluginHost {
     ///   - serving: the first eligible plugin (a slot) or every eligible one (a feed, a map).
     /// - Returns: the live point, to read what serves and to change its input.
     @discardableResult
-    public func add<Input, Plugin>(_ point: PluginPoint<Input, Plugin>, input: Input,
-                                   serving: PluginServing = .firstEligible) -> LivePoint<Input, Plugin> {
+    public func add<Input, Plugin>(
+        _ point: PluginPoint<Input, Plugin>, input: Input,
+        serving: PluginServing = .firstEligible
+    ) -> LivePoint<Input, Plugin> {
         let live = LivePoint(point: point, input: input, serving: serving, host: self)
         points.append(live)
         return live
@@ -154,8 +156,9 @@ public final class PluginHost {
             if closeRequested { break }
             followUps += 1
             guard followUps <= Self.maximumFollowUps else {
-                printWarning("switchyard: plugin host: updates kept being asked for during steps (the last: \(next)); "
-                             + "stopped after \(Self.maximumFollowUps) follow-up steps")
+                printWarning(
+                    "switchyard: plugin host: updates kept being asked for during steps (the last: \(next)); "
+                        + "stopped after \(Self.maximumFollowUps) follow-up steps")
                 break
             }
             result = runStep(next) { step, states in
@@ -175,8 +178,9 @@ public final class PluginHost {
         let step = StepRecord(number: stepCount, cause: cause, host: self)
         body(step, states.frozen())
         if !step.leakCandidates.isEmpty { step.checkLeaks() }
-        let summary = PluginHostStep(number: step.number, cause: cause, attached: step.attached, detached: step.detached,
-                                     failed: step.failed, leaked: step.leaked)
+        let summary = PluginHostStep(
+            number: step.number, cause: cause, attached: step.attached, detached: step.detached,
+            failed: step.failed, leaked: step.leaked)
         onStep?(summary)
         return summary
     }
@@ -192,8 +196,11 @@ public final class PluginHost {
 
     /// A registration made after its scope was released (a timer of a detached plugin firing, say).
     func lateRegistration(_ what: String, point: String, pluginSwitch: PluginSwitch) {
-        emit(PluginHostEvent(kind: .leaked, pluginPoint: point, pluginSwitch: pluginSwitch, step: stepCount, cause: "late registration",
-                             message: "registered '\(what)' after its detach; released it at once. Register only while attached"))
+        emit(
+            PluginHostEvent(
+                kind: .leaked, pluginPoint: point, pluginSwitch: pluginSwitch, step: stepCount,
+                cause: "late registration",
+                message: "registered '\(what)' after its detach; released it at once. Register only while attached"))
     }
 
     private func printWarning(_ text: String) {
@@ -237,7 +244,10 @@ final class StepRecord {
         case .attachFailed: failed += 1
         default: leaked += 1
         }
-        host.emit(PluginHostEvent(kind: kind, pluginPoint: point, pluginSwitch: pluginSwitch, step: number, cause: cause, message: message))
+        host.emit(
+            PluginHostEvent(
+                kind: kind, pluginPoint: point, pluginSwitch: pluginSwitch, step: number, cause: cause, message: message
+            ))
     }
 
     /// Remembers a detached plugin to check once the step holds no reference to it.
@@ -251,9 +261,11 @@ final class StepRecord {
         let candidates = leakCandidates
         leakCandidates = []
         for candidate in candidates where candidate.plugin.object != nil {
-            emit(.leaked, candidate.point, candidate.pluginSwitch,
-                 "the plugin (\(candidate.type)) is still referenced after its detach: something it registered outside its scope "
-                 + "(an observer, a timer, a layer, a closure) still holds it. Register it with the scope, which releases it on detach")
+            emit(
+                .leaked, candidate.point, candidate.pluginSwitch,
+                "the plugin (\(candidate.type)) is still referenced after its detach: something it registered outside its scope "
+                    + "(an observer, a timer, a layer, a closure) still holds it. Register it with the scope, which releases it on detach"
+            )
         }
     }
 }

@@ -31,7 +31,9 @@ public struct PluginHostEvent: Sendable, Hashable, CustomStringConvertible {
     /// What failed or leaked, for `attachFailed` and `leaked`.
     public let message: String?
 
-    public init(kind: Kind, pluginPoint: String, pluginSwitch: PluginSwitch, step: UInt64, cause: String, message: String? = nil) {
+    public init(
+        kind: Kind, pluginPoint: String, pluginSwitch: PluginSwitch, step: UInt64, cause: String, message: String? = nil
+    ) {
         self.kind = kind
         self.pluginPoint = pluginPoint
         self.pluginSwitch = pluginSwitch

@@ -38,13 +38,15 @@ package final class Authenticator: Sendable {
         do {
             tokens = try await store.tokens()
         } catch {
-            let failure = error as? StorageError ?? StorageError(.unavailable, "cannot read tokens", diagnostic: "\(error)")
+            let failure =
+                error as? StorageError ?? StorageError(.unavailable, "cannot read tokens", diagnostic: "\(error)")
             cache.withLock { $0.reloadFailure = failure }
             throw error
         }
         let now = clock.now
         cache.withLock { cache in
-            cache.tokens = Dictionary(tokens.map { (TokenDigest($0.secretHash), $0) }, uniquingKeysWith: { first, _ in first })
+            cache.tokens = Dictionary(
+                tokens.map { (TokenDigest($0.secretHash), $0) }, uniquingKeysWith: { first, _ in first })
             cache.loadedAt = now
             cache.reloadFailure = nil
         }
@@ -56,7 +58,9 @@ package final class Authenticator: Sendable {
     package func authenticate(_ request: Request) async throws -> TokenRecord {
         guard let secret = Self.bearerToken(request) else {
             fail("missing")
-            throw APIError.unauthorized("this route needs a token: send 'Authorization: Bearer <token>' (create tokens with POST /v1/tokens or flagctl tokens create)")
+            throw APIError.unauthorized(
+                "this route needs a token: send 'Authorization: Bearer <token>' (create tokens with POST /v1/tokens or flagctl tokens create)"
+            )
         }
         return try await authenticate(secret: secret)
     }
@@ -88,10 +92,13 @@ package final class Authenticator: Sendable {
         let (found, failure) = cache.withLock { ($0.tokens[TokenDigest(hash)], $0.reloadFailure) }
         guard let stored = found, TokenSecret.constantTimeEquals(stored.secretHash, hash) else {
             if let failure {
-                throw StorageError(.unavailable, "the \(presentedAs) cannot be checked while the database is unreachable (\(failure.message))")
+                throw StorageError(
+                    .unavailable,
+                    "the \(presentedAs) cannot be checked while the database is unreachable (\(failure.message))")
             }
             fail("invalid")
-            throw APIError.unauthorized("the \(presentedAs) is not valid (check for a typo, or ask an admin for a new token)")
+            throw APIError.unauthorized(
+                "the \(presentedAs) is not valid (check for a typo, or ask an admin for a new token)")
         }
         guard !stored.record.isRevoked else {
             fail("revoked")
@@ -123,8 +130,8 @@ package final class Authenticator: Sendable {
         let now = clock.now
         return cache.withLock { cache -> TokenRecord? in
             guard let loadedAt = cache.loadedAt, now - loadedAt <= maximumAge,
-                  let stored = cache.tokens[TokenDigest(hash)], TokenSecret.constantTimeEquals(stored.secretHash, hash),
-                  !stored.record.isRevoked
+                let stored = cache.tokens[TokenDigest(hash)], TokenSecret.constantTimeEquals(stored.secretHash, hash),
+                !stored.record.isRevoked
             else { return nil }
             return stored.record
         }
@@ -143,13 +150,15 @@ package final class Authenticator: Sendable {
         if let namespace, !token.allows(namespace: namespace) {
             fail("namespace")
             let allowed = token.namespaces?.joined(separator: ", ") ?? ""
-            throw APIError.forbidden("token '\(token.name)' may not use namespace '\(namespace)' (it is limited to \(allowed))")
+            throw APIError.forbidden(
+                "token '\(token.name)' may not use namespace '\(namespace)' (it is limited to \(allowed))")
         }
         return token
     }
 
     package func fail(_ reason: String) {
-        Counter(label: "flagsd_auth_failures_total", dimensions: [("reason", reason)], factory: metricsFactory).increment()
+        Counter(label: "flagsd_auth_failures_total", dimensions: [("reason", reason)], factory: metricsFactory)
+            .increment()
     }
 
     /// The token of `Authorization: Bearer <token>` (scheme case-insensitive), without Foundation's string
@@ -163,7 +172,7 @@ package final class Authenticator: Sendable {
         let bytes = header.utf8
         let scheme = "bearer ".utf8
         guard bytes.count > scheme.count,
-              zip(bytes, scheme).allSatisfy({ $1 == 0x20 ? $0 == 0x20 : ($0 | 0x20) == $1 })
+            zip(bytes, scheme).allSatisfy({ $1 == 0x20 ? $0 == 0x20 : ($0 | 0x20) == $1 })
         else { return nil }
         let token = bytes.dropFirst(scheme.count).drop { $0 == 0x20 }
         var end = token.endIndex

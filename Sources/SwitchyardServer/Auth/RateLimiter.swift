@@ -1,5 +1,5 @@
-import Synchronization
 import SwitchyardStorage
+import Synchronization
 
 /// Request budgets per key: a token bucket for each key that refills at its rate (requests per minute) and
 /// holds at most one minute's worth, so a token may spend a minute's requests in a burst, then its rate.
@@ -39,7 +39,9 @@ struct RateBuckets: Sendable {
     ///   - now: the time, as a duration since any fixed origin.
     /// - Returns: `.allowed`, or `.limited` with the whole seconds until the request would be allowed.
     mutating func spend(_ key: String, cost: Int = 1, ratePerMinute: Int, now: Duration) -> Decision {
-        guard let refusal = spend([Budget(key: key, ratePerMinute: ratePerMinute, cost: cost)], now: now) else { return .allowed }
+        guard let refusal = spend([Budget(key: key, ratePerMinute: ratePerMinute, cost: cost)], now: now) else {
+            return .allowed
+        }
         return .limited(retryAfterSeconds: refusal.retryAfterSeconds)
     }
 

@@ -52,8 +52,10 @@ package struct ConnectionAdmission<Connection, Instant: InstantProtocol> where I
     /// When the last look was, and whether it kept every idle connection it found.
     private var lastLook: (at: Instant, keptAll: Bool)?
 
-    package init(maximumConnections: Int, maximumConnectionsPerAddress: Int = .max, candidatesPerLook: Int = 256,
-                 lookInterval: Duration = .milliseconds(50)) {
+    package init(
+        maximumConnections: Int, maximumConnectionsPerAddress: Int = .max, candidatesPerLook: Int = 256,
+        lookInterval: Duration = .milliseconds(50)
+    ) {
         self.maximumConnections = maximumConnections
         self.maximumConnectionsPerAddress = maximumConnectionsPerAddress
         self.candidatesPerLook = max(1, candidatesPerLook)
@@ -76,9 +78,12 @@ package struct ConnectionAdmission<Connection, Instant: InstantProtocol> where I
     ///     per-address cap; empty when it is not counted per address.
     ///   - now: the present, for spacing looks.
     ///   - idleSince: since when an open connection has been idle; nil while it reads or answers a request.
-    package mutating func admit(_ connection: Connection, blocks: [AddressBlock], at now: Instant,
-                                idleSince: (Connection) -> Instant?) -> Decision {
-        for block in blocks where count(from: block.key) >= block.cap(maximumConnectionsPerAddress, within: maximumConnections) {
+    package mutating func admit(
+        _ connection: Connection, blocks: [AddressBlock], at now: Instant,
+        idleSince: (Connection) -> Instant?
+    ) -> Decision {
+        for block in blocks
+        where count(from: block.key) >= block.cap(maximumConnectionsPerAddress, within: maximumConnections) {
             return .refused(.addressCap)
         }
         var closing: Connection?

@@ -58,16 +58,31 @@ package final class ConnectionGate: Sendable {
     package init(limits: Limits, metricsFactory: any MetricsFactory, logger: Logger) {
         self.limits = limits
         self.logger = logger
-        admission = Mutex(ConnectionAdmission(maximumConnections: limits.maximumConnections,
-                                              maximumConnectionsPerAddress: limits.maximumConnectionsPerAddress ?? .max))
+        admission = Mutex(
+            ConnectionAdmission(
+                maximumConnections: limits.maximumConnections,
+                maximumConnectionsPerAddress: limits.maximumConnectionsPerAddress ?? .max))
         openMeter = Meter(label: "flagsd_connections_open", factory: metricsFactory)
-        refusals = Dictionary(uniqueKeysWithValues: ConnectionRefusal.allCases.map { refusal in
-            (refusal, Counter(label: "flagsd_connections_refused_total", dimensions: [("reason", refusal.rawValue)], factory: metricsFactory))
-        })
-        cuts = Dictionary(uniqueKeysWithValues: ConnectionTimeouts<ContinuousClock.Instant>.Cut.allCases.map { cut in
-            (cut, Counter(label: "flagsd_connections_cut_total", dimensions: [("reason", cut.rawValue)], factory: metricsFactory))
-        })
-        evictions = Counter(label: "flagsd_connections_cut_total", dimensions: [("reason", "evicted_idle")], factory: metricsFactory)
+        refusals = Dictionary(
+            uniqueKeysWithValues: ConnectionRefusal.allCases.map { refusal in
+                (
+                    refusal,
+                    Counter(
+                        label: "flagsd_connections_refused_total", dimensions: [("reason", refusal.rawValue)],
+                        factory: metricsFactory)
+                )
+            })
+        cuts = Dictionary(
+            uniqueKeysWithValues: ConnectionTimeouts<ContinuousClock.Instant>.Cut.allCases.map { cut in
+                (
+                    cut,
+                    Counter(
+                        label: "flagsd_connections_cut_total", dimensions: [("reason", cut.rawValue)],
+                        factory: metricsFactory)
+                )
+            })
+        evictions = Counter(
+            label: "flagsd_connections_cut_total", dimensions: [("reason", "evicted_idle")], factory: metricsFactory)
         Gauge(label: "flagsd_connections_max", factory: metricsFactory).record(limits.maximumConnections)
     }
 
@@ -83,7 +98,9 @@ package final class ConnectionGate: Sendable {
         let activity = ConnectionActivity(origin: origin, openedAt: now)
         let blocks = addressBlocks(of: channel)
         let decision = admission.withLock { admission in
-            admission.admit(Open(channel: channel, activity: activity), blocks: blocks, at: now) { $0.activity.idleSince }
+            admission.admit(Open(channel: channel, activity: activity), blocks: blocks, at: now) {
+                $0.activity.idleSince
+            }
         }
         switch decision {
         case .refused(let refusal):
@@ -93,7 +110,8 @@ package final class ConnectionGate: Sendable {
             openMeter.increment()
             if let closing { close(closing, toAdmit: channel) }
             if refusing.load(ordering: .relaxed), refusing.exchange(false, ordering: .relaxed) {
-                logger.notice("accepting new connections again", metadata: ["open_connections": .stringConvertible(openCount)])
+                logger.notice(
+                    "accepting new connections again", metadata: ["open_connections": .stringConvertible(openCount)])
             }
             channel.closeFuture.whenComplete { _ in
                 if self.admission.withLock({ $0.close(id: id) }) { self.openMeter.decrement() }
@@ -106,8 +124,9 @@ package final class ConnectionGate: Sendable {
     /// unknown or a trusted proxy.
     private func addressBlocks(of channel: any Channel) -> [AddressBlock] {
         guard limits.maximumConnectionsPerAddress != nil,
-              let peer = channel.remoteAddress?.ipAddress.flatMap({ IPAddress($0) }),
-              !limits.trustedProxies.trusts(peer) else { return [] }
+            let peer = channel.remoteAddress?.ipAddress.flatMap({ IPAddress($0) }),
+            !limits.trustedProxies.trusts(peer)
+        else { return [] }
         return peer.blocks
     }
 
@@ -116,18 +135,24 @@ package final class ConnectionGate: Sendable {
         switch refusal {
         case .connectionCap:
             if !refusing.exchange(true, ordering: .relaxed) {
-                logger.warning("refusing new connections: the cap of open connections is reached and none is idle (--max-connections)", metadata: [
-                    "max_connections": .stringConvertible(limits.maximumConnections),
-                ])
+                logger.warning(
+                    "refusing new connections: the cap of open connections is reached and none is idle (--max-connections)",
+                    metadata: [
+                        "max_connections": .stringConvertible(limits.maximumConnections)
+                    ])
             }
         case .addressCap:
             if !refusedAnAddress.exchange(true, ordering: .relaxed) {
-                logger.notice("refusing new connections from an address that holds its cap of open connections (--max-connections-per-address); flagsd_connections_refused_total{reason=\"address_cap\"} counts them", metadata: [
-                    "max_connections_per_address": .stringConvertible(limits.maximumConnectionsPerAddress ?? 0),
-                    "remote": .string(remote.map { "\($0)" } ?? "unknown"),
-                ])
+                logger.notice(
+                    "refusing new connections from an address that holds its cap of open connections (--max-connections-per-address); flagsd_connections_refused_total{reason=\"address_cap\"} counts them",
+                    metadata: [
+                        "max_connections_per_address": .stringConvertible(limits.maximumConnectionsPerAddress ?? 0),
+                        "remote": .string(remote.map { "\($0)" } ?? "unknown"),
+                    ])
             } else {
-                logger.debug("refused a connection from an address at its cap", metadata: ["remote": .string(remote.map { "\($0)" } ?? "unknown")])
+                logger.debug(
+                    "refused a connection from an address at its cap",
+                    metadata: ["remote": .string(remote.map { "\($0)" } ?? "unknown")])
             }
         }
     }
@@ -139,14 +164,18 @@ package final class ConnectionGate: Sendable {
         openMeter.decrement()
         evictions.increment()
         if !closedAnIdleOne.exchange(true, ordering: .relaxed) {
-            logger.notice("closing the longest idle connection to admit a new one: the cap of open connections is reached (--max-connections); flagsd_connections_cut_total{reason=\"evicted_idle\"} counts them", metadata: [
-                "max_connections": .stringConvertible(limits.maximumConnections),
-            ])
+            logger.notice(
+                "closing the longest idle connection to admit a new one: the cap of open connections is reached (--max-connections); flagsd_connections_cut_total{reason=\"evicted_idle\"} counts them",
+                metadata: [
+                    "max_connections": .stringConvertible(limits.maximumConnections)
+                ])
         }
-        logger.debug("closed the longest idle connection to admit a new one", metadata: [
-            "remote": .string(idle.channel.remoteAddress.map { "\($0)" } ?? "unknown"),
-            "admitted": .string(channel.remoteAddress.map { "\($0)" } ?? "unknown"),
-        ])
+        logger.debug(
+            "closed the longest idle connection to admit a new one",
+            metadata: [
+                "remote": .string(idle.channel.remoteAddress.map { "\($0)" } ?? "unknown"),
+                "admitted": .string(channel.remoteAddress.map { "\($0)" } ?? "unknown"),
+            ])
         // Thread-safe: the close runs on the idle connection's own event loop.
         idle.channel.close(promise: nil)
     }
@@ -154,9 +183,11 @@ package final class ConnectionGate: Sendable {
     /// Counts a connection cut by a timeout.
     func count(_ cut: ConnectionTimeouts<ContinuousClock.Instant>.Cut, remote: SocketAddress?) {
         cuts[cut]?.increment()
-        logger.debug("closed a connection that kept flagsd waiting", metadata: [
-            "reason": .string(cut.rawValue), "remote": .string(remote.map { "\($0)" } ?? "unknown"),
-        ])
+        logger.debug(
+            "closed a connection that kept flagsd waiting",
+            metadata: [
+                "reason": .string(cut.rawValue), "remote": .string(remote.map { "\($0)" } ?? "unknown"),
+            ])
     }
 
     /// The timeout handler of one connection, added right after the HTTP codec.
@@ -287,8 +318,9 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     fileprivate init(gate: ConnectionGate) {
         self.gate = gate
-        timeouts = ConnectionTimeouts(idleTimeout: gate.limits.idleTimeout, headerTimeout: gate.limits.headerTimeout,
-                                      openedAt: .now)
+        timeouts = ConnectionTimeouts(
+            idleTimeout: gate.limits.idleTimeout, headerTimeout: gate.limits.headerTimeout,
+            openedAt: .now)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {

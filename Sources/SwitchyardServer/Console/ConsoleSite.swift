@@ -32,8 +32,9 @@ package struct ConsoleSite: Sendable {
         var files: [String: File] = [:]
         for (name, asset) in assets.files {
             let gzip = Gzip.compress(asset.bytes, level: 9)
-            files[name] = File(asset: asset, body: ByteBuffer(bytes: asset.bytes),
-                               gzipBody: gzip.count < asset.bytes.count ? ByteBuffer(bytes: gzip) : nil)
+            files[name] = File(
+                asset: asset, body: ByteBuffer(bytes: asset.bytes),
+                gzipBody: gzip.count < asset.bytes.count ? ByteBuffer(bytes: gzip) : nil)
         }
         self.files = files
         self.version = assets.version
@@ -50,7 +51,9 @@ package struct ConsoleSite: Sendable {
     /// (logged once here; flagsd serves flags either way).
     static func load(enabled: Bool, logger: Logger) -> ConsoleSite {
         guard enabled else {
-            return ConsoleSite(unavailable: "the web console is turned off on this flagsd (it runs with --no-console or SWITCHYARD_CONSOLE=0)")
+            return ConsoleSite(
+                unavailable:
+                    "the web console is turned off on this flagsd (it runs with --no-console or SWITCHYARD_CONSOLE=0)")
         }
         do {
             return ConsoleSite(assets: try ConsoleAssets.bundled())

@@ -12,7 +12,10 @@ package struct EventLimits: Sendable, Hashable {
     /// Events further in the future than this are refused (device clocks drift).
     package var maximumFutureSkew: Duration
 
-    package init(maximumEvents: Int = 1000, maximumAge: Duration = .seconds(7 * 86_400), maximumFutureSkew: Duration = .seconds(600)) {
+    package init(
+        maximumEvents: Int = 1000, maximumAge: Duration = .seconds(7 * 86_400),
+        maximumFutureSkew: Duration = .seconds(600)
+    ) {
         self.maximumEvents = maximumEvents
         self.maximumAge = maximumAge
         self.maximumFutureSkew = maximumFutureSkew
@@ -59,9 +62,12 @@ package struct EventBatch: Sendable {
     ///   - address: the batch's source address key, recorded with each event.
     /// - Throws: `APIError` 400 naming the field when the body is not `{"events": [...]}`, 413 when it holds
     ///   more than `limits.maximumEvents` events.
-    package init(_ body: JSONValue, now: Date, limits: EventLimits, source: EventSource = .client, address: String? = nil) throws(APIError) {
+    package init(
+        _ body: JSONValue, now: Date, limits: EventLimits, source: EventSource = .client, address: String? = nil
+    ) throws(APIError) {
         guard case .object(let object) = body else {
-            throw APIError.badRequest("the body must be a JSON object {\"events\": [...]}, not \(body.typeDescription)", path: .root)
+            throw APIError.badRequest(
+                "the body must be a JSON object {\"events\": [...]}, not \(body.typeDescription)", path: .root)
         }
         guard let value = object["events"] else {
             throw APIError.badRequest("events: is required (send {\"events\": [...]})", path: "events")
@@ -70,9 +76,13 @@ package struct EventBatch: Sendable {
             throw APIError.badRequest("events: must be a list of events, not \(value.typeDescription)", path: "events")
         }
         guard elements.count <= limits.maximumEvents else {
-            throw APIError(.contentTooLarge, "too-many-events", "Too many events in one batch",
-                           "events: \(elements.count) events in one batch; this server takes at most \(limits.maximumEvents) (send smaller batches)",
-                           problems: [ValidationProblem(path: "events", message: "holds \(elements.count) events, more than \(limits.maximumEvents)")])
+            throw APIError(
+                .contentTooLarge, "too-many-events", "Too many events in one batch",
+                "events: \(elements.count) events in one batch; this server takes at most \(limits.maximumEvents) (send smaller batches)",
+                problems: [
+                    ValidationProblem(
+                        path: "events", message: "holds \(elements.count) events, more than \(limits.maximumEvents)")
+                ])
         }
         posted = elements.count
         var seen = Set<String>()
@@ -82,7 +92,8 @@ package struct EventBatch: Sendable {
                 event.address = address
                 if seen.insert(event.id).inserted { events.append(event) } else { repeated.append(event.id) }
             case .failure(let rejection):
-                rejected.append(Rejection(index: index, id: rejection.id, reason: rejection.reason, category: rejection.category))
+                rejected.append(
+                    Rejection(index: index, id: rejection.id, reason: rejection.reason, category: rejection.category))
             }
         }
     }
@@ -149,9 +160,14 @@ private struct EventReader {
     var problems: [String] = []
     var category = "invalid"
 
-    static func read(_ value: JSONValue, now: Date, limits: EventLimits, source: EventSource) -> Result<StoredEvent, Problem> {
+    static func read(_ value: JSONValue, now: Date, limits: EventLimits, source: EventSource) -> Result<
+        StoredEvent, Problem
+    > {
         guard case .object(let object) = value else {
-            return .failure(Problem(id: nil, reason: "an event must be a JSON object, not \(value.typeDescription)", category: "invalid"))
+            return .failure(
+                Problem(
+                    id: nil, reason: "an event must be a JSON object, not \(value.typeDescription)", category: "invalid"
+                ))
         }
         var reader = EventReader(object: object)
         let id = reader.text("id", required: true)
@@ -166,11 +182,13 @@ private struct EventReader {
             let ahead = time.timeIntervalSince(now)
             let age = now.timeIntervalSince(time)
             if ahead > limits.maximumFutureSkew.seconds {
-                reader.fail("time: \(Self.text(time)) is \(Self.span(ahead)) in the future, more than the \(Self.span(limits.maximumFutureSkew.seconds)) of clock skew this server allows (check the device clock)",
-                            category: "in_future")
+                reader.fail(
+                    "time: \(Self.text(time)) is \(Self.span(ahead)) in the future, more than the \(Self.span(limits.maximumFutureSkew.seconds)) of clock skew this server allows (check the device clock)",
+                    category: "in_future")
             } else if age > limits.maximumAge.seconds {
-                reader.fail("time: \(Self.text(time)) is \(Self.span(age)) old; this server counts events up to \(Self.span(limits.maximumAge.seconds)) old",
-                            category: "too_old")
+                reader.fail(
+                    "time: \(Self.text(time)) is \(Self.span(age)) old; this server counts events up to \(Self.span(limits.maximumAge.seconds)) old",
+                    category: "too_old")
             }
         }
         var payload: StoredEvent.Payload?
@@ -184,7 +202,9 @@ private struct EventReader {
             }
             let crashed = reader.bool("crashed", required: true)
             if source == .reporter, unit == nil, reader.problems.allSatisfy({ !$0.hasPrefix("unit:") }) {
-                reader.fail("unit: is required in the sessions a reporter sends (the unit the session ran on, as the app reports it)")
+                reader.fail(
+                    "unit: is required in the sessions a reporter sends (the unit the session ran on, as the app reports it)"
+                )
             }
             let switches = reader.keys("switches", required: true, limit: maximumSwitches, flagKeys: true)
             let variants = reader.variants("variants")
@@ -195,7 +215,9 @@ private struct EventReader {
             let name = reader.text("metric", required: true, flagKey: true)
             let value = reader.number("value", maximum: maximumValue)
             if unit == nil, reader.problems.allSatisfy({ !$0.hasPrefix("unit:") }) {
-                reader.fail("unit: is required in a metric event (the unit's digest, as sessions send it): outcomes are counted per unit")
+                reader.fail(
+                    "unit: is required in a metric event (the unit's digest, as sessions send it): outcomes are counted per unit"
+                )
             }
             let switches = reader.keys("switches", limit: maximumSwitches, flagKeys: true)
             let variants = reader.variants("variants")
@@ -209,7 +231,9 @@ private struct EventReader {
             reader.version("version")
             if let flag, let variant { payload = .exposure(flag: flag, variant: variant) }
         case let type?:
-            reader.fail("type: '\(type)' is not an event type of this server (session, exposure, metric)", category: "unknown_type")
+            reader.fail(
+                "type: '\(type)' is not an event type of this server (session, exposure, metric)",
+                category: "unknown_type")
         case nil:
             break
         }
@@ -218,8 +242,10 @@ private struct EventReader {
             let reason = reader.problems.isEmpty ? "the event is invalid" : reader.problems.joined(separator: "; ")
             return .failure(Problem(id: id ?? (object["id"]?.stringValue), reason: reason, category: reader.category))
         }
-        return .success(StoredEvent(id: id, time: time, city: city, cohorts: cohorts, payload: payload, source: source,
-                                    unit: unit.map(EventBatch.unitKey), splits: splits ?? [:]))
+        return .success(
+            StoredEvent(
+                id: id, time: time, city: city, cohorts: cohorts, payload: payload, source: source,
+                unit: unit.map(EventBatch.unitKey), splits: splits ?? [:]))
     }
 
     mutating func fail(_ problem: String, category: String? = nil) {
@@ -262,8 +288,10 @@ private struct EventReader {
 
     static func isKeyByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"): true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            true
         default: false
         }
     }
@@ -319,7 +347,11 @@ private struct EventReader {
                 valid = false
                 continue
             }
-            if check(string, at: "\(key)[\(index)]", flagKey: flagKeys) { strings.append(string) } else { valid = false }
+            if check(string, at: "\(key)[\(index)]", flagKey: flagKeys) {
+                strings.append(string)
+            } else {
+                valid = false
+            }
         }
         return valid ? strings : nil
     }
@@ -342,7 +374,9 @@ private struct EventReader {
     mutating func splits(_ key: String, limit: Int) -> [String: Bool]? {
         guard let value = object[key], value != .null else { return nil }
         guard case .object(let members) = value else {
-            fail("\(key): must be an object of plugin switch keys to true (bucketed in) or false (out), not \(value.typeDescription)")
+            fail(
+                "\(key): must be an object of plugin switch keys to true (bucketed in) or false (out), not \(value.typeDescription)"
+            )
             return nil
         }
         guard members.count <= limit else {

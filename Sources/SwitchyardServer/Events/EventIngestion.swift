@@ -130,7 +130,9 @@ package final class EventIngestor: Sendable {
     ///   before it are counted and their ids recorded: a retry of the batch counts only the rest).
     package func ingest(
         _ events: [StoredEvent],
-        section: (_ writeParts: () async throws -> EventIngestResult) async throws -> EventIngestResult = { try await $0() },
+        section: (_ writeParts: () async throws -> EventIngestResult) async throws -> EventIngestResult = {
+            try await $0()
+        },
         write: @escaping @Sendable (_ part: [StoredEvent], _ last: Bool) async throws -> EventIngestResult
     ) async throws -> EventIngestResult {
         try await admit(events.count)
@@ -205,16 +207,24 @@ package final class EventIngestor: Sendable {
     package static func estimatedRows(of event: StoredEvent) -> Int {
         let dimensions = 1 + (event.city == nil ? 0 : 1) + event.cohorts.count
         // Admission windows: a session's address blocks (one, or three for IPv6), its unit, its cities and cohorts.
-        let (subjects, windows) = switch event.payload {
-        case .session(_, let switches, let variants):
-            // An IPv6 key (it has colons) counts at three blocks; no parsing per event.
-            (1 + switches.count + variants.count, (event.address.map { $0.contains(":") ? AddressBlock.ipv6Levels.count : 1 } ?? 0) + dimensions)
-        case .exposure: (1, 0)
-        case .metric:
-            // No counter: its address blocks and unit window, the unit's total, and an entry (unit, arm count and
-            // pre-exposure values) for each experiment it names.
-            (0, (event.address.map { $0.contains(":") ? AddressBlock.ipv6Levels.count : 1 } ?? 0) + 2 + 3 * event.splits.count + 3 * event.variants.count)
-        }
+        let (subjects, windows) =
+            switch event.payload {
+            case .session(_, let switches, let variants):
+                // An IPv6 key (it has colons) counts at three blocks; no parsing per event.
+                (
+                    1 + switches.count + variants.count,
+                    (event.address.map { $0.contains(":") ? AddressBlock.ipv6Levels.count : 1 } ?? 0) + dimensions
+                )
+            case .exposure: (1, 0)
+            case .metric:
+                // No counter: its address blocks and unit window, the unit's total, and an entry (unit, arm count and
+                // pre-exposure values) for each experiment it names.
+                (
+                    0,
+                    (event.address.map { $0.contains(":") ? AddressBlock.ipv6Levels.count : 1 } ?? 0) + 2 + 3
+                        * event.splits.count + 3 * event.variants.count
+                )
+            }
         return 2 + windows + subjects * dimensions
     }
 }

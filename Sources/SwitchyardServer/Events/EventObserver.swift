@@ -210,25 +210,40 @@ package final class EventIDPruner: Sendable {
 
     /// Does the pruning and compaction due at `now`, in small transactions: on PostgreSQL a flag change waits for one
     /// at most; on SQLite they are in the events file. Failures are logged and tried again an hour later.
-    static func maintain(_ store: any FlagStore, now: Date, idRetention: Duration, countRetention: Duration, logger: Logger) async {
+    static func maintain(
+        _ store: any FlagStore, now: Date, idRetention: Duration, countRetention: Duration, logger: Logger
+    ) async {
         do {
             let forgotten = try await store.pruneEventIDs(before: now - idRetention.seconds)
             if forgotten > 0 { logger.info("forgot old event ids", metadata: ["count": .stringConvertible(forgotten)]) }
             // Admission windows and crash records outlive the longest guard window (a day) by a day.
             let records = try await store.pruneEventRecords(before: now - rollUpAfter.seconds)
-            if records > 0 { logger.info("forgot old admission windows and crash records", metadata: ["count": .stringConvertible(records)]) }
+            if records > 0 {
+                logger.info(
+                    "forgot old admission windows and crash records", metadata: ["count": .stringConvertible(records)])
+            }
             let deleteBefore = now - countRetention.seconds
             // Experiment phases and metric totals live as long as counters do.
             let experiments = try await store.pruneExperimentRecords(before: deleteBefore)
-            if experiments > 0 { logger.info("forgot experiment phases and metric totals past the retention", metadata: ["count": .stringConvertible(experiments)]) }
-            let compaction = try await store.compactEventCounts(rollUp: deleteBefore..<max(deleteBefore, now - rollUpAfter.seconds),
-                                                                deleteBefore: deleteBefore)
+            if experiments > 0 {
+                logger.info(
+                    "forgot experiment phases and metric totals past the retention",
+                    metadata: ["count": .stringConvertible(experiments)])
+            }
+            let compaction = try await store.compactEventCounts(
+                rollUp: deleteBefore..<max(deleteBefore, now - rollUpAfter.seconds),
+                deleteBefore: deleteBefore)
             if compaction != EventCompaction() {
-                logger.info("rolled old event counters up into hours and deleted those past the retention", metadata: [
-                    "rolled_up": .stringConvertible(compaction.rolledUp), "deleted": .stringConvertible(compaction.deleted)])
+                logger.info(
+                    "rolled old event counters up into hours and deleted those past the retention",
+                    metadata: [
+                        "rolled_up": .stringConvertible(compaction.rolledUp),
+                        "deleted": .stringConvertible(compaction.deleted),
+                    ])
             }
         } catch {
-            logger.warning("could not prune or compact event records; will try again in an hour", metadata: ["error": "\(error)"])
+            logger.warning(
+                "could not prune or compact event records; will try again in an hour", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -12,7 +12,9 @@ extension CrashGuard {
         do {
             for record in try await store.namespaces() { await refresh(record.name) }
         } catch {
-            logger.warning("crash guard: could not list namespaces; counting from new events only", metadata: ["error": "\(error)"])
+            logger.warning(
+                "crash guard: could not list namespaces; counting from new events only", metadata: ["error": "\(error)"]
+            )
         }
     }
 
@@ -43,32 +45,41 @@ extension CrashGuard {
             let longest = GuardCore.longestWindow(state.flagSet)
             let (counts, crashes) = try await service.eventObservers.settled(namespace) {
                 shared.withLock { $0.namespaces[namespace, default: Watched()].buffers[reload] = [] }
-                let counts = try await store.eventCounts(EventCountQuery(
-                    namespace: namespace, from: now - longest.timeInterval - 60, until: now + 86_400,
-                    subjects: [.pluginSwitch, .baseline], perBucket: true))
-                let crashes = try await store.crashRecords(in: namespace, from: now - longest.timeInterval - 60, until: now + 86_400)
+                let counts = try await store.eventCounts(
+                    EventCountQuery(
+                        namespace: namespace, from: now - longest.timeInterval - 60, until: now + 86_400,
+                        subjects: [.pluginSwitch, .baseline], perBucket: true))
+                let crashes = try await store.crashRecords(
+                    in: namespace, from: now - longest.timeInterval - 60, until: now + 86_400)
                 return (counts, crashes)
             }
-            var scopes = try await self.scopes(of: state.flagSet, in: namespace, from: now - longest.timeInterval, until: now)
+            var scopes = try await self.scopes(
+                of: state.flagSet, in: namespace, from: now - longest.timeInterval, until: now)
             scopes.newValuesAllowed = true
             try await updateHistory(namespace, state: state)
             let (assessments, proposals) = shared.withLock { shared -> ([GuardAssessment], Int) in
                 var watched = shared.namespaces[namespace] ?? Watched()
                 var window = WindowCounts(counts, crashes: crashes)
-                for (increments, crashes) in watched.buffers.removeValue(forKey: reload) ?? [] { window.add(increments, crashes: crashes) }
+                for (increments, crashes) in watched.buffers.removeValue(forKey: reload) ?? [] {
+                    window.add(increments, crashes: crashes)
+                }
                 window.prune(before: EventAggregation.bucketStart(of: now - longest.timeInterval) - 60_000)
                 watched.window = window
                 watched.scopes = scopes
                 watched.loaded = true
                 shared.namespaces[namespace] = watched
-                return (GuardCore.assessAll(state.flagSet, window: window, history: watched.history, now: now),
-                        watched.history.openProposals(in: state.flagSet).count)
+                return (
+                    GuardCore.assessAll(state.flagSet, window: window, history: watched.history, now: now),
+                    watched.history.openProposals(in: state.flagSet).count
+                )
             }
             recordGauges(namespace, assessments)
             recordOpenProposals(namespace, proposals)
         } catch {
             shared.withLock { _ = $0.namespaces[namespace]?.buffers.removeValue(forKey: reload) }
-            logger.warning("crash guard: could not read the counts of namespace \(namespace); will retry", metadata: ["error": "\(error)"])
+            logger.warning(
+                "crash guard: could not read the counts of namespace \(namespace); will retry",
+                metadata: ["error": "\(error)"])
         }
     }
 
@@ -89,7 +100,8 @@ extension CrashGuard {
             history = GuardHistory()
             history.epoch = state.record.epoch
             let since = max(state.record.createdAt, options.now() - 8 * 86_400)
-            let trips = try await store.audit(AuditQuery(namespace: namespace, source: .crashGuard, since: since, limit: 1000))
+            let trips = try await store.audit(
+                AuditQuery(namespace: namespace, source: .crashGuard, since: since, limit: 1000))
             for entry in trips.entries where entry.action == .change { history.add(entry) }
             history.seenVersion = (history.trips.keys.min() ?? state.record.version + 1) - 1
             // Trips already re-enabled long ago still need their re-enable read: start at the oldest trip.
@@ -101,7 +113,8 @@ extension CrashGuard {
         }
         // Proposals and dismissals are audit entries only (they change no flag): read them afresh each time.
         let since = max(state.record.createdAt, options.now() - 8 * 86_400)
-        let notes = try await store.audit(AuditQuery(namespace: namespace, actions: [.guardPropose, .guardDismiss], since: since, limit: 1000))
+        let notes = try await store.audit(
+            AuditQuery(namespace: namespace, actions: [.guardPropose, .guardDismiss], since: since, limit: 1000))
         history.setProposals(from: notes.entries)
         let updated = history
         shared.withLock { shared in
@@ -115,8 +128,9 @@ extension CrashGuard {
     /// store counted over the admission windows that overlap `[from, until]`.
     func scopes(of flagSet: FlagSet, in namespace: String, from: Date, until: Date) async throws -> ScopeEligibility {
         let admission = EventAdmission(policy: CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil))
-        let reach = try await store.scopeReach(in: namespace, from: Date(milliseconds: admission.windowStart(of: from)),
-                                               until: until + 86_400)
+        let reach = try await store.scopeReach(
+            in: namespace, from: Date(milliseconds: admission.windowStart(of: from)),
+            until: until + 86_400)
         return ScopeEligibility(flagSet: flagSet, reach: reach)
     }
 }

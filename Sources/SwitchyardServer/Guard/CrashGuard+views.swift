@@ -12,18 +12,23 @@ extension CrashGuard {
         try await updateHistory(state.record.name, state: state)
         let now = options.now()
         let longest = GuardCore.longestWindow(state.flagSet)
-        let counts = try await store.eventCounts(EventCountQuery(
-            namespace: state.record.name, from: now - longest.timeInterval, until: now + 86_400,
-            subjects: [.pluginSwitch, .baseline], perBucket: true))
-        let crashes = try await store.crashRecords(in: state.record.name, from: now - longest.timeInterval, until: now + 86_400)
+        let counts = try await store.eventCounts(
+            EventCountQuery(
+                namespace: state.record.name, from: now - longest.timeInterval, until: now + 86_400,
+                subjects: [.pluginSwitch, .baseline], perBucket: true))
+        let crashes = try await store.crashRecords(
+            in: state.record.name, from: now - longest.timeInterval, until: now + 86_400)
         let window = WindowCounts(counts, crashes: crashes)
         let history = shared.withLock { $0.namespaces[state.record.name]?.history } ?? GuardHistory()
-        let scopes = try await scopes(of: state.flagSet, in: state.record.name, from: now - longest.timeInterval, until: now)
+        let scopes = try await scopes(
+            of: state.flagSet, in: state.record.name, from: now - longest.timeInterval, until: now)
         return GuardCore.overview(of: state.flagSet, window: window, scopes: scopes, history: history, now: now)
     }
 
     /// The proposals of a namespace, newest first, with what became of each (for the API).
-    func proposals(of state: NamespaceState) async throws -> [(proposal: GuardHistory.Proposal, state: GuardHistory.ProposalState)] {
+    func proposals(of state: NamespaceState) async throws -> [(
+        proposal: GuardHistory.Proposal, state: GuardHistory.ProposalState
+    )] {
         try await updateHistory(state.record.name, state: state)
         let history = shared.withLock { $0.namespaces[state.record.name]?.history } ?? GuardHistory()
         return history.proposals.values.sorted { $0.id > $1.id }.map { proposal in

@@ -68,7 +68,8 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         var scopes: ScopeEligibility?
         /// Per reload under way (by its number), the increments and crash records told since it read the store, to
         /// add to what it read.
-        var buffers: [Int: [(increments: [(key: EventAggregation.CounterKey, tally: EventTally)], crashes: [CrashRecord])]] = [:]
+        var buffers:
+            [Int: [(increments: [(key: EventAggregation.CounterKey, tally: EventTally)], crashes: [CrashRecord])]] = [:]
         var history = GuardHistory()
     }
 
@@ -95,7 +96,10 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         self.options = options
         shared = Mutex(Shared(work: GuardWorkQueue(interval: options.confirmInterval)))
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        webhook = options.webhookURL.map { GuardWebhook(url: $0, secret: options.webhookSecret, metricsFactory: service.metricsFactory, logger: service.logger) }
+        webhook = options.webhookURL.map {
+            GuardWebhook(
+                url: $0, secret: options.webhookSecret, metricsFactory: service.metricsFactory, logger: service.logger)
+        }
     }
 
     // MARK: Ingestion path
@@ -117,9 +121,13 @@ package final class CrashGuard: EventObserver, Service, Sendable {
                 var spans: [Int64: GuardCounts] = [:]
                 for key in switches.sorted() {
                     guard let gate = flagSet.flag(key)?.pluginSwitch,
-                          GuardCore.wouldTrip(key, gate: gate, flagSet: flagSet, window: watched.window, scopes: watched.scopes,
-                                              history: watched.history, now: now, counts: &spans) else { continue }
-                    if shared.work.confirm(batch.namespace, key, receivedAt: batch.receivedAt, now: instant) { added = true }
+                        GuardCore.wouldTrip(
+                            key, gate: gate, flagSet: flagSet, window: watched.window, scopes: watched.scopes,
+                            history: watched.history, now: now, counts: &spans)
+                    else { continue }
+                    if shared.work.confirm(batch.namespace, key, receivedAt: batch.receivedAt, now: instant) {
+                        added = true
+                    }
                 }
             }
             shared.namespaces[batch.namespace] = watched
@@ -177,7 +185,6 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         }
     }
 
-
     /// The next work item (``GuardWorkQueue/next(now:)``).
     private func dequeue() -> GuardWorkQueue<ContinuousClock.Instant>.Work? {
         let now = options.instant()
@@ -212,15 +219,19 @@ package final class CrashGuard: EventObserver, Service, Sendable {
                     throw StaleDecision()
                 case .count(let candidate):
                     let counts = try await self.counts(of: candidate, in: state, now: now)
-                    let action = GuardCore.decide(candidate, counts: counts, history: history, flagSet: state.flagSet, now: now)
+                    let action = GuardCore.decide(
+                        candidate, counts: counts, history: history, flagSet: state.flagSet, now: now)
                     let confirmed = Confirmed(action: action, state: state, from: candidate.from, now: now)
                     guard case .trip(let trip) = action else { return .settle(confirmed) }
                     // Decided on this version's history (the budget counts its trips): committed on it, or decided again.
-                    let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: trip.reason),
-                                                summary: "crash guard: disable \(key) \(trip.scope.guardWhere)",
-                                                evidence: trip.evidence(from: candidate.from, until: now).json)
+                    let request = ChangeRequest(
+                        author: ChangeAuthor(actor: Self.actor, source: .crashGuard, reason: trip.reason),
+                        summary: "crash guard: disable \(key) \(trip.scope.guardWhere)",
+                        evidence: trip.evidence(from: candidate.from, until: now).json)
                     let flag = candidate.flag
-                    return .commit(confirmed, request) { try GuardCore.disabling(key, in: trip.scope, expecting: flag, $0) }
+                    return .commit(confirmed, request) {
+                        try GuardCore.disabling(key, in: trip.scope, expecting: flag, $0)
+                    }
                 }
             }
             switch outcome {
@@ -235,7 +246,8 @@ package final class CrashGuard: EventObserver, Service, Sendable {
                 case .hold:
                     count(namespace, "held")
                 case .propose(let trip, let reason):
-                    try await propose(trip, because: reason, in: confirmed.state, from: confirmed.from, now: confirmed.now)
+                    try await propose(
+                        trip, because: reason, in: confirmed.state, from: confirmed.from, now: confirmed.now)
                 }
             case .committed(let confirmed, let result):
                 guard case .trip(let trip) = confirmed.action, let record = result.record else {
@@ -246,16 +258,20 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             }
         } catch {
             count(namespace, "error")
-            logger.error("crash guard: could not check or disable \(key) in namespace \(namespace); it is checked again on the next batch that names it",
-                         metadata: ["error": "\(error)"])
+            logger.error(
+                "crash guard: could not check or disable \(key) in namespace \(namespace); it is checked again on the next batch that names it",
+                metadata: ["error": "\(error)"])
         }
     }
 
     /// The store's counts of a candidate's span, with the scopes clients' trips may take.
-    private func counts(of candidate: GuardCore.Candidate, in state: NamespaceState, now: Date) async throws -> GuardCounts {
+    private func counts(of candidate: GuardCore.Candidate, in state: NamespaceState, now: Date) async throws
+        -> GuardCounts
+    {
         let namespace = state.record.name
-        let counts = try await store.eventCounts(EventCountQuery(
-            namespace: namespace, from: candidate.from, until: now + 86_400, subjects: [.pluginSwitch, .baseline]))
+        let counts = try await store.eventCounts(
+            EventCountQuery(
+                namespace: namespace, from: candidate.from, until: now + 86_400, subjects: [.pluginSwitch, .baseline]))
         let crashes = try await store.crashRecords(in: namespace, from: candidate.from, until: now + 86_400)
         var sums = GuardCounts(counts, crashes: crashes)
         sums.scopes = try await scopes(of: state.flagSet, in: namespace, from: candidate.from, until: now)
@@ -267,40 +283,53 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     private func tripped(_ trip: GuardTrip, record: ChangeRecord, queuedAt: Date?) {
         shared.withLock { shared in shared.namespaces[record.namespace]?.history.add(committed: record) }
         let factory = service.metricsFactory
-        Counter(label: "switchyard_guard_trips_total",
-                dimensions: [("namespace", record.namespace), ("switch", trip.key), ("scope", trip.scopeKind)], factory: factory).increment()
+        Counter(
+            label: "switchyard_guard_trips_total",
+            dimensions: [("namespace", record.namespace), ("switch", trip.key), ("scope", trip.scopeKind)],
+            factory: factory
+        ).increment()
         count(record.namespace, "tripped")
         if let queuedAt {
             Timer(label: "switchyard_guard_trip_seconds", factory: factory)
                 .recordNanoseconds(Int64(max(0, record.time.timeIntervalSince(queuedAt)) * 1e9))
         }
-        logger.warning("crash guard disabled \(trip.key) \(trip.scope.guardWhere)", metadata: [
-            "namespace": .string(record.namespace), "version": .stringConvertible(record.version), "switch": .string(trip.key),
-            "sessions": .stringConvertible(trip.check.sessions), "crashes": .stringConvertible(trip.check.crashes),
-            "reason": .string(record.reason ?? ""),
-        ])
+        logger.warning(
+            "crash guard disabled \(trip.key) \(trip.scope.guardWhere)",
+            metadata: [
+                "namespace": .string(record.namespace), "version": .stringConvertible(record.version),
+                "switch": .string(trip.key),
+                "sessions": .stringConvertible(trip.check.sessions), "crashes": .stringConvertible(trip.check.crashes),
+                "reason": .string(record.reason ?? ""),
+            ])
         webhook?.announce(GuardWebhook.payload(trip, record: record))
     }
 
     func count(_ namespace: String, _ result: String) {
-        Counter(label: "switchyard_guard_checks_total", dimensions: [("namespace", namespace), ("result", result)],
-                factory: service.metricsFactory).increment()
+        Counter(
+            label: "switchyard_guard_checks_total", dimensions: [("namespace", namespace), ("result", result)],
+            factory: service.metricsFactory
+        ).increment()
     }
 
     func recordGauges(_ namespace: String, _ assessments: [GuardAssessment]) {
         let factory = service.metricsFactory
         for assessment in assessments {
             let dimensions = [("namespace", namespace), ("switch", assessment.key)]
-            Gauge(label: "switchyard_guard_window_sessions", dimensions: dimensions, factory: factory).record(assessment.overall.sessions)
-            Gauge(label: "switchyard_guard_window_crashes", dimensions: dimensions, factory: factory).record(assessment.overall.crashes)
+            Gauge(label: "switchyard_guard_window_sessions", dimensions: dimensions, factory: factory).record(
+                assessment.overall.sessions)
+            Gauge(label: "switchyard_guard_window_crashes", dimensions: dimensions, factory: factory).record(
+                assessment.overall.crashes)
             Gauge(label: "switchyard_guard_crash_rate_lower_bound", dimensions: dimensions, factory: factory)
                 .record(assessment.overall.lowerBound ?? 0)
-            Gauge(label: "switchyard_guard_crash_rate_bound", dimensions: dimensions, factory: factory).record(assessment.overall.bound)
+            Gauge(label: "switchyard_guard_crash_rate_bound", dimensions: dimensions, factory: factory).record(
+                assessment.overall.bound)
             // Each trip counter exists from the start at 0: a series first seen at 1 shows no increase in
             // Prometheus, and the guard-trip alert would miss a switch's first trip.
             if assessment.policy.enabled {
                 for scope in ["global"] + assessment.policy.scopeBy.map(\.rawValue) {
-                    _ = Counter(label: "switchyard_guard_trips_total", dimensions: dimensions + [("scope", scope)], factory: factory)
+                    _ = Counter(
+                        label: "switchyard_guard_trips_total", dimensions: dimensions + [("scope", scope)],
+                        factory: factory)
                 }
             }
         }

@@ -55,8 +55,10 @@ enum GuardCore {
     /// - Parameters:
     ///   - scopes: where clients' trips may be scoped, as the last reload read it.
     ///   - counts: the window's counts by span start, summed once per batch for the switches sharing one.
-    static func wouldTrip(_ key: String, gate: PluginSwitchDefinition, flagSet: FlagSet, window: WindowCounts,
-                          scopes: ScopeEligibility?, history: GuardHistory, now: Date, counts: inout [Int64: GuardCounts]) -> Bool {
+    static func wouldTrip(
+        _ key: String, gate: PluginSwitchDefinition, flagSet: FlagSet, window: WindowCounts,
+        scopes: ScopeEligibility?, history: GuardHistory, now: Date, counts: inout [Int64: GuardCounts]
+    ) -> Bool {
         let policy = CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: gate.crashGuard)
         guard policy.enabled, !gate.disabled else { return false }
         let span = span(key, policy: policy, history: history, now: now)
@@ -65,7 +67,8 @@ enum GuardCore {
         sums.scopes = scopes
         counts[span.from] = sums
         guard let trip = GuardRule.assess(key: key, counts: sums, policy: policy, gate: gate).trip else { return false }
-        return !history.awaitsPerson(key, in: trip.scope, flagSet: flagSet, now: now, cooldown: policy.cooldown.timeInterval)
+        return !history.awaitsPerson(
+            key, in: trip.scope, flagSet: flagSet, now: now, cooldown: policy.cooldown.timeInterval)
     }
 
     // MARK: Confirmation
@@ -93,7 +96,8 @@ enum GuardCore {
     }
 
     /// Whether a confirmation has anything to count.
-    static func confirmation(of key: String, in state: NamespaceState, history: GuardHistory, now: Date) -> Confirmation {
+    static func confirmation(of key: String, in state: NamespaceState, history: GuardHistory, now: Date) -> Confirmation
+    {
         guard let flag = state.flagSet.flag(key), let gate = flag.pluginSwitch else { return .nothing }
         if history.seenVersion > state.record.version { return .stale }
         let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: gate.crashGuard)
@@ -116,15 +120,19 @@ enum GuardCore {
 
     /// Decides a confirmation on the store's counts of its span (with the scopes clients' trips may take) and the
     /// guard's history: the rule, then the budget.
-    static func decide(_ candidate: Candidate, counts: GuardCounts, history: GuardHistory, flagSet: FlagSet, now: Date) -> Action {
-        let assessment = GuardRule.assess(key: candidate.key, counts: counts, policy: candidate.policy, gate: candidate.gate)
+    static func decide(_ candidate: Candidate, counts: GuardCounts, history: GuardHistory, flagSet: FlagSet, now: Date)
+        -> Action
+    {
+        let assessment = GuardRule.assess(
+            key: candidate.key, counts: counts, policy: candidate.policy, gate: candidate.gate)
         guard let trip = assessment.trip else { return .noTrip }
         let scoped = !trip.scope.isEverywhere
         let budget = GuardBudget.decide(
             trip, tripsInLastHour: history.automaticTrips(since: now - GuardBudget.period, scoped: scoped),
             openScopedDisables: history.openScopedTrips(of: candidate.key),
-            pending: history.awaitsPerson(candidate.key, in: trip.scope, flagSet: flagSet, now: now,
-                                          cooldown: candidate.policy.cooldown.timeInterval))
+            pending: history.awaitsPerson(
+                candidate.key, in: trip.scope, flagSet: flagSet, now: now,
+                cooldown: candidate.policy.cooldown.timeInterval))
         switch budget {
         case .hold: return .hold
         case .propose(let reason): return .propose(trip, reason)
@@ -134,8 +142,12 @@ enum GuardCore {
 
     /// The trip as a conditional edit: nothing when the switch is off in the scope already; ``StaleDecision`` when the
     /// switch changed since the decision (`expected`; nil: whatever it is now, a person applying a proposal).
-    static func disabling(_ key: String, in scope: Scope, expecting expected: FlagDefinition?, _ flagSet: FlagSet) throws -> FlagSet {
-        guard let flag = flagSet.flag(key), let gate = flag.pluginSwitch, !gate.isDisabled(in: scope) else { return flagSet }
+    static func disabling(_ key: String, in scope: Scope, expecting expected: FlagDefinition?, _ flagSet: FlagSet)
+        throws -> FlagSet
+    {
+        guard let flag = flagSet.flag(key), let gate = flag.pluginSwitch, !gate.isDisabled(in: scope) else {
+            return flagSet
+        }
         if let expected, flag != expected { throw StaleDecision() }
         return try flagSet.disabling(key, scope: scope)
     }
@@ -143,7 +155,9 @@ enum GuardCore {
     // MARK: Views and gauges
 
     /// Every plugin switch of a flag set assessed on a namespace's counts in memory (for the gauges).
-    static func assessAll(_ flagSet: FlagSet, window: WindowCounts, history: GuardHistory, now: Date) -> [GuardAssessment] {
+    static func assessAll(_ flagSet: FlagSet, window: WindowCounts, history: GuardHistory, now: Date)
+        -> [GuardAssessment]
+    {
         var spans: [Int64: GuardCounts] = [:]
         return flagSet.flags.compactMap { flag in
             guard let gate = flag.pluginSwitch else { return nil }
@@ -157,8 +171,10 @@ enum GuardCore {
 
     /// A namespace as the guard sees it: every plugin switch on the store's counts, the open proposals and the
     /// budget spent (for the API).
-    static func overview(of flagSet: FlagSet, window: WindowCounts, scopes: ScopeEligibility, history: GuardHistory,
-                         now: Date) -> GuardOverview {
+    static func overview(
+        of flagSet: FlagSet, window: WindowCounts, scopes: ScopeEligibility, history: GuardHistory,
+        now: Date
+    ) -> GuardOverview {
         var spans: [Int64: GuardCounts] = [:]
         let statuses: [SwitchStatus] = flagSet.flags.compactMap { flag in
             guard let gate = flag.pluginSwitch else { return nil }
@@ -168,17 +184,20 @@ enum GuardCore {
             sums.scopes = scopes
             spans[span.from] = sums
             let assessment = GuardRule.assess(key: flag.key, counts: sums, policy: policy, gate: gate)
-            return SwitchStatus(key: flag.key, gate: gate, assessment: assessment, from: Date(milliseconds: span.from), until: now,
-                                coolingDownUntil: span.coolingDown ? span.reenabled.map { $0.time + policy.cooldown.timeInterval } : nil,
-                                openTrips: history.openTrips(of: flag.key), latestTrip: history.latestTrip(of: flag.key),
-                                openProposals: history.openProposals(of: flag.key, in: flagSet))
+            return SwitchStatus(
+                key: flag.key, gate: gate, assessment: assessment, from: Date(milliseconds: span.from), until: now,
+                coolingDownUntil: span.coolingDown
+                    ? span.reenabled.map { $0.time + policy.cooldown.timeInterval } : nil,
+                openTrips: history.openTrips(of: flag.key), latestTrip: history.latestTrip(of: flag.key),
+                openProposals: history.openProposals(of: flag.key, in: flagSet))
         }
         let policy = CrashGuardPolicy.resolved(namespace: flagSet.crashGuard, switch: nil)
-        return GuardOverview(switches: statuses, proposals: history.openProposals(in: flagSet),
-                             tripsLastHour: history.automaticTrips(since: now - GuardBudget.period, scoped: false),
-                             maximumTripsPerHour: policy.maximumTripsPerHour,
-                             scopedTripsLastHour: history.automaticTrips(since: now - GuardBudget.period, scoped: true),
-                             maximumScopedTripsPerHour: policy.maximumScopedTripsPerHour)
+        return GuardOverview(
+            switches: statuses, proposals: history.openProposals(in: flagSet),
+            tripsLastHour: history.automaticTrips(since: now - GuardBudget.period, scoped: false),
+            maximumTripsPerHour: policy.maximumTripsPerHour,
+            scopedTripsLastHour: history.automaticTrips(since: now - GuardBudget.period, scoped: true),
+            maximumScopedTripsPerHour: policy.maximumScopedTripsPerHour)
     }
 }
 

@@ -87,18 +87,23 @@ struct GuardHistory: Sendable {
     /// Takes one change log entry into account (entries may come twice or out of order; each counts once).
     mutating func apply(_ change: ChangeRecord) {
         defer { seenVersion = max(seenVersion, change.version) }
-        if change.source == .crashGuard, let trip = Self.trip(change.version, change.time, change.actor, change.reason, change.evidence) {
+        if change.source == .crashGuard,
+            let trip = Self.trip(change.version, change.time, change.actor, change.reason, change.evidence)
+        {
             if trips[trip.version] == nil { trips[trip.version] = trip }
             return
         }
         for object in change.changes where object.kind == .flag {
-            for (version, trip) in trips where trip.key == object.key && trip.reenabled == nil && version < change.version {
+            for (version, trip) in trips
+            where trip.key == object.key && trip.reenabled == nil && version < change.version {
                 guard let after = object.after else {
-                    trips[version]?.reenabled = Reenable(version: change.version, time: change.time, actor: change.actor, deleted: true)
+                    trips[version]?.reenabled = Reenable(
+                        version: change.version, time: change.time, actor: change.actor, deleted: true)
                     continue
                 }
                 if !Self.gate(after).isDisabled(in: trip.scope) {
-                    trips[version]?.reenabled = Reenable(version: change.version, time: change.time, actor: change.actor, deleted: false)
+                    trips[version]?.reenabled = Reenable(
+                        version: change.version, time: change.time, actor: change.actor, deleted: false)
                 }
             }
         }
@@ -107,13 +112,17 @@ struct GuardHistory: Sendable {
     /// Adds a trip this process just committed, without marking the change log read up to it (changes before it
     /// may still be unread).
     mutating func add(committed change: ChangeRecord) {
-        guard change.source == .crashGuard, let trip = Self.trip(change.version, change.time, change.actor, change.reason, change.evidence) else { return }
+        guard change.source == .crashGuard,
+            let trip = Self.trip(change.version, change.time, change.actor, change.reason, change.evidence)
+        else { return }
         if trips[trip.version] == nil { trips[trip.version] = trip }
     }
 
     /// Adds a trip read from the audit log.
     mutating func add(_ entry: AuditEntry) {
-        guard let version = entry.version, let trip = Self.trip(version, entry.time, entry.actor, entry.reason, entry.evidence) else { return }
+        guard let version = entry.version,
+            let trip = Self.trip(version, entry.time, entry.actor, entry.reason, entry.evidence)
+        else { return }
         if trips[version] == nil { trips[version] = trip }
     }
 
@@ -142,15 +151,17 @@ struct GuardHistory: Sendable {
         let ordered = entries.sorted { $0.id < $1.id }
         for entry in ordered where entry.action == .guardPropose {
             guard let evidence = entry.evidence, let key = evidence["switch"]?.stringValue else { continue }
-            proposals[entry.id] = Proposal(id: entry.id, key: key, scope: Self.scope(evidence["scope"]), time: entry.time,
-                                           why: evidence["proposed_because"]?.stringValue ?? "budget", reason: entry.reason,
-                                           evidence: evidence)
+            proposals[entry.id] = Proposal(
+                id: entry.id, key: key, scope: Self.scope(evidence["scope"]), time: entry.time,
+                why: evidence["proposed_because"]?.stringValue ?? "budget", reason: entry.reason,
+                evidence: evidence)
         }
         for entry in ordered where entry.action == .guardDismiss {
             guard let evidence = entry.evidence, let key = evidence["switch"]?.stringValue else { continue }
             let scope = Self.scope(evidence["scope"])
             let dismissal = Dismissal(id: entry.id, time: entry.time, actor: entry.actor, reason: entry.reason)
-            for (id, proposal) in proposals where proposal.key == key && proposal.scope == scope && id < entry.id && proposal.dismissed == nil {
+            for (id, proposal) in proposals
+            where proposal.key == key && proposal.scope == scope && id < entry.id && proposal.dismissed == nil {
                 proposals[id]?.dismissed = dismissal
             }
         }
@@ -171,7 +182,8 @@ struct GuardHistory: Sendable {
     /// Open proposals of a namespace (of one switch, when named), oldest first.
     func openProposals(of key: String? = nil, in flagSet: FlagSet) -> [Proposal] {
         proposals.values.filter { proposal in
-            (key == nil || proposal.key == key) && state(of: proposal, gate: flagSet.flag(proposal.key)?.pluginSwitch) == .open
+            (key == nil || proposal.key == key)
+                && state(of: proposal, gate: flagSet.flag(proposal.key)?.pluginSwitch) == .open
         }.sorted { $0.id < $1.id }
     }
 
@@ -216,23 +228,29 @@ struct GuardHistory: Sendable {
         trips.values.filter { $0.key == key }.compactMap(\.reenabled).filter { !$0.deleted }.max { $0.time < $1.time }
     }
 
-    static func trip(_ version: Int64, _ time: Date, _ actor: String, _ reason: String?, _ evidence: JSONValue?) -> Trip? {
+    static func trip(_ version: Int64, _ time: Date, _ actor: String, _ reason: String?, _ evidence: JSONValue?)
+        -> Trip?
+    {
         guard let evidence, let key = evidence["switch"]?.stringValue else { return nil }
-        return Trip(key: key, scope: scope(evidence["scope"]), version: version, time: time, actor: actor, reason: reason, evidence: evidence)
+        return Trip(
+            key: key, scope: scope(evidence["scope"]), version: version, time: time, actor: actor, reason: reason,
+            evidence: evidence)
     }
 
     /// A scope from its tree.
     static func scope(_ tree: JSONValue?) -> Scope {
         let object = tree?.objectValue ?? JSONObject()
-        return Scope(cities: object["cities"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                     cohorts: object["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        return Scope(
+            cities: object["cities"]?.arrayValue?.compactMap(\.stringValue) ?? [],
+            cohorts: object["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? [])
     }
 
     /// The disables of a flag from its change log tree.
     static func gate(_ tree: JSONValue) -> PluginSwitchDefinition {
         let scopes = (tree["disabled_scopes"]?.arrayValue ?? []).map { scope in
-            Scope(cities: scope["cities"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                  cohorts: scope["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            Scope(
+                cities: scope["cities"]?.arrayValue?.compactMap(\.stringValue) ?? [],
+                cohorts: scope["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? [])
         }
         return PluginSwitchDefinition(disabled: tree["disabled"]?.boolValue ?? false, disabledScopes: scopes)
     }

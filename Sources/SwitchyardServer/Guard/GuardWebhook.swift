@@ -1,14 +1,15 @@
 import Crypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Logging
 import Metrics
 import SwitchyardCore
 import SwitchyardGuard
 import SwitchyardStorage
 import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Announces the crash guard's trips and proposals to a URL: one `POST` of JSON each, retried with backoff, never
 /// in the way of ingestion (they are queued and delivered by the guard's worker).
@@ -73,25 +74,31 @@ final class GuardWebhook: Sendable {
 
     /// The body announcing a trip.
     static func payload(_ trip: GuardTrip, record: ChangeRecord) -> JSONValue {
-        .object(JSONObject([
-            ("event", .string("crash_guard.tripped")), ("namespace", .string(record.namespace)), ("switch", .string(trip.key)),
-            ("scope", .object(trip.scope.tree)), ("scope_text", .string(trip.scopeText)), ("version", .int64(record.version)),
-            ("time", .string(record.time.iso8601)), ("actor", .string(record.actor)), ("summary", .string(record.summary)),
-            ("reason", record.reason.map(JSONValue.string) ?? .null), ("evidence", record.evidence ?? .null),
-        ]))
+        .object(
+            JSONObject([
+                ("event", .string("crash_guard.tripped")), ("namespace", .string(record.namespace)),
+                ("switch", .string(trip.key)),
+                ("scope", .object(trip.scope.tree)), ("scope_text", .string(trip.scopeText)),
+                ("version", .int64(record.version)),
+                ("time", .string(record.time.iso8601)), ("actor", .string(record.actor)),
+                ("summary", .string(record.summary)),
+                ("reason", record.reason.map(JSONValue.string) ?? .null), ("evidence", record.evidence ?? .null),
+            ]))
     }
 
     /// The body announcing a proposal.
     static func payload(_ proposal: GuardHistory.Proposal, namespace: String, entry: AuditEntry) -> JSONValue {
-        .object(JSONObject([
-            ("event", .string("crash_guard.proposed")), ("namespace", .string(namespace)), ("proposal", .int64(proposal.id)),
-            ("switch", .string(proposal.key)), ("scope", .object(proposal.scope.tree)),
-            ("scope_text", .string(proposal.scope.guardText)), ("time", .string(entry.time.iso8601)),
-            ("summary", .string(entry.summary)), ("proposed_because", .string(proposal.why)),
-            ("reason", entry.reason.map(JSONValue.string) ?? .null), ("evidence", proposal.evidence),
-            ("apply", .string("flagctl guard apply \(proposal.id) -n \(namespace)")),
-            ("dismiss", .string("flagctl guard dismiss \(proposal.id) -n \(namespace) --reason '…'")),
-        ]))
+        .object(
+            JSONObject([
+                ("event", .string("crash_guard.proposed")), ("namespace", .string(namespace)),
+                ("proposal", .int64(proposal.id)),
+                ("switch", .string(proposal.key)), ("scope", .object(proposal.scope.tree)),
+                ("scope_text", .string(proposal.scope.guardText)), ("time", .string(entry.time.iso8601)),
+                ("summary", .string(entry.summary)), ("proposed_because", .string(proposal.why)),
+                ("reason", entry.reason.map(JSONValue.string) ?? .null), ("evidence", proposal.evidence),
+                ("apply", .string("flagctl guard apply \(proposal.id) -n \(namespace)")),
+                ("dismiss", .string("flagctl guard dismiss \(proposal.id) -n \(namespace) --reason '…'")),
+            ]))
     }
 
     /// Queues an announcement; returns at once.
@@ -111,8 +118,9 @@ final class GuardWebhook: Sendable {
         }
         let dropped = pending.withLock { $0.count }
         if dropped > 0 {
-            logger.warning("crash guard webhook: \(dropped) announcement(s) not delivered at shutdown (the audit log has every trip)",
-                           metadata: ["webhook_host": .string(host)])
+            logger.warning(
+                "crash guard webhook: \(dropped) announcement(s) not delivered at shutdown (the audit log has every trip)",
+                metadata: ["webhook_host": .string(host)])
         }
     }
 
@@ -134,8 +142,9 @@ final class GuardWebhook: Sendable {
             }
             guard delivery.attempts < Self.maximumAttempts else { break }
             let delay = Double(1 << (delivery.attempts - 1))
-            logger.notice("crash guard webhook: \(outcome!); retrying in \(Int(delay)) s",
-                          metadata: ["webhook_host": .string(host), "attempt": .stringConvertible(delivery.attempts)])
+            logger.notice(
+                "crash guard webhook: \(outcome!); retrying in \(Int(delay)) s",
+                metadata: ["webhook_host": .string(host), "attempt": .stringConvertible(delivery.attempts)])
             record("retried")
             do { try await Task.sleep(for: .seconds(delay)) } catch {
                 pending.withLock { $0.insert(delivery, at: 0) }
@@ -143,8 +152,9 @@ final class GuardWebhook: Sendable {
             }
         }
         record("failed")
-        logger.error("crash guard webhook: gave up after \(Self.maximumAttempts) attempts (the audit log has every trip and proposal)",
-                     metadata: ["webhook_host": .string(host)])
+        logger.error(
+            "crash guard webhook: gave up after \(Self.maximumAttempts) attempts (the audit log has every trip and proposal)",
+            metadata: ["webhook_host": .string(host)])
     }
 
     /// Sends one request; nil when it was delivered, else what went wrong.
@@ -156,7 +166,8 @@ final class GuardWebhook: Sendable {
         request.setValue("flagsd crash guard", forHTTPHeaderField: "User-Agent")
         request.setValue(event, forHTTPHeaderField: "X-Switchyard-Event")
         if let secret {
-            request.setValue(Self.signature(body, key: secret, time: Date()), forHTTPHeaderField: "X-Switchyard-Signature")
+            request.setValue(
+                Self.signature(body, key: secret, time: Date()), forHTTPHeaderField: "X-Switchyard-Signature")
         }
         request.httpBody = Data(body)
         let session = self.session
@@ -188,6 +199,9 @@ final class GuardWebhook: Sendable {
     }
 
     private func record(_ result: String) {
-        Counter(label: "switchyard_guard_webhook_deliveries_total", dimensions: [("result", result)], factory: metricsFactory).increment()
+        Counter(
+            label: "switchyard_guard_webhook_deliveries_total", dimensions: [("result", result)],
+            factory: metricsFactory
+        ).increment()
     }
 }

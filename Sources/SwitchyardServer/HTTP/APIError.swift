@@ -19,8 +19,10 @@ package struct APIError: Error, Sendable {
     package var extensions = JSONObject()
     package var headers = HTTPFields()
 
-    package init(_ status: HTTPResponse.Status, _ slug: String, _ title: String, _ detail: String,
-                 problems: [ValidationProblem] = []) {
+    package init(
+        _ status: HTTPResponse.Status, _ slug: String, _ title: String, _ detail: String,
+        problems: [ValidationProblem] = []
+    ) {
         self.status = status
         self.slug = slug
         self.title = title
@@ -29,8 +31,9 @@ package struct APIError: Error, Sendable {
     }
 
     package static func badRequest(_ detail: String, path: FieldPath? = nil) -> APIError {
-        APIError(.badRequest, "invalid-request", "The request is invalid", detail,
-                 problems: path.map { [ValidationProblem(path: $0, message: detail)] } ?? [])
+        APIError(
+            .badRequest, "invalid-request", "The request is invalid", detail,
+            problems: path.map { [ValidationProblem(path: $0, message: detail)] } ?? [])
     }
 
     package static func invalid(_ detail: String, problems: [ValidationProblem]) -> APIError {
@@ -68,10 +71,13 @@ package struct APIError: Error, Sendable {
         return error
     }
 
-    package static func methodNotAllowed(_ method: HTTPRequest.Method, path: String, allowed: [HTTPRequest.Method]) -> APIError {
+    package static func methodNotAllowed(_ method: HTTPRequest.Method, path: String, allowed: [HTTPRequest.Method])
+        -> APIError
+    {
         let list = allowed.map(\.rawValue).joined(separator: ", ")
-        var error = APIError(.methodNotAllowed, "method-not-allowed", "Method not allowed",
-                             "\(method.rawValue) is not allowed on \(path); use \(list)")
+        var error = APIError(
+            .methodNotAllowed, "method-not-allowed", "Method not allowed",
+            "\(method.rawValue) is not allowed on \(path); use \(list)")
         error.headers[.allow] = list
         return error
     }
@@ -87,16 +93,19 @@ package struct APIError: Error, Sendable {
             self.init(.conflict, "version-conflict", "The namespace changed since your view", error.message)
             if let conflict = error.conflict {
                 extensions["current_version"] = .int64(conflict.currentVersion)
-                extensions["current_etag"] = .string(SnapshotVersion(epoch: conflict.currentEpoch, version: conflict.currentVersion).entityTag)
+                extensions["current_etag"] = .string(
+                    SnapshotVersion(epoch: conflict.currentEpoch, version: conflict.currentVersion).entityTag)
                 extensions["changed_by"] = conflict.changedBy.map(JSONValue.string) ?? .null
                 extensions["changed_at"] = conflict.changedAt.map { .string($0.iso8601) } ?? .null
             }
         case .invalid:
-            self.init(.badRequest, "invalid-flag-set", "The change would leave an invalid flag set", error.message,
-                      problems: error.problems)
+            self.init(
+                .badRequest, "invalid-flag-set", "The change would leave an invalid flag set", error.message,
+                problems: error.problems)
         case .reasonRequired:
-            self.init(.badRequest, "reason-required", "A reason is required", error.message,
-                      problems: [ValidationProblem(path: "reason", message: "is required by this namespace's reason policy")])
+            self.init(
+                .badRequest, "reason-required", "A reason is required", error.message,
+                problems: [ValidationProblem(path: "reason", message: "is required by this namespace's reason policy")])
         case .unavailable:
             self.init(.serviceUnavailable, "storage-unavailable", "Storage unavailable", error.message)
             headers[.retryAfter] = "1"
@@ -125,9 +134,12 @@ package struct APIError: Error, Sendable {
         ])
         if !requestID.isEmpty { object["request_id"] = .string(requestID) }
         if !problems.isEmpty {
-            object["errors"] = .array(problems.map { problem in
-                .object(JSONObject([("path", .string(problem.path.description)), ("message", .string(problem.message))]))
-            })
+            object["errors"] = .array(
+                problems.map { problem in
+                    .object(
+                        JSONObject([("path", .string(problem.path.description)), ("message", .string(problem.message))])
+                    )
+                })
         }
         for (key, value) in extensions { object[key] = value }
         return .object(object)

@@ -7,7 +7,9 @@ extension Response {
     static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
         var fields = headers
         fields[.contentType] = "application/json"
-        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: value.serialized(.canonical))))
+        return Response(
+            status: status, headers: fields,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: value.serialized(.canonical))))
     }
 
     /// An RFC 9457 problem response.

@@ -37,7 +37,9 @@ struct ProblemMiddleware: RouterMiddleware {
     typealias Context = FlagsRequestContext
     let routes: RouteTable
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         do {
             return try await next(request, context)
         } catch {
@@ -66,13 +68,18 @@ struct ProblemMiddleware: RouterMiddleware {
             if !allowed.isEmpty {
                 return .methodNotAllowed(request.method, path: request.uri.path, allowed: allowed)
             }
-            return .notFound("no route matches \(request.method.rawValue) \(request.uri.path) (the API is described at /openapi.yaml)")
+            return .notFound(
+                "no route matches \(request.method.rawValue) \(request.uri.path) (the API is described at /openapi.yaml)"
+            )
         case let error as HTTPError:
-            return APIError(error.status, "http-\(error.status.code)", error.status.reasonPhrase, error.body ?? error.status.reasonPhrase)
+            return APIError(
+                error.status, "http-\(error.status.code)", error.status.reasonPhrase,
+                error.body ?? error.status.reasonPhrase)
         default:
             context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
-            return APIError(.internalServerError, "internal", "Internal error",
-                            "an unexpected error occurred; it was logged with request id \(context.requestID)")
+            return APIError(
+                .internalServerError, "internal", "Internal error",
+                "an unexpected error occurred; it was logged with request id \(context.requestID)")
         }
     }
 }
@@ -87,7 +94,9 @@ struct ObservabilityMiddleware: RouterMiddleware {
         recorder = RequestRecorder(factory: metricsFactory)
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         var context = context
         let requestID = Self.requestID(from: request)
         context.requestID = requestID
@@ -98,14 +107,16 @@ struct ObservabilityMiddleware: RouterMiddleware {
         response.headers[.requestID] = requestID
 
         let route = context.endpointPath.map { $0 == "NotFound" ? "unmatched" : $0 } ?? "unmatched"
-        recorder.record(method: request.method.rawValue, route: route, path: request.uri.path, status: response.status.code,
-                        elapsed: elapsed, logger: context.logger)
+        recorder.record(
+            method: request.method.rawValue, route: route, path: request.uri.path, status: response.status.code,
+            elapsed: elapsed, logger: context.logger)
         return response
     }
 
     static func requestID(from request: Request) -> String {
         if let given = request.headers.value(.requestID), (1...64).contains(given.utf8.count),
-           given.utf8.allSatisfy({ $0.isASCIIIdentifier }) {
+            given.utf8.allSatisfy({ $0.isASCIIIdentifier })
+        {
             return given
         }
         var generator = SystemRandomNumberGenerator()
@@ -146,8 +157,10 @@ final class RequestRecorder: Sendable {
     ///   - logger: the request's logger.
     ///   - requestID: when set, added to the line's metadata as the router's request logger carries it (for a
     ///     logger shared by requests, made per request only when the line is logged).
-    func record(method: String, route: String, path: String, status: Int, elapsed: Duration, logger: Logger,
-                requestID: String? = nil) {
+    func record(
+        method: String, route: String, path: String, status: Int, elapsed: Duration, logger: Logger,
+        requestID: String? = nil
+    ) {
         let nanoseconds = elapsed.nanoseconds
         count(method: method, route: route, status: status, nanoseconds: nanoseconds)
         let level: Logger.Level = status >= 500 ? .error : .debug
@@ -157,10 +170,12 @@ final class RequestRecorder: Sendable {
             logger[metadataKey: "hb.request.id"] = .stringConvertible(RequestID())
             logger[metadataKey: "request_id"] = .string(requestID)
         }
-        logger.log(level: level, "request", metadata: [
-            "method": .string(method), "path": .string(path), "route": .string(route),
-            "status": .stringConvertible(status), "duration_ms": .stringConvertible(Double(nanoseconds) / 1e6),
-        ])
+        logger.log(
+            level: level, "request",
+            metadata: [
+                "method": .string(method), "path": .string(path), "route": .string(route),
+                "status": .stringConvertible(status), "duration_ms": .stringConvertible(Double(nanoseconds) / 1e6),
+            ])
     }
 
     private func count(method: String, route: String, status: Int, nanoseconds: Int64) {
@@ -168,15 +183,17 @@ final class RequestRecorder: Sendable {
         let timeKey = Key(method: method, route: route, status: 0)
         let counter = counters.withLock { counters in
             if let counter = counters[countKey] { return counter }
-            let counter = Counter(label: "flagsd_http_requests_total",
-                                  dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory)
+            let counter = Counter(
+                label: "flagsd_http_requests_total",
+                dimensions: [("method", method), ("route", route), ("status", String(status))], factory: factory)
             counters[countKey] = counter
             return counter
         }
         let timer = timers.withLock { timers in
             if let timer = timers[timeKey] { return timer }
-            let timer = Timer(label: "flagsd_http_request_duration_seconds", dimensions: [("method", method), ("route", route)],
-                              factory: factory)
+            let timer = Timer(
+                label: "flagsd_http_request_duration_seconds", dimensions: [("method", method), ("route", route)],
+                factory: factory)
             timers[timeKey] = timer
             return timer
         }

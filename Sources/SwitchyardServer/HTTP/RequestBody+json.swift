@@ -26,8 +26,9 @@ extension Request {
 
 extension APIError {
     static func tooLarge(limit: Int) -> APIError {
-        APIError(.contentTooLarge, "body-too-large", "The body is too large",
-                 "the request body is larger than \(limit) bytes, the limit of this server (--max-body-size)")
+        APIError(
+            .contentTooLarge, "body-too-large", "The body is too large",
+            "the request body is larger than \(limit) bytes, the limit of this server (--max-body-size)")
     }
 }
 

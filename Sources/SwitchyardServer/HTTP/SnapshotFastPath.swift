@@ -65,7 +65,7 @@ package final class SnapshotFastPath: Sendable {
         let prefix = "/v1/namespaces/".utf8
         let suffix = "/snapshot".utf8
         guard path.count > prefix.count + suffix.count, path.starts(with: prefix),
-              path.reversed().starts(with: suffix.reversed())
+            path.reversed().starts(with: suffix.reversed())
         else { return nil }
         let name = path.dropFirst(prefix.count).dropLast(suffix.count)
         guard !name.contains(UInt8(ascii: "/")), !name.contains(UInt8(ascii: "%")) else { return nil }
@@ -85,8 +85,9 @@ package final class SnapshotFastPath: Sendable {
     /// Records an answered request (a GET of `path`) with the router's recorder: counter, latency, request log line.
     func record(path: String, requestID: String, status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
         answered.add(1, ordering: .relaxed)
-        recorder.record(method: HTTPRequest.Method.get.rawValue, route: route, path: path, status: status.code,
-                        elapsed: ContinuousClock.now - start, logger: logger, requestID: requestID)
+        recorder.record(
+            method: HTTPRequest.Method.get.rawValue, route: route, path: path, status: status.code,
+            elapsed: ContinuousClock.now - start, logger: logger, requestID: requestID)
     }
 }
 
@@ -204,12 +205,13 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// Answers or parks a request when the fast path owns it; false to pass it on to the router.
     private func take(_ head: HTTPRequest, context: ChannelHandlerContext) -> Bool {
         guard head.method == .get, let target = head.path,
-              let namespace = SnapshotFastPath.namespace(inSnapshotTarget: target),
-              head.headerFields.value(.connection) != "close"
+            let namespace = SnapshotFastPath.namespace(inSnapshotTarget: target),
+            head.headerFields.value(.connection) != "close"
         else { return false }
         let request = Request(head: head, body: RequestBody(buffer: ByteBuffer()))
-        guard let token = fastPath.api.auth.cachedToken(request, lastPresented: &lastPresentedToken), token.role >= .client,
-              token.allows(namespace: namespace)
+        guard let token = fastPath.api.auth.cachedToken(request, lastPresented: &lastPresentedToken),
+            token.role >= .client,
+            token.allows(namespace: namespace)
         else { return false }
         let start = ContinuousClock.now
         let requestID = ObservabilityMiddleware.requestID(from: request)
@@ -220,21 +222,28 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
                 reply = outcome.reply
             case .wait(let position, let seconds, let current):
                 parkSerial += 1
-                let connection = ParkedSnapshotRequest(handler: NIOLoopBound(self, eventLoop: context.eventLoop), serial: parkSerial)
+                let connection = ParkedSnapshotRequest(
+                    handler: NIOLoopBound(self, eventLoop: context.eventLoop), serial: parkSerial)
                 let service = fastPath.api.service
-                let address = service.sourceAddress(peer: context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }, headers: head.headerFields)
+                let address = service.sourceAddress(
+                    peer: context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }, headers: head.headerFields)
                 let spent = try fastPath.api.spendLongPollBudgets(token: token, address: address)
-                switch service.hub.park(connection, for: namespace, after: position, timeout: .seconds(seconds), address: address) {
+                switch service.hub.park(
+                    connection, for: namespace, after: position, timeout: .seconds(seconds), address: address)
+                {
                 case .parked(let id):
-                    parked = Parked(serial: parkSerial, id: id, path: request.uri.path,
-                                    acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
-                                    deltaBase: AcceptsDelta(request.headers.value(.accept)).accepted ? position.version : nil,
-                                    namespace: namespace, requestID: requestID, current: current, start: start)
+                    parked = Parked(
+                        serial: parkSerial, id: id, path: request.uri.path,
+                        acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
+                        deltaBase: AcceptsDelta(request.headers.value(.accept)).accepted ? position.version : nil,
+                        namespace: namespace, requestID: requestID, current: current, start: start)
                     return true
                 case .answerNow(let reason):
                     fastPath.api.refundLongPoll(spent, if: reason)
-                    reply = try fastPath.api.snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current,
-                                                               after: position).reply
+                    reply = try fastPath.api.snapshotAfterWait(
+                        reason, request: request, namespace: namespace, waitedOn: current,
+                        after: position
+                    ).reply
                 }
             }
         } catch {
@@ -250,9 +259,11 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         guard parked?.serial == serial, let context, let parked = parked.take() else { return }
         let reply: Reply
         do {
-            reply = try fastPath.api.snapshotAfterWait(reason, acceptsGzip: parked.acceptsGzip, deltaBase: parked.deltaBase,
-                                                       namespace: parked.namespace,
-                                                       waitedOn: parked.current).reply
+            reply = try fastPath.api.snapshotAfterWait(
+                reason, acceptsGzip: parked.acceptsGzip, deltaBase: parked.deltaBase,
+                namespace: parked.namespace,
+                waitedOn: parked.current
+            ).reply
         } catch {
             reply = Self.problem(error, path: parked.path, requestID: parked.requestID)
         }
@@ -279,8 +290,10 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
     }
 
-    private func respond(_ reply: Reply, path: String, requestID: String, since start: ContinuousClock.Instant,
-                         context: ChannelHandlerContext) {
+    private func respond(
+        _ reply: Reply, path: String, requestID: String, since start: ContinuousClock.Instant,
+        context: ChannelHandlerContext
+    ) {
         // Recorded before the write, as the middleware records before the application writes.
         fastPath.record(path: path, requestID: requestID, status: reply.status, since: start)
         context.write(wrapOutboundOut(.head(fastPath.head(of: reply, requestID: requestID))), promise: nil)
@@ -297,9 +310,11 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     /// The problem reply `ProblemMiddleware` gives for an error of these functions.
     private static func problem(_ error: any Error, path: String, requestID: String) -> Reply {
-        let apiError = error as? APIError
-            ?? APIError(.internalServerError, "internal", "Internal error",
-                        "an unexpected error occurred; it was logged with request id \(requestID)")
+        let apiError =
+            error as? APIError
+            ?? APIError(
+                .internalServerError, "internal", "Internal error",
+                "an unexpected error occurred; it was logged with request id \(requestID)")
         return .problem(apiError, instance: path, requestID: requestID)
     }
 }
@@ -337,6 +352,7 @@ final class HTTPDateCache: Sendable {
         let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(weekdays[weekday]), \(two(day)) \(months[Int(month) - 1]) \(year) \(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
+        return
+            "\(weekdays[weekday]), \(two(day)) \(months[Int(month) - 1]) \(year) \(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
     }
 }

@@ -60,10 +60,11 @@ public struct TrustedProxies: Sendable, Hashable {
     public func sourceAddress(peer: IPAddress?, headers: HTTPFields) -> IPAddress? {
         guard let peer else { return nil }
         guard trusts(peer), !networks.isEmpty else { return peer }
-        let chain = switch header {
-        case .xForwardedFor: Self.forwardedFor(headers[values: .xForwardedFor])
-        case .forwarded: Self.forwardedFor(rfc7239: headers[values: .forwarded])
-        }
+        let chain =
+            switch header {
+            case .xForwardedFor: Self.forwardedFor(headers[values: .xForwardedFor])
+            case .forwarded: Self.forwardedFor(rfc7239: headers[values: .forwarded])
+            }
         var nearest = peer
         for hop in chain.reversed() {
             guard let address = Self.address(of: hop) else { return nearest }
@@ -77,7 +78,8 @@ public struct TrustedProxies: Sendable, Hashable {
     /// for the other header).
     public func sendsOnlyTheOtherHeader(peer: IPAddress, headers: HTTPFields) -> Bool {
         guard trusts(peer) else { return false }
-        let (read, other): (HTTPField.Name, HTTPField.Name) = header == .xForwardedFor ? (.xForwardedFor, .forwarded) : (.forwarded, .xForwardedFor)
+        let (read, other): (HTTPField.Name, HTTPField.Name) =
+            header == .xForwardedFor ? (.xForwardedFor, .forwarded) : (.forwarded, .xForwardedFor)
         return headers[read] == nil && headers[other] != nil
     }
 

@@ -67,25 +67,33 @@ package final class PublishedSnapshot: Sendable {
         // serialized again, the digest sums updated, and the compiled form made by applying the delta between them.
         if let previous, previous.epoch == snapshot.epoch, previous.version < snapshot.version {
             let changes = ChangedObjects(from: previous.flagSet, to: snapshot.flagSet)
-            history = previous.history.appending(from: previous.version, to: snapshot.version, changes: changes,
-                                                 limit: deltaVersions)
-            let lookup = Dictionary(uniqueKeysWithValues: changes.flags.compactMap { key in
-                snapshot.flagSet.flag(key).map { (key, $0) }
-            })
+            history = previous.history.appending(
+                from: previous.version, to: snapshot.version, changes: changes,
+                limit: deltaVersions)
+            let lookup = Dictionary(
+                uniqueKeysWithValues: changes.flags.compactMap { key in
+                    snapshot.flagSet.flag(key).map { (key, $0) }
+                })
             encodedFlags = previous.encodedFlags.updating(changes, in: snapshot.flagSet) { lookup[$0] }
             (body, checksum) = Self.encoded(snapshot, encodedFlags)
             var sums = previous.digestSums
             for key in changes.flags {
-                sums.replace(flag: previous.compiled.handle(for: key).flatMap(previous.compiled.flag), with: lookup[key])
+                sums.replace(
+                    flag: previous.compiled.handle(for: key).flatMap(previous.compiled.flag), with: lookup[key])
             }
             for key in changes.killSwitches {
                 sums.replace(killSwitch: previous.flagSet.killSwitch(key), with: snapshot.flagSet.killSwitch(key))
             }
-            if !changes.pluginPoints.isEmpty || changes.pluginPointOrder { sums.replacePluginPoints(with: snapshot.flagSet.pluginPoints) }
+            if !changes.pluginPoints.isEmpty || changes.pluginPointOrder {
+                sums.replacePluginPoints(with: snapshot.flagSet.pluginPoints)
+            }
             digestSums = sums
             digest = sums.value(for: snapshot)
-            let delta = SnapshotDelta(base: previous.version, target: snapshot, changes: changes, checksum: checksum, digest: digest)
-            compiled = (try? previous.compiled.applying(delta, digest: previous.digestSums).snapshot) ?? CompiledSnapshot(snapshot)
+            let delta = SnapshotDelta(
+                base: previous.version, target: snapshot, changes: changes, checksum: checksum, digest: digest)
+            compiled =
+                (try? previous.compiled.applying(delta, digest: previous.digestSums).snapshot)
+                ?? CompiledSnapshot(snapshot)
         } else {
             history = DeltaHistory(epoch: snapshot.epoch)
             encodedFlags = EncodedFlags(snapshot.flagSet)
@@ -161,7 +169,8 @@ package final class PublishedSnapshot: Sendable {
     func deltaAnswer(from base: Int64) -> DeltaCache.Answer {
         deltas.answer(from: base) {
             guard base < version, let changes = history.changes(since: base) else { return .full(.unknownBase) }
-            let delta = SnapshotDelta(base: base, target: compiled, changes: changes, checksum: checksum, digest: digest)
+            let delta = SnapshotDelta(
+                base: base, target: compiled, changes: changes, checksum: checksum, digest: digest)
             let bytes = delta.encode()
             guard bytes.count < body.readableBytes else { return .full(.notSmaller) }
             return .delta(PublishedDelta(delta, bytes: bytes, entityTag: entityTag))
@@ -222,18 +231,23 @@ package final class LongPollHub: Service, Sendable {
     private let logger: Logger
 
     /// - Parameter deltaVersions: how many versions back deltas may start (0: never answer with a delta).
-    package init(maximumWaiters: Int, maximumWaitersPerAddress: Int = .max, deltaVersions: Int = 100,
-                 sweepInterval: Duration = .milliseconds(100), metricsFactory: any MetricsFactory, logger: Logger) {
-        shared = Mutex(Shared(state: State(maximumWaiters: maximumWaiters, maximumWaitersPerAddress: maximumWaitersPerAddress)))
+    package init(
+        maximumWaiters: Int, maximumWaitersPerAddress: Int = .max, deltaVersions: Int = 100,
+        sweepInterval: Duration = .milliseconds(100), metricsFactory: any MetricsFactory, logger: Logger
+    ) {
+        shared = Mutex(
+            Shared(state: State(maximumWaiters: maximumWaiters, maximumWaitersPerAddress: maximumWaitersPerAddress)))
         self.deltaVersions = deltaVersions
         self.sweepInterval = sweepInterval
         self.metricsFactory = metricsFactory
         self.waitersGauge = Gauge(label: "flagsd_long_poll_waiters", factory: metricsFactory)
         self.wakeups = Counter(label: "flagsd_long_poll_wakeups_total", factory: metricsFactory)
         self.propagation = Timer(label: "flagsd_change_propagation_seconds", factory: metricsFactory)
-        self.deltaAnswers = Counter(label: "flagsd_snapshot_delta_answers_total", dimensions: [("answer", "delta")], factory: metricsFactory)
-        self.fullAnswersToDeltaRequests = Counter(label: "flagsd_snapshot_delta_answers_total", dimensions: [("answer", "full")],
-                                                  factory: metricsFactory)
+        self.deltaAnswers = Counter(
+            label: "flagsd_snapshot_delta_answers_total", dimensions: [("answer", "delta")], factory: metricsFactory)
+        self.fullAnswersToDeltaRequests = Counter(
+            label: "flagsd_snapshot_delta_answers_total", dimensions: [("answer", "full")],
+            factory: metricsFactory)
         self.logger = logger
         waitersGauge.record(0)
         // The cap next to the count, so an alert can compare them (Dashboards/alerts.yml).
@@ -278,7 +292,9 @@ package final class LongPollHub: Service, Sendable {
             if let latest, latest.epoch == snapshot.epoch, latest.version >= snapshot.version { return }
             previous = latest
         }
-        if let previous, previous.epoch == snapshot.epoch, deltaVersions > 0 { _ = snapshot.deltaAnswer(from: previous.version) }
+        if let previous, previous.epoch == snapshot.epoch, deltaVersions > 0 {
+            _ = snapshot.deltaAnswer(from: previous.version)
+        }
         // The version replaced is freed off the change's path: thousands of members to release.
         if let previous { Self.retire(previous) }
         let position = snapshot.position
@@ -290,8 +306,10 @@ package final class LongPollHub: Service, Sendable {
             shared.snapshots[snapshot.namespace] = snapshot
             return (shared.state.publish(snapshot.namespace, position), shared.state.count, current != nil)
         }
-        Gauge(label: "flagsd_namespace_version", dimensions: [("namespace", snapshot.namespace)], factory: metricsFactory)
-            .record(snapshot.version)
+        Gauge(
+            label: "flagsd_namespace_version", dimensions: [("namespace", snapshot.namespace)], factory: metricsFactory
+        )
+        .record(snapshot.version)
         if !isUpdate { KnownSeries.namespace(snapshot.namespace, metricsFactory) }
         Self.wake(woken, .changed)
         waitersGauge.record(count)
@@ -316,7 +334,8 @@ package final class LongPollHub: Service, Sendable {
             case .task(let continuation):
                 continuation.resume(returning: reason)
             case .connection(let connection):
-                connections[ObjectIdentifier(connection.eventLoop), default: (connection.eventLoop, [])].parked.append(connection)
+                connections[ObjectIdentifier(connection.eventLoop), default: (connection.eventLoop, [])].parked.append(
+                    connection)
             }
         }
         for (loop, parked) in connections.values {
@@ -349,7 +368,9 @@ package final class LongPollHub: Service, Sendable {
     /// Waits until a namespace passes a position, the timeout ends, or the service shuts down.
     ///
     /// - Parameter address: the request's source address (for the cap per address); nil when unknown.
-    package func wait(for namespace: String, after position: SnapshotVersion, timeout: Duration, address: IPAddress? = nil) async -> WakeReason {
+    package func wait(
+        for namespace: String, after position: SnapshotVersion, timeout: Duration, address: IPAddress? = nil
+    ) async -> WakeReason {
         let blocks = address?.blocks ?? []
         let deadline = clock.now.advanced(by: timeout)
         let id = shared.withLock { shared in
@@ -359,9 +380,13 @@ package final class LongPollHub: Service, Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<WakeReason, Never>) in
                 let (action, count) = shared.withLock { shared in
-                    (shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline, waiter: .task(continuation),
-                                           address: blocks),
-                     shared.state.count)
+                    (
+                        shared.state.register(
+                            id: id, namespace: namespace, after: position, deadline: deadline,
+                            waiter: .task(continuation),
+                            address: blocks),
+                        shared.state.count
+                    )
                 }
                 switch action {
                 case .parked:
@@ -389,15 +414,19 @@ package final class LongPollHub: Service, Sendable {
     /// - Returns: `.parked(id:)`, or `.answerNow` with the reason to answer with at once (the namespace passed the
     ///   position already, is unknown, too many requests wait, in all or from the address, or the service is
     ///   shutting down).
-    package func park(_ connection: any ParkedConnection, for namespace: String, after position: SnapshotVersion,
-                      timeout: Duration, address: IPAddress? = nil) -> ParkAction {
+    package func park(
+        _ connection: any ParkedConnection, for namespace: String, after position: SnapshotVersion,
+        timeout: Duration, address: IPAddress? = nil
+    ) -> ParkAction {
         let deadline = clock.now.advanced(by: timeout)
         let blocks = address?.blocks ?? []
         let (action, count) = shared.withLock { shared -> (ParkAction, Int) in
             shared.nextID += 1
             let id = shared.nextID
-            switch shared.state.register(id: id, namespace: namespace, after: position, deadline: deadline,
-                                         waiter: .connection(connection), address: blocks) {
+            switch shared.state.register(
+                id: id, namespace: namespace, after: position, deadline: deadline,
+                waiter: .connection(connection), address: blocks)
+            {
             case .parked: return (.parked(id: id), shared.state.count)
             case .answerNow(let reason): return (.answerNow(reason), shared.state.count)
             }
@@ -435,7 +464,9 @@ package final class LongPollHub: Service, Sendable {
         let woken = shared.withLock { $0.state.shutdown() }
         Self.wake(woken, .shutdown)
         waitersGauge.record(0)
-        if !woken.isEmpty { logger.info("answered waiting requests for shutdown", metadata: ["count": "\(woken.count)"]) }
+        if !woken.isEmpty {
+            logger.info("answered waiting requests for shutdown", metadata: ["count": "\(woken.count)"])
+        }
     }
 
     /// Whether `shutdown()` ran.

@@ -74,14 +74,17 @@ package struct LongPollState<Waiter, Instant: Comparable> {
     ///
     /// - Parameter address: the blocks of the request's source address (``IPAddress/blocks``), each counted against
     ///   its share of `maximumWaitersPerAddress`; empty when unknown (not counted).
-    package mutating func register(id: Int, namespace: String, after: Position, deadline: Instant, waiter: Waiter,
-                                   address: [AddressBlock] = []) -> RegisterAction {
+    package mutating func register(
+        id: Int, namespace: String, after: Position, deadline: Instant, waiter: Waiter,
+        address: [AddressBlock] = []
+    ) -> RegisterAction {
         if isShutDown { return .answerNow(.shutdown) }
         guard let current = positions[namespace] else { return .answerNow(.gone) }
         if current.epoch != after.epoch || current.version > after.version { return .answerNow(.changed) }
         if count >= maximumWaiters { return .answerNow(.overloaded) }
         if !address.isEmpty {
-            for block in address where count(from: block.key) >= block.cap(maximumWaitersPerAddress, within: maximumWaiters) {
+            for block in address
+            where count(from: block.key) >= block.cap(maximumWaitersPerAddress, within: maximumWaiters) {
                 return .answerNow(.addressBusy)
             }
             for block in address { waitersOfAddress[block.key, default: 0] += 1 }

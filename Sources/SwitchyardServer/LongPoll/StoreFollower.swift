@@ -9,7 +9,9 @@ package import SwitchyardStorage
 package enum FollowPlan {
     /// Whether a namespace notification may bring something the hub lacks (otherwise it is skipped without
     /// reading the store: the process's own commits, or a notification that arrives after a newer version).
-    package static func needsReload(_ notification: (epoch: String, version: Int64, deleted: Bool), held: SnapshotVersion?) -> Bool {
+    package static func needsReload(
+        _ notification: (epoch: String, version: Int64, deleted: Bool), held: SnapshotVersion?
+    ) -> Bool {
         guard let held else { return !notification.deleted }
         if notification.deleted { return held.epoch == notification.epoch }
         return held.epoch != notification.epoch || held.version < notification.version
@@ -17,12 +19,16 @@ package enum FollowPlan {
 
     /// The namespaces to reload (new, another epoch, or a newer version) and to forget (deleted), comparing the
     /// store's live namespaces with the hub's.
-    package static func differences(held: [String: SnapshotVersion], stored: [NamespaceRecord]) -> (reload: [String], remove: [String]) {
+    package static func differences(held: [String: SnapshotVersion], stored: [NamespaceRecord]) -> (
+        reload: [String], remove: [String]
+    ) {
         var reload: [String] = []
         var live = Set<String>()
         for record in stored {
             live.insert(record.name)
-            if let position = held[record.name], position.epoch == record.epoch, position.version >= record.version { continue }
+            if let position = held[record.name], position.epoch == record.epoch, position.version >= record.version {
+                continue
+            }
             reload.append(record.name)
         }
         let remove = held.keys.filter { !live.contains($0) }.sorted()
@@ -105,10 +111,15 @@ package final class StoreFollower: Service, Sendable {
                 let held = service.hub.snapshot(of: name)?.position
                 service.hub.publish(state)
                 if held != state.record.snapshotVersion {
-                    Counter(label: "flagsd_followed_changes_total", dimensions: [("namespace", name)], factory: service.metricsFactory).increment()
-                    logger.debug("published a version committed elsewhere", metadata: [
-                        "namespace": .string(name), "version": .stringConvertible(state.record.version),
-                    ])
+                    Counter(
+                        label: "flagsd_followed_changes_total", dimensions: [("namespace", name)],
+                        factory: service.metricsFactory
+                    ).increment()
+                    logger.debug(
+                        "published a version committed elsewhere",
+                        metadata: [
+                            "namespace": .string(name), "version": .stringConvertible(state.record.version),
+                        ])
                 }
             } else if service.hub.snapshot(of: name) != nil {
                 service.hub.remove(name)
@@ -116,7 +127,9 @@ package final class StoreFollower: Service, Sendable {
             }
             return true
         } catch {
-            logger.warning("cannot read a namespace changed elsewhere; retrying", metadata: ["namespace": .string(name), "error": "\(error)"])
+            logger.warning(
+                "cannot read a namespace changed elsewhere; retrying",
+                metadata: ["namespace": .string(name), "error": "\(error)"])
             return false
         }
     }

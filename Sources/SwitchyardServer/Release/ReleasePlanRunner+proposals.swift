@@ -46,8 +46,10 @@ package struct ReleaseProposal: Sendable, Hashable {
     /// The proposal as JSON, for the API.
     package func json(namespace: String) -> JSONValue {
         var object = JSONObject([
-            ("id", .int64(id)), ("switch", .string(key)), ("time", .string(time.iso8601)), ("state", .string(state.rawValue)),
-            ("proposes", .string("roll_back_to_off")), ("stage", .int(stage)), ("reason", reason.map(JSONValue.string) ?? .null),
+            ("id", .int64(id)), ("switch", .string(key)), ("time", .string(time.iso8601)),
+            ("state", .string(state.rawValue)),
+            ("proposes", .string("roll_back_to_off")), ("stage", .int(stage)),
+            ("reason", reason.map(JSONValue.string) ?? .null),
             ("evidence", evidence),
             ("confirm", .string("flagctl release confirm \(key) \(id) -n \(namespace)")),
             ("dismiss", .string("flagctl release dismiss \(key) \(id) --reason … -n \(namespace)")),
@@ -64,21 +66,30 @@ package struct ReleaseProposal: Sendable, Hashable {
 extension ReleasePlanRunner {
     /// A switch's roll-back proposals (newest first), with what became of each given the plan as it is now.
     package func proposals(of key: String, in state: NamespaceState) async throws -> [ReleaseProposal] {
-        let page = try await service.store.audit(AuditQuery(namespace: state.record.name, target: key,
-                                                            actions: [.releasePropose, .releaseDismiss], limit: 200))
+        let page = try await service.store.audit(
+            AuditQuery(
+                namespace: state.record.name, target: key,
+                actions: [.releasePropose, .releaseDismiss], limit: 200))
         var dismissals: [Int64: (actor: String, time: Date, reason: String?)] = [:]
         for entry in page.entries where entry.action == .releaseDismiss {
-            if let id = entry.evidence?["proposal"]?.int64Value { dismissals[id] = (entry.actor, entry.time, entry.reason) }
+            if let id = entry.evidence?["proposal"]?.int64Value {
+                dismissals[id] = (entry.actor, entry.time, entry.reason)
+            }
         }
         let plan = state.flagSet.flag(key)?.pluginSwitch?.release
         return page.entries.compactMap { entry -> ReleaseProposal? in
-            guard entry.action == .releasePropose, let evidence = entry.evidence, evidence["switch"]?.stringValue == key,
-                  let since = evidence["plan_since"]?.int64Value, let stage = evidence["stage"]?.int64Value else { return nil }
-            var proposal = ReleaseProposal(id: entry.id, key: key, time: entry.time, stage: Int(stage), planSince: since,
-                                           reason: entry.reason, evidence: evidence, state: .open, dismissal: dismissals[entry.id])
+            guard entry.action == .releasePropose, let evidence = entry.evidence,
+                evidence["switch"]?.stringValue == key,
+                let since = evidence["plan_since"]?.int64Value, let stage = evidence["stage"]?.int64Value
+            else { return nil }
+            var proposal = ReleaseProposal(
+                id: entry.id, key: key, time: entry.time, stage: Int(stage), planSince: since,
+                reason: entry.reason, evidence: evidence, state: .open, dismissal: dismissals[entry.id])
             if proposal.dismissal != nil {
                 proposal.state = .dismissed
-            } else if let planState = plan?.state, planState.status == .rolledBack, planState.note?.contains("proposal \(entry.id) ") == true {
+            } else if let planState = plan?.state, planState.status == .rolledBack,
+                planState.note?.contains("proposal \(entry.id) ") == true
+            {
                 proposal.state = .confirmed
             } else if plan?.state?.status != .running || plan?.state?.since != since {
                 proposal.state = .superseded
@@ -89,7 +100,9 @@ extension ReleasePlanRunner {
 
     /// Proposes rolling a plan back to off, once per stage; false when this stage has a proposal already (open
     /// or dismissed: the stage holds for a person).
-    func proposeRollback(_ key: String, plan: ReleasePlan, assessment: Assessment, in state: NamespaceState) async throws -> Bool {
+    func proposeRollback(_ key: String, plan: ReleasePlan, assessment: Assessment, in state: NamespaceState)
+        async throws -> Bool
+    {
         guard let since = plan.state?.since else { return false }
         let namespace = state.record.name
         if try await proposals(of: key, in: state).contains(where: { $0.planSince == since }) { return false }
@@ -97,58 +110,86 @@ extension ReleasePlanRunner {
         evidence["switch"] = .string(key)
         evidence["plan_since"] = .int64(since)
         evidence["proposes"] = .string("roll_back_to_off")
-        let sentence = "clients' sessions alone show \(key) worse in stage \(assessment.stage + 1) of \(plan.stages.count); "
+        let sentence =
+            "clients' sessions alone show \(key) worse in stage \(assessment.stage + 1) of \(plan.stages.count); "
             + "rolling it back to off waits for a person"
-        let entry = try await service.store.recordAudit(AuditNote(
-            author: ChangeAuthor(actor: Self.actor, source: .releasePlan, reason: "\(sentence): \(assessment.reason)"),
-            action: .releasePropose, namespace: namespace, summary: "release plan: propose rolling \(key) back to off", targets: [key],
-            evidence: .object(evidence)))
-        Counter(label: "switchyard_release_steps_total", dimensions: [("namespace", namespace), ("switch", key), ("action", "proposed")],
-                factory: service.metricsFactory).increment()
-        logger.warning("release plan proposes rolling \(key) back to off: \(sentence)", metadata: [
-            "namespace": .string(namespace), "proposal": .stringConvertible(entry.id), "switch": .string(key),
-            "confirm": .string("flagctl release confirm \(key) \(entry.id) -n \(namespace)"),
-        ])
-        webhook?.announce(.object(JSONObject([
-            ("event", .string("release_plan.proposed")), ("namespace", .string(namespace)), ("switch", .string(key)),
-            ("proposal", .int64(entry.id)), ("time", .string(entry.time.iso8601)), ("summary", .string(entry.summary)),
-            ("reason", entry.reason.map(JSONValue.string) ?? .null), ("evidence", .object(evidence)),
-            ("confirm", .string("flagctl release confirm \(key) \(entry.id) -n \(namespace)")),
-        ])))
+        let entry = try await service.store.recordAudit(
+            AuditNote(
+                author: ChangeAuthor(
+                    actor: Self.actor, source: .releasePlan, reason: "\(sentence): \(assessment.reason)"),
+                action: .releasePropose, namespace: namespace,
+                summary: "release plan: propose rolling \(key) back to off", targets: [key],
+                evidence: .object(evidence)))
+        Counter(
+            label: "switchyard_release_steps_total",
+            dimensions: [("namespace", namespace), ("switch", key), ("action", "proposed")],
+            factory: service.metricsFactory
+        ).increment()
+        logger.warning(
+            "release plan proposes rolling \(key) back to off: \(sentence)",
+            metadata: [
+                "namespace": .string(namespace), "proposal": .stringConvertible(entry.id), "switch": .string(key),
+                "confirm": .string("flagctl release confirm \(key) \(entry.id) -n \(namespace)"),
+            ])
+        webhook?.announce(
+            .object(
+                JSONObject([
+                    ("event", .string("release_plan.proposed")), ("namespace", .string(namespace)),
+                    ("switch", .string(key)),
+                    ("proposal", .int64(entry.id)), ("time", .string(entry.time.iso8601)),
+                    ("summary", .string(entry.summary)),
+                    ("reason", entry.reason.map(JSONValue.string) ?? .null), ("evidence", .object(evidence)),
+                    ("confirm", .string("flagctl release confirm \(key) \(entry.id) -n \(namespace)")),
+                ])))
         return true
     }
 
     /// A proposal of a switch, by id, and the namespace it was read at.
     ///
     /// - Throws: `APIError` 404 for an unknown proposal, 409 for one no longer open.
-    func openProposal(_ id: Int64, of key: String, in namespace: String) async throws -> (ReleaseProposal, NamespaceState) {
-        guard let state = try await service.store.namespace(namespace) else { throw APIError.namespaceNotFound(namespace) }
+    func openProposal(_ id: Int64, of key: String, in namespace: String) async throws -> (
+        ReleaseProposal, NamespaceState
+    ) {
+        guard let state = try await service.store.namespace(namespace) else {
+            throw APIError.namespaceNotFound(namespace)
+        }
         guard let proposal = try await proposals(of: key, in: state).first(where: { $0.id == id }) else {
-            throw APIError.notFound("'\(key)' has no release proposal \(id) in namespace '\(namespace)' (flagctl release status \(key) lists them)")
+            throw APIError.notFound(
+                "'\(key)' has no release proposal \(id) in namespace '\(namespace)' (flagctl release status \(key) lists them)"
+            )
         }
         guard proposal.state == .open else {
-            throw APIError(.conflict, "proposal-settled", "Proposal settled",
-                           "release proposal \(id) is \(proposal.state.rawValue); see flagctl release status \(key)")
+            throw APIError(
+                .conflict, "proposal-settled", "Proposal settled",
+                "release proposal \(id) is \(proposal.state.rawValue); see flagctl release status \(key)")
         }
         return (proposal, state)
     }
 
     /// Confirms a proposal for a person: the plan rolls back to off as their change (source of their token, the
     /// proposal's evidence and id).
-    package func confirm(_ id: Int64, of key: String, in namespace: String, by author: ChangeAuthor) async throws -> CommittedChange {
+    package func confirm(_ id: Int64, of key: String, in namespace: String, by author: ChangeAuthor) async throws
+        -> CommittedChange
+    {
         let (proposal, state) = try await openProposal(id, of: key, in: namespace)
         var evidence = proposal.evidence.objectValue ?? JSONObject()
         evidence["proposal"] = .int64(id)
         var author = author
         if author.reason?.isEmpty ?? true { author.reason = "confirmed release proposal \(id)" }
         let now = Int64(options.now().timeIntervalSince1970)
-        let note = "rolled back to off: proposal \(id) confirmed by \(author.actor); resume or abort it (flagctl release resume|abort \(key))"
+        let note =
+            "rolled back to off: proposal \(id) confirmed by \(author.actor); resume or abort it (flagctl release resume|abort \(key))"
         let since = proposal.planSince
-        let request = ChangeRequest(author: author, basedOn: state.record.snapshotVersion,
-                                    summary: "confirm release proposal \(id): roll \(key) back to off", evidence: .object(evidence))
+        let request = ChangeRequest(
+            author: author, basedOn: state.record.snapshotVersion,
+            summary: "confirm release proposal \(id): roll \(key) back to off", evidence: .object(evidence))
         return try await service.change(namespace, request) { flagSet in
-            guard let plan = flagSet.flag(key)?.pluginSwitch?.release, plan.state?.status == .running, plan.state?.since == since else {
-                throw APIError(.conflict, "proposal-settled", "Proposal settled", "the release plan of '\(key)' moved on since proposal \(id)")
+            guard let plan = flagSet.flag(key)?.pluginSwitch?.release, plan.state?.status == .running,
+                plan.state?.since == since
+            else {
+                throw APIError(
+                    .conflict, "proposal-settled", "Proposal settled",
+                    "the release plan of '\(key)' moved on since proposal \(id)")
             }
             // The plan's own rule for a roll-back from here is off (on_bad_signal: off, or the first stage).
             return try flagSet.rollingBackRelease(key, at: now, note: note)
@@ -157,11 +198,14 @@ extension ReleasePlanRunner {
 
     /// Dismisses a proposal for a person: the switch stays where it is and the stage holds (they advance, pause or
     /// abort it); the reason goes into the audit log.
-    package func dismiss(_ id: Int64, of key: String, in namespace: String, by author: ChangeAuthor) async throws -> AuditEntry {
+    package func dismiss(_ id: Int64, of key: String, in namespace: String, by author: ChangeAuthor) async throws
+        -> AuditEntry
+    {
         _ = try await openProposal(id, of: key, in: namespace)
-        return try await service.store.recordAudit(AuditNote(
-            author: author, action: .releaseDismiss, namespace: namespace,
-            summary: "dismiss release proposal \(id) (roll \(key) back to off)", targets: [key],
-            evidence: .object(JSONObject([("proposal", .int64(id)), ("switch", .string(key))]))))
+        return try await service.store.recordAudit(
+            AuditNote(
+                author: author, action: .releaseDismiss, namespace: namespace,
+                summary: "dismiss release proposal \(id) (roll \(key) back to off)", targets: [key],
+                evidence: .object(JSONObject([("proposal", .int64(id)), ("switch", .string(key))]))))
     }
 }

@@ -47,7 +47,10 @@ package final class ReleasePlanRunner: Service, Sendable {
     package init(service: FlagService, options: Options = Options()) {
         self.service = service
         self.options = options
-        webhook = options.webhookURL.map { GuardWebhook(url: $0, secret: options.webhookSecret, metricsFactory: service.metricsFactory, logger: service.logger) }
+        webhook = options.webhookURL.map {
+            GuardWebhook(
+                url: $0, secret: options.webhookSecret, metricsFactory: service.metricsFactory, logger: service.logger)
+        }
     }
 
     package func run() async throws {
@@ -93,7 +96,9 @@ package final class ReleasePlanRunner: Service, Sendable {
                 }
             }
         } catch {
-            logger.error("release plans: could not read the namespaces; trying again in \(options.interval)", metadata: ["error": "\(error)"])
+            logger.error(
+                "release plans: could not read the namespaces; trying again in \(options.interval)",
+                metadata: ["error": "\(error)"])
         }
         return steps
     }
@@ -117,40 +122,53 @@ package final class ReleasePlanRunner: Service, Sendable {
         do {
             let outcome = try await service.decideAndCommit(namespace) { state -> VersionedDecision<Decided>? in
                 guard let gate = state.flagSet.flag(key)?.pluginSwitch, let plan = gate.release, plan.isRunning,
-                      let assessment = try await assess(key, plan: plan, in: state) else { return nil }
+                    let assessment = try await assess(key, plan: plan, in: state)
+                else { return nil }
                 return decision(key, plan: plan, assessment: assessment, in: state)
             }
             switch outcome {
             case nil:
                 return nil
             case .settled(let decided) where decided.action == "propose":
-                let proposed = try await proposeRollback(key, plan: decided.plan, assessment: decided.assessment, in: decided.state)
+                let proposed = try await proposeRollback(
+                    key, plan: decided.plan, assessment: decided.assessment, in: decided.state)
                 return Step(namespace: namespace, key: key, action: proposed ? "proposed" : "held")
             case .settled(let decided):
                 return Step(namespace: namespace, key: key, action: decided.action)
             case .committed(let decided, let result):
                 guard let record = result.record else { return nil }
                 let action = decided.action
-                Counter(label: "switchyard_release_steps_total", dimensions: [("namespace", namespace), ("switch", key), ("action", action)],
-                        factory: service.metricsFactory).increment()
-                logger.notice("release plan stepped", metadata: [
-                    "namespace": .string(namespace), "switch": .string(key), "action": .string(action),
-                    "version": .stringConvertible(record.version), "summary": .string(decided.summary),
-                ])
+                Counter(
+                    label: "switchyard_release_steps_total",
+                    dimensions: [("namespace", namespace), ("switch", key), ("action", action)],
+                    factory: service.metricsFactory
+                ).increment()
+                logger.notice(
+                    "release plan stepped",
+                    metadata: [
+                        "namespace": .string(namespace), "switch": .string(key), "action": .string(action),
+                        "version": .stringConvertible(record.version), "summary": .string(decided.summary),
+                    ])
                 webhook?.announce(Self.payload(action: action, key: key, record: record))
                 return Step(namespace: namespace, key: key, action: action, version: record.version)
             }
         } catch {
-            Counter(label: "switchyard_release_errors_total", dimensions: [("namespace", namespace)], factory: service.metricsFactory).increment()
-            logger.error("release plans: could not step \(key) in namespace \(namespace); trying again in \(options.interval)",
-                         metadata: ["error": "\(error)"])
+            Counter(
+                label: "switchyard_release_errors_total", dimensions: [("namespace", namespace)],
+                factory: service.metricsFactory
+            ).increment()
+            logger.error(
+                "release plans: could not step \(key) in namespace \(namespace); trying again in \(options.interval)",
+                metadata: ["error": "\(error)"])
             return nil
         }
     }
 
     /// The step an assessment calls for: a change to commit on the version it was made on, or a hold or a proposal.
-    private func decision(_ key: String, plan: ReleasePlan, assessment: Assessment,
-                          in state: NamespaceState) -> VersionedDecision<Decided> {
+    private func decision(
+        _ key: String, plan: ReleasePlan, assessment: Assessment,
+        in state: NamespaceState
+    ) -> VersionedDecision<Decided> {
         var decided = Decided(action: "held", plan: plan, assessment: assessment, state: state)
         let stageText = plan.state?.stage.map { "stage \($0 + 1) of \(plan.stages.count)" } ?? "no stage"
         let now = Int64(options.now().timeIntervalSince1970)
@@ -165,7 +183,8 @@ package final class ReleasePlanRunner: Service, Sendable {
                 decided.summary = "release plan: \(key) completed (\(plan.stages[stage]) passed)"
             } else {
                 decided.action = "advanced"
-                decided.summary = "release plan: \(key) to stage \(stage + 2) of \(plan.stages.count), \(plan.stages[stage + 1])"
+                decided.summary =
+                    "release plan: \(key) to stage \(stage + 2) of \(plan.stages.count), \(plan.stages[stage + 1])"
             }
             let note = "\(stageText) passed"
             edit = { try $0.advancingRelease(key, at: now, note: note) }
@@ -180,12 +199,14 @@ package final class ReleasePlanRunner: Service, Sendable {
             let target = toOff ? "off" : "stage \(stage) of \(plan.stages.count), \(plan.stages[stage - 1])"
             decided.summary = "release plan: \(key) rolled back to \(target)"
             let sessions = assessment.source == .reporter ? " (reporters' sessions)" : ""
-            let note = "rolled back from \(stageText), shown worse on \(assessment.decidedBy.joined(separator: ", "))\(sessions); "
+            let note =
+                "rolled back from \(stageText), shown worse on \(assessment.decidedBy.joined(separator: ", "))\(sessions); "
                 + "resume or abort it (flagctl release resume|abort \(key))"
             edit = { try $0.rollingBackRelease(key, at: now, note: note) }
         }
-        let request = ChangeRequest(author: ChangeAuthor(actor: Self.actor, source: .releasePlan, reason: assessment.reason),
-                                    summary: decided.summary, evidence: .object(assessment.evidence))
+        let request = ChangeRequest(
+            author: ChangeAuthor(actor: Self.actor, source: .releasePlan, reason: assessment.reason),
+            summary: decided.summary, evidence: .object(assessment.evidence))
         return .commit(decided, request, mutation: edit)
     }
 
@@ -218,11 +239,13 @@ package final class ReleasePlanRunner: Service, Sendable {
             let crash = MetricDefinition.crashRate
             switch verdict {
             case .rollBack:
-                return (check.verdict == .rollBack ? [crash] : []) + guardrails.filter { $0.state == .worse }.map(\.guardrail.metric)
+                return (check.verdict == .rollBack ? [crash] : [])
+                    + guardrails.filter { $0.state == .worse }.map(\.guardrail.metric)
             case .advance:
                 return [crash] + guardrails.filter { $0.state == .notWorse }.map(\.guardrail.metric)
             case .hold:
-                return (check.verdict == .hold ? [crash] : []) + guardrails.filter { $0.state == .undecided }.map(\.guardrail.metric)
+                return (check.verdict == .hold ? [crash] : [])
+                    + guardrails.filter { $0.state == .undecided }.map(\.guardrail.metric)
             }
         }
 
@@ -230,9 +253,11 @@ package final class ReleasePlanRunner: Service, Sendable {
         package var reasons: [String] {
             switch verdict {
             case .hold:
-                return (check.verdict == .hold ? check.waitingFor : []) + guardrails.filter { $0.state == .undecided }.map(\.summary)
+                return (check.verdict == .hold ? check.waitingFor : [])
+                    + guardrails.filter { $0.state == .undecided }.map(\.summary)
             case .rollBack:
-                return (check.verdict == .rollBack ? [check.summary] : []) + guardrails.filter { $0.state == .worse }.map(\.summary)
+                return (check.verdict == .rollBack ? [check.summary] : [])
+                    + guardrails.filter { $0.state == .worse }.map(\.summary)
             case .advance:
                 return [check.summary] + guardrails.filter { $0.state != .undecided }.map(\.summary)
             }
@@ -265,37 +290,48 @@ package final class ReleasePlanRunner: Service, Sendable {
     /// decide on their own.
     package func assess(_ key: String, plan: ReleasePlan, in state: NamespaceState) async throws -> Assessment? {
         guard let planState = plan.state, planState.status == .running, let stage = planState.stage,
-              plan.stages.indices.contains(stage) else { return nil }
+            plan.stages.indices.contains(stage)
+        else { return nil }
         let now = options.now()
         let criteria = Self.criteria(plan, stage: stage)
         let began = Date(timeIntervalSince1970: TimeInterval(planState.since))
         let from = ReleaseCheck.countingStart(stageBegan: began, futureSkew: options.futureSkew)
         let namespace = state.record.name
-        let counts = from < now ? GuardCounts(try await service.store.eventCounts(EventCountQuery(
-            namespace: namespace, from: from, until: now, subjects: [.pluginSwitch, .baseline],
-            keys: [key, ""], sources: [.client, .reporter])), crashes: []) : GuardCounts([], crashes: [])
+        let counts =
+            from < now
+            ? GuardCounts(
+                try await service.store.eventCounts(
+                    EventCountQuery(
+                        namespace: namespace, from: from, until: now, subjects: [.pluginSwitch, .baseline],
+                        keys: [key, ""], sources: [.client, .reporter])), crashes: []) : GuardCounts([], crashes: [])
         let dimensions = Self.dimensions(of: plan.stages[stage].scope)
         let elapsed = Duration.seconds(max(0, now.timeIntervalSince(began)))
         // A stage at 100 % of its cities leaves too few of their sessions without the switch: it is compared with
         // the namespace's (ReleaseCheck.stageTallies).
-        let reporters = ReleaseCheck(ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria, source: .reporter),
-                                     criteria: criteria, timeInStage: elapsed)
+        let reporters = ReleaseCheck(
+            ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria, source: .reporter),
+            criteria: criteria, timeInStage: elapsed)
         if reporters.verdict == .rollBack {
-            return Assessment(stage: stage, from: from, until: now, check: reporters, dimensions: dimensions, source: .reporter)
+            return Assessment(
+                stage: stage, from: from, until: now, check: reporters, dimensions: dimensions, source: .reporter)
         }
         let tallies = ReleaseCheck.stageTallies(of: key, in: dimensions, counts: counts, criteria: criteria)
         var spread: ReleaseCheck.Spread?
         if tallies.with.crashedSessions > 0, from < now {
-            let policy = CrashGuardPolicy.resolved(namespace: state.flagSet.crashGuard, switch: state.flagSet.flag(key)?.pluginSwitch?.crashGuard)
+            let policy = CrashGuardPolicy.resolved(
+                namespace: state.flagSet.crashGuard, switch: state.flagSet.flag(key)?.pluginSwitch?.crashGuard)
             let records = try await service.store.crashRecords(in: namespace, from: from, until: now).filter { record in
-                record.source == .client && record.switches.contains(key) && dimensions.contains { record.counts(in: $0) }
+                record.source == .client && record.switches.contains(key)
+                    && dimensions.contains { record.counts(in: $0) }
             }
-            spread = ReleaseCheck.Spread(crashes: CrashSpread(records, source: .client, leavingOut: policy.minimumAddresses - 1),
-                                         minimumUnits: policy.minimumUnits, minimumAddresses: policy.minimumAddresses)
+            spread = ReleaseCheck.Spread(
+                crashes: CrashSpread(records, source: .client, leavingOut: policy.minimumAddresses - 1),
+                minimumUnits: policy.minimumUnits, minimumAddresses: policy.minimumAddresses)
         }
         let check = ReleaseCheck(tallies, criteria: criteria, timeInStage: elapsed, spread: spread)
         let guardrails = try await guardrailChecks(key, plan: plan, in: state, criteria: criteria, since: from)
-        return Assessment(stage: stage, from: from, until: now, check: check, dimensions: dimensions, guardrails: guardrails)
+        return Assessment(
+            stage: stage, from: from, until: now, check: check, dimensions: dimensions, guardrails: guardrails)
     }
 
     /// The counters a stage's scope sums: its cities (each session has one), else its cohorts, else `all`.
@@ -319,13 +355,16 @@ package final class ReleasePlanRunner: Service, Sendable {
 
     /// The body announcing a step.
     static func payload(action: String, key: String, record: ChangeRecord) -> JSONValue {
-        .object(JSONObject([
-            ("event", .string("release_plan.\(action)")), ("namespace", .string(record.namespace)), ("switch", .string(key)),
-            ("version", .int64(record.version)), ("time", .string(record.time.iso8601)), ("actor", .string(record.actor)),
-            ("summary", .string(record.summary)), ("reason", record.reason.map(JSONValue.string) ?? .null),
-            ("evidence", record.evidence ?? .null),
-            ("status", .string("flagctl release status \(key) -n \(record.namespace)")),
-        ]))
+        .object(
+            JSONObject([
+                ("event", .string("release_plan.\(action)")), ("namespace", .string(record.namespace)),
+                ("switch", .string(key)),
+                ("version", .int64(record.version)), ("time", .string(record.time.iso8601)),
+                ("actor", .string(record.actor)),
+                ("summary", .string(record.summary)), ("reason", record.reason.map(JSONValue.string) ?? .null),
+                ("evidence", record.evidence ?? .null),
+                ("status", .string("flagctl release status \(key) -n \(record.namespace)")),
+            ]))
     }
 
     /// Every step kind a plan may take, counted by the process whose change committed it.
@@ -336,10 +375,14 @@ package final class ReleasePlanRunner: Service, Sendable {
     private func recordGauges(_ plan: ReleasePlan?, of key: String, in namespace: String) {
         let factory = service.metricsFactory
         let dimensions = [("namespace", namespace), ("switch", key)]
-        Gauge(label: "switchyard_release_stage", dimensions: dimensions, factory: factory).record((plan?.state?.stage).map { $0 + 1 } ?? 0)
-        Gauge(label: "switchyard_release_running", dimensions: dimensions, factory: factory).record(plan?.isRunning == true ? 1 : 0)
+        Gauge(label: "switchyard_release_stage", dimensions: dimensions, factory: factory).record(
+            (plan?.state?.stage).map { $0 + 1 } ?? 0)
+        Gauge(label: "switchyard_release_running", dimensions: dimensions, factory: factory).record(
+            plan?.isRunning == true ? 1 : 0)
         for action in Self.stepActions {
-            _ = Counter(label: "switchyard_release_steps_total", dimensions: dimensions + [("action", action)], factory: factory)
+            _ = Counter(
+                label: "switchyard_release_steps_total", dimensions: dimensions + [("action", action)], factory: factory
+            )
         }
     }
 }

@@ -17,10 +17,13 @@ extension API {
         case .wait(let position, let seconds, let current):
             let address = service.sourceAddress(of: request, context: context)
             let spent = try spendLongPollBudgets(token: token, address: address)
-            let reason = await service.hub.wait(for: namespace, after: position, timeout: .seconds(seconds), address: address)
+            let reason = await service.hub.wait(
+                for: namespace, after: position, timeout: .seconds(seconds), address: address)
             refundLongPoll(spent, if: reason)
-            return try snapshotAfterWait(reason, request: request, namespace: namespace, waitedOn: current, after: position)
-                .reply.response
+            return try snapshotAfterWait(
+                reason, request: request, namespace: namespace, waitedOn: current, after: position
+            )
+            .reply.response
         }
     }
 
@@ -47,7 +50,8 @@ extension API {
         let base = acceptsDelta ? tags.deltaBase(current: current.position) : nil
         // A request that accepts deltas but holds nothing of this epoch to start one from: the full snapshot.
         if acceptsDelta && base == nil { service.hub.countAnswer(delta: false) }
-        return .now(answer(current, deltaBase: base, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip))
+        return .now(
+            answer(current, deltaBase: base, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip))
     }
 
     /// The answer to a snapshot request once its wait ended: the new snapshot (or the delta to it from the version
@@ -55,19 +59,24 @@ extension API {
     ///
     /// - Throws: `APIError` 404 when the namespace was deleted, 503 when too many requests wait already, 429 when
     ///   too many wait from the request's source address.
-    func snapshotAfterWait(_ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot,
-                           after position: SnapshotVersion) throws -> SnapshotOutcome {
-        try snapshotAfterWait(reason, acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
-                              deltaBase: AcceptsDelta(request.headers.value(.accept)).accepted ? position.version : nil,
-                              namespace: namespace, waitedOn: current)
+    func snapshotAfterWait(
+        _ reason: WakeReason, request: Request, namespace: String, waitedOn current: PublishedSnapshot,
+        after position: SnapshotVersion
+    ) throws -> SnapshotOutcome {
+        try snapshotAfterWait(
+            reason, acceptsGzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip,
+            deltaBase: AcceptsDelta(request.headers.value(.accept)).accepted ? position.version : nil,
+            namespace: namespace, waitedOn: current)
     }
 
     /// `snapshotAfterWait(_:request:namespace:waitedOn:after:)` with the request's headers read already: a parked
     /// request keeps those answers rather than the whole request.
     ///
     /// - Parameter deltaBase: the version the request waited past, when it accepts deltas (of `current`'s epoch).
-    func snapshotAfterWait(_ reason: WakeReason, acceptsGzip: Bool, deltaBase: Int64?, namespace: String,
-                           waitedOn current: PublishedSnapshot) throws -> SnapshotOutcome {
+    func snapshotAfterWait(
+        _ reason: WakeReason, acceptsGzip: Bool, deltaBase: Int64?, namespace: String,
+        waitedOn current: PublishedSnapshot
+    ) throws -> SnapshotOutcome {
         switch reason {
         case .changed:
             guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
@@ -104,12 +113,16 @@ extension API {
         if refusal.index < blocks.count, let rate = configuration.longPollRatePerAddress {
             service.hub.countRefused(.addressRate)
             let block = blocks[refusal.index]
-            throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
-                                           "\(block.sender) may park \(block.cap(rate)) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
+            throw APIError.tooManyRequests(
+                retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
+                "\(block.sender) may park \(block.cap(rate)) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter"
+            )
         }
         service.hub.countRefused(.tokenRate)
-        throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
-                                       "token '\(token.name)' may park \(configuration.longPollRatePerToken ?? 0) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter")
+        throw APIError.tooManyRequests(
+            retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
+            "token '\(token.name)' may park \(configuration.longPollRatePerToken ?? 0) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter"
+        )
     }
 
     /// Gives back a long-poll's budgets when the hub refused to park it (past a cap): a refusal costs nothing.
@@ -121,11 +134,15 @@ extension API {
     func waitRefusal(_ reason: WakeReason) -> APIError {
         let configuration = service.configuration
         if reason == .addressBusy {
-            return APIError.tooManyRequests(retryAfter: configuration.retryAfter, "Too many waiting requests from this address",
-                                            "\(configuration.maximumWaitersPerAddress) requests from this source address (or 4 and 16 times as many from its IPv6 /56 and /48) are waiting already; retry after the Retry-After seconds, with jitter")
+            return APIError.tooManyRequests(
+                retryAfter: configuration.retryAfter, "Too many waiting requests from this address",
+                "\(configuration.maximumWaitersPerAddress) requests from this source address (or 4 and 16 times as many from its IPv6 /56 and /48) are waiting already; retry after the Retry-After seconds, with jitter"
+            )
         }
-        return APIError.overloaded(retryAfter: configuration.retryAfter,
-                                   "\(configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter")
+        return APIError.overloaded(
+            retryAfter: configuration.retryAfter,
+            "\(configuration.maximumWaiters) requests are waiting already; retry after the Retry-After seconds, with jitter"
+        )
     }
 
     /// The snapshot, or the delta to it from the version a request holds when it accepts deltas and one is kept
@@ -182,8 +199,9 @@ extension API {
         if let wait, wait > 0, current.version <= after {
             let address = service.sourceAddress(of: request, context: context)
             let spent = try spendLongPollBudgets(token: token, address: address)
-            let reason = await service.hub.wait(for: namespace, after: SnapshotVersion(epoch: current.epoch, version: after),
-                                                timeout: .seconds(wait), address: address)
+            let reason = await service.hub.wait(
+                for: namespace, after: SnapshotVersion(epoch: current.epoch, version: after),
+                timeout: .seconds(wait), address: address)
             refundLongPoll(spent, if: reason)
             switch reason {
             case .gone: throw APIError.namespaceNotFound(namespace)
@@ -199,11 +217,14 @@ extension API {
         // A client token is public, a reporter's reads no flags: both read what snapshots show (View.clientChange);
         // editors everything.
         let view = token.role < .editor ? View.clientChange : View.change
-        return .json(.object(JSONObject([
-            ("namespace", .string(namespace)), ("epoch", .string(current.epoch)), ("version", .int64(current.version)),
-            ("changes", .array(records.map(view))),
-            ("next_after", .int64(records.last?.version ?? after)),
-        ])), headers: headers)
+        return .json(
+            .object(
+                JSONObject([
+                    ("namespace", .string(namespace)), ("epoch", .string(current.epoch)),
+                    ("version", .int64(current.version)),
+                    ("changes", .array(records.map(view))),
+                    ("next_after", .int64(records.last?.version ?? after)),
+                ])), headers: headers)
     }
 
     /// `GET /v1/namespaces/{namespace}/changes/{version}`: one change log entry.
@@ -329,7 +350,8 @@ struct AcceptEncoding {
             acceptsGzip = header.utf8.split(separator: UInt8(ascii: ",")).contains { coding in
                 let trimmed = coding.drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }
                 let lowered = trimmed.reversed().map { $0 | 0x20 }
-                return lowered.elementsEqual("gzip".utf8) || lowered.elementsEqual("x-gzip".utf8) || lowered.elementsEqual("*".utf8)
+                return lowered.elementsEqual("gzip".utf8) || lowered.elementsEqual("x-gzip".utf8)
+                    || lowered.elementsEqual("*".utf8)
             }
             return
         }
@@ -380,7 +402,8 @@ struct AcceptsDelta {
                 while parameterStart < elementEnd {
                     let parameterEnd = end(of: UInt8(ascii: ";"), in: bytes, from: parameterStart, to: elementEnd)
                     let (start, end) = trimmed(bytes, parameterStart, parameterEnd)
-                    if end - start >= 2, bytes[start] | 0x20 == UInt8(ascii: "q"), bytes[start + 1] == UInt8(ascii: "=") {
+                    if end - start >= 2, bytes[start] | 0x20 == UInt8(ascii: "q"), bytes[start + 1] == UInt8(ascii: "=")
+                    {
                         accepted = !isZeroOrBelow(bytes, start + 2, end)
                     }
                     parameterStart = parameterEnd + 1
@@ -392,7 +415,9 @@ struct AcceptsDelta {
     }
 
     /// The position of the first `separator` in `start..<limit`, or `limit`.
-    private static func end(of separator: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to limit: Int) -> Int {
+    private static func end(of separator: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to limit: Int)
+        -> Int
+    {
         var position = start
         while position < limit, bytes[position] != separator { position += 1 }
         return position
@@ -419,7 +444,8 @@ struct AcceptsDelta {
     private static func isZeroOrBelow(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
         guard start < end else { return false }
         if bytes[start] == UInt8(ascii: "-") { return true }
-        var zeros = 0, points = 0
+        var zeros = 0
+        var points = 0
         for position in start..<end {
             switch bytes[position] {
             case UInt8(ascii: "0"): zeros += 1

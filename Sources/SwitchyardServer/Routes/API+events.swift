@@ -39,7 +39,8 @@ extension API {
         let source: EventSource = token.role >= .reporter ? .reporter : .client
         let address = service.sourceAddress(of: request, context: context)
         if source == .client, let address, let rate = service.configuration.eventRatePerAddress,
-           let refusal = service.eventRates.spend(address.budgets("events", ratePerMinute: rate), charge: false) {
+            let refusal = service.eventRates.spend(address.budgets("events", ratePerMinute: rate), charge: false)
+        {
             // Before the body is read: an address with nothing left costs no parsing.
             throw addressRefusal(address, rate, refusal, namespace: namespace)
         }
@@ -47,7 +48,9 @@ extension API {
         let limits = service.configuration.eventLimits
         var batch: EventBatch
         do {
-            batch = try EventBatch(try await request.jsonBody(limit: bodyLimit), now: now, limits: limits, source: source, address: address?.key)
+            batch = try EventBatch(
+                try await request.jsonBody(limit: bodyLimit), now: now, limits: limits, source: source,
+                address: address?.key)
         } catch {
             // A body that is no batch costs its sender an event per KiB it claims (at least one), so a stream of them
             // is refused like any other, however large.
@@ -73,22 +76,29 @@ extension API {
             let observers = service.eventObservers
             do {
                 // In the batch's turn: written and told to the observers outside their reloads from the store.
-                result = try await service.eventIngestor.ingest(batch.events, section: { writeParts in
-                    try await observers.counting(namespace) {
-                        let result = try await writeParts()
-                        let committed = CommittedEvents(namespace: namespace, events: result.admitted, receivedAt: now)
-                        if !committed.events.isEmpty { await observers.notify(committed) }
-                        return result
+                result = try await service.eventIngestor.ingest(
+                    batch.events,
+                    section: { writeParts in
+                        try await observers.counting(namespace) {
+                            let result = try await writeParts()
+                            let committed = CommittedEvents(
+                                namespace: namespace, events: result.admitted, receivedAt: now)
+                            if !committed.events.isEmpty { await observers.notify(committed) }
+                            return result
+                        }
                     }
-                }) { [store] part, last in
-                    try await store.ingestEvents(part, in: namespace, receivedAt: now, admission: admission, synced: last)
+                ) { [store] part, last in
+                    try await store.ingestEvents(
+                        part, in: namespace, receivedAt: now, admission: admission, synced: last)
                 }
             } catch let refusal as EventIngestor.Refusal {
                 // Nothing of it was counted: it costs its sender's budgets nothing either.
                 service.eventRates.refund(spent)
                 refused(.backlogFull, namespace: namespace)
-                throw APIError.tooManyRequests(retryAfter: service.configuration.retryAfter, "Too many events waiting",
-                                               "flagsd has \(refusal.backlog) events waiting to be counted, its most (\(refusal.capacity)); nothing of this batch was counted: send it again after \(service.configuration.retryAfter) s (Retry-After)")
+                throw APIError.tooManyRequests(
+                    retryAfter: service.configuration.retryAfter, "Too many events waiting",
+                    "flagsd has \(refusal.backlog) events waiting to be counted, its most (\(refusal.capacity)); nothing of this batch was counted: send it again after \(service.configuration.retryAfter) s (Retry-After)"
+                )
             }
         }
 
@@ -97,8 +107,9 @@ extension API {
         if service.eventIDPruner.claim(now: now) {
             // Before the answer, not beside it: a task outliving the request could still hold a store connection
             // when the store closes. Each step is a small transaction, and once an hour.
-            await EventIDPruner.maintain(store, now: now, idRetention: limits.idRetention,
-                                         countRetention: service.configuration.eventCountRetention, logger: service.logger)
+            await EventIDPruner.maintain(
+                store, now: now, idRetention: limits.idRetention,
+                countRetention: service.configuration.eventCountRetention, logger: service.logger)
         }
 
         var rejected: [JSONValue] = []
@@ -110,12 +121,20 @@ extension API {
             rejected.append(.object(entry))
         }
         let accepted = batch.events.map(\.id) + unknown.map(\.id) + batch.repeated
-        return .json(.object(JSONObject([
-            ("accepted", .array(accepted.map(JSONValue.string))),
-            ("rejected", .array(rejected)),
-            ("duplicates", .array((result.duplicates + batch.repeated).map(JSONValue.string))),
-            ("dropped", .array(dropped.map { .object(JSONObject([("id", .string($0.id)), ("reason", .string($0.reason.rawValue))])) })),
-        ])))
+        return .json(
+            .object(
+                JSONObject([
+                    ("accepted", .array(accepted.map(JSONValue.string))),
+                    ("rejected", .array(rejected)),
+                    ("duplicates", .array((result.duplicates + batch.repeated).map(JSONValue.string))),
+                    (
+                        "dropped",
+                        .array(
+                            dropped.map {
+                                .object(JSONObject([("id", .string($0.id)), ("reason", .string($0.reason.rawValue))]))
+                            })
+                    ),
+                ])))
     }
 
     /// Spends a batch from its source address's budget and its token's, all or nothing, the address's first.
@@ -128,8 +147,10 @@ extension API {
     ///
     /// - Returns: the budgets charged (to give back if the batch is refused later).
     /// - Throws: `APIError` 429 with `Retry-After` naming the budget that refused; nothing is charged then.
-    private func spendEventBudgets(_ batch: EventBatch, token: TokenRecord, source: EventSource, address: IPAddress?,
-                                   namespace: String) throws(APIError) -> [RateBuckets.Budget] {
+    private func spendEventBudgets(
+        _ batch: EventBatch, token: TokenRecord, source: EventSource, address: IPAddress?,
+        namespace: String
+    ) throws(APIError) -> [RateBuckets.Budget] {
         let configuration = service.configuration
         var budgets: [RateBuckets.Budget] = []
         if source == .client, let address, let rate = configuration.eventRatePerAddress {
@@ -146,16 +167,24 @@ extension API {
             throw addressRefusal(address, rate, refusal, namespace: namespace)
         }
         refused(.tokenRate, namespace: namespace)
-        throw APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Event rate exceeded",
-                                       "token '\(token.name)' may post \(tokenRate ?? 0) events per minute and has used them; nothing of this batch was counted: send it again after \(refusal.retryAfterSeconds) s (Retry-After)")
+        throw APIError.tooManyRequests(
+            retryAfter: refusal.retryAfterSeconds, "Event rate exceeded",
+            "token '\(token.name)' may post \(tokenRate ?? 0) events per minute and has used them; nothing of this batch was counted: send it again after \(refusal.retryAfterSeconds) s (Retry-After)"
+        )
     }
 
     /// The 429 of a source address past its event rate, at the block that refused (counted as `address_rate`).
-    private func addressRefusal(_ address: IPAddress, _ rate: Int, _ refusal: RateBuckets.Refusal, namespace: String) -> APIError {
+    private func addressRefusal(_ address: IPAddress, _ rate: Int, _ refusal: RateBuckets.Refusal, namespace: String)
+        -> APIError
+    {
         refused(.addressRate, namespace: namespace)
-        let who = address.blocks.indices.contains(refusal.index) ? address.blocks[refusal.index] : AddressBlock(key: address.key, share: 1)
-        return APIError.tooManyRequests(retryAfter: refusal.retryAfterSeconds, "Event rate exceeded",
-                                        "\(who.sender) may post \(who.cap(rate)) events per minute and has used them; nothing of this batch was counted: send it again after \(refusal.retryAfterSeconds) s (Retry-After)")
+        let who =
+            address.blocks.indices.contains(refusal.index)
+            ? address.blocks[refusal.index] : AddressBlock(key: address.key, share: 1)
+        return APIError.tooManyRequests(
+            retryAfter: refusal.retryAfterSeconds, "Event rate exceeded",
+            "\(who.sender) may post \(who.cap(rate)) events per minute and has used them; nothing of this batch was counted: send it again after \(refusal.retryAfterSeconds) s (Retry-After)"
+        )
     }
 
     /// A batch refused with 429, in `flagsd_event_batches_refused_total` (the reason is a fixed word).
@@ -176,21 +205,31 @@ extension API {
             }
         }
         for (type, count) in byType {
-            Counter(label: "flagsd_events_ingested_total", dimensions: [("namespace", namespace), ("type", type)], factory: factory)
-                .increment(by: count)
+            Counter(
+                label: "flagsd_events_ingested_total", dimensions: [("namespace", namespace), ("type", type)],
+                factory: factory
+            )
+            .increment(by: count)
         }
         var byReason: [String: Int] = [:]
         for rejection in batch.rejected { byReason[rejection.category, default: 0] += 1 }
         for (reason, count) in byReason {
-            Counter(label: "flagsd_events_rejected_total", dimensions: [("namespace", namespace), ("reason", reason)], factory: factory)
-                .increment(by: count)
+            Counter(
+                label: "flagsd_events_rejected_total", dimensions: [("namespace", namespace), ("reason", reason)],
+                factory: factory
+            )
+            .increment(by: count)
         }
         var byDrop: [EventDropReason: Int] = [:]
         for drop in dropped { byDrop[drop.reason, default: 0] += 1 }
-        for (reason, count) in byDrop { KnownSeries.counter(reason, namespace: namespace, factory).increment(by: count) }
+        for (reason, count) in byDrop {
+            KnownSeries.counter(reason, namespace: namespace, factory).increment(by: count)
+        }
         if result.enteredUnits > 0 {
-            Counter(label: "flagsd_experiment_units_entered_total", dimensions: [("namespace", namespace)], factory: factory)
-                .increment(by: result.enteredUnits)
+            Counter(
+                label: "flagsd_experiment_units_entered_total", dimensions: [("namespace", namespace)], factory: factory
+            )
+            .increment(by: result.enteredUnits)
         }
         let duplicates = result.duplicates.count + batch.repeated.count
         if duplicates > 0 {

@@ -23,20 +23,26 @@ extension API {
         try checkExperiment(flag, units: units, namespace: namespace)
         try checkPhase(phase, of: flag, among: units)
         let now = Date()
-        let report = ExperimentReport.body(namespace: namespace, flag: flag, flagSet: state.flagSet, units: units, phase: phase,
-                                           control: control, now: now)
+        let report = ExperimentReport.body(
+            namespace: namespace, flag: flag, flagSet: state.flagSet, units: units, phase: phase,
+            control: control, now: now)
         var members = report.members
         if let experiment = flag.experiment {
             let variants = experiment.variants.map(\.key)
             let reference = control ?? (variants.contains("control") ? "control" : experiment.defaultVariant)
             guard variants.contains(reference) else {
-                throw APIError.badRequest("query parameter control='\(reference)' is not a variant of \(flag.key) (\(variants.joined(separator: ", ")))", path: "control")
+                throw APIError.badRequest(
+                    "query parameter control='\(reference)' is not a variant of \(flag.key) (\(variants.joined(separator: ", ")))",
+                    path: "control")
             }
-            for (key, value) in try await crashCounts(namespace, flag: flag.key, variants: variants, control: reference, request: request) {
+            for (key, value) in try await crashCounts(
+                namespace, flag: flag.key, variants: variants, control: reference, request: request)
+            {
                 members[key] = value
             }
         } else if let control, !report.arms.contains(where: { $0.arm == control }) {
-            throw APIError.badRequest("query parameter control='\(control)' is not an arm of \(flag.key) (with, without)", path: "control")
+            throw APIError.badRequest(
+                "query parameter control='\(control)' is not an arm of \(flag.key) (with, without)", path: "control")
         }
         return .json(.object(members), headers: etagHeaders(state.record))
     }
@@ -59,7 +65,8 @@ extension API {
             for metric in metrics {
                 let value = ExperimentReport.observed(unit.value(metric.name), metric)
                 let pre = ExperimentReport.observed(unit.preValue(metric.name), metric)
-                csv += "\(unit.unit),\(Self.csvField(unit.arm)),\(Self.csvField(unit.phase)),\(unit.entered.iso8601),\(metric.name),\(value),\(pre)\n"
+                csv +=
+                    "\(unit.unit),\(Self.csvField(unit.arm)),\(Self.csvField(unit.phase)),\(unit.entered.iso8601),\(metric.name),\(value),\(pre)\n"
             }
         }
         var headers = etagHeaders(state.record)
@@ -75,11 +82,14 @@ extension API {
     }
 
     /// The namespace, its state and the flag an experiment route names: an experiment flag or a plugin switch.
-    private func experimentFlag(_ request: Request, _ context: FlagsRequestContext) async throws -> (String, NamespaceState, FlagDefinition) {
+    private func experimentFlag(_ request: Request, _ context: FlagsRequestContext) async throws -> (
+        String, NamespaceState, FlagDefinition
+    ) {
         let (namespace, state) = try await readableState(request, context)
         let key = try parameter("key", context)
         guard let flag = state.flagSet.flag(key) else {
-            throw APIError.notFound("namespace '\(namespace)' has no flag '\(key)' (list flags with GET /v1/namespaces/\(namespace)/flags)")
+            throw APIError.notFound(
+                "namespace '\(namespace)' has no flag '\(key)' (list flags with GET /v1/namespaces/\(namespace)/flags)")
         }
         return (namespace, state, flag)
     }
@@ -87,31 +97,42 @@ extension API {
     /// A flag that splits no unit now and never did runs no experiment: a 400 saying what would make it one.
     private func checkExperiment(_ flag: FlagDefinition, units: [ExperimentUnitRecord], namespace: String) throws {
         guard ExperimentDesign(flag) == nil, units.isEmpty else { return }
-        let why = flag.pluginSwitch != nil
+        let why =
+            flag.pluginSwitch != nil
             ? "its rollouts (default and rules) are 0 or 100 %, so no unit is split; a rollout strictly between makes it one (flagctl rollout \(flag.key) 10)"
             : "it serves one variant to everyone; weights over two or more variants make it one"
-        throw APIError.badRequest("'\(flag.key)' runs no experiment: \(why). Experiments are experiment flags and plugin switches at a partial rollout", path: "key")
+        throw APIError.badRequest(
+            "'\(flag.key)' runs no experiment: \(why). Experiments are experiment flags and plugin switches at a partial rollout",
+            path: "key")
     }
 
     private func checkPhase(_ phase: String?, of flag: FlagDefinition, among units: [ExperimentUnitRecord]) throws {
         guard let phase, !units.contains(where: { $0.phase == phase }) else { return }
         let phases = Array(Set(units.map(\.phase))).sorted()
-        throw APIError.badRequest("query parameter phase='\(phase)' is no phase of \(flag.key) with units (\(phases.isEmpty ? "none yet" : phases.joined(separator: ", ")))", path: "phase")
+        throw APIError.badRequest(
+            "query parameter phase='\(phase)' is no phase of \(flag.key) with units (\(phases.isEmpty ? "none yet" : phases.joined(separator: ", ")))",
+            path: "phase")
     }
 
     /// The crash counts per variant of an experiment flag over `window` (the members of older versions' answer).
-    private func crashCounts(_ namespace: String, flag key: String, variants: [String], control: String, request: Request) async throws -> JSONObject {
+    private func crashCounts(
+        _ namespace: String, flag key: String, variants: [String], control: String, request: Request
+    ) async throws -> JSONObject {
         var window: Duration = .seconds(86_400)
         if let text = request.uri.queryParameters.get("window") {
-            guard let parsed = GuardDurationText.parse(text), parsed >= .seconds(60), parsed <= .seconds(30 * 86_400) else {
-                throw APIError.badRequest("query parameter window='\(text)' is not a duration from 1m to 30d (e.g. 24h, 7d)", path: "window")
+            guard let parsed = GuardDurationText.parse(text), parsed >= .seconds(60), parsed <= .seconds(30 * 86_400)
+            else {
+                throw APIError.badRequest(
+                    "query parameter window='\(text)' is not a duration from 1m to 30d (e.g. 24h, 7d)", path: "window")
             }
             window = parsed
         }
         let until = Date()
         let from = until - window.timeInterval
-        let counts = try await store.eventCounts(EventCountQuery(namespace: namespace, from: from, until: until + 86_400,
-                                                                 subjects: [.variant], keys: [key], dimensions: [.all]))
+        let counts = try await store.eventCounts(
+            EventCountQuery(
+                namespace: namespace, from: from, until: until + 86_400,
+                subjects: [.variant], keys: [key], dimensions: [.all]))
         var tallies: [String: EventTally] = [:]
         for count in counts { tallies[count.subject.variant, default: .zero] += count.tally }
         let z = Proportions.normalQuantile(0.975)
@@ -120,25 +141,33 @@ extension API {
         let rows: [JSONValue] = shown.map { variant in
             let tally = tallies[variant] ?? .zero
             var object = JSONObject([
-                ("variant", .string(variant)), ("declared", .bool(variants.contains(variant))), ("control", .bool(variant == control)),
-                ("exposures", .int64(tally.exposures)), ("sessions", .int64(tally.sessions)), ("crashes", .int64(tally.crashedSessions)),
+                ("variant", .string(variant)), ("declared", .bool(variants.contains(variant))),
+                ("control", .bool(variant == control)),
+                ("exposures", .int64(tally.exposures)), ("sessions", .int64(tally.sessions)),
+                ("crashes", .int64(tally.crashedSessions)),
                 ("crash_rate", tally.crashRate.map(JSONValue.double) ?? .null),
             ])
-            if variant != control, let interval = Proportions.newcombeDifference(
-                successes1: tally.crashedSessions, trials1: tally.sessions,
-                successes2: reference.crashedSessions, trials2: reference.sessions, z: z) {
-                object["difference"] = .object(JSONObject([
-                    ("estimate", .double(interval.difference)), ("lower", .double(interval.lower)), ("upper", .double(interval.upper)),
-                    ("significant", .bool(interval.lower > 0 || interval.upper < 0)),
-                ]))
+            if variant != control,
+                let interval = Proportions.newcombeDifference(
+                    successes1: tally.crashedSessions, trials1: tally.sessions,
+                    successes2: reference.crashedSessions, trials2: reference.sessions, z: z)
+            {
+                object["difference"] = .object(
+                    JSONObject([
+                        ("estimate", .double(interval.difference)), ("lower", .double(interval.lower)),
+                        ("upper", .double(interval.upper)),
+                        ("significant", .bool(interval.lower > 0 || interval.upper < 0)),
+                    ]))
             } else {
                 object["difference"] = .null
             }
             return .object(object)
         }
         return JSONObject([
-            ("control", .string(control)), ("window", .string(GuardDurationText.text(window))), ("from", .string(from.iso8601)),
-            ("until", .string(until.iso8601)), ("interval", .string("newcombe-hybrid-score")), ("confidence", .double(0.95)),
+            ("control", .string(control)), ("window", .string(GuardDurationText.text(window))),
+            ("from", .string(from.iso8601)),
+            ("until", .string(until.iso8601)), ("interval", .string("newcombe-hybrid-score")),
+            ("confidence", .double(0.95)),
             ("variants", .array(rows)),
         ])
     }

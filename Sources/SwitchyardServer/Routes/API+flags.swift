@@ -6,7 +6,9 @@ import Synchronization
 
 extension API {
     /// Loads a namespace for reading after checking access.
-    func readableState(_ request: Request, _ context: FlagsRequestContext, role: Role = .editor) async throws -> (String, NamespaceState) {
+    func readableState(_ request: Request, _ context: FlagsRequestContext, role: Role = .editor) async throws -> (
+        String, NamespaceState
+    ) {
         let namespace = try parameter("namespace", context)
         try await auth.authorize(request, role: role, namespace: namespace)
         guard let state = try await store.namespace(namespace) else { throw APIError.namespaceNotFound(namespace) }
@@ -22,10 +24,12 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/flags`
     func listFlags(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, state) = try await readableState(request, context)
-        return .json(.object(JSONObject([
-            ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
-            ("flags", .array(state.flagSet.flags.map { View.flag($0, in: state.flagSet) })),
-        ])), headers: etagHeaders(state.record))
+        return .json(
+            .object(
+                JSONObject([
+                    ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
+                    ("flags", .array(state.flagSet.flags.map { View.flag($0, in: state.flagSet) })),
+                ])), headers: etagHeaders(state.record))
     }
 
     /// `GET /v1/namespaces/{namespace}/flags/{key}`
@@ -39,7 +43,9 @@ extension API {
     }
 
     /// Authorizes a write and reads its body object.
-    func writeInput(_ request: Request, _ context: FlagsRequestContext) async throws -> (String, TokenRecord, BodyObject, BodyProblems) {
+    func writeInput(_ request: Request, _ context: FlagsRequestContext) async throws -> (
+        String, TokenRecord, BodyObject, BodyProblems
+    ) {
         let namespace = try parameter("namespace", context)
         let token = try await auth.authorize(request, role: .editor, namespace: namespace)
         let body = try await request.jsonBody(limit: bodyLimit)
@@ -64,7 +70,9 @@ extension API {
         let change = try changeRequest(request, token: token, reason: reason, summary: "create flag \(key)")
         let result = try await service.change(namespace, change) { flagSet in
             guard flagSet.flag(key) == nil else {
-                throw APIError.conflict("namespace '\(namespace)' has a flag '\(key)' already; change it with PUT /v1/namespaces/\(namespace)/flags/\(key)")
+                throw APIError.conflict(
+                    "namespace '\(namespace)' has a flag '\(key)' already; change it with PUT /v1/namespaces/\(namespace)/flags/\(key)"
+                )
             }
             return try flagSet.replacingFlag(key, with: definition)
         }
@@ -130,7 +138,11 @@ extension API {
         if var object = body.object("conditions") {
             let lists = TargetingLists.read(&object)
             readConditions = lists
-            if lists.isEmpty { problems.report("conditions", "must name cities, cohorts, units or platforms (leave it out to set the default rollout)") }
+            if lists.isEmpty {
+                problems.report(
+                    "conditions",
+                    "must name cities, cohorts, units or platforms (leave it out to set the default rollout)")
+            }
         }
         let conditions = readConditions
         if rule != nil, conditions != nil { problems.report("conditions", "pass either rule or conditions, not both") }
@@ -141,14 +153,16 @@ extension API {
             throw APIError.badRequest("rollout is required", path: "rollout")
         }
         let target = rule.map { " rule \($0)" } ?? conditions.map { _ in " (targeted rule)" } ?? ""
-        let change = try changeRequest(request, token: token, reason: reason, summary: "roll out \(key)\(target) to \(rollout)")
+        let change = try changeRequest(
+            request, token: token, reason: reason, summary: "roll out \(key)\(target) to \(rollout)")
         let editedRule = RuleIndexBox()
         let result = try await service.change(namespace, change) { flagSet in
             let (changed, index) = try flagSet.settingRollout(key, rollout, rule: rule, conditions: conditions)
             editedRule.set(index)
             return changed
         }
-        return committedResponse(result, [("flag", flagView(result, key)), ("rule", editedRule.value.map(JSONValue.int) ?? .null)])
+        return committedResponse(
+            result, [("flag", flagView(result, key)), ("rule", editedRule.value.map(JSONValue.int) ?? .null)])
     }
 
     /// `POST …/flags/{key}/targeting`: `{"rule"?, "add"?, "remove"?, "rollout"?, "reason"?}`.
@@ -157,10 +171,12 @@ extension API {
         var body = input
         let key = try parameter("key", context)
         let rule = body.integer("rule", in: 0...10_000).map(Int.init)
-        var readAdd = Conditions(), readRemove = Conditions()
+        var readAdd = Conditions()
+        var readRemove = Conditions()
         if var object = body.object("add") { readAdd = TargetingLists.read(&object) }
         if var object = body.object("remove") { readRemove = TargetingLists.read(&object) }
-        let add = readAdd, remove = readRemove
+        let add = readAdd
+        let remove = readRemove
         let basisPoints = body.integer("rollout", in: 0...Int64(Rollout.maximum))
         let reason = API.reason(&body)
         body.finish()
@@ -176,7 +192,8 @@ extension API {
             editedRule.set(index)
             return changed
         }
-        return committedResponse(result, [("flag", flagView(result, key)), ("rule", editedRule.value.map(JSONValue.int) ?? .null)])
+        return committedResponse(
+            result, [("flag", flagView(result, key)), ("rule", editedRule.value.map(JSONValue.int) ?? .null)])
     }
 
     func flagView(_ result: CommittedChange, _ key: String) -> JSONValue {
@@ -186,10 +203,15 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/kill-switches`
     func listKillSwitches(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, state) = try await readableState(request, context)
-        return .json(.object(JSONObject([
-            ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
-            ("kill_switches", .array(state.flagSet.killSwitches.map { View.killSwitch($0, in: state.flagSet) })),
-        ])), headers: etagHeaders(state.record))
+        return .json(
+            .object(
+                JSONObject([
+                    ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
+                    (
+                        "kill_switches",
+                        .array(state.flagSet.killSwitches.map { View.killSwitch($0, in: state.flagSet) })
+                    ),
+                ])), headers: etagHeaders(state.record))
     }
 
     /// `POST …/kill-switches/{key}/kill` (`{"scope"?, "reason"}`) and `…/revive` (`{"scope"? | "all"?, "reason"?}`).
@@ -203,10 +225,16 @@ extension API {
         let reason = API.reason(&body)
         body.finish()
         try problems.check()
-        let scopeText = all ? " everywhere and in every scope" : " \(scope.map { $0.isEverywhere ? "everywhere" : "in \($0)" } ?? "everywhere")"
-        let change = try changeRequest(request, token: token, reason: reason, summary: "\(kill ? "kill" : "revive") \(key)\(scopeText)")
+        let scopeText =
+            all
+            ? " everywhere and in every scope"
+            : " \(scope.map { $0.isEverywhere ? "everywhere" : "in \($0)" } ?? "everywhere")"
+        let change = try changeRequest(
+            request, token: token, reason: reason, summary: "\(kill ? "kill" : "revive") \(key)\(scopeText)")
         let result = try await service.change(namespace, change) { flagSet in
-            kill ? try flagSet.killing(key, scope: scope ?? .everywhere) : try flagSet.reviving(key, scope: scope, all: all)
+            kill
+                ? try flagSet.killing(key, scope: scope ?? .everywhere)
+                : try flagSet.reviving(key, scope: scope, all: all)
         }
         let view = result.state.flagSet.killSwitch(key).map { View.killSwitch($0, in: result.state.flagSet) } ?? .null
         return committedResponse(result, [("kill_switch", view)])

@@ -38,7 +38,9 @@ extension API {
             throw APIError.badRequest("name: \(problem.message)", path: "name")
         }
         guard token.allows(namespace: name) else {
-            throw APIError.forbidden("token '\(token.name)' may not create namespace '\(name)' (it is limited to \(token.namespaces?.joined(separator: ", ") ?? ""))")
+            throw APIError.forbidden(
+                "token '\(token.name)' may not create namespace '\(name)' (it is limited to \(token.namespaces?.joined(separator: ", ") ?? ""))"
+            )
         }
         var flagSet = try readFlagSet(flagSetTree ?? .object(JSONObject()), namespace: name, at: "flag_set")
         if let description { flagSet.description = description }
@@ -46,7 +48,8 @@ extension API {
         let result = try await service.createNamespace(flagSet, reasonPolicy: policy ?? .kills, request: change)
         var headers = etagHeaders(result.state.record)
         headers[.location] = "/v1/namespaces/\(name)"
-        return .json(View.namespace(result.state.record, flagSet: result.state.flagSet), status: .created, headers: headers)
+        return .json(
+            View.namespace(result.state.record, flagSet: result.state.flagSet), status: .created, headers: headers)
     }
 
     func reasonPolicy(_ body: inout BodyObject) -> ReasonPolicy? {
@@ -64,7 +67,9 @@ extension API {
             throw APIError.badRequest("\(path) must be an object, not \(tree.typeDescription)", path: path)
         }
         if let named = object["namespace"], named != .string(namespace) {
-            throw APIError.badRequest("\(path).namespace must be '\(namespace)' (or left out), not \(named.serializedString())", path: path / "namespace")
+            throw APIError.badRequest(
+                "\(path).namespace must be '\(namespace)' (or left out), not \(named.serializedString())",
+                path: path / "namespace")
         }
         object["namespace"] = .string(namespace)
         do {
@@ -75,7 +80,8 @@ extension API {
                 problem.path = FieldPath(path.components + problem.path.components)
                 return problem
             }
-            throw APIError.invalid("the flag set is not valid: \(problems.first?.description ?? "")", problems: problems)
+            throw APIError.invalid(
+                "the flag set is not valid: \(problems.first?.description ?? "")", problems: problems)
         }
     }
 
@@ -126,7 +132,9 @@ extension API {
         try problems.check()
         let flagSet = try readFlagSet(tree!, namespace: namespace, at: "flag_set")
         let change = try changeRequest(request, token: token, reason: reason)
-        let result = try await service.change(namespace, change) { current in flagSet.keepingReleaseProgress(of: current) }
+        let result = try await service.change(namespace, change) { current in
+            flagSet.keepingReleaseProgress(of: current)
+        }
         return committedResponse(result)
     }
 
@@ -159,29 +167,37 @@ extension API {
         if let text = query.get("source") {
             let source = ChangeSource(rawValue: text)
             guard ChangeSource.all.contains(source) else {
-                throw APIError.badRequest("source '\(text)' is not one of \(ChangeSource.all.map(\.rawValue).joined(separator: ", "))", path: "source")
+                throw APIError.badRequest(
+                    "source '\(text)' is not one of \(ChangeSource.all.map(\.rawValue).joined(separator: ", "))",
+                    path: "source")
             }
             audit.source = source
         }
         for (name, keyPath) in [("since", \AuditQuery.since), ("until", \AuditQuery.until)] {
             guard let text = query.get(name) else { continue }
             guard let date = Date(iso8601: text) else {
-                throw APIError.badRequest("\(name) '\(text)' is not an RFC 3339 time (e.g. 2026-11-22T10:00:00Z)", path: FieldPath([.key(name)]))
+                throw APIError.badRequest(
+                    "\(name) '\(text)' is not an RFC 3339 time (e.g. 2026-11-22T10:00:00Z)",
+                    path: FieldPath([.key(name)]))
             }
             audit[keyPath: keyPath] = date
         }
         let page = try await store.audit(audit)
-        return .json(.object(JSONObject([
-            ("entries", .array(page.entries.map(View.audit))),
-            ("next_cursor", page.nextCursor.map(JSONValue.int64) ?? .null),
-        ])))
+        return .json(
+            .object(
+                JSONObject([
+                    ("entries", .array(page.entries.map(View.audit))),
+                    ("next_cursor", page.nextCursor.map(JSONValue.int64) ?? .null),
+                ])))
     }
 
     /// Token routes need an admin token that is not limited to namespaces (it could otherwise widen itself).
     func authorizeTokenAdmin(_ request: Request) async throws -> TokenRecord {
         let token = try await auth.authorize(request, role: .admin)
         guard token.namespaces == nil else {
-            throw APIError.forbidden("token '\(token.name)' is limited to namespaces; managing tokens needs an admin token for every namespace")
+            throw APIError.forbidden(
+                "token '\(token.name)' is limited to namespaces; managing tokens needs an admin token for every namespace"
+            )
         }
         return token
     }
@@ -207,14 +223,21 @@ extension API {
         }
         let roleText = body.string("role", required: true)
         let role = roleText.flatMap(Role.init(rawValue:))
-        if let roleText, role == nil { problems.report("role", "'\(roleText)' is not a role (client, reporter, editor, admin or metrics)") }
+        if let roleText, role == nil {
+            problems.report("role", "'\(roleText)' is not a role (client, reporter, editor, admin or metrics)")
+        }
         let namespaces = body.stringList("namespaces")
         if let namespaces, namespaces.isEmpty {
             problems.report("namespaces", "must list at least one namespace (leave it out for every namespace)")
         }
         // Client tokens ship inside apps, so anyone may extract one: each is limited to the namespaces it serves.
-        if role == .client, namespaces == nil, !problems.problems.contains(where: { $0.path.description == "namespaces" }) {
-            problems.report("namespaces", "is required for a client token: client tokens ship inside apps, where anyone can read them, so each is limited to the namespaces its app uses, e.g. \"namespaces\": [\"rider\"] (flagctl tokens create \(name ?? "NAME") --role client --allow rider)")
+        if role == .client, namespaces == nil,
+            !problems.problems.contains(where: { $0.path.description == "namespaces" })
+        {
+            problems.report(
+                "namespaces",
+                "is required for a client token: client tokens ship inside apps, where anyone can read them, so each is limited to the namespaces its app uses, e.g. \"namespaces\": [\"rider\"] (flagctl tokens create \(name ?? "NAME") --role client --allow rider)"
+            )
         }
         if role == .metrics, namespaces != nil {
             problems.report("namespaces", "must be left out for a metrics token: /metrics covers every namespace")
@@ -224,8 +247,9 @@ extension API {
         try problems.check()
         guard let name, let role else { throw APIError.badRequest("name and role are required") }
         let author = try changeRequest(request, token: token, reason: nil).author
-        let (record, secret) = try await store.issueToken(name: name, role: role, namespaces: namespaces,
-                                                          ratePerMinute: rate.map { Int($0) }, by: author)
+        let (record, secret) = try await store.issueToken(
+            name: name, role: role, namespaces: namespaces,
+            ratePerMinute: rate.map { Int($0) }, by: author)
         try await auth.reload()
         return .json(record.body(secret: secret).json, status: .created)
     }

@@ -23,29 +23,42 @@ extension API {
             // The route is open: the database's identity and own text go to the log only.
             context.logger.debug("readiness: the database does not answer", metadata: ["error": "\(error)"])
             let detail = (error as? StorageError)?.message ?? "the check failed; flagsd's log has the details"
-            return .json(.object(JSONObject([
-                ("status", .string("degraded")), ("database", .string("unavailable")),
-                ("namespaces", .int(service.hub.positions().count)),
-                ("detail", .string("the database does not answer, so changes fail with 503; snapshots held are served, and long-polls wait for the next change: \(detail)")),
-            ])))
+            return .json(
+                .object(
+                    JSONObject([
+                        ("status", .string("degraded")), ("database", .string("unavailable")),
+                        ("namespaces", .int(service.hub.positions().count)),
+                        (
+                            "detail",
+                            .string(
+                                "the database does not answer, so changes fail with 503; snapshots held are served, and long-polls wait for the next change: \(detail)"
+                            )
+                        ),
+                    ])))
         }
         return .json(.object(JSONObject([("status", .string("ready")), ("database", .string("ok"))])))
     }
 
     /// `GET /metrics`: Prometheus text format.
-    func metrics(_ request: Request, context: FlagsRequestContext, registry: PrometheusCollectorRegistry) async throws -> Response {
+    func metrics(_ request: Request, context: FlagsRequestContext, registry: PrometheusCollectorRegistry) async throws
+        -> Response
+    {
         if !service.configuration.openMetrics {
             let token = try await auth.authenticate(request)
             // Client tokens are public (they ship inside apps), and metrics cover every namespace.
             guard token.role == .metrics || (token.role >= .editor && token.namespaces == nil) else {
                 auth.fail("role")
-                let held = token.namespaces == nil ? "the \(token.role) role" : "the \(token.role) role limited to namespaces"
-                throw APIError.forbidden("/metrics needs a metrics token, or an editor's or admin's valid in every namespace (metrics cover every namespace); token '\(token.name)' has \(held). Create one for the scraper with: flagctl tokens create prometheus --role metrics")
+                let held =
+                    token.namespaces == nil ? "the \(token.role) role" : "the \(token.role) role limited to namespaces"
+                throw APIError.forbidden(
+                    "/metrics needs a metrics token, or an editor's or admin's valid in every namespace (metrics cover every namespace); token '\(token.name)' has \(held). Create one for the scraper with: flagctl tokens create prometheus --role metrics"
+                )
             }
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        return Response(
+            status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
     }
 
     /// `GET /openapi.yaml`: the OpenAPI document of this API (docs/openapi.yaml), from the resource bundle beside

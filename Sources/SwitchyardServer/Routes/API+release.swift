@@ -9,7 +9,10 @@ extension API {
     /// The release plans' runner the release routes read.
     var releaseRunner: ReleasePlanRunner {
         get throws {
-            guard let releasePlans else { throw APIError(.serviceUnavailable, "no-release-plans", "No release plans", "this server runs no release plans") }
+            guard let releasePlans else {
+                throw APIError(
+                    .serviceUnavailable, "no-release-plans", "No release plans", "this server runs no release plans")
+            }
             return releasePlans
         }
     }
@@ -21,9 +24,12 @@ extension API {
         for flag in state.flagSet.flags where flag.pluginSwitch?.release != nil {
             releases.append(try await releaseStatus(flag.key, in: state, timeline: 0).json)
         }
-        return .json(.object(JSONObject([
-            ("namespace", .string(namespace)), ("version", .int64(state.record.version)), ("releases", .array(releases)),
-        ])), headers: etagHeaders(state.record))
+        return .json(
+            .object(
+                JSONObject([
+                    ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
+                    ("releases", .array(releases)),
+                ])), headers: etagHeaders(state.record))
     }
 
     /// `GET /v1/namespaces/{namespace}/flags/{key}/release`: the plan, its stage and time in it, the sessions and crash
@@ -33,7 +39,9 @@ extension API {
         let key = try parameter("key", context)
         let (_, gate) = try state.flagSet.switchIndex(key, for: "a release plan")
         guard gate.release != nil else {
-            throw APIError.notFound("'\(key)' has no release plan in namespace '\(namespace)' (start one with POST /v1/namespaces/\(namespace)/flags/\(key)/release/start)")
+            throw APIError.notFound(
+                "'\(key)' has no release plan in namespace '\(namespace)' (start one with POST /v1/namespaces/\(namespace)/flags/\(key)/release/start)"
+            )
         }
         let limit = Int(try queryInteger(request, "timeline", default: 50, in: 0...500)!)
         return .json(try await releaseStatus(key, in: state, timeline: limit).json, headers: etagHeaders(state.record))
@@ -42,7 +50,8 @@ extension API {
     /// `POST /v1/namespaces/{namespace}/flags/{key}/release/{start|pause|resume|advance|abort}`: `{"reason"?}`, and
     /// for `start` an optional `plan` (as under `release:`, rollouts in basis points; without it, the declared plan)
     /// and optional `guardrails` (as under `release:`: `{"trip_booked": "-0.5pp"}`), which replace the plan's.
-    func releaseAction(_ request: Request, context: FlagsRequestContext, action: ReleaseAction) async throws -> Response {
+    func releaseAction(_ request: Request, context: FlagsRequestContext, action: ReleaseAction) async throws -> Response
+    {
         let (namespace, token, input, problems) = try await writeInput(request, context)
         var body = input
         let key = try parameter("key", context)
@@ -63,12 +72,16 @@ extension API {
         let reason = API.reason(&body)
         body.finish()
         try problems.check()
-        let newPlan = plan, newGuardrails = guardrails
+        let newPlan = plan
+        let newGuardrails = guardrails
         let now = Int64(service.store.now().timeIntervalSince1970)
         let by = reason.map { "\(token.name): \($0)" } ?? token.name
-        let change = try changeRequest(request, token: token, reason: reason, summary: "release \(action.rawValue) \(key)")
+        let change = try changeRequest(
+            request, token: token, reason: reason, summary: "release \(action.rawValue) \(key)")
         let result = try await service.change(namespace, change) { flagSet in
-            try flagSet.applying(action, to: key, plan: newPlan, guardrails: newGuardrails, at: now, note: "\(action.pastTense) by \(by)")
+            try flagSet.applying(
+                action, to: key, plan: newPlan, guardrails: newGuardrails, at: now, note: "\(action.pastTense) by \(by)"
+            )
         }
         let status = try await releaseStatus(key, in: result.state, timeline: 0)
         return committedResponse(result, [("release", status.json)])
@@ -93,10 +106,13 @@ extension API {
         let key = try parameter("key", context)
         let entry = try await releaseRunner.dismiss(id, of: key, in: namespace, by: change.author)
         guard let state = try await store.namespace(namespace) else { throw APIError.namespaceNotFound(namespace) }
-        return .json(.object(JSONObject([
-            ("namespace", .string(namespace)), ("dismissed", .bool(true)), ("proposal", .int64(id)), ("audit_id", .int64(entry.id)),
-            ("release", try await releaseStatus(key, in: state, timeline: 0).json),
-        ])))
+        return .json(
+            .object(
+                JSONObject([
+                    ("namespace", .string(namespace)), ("dismissed", .bool(true)), ("proposal", .int64(id)),
+                    ("audit_id", .int64(entry.id)),
+                    ("release", try await releaseStatus(key, in: state, timeline: 0).json),
+                ])))
     }
 
     /// A switch's release status at a state of its namespace, with up to `timeline` steps of its history.
@@ -114,26 +130,33 @@ extension API {
         case .running?:
             if let assessment = try await runner.assess(key, plan: plan, in: state) {
                 assessmentBody = ReleaseStatusBody.Assessment(
-                    from: assessment.from.iso8601, until: assessment.until.iso8601, dimensions: assessment.dimensions.map(\.description),
-                    with: .init(sessions: assessment.check.with.sessions, crashes: assessment.check.with.crashedSessions),
-                    without: .init(sessions: assessment.check.without.sessions, crashes: assessment.check.without.crashedSessions),
-                    control: assessment.check.control.rawValue, verdict: assessment.verdict.rawValue, reasons: assessment.reasons,
+                    from: assessment.from.iso8601, until: assessment.until.iso8601,
+                    dimensions: assessment.dimensions.map(\.description),
+                    with: .init(
+                        sessions: assessment.check.with.sessions, crashes: assessment.check.with.crashedSessions),
+                    without: .init(
+                        sessions: assessment.check.without.sessions, crashes: assessment.check.without.crashedSessions),
+                    control: assessment.check.control.rawValue, verdict: assessment.verdict.rawValue,
+                    reasons: assessment.reasons,
                     decidedBy: assessment.decidedBy, guardrails: assessment.guardrails.map(\.body),
                     evidence: .object(assessment.evidence))
                 let stage = assessment.stage
                 let reasons = assessment.reason
                 switch assessment.verdict {
                 case .hold:
-                    next = stage + 1 < plan.stages.count
+                    next =
+                        stage + 1 < plan.stages.count
                         ? "advances to stage \(stage + 2) of \(plan.stages.count) (\(plan.stages[stage + 1])); held by: \(reasons)"
                         : "completes; held by: \(reasons)"
                 case .advance:
-                    next = stage + 1 < plan.stages.count
+                    next =
+                        stage + 1 < plan.stages.count
                         ? "advances to stage \(stage + 2) of \(plan.stages.count) (\(plan.stages[stage + 1])) at the next look"
                         : "completes at the next look"
                 case .rollBack:
                     let toOff = plan.onBadSignal == .off || stage == 0
-                    next = toOff && assessment.source == .client
+                    next =
+                        toOff && assessment.source == .client
                         ? "proposes rolling back to off (a person confirms: clients' evidence alone): \(reasons)"
                         : "rolls back at the next look: \(reasons)"
                 }
@@ -141,7 +164,8 @@ extension API {
                 next = "running"
             }
         case .paused?:
-            next = "paused; resume with flagctl release resume \(key) (the stage's targeting is put back, its evidence counted anew)"
+            next =
+                "paused; resume with flagctl release resume \(key) (the stage's targeting is put back, its evidence counted anew)"
         case .rolledBack?:
             let stage = planState?.stage.map { "stage \($0 + 1) (\(plan.stages[$0]))" } ?? "off"
             next = "rolled back to \(stage); resume to run it again from there, or abort"
@@ -151,20 +175,26 @@ extension API {
             next = "aborted; start it again with flagctl release start \(key)"
         }
         let seconds = planState.map { Int64(now.timeIntervalSince1970) - $0.since }
-        let proposals = try await runner.proposals(of: key, in: state).filter { $0.planSince == planState?.since || $0.state == .confirmed }
+        let proposals = try await runner.proposals(of: key, in: state).filter {
+            $0.planSince == planState?.since || $0.state == .confirmed
+        }
         if let open = proposals.first(where: { $0.state == .open }) {
-            next = "waits for a person: proposal \(open.id) rolls \(key) back to off on clients' evidence alone "
+            next =
+                "waits for a person: proposal \(open.id) rolls \(key) back to off on clients' evidence alone "
                 + "(flagctl release confirm \(key) \(open.id), or flagctl release dismiss \(key) \(open.id) --reason …)"
         } else if planState?.status == .running, let dismissed = proposals.first(where: { $0.state == .dismissed }) {
-            next = "holds: proposal \(dismissed.id) to roll back to off was dismissed by \(dismissed.dismissal?.actor ?? "someone"); "
+            next =
+                "holds: proposal \(dismissed.id) to roll back to off was dismissed by \(dismissed.dismissal?.actor ?? "someone"); "
                 + "advance, pause or abort it by hand (it is not proposed again in this stage)"
         }
-        var body = ReleaseStatusBody(namespace: state.record.name, key: key, version: state.record.version, plan: plan,
-                                     secondsInState: seconds, assessment: assessmentBody, next: next,
-                                     timeline: limit > 0 ? try await releaseTimeline(key, namespace: state.record.name, limit: limit) : [])
+        var body = ReleaseStatusBody(
+            namespace: state.record.name, key: key, version: state.record.version, plan: plan,
+            secondsInState: seconds, assessment: assessmentBody, next: next,
+            timeline: limit > 0 ? try await releaseTimeline(key, namespace: state.record.name, limit: limit) : [])
         body.proposals = proposals.prefix(5).map { proposal in
-            ReleaseStatusBody.Proposal(id: proposal.id, time: proposal.time.iso8601, state: proposal.state.rawValue, stage: proposal.stage,
-                                       reason: proposal.reason)
+            ReleaseStatusBody.Proposal(
+                id: proposal.id, time: proposal.time.iso8601, state: proposal.state.rawValue, stage: proposal.stage,
+                reason: proposal.reason)
         }
         return body
     }
@@ -175,12 +205,14 @@ extension API {
         var events: [ReleaseStatusBody.Event] = []
         for entry in page.entries {
             guard let change = entry.changes.first(where: { $0.kind == .flag && $0.key == key }) else { continue }
-            let before = change.before?["release"]?["state"], after = change.after?["release"]?["state"]
+            let before = change.before?["release"]?["state"]
+            let after = change.after?["release"]?["state"]
             guard before != after else { continue }
-            events.append(ReleaseStatusBody.Event(
-                time: entry.time.iso8601, actor: entry.actor, source: entry.source.rawValue, version: entry.version,
-                summary: entry.summary, reason: entry.reason, state: after.flatMap { try? ReleaseState(tree: $0) },
-                evidence: entry.evidence))
+            events.append(
+                ReleaseStatusBody.Event(
+                    time: entry.time.iso8601, actor: entry.actor, source: entry.source.rawValue, version: entry.version,
+                    summary: entry.summary, reason: entry.reason, state: after.flatMap { try? ReleaseState(tree: $0) },
+                    evidence: entry.evidence))
             if events.count >= limit { break }
         }
         return events

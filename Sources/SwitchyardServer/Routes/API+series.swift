@@ -23,7 +23,8 @@ extension API {
         }
         let sourceText = query.get("source") ?? EventSource.client.rawValue
         guard let source = EventSource(rawValue: sourceText) else {
-            throw APIError.badRequest("query parameter source='\(sourceText)' is not one of client, reporter", path: "source")
+            throw APIError.badRequest(
+                "query parameter source='\(sourceText)' is not one of client, reporter", path: "source")
         }
         let step = hours * 60 * 1000
         let minute = EventAggregation.bucketSize.components.seconds * 1000
@@ -31,11 +32,14 @@ extension API {
         let until = EventAggregation.bucketStart(of: Date()) + minute
         let from = until - step * Int64(Self.seriesSteps)
         let keys = only.map { [$0] } ?? state.flagSet.flags.compactMap { $0.pluginSwitch == nil ? nil : $0.key }
-        let counts = try await store.eventCounts(EventCountQuery(
-            namespace: namespace, from: Date(milliseconds: from), until: Date(milliseconds: until),
-            subjects: [.pluginSwitch, .baseline], keys: Set(keys + [""]), dimensions: [.all], sources: [source], perBucket: true))
+        let counts = try await store.eventCounts(
+            EventCountQuery(
+                namespace: namespace, from: Date(milliseconds: from), until: Date(milliseconds: until),
+                subjects: [.pluginSwitch, .baseline], keys: Set(keys + [""]), dimensions: [.all], sources: [source],
+                perBucket: true))
         var series = [""] + keys.sorted()
-        var sessions = Dictionary(uniqueKeysWithValues: series.map { ($0, [Int64](repeating: 0, count: Self.seriesSteps)) })
+        var sessions = Dictionary(
+            uniqueKeysWithValues: series.map { ($0, [Int64](repeating: 0, count: Self.seriesSteps)) })
         var crashes = sessions
         for count in counts where count.dimension == .all {
             guard let bucket = count.bucket else { continue }
@@ -45,11 +49,13 @@ extension API {
             crashes[count.subject.key]![index] += count.tally.crashedSessions
         }
         series.removeAll { $0.isEmpty }
-        return .json(SeriesBody(
-            namespace: namespace, version: state.record.version, source: source.rawValue,
-            from: Date(milliseconds: from).iso8601, until: Date(milliseconds: until).iso8601, stepSeconds: Int(step / 1000),
-            series: [.init(subject: "baseline", key: "", sessions: sessions[""]!, crashes: crashes[""]!)]
-                + series.map { .init(subject: "switch", key: $0, sessions: sessions[$0]!, crashes: crashes[$0]!) }
-        ).json, headers: etagHeaders(state.record))
+        return .json(
+            SeriesBody(
+                namespace: namespace, version: state.record.version, source: source.rawValue,
+                from: Date(milliseconds: from).iso8601, until: Date(milliseconds: until).iso8601,
+                stepSeconds: Int(step / 1000),
+                series: [.init(subject: "baseline", key: "", sessions: sessions[""]!, crashes: crashes[""]!)]
+                    + series.map { .init(subject: "switch", key: $0, sessions: sessions[$0]!, crashes: crashes[$0]!) }
+            ).json, headers: etagHeaders(state.record))
     }
 }

@@ -35,34 +35,45 @@ struct API: Sendable {
 
     /// The change request of a write: who (the token), through what (`X-Switchyard-Source`), why, and the
     /// version it is based on (`If-Match`).
-    func changeRequest(_ request: Request, token: TokenRecord, reason: String?, summary: String? = nil) throws -> ChangeRequest {
+    func changeRequest(_ request: Request, token: TokenRecord, reason: String?, summary: String? = nil) throws
+        -> ChangeRequest
+    {
         var source = ChangeSource.api
         if let header = request.headers[.switchyardSource] {
             let named = ChangeSource(rawValue: header.lowercased())
             guard ChangeSource.requestable.contains(named) else {
                 let allowed = ChangeSource.requestable.map(\.rawValue).joined(separator: ", ")
-                throw APIError.badRequest("X-Switchyard-Source '\(header)' is not one of \(allowed)", path: "X-Switchyard-Source")
+                throw APIError.badRequest(
+                    "X-Switchyard-Source '\(header)' is not one of \(allowed)", path: "X-Switchyard-Source")
             }
             source = named
         }
         var basedOn: SnapshotVersion?
         if let header = request.headers[.ifMatch], header.trimmingCharacters(in: .whitespaces) != "*" {
             guard let tag = SnapshotVersion(entityTag: header) else {
-                throw APIError.badRequest("If-Match '\(header)' is not an entity tag of this API (\"<epoch>.<version>\", as sent in ETag)", path: "If-Match")
+                throw APIError.badRequest(
+                    "If-Match '\(header)' is not an entity tag of this API (\"<epoch>.<version>\", as sent in ETag)",
+                    path: "If-Match")
             }
             basedOn = tag
         }
-        return ChangeRequest(author: ChangeAuthor(actor: token.name, source: source, reason: reason), basedOn: basedOn, summary: summary)
+        return ChangeRequest(
+            author: ChangeAuthor(actor: token.name, source: source, reason: reason), basedOn: basedOn, summary: summary)
     }
 
     /// An integer query parameter.
-    func queryInteger(_ request: Request, _ name: String, default value: Int64? = nil, in range: ClosedRange<Int64>) throws -> Int64? {
+    func queryInteger(_ request: Request, _ name: String, default value: Int64? = nil, in range: ClosedRange<Int64>)
+        throws -> Int64?
+    {
         guard let text = request.uri.queryParameters.get(name) else { return value }
         guard let integer = Int64(text) else {
-            throw APIError.badRequest("query parameter \(name)='\(text)' is not an integer", path: FieldPath([.key(name)]))
+            throw APIError.badRequest(
+                "query parameter \(name)='\(text)' is not an integer", path: FieldPath([.key(name)]))
         }
         guard range.contains(integer) else {
-            throw APIError.badRequest("query parameter \(name)=\(integer) is not between \(range.lowerBound) and \(range.upperBound)", path: FieldPath([.key(name)]))
+            throw APIError.badRequest(
+                "query parameter \(name)=\(integer) is not between \(range.lowerBound) and \(range.upperBound)",
+                path: FieldPath([.key(name)]))
         }
         return integer
     }
@@ -71,13 +82,17 @@ struct API: Sendable {
     func waitSeconds(_ request: Request) throws -> Int? {
         guard let text = request.uri.queryParameters.get("wait") else { return nil }
         guard let seconds = Int(text), seconds >= 0 else {
-            throw APIError.badRequest("query parameter wait='\(text)' must be a whole number of seconds, 0 or more (the server caps it at \(service.configuration.maximumWait))", path: "wait")
+            throw APIError.badRequest(
+                "query parameter wait='\(text)' must be a whole number of seconds, 0 or more (the server caps it at \(service.configuration.maximumWait))",
+                path: "wait")
         }
         return min(seconds, service.configuration.maximumWait)
     }
 
     /// A response to a write: the envelope, with the new version as ETag.
-    func committedResponse(_ result: CommittedChange, status: HTTPResponse.Status = .ok, _ extra: [(String, JSONValue)] = []) -> Response {
+    func committedResponse(
+        _ result: CommittedChange, status: HTTPResponse.Status = .ok, _ extra: [(String, JSONValue)] = []
+    ) -> Response {
         var headers = HTTPFields()
         headers[.eTag] = result.state.record.entityTag
         return .json(View.committed(result, extra), status: status, headers: headers)

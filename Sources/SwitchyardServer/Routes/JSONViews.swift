@@ -11,8 +11,11 @@ enum View {
             name: record.name, epoch: record.epoch, version: record.version, reasonPolicy: record.reasonPolicy,
             createdAt: record.createdAt.iso8601, updatedAt: record.updatedAt.iso8601,
             summary: flagSet.map { flagSet in
-                NamespaceBody.Summary(description: flagSet.description, counts: NamespaceBody.Counts(
-                    flags: flagSet.flags.count, pluginPoints: flagSet.pluginPoints.count, killSwitches: flagSet.killSwitches.count))
+                NamespaceBody.Summary(
+                    description: flagSet.description,
+                    counts: NamespaceBody.Counts(
+                        flags: flagSet.flags.count, pluginPoints: flagSet.pluginPoints.count,
+                        killSwitches: flagSet.killSwitches.count))
             }
         ).json
     }
@@ -23,8 +26,10 @@ enum View {
     }
 
     static func changeBody(_ record: ChangeRecord) -> ChangeEntryBody {
-        ChangeEntryBody(version: record.version, time: record.time.iso8601, actor: record.actor, source: record.source.rawValue,
-                        reason: record.reason, summary: record.summary, changes: record.changes.map(\.tree), evidence: record.evidence)
+        ChangeEntryBody(
+            version: record.version, time: record.time.iso8601, actor: record.actor, source: record.source.rawValue,
+            reason: record.reason, summary: record.summary, changes: record.changes.map(\.tree),
+            evidence: record.evidence)
     }
 
     /// A change log entry as a client token reads it: what snapshots show, and no more. A client token ships in every
@@ -39,11 +44,16 @@ enum View {
             if change.kind == .namespace, change.key != "description" { continue }
             // Metrics are the server's, as the crash guard's policy is: not in snapshots.
             if change.kind == .metric { continue }
-            let before = change.before.map(clientObject), after = change.after.map(clientObject)
+            let before = change.before.map(clientObject)
+            let after = change.after.map(clientObject)
             if change.kind != .namespace, before == after { continue }
             changes.append(ObjectChange(kind: change.kind, key: change.key, before: before, after: after).tree)
         }
-        return .object(JSONObject([("version", .int64(record.version)), ("time", .string(record.time.iso8601)), ("changes", .array(changes))]))
+        return .object(
+            JSONObject([
+                ("version", .int64(record.version)), ("time", .string(record.time.iso8601)),
+                ("changes", .array(changes)),
+            ]))
     }
 
     /// An object of a change as snapshots show it: a plugin switch without its crash guard policy and release plan.
@@ -55,9 +65,11 @@ enum View {
 
     /// An audit entry; `evidence` only on automatic changes (the crash guard's).
     static func audit(_ entry: AuditEntry) -> JSONValue {
-        AuditEntryBody(id: entry.id, time: entry.time.iso8601, actor: entry.actor, source: entry.source.rawValue,
-                       action: entry.action.rawValue, namespace: entry.namespace, version: entry.version, reason: entry.reason,
-                       summary: entry.summary, changes: entry.changes.map(\.tree), evidence: entry.evidence).json
+        AuditEntryBody(
+            id: entry.id, time: entry.time.iso8601, actor: entry.actor, source: entry.source.rawValue,
+            action: entry.action.rawValue, namespace: entry.namespace, version: entry.version, reason: entry.reason,
+            summary: entry.summary, changes: entry.changes.map(\.tree), evidence: entry.evidence
+        ).json
     }
 
     /// A flag with its key and the kill switches covering it.
@@ -76,7 +88,9 @@ enum View {
 
     /// The envelope of a change response: the namespace version after it, and its change log entry.
     static func committed(_ result: CommittedChange, _ extra: [(String, JSONValue)] = []) -> JSONValue {
-        CommittedBody(namespace: result.state.record.name, version: result.state.record.snapshotVersion, changed: result.changed,
-                      change: result.record.map(changeBody), extra: Dictionary(extra, uniquingKeysWith: { _, last in last })).json
+        CommittedBody(
+            namespace: result.state.record.name, version: result.state.record.snapshotVersion, changed: result.changed,
+            change: result.record.map(changeBody), extra: Dictionary(extra, uniquingKeysWith: { _, last in last })
+        ).json
     }
 }

@@ -20,7 +20,9 @@ enum OFREPContext {
     ///   `context` or one of its known members has the wrong type (naming the member).
     static func read(_ body: JSONValue) throws(OFREPError) -> EvaluationContext {
         guard case .object(let request) = body else {
-            throw .parse("the body must be a JSON object like {\"context\": {\"targetingKey\": \"user-1\"}}, not \(body.typeDescription)")
+            throw .parse(
+                "the body must be a JSON object like {\"context\": {\"targetingKey\": \"user-1\"}}, not \(body.typeDescription)"
+            )
         }
         guard let value = request["context"], value != .null else { return EvaluationContext() }
         guard case .object(let members) = value else {

@@ -71,12 +71,16 @@ extension API {
             return OFREPError(error)
         case let error as StorageError:
             context.logger.error("storage error during an OFREP evaluation", metadata: ["error": "\(error)"])
-            return .general(.internalServerError,
-                            "the flag store failed while checking the request (\(error.message)); retry later, and tell the operator the request id \(context.requestID)")
+            return .general(
+                .internalServerError,
+                "the flag store failed while checking the request (\(error.message)); retry later, and tell the operator the request id \(context.requestID)"
+            )
         default:
-            context.logger.error("unexpected error during an OFREP evaluation", metadata: ["error": "\(String(reflecting: error))"])
-            return .general(.internalServerError,
-                            "an unexpected error occurred; it was logged with request id \(context.requestID)")
+            context.logger.error(
+                "unexpected error during an OFREP evaluation", metadata: ["error": "\(String(reflecting: error))"])
+            return .general(
+                .internalServerError,
+                "an unexpected error occurred; it was logged with request id \(context.requestID)")
         }
     }
 }

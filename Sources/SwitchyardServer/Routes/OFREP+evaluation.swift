@@ -26,7 +26,8 @@ enum OFREPEvaluation {
             // The handle exists and `evaluate` never reports a type mismatch: a missing targeting key is the one
             // error an evaluation can end in.
             let code = errorCode == .targetingKeyMissing ? "TARGETING_KEY_MISSING" : "GENERAL"
-            let details = errorCode == .targetingKeyMissing
+            let details =
+                errorCode == .targetingKeyMissing
                 ? "flag '\(details.flagKey)' needs a bucket to decide (\(details.decidedBy)) and the context has no targetingKey; send the unit id (user or device) as targetingKey"
                 : "flag '\(details.flagKey)' could not be evaluated: \(details.errorMessage ?? errorCode.openFeatureName)"
             return .failure(OFREPError(.badRequest, code, details))
@@ -64,10 +65,11 @@ enum OFREPEvaluation {
             case .success(let object):
                 return .object(object)
             case .failure(let error):
-                return .object(JSONObject([
-                    ("key", .string(flags[index].key)), ("errorCode", .string(error.errorCode)),
-                    ("errorDetails", .string(error.errorDetails)),
-                ]))
+                return .object(
+                    JSONObject([
+                        ("key", .string(flags[index].key)), ("errorCode", .string(error.errorCode)),
+                        ("errorDetails", .string(error.errorDetails)),
+                    ]))
             }
         }
     }

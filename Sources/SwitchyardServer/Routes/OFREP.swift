@@ -20,8 +20,10 @@ extension API {
             let evaluationContext = try OFREPContext.read(try await ofrepBody(request))
             let compiled = snapshot.compiled
             guard let handle = compiled.handle(for: key) else {
-                throw OFREPError(.notFound, "FLAG_NOT_FOUND",
-                                 "flag '\(key)' is not in namespace '\(snapshot.namespace)' (version \(snapshot.version)); check the key, or the namespace the request evaluates in (see X-Switchyard-Namespace)")
+                throw OFREPError(
+                    .notFound, "FLAG_NOT_FOUND",
+                    "flag '\(key)' is not in namespace '\(snapshot.namespace)' (version \(snapshot.version)); check the key, or the namespace the request evaluates in (see X-Switchyard-Namespace)"
+                )
             }
             switch OFREPEvaluation.evaluate(handle, with: compiled.evaluator(for: evaluationContext)) {
             case .success(var object):
@@ -45,10 +47,11 @@ extension API {
             let (_, snapshot) = try await ofrepAccess(request)
             let evaluationContext = try OFREPContext.read(try await ofrepBody(request))
             let evaluator = snapshot.compiled.evaluator(for: evaluationContext)
-            let document = JSONValue.object(JSONObject([
-                ("flags", .array(OFREPEvaluation.evaluateAll(with: evaluator))),
-                ("metadata", .object(JSONObject([("namespace", .string(snapshot.namespace))]))),
-            ]))
+            let document = JSONValue.object(
+                JSONObject([
+                    ("flags", .array(OFREPEvaluation.evaluateAll(with: evaluator))),
+                    ("metadata", .object(JSONObject([("namespace", .string(snapshot.namespace))]))),
+                ]))
             let body = document.serialized(.canonical)
             // The tag hashes the body itself, so it changes exactly when the result for this context does (not
             // on changes to other flags or other contexts), and two contexts with the same result share it.
@@ -92,17 +95,25 @@ extension API {
             token = try await auth.authenticate(secret: key, presentedAs: "X-API-Key")
         } else {
             auth.fail("missing")
-            throw APIError.unauthorized("OFREP needs a token: send 'Authorization: Bearer <token>' or 'X-API-Key: <token>' (an admin creates client tokens with flagctl tokens create NAME --role client --allow NAMESPACE)")
+            throw APIError.unauthorized(
+                "OFREP needs a token: send 'Authorization: Bearer <token>' or 'X-API-Key: <token>' (an admin creates client tokens with flagctl tokens create NAME --role client --allow NAMESPACE)"
+            )
         }
         guard token.role >= .client else {
             auth.fail("role")
-            throw OFREPError.general(.forbidden, "token '\(token.name)' has the \(token.role) role, which only reads /metrics; evaluating flags needs a client token (or higher)")
+            throw OFREPError.general(
+                .forbidden,
+                "token '\(token.name)' has the \(token.role) role, which only reads /metrics; evaluating flags needs a client token (or higher)"
+            )
         }
 
         if let rate = token.ratePerMinute ?? service.configuration.ofrepRatePerMinute,
-           case .limited(let seconds) = service.rateLimiter.spend(token.id, ratePerMinute: rate) {
-            var error = OFREPError.general(.tooManyRequests,
-                                           "token '\(token.name)' may send \(rate) OFREP requests per minute and has used them; retry after \(seconds) s (Retry-After), or ask an admin for a higher rate")
+            case .limited(let seconds) = service.rateLimiter.spend(token.id, ratePerMinute: rate)
+        {
+            var error = OFREPError.general(
+                .tooManyRequests,
+                "token '\(token.name)' may send \(rate) OFREP requests per minute and has used them; retry after \(seconds) s (Retry-After), or ask an admin for a higher rate"
+            )
             error.headers[.retryAfter] = String(seconds)
             throw error
         }
@@ -111,7 +122,10 @@ extension API {
         let namespace: String
         if let only = token.namespaces, only.count == 1 {
             if let header, header != only[0] {
-                throw OFREPError.general(.forbidden, "token '\(token.name)' is limited to namespace '\(only[0])'; it may not evaluate in '\(header)' (X-Switchyard-Namespace); leave the header out or use a token for '\(header)'")
+                throw OFREPError.general(
+                    .forbidden,
+                    "token '\(token.name)' is limited to namespace '\(only[0])'; it may not evaluate in '\(header)' (X-Switchyard-Namespace); leave the header out or use a token for '\(header)'"
+                )
             }
             namespace = only[0]
         } else if let header {
@@ -119,16 +133,26 @@ extension API {
         } else if let fallback = service.configuration.defaultNamespace {
             namespace = fallback
         } else {
-            throw OFREPError.general(.badRequest, "no namespace to evaluate in: send the X-Switchyard-Namespace header, use a token limited to one namespace, or start flagsd with --default-namespace")
+            throw OFREPError.general(
+                .badRequest,
+                "no namespace to evaluate in: send the X-Switchyard-Namespace header, use a token limited to one namespace, or start flagsd with --default-namespace"
+            )
         }
         guard token.allows(namespace: namespace) else {
             auth.fail("namespace")
             let allowed = token.namespaces?.joined(separator: ", ") ?? ""
-            throw OFREPError.general(.forbidden, "token '\(token.name)' may not use namespace '\(namespace)' (it is limited to \(allowed))")
+            throw OFREPError.general(
+                .forbidden, "token '\(token.name)' may not use namespace '\(namespace)' (it is limited to \(allowed))")
         }
         guard let snapshot = service.hub.snapshot(of: namespace) else {
-            let source = header != nil ? "named by X-Switchyard-Namespace" : (token.namespaces?.count == 1 ? "the token's namespace" : "flagsd's --default-namespace")
-            throw OFREPError.general(.badRequest, "namespace '\(namespace)' (\(source)) does not exist; check the name (an editor lists namespaces with flagctl namespaces list)")
+            let source =
+                header != nil
+                ? "named by X-Switchyard-Namespace"
+                : (token.namespaces?.count == 1 ? "the token's namespace" : "flagsd's --default-namespace")
+            throw OFREPError.general(
+                .badRequest,
+                "namespace '\(namespace)' (\(source)) does not exist; check the name (an editor lists namespaces with flagctl namespaces list)"
+            )
         }
         return (token, snapshot)
     }

@@ -5,7 +5,9 @@ enum TargetingLists {
     /// Reads `{"cities": [...], "cohorts": [...], ...}` into the lists of a `Conditions`.
     static func read(_ object: inout BodyObject) -> Conditions {
         var conditions = Conditions()
-        for (field, keyPath) in Conditions.targetingLists { conditions[keyPath: keyPath] = object.stringList(field) ?? [] }
+        for (field, keyPath) in Conditions.targetingLists {
+            conditions[keyPath: keyPath] = object.stringList(field) ?? []
+        }
         object.finish()
         return conditions
     }

@@ -9,8 +9,9 @@ package enum Gzip {
     package static func compress(_ input: [UInt8], level: Int32 = 6) -> [UInt8] {
         var stream = z_stream()
         // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
-        let status = deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
-                                   Int32(MemoryLayout<z_stream>.size))
+        let status = deflateInit2_(
+            &stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
+            Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "zlib deflateInit2 failed with \(status)")
         defer { deflateEnd(&stream) }
         var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)
@@ -24,7 +25,9 @@ package enum Gzip {
                 return deflate(&stream, Z_FINISH)
             }
         }
-        precondition(result == Z_STREAM_END, "zlib deflate did not finish (\(result)) although the output had deflateBound bytes")
+        precondition(
+            result == Z_STREAM_END, "zlib deflate did not finish (\(result)) although the output had deflateBound bytes"
+        )
         output.removeSubrange(Int(stream.total_out)...)
         return output
     }
@@ -55,7 +58,9 @@ package enum Gzip {
                 output.append(contentsOf: chunk[..<produced])
             } while status == Z_OK
         }
-        guard status == Z_STREAM_END else { throw GzipError(message: "not a complete gzip stream (zlib status \(status))") }
+        guard status == Z_STREAM_END else {
+            throw GzipError(message: "not a complete gzip stream (zlib status \(status))")
+        }
         return output
     }
 }

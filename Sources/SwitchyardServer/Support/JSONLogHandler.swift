@@ -20,7 +20,9 @@ public struct JSONLogHandler: LogHandler {
     ///   - label: the logger's label.
     ///   - level: the lowest level written.
     ///   - output: where lines go; standard error by default.
-    public init(label: String, level: Logger.Level, output: @escaping @Sendable (String) -> Void = JSONLogHandler.standardError) {
+    public init(
+        label: String, level: Logger.Level, output: @escaping @Sendable (String) -> Void = JSONLogHandler.standardError
+    ) {
         self.label = label
         self.logLevel = level
         self.output = output
@@ -40,7 +42,9 @@ public struct JSONLogHandler: LogHandler {
         for (key, value) in merged.sorted(by: { $0.key < $1.key }) where object[key] == nil {
             object[key] = Self.json(value)
         }
-        output(JSONValue.object(object).serializedString(JSONValue.WritingOptions(prettyPrinted: false, sortedKeys: false)))
+        output(
+            JSONValue.object(object).serializedString(JSONValue.WritingOptions(prettyPrinted: false, sortedKeys: false))
+        )
     }
 
     static func json(_ value: Logger.Metadata.Value) -> JSONValue {
@@ -48,7 +52,8 @@ public struct JSONLogHandler: LogHandler {
         case .string(let string): .string(string)
         case .stringConvertible(let convertible): .string(convertible.description)
         case .array(let values): .array(values.map(json))
-        case .dictionary(let dictionary): .object(JSONObject(dictionary.sorted { $0.key < $1.key }.map { ($0.key, json($0.value)) }))
+        case .dictionary(let dictionary):
+            .object(JSONObject(dictionary.sorted { $0.key < $1.key }.map { ($0.key, json($0.value)) }))
         }
     }
 

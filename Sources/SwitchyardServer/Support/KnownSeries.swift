@@ -37,7 +37,9 @@ enum KnownSeries {
     /// The series of the process as a whole.
     static func process(_ factory: any MetricsFactory) {
         for reason in LongPollRefusal.allCases { _ = counter(reason, factory) }
-        for reason in authFailures { _ = Counter(label: "flagsd_auth_failures_total", dimensions: [("reason", reason)], factory: factory) }
+        for reason in authFailures {
+            _ = Counter(label: "flagsd_auth_failures_total", dimensions: [("reason", reason)], factory: factory)
+        }
         _ = Timer(label: "flagsd_change_commit_duration_seconds", factory: factory)
     }
 
@@ -46,16 +48,27 @@ enum KnownSeries {
         let name = ("namespace", namespace)
         for reason in BatchRefusal.allCases { _ = counter(reason, namespace: namespace, factory) }
         for reason in EventDropReason.all { _ = counter(reason, namespace: namespace, factory) }
-        for type in eventTypes { _ = Counter(label: "flagsd_events_ingested_total", dimensions: [name, ("type", type)], factory: factory) }
-        for reason in eventRejections { _ = Counter(label: "flagsd_events_rejected_total", dimensions: [name, ("reason", reason)], factory: factory) }
+        for type in eventTypes {
+            _ = Counter(label: "flagsd_events_ingested_total", dimensions: [name, ("type", type)], factory: factory)
+        }
+        for reason in eventRejections {
+            _ = Counter(
+                label: "flagsd_events_rejected_total", dimensions: [name, ("reason", reason)], factory: factory)
+        }
         _ = Counter(label: "flagsd_events_duplicate_total", dimensions: [name], factory: factory)
         _ = Counter(label: "flagsd_experiment_units_entered_total", dimensions: [name], factory: factory)
-        for result in guardChecks { _ = Counter(label: "switchyard_guard_checks_total", dimensions: [name, ("result", result)], factory: factory) }
+        for result in guardChecks {
+            _ = Counter(
+                label: "switchyard_guard_checks_total", dimensions: [name, ("result", result)], factory: factory)
+        }
         _ = Gauge(label: "switchyard_guard_open_proposals", dimensions: [name], factory: factory)
         for source in ChangeSource.all {
-            _ = Counter(label: "flagsd_changes_total", dimensions: [name, ("source", source.rawValue)], factory: factory)
+            _ = Counter(
+                label: "flagsd_changes_total", dimensions: [name, ("source", source.rawValue)], factory: factory)
         }
-        for actor in automaticActors { _ = Counter(label: "flagsd_changes_by_actor_total", dimensions: [name, ("actor", actor)], factory: factory) }
+        for actor in automaticActors {
+            _ = Counter(label: "flagsd_changes_by_actor_total", dimensions: [name, ("actor", actor)], factory: factory)
+        }
     }
 
     static func counter(_ reason: LongPollRefusal, _ factory: any MetricsFactory) -> Counter {
@@ -63,11 +76,15 @@ enum KnownSeries {
     }
 
     static func counter(_ reason: BatchRefusal, namespace: String, _ factory: any MetricsFactory) -> Counter {
-        Counter(label: "flagsd_event_batches_refused_total", dimensions: [("namespace", namespace), ("reason", reason.rawValue)],
-                factory: factory)
+        Counter(
+            label: "flagsd_event_batches_refused_total",
+            dimensions: [("namespace", namespace), ("reason", reason.rawValue)],
+            factory: factory)
     }
 
     static func counter(_ reason: EventDropReason, namespace: String, _ factory: any MetricsFactory) -> Counter {
-        Counter(label: "flagsd_events_dropped_total", dimensions: [("namespace", namespace), ("reason", reason.rawValue)], factory: factory)
+        Counter(
+            label: "flagsd_events_dropped_total", dimensions: [("namespace", namespace), ("reason", reason.rawValue)],
+            factory: factory)
     }
 }

@@ -24,23 +24,30 @@ public struct ChangePlan: Sendable, Hashable {
     ///   `reasonRequired` when the policy needs a reason that is missing.
     public init(before: FlagSet, after: FlagSet, request: ChangeRequest, policy: ReasonPolicy) throws(StorageError) {
         guard after.namespace == before.namespace else {
-            throw StorageError(.invalid, "a change cannot rename namespace '\(before.namespace)' to '\(after.namespace)'",
-                               problems: [ValidationProblem(path: "namespace", message: "must stay '\(before.namespace)'")])
+            throw StorageError(
+                .invalid, "a change cannot rename namespace '\(before.namespace)' to '\(after.namespace)'",
+                problems: [ValidationProblem(path: "namespace", message: "must stay '\(before.namespace)'")])
         }
         var aligned = AlignedChanges()
         let changed = ChangedObjects(from: before, to: after, aligned: &aligned)
         let problems = after.validate(changedFrom: before, changes: changed, aligned: aligned)
         guard problems.isEmpty else {
-            throw StorageError(.invalid, "the change would leave namespace '\(before.namespace)' invalid", problems: problems)
+            throw StorageError(
+                .invalid, "the change would leave namespace '\(before.namespace)' invalid", problems: problems)
         }
         self.after = after
         self.changes = ChangePlan.diff(before: before, after: after, changed: changed, aligned: aligned)
         let trimmed = request.author.reason?.trimmingCharacters(in: .whitespacesAndNewlines)
         self.reason = (trimmed?.isEmpty ?? true) ? nil : trimmed
         self.summary = request.summary ?? ChangePlan.describe(changes)
-        if reason == nil, !changes.isEmpty, policy.requiresReason(addsKillEntry: after.addsKillEntry(comparedTo: before)) {
+        if reason == nil, !changes.isEmpty,
+            policy.requiresReason(addsKillEntry: after.addsKillEntry(comparedTo: before))
+        {
             let what = policy == .always ? "on every change" : "to kill"
-            throw StorageError(.reasonRequired, "namespace '\(before.namespace)' requires a reason \(what); pass one (flagctl --reason, API field 'reason')")
+            throw StorageError(
+                .reasonRequired,
+                "namespace '\(before.namespace)' requires a reason \(what); pass one (flagctl --reason, API field 'reason')"
+            )
         }
     }
 
@@ -53,34 +60,46 @@ public struct ChangePlan: Sendable, Hashable {
 
     /// The objects that differ, knowing which plugin points, kill switches and flags do (and where, when the change
     /// left every key in place).
-    static func diff(before: FlagSet, after: FlagSet, changed: ChangedObjects, aligned: AlignedChanges) -> [ObjectChange] {
+    static func diff(before: FlagSet, after: FlagSet, changed: ChangedObjects, aligned: AlignedChanges)
+        -> [ObjectChange]
+    {
         var changes: [ObjectChange] = []
         if before.description != after.description {
-            changes.append(ObjectChange(kind: .namespace, key: "description",
-                                        before: before.description.map(JSONValue.string),
-                                        after: after.description.map(JSONValue.string)))
+            changes.append(
+                ObjectChange(
+                    kind: .namespace, key: "description",
+                    before: before.description.map(JSONValue.string),
+                    after: after.description.map(JSONValue.string)))
         }
         if before.crashGuard != after.crashGuard {
-            changes.append(ObjectChange(kind: .namespace, key: "crash_guard",
-                                        before: before.crashGuard.map { .object($0.tree(unit: .basisPoints)) },
-                                        after: after.crashGuard.map { .object($0.tree(unit: .basisPoints)) }))
+            changes.append(
+                ObjectChange(
+                    kind: .namespace, key: "crash_guard",
+                    before: before.crashGuard.map { .object($0.tree(unit: .basisPoints)) },
+                    after: after.crashGuard.map { .object($0.tree(unit: .basisPoints)) }))
         }
         // Find the objects that differ on the model (position by position while the lists agree), then build JSON
         // trees for those only, in the order the lists have them.
-        func record<Object>(_ kind: ObjectKind, _ keys: Set<String>, _ old: [Object], _ new: [Object], at positions: [Int]? = nil,
-                            key: (Object) -> String, tree: (Object) -> JSONValue) {
+        func record<Object>(
+            _ kind: ObjectKind, _ keys: Set<String>, _ old: [Object], _ new: [Object], at positions: [Int]? = nil,
+            key: (Object) -> String, tree: (Object) -> JSONValue
+        ) {
             guard !keys.isEmpty else { return }
             if let positions {
                 for index in positions {
-                    let before = tree(old[index]), after = tree(new[index])
-                    if before != after { changes.append(ObjectChange(kind: kind, key: key(new[index]), before: before, after: after)) }
+                    let before = tree(old[index])
+                    let after = tree(new[index])
+                    if before != after {
+                        changes.append(ObjectChange(kind: kind, key: key(new[index]), before: before, after: after))
+                    }
                 }
                 return
             }
             // A change touches a few objects of thousands: comparing a key with a few is cheaper than hashing it.
             let few = keys.count <= 8 ? Array(keys) : nil
             func isChanged(_ object: Object) -> Bool { few?.contains(key(object)) ?? keys.contains(key(object)) }
-            var oldByKey: [String: Object] = [:], order: [String] = []
+            var oldByKey: [String: Object] = [:]
+            var order: [String] = []
             for object in old where isChanged(object) && oldByKey[key(object)] == nil {
                 oldByKey[key(object)] = object
                 order.append(key(object))
@@ -91,19 +110,29 @@ public struct ChangePlan: Sendable, Hashable {
                 if oldByKey[key(object)] == nil { order.append(key(object)) }
             }
             for name in order {
-                let before = oldByKey[name].map(tree), after = newByKey[name].map(tree)
+                let before = oldByKey[name].map(tree)
+                let after = newByKey[name].map(tree)
                 if before != after { changes.append(ObjectChange(kind: kind, key: name, before: before, after: after)) }
             }
         }
         // Closures, not key paths: these run for every object of the namespace.
-        record(.pluginPoint, changed.pluginPoints, before.pluginPoints, after.pluginPoints, key: { $0.name }) { $0.jsonTree }
-        record(.killSwitch, changed.killSwitches, before.killSwitches, after.killSwitches, at: aligned.killSwitches,
-               key: { $0.key }) { $0.jsonTree }
-        record(.flag, changed.flags, before.flags, after.flags, at: aligned.flags, key: { $0.key }) { .object($0.tree(unit: .basisPoints)) }
+        record(.pluginPoint, changed.pluginPoints, before.pluginPoints, after.pluginPoints, key: { $0.name }) {
+            $0.jsonTree
+        }
+        record(
+            .killSwitch, changed.killSwitches, before.killSwitches, after.killSwitches, at: aligned.killSwitches,
+            key: { $0.key }
+        ) { $0.jsonTree }
+        record(.flag, changed.flags, before.flags, after.flags, at: aligned.flags, key: { $0.key }) {
+            .object($0.tree(unit: .basisPoints))
+        }
         if before.metrics != after.metrics {
             var positions: [Int]?
-            let metrics = ChangedObjects.changedKeys(before.metrics, after.metrics, key: { $0.name }, positions: &positions)
-            record(.metric, metrics, before.metrics, after.metrics, at: positions, key: { $0.name }) { .object($0.tree) }
+            let metrics = ChangedObjects.changedKeys(
+                before.metrics, after.metrics, key: { $0.name }, positions: &positions)
+            record(.metric, metrics, before.metrics, after.metrics, at: positions, key: { $0.name }) {
+                .object($0.tree)
+            }
         }
         return changes
     }

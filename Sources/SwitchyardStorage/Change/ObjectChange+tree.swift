@@ -3,18 +3,20 @@ public import SwitchyardCore
 extension ObjectChange {
     /// `{"kind": "flag", "key": "…", "before": {…} | null, "after": {…} | null}`.
     public var tree: JSONValue {
-        .object(JSONObject([
-            ("kind", .string(kind.rawValue)), ("key", .string(key)),
-            ("before", before ?? .null), ("after", after ?? .null),
-        ]))
+        .object(
+            JSONObject([
+                ("kind", .string(kind.rawValue)), ("key", .string(key)),
+                ("before", before ?? .null), ("after", after ?? .null),
+            ]))
     }
 
     /// Reads the form `tree` writes; nil when it is not one.
     public init?(tree: JSONValue) {
         guard let kind = tree["kind"]?.stringValue.flatMap(ObjectKind.init(rawValue:)),
-              let key = tree["key"]?.stringValue
+            let key = tree["key"]?.stringValue
         else { return nil }
-        let before = tree["before"], after = tree["after"]
+        let before = tree["before"]
+        let after = tree["after"]
         self.init(kind: kind, key: key, before: before == .null ? nil : before, after: after == .null ? nil : after)
     }
 

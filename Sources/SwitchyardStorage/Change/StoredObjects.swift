@@ -50,12 +50,16 @@ extension FlagSet {
         var objects: [StoredObject] = []
         for field in storedNamespaceFields {
             if let value = tree[field] {
-                objects.append(StoredObject(kind: ObjectKind.namespace.rawValue, key: field, body: value.serializedString(.canonical)))
+                objects.append(
+                    StoredObject(
+                        kind: ObjectKind.namespace.rawValue, key: field, body: value.serializedString(.canonical)))
             }
         }
         for (index, point) in (tree["plugin_points"]?.arrayValue ?? []).enumerated() {
-            objects.append(StoredObject(kind: ObjectKind.pluginPoint.rawValue, key: point["name"]?.stringValue ?? "#\(index)",
-                                        position: Int64(index), body: point.serializedString(.canonical)))
+            objects.append(
+                StoredObject(
+                    kind: ObjectKind.pluginPoint.rawValue, key: point["name"]?.stringValue ?? "#\(index)",
+                    position: Int64(index), body: point.serializedString(.canonical)))
         }
         for (kind, member) in [(ObjectKind.killSwitch, "kill_switches"), (.flag, "flags"), (.metric, "metrics")] {
             for (key, value) in tree[member]?.objectValue ?? JSONObject() {
@@ -73,13 +77,17 @@ extension FlagSet {
         var root = JSONObject()
         root["namespace"] = .string(namespace)
         var points: [(Int64, JSONValue)] = []
-        var killSwitches: [(String, JSONValue)] = [], flags: [(String, JSONValue)] = [], metrics: [(String, JSONValue)] = []
+        var killSwitches: [(String, JSONValue)] = []
+        var flags: [(String, JSONValue)] = []
+        var metrics: [(String, JSONValue)] = []
         for object in objects {
             let value: JSONValue
             do {
                 value = try JSONValue.parse(object.body)
             } catch {
-                throw StorageError(.corrupt, "the stored \(object.kind) '\(object.key)' of namespace '\(namespace)' is not JSON: \(error)")
+                throw StorageError(
+                    .corrupt,
+                    "the stored \(object.kind) '\(object.key)' of namespace '\(namespace)' is not JSON: \(error)")
             }
             switch ObjectKind(rawValue: object.kind) {
             case .namespace where Self.storedNamespaceFields.contains(object.key): root[object.key] = value
@@ -88,17 +96,23 @@ extension FlagSet {
             case .flag: flags.append((object.key, value))
             case .metric: metrics.append((object.key, value))
             default:
-                throw StorageError(.corrupt, "namespace '\(namespace)' has a stored object of unknown kind '\(object.kind)' ('\(object.key)')")
+                throw StorageError(
+                    .corrupt,
+                    "namespace '\(namespace)' has a stored object of unknown kind '\(object.kind)' ('\(object.key)')")
             }
         }
         if !points.isEmpty { root["plugin_points"] = .array(points.sorted { $0.0 < $1.0 }.map(\.1)) }
-        root["kill_switches"] = .object(JSONObject(killSwitches.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }))
+        root["kill_switches"] = .object(
+            JSONObject(killSwitches.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }))
         root["flags"] = .object(JSONObject(flags.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }))
-        if !metrics.isEmpty { root["metrics"] = .object(JSONObject(metrics.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) })) }
+        if !metrics.isEmpty {
+            root["metrics"] = .object(JSONObject(metrics.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }))
+        }
         do {
             self = try FlagSet(tree: .object(root), unit: .basisPoints)
         } catch {
-            throw StorageError(.corrupt, "the stored flag set of namespace '\(namespace)' is invalid", problems: error.problems)
+            throw StorageError(
+                .corrupt, "the stored flag set of namespace '\(namespace)' is invalid", problems: error.problems)
         }
     }
 }
@@ -119,7 +133,9 @@ extension ChangeRecord {
                 continue
             default:
                 if let tree = change.after {
-                    writes.upserts.append(StoredObject(kind: change.kind.rawValue, key: change.key, body: tree.serializedString(.canonical)))
+                    writes.upserts.append(
+                        StoredObject(
+                            kind: change.kind.rawValue, key: change.key, body: tree.serializedString(.canonical)))
                 } else {
                     writes.deletions.append((change.kind.rawValue, change.key))
                 }
@@ -128,8 +144,10 @@ extension ChangeRecord {
         if pointsChanged {
             writes.replacedKinds.append(ObjectKind.pluginPoint.rawValue)
             for (index, point) in after.pluginPoints.enumerated() {
-                writes.upserts.append(StoredObject(kind: ObjectKind.pluginPoint.rawValue, key: point.name, position: Int64(index),
-                                                   body: point.jsonTree.serializedString(.canonical)))
+                writes.upserts.append(
+                    StoredObject(
+                        kind: ObjectKind.pluginPoint.rawValue, key: point.name, position: Int64(index),
+                        body: point.jsonTree.serializedString(.canonical)))
             }
         }
         return writes

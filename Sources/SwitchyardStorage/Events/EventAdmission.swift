@@ -46,8 +46,10 @@ public struct EventAdmission: Sendable, Hashable {
     /// phase (so the arms stay a fair split); nil: no bound.
     public var maximumUnitsPerArm: Int?
 
-    public init(window: Duration, maximumSessionsPerUnit: Int?, maximumSessionsPerAddress: Int?, cities: Set<String>?,
-                cohorts: Set<String>?, maximumScopeValues: Int?) {
+    public init(
+        window: Duration, maximumSessionsPerUnit: Int?, maximumSessionsPerAddress: Int?, cities: Set<String>?,
+        cohorts: Set<String>?, maximumScopeValues: Int?
+    ) {
         self.window = window
         self.maximumSessionsPerUnit = maximumSessionsPerUnit
         self.maximumSessionsPerAddress = maximumSessionsPerAddress
@@ -58,9 +60,10 @@ public struct EventAdmission: Sendable, Hashable {
 
     /// A namespace's admission, from its resolved crash guard policy (the namespace fields and window).
     public init(policy: ResolvedCrashGuardPolicy) {
-        self.init(window: policy.window, maximumSessionsPerUnit: policy.maximumSessionsPerUnit,
-                  maximumSessionsPerAddress: policy.maximumSessionsPerAddress, cities: policy.cities.map(Set.init),
-                  cohorts: policy.cohorts.map(Set.init), maximumScopeValues: policy.maximumScopeValues)
+        self.init(
+            window: policy.window, maximumSessionsPerUnit: policy.maximumSessionsPerUnit,
+            maximumSessionsPerAddress: policy.maximumSessionsPerAddress, cities: policy.cities.map(Set.init),
+            cohorts: policy.cohorts.map(Set.init), maximumScopeValues: policy.maximumScopeValues)
     }
 
     /// A namespace's admission: its crash guard policy, and the values its flag set names.
@@ -80,15 +83,19 @@ public struct EventAdmission: Sendable, Hashable {
     }
 
     /// Everything counts, every value on its own.
-    public static let unlimited = EventAdmission(window: .seconds(600), maximumSessionsPerUnit: nil, maximumSessionsPerAddress: nil,
-                                                 cities: nil, cohorts: nil, maximumScopeValues: nil)
+    public static let unlimited = EventAdmission(
+        window: .seconds(600), maximumSessionsPerUnit: nil, maximumSessionsPerAddress: nil,
+        cities: nil, cohorts: nil, maximumScopeValues: nil)
 
     /// What an admission window counts.
     public struct Kind: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
         public let rawValue: String
 
         public init?(rawValue: String) {
-            guard ["unit", "reporter_unit", "address", "city", "cohort", "metric_unit", "metric_address"].contains(rawValue) else { return nil }
+            guard
+                ["unit", "reporter_unit", "address", "city", "cohort", "metric_unit", "metric_address"].contains(
+                    rawValue)
+            else { return nil }
             self.rawValue = rawValue
         }
 
@@ -199,7 +206,8 @@ public struct EventAdmission: Sendable, Hashable {
         public init(_ events: [StoredEvent], admission: EventAdmission) {
             self.admission = admission
             self.events = events
-            var keys = Array(repeating: [(key: WindowKey, cap: Int)?](repeating: nil, count: events.count), count: Self.steps)
+            var keys = Array(
+                repeating: [(key: WindowKey, cap: Int)?](repeating: nil, count: events.count), count: Self.steps)
             var blocksOf: [String: [AddressBlock]] = [:]
             for (index, event) in events.enumerated() {
                 // Sessions and metric events are capped alike, each kind in windows of its own.
@@ -215,7 +223,10 @@ public struct EventAdmission: Sendable, Hashable {
                     let blocks = blocksOf[address] ?? AddressBlock.blocks(ofKey: address)
                     blocksOf[address] = blocks
                     for (level, block) in blocks.enumerated() where level < Self.steps - 1 {
-                        keys[level][index] = (WindowKey(window: window, kind: isMetric ? .metricAddress : .address, value: block.key), block.cap(cap))
+                        keys[level][index] = (
+                            WindowKey(window: window, kind: isMetric ? .metricAddress : .address, value: block.key),
+                            block.cap(cap)
+                        )
                     }
                 }
                 if let cap = admission.maximumSessionsPerUnit {
@@ -290,11 +301,14 @@ public struct EventAdmission: Sendable, Hashable {
             for (index, event) in events.enumerated() where refusals[index] == nil {
                 let window = admission.windowStart(of: event.time)
                 var undeclared: [WindowKey] = []
-                if admission.cities == nil, let city = event.city, city != CrashGuardPolicy.otherValue, !admission.pinned(city, .city) {
+                if admission.cities == nil, let city = event.city, city != CrashGuardPolicy.otherValue,
+                    !admission.pinned(city, .city)
+                {
                     undeclared.append(WindowKey(window: window, kind: .city, value: city))
                 }
                 if admission.cohorts == nil {
-                    for cohort in Set(event.cohorts) where cohort != CrashGuardPolicy.otherValue && !admission.pinned(cohort, .cohort) {
+                    for cohort in Set(event.cohorts)
+                    where cohort != CrashGuardPolicy.otherValue && !admission.pinned(cohort, .cohort) {
                         undeclared.append(WindowKey(window: window, kind: .cohort, value: cohort))
                     }
                 }
@@ -327,11 +341,16 @@ public struct EventAdmission: Sendable, Hashable {
                 }
                 let window = admission.windowStart(of: event.time)
                 var event = event
-                event.city = event.city.map { fold($0, declared: admission.cities, named: admission.namedCities, ranked: ranked[Ranking(window: window, kind: .city)]) }
+                event.city = event.city.map {
+                    fold(
+                        $0, declared: admission.cities, named: admission.namedCities,
+                        ranked: ranked[Ranking(window: window, kind: .city)])
+                }
                 var cohorts: [String] = []
                 for cohort in event.cohorts {
-                    let value = fold(cohort, declared: admission.cohorts, named: admission.namedCohorts,
-                                     ranked: ranked[Ranking(window: window, kind: .cohort)])
+                    let value = fold(
+                        cohort, declared: admission.cohorts, named: admission.namedCohorts,
+                        ranked: ranked[Ranking(window: window, kind: .cohort)])
                     if !cohorts.contains(value) { cohorts.append(value) }
                 }
                 event.cohorts = cohorts
@@ -426,7 +445,9 @@ public struct EventAdmission: Sendable, Hashable {
         public init() {}
 
         /// Admits a batch of new events.
-        public mutating func admit(_ events: [StoredEvent], admission: EventAdmission) -> (events: [StoredEvent], dropped: [EventDrop]) {
+        public mutating func admit(_ events: [StoredEvent], admission: EventAdmission) -> (
+            events: [StoredEvent], dropped: [EventDrop]
+        ) {
             var plan = Plan(events, admission: admission)
             while let contributions = plan.contributions { plan.admit(totals: add(contributions)) }
             for frequency in plan.frequencies {
@@ -439,7 +460,8 @@ public struct EventAdmission: Sendable, Hashable {
             var ranked: [Ranking: Set<String>] = [:]
             for ranking in plan.rankings {
                 let values = frequencies[ranking] ?? [:]
-                let top = values.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(admission.maximumScopeValues ?? values.count)
+                let top = values.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(
+                    admission.maximumScopeValues ?? values.count)
                 ranked[ranking] = Set(top.map(\.key))
             }
             return plan.counted(ranked: ranked)

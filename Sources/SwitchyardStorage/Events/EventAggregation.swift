@@ -57,7 +57,8 @@ public enum EventAggregation {
             case .session(let crashed, let switches, let variants):
                 tally = EventTally(sessions: 1, crashedSessions: crashed ? 1 : 0)
                 var seen = Set<String>()
-                subjects = [.baseline] + switches.filter { seen.insert($0).inserted }.map(EventSubject.pluginSwitch)
+                subjects =
+                    [.baseline] + switches.filter { seen.insert($0).inserted }.map(EventSubject.pluginSwitch)
                     + variants.map { EventSubject.variant($0.value, of: $0.key) }
             case .exposure(let flag, let variant):
                 tally = EventTally(exposures: 1)
@@ -68,7 +69,9 @@ public enum EventAggregation {
             }
             for subject in subjects {
                 for dimension in dimensions {
-                    sums[CounterKey(source: event.source, subject: subject, dimension: dimension, bucket: bucket), default: .zero] += tally
+                    sums[
+                        CounterKey(source: event.source, subject: subject, dimension: dimension, bucket: bucket),
+                        default: .zero] += tally
                 }
             }
         }
@@ -82,28 +85,35 @@ public enum EventAggregation {
         for event in events {
             guard case .session(true, let switches, _) = event.payload else { continue }
             var seen = Set<String>()
-            records.append(CrashRecord(id: event.id, source: event.source, bucket: bucketStart(of: event.time),
-                                       unit: EventAdmission.unitKey(of: event), address: event.address, city: event.city,
-                                       cohorts: Array(Set(event.cohorts)).sorted(), switches: switches.filter { seen.insert($0).inserted }))
+            records.append(
+                CrashRecord(
+                    id: event.id, source: event.source, bucket: bucketStart(of: event.time),
+                    unit: EventAdmission.unitKey(of: event), address: event.address, city: event.city,
+                    cohorts: Array(Set(event.cohorts)).sorted(), switches: switches.filter { seen.insert($0).inserted })
+            )
         }
         return records.sorted { $0.id < $1.id }
     }
 
     /// Sums counters the way `eventCounts` must: over the query's buckets, per subject and dimension (and per
     /// bucket when asked), leaving out zero sums, sorted. For backends that read raw counters, and for tests.
-    public static func sum(_ counters: some Sequence<(key: CounterKey, tally: EventTally)>, for query: EventCountQuery) -> [EventCount] {
+    public static func sum(_ counters: some Sequence<(key: CounterKey, tally: EventTally)>, for query: EventCountQuery)
+        -> [EventCount]
+    {
         var sums: [CounterKey: EventTally] = [:]
         for (key, tally) in counters {
             guard key.bucket >= query.fromBucket, key.bucket < query.untilMilliseconds,
-                  query.subjects?.contains(key.subject.kind) ?? true, query.keys?.contains(key.subject.key) ?? true,
-                  query.dimensions?.contains(key.dimension.kind) ?? true, query.sources?.contains(key.source) ?? true else { continue }
+                query.subjects?.contains(key.subject.kind) ?? true, query.keys?.contains(key.subject.key) ?? true,
+                query.dimensions?.contains(key.dimension.kind) ?? true, query.sources?.contains(key.source) ?? true
+            else { continue }
             var grouped = key
             if !query.perBucket { grouped.bucket = 0 }
             sums[grouped, default: .zero] += tally
         }
         return sums.filter { !$0.value.isZero }.sorted { $0.key < $1.key }.map { key, tally in
-            EventCount(source: key.source, subject: key.subject, dimension: key.dimension,
-                       bucket: query.perBucket ? Date(milliseconds: key.bucket) : nil, tally: tally)
+            EventCount(
+                source: key.source, subject: key.subject, dimension: key.dimension,
+                bucket: query.perBucket ? Date(milliseconds: key.bucket) : nil, tally: tally)
         }
     }
 }

@@ -57,14 +57,17 @@ public protocol EventStore: Sendable {
     ///     their own.
     /// - Returns: which ids were recorded now and which had been before, which of the new ones a cap left out of
     ///   the counts, and the events as counted.
-    func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission) async throws
+    func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission)
+        async throws
         -> EventIngestResult
 
     /// Counts new events as `ingestEvents(_:in:receivedAt:admission:)` does; when `synced` is false the commit may
     /// return before it is on disk, provided the next synced commit of events makes it durable too (a write-ahead
     /// log synced up to that commit). Ingestion writes the parts of a large batch this way, and only the last one
     /// synced, before acknowledging the batch. The default syncs every part.
-    func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool)
+    func ingestEvents(
+        _ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool
+    )
         async throws -> EventIngestResult
 
     /// Counter sums over a time range.
@@ -75,7 +78,8 @@ public protocol EventStore: Sendable {
 
     /// Which units and networks reported each undeclared city and cohort, over the admission windows that start in
     /// a time range.
-    func scopeReach(in namespace: String, from: Date, until: Date) async throws -> [EventDimension: EventAdmission.Reach]
+    func scopeReach(in namespace: String, from: Date, until: Date) async throws -> [EventDimension: EventAdmission
+        .Reach]
 
     /// The units of an experiment (every phase), with their metric totals now and at entry.
     func experimentUnits(in namespace: String, experiment: String) async throws -> [ExperimentUnitRecord]
@@ -129,13 +133,18 @@ public struct EventCompaction: Sendable, Hashable {
 }
 
 extension EventStore {
-    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool)
-        async throws -> EventIngestResult {
+    public func ingestEvents(
+        _ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool
+    )
+        async throws -> EventIngestResult
+    {
         try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission)
     }
 
     /// Counts new events with no caps and every city and cohort on its own.
-    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date) async throws -> EventIngestResult {
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date) async throws
+        -> EventIngestResult
+    {
         try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: .unlimited)
     }
 }
@@ -193,8 +202,10 @@ public struct StoredEvent: Sendable, Hashable {
     /// and metric events report them: the arms of those switches' experiments the unit is in.
     public var splits: [String: Bool]
 
-    public init(id: String, time: Date, city: String? = nil, cohorts: [String] = [], payload: Payload,
-                source: EventSource = .client, unit: String? = nil, address: String? = nil, splits: [String: Bool] = [:]) {
+    public init(
+        id: String, time: Date, city: String? = nil, cohorts: [String] = [], payload: Payload,
+        source: EventSource = .client, unit: String? = nil, address: String? = nil, splits: [String: Bool] = [:]
+    ) {
         self.id = id
         self.time = time
         self.city = city
@@ -229,7 +240,10 @@ public struct EventIngestResult: Sendable, Hashable {
     /// How many units the batch entered in an experiment's arm.
     public var enteredUnits: Int
 
-    public init(counted: [String], duplicates: [String], dropped: [EventDrop] = [], admitted: [StoredEvent] = [], enteredUnits: Int = 0) {
+    public init(
+        counted: [String], duplicates: [String], dropped: [EventDrop] = [], admitted: [StoredEvent] = [],
+        enteredUnits: Int = 0
+    ) {
         self.counted = counted
         self.duplicates = duplicates
         self.dropped = dropped
@@ -269,7 +283,9 @@ public struct EventDropReason: RawRepresentable, Sendable, Hashable, CustomStrin
     public static let unknownMetric = EventDropReason(rawValue: "unknown_metric")
 
     /// Every reason, for metrics that exist at 0 for each.
-    public static let all: [EventDropReason] = [.unitCap, .addressCap, .unknownSwitch, .unknownFlag, .unknownVariant, .unknownMetric]
+    public static let all: [EventDropReason] = [
+        .unitCap, .addressCap, .unknownSwitch, .unknownFlag, .unknownVariant, .unknownMetric,
+    ]
 
     public var description: String { rawValue }
 }
@@ -289,8 +305,10 @@ public struct CrashRecord: Sendable, Hashable {
     public var cohorts: [String]
     public var switches: [String]
 
-    public init(id: String, source: EventSource, bucket: Int64, unit: String, address: String?, city: String?,
-                cohorts: [String], switches: [String]) {
+    public init(
+        id: String, source: EventSource, bucket: Int64, unit: String, address: String?, city: String?,
+        cohorts: [String], switches: [String]
+    ) {
         self.id = id
         self.source = source
         self.bucket = bucket
@@ -310,7 +328,9 @@ public struct CrashRecord: Sendable, Hashable {
     ///
     /// - Throws: `StorageError` `corrupt` when it is not a JSON array.
     public static func list(stored text: String) throws(StorageError) -> [String] {
-        guard let values = (try? JSONValue.parse(text))?.arrayValue else { throw StorageError(.corrupt, "a stored list is not a JSON array") }
+        guard let values = (try? JSONValue.parse(text))?.arrayValue else {
+            throw StorageError(.corrupt, "a stored list is not a JSON array")
+        }
         return values.compactMap(\.stringValue)
     }
 
@@ -456,8 +476,9 @@ public struct EventTally: Sendable, Hashable, CustomStringConvertible {
     }
 
     public static func + (lhs: EventTally, rhs: EventTally) -> EventTally {
-        EventTally(sessions: lhs.sessions + rhs.sessions, crashedSessions: lhs.crashedSessions + rhs.crashedSessions,
-                   exposures: lhs.exposures + rhs.exposures)
+        EventTally(
+            sessions: lhs.sessions + rhs.sessions, crashedSessions: lhs.crashedSessions + rhs.crashedSessions,
+            exposures: lhs.exposures + rhs.exposures)
     }
 
     public static func += (lhs: inout EventTally, rhs: EventTally) { lhs = lhs + rhs }
@@ -477,7 +498,10 @@ public struct EventCount: Sendable, Hashable, CustomStringConvertible {
     public var bucket: Date?
     public var tally: EventTally
 
-    public init(source: EventSource = .client, subject: EventSubject, dimension: EventDimension, bucket: Date? = nil, tally: EventTally) {
+    public init(
+        source: EventSource = .client, subject: EventSubject, dimension: EventDimension, bucket: Date? = nil,
+        tally: EventTally
+    ) {
         self.source = source
         self.subject = subject
         self.dimension = dimension
@@ -521,8 +545,10 @@ public struct EventCountQuery: Sendable, Hashable {
     /// One result per bucket instead of sums over the range.
     public var perBucket: Bool
 
-    public init(namespace: String, from: Date, until: Date, subjects: Set<EventSubject.Kind>? = nil, keys: Set<String>? = nil,
-                dimensions: Set<EventDimension.Kind>? = nil, sources: Set<EventSource>? = nil, perBucket: Bool = false) {
+    public init(
+        namespace: String, from: Date, until: Date, subjects: Set<EventSubject.Kind>? = nil, keys: Set<String>? = nil,
+        dimensions: Set<EventDimension.Kind>? = nil, sources: Set<EventSource>? = nil, perBucket: Bool = false
+    ) {
         self.namespace = namespace
         self.from = from
         self.until = until

@@ -25,7 +25,9 @@ public struct ExperimentDesign: Sendable, Hashable {
     public static let withArm = "with"
     public static let withoutArm = "without"
 
-    public init(key: String, arms: [String], control: String, shares: [String: Double]?, phase: String, isPluginSwitch: Bool) {
+    public init(
+        key: String, arms: [String], control: String, shares: [String: Double]?, phase: String, isPluginSwitch: Bool
+    ) {
         self.key = key
         self.arms = arms
         self.control = control
@@ -44,9 +46,12 @@ public struct ExperimentDesign: Sendable, Hashable {
             guard !partial.isEmpty else { return nil }
             let distinct = Array(Set(partial)).sorted()
             let share = distinct.count == 1 ? Double(distinct[0]) / Double(Rollout.maximum) : nil
-            self.init(key: flag.key, arms: [Self.withoutArm, Self.withArm], control: Self.withoutArm,
-                      shares: share.map { [Self.withArm: $0, Self.withoutArm: 1 - $0] },
-                      phase: Self.limited(distinct.map { (Rollout(basisPoints: Int($0)) ?? .off).description }.joined(separator: "|")), isPluginSwitch: true)
+            self.init(
+                key: flag.key, arms: [Self.withoutArm, Self.withArm], control: Self.withoutArm,
+                shares: share.map { [Self.withArm: $0, Self.withoutArm: 1 - $0] },
+                phase: Self.limited(
+                    distinct.map { (Rollout(basisPoints: Int($0)) ?? .off).description }.joined(separator: "|")),
+                isPluginSwitch: true)
         case .experiment(let experiment):
             let variants = experiment.variants.map(\.key)
             guard variants.count > 1 else { return nil }
@@ -64,8 +69,9 @@ public struct ExperimentDesign: Sendable, Hashable {
                 let total = Double(weights.values.reduce(0, +))
                 shares = Dictionary(uniqueKeysWithValues: variants.map { ($0, Double(weights[$0] ?? 0) / total) })
             }
-            self.init(key: flag.key, arms: [control] + variants.filter { $0 != control }, control: control, shares: shares,
-                      phase: Self.limited(distinct.joined(separator: "|")), isPluginSwitch: false)
+            self.init(
+                key: flag.key, arms: [control] + variants.filter { $0 != control }, control: control, shares: shares,
+                phase: Self.limited(distinct.joined(separator: "|")), isPluginSwitch: false)
         }
     }
 
@@ -120,7 +126,9 @@ public struct ExperimentStep: Sendable, Hashable {
 
     /// The steps of some admitted events, in their order: sessions add to `sessions` and `crashed_sessions`,
     /// metric events to their metric (its value, at most ``maximumValue``); events without a unit are no observation.
-    public static func steps(of events: some Sequence<StoredEvent>, experiments: [String: ExperimentDesign]) -> [ExperimentStep] {
+    public static func steps(of events: some Sequence<StoredEvent>, experiments: [String: ExperimentDesign])
+        -> [ExperimentStep]
+    {
         var steps: [ExperimentStep] = []
         let ordered = experiments.values.sorted { $0.key < $1.key }
         for event in events {
@@ -137,9 +145,12 @@ public struct ExperimentStep: Sendable, Hashable {
             }
             var entries: [Entry] = []
             for design in ordered {
-                if let arm = design.arm(of: event) { entries.append(Entry(experiment: design.key, phase: design.phase, arm: arm)) }
+                if let arm = design.arm(of: event) {
+                    entries.append(Entry(experiment: design.key, phase: design.phase, arm: arm))
+                }
             }
-            steps.append(ExperimentStep(unit: unit, time: event.time, address: event.address, entries: entries, totals: totals))
+            steps.append(
+                ExperimentStep(unit: unit, time: event.time, address: event.address, entries: entries, totals: totals))
         }
         return steps
     }
@@ -163,8 +174,10 @@ public struct ExperimentUnitRecord: Sendable, Hashable {
     /// The unit's total of each metric when it entered the experiment (its pre-exposure value).
     public var pre: [String: Double]
 
-    public init(unit: String, arm: String, phase: String, entered: Date, address: String? = nil, totals: [String: Double] = [:],
-                pre: [String: Double] = [:]) {
+    public init(
+        unit: String, arm: String, phase: String, entered: Date, address: String? = nil, totals: [String: Double] = [:],
+        pre: [String: Double] = [:]
+    ) {
         self.unit = unit
         self.arm = arm
         self.phase = phase
@@ -219,7 +232,9 @@ public struct ExperimentWrites: Sendable {
             self.phase = phase
         }
 
-        public static func < (lhs: Phase, rhs: Phase) -> Bool { (lhs.experiment, lhs.phase) < (rhs.experiment, rhs.phase) }
+        public static func < (lhs: Phase, rhs: Phase) -> Bool {
+            (lhs.experiment, lhs.phase) < (rhs.experiment, rhs.phase)
+        }
     }
 
     /// Units entering arms, in step order.
@@ -229,7 +244,9 @@ public struct ExperimentWrites: Sendable {
 
     /// What the store must tell the plan: which `(phase, unit)` pairs are recorded already, the units of each arm of
     /// the phases, and the totals of the units now.
-    public static func candidates(of steps: [ExperimentStep]) -> (pairs: [(phase: Phase, unit: String)], phases: [Phase], units: [String]) {
+    public static func candidates(of steps: [ExperimentStep]) -> (
+        pairs: [(phase: Phase, unit: String)], phases: [Phase], units: [String]
+    ) {
         var pairs: [(phase: Phase, unit: String)] = []
         var seen = Set<String>()
         var phases = Set<Phase>()
@@ -239,7 +256,9 @@ public struct ExperimentWrites: Sendable {
             for entry in step.entries {
                 let phase = Phase(experiment: entry.experiment, phase: entry.phase)
                 phases.insert(phase)
-                if seen.insert(entry.experiment + "\u{0}" + entry.phase + "\u{0}" + step.unit).inserted { pairs.append((phase, step.unit)) }
+                if seen.insert(entry.experiment + "\u{0}" + entry.phase + "\u{0}" + step.unit).inserted {
+                    pairs.append((phase, step.unit))
+                }
             }
         }
         return (pairs, phases.sorted(), units.sorted())
@@ -252,8 +271,10 @@ public struct ExperimentWrites: Sendable {
     ///   - arms: the units each arm of the phases holds now, by ``key(_:_:_:)`` of experiment, phase and arm.
     ///   - totals: per unit, its metric totals now.
     ///   - maximumUnitsPerArm: once an arm of a phase holds this many, no unit enters the phase.
-    public init(_ steps: [ExperimentStep], recorded: Set<String>, arms: [String: Int], totals: [String: [String: Double]],
-                maximumUnitsPerArm: Int?) {
+    public init(
+        _ steps: [ExperimentStep], recorded: Set<String>, arms: [String: Int], totals: [String: [String: Double]],
+        maximumUnitsPerArm: Int?
+    ) {
         var totals = totals
         var arms = arms
         var fullest: [Phase: Int] = [:]
@@ -278,9 +299,11 @@ public struct ExperimentWrites: Sendable {
                 let phase = Phase(experiment: entry.experiment, phase: entry.phase)
                 if let cap = maximumUnitsPerArm, fullest[phase, default: 0] >= cap { continue }
                 entered.insert(key)
-                entries.append(Entry(experiment: entry.experiment, phase: entry.phase, unit: step.unit, arm: entry.arm,
-                                     entered: step.time.milliseconds, address: step.address,
-                                     pre: (totals[step.unit] ?? [:]).filter { $0.value != 0 }))
+                entries.append(
+                    Entry(
+                        experiment: entry.experiment, phase: entry.phase, unit: step.unit, arm: entry.arm,
+                        entered: step.time.milliseconds, address: step.address,
+                        pre: (totals[step.unit] ?? [:]).filter { $0.value != 0 }))
                 let armKey = Self.key(entry.experiment, entry.phase, entry.arm)
                 arms[armKey, default: 0] += 1
                 fullest[phase] = max(fullest[phase, default: 0], arms[armKey, default: 0])

@@ -47,7 +47,9 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// The blocks a per-address cap or rate holds at (``AddressBlock``).
     public var blocks: [AddressBlock] {
         guard !isIPv4 else { return [AddressBlock(key: description, share: 1)] }
-        return AddressBlock.ipv6Levels.map { AddressBlock(key: IPNetwork(address: self, prefixLength: $0.prefixLength).description, share: $0.share) }
+        return AddressBlock.ipv6Levels.map {
+            AddressBlock(key: IPNetwork(address: self, prefixLength: $0.prefixLength).description, share: $0.share)
+        }
     }
 
     /// The network the crash guard counts as one party toward `min_addresses`: an IPv4 address's /24, an IPv6
@@ -59,12 +61,17 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         if isIPv4 { return bytes.map(String.init).joined(separator: ".") }
         var groups: [UInt16] = []
-        for index in stride(from: 0, to: 16, by: 2) { groups.append(UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])) }
+        for index in stride(from: 0, to: 16, by: 2) {
+            groups.append(UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1]))
+        }
         // RFC 5952: the longest run of two or more zero groups (the first of equal ones) becomes "::".
         var best = (start: -1, length: 0)
         var index = 0
         while index < 8 {
-            guard groups[index] == 0 else { index += 1; continue }
+            guard groups[index] == 0 else {
+                index += 1
+                continue
+            }
             var end = index
             while end < 8, groups[end] == 0 { end += 1 }
             if end - index > best.length, end - index >= 2 { best = (index, end - index) }
@@ -80,7 +87,9 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         guard parts.count == 4 else { return nil }
         var bytes: [UInt8] = []
         for part in parts {
-            guard !part.isEmpty, part.count <= 3, part.allSatisfy(\.isDecimalDigit), let value = UInt8(part) else { return nil }
+            guard !part.isEmpty, part.count <= 3, part.allSatisfy(\.isDecimalDigit), let value = UInt8(part) else {
+                return nil
+            }
             bytes.append(value)
         }
         return bytes
@@ -111,7 +120,9 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         }
         let last = pieces.removeLast()
         if compressed {
-            guard let first = groups(pieces[0], allowIPv4: false), let rest = groups(last, allowIPv4: true) else { return nil }
+            guard let first = groups(pieces[0], allowIPv4: false), let rest = groups(last, allowIPv4: true) else {
+                return nil
+            }
             head = first
             tail = rest
             guard head.count + tail.count <= 7 else { return nil }
@@ -150,7 +161,8 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         let bits = address.bytes.count * 8
         var length = bits
         if parts.count == 2 {
-            guard !parts[1].isEmpty, parts[1].allSatisfy(\.isDecimalDigit), let parsed = Int(parts[1]), parsed <= bits else { return nil }
+            guard !parts[1].isEmpty, parts[1].allSatisfy(\.isDecimalDigit), let parsed = Int(parts[1]), parsed <= bits
+            else { return nil }
             length = parsed
         }
         self.init(address: address, prefixLength: length)

@@ -8,8 +8,9 @@ extension TokenRecord {
 
     /// The token as the API's body (`SwitchyardWire`), with the secret when given (only on creation).
     public func body(secret: String? = nil) -> TokenBody {
-        TokenBody(id: id, name: name, role: role.rawValue, namespaces: namespaces, ratePerMinute: ratePerMinute,
-                  createdAt: createdAt.iso8601, createdBy: createdBy, revokedAt: revokedAt?.iso8601, secret: secret)
+        TokenBody(
+            id: id, name: name, role: role.rawValue, namespaces: namespaces, ratePerMinute: ratePerMinute,
+            createdAt: createdAt.iso8601, createdBy: createdBy, revokedAt: revokedAt?.iso8601, secret: secret)
     }
 }
 

@@ -51,7 +51,9 @@ public struct NamespaceRecord: Sendable, Hashable {
     public var createdAt: Date
     public var updatedAt: Date
 
-    public init(name: String, epoch: String, version: Int64, reasonPolicy: ReasonPolicy, createdAt: Date, updatedAt: Date) {
+    public init(
+        name: String, epoch: String, version: Int64, reasonPolicy: ReasonPolicy, createdAt: Date, updatedAt: Date
+    ) {
         self.name = name
         self.epoch = epoch
         self.version = version
@@ -104,7 +106,9 @@ public struct ChangeRequest: Sendable, Hashable {
     /// Stored with the change log entry and the audit entry.
     public var evidence: JSONValue?
 
-    public init(author: ChangeAuthor, basedOn: SnapshotVersion? = nil, summary: String? = nil, evidence: JSONValue? = nil) {
+    public init(
+        author: ChangeAuthor, basedOn: SnapshotVersion? = nil, summary: String? = nil, evidence: JSONValue? = nil
+    ) {
         self.author = author
         self.basedOn = basedOn
         self.summary = summary
@@ -262,7 +266,10 @@ public struct AuditNote: Sendable, Hashable {
     /// What it rests on, as data.
     public var evidence: JSONValue?
 
-    public init(author: ChangeAuthor, action: AuditAction, namespace: String, summary: String, targets: [String], evidence: JSONValue?) {
+    public init(
+        author: ChangeAuthor, action: AuditAction, namespace: String, summary: String, targets: [String],
+        evidence: JSONValue?
+    ) {
         self.author = author
         self.action = action
         self.namespace = namespace
@@ -293,7 +300,8 @@ public struct AuditQuery: Sendable, Hashable {
 
     public init(
         namespace: String? = nil, visibleNamespaces: [String]? = nil, target: String? = nil, actor: String? = nil,
-        source: ChangeSource? = nil, actions: [AuditAction]? = nil, since: Date? = nil, until: Date? = nil, before: Int64? = nil,
+        source: ChangeSource? = nil, actions: [AuditAction]? = nil, since: Date? = nil, until: Date? = nil,
+        before: Int64? = nil,
         limit: Int = 50
     ) {
         self.namespace = namespace
@@ -325,7 +333,9 @@ extension AuditQuery {
         var conditions: [String] = []
         if let namespace { conditions.append("namespace = \(bind(.text(namespace)))") }
         if let visibleNamespaces { conditions.append("namespace IN \(bind(.texts(visibleNamespaces)))") }
-        if let target { conditions.append("id IN (SELECT audit_id FROM audit_target WHERE target = \(bind(.text(target))))") }
+        if let target {
+            conditions.append("id IN (SELECT audit_id FROM audit_target WHERE target = \(bind(.text(target))))")
+        }
         if let actor { conditions.append("actor = \(bind(.text(actor)))") }
         if let source { conditions.append("source = \(bind(.text(source.rawValue)))") }
         if let actions { conditions.append("action IN \(bind(.texts(actions.map(\.rawValue))))") }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Threads of their own, at a lower scheduling priority, for work that must never delay a flag change: the
 /// counting of client events.
@@ -32,8 +33,8 @@ public final class BackgroundThreads: TaskExecutor, @unchecked Sendable {
         for index in 0..<max(1, count) {
             let thread = Thread { [self] in
                 #if canImport(Glibc)
-                // On Linux the niceness belongs to the thread: 0 is the calling one. Raising it needs no privilege.
-                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
+                    // On Linux the niceness belongs to the thread: 0 is the calling one. Raising it needs no privilege.
+                    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
                 #endif
                 run()
             }

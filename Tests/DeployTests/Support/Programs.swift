@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import TestSupport
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Files of the repository, found from this source file's location.
 enum Repository {
@@ -29,8 +30,10 @@ enum Repository {
 /// What a program printed and returned.
 /// Runs a program to its end (``runToEnd(_:deadline:separateError:)``), its standard error apart.
 /// - Parameter deadline: a liveness deadline; past it the program is terminated.
-func runProgram(_ executable: String, _ arguments: [String], in directory: URL? = nil,
-                environment: [String: String] = [:], deadline: Duration = .seconds(120)) async throws -> ProcessOutcome {
+func runProgram(
+    _ executable: String, _ arguments: [String], in directory: URL? = nil,
+    environment: [String: String] = [:], deadline: Duration = .seconds(120)
+) async throws -> ProcessOutcome {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -66,7 +69,9 @@ enum Built {
             folder = folder.deletingLastPathComponent()
         }
         let fallback = Repository.url(".build/debug/\(name)")
-        try #require(FileManager.default.isExecutableFile(atPath: fallback.path), "\(name) is not built next to the tests; run 'swift build --build-tests' first")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: fallback.path),
+            "\(name) is not built next to the tests; run 'swift build --build-tests' first")
         return fallback
     }
 }
@@ -84,8 +89,9 @@ struct FlagsdOptions: Sendable {
         let outcome = try await runProgram(try Built.binary("flagsd").path, ["--help"])
         try #require(outcome.status == 0, "flagsd --help: \(outcome.error)")
         let help = outcome.output
-        return FlagsdOptions(options: Set(matches(#"--[a-z][a-z-]*"#, in: help)),
-                             variables: Set(matches(#"SWITCHYARD_[A-Z_]+"#, in: help)), help: help)
+        return FlagsdOptions(
+            options: Set(matches(#"--[a-z][a-z-]*"#, in: help)),
+            variables: Set(matches(#"SWITCHYARD_[A-Z_]+"#, in: help)), help: help)
     }
 
     /// The help of one option, up to the next option.
@@ -122,14 +128,20 @@ final class LiveFlagsd: Sendable {
 
     /// - Parameter arguments: more flagsd options, e.g. `["--max-wait", "600"]`.
     static func start(arguments: [String] = [], environment: [String: String] = [:]) async throws -> LiveFlagsd {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-tests-flagsd-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deploy-tests-flagsd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = try Built.binary("flagsd")
-        process.arguments = ["--port", "0", "--database", folder.appendingPathComponent("flags.sqlite").path,
-                             "--flags", Repository.url("Flags").path, "--log-format", "json", "--log-level", "error"] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["SWITCHYARD_ADMIN_TOKEN": adminToken]) { _, new in new }
-            .merging(environment) { _, new in new }
+        process.arguments =
+            [
+                "--port", "0", "--database", folder.appendingPathComponent("flags.sqlite").path,
+                "--flags", Repository.url("Flags").path, "--log-format", "json", "--log-level", "error",
+            ] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["SWITCHYARD_ADMIN_TOKEN": adminToken]) {
+            _, new in new
+        }
+        .merging(environment) { _, new in new }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -149,13 +161,15 @@ final class LiveFlagsd: Sendable {
         for await chunk in lines {
             text += chunk
             if let port = matches(#"listening on http://127\.0\.0\.1:(\d+)"#, in: text, group: 1).first {
-                return LiveFlagsd(process: process, folder: folder, base: URL(string: "http://127.0.0.1:\(port)")!, banner: text)
+                return LiveFlagsd(
+                    process: process, folder: folder, base: URL(string: "http://127.0.0.1:\(port)")!, banner: text)
             }
         }
         // Its output ended: it is exiting (Foundation traps when the status of a running process is read).
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        throw ProgramFailure(message: "flagsd stopped before it listened (status \(process.terminationStatus)): \(text)")
+        throw ProgramFailure(
+            message: "flagsd stopped before it listened (status \(process.terminationStatus)): \(text)")
     }
 
     func stop() {
@@ -167,8 +181,10 @@ final class LiveFlagsd: Sendable {
     }
 
     /// Sends a request; `token` nil sends none.
-    func send(_ method: String = "GET", _ path: String, token: String? = LiveFlagsd.adminToken, body: String? = nil,
-              headers: [String: String] = [:], timeout: TimeInterval = 60) async throws -> (status: Int, body: String) {
+    func send(
+        _ method: String = "GET", _ path: String, token: String? = LiveFlagsd.adminToken, body: String? = nil,
+        headers: [String: String] = [:], timeout: TimeInterval = 60
+    ) async throws -> (status: Int, body: String) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = timeout
         configuration.urlCache = nil

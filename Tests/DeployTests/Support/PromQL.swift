@@ -34,7 +34,9 @@ struct PromQLUsage: Equatable {
                     index += 1
                     continue
                 }
-                if peek(1) == .punctuation("(") || Self.keywords.contains(lowered) || Self.aggregations.contains(lowered) {
+                if peek(1) == .punctuation("(") || Self.keywords.contains(lowered)
+                    || Self.aggregations.contains(lowered)
+                {
                     index += 1  // a function, an aggregation or a keyword, not a metric
                     continue
                 }
@@ -81,8 +83,10 @@ struct PromQLUsage: Equatable {
 
     static let groupingKeywords: Set<String> = ["by", "without", "on", "ignoring", "group_left", "group_right"]
     static let keywords: Set<String> = ["and", "or", "unless", "bool", "offset", "atan2", "inf", "nan"]
-    static let aggregations: Set<String> = ["sum", "min", "max", "avg", "group", "stddev", "stdvar", "count",
-                                            "count_values", "bottomk", "topk", "quantile", "limitk", "limit_ratio"]
+    static let aggregations: Set<String> = [
+        "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count",
+        "count_values", "bottomk", "topk", "quantile", "limitk", "limit_ratio",
+    ]
 
     enum Token: Equatable {
         case identifier(String)
@@ -124,7 +128,9 @@ struct PromQLUsage: Equatable {
                 while index < characters.count, characters[index] != "\n" { index += 1 }  // a comment
             } else if c.isNumber || (c == "." && index + 1 < characters.count && characters[index + 1].isNumber) {
                 var value = ""
-                while index < characters.count, characters[index].isLetter || characters[index].isNumber || characters[index] == "." {
+                while index < characters.count,
+                    characters[index].isLetter || characters[index].isNumber || characters[index] == "."
+                {
                     value.append(characters[index])
                     index += 1
                 }
@@ -167,10 +173,18 @@ func exposedMetrics(_ exposition: String) -> [String: Set<String>] {
         if let open = line.firstIndex(of: "{"), let close = line.lastIndex(of: "}") {
             // key="value" pairs; values may hold escaped quotes and commas.
             let body = line[line.index(after: open)..<close]
-            var key = "", inValue = false, escaped = false
+            var key = ""
+            var inValue = false
+            var escaped = false
             for character in body {
                 if inValue {
-                    if escaped { escaped = false } else if character == "\\" { escaped = true } else if character == "\"" { inValue = false }
+                    if escaped {
+                        escaped = false
+                    } else if character == "\\" {
+                        escaped = true
+                    } else if character == "\"" {
+                        inValue = false
+                    }
                 } else if character == "\"" {
                     inValue = true
                 } else if character == "=" {

@@ -3,8 +3,8 @@ import Foundation
 import LiveFlagsdSupport
 import SwitchyardCore
 import SwitchyardFlagFiles
-import SwitchyardServer
 import SwitchyardSQLite
+import SwitchyardServer
 import SwitchyardStorage
 import Testing
 
@@ -35,8 +35,10 @@ struct LiveServer: Sendable {
     ///   - namespaces: namespaces to create from Flags/rider.yaml (by the actor `setup`).
     ///   - bootstrapped: seed instead as flagsd does on its first start (`bootstrap`), so the first change is
     ///     `flagsd`'s, as a real deployment's is.
-    static func run<T: Sendable>(namespaces: [String] = ["rider"], bootstrapped: Bool = false,
-                                 _ body: @Sendable (LiveServer) async throws -> T) async throws -> T {
+    static func run<T: Sendable>(
+        namespaces: [String] = ["rider"], bootstrapped: Bool = false,
+        _ body: @Sendable (LiveServer) async throws -> T
+    ) async throws -> T {
         let folder = NSTemporaryDirectory() + "flagctl-live-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -45,23 +47,29 @@ struct LiveServer: Sendable {
         let setup = ChangeAuthor(actor: "setup", source: .apply, reason: "test setup")
         let rider = try #require(FlagDirectory(reading: TestPaths.flags).file(namespace: "rider")).flagSet
         var tokens: [String: String] = [:]
-        for (name, role, limit) in [("admin", Role.admin, nil), ("amara", .editor, nil), ("bob", .editor, nil),
-                                    ("app", .client, nil), ("pipeline", .reporter, ["rider"]),
-                                    ("staging-only", .editor, ["rider-staging"])] as [(String, Role, [String]?)] {
+        for (name, role, limit) in [
+            ("admin", Role.admin, nil), ("amara", .editor, nil), ("bob", .editor, nil),
+            ("app", .client, nil), ("pipeline", .reporter, ["rider"]),
+            ("staging-only", .editor, ["rider-staging"]),
+        ] as [(String, Role, [String]?)] {
             tokens[name] = try await store.issueToken(name: name, role: role, namespaces: limit, by: setup).secret
         }
         if bootstrapped {
             // As flagsd's `bootstrap` seeds on a first start from `--flags Flags` (run from the repository).
             let author = ChangeAuthor(actor: "flagsd", source: .apply, reason: "first start: seeded from flag files")
-            _ = try await store.createNamespace(rider, reasonPolicy: .kills,
-                                                request: ChangeRequest(author: author, summary: "seeded namespace rider from Flags/rider.yaml"))
+            _ = try await store.createNamespace(
+                rider, reasonPolicy: .kills,
+                request: ChangeRequest(author: author, summary: "seeded namespace rider from Flags/rider.yaml"))
         }
         for name in namespaces where !bootstrapped {
             var flagSet = rider
             flagSet.namespace = name
-            _ = try await store.createNamespace(flagSet, reasonPolicy: .kills, request: ChangeRequest(author: setup, summary: "seeded namespace \(name) from Flags/rider.yaml"))
+            _ = try await store.createNamespace(
+                flagSet, reasonPolicy: .kills,
+                request: ChangeRequest(author: setup, summary: "seeded namespace \(name) from Flags/rider.yaml"))
         }
-        return try await withLiveFlagsd(store: store, configuration: ServerConfiguration(port: 0, maximumWait: 30)) { _, port in
+        return try await withLiveFlagsd(store: store, configuration: ServerConfiguration(port: 0, maximumWait: 30)) {
+            _, port in
             try await body(LiveServer(url: "http://127.0.0.1:\(port)", tokens: tokens, folder: folder, store: store))
         }
     }
@@ -80,17 +88,22 @@ struct LiveServer: Sendable {
     }
 
     /// Runs flagctl in-process with an environment; `terminal` makes the console answer prompts with `answer`.
-    func flagctl(_ arguments: [String], environment: [String: String], terminal: Bool = false,
-                 answer: (@Sendable (String) async -> String?)? = nil) async -> Outcome {
+    func flagctl(
+        _ arguments: [String], environment: [String: String], terminal: Bool = false,
+        answer: (@Sendable (String) async -> String?)? = nil
+    ) async -> Outcome {
         let console = Console.capturing(environment: environment, terminal: terminal, answer: answer)
         let watchdog = Watchdog(console)
         defer { watchdog.cancel() }
         let status = await Flagctl.execute(arguments, console: console)
-        return Outcome(status: status, output: console.output, error: console.errorOutput, transcript: console.transcript)
+        return Outcome(
+            status: status, output: console.output, error: console.errorOutput, transcript: console.transcript)
     }
 
     /// Runs flagctl on a pretend terminal that answers every prompt with `answer`.
-    func flagctlOnTerminal(_ arguments: String..., as token: String = "amara", answering answer: String = "y") async -> Outcome {
+    func flagctlOnTerminal(_ arguments: String..., as token: String = "amara", answering answer: String = "y") async
+        -> Outcome
+    {
         await flagctl(arguments, environment: environment(token: token), terminal: true, answer: { _ in answer })
     }
 

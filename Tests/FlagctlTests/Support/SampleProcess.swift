@@ -26,7 +26,8 @@ final class SampleProcess: Sendable {
         environment["SWITCHYARD_TOKEN"] = token
         environment["SWITCHYARD_SERVER"] = nil
         process.environment = environment
-        let output = Pipe(), error = Pipe()
+        let output = Pipe()
+        let error = Pipe()
         process.standardOutput = output
         process.standardError = error
         let collected = self.collected
@@ -53,7 +54,9 @@ final class SampleProcess: Sendable {
         self.exit = exit
     }
 
-    private static func drain(_ handle: FileHandle, into collected: Collected, _ append: @escaping @Sendable (String) -> Void) {
+    private static func drain(
+        _ handle: FileHandle, into collected: Collected, _ append: @escaping @Sendable (String) -> Void
+    ) {
         Thread {
             while true {
                 let data = handle.availableData
@@ -74,7 +77,8 @@ final class SampleProcess: Sendable {
     /// generous deadline.
     ///
     /// - Throws: when the deadline passes first (naming what the sample printed).
-    func next(within deadline: Duration = .seconds(300), where predicate: (JSONValue) -> Bool) async throws -> JSONValue {
+    func next(within deadline: Duration = .seconds(300), where predicate: (JSONValue) -> Bool) async throws -> JSONValue
+    {
         let clock = ContinuousClock()
         let end = clock.now + deadline
         while true {
@@ -87,7 +91,10 @@ final class SampleProcess: Sendable {
             }
             cursor.withLock { $0 = max($0, lines.count) }
             guard clock.now < end else {
-                throw Failure(description: "rider-sample printed nothing matching within \(deadline); it printed:\n\(output.joined(separator: "\n"))\nand on standard error:\n\(errorOutput)")
+                throw Failure(
+                    description:
+                        "rider-sample printed nothing matching within \(deadline); it printed:\n\(output.joined(separator: "\n"))\nand on standard error:\n\(errorOutput)"
+                )
             }
             try await Task.sleep(for: .milliseconds(5))
         }
@@ -117,7 +124,8 @@ final class SampleProcess: Sendable {
         }
         killer.cancel()
         if await killer.value {
-            Issue.record("rider-sample was still running after \(deadline); killed it. On standard error:\n\(errorOutput)")
+            Issue.record(
+                "rider-sample was still running after \(deadline); killed it. On standard error:\n\(errorOutput)")
         }
         // Both pipes reach their end once the process is gone; read what is left before answering.
         let deadline = ContinuousClock.now + .seconds(60)

@@ -13,7 +13,9 @@ enum DecisionStep: Sendable, Hashable, CustomStringConvertible {
 
     init(_ tree: JSONValue, in path: String) throws {
         switch try tree.string("step", in: path) {
-        case "kill": self = .kill(killSwitch: try tree.string("kill_switch", in: path), entry: Int(try tree.integer("entry", in: path)))
+        case "kill":
+            self = .kill(
+                killSwitch: try tree.string("kill_switch", in: path), entry: Int(try tree.integer("entry", in: path)))
         case "disabled": self = .disabled
         case "disabled_scope": self = .disabledScope(Int(try tree.integer("index", in: path)))
         case "rule": self = .rule(Int(try tree.integer("index", in: path)))
@@ -27,7 +29,8 @@ enum DecisionStep: Sendable, Hashable, CustomStringConvertible {
     /// The step of an engine decision, naming kill switches by key.
     init(_ decision: Decision, in flagSet: FlagSet) {
         switch decision {
-        case .killed(let killSwitch, let entry): self = .kill(killSwitch: flagSet.killSwitches[Int(killSwitch)].key, entry: Int(entry))
+        case .killed(let killSwitch, let entry):
+            self = .kill(killSwitch: flagSet.killSwitches[Int(killSwitch)].key, entry: Int(entry))
         case .disabled: self = .disabled
         case .disabledInScope(let index): self = .disabledScope(Int(index))
         case .rule(let index): self = .rule(Int(index))
@@ -68,10 +71,13 @@ struct Outcome: Sendable, Hashable, CustomStringConvertible {
         self.bucket = bucket
     }
 
-    init(value: FlagValue, variant: String, reason: EvaluationReason, errorCode: EvaluationErrorCode?,
-         decision: DecisionStep, bucket: Int?) {
-        self.init(value: value.jsonValue.serializedString(), variant: variant, reason: reason.openFeatureName,
-                  errorCode: errorCode?.openFeatureName, decision: decision, bucket: bucket)
+    init(
+        value: FlagValue, variant: String, reason: EvaluationReason, errorCode: EvaluationErrorCode?,
+        decision: DecisionStep, bucket: Int?
+    ) {
+        self.init(
+            value: value.jsonValue.serializedString(), variant: variant, reason: reason.openFeatureName,
+            errorCode: errorCode?.openFeatureName, decision: decision, bucket: bucket)
     }
 
     var description: String {
@@ -142,7 +148,9 @@ struct EvaluationCase: Sendable, CustomTestStringConvertible {
             let context = try element.required("context", in: casePath)
             let expected = try element.required("expected", in: casePath)
             let ask = element["ask"]?.stringValue ?? "flag"
-            guard ask == "flag" || ask == "switch" else { throw DataError(path: casePath, message: "ask must be 'flag' or 'switch'") }
+            guard ask == "flag" || ask == "switch" else {
+                throw DataError(path: casePath, message: "ask must be 'flag' or 'switch'")
+            }
             return EvaluationCase(
                 file: file, index: index, description: try element.string("description", in: casePath),
                 flagKey: try element.string("flag", in: casePath), askedAsSwitch: ask == "switch",

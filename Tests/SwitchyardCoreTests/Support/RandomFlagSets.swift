@@ -20,13 +20,16 @@ struct RandomFlagSets {
 
     mutating func some<T>(of pool: [T], upTo count: Int) -> [T] {
         var picked: [T] = []
-        for element in pool.shuffled(using: &generator).prefix(Int.random(in: 1...count, using: &generator)) { picked.append(element) }
+        for element in pool.shuffled(using: &generator).prefix(Int.random(in: 1...count, using: &generator)) {
+            picked.append(element)
+        }
         return picked
     }
 
     mutating func scope() -> Scope {
-        Scope(cities: chance(0.6) ? some(of: Self.cities, upTo: 2) : [],
-              cohorts: chance(0.5) ? some(of: Self.cohorts, upTo: 2) : [])
+        Scope(
+            cities: chance(0.6) ? some(of: Self.cities, upTo: 2) : [],
+            cohorts: chance(0.5) ? some(of: Self.cohorts, upTo: 2) : [])
     }
 
     /// A scope naming at least one attribute (scoped disables must).
@@ -57,28 +60,34 @@ struct RandomFlagSets {
     }
 
     mutating func pluginSwitch() -> PluginSwitchDefinition {
-        PluginSwitchDefinition(disabled: chance(0.1),
-                     disabledScopes: chance(0.3) ? (0..<Int.random(in: 1...2, using: &generator)).map { _ in namedScope() } : [],
-                     rules: (0..<Int.random(in: 0...3, using: &generator)).map { index in
-                         SwitchRule(name: chance(0.5) ? "rule \(index)" : nil, conditions: conditions(), rollout: rollout())
-                     },
-                     rollout: rollout())
+        PluginSwitchDefinition(
+            disabled: chance(0.1),
+            disabledScopes: chance(0.3) ? (0..<Int.random(in: 1...2, using: &generator)).map { _ in namedScope() } : [],
+            rules: (0..<Int.random(in: 0...3, using: &generator)).map { index in
+                SwitchRule(name: chance(0.5) ? "rule \(index)" : nil, conditions: conditions(), rollout: rollout())
+            },
+            rollout: rollout())
     }
 
     mutating func weights(for variants: [Variant]) -> VariantWeights {
         var weights: VariantWeights = [:]
-        for variant in variants where chance(0.8) { weights[variant.key] = UInt32.random(in: 0...100, using: &generator) }
+        for variant in variants where chance(0.8) {
+            weights[variant.key] = UInt32.random(in: 0...100, using: &generator)
+        }
         if weights.values.allSatisfy({ $0 == 0 }) { weights[variants.randomElement(using: &generator)!.key] = 1 }
         return weights
     }
 
     mutating func experiment() -> Experiment {
-        let variants = (0..<Int.random(in: 1...4, using: &generator)).map { Variant(key: "v\($0)", value: .integer(Int64($0))) }
-        return Experiment(valueType: .integer, variants: variants, defaultVariant: variants.randomElement(using: &generator)!.key,
-                          weights: weights(for: variants),
-                          rules: (0..<Int.random(in: 0...2, using: &generator)).map { _ in
-                              ExperimentRule(conditions: conditions(), weights: weights(for: variants))
-                          })
+        let variants = (0..<Int.random(in: 1...4, using: &generator)).map {
+            Variant(key: "v\($0)", value: .integer(Int64($0)))
+        }
+        return Experiment(
+            valueType: .integer, variants: variants, defaultVariant: variants.randomElement(using: &generator)!.key,
+            weights: weights(for: variants),
+            rules: (0..<Int.random(in: 0...2, using: &generator)).map { _ in
+                ExperimentRule(conditions: conditions(), weights: weights(for: variants))
+            })
     }
 
     /// A flag set with plugin points, group kill switches and a master with scoped entries (or none).
@@ -86,16 +95,20 @@ struct RandomFlagSets {
         let switchKeys = (0..<switches).map { "plugin_switch_s\($0)" }
         let experimentKeys = (0..<experiments).map { "experiment_e\($0)" }
         let points = stride(from: 0, to: switchKeys.count, by: 4).map { start in
-            PluginPointDefinition(name: "point\(start / 4)", killSwitch: "kill_point\(start / 4)",
-                        switches: Array(switchKeys[start..<min(start + 4, switchKeys.count)]))
+            PluginPointDefinition(
+                name: "point\(start / 4)", killSwitch: "kill_point\(start / 4)",
+                switches: Array(switchKeys[start..<min(start + 4, switchKeys.count)]))
         }
         var kills = [KillSwitch(key: KillSwitch.masterKey, entries: chance(0.5) ? [scope()] : [])]
         for point in points {
             kills.append(KillSwitch(key: point.killSwitch!, entries: chance(0.5) ? [scope(), scope()] : []))
         }
-        kills.append(KillSwitch(key: "kill_team", members: some(of: switchKeys + experimentKeys, upTo: 5),
-                                entries: [scope()]))
-        let flags = switchKeys.map { FlagDefinition(key: $0, kind: .pluginSwitch(pluginSwitch())) }
+        kills.append(
+            KillSwitch(
+                key: "kill_team", members: some(of: switchKeys + experimentKeys, upTo: 5),
+                entries: [scope()]))
+        let flags =
+            switchKeys.map { FlagDefinition(key: $0, kind: .pluginSwitch(pluginSwitch())) }
             + experimentKeys.map { FlagDefinition(key: $0, kind: .experiment(experiment())) }
         return FlagSet(namespace: "random", pluginPoints: points, killSwitches: kills, flags: flags)
     }
@@ -106,7 +119,9 @@ struct RandomFlagSets {
 
     mutating func context() -> EvaluationContext {
         EvaluationContext(
-            unitId: chance(0.1) ? nil : (chance(0.05) ? "" : (chance(0.1) ? "u-\(Int.random(in: 0..<40, using: &generator))" : unitId())),
+            unitId: chance(0.1)
+                ? nil
+                : (chance(0.05) ? "" : (chance(0.1) ? "u-\(Int.random(in: 0..<40, using: &generator))" : unitId())),
             city: chance(0.2) ? nil : Self.cities.randomElement(using: &generator),
             cohorts: chance(0.3) ? [] : some(of: Self.cohorts, upTo: 3),
             appVersion: chance(0.2) ? nil : Self.versions.randomElement(using: &generator),

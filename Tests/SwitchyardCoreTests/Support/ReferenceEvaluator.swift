@@ -8,12 +8,14 @@ struct ReferenceEvaluator {
 
     func outcome(flagKey: String, context: EvaluationContext, askedAsSwitch: Bool = false) -> Outcome {
         guard let flag = flagSet.flag(flagKey) else {
-            return Outcome(value: .boolean(false), variant: "off", reason: .error, errorCode: .flagNotFound,
-                           decision: .notFound, bucket: nil)
+            return Outcome(
+                value: .boolean(false), variant: "off", reason: .error, errorCode: .flagNotFound,
+                decision: .notFound, bucket: nil)
         }
         if askedAsSwitch && flag.experiment != nil {
-            return Outcome(value: .boolean(false), variant: "off", reason: .error, errorCode: .typeMismatch,
-                           decision: .typeMismatch, bucket: nil)
+            return Outcome(
+                value: .boolean(false), variant: "off", reason: .error, errorCode: .typeMismatch,
+                decision: .typeMismatch, bucket: nil)
         }
         switch flag.kind {
         case .pluginSwitch(let gate): return switchOutcome(flag.key, gate, context)
@@ -36,11 +38,15 @@ struct ReferenceEvaluator {
 
     private func switchOutcome(_ key: String, _ gate: PluginSwitchDefinition, _ context: EvaluationContext) -> Outcome {
         func off(_ reason: EvaluationReason, _ decision: DecisionStep, error: EvaluationErrorCode? = nil) -> Outcome {
-            Outcome(value: .boolean(false), variant: "off", reason: reason, errorCode: error, decision: decision, bucket: nil)
+            Outcome(
+                value: .boolean(false), variant: "off", reason: reason, errorCode: error, decision: decision,
+                bucket: nil)
         }
         if let killed = killingEntry(of: key, for: context) { return off(.disabled, killed) }
         if gate.disabled { return off(.disabled, .disabled) }
-        if let scope = gate.disabledScopes.firstIndex(where: { $0.matches(context) }) { return off(.disabled, .disabledScope(scope)) }
+        if let scope = gate.disabledScopes.firstIndex(where: { $0.matches(context) }) {
+            return off(.disabled, .disabledScope(scope))
+        }
 
         let rollout: Rollout
         let decision: DecisionStep
@@ -52,21 +58,31 @@ struct ReferenceEvaluator {
         }
         switch rollout.basisPoints {
         case 0: return off(fixedReason, decision)
-        case 10_000: return Outcome(value: .boolean(true), variant: "on", reason: fixedReason, errorCode: nil, decision: decision, bucket: nil)
+        case 10_000:
+            return Outcome(
+                value: .boolean(true), variant: "on", reason: fixedReason, errorCode: nil, decision: decision,
+                bucket: nil)
         default:
-            guard let unit = context.unitId, !unit.isEmpty else { return off(.error, decision, error: .targetingKeyMissing) }
+            guard let unit = context.unitId, !unit.isEmpty else {
+                return off(.error, decision, error: .targetingKeyMissing)
+            }
             let bucket = Self.bucket(Self.hash(key, unit))
             let isOn = bucket < Int(rollout.basisPoints)
-            return Outcome(value: .boolean(isOn), variant: isOn ? "on" : "off", reason: .split, errorCode: nil,
-                           decision: decision, bucket: bucket)
+            return Outcome(
+                value: .boolean(isOn), variant: isOn ? "on" : "off", reason: .split, errorCode: nil,
+                decision: decision, bucket: bucket)
         }
     }
 
     private func experimentOutcome(_ key: String, _ experiment: Experiment, _ context: EvaluationContext) -> Outcome {
         let fallbackVariant = experiment.variant(experiment.defaultVariant) ?? experiment.variants[0]
-        func serve(_ variant: Variant, _ reason: EvaluationReason, _ decision: DecisionStep,
-                   error: EvaluationErrorCode? = nil, bucket: Int? = nil) -> Outcome {
-            Outcome(value: variant.value, variant: variant.key, reason: reason, errorCode: error, decision: decision, bucket: bucket)
+        func serve(
+            _ variant: Variant, _ reason: EvaluationReason, _ decision: DecisionStep,
+            error: EvaluationErrorCode? = nil, bucket: Int? = nil
+        ) -> Outcome {
+            Outcome(
+                value: variant.value, variant: variant.key, reason: reason, errorCode: error, decision: decision,
+                bucket: bucket)
         }
         if let killed = killingEntry(of: key, for: context) { return serve(fallbackVariant, .disabled, killed) }
         let weights: VariantWeights

@@ -13,7 +13,9 @@ enum TestData {
     /// The `Data` folder in the test bundle.
     static var folder: URL {
         get throws {
-            guard let url = Bundle.module.url(forResource: "Data", withExtension: nil) else { throw MissingFile(path: "Data") }
+            guard let url = Bundle.module.url(forResource: "Data", withExtension: nil) else {
+                throw MissingFile(path: "Data")
+            }
             return url
         }
     }

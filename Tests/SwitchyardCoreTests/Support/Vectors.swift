@@ -14,9 +14,10 @@ struct Murmur3Vector: Sendable, CustomTestStringConvertible {
     static func all() throws -> [Murmur3Vector] {
         let path = "vectors/murmur3.json"
         return try TestData.json(path).array("vectors", in: path).map { vector in
-            Murmur3Vector(note: try vector.string("note", in: path), bytes: hexBytes( try vector.string("hex", in: path)),
-                          text: vector["text"]?.stringValue, seed: UInt32(try vector.integer("seed", in: path)),
-                          hash: UInt32(try vector.integer("hash", in: path)))
+            Murmur3Vector(
+                note: try vector.string("note", in: path), bytes: hexBytes(try vector.string("hex", in: path)),
+                text: vector["text"]?.stringValue, seed: UInt32(try vector.integer("seed", in: path)),
+                hash: UInt32(try vector.integer("hash", in: path)))
         }
     }
 }
@@ -33,8 +34,9 @@ struct BucketVector: Sendable, CustomTestStringConvertible {
     static func all() throws -> [BucketVector] {
         let path = "vectors/buckets.json"
         return try TestData.json(path).array("vectors", in: path).map { vector in
-            BucketVector(flagKey: try vector.string("flag_key", in: path), unitId: try vector.string("unit_id", in: path),
-                         hash: UInt32(try vector.integer("hash", in: path)), bucket: Int(try vector.integer("bucket", in: path)))
+            BucketVector(
+                flagKey: try vector.string("flag_key", in: path), unitId: try vector.string("unit_id", in: path),
+                hash: UInt32(try vector.integer("hash", in: path)), bucket: Int(try vector.integer("bucket", in: path)))
         }
     }
 
@@ -60,14 +62,17 @@ struct VariantVector: Sendable {
         let path = "vectors/variants.json"
         return try TestData.json(path).array("vectors", in: path).map { vector in
             let weights = try vector.array("weights", in: path).map { pair in
-                guard let pair = pair.arrayValue, pair.count == 2, let key = pair[0].stringValue, let weight = pair[1].int64Value else {
+                guard let pair = pair.arrayValue, pair.count == 2, let key = pair[0].stringValue,
+                    let weight = pair[1].int64Value
+                else {
                     throw DataError(path: path, message: "each weight must be [key, integer]")
                 }
                 return (key: key, weight: UInt32(weight))
             }
-            return VariantVector(flagKey: try vector.string("flag_key", in: path), unitId: try vector.string("unit_id", in: path),
-                                 weights: weights, hash: UInt32(try vector.integer("hash", in: path)),
-                                 point: UInt64(try vector.integer("point", in: path)), variant: try vector.string("variant", in: path))
+            return VariantVector(
+                flagKey: try vector.string("flag_key", in: path), unitId: try vector.string("unit_id", in: path),
+                weights: weights, hash: UInt32(try vector.integer("hash", in: path)),
+                point: UInt64(try vector.integer("point", in: path)), variant: try vector.string("variant", in: path))
         }
     }
 }
@@ -85,12 +90,14 @@ struct SHA256Vector: Sendable, CustomTestStringConvertible {
         return try TestData.json(path).array("vectors", in: path).map { vector in
             var input: [UInt8]
             if let repeated = vector["repeat"] {
-                input = [UInt8](repeating: hexBytes( try repeated.string("byte_hex", in: path))[0],
-                                count: Int(try repeated.integer("count", in: path)))
+                input = [UInt8](
+                    repeating: hexBytes(try repeated.string("byte_hex", in: path))[0],
+                    count: Int(try repeated.integer("count", in: path)))
             } else {
-                input = hexBytes( try vector.string("hex", in: path))
+                input = hexBytes(try vector.string("hex", in: path))
             }
-            return SHA256Vector(note: try vector.string("note", in: path), bytes: input, digest: try vector.string("sha256", in: path))
+            return SHA256Vector(
+                note: try vector.string("note", in: path), bytes: input, digest: try vector.string("sha256", in: path))
         }
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPTypes
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A URLSession client for live tests. Each instance has its own session, so a parked long-poll never
 /// queues another request behind it (URLSession allows few connections per host).
@@ -21,7 +22,9 @@ struct LiveClient: Sendable {
         session = URLSession(configuration: configuration)
     }
 
-    func send(_ method: String = "GET", _ path: String, headers: [String: String] = [:], body: String? = nil) async throws -> TestResponse {
+    func send(_ method: String = "GET", _ path: String, headers: [String: String] = [:], body: String? = nil)
+        async throws -> TestResponse
+    {
         var request = URLRequest(url: URL(string: path, relativeTo: base)!)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
@@ -29,11 +32,15 @@ struct LiveClient: Sendable {
         if let body { request.httpBody = Data(body.utf8) }
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else {
-            throw URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "\(method) \(path): not an HTTP response: \(response)"])
+            throw URLError(
+                .badServerResponse,
+                userInfo: [NSLocalizedDescriptionKey: "\(method) \(path): not an HTTP response: \(response)"])
         }
         var fields = HTTPFields()
         for (name, value) in http.allHeaderFields {
-            if let text = name as? String, let field = HTTPField.Name(text), let value = value as? String { fields[field] = value }
+            if let text = name as? String, let field = HTTPField.Name(text), let value = value as? String {
+                fields[field] = value
+            }
         }
         return TestResponse(status: HTTPResponse.Status(code: http.statusCode), headers: fields, body: Array(data))
     }

@@ -1,11 +1,12 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardFlagFiles
 import SwitchyardSQLite
 import SwitchyardStorage
 import Testing
+
+@testable import SwitchyardServer
 
 /// The OFREP test namespace `shop` (Tests/ofrep-python/Flags/shop.yaml, which the OpenFeature client test seeds
 /// flagsd with too): every value type, every reason, killed flags, flags that need a targeting key.
@@ -24,30 +25,44 @@ enum OFREPFixtures {
 extension TestApp {
     /// A test app with namespaces `rider` (Fixtures.rider) and `shop` (OFREPFixtures.shop), `shop` as the
     /// default namespace unless the configuration says otherwise.
-    static func makeOFREP(configuration: ServerConfiguration = ServerConfiguration(port: 0, defaultNamespace: "shop")) async throws -> TestApp {
+    static func makeOFREP(configuration: ServerConfiguration = ServerConfiguration(port: 0, defaultNamespace: "shop"))
+        async throws -> TestApp
+    {
         let app = try await TestApp.make(configuration: configuration)
-        let created = try await app.store.createNamespace(try OFREPFixtures.shop(), reasonPolicy: .never,
-                                                          request: ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api)))
+        let created = try await app.store.createNamespace(
+            try OFREPFixtures.shop(), reasonPolicy: .never,
+            request: ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api)))
         app.hub.publish(created.state)
         return app
     }
 
     /// Issues a token in the store and reloads the token cache; returns its secret.
-    func issueToken(_ name: String, role: Role = .client, namespaces: [String]? = nil, rate: Int? = nil) async throws -> String {
-        let secret = try await store.issueToken(name: name, role: role, namespaces: namespaces, ratePerMinute: rate,
-                                                by: ChangeAuthor(actor: "setup", source: .api)).secret
+    func issueToken(_ name: String, role: Role = .client, namespaces: [String]? = nil, rate: Int? = nil) async throws
+        -> String
+    {
+        let secret = try await store.issueToken(
+            name: name, role: role, namespaces: namespaces, ratePerMinute: rate,
+            by: ChangeAuthor(actor: "setup", source: .api)
+        ).secret
         try await server.flagService.auth.reload()
         return secret
     }
 
     /// `POST /ofrep/v1/evaluate/flags/{key}` with a context (JSON text), as `token` (a name or a secret).
-    func evaluate(_ key: String, context: String = "{}", token: String? = "client", headers: HTTPFields = [:]) async throws -> TestResponse {
-        try await send(.post, "/ofrep/v1/evaluate/flags/\(key)", token: token, headers: headers, body: #"{"context": \#(context)}"#)
+    func evaluate(_ key: String, context: String = "{}", token: String? = "client", headers: HTTPFields = [:])
+        async throws -> TestResponse
+    {
+        try await send(
+            .post, "/ofrep/v1/evaluate/flags/\(key)", token: token, headers: headers, body: #"{"context": \#(context)}"#
+        )
     }
 
     /// `POST /ofrep/v1/evaluate/flags` with a context (JSON text).
-    func evaluateAll(context: String = "{}", token: String? = "client", headers: HTTPFields = [:]) async throws -> TestResponse {
-        try await send(.post, "/ofrep/v1/evaluate/flags", token: token, headers: headers, body: #"{"context": \#(context)}"#)
+    func evaluateAll(context: String = "{}", token: String? = "client", headers: HTTPFields = [:]) async throws
+        -> TestResponse
+    {
+        try await send(
+            .post, "/ofrep/v1/evaluate/flags", token: token, headers: headers, body: #"{"context": \#(context)}"#)
     }
 }
 

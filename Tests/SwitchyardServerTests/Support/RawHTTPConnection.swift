@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import HTTPTypes
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One TCP connection to a live server on loopback, spoken to in raw HTTP/1.1: for what URLSession hides
 /// (pipelined requests, exact headers, half-closing, closing while a request is parked).
@@ -27,9 +28,9 @@ final class RawHTTPConnection: @unchecked Sendable {
     ///     own; nil: the one the system picks (127.0.0.1).
     init(port: Int, source: String? = nil, timeoutSeconds: Int = 120) throws {
         #if canImport(Glibc)
-        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-        socket = Darwin.socket(AF_INET, SOCK_STREAM, 0)
+            socket = Darwin.socket(AF_INET, SOCK_STREAM, 0)
         #endif
         guard socket >= 0 else { throw Failure(description: "socket() failed") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
@@ -39,7 +40,9 @@ final class RawHTTPConnection: @unchecked Sendable {
             local.sin_family = sa_family_t(AF_INET)
             local.sin_addr.s_addr = inet_addr(source)
             let bound = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard bound == 0 else {
                 close(socket)
@@ -51,7 +54,9 @@ final class RawHTTPConnection: @unchecked Sendable {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else {
             close(socket)
@@ -71,9 +76,11 @@ final class RawHTTPConnection: @unchecked Sendable {
         var sent = 0
         while sent < bytes.count {
             #if canImport(Glibc)
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let count = bytes[sent...].withUnsafeBytes {
+                    Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
             #else
-            let count = bytes[sent...].withUnsafeBytes { write(socket, $0.baseAddress, $0.count) }
+                let count = bytes[sent...].withUnsafeBytes { write(socket, $0.baseAddress, $0.count) }
             #endif
             guard count > 0 else { throw Failure(description: "write failed (errno \(errno))") }
             sent += count
@@ -122,11 +129,16 @@ final class RawHTTPConnection: @unchecked Sendable {
                 let head = String(decoding: buffer[..<end], as: UTF8.self)
                 var lines = head.components(separatedBy: "\r\n")
                 let statusLine = lines.removeFirst().split(separator: " ")
-                guard statusLine.count >= 2, let code = Int(statusLine[1]) else { throw Failure(description: "bad status line in \(head)") }
+                guard statusLine.count >= 2, let code = Int(statusLine[1]) else {
+                    throw Failure(description: "bad status line in \(head)")
+                }
                 var fields = HTTPFields()
                 for line in lines where !line.isEmpty {
-                    guard let colon = line.firstIndex(of: ":"), let name = HTTPField.Name(String(line[..<colon])) else { continue }
-                    fields.append(HTTPField(name: name, value: String(line[line.index(after: colon)...]).trimmingSpaces()))
+                    guard let colon = line.firstIndex(of: ":"), let name = HTTPField.Name(String(line[..<colon])) else {
+                        continue
+                    }
+                    fields.append(
+                        HTTPField(name: name, value: String(line[line.index(after: colon)...]).trimmingSpaces()))
                 }
                 let length = fields[.contentLength].flatMap { Int($0) } ?? 0
                 try fill(to: end + 4 + length)

@@ -6,10 +6,11 @@ import Logging
 import Prometheus
 import ServiceLifecycle
 import SwitchyardCore
-@testable import SwitchyardServer
 import SwitchyardSQLite
 import SwitchyardStorage
 import Synchronization
+
+@testable import SwitchyardServer
 
 /// A response read in-process or over the wire.
 struct TestResponse: Sendable {
@@ -46,9 +47,12 @@ struct TestApp: Sendable {
     ///   - logger: the server's logger (by default one that logs only critical messages).
     ///   - flagSets: namespaces to create besides `namespaces` (whose flag sets are `Fixtures.rider`).
     ///   - now: the store's clock, which is the whole server's (by default the machine's).
-    static func make(configuration: ServerConfiguration = ServerConfiguration(port: 0, maximumWait: 600), namespaces: [String] = ["rider"],
-                     flagSets: [FlagSet] = [], logger: Logger? = nil,
-                     now: @escaping @Sendable () -> Date = { Date() }) async throws -> TestApp {
+    static func make(
+        configuration: ServerConfiguration = ServerConfiguration(port: 0, maximumWait: 600),
+        namespaces: [String] = ["rider"],
+        flagSets: [FlagSet] = [], logger: Logger? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> TestApp {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flagsd-test-\(UUID().uuidString)")
         let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path, now: now)
         let root = ChangeAuthor(actor: "setup", source: .api)
@@ -56,10 +60,13 @@ struct TestApp: Sendable {
             _ = try await store.createNamespace(flagSet, reasonPolicy: .kills, request: ChangeRequest(author: root))
         }
         var tokens: [String: String] = [:]
-        for (name, role, limit) in [("admin", Role.admin, nil), ("editor", .editor, nil), ("reporter", .reporter, nil), ("client", .client, nil),
-                                    ("revoked", .editor, nil), ("other-editor", .editor, ["other"]),
-                                    ("rider-client", .client, ["rider"]), ("rider-admin", .admin, ["rider"]),
-                                    ("metrics", .metrics, nil)] as [(String, Role, [String]?)] {
+        for (name, role, limit) in [
+            ("admin", Role.admin, nil), ("editor", .editor, nil), ("reporter", .reporter, nil),
+            ("client", .client, nil),
+            ("revoked", .editor, nil), ("other-editor", .editor, ["other"]),
+            ("rider-client", .client, ["rider"]), ("rider-admin", .admin, ["rider"]),
+            ("metrics", .metrics, nil),
+        ] as [(String, Role, [String]?)] {
             tokens[name] = try await store.issueToken(name: name, role: role, namespaces: limit, by: root).secret
         }
         _ = try await store.revokeToken("revoked", by: root)
@@ -67,9 +74,11 @@ struct TestApp: Sendable {
         quiet.logLevel = .critical
         let logger = logger ?? quiet
         let registry = PrometheusCollectorRegistry()
-        let server = try await buildApplication(configuration: configuration, store: store, registry: registry, logger: logger)
-        return TestApp(tokens: tokens, store: store, server: server, folder: folder, registry: registry,
-                       responder: server.makeResponder(), logger: logger)
+        let server = try await buildApplication(
+            configuration: configuration, store: store, registry: registry, logger: logger)
+        return TestApp(
+            tokens: tokens, store: store, server: server, folder: folder, registry: registry,
+            responder: server.makeResponder(), logger: logger)
     }
 
     func close() {
@@ -81,23 +90,29 @@ struct TestApp: Sendable {
     func restarted() async throws -> TestApp {
         try store.close()
         let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
-        let server = try await buildApplication(configuration: server.flagService.configuration, store: store,
-                                                registry: PrometheusCollectorRegistry(), logger: logger)
-        return TestApp(tokens: tokens, store: store, server: server, folder: folder, registry: registry,
-                       responder: server.makeResponder(), logger: logger)
+        let server = try await buildApplication(
+            configuration: server.flagService.configuration, store: store,
+            registry: PrometheusCollectorRegistry(), logger: logger)
+        return TestApp(
+            tokens: tokens, store: store, server: server, folder: folder, registry: registry,
+            responder: server.makeResponder(), logger: logger)
     }
 
     var hub: LongPollHub { server.flagService.hub }
 
     /// Sends a request to the router in-process, as from a TCP peer (loopback by default).
-    func send(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, headers: HTTPFields = [:],
-              body: String? = nil, peer: IPAddress? = IPAddress("127.0.0.1")) async throws -> TestResponse {
+    func send(
+        _ method: HTTPRequest.Method, _ path: String, token: String? = nil, headers: HTTPFields = [:],
+        body: String? = nil, peer: IPAddress? = IPAddress("127.0.0.1")
+    ) async throws -> TestResponse {
         var fields = headers
         if let token { fields[.authorization] = "Bearer \(self.tokens[token] ?? token)" }
         if let body { fields[.contentLength] = String(body.utf8.count) }
-        let request = Request(head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: path, headerFields: fields),
-                              body: RequestBody(buffer: ByteBuffer(string: body ?? "")))
-        let response = try await responder.respond(to: request, context: FlagsRequestContext(logger: logger, peer: peer))
+        let request = Request(
+            head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: path, headerFields: fields),
+            body: RequestBody(buffer: ByteBuffer(string: body ?? "")))
+        let response = try await responder.respond(
+            to: request, context: FlagsRequestContext(logger: logger, peer: peer))
         let collector = BodyCollector()
         try await response.body.write(collector)
         return TestResponse(status: response.status, headers: response.headers, body: collector.bytes)
@@ -105,12 +120,13 @@ struct TestApp: Sendable {
 
     /// Runs the real server on a free loopback port for the duration of `body`, then shuts it down gracefully.
     func withLiveServer<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
-        try await LiveFlagsdSupport.withLiveFlagsd(store: store, configuration: server.flagService.configuration, logger: logger) { _, port in
+        try await LiveFlagsdSupport.withLiveFlagsd(
+            store: store, configuration: server.flagService.configuration, logger: logger
+        ) { _, port in
             try await body(URL(string: "http://127.0.0.1:\(port)")!)
         }
     }
 }
-
 
 /// Collects a response body written in-process.
 final class BodyCollector: ResponseBodyWriter, Sendable {
