@@ -104,7 +104,7 @@ PY
 
 echo "### (a) Snapshot GET, ${SIZE}-byte snapshot, wrk -t2 -c$CONNECTIONS -d$DURATION, $ROUNDS interleaved rounds ($(date -u +%F))"
 echo
-echo "Machine: $MACHINE; after: $LOAD_AFTER. flagsd release build with a client token on every request; nginx $("$NGINX_BIN" -v 2>&1 | cut -d/ -f2) with sendfile, the same bytes as a static file."
+echo "Machine: $MACHINE; after: $LOAD_AFTER. flagsd release build with the admin token (bearer, cached after its first check) on every request; nginx $("$NGINX_BIN" -v 2>&1 | cut -d/ -f2) with sendfile, the same bytes as a static file."
 echo "Medians of the rounds; CPU is the server's own (user + system, from /proc) per request, wrk's excluded."
 echo
 echo "| request | flagsd req/s | nginx req/s | flagsd / nginx (req/s) | flagsd CPU µs/req | nginx CPU µs/req | flagsd / nginx (CPU per request, inverted) | rounds (req/s) |"
