@@ -114,14 +114,14 @@ public struct ServerConfiguration: Sendable {
     /// request came from; a request from any other peer comes from that peer.
     public var trustedProxies = TrustedProxies()
 
-    /// The kernel's cap of a listen backlog (`/proc/sys/net/core/somaxconn`), or 4096 (Linux's default since 5.4)
-    /// where it cannot be read.
-    public static var systemListenBacklog: Int {
+    /// The kernel's cap of a listen backlog (`/proc/sys/net/core/somaxconn`, read once), or 4096 (Linux's default
+    /// since 5.4) where it cannot be read.
+    public static let systemListenBacklog: Int = {
         guard let text = try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8),
             let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value > 0
         else { return 4_096 }
         return value
-    }
+    }()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumWait: Int = 30, maximumWaiters: Int = 15_000,
