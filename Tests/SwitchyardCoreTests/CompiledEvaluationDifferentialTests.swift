@@ -230,13 +230,15 @@ private enum RandomFlagSet {
         if chance(&random, 40) { conditions.cohorts = some(cohorts, &random) }
         if chance(&random, 15) { conditions.notCohorts = some(cohorts, &random) }
         if chance(&random, 15) { conditions.units = some(units.filter { !$0.isEmpty }, &random) }
-        if chance(&random, 20) {
-            conditions.appVersionAtLeast = SemanticVersion(pick(["5.0.0", "5.12.0", "6.0.0-beta.1"], &random))
-        }
-        if chance(&random, 20) {
-            conditions.appVersionBelow = SemanticVersion(pick(["6.0.0", "6.0.0-beta.3", "8.0.0"], &random))
-        }
         if chance(&random, 20) { conditions.platforms = some(platforms, &random) }
+        for attribute in VersionAttribute.allCases {
+            var range = VersionRange()
+            if chance(&random, 20) {
+                range.atLeast = SemanticVersion(pick(["5.0.0", "5.12.0", "6.0.0-beta.1"], &random))
+            }
+            if chance(&random, 20) { range.below = SemanticVersion(pick(["6.0.0", "6.0.0-beta.3", "8.0.0"], &random)) }
+            conditions[version: attribute] = range
+        }
         return conditions
     }
 
@@ -307,13 +309,16 @@ private enum RandomFlagSet {
     }
 
     static func context(_ random: inout SplitMix64) -> EvaluationContext {
-        EvaluationContext(
+        var context = EvaluationContext(
             unitId: chance(&random, 85) ? pick(units, &random) : nil,
             city: chance(&random, 80) ? pick(cities + ["atlantis"], &random) : nil,
             cohorts: some(cohorts + ["unknown-cohort"], &random),
-            appVersion: chance(&random, 80) ? pick(versions, &random) : nil,
             platform: chance(&random, 80) ? pick(platforms + ["windows"], &random) : nil
         )
+        for attribute in VersionAttribute.allCases {
+            context[keyPath: attribute.contextValue] = chance(&random, 80) ? pick(versions, &random) : nil
+        }
+        return context
     }
 }
 

@@ -82,9 +82,10 @@ struct FuzzTests {
                         PluginSwitchDefinition(
                             rules: [
                                 SwitchRule(
-                                    conditions: Conditions(
-                                        appVersionAtLeast: SemanticVersion("9.0.0"),
-                                        appVersionBelow: SemanticVersion("1.0.0")), rollout: .full)
+                                    conditions: Conditions(versions: [
+                                        .app: VersionRange(
+                                            atLeast: SemanticVersion("9.0.0"), below: SemanticVersion("1.0.0"))
+                                    ]), rollout: .full)
                             ], rollout: Rollout(basisPoints: 1)!))),
                 FlagDefinition(key: "plugin_switch_a", kind: .pluginSwitch(PluginSwitchDefinition(rollout: .full))),
                 FlagDefinition(

@@ -129,16 +129,18 @@ struct ReleaseLimitsTests {
     }
 
     @Test func limitsAreEachDistinctClauseOfTheRulesAndNoneWhenAnyRuleOrTheDefaultReachesEveryone() {
-        let mobile = Conditions(appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"])
+        let mobile = Conditions(
+            platforms: ["ios", "android"], versions: [.app: VersionRange(atLeast: SemanticVersion("5.10.0"))])
         let rules = [
             SwitchRule(
                 name: "scooter cities",
                 conditions: Conditions(
-                    cities: ["paris", "berlin"], appVersionAtLeast: SemanticVersion("5.10.0"),
-                    platforms: ["ios", "android"]), rollout: .full),
+                    cities: ["paris", "berlin"], platforms: ["ios", "android"],
+                    versions: [.app: VersionRange(atLeast: SemanticVersion("5.10.0"))]), rollout: .full),
             SwitchRule(
                 conditions: Conditions(
-                    cities: ["lisbon"], appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"]),
+                    cities: ["lisbon"], platforms: ["ios", "android"],
+                    versions: [.app: VersionRange(atLeast: SemanticVersion("5.10.0"))]),
                 rollout: Rollout(basisPoints: 5000)!),
             SwitchRule(conditions: Conditions(units: ["qa-1"]), rollout: .full),
         ]
@@ -160,7 +162,8 @@ struct ReleaseLimitsTests {
             ReleaseStage(rollout: Rollout(basisPoints: 1000)!),
             ReleaseStage(rollout: .full),
         ])
-        let mobile = Conditions(appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"])
+        let mobile = Conditions(
+            platforms: ["ios", "android"], versions: [.app: VersionRange(atLeast: SemanticVersion("5.10.0"))])
         plan.state = ReleaseState(status: .running, stage: 2, since: 0, limits: ReleaseLimits(clauses: [mobile]))
         let third = plan.targeting(at: 2)
         #expect(third.rollout == .off, "within limits the default rollout stays 0")

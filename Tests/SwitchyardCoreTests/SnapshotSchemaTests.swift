@@ -62,6 +62,16 @@ struct SnapshotSchemaTests {
             ])
     }
 
+    @Test func schemaRulesNameEveryConditionOfTheTargetingAttributes() throws {
+        let definitions = try #require(try schema()["$defs"])
+        func fields(_ definition: String) -> Set<String> {
+            Set(definitions[definition]?["properties"]?.objectValue?.memberKeys ?? [])
+        }
+        let conditions = Set(["name"] + Conditions.fieldNames)
+        #expect(fields("switchRule") == conditions.union(["rollout"]))
+        #expect(fields("experimentRule") == conditions.union(["weights"]))
+    }
+
     @Test func documentationExampleDecodesWithItsChecksum() throws {
         let example = try Self.documentationExample()
         let snapshot = try SnapshotDocument.decode(Array(example.utf8))
@@ -98,9 +108,11 @@ struct SnapshotSchemaTests {
                     conditions: Conditions(
                         cities: ["lagos"], notCities: ["paris"], cohorts: ["beta", "ios-beta"],
                         notCohorts: ["churn-risk"], units: ["qa-1"],
-                        appVersionAtLeast: SemanticVersion("5.12.0"),
-                        appVersionBelow: SemanticVersion("6.0.0-beta.2+481"),
-                        platforms: ["ios"]),
+                        platforms: ["ios"],
+                        versions: [
+                            .app: VersionRange(
+                                atLeast: SemanticVersion("5.12.0"), below: SemanticVersion("6.0.0-beta.2+481"))
+                        ]),
                     rollout: Rollout(basisPoints: 7)!)
             ],
             rollout: Rollout(basisPoints: 1234)!

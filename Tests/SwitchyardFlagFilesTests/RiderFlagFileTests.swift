@@ -49,8 +49,8 @@ struct RiderFlagFileTests {
         #expect(rules.contains { !$0.conditions.cities.isEmpty })
         #expect(rules.contains { !$0.conditions.cohorts.isEmpty })
         #expect(rules.contains { !$0.conditions.units.isEmpty })
-        #expect(rules.contains { $0.conditions.appVersionAtLeast != nil })
-        #expect(rules.contains { $0.conditions.appVersionBelow != nil })
+        #expect(rules.contains { $0.conditions[version: .app].atLeast != nil })
+        #expect(rules.contains { $0.conditions[version: .app].below != nil })
         let rollouts = rules.map(\.rollout) + switches.map { $0.pluginSwitch!.rollout }
         #expect(rollouts.contains { $0 != .off && $0 != .full })
     }

@@ -50,10 +50,10 @@ struct SchemaTests {
         #expect(fields("pluginPoint") == ["name", "description", "kill_switch", "switches"])
         #expect(fields("killSwitch") == ["description", "members", "entries"])
         #expect(fields("scope") == ["cities", "cohorts"])
-        let conditions: Set<String> = [
-            "name", "cities", "not_cities", "cohorts", "not_cohorts", "units", "app_version_at_least",
-            "app_version_below", "platforms",
-        ]
+        // The targeting attributes' description (TargetingAttributes.swift) is the list the schema must follow.
+        let conditions = Set(["name"] + Conditions.fieldNames)
+        #expect(
+            conditions.isSuperset(of: ["cities", "units", "platforms", "app_version_at_least", "app_version_below"]))
         #expect(fields("switchRule") == conditions.union(["rollout"]))
         #expect(fields("experimentRule") == conditions.union(["weights"]))
         #expect(

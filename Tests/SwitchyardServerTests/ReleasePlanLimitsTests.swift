@@ -90,7 +90,8 @@ struct ReleasePlanLimitsTests {
                 SwitchRule(
                     name: "release completed",
                     conditions: Conditions(
-                        appVersionAtLeast: SemanticVersion("5.10.0"), platforms: ["ios", "android"]),
+                        platforms: ["ios", "android"],
+                        versions: [.app: VersionRange(atLeast: SemanticVersion("5.10.0"))]),
                     rollout: .full)
             ])
     }

@@ -76,8 +76,11 @@ public struct Explain: FlagctlCommand {
     public init() {}
 
     public func validate() throws {
-        if let appVersion, SemanticVersion(appVersion) == nil {
-            throw ValidationError("'\(appVersion)' is not a semantic version. Pass one like --app-version 5.12.0.")
+        for attribute in VersionAttribute.allCases {
+            if let text = context[keyPath: attribute.contextValue], SemanticVersion(text) == nil {
+                throw ValidationError(
+                    "'\(text)' is not a semantic version. Pass one like --\(attribute.optionName) 5.12.0.")
+            }
         }
         if unit.isEmpty {
             throw ValidationError("The unit id is empty. Pass the user or device id, e.g. --unit rider-42.")
@@ -165,13 +168,16 @@ public struct Explain: FlagctlCommand {
         var tree = details.tree
         tree["namespace"] = .string(namespace)
         tree["context"] = .object(
-            JSONObject([
-                ("unit", .string(unit)),
-                ("city", city.map(JSONValue.string) ?? .null),
-                ("cohorts", .array(cohorts.map(JSONValue.string))),
-                ("app_version", appVersion.map(JSONValue.string) ?? .null),
-                ("platform", platform.map(JSONValue.string) ?? .null),
-            ]))
+            JSONObject(
+                [
+                    ("unit", .string(unit)),
+                    ("city", city.map(JSONValue.string) ?? .null),
+                    ("cohorts", .array(cohorts.map(JSONValue.string))),
+                    ("platform", platform.map(JSONValue.string) ?? .null),
+                ]
+                    + VersionAttribute.allCases.map { attribute in
+                        (attribute.rawValue, context[keyPath: attribute.contextValue].map(JSONValue.string) ?? .null)
+                    }))
         return tree
     }
 
@@ -196,8 +202,12 @@ public struct Explain: FlagctlCommand {
         if !cohorts.isEmpty {
             attributes.append("cohort\(cohorts.count == 1 ? "" : "s") \(cohorts.joined(separator: ", "))")
         }
-        if let appVersion { attributes.append("app \(appVersion)") }
         if let platform { attributes.append("platform \(platform)") }
+        for attribute in VersionAttribute.allCases {
+            if let version = context[keyPath: attribute.contextValue] {
+                attributes.append("\(attribute.label) \(version)")
+            }
+        }
         table.add("context", attributes.joined(separator: ", "))
         table.add("value", details.value.jsonValue.serializedString())
         table.add("variant", details.variant)

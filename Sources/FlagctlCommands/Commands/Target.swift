@@ -74,16 +74,10 @@ public struct Target: FlagctlCommand {
         try rollout.map { try Rollout.commandLine($0, what: "--rollout") }
     }
 
-    static var lists: [(String, WritableKeyPath<Conditions, [String]>)] {
-        [
-            ("cities", \.cities), ("cohorts", \.cohorts), ("units", \.units), ("platforms", \.platforms),
-        ]
-    }
-
     /// The conditions after adding and removing values; throws when a value to remove is missing.
     static func edited(_ conditions: Conditions, add: Conditions, remove: Conditions, rule: Int) throws -> Conditions {
         var result = conditions
-        for (name, keyPath) in lists {
+        for (name, keyPath) in Conditions.targetingLists {
             var values = result[keyPath: keyPath]
             for value in add[keyPath: keyPath] where !values.contains(value) { values.append(value) }
             for value in remove[keyPath: keyPath] {
@@ -160,7 +154,7 @@ public struct Target: FlagctlCommand {
             if rule != nil { body["rule"] = .int(index) }
             var addTree = JSONObject()
             var removeTree = JSONObject()
-            for (name, keyPath) in Self.lists {
+            for (name, keyPath) in Conditions.targetingLists {
                 if !add[keyPath: keyPath].isEmpty {
                     addTree[name] = .array(add[keyPath: keyPath].map(JSONValue.string))
                 }

@@ -13,9 +13,12 @@ extension Conditions {
         list("cohorts", cohorts)
         list("not cohorts", notCohorts)
         list("units", units)
-        if let lower = appVersionAtLeast { parts.append("app >= \(lower)") }
-        if let upper = appVersionBelow { parts.append("app < \(upper)") }
         list("platforms", platforms)
+        for attribute in VersionAttribute.allCases {
+            let range = self[version: attribute]
+            if let lower = range.atLeast { parts.append("\(attribute.label) >= \(lower)") }
+            if let upper = range.below { parts.append("\(attribute.label) < \(upper)") }
+        }
         return parts.isEmpty ? "every unit" : parts.joined(separator: "; ")
     }
 }

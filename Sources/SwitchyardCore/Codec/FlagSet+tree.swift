@@ -190,50 +190,40 @@ extension KillSwitch {
 }
 
 extension Conditions {
-    static let fieldNames = [
-        "cities", "not_cities", "cohorts", "not_cohorts", "units", "app_version_at_least",
-        "app_version_below", "platforms",
-    ]
-
     static func read(_ object: inout ObjectReader, reader: TreeReader) -> Conditions {
         var conditions = Conditions()
-        conditions.cities = object.stringList("cities", rule: .attribute)
-        conditions.notCities = object.stringList("not_cities", rule: .attribute)
-        conditions.cohorts = object.stringList("cohorts", rule: .attribute)
-        conditions.notCohorts = object.stringList("not_cohorts", rule: .attribute)
-        conditions.units = object.stringList("units", rule: .attribute)
-        conditions.platforms = object.stringList("platforms", rule: .attribute)
-        for (field, keyPath) in [
-            ("app_version_at_least", \Conditions.appVersionAtLeast),
-            ("app_version_below", \Conditions.appVersionBelow),
-        ] {
-            guard let text = object.string(field, rule: .attribute) else { continue }
-            guard let version = SemanticVersion(text) else {
-                reader.report(object.path / field, "'\(text)' is not a semantic version (e.g. 5.12.0)")
-                continue
-            }
-            conditions[keyPath: keyPath] = version
+        for (field, keyPath) in targetingLists {
+            conditions[keyPath: keyPath] = object.stringList(field, rule: .attribute)
         }
-        if let lower = conditions.appVersionAtLeast, let upper = conditions.appVersionBelow, !(lower < upper) {
-            reader.report(
-                object.path / "app_version_below",
-                "\(upper) must be above app_version_at_least \(lower), or no version can match")
+        for attribute in VersionAttribute.allCases {
+            var range = VersionRange()
+            for (field, keyPath) in [(attribute.atLeastField, \VersionRange.atLeast), (attribute.belowField, \.below)] {
+                guard let text = object.string(field, rule: .attribute) else { continue }
+                guard let version = SemanticVersion(text) else {
+                    reader.report(object.path / field, "'\(text)' is not a semantic version (e.g. 5.12.0)")
+                    continue
+                }
+                range[keyPath: keyPath] = version
+            }
+            if let lower = range.atLeast, let upper = range.below, !(lower < upper) {
+                reader.report(
+                    object.path / attribute.belowField,
+                    "\(upper) must be above \(attribute.atLeastField) \(lower), or no version can match")
+            }
+            conditions[version: attribute] = range
         }
         return conditions
     }
 
     func write(into object: inout JSONObject) {
-        func list(_ key: String, _ values: [String]) {
-            if !values.isEmpty { object[key] = .array(values.map(JSONValue.string)) }
+        for (field, keyPath) in Self.targetingLists where !self[keyPath: keyPath].isEmpty {
+            object[field] = .array(self[keyPath: keyPath].map(JSONValue.string))
         }
-        list("cities", cities)
-        list("not_cities", notCities)
-        list("cohorts", cohorts)
-        list("not_cohorts", notCohorts)
-        list("units", units)
-        if let appVersionAtLeast { object["app_version_at_least"] = .string(appVersionAtLeast.description) }
-        if let appVersionBelow { object["app_version_below"] = .string(appVersionBelow.description) }
-        list("platforms", platforms)
+        for attribute in VersionAttribute.allCases {
+            let range = self[version: attribute]
+            if let atLeast = range.atLeast { object[attribute.atLeastField] = .string(atLeast.description) }
+            if let below = range.below { object[attribute.belowField] = .string(below.description) }
+        }
     }
 }
 

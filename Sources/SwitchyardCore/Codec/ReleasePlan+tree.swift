@@ -248,7 +248,7 @@ extension ReleaseLimits {
                 where !values.isEmpty {
                     reader.report(
                         path / field,
-                        "a limit may not name \(field): the stages choose them (a limit names not_cities, not_cohorts, units, platforms or app versions)"
+                        "a limit may not name \(field): the stages choose them (a limit names not_cities, not_cohorts, units, platforms or versions)"
                     )
                 }
                 if conditions.isEmpty {

@@ -18,7 +18,7 @@ public final class CompiledSnapshot: Sendable {
     let cohortIds: [String: Int32]
     let platformIds: [String: Int32]
     let unitIds: [String: Int32]
-    let versionBounds: [SemanticVersion]
+    let versionBounds: [VersionBound]
     /// Per kill switch slot, its entries' scopes in `killEntryScopes` (none for the slot of a removed kill switch).
     let killSwitchRecords: [KillSwitchRecord]
     let killEntryScopes: [Int32]
@@ -304,6 +304,19 @@ struct ScopeRecord: Sendable {
     var cohorts = BitsetRef()
 }
 
+/// One bound of a rule on a version attribute: the context's version must be at least `version`, or below it.
+struct VersionBound: Sendable, Hashable {
+    var attribute: VersionAttribute
+    var version: SemanticVersion
+    var isBelow: Bool
+
+    /// Whether a context's version of the attribute (nil: none, or not a semantic version) passes the bound.
+    func passes(_ value: SemanticVersion?) -> Bool {
+        guard let value else { return false }
+        return isBelow ? value < version : !(value < version)
+    }
+}
+
 struct RuleRecord: Sendable {
     var cityIn = BitsetRef()
     var cityNotIn = BitsetRef()
@@ -311,8 +324,8 @@ struct RuleRecord: Sendable {
     var cohortNotIn = BitsetRef()
     var unitIn = BitsetRef()
     var platformIn = BitsetRef()
-    var atLeast: Int32 = -1
-    var below: Int32 = -1
+    /// The ids of the version bounds the context must pass (`CompiledSnapshot.versionBounds`).
+    var versions = BitsetRef()
     var rollout: UInt16 = 0
     var weights = WeightsRecord()
 }
@@ -370,7 +383,7 @@ private struct Builder {
     var cohorts = Interner()
     var platforms = Interner()
     var units = Interner()
-    var versionBounds: [SemanticVersion] = []
+    var versionBounds: [VersionBound] = []
     // New elements, after the base's.
     var words: [UInt64] = []
     var scopes: [ScopeRecord] = []
@@ -429,18 +442,17 @@ private struct Builder {
 
     mutating func bitset(_ values: [String], _ attribute: Attribute) -> BitsetRef {
         guard !values.isEmpty else { return BitsetRef() }
-        var highest: Int32 = 0
-        var lowest = Int32.max
         var ids = scratch
         scratch = []
         ids.removeAll(keepingCapacity: true)
-        for value in values {
-            let id = id(value, attribute)
-            ids.append(id)
-            highest = max(highest, id)
-            lowest = min(lowest, id)
-        }
+        for value in values { ids.append(id(value, attribute)) }
         defer { scratch = ids }
+        return bitset(ids: ids)
+    }
+
+    /// The bitset of ids (not empty).
+    mutating func bitset(ids: [Int32]) -> BitsetRef {
+        guard let lowest = ids.min(), let highest = ids.max() else { return BitsetRef() }
         let first = lowest / 64
         let wordCount = Int(highest / 64 - first) + 1
         let start = words.count
@@ -455,11 +467,24 @@ private struct Builder {
         return scopeBase + Int32(scopes.count - 1)
     }
 
-    mutating func versionBound(_ version: SemanticVersion?) -> Int32 {
-        guard let version else { return -1 }
-        if let index = versionBounds.firstIndex(of: version) { return Int32(index) }
-        versionBounds.append(version)
-        return Int32(versionBounds.count - 1)
+    /// The ids of a rule's version bounds (interned on first sight) as a bitset.
+    mutating func versionBounds(_ conditions: Conditions) -> BitsetRef {
+        guard !conditions.versions.isEmpty else { return BitsetRef() }
+        var ids: [Int32] = []
+        for attribute in VersionAttribute.allCases {
+            let range = conditions[version: attribute]
+            for (version, isBelow) in [(range.atLeast, false), (range.below, true)] {
+                guard let version else { continue }
+                let bound = VersionBound(attribute: attribute, version: version, isBelow: isBelow)
+                if let index = versionBounds.firstIndex(of: bound) {
+                    ids.append(Int32(index))
+                } else {
+                    versionBounds.append(bound)
+                    ids.append(Int32(versionBounds.count - 1))
+                }
+            }
+        }
+        return bitset(ids: ids)
     }
 
     mutating func conditions(_ conditions: Conditions) -> RuleRecord {
@@ -470,8 +495,7 @@ private struct Builder {
         record.cohortNotIn = bitset(conditions.notCohorts, .cohorts)
         record.unitIn = bitset(conditions.units, .units)
         record.platformIn = bitset(conditions.platforms, .platforms)
-        record.atLeast = versionBound(conditions.appVersionAtLeast)
-        record.below = versionBound(conditions.appVersionBelow)
+        record.versions = versionBounds(conditions)
         return record
     }
 

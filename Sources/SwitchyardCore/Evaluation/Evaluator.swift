@@ -1,7 +1,7 @@
 /// A context prepared against one compiled snapshot: evaluates flags through handles without string lookups
 /// or allocation.
 ///
-/// Preparing interns the context's city, cohorts, platform and unit id, compares its app version with the
+/// Preparing interns the context's city, cohorts, platform and unit id, compares its version attributes with the
 /// snapshot's version bounds, matches the snapshot's kill entries and cuts the unit id into hash blocks, once
 /// (about 2 µs and a dozen allocations for a 1,000-flag snapshot). Prepare again when the context or the
 /// snapshot changes.
@@ -17,14 +17,13 @@ public struct Evaluator: Sendable {
     let unit: Int32
     let hasUnitId: Bool
     let hasCohorts: Bool
-    let hasVersion: Bool
     /// Whether any kill entry of the snapshot matches the context; when none does, no flag is killed.
     let anyKilled: Bool
     /// The unit id's UTF-8 bytes, cut into blocks once for hashing after any flag key.
     let unitSuffix: Murmur3Suffix
     let cohortWords: [UInt64]
-    /// Bit i: the context's app version is at or above `versionBounds[i]`.
-    let versionAtLeast: [UInt64]
+    /// Bit i: the context passes `snapshot.versionBounds[i]`.
+    let versionPasses: [UInt64]
     /// Per kill switch slot of the snapshot, the index of its first entry that matches the context, or -1.
     let killingEntry: [Int32]
 
@@ -48,15 +47,17 @@ public struct Evaluator: Sendable {
             if let id = snapshot.cohortIds[cohort] { cohortWords[Int(id) / 64] |= 1 << UInt64(id % 64) }
         }
         self.cohortWords = cohortWords
-        let version = context.appVersion.flatMap(SemanticVersion.init)
-        hasVersion = version != nil
-        var versionAtLeast = [UInt64](repeating: 0, count: (snapshot.versionBounds.count + 63) / 64)
-        if let version {
-            for (index, bound) in snapshot.versionBounds.enumerated() where !(version < bound) {
-                versionAtLeast[index / 64] |= 1 << UInt64(index % 64)
+        var versionPasses = [UInt64](repeating: 0, count: (snapshot.versionBounds.count + 63) / 64)
+        if !snapshot.versionBounds.isEmpty {
+            var versions: [VersionAttribute: SemanticVersion] = [:]
+            for attribute in VersionAttribute.allCases {
+                versions[attribute] = context[keyPath: attribute.contextValue].flatMap(SemanticVersion.init)
+            }
+            for (index, bound) in snapshot.versionBounds.enumerated() where bound.passes(versions[bound.attribute]) {
+                versionPasses[index / 64] |= 1 << UInt64(index % 64)
             }
         }
-        self.versionAtLeast = versionAtLeast
+        self.versionPasses = versionPasses
         // Kill entries are few and shared by many flags: match each against the context once, here.
         var killingEntry = [Int32](repeating: -1, count: snapshot.killSwitchRecords.count)
         for (killIndex, kill) in snapshot.killSwitchRecords.enumerated() {
@@ -235,9 +236,15 @@ public struct Evaluator: Sendable {
         return false
     }
 
+    /// Whether every bit of a set is among the context's bits (words from the first of the id space).
     @inline(__always)
-    private func versionIsAtLeast(_ bound: Int32) -> Bool {
-        versionAtLeast[Int(bound) / 64] & (1 << UInt64(bound % 64)) != 0
+    private static func isSubset(_ set: BitsetRef, of bits: [UInt64], words: Table<UInt64>) -> Bool {
+        for offset in 0..<set.count {
+            let word = Int(set.first + offset)
+            let passing = word < bits.count ? bits[word] : 0
+            if words[set.start + offset] & ~passing != 0 { return false }
+        }
+        return true
     }
 
     @inline(__always)
@@ -273,14 +280,12 @@ public struct Evaluator: Sendable {
             return false
         }
         if rule.pointee.unitIn.count > 0 && !contains(rule.pointee.unitIn, unit) { return false }
-        let atLeast = rule.pointee.atLeast
-        let below = rule.pointee.below
-        if atLeast >= 0 || below >= 0 {
-            if !hasVersion { return false }
-            if atLeast >= 0 && !versionIsAtLeast(atLeast) { return false }
-            if below >= 0 && versionIsAtLeast(below) { return false }
-        }
         if rule.pointee.platformIn.count > 0 && !contains(rule.pointee.platformIn, platform) { return false }
+        if rule.pointee.versions.count > 0
+            && !Self.isSubset(rule.pointee.versions, of: versionPasses, words: tables.words)
+        {
+            return false
+        }
         return true
     }
 }

@@ -289,13 +289,3 @@ public struct FlagEditError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public var description: String { message }
 }
-
-extension Conditions {
-    /// The condition lists an edit of targeting adds to and removes from, by their names in documents.
-    public static var targetingLists: [(String, WritableKeyPath<Conditions, [String]>)] {
-        [
-            ("cities", \.cities), ("not_cities", \.notCities), ("cohorts", \.cohorts), ("not_cohorts", \.notCohorts),
-            ("units", \.units), ("platforms", \.platforms),
-        ]
-    }
-}

@@ -178,25 +178,21 @@ public struct Conditions: Sendable, Hashable {
     public var notCohorts: [String]
     /// Unit ids (QA and dogfood allowlists).
     public var units: [String]
-    /// Inclusive lower bound.
-    public var appVersionAtLeast: SemanticVersion?
-    /// Exclusive upper bound.
-    public var appVersionBelow: SemanticVersion?
     public var platforms: [String]
+    /// The range each bounded version attribute must fall in (never an empty range: `self[version:]` sets them).
+    public internal(set) var versions: [VersionAttribute: VersionRange]
 
     public init(
         cities: [String] = [], notCities: [String] = [], cohorts: [String] = [], notCohorts: [String] = [],
-        units: [String] = [], appVersionAtLeast: SemanticVersion? = nil, appVersionBelow: SemanticVersion? = nil,
-        platforms: [String] = []
+        units: [String] = [], platforms: [String] = [], versions: [VersionAttribute: VersionRange] = [:]
     ) {
         self.cities = cities
         self.notCities = notCities
         self.cohorts = cohorts
         self.notCohorts = notCohorts
         self.units = units
-        self.appVersionAtLeast = appVersionAtLeast
-        self.appVersionBelow = appVersionBelow
         self.platforms = platforms
+        self.versions = versions.filter { !$0.value.isEmpty }
     }
 
     public var isEmpty: Bool { self == Conditions() }
@@ -218,13 +214,13 @@ public struct Conditions: Sendable, Hashable {
         if !units.isEmpty {
             guard let unit = context.unitId, units.contains(unit) else { return false }
         }
-        if appVersionAtLeast != nil || appVersionBelow != nil {
-            guard let text = context.appVersion, let version = SemanticVersion(text) else { return false }
-            if let lower = appVersionAtLeast, version < lower { return false }
-            if let upper = appVersionBelow, !(version < upper) { return false }
-        }
         if !platforms.isEmpty {
             guard let platform = context.platform, platforms.contains(platform) else { return false }
+        }
+        for (attribute, range) in versions {
+            guard let text = context[keyPath: attribute.contextValue], let version = SemanticVersion(text),
+                range.contains(version)
+            else { return false }
         }
         return true
     }

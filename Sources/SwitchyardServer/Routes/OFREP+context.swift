@@ -7,7 +7,7 @@ import SwitchyardCore
 /// | `targetingKey` | the unit id (bucketing hashes it); missing or empty: no unit id |
 /// | `city` | the city |
 /// | `cohort`, `cohorts` | the cohorts: a string or a list of strings, both keys merged |
-/// | `appVersion` | the app version (a semantic version string) |
+/// | `appVersion` and every version attribute's key (`VersionAttribute.contextKey`) | that version (a semantic version string) |
 /// | `platform` | the platform |
 /// | anything else | passed through as an attribute (rules do not read attributes) |
 ///
@@ -40,11 +40,13 @@ enum OFREPContext {
                 for cohort in try strings(value, name) where !context.cohorts.contains(cohort) {
                     context.cohorts.append(cohort)
                 }
-            case "appVersion":
-                context.appVersion = try string(value, name)
             case "platform":
                 context.platform = try string(value, name)
             default:
+                if let attribute = VersionAttribute(contextKey: name) {
+                    context[keyPath: attribute.contextValue] = try string(value, name)
+                    continue
+                }
                 if case .string(let text) = value {
                     context.attributes[name] = text
                 } else {

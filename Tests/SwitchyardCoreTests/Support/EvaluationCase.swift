@@ -133,6 +133,19 @@ struct EvaluationCase: Sendable, CustomTestStringConvertible {
         return cases
     }
 
+    /// A case's context: `unit_id`, `city`, `cohorts`, `platform` and each version attribute by its document name
+    /// (`app_version`, `os_version`).
+    private static func context(_ tree: JSONValue) -> EvaluationContext {
+        var context = EvaluationContext(
+            unitId: tree["unit_id"]?.stringValue, city: tree["city"]?.stringValue,
+            cohorts: tree["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? [],
+            platform: tree["platform"]?.stringValue)
+        for attribute in VersionAttribute.allCases {
+            context[keyPath: attribute.contextValue] = tree[attribute.rawValue]?.stringValue
+        }
+        return context
+    }
+
     private static func load(file name: String) throws -> [EvaluationCase] {
         let path = "evaluation/\(name)"
         let tree = try TestData.json(path)
@@ -154,10 +167,7 @@ struct EvaluationCase: Sendable, CustomTestStringConvertible {
             return EvaluationCase(
                 file: file, index: index, description: try element.string("description", in: casePath),
                 flagKey: try element.string("flag", in: casePath), askedAsSwitch: ask == "switch",
-                context: EvaluationContext(
-                    unitId: context["unit_id"]?.stringValue, city: context["city"]?.stringValue,
-                    cohorts: context["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                    appVersion: context["app_version"]?.stringValue, platform: context["platform"]?.stringValue),
+                context: Self.context(context),
                 expected: Outcome(
                     value: try expected.required("value", in: casePath).serializedString(),
                     variant: try expected.string("variant", in: casePath),

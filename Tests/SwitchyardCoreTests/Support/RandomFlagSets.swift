@@ -46,8 +46,12 @@ struct RandomFlagSets {
         if chance(0.2) { conditions.notCohorts = some(of: Self.cohorts, upTo: 2) }
         if chance(0.1) { conditions.units = some(of: (0..<40).map { "u-\($0)" }, upTo: 3) }
         if chance(0.2) { conditions.platforms = some(of: Self.platforms, upTo: 2) }
-        if chance(0.2) { conditions.appVersionAtLeast = SemanticVersion(Self.bounds.randomElement(using: &generator)!) }
-        if chance(0.15) { conditions.appVersionBelow = SemanticVersion("7.0.0") }
+        for attribute in VersionAttribute.allCases {
+            var range = VersionRange()
+            if chance(0.2) { range.atLeast = SemanticVersion(Self.bounds.randomElement(using: &generator)!) }
+            if chance(0.15) { range.below = SemanticVersion("7.0.0") }
+            conditions[version: attribute] = range
+        }
         return conditions
     }
 
@@ -118,13 +122,17 @@ struct RandomFlagSets {
     }
 
     mutating func context() -> EvaluationContext {
-        EvaluationContext(
+        var context = EvaluationContext(
             unitId: chance(0.1)
                 ? nil
                 : (chance(0.05) ? "" : (chance(0.1) ? "u-\(Int.random(in: 0..<40, using: &generator))" : unitId())),
             city: chance(0.2) ? nil : Self.cities.randomElement(using: &generator),
             cohorts: chance(0.3) ? [] : some(of: Self.cohorts, upTo: 3),
-            appVersion: chance(0.2) ? nil : Self.versions.randomElement(using: &generator),
             platform: chance(0.2) ? nil : Self.platforms.randomElement(using: &generator))
+        for attribute in VersionAttribute.allCases {
+            context[keyPath: attribute.contextValue] =
+                chance(0.2) ? nil : Self.versions.randomElement(using: &generator)
+        }
+        return context
     }
 }
