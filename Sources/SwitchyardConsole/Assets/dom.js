@@ -126,8 +126,11 @@
     list('not_cohorts', 'not cohorts');
     list('platforms', 'platforms');
     if (rule.units && rule.units.length) parts.push(`${rule.units.length} allowlisted unit${rule.units.length === 1 ? '' : 's'}`);
-    if (rule.app_version_at_least) parts.push(`app ≥ ${rule.app_version_at_least}`);
-    if (rule.app_version_below) parts.push(`app < ${rule.app_version_below}`);
+    // Every version attribute's bounds (`app_version_at_least`, `os_version_below`, ...): `app ≥ 5.12.0`.
+    for (const [field, value] of Object.entries(rule)) {
+      const bound = /^([a-z]+)_version_(at_least|below)$/.exec(field);
+      if (bound) parts.push(`${bound[1]} ${bound[2] === 'below' ? '<' : '≥'} ${value}`);
+    }
     return parts.length ? parts.join(' · ') : 'everyone';
   }
 
