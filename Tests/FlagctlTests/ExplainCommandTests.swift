@@ -64,6 +64,39 @@ struct ExplainCommandTests {
         #expect(new.output.contains("decided by     rule 0 'app versions with the split payments SDK' at 100%\n"))
     }
 
+    @Test func osVersionBoundsDecideAndAreShownInTheContext() async throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try """
+        namespace: devices
+        flags:
+          plugin_switch_legacy_map:
+            type: plugin_switch
+            rules:
+              - name: riders on old iOS
+                platforms: [ios]
+                os_version_below: "16"
+                rollout: 100
+            rollout: 0
+        """.write(toFile: directory + "/devices.yaml", atomically: true, encoding: .utf8)
+        func run(_ os: String) async -> Outcome {
+            await flagctl(
+                "explain", "plugin_switch_legacy_map", "--flags", directory, "--unit", "rider-42", "--platform", "ios",
+                "--app-version", "5.12.0", "--os-version", os)
+        }
+        let old = await run("15.7.2")
+        #expect(old.status == 0, "\(old.error)")
+        #expect(old.output.contains("context        unit rider-42, platform ios, app 5.12.0, os 15.7.2\n"))
+        #expect(old.output.contains("value          true\n"))
+        #expect(old.output.contains("decided by     rule 0 'riders on old iOS' at 100%\n"))
+        let current = await run("16")
+        #expect(current.output.contains("value          false\n"))
+        #expect(current.output.contains("reason         DEFAULT\n"))
+        let bad = await run("sixteen")
+        #expect(bad.status == 64)
+        #expect(bad.error.hasPrefix("Error: 'sixteen' is not a semantic version. Pass one like --os-version 5.12.0.\n"))
+    }
+
     @Test func anExperimentShowsItsVariantAndWeights() async {
         let result = await explain("confirmation_button_copy", "--unit", "rider-7")
         #expect(
@@ -97,6 +130,7 @@ struct ExplainCommandTests {
                       "beta",
                       "employees"
                     ],
+                    "os_version": null,
                     "platform": "ios",
                     "unit": "rider-42"
                   },

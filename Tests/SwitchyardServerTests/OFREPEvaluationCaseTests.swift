@@ -19,10 +19,9 @@ struct OFREPEvaluationCaseTests {
     /// A case's context in OpenFeature's names.
     static func ofrepContext(_ context: JSONValue?) -> String {
         var object = JSONObject()
-        let names = [
-            ("unit_id", "targetingKey"), ("city", "city"), ("cohorts", "cohorts"), ("app_version", "appVersion"),
-            ("platform", "platform"),
-        ]
+        let names =
+            [("unit_id", "targetingKey"), ("city", "city"), ("cohorts", "cohorts"), ("platform", "platform")]
+            + VersionAttribute.allCases.map { ($0.rawValue, $0.contextKey) }
         for (ours, theirs) in names {
             if let value = context?[ours] { object[theirs] = value }
         }

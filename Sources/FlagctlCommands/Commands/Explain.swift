@@ -71,6 +71,9 @@ public struct Explain: FlagctlCommand {
     @Option(help: ArgumentHelp("The unit's platform, e.g. ios.", valueName: "platform"))
     public var platform: String?
 
+    @Option(help: ArgumentHelp("The OS's semantic version, e.g. 17.4.", valueName: "version"))
+    public var osVersion: String?
+
     @OptionGroup public var outputOptions: OutputOptions
 
     public init() {}
@@ -88,7 +91,9 @@ public struct Explain: FlagctlCommand {
     }
 
     var context: EvaluationContext {
-        EvaluationContext(unitId: unit, city: city, cohorts: cohorts, appVersion: appVersion, platform: platform)
+        EvaluationContext(
+            unitId: unit, city: city, cohorts: cohorts, appVersion: appVersion, platform: platform,
+            osVersion: osVersion)
     }
 
     public func run(console: Console) async throws {

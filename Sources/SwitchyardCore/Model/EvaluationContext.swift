@@ -7,18 +7,21 @@ public struct EvaluationContext: Sendable, Hashable {
     /// The app's semantic version.
     public var appVersion: String?
     public var platform: String?
+    /// The operating system's semantic version.
+    public var osVersion: String?
     /// Further attributes, carried for callers (rules do not read them).
     public var attributes: [String: String]
 
     public init(
         unitId: String? = nil, city: String? = nil, cohorts: [String] = [], appVersion: String? = nil,
-        platform: String? = nil, attributes: [String: String] = [:]
+        platform: String? = nil, osVersion: String? = nil, attributes: [String: String] = [:]
     ) {
         self.unitId = unitId
         self.city = city
         self.cohorts = cohorts
         self.appVersion = appVersion
         self.platform = platform
+        self.osVersion = osVersion
         self.attributes = attributes
     }
 }

@@ -12,11 +12,14 @@
 public enum VersionAttribute: String, CaseIterable, Sendable, Hashable, Comparable {
     /// The app's version, e.g. 5.12.0.
     case app = "app_version"
+    /// The operating system's version, e.g. 17.4 (riders on old OS versions are a cohort plugin switches target).
+    case os = "os_version"
 
     /// The context's value (`EvaluationContext.appVersion`, `.osVersion`).
     public var contextValue: WritableKeyPath<EvaluationContext, String?> {
         switch self {
         case .app: \.appVersion
+        case .os: \.osVersion
         }
     }
 
