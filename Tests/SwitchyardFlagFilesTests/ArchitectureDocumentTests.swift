@@ -59,4 +59,24 @@ struct ArchitectureDocumentTests {
                 "\(name): the table says \(written.sorted()), Package.swift \(firstParty.sorted())")
         }
     }
+
+    /// "Where a change goes" names real files: a path in backquotes (`SwitchyardCore/Model/FlagSet.swift`, from
+    /// Sources/ or the repository) exists, unless it is a pattern (`API+<area>.swift`) or a URL path (`/openapi.yaml`).
+    @Test func theFilesWhereAChangeGoesExist() throws {
+        let text = try String(contentsOfFile: Repository.root + "/docs/architecture.md", encoding: .utf8)
+        let section = try #require(
+            text.components(separatedBy: "## Where a change goes").dropFirst().first?.components(separatedBy: "\n## ")
+                .first)
+        let quoted = section.components(separatedBy: "`").enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        let paths = quoted.filter {
+            $0.contains("/") && $0.contains(".") && !$0.hasPrefix("/") && !$0.contains("<") && !$0.contains(" ")
+        }
+        #expect(paths.count >= 10, "found only \(paths)")
+        for path in paths {
+            let candidates = [Repository.root + "/" + path, Repository.root + "/Sources/" + path]
+            #expect(
+                candidates.contains { FileManager.default.fileExists(atPath: $0) },
+                "docs/architecture.md names \(path), which is neither in the repository nor in Sources/")
+        }
+    }
 }
