@@ -343,3 +343,36 @@ public struct ReleaseStatusBody: Sendable, Hashable {
         self.timeline = timeline
     }
 }
+
+/// The answer to dismissing a release plan's proposal (`POST …/release/proposals/{id}/dismiss`): the proposal's id,
+/// the audit entry recording the decision, and the plan after it.
+public struct ReleaseDismissalBody: Sendable, Hashable {
+    public var namespace: String
+    public var proposal: Int64
+    public var auditID: Int64
+    public var release: ReleaseStatusBody
+
+    public init(namespace: String, proposal: Int64, auditID: Int64, release: ReleaseStatusBody) {
+        self.namespace = namespace
+        self.proposal = proposal
+        self.auditID = auditID
+        self.release = release
+    }
+
+    public var json: JSONValue {
+        .object(
+            JSONObject([
+                ("namespace", .string(namespace)), ("dismissed", .bool(true)), ("proposal", .int64(proposal)),
+                ("audit_id", .int64(auditID)), ("release", release.json),
+            ]))
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "release dismissal")
+        namespace = try reader.string("namespace")
+        proposal = try reader.int64("proposal")
+        auditID = try reader.int64("audit_id")
+        guard let release = json["release"] else { throw WireError("release dismissal: release is missing") }
+        self.release = try ReleaseStatusBody(json: release)
+    }
+}

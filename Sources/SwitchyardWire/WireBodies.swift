@@ -148,7 +148,7 @@ public struct FlagSetBody: Sendable, Hashable {
 
 /// A flag as the API shows it on its own: its definition with its key, the kill switches covering it and its plugin
 /// point (`GET /v1/namespaces/{namespace}/flags/{key}`, `flagctl get KEY -o json`).
-public struct FlagBody: Sendable {
+public struct FlagBody: Sendable, Hashable {
     public var flag: FlagDefinition
     public var killSwitches: [String]
     public var pluginPoint: String?
@@ -159,6 +159,9 @@ public struct FlagBody: Sendable {
         pluginPoint = flagSet.pluginPoints.first { $0.switches.contains(flag.key) }?.name
     }
 
+    /// The members beside the flag's definition.
+    static let ownMembers = ["key", "kill_switches", "plugin_point"]
+
     public var json: JSONValue {
         var object = JSONObject([("key", .string(flag.key))])
         for (name, value) in flag.tree(unit: .basisPoints) { object[name] = value }
@@ -166,12 +169,29 @@ public struct FlagBody: Sendable {
         object["plugin_point"] = pluginPoint.map(JSONValue.string) ?? .null
         return .object(object)
     }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "flag")
+        let key = try reader.string("key")
+        killSwitches = try reader.strings("kill_switches")
+        pluginPoint = json["plugin_point"]?.stringValue
+        var definition = reader.object
+        for member in Self.ownMembers { definition[member] = nil }
+        do {
+            flag = try FlagDefinition(key: key, tree: .object(definition), unit: .basisPoints)
+        } catch {
+            throw WireError("flag \(key): \(error)")
+        }
+    }
 }
 
 /// A kill switch as the API shows it on its own: the flags it covers and its entries
 /// (`GET /v1/namespaces/{namespace}/kill-switches/{key}`, `flagctl get --kill-switch KEY -o json`).
-public struct KillSwitchBody: Sendable {
+public struct KillSwitchBody: Sendable, Hashable {
+    /// Its key, description and entries (read from an answer: without its declared members, which the answer leaves
+    /// out).
     public var killSwitch: KillSwitch
+    /// Every flag it covers: its declared members and the switches of the plugin points that name it.
     public var members: [String]
 
     public init(_ killSwitch: KillSwitch, in flagSet: FlagSet) {
@@ -188,6 +208,21 @@ public struct KillSwitchBody: Sendable {
                 ("entries", .array(killSwitch.entries.map { .object($0.tree) })),
                 ("killed_everywhere", .bool(killSwitch.isKilledEverywhere)),
             ]))
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "kill switch")
+        let key = try reader.string("key")
+        members = try reader.strings("members")
+        var definition = JSONObject()
+        for member in ["description", "entries"] where reader.object[member] != nil && reader.object[member] != .null {
+            definition[member] = reader.object[member]
+        }
+        do {
+            killSwitch = try KillSwitch(key: key, tree: .object(definition))
+        } catch {
+            throw WireError("kill switch \(key): \(error)")
+        }
     }
 }
 
@@ -251,24 +286,45 @@ public struct ChangeEntryBody: Sendable, Hashable {
 }
 
 /// The answer to a change: the namespace's version after it, whether it changed anything, its change log entry, and
-/// members of the route's own (the flag or kill switch after it).
+/// what the route changed, after it (the flag, the kill switch, the rule edited, the release plan, the proposal).
 public struct CommittedBody: Sendable, Hashable {
+    /// The rule a rollout or targeting edit set.
+    public enum EditedRule: Sendable, Hashable {
+        /// The default rollout (`"rule": null`).
+        case defaultRollout
+        /// The rule at this index.
+        case rule(Int)
+    }
+
     public var namespace: String
     public var version: SnapshotVersion
     public var changed: Bool
     public var change: ChangeEntryBody?
-    /// The route's own members, in order.
-    public var extra: [String: JSONValue]
+    /// The flag after the change (the flag routes).
+    public var flag: FlagBody?
+    /// The kill switch after the change (kill and revive).
+    public var killSwitch: KillSwitchBody?
+    /// The rule a rollout or targeting edit set.
+    public var rule: EditedRule?
+    /// The switch's release plan after a release action.
+    public var release: ReleaseStatusBody?
+    /// The crash guard proposal a change applied.
+    public var proposal: GuardProposalBody?
 
     public init(
-        namespace: String, version: SnapshotVersion, changed: Bool, change: ChangeEntryBody?,
-        extra: [String: JSONValue] = [:]
+        namespace: String, version: SnapshotVersion, changed: Bool, change: ChangeEntryBody?, flag: FlagBody? = nil,
+        killSwitch: KillSwitchBody? = nil, rule: EditedRule? = nil, release: ReleaseStatusBody? = nil,
+        proposal: GuardProposalBody? = nil
     ) {
         self.namespace = namespace
         self.version = version
         self.changed = changed
         self.change = change
-        self.extra = extra
+        self.flag = flag
+        self.killSwitch = killSwitch
+        self.rule = rule
+        self.release = release
+        self.proposal = proposal
     }
 
     public var json: JSONValue {
@@ -277,7 +333,15 @@ public struct CommittedBody: Sendable, Hashable {
             ("etag", .string(version.entityTag)),
             ("changed", .bool(changed)), ("change", change?.json ?? .null),
         ])
-        for key in extra.keys.sorted() { object[key] = extra[key] }
+        if let flag { object["flag"] = flag.json }
+        if let killSwitch { object["kill_switch"] = killSwitch.json }
+        switch rule {
+        case nil: break
+        case .defaultRollout: object["rule"] = .null
+        case .rule(let index): object["rule"] = .int(index)
+        }
+        if let release { object["release"] = release.json }
+        if let proposal { object["proposal"] = proposal.json }
         return .object(object)
     }
 
@@ -293,12 +357,19 @@ public struct CommittedBody: Sendable, Hashable {
         change = try json["change"].flatMap { tree throws(WireError) -> ChangeEntryBody? in
             tree == .null ? nil : try ChangeEntryBody(json: tree)
         }
-        var extra: [String: JSONValue] = [:]
-        for (key, value) in json.objectValue ?? JSONObject()
-        where !["namespace", "version", "etag", "changed", "change"].contains(key) {
-            extra[key] = value
+        flag = try json["flag"].map { tree throws(WireError) in try FlagBody(json: tree) }
+        killSwitch = try json["kill_switch"].map { tree throws(WireError) in try KillSwitchBody(json: tree) }
+        switch json["rule"] {
+        case nil: rule = nil
+        case .null?: rule = .defaultRollout
+        case let tree?:
+            guard let index = tree.int64Value, let rule = Int(exactly: index) else {
+                throw WireError("change answer: rule is not a rule's index")
+            }
+            self.rule = .rule(rule)
         }
-        self.extra = extra
+        release = try json["release"].map { tree throws(WireError) in try ReleaseStatusBody(json: tree) }
+        proposal = try json["proposal"].map { tree throws(WireError) in try GuardProposalBody(json: tree) }
     }
 }
 

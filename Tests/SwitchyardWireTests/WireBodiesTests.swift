@@ -27,11 +27,38 @@ struct WireBodiesTests {
         #expect(try ChangeEntryBody(json: change.json) == change)
         #expect(change.objects.map(\.key) == ["plugin_switch_feed_promos"])
 
+        let promos = FlagDefinition(
+            key: "plugin_switch_feed_promos", owner: "growth",
+            kind: .pluginSwitch(
+                PluginSwitchDefinition(
+                    rules: [
+                        SwitchRule(
+                            name: "old iOS",
+                            conditions: Conditions(
+                                platforms: ["ios"], versions: [.os: VersionRange(below: SemanticVersion("16"))]),
+                            rollout: .full)
+                    ], rollout: Rollout(basisPoints: 1250)!)))
+        let kill = KillSwitch(
+            key: "kill_home_feed", description: "Home feed", members: [],
+            entries: [Scope(cities: ["lagos"]), Scope(cohorts: ["beta"])])
+        let flagSet = FlagSet(
+            namespace: "rider", description: "Rider app",
+            pluginPoints: [
+                PluginPointDefinition(name: "home_feed", killSwitch: "kill_home_feed", switches: [promos.key])
+            ],
+            killSwitches: [KillSwitch(key: KillSwitch.masterKey), kill], flags: [promos])
         let committed = CommittedBody(
             namespace: "rider", version: Self.version, changed: true, change: change,
-            extra: ["rule": .int(1)])
+            flag: FlagBody(promos, in: flagSet), killSwitch: KillSwitchBody(kill, in: flagSet), rule: .rule(1))
         #expect(try CommittedBody(json: committed.json) == committed)
+        #expect(committed.json["flag"]?["plugin_point"] == .string("home_feed"))
+        #expect(committed.json["kill_switch"]?["members"] == .array([.string(promos.key)]))
+        var rolledOut = committed
+        rolledOut.rule = .defaultRollout
+        #expect(rolledOut.json["rule"] == .null)
+        #expect(try CommittedBody(json: rolledOut.json) == rolledOut)
         let unchanged = CommittedBody(namespace: "rider", version: Self.version, changed: false, change: nil)
+        #expect(unchanged.json["rule"] == nil)
         #expect(try CommittedBody(json: unchanged.json) == unchanged)
 
         let audit = AuditEntryBody(
@@ -43,7 +70,6 @@ struct WireBodiesTests {
             createdAt: "2026-11-26T04:10:00.000Z", createdBy: "admin", revokedAt: nil, secret: "s3cr3t")
         #expect(try TokenBody(json: token.json) == token)
 
-        let flagSet = FlagSet(namespace: "rider", description: "Rider app")
         #expect(
             try FlagSetBody(json: FlagSetBody(version: Self.version, flagSet: flagSet).json)
                 == FlagSetBody(version: Self.version, flagSet: flagSet))
@@ -67,6 +93,21 @@ struct WireBodiesTests {
         let disagreement = #expect(throws: WireError.self) { try FlagSetBody(json: mismatched) }
         #expect(disagreement?.message == "flag set document: version and etag disagree")
         #expect(throws: WireError.self) { try CommittedBody(json: .array([])) }
+        var answer = try #require(
+            CommittedBody(namespace: "rider", version: Self.version, changed: true, change: nil).json.objectValue)
+        answer["flag"] = .object(
+            JSONObject([
+                ("key", .string("plugin_switch_a")), ("type", .string("plugin_switch")), ("rollout", .int(20_000)),
+                ("kill_switches", .array([])),
+            ]))
+        let badFlag = #expect(throws: WireError.self) { try CommittedBody(json: .object(answer)) }
+        #expect(
+            badFlag?.message.hasPrefix("flag plugin_switch_a: rollout: 20000") == true, "\(String(describing: badFlag))"
+        )
+        answer["flag"] = nil
+        answer["rule"] = .string("first")
+        let badRule = #expect(throws: WireError.self) { try CommittedBody(json: .object(answer)) }
+        #expect(badRule?.message == "change answer: rule is not a rule's index")
         // A policy this reader does not know reads as the default.
         object["version"] = .int(1)
         object["reason_policy"] = .string("sometimes")

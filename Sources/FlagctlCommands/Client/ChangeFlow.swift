@@ -55,19 +55,21 @@ struct PlannedChange: Sendable {
     var question: String?
     /// When set, the namespace is as asked already: nothing is sent or asked, and this is why.
     var nothingToDo: String?
-    /// Fields the service would add to its answer (`rule`), for the answer flagctl gives when nothing is sent.
-    var unchangedFields = JSONObject()
+    /// The rule the service would answer it set, for the answer flagctl gives when nothing is sent.
+    var unchangedRule: CommittedBody.EditedRule?
 }
 
 /// The outcome of a change: the server's answer and the view it was based on.
 struct ChangeOutcome: Sendable {
-    /// The server's envelope: `namespace`, `version`, `etag`, `changed`, `change`, and the object after.
+    /// The server's answer as it came (what -o json and -o yaml print).
     var response: JSONValue
+    /// The same answer, read.
+    var answer: CommittedBody
     var view: NamespaceView
     /// Why nothing was sent, when the namespace was as asked already.
     var nothingToDo: String?
-    var changed: Bool { response["changed"]?.boolValue ?? false }
-    var version: Int64 { response["version"]?.int64Value ?? view.version }
+    var changed: Bool { answer.changed }
+    var version: Int64 { answer.version.version }
 }
 
 /// The way every flagctl change runs: read the namespace, work the change out against what was read, check
@@ -100,22 +102,19 @@ struct ChangeFlow {
         var planned = try plan(view)
         if planned.nothingToDo != nil {
             // What the service answers a change that alters nothing.
-            var extra: [String: JSONValue] = [:]
+            var unchanged = CommittedBody(
+                namespace: view.namespace, version: SnapshotVersion(epoch: view.epoch, version: view.version),
+                changed: false, change: nil, rule: planned.unchangedRule)
             for object in planned.objects {
                 switch object {
                 case .flag(let key):
-                    if let flag = view.flagSet.flag(key) { extra["flag"] = FlagBody(flag, in: view.flagSet).json }
+                    unchanged.flag = view.flagSet.flag(key).map { FlagBody($0, in: view.flagSet) }
                 case .killSwitch(let key):
-                    if let kill = view.flagSet.killSwitch(key) {
-                        extra["kill_switch"] = KillSwitchBody(kill, in: view.flagSet).json
-                    }
+                    unchanged.killSwitch = view.flagSet.killSwitch(key).map { KillSwitchBody($0, in: view.flagSet) }
                 }
             }
-            for (name, value) in planned.unchangedFields { extra[name] = value }
-            let unchanged = CommittedBody(
-                namespace: view.namespace, version: SnapshotVersion(epoch: view.epoch, version: view.version),
-                changed: false, change: nil, extra: extra)
-            return ChangeOutcome(response: unchanged.json, view: view, nothingToDo: planned.nothingToDo)
+            return ChangeOutcome(
+                response: unchanged.json, answer: unchanged, view: view, nothingToDo: planned.nothingToDo)
         }
         try checkReason(planned, view: view)
         if confirms {
@@ -129,7 +128,13 @@ struct ChangeFlow {
             do {
                 let response = try await client.send(
                     planned.method, planned.path, body: .object(body), ifMatch: view.etag)
-                return ChangeOutcome(response: response.json, view: view, nothingToDo: nil)
+                let json = response.json
+                do {
+                    return ChangeOutcome(
+                        response: json, answer: try CommittedBody(json: json), view: view, nothingToDo: nil)
+                } catch {
+                    throw CommandFailure("the flags service's answer to the change is not what flagctl reads: \(error)")
+                }
             } catch let failure as APIFailure where failure.status == 409 && failure.slug == "version-conflict" {
                 if options.ifVersion != nil || attempt == Self.maximumAttempts {
                     throw try await staleView(

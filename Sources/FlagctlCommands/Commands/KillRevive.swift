@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl kill [GROUP] [--city C] [--cohort K]`: adds a kill entry; no GROUP means the master kill switch.
 public struct Kill: FlagctlCommand {
@@ -192,16 +193,8 @@ public struct Revive: FlagctlCommand {
             return planned
         }
         var lines = [outcome.summaryLine(done: "revived \(name): removed \(what)", unchanged: "")]
-        if outcome.changed, let after = outcome.response["kill_switch"], let entries = after["entries"]?.arrayValue,
-            !entries.isEmpty
-        {
-            let texts = entries.compactMap { entry -> String? in
-                let scope = Scope(
-                    cities: entry["cities"]?.arrayValue?.compactMap(\.stringValue) ?? [],
-                    cohorts: entry["cohorts"]?.arrayValue?.compactMap(\.stringValue) ?? [])
-                return scope.description
-            }
-            lines.append("\(name) still has entries: \(texts.joined(separator: "; "))")
+        if outcome.changed, let entries = outcome.answer.killSwitch?.killSwitch.entries, !entries.isEmpty {
+            lines.append("\(name) still has entries: \(entries.map(\.description).joined(separator: "; "))")
         }
         outputOptions.emit(outcome, lines, console: console)
     }

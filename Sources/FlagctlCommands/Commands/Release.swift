@@ -86,8 +86,7 @@ public struct Release: AsyncParsableCommand {
             console.write(rendered)
             return
         }
-        let release = try outcome.response["release"].map { tree throws(WireError) in try ReleaseStatusBody(json: tree)
-        }
+        let release = outcome.answer.release
         var lines = [
             outcome.summaryLine(done: "\(key): release plan \(action.pastTense)", unchanged: "\(key): nothing to do")
         ]
@@ -574,8 +573,8 @@ public enum ReleaseProposalCommand {
                     output: outputOptions, console: console)
             else { return }
             var lines = ["confirmed release proposal \(id): \(key) rolled back to off"]
-            if let tree = response["release"] {
-                lines += Release.statusLines(try ReleaseStatusBody(json: tree), timeline: false)
+            if let release = try CommittedBody(json: response).release {
+                lines += Release.statusLines(release, timeline: false)
             }
             console.write(lines.joined(separator: "\n") + "\n")
         }
@@ -622,9 +621,7 @@ public enum ReleaseProposalCommand {
             var lines = [
                 "dismissed release proposal \(id): \(key) stays as it is; the stage holds for you (advance, pause or abort it)"
             ]
-            if let tree = response["release"] {
-                lines += Release.statusLines(try ReleaseStatusBody(json: tree), timeline: false)
-            }
+            lines += Release.statusLines(try ReleaseDismissalBody(json: response).release, timeline: false)
             console.write(lines.joined(separator: "\n") + "\n")
         }
     }

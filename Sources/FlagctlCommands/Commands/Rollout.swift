@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl rollout KEY PERCENT [--rule N | --city C --cohort K]`: sets the share of units a plugin switch is on for.
 public struct RolloutCommand: FlagctlCommand {
@@ -144,7 +145,7 @@ public struct RolloutCommand: FlagctlCommand {
                 let rule = gate.rules[index]
                 description = (target, rule.rollout, "rule \(index) (\(rule.conditions.summary))", [])
                 if rule.rollout == rollout { planned.nothingToDo = "\(key) rule \(index) is at \(rollout) already" }
-                planned.unchangedFields["rule"] = .int(index)
+                planned.unchangedRule = .rule(index)
             case .newRule(let conditions):
                 planned.body["conditions"] = .object(Scope(cities: conditions.cities, cohorts: conditions.cohorts).tree)
                 description = (
@@ -154,7 +155,7 @@ public struct RolloutCommand: FlagctlCommand {
             }
             if target == .defaultRollout, gate.rollout == rollout {
                 planned.nothingToDo = "\(key)'s default rollout is \(rollout) already"
-                planned.unchangedFields["rule"] = .null
+                planned.unchangedRule = .defaultRollout
             }
             planned.action = "roll out \(key) to \(rollout) for \(description.scope)"
             return planned

@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 /// `--city C --cohort K`: where a disable or kill entry applies (units matching every attribute named).
 public struct ScopeOptions: ParsableArguments, Sendable {
@@ -42,11 +43,11 @@ extension OutputOptions {
             return
         }
         var lines = lines
-        if let tree = outcome.response["flag"], let state = tree["release"]?["state"],
-            let after = try? ReleaseState(tree: state),
-            let key = tree["key"]?.stringValue, after.status == .paused || after.status == .aborted,
-            outcome.view.flagSet.flag(key)?.pluginSwitch?.release?.state?.status == .running
+        if let flag = outcome.answer.flag?.flag, let after = flag.pluginSwitch?.release?.state,
+            after.status == .paused || after.status == .aborted,
+            outcome.view.flagSet.flag(flag.key)?.pluginSwitch?.release?.state?.status == .running
         {
+            let key = flag.key
             lines.append("note: the release plan of \(key) is \(after.status.rawValue) now: \(after.note ?? "")")
         }
         console.write(lines.map { $0 + "\n" }.joined())

@@ -164,6 +164,16 @@ extension Scope {
 }
 
 extension KillSwitch {
+    /// Reads one kill switch from its JSON object (as under `kill_switches.<key>` of a flag set document).
+    ///
+    /// - Throws: `DefinitionError` with every problem found, paths from the kill switch's object.
+    public init(key: String, tree: JSONValue) throws(DefinitionError) {
+        let reader = TreeReader(file: nil)
+        let kill = KillSwitch.read(tree, key: key, at: .root, reader: reader)
+        guard let kill, reader.problems.isEmpty else { throw DefinitionError(problems: reader.problems) }
+        self = kill
+    }
+
     static func read(_ value: JSONValue, key: String, at path: FieldPath, reader: TreeReader) -> KillSwitch? {
         guard var object = reader.object(value, at: path) else { return nil }
         let description = object.string("description", rule: .text)
@@ -267,6 +277,17 @@ extension Rollout {
 }
 
 extension FlagDefinition {
+    /// Reads one flag from its JSON object (as under `flags.<key>` of a flag set document): the fields and their
+    /// values, not what only a whole flag set can check (plugin points, kill switch members).
+    ///
+    /// - Throws: `DefinitionError` with every problem found, paths from the flag's object.
+    public init(key: String, tree: JSONValue, unit: RolloutUnit) throws(DefinitionError) {
+        let reader = TreeReader(file: nil)
+        let flag = FlagDefinition.read(tree, key: key, at: .root, unit: unit, reader: reader)
+        guard let flag, reader.problems.isEmpty else { throw DefinitionError(problems: reader.problems) }
+        self = flag
+    }
+
     static func read(_ value: JSONValue, key: String, at path: FieldPath, unit: RolloutUnit, reader: TreeReader)
         -> FlagDefinition?
     {

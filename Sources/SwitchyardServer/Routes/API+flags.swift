@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 import Synchronization
 
 extension API {
@@ -76,7 +77,7 @@ extension API {
             }
             return try flagSet.replacingFlag(key, with: definition)
         }
-        return committedResponse(result, status: .created, [("flag", flagView(result, key))])
+        return committedResponse(result, status: .created) { $0.flag = flagBody(result, key) }
     }
 
     /// `PUT /v1/namespaces/{namespace}/flags/{key}`: `{"flag", "reason"}`; creates or replaces the definition.
@@ -93,7 +94,7 @@ extension API {
         let result = try await service.change(namespace, change) { current in
             try current.replacingFlag(key, with: definition).keepingReleaseProgress(of: current)
         }
-        return committedResponse(result, [("flag", flagView(result, key))])
+        return committedResponse(result) { $0.flag = flagBody(result, key) }
     }
 
     /// `DELETE /v1/namespaces/{namespace}/flags/{key}`: removes the flag and every reference to it.
@@ -124,7 +125,7 @@ extension API {
         let result = try await service.change(namespace, change) { flagSet in
             enable ? try flagSet.enabling(key, scope: scope) : try flagSet.disabling(key, scope: scope)
         }
-        return committedResponse(result, [("flag", flagView(result, key))])
+        return committedResponse(result) { $0.flag = flagBody(result, key) }
     }
 
     /// `POST …/flags/{key}/rollout`: `{"rollout", "rule"? | "conditions"?, "reason"?}`.
@@ -161,8 +162,10 @@ extension API {
             editedRule.set(index)
             return changed
         }
-        return committedResponse(
-            result, [("flag", flagView(result, key)), ("rule", editedRule.value.map(JSONValue.int) ?? .null)])
+        return committedResponse(result) { answer in
+            answer.flag = flagBody(result, key)
+            answer.rule = editedRule.value.map(CommittedBody.EditedRule.rule) ?? .defaultRollout
+        }
     }
 
     /// `POST …/flags/{key}/targeting`: `{"rule"?, "add"?, "remove"?, "rollout"?, "reason"?}`.
@@ -192,12 +195,14 @@ extension API {
             editedRule.set(index)
             return changed
         }
-        return committedResponse(
-            result, [("flag", flagView(result, key)), ("rule", editedRule.value.map(JSONValue.int) ?? .null)])
+        return committedResponse(result) { answer in
+            answer.flag = flagBody(result, key)
+            answer.rule = editedRule.value.map(CommittedBody.EditedRule.rule) ?? .defaultRollout
+        }
     }
 
-    func flagView(_ result: CommittedChange, _ key: String) -> JSONValue {
-        result.state.flagSet.flag(key).map { View.flag($0, in: result.state.flagSet) } ?? .null
+    func flagBody(_ result: CommittedChange, _ key: String) -> FlagBody? {
+        result.state.flagSet.flag(key).map { FlagBody($0, in: result.state.flagSet) }
     }
 
     /// `GET /v1/namespaces/{namespace}/kill-switches`
@@ -236,8 +241,11 @@ extension API {
                 ? try flagSet.killing(key, scope: scope ?? .everywhere)
                 : try flagSet.reviving(key, scope: scope, all: all)
         }
-        let view = result.state.flagSet.killSwitch(key).map { View.killSwitch($0, in: result.state.flagSet) } ?? .null
-        return committedResponse(result, [("kill_switch", view)])
+        return committedResponse(result) { answer in
+            answer.killSwitch = result.state.flagSet.killSwitch(key).map {
+                KillSwitchBody($0, in: result.state.flagSet)
+            }
+        }
     }
 }
 

@@ -73,8 +73,8 @@ extension API {
     func applyGuardProposal(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, id, change) = try await proposalDecision(request, context: context, reasonRequired: false)
         let (proposal, result) = try await crashGuard.apply(id, in: namespace, by: change.author)
-        return committedResponse(
-            result, [("proposal", try View.proposal(proposal, state: .applied, namespace: namespace).json)])
+        let body = try View.proposal(proposal, state: .applied, namespace: namespace)
+        return committedResponse(result) { $0.proposal = body }
     }
 
     /// `POST /v1/namespaces/{namespace}/guard/proposals/{id}/dismiss`: `{"reason"}`; the guard leaves the

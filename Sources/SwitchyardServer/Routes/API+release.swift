@@ -84,7 +84,7 @@ extension API {
             )
         }
         let status = try await releaseStatus(key, in: result.state, timeline: 0)
-        return committedResponse(result, [("release", status.json)])
+        return committedResponse(result) { $0.release = status }
     }
 
     /// `POST /v1/namespaces/{namespace}/flags/{key}/release/proposals/{id}/confirm`: `{"reason"?}`; rolls the plan
@@ -96,7 +96,7 @@ extension API {
         let key = try parameter("key", context)
         let result = try await releaseRunner.confirm(id, of: key, in: namespace, by: change.author)
         let status = try await releaseStatus(key, in: result.state, timeline: 0)
-        return committedResponse(result, [("release", status.json)])
+        return committedResponse(result) { $0.release = status }
     }
 
     /// `POST /v1/namespaces/{namespace}/flags/{key}/release/proposals/{id}/dismiss`: `{"reason"}`; the switch stays
@@ -107,12 +107,10 @@ extension API {
         let entry = try await releaseRunner.dismiss(id, of: key, in: namespace, by: change.author)
         guard let state = try await store.namespace(namespace) else { throw APIError.namespaceNotFound(namespace) }
         return .json(
-            .object(
-                JSONObject([
-                    ("namespace", .string(namespace)), ("dismissed", .bool(true)), ("proposal", .int64(id)),
-                    ("audit_id", .int64(entry.id)),
-                    ("release", try await releaseStatus(key, in: state, timeline: 0).json),
-                ])))
+            ReleaseDismissalBody(
+                namespace: namespace, proposal: id, auditID: entry.id,
+                release: try await releaseStatus(key, in: state, timeline: 0)
+            ).json)
     }
 
     /// A switch's release status at a state of its namespace, with up to `timeline` steps of its history.

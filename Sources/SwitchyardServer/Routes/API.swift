@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 
 /// The handlers of every route. Each checks access first (PRODUCT.md "Access"), then reads its input,
 /// reporting every problem with its field path.
@@ -89,13 +90,17 @@ struct API: Sendable {
         return min(seconds, service.configuration.maximumWait)
     }
 
-    /// A response to a write: the envelope, with the new version as ETag.
+    /// A response to a write, with the new version as ETag.
+    ///
+    /// - Parameter answer: adds what the route changed to the answer (`View.committed`).
     func committedResponse(
-        _ result: CommittedChange, status: HTTPResponse.Status = .ok, _ extra: [(String, JSONValue)] = []
+        _ result: CommittedChange, status: HTTPResponse.Status = .ok, _ answer: (inout CommittedBody) -> Void = { _ in }
     ) -> Response {
+        var body = View.committed(result)
+        answer(&body)
         var headers = HTTPFields()
-        headers[.eTag] = result.state.record.entityTag
-        return .json(View.committed(result, extra), status: status, headers: headers)
+        headers[.eTag] = body.version.entityTag
+        return .json(body.json, status: status, headers: headers)
     }
 
     /// Reads an optional `reason` from a body whose other fields the caller has read.

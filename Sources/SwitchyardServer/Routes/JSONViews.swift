@@ -86,11 +86,11 @@ enum View {
         FlagSetBody(version: state.record.snapshotVersion, flagSet: state.flagSet).json
     }
 
-    /// The envelope of a change response: the namespace version after it, and its change log entry.
-    static func committed(_ result: CommittedChange, _ extra: [(String, JSONValue)] = []) -> JSONValue {
+    /// The answer to a change: the namespace version after it and its change log entry; the route adds what it
+    /// changed.
+    static func committed(_ result: CommittedChange) -> CommittedBody {
         CommittedBody(
             namespace: result.state.record.name, version: result.state.record.snapshotVersion, changed: result.changed,
-            change: result.record.map(changeBody), extra: Dictionary(extra, uniquingKeysWith: { _, last in last })
-        ).json
+            change: result.record.map(changeBody))
     }
 }
