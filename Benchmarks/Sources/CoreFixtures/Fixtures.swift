@@ -100,7 +100,7 @@ public enum Fixtures {
                 SwitchRule(name: "launch", conditions: Conditions(cities: unique(["lagos", "nairobi", "accra", city]),
                                                                   cohorts: unique(["beta", cohort])),
                            rollout: Rollout(basisPoints: 2_500)!),
-                SwitchRule(name: "legacy", conditions: Conditions(appVersionBelow: SemanticVersion("5.0.0")), rollout: .off),
+                SwitchRule(name: "legacy", conditions: Conditions(versions: [.app: VersionRange(below: SemanticVersion("5.0.0"))]), rollout: .off),
             ]
             return FlagDefinition(
                 key: "plugin_switch_targeted_\(pad(index))", owner: "team-\(index % 17)",
