@@ -285,6 +285,88 @@ public struct ChangeEntryBody: Sendable, Hashable {
     }
 }
 
+/// A change log entry as a client or reporter token reads it: the version, the time and what changed in the objects
+/// snapshots show (no actor, source, reason, summary or evidence).
+public struct ClientChangeEntryBody: Sendable, Hashable {
+    public var version: Int64
+    public var time: String
+    /// Each object touched, as snapshots show it: `kind`, `key`, `before`, `after`.
+    public var changes: [JSONValue]
+
+    public init(version: Int64, time: String, changes: [JSONValue]) {
+        self.version = version
+        self.time = time
+        self.changes = changes
+    }
+
+    public var json: JSONValue {
+        .object(JSONObject([("version", .int64(version)), ("time", .string(time)), ("changes", .array(changes))]))
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "change")
+        version = try reader.int64("version")
+        time = try reader.string("time")
+        changes = json["changes"]?.arrayValue ?? []
+    }
+}
+
+/// A page of a namespace's change log (`GET /v1/namespaces/{namespace}/changes`): the entries after a version, the
+/// namespace's epoch and current version, and where the next page starts.
+public struct ChangePageBody: Sendable, Hashable {
+    /// The entries, whole (an editor's read) or as a client token reads them.
+    public enum Changes: Sendable, Hashable {
+        case full([ChangeEntryBody])
+        case client([ClientChangeEntryBody])
+    }
+
+    public var namespace: String
+    public var epoch: String
+    /// The namespace's version when the page was read.
+    public var version: Int64
+    public var changes: Changes
+    /// The version to ask for entries after, for the next page.
+    public var nextAfter: Int64
+
+    public init(namespace: String, epoch: String, version: Int64, changes: Changes, nextAfter: Int64) {
+        self.namespace = namespace
+        self.epoch = epoch
+        self.version = version
+        self.changes = changes
+        self.nextAfter = nextAfter
+    }
+
+    public var json: JSONValue {
+        let entries: [JSONValue] =
+            switch changes {
+            case .full(let entries): entries.map(\.json)
+            case .client(let entries): entries.map(\.json)
+            }
+        return .object(
+            JSONObject([
+                ("namespace", .string(namespace)), ("epoch", .string(epoch)), ("version", .int64(version)),
+                ("changes", .array(entries)), ("next_after", .int64(nextAfter)),
+            ]))
+    }
+
+    /// Reads a page; its entries are whole when they name their actor.
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "change page")
+        namespace = try reader.string("namespace")
+        epoch = try reader.string("epoch")
+        version = try reader.int64("version")
+        nextAfter = try reader.int64("next_after")
+        guard let entries = json["changes"]?.arrayValue else {
+            throw WireError("change page: changes is missing or not a list")
+        }
+        if entries.contains(where: { $0["actor"] == nil }) {
+            changes = .client(try entries.map { tree throws(WireError) in try ClientChangeEntryBody(json: tree) })
+        } else {
+            changes = .full(try entries.map { tree throws(WireError) in try ChangeEntryBody(json: tree) })
+        }
+    }
+}
+
 /// The answer to a change: the namespace's version after it, whether it changed anything, its change log entry, and
 /// what the route changed, after it (the flag, the kill switch, the rule edited, the release plan, the proposal).
 public struct CommittedBody: Sendable, Hashable {

@@ -57,6 +57,15 @@ struct WireBodiesTests {
         rolledOut.rule = .defaultRollout
         #expect(rolledOut.json["rule"] == .null)
         #expect(try CommittedBody(json: rolledOut.json) == rolledOut)
+        let fullPage = ChangePageBody(
+            namespace: "rider", epoch: "9f2c", version: 41, changes: .full([change]), nextAfter: 41)
+        #expect(try ChangePageBody(json: fullPage.json) == fullPage)
+        let clientPage = ChangePageBody(
+            namespace: "rider", epoch: "9f2c", version: 41,
+            changes: .client([ClientChangeEntryBody(version: 41, time: change.time, changes: change.changes)]),
+            nextAfter: 41)
+        #expect(try ChangePageBody(json: clientPage.json) == clientPage)
+        #expect(clientPage.json["changes"]?.arrayValue?.first?["actor"] == nil)
         let unchanged = CommittedBody(namespace: "rider", version: Self.version, changed: false, change: nil)
         #expect(unchanged.json["rule"] == nil)
         #expect(try CommittedBody(json: unchanged.json) == unchanged)

@@ -50,7 +50,10 @@ extension APIClient {
         let tree = try await get(
             Self.path("v1", "namespaces", namespace, "changes"),
             query: [("after", String(version)), ("limit", String(limit))])
-        return try (tree["changes"]?.arrayValue ?? []).map { tree throws(WireError) in try ChangeEntry(json: tree) }
+        guard case .full(let entries) = try ChangePageBody(json: tree).changes else {
+            throw CommandFailure("this token reads the change log without who made each change; use an editor's token")
+        }
+        return entries
     }
 
     /// A 404 for a namespace, saying how to find the right one.

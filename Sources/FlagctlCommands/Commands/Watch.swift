@@ -81,10 +81,11 @@ public struct Watch: FlagctlCommand {
                 after = fromVersion
             } else {
                 // The feed's envelope carries the current version; a client token may read it.
-                after =
-                    try await client.get(
+                after = try ChangePageBody(
+                    json: try await client.get(
                         APIClient.path("v1", "namespaces", namespace, "changes"),
-                        query: [("after", "0"), ("limit", "1")])["version"]?.int64Value ?? 0
+                        query: [("after", "0"), ("limit", "1")])
+                ).version
             }
         } catch let failure as APIFailure where failure.status == 404 {
             throw client.namespaceNotFound(namespace)
@@ -101,11 +102,12 @@ public struct Watch: FlagctlCommand {
         var epoch: String?
         var failures = 0
         while !interrupted.withLock({ $0 }) {
-            let page: JSONValue
+            let page: ChangePageBody
             do {
-                page = try await client.get(
-                    APIClient.path("v1", "namespaces", namespace, "changes"),
-                    query: [("after", String(after)), ("wait", String(wait))])
+                page = try ChangePageBody(
+                    json: try await client.get(
+                        APIClient.path("v1", "namespaces", namespace, "changes"),
+                        query: [("after", String(after)), ("wait", String(wait))]))
                 failures = 0
             } catch let failure as APIFailure where failure.status == 404 {
                 throw CommandFailure.notFound(
@@ -128,25 +130,22 @@ public struct Watch: FlagctlCommand {
                 }
                 continue
             }
-            if let current = page["epoch"]?.stringValue {
-                if let known = epoch, known != current {
-                    console.writeError(
-                        "namespace \(namespace) was deleted and created again; following the new one from its start\n")
-                    after = 0
-                    epoch = current
-                    continue
-                }
-                epoch = current
+            if let known = epoch, known != page.epoch {
+                console.writeError(
+                    "namespace \(namespace) was deleted and created again; following the new one from its start\n")
+                after = 0
+                epoch = page.epoch
+                continue
             }
-            for change in page["changes"]?.arrayValue ?? [] {
-                let entry = try Self.entry(change)
+            epoch = page.epoch
+            for (entry, json) in Self.entries(page) {
                 after = max(after, entry.version)
                 if let key, !entry.objects.contains(where: { $0.key == key }) { continue }
-                console.write(render(entry, as: change, colour: console.usesColour))
+                console.write(render(entry, as: json, colour: console.usesColour))
                 printed += 1
                 if let count, printed >= count { return }
             }
-            after = max(after, page["next_after"]?.int64Value ?? after)
+            after = max(after, page.nextAfter)
         }
     }
 
@@ -158,20 +157,22 @@ public struct Watch: FlagctlCommand {
         }
     }
 
-    /// A change of the feed: the whole entry, or what a client token reads of it (version, time and what changed:
-    /// no actor, source, reason or summary), read as an entry whose actor is empty.
-    static func entry(_ json: JSONValue) throws -> ChangeEntry {
-        guard json["actor"] == nil else { return try ChangeEntry(json: json) }
-        guard let version = json["version"]?.int64Value, let time = json["time"]?.stringValue else {
-            return try ChangeEntry(json: json)
+    /// The changes of a page with their JSON: whole entries, or what a client token reads of them (version, time and
+    /// what changed: no actor, source, reason or summary), read as entries whose actor is empty.
+    static func entries(_ page: ChangePageBody) -> [(ChangeEntry, JSONValue)] {
+        switch page.changes {
+        case .full(let entries):
+            return entries.map { ($0, $0.json) }
+        case .client(let entries):
+            return entries.map { client in
+                var entry = ChangeEntry(
+                    version: client.version, time: client.time, actor: "", source: "", reason: nil, summary: "",
+                    changes: client.changes, evidence: nil)
+                entry.summary = entry.objects.map { "\($0.kind.replacingOccurrences(of: "_", with: " ")) \($0.key)" }
+                    .joined(separator: ", ")
+                return (entry, client.json)
+            }
         }
-        let changes = json["changes"]?.arrayValue ?? []
-        var entry = ChangeEntry(
-            version: version, time: time, actor: "", source: "", reason: nil, summary: "", changes: changes,
-            evidence: nil)
-        entry.summary = entry.objects.map { "\($0.kind.replacingOccurrences(of: "_", with: " ")) \($0.key)" }.joined(
-            separator: ", ")
-        return entry
     }
 
     /// One change, in the chosen format (JSON and YAML as the feed sent it).

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 
 extension API {
     /// `GET /v1/namespaces/{namespace}/snapshot`: the snapshot, a conditional GET, or a long-poll.
@@ -216,15 +217,13 @@ extension API {
         headers[.eTag] = current.entityTag
         // A client token is public, a reporter's reads no flags: both read what snapshots show (View.clientChange);
         // editors everything.
-        let view = token.role < .editor ? View.clientChange : View.change
+        let changes: ChangePageBody.Changes =
+            token.role < .editor ? .client(records.map(View.clientChange)) : .full(records.map(View.changeBody))
         return .json(
-            .object(
-                JSONObject([
-                    ("namespace", .string(namespace)), ("epoch", .string(current.epoch)),
-                    ("version", .int64(current.version)),
-                    ("changes", .array(records.map(view))),
-                    ("next_after", .int64(records.last?.version ?? after)),
-                ])), headers: headers)
+            ChangePageBody(
+                namespace: namespace, epoch: current.epoch, version: current.version, changes: changes,
+                nextAfter: records.last?.version ?? after
+            ).json, headers: headers)
     }
 
     /// `GET /v1/namespaces/{namespace}/changes/{version}`: one change log entry.
@@ -236,7 +235,7 @@ extension API {
             guard service.hub.snapshot(of: namespace) != nil else { throw APIError.namespaceNotFound(namespace) }
             throw APIError.notFound("namespace '\(namespace)' has no change with version \(version)")
         }
-        return .json(token.role < .editor ? View.clientChange(record) : View.change(record))
+        return .json(token.role < .editor ? View.clientChange(record).json : View.change(record))
     }
 
     func versionParameter(_ context: FlagsRequestContext) throws -> Int64 {

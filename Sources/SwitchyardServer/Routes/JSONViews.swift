@@ -37,7 +37,7 @@ enum View {
     /// evaluate, without who made the change, why, its evidence, the crash guard's policies, the release plans
     /// (whose stages, margins and evidence are the release manager's) and the metrics. An object whose change was
     /// only in those is left out; the entry stays, so the versions still follow each other.
-    static func clientChange(_ record: ChangeRecord) -> JSONValue {
+    static func clientChange(_ record: ChangeRecord) -> ClientChangeEntryBody {
         var changes: [JSONValue] = []
         for change in record.changes {
             // The namespace's own fields: only its description is in snapshots.
@@ -49,11 +49,7 @@ enum View {
             if change.kind != .namespace, before == after { continue }
             changes.append(ObjectChange(kind: change.kind, key: change.key, before: before, after: after).tree)
         }
-        return .object(
-            JSONObject([
-                ("version", .int64(record.version)), ("time", .string(record.time.iso8601)),
-                ("changes", .array(changes)),
-            ]))
+        return ClientChangeEntryBody(version: record.version, time: record.time.iso8601, changes: changes)
     }
 
     /// An object of a change as snapshots show it: a plugin switch without its crash guard policy and release plan.
