@@ -19,6 +19,8 @@ public final class CompiledSnapshot: Sendable {
     let platformIds: [String: Int32]
     let unitIds: [String: Int32]
     let versionBounds: [VersionBound]
+    /// The ids of `versionBounds` by attribute, for the attributes some bound reads.
+    let versionBoundsByAttribute: [(attribute: VersionAttribute, ids: [Int])]
     /// Per kill switch slot, its entries' scopes in `killEntryScopes` (none for the slot of a removed kill switch).
     let killSwitchRecords: [KillSwitchRecord]
     let killEntryScopes: [Int32]
@@ -51,6 +53,7 @@ public final class CompiledSnapshot: Sendable {
         platformIds = builder.platforms.ids
         unitIds = builder.units.ids
         versionBounds = builder.versionBounds
+        versionBoundsByAttribute = builder.versionBoundsByAttribute
         killSwitchRecords = builder.killSwitchRecords
         killEntryScopes = builder.killEntryScopes
         killSlots = builder.killSlots
@@ -79,6 +82,7 @@ public final class CompiledSnapshot: Sendable {
         platformIds = builder.platforms.ids
         unitIds = builder.units.ids
         versionBounds = builder.versionBounds
+        versionBoundsByAttribute = builder.versionBoundsByAttribute
         killSwitchRecords = builder.killSwitchRecords
         killEntryScopes = builder.killEntryScopes
         killSlots = builder.killSlots
@@ -465,6 +469,13 @@ private struct Builder {
         let record = ScopeRecord(cities: bitset(scope.cities, .cities), cohorts: bitset(scope.cohorts, .cohorts))
         scopes.append(record)
         return scopeBase + Int32(scopes.count - 1)
+    }
+
+    var versionBoundsByAttribute: [(attribute: VersionAttribute, ids: [Int])] {
+        VersionAttribute.allCases.compactMap { attribute in
+            let ids = versionBounds.indices.filter { versionBounds[$0].attribute == attribute }
+            return ids.isEmpty ? nil : (attribute, ids)
+        }
     }
 
     /// The ids of a rule's version bounds (interned on first sight) as a bitset.

@@ -48,12 +48,10 @@ public struct Evaluator: Sendable {
         }
         self.cohortWords = cohortWords
         var versionPasses = [UInt64](repeating: 0, count: (snapshot.versionBounds.count + 63) / 64)
-        if !snapshot.versionBounds.isEmpty {
-            var versions: [VersionAttribute: SemanticVersion] = [:]
-            for attribute in VersionAttribute.allCases {
-                versions[attribute] = context[keyPath: attribute.contextValue].flatMap(SemanticVersion.init)
-            }
-            for (index, bound) in snapshot.versionBounds.enumerated() where bound.passes(versions[bound.attribute]) {
+        // Each version the snapshot's bounds read is parsed once.
+        for (attribute, ids) in snapshot.versionBoundsByAttribute {
+            let version = attribute.value(in: context).flatMap(SemanticVersion.init)
+            for index in ids where snapshot.versionBounds[index].passes(version) {
                 versionPasses[index / 64] |= 1 << UInt64(index % 64)
             }
         }

@@ -218,7 +218,7 @@ public struct Conditions: Sendable, Hashable {
             guard let platform = context.platform, platforms.contains(platform) else { return false }
         }
         for (attribute, range) in versions {
-            guard let text = context[keyPath: attribute.contextValue], let version = SemanticVersion(text),
+            guard let text = attribute.value(in: context), let version = SemanticVersion(text),
                 range.contains(version)
             else { return false }
         }

@@ -23,6 +23,16 @@ public enum VersionAttribute: String, CaseIterable, Sendable, Hashable, Comparab
         }
     }
 
+    /// The context's value, read without a key path (projecting one costs about 1,000 instructions, a tenth of
+    /// preparing an evaluator).
+    @inline(__always)
+    public func value(in context: EvaluationContext) -> String? {
+        switch self {
+        case .app: context.appVersion
+        case .os: context.osVersion
+        }
+    }
+
     /// Its member in an OpenFeature evaluation context: `appVersion`, `osVersion`.
     public var contextKey: String { Self.camelCase(rawValue) }
 
