@@ -51,43 +51,12 @@ extension FlagSet {
             CrashGuardPolicy.read($0, at: "crash_guard", unit: unit, reader: reader)
         }
 
-        var pluginPoints: [PluginPointDefinition] = []
-        if let value = root.value("plugin_points"), let elements = reader.list(value, at: "plugin_points") {
-            for (index, element) in elements.enumerated() {
-                if let point = PluginPointDefinition.read(
-                    element, at: FieldPath("plugin_points") / index, reader: reader)
-                {
-                    pluginPoints.append(point)
-                }
-            }
+        let pluginPoints = PluginPointDefinition.readList(&root, reader: reader)
+        let killSwitches = reader.keyedMembers(&root, "kill_switches") { element, key, path in
+            KillSwitch.read(element, key: key, at: path, reader: reader)
         }
-
-        var killSwitches: [KillSwitch] = []
-        if let value = root.value("kill_switches"), let members = reader.object(value, at: "kill_switches") {
-            for (key, element) in members.object {
-                let path = FieldPath("kill_switches") / key
-                if let problem = NameRule.key.problem(with: key) {
-                    reader.report(path, problem)
-                    continue
-                }
-                if let kill = KillSwitch.read(element, key: key, at: path, reader: reader) {
-                    killSwitches.append(kill)
-                }
-            }
-        }
-
-        var flags: [FlagDefinition] = []
-        if let value = root.value("flags"), let members = reader.object(value, at: "flags") {
-            for (key, element) in members.object {
-                let path = FieldPath("flags") / key
-                if let problem = NameRule.key.problem(with: key) {
-                    reader.report(path, problem)
-                    continue
-                }
-                if let flag = FlagDefinition.read(element, key: key, at: path, unit: unit, reader: reader) {
-                    flags.append(flag)
-                }
-            }
+        let flags = reader.keyedMembers(&root, "flags") { element, key, path in
+            FlagDefinition.read(element, key: key, at: path, unit: unit, reader: reader)
         }
         let metrics = root.value("metrics").map { MetricDefinition.readAll($0, reader: reader) } ?? []
         root.finish(known: extraFields)
@@ -121,7 +90,39 @@ extension FlagSet {
     }
 }
 
+extension TreeReader {
+    /// Reads an object of keyed members (`flags`, `kill_switches` of a document), if present: each key must be a
+    /// valid key, each member what `read` makes of it.
+    func keyedMembers<Member>(
+        _ root: inout ObjectReader, _ field: String, read: (JSONValue, String, FieldPath) -> Member?
+    ) -> [Member] {
+        guard let value = root.value(field), let members = object(value, at: FieldPath(stringLiteral: field)) else {
+            return []
+        }
+        var result: [Member] = []
+        for (key, element) in members.object {
+            let path = FieldPath(stringLiteral: field) / key
+            if let problem = NameRule.key.problem(with: key) {
+                report(path, problem)
+                continue
+            }
+            if let member = read(element, key, path) { result.append(member) }
+        }
+        return result
+    }
+}
+
 extension PluginPointDefinition {
+    /// Reads a document's `plugin_points` list, if present.
+    static func readList(_ root: inout ObjectReader, reader: TreeReader) -> [PluginPointDefinition] {
+        guard let value = root.value("plugin_points"), let elements = reader.list(value, at: "plugin_points") else {
+            return []
+        }
+        return elements.enumerated().compactMap { index, element in
+            PluginPointDefinition.read(element, at: FieldPath("plugin_points") / index, reader: reader)
+        }
+    }
+
     static func read(_ value: JSONValue, at path: FieldPath, reader: TreeReader) -> PluginPointDefinition? {
         guard var object = reader.object(value, at: path) else { return nil }
         let name = object.string("name", required: true, rule: .key)

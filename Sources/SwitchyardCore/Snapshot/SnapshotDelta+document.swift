@@ -105,40 +105,14 @@ extension SnapshotDelta {
             }
         }
 
-        var flags: [FlagDefinition] = []
-        if let value = root.value("flags"), let members = reader.object(value, at: "flags") {
-            for (key, element) in members.object {
-                let path = FieldPath("flags") / key
-                if let problem = NameRule.key.problem(with: key) {
-                    reader.report(path, problem)
-                    continue
-                }
-                if let flag = FlagDefinition.read(element, key: key, at: path, unit: .basisPoints, reader: reader) {
-                    flags.append(flag)
-                }
-            }
+        // The upserted objects read as in a flag set document, by the same parts.
+        let flags = reader.keyedMembers(&root, "flags") { element, key, path in
+            FlagDefinition.read(element, key: key, at: path, unit: .basisPoints, reader: reader)
         }
-        var kills: [KillSwitch] = []
-        if let value = root.value("kill_switches"), let members = reader.object(value, at: "kill_switches") {
-            for (key, element) in members.object {
-                let path = FieldPath("kill_switches") / key
-                if let problem = NameRule.key.problem(with: key) {
-                    reader.report(path, problem)
-                    continue
-                }
-                if let kill = KillSwitch.read(element, key: key, at: path, reader: reader) { kills.append(kill) }
-            }
+        let kills = reader.keyedMembers(&root, "kill_switches") { element, key, path in
+            KillSwitch.read(element, key: key, at: path, reader: reader)
         }
-        var points: [PluginPointDefinition] = []
-        if let value = root.value("plugin_points"), let elements = reader.list(value, at: "plugin_points") {
-            for (index, element) in elements.enumerated() {
-                if let point = PluginPointDefinition.read(
-                    element, at: FieldPath("plugin_points") / index, reader: reader)
-                {
-                    points.append(point)
-                }
-            }
-        }
+        let points = PluginPointDefinition.readList(&root, reader: reader)
         let removedFlags = root.stringList("removed_flags", rule: .key)
         let removedKills = root.stringList("removed_kill_switches", rule: .key)
         let removedPoints = root.stringList("removed_plugin_points", rule: .key)
