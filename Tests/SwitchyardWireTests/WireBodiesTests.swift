@@ -78,6 +78,18 @@ struct WireBodiesTests {
             id: "t1", name: "app", role: "client", namespaces: ["rider"], ratePerMinute: nil,
             createdAt: "2026-11-26T04:10:00.000Z", createdBy: "admin", revokedAt: nil, secret: "s3cr3t")
         #expect(try TokenBody(json: token.json) == token)
+        let tokens = ListBody(items: [token])
+        #expect(try ListBody<TokenBody>(json: tokens.json) == tokens)
+        #expect(tokens.json["namespace"] == nil)
+        let flags = ListBody(items: [FlagBody(promos, in: flagSet)], namespace: ("rider", 41))
+        #expect(try ListBody<FlagBody>(json: flags.json) == flags)
+        #expect(flags.json["version"] == .int(41))
+        let kills = ListBody(items: [KillSwitchBody(kill, in: flagSet)], namespace: ("rider", 41))
+        #expect(try ListBody<KillSwitchBody>(json: kills.json) == kills)
+        #expect(throws: WireError.self) { try ListBody<FlagBody>(json: kills.json) }
+        let page = AuditPageBody(entries: [audit], nextCursor: 6)
+        #expect(try AuditPageBody(json: page.json) == page)
+        #expect(try AuditPageBody(json: AuditPageBody(entries: [], nextCursor: nil).json).nextCursor == nil)
 
         #expect(
             try FlagSetBody(json: FlagSetBody(version: Self.version, flagSet: flagSet).json)

@@ -119,9 +119,8 @@ public struct Audit: FlagctlCommand {
             console.write(rendered)
             return
         }
-        let entries = try (page["entries"]?.arrayValue ?? []).map { tree throws(WireError) in
-            try AuditEntryBody(json: tree)
-        }
+        let read = try AuditPageBody(json: page)
+        let entries = read.entries
         guard !entries.isEmpty else {
             console.write(
                 "no audit entries match\(key.map { " for \($0)" } ?? "")\(settings.namespace.map { allNamespaces ? "" : " in namespace \($0)" } ?? "")\n"
@@ -147,7 +146,7 @@ public struct Audit: FlagctlCommand {
             table.add(cells)
         }
         console.write(table.render(colour: console.usesColour))
-        if page["next_cursor"]?.int64Value != nil {
+        if read.nextCursor != nil {
             console.writeError("note: older entries exist; raise --limit (up to 1000) or narrow with --since/--until\n")
         }
     }

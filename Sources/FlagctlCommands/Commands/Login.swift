@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl login`: checks a token against the service and saves server, token and namespace (mode 0600).
 public struct Login: FlagctlCommand {
@@ -73,10 +74,8 @@ public struct Login: FlagctlCommand {
         let client = APIClient(settings: settings)
         var notes: [String] = []
         do {
-            let namespaces =
-                try await client.get(APIClient.path("v1", "namespaces"))["namespaces"]?.arrayValue?.compactMap {
-                    $0["name"]?.stringValue
-                } ?? []
+            let namespaces = try ListBody<NamespaceBody>(json: try await client.get(APIClient.path("v1", "namespaces")))
+                .items.map(\.name)
             if let namespace, !namespaces.contains(namespace) {
                 notes.append(
                     "note: namespace '\(namespace)' does not exist or this token may not use it (it may use: \(namespaces.isEmpty ? "none" : namespaces.joined(separator: ", ")))"

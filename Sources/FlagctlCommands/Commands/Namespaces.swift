@@ -49,9 +49,7 @@ public struct NamespacesList: FlagctlCommand {
             console.write(rendered)
             return
         }
-        let namespaces = try (tree["namespaces"]?.arrayValue ?? []).map { tree throws(WireError) in
-            try NamespaceBody(json: tree)
-        }
+        let namespaces = try ListBody<NamespaceBody>(json: tree).items
         guard !namespaces.isEmpty else {
             console.write(
                 "no namespaces on \(settings.serverText) for this token; create one with 'flagctl namespaces create NAME' or 'flagctl apply Flags'\n"

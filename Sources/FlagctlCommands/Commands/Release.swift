@@ -397,9 +397,7 @@ public struct ReleaseStatus: FlagctlCommand {
                 Release.statusLines(try ReleaseStatusBody(json: tree), timeline: true).joined(separator: "\n") + "\n")
             return
         }
-        let bodies = try (tree["releases"]?.arrayValue ?? []).map { item throws(WireError) in
-            try ReleaseStatusBody(json: item)
-        }
+        let bodies = try ListBody<ReleaseStatusBody>(json: tree).items
         guard !bodies.isEmpty else {
             console.write(
                 "namespace \(namespace) has no release plans (declare release: under a switch in its flag file, or 'flagctl release start KEY --stage …')\n"

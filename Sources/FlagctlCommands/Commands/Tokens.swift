@@ -57,8 +57,7 @@ public struct TokensList: FlagctlCommand {
             return
         }
         var table = Table("ID", "NAME", "ROLE", "NAMESPACES", "CREATED", "BY", "REVOKED")
-        for tree in tree["tokens"]?.arrayValue ?? [] {
-            let token = try TokenBody(json: tree)
+        for token in try ListBody<TokenBody>(json: tree).items {
             let revoked = token.revokedAt.map(Audit.shortTime)
             table.add([
                 .init(token.id), .init(token.name, .bold), .init(token.role),

@@ -25,12 +25,10 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/flags`
     func listFlags(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, state) = try await readableState(request, context)
-        return .json(
-            .object(
-                JSONObject([
-                    ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
-                    ("flags", .array(state.flagSet.flags.map { View.flag($0, in: state.flagSet) })),
-                ])), headers: etagHeaders(state.record))
+        let list = ListBody(
+            items: state.flagSet.flags.map { FlagBody($0, in: state.flagSet) },
+            namespace: (namespace, state.record.version))
+        return .json(list.json, headers: etagHeaders(state.record))
     }
 
     /// `GET /v1/namespaces/{namespace}/flags/{key}`
@@ -208,15 +206,10 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/kill-switches`
     func listKillSwitches(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, state) = try await readableState(request, context)
-        return .json(
-            .object(
-                JSONObject([
-                    ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
-                    (
-                        "kill_switches",
-                        .array(state.flagSet.killSwitches.map { View.killSwitch($0, in: state.flagSet) })
-                    ),
-                ])), headers: etagHeaders(state.record))
+        let list = ListBody(
+            items: state.flagSet.killSwitches.map { KillSwitchBody($0, in: state.flagSet) },
+            namespace: (namespace, state.record.version))
+        return .json(list.json, headers: etagHeaders(state.record))
     }
 
     /// `POST …/kill-switches/{key}/kill` (`{"scope"?, "reason"}`) and `…/revive` (`{"scope"? | "all"?, "reason"?}`).

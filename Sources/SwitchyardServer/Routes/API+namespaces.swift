@@ -9,7 +9,7 @@ extension API {
     func listNamespaces(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let token = try await auth.authorize(request, role: .editor)
         let records = try await store.namespaces().filter { token.allows(namespace: $0.name) }
-        return .json(.object(JSONObject([("namespaces", .array(records.map { View.namespace($0) }))])))
+        return .json(ListBody(items: records.map { View.namespaceBody($0) }).json)
     }
 
     /// `GET /v1/namespaces/{namespace}`
@@ -183,12 +183,7 @@ extension API {
             audit[keyPath: keyPath] = date
         }
         let page = try await store.audit(audit)
-        return .json(
-            .object(
-                JSONObject([
-                    ("entries", .array(page.entries.map(View.audit))),
-                    ("next_cursor", page.nextCursor.map(JSONValue.int64) ?? .null),
-                ])))
+        return .json(AuditPageBody(entries: page.entries.map(View.auditBody), nextCursor: page.nextCursor).json)
     }
 
     /// Token routes need an admin token that is not limited to namespaces (it could otherwise widen itself).
@@ -206,7 +201,7 @@ extension API {
     func listTokens(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         _ = try await authorizeTokenAdmin(request)
         let tokens = try await store.tokens()
-        return .json(.object(JSONObject([("tokens", .array(tokens.map(\.record.tree)))])))
+        return .json(ListBody(items: tokens.map { $0.record.body() }).json)
     }
 
     /// `POST /v1/tokens`: `{"name", "role", "namespaces"?, "rate_per_minute"?}`; the secret is in the response, once.

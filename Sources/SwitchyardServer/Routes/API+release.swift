@@ -20,16 +20,13 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/releases`: every switch with a release plan, with where it is and what it waits for.
     func listReleases(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, state) = try await readableState(request, context)
-        var releases: [JSONValue] = []
+        var releases: [ReleaseStatusBody] = []
         for flag in state.flagSet.flags where flag.pluginSwitch?.release != nil {
-            releases.append(try await releaseStatus(flag.key, in: state, timeline: 0).json)
+            releases.append(try await releaseStatus(flag.key, in: state, timeline: 0))
         }
         return .json(
-            .object(
-                JSONObject([
-                    ("namespace", .string(namespace)), ("version", .int64(state.record.version)),
-                    ("releases", .array(releases)),
-                ])), headers: etagHeaders(state.record))
+            ListBody(items: releases, namespace: (namespace, state.record.version)).json,
+            headers: etagHeaders(state.record))
     }
 
     /// `GET /v1/namespaces/{namespace}/flags/{key}/release`: the plan, its stage and time in it, the sessions and crash

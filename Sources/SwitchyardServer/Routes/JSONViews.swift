@@ -7,6 +7,10 @@ import SwitchyardWire
 /// wire bodies.
 enum View {
     static func namespace(_ record: NamespaceRecord, flagSet: FlagSet? = nil) -> JSONValue {
+        namespaceBody(record, flagSet: flagSet).json
+    }
+
+    static func namespaceBody(_ record: NamespaceRecord, flagSet: FlagSet? = nil) -> NamespaceBody {
         NamespaceBody(
             name: record.name, epoch: record.epoch, version: record.version, reasonPolicy: record.reasonPolicy,
             createdAt: record.createdAt.iso8601, updatedAt: record.updatedAt.iso8601,
@@ -16,8 +20,7 @@ enum View {
                     counts: NamespaceBody.Counts(
                         flags: flagSet.flags.count, pluginPoints: flagSet.pluginPoints.count,
                         killSwitches: flagSet.killSwitches.count))
-            }
-        ).json
+            })
     }
 
     /// A change log entry; `evidence` only on automatic changes (the crash guard's).
@@ -60,21 +63,16 @@ enum View {
     }
 
     /// An audit entry; `evidence` only on automatic changes (the crash guard's).
-    static func audit(_ entry: AuditEntry) -> JSONValue {
+    static func auditBody(_ entry: AuditEntry) -> AuditEntryBody {
         AuditEntryBody(
             id: entry.id, time: entry.time.iso8601, actor: entry.actor, source: entry.source.rawValue,
             action: entry.action.rawValue, namespace: entry.namespace, version: entry.version, reason: entry.reason,
-            summary: entry.summary, changes: entry.changes.map(\.tree), evidence: entry.evidence
-        ).json
+            summary: entry.summary, changes: entry.changes.map(\.tree), evidence: entry.evidence)
     }
 
     /// A flag with its key and the kill switches covering it.
     static func flag(_ flag: FlagDefinition, in flagSet: FlagSet) -> JSONValue {
         FlagBody(flag, in: flagSet).json
-    }
-
-    static func killSwitch(_ kill: KillSwitch, in flagSet: FlagSet) -> JSONValue {
-        KillSwitchBody(kill, in: flagSet).json
     }
 
     /// The flag set document at a namespace's version.
