@@ -197,10 +197,14 @@ public struct ExperimentResultsBody: Sendable, Hashable {
     /// `asymptotic-confidence-sequence` (Waudby-Smith et al. 2021; docs/experiment-statistics.md).
     public var method: String
     public var metrics: [Metric]
+    /// An experiment flag's crashed sessions per variant (an answer's top-level members beside the others).
+    public var crashes: CrashCounts?
 
     public init(
         namespace: String, flag: String, type: String, phase: String?, phases: [Phase], control: String, arms: [Arm],
-        sampleRatio: SampleRatio, trustworthy: Bool, alpha: Double, plannedUnits: Int, method: String, metrics: [Metric]
+        sampleRatio: SampleRatio, trustworthy: Bool, alpha: Double, plannedUnits: Int, method: String,
+        metrics: [Metric],
+        crashes: CrashCounts? = nil
     ) {
         self.namespace = namespace
         self.flag = flag
@@ -215,10 +219,11 @@ public struct ExperimentResultsBody: Sendable, Hashable {
         self.plannedUnits = plannedUnits
         self.method = method
         self.metrics = metrics
+        self.crashes = crashes
     }
 
-    /// The members of the answer, in order (the route may add others).
-    public var members: JSONObject {
+    /// The members of the answer but the crash counts', in order.
+    var members: JSONObject {
         let number = Interval.number
         return JSONObject([
             ("namespace", .string(namespace)), ("flag", .string(flag)), ("type", .string(type)),
@@ -268,7 +273,13 @@ public struct ExperimentResultsBody: Sendable, Hashable {
         ])
     }
 
-    public var json: JSONValue { .object(members) }
+    public var json: JSONValue {
+        var object = members
+        // The crash counts' members sit at the top level; their `control` (the variant compared with) replaces the
+        // design's.
+        if let crashes { for (key, value) in crashes.members { object[key] = value } }
+        return .object(object)
+    }
 
     /// Reads an answer (members a newer flagsd adds are ignored).
     public init(json: JSONValue) throws(WireError) {
@@ -305,6 +316,137 @@ public struct ExperimentResultsBody: Sendable, Hashable {
         plannedUnits = Int(statistics?["planned_units"]?.int64Value ?? 0)
         method = statistics?["method"]?.stringValue ?? ""
         metrics = try (json["metrics"]?.arrayValue ?? []).map { tree throws(WireError) in try Metric(json: tree) }
+        crashes = json["variants"] == nil ? nil : try CrashCounts(json: json)
+    }
+}
+
+extension ExperimentResultsBody {
+    /// An experiment flag's crashed sessions per variant over a window, each variant's crash rate compared with the
+    /// control's by a Newcombe hybrid score interval.
+    public struct CrashCounts: Sendable, Hashable {
+        /// The difference of a variant's crash rate from the control's, with its interval.
+        public struct Difference: Sendable, Hashable {
+            public var estimate: Double
+            public var lower: Double
+            public var upper: Double
+            /// Whether the interval excludes 0.
+            public var significant: Bool
+
+            public init(estimate: Double, lower: Double, upper: Double, significant: Bool) {
+                self.estimate = estimate
+                self.lower = lower
+                self.upper = upper
+                self.significant = significant
+            }
+        }
+
+        /// One variant's counts.
+        public struct Variant: Sendable, Hashable {
+            public var variant: String
+            /// False for a variant the flag does not declare (seen in events only).
+            public var declared: Bool
+            public var isControl: Bool
+            public var exposures: Int64
+            public var sessions: Int64
+            public var crashes: Int64
+            public var crashRate: Double?
+            /// Nil for the control, and for a variant without the sessions to compare.
+            public var difference: Difference?
+
+            public init(
+                variant: String, declared: Bool, isControl: Bool, exposures: Int64, sessions: Int64, crashes: Int64,
+                crashRate: Double?, difference: Difference?
+            ) {
+                self.variant = variant
+                self.declared = declared
+                self.isControl = isControl
+                self.exposures = exposures
+                self.sessions = sessions
+                self.crashes = crashes
+                self.crashRate = crashRate
+                self.difference = difference
+            }
+        }
+
+        /// The variant compared with.
+        public var control: String
+        /// `24h`, `7d`.
+        public var window: String
+        public var from: String
+        public var until: String
+        /// `newcombe-hybrid-score`.
+        public var interval: String
+        public var confidence: Double
+        public var variants: [Variant]
+
+        public init(
+            control: String, window: String, from: String, until: String, interval: String, confidence: Double,
+            variants: [Variant]
+        ) {
+            self.control = control
+            self.window = window
+            self.from = from
+            self.until = until
+            self.interval = interval
+            self.confidence = confidence
+            self.variants = variants
+        }
+
+        var members: JSONObject {
+            let rows: [JSONValue] = variants.map { row in
+                .object(
+                    JSONObject([
+                        ("variant", .string(row.variant)), ("declared", .bool(row.declared)),
+                        ("control", .bool(row.isControl)), ("exposures", .int64(row.exposures)),
+                        ("sessions", .int64(row.sessions)), ("crashes", .int64(row.crashes)),
+                        ("crash_rate", row.crashRate.map(JSONValue.double) ?? .null),
+                        (
+                            "difference",
+                            row.difference.map { difference in
+                                .object(
+                                    JSONObject([
+                                        ("estimate", .double(difference.estimate)),
+                                        ("lower", .double(difference.lower)), ("upper", .double(difference.upper)),
+                                        ("significant", .bool(difference.significant)),
+                                    ]))
+                            } ?? .null
+                        ),
+                    ]))
+            }
+            return JSONObject([
+                ("control", .string(control)), ("window", .string(window)), ("from", .string(from)),
+                ("until", .string(until)), ("interval", .string(interval)), ("confidence", .double(confidence)),
+                ("variants", .array(rows)),
+            ])
+        }
+
+        init(json: JSONValue) throws(WireError) {
+            var reader = try WireReader(json, "experiment")
+            control = try reader.string("control")
+            window = try reader.string("window")
+            from = try reader.string("from")
+            until = try reader.string("until")
+            interval = try reader.string("interval")
+            confidence = try reader.double("confidence")
+            guard let rows = json["variants"]?.arrayValue else {
+                throw WireError("experiment: variants is not a list")
+            }
+            variants = try rows.map { row throws(WireError) in
+                var rowReader = try WireReader(row, "experiment.variants")
+                var difference: Difference?
+                if let tree = row["difference"], tree != .null {
+                    let intervalReader = try WireReader(tree, "experiment.variants.difference")
+                    difference = Difference(
+                        estimate: try intervalReader.double("estimate"), lower: try intervalReader.double("lower"),
+                        upper: try intervalReader.double("upper"), significant: try intervalReader.bool("significant"))
+                }
+                return Variant(
+                    variant: try rowReader.string("variant"), declared: row["declared"]?.boolValue ?? true,
+                    isControl: row["control"]?.boolValue ?? false, exposures: try rowReader.int64("exposures"),
+                    sessions: try rowReader.int64("sessions"), crashes: try rowReader.int64("crashes"),
+                    crashRate: row["crash_rate"]?.doubleValue, difference: difference)
+            }
+        }
     }
 }
 

@@ -256,6 +256,11 @@ struct ExperimentRouteTests {
             ("ExperimentResults", switchAnswer.json), ("ExperimentResults", flagAnswer.json),
         ])
         #expect(try ExperimentResultsBody(json: switchAnswer.json).json == switchAnswer.json)
-        #expect(try ExperimentResultsBody(json: flagAnswer.json).metrics.count == 7)
+        let flagBody = try ExperimentResultsBody(json: flagAnswer.json)
+        #expect(flagBody.metrics.count == 7)
+        // An experiment flag's crash counts are typed too: the whole answer reads back as written.
+        #expect(flagBody.json == flagAnswer.json)
+        #expect(flagBody.crashes?.variants.map(\.variant).sorted() == ["bold", "control"])
+        #expect(try ExperimentResultsBody(json: switchAnswer.json).crashes == nil)
     }
 }

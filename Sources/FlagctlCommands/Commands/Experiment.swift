@@ -108,30 +108,28 @@ public struct ExperimentResults: FlagctlCommand {
                 "flagsd's answer is not an experiment's results: \(error.message); is flagctl older than flagsd?")
         }
         console.write(Self.text(results, colour: console.usesColour))
-        guard tree["variants"]?.arrayValue != nil else { return }
+        guard let crashes = results.crashes else { return }
         console.write("\nCrashes per variant\n")
-        let reference = tree["control"]?.stringValue ?? "?"
         var table = Table("VARIANT", "EXPOSURES", "SESSIONS", "CRASHES", "CRASH RATE", "DIFFERENCE (95% CI)")
-        for row in tree["variants"]?.arrayValue ?? [] {
-            let variant = row["variant"]?.stringValue ?? ""
+        for row in crashes.variants {
             var difference = "(control)"
-            if let interval = Guard.present(row["difference"]) {
+            if let interval = row.difference {
                 difference =
-                    "\(Self.points(interval["estimate"])) [\(Self.points(interval["lower"])), \(Self.points(interval["upper"]))]"
-                if interval["significant"]?.boolValue == true { difference += " *" }
-            } else if variant != reference {
+                    "\(Self.points(interval.estimate)) [\(Self.points(interval.lower)), \(Self.points(interval.upper))]"
+                if interval.significant { difference += " *" }
+            } else if row.variant != crashes.control {
                 difference = "-"
             }
             table.add([
-                .init(variant + (row["declared"]?.boolValue == false ? " (not declared)" : ""), .bold),
-                .init(String(row["exposures"]?.int64Value ?? 0)), .init(String(row["sessions"]?.int64Value ?? 0)),
-                .init(String(row["crashes"]?.int64Value ?? 0)), .init(Guard.percent(row["crash_rate"])),
+                .init(row.variant + (row.declared ? "" : " (not declared)"), .bold),
+                .init(String(row.exposures)), .init(String(row.sessions)),
+                .init(String(row.crashes)), .init(Guard.percent(row.crashRate)),
                 .init(difference, difference.hasSuffix("*") ? .yellow : .plain),
             ])
         }
         console.write(table.render(colour: console.usesColour))
         console.write(
-            "\nsessions of the last \(tree["window"]?.stringValue ?? window) (from \(Audit.shortTime(tree["from"]?.stringValue ?? ""))); DIFFERENCE: crash rate minus \(reference)'s\n"
+            "\nsessions of the last \(crashes.window) (from \(Audit.shortTime(crashes.from))); DIFFERENCE: crash rate minus \(crashes.control)'s\n"
                 + "in percentage points, Newcombe hybrid score interval at 95%; * the interval excludes 0\n")
     }
 
@@ -220,8 +218,7 @@ public struct ExperimentResults: FlagctlCommand {
     }
 
     /// `+0.56 pp` from a fraction.
-    static func points(_ value: JSONValue?) -> String {
-        guard case .number(let number)? = value, let fraction = number.doubleValue else { return "-" }
+    static func points(_ fraction: Double) -> String {
         let points = fraction * 100
         return (points >= 0 ? "+" : "") + String(format: "%.2f", points) + " pp"
     }

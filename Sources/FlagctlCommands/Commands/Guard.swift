@@ -42,17 +42,6 @@ public struct Guard: AsyncParsableCommand {
         return text + "%"
     }
 
-    /// `4.97%` from a JSON fraction (experiment results); `-` when there is none.
-    static func percent(_ value: JSONValue?) -> String {
-        guard case .number(let number)? = value else { return "-" }
-        return percent(number.doubleValue)
-    }
-
-    /// The value unless it is missing or null.
-    static func present(_ value: JSONValue?) -> JSONValue? {
-        value == .null ? nil : value
-    }
-
     /// `city lagos`, `cohort beta`, `everywhere`.
     static func scopeText(_ scope: Scope) -> String {
         var parts: [String] = []

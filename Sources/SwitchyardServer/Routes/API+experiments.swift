@@ -26,7 +26,7 @@ extension API {
         let report = ExperimentReport.body(
             namespace: namespace, flag: flag, flagSet: state.flagSet, units: units, phase: phase,
             control: control, now: now)
-        var members = report.members
+        var body = report
         if let experiment = flag.experiment {
             let variants = experiment.variants.map(\.key)
             let reference = control ?? (variants.contains("control") ? "control" : experiment.defaultVariant)
@@ -35,16 +35,13 @@ extension API {
                     "query parameter control='\(reference)' is not a variant of \(flag.key) (\(variants.joined(separator: ", ")))",
                     path: "control")
             }
-            for (key, value) in try await crashCounts(
+            body.crashes = try await crashCounts(
                 namespace, flag: flag.key, variants: variants, control: reference, request: request)
-            {
-                members[key] = value
-            }
         } else if let control, !report.arms.contains(where: { $0.arm == control }) {
             throw APIError.badRequest(
                 "query parameter control='\(control)' is not an arm of \(flag.key) (with, without)", path: "control")
         }
-        return .json(.object(members), headers: etagHeaders(state.record))
+        return .json(body.json, headers: etagHeaders(state.record))
     }
 
     /// `GET /v1/namespaces/{namespace}/experiments/{key}/units?phase=`: the per-unit table results are computed from,
@@ -117,7 +114,7 @@ extension API {
     /// The crash counts per variant of an experiment flag over `window` (the members of older versions' answer).
     private func crashCounts(
         _ namespace: String, flag key: String, variants: [String], control: String, request: Request
-    ) async throws -> JSONObject {
+    ) async throws -> ExperimentResultsBody.CrashCounts {
         var window: Duration = .seconds(86_400)
         if let text = request.uri.queryParameters.get("window") {
             guard let parsed = GuardDurationText.parse(text), parsed >= .seconds(60), parsed <= .seconds(30 * 86_400)
@@ -138,37 +135,26 @@ extension API {
         let z = Proportions.normalQuantile(0.975)
         let reference = tallies[control] ?? .zero
         let shown = variants + tallies.keys.filter { !variants.contains($0) }.sorted()
-        let rows: [JSONValue] = shown.map { variant in
+        let rows = shown.map { variant in
             let tally = tallies[variant] ?? .zero
-            var object = JSONObject([
-                ("variant", .string(variant)), ("declared", .bool(variants.contains(variant))),
-                ("control", .bool(variant == control)),
-                ("exposures", .int64(tally.exposures)), ("sessions", .int64(tally.sessions)),
-                ("crashes", .int64(tally.crashedSessions)),
-                ("crash_rate", tally.crashRate.map(JSONValue.double) ?? .null),
-            ])
-            if variant != control,
-                let interval = Proportions.newcombeDifference(
+            let interval =
+                variant == control
+                ? nil
+                : Proportions.newcombeDifference(
                     successes1: tally.crashedSessions, trials1: tally.sessions,
                     successes2: reference.crashedSessions, trials2: reference.sessions, z: z)
-            {
-                object["difference"] = .object(
-                    JSONObject([
-                        ("estimate", .double(interval.difference)), ("lower", .double(interval.lower)),
-                        ("upper", .double(interval.upper)),
-                        ("significant", .bool(interval.lower > 0 || interval.upper < 0)),
-                    ]))
-            } else {
-                object["difference"] = .null
-            }
-            return .object(object)
+            return ExperimentResultsBody.CrashCounts.Variant(
+                variant: variant, declared: variants.contains(variant), isControl: variant == control,
+                exposures: tally.exposures, sessions: tally.sessions, crashes: tally.crashedSessions,
+                crashRate: tally.crashRate,
+                difference: interval.map { interval in
+                    ExperimentResultsBody.CrashCounts.Difference(
+                        estimate: interval.difference, lower: interval.lower, upper: interval.upper,
+                        significant: interval.lower > 0 || interval.upper < 0)
+                })
         }
-        return JSONObject([
-            ("control", .string(control)), ("window", .string(GuardDurationText.text(window))),
-            ("from", .string(from.iso8601)),
-            ("until", .string(until.iso8601)), ("interval", .string("newcombe-hybrid-score")),
-            ("confidence", .double(0.95)),
-            ("variants", .array(rows)),
-        ])
+        return ExperimentResultsBody.CrashCounts(
+            control: control, window: GuardDurationText.text(window), from: from.iso8601, until: until.iso8601,
+            interval: "newcombe-hybrid-score", confidence: 0.95, variants: rows)
     }
 }
