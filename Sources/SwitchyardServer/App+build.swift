@@ -13,7 +13,7 @@ public import SwitchyardStorage
 /// On graceful shutdown the hub answers every waiting request first, then the server drains.
 public struct FlagsServer: Service {
     let application: Application<RouterResponder<FlagsRequestContext>>
-    let service: FlagService
+    let app: AppContext
     let routes: [RouteSpec]
     let crashGuard: CrashGuard
     /// Steps release plans on evidence.
@@ -29,13 +29,13 @@ public struct FlagsServer: Service {
         // ServiceGroup shuts services down in reverse order: the hub (answering waiters) before the server, and
         // the crash guard once no more events come in.
         let services: [any Service] =
-            [crashGuard, releasePlans] + (follower.map { [$0] } ?? []) + [application, service.hub]
-        let group = ServiceGroup(configuration: .init(services: services, logger: service.logger))
+            [crashGuard, releasePlans] + (follower.map { [$0] } ?? []) + [application, app.hub]
+        let group = ServiceGroup(configuration: .init(services: services, logger: app.logger))
         try await group.run()
     }
 
-    /// The shared parts, for in-process tests.
-    package var flagService: FlagService { service }
+    /// The app's parts, for in-process tests.
+    package var context: AppContext { app }
 
     /// The crash guard, for in-process tests (which call its `drain()` when the service does not run).
     package var guardService: CrashGuard { crashGuard }
@@ -45,7 +45,7 @@ public struct FlagsServer: Service {
 
     /// A responder over the same routes, for sending requests in-process (tests).
     package func makeResponder() -> RouterResponder<FlagsRequestContext> {
-        buildRouter(service: service, routes: routes).buildResponder()
+        buildRouter(app: app, routes: routes).buildResponder()
     }
 
     /// Every route as `(method, path template)`, for the OpenAPI sync test.
@@ -83,8 +83,8 @@ public func buildApplication(
         maximumWaiters: configuration.maximumWaiters, maximumWaitersPerAddress: configuration.maximumWaitersPerAddress,
         deltaVersions: configuration.deltaVersions,
         metricsFactory: factory, logger: logger)
-    let service = FlagService(
-        store: store, hub: hub,
+    let app = AppContext(
+        store: store, hub: hub, service: FlagService(store: store, hub: hub, metricsFactory: factory, logger: logger),
         auth: Authenticator(store: store, maximumAge: configuration.tokenCacheMaximumAge, metricsFactory: factory),
         configuration: configuration,
         metricsFactory: factory, logger: logger, rateLimiter: RateLimiter(clock: configuration.rateClock),
@@ -96,24 +96,24 @@ public func buildApplication(
         longPollRates: RateLimiter(clock: configuration.rateClock))
     // Subscribe before loading, so no write committed elsewhere meanwhile is missed.
     let notifications = store.notifications()
-    try await service.load()
+    try await app.load()
     var guardOptions = CrashGuard.Options(
         refreshInterval: configuration.guardRefreshInterval, webhookURL: configuration.guardWebhookURL)
     guardOptions.webhookSecret = configuration.guardWebhookSecret
     // One clock for every time a change records: the store's (FlagService and the routes read it too).
     guardOptions.now = store.now
-    let crashGuard = CrashGuard(service: service, options: guardOptions)
-    service.eventObservers.add(crashGuard)
+    let crashGuard = CrashGuard(app: app, options: guardOptions)
+    app.eventObservers.add(crashGuard)
     var releaseOptions = ReleasePlanRunner.Options(
         interval: configuration.releasePlanInterval, webhookURL: configuration.guardWebhookURL)
     releaseOptions.webhookSecret = configuration.guardWebhookSecret
     releaseOptions.now = store.now
     releaseOptions.futureSkew = configuration.maximumEventClockSkew
-    let releasePlans = ReleasePlanRunner(service: service, options: releaseOptions)
+    let releasePlans = ReleasePlanRunner(app: app, options: releaseOptions)
     let routes = makeRoutes(
-        API(service: service, crashGuard: crashGuard, releasePlans: releasePlans), registry: registry)
+        API(app: app, crashGuard: crashGuard, releasePlans: releasePlans), registry: registry)
     // Snapshot polls are answered before the router, on the connection's event loop (HTTP/SnapshotFastPath.swift).
-    let snapshotFastPath = SnapshotFastPath(service: service, serverName: "flagsd")
+    let snapshotFastPath = SnapshotFastPath(app: app, serverName: "flagsd")
     // Every connection is counted against the caps (in all and per peer address) and timed from its start
     // (Connections/ConnectionGate.swift); the timeouts see what both the fast path and the router read and write.
     let connections = ConnectionGate(
@@ -124,7 +124,7 @@ public func buildApplication(
             trustedProxies: configuration.trustedProxies),
         metricsFactory: factory, logger: logger)
     let application = Application(
-        router: buildRouter(service: service, routes: routes),
+        router: buildRouter(app: app, routes: routes),
         server: HTTPServerBuilder { responder in
             GatedHTTP1Channel(
                 http1: HTTP1Channel(
@@ -145,12 +145,12 @@ public func buildApplication(
         },
         logger: logger)
     var server = FlagsServer(
-        application: application, service: service, routes: routes, crashGuard: crashGuard,
+        application: application, app: app, routes: routes, crashGuard: crashGuard,
         releasePlans: releasePlans,
         snapshotFastPath: snapshotFastPath, connections: connections)
     if let notifications {
         server.follower = StoreFollower(
-            service: service, notifications: notifications, interval: configuration.storeCheckInterval)
+            app: app, notifications: notifications, interval: configuration.storeCheckInterval)
     }
     return server
 }
@@ -242,10 +242,10 @@ func makeRoutes(_ api: API, registry: PrometheusCollectorRegistry) -> [RouteSpec
         ]
 }
 
-func buildRouter(service: FlagService, routes: [RouteSpec]) -> Router<FlagsRequestContext> {
+func buildRouter(app: AppContext, routes: [RouteSpec]) -> Router<FlagsRequestContext> {
     let router = Router(context: FlagsRequestContext.self)
     // Middleware applies to routes added after it, so it comes first.
-    router.add(middleware: ObservabilityMiddleware(metricsFactory: service.metricsFactory))
+    router.add(middleware: ObservabilityMiddleware(metricsFactory: app.metricsFactory))
     router.add(middleware: ProblemMiddleware(routes: RouteTable(routes.map { ($0.method, $0.path) })))
     for route in routes {
         router.on(RouterPath(route.path), method: route.method, use: route.handler)

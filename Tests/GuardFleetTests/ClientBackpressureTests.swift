@@ -29,7 +29,7 @@ struct ClientBackpressureTests {
             let (store, server, base, token, folder) = (fleet.store, fleet.server, fleet.url, fleet.token, fleet.folder)
 
             // One event holds the whole backlog until released.
-            let ingestor = server.flagService.eventIngestor
+            let ingestor = server.context.eventIngestor
             let (release, releaser) = AsyncStream<Void>.makeStream()
             let holder = Task {
                 try await ingestor.ingest([

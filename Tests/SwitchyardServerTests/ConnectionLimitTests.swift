@@ -270,13 +270,13 @@ struct ConnectionLimitTests {
                             "/v1/namespaces/rider/snapshot?wait=300", headers: [authorization, ("If-None-Match", tag)]))
                 parked.append(connection)
             }
-            try await waitUntil("the three long-polls park") { server.flagService.hub.waiterCount == 3 }
+            try await waitUntil("the three long-polls park") { server.context.hub.waiterCount == 3 }
 
             let refused = try RawHTTPConnection(port: port, source: "127.0.0.3")
             try? refused.send(RawHTTPConnection.get("/healthz"))
             #expect(try await refused.isClosedByServer())
             #expect(server.connections.openCount == 3)
-            #expect(server.flagService.hub.waiterCount == 3)
+            #expect(server.context.hub.waiterCount == 3)
 
             parked.removeFirst().reset()
             try await waitUntil("the server counts the closed connection out") { server.connections.openCount == 2 }

@@ -24,8 +24,8 @@ struct CrashGuardBookkeepingTests {
         var options = CrashGuard.Options()
         options.confirmInterval = .seconds(5)
         options.instant = { start + elapsed.withLock { $0 } }
-        let crashGuard = CrashGuard(service: app.server.flagService, options: options)
-        app.server.flagService.eventObservers.add(crashGuard)
+        let crashGuard = CrashGuard(app: app.server.context, options: options)
+        app.server.context.eventObservers.add(crashGuard)
         await crashGuard.refresh("rider")
 
         // 80 sessions, 8 crashed: under the policy's 100 sessions.

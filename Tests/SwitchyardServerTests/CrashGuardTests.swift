@@ -112,7 +112,7 @@ struct CrashGuardTests {
     }
 
     static func setPolicy(_ app: TestApp, _ policy: CrashGuardPolicy) async throws {
-        _ = try await app.server.flagService.change(
+        _ = try await app.server.context.service.change(
             "rider", ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api))
         ) { flagSet in
             var flagSet = flagSet
@@ -252,7 +252,7 @@ struct CrashGuardTests {
         defer { app.close() }
         // A second flagsd over the same store (as two processes over one PostgreSQL database).
         let second = try await buildApplication(
-            configuration: app.server.flagService.configuration, store: app.store, logger: app.logger)
+            configuration: app.server.context.configuration, store: app.store, logger: app.logger)
         let events = Self.sessions("x", count: 300, crashEvery: 5, switches: [Self.promos])
         try await Self.post(app, events)
         // Both saw the same counts (the second through its refresh from the store) and both decide to trip.
@@ -366,7 +366,7 @@ struct CrashGuardTests {
     @Test func aPolicyCanTurnTheGuardOffForASwitch() async throws {
         let app = try await TestApp.make(configuration: Self.configuration())
         defer { app.close() }
-        _ = try await app.server.flagService.change(
+        _ = try await app.server.context.service.change(
             "rider", ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api))
         ) { flagSet in
             var flagSet = flagSet

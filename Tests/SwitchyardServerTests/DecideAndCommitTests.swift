@@ -22,7 +22,7 @@ struct DecideAndCommitTests {
         let app = try await TestApp.make()
         defer { app.close() }
         let before = try #require(try await app.store.namespace("rider")).record.version
-        let outcome = try await app.server.flagService.decideAndCommit("rider") { _ in Self.disabling(Self.promos) }
+        let outcome = try await app.server.context.service.decideAndCommit("rider") { _ in Self.disabling(Self.promos) }
         guard case .committed(let value, let result) = outcome else {
             Issue.record("expected a commit, got \(String(describing: outcome))")
             return
@@ -35,7 +35,7 @@ struct DecideAndCommitTests {
     @Test func aNamespaceThatMovedOnBeforeTheCommitIsDecidedAgain() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
-        let service = app.server.flagService
+        let service = app.server.context.service
         let before = try #require(try await app.store.namespace("rider")).record.version
         var decidedOn: [Int64] = []
         let outcome = try await service.decideAndCommit("rider") { state in
@@ -62,7 +62,7 @@ struct DecideAndCommitTests {
         defer { app.close() }
         let before = try #require(try await app.store.namespace("rider")).record.version
         var decisions = 0
-        let outcome = try await app.server.flagService.decideAndCommit("rider", attempts: 2) {
+        let outcome = try await app.server.context.service.decideAndCommit("rider", attempts: 2) {
             _ -> VersionedDecision<String>? in
             decisions += 1
             throw StaleDecision()
@@ -71,7 +71,7 @@ struct DecideAndCommitTests {
         #expect(decisions == 2)
         // A mutation that finds the switch changed since the decision is stale too.
         decisions = 0
-        let stale = try await app.server.flagService.decideAndCommit("rider") { _ -> VersionedDecision<String>? in
+        let stale = try await app.server.context.service.decideAndCommit("rider") { _ -> VersionedDecision<String>? in
             decisions += 1
             return .commit("never", ChangeRequest(author: Self.author)) { _ in throw StaleDecision() }
         }
@@ -84,17 +84,19 @@ struct DecideAndCommitTests {
         let app = try await TestApp.make()
         defer { app.close() }
         let before = try #require(try await app.store.namespace("rider")).record.version
-        let settled = try await app.server.flagService.decideAndCommit("rider") { _ in
+        let settled = try await app.server.context.service.decideAndCommit("rider") { _ in
             VersionedDecision<String>.settle("held")
         }
         guard case .settled("held") = settled else {
             Issue.record("expected the settled decision, got \(String(describing: settled))")
             return
         }
-        let nothing = try await app.server.flagService.decideAndCommit("rider") { _ -> VersionedDecision<String>? in nil
+        let nothing = try await app.server.context.service.decideAndCommit("rider") { _ -> VersionedDecision<String>? in
+            nil
         }
         #expect(nothing == nil)
-        let missing = try await app.server.flagService.decideAndCommit("nowhere") { _ in Self.disabling(Self.promos) }
+        let missing = try await app.server.context.service.decideAndCommit("nowhere") { _ in Self.disabling(Self.promos)
+        }
         #expect(missing == nil)
         #expect(try await app.store.namespace("rider")?.record.version == before)
     }
@@ -104,7 +106,7 @@ struct DecideAndCommitTests {
         defer { app.close() }
         var decisions = 0
         await #expect(throws: FlagEditError.self) {
-            _ = try await app.server.flagService.decideAndCommit("rider") { _ -> VersionedDecision<String>? in
+            _ = try await app.server.context.service.decideAndCommit("rider") { _ -> VersionedDecision<String>? in
                 decisions += 1
                 return .commit("unknown", ChangeRequest(author: Self.author)) {
                     try $0.disabling("plugin_switch_gone", scope: nil)

@@ -107,7 +107,7 @@ struct EventIngestionTests {
         configuration.maximumEventBacklog = 5
         let app = try await TestApp.make(configuration: configuration)
         defer { app.close() }
-        let ingestor = app.server.flagService.eventIngestor
+        let ingestor = app.server.context.eventIngestor
         // A batch of 5 events holds its turn (its write waits) until released: the backlog is full meanwhile.
         let (release, releaser) = AsyncStream<Void>.makeStream()
         let holder = Task {

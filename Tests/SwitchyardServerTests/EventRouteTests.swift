@@ -271,7 +271,7 @@ struct EventRouteTests {
         let app = try await TestApp.make()
         defer { app.close() }
         let observer = RecordingObserver()
-        app.server.flagService.eventObservers.add(observer)
+        app.server.context.eventObservers.add(observer)
         _ = try await app.send(
             .post, Self.path, token: "client",
             body: Self.body([

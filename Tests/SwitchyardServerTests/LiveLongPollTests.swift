@@ -147,7 +147,7 @@ struct LiveLongPollTests {
                 try await LiveClient(base: base, token: app.tokens["client"], timeout: 120)
                     .send("GET", "/v1/namespaces/rider/snapshot?wait=600", headers: ["If-None-Match": tag])
             }
-            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            try await waitUntil { server.context.hub.waiterCount == 1 }
             await group.triggerGracefulShutdown()
             // A liveness deadline far below the 600 s wait: the waiter must be answered by the shutdown.
             let response = try await withDeadline(.seconds(60)) { try await waiter.value }

@@ -71,7 +71,7 @@ struct OFREPBulkTests {
 
         // A change that does not alter this context's result keeps the tag: a rule for another cohort.
         let author = ChangeRequest(author: ChangeAuthor(actor: "test", source: .api))
-        _ = try await app.server.flagService.change("shop", author) { flagSet in
+        _ = try await app.server.context.service.change("shop", author) { flagSet in
             var flagSet = flagSet
             let index = try #require(flagSet.flags.firstIndex { $0.key == "plugin_switch_beta_search" })
             flagSet.flags[index].pluginSwitch?.rules.append(

@@ -233,7 +233,7 @@ struct ReleaseEvidenceTests {
         // Six minutes later (a runner whose clock says so), their minute has come.
         var options = ReleasePlanRunner.Options()
         options.now = { now + 360 }
-        let later = ReleasePlanRunner(service: app.server.flagService, options: options)
+        let later = ReleasePlanRunner(app: app.server.context, options: options)
         #expect(await later.runOnce().map(\.action) == ["proposed"])
     }
 
@@ -248,7 +248,7 @@ struct ReleaseEvidenceTests {
         try await Self.start(app)
         var options = ReleasePlanRunner.Options()
         options.now = { now + 720 }
-        let later = ReleasePlanRunner(service: app.server.flagService, options: options)
+        let later = ReleasePlanRunner(app: app.server.context, options: options)
         let plan = try #require(try await Self.plan(app))
         let since = Date(timeIntervalSince1970: TimeInterval(try #require(plan.state?.since)))
         let namespace = try #require(try await app.store.namespace("rider"))

@@ -43,7 +43,7 @@ struct ReleasePlanRunTests {
     /// actor `test`), so sessions posted now are past the minutes a stage leaves out after it begins.
     static func backdate(_ app: TestApp, key: String = promos, seconds: Int64 = 15 * 60) async throws {
         let since = Int64(Date().timeIntervalSince1970) - seconds
-        _ = try await app.server.flagService.change(
+        _ = try await app.server.context.service.change(
             "rider", ChangeRequest(author: ChangeAuthor(actor: "test", source: .api))
         ) { flagSet in
             var flagSet = flagSet
@@ -182,7 +182,7 @@ struct ReleasePlanRunTests {
         #expect(gate.release?.state?.status == .running && gate.rollout == .off, "the stage's targeting is back")
 
         // The crash guard's trip (its change path: source crash-guard) aborts the plan in the same change.
-        _ = try await app.server.flagService.change(
+        _ = try await app.server.context.service.change(
             "rider", ChangeRequest(author: ChangeAuthor(actor: CrashGuard.actor, source: .crashGuard))
         ) {
             try $0.disabling(Self.promos, scope: Scope(cities: ["lagos"]))
@@ -241,7 +241,7 @@ struct ReleasePlanRunTests {
 
     /// Declares the rider namespace's metrics as Flags/rider.yaml does (trip_booked, a conversion; fare, a value).
     static func declareMetrics(_ app: TestApp) async throws {
-        _ = try await app.server.flagService.change(
+        _ = try await app.server.context.service.change(
             "rider", ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api))
         ) { flagSet in
             var flagSet = flagSet
@@ -406,7 +406,7 @@ struct ReleasePlanRunTests {
         // the same time, again and again. With no soak, one look may find the plan a stage further, as a later look
         // would: each stage is still left once, from the stage it was decided on. Each round's sessions are timed
         // after the stage it finds began, so every round takes at least one step.
-        let other = ReleasePlanRunner(service: app.server.flagService)
+        let other = ReleasePlanRunner(app: app.server.context)
         for round in 0..<3 {
             try await Self.traffic(app, "r\(round)")
             async let mine = app.server.releasePlanRunner.runOnce()

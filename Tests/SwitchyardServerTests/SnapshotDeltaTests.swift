@@ -64,7 +64,7 @@ struct SnapshotDeltaTests {
         let (app, _, _) = try await changedApp()
         defer { app.close() }
         let policy = CrashGuardPolicy(tripSources: [.reporters], cities: ["lagos"])
-        _ = try await app.server.flagService.change(
+        _ = try await app.server.context.service.change(
             "rider", ChangeRequest(author: ChangeAuthor(actor: "setup", source: .api))
         ) { flagSet in
             var flagSet = flagSet
@@ -266,7 +266,7 @@ struct SnapshotDeltaTests {
                         headers: [auth, accept, ("If-None-Match", tag), ("Accept-Encoding", encoding)]))
                 connections.append(connection)
             }
-            try await waitUntil { server.flagService.hub.waiterCount == 2 }
+            try await waitUntil { server.context.hub.waiterCount == 2 }
             let change = try await LiveClient(
                 base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"]
             )

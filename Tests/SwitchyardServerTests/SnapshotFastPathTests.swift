@@ -105,7 +105,7 @@ struct SnapshotFastPathTests {
                     + RawHTTPConnection.get("/healthz")
                     + RawHTTPConnection.get(
                         "/v1/namespaces/rider/snapshot", headers: [auth, ("Accept-Encoding", "gzip")]))
-            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            try await waitUntil { server.context.hub.waiterCount == 1 }
             let change = try await LiveClient(
                 base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"]
             )
@@ -122,7 +122,7 @@ struct SnapshotFastPathTests {
             let plain = try await connection.readResponse()
             #expect(plain.headers[.contentEncoding] == "gzip")
             #expect(try SnapshotDocument.decode(Gzip.decompress(plain.body)).version == 2)
-            #expect(server.flagService.hub.waiterCount == 0)
+            #expect(server.context.hub.waiterCount == 0)
             // The connection stays usable, on either path.
             try connection.send(
                 RawHTTPConnection.get(
@@ -152,7 +152,7 @@ struct SnapshotFastPathTests {
                         ]))
                 connections.append(connection)
             }
-            try await waitUntil { server.flagService.hub.waiterCount == encodings.count }
+            try await waitUntil { server.context.hub.waiterCount == encodings.count }
             let answeredBefore = server.snapshotFastPath.answeredCount
             let change = try await LiveClient(
                 base: URL(string: "http://127.0.0.1:\(port)")!, token: app.tokens["editor"]
@@ -183,7 +183,7 @@ struct SnapshotFastPathTests {
             connection.reset()
             // Well before the 60 s wait ends. (A client that only closes its sending side may still want the
             // answer, as HTTP allows, so end of input alone keeps the request parked, as on the router.)
-            try await waitUntil { server.flagService.hub.waiterCount == 0 }
+            try await waitUntil { server.context.hub.waiterCount == 0 }
         }
     }
 
@@ -395,7 +395,7 @@ struct SnapshotFastPathTests {
                     RawHTTPConnection.get(
                         "/v1/namespaces/rider/snapshot?wait=60",
                         headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", tag)]))
-                try await waitUntil { server.flagService.hub.waiterCount == index + 1 }
+                try await waitUntil { server.context.hub.waiterCount == index + 1 }
                 parked.append(connection)
             }
             // The fast path (snapshot) and the router (changes) refuse the third from the same address.
@@ -406,11 +406,11 @@ struct SnapshotFastPathTests {
                     headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", tag)]))
             let refused = try await third.readResponse()
             #expect(refused.status == .tooManyRequests, "\(refused.text)")
-            #expect(refused.headers[.retryAfter] == String(server.flagService.configuration.retryAfter))
+            #expect(refused.headers[.retryAfter] == String(server.context.configuration.retryAfter))
             let routed = try await LiveClient(base: URL(string: "http://127.0.0.1:\(port)")!, token: client)
                 .send("GET", "/v1/namespaces/rider/changes?after=\(version)&wait=60")
             #expect(routed.status == .tooManyRequests, "\(routed.text)")
-            #expect(server.flagService.hub.waiterCount == 2)
+            #expect(server.context.hub.waiterCount == 2)
             try await ConnectionLimitTests.expectMetric(
                 #"flagsd_long_poll_refused_total{reason="address_cap"}"#, atLeast: 2, port: port)
 
@@ -421,14 +421,14 @@ struct SnapshotFastPathTests {
             .send("POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/disable")
             #expect(changed.status == .ok)
             for connection in parked { #expect(try await connection.readResponse().status == .ok) }
-            try await waitUntil { server.flagService.hub.waiterCount == 0 }
+            try await waitUntil { server.context.hub.waiterCount == 0 }
             let again = try RawHTTPConnection(port: port)
-            let newTag = try #require(server.flagService.hub.snapshot(of: "rider")?.entityTag)
+            let newTag = try #require(server.context.hub.snapshot(of: "rider")?.entityTag)
             try again.send(
                 RawHTTPConnection.get(
                     "/v1/namespaces/rider/snapshot?wait=60",
                     headers: [("Authorization", "Bearer \(client)"), ("If-None-Match", newTag)]))
-            try await waitUntil { server.flagService.hub.waiterCount == 1 }
+            try await waitUntil { server.context.hub.waiterCount == 1 }
         }
     }
 
@@ -456,7 +456,7 @@ struct SnapshotFastPathTests {
             var parked: [RawHTTPConnection] = []
             for index in 0..<2 {
                 parked.append(try longPoll(from: "10.7.0.1"))
-                try await waitUntil { server.flagService.hub.waiterCount == index + 1 }
+                try await waitUntil { server.context.hub.waiterCount == index + 1 }
             }
             // The address's rate is spent: the fast path (snapshot) and the router (changes) refuse the third.
             let third = try await longPoll(from: "10.7.0.1").readResponse()
@@ -478,14 +478,14 @@ struct SnapshotFastPathTests {
 
             // Another address parks; it spends the token's third, so a fourth address meets the token's rate.
             parked.append(try longPoll(from: "10.7.0.2"))
-            try await waitUntil { server.flagService.hub.waiterCount == 3 }
+            try await waitUntil { server.context.hub.waiterCount == 3 }
             let fourth = try await longPoll(from: "10.7.0.3").readResponse()
             #expect(
                 fourth.status == .tooManyRequests && fourth.text.contains("token 'client' may park 3"), "\(fourth.text)"
             )
             // Another token parks, even from the spent address (the rate per address is for client tokens).
             parked.append(try longPoll(from: "10.7.0.1", token: try #require(app.tokens["editor"])))
-            try await waitUntil { server.flagService.hub.waiterCount == 4 }
+            try await waitUntil { server.context.hub.waiterCount == 4 }
             try await ConnectionLimitTests.expectMetric(
                 #"flagsd_long_poll_refused_total{reason="address_rate"}"#, atLeast: 2, port: port)
             try await ConnectionLimitTests.expectMetric(
@@ -548,7 +548,7 @@ private func parkedSnapshotRequest(
                 ("Authorization", "Bearer \(try #require(app.tokens["client"]))"),
                 ("If-None-Match", tag),
             ] + headers))
-    try await waitUntil { server.flagService.hub.waiterCount == 1 }
+    try await waitUntil { server.context.hub.waiterCount == 1 }
     return connection
 }
 

@@ -63,7 +63,7 @@ struct StoreFollowerTests {
         configuration.tokenCacheMaximumAge = .seconds(3600)
         let app = try await TestApp.make(configuration: configuration)
         let (notifications, continuation) = AsyncStream<StoreNotification>.makeStream()
-        let follower = StoreFollower(service: app.server.flagService, notifications: notifications, interval: interval)
+        let follower = StoreFollower(app: app.server.context, notifications: notifications, interval: interval)
         let running = Task { try await follower.run() }
         var failure: (any Error)?
         do {

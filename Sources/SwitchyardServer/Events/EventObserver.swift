@@ -13,7 +13,7 @@ import Synchronization
 ///         // read counts for batch.switches with store.eventCounts(...), trip a switch through FlagService.change
 ///     }
 /// }
-/// service.eventObservers.add(CrashGuard(...))
+/// app.eventObservers.add(CrashGuard(...))
 /// ```
 ///
 /// Implementation requirements: the server awaits every observer before it answers the batch, so return

@@ -43,7 +43,7 @@ extension CrashGuard {
             }
             let now = options.now()
             let longest = GuardCore.longestWindow(state.flagSet)
-            let (counts, crashes) = try await service.eventObservers.settled(namespace) {
+            let (counts, crashes) = try await app.eventObservers.settled(namespace) {
                 shared.withLock { $0.namespaces[namespace, default: Watched()].buffers[reload] = [] }
                 let counts = try await store.eventCounts(
                     EventCountQuery(

@@ -34,7 +34,7 @@ extension CrashGuard {
             shared.namespaces[namespace]?.history.proposals[entry.id] = proposal
             return shared.namespaces[namespace]?.history.openProposals(in: state.flagSet).count ?? 1
         }
-        let factory = service.metricsFactory
+        let factory = app.metricsFactory
         Counter(
             label: "switchyard_guard_proposals_total",
             dimensions: [("namespace", namespace), ("switch", trip.key), ("reason", reason.rawValue)], factory: factory
@@ -74,7 +74,7 @@ extension CrashGuard {
         let request = ChangeRequest(
             author: ChangeAuthor(actor: author.actor, source: .crashGuard, reason: author.reason),
             summary: "apply crash guard proposal \(id): disable \(proposal.key) \(where_)", evidence: evidence.json)
-        let result = try await service.change(namespace, request) { current in
+        let result = try await app.service.change(namespace, request) { current in
             try GuardCore.disabling(proposal.key, in: proposal.scope, expecting: nil, current)
         }
         if let record = result.record {
@@ -143,7 +143,7 @@ extension CrashGuard {
     func recordOpenProposals(_ namespace: String, _ count: Int) {
         Gauge(
             label: "switchyard_guard_open_proposals", dimensions: [("namespace", namespace)],
-            factory: service.metricsFactory
+            factory: app.metricsFactory
         ).record(count)
     }
 }

@@ -82,23 +82,23 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         var reloads = 0
     }
 
-    let service: FlagService
+    let app: AppContext
     let options: Options
     let webhook: GuardWebhook?
     let shared: Mutex<Shared>
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
-    var logger: Logger { service.logger }
-    var store: any FlagStore { service.store }
+    var logger: Logger { app.logger }
+    var store: any FlagStore { app.store }
 
-    package init(service: FlagService, options: Options = Options()) {
-        self.service = service
+    package init(app: AppContext, options: Options = Options()) {
+        self.app = app
         self.options = options
         shared = Mutex(Shared(work: GuardWorkQueue(interval: options.confirmInterval)))
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         webhook = options.webhookURL.map {
             GuardWebhook(
-                url: $0, secret: options.webhookSecret, metricsFactory: service.metricsFactory, logger: service.logger)
+                url: $0, secret: options.webhookSecret, metricsFactory: app.metricsFactory, logger: app.logger)
         }
     }
 
@@ -108,7 +108,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         let switches = batch.switches
         let increments = EventAggregation.increments(of: batch.events)
         let crashes = EventAggregation.crashes(of: batch.events)
-        let flagSet = service.hub.snapshot(of: batch.namespace)?.flagSet
+        let flagSet = app.hub.snapshot(of: batch.namespace)?.flagSet
         let now = options.now()
         let instant = options.instant()
         let queuedWork = shared.withLock { shared -> Bool in
@@ -208,7 +208,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
         let instant = options.instant()
         let queuedAt = shared.withLock { $0.work.starting(namespace, key, now: instant) }
         do {
-            let outcome = try await service.decideAndCommit(namespace) { state -> VersionedDecision<Confirmed>? in
+            let outcome = try await app.service.decideAndCommit(namespace) { state -> VersionedDecision<Confirmed>? in
                 try await updateHistory(namespace, state: state)
                 let history = shared.withLock { $0.namespaces[namespace]?.history } ?? GuardHistory()
                 let now = options.now()
@@ -282,7 +282,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
 
     private func tripped(_ trip: GuardTrip, record: ChangeRecord, queuedAt: Date?) {
         shared.withLock { shared in shared.namespaces[record.namespace]?.history.add(committed: record) }
-        let factory = service.metricsFactory
+        let factory = app.metricsFactory
         Counter(
             label: "switchyard_guard_trips_total",
             dimensions: [("namespace", record.namespace), ("switch", trip.key), ("scope", trip.scopeKind)],
@@ -307,12 +307,12 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     func count(_ namespace: String, _ result: String) {
         Counter(
             label: "switchyard_guard_checks_total", dimensions: [("namespace", namespace), ("result", result)],
-            factory: service.metricsFactory
+            factory: app.metricsFactory
         ).increment()
     }
 
     func recordGauges(_ namespace: String, _ assessments: [GuardAssessment]) {
-        let factory = service.metricsFactory
+        let factory = app.metricsFactory
         for assessment in assessments {
             let dimensions = [("namespace", namespace), ("switch", assessment.key)]
             Gauge(label: "switchyard_guard_window_sessions", dimensions: dimensions, factory: factory).record(

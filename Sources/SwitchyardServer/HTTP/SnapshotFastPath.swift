@@ -46,11 +46,11 @@ package final class SnapshotFastPath: Sendable {
     /// - Parameters:
     ///   - service: what the routes share (hub, tokens, configuration, metrics factory, logger).
     ///   - serverName: the `Server` header Hummingbird's application sends (its configuration's `serverName`).
-    init(service: FlagService, serverName: String?) {
-        api = API(service: service)
-        recorder = RequestRecorder(factory: service.metricsFactory)
+    init(app: AppContext, serverName: String?) {
+        api = API(app: app)
+        recorder = RequestRecorder(factory: app.metricsFactory)
         self.serverName = serverName
-        logger = service.logger
+        logger = app.logger
     }
 
     /// A handler for one connection, added after the HTTP codec (`HTTP1Channel.Configuration.additionalChannelHandlers`).
@@ -224,11 +224,11 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
                 parkSerial += 1
                 let connection = ParkedSnapshotRequest(
                     handler: NIOLoopBound(self, eventLoop: context.eventLoop), serial: parkSerial)
-                let service = fastPath.api.service
-                let address = service.sourceAddress(
+                let app = fastPath.api.app
+                let address = app.sourceAddress(
                     peer: context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }, headers: head.headerFields)
                 let spent = try fastPath.api.spendLongPollBudgets(token: token, address: address)
-                switch service.hub.park(
+                switch app.hub.park(
                     connection, for: namespace, after: position, timeout: .seconds(seconds), address: address)
                 {
                 case .parked(let id):
@@ -303,7 +303,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private func forgetParked() {
         if let parked {
-            fastPath.api.service.hub.forget(parked.id)
+            fastPath.api.app.hub.forget(parked.id)
             self.parked = nil
         }
     }

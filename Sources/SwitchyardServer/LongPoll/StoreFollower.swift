@@ -50,16 +50,16 @@ package final class StoreFollower: Service, Sendable {
         case tick
     }
 
-    private let service: FlagService
+    private let app: AppContext
     private let notifications: AsyncStream<StoreNotification>
     private let interval: Duration
     private let logger: Logger
 
-    package init(service: FlagService, notifications: AsyncStream<StoreNotification>, interval: Duration) {
-        self.service = service
+    package init(app: AppContext, notifications: AsyncStream<StoreNotification>, interval: Duration) {
+        self.app = app
         self.notifications = notifications
         self.interval = interval
-        self.logger = service.logger
+        self.logger = app.logger
     }
 
     package func run() async throws {
@@ -83,7 +83,7 @@ package final class StoreFollower: Service, Sendable {
                 for await item in work {
                     switch item {
                     case .notification(.namespace(let name, let epoch, let version, let deleted)):
-                        let held = self.service.hub.snapshot(of: name)?.position
+                        let held = self.app.hub.snapshot(of: name)?.position
                         guard FollowPlan.needsReload((epoch, version, deleted), held: held) else { continue }
                         if !(await self.reload(name)) { checkPending = true }
                     case .notification(.tokens):
@@ -107,13 +107,13 @@ package final class StoreFollower: Service, Sendable {
     /// Reads one namespace and publishes it (or forgets it when deleted); false when the store did not answer.
     private func reload(_ name: String) async -> Bool {
         do {
-            if let state = try await service.store.namespace(name) {
-                let held = service.hub.snapshot(of: name)?.position
-                service.hub.publish(state)
+            if let state = try await app.store.namespace(name) {
+                let held = app.hub.snapshot(of: name)?.position
+                app.hub.publish(state)
                 if held != state.record.snapshotVersion {
                     Counter(
                         label: "flagsd_followed_changes_total", dimensions: [("namespace", name)],
-                        factory: service.metricsFactory
+                        factory: app.metricsFactory
                     ).increment()
                     logger.debug(
                         "published a version committed elsewhere",
@@ -121,8 +121,8 @@ package final class StoreFollower: Service, Sendable {
                             "namespace": .string(name), "version": .stringConvertible(state.record.version),
                         ])
                 }
-            } else if service.hub.snapshot(of: name) != nil {
-                service.hub.remove(name)
+            } else if app.hub.snapshot(of: name) != nil {
+                app.hub.remove(name)
                 logger.info("forgot a namespace deleted elsewhere", metadata: ["namespace": .string(name)])
             }
             return true
@@ -137,12 +137,12 @@ package final class StoreFollower: Service, Sendable {
     /// Compares every namespace with the store; false when the store did not answer.
     private func check() async -> Bool {
         do {
-            let stored = try await service.store.namespaces()
-            let (reload, remove) = FollowPlan.differences(held: service.hub.positions(), stored: stored)
+            let stored = try await app.store.namespaces()
+            let (reload, remove) = FollowPlan.differences(held: app.hub.positions(), stored: stored)
             var complete = true
             for name in reload where !(await self.reload(name)) { complete = false }
             for name in remove {
-                service.hub.remove(name)
+                app.hub.remove(name)
                 logger.info("forgot a namespace deleted elsewhere", metadata: ["namespace": .string(name)])
             }
             return complete
@@ -154,7 +154,7 @@ package final class StoreFollower: Service, Sendable {
 
     private func reloadTokens() async -> Bool {
         do {
-            try await service.auth.reload()
+            try await app.auth.reload()
             return true
         } catch {
             logger.debug("cannot reload tokens; retrying", metadata: ["error": "\(error)"])

@@ -23,7 +23,7 @@ extension ReleasePlanRunner {
                 )
             }
         }
-        let units = try await service.store.experimentUnits(in: state.record.name, experiment: key)
+        let units = try await app.store.experimentUnits(in: state.record.name, experiment: key)
             .filter { $0.phase == design.phase && $0.entered >= began }
         // The crash guard's spread rules: the networks of the units with the switch, and the units beyond the
         // busiest networks (by units entered, either arm), for a second look that must agree.

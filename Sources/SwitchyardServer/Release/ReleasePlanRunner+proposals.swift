@@ -66,7 +66,7 @@ package struct ReleaseProposal: Sendable, Hashable {
 extension ReleasePlanRunner {
     /// A switch's roll-back proposals (newest first), with what became of each given the plan as it is now.
     package func proposals(of key: String, in state: NamespaceState) async throws -> [ReleaseProposal] {
-        let page = try await service.store.audit(
+        let page = try await app.store.audit(
             AuditQuery(
                 namespace: state.record.name, target: key,
                 actions: [.releasePropose, .releaseDismiss], limit: 200))
@@ -113,7 +113,7 @@ extension ReleasePlanRunner {
         let sentence =
             "clients' sessions alone show \(key) worse in stage \(assessment.stage + 1) of \(plan.stages.count); "
             + "rolling it back to off waits for a person"
-        let entry = try await service.store.recordAudit(
+        let entry = try await app.store.recordAudit(
             AuditNote(
                 author: ChangeAuthor(
                     actor: Self.actor, source: .releasePlan, reason: "\(sentence): \(assessment.reason)"),
@@ -123,7 +123,7 @@ extension ReleasePlanRunner {
         Counter(
             label: "switchyard_release_steps_total",
             dimensions: [("namespace", namespace), ("switch", key), ("action", "proposed")],
-            factory: service.metricsFactory
+            factory: app.metricsFactory
         ).increment()
         logger.warning(
             "release plan proposes rolling \(key) back to off: \(sentence)",
@@ -150,7 +150,7 @@ extension ReleasePlanRunner {
     func openProposal(_ id: Int64, of key: String, in namespace: String) async throws -> (
         ReleaseProposal, NamespaceState
     ) {
-        guard let state = try await service.store.namespace(namespace) else {
+        guard let state = try await app.store.namespace(namespace) else {
             throw APIError.namespaceNotFound(namespace)
         }
         guard let proposal = try await proposals(of: key, in: state).first(where: { $0.id == id }) else {
@@ -183,7 +183,7 @@ extension ReleasePlanRunner {
         let request = ChangeRequest(
             author: author, basedOn: state.record.snapshotVersion,
             summary: "confirm release proposal \(id): roll \(key) back to off", evidence: .object(evidence))
-        return try await service.change(namespace, request) { flagSet in
+        return try await app.service.change(namespace, request) { flagSet in
             guard let plan = flagSet.flag(key)?.pluginSwitch?.release, plan.state?.status == .running,
                 plan.state?.since == since
             else {
@@ -202,7 +202,7 @@ extension ReleasePlanRunner {
         -> AuditEntry
     {
         _ = try await openProposal(id, of: key, in: namespace)
-        return try await service.store.recordAudit(
+        return try await app.store.recordAudit(
             AuditNote(
                 author: author, action: .releaseDismiss, namespace: namespace,
                 summary: "dismiss release proposal \(id) (roll \(key) back to off)", targets: [key],

@@ -40,16 +40,16 @@ package final class ReleasePlanRunner: Service, Sendable {
     /// The actor of the runner's changes.
     package static let actor = "release-plan"
 
-    let service: FlagService
+    let app: AppContext
     let options: Options
     let webhook: GuardWebhook?
 
-    package init(service: FlagService, options: Options = Options()) {
-        self.service = service
+    package init(app: AppContext, options: Options = Options()) {
+        self.app = app
         self.options = options
         webhook = options.webhookURL.map {
             GuardWebhook(
-                url: $0, secret: options.webhookSecret, metricsFactory: service.metricsFactory, logger: service.logger)
+                url: $0, secret: options.webhookSecret, metricsFactory: app.metricsFactory, logger: app.logger)
         }
     }
 
@@ -85,8 +85,8 @@ package final class ReleasePlanRunner: Service, Sendable {
     package func runOnce() async -> [Step] {
         var steps: [Step] = []
         do {
-            for record in try await service.store.namespaces() {
-                guard let state = try await service.store.namespace(record.name) else { continue }
+            for record in try await app.store.namespaces() {
+                guard let state = try await app.store.namespace(record.name) else { continue }
                 for flag in state.flagSet.flags where flag.pluginSwitch != nil {
                     // Every plugin switch has its series, at 0 without a plan (KnownSeries): a dashboard shows 0.
                     recordGauges(flag.pluginSwitch?.release, of: flag.key, in: record.name)
@@ -103,7 +103,7 @@ package final class ReleasePlanRunner: Service, Sendable {
         return steps
     }
 
-    var logger: Logger { service.logger }
+    var logger: Logger { app.logger }
 
     /// What the runner decided on one version of a namespace: the step, and what it was decided on.
     private struct Decided: Sendable {
@@ -120,7 +120,7 @@ package final class ReleasePlanRunner: Service, Sendable {
     /// a person's change).
     func consider(_ namespace: String, _ key: String) async -> Step? {
         do {
-            let outcome = try await service.decideAndCommit(namespace) { state -> VersionedDecision<Decided>? in
+            let outcome = try await app.service.decideAndCommit(namespace) { state -> VersionedDecision<Decided>? in
                 guard let gate = state.flagSet.flag(key)?.pluginSwitch, let plan = gate.release, plan.isRunning,
                     let assessment = try await assess(key, plan: plan, in: state)
                 else { return nil }
@@ -141,7 +141,7 @@ package final class ReleasePlanRunner: Service, Sendable {
                 Counter(
                     label: "switchyard_release_steps_total",
                     dimensions: [("namespace", namespace), ("switch", key), ("action", action)],
-                    factory: service.metricsFactory
+                    factory: app.metricsFactory
                 ).increment()
                 logger.notice(
                     "release plan stepped",
@@ -155,7 +155,7 @@ package final class ReleasePlanRunner: Service, Sendable {
         } catch {
             Counter(
                 label: "switchyard_release_errors_total", dimensions: [("namespace", namespace)],
-                factory: service.metricsFactory
+                factory: app.metricsFactory
             ).increment()
             logger.error(
                 "release plans: could not step \(key) in namespace \(namespace); trying again in \(options.interval)",
@@ -300,7 +300,7 @@ package final class ReleasePlanRunner: Service, Sendable {
         let counts =
             from < now
             ? GuardCounts(
-                try await service.store.eventCounts(
+                try await app.store.eventCounts(
                     EventCountQuery(
                         namespace: namespace, from: from, until: now, subjects: [.pluginSwitch, .baseline],
                         keys: [key, ""], sources: [.client, .reporter])), crashes: []) : GuardCounts([], crashes: [])
@@ -320,7 +320,7 @@ package final class ReleasePlanRunner: Service, Sendable {
         if tallies.with.crashedSessions > 0, from < now {
             let policy = CrashGuardPolicy.resolved(
                 namespace: state.flagSet.crashGuard, switch: state.flagSet.flag(key)?.pluginSwitch?.crashGuard)
-            let records = try await service.store.crashRecords(in: namespace, from: from, until: now).filter { record in
+            let records = try await app.store.crashRecords(in: namespace, from: from, until: now).filter { record in
                 record.source == .client && record.switches.contains(key)
                     && dimensions.contains { record.counts(in: $0) }
             }
@@ -373,7 +373,7 @@ package final class ReleasePlanRunner: Service, Sendable {
     /// A switch's plan gauges: its stage (from 1; 0 when none, or without a plan) and whether it runs; its step
     /// counters start at 0.
     private func recordGauges(_ plan: ReleasePlan?, of key: String, in namespace: String) {
-        let factory = service.metricsFactory
+        let factory = app.metricsFactory
         let dimensions = [("namespace", namespace), ("switch", key)]
         Gauge(label: "switchyard_release_stage", dimensions: dimensions, factory: factory).record(
             (plan?.state?.stage).map { $0 + 1 } ?? 0)

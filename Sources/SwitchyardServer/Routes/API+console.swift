@@ -12,7 +12,7 @@ extension API {
             headers[.cacheControl] = "no-cache"
             return Response(status: .movedPermanently, headers: headers)
         }
-        return try service.console.response(for: "index.html", request: request, versioned: false)
+        return try app.console.response(for: "index.html", request: request, versioned: false)
     }
 
     /// `GET /console/{asset}`: one of the console's files (`app.js`, `console.css`, ...). With `?v=` naming the
@@ -22,7 +22,7 @@ extension API {
         guard ConsoleAssets.isPlainName(name) else {
             throw APIError.notFound("the console has no file '\(name)' (open /console/)")
         }
-        let site = service.console
+        let site = app.console
         let versioned = request.uri.queryParameters.get("v").map { $0 == site.version } ?? false
         return try site.response(for: name, request: request, versioned: versioned)
     }

@@ -16,9 +16,9 @@ extension API {
         case .now(let outcome):
             return outcome.reply.response
         case .wait(let position, let seconds, let current):
-            let address = service.sourceAddress(of: request, context: context)
+            let address = app.sourceAddress(of: request, context: context)
             let spent = try spendLongPollBudgets(token: token, address: address)
-            let reason = await service.hub.wait(
+            let reason = await app.hub.wait(
                 for: namespace, after: position, timeout: .seconds(seconds), address: address)
             refundLongPoll(spent, if: reason)
             return try snapshotAfterWait(
@@ -39,7 +39,7 @@ extension API {
     /// - Throws: `APIError` 400 for a bad `wait`, 404 for an unknown namespace.
     func snapshotAnswer(_ request: Request, namespace: String) throws -> SnapshotAnswer {
         let wait = try waitSeconds(request)
-        guard let current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+        guard let current = app.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
         let tags = EntityTagList(request.headers.value(.ifNoneMatch))
         if let wait, wait > 0, let position = tags.waitPosition(current: current.position) {
             return .wait(after: position, seconds: wait, current: current)
@@ -50,7 +50,7 @@ extension API {
         let acceptsDelta = AcceptsDelta(request.headers.value(.accept)).accepted
         let base = acceptsDelta ? tags.deltaBase(current: current.position) : nil
         // A request that accepts deltas but holds nothing of this epoch to start one from: the full snapshot.
-        if acceptsDelta && base == nil { service.hub.countAnswer(delta: false) }
+        if acceptsDelta && base == nil { app.hub.countAnswer(delta: false) }
         return .now(
             answer(current, deltaBase: base, gzip: AcceptEncoding(request.headers.value(.acceptEncoding)).acceptsGzip))
     }
@@ -80,8 +80,8 @@ extension API {
     ) throws -> SnapshotOutcome {
         switch reason {
         case .changed:
-            guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
-            if deltaBase != nil && latest.epoch != current.epoch { service.hub.countAnswer(delta: false) }
+            guard let latest = app.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+            if deltaBase != nil && latest.epoch != current.epoch { app.hub.countAnswer(delta: false) }
             return answer(latest, deltaBase: latest.epoch == current.epoch ? deltaBase : nil, gzip: acceptsGzip)
         case .timedOut, .shutdown, .cancelled:
             return .notModified(current)
@@ -100,7 +100,7 @@ extension API {
     /// - Throws: `APIError` 429 with `Retry-After` naming the budget that refused; nothing is charged then.
     @discardableResult
     func spendLongPollBudgets(token: TokenRecord, address: IPAddress?) throws(APIError) -> [RateBuckets.Budget] {
-        let configuration = service.configuration
+        let configuration = app.configuration
         var budgets: [RateBuckets.Budget] = []
         var blocks: [AddressBlock] = []
         if token.role == .client, let rate = configuration.longPollRatePerAddress, let address {
@@ -110,16 +110,16 @@ extension API {
         if let rate = configuration.longPollRatePerToken {
             budgets.append(RateBuckets.Budget(key: "token:\(token.id)", ratePerMinute: rate))
         }
-        guard !budgets.isEmpty, let refusal = service.longPollRates.spend(budgets) else { return budgets }
+        guard !budgets.isEmpty, let refusal = app.longPollRates.spend(budgets) else { return budgets }
         if refusal.index < blocks.count, let rate = configuration.longPollRatePerAddress {
-            service.hub.countRefused(.addressRate)
+            app.hub.countRefused(.addressRate)
             let block = blocks[refusal.index]
             throw APIError.tooManyRequests(
                 retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
                 "\(block.sender) may park \(block.cap(rate)) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter"
             )
         }
-        service.hub.countRefused(.tokenRate)
+        app.hub.countRefused(.tokenRate)
         throw APIError.tooManyRequests(
             retryAfter: refusal.retryAfterSeconds, "Long-poll rate exceeded",
             "token '\(token.name)' may park \(configuration.longPollRatePerToken ?? 0) long-polls per minute and has used them; poll again after the Retry-After seconds, with jitter"
@@ -128,12 +128,12 @@ extension API {
 
     /// Gives back a long-poll's budgets when the hub refused to park it (past a cap): a refusal costs nothing.
     func refundLongPoll(_ spent: [RateBuckets.Budget], if reason: WakeReason) {
-        if reason == .overloaded || reason == .addressBusy { service.longPollRates.refund(spent) }
+        if reason == .overloaded || reason == .addressBusy { app.longPollRates.refund(spent) }
     }
 
     /// The answer to a long-poll refused for a cap: 503 past the waiter cap, 429 past the cap per address.
     func waitRefusal(_ reason: WakeReason) -> APIError {
-        let configuration = service.configuration
+        let configuration = app.configuration
         if reason == .addressBusy {
             return APIError.tooManyRequests(
                 retryAfter: configuration.retryAfter, "Too many waiting requests from this address",
@@ -154,10 +154,10 @@ extension API {
         guard let deltaBase else { return .ok(snapshot, gzip: gzip) }
         switch snapshot.deltaAnswer(from: deltaBase) {
         case .delta(let delta):
-            service.hub.countAnswer(delta: true)
+            app.hub.countAnswer(delta: true)
             return .delta(delta, gzip: gzip)
         case .full:
-            service.hub.countAnswer(delta: false)
+            app.hub.countAnswer(delta: false)
             return .ok(snapshot, gzip: gzip)
         }
     }
@@ -196,11 +196,11 @@ extension API {
         let after = try queryInteger(request, "after", default: 0, in: 0...Int64.max)!
         let limit = try queryInteger(request, "limit", default: 100, in: 1...1000)!
         let wait = try waitSeconds(request)
-        guard var current = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+        guard var current = app.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
         if let wait, wait > 0, current.version <= after {
-            let address = service.sourceAddress(of: request, context: context)
+            let address = app.sourceAddress(of: request, context: context)
             let spent = try spendLongPollBudgets(token: token, address: address)
-            let reason = await service.hub.wait(
+            let reason = await app.hub.wait(
                 for: namespace, after: SnapshotVersion(epoch: current.epoch, version: after),
                 timeout: .seconds(wait), address: address)
             refundLongPoll(spent, if: reason)
@@ -209,7 +209,7 @@ extension API {
             case .overloaded, .addressBusy: throw waitRefusal(reason)
             default: break
             }
-            guard let latest = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+            guard let latest = app.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
             current = latest
         }
         let records = try await store.changes(in: namespace, after: after, limit: Int(limit))
@@ -232,7 +232,7 @@ extension API {
         let token = try await auth.authorize(request, role: .client, namespace: namespace)
         let version = try versionParameter(context)
         guard let record = try await store.change(in: namespace, version: version) else {
-            guard service.hub.snapshot(of: namespace) != nil else { throw APIError.namespaceNotFound(namespace) }
+            guard app.hub.snapshot(of: namespace) != nil else { throw APIError.namespaceNotFound(namespace) }
             throw APIError.notFound("namespace '\(namespace)' has no change with version \(version)")
         }
         return .json(token.role < .editor ? View.clientChange(record).json : View.change(record))

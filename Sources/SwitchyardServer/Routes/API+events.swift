@@ -35,17 +35,17 @@ extension API {
     private func countEvents(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let namespace = try parameter("namespace", context)
         let token = try await auth.authorize(request, role: .client, namespace: namespace)
-        guard let snapshot = service.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
+        guard let snapshot = app.hub.snapshot(of: namespace) else { throw APIError.namespaceNotFound(namespace) }
         let source: EventSource = token.role >= .reporter ? .reporter : .client
-        let address = service.sourceAddress(of: request, context: context)
-        if source == .client, let address, let rate = service.configuration.eventRatePerAddress,
-            let refusal = service.eventRates.spend(address.budgets("events", ratePerMinute: rate), charge: false)
+        let address = app.sourceAddress(of: request, context: context)
+        if source == .client, let address, let rate = app.configuration.eventRatePerAddress,
+            let refusal = app.eventRates.spend(address.budgets("events", ratePerMinute: rate), charge: false)
         {
             // Before the body is read: an address with nothing left costs no parsing.
             throw addressRefusal(address, rate, refusal, namespace: namespace)
         }
         let now = Date()
-        let limits = service.configuration.eventLimits
+        let limits = app.configuration.eventLimits
         var batch: EventBatch
         do {
             batch = try EventBatch(
@@ -54,9 +54,9 @@ extension API {
         } catch {
             // A body that is no batch costs its sender an event per KiB it claims (at least one), so a stream of them
             // is refused like any other, however large.
-            if source == .client, let address, let rate = service.configuration.eventRatePerAddress {
+            if source == .client, let address, let rate = app.configuration.eventRatePerAddress {
                 let bytes = request.headers[.contentLength].flatMap(Int.init) ?? 0
-                _ = service.eventRates.spend(address.budgets("events", ratePerMinute: rate, cost: max(1, bytes / 1024)))
+                _ = app.eventRates.spend(address.budgets("events", ratePerMinute: rate, cost: max(1, bytes / 1024)))
             }
             throw error
         }
@@ -65,7 +65,7 @@ extension API {
         let spent = try spendEventBudgets(batch, token: token, source: source, address: address, namespace: namespace)
         let admission = {
             var admission = snapshot.admission
-            admission.maximumUnitsPerArm = service.configuration.experimentUnitsPerArm
+            admission.maximumUnitsPerArm = app.configuration.experimentUnitsPerArm
             return admission
         }()
 
@@ -73,10 +73,10 @@ extension API {
         if batch.events.isEmpty {
             result = EventIngestResult(counted: [], duplicates: [])
         } else {
-            let observers = service.eventObservers
+            let observers = app.eventObservers
             do {
                 // In the batch's turn: written and told to the observers outside their reloads from the store.
-                result = try await service.eventIngestor.ingest(
+                result = try await app.eventIngestor.ingest(
                     batch.events,
                     section: { writeParts in
                         try await observers.counting(namespace) {
@@ -93,23 +93,23 @@ extension API {
                 }
             } catch let refusal as EventIngestor.Refusal {
                 // Nothing of it was counted: it costs its sender's budgets nothing either.
-                service.eventRates.refund(spent)
+                app.eventRates.refund(spent)
                 refused(.backlogFull, namespace: namespace)
                 throw APIError.tooManyRequests(
-                    retryAfter: service.configuration.retryAfter, "Too many events waiting",
-                    "flagsd has \(refusal.backlog) events waiting to be counted, its most (\(refusal.capacity)); nothing of this batch was counted: send it again after \(service.configuration.retryAfter) s (Retry-After)"
+                    retryAfter: app.configuration.retryAfter, "Too many events waiting",
+                    "flagsd has \(refusal.backlog) events waiting to be counted, its most (\(refusal.capacity)); nothing of this batch was counted: send it again after \(app.configuration.retryAfter) s (Retry-After)"
                 )
             }
         }
 
         let dropped = unknown + result.dropped
         record(batch, result, dropped: dropped, namespace: namespace)
-        if service.eventIDPruner.claim(now: now) {
+        if app.eventIDPruner.claim(now: now) {
             // Before the answer, not beside it: a task outliving the request could still hold a store connection
             // when the store closes. Each step is a small transaction, and once an hour.
             await EventIDPruner.maintain(
                 store, now: now, idRetention: limits.idRetention,
-                countRetention: service.configuration.eventCountRetention, logger: service.logger)
+                countRetention: app.configuration.eventCountRetention, logger: app.logger)
         }
 
         var rejected: [JSONValue] = []
@@ -151,7 +151,7 @@ extension API {
         _ batch: EventBatch, token: TokenRecord, source: EventSource, address: IPAddress?,
         namespace: String
     ) throws(APIError) -> [RateBuckets.Budget] {
-        let configuration = service.configuration
+        let configuration = app.configuration
         var budgets: [RateBuckets.Budget] = []
         if source == .client, let address, let rate = configuration.eventRatePerAddress {
             budgets = address.budgets("events", ratePerMinute: rate, cost: max(1, batch.posted))
@@ -162,7 +162,7 @@ extension API {
         if let tokenRate, valid > 0 {
             budgets.append(RateBuckets.Budget(key: "events-token:\(token.id)", ratePerMinute: tokenRate, cost: valid))
         }
-        guard let refusal = service.eventRates.spend(budgets) else { return budgets }
+        guard let refusal = app.eventRates.spend(budgets) else { return budgets }
         if refusal.index < addressBudgets, let address, let rate = configuration.eventRatePerAddress {
             throw addressRefusal(address, rate, refusal, namespace: namespace)
         }
@@ -189,13 +189,13 @@ extension API {
 
     /// A batch refused with 429, in `flagsd_event_batches_refused_total` (the reason is a fixed word).
     private func refused(_ reason: KnownSeries.BatchRefusal, namespace: String) {
-        KnownSeries.counter(reason, namespace: namespace, service.metricsFactory).increment()
+        KnownSeries.counter(reason, namespace: namespace, app.metricsFactory).increment()
     }
 
     /// Events counted, refused and left out (by reason) and repeated, in /metrics. Every label is a fixed word or
     /// the namespace of the route (which exists): never a value a client made up.
     private func record(_ batch: EventBatch, _ result: EventIngestResult, dropped: [EventDrop], namespace: String) {
-        let factory = service.metricsFactory
+        let factory = app.metricsFactory
         var byType: [String: Int] = [:]
         for event in result.admitted {
             switch event.payload {

@@ -67,7 +67,7 @@ extension API {
         try problems.check()
         guard let key, let definition else { throw APIError.badRequest("key and flag are required") }
         let change = try changeRequest(request, token: token, reason: reason, summary: "create flag \(key)")
-        let result = try await service.change(namespace, change) { flagSet in
+        let result = try await app.service.change(namespace, change) { flagSet in
             guard flagSet.flag(key) == nil else {
                 throw APIError.conflict(
                     "namespace '\(namespace)' has a flag '\(key)' already; change it with PUT /v1/namespaces/\(namespace)/flags/\(key)"
@@ -89,7 +89,7 @@ extension API {
         try problems.check()
         guard let definition else { throw APIError.badRequest("flag is required", path: "flag") }
         let change = try changeRequest(request, token: token, reason: reason, summary: "update flag \(key)")
-        let result = try await service.change(namespace, change) { current in
+        let result = try await app.service.change(namespace, change) { current in
             try current.replacingFlag(key, with: definition).keepingReleaseProgress(of: current)
         }
         return committedResponse(result) { $0.flag = flagBody(result, key) }
@@ -104,7 +104,7 @@ extension API {
         body.finish()
         try problems.check()
         let change = try changeRequest(request, token: token, reason: reason, summary: "delete flag \(key)")
-        let result = try await service.change(namespace, change) { try $0.deletingFlag(key) }
+        let result = try await app.service.change(namespace, change) { try $0.deletingFlag(key) }
         return committedResponse(result)
     }
 
@@ -120,7 +120,7 @@ extension API {
         let verb = enable ? "enable" : "disable"
         let scopeText = scope.flatMap { $0.isEverywhere ? nil : " in \($0)" } ?? ""
         let change = try changeRequest(request, token: token, reason: reason, summary: "\(verb) \(key)\(scopeText)")
-        let result = try await service.change(namespace, change) { flagSet in
+        let result = try await app.service.change(namespace, change) { flagSet in
             enable ? try flagSet.enabling(key, scope: scope) : try flagSet.disabling(key, scope: scope)
         }
         return committedResponse(result) { $0.flag = flagBody(result, key) }
@@ -155,7 +155,7 @@ extension API {
         let change = try changeRequest(
             request, token: token, reason: reason, summary: "roll out \(key)\(target) to \(rollout)")
         let editedRule = RuleIndexBox()
-        let result = try await service.change(namespace, change) { flagSet in
+        let result = try await app.service.change(namespace, change) { flagSet in
             let (changed, index) = try flagSet.settingRollout(key, rollout, rule: rule, conditions: conditions)
             editedRule.set(index)
             return changed
@@ -188,7 +188,7 @@ extension API {
         let rollout = basisPoints.flatMap { Rollout(basisPoints: Int($0)) }
         let change = try changeRequest(request, token: token, reason: reason, summary: "edit targeting of \(key)")
         let editedRule = RuleIndexBox()
-        let result = try await service.change(namespace, change) { flagSet in
+        let result = try await app.service.change(namespace, change) { flagSet in
             let (changed, index) = try flagSet.targeting(key, rule: rule, add: add, remove: remove, rollout: rollout)
             editedRule.set(index)
             return changed
@@ -229,7 +229,7 @@ extension API {
             : " \(scope.map { $0.isEverywhere ? "everywhere" : "in \($0)" } ?? "everywhere")"
         let change = try changeRequest(
             request, token: token, reason: reason, summary: "\(kill ? "kill" : "revive") \(key)\(scopeText)")
-        let result = try await service.change(namespace, change) { flagSet in
+        let result = try await app.service.change(namespace, change) { flagSet in
             kill
                 ? try flagSet.killing(key, scope: scope ?? .everywhere)
                 : try flagSet.reviving(key, scope: scope, all: all)

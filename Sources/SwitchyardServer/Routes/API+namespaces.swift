@@ -45,7 +45,7 @@ extension API {
         var flagSet = try readFlagSet(flagSetTree ?? .object(JSONObject()), namespace: name, at: "flag_set")
         if let description { flagSet.description = description }
         let change = try changeRequest(request, token: token, reason: reason)
-        let result = try await service.createNamespace(flagSet, reasonPolicy: policy ?? .kills, request: change)
+        let result = try await app.service.createNamespace(flagSet, reasonPolicy: policy ?? .kills, request: change)
         var headers = etagHeaders(result.state.record)
         headers[.location] = "/v1/namespaces/\(name)"
         return .json(
@@ -100,7 +100,7 @@ extension API {
         if policy == nil, problems.problems.isEmpty { problems.report("reason_policy", "is required") }
         try problems.check()
         let author = try changeRequest(request, token: token, reason: reason).author
-        let record = try await service.setReasonPolicy(policy!, of: namespace, by: author)
+        let record = try await app.service.setReasonPolicy(policy!, of: namespace, by: author)
         return .json(View.namespace(record), headers: etagHeaders(record))
     }
 
@@ -110,7 +110,7 @@ extension API {
         let token = try await auth.authorize(request, role: .admin, namespace: namespace)
         let reason = request.uri.queryParameters.get("reason")
         let author = try changeRequest(request, token: token, reason: reason).author
-        try await service.deleteNamespace(namespace, by: author)
+        try await app.service.deleteNamespace(namespace, by: author)
         return Response(status: .noContent)
     }
 
@@ -132,7 +132,7 @@ extension API {
         try problems.check()
         let flagSet = try readFlagSet(tree!, namespace: namespace, at: "flag_set")
         let change = try changeRequest(request, token: token, reason: reason)
-        let result = try await service.change(namespace, change) { current in
+        let result = try await app.service.change(namespace, change) { current in
             flagSet.keepingReleaseProgress(of: current)
         }
         return committedResponse(result)
@@ -147,7 +147,7 @@ extension API {
         body.finish()
         try problems.check()
         let change = try changeRequest(request, token: token, reason: reason)
-        let result = try await service.revert(namespace, version: version, request: change)
+        let result = try await app.service.revert(namespace, version: version, request: change)
         return committedResponse(result)
     }
 

@@ -14,7 +14,7 @@ extension API {
     /// `GET /readyz`: 200 `ready` when the database answers; 200 `degraded` when it does not but the snapshots
     /// held are served (a load balancer keeps routing reads; writes get 503); 503 while shutting down.
     func ready(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        guard !service.hub.isShutDown else {
+        guard !app.hub.isShutDown else {
             throw APIError(.serviceUnavailable, "not-ready", "Not ready", "flagsd is shutting down")
         }
         do {
@@ -27,7 +27,7 @@ extension API {
                 .object(
                     JSONObject([
                         ("status", .string("degraded")), ("database", .string("unavailable")),
-                        ("namespaces", .int(service.hub.positions().count)),
+                        ("namespaces", .int(app.hub.positions().count)),
                         (
                             "detail",
                             .string(
@@ -43,7 +43,7 @@ extension API {
     func metrics(_ request: Request, context: FlagsRequestContext, registry: PrometheusCollectorRegistry) async throws
         -> Response
     {
-        if !service.configuration.openMetrics {
+        if !app.configuration.openMetrics {
             let token = try await auth.authenticate(request)
             // Client tokens are public (they ship inside apps), and metrics cover every namespace.
             guard token.role == .metrics || (token.role >= .editor && token.namespaces == nil) else {

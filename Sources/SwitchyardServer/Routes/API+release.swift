@@ -71,11 +71,11 @@ extension API {
         try problems.check()
         let newPlan = plan
         let newGuardrails = guardrails
-        let now = Int64(service.store.now().timeIntervalSince1970)
+        let now = Int64(app.store.now().timeIntervalSince1970)
         let by = reason.map { "\(token.name): \($0)" } ?? token.name
         let change = try changeRequest(
             request, token: token, reason: reason, summary: "release \(action.rawValue) \(key)")
-        let result = try await service.change(namespace, change) { flagSet in
+        let result = try await app.service.change(namespace, change) { flagSet in
             try flagSet.applying(
                 action, to: key, plan: newPlan, guardrails: newGuardrails, at: now, note: "\(action.pastTense) by \(by)"
             )

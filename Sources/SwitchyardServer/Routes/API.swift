@@ -7,23 +7,23 @@ import SwitchyardWire
 /// The handlers of every route. Each checks access first (PRODUCT.md "Access"), then reads its input,
 /// reporting every problem with its field path.
 struct API: Sendable {
-    let service: FlagService
+    let app: AppContext
     /// The crash guard, for its status and trips (nil in an API that serves no guard route).
     let guardService: CrashGuard?
     /// The release plans' runner, for their status (nil in an API that serves no release route).
     let releasePlans: ReleasePlanRunner?
 
-    init(service: FlagService, crashGuard: CrashGuard? = nil, releasePlans: ReleasePlanRunner? = nil) {
-        self.service = service
+    init(app: AppContext, crashGuard: CrashGuard? = nil, releasePlans: ReleasePlanRunner? = nil) {
+        self.app = app
         self.guardService = crashGuard
         self.releasePlans = releasePlans
     }
 
-    var auth: Authenticator { service.auth }
-    /// For reads and tokens. Flag and namespace changes go through `service` (`FlagService.change` and its
+    var auth: Authenticator { app.auth }
+    /// For reads and tokens. Flag and namespace changes go through `app.service` (`FlagService.change` and its
     /// siblings), which delivers them.
-    var store: any FlagStore { service.store }
-    var bodyLimit: Int { service.configuration.maximumBodySize }
+    var store: any FlagStore { app.store }
+    var bodyLimit: Int { app.configuration.maximumBodySize }
 
     /// A path parameter, percent-decoded.
     func parameter(_ name: String, _ context: FlagsRequestContext) throws -> String {
@@ -84,10 +84,10 @@ struct API: Sendable {
         guard let text = request.uri.queryParameters.get("wait") else { return nil }
         guard let seconds = Int(text), seconds >= 0 else {
             throw APIError.badRequest(
-                "query parameter wait='\(text)' must be a whole number of seconds, 0 or more (the server caps it at \(service.configuration.maximumWait))",
+                "query parameter wait='\(text)' must be a whole number of seconds, 0 or more (the server caps it at \(app.configuration.maximumWait))",
                 path: "wait")
         }
-        return min(seconds, service.configuration.maximumWait)
+        return min(seconds, app.configuration.maximumWait)
     }
 
     /// A response to a write, with the new version as ETag.

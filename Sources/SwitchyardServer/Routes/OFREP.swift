@@ -107,8 +107,8 @@ extension API {
             )
         }
 
-        if let rate = token.ratePerMinute ?? service.configuration.ofrepRatePerMinute,
-            case .limited(let seconds) = service.rateLimiter.spend(token.id, ratePerMinute: rate)
+        if let rate = token.ratePerMinute ?? app.configuration.ofrepRatePerMinute,
+            case .limited(let seconds) = app.rateLimiter.spend(token.id, ratePerMinute: rate)
         {
             var error = OFREPError.general(
                 .tooManyRequests,
@@ -130,7 +130,7 @@ extension API {
             namespace = only[0]
         } else if let header {
             namespace = header
-        } else if let fallback = service.configuration.defaultNamespace {
+        } else if let fallback = app.configuration.defaultNamespace {
             namespace = fallback
         } else {
             throw OFREPError.general(
@@ -144,7 +144,7 @@ extension API {
             throw OFREPError.general(
                 .forbidden, "token '\(token.name)' may not use namespace '\(namespace)' (it is limited to \(allowed))")
         }
-        guard let snapshot = service.hub.snapshot(of: namespace) else {
+        guard let snapshot = app.hub.snapshot(of: namespace) else {
             let source =
                 header != nil
                 ? "named by X-Switchyard-Namespace"

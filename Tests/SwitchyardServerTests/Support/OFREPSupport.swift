@@ -44,7 +44,7 @@ extension TestApp {
             name: name, role: role, namespaces: namespaces, ratePerMinute: rate,
             by: ChangeAuthor(actor: "setup", source: .api)
         ).secret
-        try await server.flagService.auth.reload()
+        try await server.context.auth.reload()
         return secret
     }
 

@@ -91,14 +91,14 @@ struct TestApp: Sendable {
         try store.close()
         let store = try await SQLiteFlagStore(path: folder.appendingPathComponent("flags.sqlite").path)
         let server = try await buildApplication(
-            configuration: server.flagService.configuration, store: store,
+            configuration: server.context.configuration, store: store,
             registry: PrometheusCollectorRegistry(), logger: logger)
         return TestApp(
             tokens: tokens, store: store, server: server, folder: folder, registry: registry,
             responder: server.makeResponder(), logger: logger)
     }
 
-    var hub: LongPollHub { server.flagService.hub }
+    var hub: LongPollHub { server.context.hub }
 
     /// Sends a request to the router in-process, as from a TCP peer (loopback by default).
     func send(
@@ -121,7 +121,7 @@ struct TestApp: Sendable {
     /// Runs the real server on a free loopback port for the duration of `body`, then shuts it down gracefully.
     func withLiveServer<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
         try await LiveFlagsdSupport.withLiveFlagsd(
-            store: store, configuration: server.flagService.configuration, logger: logger
+            store: store, configuration: server.context.configuration, logger: logger
         ) { _, port in
             try await body(URL(string: "http://127.0.0.1:\(port)")!)
         }
