@@ -35,6 +35,14 @@ struct AdminRouteTests {
         response = try await app.send(
             .post, "/v1/namespaces", token: "admin", body: #"{"name": "x", "reason_policy": "sometimes"}"#)
         #expect(response.problemPaths == ["reason_policy"])
+        // An empty description is refused as a flag file's is, before anything is stored (it was a 500: the
+        // namespace's stored flag set did not read back).
+        for body in [#"{"name": "x", "description": ""}"#, #"{"name": "x", "description": "", "flag_set": {}}"#] {
+            response = try await app.send(.post, "/v1/namespaces", token: "admin", body: body)
+            #expect(response.status == .badRequest, "\(response.text)")
+            #expect(response.problemPaths == ["description"])
+        }
+        #expect(try await app.store.namespace("x") == nil)
 
         response = try await app.send(.get, "/v1/namespaces", token: "editor")
         #expect(response.json["namespaces"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["driver", "rider"])

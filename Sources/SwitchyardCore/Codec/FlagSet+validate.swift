@@ -10,6 +10,8 @@ extension FlagSet {
         }
 
         if let problem = NameRule.namespace.problem(with: namespace) { report("namespace", problem) }
+        // As the reader checks it: a description set by an edit (a namespace's, from an API body) is read back.
+        if let description, let problem = NameRule.text.problem(with: description) { report("description", problem) }
 
         // Positions, not copies of the flags: a copy would retain everything each flag holds.
         var flagsByKey: [String: Int] = [:]

@@ -34,8 +34,12 @@ extension API {
         body.finish()
         try problems.check()
         guard let name else { throw APIError.badRequest("name is required", path: "name") }
-        if let problem = FlagSet(namespace: name).validate().first(where: { $0.path == "namespace" }) {
+        let named = FlagSet(namespace: name, description: description).validate()
+        if let problem = named.first(where: { $0.path == "namespace" }) {
             throw APIError.badRequest("name: \(problem.message)", path: "name")
+        }
+        if let problem = named.first(where: { $0.path == "description" }) {
+            throw APIError.badRequest("description: \(problem.message)", path: "description")
         }
         guard token.allows(namespace: name) else {
             throw APIError.forbidden(
