@@ -89,6 +89,23 @@ struct ChangeFlow {
     /// How often a change is worked out again after unrelated changes moved the namespace on.
     static let maximumAttempts = 4
 
+    init(client: APIClient, console: Console, namespace: String, options: ChangeOptions, confirms: Bool = false) {
+        self.client = client
+        self.console = console
+        self.namespace = namespace
+        self.options = options
+        self.confirms = confirms
+    }
+
+    /// The flow of a command's change in the namespace its server options name (`--namespace`, FLAGCTL_NAMESPACE or
+    /// the login's).
+    init(server: ServerOptions, options: ChangeOptions, console: Console, confirms: Bool = false) throws {
+        let settings = try server.settings(console)
+        self.init(
+            client: APIClient(settings: settings), console: console, namespace: try settings.requireNamespace(),
+            options: options, confirms: confirms)
+    }
+
     /// Runs a change.
     ///
     /// - Parameter plan: works the change out from a view; called again on a newer view after an unrelated

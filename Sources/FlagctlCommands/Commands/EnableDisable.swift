@@ -153,10 +153,8 @@ public struct Disable: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try server.settings(console)
-        let client = APIClient(settings: settings)
-        let flow = ChangeFlow(
-            client: client, console: console, namespace: try settings.requireNamespace(), options: change)
+        let flow = try ChangeFlow(server: server, options: change, console: console)
+        let settings = flow.client.settings
         let scope = self.scope
         let key = self.key
         let outcome = try await flow.run { view in

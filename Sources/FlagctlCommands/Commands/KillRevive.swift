@@ -44,11 +44,8 @@ public struct Kill: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try server.settings(console)
-        let client = APIClient(settings: settings)
-        var flow = ChangeFlow(
-            client: client, console: console, namespace: try settings.requireNamespace(), options: change)
-        flow.confirms = true
+        let flow = try ChangeFlow(server: server, options: change, console: console, confirms: true)
+        let settings = flow.client.settings
         let key = group ?? KillSwitch.masterKey
         let scope = self.scope
         let name = Kill.name(key)
@@ -150,11 +147,7 @@ public struct Revive: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
-        let settings = try server.settings(console)
-        let client = APIClient(settings: settings)
-        var flow = ChangeFlow(
-            client: client, console: console, namespace: try settings.requireNamespace(), options: change)
-        flow.confirms = true
+        let flow = try ChangeFlow(server: server, options: change, console: console, confirms: true)
         let key = group ?? KillSwitch.masterKey
         let scope = self.scope
         let all = self.all

@@ -47,10 +47,8 @@ public struct Release: AsyncParsableCommand {
         body: JSONObject = JSONObject(), question: ((ReleasePlan?) -> String)?,
         change: ChangeOptions, server: ServerOptions, output: OutputOptions, console: Console
     ) async throws {
-        let settings = try server.settings(console)
-        var flow = ChangeFlow(
-            client: APIClient(settings: settings), console: console, namespace: try settings.requireNamespace(),
-            options: change)
+        var flow = try ChangeFlow(server: server, options: change, console: console)
+        let settings = flow.client.settings
         flow.confirms = question != nil
         let outcome = try await flow.run { view in
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "a release plan")

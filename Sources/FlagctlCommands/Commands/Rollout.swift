@@ -112,10 +112,8 @@ public struct RolloutCommand: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
-        let settings = try server.settings(console)
-        let client = APIClient(settings: settings)
-        let flow = ChangeFlow(
-            client: client, console: console, namespace: try settings.requireNamespace(), options: change)
+        let flow = try ChangeFlow(server: server, options: change, console: console)
+        let settings = flow.client.settings
         let rollout = try self.rollout()
         let key = self.key
         let rule = self.rule
