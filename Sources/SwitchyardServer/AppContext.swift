@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 package import Logging
 package import Metrics
-package import SwitchyardCore
+import SwitchyardCore
 package import SwitchyardStorage
 import Synchronization
 

@@ -96,6 +96,26 @@ struct WireBodiesTests {
                 == FlagSetBody(version: Self.version, flagSet: flagSet))
     }
 
+    @Test func problemsReadBackAsWrittenAndAnotherServersDocumentStillGivesItsDetail() throws {
+        let conflict = ProblemBody(
+            slug: "version-conflict", title: "The namespace changed since your view", status: 409,
+            detail: "namespace 'rider' is at version 42, not 41", instance: "/v1/namespaces/rider/flags/x/disable",
+            requestID: "c6d3988df224d97b",
+            conflict: .init(currentVersion: 42, currentEntityTag: "\"9f2c.42\"", changedBy: "bob", changedAt: nil))
+        #expect(try ProblemBody(json: conflict.json) == conflict)
+        #expect(conflict.json["type"] == .string("urn:switchyard:problem:version-conflict"))
+        #expect(conflict.json["changed_at"] == .null)
+        let invalid = ProblemBody(
+            slug: "invalid-request", title: "The request is invalid", status: 400, detail: "name: is required",
+            instance: "/v1/tokens", errors: [.init(path: "name", message: "is required")])
+        #expect(try ProblemBody(json: invalid.json) == invalid)
+        #expect(invalid.json["current_version"] == nil && invalid.json["request_id"] == nil)
+        let foreign = try ProblemBody(
+            json: .object(JSONObject([("type", .string("about:blank")), ("detail", .string("upstream timed out"))])))
+        #expect(foreign.slug == "about:blank" && foreign.detail == "upstream timed out" && foreign.status == 0)
+        #expect(throws: WireError.self) { try ProblemBody(json: .object(JSONObject([("detail", .string("x"))]))) }
+    }
+
     @Test func anotherShapeFailsNamingTheMember() throws {
         var object = try #require(
             NamespaceBody(

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -24,12 +25,8 @@ struct APIFailure: Error, Sendable {
     var detail: String
     /// `path: message` of each field at fault.
     var problems: [(path: String, message: String)]
-    var document: JSONObject
-    /// Who made the current version, for a version conflict.
-    var changedBy: String? { document["changed_by"]?.stringValue }
-    var changedAt: String? { document["changed_at"]?.stringValue }
-    var currentVersion: Int64? { document["current_version"]?.int64Value }
-    var requestID: String? { document["request_id"]?.stringValue }
+    /// The problem document read; nil when the answer is none (a proxy's page, an empty body).
+    var problem: ProblemBody?
     /// The connection it was sent over, for messages about the token and server.
     var settings: ServerSettings
     /// Whole seconds from a `Retry-After` header (503 when the service is overloaded).
@@ -39,18 +36,12 @@ struct APIFailure: Error, Sendable {
         self.settings = settings
         status = response.status
         retryAfter = response.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        let document = response.json.objectValue ?? JSONObject()
-        self.document = document
-        let type = document["type"]?.stringValue ?? ""
-        slug = type.split(separator: ":").last.map(String.init) ?? ""
+        let problem = try? ProblemBody(json: response.json)
+        self.problem = problem
+        slug = problem?.slug ?? ""
         let text = String(decoding: response.body.prefix(300), as: UTF8.self)
-        detail =
-            document["detail"]?.stringValue
-            ?? (text.isEmpty ? "HTTP \(response.status)" : "HTTP \(response.status): \(text)")
-        problems = (document["errors"]?.arrayValue ?? []).compactMap { error in
-            guard let message = error["message"]?.stringValue else { return nil }
-            return (error["path"]?.stringValue ?? "", message)
-        }
+        detail = problem?.detail ?? (text.isEmpty ? "HTTP \(response.status)" : "HTTP \(response.status): \(text)")
+        problems = problem?.errors.map { ($0.path, $0.message) } ?? []
     }
 }
 
@@ -203,7 +194,7 @@ extension APIFailure {
             let retry = retryAfter.map { " in \($0) s" } ?? " shortly"
             return CommandFailure("flagsd is unavailable: \(message); retry\(retry)")
         default:
-            let id = requestID.map { " (request id \($0))" } ?? ""
+            let id = problem?.requestID.map { " (request id \($0))" } ?? ""
             return CommandFailure(
                 "flagsd failed with HTTP \(status): \(message)\(id); retry, and report it with the request id if it persists"
             )

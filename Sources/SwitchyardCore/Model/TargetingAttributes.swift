@@ -8,8 +8,9 @@
 ///
 /// A rule's `<name>_at_least` is inclusive and `<name>_below` exclusive (`os_version_below: "15"` holds for
 /// 14.8.1, not for 15.0.0); a rule with either does not hold for a context without the attribute or whose value
-/// is not a semantic version. Adding one is a case here and its field in `EvaluationContext`.
-public enum VersionAttribute: String, CaseIterable, Sendable, Hashable, Comparable {
+/// is not a semantic version. Adding one is a case here (with its line in the two switches below: the compiler asks
+/// for them) and its field in `EvaluationContext`.
+public enum VersionAttribute: String, CaseIterable, Sendable, Hashable {
     /// The app's version, e.g. 5.12.0.
     case app = "app_version"
     /// The operating system's version, e.g. 17.4 (riders on old OS versions are a cohort plugin switches target).
@@ -49,10 +50,6 @@ public enum VersionAttribute: String, CaseIterable, Sendable, Hashable, Comparab
     public init?(contextKey: String) {
         guard let attribute = Self.allCases.first(where: { $0.contextKey == contextKey }) else { return nil }
         self = attribute
-    }
-
-    public static func < (lhs: VersionAttribute, rhs: VersionAttribute) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 
     private static func camelCase(_ name: String) -> String {

@@ -2,6 +2,7 @@ import Foundation
 package import Hummingbird
 package import SwitchyardCore
 package import SwitchyardStorage
+package import SwitchyardWire
 
 /// An error a handler answers with: an HTTP status and an RFC 9457 problem document.
 ///
@@ -15,8 +16,8 @@ package struct APIError: Error, Sendable {
     package var detail: String
     /// For 400s: every field at fault.
     package var problems: [ValidationProblem] = []
-    /// Extension members of the problem document.
-    package var extensions = JSONObject()
+    /// Where the namespace is, for a version conflict.
+    package var conflict: ProblemBody.Conflict?
     package var headers = HTTPFields()
 
     package init(
@@ -92,11 +93,11 @@ package struct APIError: Error, Sendable {
         case .conflict:
             self.init(.conflict, "version-conflict", "The namespace changed since your view", error.message)
             if let conflict = error.conflict {
-                extensions["current_version"] = .int64(conflict.currentVersion)
-                extensions["current_etag"] = .string(
-                    SnapshotVersion(epoch: conflict.currentEpoch, version: conflict.currentVersion).entityTag)
-                extensions["changed_by"] = conflict.changedBy.map(JSONValue.string) ?? .null
-                extensions["changed_at"] = conflict.changedAt.map { .string($0.iso8601) } ?? .null
+                self.conflict = ProblemBody.Conflict(
+                    currentVersion: conflict.currentVersion,
+                    currentEntityTag: SnapshotVersion(epoch: conflict.currentEpoch, version: conflict.currentVersion)
+                        .entityTag,
+                    changedBy: conflict.changedBy, changedAt: conflict.changedAt?.iso8601)
             }
         case .invalid:
             self.init(
@@ -128,20 +129,11 @@ package struct APIError: Error, Sendable {
 
     /// The problem document.
     package func document(instance: String, requestID: String) -> JSONValue {
-        var object = JSONObject([
-            ("type", .string("urn:switchyard:problem:\(slug)")), ("title", .string(title)),
-            ("status", .int(status.code)), ("detail", .string(detail)), ("instance", .string(instance)),
-        ])
-        if !requestID.isEmpty { object["request_id"] = .string(requestID) }
-        if !problems.isEmpty {
-            object["errors"] = .array(
-                problems.map { problem in
-                    .object(
-                        JSONObject([("path", .string(problem.path.description)), ("message", .string(problem.message))])
-                    )
-                })
-        }
-        for (key, value) in extensions { object[key] = value }
-        return .object(object)
+        ProblemBody(
+            slug: slug, title: title, status: status.code, detail: detail, instance: instance,
+            requestID: requestID.isEmpty ? nil : requestID,
+            errors: problems.map { ProblemBody.FieldProblem(path: $0.path.description, message: $0.message) },
+            conflict: conflict
+        ).json
     }
 }
