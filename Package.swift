@@ -287,7 +287,7 @@ let package = Package(
             // the server and storage so they run a live flagsd in-process on a random loopback port.
             dependencies: [
                 "FlagctlCommands", "SwitchyardFlagFiles", "SwitchyardCore", "flagctl", "rider-sample",
-                "SwitchyardServer", "SwitchyardStorage",
+                "SwitchyardServer", "SwitchyardStorage", "SwitchyardWire",
                 "SwitchyardSQLite",
                 "TestSupport", "LiveFlagsdSupport",
                 .product(name: "Logging", package: "swift-log"),

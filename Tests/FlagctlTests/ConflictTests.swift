@@ -1,6 +1,7 @@
 import Foundation
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 import Testing
 
 @testable import FlagctlCommands
@@ -144,5 +145,43 @@ enum FlagFolder {
         let text = try String(contentsOfFile: TestPaths.flags + "/rider.yaml", encoding: .utf8)
         try edit(text).write(toFile: directory + "/rider.yaml", atomically: true, encoding: .utf8)
         return directory
+    }
+}
+
+/// What flagctl reads of flagsd's answer to a change it made.
+struct ChangeAnswerTests {
+    static func envelope(flag: JSONValue) -> JSONValue {
+        .object(
+            JSONObject([
+                ("namespace", .string("rider")), ("version", .int(8)), ("etag", .string("\"9f2c.8\"")),
+                ("changed", .bool(true)), ("change", .null), ("flag", flag), ("rule", .int(0)),
+            ]))
+    }
+
+    @Test func aFlagThisFlagctlCannotReadStillLeavesTheChangeMade() throws {
+        // A newer flagsd's flag with a member this flagctl does not know: the change is made, and read as such.
+        let flag = JSONValue.object(
+            JSONObject([
+                ("key", .string("plugin_switch_a")), ("type", .string("plugin_switch")),
+                ("rollout", .int(10_000)), ("kill_switches", .array([])), ("plugin_point", .null),
+                ("sunset", .string("2027-01-01")),
+            ]))
+        let answer = try ChangeFlow.answer(Self.envelope(flag: flag))
+        #expect(answer.changed && answer.version.version == 8)
+        #expect(answer.flag == nil && answer.rule == nil)
+    }
+
+    @Test func aReadableAnswerIsReadWhole() throws {
+        let flag = JSONObject([
+            ("key", .string("plugin_switch_a")), ("type", .string("plugin_switch")), ("rollout", .int(10_000)),
+            ("kill_switches", .array([.string("master")])), ("plugin_point", .string("home")),
+        ])
+        let answer = try ChangeFlow.answer(Self.envelope(flag: .object(flag)))
+        #expect(answer.flag?.flag.key == "plugin_switch_a" && answer.flag?.pluginPoint == "home")
+        #expect(answer.rule == .rule(0))
+    }
+
+    @Test func anAnswerWithoutTheEnvelopeIsAFailure() {
+        #expect(throws: CommandFailure.self) { try ChangeFlow.answer(.object(JSONObject([("changed", .bool(true))]))) }
     }
 }

@@ -146,12 +146,7 @@ struct ChangeFlow {
                 let response = try await client.send(
                     planned.method, planned.path, body: .object(body), ifMatch: view.etag)
                 let json = response.json
-                do {
-                    return ChangeOutcome(
-                        response: json, answer: try CommittedBody(json: json), view: view, nothingToDo: nil)
-                } catch {
-                    throw CommandFailure("the flags service's answer to the change is not what flagctl reads: \(error)")
-                }
+                return ChangeOutcome(response: json, answer: try Self.answer(json), view: view, nothingToDo: nil)
             } catch let failure as APIFailure where failure.status == 409 && failure.slug == "version-conflict" {
                 if options.ifVersion != nil || attempt == Self.maximumAttempts {
                     throw try await staleView(
@@ -166,6 +161,20 @@ struct ChangeFlow {
             }
         }
         throw CommandFailure("the change could not be applied after \(Self.maximumAttempts) attempts; retry")
+    }
+
+    /// The answer to a change that flagsd made. When what it says about the objects changed does not read (a
+    /// newer flagsd's flag with a field this flagctl does not know), the envelope alone is read: the change is made,
+    /// and the command says so rather than failing.
+    static func answer(_ json: JSONValue) throws -> CommittedBody {
+        if let answer = try? CommittedBody(json: json) { return answer }
+        var envelope = json.objectValue ?? JSONObject()
+        for member in ["flag", "kill_switch", "rule", "release", "proposal"] { envelope[member] = nil }
+        do {
+            return try CommittedBody(json: .object(envelope))
+        } catch {
+            throw CommandFailure("the flags service's answer to the change is not what flagctl reads: \(error)")
+        }
     }
 
     private func question(_ planned: PlannedChange, view: NamespaceView) -> String {
