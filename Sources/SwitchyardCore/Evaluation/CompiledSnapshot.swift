@@ -308,16 +308,14 @@ struct ScopeRecord: Sendable {
     var cohorts = BitsetRef()
 }
 
-/// One bound of a rule on a version attribute: the context's version must be at least `version`, or below it.
+/// One bound of a rule on a version attribute: a range with its lower or its upper bound only.
 struct VersionBound: Sendable, Hashable {
     var attribute: VersionAttribute
-    var version: SemanticVersion
-    var isBelow: Bool
+    var range: VersionRange
 
     /// Whether a context's version of the attribute (nil: none, or not a semantic version) passes the bound.
     func passes(_ value: SemanticVersion?) -> Bool {
-        guard let value else { return false }
-        return isBelow ? value < version : !(value < version)
+        value.map(range.contains) ?? false
     }
 }
 
@@ -484,9 +482,8 @@ private struct Builder {
         var ids: [Int32] = []
         for attribute in VersionAttribute.allCases {
             let range = conditions[version: attribute]
-            for (version, isBelow) in [(range.atLeast, false), (range.below, true)] {
-                guard let version else { continue }
-                let bound = VersionBound(attribute: attribute, version: version, isBelow: isBelow)
+            for one in [VersionRange(atLeast: range.atLeast), VersionRange(below: range.below)] where !one.isEmpty {
+                let bound = VersionBound(attribute: attribute, range: one)
                 if let index = versionBounds.firstIndex(of: bound) {
                     ids.append(Int32(index))
                 } else {

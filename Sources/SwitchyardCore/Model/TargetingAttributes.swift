@@ -37,6 +37,9 @@ public enum VersionAttribute: String, CaseIterable, Sendable, Hashable {
     /// Its member in an OpenFeature evaluation context: `appVersion`, `osVersion`.
     public var contextKey: String { Self.camelCase(rawValue) }
 
+    /// The attributes by their OpenFeature context key, worked out once (OFREP reads every request's context).
+    private static let byContextKey = Dictionary(uniqueKeysWithValues: allCases.map { ($0.contextKey, $0) })
+
     /// The rule field of its inclusive lower bound: `app_version_at_least`.
     public var atLeastField: String { rawValue + "_at_least" }
     /// The rule field of its exclusive upper bound: `app_version_below`.
@@ -48,7 +51,7 @@ public enum VersionAttribute: String, CaseIterable, Sendable, Hashable {
 
     /// The attribute with an OpenFeature context key, if one has it.
     public init?(contextKey: String) {
-        guard let attribute = Self.allCases.first(where: { $0.contextKey == contextKey }) else { return nil }
+        guard let attribute = Self.byContextKey[contextKey] else { return nil }
         self = attribute
     }
 
