@@ -9,13 +9,6 @@ public import SwitchyardStorage
 /// then finds it. Ids and counters are written in sorted order, so concurrent batches cannot deadlock. Every
 /// operation here runs on the events pool (see `PostgresFlagStore`).
 extension PostgresFlagStore {
-    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission)
-        async throws
-        -> EventIngestResult
-    {
-        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission, synced: true)
-    }
-
     /// With `synced` false, the transaction commits without waiting for its WAL record to reach the disk
     /// (`synchronous_commit = off` for it alone): the next synced commit, which waits for the WAL up to its own
     /// record, makes it durable too.
@@ -421,25 +414,13 @@ extension PostgresFlagStore {
         var counts: [EventCount] = []
         for row in try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings), on: .events) {
             let row = row.makeRandomAccess()
-            let subjectKind = try row["subject_kind"].decode(String.self)
-            let dimensionKind = try row["dimension"].decode(String.self)
-            let sourceName = try row["source"].decode(String.self)
-            guard let subject = EventSubject.Kind(rawValue: subjectKind),
-                let dimension = EventDimension.Kind(rawValue: dimensionKind),
-                let source = EventSource(rawValue: sourceName)
-            else {
-                throw StorageError(
-                    .corrupt,
-                    "an event counter has an unknown source '\(sourceName)', subject '\(subjectKind)' or dimension '\(dimensionKind)'"
-                )
-            }
             counts.append(
-                EventCount(
-                    source: source,
-                    subject: EventSubject(
-                        kind: subject, key: try row["subject"].decode(String.self),
-                        variant: try row["variant"].decode(String.self)),
-                    dimension: EventDimension(kind: dimension, value: try row["value"].decode(String.self)),
+                try EventCount(
+                    stored: try row["source"].decode(String.self),
+                    subjectKind: try row["subject_kind"].decode(String.self),
+                    subject: try row["subject"].decode(String.self), variant: try row["variant"].decode(String.self),
+                    dimensionKind: try row["dimension"].decode(String.self),
+                    dimension: try row["value"].decode(String.self),
                     bucket: query.perBucket ? Date(milliseconds: try row["bucket"].decode(Int64.self)) : nil,
                     tally: EventTally(
                         sessions: try row["sessions"].decode(Int64.self),

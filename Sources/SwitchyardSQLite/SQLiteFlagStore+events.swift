@@ -5,13 +5,6 @@ import SwitchyardCore
 public import SwitchyardStorage
 
 extension SQLiteFlagStore {
-    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission)
-        async throws
-        -> EventIngestResult
-    {
-        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission, synced: true)
-    }
-
     /// Counts events in the events file, on ``BackgroundThreads/events`` with GRDB's blocking API (the work, and
     /// the wait for the events' writer, hold one of those threads: never a thread of Swift's pool, never the flags'
     /// writer).
@@ -386,23 +379,10 @@ extension SQLiteFlagStore {
                         """, arguments: arguments)
                 var counts: [EventCount] = []
                 for row in rows {
-                    let subjectKind: String = row["subject_kind"]
-                    let dimensionKind: String = row["dimension"]
-                    let sourceName: String = row["source"]
-                    guard let subject = EventSubject.Kind(rawValue: subjectKind),
-                        let dimension = EventDimension.Kind(rawValue: dimensionKind),
-                        let source = EventSource(rawValue: sourceName)
-                    else {
-                        throw StorageError(
-                            .corrupt,
-                            "an event counter has an unknown source '\(sourceName)', subject '\(subjectKind)' or dimension '\(dimensionKind)'"
-                        )
-                    }
                     counts.append(
-                        EventCount(
-                            source: source,
-                            subject: EventSubject(kind: subject, key: row["subject"], variant: row["variant"]),
-                            dimension: EventDimension(kind: dimension, value: row["value"]),
+                        try EventCount(
+                            stored: row["source"], subjectKind: row["subject_kind"], subject: row["subject"],
+                            variant: row["variant"], dimensionKind: row["dimension"], dimension: row["value"],
                             bucket: query.perBucket ? Date(milliseconds: row["bucket"]) : nil,
                             tally: EventTally(
                                 sessions: row["sessions"], crashedSessions: row["crashed"], exposures: row["exposures"])

@@ -10,34 +10,8 @@ public import SwitchyardCore
 /// `message` is what a client may read: it never names the database (user, host, port, database name, file path)
 /// and never quotes the database's own text. Those go in `diagnostic`, for logs only; `description` joins both.
 public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure; new kinds may be added.
-    public struct Kind: Sendable, Hashable, CustomStringConvertible {
-        fileprivate enum Base: String, Sendable {
-            case notFound, alreadyExists, conflict, invalid, reasonRequired, unavailable, corrupt, lastAdminToken
-        }
-
-        fileprivate let base: Base
-
-        /// The namespace, flag, kill switch, change or token does not exist.
-        public static let notFound = Kind(base: .notFound)
-        /// A namespace or live token of that name exists already.
-        public static let alreadyExists = Kind(base: .alreadyExists)
-        /// The change was based on a version that is no longer current.
-        public static let conflict = Kind(base: .conflict)
-        /// The change would leave an invalid flag set, or its input is invalid.
-        public static let invalid = Kind(base: .invalid)
-        /// The namespace's reason policy requires a reason for this change.
-        public static let reasonRequired = Kind(base: .reasonRequired)
-        /// The database cannot be reached or refused the operation.
-        public static let unavailable = Kind(base: .unavailable)
-        /// Stored data could not be read back.
-        public static let corrupt = Kind(base: .corrupt)
-        /// Revoking the token would leave no live admin token valid in every namespace: nobody could manage tokens
-        /// any more.
-        public static let lastAdminToken = Kind(base: .lastAdminToken)
-
-        public var description: String { base.rawValue }
-    }
+    /// The kind of problem; new kinds may be added.
+    public typealias Kind = ErrorKind<StorageError>
 
     /// Who changed a namespace since the version a change was based on.
     public struct Conflict: Sendable, Hashable {
@@ -94,4 +68,24 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
     package static func namespaceNotFound(_ name: String) -> StorageError {
         StorageError(.notFound, "namespace '\(name)' does not exist (list namespaces with GET /v1/namespaces)")
     }
+}
+
+extension ErrorKind where Owner == StorageError {
+    /// The namespace, flag, kill switch, change or token does not exist.
+    public static var notFound: Self { Self("notFound") }
+    /// A namespace or live token of that name exists already.
+    public static var alreadyExists: Self { Self("alreadyExists") }
+    /// The change was based on a version that is no longer current.
+    public static var conflict: Self { Self("conflict") }
+    /// The change would leave an invalid flag set, or its input is invalid.
+    public static var invalid: Self { Self("invalid") }
+    /// The namespace's reason policy requires a reason for this change.
+    public static var reasonRequired: Self { Self("reasonRequired") }
+    /// The database cannot be reached or refused the operation.
+    public static var unavailable: Self { Self("unavailable") }
+    /// Stored data could not be read back.
+    public static var corrupt: Self { Self("corrupt") }
+    /// Revoking the token would leave no live admin token valid in every namespace: nobody could manage tokens
+    /// any more.
+    public static var lastAdminToken: Self { Self("lastAdminToken") }
 }

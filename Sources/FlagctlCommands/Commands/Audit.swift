@@ -145,7 +145,7 @@ public struct Audit: FlagctlCommand {
             ]
             table.add(cells)
         }
-        console.write(table.render(colour: console.usesColour))
+        console.write(table)
         if read.nextCursor != nil {
             console.writeError("note: older entries exist; raise --limit (up to 1000) or narrow with --since/--until\n")
         }

@@ -232,8 +232,7 @@ public struct Diff: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: plan.namespace, console: console)
+        let settings = try connection.settings(console, namespace: plan.namespace)
         let client = APIClient(settings: settings)
         let plans = try await plan.plans(client: client, console: console)
         let tree = JSONObject([
@@ -289,8 +288,7 @@ public struct Apply: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: plan.namespace, console: console)
+        let settings = try connection.settings(console, namespace: plan.namespace)
         let client = APIClient(settings: settings, source: "apply")
         let plans = try await plan.plans(client: client, console: console)
         let pending = plans.filter { !$0.isEmpty }

@@ -127,7 +127,7 @@ public struct ExperimentResults: FlagctlCommand {
                 .init(difference, difference.hasSuffix("*") ? .yellow : .plain),
             ])
         }
-        console.write(table.render(colour: console.usesColour))
+        console.write(table)
         console.write(
             "\nsessions of the last \(crashes.window) (from \(Audit.shortTime(crashes.from))); DIFFERENCE: crash rate minus \(crashes.control)'s\n"
                 + "in percentage points, Newcombe hybrid score interval at 95%; * the interval excludes 0\n")

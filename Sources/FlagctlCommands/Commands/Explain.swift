@@ -128,8 +128,7 @@ public struct Explain: FlagctlCommand {
     func runAgainstServer(console: Console) async throws {
         let settings: ServerSettings
         do {
-            settings = try ServerSettings.resolve(
-                server: connection.server, token: connection.token, namespace: flags.namespace, console: console)
+            settings = try connection.settings(console, namespace: flags.namespace)
         } catch let failure as CommandFailure where failure.exitStatus == ExitStatus.usage {
             throw CommandFailure.usage(
                 "pass --flags DIR to explain from flag files, or point flagctl at the flags service (--server URL, FLAGCTL_SERVER, or 'flagctl login')"

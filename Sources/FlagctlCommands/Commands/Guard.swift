@@ -162,7 +162,7 @@ public struct GuardStatus: FlagctlCommand {
                 .init(Self.note(entry)),
             ])
         }
-        console.write(table.render(colour: console.usesColour))
+        console.write(table)
         var summary = KeyValueTable()
         let limit = overview.maximumTripsPerHour
         summary.add(
@@ -370,22 +370,18 @@ public struct GuardApply: FlagctlCommand {
 
     public func validate() throws {
         try GuardDismiss.validate(id: id)
-        if let reason, reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-            throw ValidationError(
-                "--reason is empty. Say why, e.g. --reason \"INC-4510: map layer crashes on 5.14\", or leave it out.")
-        }
+        try ChangeOptions.refuseBlank(
+            reason: reason, example: "INC-4510: map layer crashes on 5.14", optional: true)
     }
 
     public func run(console: Console) async throws {
-        let settings = try server.settings(console)
-        let namespace = try settings.requireNamespace()
-        let client = APIClient(settings: settings)
+        let (client, namespace) = try server.namespaceClient(console)
         let proposal = try await GuardDismiss.proposal(id, namespace: namespace, client: client)
         let key = proposal.key
         let scope = GuardStatus.whereText(proposal.scope)
         if proposal.state == "dismissed" {
             throw CommandFailure(
-                "proposal \(id) was dismissed by \(proposal.dismissed?.actor ?? "someone"); to turn \(key) off anyway, '\(settings.command("disable \(key)"))'"
+                "proposal \(id) was dismissed by \(proposal.dismissed?.actor ?? "someone"); to turn \(key) off anyway, '\(client.settings.command("disable \(key)"))'"
             )
         }
         try await Confirmation.confirm(
@@ -448,17 +444,12 @@ public struct GuardDismiss: FlagctlCommand {
 
     public func validate() throws {
         try Self.validate(id: id)
-        guard !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-            throw ValidationError(
-                "--reason is empty. Say why the switch should stay on, e.g. --reason \"crashes from a test device farm\"."
-            )
-        }
+        try ChangeOptions.refuseBlank(
+            reason: reason, why: " the switch should stay on", example: "crashes from a test device farm")
     }
 
     public func run(console: Console) async throws {
-        let settings = try server.settings(console)
-        let namespace = try settings.requireNamespace()
-        let client = APIClient(settings: settings)
+        let (client, namespace) = try server.namespaceClient(console)
         let proposal = try await Self.proposal(id, namespace: namespace, client: client)
         let key = proposal.key
         let response: JSONValue
@@ -469,7 +460,7 @@ public struct GuardDismiss: FlagctlCommand {
             ).json
         } catch let failure as APIFailure where failure.status == 409 {
             throw CommandFailure(
-                "proposal \(id) is settled: \(key) is off \(GuardStatus.whereText(proposal.scope)) already; to turn it back on, '\(settings.command("enable \(key)"))'"
+                "proposal \(id) is settled: \(key) is off \(GuardStatus.whereText(proposal.scope)) already; to turn it back on, '\(client.settings.command("enable \(key)"))'"
             )
         }
         if let rendered = outputOptions.render(response) {

@@ -121,9 +121,7 @@ public struct Version: FlagctlCommand {
     public func run(console: Console) async throws {
         var tree = JSONObject([("flagctl", .string(FlagctlVersion.current)), ("server", .null)])
         var lines = ["flagctl \(FlagctlVersion.current)"]
-        if let settings = try? ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: nil, console: console)
-        {
+        if let settings = try? connection.settings(console) {
             let client = APIClient(settings: settings, timeout: 15)
             let status: String
             do {

@@ -41,8 +41,7 @@ public struct NamespacesList: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try connection.settings(console)
         let client = APIClient(settings: settings)
         let tree = try await client.get(APIClient.path("v1", "namespaces"))
         if let rendered = outputOptions.render(tree) {
@@ -62,7 +61,7 @@ public struct NamespacesList: FlagctlCommand {
                 namespace.name, String(namespace.version), namespace.reasonPolicy.rawValue,
                 Audit.shortTime(namespace.updatedAt))
         }
-        console.write(table.render(colour: console.usesColour))
+        console.write(table)
     }
 }
 
@@ -100,8 +99,7 @@ public struct NamespacesCreate: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try connection.settings(console)
         let client = APIClient(settings: settings)
         var body = JSONObject([("name", .string(name))])
         if let description { body["description"] = .string(description) }
@@ -150,8 +148,7 @@ public struct NamespacesDelete: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try connection.settings(console)
         let client = APIClient(settings: settings)
         let record: NamespaceBody
         do {

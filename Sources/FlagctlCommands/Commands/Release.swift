@@ -377,9 +377,7 @@ public struct ReleaseStatus: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try server.settings(console)
-        let namespace = try settings.requireNamespace()
-        let client = APIClient(settings: settings)
+        let (client, namespace) = try server.namespaceClient(console)
         let tree: JSONValue
         if let key {
             tree = try await client.get(APIClient.path("v1", "namespaces", namespace, "flags", key, "release"))
@@ -501,9 +499,7 @@ public enum ReleaseProposalCommand {
         _ verb: String, key: String, id: Int64, reason: String?, server: ServerOptions, output: OutputOptions,
         console: Console
     ) async throws -> JSONValue? {
-        let settings = try server.settings(console)
-        let namespace = try settings.requireNamespace()
-        let client = APIClient(settings: settings)
+        let (client, namespace) = try server.namespaceClient(console)
         var body = JSONObject()
         if let reason = reason?.trimmingCharacters(in: .whitespacesAndNewlines), !reason.isEmpty {
             body["reason"] = .string(reason)
@@ -602,10 +598,8 @@ public enum ReleaseProposalCommand {
 
         public func validate() throws {
             try ReleaseProposalCommand.validate(id: id)
-            guard !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-                throw ValidationError(
-                    "--reason is empty. Say why the plan should go on, e.g. --reason \"crashes from one network\".")
-            }
+            try ChangeOptions.refuseBlank(
+                reason: reason, why: " the plan should go on", example: "crashes from one network")
         }
 
         public func run(console: Console) async throws {

@@ -41,9 +41,7 @@ public struct Revert: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
-        let settings = try server.settings(console)
-        let client = APIClient(settings: settings)
-        let namespace = try settings.requireNamespace()
+        let (client, namespace) = try server.namespaceClient(console)
         let target: ChangeEntry
         do {
             target = try ChangeEntry(

@@ -49,8 +49,7 @@ public struct TokensList: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try connection.settings(console)
         let tree = try await APIClient(settings: settings).get(APIClient.path("v1", "tokens"))
         if let rendered = outputOptions.render(tree) {
             console.write(rendered)
@@ -66,7 +65,7 @@ public struct TokensList: FlagctlCommand {
                 .init(revoked ?? "-", revoked == nil ? .plain : .red),
             ])
         }
-        console.write(table.render(colour: console.usesColour))
+        console.write(table)
     }
 }
 
@@ -144,8 +143,7 @@ public struct TokensCreate: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try connection.settings(console)
         var body = JSONObject([("name", .string(name)), ("role", .string(role))])
         if !allow.isEmpty { body["namespaces"] = .array(allow.map(JSONValue.string)) }
         if let rate { body["rate_per_minute"] = .int(rate) }
@@ -200,8 +198,7 @@ public struct TokensRevoke: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: nil, console: console)
+        let settings = try connection.settings(console)
         var query: [(String, String)] = []
         if let reason = change.trimmedReason { query.append(("reason", reason)) }
         let response: JSONValue

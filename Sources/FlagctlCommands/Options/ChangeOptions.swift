@@ -21,15 +21,24 @@ public struct ChangeOptions: ParsableArguments, Sendable {
     public init() {}
 
     public func validate() throws {
-        if let reason, reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-            throw ValidationError(
-                "--reason is empty. Say why, e.g. --reason \"INC-4411: promos card crashes in Lagos\".")
-        }
+        try Self.refuseBlank(reason: reason, example: "INC-4411: promos card crashes in Lagos")
         if let ifVersion, ifVersion < 1 {
             throw ValidationError(
                 "--if-version \(ifVersion) is not a version (versions start at 1; 'flagctl get' shows the current one)."
             )
         }
+    }
+
+    /// Refuses a `--reason` that is only white space, saying what a reason looks like.
+    ///
+    /// - Parameters:
+    ///   - why: what the reason should say, after "Say why" (e.g. " the plan should go on").
+    ///   - example: an example reason.
+    ///   - optional: whether the command also works without a reason (the message says to leave it out).
+    static func refuseBlank(reason: String?, why: String = "", example: String, optional: Bool = false) throws {
+        guard let reason, reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return }
+        throw ValidationError(
+            "--reason is empty. Say why\(why), e.g. --reason \"\(example)\"\(optional ? ", or leave it out" : "").")
     }
 
     /// The reason, trimmed.

@@ -17,6 +17,11 @@ public struct ConnectionOptions: ParsableArguments, Sendable {
 
     public init() {}
 
+    /// The settings from these options, the environment and the config file, with the namespace given.
+    func settings(_ console: Console, namespace: String? = nil) throws -> ServerSettings {
+        try ServerSettings.resolve(server: server, token: token, namespace: namespace, console: console)
+    }
+
     public func validate() throws {
         if let server {
             do {
@@ -46,8 +51,13 @@ public struct ServerOptions: ParsableArguments, Sendable {
 
     /// The settings from options, environment and config file.
     func settings(_ console: Console) throws -> ServerSettings {
-        try ServerSettings.resolve(
-            server: connection.server, token: connection.token, namespace: namespace, console: console)
+        try connection.settings(console, namespace: namespace)
+    }
+
+    /// A client of the service and the namespace it works on, which must be set.
+    func namespaceClient(_ console: Console) throws -> (client: APIClient, namespace: String) {
+        let settings = try settings(console)
+        return (APIClient(settings: settings), try settings.requireNamespace())
     }
 }
 

@@ -72,6 +72,11 @@ public final class Console: @unchecked Sendable {
         }
     }
 
+    /// Writes a table to standard output, coloured when the console uses colour.
+    func write(_ table: Table) {
+        write(table.render(colour: usesColour))
+    }
+
     /// Writes to standard error.
     public func writeError(_ text: String) {
         switch sink {

@@ -14,7 +14,9 @@ struct FeedPromosFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any FeedCard {
         try faults.build(pluginSwitch)
-        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in
+        return TextPlugin(
+            pluginSwitch, of: RiderCatalogue.homeFeed, on: .home, faults: faults, rider: rider, screens: screens
+        ) { _ in
             "Promotions near you"
         }
     }
@@ -30,7 +32,9 @@ struct FeedTripHistoryFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any FeedCard {
         try faults.build(pluginSwitch)
-        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) {
+        return TextPlugin(
+            pluginSwitch, of: RiderCatalogue.homeFeed, on: .home, faults: faults, rider: rider, screens: screens
+        ) {
             "Your \($0.tripsTaken) recent trips"
         }
     }
@@ -44,38 +48,10 @@ struct FeedSafetyTipsFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any FeedCard {
         try faults.build(pluginSwitch)
-        return Card(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in
+        return TextPlugin(
+            pluginSwitch, of: RiderCatalogue.homeFeed, on: .home, faults: faults, rider: rider, screens: screens
+        ) { _ in
             "Safety tip: check the plate before you get in"
         }
-    }
-}
-
-private final class Card: FeedCard, LivePlugin {
-    let faults: Faults
-    let pluginSwitch: PluginSwitch
-    /// The rider the card was built for (what it shows when attached live).
-    let rider: RiderProfile
-    let screens: RiderScreens
-    let text: (RiderProfile) -> String
-
-    init(
-        faults: Faults, pluginSwitch: PluginSwitch, rider: RiderProfile, screens: RiderScreens,
-        text: @escaping (RiderProfile) -> String
-    ) {
-        self.faults = faults
-        self.pluginSwitch = pluginSwitch
-        self.rider = rider
-        self.screens = screens
-        self.text = text
-    }
-
-    func render(for rider: RiderProfile) throws(SimulatedCrash) -> String {
-        try faults.use(pluginSwitch, at: RiderCatalogue.homeFeed.name)
-        return text(rider)
-    }
-
-    /// Shows the card in the home feed until detached.
-    func attach(to scope: PluginScope) {
-        screens.show(text(rider), on: .home, scope: scope)
     }
 }

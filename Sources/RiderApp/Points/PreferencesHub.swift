@@ -16,7 +16,10 @@ struct SavedPlacesFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any PreferencesWidget {
         try faults.build(pluginSwitch)
-        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) {
+        return TextPlugin(
+            pluginSwitch, of: RiderCatalogue.preferencesHub, on: .preferences, faults: faults, rider: rider,
+            screens: screens
+        ) {
             "Saved places: " + $0.savedPlaces.joined(separator: ", ")
         }
     }
@@ -32,7 +35,10 @@ struct RidePassFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any PreferencesWidget {
         try faults.build(pluginSwitch)
-        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in
+        return TextPlugin(
+            pluginSwitch, of: RiderCatalogue.preferencesHub, on: .preferences, faults: faults, rider: rider,
+            screens: screens
+        ) { _ in
             "Ride Pass: save on every ride"
         }
     }
@@ -46,38 +52,11 @@ struct AccessibilityFactory: PluginFactory {
 
     func build(for rider: RiderProfile) throws -> any PreferencesWidget {
         try faults.build(pluginSwitch)
-        return Widget(faults: faults, pluginSwitch: pluginSwitch, rider: rider, screens: screens) { _ in
+        return TextPlugin(
+            pluginSwitch, of: RiderCatalogue.preferencesHub, on: .preferences, faults: faults, rider: rider,
+            screens: screens
+        ) { _ in
             "Accessibility: wheelchair-accessible vehicles, assistance"
         }
-    }
-}
-
-private final class Widget: PreferencesWidget, LivePlugin {
-    let faults: Faults
-    let pluginSwitch: PluginSwitch
-    /// The rider the widget was built for (what it shows when attached live).
-    let rider: RiderProfile
-    let screens: RiderScreens
-    let text: (RiderProfile) -> String
-
-    init(
-        faults: Faults, pluginSwitch: PluginSwitch, rider: RiderProfile, screens: RiderScreens,
-        text: @escaping (RiderProfile) -> String
-    ) {
-        self.faults = faults
-        self.pluginSwitch = pluginSwitch
-        self.rider = rider
-        self.screens = screens
-        self.text = text
-    }
-
-    func render(for rider: RiderProfile) throws(SimulatedCrash) -> String {
-        try faults.use(pluginSwitch, at: RiderCatalogue.preferencesHub.name)
-        return text(rider)
-    }
-
-    /// Shows the widget in the preferences hub until detached.
-    func attach(to scope: PluginScope) {
-        screens.show(text(rider), on: .preferences, scope: scope)
     }
 }

@@ -167,23 +167,8 @@ struct DeltaApplication {
 
 /// Why a delta does not apply to a snapshot; the client then downloads the full snapshot.
 public struct SnapshotDeltaError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What kind of problem it is; new kinds may be added.
-    public struct Kind: Sendable, Hashable, CustomStringConvertible {
-        fileprivate enum Base: String, Sendable { case baseMismatch, inconsistent, invalid, checksumMismatch }
-        fileprivate let base: Base
-        fileprivate init(_ base: Base) { self.base = base }
-
-        /// The delta is for another namespace, epoch or base version (a gap).
-        public static let baseMismatch = Kind(.baseMismatch)
-        /// It removes the master kill switch, or names plugin points that do not add up.
-        public static let inconsistent = Kind(.inconsistent)
-        /// The result is not a valid flag set.
-        public static let invalid = Kind(.invalid)
-        /// The result's digest or checksum is not the one the delta names.
-        public static let checksumMismatch = Kind(.checksumMismatch)
-
-        public var description: String { base.rawValue }
-    }
+    /// The kind of problem; new kinds may be added.
+    public typealias Kind = ErrorKind<SnapshotDeltaError>
 
     public let kind: Kind
     public let message: String
@@ -207,4 +192,15 @@ public struct SnapshotDeltaError: Error, Sendable, Hashable, CustomStringConvert
     }
 
     public var description: String { "unusable delta: \(message)" }
+}
+
+extension ErrorKind where Owner == SnapshotDeltaError {
+    /// The delta is for another namespace, epoch or base version (a gap).
+    public static var baseMismatch: Self { Self("baseMismatch") }
+    /// It removes the master kill switch, or names plugin points that do not add up.
+    public static var inconsistent: Self { Self("inconsistent") }
+    /// The result is not a valid flag set.
+    public static var invalid: Self { Self("invalid") }
+    /// The result's digest or checksum is not the one the delta names.
+    public static var checksumMismatch: Self { Self("checksumMismatch") }
 }

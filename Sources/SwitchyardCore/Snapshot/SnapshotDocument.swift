@@ -150,23 +150,8 @@ public enum SnapshotDocument {
 
 /// Why bytes are not a usable snapshot.
 public struct SnapshotDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What kind of problem it is; new kinds may be added.
-    public struct Kind: Sendable, Hashable, CustomStringConvertible {
-        fileprivate enum Base: String, Sendable {
-            case tooLarge, malformed, unsupportedFormat, checksumMismatch, invalid
-        }
-        fileprivate let base: Base
-        fileprivate init(_ base: Base) { self.base = base }
-
-        public static let tooLarge = Kind(.tooLarge)
-        public static let malformed = Kind(.malformed)
-        public static let unsupportedFormat = Kind(.unsupportedFormat)
-        public static let checksumMismatch = Kind(.checksumMismatch)
-        /// Well-formed JSON that is not a valid flag set.
-        public static let invalid = Kind(.invalid)
-
-        public var description: String { base.rawValue }
-    }
+    /// The kind of problem; new kinds may be added.
+    public typealias Kind = ErrorKind<SnapshotDecodingError>
 
     public let kind: Kind
     public let message: String
@@ -177,4 +162,13 @@ public struct SnapshotDecodingError: Error, Sendable, Hashable, CustomStringConv
     }
 
     public var description: String { "invalid snapshot: \(message)" }
+}
+
+extension ErrorKind where Owner == SnapshotDecodingError {
+    public static var tooLarge: Self { Self("tooLarge") }
+    public static var malformed: Self { Self("malformed") }
+    public static var unsupportedFormat: Self { Self("unsupportedFormat") }
+    public static var checksumMismatch: Self { Self("checksumMismatch") }
+    /// Well-formed JSON that is not a valid flag set.
+    public static var invalid: Self { Self("invalid") }
 }

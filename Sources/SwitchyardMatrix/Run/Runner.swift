@@ -92,6 +92,32 @@ final class Runner {
         }
     }
 
+    /// The bit of a switch's declared position in a point; 0 for a switch the point does not declare, or declares
+    /// past the 64th.
+    @inline(__always)
+    func declaredBit(of pluginSwitch: PluginSwitch, in pointIndex: Int) -> UInt64 {
+        guard let gate = context.table.gate(of: pluginSwitch) else { return 0 }
+        let position = positionOfGate[pointIndex][gate]
+        return position >= 0 && position < 64 ? 1 << UInt64(position) : 0
+    }
+
+    /// The bits of the declared positions of switches a point served or attached, and whether they came in the
+    /// declared order; the bits stop at the first switch out of order or undeclared (`inOrder` false).
+    @inline(__always)
+    func declaredMask(of switches: [PluginSwitch], in pointIndex: Int) -> (mask: UInt64, inOrder: Bool) {
+        var mask: UInt64 = 0
+        var last = -1
+        for pluginSwitch in switches {
+            guard let gate = context.table.gate(of: pluginSwitch),
+                case let position = positionOfGate[pointIndex][gate],
+                position > last, position < 64
+            else { return (mask, false) }
+            last = position
+            mask |= 1 << UInt64(position)
+        }
+        return (mask, true)
+    }
+
     /// The switches of each point in the order the flag file declares them (the code's, for a point the file
     /// lacks): what served-coverage bits index.
     var declaredSwitchesByPoint: [[PluginSwitch]] { declaredSwitches }
@@ -207,12 +233,7 @@ final class Runner {
                 if recorder.hasFailures {
                     failures = recorder.failures
                     for (pluginSwitch, message) in failures {
-                        if let gate = context.table.gate(of: pluginSwitch),
-                            case let position = positionOfGate[pointIndex][gate],
-                            position >= 0, position < 64
-                        {
-                            failedMask |= 1 << UInt64(position)
-                        }
+                        failedMask |= declaredBit(of: pluginSwitch, in: pointIndex)
                         fail(
                             .of(scope: pointIndex, .factoryThrew),
                             "\(point.name): the factory of \(pluginSwitch.key) threw: \(message)\(Self.inputNote(point, input))"
@@ -222,20 +243,7 @@ final class Runner {
                 // The fast path: what served is exactly what must, in order.
                 let eligible = onMask & applicable[pointIndex][input] & ~failedMask
                 let expected = point.serving == .firstEligible ? eligible & (0 &- eligible) : eligible
-                var servedMask: UInt64 = 0
-                var inOrder = true
-                var last = -1
-                for pluginSwitch in served {
-                    guard let gate = context.table.gate(of: pluginSwitch),
-                        case let position = positionOfGate[pointIndex][gate],
-                        position > last, position < 64
-                    else {
-                        inOrder = false
-                        break
-                    }
-                    last = position
-                    servedMask |= 1 << UInt64(position)
-                }
+                let (servedMask, inOrder) = declaredMask(of: served, in: pointIndex)
                 if servedMask != 0 {
                     tally.served[pointIndex] |= servedMask
                     shared?.markServed(pointIndex, servedMask)

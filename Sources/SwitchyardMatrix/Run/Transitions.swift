@@ -142,30 +142,12 @@ extension Runner {
             }
             var failedMask: UInt64 = 0
             for (pluginSwitch, _) in checker.states.failures[held.name] ?? [] {
-                if let gate = context.table.gate(of: pluginSwitch),
-                    case let position = positionOfGate[pointIndex][gate],
-                    position >= 0, position < 64
-                {
-                    failedMask |= 1 << UInt64(position)
-                }
+                failedMask |= declaredBit(of: pluginSwitch, in: pointIndex)
             }
             let eligible = onMask & applicable[pointIndex][held.input] & ~failedMask
             let expected = point.serving == .firstEligible ? eligible & (0 &- eligible) : eligible
             let attached = held.attached()
-            var attachedMask: UInt64 = 0
-            var inOrder = true
-            var last = -1
-            for pluginSwitch in attached {
-                guard let gate = context.table.gate(of: pluginSwitch),
-                    case let position = positionOfGate[pointIndex][gate],
-                    position > last, position < 64
-                else {
-                    inOrder = false
-                    break
-                }
-                last = position
-                attachedMask |= 1 << UInt64(position)
-            }
+            let (attachedMask, inOrder) = declaredMask(of: attached, in: pointIndex)
             let holding = Set(attached.map(\.slot))
             if inOrder && attachedMask == expected && holding == held.holding { continue }
             let note = Self.inputNote(point, held.input)

@@ -55,16 +55,11 @@ public protocol EventStore: Sendable {
     ///   - receivedAt: when the server received them.
     ///   - admission: how much each unit and address may contribute, and which cities and cohorts are counted on
     ///     their own.
+    ///   - synced: when false, the commit may return before it is on disk, provided the next synced commit of
+    ///     events makes it durable too (a write-ahead log synced up to that commit). Ingestion writes the parts of a
+    ///     large batch this way, and only the last one synced, before acknowledging the batch.
     /// - Returns: which ids were recorded now and which had been before, which of the new ones a cap left out of
     ///   the counts, and the events as counted.
-    func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission)
-        async throws
-        -> EventIngestResult
-
-    /// Counts new events as `ingestEvents(_:in:receivedAt:admission:)` does; when `synced` is false the commit may
-    /// return before it is on disk, provided the next synced commit of events makes it durable too (a write-ahead
-    /// log synced up to that commit). Ingestion writes the parts of a large batch this way, and only the last one
-    /// synced, before acknowledging the batch. The default syncs every part.
     func ingestEvents(
         _ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool
     )
@@ -133,12 +128,11 @@ public struct EventCompaction: Sendable, Hashable {
 }
 
 extension EventStore {
-    public func ingestEvents(
-        _ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission, synced: Bool
-    )
+    /// Counts new events, synced (durable when this returns).
+    public func ingestEvents(_ events: [StoredEvent], in namespace: String, receivedAt: Date, admission: EventAdmission)
         async throws -> EventIngestResult
     {
-        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission)
+        try await ingestEvents(events, in: namespace, receivedAt: receivedAt, admission: admission, synced: true)
     }
 
     /// Counts new events with no caps and every city and cohort on its own.
@@ -507,6 +501,27 @@ public struct EventCount: Sendable, Hashable, CustomStringConvertible {
         self.dimension = dimension
         self.bucket = bucket
         self.tally = tally
+    }
+
+    /// A counter as the stores keep it: source, subject kind and dimension kind by their stored names.
+    ///
+    /// - Throws: `StorageError.corrupt` when a name is not one this version knows.
+    public init(
+        stored source: String, subjectKind: String, subject: String, variant: String, dimensionKind: String,
+        dimension: String, bucket: Date?, tally: EventTally
+    ) throws {
+        guard let kind = EventSubject.Kind(rawValue: subjectKind),
+            let dimensionKindValue = EventDimension.Kind(rawValue: dimensionKind),
+            let sourceValue = EventSource(rawValue: source)
+        else {
+            throw StorageError(
+                .corrupt,
+                "an event counter has an unknown source '\(source)', subject '\(subjectKind)' or dimension '\(dimensionKind)'"
+            )
+        }
+        self.init(
+            source: sourceValue, subject: EventSubject(kind: kind, key: subject, variant: variant),
+            dimension: EventDimension(kind: dimensionKindValue, value: dimension), bucket: bucket, tally: tally)
     }
 
     public var description: String { "\(source == .client ? "" : "\(source): ")\(subject) [\(dimension)]: \(tally)" }
