@@ -220,6 +220,35 @@ struct OpenAPISyncTests {
         #expect(evidence.proposal == promosProposal.id && evidence.policy.cooldown == .seconds(1800))
     }
 
+    /// The change requests flagctl writes (SwitchyardWire's request bodies, with the reason its change flow adds)
+    /// match the document's request schemas.
+    @Test(
+        .enabled(
+            if: Repository.pythonIsAvailable,
+            "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
+    func theChangeRequestsMatchTheDocumentsSchemas() async throws {
+        let lagos = Scope(cities: ["lagos"], cohorts: ["beta"])
+        let requests: [(schema: String, body: any ChangeRequestBody)] = [
+            ("SwitchStateRequest", SwitchStateRequest(scope: lagos, reason: "INC-1")),
+            ("SwitchStateRequest", KillStateRequest(scope: lagos, reason: "INC-2")),
+            ("ReviveRequest", KillStateRequest(scope: nil, all: true, reason: "INC-2")),
+            ("RolloutRequest", RolloutRequest(rollout: Rollout(basisPoints: 2_500)!, rule: 1)),
+            ("RolloutRequest", RolloutRequest(rollout: .full, conditions: Conditions(cities: ["lagos"]))),
+            (
+                "TargetingRequest",
+                TargetingRequest(
+                    rule: 0, add: Conditions(units: ["u-1"], platforms: ["ios"]),
+                    remove: Conditions(notCohorts: ["beta"]), rollout: .off)
+            ),
+        ]
+        try await Self.expectSchemasMatch(
+            requests.map { request in
+                var object = request.body.object
+                if let reason = request.body.reason { object["reason"] = .string(reason) }
+                return (request.schema, .object(object))
+            })
+    }
+
     /// Checks bodies against schemas of docs/openapi.yaml with the independent validator.
     static func expectSchemasMatch(_ bodies: [(schema: String, json: JSONValue)]) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(

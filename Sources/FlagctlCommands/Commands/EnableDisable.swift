@@ -37,9 +37,7 @@ public struct Enable: FlagctlCommand {
     public init() {}
 
     public func run(console: Console) async throws {
-        let settings = try server.settings(console)
-        let client = APIClient(settings: settings)
-        let namespace = try settings.requireNamespace()
+        let (client, namespace) = try server.namespaceClient(console)
         var flow = ChangeFlow(client: client, console: console, namespace: namespace, options: change)
         let scope = self.scope
         let key = self.key
@@ -47,15 +45,14 @@ public struct Enable: FlagctlCommand {
         let trip = try await Self.tripInForce(key, scope: scope.scope, namespace: namespace, client: client)
         flow.confirms = trip != nil
         let outcome = try await flow.run { view in
-            let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "enable")
+            let gate = try view.flagSet.requireSwitch(key, server: client.settings.serverText, for: "enable")
             if !scope.scope.isEverywhere, !gate.disabledScopes.contains(where: { $0.sameScope(as: scope.scope) }) {
                 let current = gate.disabledScopes.map(\.description).joined(separator: "; ")
                 throw CommandFailure(
                     "\(key) has no scoped disable for \(scope.scope) (its scoped disables: \(current.isEmpty ? "none" : current)); name one of those, or leave --city/--cohort out to clear the global disable"
                 )
             }
-            var body = JSONObject()
-            if let tree = scope.scopeTree { body["scope"] = tree }
+            let body = SwitchStateRequest(scope: scope.scope).object
             var planned = PlannedChange(
                 path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "enable"), body: body,
                 objects: [.flag(key)], action: "enable \(key)\(scope.inText)")
@@ -80,13 +77,13 @@ public struct Enable: FlagctlCommand {
             let state = FlagState(flag, in: outcome.view.flagSet)
             if !state.killedBy.isEmpty {
                 lines.append(
-                    "note: \(key) stays off: kill switch \(state.killedBy.joined(separator: ", ")) kills it everywhere ('\(settings.command("revive\(state.killedBy[0] == KillSwitch.masterKey ? "" : " " + state.killedBy[0])", "--reason ..."))' revives it)"
+                    "note: \(key) stays off: kill switch \(state.killedBy.joined(separator: ", ")) kills it everywhere ('\(client.settings.command("revive\(state.killedBy[0] == KillSwitch.masterKey ? "" : " " + state.killedBy[0])", "--reason ..."))' revives it)"
                 )
             }
             let remaining = (flag.pluginSwitch?.disabledScopes ?? []).filter { $0 != scope.scope }
             if scope.scope.isEverywhere, !remaining.isEmpty {
                 lines.append(
-                    "note: still disabled in \(remaining.map(\.description).joined(separator: "; ")) ('\(settings.command("enable \(key)", "--city ..."))' clears one)"
+                    "note: still disabled in \(remaining.map(\.description).joined(separator: "; ")) ('\(client.settings.command("enable \(key)", "--city ..."))' clears one)"
                 )
             }
         }
@@ -159,8 +156,7 @@ public struct Disable: FlagctlCommand {
         let key = self.key
         let outcome = try await flow.run { view in
             _ = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "disable")
-            var body = JSONObject()
-            if let tree = scope.scopeTree { body["scope"] = tree }
+            let body = SwitchStateRequest(scope: scope.scope).object
             return PlannedChange(
                 path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "disable"), body: body,
                 objects: [.flag(key)], action: "disable \(key)\(scope.inText)")

@@ -57,7 +57,7 @@ public struct Kill: FlagctlCommand {
                 objects: [.killSwitch(key)],
                 action: "kill \(name)\(scope.scope.isEverywhere ? " everywhere" : scope.inText)",
                 addsKillEntry: true)
-            if let tree = scope.scopeTree { planned.body["scope"] = tree }
+            planned.body = KillStateRequest(scope: scope.scope).object
             if kill.entries.contains(where: { $0.sameScope(as: scope.scope) }) {
                 planned.nothingToDo = "\(name) has an entry for \(scope.scope) already"
             }
@@ -160,10 +160,10 @@ public struct Revive: FlagctlCommand {
                 path: APIClient.path("v1", "namespaces", view.namespace, "kill-switches", key, "revive"),
                 objects: [.killSwitch(key)], action: "revive \(name): remove \(what)")
             if all {
-                planned.body["all"] = .bool(true)
+                planned.body = KillStateRequest(scope: nil, all: true).object
                 if kill.entries.isEmpty { planned.nothingToDo = "\(name) has no kill entries" }
             } else if kill.entries.contains(where: { $0.sameScope(as: scope.scope) }) {
-                if let tree = scope.scopeTree { planned.body["scope"] = tree }
+                planned.body = KillStateRequest(scope: scope.scope).object
             } else if kill.entries.isEmpty {
                 planned.nothingToDo = "\(name) has no kill entries"
             } else {

@@ -126,7 +126,7 @@ public struct RolloutCommand: FlagctlCommand {
             let gate = try view.flagSet.requireSwitch(key, server: settings.serverText, for: "a rollout")
             var planned = PlannedChange(
                 path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "rollout"),
-                body: JSONObject([("rollout", .int(Int(rollout.basisPoints)))]), objects: [.flag(key)],
+                body: RolloutRequest(rollout: rollout).object, objects: [.flag(key)],
                 action: "roll out \(key) to \(rollout)")
             let target = Self.target(rule: rule, cities: cities, cohorts: cohorts, in: gate)
             switch target {
@@ -139,13 +139,13 @@ public struct RolloutCommand: FlagctlCommand {
                         "\(key) has no rule \(index) (its rules: \(numbers)); 'flagctl get \(key)' lists them, or pass --city/--cohort to add one"
                     )
                 }
-                planned.body["rule"] = .int(index)
+                planned.body = RolloutRequest(rollout: rollout, rule: index).object
                 let rule = gate.rules[index]
                 description = (target, rule.rollout, "rule \(index) (\(rule.conditions.summary))", [])
                 if rule.rollout == rollout { planned.nothingToDo = "\(key) rule \(index) is at \(rollout) already" }
                 planned.unchangedRule = .rule(index)
             case .newRule(let conditions):
-                planned.body["conditions"] = .object(Scope(cities: conditions.cities, cohorts: conditions.cohorts).tree)
+                planned.body = RolloutRequest(rollout: rollout, conditions: conditions).object
                 description = (
                     target, gate.rollout, "rule \(gate.rules.count) (\(conditions.summary))",
                     Self.shadowingRules(for: conditions, in: gate)

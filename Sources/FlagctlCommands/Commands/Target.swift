@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 /// `flagctl target KEY --add-city C --remove-cohort K --add-unit U ...`: edits the conditions of one rule.
 public struct Target: FlagctlCommand {
@@ -148,21 +149,8 @@ public struct Target: FlagctlCommand {
             }
             let before = isNew ? Conditions() : rules[index]
             edit = (index, before, try Self.edited(before, add: add, remove: remove, rule: index), isNew)
-            var body = JSONObject()
-            if rule != nil { body["rule"] = .int(index) }
-            var addTree = JSONObject()
-            var removeTree = JSONObject()
-            for (name, keyPath) in Conditions.targetingLists {
-                if !add[keyPath: keyPath].isEmpty {
-                    addTree[name] = .array(add[keyPath: keyPath].map(JSONValue.string))
-                }
-                if !remove[keyPath: keyPath].isEmpty {
-                    removeTree[name] = .array(remove[keyPath: keyPath].map(JSONValue.string))
-                }
-            }
-            if !addTree.isEmpty { body["add"] = .object(addTree) }
-            if !removeTree.isEmpty { body["remove"] = .object(removeTree) }
-            if let rollout { body["rollout"] = .int(Int(rollout.basisPoints)) }
+            let body = TargetingRequest(rule: rule != nil ? index : nil, add: add, remove: remove, rollout: rollout)
+                .object
             return PlannedChange(
                 path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "targeting"), body: body,
                 objects: [.flag(key)], action: "edit rule \(index) of \(key)")

@@ -23,11 +23,6 @@ public struct ScopeOptions: ParsableArguments, Sendable {
 
     var scope: Scope { Scope(cities: cities, cohorts: cohorts) }
 
-    /// The scope as an API body member; nil for everywhere.
-    var scopeTree: JSONValue? {
-        scope.isEverywhere ? nil : .object(scope.tree)
-    }
-
     /// ` in cities lagos`, or `` for everywhere.
     var inText: String {
         scope.isEverywhere ? "" : " in \(scope)"

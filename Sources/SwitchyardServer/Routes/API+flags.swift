@@ -56,6 +56,18 @@ extension API {
         return (namespace, token, object, problems)
     }
 
+    /// Authorizes a write and reads its typed body: a 400 naming every problem of the body.
+    func writeInput<Body: ChangeRequestBody>(_ request: Request, _ context: FlagsRequestContext, as type: Body.Type)
+        async throws -> (String, TokenRecord, Body)
+    {
+        let (namespace, token, input, problems) = try await writeInput(request, context)
+        var object = input
+        let body = Body.read(&object)
+        try problems.check()
+        guard let body else { throw APIError.badRequest("the body is not a valid request") }
+        return (namespace, token, body)
+    }
+
     /// `POST /v1/namespaces/{namespace}/flags`: `{"key", "flag", "reason"}`; 409 when the key exists.
     func createFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, token, input, problems) = try await writeInput(request, context)
@@ -108,55 +120,32 @@ extension API {
         return committedResponse(result)
     }
 
-    /// `POST …/flags/{key}/enable` and `…/disable`: `{"scope"?, "reason"?}`.
+    /// `POST …/flags/{key}/enable` and `…/disable` (`SwitchStateRequest`).
     func switchState(_ request: Request, context: FlagsRequestContext, enable: Bool) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
+        let (namespace, token, input) = try await writeInput(request, context, as: SwitchStateRequest.self)
         let key = try parameter("key", context)
-        let scope = body.scope("scope")
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
+        let scope = input.scope
         let verb = enable ? "enable" : "disable"
         let scopeText = scope.flatMap { $0.isEverywhere ? nil : " in \($0)" } ?? ""
-        let change = try changeRequest(request, token: token, reason: reason, summary: "\(verb) \(key)\(scopeText)")
+        let change = try changeRequest(
+            request, token: token, reason: input.reason, summary: "\(verb) \(key)\(scopeText)")
         let result = try await app.service.change(namespace, change) { flagSet in
             enable ? try flagSet.enabling(key, scope: scope) : try flagSet.disabling(key, scope: scope)
         }
         return committedResponse(result) { $0.flag = flagBody(result, key) }
     }
 
-    /// `POST …/flags/{key}/rollout`: `{"rollout", "rule"? | "conditions"?, "reason"?}`.
+    /// `POST …/flags/{key}/rollout` (`RolloutRequest`).
     func setRollout(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
+        let (namespace, token, input) = try await writeInput(request, context, as: RolloutRequest.self)
         let key = try parameter("key", context)
-        let basisPoints = body.integer("rollout", required: true, in: 0...Int64(Rollout.maximum))
-        let rule = body.integer("rule", in: 0...10_000).map(Int.init)
-        var readConditions: Conditions?
-        if var object = body.object("conditions") {
-            let lists = TargetingLists.read(&object)
-            readConditions = lists
-            if lists.isEmpty {
-                problems.report(
-                    "conditions",
-                    "must name cities, cohorts, units or platforms (leave it out to set the default rollout)")
-            }
-        }
-        let conditions = readConditions
-        if rule != nil, conditions != nil { problems.report("conditions", "pass either rule or conditions, not both") }
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
-        guard let basisPoints, let rollout = Rollout(basisPoints: Int(basisPoints)) else {
-            throw APIError.badRequest("rollout is required", path: "rollout")
-        }
-        let target = rule.map { " rule \($0)" } ?? conditions.map { _ in " (targeted rule)" } ?? ""
+        let target = input.rule.map { " rule \($0)" } ?? input.conditions.map { _ in " (targeted rule)" } ?? ""
         let change = try changeRequest(
-            request, token: token, reason: reason, summary: "roll out \(key)\(target) to \(rollout)")
+            request, token: token, reason: input.reason, summary: "roll out \(key)\(target) to \(input.rollout)")
         let editedRule = RuleIndexBox()
         let result = try await app.service.change(namespace, change) { flagSet in
-            let (changed, index) = try flagSet.settingRollout(key, rollout, rule: rule, conditions: conditions)
+            let (changed, index) = try flagSet.settingRollout(
+                key, input.rollout, rule: input.rule, conditions: input.conditions)
             editedRule.set(index)
             return changed
         }
@@ -166,30 +155,16 @@ extension API {
         }
     }
 
-    /// `POST …/flags/{key}/targeting`: `{"rule"?, "add"?, "remove"?, "rollout"?, "reason"?}`.
+    /// `POST …/flags/{key}/targeting` (`TargetingRequest`).
     func target(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
+        let (namespace, token, input) = try await writeInput(request, context, as: TargetingRequest.self)
         let key = try parameter("key", context)
-        let rule = body.integer("rule", in: 0...10_000).map(Int.init)
-        var readAdd = Conditions()
-        var readRemove = Conditions()
-        if var object = body.object("add") { readAdd = TargetingLists.read(&object) }
-        if var object = body.object("remove") { readRemove = TargetingLists.read(&object) }
-        let add = readAdd
-        let remove = readRemove
-        let basisPoints = body.integer("rollout", in: 0...Int64(Rollout.maximum))
-        let reason = API.reason(&body)
-        body.finish()
-        if add.isEmpty && remove.isEmpty && basisPoints == nil {
-            problems.report(.root, "pass add, remove or rollout")
-        }
-        try problems.check()
-        let rollout = basisPoints.flatMap { Rollout(basisPoints: Int($0)) }
-        let change = try changeRequest(request, token: token, reason: reason, summary: "edit targeting of \(key)")
+        let change = try changeRequest(
+            request, token: token, reason: input.reason, summary: "edit targeting of \(key)")
         let editedRule = RuleIndexBox()
         let result = try await app.service.change(namespace, change) { flagSet in
-            let (changed, index) = try flagSet.targeting(key, rule: rule, add: add, remove: remove, rollout: rollout)
+            let (changed, index) = try flagSet.targeting(
+                key, rule: input.rule, add: input.add, remove: input.remove, rollout: input.rollout)
             editedRule.set(index)
             return changed
         }
@@ -212,17 +187,15 @@ extension API {
         return .json(list.json, headers: etagHeaders(state.record))
     }
 
-    /// `POST …/kill-switches/{key}/kill` (`{"scope"?, "reason"}`) and `…/revive` (`{"scope"? | "all"?, "reason"?}`).
+    /// `POST …/kill-switches/{key}/kill` and `…/revive` (`KillStateRequest`; only a revive takes `all`).
     func killState(_ request: Request, context: FlagsRequestContext, kill: Bool) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
+        let (namespace, token, body, problems) = try await writeInput(request, context)
         let key = try parameter("key", context)
-        let scope = body.scope("scope")
-        let all = kill ? false : (body.bool("all") ?? false)
-        if all, scope != nil { problems.report("all", "pass either scope or all, not both") }
-        let reason = API.reason(&body)
-        body.finish()
+        var object = body
+        let input = KillStateRequest.read(&object, revive: !kill)
         try problems.check()
+        guard let input else { throw APIError.badRequest("the body is not a valid request") }
+        let (scope, all, reason) = (input.scope, input.all, input.reason)
         let scopeText =
             all
             ? " everywhere and in every scope"
