@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 public import SwitchyardCore
 public import SwitchyardStorage
+import SwitchyardWire
 
 /// The `FlagStore` operations, in the same shape as `SQLiteFlagStore`'s: one transaction per invariant (the
 /// change, the version bump, the change log and audit rows and the notification commit together).

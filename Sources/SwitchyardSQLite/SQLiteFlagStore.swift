@@ -3,6 +3,7 @@ import GRDB
 public import Logging
 public import SwitchyardCore
 public import SwitchyardStorage
+import SwitchyardWire
 import Synchronization
 
 #if canImport(Glibc)

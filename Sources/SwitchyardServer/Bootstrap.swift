@@ -3,6 +3,7 @@ public import Logging
 import SwitchyardCore
 import SwitchyardFlagFiles
 public import SwitchyardStorage
+import SwitchyardWire
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 public import Foundation
 public import SwitchyardCore
+public import SwitchyardWire
 
 /// Where flagsd keeps namespaces, their flag sets, the change log, the audit log and tokens.
 ///

@@ -32,6 +32,9 @@ public struct ReleaseStatusBody: Sendable, Hashable {
     }
 
     /// A guardrail metric judged in the current stage (`GuardrailCheck`): the switch's units against those without it.
+    ///
+    /// The wire form of the crash guard's `GuardrailCheck`: the same figures, with the margin, direction and state
+    /// as text (`GuardrailCheck.body` converts, in one place), so flagctl reads it without the statistics module.
     public struct Guardrail: Sendable, Hashable {
         public var metric: String
         /// `-0.5pp`, `-2%`.

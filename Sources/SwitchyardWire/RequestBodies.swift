@@ -1,3 +1,4 @@
+import Foundation
 public import SwitchyardCore
 
 /// The bodies of the admin API's change requests that flagctl writes and flagsd reads, typed once for both.
@@ -15,6 +16,15 @@ public protocol ChangeRequestBody: Sendable, Hashable {
 
     /// The body as flagctl sends it, without `reason`.
     var object: JSONObject { get }
+}
+
+extension ChangeRequestBody {
+    /// The body with its reason, as a request that is not a `ChangeFlow` change sends it.
+    public var sent: JSONValue {
+        var object = object
+        if let reason { object["reason"] = .string(reason) }
+        return .object(object)
+    }
 }
 
 /// `POST …/flags/{key}/enable` and `…/disable`: `{"scope"?, "reason"?}`. No scope is everywhere.
@@ -168,6 +178,266 @@ public struct TargetingRequest: ChangeRequestBody {
     }
 }
 
+/// A request that carries nothing but its reason: reverting a change (`POST …/changes/{version}/revert`) and a
+/// person's decision on a proposal of the crash guard or a release plan (`…/proposals/{id}/apply|dismiss|confirm`).
+public struct ReasonRequest: ChangeRequestBody {
+    public var reason: String?
+
+    public init(reason: String? = nil) {
+        self.reason = reason
+    }
+
+    public static func read(_ body: inout BodyObject) -> ReasonRequest? {
+        read(&body, requiredBecause: nil)
+    }
+
+    /// Reads the body; with `requiredBecause`, a reason that is missing or blank is a problem saying why one is
+    /// needed (a dismissal: "say why the switch should stay on").
+    public static func read(_ body: inout BodyObject, requiredBecause why: String?) -> ReasonRequest? {
+        let reason = body.string("reason")
+        body.finish()
+        if let why, reason?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ?? true {
+            body.problems.report("reason", "is required: \(why)")
+            return nil
+        }
+        return ReasonRequest(reason: reason)
+    }
+
+    public var object: JSONObject { JSONObject() }
+}
+
+/// `POST …/flags/{key}/release/{start|pause|resume|advance|abort}`: `{"reason"?}`, and for `start` an optional
+/// `plan` (as under `release:`, rollouts in basis points, without its state; without it, the declared plan) and
+/// optional `guardrails` (`{"trip_booked": "-0.5pp"}`), which replace the plan's.
+public struct ReleaseActionRequest: ChangeRequestBody {
+    public var plan: ReleasePlan?
+    public var guardrails: [ReleaseGuardrail]?
+    public var reason: String?
+
+    public init(plan: ReleasePlan? = nil, guardrails: [ReleaseGuardrail]? = nil, reason: String? = nil) {
+        self.plan = plan
+        self.guardrails = guardrails
+        self.reason = reason
+    }
+
+    public static func read(_ body: inout BodyObject) -> ReleaseActionRequest? {
+        read(&body, action: .start)
+    }
+
+    /// Reads the body of an action: only `start` takes `plan` and `guardrails` (elsewhere they are unknown fields).
+    public static func read(_ body: inout BodyObject, action: ReleaseAction) -> ReleaseActionRequest? {
+        var request = ReleaseActionRequest()
+        var readable = true
+        if action == .start, let tree = body.value("plan") {
+            if tree["state"] != nil {
+                body.problems.report(body.path / "plan" / "state", "is kept by flagsd; leave it out")
+            }
+            do { request.plan = try ReleasePlan(tree: tree, unit: .basisPoints, at: body.path / "plan") } catch {
+                body.problems.add(error.problems)
+                readable = false
+            }
+        }
+        if action == .start, let tree = body.value("guardrails") {
+            do {
+                request.guardrails = try ReleasePlan.guardrails(tree: tree, at: body.path / "guardrails")
+            } catch {
+                body.problems.add(error.problems)
+                readable = false
+            }
+        }
+        request.reason = body.string("reason")
+        body.finish()
+        return readable ? request : nil
+    }
+
+    public var object: JSONObject {
+        var object = JSONObject()
+        if let plan { object["plan"] = .object(plan.tree(unit: .basisPoints, includingState: false)) }
+        if let guardrails { object["guardrails"] = .object(ReleasePlan.guardrailTree(guardrails)) }
+        return object
+    }
+}
+
+/// `PUT /v1/namespaces/{namespace}/flag-set`: `{"flag_set", "reason"?}`, every definition of the namespace in one
+/// change (`flagctl apply`).
+public struct FlagSetRequest: ChangeRequestBody {
+    public var flagSet: FlagSet
+    public var reason: String?
+
+    public init(flagSet: FlagSet, reason: String? = nil) {
+        self.flagSet = flagSet
+        self.reason = reason
+    }
+
+    /// Reads a flag set for the namespace it names (a request body has no namespace of its own).
+    public static func read(_ body: inout BodyObject) -> FlagSetRequest? {
+        let namespace = body.object["flag_set"]?["namespace"]?.stringValue ?? ""
+        return read(&body, namespace: namespace)
+    }
+
+    /// Reads the body of a request to the namespace `namespace` (the flag set may leave its name out).
+    public static func read(_ body: inout BodyObject, namespace: String) -> FlagSetRequest? {
+        let flagSet = body.flagSet("flag_set", namespace: namespace, required: true)
+        let reason = body.string("reason")
+        body.finish()
+        return flagSet.map { FlagSetRequest(flagSet: $0, reason: reason) }
+    }
+
+    public var object: JSONObject {
+        JSONObject([("flag_set", .object(flagSet.tree(unit: .basisPoints)))])
+    }
+}
+
+/// `POST /v1/namespaces`: `{"name", "description"?, "reason_policy"?, "flag_set"?, "reason"?}`: a namespace, empty
+/// or holding a flag set (`flagctl namespaces create`, `flagctl apply` for a namespace that is new).
+public struct NamespaceCreateRequest: ChangeRequestBody {
+    public var name: String
+    public var description: String?
+    public var reasonPolicy: ReasonPolicy?
+    /// The definitions it starts with; nil for none.
+    public var flagSet: FlagSet?
+    public var reason: String?
+
+    public init(
+        name: String, description: String? = nil, reasonPolicy: ReasonPolicy? = nil, flagSet: FlagSet? = nil,
+        reason: String? = nil
+    ) {
+        self.name = name
+        self.description = description
+        self.reasonPolicy = reasonPolicy
+        self.flagSet = flagSet
+        self.reason = reason
+    }
+
+    public static func read(_ body: inout BodyObject) -> NamespaceCreateRequest? {
+        let name = body.string("name", required: true)
+        let description = body.string("description")
+        let policy = body.reasonPolicy()
+        // The name and description as a flag set checks them, each at its own member.
+        var named = true
+        for problem in FlagSet(namespace: name ?? "", description: description).validate() {
+            switch problem.path {
+            case "namespace" where name != nil:
+                body.problems.report(body.path / "name", problem.message)
+                named = false
+            case "description":
+                body.problems.report(body.path / "description", problem.message)
+            default: break
+            }
+        }
+        var flagSet: FlagSet?
+        if let name, named {
+            flagSet = body.flagSet("flag_set", namespace: name)
+        } else {
+            _ = body.value("flag_set")
+        }
+        let reason = body.string("reason")
+        body.finish()
+        guard let name, named else { return nil }
+        return NamespaceCreateRequest(
+            name: name, description: description, reasonPolicy: policy, flagSet: flagSet, reason: reason)
+    }
+
+    public var object: JSONObject {
+        var object = JSONObject([("name", .string(name))])
+        if let description { object["description"] = .string(description) }
+        if let reasonPolicy { object["reason_policy"] = .string(reasonPolicy.rawValue) }
+        if let flagSet { object["flag_set"] = .object(flagSet.tree(unit: .basisPoints)) }
+        return object
+    }
+}
+
+/// `PATCH /v1/namespaces/{namespace}`: `{"reason_policy", "reason"?}`.
+public struct ReasonPolicyRequest: ChangeRequestBody {
+    public var reasonPolicy: ReasonPolicy
+    public var reason: String?
+
+    public init(reasonPolicy: ReasonPolicy, reason: String? = nil) {
+        self.reasonPolicy = reasonPolicy
+        self.reason = reason
+    }
+
+    public static func read(_ body: inout BodyObject) -> ReasonPolicyRequest? {
+        let before = body.problems.problems.count
+        let policy = body.reasonPolicy()
+        let reason = body.string("reason")
+        body.finish()
+        guard let policy else {
+            if body.problems.problems.count == before {
+                body.problems.report(body.path / "reason_policy", "is required")
+            }
+            return nil
+        }
+        return ReasonPolicyRequest(reasonPolicy: policy, reason: reason)
+    }
+
+    public var object: JSONObject {
+        JSONObject([("reason_policy", .string(reasonPolicy.rawValue))])
+    }
+}
+
+/// `POST /v1/tokens`: `{"name", "role", "namespaces"?, "rate_per_minute"?}` (`flagctl tokens create`). Not a change
+/// of a namespace, so it takes no reason.
+public struct TokenCreateRequest: Sendable, Hashable {
+    public var name: String
+    public var role: Role
+    /// The namespaces the token may use; nil for every namespace (required for a client token, refused for a
+    /// metrics token).
+    public var namespaces: [String]?
+    /// OFREP evaluation requests per minute; nil for the server's default.
+    public var ratePerMinute: Int?
+
+    public init(name: String, role: Role, namespaces: [String]? = nil, ratePerMinute: Int? = nil) {
+        self.name = name
+        self.role = role
+        self.namespaces = namespaces
+        self.ratePerMinute = ratePerMinute
+    }
+
+    /// Reads the body, reporting every problem; nil when one was reported.
+    public static func read(_ body: inout BodyObject) -> TokenCreateRequest? {
+        let before = body.problems.problems.count
+        let problems = body.problems
+        let name = body.string("name", required: true)
+        if let name, name.isEmpty || name.count > 64 || name.contains(where: { $0.isNewline || $0 == "\t" }) {
+            problems.report(body.path / "name", "must be 1 to 64 characters on one line")
+        }
+        let roleText = body.string("role", required: true)
+        let role = roleText.flatMap(Role.init(rawValue:))
+        if let roleText, role == nil {
+            problems.report(
+                body.path / "role", "'\(roleText)' is not a role (client, reporter, editor, admin or metrics)")
+        }
+        let namespacesAt = body.path / "namespaces"
+        let namespaces = body.stringList("namespaces")
+        if let namespaces, namespaces.isEmpty {
+            problems.report(namespacesAt, "must list at least one namespace (leave it out for every namespace)")
+        }
+        // Client tokens ship inside apps, so anyone may extract one: each is limited to the namespaces it serves.
+        if role == .client, namespaces == nil, !problems.problems.contains(where: { $0.path == namespacesAt }) {
+            problems.report(
+                namespacesAt,
+                "is required for a client token: client tokens ship inside apps, where anyone can read them, so each is limited to the namespaces its app uses, e.g. \"namespaces\": [\"rider\"] (flagctl tokens create \(name ?? "NAME") --role client --allow rider)"
+            )
+        }
+        if role == .metrics, namespaces != nil {
+            problems.report(namespacesAt, "must be left out for a metrics token: /metrics covers every namespace")
+        }
+        let rate = body.integer("rate_per_minute", in: 1...1_000_000)
+        body.finish()
+        guard let name, let role, problems.problems.count == before else { return nil }
+        return TokenCreateRequest(name: name, role: role, namespaces: namespaces, ratePerMinute: rate.map { Int($0) })
+    }
+
+    /// The body as flagctl sends it.
+    public var sent: JSONValue {
+        var object = JSONObject([("name", .string(name)), ("role", .string(role.rawValue))])
+        if let namespaces { object["namespaces"] = .array(namespaces.map(JSONValue.string)) }
+        if let ratePerMinute { object["rate_per_minute"] = .int(ratePerMinute) }
+        return .object(object)
+    }
+}
+
 extension Conditions {
     /// The condition lists that are not empty, by their names (`Conditions.targetingLists`).
     var targetingListsTree: JSONObject {
@@ -298,6 +568,41 @@ public struct BodyObject {
         }
         finish()
         return conditions
+    }
+
+    /// `reason_policy`: always, kills or never.
+    public mutating func reasonPolicy() -> ReasonPolicy? {
+        guard let text = string("reason_policy") else { return nil }
+        guard let policy = ReasonPolicy(rawValue: text) else {
+            problems.report(path / "reason_policy", "'\(text)' is not a reason policy (always, kills or never)")
+            return nil
+        }
+        return policy
+    }
+
+    /// A flag set document (rollouts in basis points) for the namespace `namespace`, which it may leave out; every
+    /// problem of the document is reported at its path below `key`. Nil when absent or not valid.
+    public mutating func flagSet(_ key: String, namespace: String, required: Bool = false) -> FlagSet? {
+        guard let tree = value(key, required: required) else { return nil }
+        let at = path / key
+        guard case .object(var object) = tree else {
+            problems.report(at, "must be an object, not \(tree.typeDescription)")
+            return nil
+        }
+        if let named = object["namespace"], named != .string(namespace) {
+            problems.report(
+                at / "namespace", "must be '\(namespace)' (or left out), not \(named.serializedString())")
+            return nil
+        }
+        object["namespace"] = .string(namespace)
+        do {
+            return try FlagSet(tree: .object(object), unit: .basisPoints)
+        } catch {
+            for problem in error.problems {
+                problems.report(FieldPath(at.components + problem.path.components), problem.message)
+            }
+            return nil
+        }
     }
 
     /// Reports every member that was not read.

@@ -109,6 +109,9 @@ public struct NamespaceBody: Sendable, Hashable {
 }
 
 /// `GET /v1/namespaces/{namespace}/flag-set`: the whole flag set at one version, with its entity tag.
+///
+/// Storage's `NamespaceState` holds the same flag set with the namespace's whole record; this body carries only the
+/// version a client needs for `If-Match` (flagsd's `View.flagSet` makes it from the state).
 public struct FlagSetBody: Sendable, Hashable {
     public var version: SnapshotVersion
     public var flagSet: FlagSet
@@ -546,6 +549,9 @@ public struct AuditEntryBody: Sendable, Hashable {
 
 /// A token as the API shows it (`GET /v1/tokens`, and the answers to creating and revoking one): never its secret,
 /// except once in the answer that creates it.
+///
+/// The wire form of Storage's `TokenRecord`, member for member but as every body has them (times as RFC 3339 text,
+/// the role by name) plus the secret; the record becomes this body in one place, `TokenRecord.body(secret:)`.
 public struct TokenBody: Sendable, Hashable {
     public var id: String
     public var name: String

@@ -4,6 +4,7 @@ import SwitchyardCore
 import SwitchyardSQLite
 import SwitchyardServer
 import SwitchyardStorage
+import SwitchyardWire
 
 /// A live flagsd on a free loopback port over a fresh SQLite file that holds the fleet's namespace
 /// (`CrashGuardFleetTests.flagSet()`), with a client token for it.

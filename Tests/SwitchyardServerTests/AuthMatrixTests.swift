@@ -1,6 +1,7 @@
 import HTTPTypes
 import SwitchyardServer
 import SwitchyardStorage
+import SwitchyardWire
 import Testing
 
 /// Every route × no token, metrics, client, reporter, editor, admin and a revoked token, as PRODUCT.md "Access" says.

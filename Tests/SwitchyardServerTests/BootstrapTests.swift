@@ -5,6 +5,7 @@ import SwitchyardCore
 import SwitchyardSQLite
 import SwitchyardServer
 import SwitchyardStorage
+import SwitchyardWire
 import Testing
 
 /// First start: seeding from flag files and the first admin token.

@@ -3,6 +3,7 @@ import HTTPTypes
 import SwitchyardCore
 import SwitchyardSQLite
 import SwitchyardStorage
+import SwitchyardWire
 import Testing
 
 @testable import SwitchyardServer

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import SwitchyardCore
+import SwitchyardFlagFiles
 import SwitchyardStorage
 import SwitchyardWire
 import TestSupport
@@ -228,6 +229,11 @@ struct OpenAPISyncTests {
             "needs python3 (scripts/check-openapi sets up its validator in .build/check-venv)"))
     func theChangeRequestsMatchTheDocumentsSchemas() async throws {
         let lagos = Scope(cities: ["lagos"], cohorts: ["beta"])
+        let rider = try FlagFile(contentsOf: Repository.root + "/Flags/rider.yaml").flagSet
+        let plan = try ReleasePlan(
+            tree: try JSONValue.parse(
+                Array(#"{"stages": [{"cities": ["lagos"], "rollout": 100}, {"rollout": 10000}], "soak": "1h"}"#.utf8)),
+            unit: .basisPoints)
         let requests: [(schema: String, body: any ChangeRequestBody)] = [
             ("SwitchStateRequest", SwitchStateRequest(scope: lagos, reason: "INC-1")),
             ("SwitchStateRequest", KillStateRequest(scope: lagos, reason: "INC-2")),
@@ -240,13 +246,22 @@ struct OpenAPISyncTests {
                     rule: 0, add: Conditions(units: ["u-1"], platforms: ["ios"]),
                     remove: Conditions(notCohorts: ["beta"]), rollout: .off)
             ),
+            ("ReasonRequest", ReasonRequest(reason: "INC-3")),
+            ("DismissalRequest", ReasonRequest(reason: "crashes from a test device farm")),
+            (
+                "ReleaseStartRequest",
+                ReleaseActionRequest(plan: plan, guardrails: [ReleaseGuardrail("trip_booked: -2%")!])
+            ),
+            ("FlagSetRequest", FlagSetRequest(flagSet: rider, reason: "apply")),
+            ("NamespaceCreateRequest", NamespaceCreateRequest(name: "rider", reasonPolicy: .kills, flagSet: rider)),
+            ("ReasonPolicyRequest", ReasonPolicyRequest(reasonPolicy: .always)),
+        ]
+        let tokens = [
+            TokenCreateRequest(name: "rider-ios", role: .client, namespaces: ["rider"], ratePerMinute: 600),
+            TokenCreateRequest(name: "prometheus", role: .metrics), TokenCreateRequest(name: "amara", role: .editor),
         ]
         try await Self.expectSchemasMatch(
-            requests.map { request in
-                var object = request.body.object
-                if let reason = request.body.reason { object["reason"] = .string(reason) }
-                return (request.schema, .object(object))
-            })
+            requests.map { ($0.schema, $0.body.sent) } + tokens.map { ("TokenCreateRequest", $0.sent) })
     }
 
     /// Checks bodies against schemas of docs/openapi.yaml with the independent validator.

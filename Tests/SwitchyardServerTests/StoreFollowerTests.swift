@@ -5,6 +5,7 @@ import ServiceLifecycle
 import SwitchyardCore
 import SwitchyardSQLite
 import SwitchyardStorage
+import SwitchyardWire
 import Synchronization
 import TestSupport
 import Testing

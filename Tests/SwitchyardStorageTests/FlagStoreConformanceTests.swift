@@ -2,6 +2,7 @@ import Foundation
 import SwitchyardClientTesting
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 import Testing
 
 /// The behaviour every storage backend must have; runs against each backend in `StoreBackend.all`.

@@ -3,6 +3,7 @@ import PostgresNIO
 import PostgresTestSupport
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 import Synchronization
 import TestSupport
 import Testing

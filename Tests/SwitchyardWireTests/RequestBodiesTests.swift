@@ -20,14 +20,30 @@ struct RequestBodiesTests {
             rule: 0, add: Conditions(cities: ["berlin"], units: ["u-1"], platforms: ["ios"]),
             remove: Conditions(cohorts: ["beta"]), rollout: Rollout(basisPoints: 5_000)!, reason: "target"),
         TargetingRequest(rule: nil, remove: Conditions(notCities: ["oslo"]), reason: "target"),
+        ReasonRequest(reason: "crashes from a test device farm"),
+        ReasonRequest(),
+        ReleaseActionRequest(),
+        ReleaseActionRequest(
+            plan: Self.plan, guardrails: [ReleaseGuardrail("trip_booked: -0.5pp")!], reason: "start"),
+        FlagSetRequest(flagSet: Self.flagSet, reason: "apply"),
+        NamespaceCreateRequest(name: "rider-staging", description: "Rider, staging", reasonPolicy: .always),
+        NamespaceCreateRequest(name: "rider", flagSet: Self.flagSet, reason: "apply"),
+        ReasonPolicyRequest(reasonPolicy: .never, reason: "staging"),
     ]
 
-    /// A request's body with its reason, as sent.
-    static func sent(_ request: any ChangeRequestBody) -> JSONValue {
-        var object = request.object
-        if let reason = request.reason { object["reason"] = .string(reason) }
-        return .object(object)
-    }
+    static let flagSet: FlagSet = {
+        let tree = try! JSONValue.parse(
+            Array(
+                #"{"namespace": "rider", "flags": {"plugin_switch_feed_promos": {"type": "plugin_switch", "rollout": 2500}}}"#
+                    .utf8))
+        return try! FlagSet(tree: tree, unit: .basisPoints)
+    }()
+
+    static let plan: ReleasePlan = {
+        let tree = try! JSONValue.parse(
+            Array(#"{"stages": [{"cities": ["lagos"], "rollout": 100}, {"rollout": 10000}], "soak": "1h"}"#.utf8))
+        return try! ReleasePlan(tree: tree, unit: .basisPoints)
+    }()
 
     static func read<Body: ChangeRequestBody>(_ type: Body.Type, _ json: JSONValue) -> (Body?, [ValidationProblem]) {
         let problems = BodyProblems()
@@ -37,7 +53,7 @@ struct RequestBodiesTests {
     }
 
     static func readsBack<Body: ChangeRequestBody>(_ request: Body) -> Bool {
-        let (body, problems) = read(Body.self, sent(request))
+        let (body, problems) = read(Body.self, request.sent)
         return problems.isEmpty && body == request
     }
 
@@ -45,7 +61,25 @@ struct RequestBodiesTests {
     func aRequestReadsBackAsWritten(index: Int) {
         let request = Self.requests[index]
         let readsBack = Self.readsBack(request)
-        #expect(readsBack, "\(Self.sent(request).serializedString())")
+        #expect(readsBack, "\(request.sent.serializedString())")
+    }
+
+    @Test func aTokenRequestReadsBackAndAClientTokenNeedsItsNamespaces() {
+        for request in [
+            TokenCreateRequest(name: "rider-ios", role: .client, namespaces: ["rider"], ratePerMinute: 600),
+            TokenCreateRequest(name: "prometheus", role: .metrics),
+        ] {
+            let problems = BodyProblems()
+            var object = BodyObject(request.sent, problems: problems)!
+            #expect(TokenCreateRequest.read(&object) == request)
+            #expect(problems.problems.isEmpty)
+        }
+        let problems = BodyProblems()
+        var object = BodyObject(
+            TokenCreateRequest(name: "leaky", role: .client).sent, problems: problems)!
+        #expect(TokenCreateRequest.read(&object) == nil)
+        #expect(problems.problems.map(\.path.description) == ["namespaces"])
+        #expect(problems.problems.first?.message.contains("client tokens ship inside apps") == true)
     }
 
     @Test func aKillTakesNoAllAndARevivesScopeExcludesAll() {
@@ -76,5 +110,41 @@ struct RequestBodiesTests {
         let (targeting, targetingProblems) = Self.read(TargetingRequest.self, .object(JSONObject()))
         #expect(targeting == nil)
         #expect(targetingProblems.map(\.message) == ["pass add, remove or rollout"])
+
+        let wrongNamespace = FlagSetRequest(flagSet: Self.flagSet).sent
+        let namespaceProblems = BodyProblems()
+        var object = BodyObject(wrongNamespace, problems: namespaceProblems)!
+        #expect(FlagSetRequest.read(&object, namespace: "driver") == nil)
+        #expect(namespaceProblems.problems.map(\.path.description) == ["flag_set.namespace"])
+
+        let badFlag: JSONValue = .object(
+            JSONObject([
+                ("name", .string("Rider!")),
+                (
+                    "flag_set",
+                    .object(JSONObject([("flags", .object(JSONObject([("x", .object(JSONObject()))])))]))
+                ),
+            ]))
+        let (created, createProblems) = Self.read(NamespaceCreateRequest.self, badFlag)
+        #expect(created == nil)
+        #expect(createProblems.map(\.path.description) == ["name"], "the flag set is read for a valid name only")
+
+        let (dismissal, dismissalProblems) = {
+            let problems = BodyProblems()
+            var object = BodyObject(.object(JSONObject([("reason", .string("  "))])), problems: problems)!
+            return (ReasonRequest.read(&object, requiredBecause: "say why"), problems.problems)
+        }()
+        #expect(dismissal == nil)
+        #expect(dismissalProblems.map(\.description) == ["reason: is required: say why"])
+
+        let (paused, pausedProblems) = {
+            let problems = BodyProblems()
+            var object = BodyObject(
+                ReleaseActionRequest(plan: Self.plan, guardrails: [ReleaseGuardrail("trip_booked: -0.5pp")!]).sent,
+                problems: problems)!
+            return (ReleaseActionRequest.read(&object, action: .pause), problems.problems)
+        }()
+        #expect(paused != nil)
+        #expect(Set(pausedProblems.map(\.path.description)) == ["plan", "guardrails"])
     }
 }

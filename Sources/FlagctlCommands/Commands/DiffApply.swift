@@ -2,6 +2,7 @@ public import ArgumentParser
 import Foundation
 import SwitchyardCore
 import SwitchyardFlagFiles
+import SwitchyardWire
 
 /// `DIR [--namespace NS] [--include-state] [--prune]`: what `diff` and `apply` compare.
 public struct PlanOptions: ParsableArguments, Sendable {
@@ -339,15 +340,12 @@ public struct Apply: FlagctlCommand {
             "Apply \(count) change\(count == 1 ? "" : "s") to namespace\(pending.count == 1 ? "" : "s") \(names)?",
             action: "apply these changes", yes: change.yes, console: console)
         for plan in pending {
-            var body = JSONObject()
-            if let reason = change.trimmedReason { body["reason"] = .string(reason) }
-            let tree = JSONValue.object(plan.desired.tree(unit: .basisPoints))
+            let reason = change.trimmedReason
             do {
                 if let etag = plan.etag {
-                    body["flag_set"] = tree
                     let response = try await client.send(
                         "PUT", APIClient.path("v1", "namespaces", plan.namespace, "flag-set"),
-                        body: .object(body), ifMatch: etag)
+                        body: FlagSetRequest(flagSet: plan.desired, reason: reason).sent, ifMatch: etag)
                     results[plan.namespace] = response.json
                     let version = response.json["version"]?.int64Value ?? 0
                     if !machine {
@@ -356,10 +354,9 @@ public struct Apply: FlagctlCommand {
                         )
                     }
                 } else {
-                    body["name"] = .string(plan.namespace)
-                    body["flag_set"] = tree
+                    let request = NamespaceCreateRequest(name: plan.namespace, flagSet: plan.desired, reason: reason)
                     let response = try await client.send(
-                        "POST", APIClient.path("v1", "namespaces"), body: .object(body))
+                        "POST", APIClient.path("v1", "namespaces"), body: request.sent)
                     results[plan.namespace] = response.json
                     if !machine {
                         console.write(

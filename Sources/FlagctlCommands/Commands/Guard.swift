@@ -389,11 +389,9 @@ public struct GuardApply: FlagctlCommand {
             preview: ["the crash guard proposes turning \(key) off \(scope), as \(Guard.proposedBecause(proposal)):"]
                 + Guard.evidenceLines(proposal.evidence),
             yes: yes, console: console)
-        var body = JSONObject()
-        if let reason = reason?.trimmingCharacters(in: .whitespacesAndNewlines) { body["reason"] = .string(reason) }
         let response = try await client.send(
             "POST", APIClient.path("v1", "namespaces", namespace, "guard", "proposals", String(id), "apply"),
-            body: .object(body)
+            body: ReasonRequest(reason: reason?.trimmingCharacters(in: .whitespacesAndNewlines)).sent
         ).json
         if let rendered = outputOptions.render(response) {
             console.write(rendered)
@@ -456,7 +454,7 @@ public struct GuardDismiss: FlagctlCommand {
         do {
             response = try await client.send(
                 "POST", APIClient.path("v1", "namespaces", namespace, "guard", "proposals", String(id), "dismiss"),
-                body: .object(JSONObject([("reason", .string(reason))]))
+                body: ReasonRequest(reason: reason).sent
             ).json
         } catch let failure as APIFailure where failure.status == 409 {
             throw CommandFailure(

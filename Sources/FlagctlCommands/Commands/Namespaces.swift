@@ -101,13 +101,13 @@ public struct NamespacesCreate: FlagctlCommand {
     public func run(console: Console) async throws {
         let settings = try connection.settings(console)
         let client = APIClient(settings: settings)
-        var body = JSONObject([("name", .string(name))])
-        if let description { body["description"] = .string(description) }
-        if let reasonPolicy { body["reason_policy"] = .string(reasonPolicy) }
-        if let reason = change.trimmedReason { body["reason"] = .string(reason) }
+        let body = NamespaceCreateRequest(
+            name: name, description: description, reasonPolicy: reasonPolicy.flatMap(ReasonPolicy.init(rawValue:)),
+            reason: change.trimmedReason
+        ).sent
         let response: JSONValue
         do {
-            response = try await client.send("POST", APIClient.path("v1", "namespaces"), body: .object(body)).json
+            response = try await client.send("POST", APIClient.path("v1", "namespaces"), body: body).json
         } catch let failure as APIFailure where failure.status == 409 {
             throw CommandFailure.conflict(
                 "namespace '\(name)' exists already on \(settings.serverText); 'flagctl namespaces list' shows it, 'flagctl apply' fills it"

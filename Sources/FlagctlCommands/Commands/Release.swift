@@ -44,7 +44,7 @@ public struct Release: AsyncParsableCommand {
     /// plan after it.
     static func act(
         _ action: ReleaseAction, key: String, plan: ReleasePlan? = nil, guardrails: [ReleaseGuardrail]? = nil,
-        body: JSONObject = JSONObject(), question: ((ReleasePlan?) -> String)?,
+        question: ((ReleasePlan?) -> String)?,
         change: ChangeOptions, server: ServerOptions, output: OutputOptions, console: Console
     ) async throws {
         var flow = try ChangeFlow(server: server, options: change, console: console)
@@ -72,7 +72,8 @@ public struct Release: AsyncParsableCommand {
             }
             var planned = PlannedChange(
                 path: APIClient.path("v1", "namespaces", view.namespace, "flags", key, "release", action.rawValue),
-                body: body, objects: [.flag(key)], action: "\(action.rawValue) the release plan of \(key)")
+                body: ReleaseActionRequest(plan: plan, guardrails: guardrails).object, objects: [.flag(key)],
+                action: "\(action.rawValue) the release plan of \(key)")
             planned.question = question.map { $0(gate.release) }
             if var shown = plan ?? gate.release {
                 if let guardrails { shown.guardrails = guardrails }
@@ -335,15 +336,12 @@ public struct ReleaseStart: FlagctlCommand {
     }
 
     public func run(console: Console) async throws {
-        var body = JSONObject()
         let tree = try planTree()
-        if let tree { body["plan"] = .object(tree) }
         let guardrails = try parsedGuardrails()
-        if let guardrails { body["guardrails"] = .object(ReleasePlan.guardrailTree(guardrails)) }
         let key = self.key
         let given = try tree.map { tree in try ReleasePlan(tree: .object(tree), unit: .basisPoints) }
         try await Release.act(
-            .start, key: key, plan: given, guardrails: guardrails, body: body,
+            .start, key: key, plan: given, guardrails: guardrails,
             question: { declared in
                 let first = (given ?? declared)?.stages.first.map { " at \($0)" } ?? ""
                 return "Start the release plan of \(key)\(first)? Its rules and rollout are replaced by the plan's"
@@ -500,16 +498,14 @@ public enum ReleaseProposalCommand {
         console: Console
     ) async throws -> JSONValue? {
         let (client, namespace) = try server.namespaceClient(console)
-        var body = JSONObject()
-        if let reason = reason?.trimmingCharacters(in: .whitespacesAndNewlines), !reason.isEmpty {
-            body["reason"] = .string(reason)
-        }
+        let trimmed = reason?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let body = ReasonRequest(reason: trimmed?.isEmpty == false ? trimmed : nil).sent
         let response: JSONValue
         do {
             response = try await client.send(
                 "POST",
                 APIClient.path("v1", "namespaces", namespace, "flags", key, "release", "proposals", String(id), verb),
-                body: .object(body)
+                body: body
             ).json
         } catch let failure as APIFailure where failure.status == 409 {
             throw CommandFailure("release proposal \(id) of \(key) is no longer open ('flagctl release status \(key)')")

@@ -122,17 +122,17 @@ public struct TokensCreate: FlagctlCommand {
     public init() {}
 
     public func validate() throws {
-        guard ["client", "reporter", "editor", "admin", "metrics"].contains(role) else {
+        guard let role = Role(rawValue: role) else {
             throw ValidationError(
                 "--role '\(role)' is not a role; pass client (apps), reporter (crash pipelines), editor (release managers), admin or metrics (a Prometheus scraper)."
             )
         }
-        if role == "client", allow.isEmpty {
+        if role == .client, allow.isEmpty {
             throw ValidationError(
                 "A client token ships inside apps, where anyone can read it: limit it to the namespaces its app uses, e.g. 'flagctl tokens create \(name) --role client --allow rider'."
             )
         }
-        if role == "metrics", !allow.isEmpty {
+        if role == .metrics, !allow.isEmpty {
             throw ValidationError("A metrics token reads /metrics, which covers every namespace: leave out --allow.")
         }
         if let rate, !(1...1_000_000).contains(rate) {
@@ -144,13 +144,14 @@ public struct TokensCreate: FlagctlCommand {
 
     public func run(console: Console) async throws {
         let settings = try connection.settings(console)
-        var body = JSONObject([("name", .string(name)), ("role", .string(role))])
-        if !allow.isEmpty { body["namespaces"] = .array(allow.map(JSONValue.string)) }
-        if let rate { body["rate_per_minute"] = .int(rate) }
+        guard let role = Role(rawValue: role) else { throw ValidationError("--role '\(role)' is not a role.") }
+        let body = TokenCreateRequest(
+            name: name, role: role, namespaces: allow.isEmpty ? nil : allow, ratePerMinute: rate
+        ).sent
         let response: JSONValue
         do {
             response = try await APIClient(settings: settings).send(
-                "POST", APIClient.path("v1", "tokens"), body: .object(body)
+                "POST", APIClient.path("v1", "tokens"), body: body
             ).json
         } catch let failure as APIFailure where failure.status == 409 {
             throw CommandFailure.conflict(

@@ -3,6 +3,7 @@ package import Hummingbird
 package import Metrics
 import SwitchyardCore
 package import SwitchyardStorage
+package import SwitchyardWire
 import Synchronization
 
 /// Verifies bearer tokens against the stored hashes and checks roles and namespaces.

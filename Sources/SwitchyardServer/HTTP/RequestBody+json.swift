@@ -25,6 +25,23 @@ extension Request {
     }
 }
 
+extension Request {
+    /// Reads a typed request body (`ChangeRequestBody.read` or one of its variants).
+    ///
+    /// - Throws: `APIError` 400 naming every problem of the body, besides `jsonBody`'s.
+    func changeBody<Body>(limit: Int, _ read: (inout BodyObject) -> Body?) async throws -> Body {
+        let problems = BodyProblems()
+        guard var object = BodyObject(try await jsonBody(limit: limit), problems: problems) else {
+            try problems.check()
+            throw APIError.badRequest("the body must be a JSON object")
+        }
+        let body = read(&object)
+        try problems.check()
+        guard let body else { throw APIError.badRequest("the body is not a valid request") }
+        return body
+    }
+}
+
 extension APIError {
     static func tooLarge(limit: Int) -> APIError {
         APIError(

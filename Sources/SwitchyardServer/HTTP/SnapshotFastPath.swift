@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTPTypes
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 import Synchronization
 
 /// Answers `GET /v1/namespaces/{namespace}/snapshot`, the route every client polls, on the connection's event loop

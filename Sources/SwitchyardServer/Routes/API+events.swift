@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 
 extension API {
     /// `POST /v1/namespaces/{namespace}/events`: a batch of client events (sessions, exposures).

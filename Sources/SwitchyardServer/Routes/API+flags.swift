@@ -60,12 +60,16 @@ extension API {
     func writeInput<Body: ChangeRequestBody>(_ request: Request, _ context: FlagsRequestContext, as type: Body.Type)
         async throws -> (String, TokenRecord, Body)
     {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var object = input
-        let body = Body.read(&object)
-        try problems.check()
-        guard let body else { throw APIError.badRequest("the body is not a valid request") }
-        return (namespace, token, body)
+        try await writeInput(request, context) { Body.read(&$0) }
+    }
+
+    /// Authorizes a write and reads its body with one of a typed body's variants of `read`.
+    func writeInput<Body>(
+        _ request: Request, _ context: FlagsRequestContext, reading read: (inout BodyObject) -> Body?
+    ) async throws -> (String, TokenRecord, Body) {
+        let namespace = try parameter("namespace", context)
+        let token = try await auth.authorize(request, role: .editor, namespace: namespace)
+        return (namespace, token, try await request.changeBody(limit: bodyLimit, read))
     }
 
     /// `POST /v1/namespaces/{namespace}/flags`: `{"key", "flag", "reason"}`; 409 when the key exists.
@@ -109,12 +113,9 @@ extension API {
 
     /// `DELETE /v1/namespaces/{namespace}/flags/{key}`: removes the flag and every reference to it.
     func deleteFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
+        let (namespace, token, input) = try await writeInput(request, context, as: ReasonRequest.self)
         let key = try parameter("key", context)
-        let reason = API.reason(&body) ?? request.uri.queryParameters.get("reason")
-        body.finish()
-        try problems.check()
+        let reason = input.reason ?? request.uri.queryParameters.get("reason")
         let change = try changeRequest(request, token: token, reason: reason, summary: "delete flag \(key)")
         let result = try await app.service.change(namespace, change) { try $0.deletingFlag(key) }
         return committedResponse(result)
@@ -189,12 +190,10 @@ extension API {
 
     /// `POST …/kill-switches/{key}/kill` and `…/revive` (`KillStateRequest`; only a revive takes `all`).
     func killState(_ request: Request, context: FlagsRequestContext, kill: Bool) async throws -> Response {
-        let (namespace, token, body, problems) = try await writeInput(request, context)
+        let (namespace, token, input) = try await writeInput(request, context) {
+            KillStateRequest.read(&$0, revive: !kill)
+        }
         let key = try parameter("key", context)
-        var object = body
-        let input = KillStateRequest.read(&object, revive: !kill)
-        try problems.check()
-        guard let input else { throw APIError.badRequest("the body is not a valid request") }
         let (scope, all, reason) = (input.scope, input.all, input.reason)
         let scopeText =
             all

@@ -96,17 +96,12 @@ extension API {
         _ request: Request, context: FlagsRequestContext,
         reasonRequired: Bool
     ) async throws -> (namespace: String, id: Int64, change: ChangeRequest) {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
-        let reason = API.reason(&body)
-        body.finish()
-        if reasonRequired, reason?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ?? true {
-            problems.report(
-                "reason", "is required: say why the switch should stay on (it is recorded in the audit log)")
+        let why = reasonRequired ? "say why the switch should stay on (it is recorded in the audit log)" : nil
+        let (namespace, token, input) = try await writeInput(request, context) {
+            ReasonRequest.read(&$0, requiredBecause: why)
         }
-        try problems.check()
         let id = try proposalID(context)
-        return (namespace, id, try changeRequest(request, token: token, reason: reason))
+        return (namespace, id, try changeRequest(request, token: token, reason: input.reason))
     }
 
     func proposalID(_ context: FlagsRequestContext) throws -> Int64 {

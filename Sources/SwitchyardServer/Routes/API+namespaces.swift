@@ -18,93 +18,35 @@ extension API {
         return .json(View.namespace(state.record, flagSet: state.flagSet), headers: etagHeaders(state.record))
     }
 
-    /// `POST /v1/namespaces`: `{"name", "description"?, "reason_policy"?, "flag_set"?, "reason"?}`.
+    /// `POST /v1/namespaces` (`NamespaceCreateRequest`).
     func createNamespace(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let token = try await auth.authorize(request, role: .admin)
-        let problems = BodyProblems()
-        guard var body = BodyObject(try await request.jsonBody(limit: bodyLimit), problems: problems) else {
-            try problems.check()
-            throw APIError.badRequest("the body must be a JSON object")
-        }
-        let name = body.string("name", required: true)
-        let description = body.string("description")
-        let policy = reasonPolicy(&body)
-        let flagSetTree = body.value("flag_set")
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
-        guard let name else { throw APIError.badRequest("name is required", path: "name") }
-        let named = FlagSet(namespace: name, description: description).validate()
-        if let problem = named.first(where: { $0.path == "namespace" }) {
-            throw APIError.badRequest("name: \(problem.message)", path: "name")
-        }
-        if let problem = named.first(where: { $0.path == "description" }) {
-            throw APIError.badRequest("description: \(problem.message)", path: "description")
-        }
+        let input = try await request.changeBody(limit: bodyLimit) { NamespaceCreateRequest.read(&$0) }
+        let name = input.name
         guard token.allows(namespace: name) else {
             throw APIError.forbidden(
                 "token '\(token.name)' may not create namespace '\(name)' (it is limited to \(token.namespaces?.joined(separator: ", ") ?? ""))"
             )
         }
-        var flagSet = try readFlagSet(flagSetTree ?? .object(JSONObject()), namespace: name, at: "flag_set")
-        if let description { flagSet.description = description }
-        let change = try changeRequest(request, token: token, reason: reason)
-        let result = try await app.service.createNamespace(flagSet, reasonPolicy: policy ?? .kills, request: change)
+        var flagSet =
+            try input.flagSet ?? FlagSet(tree: .object(JSONObject([("namespace", .string(name))])), unit: .basisPoints)
+        if let description = input.description { flagSet.description = description }
+        let change = try changeRequest(request, token: token, reason: input.reason)
+        let result = try await app.service.createNamespace(
+            flagSet, reasonPolicy: input.reasonPolicy ?? .kills, request: change)
         var headers = etagHeaders(result.state.record)
         headers[.location] = "/v1/namespaces/\(name)"
         return .json(
             View.namespace(result.state.record, flagSet: result.state.flagSet), status: .created, headers: headers)
     }
 
-    func reasonPolicy(_ body: inout BodyObject) -> ReasonPolicy? {
-        guard let text = body.string("reason_policy") else { return nil }
-        guard let policy = ReasonPolicy(rawValue: text) else {
-            body.problems.report("reason_policy", "'\(text)' is not a reason policy (always, kills or never)")
-            return nil
-        }
-        return policy
-    }
-
-    /// Reads a flag set document with rollouts in basis points; `namespace` may be left out.
-    func readFlagSet(_ tree: JSONValue, namespace: String, at path: FieldPath) throws -> FlagSet {
-        guard case .object(var object) = tree else {
-            throw APIError.badRequest("\(path) must be an object, not \(tree.typeDescription)", path: path)
-        }
-        if let named = object["namespace"], named != .string(namespace) {
-            throw APIError.badRequest(
-                "\(path).namespace must be '\(namespace)' (or left out), not \(named.serializedString())",
-                path: path / "namespace")
-        }
-        object["namespace"] = .string(namespace)
-        do {
-            return try FlagSet(tree: .object(object), unit: .basisPoints)
-        } catch {
-            let problems = error.problems.map { problem in
-                var problem = problem
-                problem.path = FieldPath(path.components + problem.path.components)
-                return problem
-            }
-            throw APIError.invalid(
-                "the flag set is not valid: \(problems.first?.description ?? "")", problems: problems)
-        }
-    }
-
-    /// `PATCH /v1/namespaces/{namespace}`: `{"reason_policy"}`.
+    /// `PATCH /v1/namespaces/{namespace}` (`ReasonPolicyRequest`).
     func updateNamespace(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let namespace = try parameter("namespace", context)
         let token = try await auth.authorize(request, role: .admin, namespace: namespace)
-        let problems = BodyProblems()
-        guard var body = BodyObject(try await request.jsonBody(limit: bodyLimit), problems: problems) else {
-            try problems.check()
-            throw APIError.badRequest("the body must be a JSON object")
-        }
-        let policy = reasonPolicy(&body)
-        let reason = API.reason(&body)
-        body.finish()
-        if policy == nil, problems.problems.isEmpty { problems.report("reason_policy", "is required") }
-        try problems.check()
-        let author = try changeRequest(request, token: token, reason: reason).author
-        let record = try await app.service.setReasonPolicy(policy!, of: namespace, by: author)
+        let input = try await request.changeBody(limit: bodyLimit) { ReasonPolicyRequest.read(&$0) }
+        let author = try changeRequest(request, token: token, reason: input.reason).author
+        let record = try await app.service.setReasonPolicy(input.reasonPolicy, of: namespace, by: author)
         return .json(View.namespace(record), headers: etagHeaders(record))
     }
 
@@ -128,14 +70,12 @@ extension API {
     /// A release plan declared as it is now (without its state, as in a flag file) keeps its progress and the
     /// targeting it set.
     func putFlagSet(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
-        let tree = body.value("flag_set", required: true)
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
-        let flagSet = try readFlagSet(tree!, namespace: namespace, at: "flag_set")
-        let change = try changeRequest(request, token: token, reason: reason)
+        let namespace = try parameter("namespace", context)
+        let (_, token, input) = try await writeInput(request, context) {
+            FlagSetRequest.read(&$0, namespace: namespace)
+        }
+        let flagSet = input.flagSet
+        let change = try changeRequest(request, token: token, reason: input.reason)
         let result = try await app.service.change(namespace, change) { current in
             flagSet.keepingReleaseProgress(of: current)
         }
@@ -144,13 +84,9 @@ extension API {
 
     /// `POST /v1/namespaces/{namespace}/changes/{version}/revert`: `{"reason"?}`.
     func revert(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
+        let (namespace, token, input) = try await writeInput(request, context, as: ReasonRequest.self)
         let version = try versionParameter(context)
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
-        let change = try changeRequest(request, token: token, reason: reason)
+        let change = try changeRequest(request, token: token, reason: input.reason)
         let result = try await app.service.revert(namespace, version: version, request: change)
         return committedResponse(result)
     }
@@ -208,47 +144,14 @@ extension API {
         return .json(ListBody(items: tokens.map { $0.record.body() }).json)
     }
 
-    /// `POST /v1/tokens`: `{"name", "role", "namespaces"?, "rate_per_minute"?}`; the secret is in the response, once.
+    /// `POST /v1/tokens` (`TokenCreateRequest`); the secret is in the response, once.
     func createToken(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let token = try await authorizeTokenAdmin(request)
-        let problems = BodyProblems()
-        guard var body = BodyObject(try await request.jsonBody(limit: bodyLimit), problems: problems) else {
-            try problems.check()
-            throw APIError.badRequest("the body must be a JSON object")
-        }
-        let name = body.string("name", required: true)
-        if let name, name.isEmpty || name.count > 64 || name.contains(where: { $0.isNewline || $0 == "\t" }) {
-            problems.report("name", "must be 1 to 64 characters on one line")
-        }
-        let roleText = body.string("role", required: true)
-        let role = roleText.flatMap(Role.init(rawValue:))
-        if let roleText, role == nil {
-            problems.report("role", "'\(roleText)' is not a role (client, reporter, editor, admin or metrics)")
-        }
-        let namespaces = body.stringList("namespaces")
-        if let namespaces, namespaces.isEmpty {
-            problems.report("namespaces", "must list at least one namespace (leave it out for every namespace)")
-        }
-        // Client tokens ship inside apps, so anyone may extract one: each is limited to the namespaces it serves.
-        if role == .client, namespaces == nil,
-            !problems.problems.contains(where: { $0.path.description == "namespaces" })
-        {
-            problems.report(
-                "namespaces",
-                "is required for a client token: client tokens ship inside apps, where anyone can read them, so each is limited to the namespaces its app uses, e.g. \"namespaces\": [\"rider\"] (flagctl tokens create \(name ?? "NAME") --role client --allow rider)"
-            )
-        }
-        if role == .metrics, namespaces != nil {
-            problems.report("namespaces", "must be left out for a metrics token: /metrics covers every namespace")
-        }
-        let rate = body.integer("rate_per_minute", in: 1...1_000_000)
-        body.finish()
-        try problems.check()
-        guard let name, let role else { throw APIError.badRequest("name and role are required") }
+        let input = try await request.changeBody(limit: bodyLimit) { TokenCreateRequest.read(&$0) }
         let author = try changeRequest(request, token: token, reason: nil).author
         let (record, secret) = try await store.issueToken(
-            name: name, role: role, namespaces: namespaces,
-            ratePerMinute: rate.map { Int($0) }, by: author)
+            name: input.name, role: input.role, namespaces: input.namespaces, ratePerMinute: input.ratePerMinute,
+            by: author)
         try await auth.reload()
         return .json(record.body(secret: secret).json, status: .created)
     }

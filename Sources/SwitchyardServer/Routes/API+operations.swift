@@ -4,6 +4,7 @@ import Prometheus
 import SwitchyardConsole
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 
 extension API {
     /// `GET /healthz`: the process answers.

@@ -49,28 +49,11 @@ extension API {
     /// and optional `guardrails` (as under `release:`: `{"trip_booked": "-0.5pp"}`), which replace the plan's.
     func releaseAction(_ request: Request, context: FlagsRequestContext, action: ReleaseAction) async throws -> Response
     {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
+        let (namespace, token, input) = try await writeInput(request, context) {
+            ReleaseActionRequest.read(&$0, action: action)
+        }
         let key = try parameter("key", context)
-        var plan: ReleasePlan?
-        if action == .start, let tree = body.value("plan") {
-            if tree["state"] != nil { problems.report(FieldPath("plan") / "state", "is kept by flagsd; leave it out") }
-            do { plan = try ReleasePlan(tree: tree, unit: .basisPoints, at: "plan") } catch {
-                for problem in error.problems { problems.report(problem.path, problem.message) }
-            }
-        }
-        // `guardrails` (as under release:) on their own: the declared plan (or the one given) with these guardrails.
-        var guardrails: [ReleaseGuardrail]?
-        if action == .start, let tree = body.value("guardrails") {
-            do { guardrails = try ReleasePlan.guardrails(tree: tree, at: "guardrails") } catch {
-                for problem in error.problems { problems.report(problem.path, problem.message) }
-            }
-        }
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
-        let newPlan = plan
-        let newGuardrails = guardrails
+        let (newPlan, newGuardrails, reason) = (input.plan, input.guardrails, input.reason)
         let now = Int64(app.store.now().timeIntervalSince1970)
         let by = reason.map { "\(token.name): \($0)" } ?? token.name
         let change = try changeRequest(

@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import SwitchyardCore
 import SwitchyardStorage
+import SwitchyardWire
 
 /// OpenFeature Remote Evaluation Protocol (OFREP) 0.3: `POST /ofrep/v1/evaluate/flags/{key}` and
 /// `POST /ofrep/v1/evaluate/flags`, for services in any language through their OpenFeature SDK

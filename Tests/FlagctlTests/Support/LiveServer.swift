@@ -6,6 +6,7 @@ import SwitchyardFlagFiles
 import SwitchyardSQLite
 import SwitchyardServer
 import SwitchyardStorage
+import SwitchyardWire
 import Testing
 
 /// A live flagsd: the real application (`buildApplication`) on a random loopback port over a fresh SQLite file,

@@ -4,6 +4,7 @@ import SwitchyardCore
 import SwitchyardFlagFiles
 import SwitchyardSQLite
 import SwitchyardStorage
+import SwitchyardWire
 import Testing
 
 @testable import SwitchyardServer

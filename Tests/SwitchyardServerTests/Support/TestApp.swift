@@ -8,6 +8,7 @@ import ServiceLifecycle
 import SwitchyardCore
 import SwitchyardSQLite
 import SwitchyardStorage
+import SwitchyardWire
 import Synchronization
 
 @testable import SwitchyardServer
