@@ -31,6 +31,18 @@ struct JSONParserTests {
         #expect(error.message == message)
     }
 
+    /// A list read after a large one holds its own elements, not the parser's stack grown by the large one: with
+    /// 10,000 flags, each flag's short lists once kept ~49 KB each (about 1 GiB allocated for one namespace).
+    @Test func aShortListAfterALongOneHoldsOnlyItsElements() throws {
+        let long = (0..<5_000).map(String.init).joined(separator: ",")
+        let tree = try JSONValue.parse(#"{"long": [\#(long)], "short": [1, 2], "nested": {"also": [3]}}"#)
+        let short = try #require(tree["short"]?.arrayValue)
+        let also = try #require(tree["nested"]?["also"]?.arrayValue)
+        #expect(short.count == 2 && short.capacity < 64, "capacity \(short.capacity)")
+        #expect(also.count == 1 && also.capacity < 64, "capacity \(also.capacity)")
+        #expect(tree["long"]?.arrayValue?.count == 5_000)
+    }
+
     @Test func sameKeyInDifferentObjectsIsFine() throws {
         let value = try JSONValue.parse(#"[{"a": 1}, {"a": 2}, {"b": {"a": 3}}]"#)
         #expect(value.arrayValue?.count == 3)

@@ -178,7 +178,7 @@ private struct JSONParser {
             if bytes[index] == UInt8(ascii: "}") {
                 index += 1
                 depth -= 1
-                let object = JSONObject(uncheckedMembers: Array(memberStack[base...]))
+                let object = JSONObject(uncheckedMembers: Self.copy(memberStack[base...]))
                 memberStack.removeSubrange(base...)
                 return .object(object)
             }
@@ -209,12 +209,23 @@ private struct JSONParser {
             if bytes[index] == UInt8(ascii: "]") {
                 index += 1
                 depth -= 1
-                let elements = Array(elementStack[base...])
+                let elements = Self.copy(elementStack[base...])
                 elementStack.removeSubrange(base...)
                 return .array(elements)
             }
             throw error("unexpected \(describeByte()), expected ',' or ']'")
         }
+    }
+
+    /// A container's members, copied off the parser's stack at their own size. `Array(slice)` of a slice that spans
+    /// the whole stack (a container at the bottom of it) takes the stack's buffer instead, with its capacity: after
+    /// a large array had grown the stack, every later two-element list kept the whole buffer (about 1 GiB allocated
+    /// to read a 10,000-flag namespace, and ~100 MiB that glibc kept afterwards).
+    static func copy<Element>(_ members: ArraySlice<Element>) -> [Element] {
+        var copy: [Element] = []
+        copy.reserveCapacity(members.count)
+        copy.append(contentsOf: members)
+        return copy
     }
 
     mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
