@@ -229,7 +229,7 @@ let package = Package(
             name: "SwitchyardStorageTests",
             dependencies: [
                 "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport",
-                "TestSupport",
+                "TestSupport", "SwitchyardWire",
                 "SwitchyardClientTesting", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: settings
@@ -244,7 +244,7 @@ let package = Package(
             name: "GuardFleetTests",
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardClient", "SwitchyardCore",
-                "TestSupport",
+                "SwitchyardWire", "TestSupport",
                 "LiveFlagsdSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -255,7 +255,7 @@ let package = Package(
             name: "SwitchyardServerTests",
             dependencies: [
                 "SwitchyardServer", "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardFlagFiles",
-                "SwitchyardConsole",
+                "SwitchyardConsole", "SwitchyardWire",
                 "SwitchyardPostgres", "PostgresTestSupport", "TestSupport", "LiveFlagsdSupport",
                 // The client runtime against the real flagsd, end to end (deltas).
                 "SwitchyardClient", "SwitchyardClientTesting", "ClientTestSupport",

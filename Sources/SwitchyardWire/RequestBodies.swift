@@ -1,4 +1,3 @@
-import Foundation
 public import SwitchyardCore
 
 /// The bodies of the admin API's change requests that flagctl writes and flagsd reads, typed once for both.
@@ -63,6 +62,7 @@ public struct KillStateRequest: ChangeRequestBody {
         self.reason = reason
     }
 
+    /// Reads a revive (which takes `all`); the kill route reads with `read(_:revive: false)`.
     public static func read(_ body: inout BodyObject) -> KillStateRequest? {
         read(&body, revive: true)
     }
@@ -171,15 +171,18 @@ public struct TargetingRequest: ChangeRequestBody {
     public var object: JSONObject {
         var object = JSONObject()
         if let rule { object["rule"] = .int(rule) }
-        if !add.isEmpty { object["add"] = .object(add.targetingListsTree) }
-        if !remove.isEmpty { object["remove"] = .object(remove.targetingListsTree) }
+        // Only the lists: a targeting edit carries no version bounds (they are set in the flag's definition).
+        let (addTree, removeTree) = (add.targetingListsTree, remove.targetingListsTree)
+        if !addTree.isEmpty { object["add"] = .object(addTree) }
+        if !removeTree.isEmpty { object["remove"] = .object(removeTree) }
         if let rollout { object["rollout"] = .int(Int(rollout.basisPoints)) }
         return object
     }
 }
 
-/// A request that carries nothing but its reason: reverting a change (`POST …/changes/{version}/revert`) and a
-/// person's decision on a proposal of the crash guard or a release plan (`…/proposals/{id}/apply|dismiss|confirm`).
+/// A request that carries nothing but its reason: reverting a change (`POST …/changes/{version}/revert`), deleting a
+/// flag (`DELETE …/flags/{key}`) and a person's decision on a proposal of the crash guard or a release plan
+/// (`…/proposals/{id}/apply|dismiss|confirm`).
 public struct ReasonRequest: ChangeRequestBody {
     public var reason: String?
 
@@ -196,7 +199,7 @@ public struct ReasonRequest: ChangeRequestBody {
     public static func read(_ body: inout BodyObject, requiredBecause why: String?) -> ReasonRequest? {
         let reason = body.string("reason")
         body.finish()
-        if let why, reason?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ?? true {
+        if let why, reason?.allSatisfy(\.isWhitespace) ?? true {
             body.problems.report("reason", "is required: \(why)")
             return nil
         }
@@ -220,6 +223,7 @@ public struct ReleaseActionRequest: ChangeRequestBody {
         self.reason = reason
     }
 
+    /// Reads a `start` (which takes a plan and guardrails); the other actions read with `read(_:action:)`.
     public static func read(_ body: inout BodyObject) -> ReleaseActionRequest? {
         read(&body, action: .start)
     }
@@ -269,9 +273,16 @@ public struct FlagSetRequest: ChangeRequestBody {
         self.reason = reason
     }
 
-    /// Reads a flag set for the namespace it names (a request body has no namespace of its own).
+    /// Reads a flag set that names its namespace (a body alone has no other); a route reads with
+    /// `read(_:namespace:)`, which holds the flag set to the namespace of its path.
     public static func read(_ body: inout BodyObject) -> FlagSetRequest? {
-        let namespace = body.object["flag_set"]?["namespace"]?.stringValue ?? ""
+        guard let namespace = body.object["flag_set"]?["namespace"]?.stringValue else {
+            body.problems.report(body.path / "flag_set" / "namespace", "is required")
+            _ = body.value("flag_set")
+            _ = body.value("reason")
+            body.finish()
+            return nil
+        }
         return read(&body, namespace: namespace)
     }
 
@@ -310,6 +321,14 @@ public struct NamespaceCreateRequest: ChangeRequestBody {
     }
 
     public static func read(_ body: inout BodyObject) -> NamespaceCreateRequest? {
+        read(&body, readingFlagSetOf: { _ in true })
+    }
+
+    /// Reads the body, and its flag set only for a name `mayCreate` allows (a caller that may not create the
+    /// namespace is refused for that, not for its flag set; the flag set is then left unread and nil).
+    public static func read(_ body: inout BodyObject, readingFlagSetOf mayCreate: (String) -> Bool)
+        -> NamespaceCreateRequest?
+    {
         let name = body.string("name", required: true)
         let description = body.string("description")
         let policy = body.reasonPolicy()
@@ -326,7 +345,7 @@ public struct NamespaceCreateRequest: ChangeRequestBody {
             }
         }
         var flagSet: FlagSet?
-        if let name, named {
+        if let name, named, mayCreate(name) {
             flagSet = body.flagSet("flag_set", namespace: name)
         } else {
             _ = body.value("flag_set")

@@ -83,6 +83,11 @@ struct AdminRouteTests {
         #expect(
             try await app.send(.post, "/v1/namespaces", token: "rider-admin", body: #"{"name": "driver"}"#).status
                 == .forbidden)
+        // Refused for the namespace, not for a flag set it was never going to read.
+        let withBadFlagSet = try await app.send(
+            .post, "/v1/namespaces", token: "rider-admin",
+            body: #"{"name": "driver", "flag_set": {"namespace": "rider", "flags": {"x": {}}}}"#)
+        #expect(withBadFlagSet.status == .forbidden, "\(withBadFlagSet.text)")
         #expect(
             try await app.send(
                 .patch, "/v1/namespaces/rider", token: "rider-admin", body: #"{"reason_policy": "never"}"#

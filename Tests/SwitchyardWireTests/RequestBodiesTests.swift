@@ -82,6 +82,33 @@ struct RequestBodiesTests {
         #expect(problems.problems.first?.message.contains("client tokens ship inside apps") == true)
     }
 
+    @Test func aFlagSetIsHeldToItsNamespaceAndReadOnlyForANamespaceTheCallerMayCreate() {
+        let nameless: JSONValue = .object(
+            JSONObject([("flag_set", .object(JSONObject([("flags", .object(JSONObject()))])))]))
+        let problems = BodyProblems()
+        var object = BodyObject(nameless, problems: problems)!
+        #expect(FlagSetRequest.read(&object) == nil)
+        #expect(problems.problems.map(\.description) == ["flag_set.namespace: is required"])
+
+        let invalid: JSONValue = .object(
+            JSONObject([
+                ("name", .string("driver")),
+                ("flag_set", .object(JSONObject([("flags", .object(JSONObject([("x", .object(JSONObject()))])))]))),
+            ]))
+        let refused = BodyProblems()
+        var body = BodyObject(invalid, problems: refused)!
+        let request = NamespaceCreateRequest.read(&body, readingFlagSetOf: { $0 == "rider" })
+        #expect(request?.name == "driver" && request?.flagSet == nil)
+        #expect(refused.problems.isEmpty, "\(refused.problems)")
+    }
+
+    @Test func aTargetingEditSendsOnlyItsLists() {
+        let bounds = Conditions(versions: [.os: VersionRange(atLeast: SemanticVersion("15.0.0"))])
+        let request = TargetingRequest(rule: 0, add: bounds, rollout: .full)
+        #expect(request.object["add"] == nil)
+        #expect(request.object["rollout"] == .int(10_000))
+    }
+
     @Test func aKillTakesNoAllAndARevivesScopeExcludesAll() {
         let problems = BodyProblems()
         var kill = BodyObject(.object(JSONObject([("all", .bool(true))])), problems: problems)!

@@ -295,8 +295,10 @@ package final class LongPollHub: Service, Sendable {
         if let previous, previous.epoch == snapshot.epoch, deltaVersions > 0 {
             _ = snapshot.deltaAnswer(from: previous.version)
         }
-        // The version replaced is freed off the change's path: thousands of members to release.
+        // The version replaced is freed off the change's path: thousands of members to release; what reading and
+        // publishing a large document freed goes back to the system a second later.
         if let previous { Self.retire(previous) }
+        MemoryReturn.afterLargeDocument(bytes: snapshot.body.readableBytes)
         let position = snapshot.position
         let (woken, count, isUpdate) = shared.withLock { shared -> ([Waiter], Int, Bool) in
             let current = shared.snapshots[snapshot.namespace]

@@ -21,15 +21,25 @@ extension API {
     /// `POST /v1/namespaces` (`NamespaceCreateRequest`).
     func createNamespace(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let token = try await auth.authorize(request, role: .admin)
-        let input = try await request.changeBody(limit: bodyLimit) { NamespaceCreateRequest.read(&$0) }
+        let input = try await request.changeBody(limit: bodyLimit) {
+            NamespaceCreateRequest.read(&$0, readingFlagSetOf: token.allows(namespace:))
+        }
         let name = input.name
         guard token.allows(namespace: name) else {
             throw APIError.forbidden(
                 "token '\(token.name)' may not create namespace '\(name)' (it is limited to \(token.namespaces?.joined(separator: ", ") ?? ""))"
             )
         }
-        var flagSet =
-            try input.flagSet ?? FlagSet(tree: .object(JSONObject([("namespace", .string(name))])), unit: .basisPoints)
+        var flagSet: FlagSet
+        if let given = input.flagSet {
+            flagSet = given
+        } else {
+            do {
+                flagSet = try FlagSet(tree: .object(JSONObject([("namespace", .string(name))])), unit: .basisPoints)
+            } catch {
+                throw APIError.invalid("namespace '\(name)': \(error)", problems: error.problems)
+            }
+        }
         if let description = input.description { flagSet.description = description }
         let change = try changeRequest(request, token: token, reason: input.reason)
         let result = try await app.service.createNamespace(
