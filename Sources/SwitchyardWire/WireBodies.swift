@@ -431,6 +431,12 @@ public struct CommittedBody: Sendable, Hashable {
     }
 
     public init(json: JSONValue) throws(WireError) {
+        try self.init(json: json, readingObjects: true)
+    }
+
+    /// Reads the answer; with `readingObjects` false, only its envelope (namespace, version, change), leaving the
+    /// objects changed nil: for a reader that must not fail on a newer flagsd's object with a field it does not know.
+    public init(json: JSONValue, readingObjects: Bool) throws(WireError) {
         var reader = try WireReader(json, "change answer")
         namespace = try reader.string("namespace")
         let etag = try reader.string("etag")
@@ -441,6 +447,10 @@ public struct CommittedBody: Sendable, Hashable {
         changed = json["changed"]?.boolValue ?? false
         change = try json["change"].flatMap { tree throws(WireError) -> ChangeEntryBody? in
             tree == .null ? nil : try ChangeEntryBody(json: tree)
+        }
+        guard readingObjects else {
+            (flag, killSwitch, rule, release, proposal) = (nil, nil, nil, nil, nil)
+            return
         }
         flag = try json["flag"].map { tree throws(WireError) in try FlagBody(json: tree) }
         killSwitch = try json["kill_switch"].map { tree throws(WireError) in try KillSwitchBody(json: tree) }

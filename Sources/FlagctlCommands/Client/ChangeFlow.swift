@@ -100,10 +100,8 @@ struct ChangeFlow {
     /// The flow of a command's change in the namespace its server options name (`--namespace`, FLAGCTL_NAMESPACE or
     /// the login's).
     init(server: ServerOptions, options: ChangeOptions, console: Console, confirms: Bool = false) throws {
-        let settings = try server.settings(console)
-        self.init(
-            client: APIClient(settings: settings), console: console, namespace: try settings.requireNamespace(),
-            options: options, confirms: confirms)
+        let (client, namespace) = try server.namespaceClient(console)
+        self.init(client: client, console: console, namespace: namespace, options: options, confirms: confirms)
     }
 
     /// Runs a change.
@@ -168,10 +166,8 @@ struct ChangeFlow {
     /// and the command says so rather than failing.
     static func answer(_ json: JSONValue) throws -> CommittedBody {
         if let answer = try? CommittedBody(json: json) { return answer }
-        var envelope = json.objectValue ?? JSONObject()
-        for member in ["flag", "kill_switch", "rule", "release", "proposal"] { envelope[member] = nil }
         do {
-            return try CommittedBody(json: .object(envelope))
+            return try CommittedBody(json: json, readingObjects: false)
         } catch {
             throw CommandFailure("the flags service's answer to the change is not what flagctl reads: \(error)")
         }
