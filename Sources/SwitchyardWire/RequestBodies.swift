@@ -108,9 +108,11 @@ public struct RolloutRequest: ChangeRequestBody {
             let lists = object.targetingLists()
             conditions = lists
             if lists.isEmpty {
+                let fields = TargetingList.allCases.map(\.field)
                 body.problems.report(
                     "conditions",
-                    "must name cities, cohorts, units or platforms (leave it out to set the default rollout)")
+                    "must name \(fields.dropLast().joined(separator: ", ")) or \(fields.last ?? "")"
+                        + " (leave it out to set the default rollout)")
             }
         }
         if rule != nil, conditions != nil {
@@ -458,11 +460,11 @@ public struct TokenCreateRequest: Sendable, Hashable {
 }
 
 extension Conditions {
-    /// The condition lists that are not empty, by their names (`Conditions.targetingLists`).
+    /// The condition lists that are not empty, by their fields (`TargetingList`).
     var targetingListsTree: JSONObject {
         var tree = JSONObject()
-        for (name, keyPath) in Conditions.targetingLists where !self[keyPath: keyPath].isEmpty {
-            tree[name] = .array(self[keyPath: keyPath].map(JSONValue.string))
+        for list in TargetingList.allCases where !self[list: list].isEmpty {
+            tree[list.field] = .array(self[list: list].map(JSONValue.string))
         }
         return tree
     }
@@ -578,12 +580,12 @@ public struct BodyObject {
         return scope
     }
 
-    /// Reads `{"cities": [...], "cohorts": [...], ...}` (`Conditions.targetingLists`) into the lists of a
-    /// `Conditions`; other members are unknown fields.
+    /// Reads `{"cities": [...], "cohorts": [...], ...}` (every `TargetingList`) into the lists of a `Conditions`;
+    /// other members are unknown fields.
     public mutating func targetingLists() -> Conditions {
         var conditions = Conditions()
-        for (field, keyPath) in Conditions.targetingLists {
-            conditions[keyPath: keyPath] = stringList(field) ?? []
+        for list in TargetingList.allCases {
+            conditions[list: list] = stringList(list.field) ?? []
         }
         finish()
         return conditions

@@ -195,6 +195,17 @@ private enum RandomFlagSet {
         "u1", "u2", "abc", "abcd", "rider", "rider-42", "", "5f0c6a2e-9b1d-4c8e-a7f3-2d4b6e8a0c1f", "ünït-ß",
     ]
     static let platforms = ["ios", "android", "linux"]
+
+    /// The values drawn for a list attribute; one added later gets a small vocabulary of its own.
+    static func vocabulary(_ attribute: ListAttribute) -> [String] {
+        switch attribute {
+        case .city: cities
+        case .cohort: cohorts
+        case .unit: units
+        case .platform: platforms
+        @unknown default: ["\(attribute.name)-a", "\(attribute.name)-b", "\(attribute.name)-c"]
+        }
+    }
     static let versions = ["4.9.9", "5.0.0", "5.12.0", "6.0.0-beta.2", "6.0.0", "not-a-version", "7"]
 
     static func pick<T>(_ values: [T], _ random: inout SplitMix64) -> T {
@@ -225,12 +236,10 @@ private enum RandomFlagSet {
 
     static func conditions(_ random: inout SplitMix64) -> Conditions {
         var conditions = Conditions()
-        if chance(&random, 40) { conditions.cities = some(cities, &random) }
-        if chance(&random, 15) { conditions.notCities = some(cities, &random) }
-        if chance(&random, 40) { conditions.cohorts = some(cohorts, &random) }
-        if chance(&random, 15) { conditions.notCohorts = some(cohorts, &random) }
-        if chance(&random, 15) { conditions.units = some(units.filter { !$0.isEmpty }, &random) }
-        if chance(&random, 20) { conditions.platforms = some(platforms, &random) }
+        // Every list a rule can have (`TargetingList.allCases`), so an attribute added later is drawn too.
+        for list in TargetingList.allCases where chance(&random, list.excludes ? 15 : 30) {
+            conditions[list: list] = some(vocabulary(list.attribute).filter { !$0.isEmpty }, &random)
+        }
         for attribute in VersionAttribute.allCases {
             var range = VersionRange()
             if chance(&random, 20) {
@@ -309,12 +318,14 @@ private enum RandomFlagSet {
     }
 
     static func context(_ random: inout SplitMix64) -> EvaluationContext {
-        var context = EvaluationContext(
-            unitId: chance(&random, 85) ? pick(units, &random) : nil,
-            city: chance(&random, 80) ? pick(cities + ["atlantis"], &random) : nil,
-            cohorts: some(cohorts + ["unknown-cohort"], &random),
-            platform: chance(&random, 80) ? pick(platforms + ["windows"], &random) : nil
-        )
+        var context = EvaluationContext()
+        // Values the flag sets never name among them ("unknown-…"), and attributes missing at times.
+        for attribute in ListAttribute.allCases {
+            let values = vocabulary(attribute) + ["unknown-\(attribute.name)"]
+            let drawn =
+                attribute.isMultiValued ? some(values, &random) : chance(&random, 80) ? [pick(values, &random)] : []
+            attribute.setValues(drawn, in: &context)
+        }
         for attribute in VersionAttribute.allCases {
             context[keyPath: attribute.contextValue] = chance(&random, 80) ? pick(versions, &random) : nil
         }

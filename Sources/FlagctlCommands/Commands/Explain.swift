@@ -173,12 +173,13 @@ public struct Explain: FlagctlCommand {
         tree["namespace"] = .string(namespace)
         tree["context"] = .object(
             JSONObject(
-                [
-                    ("unit", .string(unit)),
-                    ("city", city.map(JSONValue.string) ?? .null),
-                    ("cohorts", .array(cohorts.map(JSONValue.string))),
-                    ("platform", platform.map(JSONValue.string) ?? .null),
-                ]
+                [("unit", .string(unit))]
+                    + ListAttribute.allCases.filter { $0 != .unit }.map { attribute in
+                        let values = attribute.values(in: context)
+                        return attribute.isMultiValued
+                            ? (attribute.field, .array(values.map(JSONValue.string)))
+                            : (attribute.name, values.first.map(JSONValue.string) ?? .null)
+                    }
                     + VersionAttribute.allCases.map { attribute in
                         (attribute.rawValue, context[keyPath: attribute.contextValue].map(JSONValue.string) ?? .null)
                     }))
@@ -202,11 +203,12 @@ public struct Explain: FlagctlCommand {
         }
         table.add("namespace", "\(flagSet.namespace) (\(source))")
         var attributes = ["unit \(unit)"]
-        if let city { attributes.append("city \(city)") }
-        if !cohorts.isEmpty {
-            attributes.append("cohort\(cohorts.count == 1 ? "" : "s") \(cohorts.joined(separator: ", "))")
+        for attribute in ListAttribute.allCases where attribute != .unit {
+            let values = attribute.values(in: context)
+            guard !values.isEmpty else { continue }
+            attributes.append(
+                "\(values.count == 1 ? attribute.name : attribute.field) \(values.joined(separator: ", "))")
         }
-        if let platform { attributes.append("platform \(platform)") }
         for attribute in VersionAttribute.allCases {
             if let version = context[keyPath: attribute.contextValue] {
                 attributes.append("\(attribute.label) \(version)")

@@ -78,19 +78,20 @@ public struct Target: FlagctlCommand {
     /// The conditions after adding and removing values; throws when a value to remove is missing.
     static func edited(_ conditions: Conditions, add: Conditions, remove: Conditions, rule: Int) throws -> Conditions {
         var result = conditions
-        for (name, keyPath) in Conditions.targetingLists {
-            var values = result[keyPath: keyPath]
-            for value in add[keyPath: keyPath] where !values.contains(value) { values.append(value) }
-            for value in remove[keyPath: keyPath] {
+        for list in TargetingList.allCases {
+            let name = list.field
+            var values = result[list: list]
+            for value in add[list: list] where !values.contains(value) { values.append(value) }
+            for value in remove[list: list] {
                 guard values.contains(value) else {
-                    let current = conditions[keyPath: keyPath]
+                    let current = conditions[list: list]
                     throw CommandFailure(
                         "'\(value)' is not in rule \(rule)'s \(name) (they are: \(current.isEmpty ? "none" : current.joined(separator: ", "))); nothing was changed"
                     )
                 }
                 values.removeAll { $0 == value }
             }
-            result[keyPath: keyPath] = values
+            result[list: list] = values
         }
         return result
     }

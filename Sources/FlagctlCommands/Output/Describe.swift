@@ -8,12 +8,7 @@ extension Conditions {
         func list(_ name: String, _ values: [String]) {
             if !values.isEmpty { parts.append("\(name) \(values.joined(separator: ", "))") }
         }
-        list("cities", cities)
-        list("not cities", notCities)
-        list("cohorts", cohorts)
-        list("not cohorts", notCohorts)
-        list("units", units)
-        list("platforms", platforms)
+        for targeting in TargetingList.allCases { list(targeting.label, self[list: targeting]) }
         for attribute in VersionAttribute.allCases {
             let range = self[version: attribute]
             if let lower = range.atLeast { parts.append("\(attribute.label) >= \(lower)") }

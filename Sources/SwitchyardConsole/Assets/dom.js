@@ -114,20 +114,17 @@
     return !scope || ((!scope.cities || !scope.cities.length) && (!scope.cohorts || !scope.cohorts.length));
   }
 
-  /** A rule's conditions in words: `cities lagos, paris · app ≥ 5.12.0`. */
+  /** A rule's conditions in words, in the rule's order: `cities lagos, paris · app ≥ 5.12.0`. */
   function conditionsText(rule) {
     const parts = [];
-    const list = (field, label) => {
-      if (rule[field] && rule[field].length) parts.push(`${label} ${rule[field].join(', ')}`);
-    };
-    list('cities', 'cities');
-    list('not_cities', 'not cities');
-    list('cohorts', 'cohorts');
-    list('not_cohorts', 'not cohorts');
-    list('platforms', 'platforms');
-    if (rule.units && rule.units.length) parts.push(`${rule.units.length} allowlisted unit${rule.units.length === 1 ? '' : 's'}`);
-    // Every version attribute's bounds (`app_version_at_least`, `os_version_below`, ...): `app ≥ 5.12.0`.
     for (const [field, value] of Object.entries(rule)) {
+      // Every list (`cities`, `not_cohorts`, `platforms`, ...); allowlisted units are counted, not named.
+      if (Array.isArray(value) && value.length) {
+        parts.push(field === 'units'
+          ? `${value.length} allowlisted unit${value.length === 1 ? '' : 's'}`
+          : `${field.replace('_', ' ')} ${value.join(', ')}`);
+      }
+      // Every version attribute's bounds (`app_version_at_least`, `os_version_below`, ...): `app ≥ 5.12.0`.
       const bound = /^([a-z]+)_version_(at_least|below)$/.exec(field);
       if (bound) parts.push(`${bound[1]} ${bound[2] === 'below' ? '<' : '≥'} ${value}`);
     }

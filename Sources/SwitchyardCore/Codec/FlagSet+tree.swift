@@ -203,8 +203,8 @@ extension KillSwitch {
 extension Conditions {
     static func read(_ object: inout ObjectReader, reader: TreeReader) -> Conditions {
         var conditions = Conditions()
-        for (field, keyPath) in targetingLists {
-            conditions[keyPath: keyPath] = object.stringList(field, rule: .attribute)
+        for list in TargetingList.allCases {
+            conditions[list: list] = object.stringList(list.field, rule: .attribute)
         }
         for attribute in VersionAttribute.allCases {
             var range = VersionRange()
@@ -227,8 +227,8 @@ extension Conditions {
     }
 
     func write(into object: inout JSONObject) {
-        for (field, keyPath) in Self.targetingLists where !self[keyPath: keyPath].isEmpty {
-            object[field] = .array(self[keyPath: keyPath].map(JSONValue.string))
+        for list in TargetingList.allCases where !self[list: list].isEmpty {
+            object[list.field] = .array(self[list: list].map(JSONValue.string))
         }
         for attribute in VersionAttribute.allCases {
             let range = self[version: attribute]

@@ -1,7 +1,7 @@
 /// A snapshot compiled once into an indexed form for fast evaluation.
 ///
-/// Cities, cohorts, platforms and allowlisted units are interned to small integers and every list becomes a
-/// bitset; each flag keeps its murmur3 state after hashing its key, so bucketing a unit hashes only the unit
+/// The values of every list attribute (cities, cohorts, allowlisted units, platforms: `ListAttribute`) are
+/// interned to small integers, per attribute, and every list of a rule or a kill entry becomes a bitset; each flag keeps its murmur3 state after hashing its key, so bucketing a unit hashes only the unit
 /// id. Immutable and safe to share between threads.
 ///
 /// ```swift
@@ -14,10 +14,8 @@ public final class CompiledSnapshot: Sendable {
     public let snapshot: Snapshot
 
     let keyIndex: [String: Int32]
-    let cityIds: [String: Int32]
-    let cohortIds: [String: Int32]
-    let platformIds: [String: Int32]
-    let unitIds: [String: Int32]
+    /// Per list attribute (`ListAttribute.rawValue`), the ids of the values the snapshot's lists name.
+    let listIds: [[String: Int32]]
     let versionBounds: [VersionBound]
     /// The ids of `versionBounds` by attribute, for the attributes some bound reads.
     let versionBoundsByAttribute: [(attribute: VersionAttribute, ids: [Int])]
@@ -48,10 +46,7 @@ public final class CompiledSnapshot: Sendable {
         }
         self.snapshot = snapshot
         self.keyIndex = keyIndex
-        cityIds = builder.cities.ids
-        cohortIds = builder.cohorts.ids
-        platformIds = builder.platforms.ids
-        unitIds = builder.units.ids
+        listIds = builder.interners.map(\.ids)
         versionBounds = builder.versionBounds
         versionBoundsByAttribute = builder.versionBoundsByAttribute
         killSwitchRecords = builder.killSwitchRecords
@@ -61,6 +56,7 @@ public final class CompiledSnapshot: Sendable {
             flags: Table(copying: records),
             rules: Table(copying: builder.rules),
             scopes: Table(copying: builder.scopes),
+            lists: Table(copying: builder.lists),
             words: Table(copying: builder.words),
             flagKillSwitches: Table(copying: builder.flagKillSwitches),
             cumulativeWeights: Table(copying: builder.cumulativeWeights),
@@ -77,10 +73,7 @@ public final class CompiledSnapshot: Sendable {
     ) {
         self.snapshot = snapshot
         self.keyIndex = keyIndex
-        cityIds = builder.cities.ids
-        cohortIds = builder.cohorts.ids
-        platformIds = builder.platforms.ids
-        unitIds = builder.units.ids
+        listIds = builder.interners.map(\.ids)
         versionBounds = builder.versionBounds
         versionBoundsByAttribute = builder.versionBoundsByAttribute
         killSwitchRecords = builder.killSwitchRecords
@@ -202,6 +195,7 @@ public final class CompiledSnapshot: Sendable {
             flags: Table(copying: tables.flags, count: new.flags.count, replacing: changedRecords),
             rules: Table(copying: tables.rules, appending: builder.rules),
             scopes: Table(copying: tables.scopes, appending: builder.scopes),
+            lists: Table(copying: tables.lists, appending: builder.lists),
             words: Table(copying: tables.words, appending: builder.words),
             flagKillSwitches: Table(copying: tables.flagKillSwitches, appending: builder.flagKillSwitches),
             cumulativeWeights: Table(copying: tables.cumulativeWeights, appending: builder.cumulativeWeights),
@@ -209,7 +203,8 @@ public final class CompiledSnapshot: Sendable {
                 ? Table(copying: builder.killSwitchIndices) : Table(copying: tables.killSwitchIndices, appending: [])
         )
         let appended =
-            builder.rules.count + builder.scopes.count + builder.words.count + builder.flagKillSwitches.count
+            builder.rules.count + builder.scopes.count + builder.lists.count + builder.words.count
+            + builder.flagKillSwitches.count
             + builder.cumulativeWeights.count
         return CompiledSnapshot(
             snapshot: application.snapshot, keyIndex: application.keyIndex, builder: builder,
@@ -269,6 +264,7 @@ struct Tables: Sendable {
     let flags: Table<FlagRecord>
     let rules: Table<RuleRecord>
     let scopes: Table<ScopeRecord>
+    let lists: Table<ListRecord>
     let words: Table<UInt64>
     /// Per flag, the slots of the kill switches that cover it: the master first, then the groups in the flag set's
     /// order (whether or not they hold entries, so a kill entry added or removed changes no flag's record).
@@ -279,13 +275,14 @@ struct Tables: Sendable {
 
     /// Elements of the tables other than the flags (what deltas append to).
     var elementCount: Int {
-        rules.count + scopes.count + words.count + flagKillSwitches.count + cumulativeWeights.count
+        rules.count + scopes.count + lists.count + words.count + flagKillSwitches.count + cumulativeWeights.count
     }
 
     func deallocate() {
         flags.deallocate()
         rules.deallocate()
         scopes.deallocate()
+        lists.deallocate()
         words.deallocate()
         flagKillSwitches.deallocate()
         cumulativeWeights.deallocate()
@@ -303,9 +300,25 @@ struct BitsetRef: Sendable, Hashable {
     var first: Int32 = 0
 }
 
+/// Lists in `Tables.lists`: `start..<start + count`; all must hold.
+struct ListsRef: Sendable {
+    var start: Int32 = 0
+    var count: Int32 = 0
+}
+
+/// One list of a rule or a kill entry: the context's values of an attribute must be among the bitset's ids
+/// (admitting), or the context must have values and none among them (`excludes`). `TargetingList.holds` is the
+/// reference.
+struct ListRecord: Sendable {
+    var values: BitsetRef
+    /// `ListAttribute.rawValue`.
+    var attribute: Int32
+    var excludes: Bool
+}
+
+/// A kill entry's or a scoped disable's scope: its cities and cohorts as admitting lists.
 struct ScopeRecord: Sendable {
-    var cities = BitsetRef()
-    var cohorts = BitsetRef()
+    var lists = ListsRef()
 }
 
 /// One bound of a rule on a version attribute: a range with its lower or its upper bound only.
@@ -320,12 +333,7 @@ struct VersionBound: Sendable, Hashable {
 }
 
 struct RuleRecord: Sendable {
-    var cityIn = BitsetRef()
-    var cityNotIn = BitsetRef()
-    var cohortIn = BitsetRef()
-    var cohortNotIn = BitsetRef()
-    var unitIn = BitsetRef()
-    var platformIn = BitsetRef()
+    var lists = ListsRef()
     /// The ids of the version bounds the context must pass (`CompiledSnapshot.versionBounds`).
     var versions = BitsetRef()
     var rollout: UInt16 = 0
@@ -381,20 +389,20 @@ private struct Interner {
 /// full compile): every index it writes counts those in.
 private struct Builder {
     let flagSet: FlagSet
-    var cities = Interner()
-    var cohorts = Interner()
-    var platforms = Interner()
-    var units = Interner()
+    /// Per list attribute (`ListAttribute.rawValue`).
+    var interners = [Interner](repeating: Interner(), count: ListAttribute.allCases.count)
     var versionBounds: [VersionBound] = []
     // New elements, after the base's.
     var words: [UInt64] = []
     var scopes: [ScopeRecord] = []
+    var lists: [ListRecord] = []
     var rules: [RuleRecord] = []
     var flagKillSwitches: [Int32] = []
     var cumulativeWeights: [UInt64] = []
     // The base's element counts.
     let wordBase: Int32
     let scopeBase: Int32
+    let listBase: Int32
     let ruleBase: Int32
     let killListBase: Int32
     let weightBase: Int32
@@ -412,10 +420,7 @@ private struct Builder {
     init(flagSet: FlagSet, base: CompiledSnapshot?) {
         self.flagSet = flagSet
         if let base {
-            cities.ids = base.cityIds
-            cohorts.ids = base.cohortIds
-            platforms.ids = base.platformIds
-            units.ids = base.unitIds
+            for (attribute, ids) in base.listIds.enumerated() { interners[attribute].ids = ids }
             versionBounds = base.versionBounds
             killSlots = base.killSlots
             killSwitchRecords = base.killSwitchRecords
@@ -425,31 +430,32 @@ private struct Builder {
         }
         wordBase = Int32(base?.tables.words.count ?? 0)
         scopeBase = Int32(base?.tables.scopes.count ?? 0)
+        listBase = Int32(base?.tables.lists.count ?? 0)
         ruleBase = Int32(base?.tables.rules.count ?? 0)
         killListBase = Int32(base?.tables.flagKillSwitches.count ?? 0)
         weightBase = Int32(base?.tables.cumulativeWeights.count ?? 0)
     }
 
-    enum Attribute { case cities, cohorts, units, platforms }
-
-    /// The id of a value of an attribute (interned on first sight).
-    mutating func id(_ value: String, _ attribute: Attribute) -> Int32 {
-        switch attribute {
-        case .cities: cities.id(value)
-        case .cohorts: cohorts.id(value)
-        case .units: units.id(value)
-        case .platforms: platforms.id(value)
-        }
-    }
-
-    mutating func bitset(_ values: [String], _ attribute: Attribute) -> BitsetRef {
+    mutating func bitset(_ values: [String], _ attribute: ListAttribute) -> BitsetRef {
         guard !values.isEmpty else { return BitsetRef() }
         var ids = scratch
         scratch = []
         ids.removeAll(keepingCapacity: true)
-        for value in values { ids.append(id(value, attribute)) }
+        for value in values { ids.append(interners[attribute.rawValue].id(value)) }
         defer { scratch = ids }
         return bitset(ids: ids)
+    }
+
+    /// Appends the lists that are not empty to `lists`.
+    mutating func lists(_ targeting: [(TargetingList, [String])]) -> ListsRef {
+        let start = listBase + Int32(lists.count)
+        for (list, values) in targeting where !values.isEmpty {
+            lists.append(
+                ListRecord(
+                    values: bitset(values, list.attribute), attribute: Int32(list.attribute.rawValue),
+                    excludes: list.excludes))
+        }
+        return ListsRef(start: start, count: listBase + Int32(lists.count) - start)
     }
 
     /// The bitset of ids (not empty).
@@ -464,7 +470,7 @@ private struct Builder {
     }
 
     mutating func scope(_ scope: Scope) -> Int32 {
-        let record = ScopeRecord(cities: bitset(scope.cities, .cities), cohorts: bitset(scope.cohorts, .cohorts))
+        let record = ScopeRecord(lists: lists([(.cities, scope.cities), (.cohorts, scope.cohorts)]))
         scopes.append(record)
         return scopeBase + Int32(scopes.count - 1)
     }
@@ -497,12 +503,8 @@ private struct Builder {
 
     mutating func conditions(_ conditions: Conditions) -> RuleRecord {
         var record = RuleRecord()
-        record.cityIn = bitset(conditions.cities, .cities)
-        record.cityNotIn = bitset(conditions.notCities, .cities)
-        record.cohortIn = bitset(conditions.cohorts, .cohorts)
-        record.cohortNotIn = bitset(conditions.notCohorts, .cohorts)
-        record.unitIn = bitset(conditions.units, .units)
-        record.platformIn = bitset(conditions.platforms, .platforms)
+        // In the order of `TargetingList.allCases`, whatever the dictionary's.
+        record.lists = lists(TargetingList.allCases.map { ($0, conditions[list: $0]) })
         record.versions = versionBounds(conditions)
         return record
     }

@@ -1,7 +1,7 @@
 /// A context prepared against one compiled snapshot: evaluates flags through handles without string lookups
 /// or allocation.
 ///
-/// Preparing interns the context's city, cohorts, platform and unit id, compares its version attributes with the
+/// Preparing interns the context's values of every list attribute (city, cohorts, unit id, platform), compares its version attributes with the
 /// snapshot's version bounds, matches the snapshot's kill entries and cuts the unit id into hash blocks, once
 /// (about 2 µs and a dozen allocations for a 1,000-flag snapshot). Prepare again when the context or the
 /// snapshot changes.
@@ -11,17 +11,14 @@ public struct Evaluator: Sendable {
 
     /// The snapshot's tables (kept alive by `snapshot`), read without reference counting.
     let tables: Tables
-    /// -2: the context has no such attribute; -1: it has one the snapshot never mentions.
-    let city: Int32
-    let platform: Int32
-    let unit: Int32
+    /// The ids of the context's values of every list attribute (-1: a value the snapshot never mentions), after
+    /// their bounds: those of attribute `a` (`ListAttribute.rawValue`) are at `values[a]..<values[a + 1]`.
+    let values: [Int32]
     let hasUnitId: Bool
-    let hasCohorts: Bool
     /// Whether any kill entry of the snapshot matches the context; when none does, no flag is killed.
     let anyKilled: Bool
     /// The unit id's UTF-8 bytes, cut into blocks once for hashing after any flag key.
     let unitSuffix: Murmur3Suffix
-    let cohortWords: [UInt64]
     /// Bit i: the context passes `snapshot.versionBounds[i]`.
     let versionPasses: [UInt64]
     /// Per kill switch slot of the snapshot, the index of its first entry that matches the context, or -1.
@@ -31,22 +28,19 @@ public struct Evaluator: Sendable {
         self.snapshot = snapshot
         self.context = context
         tables = snapshot.tables
-        func intern(_ value: String?, _ ids: [String: Int32]) -> Int32 {
-            guard let value else { return -2 }
-            return ids[value] ?? -1
+        let attributeCount = snapshot.listIds.count
+        var values = [Int32]()
+        // Room for the bounds and a value of each attribute, and the cohorts: one allocation.
+        values.reserveCapacity(2 * attributeCount + 1 + context.cohorts.count)
+        values.append(contentsOf: repeatElement(Int32(attributeCount + 1), count: attributeCount + 1))
+        for (attribute, ids) in snapshot.listIds.enumerated() {
+            ListAttribute(rawValue: attribute)?.forEachValue(in: context) { values.append(ids[$0] ?? -1) }
+            values[attribute + 1] = Int32(values.count)
         }
-        city = intern(context.city, snapshot.cityIds)
-        platform = intern(context.platform, snapshot.platformIds)
-        unit = intern(context.unitId, snapshot.unitIds)
+        self.values = values
         // An empty unit id is no unit id: hashing "" would put every such unit in one bucket.
         hasUnitId = !(context.unitId ?? "").isEmpty
         unitSuffix = Murmur3Suffix(Array((context.unitId ?? "").utf8))
-        hasCohorts = !context.cohorts.isEmpty
-        var cohortWords = [UInt64](repeating: 0, count: (snapshot.cohortIds.count + 63) / 64)
-        for cohort in context.cohorts {
-            if let id = snapshot.cohortIds[cohort] { cohortWords[Int(id) / 64] |= 1 << UInt64(id % 64) }
-        }
-        self.cohortWords = cohortWords
         var versionPasses = [UInt64](repeating: 0, count: (snapshot.versionBounds.count + 63) / 64)
         // Each version the snapshot's bounds read is parsed once.
         for (attribute, ids) in snapshot.versionBoundsByAttribute {
@@ -61,9 +55,7 @@ public struct Evaluator: Sendable {
         for (killIndex, kill) in snapshot.killSwitchRecords.enumerated() {
             for entry in 0..<kill.count {
                 let scope = snapshot.tables.scopes[snapshot.killEntryScopes[Int(kill.start + entry)]]
-                if Self.matches(
-                    scope, city: city, hasCohorts: hasCohorts, cohortWords: cohortWords, words: tables.words)
-                {
+                if values.withUnsafeBufferPointer({ Self.hold(scope.lists, values: $0, tables: snapshot.tables) }) {
                     killingEntry[killIndex] = entry
                     break
                 }
@@ -210,28 +202,11 @@ public struct Evaluator: Sendable {
     // MARK: Conditions
 
     @inline(__always)
-    private func contains(_ set: BitsetRef, _ id: Int32) -> Bool {
-        Self.contains(set, id, words: tables.words)
-    }
-
-    @inline(__always)
     private static func contains(_ set: BitsetRef, _ id: Int32, words: Table<UInt64>) -> Bool {
         guard id >= 0 else { return false }
         let word = id / 64 &- set.first
         guard word >= 0, word < set.count else { return false }
         return words[set.start + word] & (1 << UInt64(id % 64)) != 0
-    }
-
-    /// Whether a set shares a bit with the context's bits (words from the first of the id space).
-    @inline(__always)
-    private static func intersects(_ set: BitsetRef, _ bits: [UInt64], words: Table<UInt64>) -> Bool {
-        let end = min(Int(set.first) + Int(set.count), bits.count)
-        var word = Int(set.first)
-        while word < end {
-            if words[set.start + Int32(word) - set.first] & bits[word] != 0 { return true }
-            word += 1
-        }
-        return false
     }
 
     /// Whether every bit of a set is among the context's bits (words from the first of the id space).
@@ -245,40 +220,41 @@ public struct Evaluator: Sendable {
         return true
     }
 
+    /// Whether every list holds for the context's values (`TargetingList.holds` is the reference).
     @inline(__always)
-    private static func matches(
-        _ scope: ScopeRecord, city: Int32, hasCohorts: Bool, cohortWords: [UInt64],
-        words: Table<UInt64>
-    ) -> Bool {
-        if scope.cities.count > 0 && !contains(scope.cities, city, words: words) { return false }
-        if scope.cohorts.count > 0 && !(hasCohorts && intersects(scope.cohorts, cohortWords, words: words)) {
-            return false
+    private static func hold(_ lists: ListsRef, values: UnsafeBufferPointer<Int32>, tables: Tables) -> Bool {
+        for offset in 0..<lists.count {
+            let list = tables.lists.pointer(lists.start + offset)
+            let attribute = Int(list.pointee.attribute)
+            let start = Int(values[attribute])
+            let end = Int(values[attribute + 1])
+            var listed = false
+            var index = start
+            while index < end {
+                if contains(list.pointee.values, values[index], words: tables.words) {
+                    listed = true
+                    break
+                }
+                index += 1
+            }
+            if list.pointee.excludes ? (start == end || listed) : !listed { return false }
         }
         return true
     }
 
     @inline(__always)
     private func matches(_ scope: ScopeRecord) -> Bool {
-        Self.matches(scope, city: city, hasCohorts: hasCohorts, cohortWords: cohortWords, words: tables.words)
+        values.withUnsafeBufferPointer { Self.hold(scope.lists, values: $0, tables: tables) }
     }
 
     @inline(__always)
     private func holds(_ rule: UnsafePointer<RuleRecord>) -> Bool {
         // Fields are read in place: copying the whole record costs more than the checks.
-        if rule.pointee.cityIn.count > 0 && !contains(rule.pointee.cityIn, city) { return false }
-        if rule.pointee.cityNotIn.count > 0 && (city == -2 || contains(rule.pointee.cityNotIn, city)) { return false }
-        if rule.pointee.cohortIn.count > 0
-            && !(hasCohorts && Self.intersects(rule.pointee.cohortIn, cohortWords, words: tables.words))
+        if rule.pointee.lists.count > 0
+            && !values.withUnsafeBufferPointer({ Self.hold(rule.pointee.lists, values: $0, tables: tables) })
         {
             return false
         }
-        if rule.pointee.cohortNotIn.count > 0
-            && (!hasCohorts || Self.intersects(rule.pointee.cohortNotIn, cohortWords, words: tables.words))
-        {
-            return false
-        }
-        if rule.pointee.unitIn.count > 0 && !contains(rule.pointee.unitIn, unit) { return false }
-        if rule.pointee.platformIn.count > 0 && !contains(rule.pointee.platformIn, platform) { return false }
         if rule.pointee.versions.count > 0
             && !Self.isSubset(rule.pointee.versions, of: versionPasses, words: tables.words)
         {

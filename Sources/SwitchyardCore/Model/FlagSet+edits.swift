@@ -175,10 +175,11 @@ extension FlagSet {
         }
         var edited = conditions[ruleIndex]
         var problems: [ValidationProblem] = []
-        for (field, keyPath) in Conditions.targetingLists {
-            var values = edited[keyPath: keyPath]
-            for value in add[keyPath: keyPath] where !values.contains(value) { values.append(value) }
-            for (position, value) in remove[keyPath: keyPath].enumerated() {
+        for list in TargetingList.allCases {
+            let field = list.field
+            var values = edited[list: list]
+            for value in add[list: list] where !values.contains(value) { values.append(value) }
+            for (position, value) in remove[list: list].enumerated() {
                 guard values.contains(value) else {
                     problems.append(
                         ValidationProblem(
@@ -188,7 +189,7 @@ extension FlagSet {
                 }
                 values.removeAll { $0 == value }
             }
-            edited[keyPath: keyPath] = values
+            edited[list: list] = values
         }
         if !problems.isEmpty { throw FlagEditError(problems: problems) }
         switch flag.kind {

@@ -169,54 +169,66 @@ public struct KillSwitch: Sendable, Hashable {
 }
 
 /// Conditions of a rule; all must hold. An empty list is no condition.
+///
+/// What a rule can ask of a context is described once in `TargetingAttributes.swift`: its lists
+/// (`TargetingList`, read and written through `self[list:]`) and its version bounds (`self[version:]`).
 public struct Conditions: Sendable, Hashable {
-    public var cities: [String]
-    public var notCities: [String]
-    /// Holds when any of the unit's cohorts is listed.
-    public var cohorts: [String]
-    /// Holds when none of the unit's cohorts is listed (and the unit has cohorts).
-    public var notCohorts: [String]
-    /// Unit ids (QA and dogfood allowlists).
-    public var units: [String]
-    public var platforms: [String]
+    /// The values of each list a rule has (never an empty list: `self[list:]` sets them).
+    public internal(set) var lists: [TargetingList: [String]]
     /// The range each bounded version attribute must fall in (never an empty range: `self[version:]` sets them).
     public internal(set) var versions: [VersionAttribute: VersionRange]
 
+    public init(lists: [TargetingList: [String]] = [:], versions: [VersionAttribute: VersionRange] = [:]) {
+        self.lists = lists.filter { !$0.value.isEmpty }
+        self.versions = versions.filter { !$0.value.isEmpty }
+    }
+
+    /// The lists of today's attributes by name, for the call sites and tests that spell them out.
     public init(
         cities: [String] = [], notCities: [String] = [], cohorts: [String] = [], notCohorts: [String] = [],
         units: [String] = [], platforms: [String] = [], versions: [VersionAttribute: VersionRange] = [:]
     ) {
-        self.cities = cities
-        self.notCities = notCities
-        self.cohorts = cohorts
-        self.notCohorts = notCohorts
-        self.units = units
-        self.platforms = platforms
-        self.versions = versions.filter { !$0.value.isEmpty }
+        self.init(
+            lists: [
+                .cities: cities, .notCities: notCities, .cohorts: cohorts, .notCohorts: notCohorts, .units: units,
+                .platforms: platforms,
+            ],
+            versions: versions)
     }
 
-    public var isEmpty: Bool { self == Conditions() }
+    public var cities: [String] {
+        get { self[list: .cities] }
+        set { self[list: .cities] = newValue }
+    }
+    public var notCities: [String] {
+        get { self[list: .notCities] }
+        set { self[list: .notCities] = newValue }
+    }
+    /// Holds when any of the unit's cohorts is listed.
+    public var cohorts: [String] {
+        get { self[list: .cohorts] }
+        set { self[list: .cohorts] = newValue }
+    }
+    /// Holds when none of the unit's cohorts is listed (and the unit has cohorts).
+    public var notCohorts: [String] {
+        get { self[list: .notCohorts] }
+        set { self[list: .notCohorts] = newValue }
+    }
+    /// Unit ids (QA and dogfood allowlists).
+    public var units: [String] {
+        get { self[list: .units] }
+        set { self[list: .units] = newValue }
+    }
+    public var platforms: [String] {
+        get { self[list: .platforms] }
+        set { self[list: .platforms] = newValue }
+    }
+
+    public var isEmpty: Bool { lists.isEmpty && versions.isEmpty }
 
     /// Whether every condition holds for a context (the reference semantics the compiled form follows).
     public func hold(for context: EvaluationContext) -> Bool {
-        if !cities.isEmpty {
-            guard let city = context.city, cities.contains(city) else { return false }
-        }
-        if !notCities.isEmpty {
-            guard let city = context.city, !notCities.contains(city) else { return false }
-        }
-        if !cohorts.isEmpty {
-            guard context.cohorts.contains(where: cohorts.contains) else { return false }
-        }
-        if !notCohorts.isEmpty {
-            guard !context.cohorts.isEmpty, !context.cohorts.contains(where: notCohorts.contains) else { return false }
-        }
-        if !units.isEmpty {
-            guard let unit = context.unitId, units.contains(unit) else { return false }
-        }
-        if !platforms.isEmpty {
-            guard let platform = context.platform, platforms.contains(platform) else { return false }
-        }
+        for (list, values) in lists where !list.holds(values, for: context) { return false }
         for (attribute, range) in versions {
             guard let text = attribute.value(in: context), let version = SemanticVersion(text),
                 range.contains(version)
@@ -224,6 +236,15 @@ public struct Conditions: Sendable, Hashable {
         }
         return true
     }
+}
+
+extension TargetingList {
+    public static let cities = TargetingList(.city)
+    public static let notCities = TargetingList(.city, excludes: true)
+    public static let cohorts = TargetingList(.cohort)
+    public static let notCohorts = TargetingList(.cohort, excludes: true)
+    public static let units = TargetingList(.unit)
+    public static let platforms = TargetingList(.platform)
 }
 
 /// A plugin switch or an experiment flag.

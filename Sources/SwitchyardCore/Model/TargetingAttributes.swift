@@ -1,7 +1,8 @@
-/// What a rule's conditions can ask of an evaluation context, each described once.
+/// What a rule's conditions can ask of an evaluation context, each described once: lists of values
+/// (`ListAttribute`) and version bounds (`VersionAttribute`).
 ///
 /// The conditions model (`Conditions`), both evaluators (`Conditions.hold` and the compiled `Evaluator`), the
-/// document codec, OFREP's context, `flagctl explain` and the JSON Schema tests follow these descriptions:
+/// document codec, OFREP's context, flagctl's summaries and the JSON Schema tests follow these descriptions:
 /// docs/architecture.md "Where a change goes" lists what a new attribute needs beside its line here.
 
 /// A context attribute holding a semantic version that rules bound from below and above: the app's, the OS's.
@@ -90,18 +91,150 @@ public struct VersionRange: Sendable, Hashable {
     }
 }
 
-extension Conditions {
-    /// The condition lists, by their names in documents: what an edit of targeting adds to and removes from.
-    public static var targetingLists: [(String, WritableKeyPath<Conditions, [String]>)] {
-        [
-            ("cities", \.cities), ("not_cities", \.notCities), ("cohorts", \.cohorts), ("not_cohorts", \.notCohorts),
-            ("units", \.units), ("platforms", \.platforms),
-        ]
+/// A context attribute that rules match against lists of values: the unit's city, cohorts, id, platform.
+///
+/// A rule's `<field>` (`cities`) holds when one of the context's values is listed; its `not_<field>`
+/// (`not_cities`), for the attributes rules can exclude by, holds when the context has values and none is listed.
+/// A context without the attribute matches neither. Adding one is a case here (with its line in each switch below:
+/// the compiler asks for them), its field in `EvaluationContext`, and its options in `flagctl explain` and
+/// `flagctl target` (argument-parser declares options one by one).
+public enum ListAttribute: Int, CaseIterable, Sendable, Hashable {
+    /// The unit's city (one).
+    case city
+    /// The unit's cohorts (any number).
+    case cohort
+    /// The unit id itself: allowlists of QA and dogfood units.
+    case unit
+    /// The unit's platform, e.g. ios (one).
+    case platform
+
+    /// Its name for one value: `city` (`flagctl explain` shows `city lagos`).
+    public var name: String {
+        switch self {
+        case .city: "city"
+        case .cohort: "cohort"
+        case .unit: "unit"
+        case .platform: "platform"
+        }
     }
 
+    /// The rule field listing the values that admit a unit, and the attribute's plural in summaries: `cities`.
+    public var field: String {
+        switch self {
+        case .city: "cities"
+        case .cohort: "cohorts"
+        case .unit: "units"
+        case .platform: "platforms"
+        }
+    }
+
+    /// Whether rules can also exclude by it (`not_cities`).
+    public var excludes: Bool {
+        switch self {
+        case .city, .cohort: true
+        case .unit, .platform: false
+        }
+    }
+
+    /// Its members in an OpenFeature evaluation context; an attribute with several values takes a string or a
+    /// list under either key, merged.
+    public var contextKeys: [String] {
+        switch self {
+        case .city: ["city"]
+        case .cohort: ["cohort", "cohorts"]
+        case .unit: ["targetingKey"]
+        case .platform: ["platform"]
+        }
+    }
+
+    /// Whether a context holds several values of it (cohorts) rather than at most one.
+    public var isMultiValued: Bool { self == .cohort }
+
+    /// Calls `body` with each of the context's values, in order, without building a list.
+    @inline(__always)
+    public func forEachValue(in context: EvaluationContext, _ body: (String) -> Void) {
+        switch self {
+        case .city: if let city = context.city { body(city) }
+        case .cohort: for cohort in context.cohorts { body(cohort) }
+        case .unit: if let unit = context.unitId { body(unit) }
+        case .platform: if let platform = context.platform { body(platform) }
+        }
+    }
+
+    /// The context's values (none, one, or several for a multi-valued attribute).
+    public func values(in context: EvaluationContext) -> [String] {
+        var values: [String] = []
+        forEachValue(in: context) { values.append($0) }
+        return values
+    }
+
+    /// Sets the context's values; a single-valued attribute takes the first (none: absent).
+    public func setValues(_ values: [String], in context: inout EvaluationContext) {
+        switch self {
+        case .city: context.city = values.first
+        case .cohort: context.cohorts = values
+        case .unit: context.unitId = values.first
+        case .platform: context.platform = values.first
+        }
+    }
+
+    /// The attributes by their OpenFeature context keys, worked out once.
+    private static let byContextKey = Dictionary(
+        uniqueKeysWithValues: allCases.flatMap { attribute in attribute.contextKeys.map { ($0, attribute) } })
+
+    /// The attribute with an OpenFeature context key, if one has it.
+    public init?(contextKey: String) {
+        guard let attribute = Self.byContextKey[contextKey] else { return nil }
+        self = attribute
+    }
+}
+
+/// One list of a rule's conditions: the values of an attribute that admit a unit (`cities`) or exclude it
+/// (`not_cities`).
+public struct TargetingList: Sendable, Hashable, CaseIterable {
+    public var attribute: ListAttribute
+    /// Whether the list names values that exclude a unit rather than admit it.
+    public var excludes: Bool
+
+    public init(_ attribute: ListAttribute, excludes: Bool = false) {
+        self.attribute = attribute
+        self.excludes = excludes
+    }
+
+    /// Every list a rule can have, in the order documents and summaries write them: each attribute's admitting
+    /// list, then its excluding one where rules have one.
+    public static let allCases: [TargetingList] = ListAttribute.allCases.flatMap { attribute in
+        [TargetingList(attribute)] + (attribute.excludes ? [TargetingList(attribute, excludes: true)] : [])
+    }
+
+    /// Its field in documents and request bodies: `cities`, `not_cities`.
+    public var field: String { excludes ? "not_" + attribute.field : attribute.field }
+    /// How summaries name it: `cities`, `not cities`.
+    public var label: String { excludes ? "not " + attribute.field : attribute.field }
+
+    /// Whether the list holds for a context: one of its values is listed (admitting), or the context has values
+    /// and none is listed (excluding). The reference semantics the compiled evaluator follows.
+    public func holds(_ values: [String], for context: EvaluationContext) -> Bool {
+        var hasValue = false
+        var listed = false
+        attribute.forEachValue(in: context) { value in
+            hasValue = true
+            if !listed && values.contains(value) { listed = true }
+        }
+        return excludes ? hasValue && !listed : listed
+    }
+}
+
+extension Conditions {
     /// Every condition field of a rule in documents (the lists, then each version attribute's two bounds).
     public static var fieldNames: [String] {
-        targetingLists.map(\.0) + VersionAttribute.allCases.flatMap { [$0.atLeastField, $0.belowField] }
+        TargetingList.allCases.map(\.field) + VersionAttribute.allCases.flatMap { [$0.atLeastField, $0.belowField] }
+    }
+
+    /// The values of one of a rule's lists (empty: no condition). Setting an empty list removes it.
+    public subscript(list list: TargetingList) -> [String] {
+        get { lists[list] ?? [] }
+        set { lists[list] = newValue.isEmpty ? nil : newValue }
     }
 
     /// The range a rule admits for a version attribute (empty: no condition). Setting an empty range removes it.

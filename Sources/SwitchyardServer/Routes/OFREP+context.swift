@@ -5,10 +5,9 @@ import SwitchyardCore
 /// | OpenFeature context | Switchyard |
 /// |---|---|
 /// | `targetingKey` | the unit id (bucketing hashes it); missing or empty: no unit id |
-/// | `city` | the city |
-/// | `cohort`, `cohorts` | the cohorts: a string or a list of strings, both keys merged |
+/// | every list attribute's keys (`ListAttribute.contextKeys`): `city`, `platform` | its value, a string |
+/// | `cohort`, `cohorts` (a multi-valued list attribute's keys) | its values: a string or a list of strings, both keys merged |
 /// | `appVersion` and every version attribute's key (`VersionAttribute.contextKey`) | that version (a semantic version string) |
-/// | `platform` | the platform |
 /// | anything else | passed through as an attribute (rules do not read attributes) |
 ///
 /// A `null` member counts as absent. Extra members of the body beside `context` are ignored, and a body
@@ -29,31 +28,27 @@ enum OFREPContext {
             throw .invalidContext("context must be an object, not \(value.typeDescription)")
         }
         var context = EvaluationContext()
+        var lists: [ListAttribute: [String]] = [:]
         for (name, value) in members where value != .null {
-            switch name {
-            case "targetingKey":
-                let unitId = try string(value, name)
-                context.unitId = unitId.isEmpty ? nil : unitId
-            case "city":
-                context.city = try string(value, name)
-            case "cohort", "cohorts":
-                for cohort in try strings(value, name) where !context.cohorts.contains(cohort) {
-                    context.cohorts.append(cohort)
-                }
-            case "platform":
-                context.platform = try string(value, name)
-            default:
-                if let attribute = VersionAttribute(contextKey: name) {
-                    context[keyPath: attribute.contextValue] = try string(value, name)
-                    continue
-                }
-                if case .string(let text) = value {
-                    context.attributes[name] = text
+            if let attribute = ListAttribute(contextKey: name) {
+                if attribute.isMultiValued {
+                    for text in try strings(value, name) where !(lists[attribute]?.contains(text) ?? false) {
+                        lists[attribute, default: []].append(text)
+                    }
                 } else {
-                    context.attributes[name] = value.serializedString()
+                    let text = try string(value, name)
+                    // An empty targeting key is no unit id (bucketing would put every such unit in one bucket).
+                    lists[attribute] = attribute == .unit && text.isEmpty ? [] : [text]
                 }
+            } else if let attribute = VersionAttribute(contextKey: name) {
+                context[keyPath: attribute.contextValue] = try string(value, name)
+            } else if case .string(let text) = value {
+                context.attributes[name] = text
+            } else {
+                context.attributes[name] = value.serializedString()
             }
         }
+        for (attribute, values) in lists { attribute.setValues(values, in: &context) }
         return context
     }
 
