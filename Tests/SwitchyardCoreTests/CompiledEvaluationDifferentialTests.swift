@@ -196,17 +196,15 @@ private enum RandomFlagSet {
     ]
     static let platforms = ["ios", "android", "linux"]
 
+    static let versions = ["4.9.9", "5.0.0", "5.12.0", "6.0.0-beta.2", "6.0.0", "not-a-version", "7"]
+    static let vocabularies: [ListAttribute: [String]] = [
+        .city: cities, .cohort: cohorts, .unit: units, .platform: platforms,
+    ]
+
     /// The values drawn for a list attribute; one added later gets a small vocabulary of its own.
     static func vocabulary(_ attribute: ListAttribute) -> [String] {
-        switch attribute {
-        case .city: cities
-        case .cohort: cohorts
-        case .unit: units
-        case .platform: platforms
-        @unknown default: ["\(attribute.name)-a", "\(attribute.name)-b", "\(attribute.name)-c"]
-        }
+        vocabularies[attribute] ?? ["\(attribute.name)-a", "\(attribute.name)-b", "\(attribute.name)-c"]
     }
-    static let versions = ["4.9.9", "5.0.0", "5.12.0", "6.0.0-beta.2", "6.0.0", "not-a-version", "7"]
 
     static func pick<T>(_ values: [T], _ random: inout SplitMix64) -> T {
         values[Int(random.next() % UInt64(values.count))]
