@@ -36,6 +36,20 @@ struct OpenAPISyncTests {
         return operations
     }
 
+    /// OFREP's request context in the document names every attribute rules read (`ListAttribute.contextKeys`,
+    /// `VersionAttribute.contextKey`): it passes other members through, so only this check sees one missing.
+    @Test func theOFREPContextNamesEveryTargetingAttribute() throws {
+        let yaml = try String(contentsOf: Self.documentURL, encoding: .utf8)
+        let section =
+            yaml.components(separatedBy: "\n    OFREPContext:\n").dropFirst().first?
+            .components(separatedBy: "\n  responses:").first ?? ""
+        #expect(section.contains("targetingKey"), "no OFREPContext request body in docs/openapi.yaml")
+        let keys = ListAttribute.allCases.flatMap(\.contextKeys) + VersionAttribute.allCases.map(\.contextKey)
+        for key in keys {
+            #expect(section.contains("\n                  \(key): "), "OFREPContext's context does not name '\(key)'")
+        }
+    }
+
     /// One list of change sources: the store's, the one flagctl checks `--source` against, and the document's.
     @Test func theSourcesOfChangesAreOneList() throws {
         let names = ChangeSource.all.map(\.rawValue)
@@ -245,6 +259,22 @@ struct OpenAPISyncTests {
                 TargetingRequest(
                     rule: 0, add: Conditions(units: ["u-1"], platforms: ["ios"]),
                     remove: Conditions(notCohorts: ["beta"]), rollout: .off)
+            ),
+            // Every list a rule can have (`TargetingList`): the schema's closed `ConditionLists` must name each.
+            (
+                "TargetingRequest",
+                TargetingRequest(
+                    rule: 0,
+                    add: Conditions(
+                        lists: Dictionary(uniqueKeysWithValues: TargetingList.allCases.map { ($0, ["x"]) })),
+                    remove: Conditions(), rollout: nil)
+            ),
+            (
+                "RolloutRequest",
+                RolloutRequest(
+                    rollout: .off,
+                    conditions: Conditions(
+                        lists: Dictionary(uniqueKeysWithValues: TargetingList.allCases.map { ($0, ["x"]) })))
             ),
             ("ReasonRequest", ReasonRequest(reason: "INC-3")),
             ("DismissalRequest", ReasonRequest(reason: "crashes from a test device farm")),
