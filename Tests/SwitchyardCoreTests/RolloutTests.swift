@@ -116,7 +116,7 @@ struct RolloutTests {
         ("10001", "flags.plugin_switch_a.rollout: 10001 is not between 0 and 10000 basis points"),
         ("-1", "flags.plugin_switch_a.rollout: -1 is not between 0 and 10000 basis points"),
         ("50.5", "flags.plugin_switch_a.rollout: 50.5 must be an integer number of basis points"),
-        ("1.0", "flags.plugin_switch_a.rollout: 1.0 must be an integer number of basis points"),
+        ("1.5", "flags.plugin_switch_a.rollout: 1.5 must be an integer number of basis points"),
         (
             "99999999999999999999",
             "flags.plugin_switch_a.rollout: 99999999999999999999 must be an integer number of basis points"
@@ -131,6 +131,16 @@ struct RolloutTests {
                     """), unit: .basisPoints)
         }
         #expect(error.problems.map(\.description) == [message])
+    }
+
+    /// A whole number of basis points is one however it is written (`2500.0`, `2.5e3`), as JSON Schema counts
+    /// integers: the API's schema calls those valid.
+    @Test(arguments: ["2500", "2500.0", "2.5e3"])
+    func wholeBasisPointsAreReadHoweverWritten(_ literal: String) throws {
+        let flagSet = try FlagSet(
+            tree: JSONValue.parse(#"{"namespace": "n", "flags": {"plugin_switch_a": {"rollout": \#(literal)}}}"#),
+            unit: .basisPoints)
+        #expect(flagSet.flag("plugin_switch_a")?.pluginSwitch?.rollout == Rollout(basisPoints: 2_500))
     }
 }
 

@@ -138,7 +138,7 @@ struct SnapshotDocumentTests {
         ("epoch", .string(""), "epoch: is required and must be a non-empty string"),
         ("version", nil, "version: is required and must be a non-negative integer"),
         ("version", .int(-1), "version: is required and must be a non-negative integer"),
-        ("version", .double(42), "version: is required and must be a non-negative integer"),
+        ("version", .double(42.5), "version: is required and must be a non-negative integer"),
         ("format", nil, "format: is required and must be an integer"),
         ("namespace", nil, "namespace: is required"),
         (

@@ -36,6 +36,15 @@ struct OpenAPISyncTests {
         return operations
     }
 
+    /// The request schemas of a flag set and of a flag are the flag-file schema's, in basis points, as
+    /// `scripts/openapi-flag-file-schemas` writes them: a field added to docs/schemas/flag-file.schema.json
+    /// reaches the API's document too.
+    @Test(.enabled(if: Repository.pythonIsAvailable, "needs python3"))
+    func theFlagSetRequestSchemasAreTheFlagFileSchemas() async throws {
+        let result = try await Repository.runScript("scripts/openapi-flag-file-schemas", ["--check"])
+        #expect(result.status == 0, "\(result.output)")
+    }
+
     /// OFREP's request context in the document names every attribute rules read (`ListAttribute.contextKeys`,
     /// `VersionAttribute.contextKey`): it passes other members through, so only this check sees one missing.
     @Test func theOFREPContextNamesEveryTargetingAttribute() throws {

@@ -45,9 +45,48 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
         !literal.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
     }
 
-    /// The value as an `Int64` when the literal is an integer that fits.
+    /// The value as an `Int64` when it is a whole number that fits, however it is written: `942`, and also `942.0`
+    /// or `9.42e2`, as JSON Schema counts them (an API's schema that says `integer` accepts those, so flagsd does).
     public var int64Value: Int64? {
-        isIntegerLiteral ? Int64(literal) : nil
+        isIntegerLiteral ? Int64(literal) : Self.wholeNumber(literal)
+    }
+
+    /// A literal with a fraction or an exponent whose value is a whole number that fits in an `Int64`, exactly
+    /// (no rounding through a `Double`): its digits, without the point, shifted by the exponent.
+    private static func wholeNumber(_ literal: String) -> Int64? {
+        let bytes = Array(literal.utf8)
+        var index = 0
+        let negative = bytes.first == UInt8(ascii: "-")
+        if negative { index = 1 }
+        var digits: [UInt8] = []
+        var fractionDigits = 0
+        var inFraction = false
+        while index < bytes.count, bytes[index] != UInt8(ascii: "e"), bytes[index] != UInt8(ascii: "E") {
+            if bytes[index] == UInt8(ascii: ".") {
+                inFraction = true
+            } else {
+                digits.append(bytes[index])
+                if inFraction { fractionDigits += 1 }
+            }
+            index += 1
+        }
+        var exponent = 0
+        if index < bytes.count {
+            // JSON's exponent: e or E, an optional sign, digits. Beyond ±1,000 nothing non-zero fits.
+            guard let written = Int(String(decoding: bytes[(index + 1)...], as: UTF8.self)), abs(written) <= 1_000
+            else { return digits.allSatisfy { $0 == UInt8(ascii: "0") } ? 0 : nil }
+            exponent = written
+        }
+        // value = digits × 10^(exponent − fractionDigits); trailing zeros move into the power.
+        var power = exponent - fractionDigits
+        while power < 0, digits.count > 1, digits.last == UInt8(ascii: "0") {
+            digits.removeLast()
+            power += 1
+        }
+        if digits.allSatisfy({ $0 == UInt8(ascii: "0") }) { return 0 }
+        guard power >= 0, digits.count + power <= 20 else { return nil }
+        digits += repeatElement(UInt8(ascii: "0"), count: power)
+        return Int64((negative ? "-" : "") + String(decoding: digits, as: UTF8.self))
     }
 
     /// The value as a `Double` (integers convert too).
@@ -179,7 +218,8 @@ extension JSONValue {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
-        case .number(let number): number.isIntegerLiteral ? "an integer" : "a number"
+        case .number(let number):
+            number.int64Value != nil ? "an integer" : number.isIntegerLiteral ? "an integer out of range" : "a number"
         case .string: "a string"
         case .array: "a list"
         case .object: "an object"
