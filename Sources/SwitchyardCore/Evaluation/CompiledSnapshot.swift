@@ -33,7 +33,7 @@ public final class CompiledSnapshot: Sendable {
     let compiledSize: Int
 
     /// Compiles a snapshot. Never traps, even on a flag set that does not validate.
-    public init(_ snapshot: Snapshot) {
+    public convenience init(_ snapshot: Snapshot) {
         var builder = Builder(flagSet: snapshot.flagSet, base: nil)
         builder.buildKillSwitches(changed: nil)
         var records: [FlagRecord] = []
@@ -44,15 +44,7 @@ public final class CompiledSnapshot: Sendable {
             if keyIndex[flag.key] == nil { keyIndex[flag.key] = Int32(position) }
             records.append(builder.record(for: flag, killList: nil))
         }
-        self.snapshot = snapshot
-        self.keyIndex = keyIndex
-        listIds = builder.interners.map(\.ids)
-        versionBounds = builder.versionBounds
-        versionBoundsByAttribute = builder.versionBoundsByAttribute
-        killSwitchRecords = builder.killSwitchRecords
-        killEntryScopes = builder.killEntryScopes
-        killSlots = builder.killSlots
-        tables = Tables(
+        let tables = Tables(
             flags: Table(copying: records),
             rules: Table(copying: builder.rules),
             scopes: Table(copying: builder.scopes),
@@ -62,11 +54,13 @@ public final class CompiledSnapshot: Sendable {
             cumulativeWeights: Table(copying: builder.cumulativeWeights),
             killSwitchIndices: Table(copying: builder.killSwitchIndices)
         )
-        appendedByDeltas = 0
-        compiledSize = tables.elementCount
+        self.init(
+            snapshot: snapshot, keyIndex: keyIndex, builder: builder, tables: tables, appendedByDeltas: 0,
+            compiledSize: tables.elementCount)
     }
 
-    /// A snapshot compiled from a base and a delta.
+    /// A snapshot compiled in full (`appendedByDeltas` 0, `compiledSize` its tables' size) or from a base and a
+    /// delta.
     private init(
         snapshot: Snapshot, keyIndex: [String: Int32], builder: Builder, tables: Tables,
         appendedByDeltas: Int, compiledSize: Int

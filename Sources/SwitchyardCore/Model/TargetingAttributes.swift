@@ -129,7 +129,7 @@ public enum ListAttribute: Int, CaseIterable, Sendable, Hashable {
     }
 
     /// Whether rules can also exclude by it (`not_cities`).
-    public var excludes: Bool {
+    public var canExclude: Bool {
         switch self {
         case .city, .cohort: true
         case .unit, .platform: false
@@ -148,7 +148,12 @@ public enum ListAttribute: Int, CaseIterable, Sendable, Hashable {
     }
 
     /// Whether a context holds several values of it (cohorts) rather than at most one.
-    public var isMultiValued: Bool { self == .cohort }
+    public var isMultiValued: Bool {
+        switch self {
+        case .cohort: true
+        case .city, .unit, .platform: false
+        }
+    }
 
     /// Calls `body` with each of the context's values, in order, without building a list.
     @inline(__always)
@@ -204,7 +209,7 @@ public struct TargetingList: Sendable, Hashable, CaseIterable {
     /// Every list a rule can have, in the order documents and summaries write them: each attribute's admitting
     /// list, then its excluding one where rules have one.
     public static let allCases: [TargetingList] = ListAttribute.allCases.flatMap { attribute in
-        [TargetingList(attribute)] + (attribute.excludes ? [TargetingList(attribute, excludes: true)] : [])
+        [TargetingList(attribute)] + (attribute.canExclude ? [TargetingList(attribute, excludes: true)] : [])
     }
 
     /// Its field in documents and request bodies: `cities`, `not_cities`.
