@@ -133,14 +133,19 @@ struct JSONParserTests {
         arguments: [
             ("942", 942), ("942.0", 942), ("9.42e2", 942), ("9420E-1", 942), ("-3.000", -3), ("1e3", 1_000),
             ("0.5e1", 5), ("-0.0", 0), ("0e999999", 0), ("9.223372036854775807e18", Int64.max),
-            ("-9223372036854775808.0", Int64.min),
+            ("-9223372036854775808.0", Int64.min), ("0.000000000000000000001e21", 1),
+            ("0.0000000000000000000000042e25", 42),
         ] as [(String, Int64)])
     func wholeNumbersAreIntegersHoweverWritten(text: String, value: Int64) throws {
         #expect(try JSONValue.parse(text).int64Value == value)
         #expect(try JSONValue.parse(text).typeDescription == "an integer")
     }
 
-    @Test(arguments: ["1.5", "942.01", "1e-1", "9.3e18", "1e-300", "12345678901234567890e0", "0.1e30", "1e25"])
+    @Test(arguments: [
+        "1.5", "942.01", "1e-1", "9.3e18", "1e-300", "12345678901234567890e0", "0.1e30", "1e25",
+        // An exponent whose magnitude overflows `abs` (Int.min) once trapped.
+        "1e-9223372036854775808", "1.5e-99999999999999999999",
+    ])
     func fractionsAndWholeNumbersOutOfRangeAreNotIntegers(text: String) throws {
         #expect(try JSONValue.parse(text).int64Value == nil)
     }

@@ -244,11 +244,13 @@ extension ReleaseLimits {
                 guard var clause = reader.object(element, at: path) else { continue }
                 let conditions = Conditions.read(&clause, reader: reader)
                 clause.finish()
-                for (field, values) in [("cities", conditions.cities), ("cohorts", conditions.cohorts)]
-                where !values.isEmpty {
+                // Stages choose cities and cohorts; a limit may name every other list and version bound.
+                let staged: [TargetingList] = [.cities, .cohorts]
+                for list in staged where !conditions[list: list].isEmpty {
+                    let others = TargetingList.allCases.filter { !staged.contains($0) }.map(\.field)
                     reader.report(
-                        path / field,
-                        "a limit may not name \(field): the stages choose them (a limit names not_cities, not_cohorts, units, platforms or versions)"
+                        path / list.field,
+                        "a limit may not name \(list.field): the stages choose them (a limit names \(others.joined(separator: ", ")) or versions)"
                     )
                 }
                 if conditions.isEmpty {

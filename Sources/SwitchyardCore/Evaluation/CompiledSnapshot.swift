@@ -1,8 +1,9 @@
 /// A snapshot compiled once into an indexed form for fast evaluation.
 ///
 /// The values of every list attribute (cities, cohorts, allowlisted units, platforms: `ListAttribute`) are
-/// interned to small integers, per attribute, and every list of a rule or a kill entry becomes a bitset; each flag keeps its murmur3 state after hashing its key, so bucketing a unit hashes only the unit
-/// id. Immutable and safe to share between threads.
+/// interned to small integers, per attribute, and every list of a rule or a kill entry becomes a bitset; each
+/// flag keeps its murmur3 state after hashing its key, so bucketing a unit hashes only the unit id. Immutable and
+/// safe to share between threads.
 ///
 /// ```swift
 /// let compiled = CompiledSnapshot(snapshot)
@@ -440,16 +441,11 @@ private struct Builder {
         return bitset(ids: ids)
     }
 
-    /// Appends the lists that are not empty to `lists`.
-    mutating func lists(_ targeting: [(TargetingList, [String])]) -> ListsRef {
-        let start = listBase + Int32(lists.count)
-        for (list, values) in targeting where !values.isEmpty {
-            lists.append(
-                ListRecord(
-                    values: bitset(values, list.attribute), attribute: Int32(list.attribute.rawValue),
-                    excludes: list.excludes))
-        }
-        return ListsRef(start: start, count: listBase + Int32(lists.count) - start)
+    /// Appends a list to `lists` unless it is empty (no condition).
+    mutating func appendList(_ attribute: ListAttribute, excludes: Bool, _ values: [String]) {
+        guard !values.isEmpty else { return }
+        lists.append(
+            ListRecord(values: bitset(values, attribute), attribute: Int32(attribute.rawValue), excludes: excludes))
     }
 
     /// The bitset of ids (not empty).
@@ -464,7 +460,10 @@ private struct Builder {
     }
 
     mutating func scope(_ scope: Scope) -> Int32 {
-        let record = ScopeRecord(lists: lists([(.cities, scope.cities), (.cohorts, scope.cohorts)]))
+        let start = listBase + Int32(lists.count)
+        appendList(.city, excludes: false, scope.cities)
+        appendList(.cohort, excludes: false, scope.cohorts)
+        let record = ScopeRecord(lists: ListsRef(start: start, count: listBase + Int32(lists.count) - start))
         scopes.append(record)
         return scopeBase + Int32(scopes.count - 1)
     }
@@ -498,7 +497,11 @@ private struct Builder {
     mutating func conditions(_ conditions: Conditions) -> RuleRecord {
         var record = RuleRecord()
         // In the order of `TargetingList.allCases`, whatever the dictionary's.
-        record.lists = lists(TargetingList.allCases.map { ($0, conditions[list: $0]) })
+        let start = listBase + Int32(lists.count)
+        for list in TargetingList.allCases {
+            appendList(list.attribute, excludes: list.excludes, conditions[list: list])
+        }
+        record.lists = ListsRef(start: start, count: listBase + Int32(lists.count) - start)
         record.versions = versionBounds(conditions)
         return record
     }

@@ -1,10 +1,10 @@
 /// A context prepared against one compiled snapshot: evaluates flags through handles without string lookups
 /// or allocation.
 ///
-/// Preparing interns the context's values of every list attribute (city, cohorts, unit id, platform), compares its version attributes with the
-/// snapshot's version bounds, matches the snapshot's kill entries and cuts the unit id into hash blocks, once
-/// (about 2 µs and a dozen allocations for a 1,000-flag snapshot). Prepare again when the context or the
-/// snapshot changes.
+/// Preparing interns the context's values of every list attribute (city, cohorts, unit id, platform), compares
+/// its version attributes with the snapshot's version bounds, matches the snapshot's kill entries and cuts the unit
+/// id into hash blocks, once (about 2 µs and a dozen allocations for a 1,000-flag snapshot). Prepare again when the
+/// context or the snapshot changes.
 public struct Evaluator: Sendable {
     public let snapshot: CompiledSnapshot
     public let context: EvaluationContext

@@ -73,7 +73,7 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
         var exponent = 0
         if index < bytes.count {
             // JSON's exponent: e or E, an optional sign, digits. Beyond ±1,000 nothing non-zero fits.
-            guard let written = Int(String(decoding: bytes[(index + 1)...], as: UTF8.self)), abs(written) <= 1_000
+            guard let written = Int(String(decoding: bytes[(index + 1)...], as: UTF8.self)), written.magnitude <= 1_000
             else { return digits.allSatisfy { $0 == UInt8(ascii: "0") } ? 0 : nil }
             exponent = written
         }
@@ -83,7 +83,9 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
             digits.removeLast()
             power += 1
         }
-        if digits.allSatisfy({ $0 == UInt8(ascii: "0") }) { return 0 }
+        // Leading zeros say nothing (`0.5e1` is 5) and must not count toward the length.
+        guard let first = digits.firstIndex(where: { $0 != UInt8(ascii: "0") }) else { return 0 }
+        digits.removeFirst(first)
         guard power >= 0, digits.count + power <= 20 else { return nil }
         digits += repeatElement(UInt8(ascii: "0"), count: power)
         return Int64((negative ? "-" : "") + String(decoding: digits, as: UTF8.self))

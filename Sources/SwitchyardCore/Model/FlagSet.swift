@@ -238,15 +238,6 @@ public struct Conditions: Sendable, Hashable {
     }
 }
 
-extension TargetingList {
-    public static let cities = TargetingList(.city)
-    public static let notCities = TargetingList(.city, excludes: true)
-    public static let cohorts = TargetingList(.cohort)
-    public static let notCohorts = TargetingList(.cohort, excludes: true)
-    public static let units = TargetingList(.unit)
-    public static let platforms = TargetingList(.platform)
-}
-
 /// A plugin switch or an experiment flag.
 ///
 /// A value like any other; its fields live in one immutable box, so a copy (a flag set of thousands of flags copied

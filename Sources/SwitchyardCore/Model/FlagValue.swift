@@ -40,8 +40,8 @@ public enum FlagValue: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads a JSON value as a value of the given type.
     ///
-    /// An integer literal is accepted for a float (`1` reads as `1.0`); a fractional literal is refused for an
-    /// integer; non-finite floats are refused.
+    /// An integer literal is accepted for a float (`1` reads as `1.0`); a whole number is an integer however it is
+    /// written (`3`, `3.0`, `3e0`), a fraction is refused for an integer; non-finite floats are refused.
     /// - Returns: the value, or nil when the JSON value does not have that type.
     public init?(_ json: JSONValue, as type: FlagValueType) {
         switch (type, json) {

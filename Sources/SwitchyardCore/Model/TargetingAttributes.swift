@@ -197,11 +197,21 @@ public enum ListAttribute: Int, CaseIterable, Sendable, Hashable {
 /// One list of a rule's conditions: the values of an attribute that admit a unit (`cities`) or exclude it
 /// (`not_cities`).
 public struct TargetingList: Sendable, Hashable, CaseIterable {
-    public var attribute: ListAttribute
+    public let attribute: ListAttribute
     /// Whether the list names values that exclude a unit rather than admit it.
-    public var excludes: Bool
+    public let excludes: Bool
 
-    public init(_ attribute: ListAttribute, excludes: Bool = false) {
+    /// The list of values that admit a unit (`cities`).
+    public init(_ attribute: ListAttribute) {
+        self.init(attribute: attribute, excludes: false)
+    }
+
+    /// The list of values that exclude a unit (`not_cities`), for an attribute rules can exclude by; nil for another.
+    public static func excluding(_ attribute: ListAttribute) -> TargetingList? {
+        attribute.canExclude ? TargetingList(attribute: attribute, excludes: true) : nil
+    }
+
+    private init(attribute: ListAttribute, excludes: Bool) {
         self.attribute = attribute
         self.excludes = excludes
     }
@@ -209,7 +219,7 @@ public struct TargetingList: Sendable, Hashable, CaseIterable {
     /// Every list a rule can have, in the order documents and summaries write them: each attribute's admitting
     /// list, then its excluding one where rules have one.
     public static let allCases: [TargetingList] = ListAttribute.allCases.flatMap { attribute in
-        [TargetingList(attribute)] + (attribute.canExclude ? [TargetingList(attribute, excludes: true)] : [])
+        [TargetingList(attribute)] + (excluding(attribute).map { [$0] } ?? [])
     }
 
     /// Its field in documents and request bodies: `cities`, `not_cities`.
@@ -228,6 +238,16 @@ public struct TargetingList: Sendable, Hashable, CaseIterable {
         }
         return excludes ? hasValue && !listed : listed
     }
+}
+
+extension TargetingList {
+    // Today's lists by name, for the call sites and tests that spell them out (`Conditions.cities` and the rest).
+    public static let cities = TargetingList(.city)
+    public static let notCities = TargetingList(attribute: .city, excludes: true)
+    public static let cohorts = TargetingList(.cohort)
+    public static let notCohorts = TargetingList(attribute: .cohort, excludes: true)
+    public static let units = TargetingList(.unit)
+    public static let platforms = TargetingList(.platform)
 }
 
 extension Conditions {
