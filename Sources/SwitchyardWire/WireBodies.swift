@@ -256,12 +256,9 @@ public struct ChangeEntryBody: Sendable, Hashable {
         self.evidence = evidence
     }
 
-    /// `(kind, key)` of each object touched.
-    public var objects: [(kind: String, key: String)] {
-        changes.compactMap { change in
-            guard let kind = change["kind"]?.stringValue, let key = change["key"]?.stringValue else { return nil }
-            return (kind, key)
-        }
+    /// Each object touched, read from `changes` (an entry of another shape is left out).
+    public var objects: [ChangedObject] {
+        changes.compactMap(ChangedObject.init(json:))
     }
 
     public var json: JSONValue {
@@ -613,5 +610,63 @@ public struct TokenBody: Sendable, Hashable {
         createdBy = try reader.string("created_by")
         revokedAt = json["revoked_at"]?.stringValue
         secret = json["token"]?.stringValue
+    }
+}
+
+/// `GET /healthz` (`ok`: the process answers) and `GET /readyz` (`ready`, or `degraded` with the database
+/// `unavailable`, the namespaces still served and why).
+public struct HealthBody: WireBody {
+    public var status: String
+    public var database: String?
+    public var namespaces: Int?
+    public var detail: String?
+
+    public init(status: String, database: String? = nil, namespaces: Int? = nil, detail: String? = nil) {
+        self.status = status
+        self.database = database
+        self.namespaces = namespaces
+        self.detail = detail
+    }
+
+    public var json: JSONValue {
+        var object = JSONObject([("status", .string(status))])
+        if let database { object["database"] = .string(database) }
+        if let namespaces { object["namespaces"] = .int(namespaces) }
+        if let detail { object["detail"] = .string(detail) }
+        return .object(object)
+    }
+
+    public init(json: JSONValue) throws(WireError) {
+        var reader = try WireReader(json, "health")
+        status = try reader.string("status")
+        database = json["database"]?.stringValue
+        namespaces = json["namespaces"]?.int64Value.map(Int.init)
+        detail = json["detail"]?.stringValue
+    }
+}
+
+/// One object a change touched, as a change entry lists it: `{"kind", "key", "before", "after"}`, the object's
+/// tree before and after (absent or `null`: it did not exist). The trees are the API's objects (a flag, a kill
+/// switch, a plugin point, the namespace's settings), compared field by field by whoever shows them.
+public struct ChangedObject: Sendable, Hashable {
+    /// `flag`, `kill_switch`, `plugin_point`, `namespace`, ...
+    public var kind: String
+    public var key: String
+    public var before: JSONValue?
+    public var after: JSONValue?
+
+    public init(kind: String, key: String, before: JSONValue?, after: JSONValue?) {
+        self.kind = kind
+        self.key = key
+        self.before = before
+        self.after = after
+    }
+
+    /// Reads one entry of `changes`; nil when it has no `kind` or `key`.
+    public init?(json: JSONValue) {
+        guard let kind = json["kind"]?.stringValue, let key = json["key"]?.stringValue else { return nil }
+        self.init(
+            kind: kind, key: key, before: json["before"].flatMap { $0 == .null ? nil : $0 },
+            after: json["after"].flatMap { $0 == .null ? nil : $0 })
     }
 }

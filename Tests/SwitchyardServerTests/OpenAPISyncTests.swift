@@ -120,6 +120,8 @@ struct OpenAPISyncTests {
             .post, "\(ns)/flags/plugin_switch_feed_promos/release/start", token: "editor",
             body: #"{"plan": {"stages": [{"cities": ["lagos"], "rollout": 100}, {"rollout": 10000}], "soak": "1h"}}"#)
         let answers: [(schema: String, response: TestResponse)] = [
+            ("Status", try await app.send(.get, "/healthz", token: nil)),
+            ("Status", try await app.send(.get, "/readyz", token: nil)),
             ("Namespace", try await app.send(.get, ns, token: "editor")),
             ("Flag", try await app.send(.get, "\(ns)/flags/plugin_switch_map_traffic", token: "editor")),
             ("Committed", disabled), ("Committed", killed), ("Committed", unchanged), ("Committed", released),

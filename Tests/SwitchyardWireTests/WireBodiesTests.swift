@@ -14,6 +14,14 @@ struct WireBodiesTests {
         #expect(try NamespaceBody(json: namespace.json) == namespace)
         #expect(namespace.json["etag"] == .string("\"9f2c.41\""))
 
+        for health in [
+            HealthBody(status: "ok"), HealthBody(status: "ready", database: "ok"),
+            HealthBody(
+                status: "degraded", database: "unavailable", namespaces: 3, detail: "the database does not answer"),
+        ] {
+            #expect(try HealthBody(json: health.json) == health)
+        }
+
         let change = ChangeEntryBody(
             version: 41, time: "2026-11-26T04:10:00.000Z", actor: "bob", source: "cli", reason: nil,
             summary: "disable plugin_switch_feed_promos",

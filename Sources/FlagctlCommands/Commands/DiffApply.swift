@@ -347,7 +347,7 @@ public struct Apply: FlagctlCommand {
                         "PUT", APIClient.path("v1", "namespaces", plan.namespace, "flag-set"),
                         body: FlagSetRequest(flagSet: plan.desired, reason: reason).sent, ifMatch: etag)
                     results[plan.namespace] = response.json
-                    let version = response.json["version"]?.int64Value ?? 0
+                    let version = try CommittedBody(json: response.json).version.version
                     if !machine {
                         console.write(
                             "applied \(plan.file) to namespace \(plan.namespace): version \(plan.baseVersion!) → \(version)\n"
@@ -360,7 +360,7 @@ public struct Apply: FlagctlCommand {
                     results[plan.namespace] = response.json
                     if !machine {
                         console.write(
-                            "created namespace \(plan.namespace) from \(plan.file) at version \(response.json["version"]?.int64Value ?? 1)\n"
+                            "created namespace \(plan.namespace) from \(plan.file) at version \(try NamespaceBody(json: response.json).version)\n"
                         )
                     }
                 }

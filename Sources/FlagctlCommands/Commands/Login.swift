@@ -126,7 +126,7 @@ public struct Version: FlagctlCommand {
             let status: String
             do {
                 let health = try await client.get("/healthz")
-                status = health["status"]?.stringValue ?? "answers"
+                status = (try? HealthBody(json: health))?.status ?? "answers"
             } catch {
                 status = "unreachable"
             }

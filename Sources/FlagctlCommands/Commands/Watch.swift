@@ -195,7 +195,7 @@ public struct Watch: FlagctlCommand {
         var text =
             "\(Style.bold.apply("version \(entry.version)", colour: colour))  \(Audit.shortTime(entry.time))  \(source)\(entry.summary)\n"
         if let reason = entry.reason { text += "  reason: \(reason)\n" }
-        let lines = entry.changes.flatMap(ObjectDiff.lines)
+        let lines = entry.objects.flatMap(ObjectDiff.lines)
         for line in lines.prefix(maximumLines) { text += "  \(line)\n" }
         if lines.count > maximumLines {
             text += "  ... and \(lines.count - maximumLines) more (-o json shows every field)\n"

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchyardCore
+import SwitchyardWire
 
 /// What changed in one object, field by field, for people: `rules[1].rollout: 1% → 10%`.
 ///
@@ -13,13 +14,11 @@ enum ObjectDiff {
         var after: JSONValue?
     }
 
-    /// Lines for a change entry `{"kind", "key", "before", "after"}`.
-    static func lines(_ change: JSONValue) -> [String] {
-        let kind = (change["kind"]?.stringValue ?? "object").replacingOccurrences(of: "_", with: " ")
-        let key = change["key"]?.stringValue ?? "?"
-        let before = change["before"].flatMap { $0 == .null ? nil : $0 }
-        let after = change["after"].flatMap { $0 == .null ? nil : $0 }
-        return lines(kind: kind, key: key, before: before, after: after)
+    /// Lines for one object a change touched.
+    static func lines(_ change: ChangedObject) -> [String] {
+        lines(
+            kind: change.kind.replacingOccurrences(of: "_", with: " "), key: change.key, before: change.before,
+            after: change.after)
     }
 
     static func lines(kind: String, key: String, before: JSONValue?, after: JSONValue?) -> [String] {

@@ -9,7 +9,7 @@ import SwitchyardWire
 extension API {
     /// `GET /healthz`: the process answers.
     func health(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        .json(.object(JSONObject([("status", .string("ok"))])))
+        .json(HealthBody(status: "ok").json)
     }
 
     /// `GET /readyz`: 200 `ready` when the database answers; 200 `degraded` when it does not but the snapshots
@@ -25,19 +25,13 @@ extension API {
             context.logger.debug("readiness: the database does not answer", metadata: ["error": "\(error)"])
             let detail = (error as? StorageError)?.message ?? "the check failed; flagsd's log has the details"
             return .json(
-                .object(
-                    JSONObject([
-                        ("status", .string("degraded")), ("database", .string("unavailable")),
-                        ("namespaces", .int(app.hub.positions().count)),
-                        (
-                            "detail",
-                            .string(
-                                "the database does not answer, so changes fail with 503; snapshots held are served, and long-polls wait for the next change: \(detail)"
-                            )
-                        ),
-                    ])))
+                HealthBody(
+                    status: "degraded", database: "unavailable", namespaces: app.hub.positions().count,
+                    detail:
+                        "the database does not answer, so changes fail with 503; snapshots held are served, and long-polls wait for the next change: \(detail)"
+                ).json)
         }
-        return .json(.object(JSONObject([("status", .string("ready")), ("database", .string("ok"))])))
+        return .json(HealthBody(status: "ready", database: "ok").json)
     }
 
     /// `GET /metrics`: Prometheus text format.
