@@ -295,10 +295,8 @@ package final class LongPollHub: Service, Sendable {
         if let previous, previous.epoch == snapshot.epoch, deltaVersions > 0 {
             _ = snapshot.deltaAnswer(from: previous.version)
         }
-        // The version replaced is freed off the change's path: thousands of members to release; what reading and
-        // publishing a large document freed goes back to the system a second later.
+        // The version replaced is freed off the change's path: thousands of members to release.
         if let previous { Self.retire(previous) }
-        MemoryReturn.afterLargeDocument(bytes: snapshot.body.readableBytes)
         let position = snapshot.position
         let (woken, count, isUpdate) = shared.withLock { shared -> ([Waiter], Int, Bool) in
             let current = shared.snapshots[snapshot.namespace]
@@ -314,6 +312,9 @@ package final class LongPollHub: Service, Sendable {
         .record(snapshot.version)
         if !isUpdate { KnownSeries.namespace(snapshot.namespace, metricsFactory) }
         Self.wake(woken, .changed)
+        // After the wake, not before it: what reading and publishing a large document freed goes back to the
+        // system a second later.
+        MemoryReturn.afterLargeDocument(bytes: snapshot.body.readableBytes)
         waitersGauge.record(count)
         wakeups.increment(by: woken.count)
         // A namespace's first publication (at start) is not a change arriving; clocks of other hosts may run behind.

@@ -41,21 +41,6 @@ extension API {
         return .json(.object(object), headers: etagHeaders(state.record))
     }
 
-    /// Authorizes a write and reads its body object.
-    func writeInput(_ request: Request, _ context: FlagsRequestContext) async throws -> (
-        String, TokenRecord, BodyObject, BodyProblems
-    ) {
-        let namespace = try parameter("namespace", context)
-        let token = try await auth.authorize(request, role: .editor, namespace: namespace)
-        let body = try await request.jsonBody(limit: bodyLimit)
-        let problems = BodyProblems()
-        guard let object = BodyObject(body, problems: problems) else {
-            try problems.check()
-            throw APIError.badRequest("the body must be a JSON object")
-        }
-        return (namespace, token, object, problems)
-    }
-
     /// Authorizes a write and reads its typed body: a 400 naming every problem of the body.
     func writeInput<Body: ChangeRequestBody>(_ request: Request, _ context: FlagsRequestContext, as type: Body.Type)
         async throws -> (String, TokenRecord, Body)
@@ -74,14 +59,14 @@ extension API {
 
     /// `POST /v1/namespaces/{namespace}/flags`: `{"key", "flag", "reason"}`; 409 when the key exists.
     func createFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
-        let key = body.string("key", required: true)
-        let definition = body.value("flag", required: true)
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
-        guard let key, let definition else { throw APIError.badRequest("key and flag are required") }
+        // A whole flag's tree, read by the flag-set reader inside the change (flagctl does not send these bodies).
+        let (namespace, token, (key, definition, reason)) = try await writeInput(request, context) { body in
+            let key = body.string("key", required: true)
+            let definition = body.value("flag", required: true)
+            let reason = body.string("reason")
+            body.finish()
+            return key.flatMap { key in definition.map { (key, $0, reason) } }
+        }
         let change = try changeRequest(request, token: token, reason: reason, summary: "create flag \(key)")
         let result = try await app.service.change(namespace, change) { flagSet in
             guard flagSet.flag(key) == nil else {
@@ -96,14 +81,13 @@ extension API {
 
     /// `PUT /v1/namespaces/{namespace}/flags/{key}`: `{"flag", "reason"}`; creates or replaces the definition.
     func putFlag(_ request: Request, context: FlagsRequestContext) async throws -> Response {
-        let (namespace, token, input, problems) = try await writeInput(request, context)
-        var body = input
         let key = try parameter("key", context)
-        let definition = body.value("flag", required: true)
-        let reason = API.reason(&body)
-        body.finish()
-        try problems.check()
-        guard let definition else { throw APIError.badRequest("flag is required", path: "flag") }
+        let (namespace, token, (definition, reason)) = try await writeInput(request, context) { body in
+            let definition = body.value("flag", required: true)
+            let reason = body.string("reason")
+            body.finish()
+            return definition.map { ($0, reason) }
+        }
         let change = try changeRequest(request, token: token, reason: reason, summary: "update flag \(key)")
         let result = try await app.service.change(namespace, change) { current in
             try current.replacingFlag(key, with: definition).keepingReleaseProgress(of: current)

@@ -30,16 +30,8 @@ extension API {
                 "token '\(token.name)' may not create namespace '\(name)' (it is limited to \(token.namespaces?.joined(separator: ", ") ?? ""))"
             )
         }
-        var flagSet: FlagSet
-        if let given = input.flagSet {
-            flagSet = given
-        } else {
-            do {
-                flagSet = try FlagSet(tree: .object(JSONObject([("namespace", .string(name))])), unit: .basisPoints)
-            } catch {
-                throw APIError.invalid("namespace '\(name)': \(error)", problems: error.problems)
-            }
-        }
+        // The name was checked as a flag set checks it (`NamespaceCreateRequest.read`).
+        var flagSet = input.flagSet ?? FlagSet(namespace: name)
         if let description = input.description { flagSet.description = description }
         let change = try changeRequest(request, token: token, reason: input.reason)
         let result = try await app.service.createNamespace(

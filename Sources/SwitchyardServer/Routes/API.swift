@@ -102,9 +102,4 @@ struct API: Sendable {
         headers[.eTag] = body.version.entityTag
         return .json(body.json, status: status, headers: headers)
     }
-
-    /// Reads an optional `reason` from a body whose other fields the caller has read.
-    static func reason(_ object: inout BodyObject) -> String? {
-        object.string("reason")
-    }
 }
