@@ -14,17 +14,23 @@ source bench/flagsd-common.sh
 prepare_bench
 MACHINE=$(machine_line)
 FLAGSD_ARGS="--events-rate-per-address 0 --events-rate-per-token 0 ${FLAGSD_ARGS:-}" start_flagsd
+# What flagsd writes to storage meanwhile (the kernel's count of bytes it sent towards the disk): the flood's events
+# and the editor's changes share the disk, and a change is acknowledged after its own sync.
+written() { awk '/^write_bytes/ {print $2}' "/proc/$FLAGSD_PID/io"; }
+WRITTEN_BEFORE=$(written)
 FLOOD=$(.venv-bench/bin/python bench/flagsd/guard.py flood --port "$FLAGSD_PORT" --admin-token "$FLAGSD_BENCH_TOKEN" \
   --seconds "${SECONDS_PER_ROUND:-10}" --rounds "${ROUNDS:-8}" --connections "${CLIENTS:-4}" --batch "${BATCH:-100}" \
   --changes "${CHANGES:-100}")
+WRITTEN=$(( $(written) - WRITTEN_BEFORE ))
 stop_flagsd
 echo "### Changes first: kill-switch latency during an event flood ($(date -u +%F), commit $(git rev-parse --short HEAD))"
 echo
 echo "Machine: $MACHINE. flagsd release build on SQLite; the Python load client (uvloop) shares the cores."
 echo
-python3 - "$FLOOD" <<'PY'
+python3 - "$FLOOD" "$WRITTEN" <<'PY'
 import json, sys
 f = json.loads(sys.argv[1])
+written = int(sys.argv[2])
 print(f"| kill-switch change (request → answer) | changes | p50 ms | p90 ms | p95 ms | p99 ms | max ms |")
 print("|---|---:|---:|---:|---:|---:|---:|")
 for phase, name in (("rest", "at rest"), ("flood", f"during a flood from {f['clients']} clients ({f['batch']} sessions per batch, {f['flood_events_per_second']} events/s counted, {f['flood_batches_refused']} batches refused 429)")):
@@ -34,5 +40,8 @@ print(f"| ratio flood / rest | | {f['ratio_p50_flood_to_rest']} | {round(f['floo
 print()
 c = f["commit_mean_ms"]
 o = f["commit_over_5ms"]
-print(f"Mean time of a change inside flagsd's store (the commit, its wait for the writer included): at rest {c['rest']} ms, during the flood {c['flood']} ms; the rest of a change's latency is the request's way through flagsd and the load client. Changes that spent more than 5 ms in the store: {o['rest']} at rest, {o['flood']} during the flood (of {f['rest']['changes']} each).")
+r = f["routed_over_5ms"]
+print(f"Mean time of a change inside flagsd's store (the commit, its wait for the writer included): at rest {c['rest']} ms, during the flood {c['flood']} ms; the rest of a change's latency is the request's way through flagsd and the load client. Changes that spent more than 5 ms in the store: {o['rest']} at rest, {o['flood']} during the flood; more than 5 ms in flagsd's router (request to response): {r['rest']} at rest, {r['flood']} during the flood (of {f['rest']['changes']} each). The editor's process ran at nice {f['editor_nice']}, the flooding clients' at nice {f.get('flood_nice', 0)}.")
+print()
+print(f"flagsd wrote {written / 2**20:.0f} MiB towards the disk during the run ({written / max(f['flood_events'], 1) / 1024:.1f} KiB per event counted, {f['flood_events']} events).")
 PY
