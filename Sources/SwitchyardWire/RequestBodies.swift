@@ -415,14 +415,18 @@ public struct TokenCreateRequest: Sendable, Hashable {
         self.ratePerMinute = ratePerMinute
     }
 
+    /// What is wrong with a token's name (flagsd refuses it with this, flagctl before sending it); nil when nothing.
+    public static func nameProblem(_ name: String) -> String? {
+        name.isEmpty || name.count > 64 || name.contains(where: { $0.isNewline || $0 == "\t" })
+            ? "must be 1 to 64 characters on one line" : nil
+    }
+
     /// Reads the body, reporting every problem; nil when one was reported.
     public static func read(_ body: inout BodyObject) -> TokenCreateRequest? {
         let before = body.problems.problems.count
         let problems = body.problems
         let name = body.string("name", required: true)
-        if let name, name.isEmpty || name.count > 64 || name.contains(where: { $0.isNewline || $0 == "\t" }) {
-            problems.report(body.path / "name", "must be 1 to 64 characters on one line")
-        }
+        if let problem = name.flatMap(nameProblem) { problems.report(body.path / "name", problem) }
         let roleText = body.string("role", required: true)
         let role = roleText.flatMap(Role.init(rawValue:))
         if let roleText, role == nil {

@@ -169,6 +169,19 @@ struct ParseTests {
             try parse(
                 ["tokens", "create", "prometheus", "--role", "metrics", "--allow", "rider"], as: TokensCreate.self)
         }
+        // flagsd's rule for a token's name, checked before anything is sent.
+        for name in ["", String(repeating: "n", count: 65), "two\nlines"] {
+            #expect {
+                try parse(["tokens", "create", name, "--role", "editor"], as: TokensCreate.self)
+            } throws: { error in
+                Flagctl.message(for: error).contains("The token's name must be 1 to 64 characters on one line")
+            }
+        }
+        #expect(
+            try parse(
+                ["tokens", "create", String(repeating: "n", count: 64), "--role", "editor"], as: TokensCreate.self
+            )
+            .name.count == 64)
         #expect(try parse(["tokens", "revoke", "tok_1"], as: TokensRevoke.self).idOrName == "tok_1")
         _ = try parse(["tokens", "list"], as: TokensList.self)
         let login = try parse(["login", "--server", "http://s:1", "-n", "rider", "--token-stdin"], as: Login.self)

@@ -122,6 +122,9 @@ public struct TokensCreate: FlagctlCommand {
     public init() {}
 
     public func validate() throws {
+        if let problem = TokenCreateRequest.nameProblem(name) {
+            throw ValidationError("The token's name \(problem) (it names its holder, a person or an app).")
+        }
         guard let role = Role(rawValue: role) else {
             throw ValidationError(
                 "--role '\(role)' is not a role; pass client (apps), reporter (crash pipelines), editor (release managers), admin or metrics (a Prometheus scraper)."
