@@ -441,6 +441,14 @@ private struct Builder {
         return bitset(ids: ids)
     }
 
+    /// The index the next list appended to `lists` gets.
+    var nextList: Int32 { listBase + Int32(lists.count) }
+
+    /// The lists appended since `start` (a `nextList` read before appending them).
+    func lists(since start: Int32) -> ListsRef {
+        ListsRef(start: start, count: nextList - start)
+    }
+
     /// Appends a list to `lists` unless it is empty (no condition).
     mutating func appendList(_ attribute: ListAttribute, excludes: Bool, _ values: [String]) {
         guard !values.isEmpty else { return }
@@ -460,10 +468,10 @@ private struct Builder {
     }
 
     mutating func scope(_ scope: Scope) -> Int32 {
-        let start = listBase + Int32(lists.count)
+        let start = nextList
         appendList(.city, excludes: false, scope.cities)
         appendList(.cohort, excludes: false, scope.cohorts)
-        let record = ScopeRecord(lists: ListsRef(start: start, count: listBase + Int32(lists.count) - start))
+        let record = ScopeRecord(lists: lists(since: start))
         scopes.append(record)
         return scopeBase + Int32(scopes.count - 1)
     }
@@ -497,11 +505,11 @@ private struct Builder {
     mutating func conditions(_ conditions: Conditions) -> RuleRecord {
         var record = RuleRecord()
         // In the order of `TargetingList.allCases`, whatever the dictionary's.
-        let start = listBase + Int32(lists.count)
+        let start = nextList
         for list in TargetingList.allCases {
             appendList(list.attribute, excludes: list.excludes, conditions[list: list])
         }
-        record.lists = ListsRef(start: start, count: listBase + Int32(lists.count) - start)
+        record.lists = lists(since: start)
         record.versions = versionBounds(conditions)
         return record
     }
