@@ -158,7 +158,8 @@ extension FlagSet {
         at now: Int64
     ) -> FlagSet {
         var result = self
-        for index in result.flags.indices {
+        // Most switches have no running plan: they are passed over without copying them.
+        for index in result.flags.indices where result.flags[index].hasRunningRelease {
             guard var gate = result.flags[index].pluginSwitch, var plan = gate.release, plan.isRunning,
                 let old = before.flag(result.flags[index].key)?.pluginSwitch, old.release?.state == plan.state
             else { continue }

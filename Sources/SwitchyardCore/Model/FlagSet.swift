@@ -257,12 +257,17 @@ public struct FlagDefinition: Sendable, Hashable {
         let description: String?
         let owner: String?
         let kind: Kind
+        /// Whether it is a plugin switch whose release plan runs: known once, so that a pass over every flag looking
+        /// for running plans (each change does one) copies no switch.
+        let hasRunningRelease: Bool
 
         init(key: String, description: String?, owner: String?, kind: Kind) {
             self.key = key
             self.description = description
             self.owner = owner
             self.kind = kind
+            hasRunningRelease =
+                if case .pluginSwitch(let gate) = kind { gate.release?.isRunning == true } else { false }
         }
     }
 
@@ -311,6 +316,10 @@ public struct FlagDefinition: Sendable, Hashable {
         hasher.combine(owner)
         hasher.combine(kind)
     }
+
+    /// Whether it is a plugin switch whose release plan runs (`pluginSwitch?.release?.isRunning`), without copying
+    /// the switch.
+    public var hasRunningRelease: Bool { storage.hasRunningRelease }
 
     public var pluginSwitch: PluginSwitchDefinition? {
         get {
