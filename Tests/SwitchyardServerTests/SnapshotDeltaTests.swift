@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import NIOCore
 import SwitchyardCore
 import SwitchyardSQLite
 import SwitchyardStorage
@@ -188,6 +189,49 @@ struct SnapshotDeltaTests {
         guard case .full(.unknownBase) = second.deltaAnswer(from: 0) else {
             Issue.record("a delta from an unknown version")
             return
+        }
+    }
+
+    /// Each version's document is written from the previous version's pieces and its checksum hashed from the
+    /// first run of flags that changed: after random one-flag changes anywhere in a namespace of several runs (first,
+    /// middle and last flags, added flags that split a run, removed ones, the namespace's description in the head),
+    /// the published bytes and checksum are exactly the canonical document's, computed afresh.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func eachVersionsDocumentAndChecksumEqualTheCanonicalOnesAfterChanges(seed: UInt64) {
+        var random = SeededRandom(seed: seed)
+        func key(_ number: Int) -> String { "plugin_switch_\(String(number + 100_000).dropFirst())" }
+        var flagSet = FlagSet(
+            namespace: "runs",
+            flags: (0..<700).map { FlagDefinition(key: key($0 * 10), kind: .pluginSwitch(PluginSwitchDefinition())) })
+        var published = PublishedSnapshot(Snapshot(epoch: "e", version: 1, flagSet: flagSet), deltaVersions: 10)
+        for version in Int64(2)...60 {
+            let index = [0, flagSet.flags.count - 1, Int.random(in: 0..<flagSet.flags.count, using: &random)][
+                Int(version % 3)]
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0:
+                flagSet.flags[index].pluginSwitch?.rollout = Rollout(
+                    basisPoints: Int.random(in: 0...10_000, using: &random))!
+            case 1:
+                flagSet.flags[index].description = "changed at \(version)"
+            case 2:
+                // Between two existing keys: enough of them in one run split it.
+                let number = Int.random(in: 0..<7_000, using: &random) * 10 + Int.random(in: 1...9, using: &random)
+                if !flagSet.flags.contains(where: { $0.key == key(number) }) {
+                    flagSet.flags.append(
+                        FlagDefinition(key: key(number), kind: .pluginSwitch(PluginSwitchDefinition())))
+                }
+            case 3:
+                flagSet.flags.remove(at: index)
+            case 4:
+                flagSet.description = version % 2 == 0 ? "namespace at \(version)" : nil
+            default:
+                flagSet.flags[index].pluginSwitch?.disabled.toggle()
+            }
+            let snapshot = Snapshot(epoch: "e", version: version, flagSet: flagSet)
+            published = PublishedSnapshot(snapshot, previous: published, deltaVersions: 10)
+            let same = Array(buffer: published.body) == SnapshotDocument.encode(snapshot)
+            #expect(same, "version \(version): the bytes written from the previous version's pieces")
+            #expect(published.checksum == SnapshotDocument.checksum(of: snapshot), "version \(version): the checksum")
         }
     }
 

@@ -54,55 +54,58 @@ package struct EncodedFlags: Sendable {
         SnapshotDocument.withChecksum(body: body(for: snapshot))
     }
 
-    /// The canonical form of the document without its checksum (`{…}`), for a caller that hashes it and writes the
-    /// document straight into its own buffer: ``SnapshotDocument/prefix(checksum:)`` and then the body without its
-    /// first byte (`{`).
+    /// The canonical form of the document without its checksum (`{…}`): ``DocumentPieces`` joined.
     package func body(for snapshot: Snapshot) -> [UInt8] {
+        pieces(for: snapshot).joined()
+    }
+
+    /// The canonical form of the document without its checksum in pieces, for a caller that hashes it and writes the
+    /// document straight into its own buffer (``SnapshotDocument/prefix(checksum:)`` and then the body without its
+    /// first byte, `{`): the flags' runs are this value's own arrays, shared with the next version's pieces where
+    /// their members did not change, so that the caller can tell which parts of a document it hashed before.
+    package func pieces(for snapshot: Snapshot) -> DocumentPieces {
         // The canonical form without the checksum, members in key order:
         // description?, epoch, flags, format, kill_switches, namespace, plugin_points?, version.
         let flagSet = snapshot.flagSet
-        func joined<Element>(_ list: [Element], _ bytes: (Element) -> [UInt8]) -> Int {
-            list.reduce(0) { $0 + bytes($1).count + 1 }
-        }
-        var body: [UInt8] = []
-        body.reserveCapacity(members.byteCount + killSwitches.byteCount + joined(pluginPoints, \.bytes) + 256)
-        body.append(UInt8(ascii: "{"))
+        var head: [UInt8] = [UInt8(ascii: "{")]
         if let description = flagSet.description {
-            body += Array(#""description":"#.utf8)
-            JSONValue.writeString(description, into: &body)
-            body.append(UInt8(ascii: ","))
+            head += Array(#""description":"#.utf8)
+            JSONValue.writeString(description, into: &head)
+            head.append(UInt8(ascii: ","))
         }
-        body += Array(#""epoch":"#.utf8)
-        JSONValue.writeString(snapshot.epoch, into: &body)
+        head += Array(#""epoch":"#.utf8)
+        JSONValue.writeString(snapshot.epoch, into: &head)
+        head += Array(#","flags":{"#.utf8)
+
+        var runs: [[UInt8]] = []
+        members.forEachRun { runs.append($0) }
+
+        var tail: [UInt8] = []
+        tail.reserveCapacity(killSwitches.byteCount + pluginPoints.reduce(0) { $0 + $1.bytes.count + 1 } + 128)
         func append<Element>(_ list: [Element], _ bytes: (Element) -> [UInt8]) {
             for (index, element) in list.enumerated() {
-                if index > 0 { body.append(UInt8(ascii: ",")) }
-                body += bytes(element)
+                if index > 0 { tail.append(UInt8(ascii: ",")) }
+                tail += bytes(element)
             }
         }
-        func append(_ members: SortedMembers) {
-            var first = true
-            members.forEachRun { run in
-                if !first { body.append(UInt8(ascii: ",")) }
-                first = false
-                body += run
-            }
+        tail += Array(#"},"format":"#.utf8) + JSONValue.int64(SnapshotDocument.format).serialized(.canonical)
+        tail += Array(#","kill_switches":{"#.utf8)
+        var first = true
+        killSwitches.forEachRun { run in
+            if !first { tail.append(UInt8(ascii: ",")) }
+            first = false
+            tail += run
         }
-        body += Array(#","flags":{"#.utf8)
-        append(members)
-        body += Array(#"},"format":"#.utf8) + JSONValue.int64(SnapshotDocument.format).serialized(.canonical)
-        body += Array(#","kill_switches":{"#.utf8)
-        append(killSwitches)
-        body += Array(#"},"namespace":"#.utf8)
-        JSONValue.writeString(flagSet.namespace, into: &body)
+        tail += Array(#"},"namespace":"#.utf8)
+        JSONValue.writeString(flagSet.namespace, into: &tail)
         if !pluginPoints.isEmpty {
-            body += Array(#","plugin_points":["#.utf8)
+            tail += Array(#","plugin_points":["#.utf8)
             append(pluginPoints, \.bytes)
-            body.append(UInt8(ascii: "]"))
+            tail.append(UInt8(ascii: "]"))
         }
-        body += Array(#","version":"#.utf8) + JSONValue.int64(snapshot.version).serialized(.canonical)
-        body.append(UInt8(ascii: "}"))
-        return body
+        tail += Array(#","version":"#.utf8) + JSONValue.int64(snapshot.version).serialized(.canonical)
+        tail.append(UInt8(ascii: "}"))
+        return DocumentPieces(head: head, runs: runs, tail: tail)
     }
 
     /// `"<key>":<flag>` in canonical form, as in a snapshot (no crash guard policy).
@@ -119,6 +122,43 @@ package struct EncodedFlags: Sendable {
     static func element(_ point: PluginPointDefinition) -> [UInt8] {
         JSONValue.object(point.tree).serialized(.canonical)
     }
+}
+
+/// A snapshot's canonical body (the document without its checksum) as written from ``EncodedFlags``: `head`, then
+/// the flags' `runs` joined by commas, then `tail`.
+package struct DocumentPieces: Sendable {
+    /// `{`, the description and epoch members, and `"flags":{`.
+    package let head: [UInt8]
+    /// The flags' members in key order, several members (joined by commas) in each run.
+    package let runs: [[UInt8]]
+    /// From the end of the flags (`}`) to the end of the body: format, kill switches, namespace, plugin points,
+    /// version.
+    package let tail: [UInt8]
+
+    /// The body's length in bytes.
+    package var count: Int {
+        head.count + runs.reduce(0) { $0 + $1.count } + max(0, runs.count - 1) + tail.count
+    }
+
+    /// Calls `body` with the body's bytes in order, a piece at a time (the commas between runs included).
+    package func forEachPiece(_ body: (ArraySlice<UInt8>) -> Void) {
+        body(head[...])
+        for (index, run) in runs.enumerated() {
+            if index > 0 { body(Self.comma[...]) }
+            body(run[...])
+        }
+        body(tail[...])
+    }
+
+    /// The body in one array.
+    package func joined() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        forEachPiece { bytes += $0 }
+        return bytes
+    }
+
+    package static let comma: [UInt8] = [UInt8(ascii: ",")]
 }
 
 /// Members (`"<key>":<value>`) sorted by key, kept in chunks of a few hundred so that a copy shares every chunk and

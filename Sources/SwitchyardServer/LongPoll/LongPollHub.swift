@@ -38,7 +38,9 @@ package final class PublishedSnapshot: Sendable {
     /// The snapshot compiled for evaluation (OFREP), once per version.
     package let compiled: CompiledSnapshot
     /// The `checksum` member of the document.
-    package let checksum: String
+    package var checksum: String { documentChecksum.value }
+    /// The checksum with the hash states the next version's resumes from.
+    let documentChecksum: DocumentChecksum
     /// The snapshot's digest, which deltas to it carry, and the sums it came from (for the next version's).
     package let digest: String
     let digestSums: SnapshotDigest
@@ -75,7 +77,7 @@ package final class PublishedSnapshot: Sendable {
                     snapshot.flagSet.flag(key).map { (key, $0) }
                 })
             encodedFlags = previous.encodedFlags.updating(changes, in: snapshot.flagSet) { lookup[$0] }
-            (body, checksum) = Self.encoded(snapshot, encodedFlags)
+            (body, documentChecksum) = Self.encoded(snapshot, encodedFlags, previous: previous.documentChecksum)
             var sums = previous.digestSums
             for key in changes.flags {
                 sums.replace(
@@ -90,14 +92,15 @@ package final class PublishedSnapshot: Sendable {
             digestSums = sums
             digest = sums.value(for: snapshot)
             let delta = SnapshotDelta(
-                base: previous.version, target: snapshot, changes: changes, checksum: checksum, digest: digest)
+                base: previous.version, target: snapshot, changes: changes, checksum: documentChecksum.value,
+                digest: digest)
             compiled =
                 (try? previous.compiled.applying(delta, digest: previous.digestSums).snapshot)
                 ?? CompiledSnapshot(snapshot)
         } else {
             history = DeltaHistory(epoch: snapshot.epoch)
             encodedFlags = EncodedFlags(snapshot.flagSet)
-            (body, checksum) = Self.encoded(snapshot, encodedFlags)
+            (body, documentChecksum) = Self.encoded(snapshot, encodedFlags, previous: nil)
             digestSums = SnapshotDigest(snapshot.flagSet)
             digest = digestSums.value(for: snapshot)
             compiled = CompiledSnapshot(snapshot)
@@ -115,16 +118,22 @@ package final class PublishedSnapshot: Sendable {
         identityHeaders = delivery
     }
 
-    /// The document as a buffer, with its checksum, written once into the buffer (a document of megabytes is
-    /// neither assembled nor copied again).
-    private static func encoded(_ snapshot: Snapshot, _ flags: EncodedFlags) -> (ByteBuffer, String) {
-        // swift-crypto's SHA-256 uses the processor's SHA instructions: several times the core's portable one.
-        let body = flags.body(for: snapshot)
-        let checksum = SnapshotDocument.checksum(ofBody: body) { Array(Crypto.SHA256.hash(data: $0)) }
-        let prefix = SnapshotDocument.prefix(checksum: checksum)
-        var buffer = ByteBufferAllocator().buffer(capacity: prefix.count + body.count)
+    /// The document as a buffer, with its checksum, written once into the buffer from the flags' pieces (a document
+    /// of megabytes is neither assembled nor copied again), hashed from where it differs from `previous`'s.
+    private static func encoded(_ snapshot: Snapshot, _ flags: EncodedFlags, previous: DocumentChecksum?)
+        -> (ByteBuffer, DocumentChecksum)
+    {
+        let pieces = flags.pieces(for: snapshot)
+        let checksum = DocumentChecksum(pieces, previous: previous)
+        let prefix = SnapshotDocument.prefix(checksum: checksum.value)
+        var buffer = ByteBufferAllocator().buffer(capacity: prefix.count + pieces.count - 1)
         buffer.writeBytes(prefix)
-        buffer.writeBytes(body.dropFirst())
+        var first = true
+        pieces.forEachPiece { piece in
+            // The body's `{` is the prefix's.
+            buffer.writeBytes(first ? piece.dropFirst() : piece)
+            first = false
+        }
         return (buffer, checksum)
     }
 
