@@ -7,6 +7,7 @@
 #   bench/flagsd-commit-curve.sh                          # this checkout's release build
 #   BEFORE_BIN=/tmp/flagsd-before bench/flagsd-commit-curve.sh   # and another build beside it, in the same run
 #   SIZES="100 10000" CHANGES=100 bench/flagsd-commit-curve.sh   # quicker
+#   SPREAD=1 bench/flagsd-commit-curve.sh                 # each change to a random switch, not always the first one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh   # and scripts/lib/prerequisites.sh
@@ -47,8 +48,9 @@ measure() {
     database="postgres://postgres@127.0.0.1:$PG_PORT/$name?sslmode=disable"
   fi
   FLAGSD_BIN=$1 FLAGSD_BENCH_SWITCHES=$3 FLAGSD_ARGS="--database $database" start_flagsd >&2
+  # The first point's switch sorts near the start of the document; SPREAD=1 picks a random point's for each change.
   python3 bench/flagsd/commit.py --port "$FLAGSD_PORT" --token "$FLAGSD_BENCH_TOKEN" --changes "$CHANGES" \
-    --flag plugin_switch_point_000_2
+    --flag plugin_switch_point_000_2 --spread-points "$(( ${SPREAD:-0} == 1 ? $3 / 8 : 0 ))"
   stop_flagsd
 }
 
@@ -79,7 +81,8 @@ echo "### One-flag change acknowledged, by namespace size ($(date -u '+%F %H:%M'
 echo
 echo "Machine: $MACHINE; load average after: $(cut -d' ' -f1-3 /proc/loadavg). flagsd release builds ($AFTER_BIN${BEFORE_BIN:+; before: $BEFORE_BIN}),"
 echo "SQLite on $(df -T "$FLAGSD_BENCH_DIR" | awk 'NR==2{print $2}') (synchronous = FULL), PostgreSQL $PG_VERSION (default durable settings), $ETCD_VERSION;"
-echo "$CHANGES sequential rollout changes per cell on one keep-alive connection (Python http.client), after 50 of warm-up."
+echo "$CHANGES sequential rollout changes per cell on one keep-alive connection (Python http.client), after 50 of warm-up,"
+if [ "${SPREAD:-0}" = 1 ]; then echo "each to switch 2 of a random plugin point (seeded: the same sequence for every build)."; else echo "all to plugin_switch_point_000_2 (near the start of the document)."; fi
 echo
 python3 - "${ROWS[@]}" <<'PY'
 import json, sys

@@ -5,6 +5,7 @@ import argparse
 import base64
 import http.client
 import json
+import random
 import statistics
 import time
 
@@ -17,6 +18,9 @@ def main() -> None:
     parser.add_argument("--token", required=True)
     parser.add_argument("--changes", type=int, default=2000)
     parser.add_argument("--flag", default="plugin_switch_point_000_2", help="the plugin switch whose rollout changes")
+    parser.add_argument("--spread-points", type=int, default=0, metavar="N",
+                        help="change switch 2 of a random plugin point of the N that make_flagset.py writes "
+                             "(point_000 ... ) instead of --flag: changes spread over the whole document (seeded)")
     parser.add_argument("--etcd", action="store_true",
                         help="PUT a key through etcd's HTTP gateway instead (the anchor: a durable one-key commit)")
     args = parser.parse_args()
@@ -25,13 +29,17 @@ def main() -> None:
     if not args.etcd:  # etcd refuses a token it did not issue
         headers["Authorization"] = f"Bearer {args.token}"
     latencies = []
+    spread = random.Random(33)
     for n in range(args.changes + 50):
+        flag = args.flag
+        if args.spread_points:
+            flag = f"plugin_switch_point_{spread.randrange(args.spread_points):03d}_2"
         if args.etcd:
             path = "/v3/kv/put"
-            body = json.dumps({"key": base64.b64encode(f"/flags/{args.flag}".encode()).decode(),
+            body = json.dumps({"key": base64.b64encode(f"/flags/{flag}".encode()).decode(),
                                "value": base64.b64encode(json.dumps({"rollout": n % 10001}).encode()).decode()})
         else:
-            path = f"/v1/namespaces/{args.namespace}/flags/{args.flag}/rollout"
+            path = f"/v1/namespaces/{args.namespace}/flags/{flag}/rollout"
             body = json.dumps({"rollout": n % 10001})
         start = time.perf_counter()
         connection.request("POST", path, body, headers)
