@@ -123,7 +123,7 @@ extension PostgresFlagStore {
         _ namespace: String, _ request: ChangeRequest, mutation: @escaping @Sendable (FlagSet) throws -> FlagSet
     ) async throws -> CommittedChange {
         let time = currentTime()
-        let result = try await transaction { connection in
+        let result = try await transaction(publishing: namespace) { connection, commits in
             // The row lock serialises changes to this namespace across every process until the commit.
             guard let row = try await Self.liveNamespaceRow(connection, namespace, lock: true, logger: self.logger)
             else {
@@ -147,6 +147,7 @@ extension PostgresFlagStore {
                 try await Self.notify(
                     .namespace(name: namespace, epoch: record.epoch, version: record.version, deleted: false),
                     on: connection, logger: self.logger)
+                commits(record.epoch, record.version)
                 return CommittedChange(state: next, record: record)
             }
         }

@@ -62,6 +62,15 @@ public final class PostgresFlagStore: FlagStore, Service {
         var subscribers: [UInt64: AsyncStream<StoreNotification>.Continuation] = [:]
         var nextSubscriber: UInt64 = 0
         var finished = false
+        /// Versions this process is committing (epoch and version), whose notifications its subscribers do not get:
+        /// the change's own path publishes them (`FlagService`), so following them too would read and publish the
+        /// same version twice. At most a few at a time; forgotten when their notification arrives.
+        var ownCommits: Set<OwnCommit> = []
+    }
+
+    struct OwnCommit: Hashable {
+        let epoch: String
+        let version: Int64
     }
 
     private let shared = Mutex(Shared())
@@ -380,8 +389,50 @@ public final class PostgresFlagStore: FlagStore, Service {
     }
 
     private func broadcast(_ notification: StoreNotification) {
-        let subscribers = shared.withLock { Array($0.subscribers.values) }
+        let subscribers = shared.withLock { shared -> [AsyncStream<StoreNotification>.Continuation] in
+            if case .namespace(_, let epoch, let version, _) = notification,
+                shared.ownCommits.remove(OwnCommit(epoch: epoch, version: version)) != nil
+            {
+                return []
+            }
+            return Array(shared.subscribers.values)
+        }
         for subscriber in subscribers { subscriber.yield(notification) }
+    }
+
+    /// Runs a transaction that commits a version of a namespace this process publishes itself, keeping the
+    /// version's notification from its own subscribers (see `Shared.ownCommits`). `body` names the version once it
+    /// knows it (`commits`), before the commit. When the transaction fails after naming it (the commit's answer
+    /// may be what was lost, with the commit done), subscribers get the notification anyway: reading the namespace
+    /// again costs nothing when it did not commit.
+    func transaction<T: Sendable>(
+        publishing name: String,
+        _ body:
+            @escaping @Sendable (PostgresConnection, _ commits: @escaping @Sendable (String, Int64) -> Void)
+            async throws -> T
+    ) async throws -> T {
+        let named = Mutex<OwnCommit?>(nil)
+        do {
+            return try await transaction { connection in
+                try await body(connection) { epoch, version in
+                    let commit = OwnCommit(epoch: epoch, version: version)
+                    named.withLock { $0 = commit }
+                    self.shared.withLock { shared in
+                        // Never more than a few; a notification that never came (a lost listener) is not kept for good.
+                        if shared.ownCommits.count >= 64 { shared.ownCommits.removeAll() }
+                        shared.ownCommits.insert(commit)
+                    }
+                }
+            }
+        } catch {
+            if let commit = named.withLock({ $0 }) {
+                let kept = shared.withLock { $0.ownCommits.remove(commit) != nil }
+                if kept {
+                    broadcast(.namespace(name: name, epoch: commit.epoch, version: commit.version, deleted: false))
+                }
+            }
+            throw error
+        }
     }
 
     // MARK: Access

@@ -74,12 +74,16 @@ import Testing
                     "rider", Fixtures.request(basedOn: SnapshotVersion(epoch: epoch, version: 2)),
                     mutation: Fixtures.rollout("plugin_switch_feed_weather", 6))
             }
+            // A process's own change is not told to its own subscribers (its change path publishes it): after the
+            // creation by the other process, the next notification is the other process's change, version 3.
             _ = try await stores[1].change(
                 "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 7))
             await received.expectNext(
                 .namespace(name: "rider", epoch: again.state.record.epoch, version: 1, deleted: false))
+            _ = try await stores[0].change(
+                "rider", Fixtures.request(), mutation: Fixtures.rollout("plugin_switch_feed_weather", 8))
             await received.expectNext(
-                .namespace(name: "rider", epoch: again.state.record.epoch, version: 2, deleted: false))
+                .namespace(name: "rider", epoch: again.state.record.epoch, version: 3, deleted: false))
         }
     }
 
