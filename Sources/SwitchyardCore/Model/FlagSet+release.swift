@@ -160,7 +160,7 @@ extension FlagSet {
         var result = self
         // Most switches have no running plan: they are passed over without copying them.
         for index in result.flags.indices where result.flags[index].hasRunningRelease {
-            guard var gate = result.flags[index].pluginSwitch, var plan = gate.release, plan.isRunning,
+            guard var gate = result.flags[index].pluginSwitch, var plan = gate.release,
                 let old = before.flag(result.flags[index].key)?.pluginSwitch, old.release?.state == plan.state
             else { continue }
             guard

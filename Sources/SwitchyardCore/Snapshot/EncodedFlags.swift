@@ -77,9 +77,6 @@ package struct EncodedFlags: Sendable {
         JSONValue.writeString(snapshot.epoch, into: &head)
         head += Array(#","flags":{"#.utf8)
 
-        var runs: [[UInt8]] = []
-        members.forEachRun { runs.append($0) }
-
         var tail: [UInt8] = []
         tail.reserveCapacity(killSwitches.byteCount + pluginPoints.reduce(0) { $0 + $1.bytes.count + 1 } + 128)
         func append<Element>(_ list: [Element], _ bytes: (Element) -> [UInt8]) {
@@ -90,12 +87,7 @@ package struct EncodedFlags: Sendable {
         }
         tail += Array(#"},"format":"#.utf8) + JSONValue.int64(SnapshotDocument.format).serialized(.canonical)
         tail += Array(#","kill_switches":{"#.utf8)
-        var first = true
-        killSwitches.forEachRun { run in
-            if !first { tail.append(UInt8(ascii: ",")) }
-            first = false
-            tail += run
-        }
+        append(killSwitches.runs) { $0 }
         tail += Array(#"},"namespace":"#.utf8)
         JSONValue.writeString(flagSet.namespace, into: &tail)
         if !pluginPoints.isEmpty {
@@ -105,7 +97,7 @@ package struct EncodedFlags: Sendable {
         }
         tail += Array(#","version":"#.utf8) + JSONValue.int64(snapshot.version).serialized(.canonical)
         tail.append(UInt8(ascii: "}"))
-        return DocumentPieces(head: head, runs: runs, tail: tail)
+        return DocumentPieces(head: head, runs: members.runs, tail: tail)
     }
 
     /// `"<key>":<flag>` in canonical form, as in a snapshot (no crash guard policy).
@@ -169,9 +161,9 @@ struct SortedMembers: Sendable {
     static let chunkSize = 128
 
     private var chunks: [[Member]]
-    /// Each chunk's members joined with commas, written again only when the chunk changes: a document is then a
-    /// few dozen copies rather than one per member.
-    private var joined: [[UInt8]]
+    /// Each chunk's members joined with commas, in key order, written again only when the chunk changes: a document
+    /// is then a few dozen copies rather than one per member, and a run a change did not touch stays the same array.
+    private(set) var runs: [[UInt8]]
     /// The bytes of every member, for reserving a document's capacity.
     private(set) var byteCount: Int
 
@@ -180,13 +172,8 @@ struct SortedMembers: Sendable {
         chunks = stride(from: 0, to: sorted.count, by: Self.chunkSize).map {
             Array(sorted[$0..<min($0 + Self.chunkSize, sorted.count)])
         }
-        joined = chunks.map(Self.join)
+        runs = chunks.map(Self.join)
         byteCount = sorted.reduce(0) { $0 + $1.bytes.count + 1 }
-    }
-
-    /// Calls `body` with the members' bytes in key order, several members (joined by commas) at a time.
-    func forEachRun(_ body: ([UInt8]) -> Void) {
-        for run in joined { body(run) }
     }
 
     private static func join(_ chunk: [Member]) -> [UInt8] {
@@ -213,7 +200,7 @@ struct SortedMembers: Sendable {
             guard !chunks.isEmpty || bytes != nil else { continue }
             if chunks.isEmpty {
                 chunks = [[]]
-                joined = [[]]
+                runs = [[]]
             }
             let index = min(low, chunks.count - 1)
             let position = chunks[index].partitioningIndex { !SnapshotDelta.byUTF8($0.key, key) }
@@ -228,16 +215,16 @@ struct SortedMembers: Sendable {
             if let bytes { byteCount += bytes.count + 1 }
             if chunks[index].isEmpty {
                 chunks.remove(at: index)
-                joined.remove(at: index)
+                runs.remove(at: index)
             } else if chunks[index].count > 2 * Self.chunkSize {
                 let half = chunks[index].count / 2
                 let tail = Array(chunks[index][half...])
                 chunks[index].removeSubrange(half...)
                 chunks.insert(tail, at: index + 1)
-                joined[index] = Self.join(chunks[index])
-                joined.insert(Self.join(tail), at: index + 1)
+                runs[index] = Self.join(chunks[index])
+                runs.insert(Self.join(tail), at: index + 1)
             } else {
-                joined[index] = Self.join(chunks[index])
+                runs[index] = Self.join(chunks[index])
             }
         }
     }
