@@ -224,25 +224,13 @@ final class ChildFlagsd: Sendable {
         process.standardError = logLevel == nil ? FileHandle.nullDevice : output
         let (lines, continuation) = AsyncStream<String>.makeStream()
         let seen = Seen()
-        let buffer = Mutex("")
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                continuation.finish()
-                return
-            }
-            let complete = buffer.withLock { text -> [String] in
-                text += String(decoding: data, as: UTF8.self)
-                var found: [String] = []
-                while let newline = text.firstIndex(of: "\n") {
-                    found.append(String(text[..<newline]))
-                    text = String(text[text.index(after: newline)...])
-                }
-                return found
-            }
+        let splitter = Mutex(LineSplitter())
+        readPipe(output.fileHandleForReading) { chunk in
+            let complete = splitter.withLock { $0.lines(completedBy: chunk) }
             seen.lines.withLock { $0 += complete }
             for line in complete { continuation.yield(line) }
+        } ended: {
+            continuation.finish()
         }
         try process.run()
         self.process = process

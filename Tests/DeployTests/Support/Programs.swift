@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -145,21 +146,20 @@ final class LiveFlagsd: Sendable {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        let (lines, continuation) = AsyncStream<String>.makeStream()
-        let reader = output.fileHandleForReading
-        reader.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                continuation.finish()
-            } else {
-                continuation.yield(String(decoding: data, as: UTF8.self))
-            }
+        // The lines each read completes: flagsd prints its banner (the listening line and the console's) in one
+        // write, so the read that holds the one holds the other.
+        let (reads, continuation) = AsyncStream<[String]>.makeStream()
+        let splitter = Mutex(LineSplitter())
+        readPipe(output.fileHandleForReading) { chunk in
+            continuation.yield(splitter.withLock { $0.lines(completedBy: chunk) })
+        } ended: {
+            continuation.finish()
         }
         try process.run()
-        var text = ""
-        for await chunk in lines {
-            text += chunk
+        var lines: [String] = []
+        for await read in reads {
+            lines += read
+            let text = lines.joined(separator: "\n")
             if let port = matches(#"listening on http://127\.0\.0\.1:(\d+)"#, in: text, group: 1).first {
                 return LiveFlagsd(
                     process: process, folder: folder, base: URL(string: "http://127.0.0.1:\(port)")!, banner: text)
@@ -169,7 +169,7 @@ final class LiveFlagsd: Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         throw ProgramFailure(
-            message: "flagsd stopped before it listened (status \(process.terminationStatus)): \(text)")
+            message: "flagsd stopped before it listened (status \(process.terminationStatus)): \(lines)")
     }
 
     func stop() {

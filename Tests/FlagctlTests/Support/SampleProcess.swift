@@ -1,6 +1,7 @@
 import Foundation
 import SwitchyardCore
 import Synchronization
+import TestSupport
 import Testing
 
 /// The built `rider-sample` binary as a child process: its standard output as JSON lines (`-o json`), its
@@ -31,21 +32,18 @@ final class SampleProcess: Sendable {
         process.standardOutput = output
         process.standardError = error
         let collected = self.collected
-        // One reading thread per pipe, blocking until the end of the pipe: every byte is read before `closed`
-        // counts the pipe (readability handlers do not reliably see the end on Linux).
-        Self.drain(output.fileHandleForReading, into: collected) { text in
-            var found: [String] = []
-            collected.pending.withLock { pending in
-                pending += text
-                while let newline = pending.firstIndex(of: "\n") {
-                    found.append(String(pending[..<newline]))
-                    pending = String(pending[pending.index(after: newline)...])
-                }
-            }
+        // Every byte is read before `closed` counts the pipe.
+        let splitter = Mutex(LineSplitter())
+        readPipe(output.fileHandleForReading) { chunk in
+            let found = splitter.withLock { $0.lines(completedBy: chunk) }
             collected.lines.withLock { $0 += found }
+        } ended: {
+            collected.closed.withLock { $0 += 1 }
         }
-        Self.drain(error.fileHandleForReading, into: collected) { text in
-            collected.errors.withLock { $0 += text }
+        readPipe(error.fileHandleForReading) { chunk in
+            collected.errors.withLock { $0 += chunk }
+        } ended: {
+            collected.closed.withLock { $0 += 1 }
         }
         let (exit, exitContinuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(1))
         process.terminationHandler = { exitContinuation.yield($0.terminationStatus) }
@@ -54,21 +52,8 @@ final class SampleProcess: Sendable {
         self.exit = exit
     }
 
-    private static func drain(
-        _ handle: FileHandle, into collected: Collected, _ append: @escaping @Sendable (String) -> Void
-    ) {
-        Thread {
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                append(String(decoding: data, as: UTF8.self))
-            }
-            collected.closed.withLock { $0 += 1 }
-        }.start()
-    }
-
     /// What the sample wrote to standard error so far.
-    var errorOutput: String { collected.errors.withLock { $0 } }
+    var errorOutput: String { collected.errors.withLock { String(decoding: $0, as: UTF8.self) } }
 
     /// Every line printed so far.
     var output: [String] { collected.lines.withLock { $0 } }
@@ -136,12 +121,11 @@ final class SampleProcess: Sendable {
     }
 }
 
-/// What a child process printed, shared with its pipe handlers.
+/// What a child process printed, shared with its pipe readers.
 private final class Collected: Sendable {
     let lines = Mutex<[String]>([])
-    let errors = Mutex("")
-    /// Standard output not yet ending in a newline.
-    let pending = Mutex("")
+    /// Standard error's bytes (decoded when asked, so no character is split between reads).
+    let errors = Mutex(Data())
     /// Pipes that reached their end (2: both).
     let closed = Mutex(0)
 }
