@@ -65,8 +65,9 @@ struct DeployFileTests {
         let build = instructions.filter { $0.stage == buildStage.stage }
         let buildRuns = build.filter { $0.keyword == "RUN" }.map(\.arguments).joined(separator: "\n")
         #expect(
-            buildRuns.contains("libsqlite3-dev") && buildRuns.contains("zlib1g-dev"),
-            "the package needs libsqlite3-dev and zlib1g-dev")
+            buildRuns.contains("libsqlite3-dev") && buildRuns.contains("zlib1g-dev")
+                && buildRuns.contains("libcurl4-openssl-dev"),
+            "the package needs libsqlite3-dev and zlib1g-dev, and the static Foundation libcurl4-openssl-dev")
         #expect(buildRuns.contains("swift build -c release --product flagsd"))
         #expect(buildRuns.contains(".resources"), "the console's resource bundle must travel with the binary")
 
@@ -108,6 +109,71 @@ struct DeployFileTests {
             volume.contains(URL(fileURLWithPath: database).deletingLastPathComponent().path),
             "the database lives on the volume")
         #expect(runtime.contains { $0.keyword == "STOPSIGNAL" && $0.arguments == "SIGTERM" })
+    }
+
+    /// The image's flagsd links the Swift runtime and Foundation in (`--static-swift-stdlib`), but what they need of
+    /// the system stays dynamic: FoundationNetworking needs libcurl, GRDB libsqlite3, the gzip code zlib. Those
+    /// libraries are read from the binaries the toolchain built here (the `NEEDED` entries of flagsd and of every
+    /// Swift library it loads, not a copied list), each mapped to its Debian package (`dpkg -S`; this machine runs
+    /// the runtime image's Debian), and the runtime stage must install every package the slim image lacks: all but
+    /// libc6 and what libc6 itself depends on. A missing one would leave the image unable to start flagsd.
+    @Test func theRuntimeStageInstallsEveryLibraryTheStaticallyLinkedFlagsdNeeds() async throws {
+        let ldd = try requireProgram("ldd", package: "libc-bin")
+        let readelf = try requireProgram("readelf", package: "binutils")
+        let dpkg = try requireProgram("dpkg", package: "dpkg")
+        let dpkgQuery = try requireProgram("dpkg-query", package: "dpkg")
+        let flagsd = try Built.binary("flagsd").path
+
+        // soname → path of everything flagsd loads; the Swift libraries are the toolchain's.
+        let loaded = try await runProgram(ldd, [flagsd])
+        try #require(loaded.status == 0, "ldd \(flagsd): \(loaded.error)")
+        var paths: [String: String] = [:]
+        for line in loaded.output.split(separator: "\n") {
+            let parts = line.split(whereSeparator: \.isWhitespace).map(String.init)
+            if parts.count >= 3, parts[1] == "=>" { paths[parts[0]] = parts[2] }
+        }
+        let toolchain = try #require(
+            paths["libswiftCore.so"].map { URL(fileURLWithPath: $0).deletingLastPathComponent().path },
+            "flagsd does not load libswiftCore.so: \(loaded.output)")
+        let swiftLibraries = paths.filter { $0.value.hasPrefix(toolchain + "/") }
+        try #require(swiftLibraries.keys.contains("libFoundationNetworking.so"), "\(swiftLibraries.keys.sorted())")
+
+        // What the binary and the Swift libraries linked into it need of the system.
+        var needed: Set<String> = []
+        for binary in [flagsd] + swiftLibraries.values.sorted() {
+            let dynamic = try await runProgram(readelf, ["-d", binary])
+            try #require(dynamic.status == 0, "readelf -d \(binary): \(dynamic.error)")
+            for soname in matches(#"\(NEEDED\)\s+Shared library: \[([^\]]+)\]"#, in: dynamic.output, group: 1)
+            where swiftLibraries[soname] == nil {
+                needed.insert(soname)
+            }
+        }
+        #expect(needed.contains("libcurl.so.4") && needed.contains("libsqlite3.so.0"), "\(needed.sorted())")
+
+        var packages: [String: String] = [:]
+        for soname in needed.sorted() {
+            // A pattern: the file's path is /usr/lib/… or /lib/… depending on the package.
+            let owner = try await runProgram(dpkg, ["-S", "*/" + soname])
+            let name = owner.output.split(separator: "\n").first.flatMap { $0.split(separator: ":").first }
+            let package = try #require(name.map(String.init), "dpkg -S */\(soname): \(owner.error)")
+            packages[soname] = package
+        }
+        let libcDepends = try await runProgram(dpkgQuery, ["-W", "-f", "${Depends}", "libc6"])
+        let inSlimImage = Set(["libc6"] + matches(#"[a-z0-9][a-z0-9.+-]+"#, in: libcDepends.output))
+
+        let instructions = try Self.dockerfile()
+        let lastStage = try #require(instructions.last?.stage)
+        let runtimeRuns = instructions.filter { $0.stage == lastStage && $0.keyword == "RUN" }.map(\.arguments)
+        let installed = Set(
+            runtimeRuns.flatMap { run in
+                matches(#"apt-get install ([^&]+)"#, in: run, group: 1).flatMap { $0.split(separator: " ") }
+            }.map(String.init).filter { !$0.hasPrefix("-") })
+        for (soname, package) in packages.sorted(by: { $0.key < $1.key }) where !inSlimImage.contains(package) {
+            #expect(
+                installed.contains(package),
+                "flagsd needs \(soname) (Debian package \(package)); the runtime stage installs only \(installed.sorted())"
+            )
+        }
     }
 
     @Test func theBuildContextLeavesOutBuildFoldersAndGit() throws {

@@ -36,10 +36,12 @@ ensure_browser() {
 }
 
 # promtool (Debian's prometheus package) checks and unit-tests Dashboards/alerts.yml; systemd-analyze (systemd)
-# verifies deploy/systemd/flagsd.service. No Prometheus or systemd service is started.
+# verifies deploy/systemd/flagsd.service; readelf (binutils) and dpkg name the libraries deploy/Dockerfile's runtime
+# stage must install. No Prometheus or systemd service is started.
 ensure_ops_tools() {
   local missing=()
   command -v promtool >/dev/null || missing+=(prometheus)
   command -v systemd-analyze >/dev/null || missing+=(systemd)
+  command -v readelf >/dev/null || missing+=(binutils)
   if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 }
