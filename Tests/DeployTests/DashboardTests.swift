@@ -193,16 +193,29 @@ struct DashboardTests {
     }
 
     /// Every series the dashboard and the alert rules read exists from flagsd's start, before any request or
-    /// event made it: a panel shows 0, not "No data", and a counter's first increase is seen as one.
+    /// event made it: a panel shows 0, not "No data", and a counter's first increase is seen as one. A release
+    /// plan's series are the plan's: they exist from the runner's first look at it, before it can take a step (a
+    /// switch without a plan has none, so a namespace of ten thousand switches does not expose sixty thousand
+    /// zeros).
     @Test func everySeriesTheDashboardAndAlertsReadExistsFromTheStart() async throws {
         let flagsd = try await LiveFlagsd.start(arguments: ["--release-interval", "1"])
         defer { flagsd.stop() }
-        // The crash guard's first load and the release runner's first look, both at start, record the switches'
-        // series; wait for them, nothing else (no request, no event).
-        try await waitUntil("the crash guard's first load and the release runner's first look", timeout: .seconds(300))
-        {
-            let text = try await flagsd.send("GET", "/metrics").body
-            return text.contains("switchyard_release_stage{") && text.contains("switchyard_guard_window_sessions{")
+        // The crash guard's first load, at start, records the switches' series; wait for it, nothing else (no
+        // request, no event).
+        try await waitUntil("the crash guard's first load", timeout: .seconds(300)) {
+            try await flagsd.send("GET", "/metrics").body.contains("switchyard_guard_window_sessions{")
+        }
+        // A plan whose first stage soaks an hour: the runner looks at it within a second and takes no step.
+        let started = try await flagsd.send(
+            "POST", "/v1/namespaces/rider/flags/plugin_switch_feed_promos/release/start",
+            body:
+                #"{"plan": {"stages": [{"rollout": 100}, {"rollout": 10000}], "soak": "1h"}, "reason": "series test"}"#
+        )
+        try #require(started.status == 200, "\(started.body)")
+        let noStep =
+            #"switchyard_release_steps_total{namespace="rider",switch="plugin_switch_feed_promos",action="rolled_back"} 0"#
+        try await waitUntil("the release runner's first look at the plan", timeout: .seconds(300)) {
+            try await flagsd.send("GET", "/metrics").body.contains(noStep)
         }
         let exposed = exposedMetrics(try await flagsd.send("GET", "/metrics").body)
         for (source, expression) in try Self.expressions() {

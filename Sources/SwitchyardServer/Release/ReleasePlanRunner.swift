@@ -87,10 +87,13 @@ package final class ReleasePlanRunner: Service, Sendable {
         do {
             for record in try await app.store.namespaces() {
                 guard let state = try await app.store.namespace(record.name) else { continue }
-                for flag in state.flagSet.flags where flag.pluginSwitch != nil {
-                    // Every plugin switch has its series, at 0 without a plan (KnownSeries): a dashboard shows 0.
-                    recordGauges(flag.pluginSwitch?.release, of: flag.key, in: record.name)
+                for flag in state.flagSet.flags {
+                    // Every plan has its series from its first look, its step counters at 0 (KnownSeries); a switch
+                    // without a plan has none. Six series for each of a namespace's ten thousand switches would
+                    // swell every scrape, and registering them cost minutes of a core (the metrics registry copies
+                    // a family's series to add one).
                     guard let plan = flag.pluginSwitch?.release else { continue }
+                    recordGauges(plan, of: flag.key, in: record.name)
                     guard plan.isRunning else { continue }
                     if let step = await consider(record.name, flag.key) { steps.append(step) }
                 }
@@ -370,15 +373,15 @@ package final class ReleasePlanRunner: Service, Sendable {
     /// Every step kind a plan may take, counted by the process whose change committed it.
     static let stepActions = ["advanced", "completed", "rolled_back", "proposed"]
 
-    /// A switch's plan gauges: its stage (from 1; 0 when none, or without a plan) and whether it runs; its step
-    /// counters start at 0.
-    private func recordGauges(_ plan: ReleasePlan?, of key: String, in namespace: String) {
+    /// A switch's plan gauges: its stage (from 1; 0 before it starts or after a roll-back to off) and whether it
+    /// runs; its step counters start at 0.
+    private func recordGauges(_ plan: ReleasePlan, of key: String, in namespace: String) {
         let factory = app.metricsFactory
         let dimensions = [("namespace", namespace), ("switch", key)]
         Gauge(label: "switchyard_release_stage", dimensions: dimensions, factory: factory).record(
-            (plan?.state?.stage).map { $0 + 1 } ?? 0)
+            (plan.state?.stage).map { $0 + 1 } ?? 0)
         Gauge(label: "switchyard_release_running", dimensions: dimensions, factory: factory).record(
-            plan?.isRunning == true ? 1 : 0)
+            plan.isRunning ? 1 : 0)
         for action in Self.stepActions {
             _ = Counter(
                 label: "switchyard_release_steps_total", dimensions: dimensions + [("action", action)], factory: factory
