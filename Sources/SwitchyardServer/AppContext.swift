@@ -31,6 +31,8 @@ package struct AppContext: Sendable {
     /// Writes event batches one at a time, in small transactions, behind a bounded backlog, so that no flag
     /// change waits long behind events (Events/EventIngestion.swift).
     package let eventIngestor: EventIngestor
+    /// The crash guard's series of each plugin switch, written after the registry's at each scrape.
+    package let guardSeries = GuardSeries()
     /// Per-token and per-address budgets of events posted.
     package let eventRates: RateLimiter
     /// Per-address and per-token budgets of long-polls parked (their own lock: a flood of events never holds it).

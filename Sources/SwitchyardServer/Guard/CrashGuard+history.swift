@@ -73,7 +73,7 @@ extension CrashGuard {
                     watched.history.openProposals(in: state.flagSet).count
                 )
             }
-            recordGauges(namespace, assessments)
+            app.guardSeries.record(namespace, assessments)
             recordOpenProposals(namespace, proposals)
         } catch {
             shared.withLock { _ = $0.namespaces[namespace]?.buffers.removeValue(forKey: reload) }

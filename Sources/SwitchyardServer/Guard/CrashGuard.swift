@@ -283,11 +283,7 @@ package final class CrashGuard: EventObserver, Service, Sendable {
     private func tripped(_ trip: GuardTrip, record: ChangeRecord, queuedAt: Date?) {
         shared.withLock { shared in shared.namespaces[record.namespace]?.history.add(committed: record) }
         let factory = app.metricsFactory
-        Counter(
-            label: "switchyard_guard_trips_total",
-            dimensions: [("namespace", record.namespace), ("switch", trip.key), ("scope", trip.scopeKind)],
-            factory: factory
-        ).increment()
+        app.guardSeries.countTrip(in: record.namespace, key: trip.key, scope: trip.scopeKind)
         count(record.namespace, "tripped")
         if let queuedAt {
             Timer(label: "switchyard_guard_trip_seconds", factory: factory)
@@ -309,29 +305,5 @@ package final class CrashGuard: EventObserver, Service, Sendable {
             label: "switchyard_guard_checks_total", dimensions: [("namespace", namespace), ("result", result)],
             factory: app.metricsFactory
         ).increment()
-    }
-
-    func recordGauges(_ namespace: String, _ assessments: [GuardAssessment]) {
-        let factory = app.metricsFactory
-        for assessment in assessments {
-            let dimensions = [("namespace", namespace), ("switch", assessment.key)]
-            Gauge(label: "switchyard_guard_window_sessions", dimensions: dimensions, factory: factory).record(
-                assessment.overall.sessions)
-            Gauge(label: "switchyard_guard_window_crashes", dimensions: dimensions, factory: factory).record(
-                assessment.overall.crashes)
-            Gauge(label: "switchyard_guard_crash_rate_lower_bound", dimensions: dimensions, factory: factory)
-                .record(assessment.overall.lowerBound ?? 0)
-            Gauge(label: "switchyard_guard_crash_rate_bound", dimensions: dimensions, factory: factory).record(
-                assessment.overall.bound)
-            // Each trip counter exists from the start at 0: a series first seen at 1 shows no increase in
-            // Prometheus, and the guard-trip alert would miss a switch's first trip.
-            if assessment.policy.enabled {
-                for scope in ["global"] + assessment.policy.scopeBy.map(\.rawValue) {
-                    _ = Counter(
-                        label: "switchyard_guard_trips_total", dimensions: dimensions + [("scope", scope)],
-                        factory: factory)
-                }
-            }
-        }
     }
 }

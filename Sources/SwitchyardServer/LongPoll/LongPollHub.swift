@@ -118,6 +118,13 @@ package final class PublishedSnapshot: Sendable {
         identityHeaders = delivery
     }
 
+    /// The flag with a key, found through the compiled form's key index (a flag set's own `flag(_:)` reads every
+    /// flag before it: on a namespace of thousands, per event that was most of ingestion's cost). The definition
+    /// is the compiled snapshot's, which carries every flag whole (what it may lack is namespace-wide settings).
+    package func flag(_ key: String) -> FlagDefinition? {
+        compiled.handle(for: key).flatMap(compiled.flag)
+    }
+
     /// The document as a buffer, with its checksum, written once into the buffer from the flags' pieces (a document
     /// of megabytes is neither assembled nor copied again), hashed from where it differs from `previous`'s.
     private static func encoded(_ snapshot: Snapshot, _ flags: EncodedFlags, previous: DocumentChecksum?)

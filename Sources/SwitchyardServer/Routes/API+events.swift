@@ -62,7 +62,7 @@ extension API {
             throw error
         }
         // Names the namespace does not have are no valid events: taken out before the token pays.
-        let unknown = batch.removeUnknown(in: snapshot.flagSet)
+        let unknown = batch.removeUnknown(in: snapshot)
         let spent = try spendEventBudgets(batch, token: token, source: source, address: address, namespace: namespace)
         let admission = {
             var admission = snapshot.admission

@@ -34,7 +34,8 @@ extension API {
         return .json(HealthBody(status: "ready", database: "ok").json)
     }
 
-    /// `GET /metrics`: Prometheus text format.
+    /// `GET /metrics`: Prometheus text format: the registry's series, then the crash guard's per switch
+    /// (`GuardSeries`).
     func metrics(_ request: Request, context: FlagsRequestContext, registry: PrometheusCollectorRegistry) async throws
         -> Response
     {
@@ -52,8 +53,9 @@ extension API {
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-        return Response(
-            status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        var text = registry.emitToBuffer()
+        app.guardSeries.write(into: &text)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
     }
 
     /// `GET /openapi.yaml`: the OpenAPI document of this API (docs/openapi.yaml), from the resource bundle beside
