@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # flagsd's memory holding one namespace of N plugin switches (default 10,000), idle: RSS (anonymous and file-backed)
-# at start, after the namespace is created, and 5 s after 20 one-flag changes, for this build and, with
-# BEFORE_BIN=path, for an older build in the same sitting (issue 33, goal 2).
+# at start, after the namespace is created, and 5 s after 20 one-flag changes, with flagsd's CPU seconds from the
+# creation to that reading (what holding the namespace costs beside the changes: the release runner's and the crash
+# guard's first looks), for this build and, with BEFORE_BIN=path, for an older build in the same sitting (issue 33,
+# goal 2). FLAGSD_BIN=path measures that build instead of building one (e.g. the image's static build:
+# swift build -c release --product flagsd --static-swift-stdlib).
 #
 #   bench/flagsd-memory.sh                                   # this build, 10,000 switches
 #   BEFORE_BIN=/path/to/older/flagsd bench/flagsd-memory.sh  # both, before first
@@ -15,6 +18,11 @@ ROUNDS=${ROUNDS:-2}
 prepare_bench
 AFTER_BIN=$FLAGSD_BIN
 
+# flagsd's CPU seconds so far (user + system).
+cpu_seconds() {
+  awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$FLAGSD_PID/stat"
+}
+
 # "RSS MiB (anon / file)" of flagsd now.
 reading() {
   awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {printf "%.1f (%.1f / %.1f)", r/1024, a/1024, f/1024}' \
@@ -27,8 +35,9 @@ measure() {
   FLAGSD_BENCH_SWITCHES=
   start_flagsd  # also creates the ~50 KB `bench` namespace; the large one is `large`
   sleep 3
-  local baseline
+  local baseline cpu_before
   baseline=$(reading)
+  cpu_before=$(cpu_seconds)
   create_namespace large "$SWITCHES"
   sleep 5
   local created
@@ -46,19 +55,20 @@ for n in range(20):
     assert response.status == 200, response.status
 PY
   sleep 5
-  local idle hwm
+  local idle hwm cpu
   idle=$(reading)
   hwm=$(awk '/^VmHWM/ {printf "%.1f", $2/1024}' "/proc/$FLAGSD_PID/status")
+  cpu=$(awk -v a="$cpu_before" -v b="$(cpu_seconds)" 'BEGIN {printf "%.1f", b - a}')
   stop_flagsd
-  echo "| $label | $baseline | $created | **$idle** | $hwm |"
+  echo "| $label | $baseline | $created | **$idle** | $hwm | $cpu |"
 }
 
 echo "#### flagsd memory, one namespace of $SWITCHES plugin switches ($(date -u '+%Y-%m-%d %H:%M UTC'))"
 echo
 echo "Machine: $(machine_line). Release builds; RSS from /proc (MiB; anonymous / file-backed in brackets)."
 echo
-echo "| build, round | at start | after the namespace is created | idle 5 s after 20 changes | peak (VmHWM) |"
-echo "|---|---|---|---|---|"
+echo "| build, round | at start | after the namespace is created | idle 5 s after 20 changes | peak (VmHWM) | flagsd CPU s, creation to idle reading |"
+echo "|---|---|---|---|---|---|"
 for round in $(seq "$ROUNDS"); do
   if [ -n "${BEFORE_BIN:-}" ]; then measure "before, $round" "$BEFORE_BIN"; fi
   measure "after, $round" "$AFTER_BIN"

@@ -4,6 +4,8 @@
 ingest   events ingested per second through POST /v1/namespaces/{ns}/events, with the crash guard assessing
          every batch (namespace guard-on) and, in the same run, interleaved, with the guard turned off by policy
          (namespace guard-off): the guard's cost on the ingestion path as a ratio.
+wide     the same, into a namespace of 10,000 more plugin switches that no session names (namespace wide) and,
+         interleaved, into one of only the sessions' 8 (narrow): what the namespace's width costs ingestion.
 trip     time from sending the batch that trips a plugin switch until each of W long-poll clients holds the new
          snapshot; in the same run, the same for a person's `POST …/disable` (the reference path).
 flood    an editor's kill-switch change (kill, then revive, of the master kill switch), request to answer, at rest and
@@ -30,14 +32,18 @@ SWITCHES = [f"plugin_switch_bench_{i}" for i in range(8)]
 CITIES = [f"city-{i}" for i in range(20)]
 
 
-def flag_set(enabled: bool) -> dict:
+def flag_set(enabled: bool, others: int = 0) -> dict:
     # Every batch comes from the load client's one address: the caps per unit and address stay on (their counting is
     # part of what is measured) but high enough to keep every session, and one address suffices to trip.
+    # `others` more plugin switches that no session names, half sorting before the sessions' switches and half after
+    # (`aa_…`, `zz_…`), ten to a plugin point: a wide namespace around the same traffic.
+    padding = [f"plugin_switch_{'aa' if i % 2 == 0 else 'zz'}_{i:05d}" for i in range(others)]
     return {
         "crash_guard": {"enabled": enabled, "min_sessions": 200, "min_crashes": 10, "cooldown": "0s", "min_addresses": 1,
                         "max_sessions_per_unit": 1000000, "max_sessions_per_address": 100000000},
-        "plugin_points": [{"name": f"point_{i}", "switches": [key]} for i, key in enumerate(SWITCHES)],
-        "flags": {key: {"type": "plugin_switch", "rollout": 10000} for key in SWITCHES},
+        "plugin_points": [{"name": f"point_{i}", "switches": [key]} for i, key in enumerate(SWITCHES)]
+        + [{"name": f"other_point_{i // 10}", "switches": padding[i:i + 10]} for i in range(0, others, 10)],
+        "flags": {key: {"type": "plugin_switch", "rollout": 10000} for key in SWITCHES + padding},
     }
 
 
@@ -103,16 +109,19 @@ async def create(connection, name, body):
     assert status == 201, (status, data)
 
 
-async def ingest(host, port, admin, client, seconds, rounds, connections, size):
+async def ingest(host, port, admin, client, seconds, rounds, connections, size, sets=None):
+    """Events per second into each namespace of `sets` (name → flag set; default guard-on and guard-off), rounds
+    interleaved; the ratio of the first to the second."""
+    sets = sets or {"guard-on": flag_set(True), "guard-off": flag_set(False)}
     setup = Connection(host, port, admin)
-    for name, enabled in (("guard-on", True), ("guard-off", False)):
-        await create(setup, name, flag_set(enabled))
+    for name, body in sets.items():
+        await create(setup, name, body)
     setup.close()
     rng = random.Random(7)
     bodies = batch_bodies(400, size, rng)
-    totals = {"guard-on": [0, 0.0, []], "guard-off": [0, 0.0, []]}
+    totals = {name: [0, 0.0, []] for name in sets}
     for _ in range(rounds):
-        for namespace in ("guard-on", "guard-off"):
+        for namespace in sets:
             deadline = time.monotonic() + seconds
             counter = {"next": 0}
 
@@ -140,7 +149,8 @@ async def ingest(host, port, admin, client, seconds, rounds, connections, size):
     for namespace, (events, elapsed, latencies) in totals.items():
         result[namespace] = {"events": events, "seconds": round(elapsed, 2), "events_per_second": round(events / elapsed),
                              "batch_p50_ms": round(percentile(latencies, 50), 2), "batch_p99_ms": round(percentile(latencies, 99), 2)}
-    result["ratio_on_to_off"] = round(result["guard-on"]["events_per_second"] / result["guard-off"]["events_per_second"], 3)
+    first, second = list(sets)
+    result["ratio"] = round(result[first]["events_per_second"] / result[second]["events_per_second"], 3)
     return result
 
 
@@ -372,7 +382,7 @@ async def client_token(host, port, admin, namespaces):
 
 async def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["ingest", "trip", "flood", "storage"])
+    parser.add_argument("mode", choices=["ingest", "wide", "trip", "flood", "storage"])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--admin-token", required=True)
@@ -380,6 +390,7 @@ async def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--others", type=int, default=10000, help="switches no session names in the wide namespace (wide)")
     parser.add_argument("--waiters", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--changes", type=int, default=50, help="kill-switch changes per round and phase (flood)")
@@ -389,11 +400,15 @@ async def main():
     parser.add_argument("--create", action="store_true", help="create the storage namespace first (storage)")
     args = parser.parse_args()
     # Client tokens name the namespaces they serve: the ones this run creates.
-    namespaces = ["guard-on", "guard-off", "flood", "storage"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
+    namespaces = ["guard-on", "guard-off", "wide", "narrow", "flood", "storage"] + [f"{kind}-{index}" for index in range(args.repeats) for kind in ("trip", "ref")]
     args.client_token = await client_token(args.host, args.port, args.admin_token, namespaces)
     if args.mode == "ingest":
         result = await ingest(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
                               args.connections, args.batch)
+    elif args.mode == "wide":
+        result = await ingest(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
+                              args.connections, args.batch,
+                              {"wide": flag_set(True, args.others), "narrow": flag_set(True)})
     elif args.mode == "flood":
         result = await flood(args.host, args.port, args.admin_token, args.client_token, args.seconds, args.rounds,
                              args.connections, args.batch, args.changes)
