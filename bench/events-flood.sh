@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
 prepare_bench
 MACHINE=$(machine_line)
-FLAGSD_ARGS="--events-rate-per-address 0 --events-rate-per-token 0 ${FLAGSD_ARGS:-}" start_flagsd
+start_flagsd_for_events
 # What flagsd writes to storage meanwhile (the kernel's count of bytes it sent towards the disk): the flood's events
 # and the editor's changes share the disk, and a change is acknowledged after its own sync.
 written() { awk '/^write_bytes/ {print $2}' "/proc/$FLAGSD_PID/io"; }

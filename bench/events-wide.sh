@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
 prepare_bench
 MACHINE=$(machine_line)
-FLAGSD_ARGS="--events-rate-per-address 0 --events-rate-per-token 0 ${FLAGSD_ARGS:-}" start_flagsd
+start_flagsd_for_events
 WIDE=$(.venv-bench/bin/python bench/flagsd/guard.py wide --port "$FLAGSD_PORT" --admin-token "$FLAGSD_BENCH_TOKEN" \
   --seconds "${SECONDS_PER_ROUND:-5}" --rounds "${ROUNDS:-3}" --connections "${CONNECTIONS:-4}" --batch "${BATCH:-100}" \
   --others "${OTHERS:-10000}")

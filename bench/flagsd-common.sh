@@ -69,6 +69,12 @@ create_namespace() {
         --data-binary @- -o /dev/null
 }
 
+# flagsd for an events load from the one loopback address: the per-address and per-token event rates off, so the
+# load reaches the ingestion queue.
+start_flagsd_for_events() {
+  FLAGSD_ARGS="--events-rate-per-address 0 --events-rate-per-token 0 ${FLAGSD_ARGS:-}" start_flagsd
+}
+
 # The start of most bench scripts: the Python venv, a release flagsd, and flagsd stopped and its folder removed on exit.
 prepare_bench() {
   ensure_venv

@@ -49,7 +49,7 @@ package final class GuardSeries: Sendable {
                     Double(overall.sessions), Double(overall.crashes), overall.lowerBound ?? 0, overall.bound,
                 ]
                 if held.switches[assessment.key] == nil { held.order.append(assessment.key) }
-                var entry = held.switches[assessment.key] ?? Switch(window: window)
+                var entry = held.switches[assessment.key] ?? Switch(window: [])
                 entry.window = window
                 if assessment.policy.enabled {
                     for scope in ["global"] + assessment.policy.scopeBy.map(\.rawValue)
