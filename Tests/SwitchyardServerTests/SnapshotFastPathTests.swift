@@ -219,6 +219,70 @@ struct SnapshotFastPathTests {
         }
     }
 
+    // A connection's router side (Hummingbird's request loop) starts only when the fast path hands it something
+    // (`RouterDemand`): what only the router side did for a connection the fast path alone served must still happen,
+    // with the idle and header timeouts (which would close the connection anyway) far away.
+
+    static func farIdleTimeout() -> ServerConfiguration {
+        var configuration = freshTokenCacheConfiguration()
+        configuration.idleTimeout = .seconds(600)
+        configuration.headerTimeout = .seconds(600)
+        return configuration
+    }
+
+    @Test func aConnectionTheFastPathAloneServedIsClosedAtItsEndOfInput() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try await withLiveFlagsd(app, configuration: Self.farIdleTimeout()) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")]))
+            #expect(try await connection.readResponse().status == .ok)
+            #expect(server.snapshotFastPath.answeredCount == 1)
+            connection.shutdownWriting()
+            #expect(try await connection.isClosedByServer())
+        }
+    }
+
+    @Test func bytesThatAreNotHTTPAfterAFastPathAnswerGet400AndTheConnectionCloses() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try await withLiveFlagsd(app, configuration: Self.farIdleTimeout()) { server, port in
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")]))
+            #expect(try await connection.readResponse().status == .ok)
+            #expect(server.snapshotFastPath.answeredCount == 1)
+            try connection.send("NOT HTTP AT ALL\r\n\r\n")
+            #expect(try await connection.readResponse().status == .badRequest)
+            #expect(try await connection.isClosedByServer())
+        }
+    }
+
+    @Test func aGracefulShutdownClosesAConnectionTheFastPathAloneServed() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let server = try await buildApplication(
+            configuration: freshTokenCacheConfiguration(), store: app.store, logger: app.logger
+        ) { continuation.yield($0) }
+        let group = ServiceGroup(configuration: .init(services: [server], logger: app.logger))
+        let running = Task { try await group.run() }
+        let port = try #require(await ports.first { _ in true })
+        let connection = try RawHTTPConnection(port: port)
+        try connection.send(
+            RawHTTPConnection.get(
+                "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")]))
+        #expect(try await connection.readResponse().status == .ok)
+        #expect(server.snapshotFastPath.answeredCount == 1)
+        await group.triggerGracefulShutdown()
+        #expect(try await connection.isClosedByServer())
+        // A liveness deadline: the service ends once its connections are closed.
+        try await withDeadline(.seconds(60)) { try await running.value }
+    }
+
     @Test func aDeletedNamespaceAnswersItsParkedRequestsWith404() async throws {
         let app = try await TestApp.make()
         defer { app.close() }

@@ -250,15 +250,17 @@ struct GateInstant: InstantProtocol {
 }
 
 /// Hummingbird's HTTP/1.1 child channel behind a `ConnectionGate`: a refused connection is closed as soon as it is
-/// registered and never reaches HTTP; an admitted one's timeout handler reports to the gate when it is idle.
+/// registered and never reaches HTTP; an admitted one's timeout handler reports to the gate when it is idle, and its
+/// router side (Hummingbird's request loop) starts when the snapshot fast path first hands it something
+/// (`RouterDemand`).
 struct GatedHTTP1Channel: ServerChildChannel {
     enum Value: ServerChildChannelValue {
-        case admitted(HTTP1Channel.Value)
+        case admitted(HTTP1Channel.Value, routerDemand: RouterDemand)
         case refused(any Channel)
 
         var channel: any Channel {
             switch self {
-            case .admitted(let value): value.channel
+            case .admitted(let value, _): value.channel
             case .refused(let channel): channel
             }
         }
@@ -275,13 +277,15 @@ struct GatedHTTP1Channel: ServerChildChannel {
             }
         }
         return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
-            try channel.pipeline.syncOperations.handler(type: ConnectionGuardHandler.self).report(to: activity)
-            return .admitted(value)
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.handler(type: ConnectionGuardHandler.self).report(to: activity)
+            return .admitted(value, routerDemand: try pipeline.handler(type: SnapshotFastPathHandler.self).routerDemand)
         }
     }
 
     func handle(value: Value, logger: Logger) async {
-        if case .admitted(let value) = value {
+        if case .admitted(let value, let routerDemand) = value {
+            await routerDemand.wait()
             await http1.handle(value: value, logger: logger)
         }
     }

@@ -137,6 +137,9 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var readHeld = false
     /// The token this connection presented last, so its next polls skip hashing the same secret.
     private var lastPresentedToken: PresentedToken?
+    /// Opened with the first event this handler passes on: until then the connection's router side (Hummingbird's
+    /// request loop) does not run (`GatedHTTP1Channel.handle`).
+    let routerDemand = RouterDemand()
 
     fileprivate init(_ fastPath: SnapshotFastPath) {
         self.fastPath = fastPath
@@ -149,6 +152,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     func handlerRemoved(context: ChannelHandlerContext) {
         forgetParked()
         self.context = nil
+        routerDemand.open()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -160,6 +164,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         if parked != nil {
             queued.append(.event(event))
         } else {
+            routerDemand.open()
             context.fireUserInboundEventTriggered(event)
         }
     }
@@ -167,7 +172,14 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     func channelInactive(context: ChannelHandlerContext) {
         forgetParked()
         queued.removeAll()
+        routerDemand.open()
         context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A request the decoder could not read: the router side answers 400 and closes.
+        routerDemand.open()
+        context.fireErrorCaught(error)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -199,6 +211,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
             return false
         }
         if case .head = part { forwarded += 1 }
+        routerDemand.open()
         context.fireChannelRead(wrapInboundOut(part))
         return true
     }
@@ -280,6 +293,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
             case .part(let part):
                 if receive(part, context: context) { passedOn = true }
             case .event(let event):
+                routerDemand.open()
                 context.fireUserInboundEventTriggered(event)
             }
         }
