@@ -277,6 +277,12 @@ struct GatedHTTP1Channel: ServerChildChannel {
             }
         }
         return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            // A connection keeps its last receive buffer for its next read, and NIO's first is 2 KiB: 20 MiB for
+            // 10,000 parked long-polls, whose requests are a few hundred bytes. From 1 KiB, the allocator still
+            // grows the buffer after reads that fill it (request bodies).
+            try channel.syncOptions?.setOption(
+                ChannelOptions.recvAllocator,
+                value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 1024, maximum: 65536))
             let pipeline = channel.pipeline.syncOperations
             try pipeline.handler(type: ConnectionGuardHandler.self).report(to: activity)
             return .admitted(value, routerDemand: try pipeline.handler(type: SnapshotFastPathHandler.self).routerDemand)
