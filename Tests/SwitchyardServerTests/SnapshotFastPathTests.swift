@@ -234,12 +234,7 @@ struct SnapshotFastPathTests {
         let app = try await TestApp.make()
         defer { app.close() }
         try await withLiveFlagsd(app, configuration: Self.farIdleTimeout()) { server, port in
-            let connection = try RawHTTPConnection(port: port)
-            try connection.send(
-                RawHTTPConnection.get(
-                    "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")]))
-            #expect(try await connection.readResponse().status == .ok)
-            #expect(server.snapshotFastPath.answeredCount == 1)
+            let connection = try await snapshotAnsweredByTheFastPath(app, server, port: port)
             connection.shutdownWriting()
             #expect(try await connection.isClosedByServer())
         }
@@ -249,12 +244,7 @@ struct SnapshotFastPathTests {
         let app = try await TestApp.make()
         defer { app.close() }
         try await withLiveFlagsd(app, configuration: Self.farIdleTimeout()) { server, port in
-            let connection = try RawHTTPConnection(port: port)
-            try connection.send(
-                RawHTTPConnection.get(
-                    "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")]))
-            #expect(try await connection.readResponse().status == .ok)
-            #expect(server.snapshotFastPath.answeredCount == 1)
+            let connection = try await snapshotAnsweredByTheFastPath(app, server, port: port)
             try connection.send("NOT HTTP AT ALL\r\n\r\n")
             #expect(try await connection.readResponse().status == .badRequest)
             #expect(try await connection.isClosedByServer())
@@ -271,12 +261,7 @@ struct SnapshotFastPathTests {
         let group = ServiceGroup(configuration: .init(services: [server], logger: app.logger))
         let running = Task { try await group.run() }
         let port = try #require(await ports.first { _ in true })
-        let connection = try RawHTTPConnection(port: port)
-        try connection.send(
-            RawHTTPConnection.get(
-                "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(app.tokens["client"]!)")]))
-        #expect(try await connection.readResponse().status == .ok)
-        #expect(server.snapshotFastPath.answeredCount == 1)
+        let connection = try await snapshotAnsweredByTheFastPath(app, server, port: port)
         await group.triggerGracefulShutdown()
         #expect(try await connection.isClosedByServer())
         // A liveness deadline: the service ends once its connections are closed.
@@ -596,6 +581,21 @@ private func withLongPolls(
     try await withLiveFlagsd(app, configuration: configuration) { server, port in
         try await body(app, server, port, tag, version)
     }
+}
+
+/// Opens a raw connection and gets the rider snapshot on it with the client token, answered by the fast path (the
+/// server's first request), and returns the connection.
+private func snapshotAnsweredByTheFastPath(_ app: TestApp, _ server: FlagsServer, port: Int) async throws
+    -> RawHTTPConnection
+{
+    let connection = try RawHTTPConnection(port: port)
+    try connection.send(
+        RawHTTPConnection.get(
+            "/v1/namespaces/rider/snapshot",
+            headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))")]))
+    #expect(try await connection.readResponse().status == .ok)
+    #expect(server.snapshotFastPath.answeredCount == 1)
+    return connection
 }
 
 /// Opens a raw connection, sends `GET /v1/namespaces/rider/snapshot?wait=60` with the client token, `If-None-Match:
