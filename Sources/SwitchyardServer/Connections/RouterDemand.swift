@@ -6,7 +6,7 @@ import Synchronization
 /// Waiting, that task holds about 6.6 KB of async frames (its request loop, the response writer, a cancellation
 /// handler: heaptrack, 10,000 parked long-polls). Most of flagsd's connections are clients polling the snapshot,
 /// which `SnapshotFastPathHandler` answers on the event loop: their router side never runs. So the router side
-/// starts only on demand: the connection's task waits here, in a frame of a few hundred bytes, until the fast path
+/// starts only on demand: the connection's task waits here (about 2 KB with its task locals), until the fast path
 /// hands the router its first event (a request part it does not own, a user event such as end of input or
 /// quiescing, an error, or the connection's end) or the task is cancelled; then it runs Hummingbird's request loop,
 /// which finds what was handed over buffered in its inbound stream.
