@@ -21,14 +21,12 @@ ulimit -n 20000
 CLIENT_PID=
 trap 'if [ -n "$CLIENT_PID" ]; then kill "$CLIENT_PID" 2>/dev/null || true; fi; pkill -P $$ -x sleep 2>/dev/null || true; stop_flagsd; rm -rf "$FLAGSD_BENCH_DIR"' EXIT
 
-# flagsd's CPU so far, in clock ticks.
-ticks() { awk '{print $14 + $15}' "/proc/$FLAGSD_PID/stat"; }
 # Waits until flagsd's CPU stops moving for 0.5 s.
 settle() {
   local before now
-  before=$(ticks)
+  before=$(flagsd_cpu_ticks)
   while sleep 0.5; do
-    now=$(ticks)
+    now=$(flagsd_cpu_ticks)
     [ "$now" = "$before" ] && return
     before=$now
   done
@@ -42,7 +40,7 @@ for size in $SIZES; do
   echo "==> $size connections" >&2
   FLAGSD_BENCH_SWITCHES= start_flagsd
   settle
-  opened=$(ticks)
+  opened=$(flagsd_cpu_ticks)
   # The client keeps its connections open until its standard input closes: a sleep holds it open until the kill.
   sleep 100000 | .build/bench/waiters 127.0.0.1 "$FLAGSD_PORT" "$size" "$FLAGSD_BENCH_DIR/healthz-request" \
     > "$FLAGSD_BENCH_DIR/waiters.out" 2>/dev/null &
@@ -50,14 +48,14 @@ for size in $SIZES; do
   for _ in $(seq 1200); do grep -q '^end' "$FLAGSD_BENCH_DIR/waiters.out" 2>/dev/null && break; sleep 0.1; done
   grep -q '^end' "$FLAGSD_BENCH_DIR/waiters.out" || { echo "the client did not get $size answers" >&2; exit 1; }
   settle
-  open_ticks=$(( $(ticks) - opened ))
-  closing=$(ticks)
+  open_ticks=$(( $(flagsd_cpu_ticks) - opened ))
+  closing=$(flagsd_cpu_ticks)
   started=$(date +%s%N)
   pkill -P $$ -x waiters 2>/dev/null || kill "$CLIENT_PID" 2>/dev/null || true
   pkill -P $$ -x sleep 2>/dev/null || true
   CLIENT_PID=
   settle
-  close_ticks=$(( $(ticks) - closing ))
+  close_ticks=$(( $(flagsd_cpu_ticks) - closing ))
   settled_ms=$(( ($(date +%s%N) - started) / 1000000 - 500 ))
   open_us=$(per_connection "$open_ticks" "$size")
   close_us=$(per_connection "$close_ticks" "$size")

@@ -69,6 +69,9 @@ create_namespace() {
         --data-binary @- -o /dev/null
 }
 
+# flagsd's CPU so far (user + system), in clock ticks (getconf CLK_TCK a second).
+flagsd_cpu_ticks() { awk '{print $14 + $15}' "/proc/$FLAGSD_PID/stat"; }
+
 # flagsd for an events load from the one loopback address: the per-address and per-token event rates off, so the
 # load reaches the ingestion queue.
 start_flagsd_for_events() {

@@ -33,8 +33,7 @@ stop_flagsd
 # here, without waiters, so the wake's share per client can be told apart.
 echo "==> the change alone: 10 one-flag changes on 10,000 switches, no waiters" >&2
 FLAGSD_BENCH_SWITCHES=10000 start_flagsd
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$FLAGSD_PID/stat"; }
-ticks_before=$(cpu_ticks)
+ticks_before=$(flagsd_cpu_ticks)
 started=$(date +%s%N)
 for change in $(seq 10); do
   curl -sf -o /dev/null -X POST "http://127.0.0.1:$FLAGSD_PORT/v1/namespaces/bench/flags/plugin_switch_point_000_1/rollout" \
@@ -42,7 +41,7 @@ for change in $(seq 10); do
     --data "{\"rollout\": $((1000 + change)), \"reason\": \"change alone\"}"
 done
 CHANGE_WALL_MS=$(( ($(date +%s%N) - started) / 10000000 ))
-CHANGE_CPU_MS=$(( ($(cpu_ticks) - ticks_before) * 1000 / $(getconf CLK_TCK) / 10 ))
+CHANGE_CPU_MS=$(( ($(flagsd_cpu_ticks) - ticks_before) * 1000 / $(getconf CLK_TCK) / 10 ))
 stop_flagsd
 
 echo "==> fan-out of a one-flag change on 10,000 switches to $CLIENTS waiters, $ROUNDS rounds of each" >&2

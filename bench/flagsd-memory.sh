@@ -20,7 +20,7 @@ AFTER_BIN=$FLAGSD_BIN
 
 # flagsd's CPU seconds so far (user + system).
 cpu_seconds() {
-  awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$FLAGSD_PID/stat"
+  awk -v ticks="$(flagsd_cpu_ticks)" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", ticks / hz}'
 }
 
 # "RSS MiB (anon / file)" of flagsd now.
