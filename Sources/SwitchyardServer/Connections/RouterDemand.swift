@@ -22,10 +22,10 @@ final class RouterDemand: Sendable {
 
     init() {}
 
-    /// Whether the router side has been asked for.
-    var isOpen: Bool {
+    /// Whether a task is suspended in `wait()` (for tests, which order `wait()` before `open()` with it).
+    var hasWaiter: Bool {
         state.withLock {
-            if case .open = $0 { return true }
+            if case .waiting(.some) = $0 { return true }
             return false
         }
     }
