@@ -22,6 +22,8 @@ public struct FlagsServer: Service, CustomStringConvertible {
     package let snapshotFastPath: SnapshotFastPath
     /// The cap on open connections and their timeouts.
     package let connections: ConnectionGate
+    /// Router sides launched after their connection's own task ended.
+    let routerSides: LateRouterSides
     /// Follows the writes of other processes on a shared store (nil for a store only this process writes).
     var follower: StoreFollower?
 
@@ -30,7 +32,7 @@ public struct FlagsServer: Service, CustomStringConvertible {
         // the crash guard once no more events come in.
         let services: [any Service] =
             [crashGuard, releasePlans] + (follower.map { [$0] } ?? [])
-            + [NamedService(application, name: "http server"), app.hub]
+            + [HTTPService(application: application, connections: connections, routerSides: routerSides), app.hub]
         let group = ServiceGroup(configuration: .init(services: services, logger: app.logger))
         try await group.run()
     }
@@ -128,6 +130,7 @@ public func buildApplication(
             maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress,
             trustedProxies: configuration.trustedProxies),
         metricsFactory: factory, logger: logger)
+    let routerSides = LateRouterSides()
     let application = Application(
         router: buildRouter(app: app, routes: routes),
         server: HTTPServerBuilder { responder in
@@ -136,7 +139,7 @@ public func buildApplication(
                     responder: responder,
                     configuration: .init(
                         additionalChannelHandlers: [connections.makeHandler(), snapshotFastPath.makeHandler()])),
-                gate: connections)
+                gate: connections, routerSides: routerSides)
         },
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd",
@@ -152,7 +155,7 @@ public func buildApplication(
     var server = FlagsServer(
         application: application, app: app, routes: routes, crashGuard: crashGuard,
         releasePlans: releasePlans,
-        snapshotFastPath: snapshotFastPath, connections: connections)
+        snapshotFastPath: snapshotFastPath, connections: connections, routerSides: routerSides)
     if let notifications {
         server.follower = StoreFollower(
             app: app, notifications: notifications, interval: configuration.storeCheckInterval)
@@ -258,18 +261,31 @@ func buildRouter(app: AppContext, routes: [RouteSpec]) -> Router<FlagsRequestCon
     return router
 }
 
-/// A service under a short name: ServiceGroup keeps `"\(service)"` as the service's name, which for Hummingbird's
-/// `Application` (a struct) is a dump of the whole application, router included.
-struct NamedService<Wrapped: Service>: Service, CustomStringConvertible {
-    let wrapped: Wrapped
-    let description: String
-
-    init(_ wrapped: Wrapped, name: String) {
-        self.wrapped = wrapped
-        description = name
-    }
+/// Hummingbird's application (under a short name: ServiceGroup keeps `"\(service)"` as a service's name, which for
+/// `Application`, a struct, is a dump of the whole application, router included), the router sides launched after
+/// their connection's task ended, and, at the end, the wait for the last connection to close: Hummingbird's server
+/// returns once its connections' tasks end, and a connection the snapshot fast path alone serves has none
+/// (`RouterSide`).
+struct HTTPService<App: Service>: Service, CustomStringConvertible {
+    let application: App
+    let connections: ConnectionGate
+    let routerSides: LateRouterSides
+    var description: String { "http server" }
 
     func run() async throws {
-        try await wrapped.run()
+        async let late: Void = routerSides.run()
+        let served: Result<Void, any Error>
+        do {
+            try await application.run()
+            served = .success(())
+        } catch {
+            served = .failure(error)
+        }
+        // Graceful shutdown: quiescing closed the idle connections and the rest close after their answers; on
+        // cancellation, every open one is closed.
+        await connections.allClosed()
+        routerSides.finish()
+        await late
+        try served.get()
     }
 }

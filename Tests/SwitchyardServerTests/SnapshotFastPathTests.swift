@@ -268,6 +268,43 @@ struct SnapshotFastPathTests {
         try await withDeadline(.seconds(60)) { try await running.value }
     }
 
+    @Test func connectionsTheFastPathAloneServedCloseWithoutARouterLoop() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try await withLiveFlagsd(app, configuration: Self.farIdleTimeout()) { server, port in
+            var connections: [RawHTTPConnection] = []
+            for index in 0..<5 {
+                connections.append(
+                    try await snapshotAnsweredByTheFastPath(app, server, port: port, answeredBefore: index))
+            }
+            try await waitUntil("each connection's task ended") { server.routerSides.leftCount == 5 }
+            connections.removeAll()  // closed by the client
+            try await waitUntil("flagsd saw them closed") { server.connections.openCount == 0 }
+            #expect(server.routerSides.launchedCount == 0)
+        }
+    }
+
+    @Test func aRouterRequestAfterFastPathAnswersIsServedByALateRouterLoop() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try await withLiveFlagsd(app, configuration: Self.farIdleTimeout()) { server, port in
+            let connection = try await snapshotAnsweredByTheFastPath(app, server, port: port)
+            try await waitUntil("the connection's task ended") { server.routerSides.leftCount == 1 }
+            for _ in 0..<2 {
+                try connection.send(RawHTTPConnection.get("/healthz"))
+                #expect(try await connection.readResponse().status == .ok)
+            }
+            #expect(server.routerSides.launchedCount == 1)
+            // The fast path goes on answering polls on the connection beside its router loop.
+            try connection.send(
+                RawHTTPConnection.get(
+                    "/v1/namespaces/rider/snapshot",
+                    headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))")]))
+            #expect(try await connection.readResponse().status == .ok)
+            #expect(server.snapshotFastPath.answeredCount == 2)
+        }
+    }
+
     @Test func aDeletedNamespaceAnswersItsParkedRequestsWith404() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
@@ -585,16 +622,16 @@ private func withLongPolls(
 
 /// Opens a raw connection and gets the rider snapshot on it with the client token, answered by the fast path (the
 /// server's first request), and returns the connection.
-private func snapshotAnsweredByTheFastPath(_ app: TestApp, _ server: FlagsServer, port: Int) async throws
-    -> RawHTTPConnection
-{
+private func snapshotAnsweredByTheFastPath(
+    _ app: TestApp, _ server: FlagsServer, port: Int, answeredBefore: Int = 0
+) async throws -> RawHTTPConnection {
     let connection = try RawHTTPConnection(port: port)
     try connection.send(
         RawHTTPConnection.get(
             "/v1/namespaces/rider/snapshot",
             headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))")]))
     #expect(try await connection.readResponse().status == .ok)
-    #expect(server.snapshotFastPath.answeredCount == 1)
+    #expect(server.snapshotFastPath.answeredCount == answeredBefore + 1)
     return connection
 }
 

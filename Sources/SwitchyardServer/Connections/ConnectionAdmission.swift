@@ -65,6 +65,9 @@ package struct ConnectionAdmission<Connection, Instant: InstantProtocol> where I
     /// The connections open (admitted and not yet closed or closed to make room).
     package var count: Int { open.count }
 
+    /// Every open connection.
+    package var connections: [Connection] { open.values.map(\.connection) }
+
     /// The open connections from an address block (an address key, or a wider IPv6 prefix).
     package func count(from block: String) -> Int {
         openOfBlock[block] ?? 0

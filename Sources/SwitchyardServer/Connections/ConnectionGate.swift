@@ -42,9 +42,15 @@ package final class ConnectionGate: Sendable {
         let activity: ConnectionActivity
     }
 
+    /// The admission state, and the tasks waiting for the last connection to close (`allClosed()`).
+    private struct State {
+        var admission: ConnectionAdmission<Open, GateInstant>
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
     package let limits: Limits
     let logger: Logger
-    private let admission: Mutex<ConnectionAdmission<Open, GateInstant>>
+    private let state: Mutex<State>
     /// The start of the gate's clock (``GateInstant``).
     private let origin = ContinuousClock.now
     private let refusing = Atomic<Bool>(false)
@@ -58,10 +64,11 @@ package final class ConnectionGate: Sendable {
     package init(limits: Limits, metricsFactory: any MetricsFactory, logger: Logger) {
         self.limits = limits
         self.logger = logger
-        admission = Mutex(
-            ConnectionAdmission(
-                maximumConnections: limits.maximumConnections,
-                maximumConnectionsPerAddress: limits.maximumConnectionsPerAddress ?? .max))
+        state = Mutex(
+            State(
+                admission: ConnectionAdmission(
+                    maximumConnections: limits.maximumConnections,
+                    maximumConnectionsPerAddress: limits.maximumConnectionsPerAddress ?? .max)))
         openMeter = Meter(label: "flagsd_connections_open", factory: metricsFactory)
         refusals = Dictionary(
             uniqueKeysWithValues: ConnectionRefusal.allCases.map { refusal in
@@ -87,7 +94,7 @@ package final class ConnectionGate: Sendable {
     }
 
     /// The connections open now (refused ones, and ones closed to make room, are not counted), for tests.
-    package var openCount: Int { admission.withLock { $0.count } }
+    package var openCount: Int { state.withLock { $0.admission.count } }
 
     /// Counts a new connection in until it closes, closing the longest idle one when it reaches the cap; nil,
     /// counting a refusal, when its address is at its cap or the cap is reached and no connection is idle.
@@ -97,8 +104,8 @@ package final class ConnectionGate: Sendable {
         let now = GateInstant(ContinuousClock.now, since: origin)
         let activity = ConnectionActivity(origin: origin, openedAt: now)
         let blocks = addressBlocks(of: channel)
-        let decision = admission.withLock { admission in
-            admission.admit(Open(channel: channel, activity: activity), blocks: blocks, at: now) {
+        let decision = state.withLock { state in
+            state.admission.admit(Open(channel: channel, activity: activity), blocks: blocks, at: now) {
                 $0.activity.idleSince
             }
         }
@@ -113,10 +120,41 @@ package final class ConnectionGate: Sendable {
                 logger.notice(
                     "accepting new connections again", metadata: ["open_connections": .stringConvertible(openCount)])
             }
-            channel.closeFuture.whenComplete { _ in
-                if self.admission.withLock({ $0.close(id: id) }) { self.openMeter.decrement() }
-            }
+            channel.closeFuture.whenComplete { _ in self.closed(id: id) }
             return activity
+        }
+    }
+
+    private func closed(id: Int) {
+        let (counted, drained) = state.withLock { state in
+            let counted = state.admission.close(id: id)
+            guard state.admission.count == 0 else { return (counted, [CheckedContinuation<Void, Never>]()) }
+            defer { state.drainWaiters = [] }
+            return (counted, state.drainWaiters)
+        }
+        if counted { openMeter.decrement() }
+        for waiter in drained { waiter.resume() }
+    }
+
+    /// Returns once no connection is open, as after a graceful shutdown's last connection closed; if the calling task
+    /// is cancelled, closes every open connection first.
+    ///
+    /// A connection the snapshot fast path alone served has no task of its own (`RouterSide`), so Hummingbird's
+    /// server returns without waiting for it: the HTTP service waits here.
+    func allClosed() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    guard state.admission.count > 0 else { return true }
+                    state.drainWaiters.append(continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            for open in state.withLock({ $0.admission.connections }) {
+                open.channel.close(promise: nil)
+            }
         }
     }
 
@@ -251,11 +289,11 @@ struct GateInstant: InstantProtocol {
 
 /// Hummingbird's HTTP/1.1 child channel behind a `ConnectionGate`: a refused connection is closed as soon as it is
 /// registered and never reaches HTTP; an admitted one's timeout handler reports to the gate when it is idle, and its
-/// router side (Hummingbird's request loop) starts when the snapshot fast path first hands it something
-/// (`RouterDemand`).
+/// router side (Hummingbird's request loop) runs only once the snapshot fast path hands it something (`RouterSide`):
+/// in the connection's own task if that was before the task began, else on `routerSides`.
 struct GatedHTTP1Channel: ServerChildChannel {
     enum Value: ServerChildChannelValue {
-        case admitted(HTTP1Channel.Value, routerDemand: RouterDemand)
+        case admitted(HTTP1Channel.Value, routerSide: RouterSide)
         case refused(any Channel)
 
         var channel: any Channel {
@@ -268,6 +306,7 @@ struct GatedHTTP1Channel: ServerChildChannel {
 
     let http1: HTTP1Channel
     let gate: ConnectionGate
+    let routerSides: LateRouterSides
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard let activity = gate.admit(channel) else {
@@ -285,14 +324,22 @@ struct GatedHTTP1Channel: ServerChildChannel {
                 value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 1024, maximum: 65536))
             let pipeline = channel.pipeline.syncOperations
             try pipeline.handler(type: ConnectionGuardHandler.self).report(to: activity)
-            return .admitted(value, routerDemand: try pipeline.handler(type: SnapshotFastPathHandler.self).routerDemand)
+            let routerSide = try pipeline.handler(type: SnapshotFastPathHandler.self).routerSide
+            // Completed after NIO removed the channel's handlers (which finishes its async writer).
+            channel.closeFuture.whenComplete { _ in routerSide.channelClosed() }
+            return .admitted(value, routerSide: routerSide)
         }
     }
 
     func handle(value: Value, logger: Logger) async {
-        if case .admitted(let value, let routerDemand) = value {
-            await routerDemand.wait()
-            await http1.handle(value: value, logger: logger)
+        guard case .admitted(let value, let routerSide) = value else { return }
+        let http1 = http1
+        let loop: @Sendable () async -> Void = { await http1.handle(value: value, logger: logger) }
+        let routerSides = routerSides
+        if routerSide.runNowOrPark(launch: { routerSides.launch(loop) }) {
+            await loop()
+        } else {
+            routerSides.countLeft()
         }
     }
 }

@@ -137,9 +137,10 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var readHeld = false
     /// The token this connection presented last, so its next polls skip hashing the same secret.
     private var lastPresentedToken: PresentedToken?
-    /// Opened with the first event this handler passes on: until then the connection's router side (Hummingbird's
-    /// request loop) does not run (`GatedHTTP1Channel.handle`).
-    let routerDemand = RouterDemand()
+    /// Opened with the first event this handler passes on that the router side has to act on: until then the
+    /// connection's router side (Hummingbird's request loop) does not run, and if the connection closes first it
+    /// never does (`GatedHTTP1Channel.handle`).
+    let routerSide = RouterSide()
 
     fileprivate init(_ fastPath: SnapshotFastPath) {
         self.fastPath = fastPath
@@ -152,7 +153,6 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     func handlerRemoved(context: ChannelHandlerContext) {
         forgetParked()
         self.context = nil
-        routerDemand.open()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -164,21 +164,20 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         if parked != nil {
             queued.append(.event(event))
         } else {
-            routerDemand.open()
-            context.fireUserInboundEventTriggered(event)
+            pass(event, context: context)
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        // A router side not started has nothing to do at the end: it is dropped once the channel has closed.
         forgetParked()
         queued.removeAll()
-        routerDemand.open()
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A request the decoder could not read: the router side answers 400 and closes.
-        routerDemand.open()
+        routerSide.open()
         context.fireErrorCaught(error)
     }
 
@@ -211,7 +210,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
             return false
         }
         if case .head = part { forwarded += 1 }
-        routerDemand.open()
+        routerSide.open()
         context.fireChannelRead(wrapInboundOut(part))
         return true
     }
@@ -285,6 +284,24 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         replayQueued(context: context)
     }
 
+    /// Passes a user event on. Quiescing needs no router loop (Hummingbird's connection state handler, next in the
+    /// pipeline, closes a connection with no router request in progress, and a router side with one has started).
+    /// Nor does the end of the client's input when the router was never handed anything: the connection is closed
+    /// here, as the router's loop would close it at the end of its input, without starting one for it (a fleet
+    /// hanging up at once would start thousands).
+    private func pass(_ event: Any, context: ChannelHandlerContext) {
+        switch event {
+        case is ChannelShouldQuiesceEvent:
+            context.fireUserInboundEventTriggered(event)
+        case ChannelEvent.inputClosed where !routerSide.hasDemand:
+            context.fireUserInboundEventTriggered(event)
+            context.close(promise: nil)
+        default:
+            routerSide.open()
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
     private func replayQueued(context: ChannelHandlerContext) {
         var passedOn = false
         while parked == nil, !queued.isEmpty {
@@ -293,8 +310,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
             case .part(let part):
                 if receive(part, context: context) { passedOn = true }
             case .event(let event):
-                routerDemand.open()
-                context.fireUserInboundEventTriggered(event)
+                pass(event, context: context)
             }
         }
         // The router's side delivers what it read at read completion.
