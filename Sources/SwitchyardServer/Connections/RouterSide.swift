@@ -7,8 +7,10 @@ import Synchronization
 /// moment the connection opens: about 6.6 KB of async frames per connection (heaptrack, 10,000 parked long-polls).
 /// Most of flagsd's connections are clients polling the snapshot, which `SnapshotFastPathHandler` answers on the event
 /// loop: their router side never has anything to do. So a connection's task (`GatedHTTP1Channel.handle`) runs the
-/// request loop only if the fast path already handed the router something (a request part it does not own, a user
-/// event such as end of input, a decoding error); otherwise it leaves the loop's start here and ends. When the fast
+/// request loop only if the fast path already handed the router something (a request part it does not own, a request
+/// the decoder could not read, a user event other than quiescing); otherwise it leaves the loop's start here and
+/// ends. (Quiescing, the end of the client's input and a reset the fast path handles itself when the router has
+/// nothing: see `SnapshotFastPathHandler.pass`.) When the fast
 /// path first hands something on later, `open()` launches the loop on `LateRouterSides`; it finds what was handed
 /// over buffered in its inbound stream. A connection that closes before that needs no loop at all: its start is
 /// dropped once the channel has closed (`channelClosed()`), after NIO removed its handlers, which finishes the

@@ -176,8 +176,9 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A request the decoder could not read: the router side answers 400 and closes.
-        routerSide.open()
+        // A request the decoder could not read: the router side answers 400 and closes. An I/O error (a reset
+        // connection) needs no router loop that is not running already: NIO closes the connection.
+        if !(error is IOError) { routerSide.open() }
         context.fireErrorCaught(error)
     }
 
