@@ -22,8 +22,8 @@ public struct FlagsServer: Service, CustomStringConvertible {
     package let snapshotFastPath: SnapshotFastPath
     /// The cap on open connections and their timeouts.
     package let connections: ConnectionGate
-    /// Router sides launched after their connection's own task ended.
-    let routerSides: LateRouterSides
+    /// Where every connection's router loop runs.
+    let routerLoops: RouterLoops
     /// Follows the writes of other processes on a shared store (nil for a store only this process writes).
     var follower: StoreFollower?
 
@@ -32,7 +32,7 @@ public struct FlagsServer: Service, CustomStringConvertible {
         // the crash guard once no more events come in.
         let services: [any Service] =
             [crashGuard, releasePlans] + (follower.map { [$0] } ?? [])
-            + [HTTPService(application: application, connections: connections, routerSides: routerSides), app.hub]
+            + [HTTPService(application: application, connections: connections, routerLoops: routerLoops), app.hub]
         let group = ServiceGroup(configuration: .init(services: services, logger: app.logger))
         try await group.run()
     }
@@ -130,7 +130,7 @@ public func buildApplication(
             maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress,
             trustedProxies: configuration.trustedProxies),
         metricsFactory: factory, logger: logger)
-    let routerSides = LateRouterSides()
+    let routerLoops = RouterLoops()
     let application = Application(
         router: buildRouter(app: app, routes: routes),
         server: HTTPServerBuilder { responder in
@@ -139,7 +139,7 @@ public func buildApplication(
                     responder: responder,
                     configuration: .init(
                         additionalChannelHandlers: [connections.makeHandler(), snapshotFastPath.makeHandler()])),
-                gate: connections, routerSides: routerSides)
+                gate: connections, routerLoops: routerLoops)
         },
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "flagsd",
@@ -155,7 +155,7 @@ public func buildApplication(
     var server = FlagsServer(
         application: application, app: app, routes: routes, crashGuard: crashGuard,
         releasePlans: releasePlans,
-        snapshotFastPath: snapshotFastPath, connections: connections, routerSides: routerSides)
+        snapshotFastPath: snapshotFastPath, connections: connections, routerLoops: routerLoops)
     if let notifications {
         server.follower = StoreFollower(
             app: app, notifications: notifications, interval: configuration.storeCheckInterval)
@@ -262,18 +262,17 @@ func buildRouter(app: AppContext, routes: [RouteSpec]) -> Router<FlagsRequestCon
 }
 
 /// Hummingbird's application (under a short name: ServiceGroup keeps `"\(service)"` as a service's name, which for
-/// `Application`, a struct, is a dump of the whole application, router included), the router sides launched after
-/// their connection's task ended, and, at the end, the wait for the last connection to close: Hummingbird's server
-/// returns once its connections' tasks end, and a connection the snapshot fast path alone serves has none
-/// (`RouterSide`).
+/// `Application`, a struct, is a dump of the whole application, router included), the connections' router loops
+/// (`RouterLoops`), and, at the end, the wait for the last connection to close: Hummingbird's server returns once its
+/// connections' tasks end, and those only launch a router loop or leave it to be launched (`RouterSide`).
 struct HTTPService<App: Service>: Service, CustomStringConvertible {
     let application: App
     let connections: ConnectionGate
-    let routerSides: LateRouterSides
+    let routerLoops: RouterLoops
     var description: String { "http server" }
 
     func run() async throws {
-        async let late: Void = routerSides.run()
+        async let loops: Void = routerLoops.run()
         let served: Result<Void, any Error>
         do {
             try await application.run()
@@ -284,8 +283,8 @@ struct HTTPService<App: Service>: Service, CustomStringConvertible {
         // Graceful shutdown: quiescing closed the idle connections and the rest close after their answers; on
         // cancellation, every open one is closed.
         await connections.allClosed()
-        routerSides.finish()
-        await late
+        routerLoops.finish()
+        await loops
         try served.get()
     }
 }

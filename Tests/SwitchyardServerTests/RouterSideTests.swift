@@ -4,16 +4,16 @@ import Testing
 
 @testable import SwitchyardServer
 
-/// `RouterSide`: a connection's router loop runs in the connection's task when the fast path handed it something
-/// before the task looked, is launched when that comes later, and is dropped unlaunched when the connection closes
-/// first. `LateRouterSides` runs what is launched until it is finished, and never drops a launch.
+/// `RouterSide`: a connection's router loop is launched by the connection's task when the fast path handed it
+/// something before the task looked, by the fast path's demand when that comes later, and is dropped unlaunched when
+/// the connection closes first. `RouterLoops` runs what is launched until it is finished, and never drops a launch.
 struct RouterSideTests {
-    @Test func aDemandBeforeTheTaskLooksRunsTheLoopInTheTask() {
+    @Test func aDemandBeforeTheTaskLooksHasTheTaskLaunchTheLoop() {
         let side = RouterSide()
         let launches = Count()
         side.open()
-        let ranInTask = side.runNowOrPark(launch: { launches.add() })
-        #expect(ranInTask)
+        let taskLaunches = side.launchNowOrPark(launch: { launches.add() })
+        #expect(taskLaunches)
         #expect(side.isStarted)
         side.open()
         side.channelClosed()
@@ -23,8 +23,8 @@ struct RouterSideTests {
     @Test func aDemandAfterTheTaskLeftLaunchesTheLoopOnce() {
         let side = RouterSide()
         let launches = Count()
-        let ranInTask = side.runNowOrPark(launch: { launches.add() })
-        #expect(!ranInTask)
+        let taskLaunches = side.launchNowOrPark(launch: { launches.add() })
+        #expect(!taskLaunches)
         #expect(side.isParked)
         #expect(launches.value == 0)
         side.open()
@@ -42,8 +42,8 @@ struct RouterSideTests {
         do {
             let captured = Count()
             held = captured
-            let ranInTask = side.runNowOrPark(launch: { captured.add() })
-            #expect(!ranInTask)
+            let taskLaunches = side.launchNowOrPark(launch: { captured.add() })
+            #expect(!taskLaunches)
         }
         #expect(held != nil)
         side.channelClosed()
@@ -58,25 +58,27 @@ struct RouterSideTests {
         side.open()
         side.channelClosed()
         let launches = Count()
-        let ranInTask = side.runNowOrPark(launch: { launches.add() })
-        #expect(!ranInTask)
+        let taskLaunches = side.launchNowOrPark(launch: { launches.add() })
+        #expect(!taskLaunches)
         #expect(!side.isParked && !side.isStarted)
         #expect(launches.value == 0)
     }
 
-    @Test func lateRouterSidesRunWhatIsLaunchedBeforeAndAfterTheyFinish() async throws {
-        let sides = LateRouterSides()
+    @Test func routerLoopsRunWhatIsLaunchedBeforeWhileAndAfterTheyRun() async throws {
+        let loops = RouterLoops()
         let ran = Count()
-        sides.launch { ran.add() }
-        let running = Task { await sides.run() }
-        try await waitUntil("the loop launched before run() ran") { ran.value == 1 }
-        sides.launch { ran.add() }
-        try await waitUntil("the loop launched while running ran") { ran.value == 2 }
-        sides.finish()
+        // More than one per group, so every group runs one and some run two.
+        let first = RouterLoops.shardCount + 3
+        for _ in 0..<first { loops.launch { ran.add() } }
+        let running = Task { await loops.run() }
+        try await waitUntil("the loops launched before run() ran") { ran.value == first }
+        loops.launch { ran.add() }
+        try await waitUntil("a loop launched while running ran") { ran.value == first + 1 }
+        loops.finish()
         await running.value
-        sides.launch { ran.add() }
-        try await waitUntil("a loop launched after finish() still ran") { ran.value == 3 }
-        #expect(sides.launchedCount == 3)
+        loops.launch { ran.add() }
+        try await waitUntil("a loop launched after finish() still ran") { ran.value == first + 2 }
+        #expect(loops.launchedCount == first + 2)
     }
 }
 

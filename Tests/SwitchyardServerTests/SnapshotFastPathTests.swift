@@ -277,11 +277,11 @@ struct SnapshotFastPathTests {
                 connections.append(
                     try await snapshotAnsweredByTheFastPath(app, server, port: port, answeredBefore: index))
             }
-            try await waitUntil("each connection's task ended") { server.routerSides.leftCount == 5 }
+            try await waitUntil("each connection's task ended") { server.routerLoops.leftCount == 5 }
             for connection in connections.prefix(2) { connection.reset() }  // as a client whose process died
             connections.removeAll()  // the others closed by the client
             try await waitUntil("flagsd saw them closed") { server.connections.openCount == 0 }
-            #expect(server.routerSides.launchedCount == 0)
+            #expect(server.routerLoops.launchedCount == 0)
         }
     }
 
@@ -290,12 +290,12 @@ struct SnapshotFastPathTests {
         defer { app.close() }
         try await withLiveFlagsd(app, configuration: Self.farIdleTimeout()) { server, port in
             let connection = try await snapshotAnsweredByTheFastPath(app, server, port: port)
-            try await waitUntil("the connection's task ended") { server.routerSides.leftCount == 1 }
+            try await waitUntil("the connection's task ended") { server.routerLoops.leftCount == 1 }
             for _ in 0..<2 {
                 try connection.send(RawHTTPConnection.get("/healthz"))
                 #expect(try await connection.readResponse().status == .ok)
             }
-            #expect(server.routerSides.launchedCount == 1)
+            #expect(server.routerLoops.launchedCount == 1)
             // The fast path goes on answering polls on the connection beside its router loop.
             try connection.send(
                 RawHTTPConnection.get(

@@ -289,8 +289,8 @@ struct GateInstant: InstantProtocol {
 
 /// Hummingbird's HTTP/1.1 child channel behind a `ConnectionGate`: a refused connection is closed as soon as it is
 /// registered and never reaches HTTP; an admitted one's timeout handler reports to the gate when it is idle, and its
-/// router side (Hummingbird's request loop) runs only once the snapshot fast path hands it something (`RouterSide`):
-/// in the connection's own task if that was before the task began, else on `routerSides`.
+/// router side (Hummingbird's request loop) runs only once the snapshot fast path hands it something (`RouterSide`),
+/// on `routerLoops`: the connection's task (in Hummingbird's task group) launches it or leaves it, and ends.
 struct GatedHTTP1Channel: ServerChildChannel {
     enum Value: ServerChildChannelValue {
         case admitted(HTTP1Channel.Value, routerSide: RouterSide)
@@ -306,7 +306,7 @@ struct GatedHTTP1Channel: ServerChildChannel {
 
     let http1: HTTP1Channel
     let gate: ConnectionGate
-    let routerSides: LateRouterSides
+    let routerLoops: RouterLoops
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard let activity = gate.admit(channel) else {
@@ -334,12 +334,14 @@ struct GatedHTTP1Channel: ServerChildChannel {
     func handle(value: Value, logger: Logger) async {
         guard case .admitted(let value, let routerSide) = value else { return }
         let http1 = http1
-        let loop: @Sendable () async -> Void = { await http1.handle(value: value, logger: logger) }
-        let routerSides = routerSides
-        if routerSide.runNowOrPark(launch: { routerSides.launch(loop) }) {
-            await loop()
+        let routerLoops = routerLoops
+        let launch: @Sendable () -> Void = {
+            routerLoops.launch { await http1.handle(value: value, logger: logger) }
+        }
+        if routerSide.launchNowOrPark(launch: launch) {
+            launch()
         } else {
-            routerSides.countLeft()
+            routerLoops.countLeft()
         }
     }
 }

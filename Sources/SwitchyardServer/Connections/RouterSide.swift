@@ -6,27 +6,26 @@ import Synchronization
 /// Hummingbird runs every connection in a child task of one task group, whose loop waits for request parts from the
 /// moment the connection opens: about 6.6 KB of async frames per connection (heaptrack, 10,000 parked long-polls).
 /// Most of flagsd's connections are clients polling the snapshot, which `SnapshotFastPathHandler` answers on the event
-/// loop: their router side never has anything to do. So a connection's task (`GatedHTTP1Channel.handle`) runs the
-/// request loop only if the fast path already handed the router something (a request part it does not own, a request
-/// the decoder could not read, a user event other than quiescing); otherwise it leaves the loop's start here and
-/// ends. (Quiescing, the end of the client's input and a reset the fast path handles itself when the router has
-/// nothing: see `SnapshotFastPathHandler.pass`.) When the fast
-/// path first hands something on later, `open()` launches the loop on `LateRouterSides`; it finds what was handed
-/// over buffered in its inbound stream. A connection that closes before that needs no loop at all: its start is
-/// dropped once the channel has closed (`channelClosed()`), after NIO removed its handlers, which finishes the
-/// connection's async writer (dropping it unfinished before that is a precondition failure in NIO).
+/// loop: their router side never has anything to do. So a connection's task (`GatedHTTP1Channel.handle`) launches the
+/// request loop (on `RouterLoops`) only if the fast path already handed the router something (a request part it does
+/// not own, a request the decoder could not read, a user event other than quiescing); otherwise it leaves the loop's
+/// launch here, and ends either way. (Quiescing, the end of the client's input and a reset the fast path handles
+/// itself when the router has nothing: see `SnapshotFastPathHandler.pass`.) When the fast path first hands something
+/// on later, `open()` launches the loop, which finds what was handed over buffered in its inbound stream. A
+/// connection that closes before that needs no loop at all: its launch is dropped once the channel has closed
+/// (`channelClosed()`), after NIO removed its handlers, which finishes the connection's async writer (dropping it
+/// unfinished before that is a precondition failure in NIO).
 ///
-/// Ending the connection's task at once also keeps Hummingbird's task group short: the Swift 6.3 runtime removes an
-/// ended child by walking the group's list from its oldest child, so closing 10,000 connections that each held a task
-/// cost a core ~1.7 s (bench/README.md, "Parking long-polls").
+/// A parked long-poll then holds no task at all, and Hummingbird's one task group for every connection holds only
+/// tasks about to end (see `RouterLoops` on why a group's length matters).
 ///
-/// `open()` and `channelClosed()` are called on the connection's event loop, `runNowOrPark(launch:)` from its task;
+/// `open()` and `channelClosed()` are called on the connection's event loop, `launchNowOrPark(launch:)` from its task;
 /// they may come in any order.
 final class RouterSide: Sendable {
     private enum State {
         /// Nothing handed on yet, and the connection's task has not looked.
         case idle
-        /// Something was handed on before the connection's task looked: it runs the loop itself.
+        /// Something was handed on before the connection's task looked: it launches the loop itself.
         case demanded
         /// The connection's task ended, leaving how to launch the loop.
         case parked(launch: @Sendable () -> Void)
@@ -83,9 +82,9 @@ final class RouterSide: Sendable {
         launch?()
     }
 
-    /// Called by the connection's task: true when the caller is to run the loop now (the router already has
+    /// Called by the connection's task: true when the caller is to launch the loop now (the router already has
     /// something); false when `launch` was kept for `open()`, or the connection has closed already.
-    func runNowOrPark(launch: @escaping @Sendable () -> Void) -> Bool {
+    func launchNowOrPark(launch: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
             switch state {
             case .idle:
@@ -116,49 +115,72 @@ final class RouterSide: Sendable {
     }
 }
 
-/// Runs the router sides launched after their connection's own task ended (`RouterSide`), in a task group of the HTTP
-/// server's service, so that they see its graceful shutdown and its cancellation as Hummingbird's own connections do.
-final class LateRouterSides: Sendable {
-    private let stream: AsyncStream<@Sendable () async -> Void>
-    private let continuation: AsyncStream<@Sendable () async -> Void>.Continuation
+/// Runs every connection's router loop (Hummingbird's request loop: `RouterSide`), in task groups of the HTTP
+/// server's service, so that the loops see its graceful shutdown and its cancellation as a connection's own task
+/// would; a connection's task in Hummingbird's group only launches its loop here, or leaves it to be launched, and
+/// ends.
+///
+/// The loops are spread over `shardCount` task groups, one after another: the Swift 6.3 runtime removes an ended
+/// child by walking its group's list of children from the oldest, so one group of 10,000 connections costs ~1.7 s of
+/// a core when they close at once (bench/README.md, "Parking long-polls"), and 64 groups cut each walk 64 times.
+final class RouterLoops: Sendable {
+    private struct Shard: Sendable {
+        let stream: AsyncStream<@Sendable () async -> Void>
+        let continuation: AsyncStream<@Sendable () async -> Void>.Continuation
+    }
+
+    static let shardCount = 64
+
+    private let shards: [Shard]
+    private let next = Atomic(0)
     private let launched = Atomic(0)
     private let left = Atomic(0)
 
     init() {
-        (stream, continuation) = AsyncStream.makeStream()
+        shards = (0..<Self.shardCount).map { _ in
+            let (stream, continuation) = AsyncStream<@Sendable () async -> Void>.makeStream()
+            return Shard(stream: stream, continuation: continuation)
+        }
     }
 
-    /// How many router sides were launched here (for tests).
+    /// How many router loops were launched (for tests).
     var launchedCount: Int { launched.load(ordering: .relaxed) }
 
-    /// How many connections' tasks ended without running their router loop (for tests).
+    /// How many connections' tasks ended leaving their router loop unlaunched (for tests).
     var leftCount: Int { left.load(ordering: .relaxed) }
 
-    /// A connection's task ended without running its router loop.
+    /// A connection's task ended leaving its router loop unlaunched.
     func countLeft() {
         left.add(1, ordering: .relaxed)
     }
 
-    /// Runs `loop` in the group; in a task of its own once the group has finished (never dropped: the loop closes
-    /// its connection).
+    /// Runs `loop` in the next group; in a task of its own once the groups have finished (never dropped: the loop
+    /// closes its connection).
     func launch(_ loop: @escaping @Sendable () async -> Void) {
         launched.add(1, ordering: .relaxed)
-        if case .terminated = continuation.yield(loop) {
+        let shard = shards[next.wrappingAdd(1, ordering: .relaxed).oldValue % shards.count]
+        if case .terminated = shard.continuation.yield(loop) {
             Task { await loop() }
         }
     }
 
     /// Runs what is launched until `finish()`, then waits for it to end.
     func run() async {
-        await withDiscardingTaskGroup { group in
-            for await loop in stream {
-                group.addTask { await loop() }
+        await withDiscardingTaskGroup { shardGroup in
+            for shard in shards {
+                shardGroup.addTask {
+                    await withDiscardingTaskGroup { group in
+                        for await loop in shard.stream {
+                            group.addTask { await loop() }
+                        }
+                    }
+                }
             }
         }
     }
 
     /// Lets `run()` return once what it runs has ended.
     func finish() {
-        continuation.finish()
+        for shard in shards { shard.continuation.finish() }
     }
 }
