@@ -42,7 +42,10 @@ struct RouterSideTests {
         do {
             let captured = Count()
             held = captured
-            let taskLaunches = side.launchNowOrPark(launch: { captured.add() })
+            let taskLaunches = side.launchNowOrPark(launch: {
+                captured.add()
+                launches.add()
+            })
             #expect(!taskLaunches)
         }
         #expect(held != nil)

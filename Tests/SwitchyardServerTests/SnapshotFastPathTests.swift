@@ -204,6 +204,32 @@ struct SnapshotFastPathTests {
         }
     }
 
+    @Test func aClientThatHalfClosesAfterPollsGetsEveryAnswerBeforeTheConnectionCloses() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        try await withLiveFlagsd(app) { server, port in
+            // Far more answer bytes than the sockets hold while this side does not read, then the end of input:
+            // the connection closes only after the last answer went out (a close as soon as the end of input is read
+            // would drop answers still waiting in flagsd).
+            let connection = try RawHTTPConnection(port: port, receiveBuffer: 4096)
+            let poll = RawHTTPConnection.get(
+                "/v1/namespaces/rider/snapshot",
+                headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))")])
+            let polls = 2_000
+            try connection.send(String(repeating: poll, count: polls))
+            connection.shutdownWriting()
+            var bytes = 0
+            for _ in 0..<polls {
+                let response = try await connection.readResponse()
+                #expect(response.status == .ok)
+                bytes += response.body.count
+            }
+            #expect(bytes > 2_000_000, "the answers are too small to wait in flagsd: \(bytes) bytes")
+            #expect(server.snapshotFastPath.answeredCount == polls)
+            #expect(try await connection.isClosedByServer())
+        }
+    }
+
     @Test func connectionCloseIsLeftToTheRouterWhichCloses() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
@@ -220,7 +246,7 @@ struct SnapshotFastPathTests {
     }
 
     // A connection's router side (Hummingbird's request loop) starts only when the fast path hands it something
-    // (`RouterDemand`): what only the router side did for a connection the fast path alone served must still happen,
+    // (`RouterSide`): what only the router side did for a connection the fast path alone served must still happen,
     // with the idle and header timeouts (which would close the connection anyway) far away.
 
     static func farIdleTimeout() -> ServerConfiguration {

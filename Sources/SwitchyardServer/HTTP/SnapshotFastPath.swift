@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 import SwitchyardCore
 import SwitchyardStorage
@@ -288,19 +289,34 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// Passes a user event on. Quiescing needs no router loop (Hummingbird's connection state handler, next in the
     /// pipeline, closes a connection with no router request in progress, and a router side with one has started).
     /// Nor does the end of the client's input when the router was never handed anything: the connection is closed
-    /// here, as the router's loop would close it at the end of its input, without starting one for it (a fleet
-    /// hanging up at once would start thousands).
+    /// here once the answers written to it have gone out, as the router's loop would close it at the end of its
+    /// input, without starting one for it (a fleet hanging up at once would start thousands).
     private func pass(_ event: Any, context: ChannelHandlerContext) {
         switch event {
         case is ChannelShouldQuiesceEvent:
             context.fireUserInboundEventTriggered(event)
         case ChannelEvent.inputClosed where !routerSide.hasDemand:
             context.fireUserInboundEventTriggered(event)
-            context.close(promise: nil)
+            closeAfterWrites(context)
         default:
             routerSide.open()
             context.fireUserInboundEventTriggered(event)
         }
+    }
+
+    /// Closes the connection once everything written to it has gone to the socket: a full close drops writes still
+    /// waiting in NIO (a large answer to a client whose input ended). An empty write below the HTTP encoder completes
+    /// after every write before it; the idle timeout still cuts a client that stops reading.
+    private func closeAfterWrites(_ context: ChannelHandlerContext) {
+        guard let encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
+        else {
+            context.close(promise: nil)
+            return
+        }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        let channel = context.channel
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        encoder.writeAndFlush(NIOAny(ByteBuffer()), promise: written)
     }
 
     private func replayQueued(context: ChannelHandlerContext) {

@@ -26,7 +26,9 @@ final class RawHTTPConnection: @unchecked Sendable {
     /// - Parameters:
     ///   - source: the loopback address to connect from (`127.0.0.2`: any of 127.0.0.0/8), for a peer address of its
     ///     own; nil: the one the system picks (127.0.0.1).
-    init(port: Int, source: String? = nil, timeoutSeconds: Int = 120) throws {
+    ///   - receiveBuffer: the socket's receive buffer in bytes (`SO_RCVBUF`), set before connecting: a small one keeps
+    ///     what the server writes waiting on its side until this side reads; nil: the system's.
+    init(port: Int, source: String? = nil, timeoutSeconds: Int = 120, receiveBuffer: Int? = nil) throws {
         #if canImport(Glibc)
             socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -35,6 +37,9 @@ final class RawHTTPConnection: @unchecked Sendable {
         guard socket >= 0 else { throw Failure(description: "socket() failed") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer.map(Int32.init) {
+            setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         if let source {
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)
