@@ -332,6 +332,24 @@ struct SnapshotFastPathTests {
         }
     }
 
+    @Test func cancellingTheServiceClosesAConnectionTheFastPathAloneServedAndEnds() async throws {
+        let app = try await TestApp.make()
+        defer { app.close() }
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let server = try await buildApplication(
+            configuration: Self.farIdleTimeout(), store: app.store, logger: app.logger
+        ) { continuation.yield($0) }
+        let running = Task { try await server.run() }
+        let port = try #require(await ports.first { _ in true })
+        let connection = try await snapshotAnsweredByTheFastPath(app, server, port: port)
+        try await waitUntil("the connection's task ended") { server.routerLoops.leftCount == 1 }
+        // Not a graceful shutdown: nothing quiesces the connection, and it has no task to cancel.
+        running.cancel()
+        #expect(try await connection.isClosedByServer())
+        // A liveness deadline: the service ends once its connections are closed.
+        try await withDeadline(.seconds(60)) { _ = try? await running.value }
+    }
+
     @Test func aDeletedNamespaceAnswersItsParkedRequestsWith404() async throws {
         let app = try await TestApp.make()
         defer { app.close() }
