@@ -212,9 +212,7 @@ struct SnapshotFastPathTests {
             // the connection closes only after the last answer went out (a close as soon as the end of input is read
             // would drop answers still waiting in flagsd).
             let connection = try RawHTTPConnection(port: port, receiveBuffer: 4096)
-            let poll = RawHTTPConnection.get(
-                "/v1/namespaces/rider/snapshot",
-                headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))")])
+            let poll = try clientPoll(app)
             let polls = 2_000
             try connection.send(String(repeating: poll, count: polls))
             connection.shutdownWriting()
@@ -323,10 +321,7 @@ struct SnapshotFastPathTests {
             }
             #expect(server.routerLoops.launchedCount == 1)
             // The fast path goes on answering polls on the connection beside its router loop.
-            try connection.send(
-                RawHTTPConnection.get(
-                    "/v1/namespaces/rider/snapshot",
-                    headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))")]))
+            try connection.send(try clientPoll(app))
             #expect(try await connection.readResponse().status == .ok)
             #expect(server.snapshotFastPath.answeredCount == 2)
         }
@@ -675,10 +670,7 @@ private func snapshotAnsweredByTheFastPath(
     _ app: TestApp, _ server: FlagsServer, port: Int, answeredBefore: Int = 0
 ) async throws -> RawHTTPConnection {
     let connection = try RawHTTPConnection(port: port)
-    try connection.send(
-        RawHTTPConnection.get(
-            "/v1/namespaces/rider/snapshot",
-            headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))")]))
+    try connection.send(try clientPoll(app))
     #expect(try await connection.readResponse().status == .ok)
     #expect(server.snapshotFastPath.answeredCount == answeredBefore + 1)
     return connection
@@ -723,4 +715,10 @@ func withLiveFlagsd<T: Sendable>(
         server, port in
         try await withDeadline(.seconds(120)) { try await body(server, port) }
     }
+}
+
+/// A snapshot poll of the rider namespace with the client token, as raw request bytes.
+private func clientPoll(_ app: TestApp) throws -> String {
+    RawHTTPConnection.get(
+        "/v1/namespaces/rider/snapshot", headers: [("Authorization", "Bearer \(try #require(app.tokens["client"]))")])
 }

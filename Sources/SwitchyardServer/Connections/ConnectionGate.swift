@@ -128,9 +128,9 @@ package final class ConnectionGate: Sendable {
     private func closed(id: Int) {
         let (counted, drained) = state.withLock { state in
             let counted = state.admission.close(id: id)
-            guard state.admission.count == 0 else { return (counted, [CheckedContinuation<Void, Never>]()) }
-            defer { state.drainWaiters = [] }
-            return (counted, state.drainWaiters)
+            var drained: [CheckedContinuation<Void, Never>] = []
+            if state.admission.count == 0 { swap(&drained, &state.drainWaiters) }
+            return (counted, drained)
         }
         if counted { openMeter.decrement() }
         for waiter in drained { waiter.resume() }

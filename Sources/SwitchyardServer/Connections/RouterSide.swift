@@ -101,17 +101,13 @@ final class RouterSide: Sendable {
 
     /// The channel has closed and its handlers are removed: a loop not started is dropped.
     func channelClosed() {
-        // Taken out of the lock before it is released: the launch holds the connection's async channel.
-        let dropped: State? = state.withLock { state in
-            switch state {
-            case .idle, .demanded, .parked:
-                defer { state = .closed }
-                return state
-            case .started, .closed:
-                return nil
-            }
+        // The state replaced is returned, so a launch it holds (and the connection's async channel) is released
+        // after the lock, not inside it.
+        _ = state.withLock { state -> State in
+            if case .started = state { return .started }
+            defer { state = .closed }
+            return state
         }
-        _ = dropped
     }
 }
 
