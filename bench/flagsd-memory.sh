@@ -4,7 +4,8 @@
 # creation to that reading (what holding the namespace costs beside the changes: the release runner's and the crash
 # guard's first looks), for this build and, with BEFORE_BIN=path, for an older build in the same sitting (issue 33,
 # goal 2). FLAGSD_BIN=path measures that build instead of building one (e.g. the image's static build:
-# swift build -c release --product flagsd --static-swift-stdlib).
+# swift build -c release --product flagsd --static-swift-stdlib, which links the system libcurl: Debian's
+# libcurl4-openssl-dev, as docs/deploy.md says).
 #
 #   bench/flagsd-memory.sh                                   # this build, 10,000 switches
 #   BEFORE_BIN=/path/to/older/flagsd bench/flagsd-memory.sh  # both, before first
