@@ -36,9 +36,14 @@ struct SortedMembersTests {
                 let remove = round % 6 == 1 || (round == 35) || (round % 6 > 1 && random.next() % 3 == 0)
                 next[changed] = remove ? nil : value(changed)
             }
+            let runsBefore = members.runs.count
             members.update(keys) { next[$0] }
             reference = next
             check(members, reference, "after round \(round)")
+            // The rounds do what they say: the first one splits a chunk, the second drops emptied ones.
+            if round == 0 { #expect(members.runs.count > runsBefore, "a chunk split") }
+            if round == 1 { #expect(members.runs.count < runsBefore, "emptied chunks dropped") }
+            if round == 35 { #expect(members.runs.isEmpty, "every member removed") }
         }
     }
 
@@ -74,8 +79,10 @@ struct SortedMembersTests {
         let wanted = Self.joined(expected)
         let same = written == wanted
         let firstDifference =
-            (0..<min(written.count, wanted.count)).first { written[$0] != wanted[$0] }
-            ?? min(written.count, wanted.count)
+            same
+            ? 0
+            : (0..<min(written.count, wanted.count)).first { written[$0] != wanted[$0] }
+                ?? min(written.count, wanted.count)
         #expect(
             same,
             "members in key order \(when): \(written.count) bytes against \(wanted.count), first difference at \(firstDifference)",
