@@ -138,7 +138,7 @@ public func buildApplication(
                 http1: HTTP1Channel(
                     responder: responder,
                     configuration: .init(
-                        additionalChannelHandlers: [connections.makeHandler(), snapshotFastPath.makeHandler()])),
+                        additionalChannelHandlers: [snapshotFastPath.makeHandler()])),
                 gate: connections, routerLoops: routerLoops)
         },
         configuration: .init(

@@ -3,7 +3,9 @@ import HummingbirdCore
 package import Logging
 package import Metrics
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 import SwitchyardStorage
 import Synchronization
 
@@ -228,7 +230,7 @@ package final class ConnectionGate: Sendable {
             ])
     }
 
-    /// The timeout handler of one connection, added right after the HTTP codec.
+    /// The timeout handler of one connection (`GatedHTTP1Channel.setup` adds it).
     func makeHandler() -> ConnectionGuardHandler {
         ConnectionGuardHandler(gate: self)
     }
@@ -323,7 +325,11 @@ struct GatedHTTP1Channel: ServerChildChannel {
                 ChannelOptions.recvAllocator,
                 value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 1024, maximum: 65536))
             let pipeline = channel.pipeline.syncOperations
-            try pipeline.handler(type: ConnectionGuardHandler.self).report(to: activity)
+            // Below the conversion to HTTP types, where it sees the router's responses (converted) and the snapshot
+            // fast path's (written there as HTTP/1 parts: `SnapshotFastPathHandler.respond`).
+            let timeouts = gate.makeHandler()
+            try pipeline.addHandler(timeouts, position: .before(pipeline.handler(type: HTTP1ToHTTPServerCodec.self)))
+            timeouts.report(to: activity)
             let routerSide = try pipeline.handler(type: SnapshotFastPathHandler.self).routerSide
             // Completed after NIO removed the channel's handlers (which finishes its async writer).
             channel.closeFuture.whenComplete { _ in routerSide.channelClosed() }
@@ -359,14 +365,15 @@ private final class RefusedConnectionHandler: ChannelInboundHandler {
     }
 }
 
-/// One connection's timeouts (see `ConnectionTimeouts`), on its event loop, right after the HTTP codec: it sees
-/// every request part before the snapshot fast path or the router takes it, and every response part either writes.
+/// One connection's timeouts (see `ConnectionTimeouts`), on its event loop, between NIO's HTTP/1 codec and the
+/// conversion to HTTP types: it sees every request part before the snapshot fast path or the router takes it, and
+/// every response part either writes.
 /// One timer per connection, moved only when the deadline comes closer; when it fires, the state decides.
 final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
 
     private let gate: ConnectionGate
     private var timeouts: ConnectionTimeouts<ContinuousClock.Instant>

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 import SwitchyardCore
 import SwitchyardStorage
 import SwitchyardWire
@@ -74,13 +75,14 @@ package final class SnapshotFastPath: Sendable {
         return String(Substring(name))
     }
 
-    /// The head of a reply as the application sends it: the reply's headers with `Content-Length`, then the
-    /// request id, `Date` and `Server` (added in that order by the middleware and the application).
-    func head(of reply: Reply, requestID: String) -> HTTPResponse {
-        var head = reply.response.head
-        head.headerFields[.requestID] = requestID
-        head.headerFields[.date] = dates.now()
-        if let serverName { head.headerFields[.server] = serverName }
+    /// The head of a reply as the application sends it, in HTTP/1 form: the reply's headers with `Content-Length`,
+    /// then the request id, `Date` and `Server` (added in that order by the middleware and the application, and
+    /// converted the same way by Hummingbird's pipeline).
+    func head(of reply: Reply, requestID: String) -> HTTPResponseHead {
+        var head = HTTPResponseHead(reply.response.head)
+        head.headers.add(name: HTTPField.Name.requestID.rawName, value: requestID)
+        head.headers.add(name: HTTPField.Name.date.rawName, value: dates.now())
+        if let serverName { head.headers.add(name: HTTPField.Name.server.rawName, value: serverName) }
         return head
     }
 
@@ -127,6 +129,9 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private let fastPath: SnapshotFastPath
     private var context: ChannelHandlerContext?
+    /// The conversion to HTTP types before this handler: the fast path writes its answers as HTTP/1 parts from
+    /// there, which skips converting them and two handlers' writes (`respond`).
+    private var http1Context: ChannelHandlerContext?
     /// Requests passed on to the router whose response has not ended: later requests follow them there.
     private var forwarded = 0
     /// The rest of a request the fast path took (its body, if any, up to its end) is dropped.
@@ -149,11 +154,13 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        http1Context = try? context.pipeline.syncOperations.context(handlerType: HTTP1ToHTTPServerCodec.self)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         forgetParked()
         self.context = nil
+        http1Context = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -207,7 +214,7 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
             queued.append(.part(part))
             return false
         }
-        if case .head(let head) = part, forwarded == 0, take(head, context: context) {
+        if case .head(let head) = part, forwarded == 0, http1Context != nil, take(head, context: context) {
             droppingRequestRest = true
             return false
         }
@@ -344,9 +351,13 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
     ) {
         // Recorded before the write, as the middleware records before the application writes.
         fastPath.record(path: path, requestID: requestID, status: reply.status, since: start)
-        context.write(wrapOutboundOut(.head(fastPath.head(of: reply, requestID: requestID))), promise: nil)
-        if let body = reply.body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        // Written where the router's answers arrive converted, in the same form: nothing between here and there
+        // has to see them (the router's side has no request in progress), and NIO's encoder still pairs each
+        // head with its request.
+        guard let http1 = http1Context else { return }
+        http1.write(NIOAny(HTTPServerResponsePart.head(fastPath.head(of: reply, requestID: requestID))), promise: nil)
+        if let body = reply.body { http1.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil) }
+        http1.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: nil)
     }
 
     private func forgetParked() {
