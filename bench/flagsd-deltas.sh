@@ -9,6 +9,9 @@
 #
 #   bench/flagsd-deltas.sh
 #   CLIENTS=2000 ROUNDS=1 bench/flagsd-deltas.sh     # quicker
+#   BEFORE_BIN=/path/to/older/flagsd ROUNDS=8 bench/flagsd-deltas.sh
+#       # and the deltas' fan-out of another build in each round beside this one's, the two in turn (the older
+#       # build first in odd rounds), so both see the same machine
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
@@ -46,16 +49,26 @@ stop_flagsd
 
 echo "==> fan-out of a one-flag change on 10,000 switches to $CLIENTS waiters, $ROUNDS rounds of each" >&2
 FANOUT=()
+BUILDS=()
+AFTER_BIN=$FLAGSD_BIN
 for round in $(seq "$ROUNDS"); do
-  for mode in full delta; do
+  modes=(full delta)
+  if [ -n "${BEFORE_BIN:-}" ]; then
+    if [ $((round % 2)) = 1 ]; then modes=(full before after); else modes=(full after before); fi
+  fi
+  for mode in "${modes[@]}"; do
+    FLAGSD_BIN=$AFTER_BIN
+    [ "$mode" = before ] && FLAGSD_BIN=$BEFORE_BIN
     FLAGSD_BENCH_SWITCHES=10000 start_flagsd
     options=(--gzip --waiters-binary .build/bench/waiters)
-    [ "$mode" = delta ] && options+=(--delta)
+    [ "$mode" != full ] && options+=(--delta)
     FANOUT+=("$(.venv-bench/bin/python bench/flagsd/fanout.py --port "$FLAGSD_PORT" --token "$FLAGSD_BENCH_TOKEN" \
       --clients "$CLIENTS" --pid "$FLAGSD_PID" "${options[@]}")")
+    BUILDS+=("$([ "$mode" = before ] && echo before || echo "${BEFORE_BIN:+after}")")
     stop_flagsd
   done
 done
+FLAGSD_BIN=$AFTER_BIN
 # The raw results, for what the tables leave out.
 mkdir -p bench/results
 printf '%s\n' "${BYTES[@]}" "${FANOUT[@]}" > bench/results/flagsd-deltas.jsonl
@@ -79,14 +92,16 @@ done
 echo
 echo "The change alone (10,000 switches, no waiters, 10 changes): flagsd CPU $CHANGE_CPU_MS ms, wall $CHANGE_WALL_MS ms per change."
 echo
+[ -n "${BEFORE_BIN:-}" ] && echo "Builds: after $AFTER_BIN, before $BEFORE_BIN (full snapshots: after only)." && echo
 echo "| fan-out, 10,000 switches, $CLIENTS waiters, gzip, C client | p50 ms | p99 ms | max ms | change acknowledged ms | flagsd CPU for the change and the wake (per client) | bytes per response | RSS idle / parked MiB |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-for result in "${FANOUT[@]}"; do
-  python3 - "$result" <<'PY'
+for index in "${!FANOUT[@]}"; do
+  python3 - "${FANOUT[$index]}" "${BUILDS[$index]}" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1])
+build = f", {sys.argv[2]}" if sys.argv[2] else ""
 assert r["statuses"] == [200] and len(r["versions"]) == 1 and r["versions"][0] == r["base_version"] + 1, r
-print(f"| {'deltas' if r['delta'] else 'full snapshots'} | {r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} | {r['change_ack_ms']} | "
+print(f"| {'deltas' if r['delta'] else 'full snapshots'}{build} | {r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} | {r['change_ack_ms']} | "
       f"{r['server_cpu_ms']} ms ({r['server_cpu_us_per_client']} µs) | {r['bytes_per_response']:,} | {r['rss_idle_mib']} / {r['rss_parked_mib']} |")
 PY
 done
