@@ -349,12 +349,13 @@ final class SnapshotFastPathHandler: ChannelDuplexHandler, RemovableChannelHandl
         _ reply: Reply, path: String, requestID: String, since start: ContinuousClock.Instant,
         context: ChannelHandlerContext
     ) {
+        // Only requests taken with the conversion in the pipeline are answered here (`receive`).
+        guard let http1 = http1Context else { return }
         // Recorded before the write, as the middleware records before the application writes.
         fastPath.record(path: path, requestID: requestID, status: reply.status, since: start)
         // Written where the router's answers arrive converted, in the same form: nothing between here and there
         // has to see them (the router's side has no request in progress), and NIO's encoder still pairs each
         // head with its request.
-        guard let http1 = http1Context else { return }
         http1.write(NIOAny(HTTPServerResponsePart.head(fastPath.head(of: reply, requestID: requestID))), promise: nil)
         if let body = reply.body { http1.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil) }
         http1.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: nil)
