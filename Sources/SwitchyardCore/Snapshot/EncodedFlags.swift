@@ -192,15 +192,15 @@ struct SortedMembers: Sendable {
     private var chunks: [Chunk]
     /// Each chunk's members joined with commas, in key order.
     var runs: [[UInt8]] { chunks.map(\.run) }
-    /// The bytes of every member, for reserving a document's capacity.
-    private(set) var byteCount: Int
+    /// The bytes of every member with a comma each, for reserving a document's capacity (a run holds one comma
+    /// fewer than its members, and no chunk is empty).
+    var byteCount: Int { chunks.reduce(0) { $0 + $1.run.count + 1 } }
 
     init(_ members: [(key: String, bytes: [UInt8])]) {
         let sorted = members.sorted { SnapshotDelta.byUTF8($0.key, $1.key) }
         chunks = stride(from: 0, to: sorted.count, by: Self.chunkSize).map { start in
             Chunk(sorted[start..<min(start + Self.chunkSize, sorted.count)].lazy.map { ($0.key, $0.bytes[...]) })
         }
-        byteCount = sorted.reduce(0) { $0 + $1.bytes.count + 1 }
     }
 
     /// Replaces, removes (`encode` gives nil) or inserts the members of some keys.
@@ -220,14 +220,12 @@ struct SortedMembers: Sendable {
             var members = chunks[index].members
             let position = members.partitioningIndex { !SnapshotDelta.byUTF8($0.key, key) }
             let found = position < members.count && members[position].key == key
-            if found { byteCount -= members[position].bytes.count + 1 }
             switch (found, bytes) {
             case (true, let bytes?): members[position].bytes = bytes[...]
             case (true, nil): members.remove(at: position)
             case (false, let bytes?): members.insert((key, bytes[...]), at: position)
             case (false, nil): continue
             }
-            if let bytes { byteCount += bytes.count + 1 }
             if members.isEmpty {
                 chunks.remove(at: index)
             } else if members.count > 2 * Self.chunkSize {

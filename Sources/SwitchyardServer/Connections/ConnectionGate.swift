@@ -1,10 +1,8 @@
-import HTTPTypes
 import HummingbirdCore
 package import Logging
 package import Metrics
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import SwitchyardStorage
 import Synchronization
