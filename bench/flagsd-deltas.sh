@@ -64,7 +64,10 @@ for round in $(seq "$ROUNDS"); do
     [ "$mode" != full ] && options+=(--delta)
     FANOUT+=("$(.venv-bench/bin/python bench/flagsd/fanout.py --port "$FLAGSD_PORT" --token "$FLAGSD_BENCH_TOKEN" \
       --clients "$CLIENTS" --pid "$FLAGSD_PID" "${options[@]}")")
-    BUILDS+=("$([ "$mode" = before ] && echo before || echo "${BEFORE_BIN:+after}")")
+    # Which build a row is, when two are compared (full snapshots are this build's).
+    label=${BEFORE_BIN:+after}
+    [ "$mode" = before ] && label=before
+    BUILDS+=("$label")
     stop_flagsd
   done
 done
