@@ -159,7 +159,7 @@ public struct FlagBody: Sendable, Hashable {
     public init(_ flag: FlagDefinition, in flagSet: FlagSet) {
         self.flag = flag
         killSwitches = flagSet.killSwitchKeys(covering: flag.key)
-        pluginPoint = flagSet.pluginPoints.first { $0.switches.contains(flag.key) }?.name
+        pluginPoint = flagSet.pluginPoint(listing: flag.key)?.name
     }
 
     /// The members beside the flag's definition.

@@ -191,7 +191,7 @@ public struct Explain: FlagctlCommand {
         switch flag.kind {
         case .pluginSwitch:
             table.add("flag", "\(flag.key) (plugin switch)")
-            if let point = flagSet.pluginPoints.first(where: { $0.switches.contains(flag.key) }),
+            if let point = flagSet.pluginPoint(listing: flag.key),
                 let position = point.switches.firstIndex(of: flag.key)
             {
                 table.add("plugin point", "\(point.name), position \(position + 1) of \(point.switches.count)")

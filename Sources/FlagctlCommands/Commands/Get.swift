@@ -188,7 +188,7 @@ public struct Get: FlagctlCommand {
         }
         if let description = flag.description { table.add("description", description) }
         if let owner = flag.owner { table.add("owner", owner) }
-        if let point = flagSet.pluginPoints.first(where: { $0.switches.contains(flag.key) }),
+        if let point = flagSet.pluginPoint(listing: flag.key),
             let position = point.switches.firstIndex(of: flag.key)
         {
             table.add("plugin point", "\(point.name), position \(position + 1) of \(point.switches.count)")

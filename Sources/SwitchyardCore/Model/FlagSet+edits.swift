@@ -8,7 +8,7 @@
 extension FlagSet {
     /// The index of a flag in `flags`; not found when there is none.
     public func flagIndex(_ key: String) throws(FlagEditError) -> Int {
-        guard let index = flags.firstIndex(where: { $0.key == key }) else {
+        guard let index = flagPosition(key) else {
             throw FlagEditError.notFound(
                 "namespace '\(namespace)' has no flag '\(key)' (list flags with GET /v1/namespaces/\(namespace)/flags)")
         }
@@ -30,7 +30,7 @@ extension FlagSet {
 
     /// The index of a kill switch in `killSwitches`; not found when there is none.
     public func killSwitchIndex(_ key: String) throws(FlagEditError) -> Int {
-        guard let index = killSwitches.firstIndex(where: { $0.key == key }) else {
+        guard let index = killSwitchPosition(key) else {
             let known = killSwitches.map(\.key).joined(separator: ", ")
             throw FlagEditError.notFound("namespace '\(namespace)' has no kill switch '\(key)' (it has \(known))")
         }

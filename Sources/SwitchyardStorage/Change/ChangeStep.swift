@@ -35,7 +35,8 @@ public enum ChangeStep: Sendable {
             namespace: current.name, epoch: current.epoch, version: next.version, time: time,
             actor: request.author.actor, source: request.author.source, reason: plan.reason,
             summary: plan.summary, changes: plan.changes, evidence: request.evidence)
-        return .commit(NamespaceState(record: next, flagSet: plan.after), record)
+        // The next change starts from this flag set: its switches' plugin points stay indexed (see `indexingSwitches`).
+        return .commit(NamespaceState(record: next, flagSet: plan.after.indexingSwitches()), record)
     }
 
     /// The refusal of a change based on another version than the current one, naming who changed the namespace last

@@ -109,7 +109,8 @@ extension FlagSet {
             root["metrics"] = .object(JSONObject(metrics.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }))
         }
         do {
-            self = try FlagSet(tree: .object(root), unit: .basisPoints)
+            // Every change of the namespace starts from a flag set read here (then kept): index it once.
+            self = try FlagSet(tree: .object(root), unit: .basisPoints).indexingSwitches()
         } catch {
             throw StorageError(
                 .corrupt, "the stored flag set of namespace '\(namespace)' is invalid", problems: error.problems)
