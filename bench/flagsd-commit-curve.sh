@@ -49,9 +49,15 @@ measure() {
   fi
   FLAGSD_BIN=$1 FLAGSD_BENCH_SWITCHES=$3 FLAGSD_ARGS="--database $database" start_flagsd >&2
   # The first point's switch sorts near the start of the document; SPREAD=1 picks a random point's for each change.
-  python3 bench/flagsd/commit.py --port "$FLAGSD_PORT" --token "$FLAGSD_BENCH_TOKEN" --changes "$CHANGES" \
-    --flag plugin_switch_point_000_2 --spread-points "$(( ${SPREAD:-0} == 1 ? $3 / 8 : 0 ))"
+  local ticks result
+  ticks=$(flagsd_cpu_ticks)
+  result=$(python3 bench/flagsd/commit.py --port "$FLAGSD_PORT" --token "$FLAGSD_BENCH_TOKEN" --changes "$CHANGES" \
+    --flag plugin_switch_point_000_2 --spread-points "$(( ${SPREAD:-0} == 1 ? $3 / 8 : 0 ))")
+  ticks=$(( $(flagsd_cpu_ticks) - ticks ))
   stop_flagsd
+  # flagsd's CPU (user + system) per change, warm-up included (commit.py makes 50 before the timed ones).
+  python3 -c 'import json, sys; r = json.loads(sys.argv[1]); r["cpu_ms_per_change"] = round(int(sys.argv[2]) * 1000 / int(sys.argv[3]) / (int(sys.argv[4]) + 50), 2); print(json.dumps(r))' \
+    "$result" "$ticks" "$(getconf CLK_TCK)" "$CHANGES"
 }
 
 ETCD_PORT=$(free_port)
@@ -90,17 +96,17 @@ rows = [json.loads(r) for r in sys.argv[1:]]
 has_before = any(r["before"] for r in rows)
 head = "| switches | backend | etcd PUT p50 / p99 ms |"
 if has_before:
-    head += " before p50 / p99 ms |"
-head += " after p50 / p99 ms | after p50 ÷ etcd p50 |"
+    head += " before p50 / p99 ms (flagsd CPU ms per change) |"
+head += " after p50 / p99 ms (CPU) | after p50 ÷ etcd p50 |"
 print(head)
 print("|" + "---|" * (head.count("|") - 1))
 for r in rows:
     cells = [f"{r['size']:,}", r["backend"], f"{r['etcd']['p50_ms']} / {r['etcd']['p99_ms']}"]
     if has_before:
         b = r["before"]
-        cells.append(f"{b['p50_ms']} / {b['p99_ms']}" if b else "–")
+        cells.append(f"{b['p50_ms']} / {b['p99_ms']} ({b['cpu_ms_per_change']})" if b else "–")
     a = r["after"]
-    cells.append(f"{a['p50_ms']} / {a['p99_ms']}")
+    cells.append(f"{a['p50_ms']} / {a['p99_ms']} ({a['cpu_ms_per_change']})")
     cells.append(f"{a['p50_ms'] / r['etcd']['p50_ms']:.2f}×")
     print("| " + " | ".join(cells) + " |")
 PY
