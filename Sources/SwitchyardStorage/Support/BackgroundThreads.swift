@@ -18,8 +18,11 @@ import Foundation
 /// Code that must not run at this priority even when called from here (a flag change the crash guard commits after
 /// a batch) leaves with `withTaskExecutorPreference(globalConcurrentExecutor)`.
 public final class BackgroundThreads: TaskExecutor, @unchecked Sendable {
-    /// The threads that count client events (2, at nice +10), for the life of the process.
-    public static let events = BackgroundThreads(name: "flagsd-events", count: 2, nice: 10)
+    /// The thread that counts client events (one, at nice +10), for the life of the process. One: batches write one
+    /// at a time anyway (`EventIngestor`), and with a second thread a flood of events kept both processors of a
+    /// two-core machine busy, so a kill switch waited for one (bench/README.md, "One events thread": p99 ratio
+    /// under a flood 2.0–2.2× with two threads, about 1.5× with one, for nearly as many events a second).
+    public static let events = BackgroundThreads(name: "flagsd-events", count: 1, nice: 10)
 
     /// The niceness of these threads (Linux; elsewhere they run at the process's).
     public let nice: Int32
