@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
 prepare_bench
 MACHINE=$(machine_line)
-start_flagsd
+start_flagsd_for_events   # one loopback address: its event rate off, so the load reaches the queue
 INGEST=$(.venv-bench/bin/python bench/flagsd/guard.py ingest --port "$FLAGSD_PORT" --admin-token "$FLAGSD_BENCH_TOKEN" \
   --seconds "${SECONDS_PER_ROUND:-3}" --rounds "${ROUNDS:-3}" --connections "${CONNECTIONS:-8}" --batch "${BATCH:-100}")
 TRIP=$(.venv-bench/bin/python bench/flagsd/guard.py trip --port "$FLAGSD_PORT" --admin-token "$FLAGSD_BENCH_TOKEN" \
