@@ -203,9 +203,10 @@ struct SortedMembers: Sendable {
         }
     }
 
-    /// Replaces, removes (`encode` gives nil) or inserts the members of some keys.
+    /// Replaces, removes (`encode` gives nil) or inserts the members of some keys, in key order: where a chunk
+    /// splits depends on the order its keys arrive in, so a set's order (a per-process hash seed) must not decide it.
     mutating func update(_ keys: Set<String>, encode: (String) -> [UInt8]?) {
-        for key in keys {
+        for key in keys.sorted(by: SnapshotDelta.byUTF8) {
             let bytes = encode(key)
             // The chunk that holds the key, or would: the first whose last key is not below it (else the last).
             var low = 0
