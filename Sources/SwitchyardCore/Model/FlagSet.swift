@@ -155,7 +155,8 @@ extension Array {
             let middle = low + (high - low) / 2
             let probe = keyOf(self[middle])
             if probe == key { return middle }
-            if probe < key { low = middle + 1 } else { high = middle }
+            // The order stores and documents sort keys in (`SnapshotDelta.byUTF8`).
+            if SnapshotDelta.byUTF8(probe, key) { low = middle + 1 } else { high = middle }
         }
         return firstIndex { keyOf($0) == key }
     }
