@@ -21,7 +21,7 @@ public final class BackgroundThreads: TaskExecutor, @unchecked Sendable {
     /// The thread that counts client events (one, at nice +10), for the life of the process. One: batches write one
     /// at a time anyway (`EventIngestor`), and with a second thread a flood of events kept both processors of a
     /// two-core machine busy, so a kill switch waited for one (bench/README.md, "One events thread": p99 ratio
-    /// under a flood 2.0–2.2× with two threads, about 1.5× with one, for nearly as many events a second).
+    /// under a flood 1.9–2.2× with two threads, 1.5–1.6× with one, for nearly as many events a second).
     public static let events = BackgroundThreads(name: "flagsd-events", count: 1, nice: 10)
 
     /// The niceness of these threads (Linux; elsewhere they run at the process's).
