@@ -97,6 +97,64 @@ struct SQLiteFlagStoreTests {
         try store.close()
     }
 
+    /// The events file has 1 KiB pages and is checkpointed every 16 MiB of log (``SQLiteFlagStore/EventsFile``); a
+    /// file from before, with SQLite's 4 KiB pages, is rewritten with 1 KiB ones on opening, its events kept.
+    @Test func theEventsFileHasSmallPagesAndAFileFromBeforeIsRewrittenOnce() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var store = try await SQLiteFlagStore(path: path)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        _ = try await store.ingestEvents(Self.sessions(4, crashed: 1), in: "rider", receivedAt: Date())
+        #expect(try await store.eventsWriterSetting("page_size") == 1024)
+        #expect(try await store.eventsWriterSetting("wal_autocheckpoint") == 16_384)
+        let countsBefore = try await Self.counts(store)
+        #expect(!countsBefore.isEmpty)
+        try store.close()
+
+        let eventsPath = SQLiteFlagStore.eventsPath(for: path)
+        try await Self.rewritePages(of: eventsPath, size: 4096)
+        store = try await SQLiteFlagStore(path: path)
+        #expect(try await store.eventsWriterSetting("page_size") == 1024)
+        #expect(try await store.journalMode() == "wal")
+        #expect(try await Self.counts(store) == countsBefore)
+        // The ids were kept: the same events again are duplicates.
+        let again = try await store.ingestEvents(Self.sessions(4, crashed: 1), in: "rider", receivedAt: Date())
+        #expect(again.duplicates.count == 4)
+        try store.close()
+    }
+
+    /// An events file that another connection holds open cannot be rewritten: it keeps its pages, and the store
+    /// opens and counts as before.
+    @Test func anEventsFileHeldOpenElsewhereKeepsItsPages() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var store = try await SQLiteFlagStore(path: path)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        try store.close()
+        let eventsPath = SQLiteFlagStore.eventsPath(for: path)
+        try await Self.rewritePages(of: eventsPath, size: 4096)
+
+        let other = try DatabasePool(path: eventsPath)
+        _ = try await other.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_id") }
+        store = try await SQLiteFlagStore(path: path)
+        #expect(try await store.eventsWriterSetting("page_size") == 4096)
+        let counted = try await store.ingestEvents(Self.sessions(3), in: "rider", receivedAt: Date())
+        #expect(counted.counted.count == 3)
+        try store.close()
+        try other.close()
+    }
+
+    /// Gives a SQLite file in WAL mode pages of `size` bytes, as SQLite's defaults made them before.
+    static func rewritePages(of path: String, size: Int) async throws {
+        let file = try DatabaseQueue(path: path)
+        try await file.writeWithoutTransaction { db in
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+            try db.execute(sql: "PRAGMA page_size = \(size)")
+            try db.execute(sql: "VACUUM")
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+        }
+        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == size)
+        try file.close()
+    }
+
     /// A database from before objects had rows kept each version's flag set as one text; the first opening splits
     /// it into rows (plugin points in their order), and changes go on from there.
     @Test func aDatabaseFromBeforeObjectRowsSplitsItsFlagSetsOnce() async throws {
