@@ -42,7 +42,7 @@ RANGE="$(( NOW_MS - 3 * 86400000 - (${OLD_HOURS:-6} + 1) * 3600000 )) $(( NOW_MS
 OLD_BEFORE=$(python3 bench/flagsd/dbstats.py "$DB" --range $RANGE)
 # A restart (the database kept): the new process's first batch starts the hourly upkeep.
 stop_flagsd
-SWITCHYARD_ADMIN_TOKEN=$FLAGSD_BENCH_TOKEN "$FLAGSD_BIN" --port "$FLAGSD_PORT" --database "$DB" --flags "$FLAGSD_BENCH_DIR/no-flags" \
+SWITCHYARD_ADMIN_TOKEN=$FLAGSD_BENCH_TOKEN "$FLAGSD_BIN" --port "$FLAGSD_PORT" --database "$FLAGSD_BENCH_DIR/flags.sqlite" --flags "$FLAGSD_BENCH_DIR/no-flags" \
   --log-level info --log-format json $FLAGSD_ARGS >"$FLAGSD_BENCH_DIR/flagsd.out" 2>"$FLAGSD_BENCH_DIR/flagsd.err" &
 FLAGSD_PID=$!
 for _ in $(seq 100); do grep -q listening "$FLAGSD_BENCH_DIR/flagsd.out" 2>/dev/null && break; sleep 0.1; done
