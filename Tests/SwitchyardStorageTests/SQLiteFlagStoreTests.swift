@@ -99,7 +99,7 @@ struct SQLiteFlagStoreTests {
 
     /// The events file has 1 KiB pages and is checkpointed every 16 MiB of log (``SQLiteFlagStore/EventsFile``); a
     /// file from before, with SQLite's 4 KiB pages, is rewritten with 1 KiB ones on opening, its events kept.
-    @Test func theEventsFileHasSmallPagesAndAFileFromBeforeIsRewrittenOnce() async throws {
+    @Test func theEventsFileHasSmallPagesAndAFileFromBeforeIsRewritten() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
         var store = try await SQLiteFlagStore(path: path)
         _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
