@@ -231,6 +231,7 @@ let package = Package(
                 "SwitchyardStorage", "SwitchyardSQLite", "SwitchyardCore", "SwitchyardPostgres", "PostgresTestSupport",
                 "TestSupport", "SwitchyardWire",
                 "SwitchyardClientTesting", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: settings
         ),

@@ -85,7 +85,7 @@ public final class SQLiteFlagStore: FlagStore {
                 try migrator.migrate(pool, upTo: lastMigrationWithEvents)
             }
             opening = eventsPath
-            try convertEventsPages(eventsPath, logger: logger)
+            convertEventsPages(eventsPath, logger: logger)
             let events = try openPool(at: eventsPath, logger: logger, events: true)
             try eventsMigrator(movingFrom: pool).migrate(events)
             opening = path
@@ -114,41 +114,58 @@ public final class SQLiteFlagStore: FlagStore {
         static let pageSize = 1024
         /// Pages of write-ahead log between automatic checkpoints (SQLite's default: 1,000): 16 MiB.
         static let checkpointPages = 16_384
+        /// The largest events file rewritten with these pages when flagsd starts (about 7 s here); a larger one keeps
+        /// its pages (it still works, writing more per event).
+        static let largestRewrittenAtStart = 1 << 30
     }
 
     /// Rewrites an events file whose pages are not ``EventsFile/pageSize`` big (one made before that size) with
-    /// pages of that size, in one `VACUUM` (atomic: a crash meanwhile leaves the file as it was). Runs before the
-    /// file's pool opens, while flagsd is its only user; when another process has the file open, the file keeps its
-    /// pages, with a warning.
-    private static func convertEventsPages(_ path: String, logger: Logger) throws {
+    /// pages of that size, in one `VACUUM` (atomic: a crash meanwhile leaves the file as it was, and the next start
+    /// begins again). Runs before the file's pool opens, so before flagsd listens: a file over
+    /// ``EventsFile/largestRewrittenAtStart`` keeps its pages, with a notice saying how to rewrite it while flagsd is
+    /// stopped. When another process holds the file open, or the rewrite fails, the file keeps its pages, with a
+    /// warning; flagsd goes on either way.
+    static func convertEventsPages(
+        _ path: String, largest: Int = EventsFile.largestRewrittenAtStart, logger: Logger
+    ) {
         guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 0 else {
             return
         }
-        let queue = try DatabaseQueue(path: path)
-        defer { try? queue.close() }
-        let pageSize = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }
-        guard let pageSize, pageSize != EventsFile.pageSize else { return }
-        let metadata: Logger.Metadata = ["path": .string(path), "page_size": .stringConvertible(pageSize)]
-        logger.notice(
-            "rewriting the events file with pages of \(EventsFile.pageSize) bytes, once (\(size / 1_048_576) MiB)",
-            metadata: metadata)
-        let started = ContinuousClock.now
+        var metadata: Logger.Metadata = ["path": .string(path), "bytes": .stringConvertible(size)]
         do {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            let pageSize = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }
+            guard let pageSize, pageSize != EventsFile.pageSize else { return }
+            metadata["page_size"] = .stringConvertible(pageSize)
+            guard size <= largest else {
+                logger.notice(
+                    """
+                    the events file keeps its pages of \(pageSize) bytes: it is too large to rewrite at start; to \
+                    write less per event, stop flagsd and run: sqlite3 \(path) 'PRAGMA journal_mode = DELETE; \
+                    PRAGMA page_size = \(EventsFile.pageSize); VACUUM; PRAGMA journal_mode = WAL'
+                    """, metadata: metadata)
+                return
+            }
+            logger.notice(
+                "rewriting the events file with pages of \(EventsFile.pageSize) bytes, once", metadata: metadata)
+            let started = ContinuousClock.now
             try queue.writeWithoutTransaction { db in
                 // The page size of a file in WAL mode cannot change: leave WAL mode (the pool sets it again).
-                guard try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") == "delete" else {
-                    throw StorageError(.unavailable, "another process has the events file open")
-                }
+                try db.execute(sql: "PRAGMA journal_mode = DELETE")
                 try db.execute(sql: "PRAGMA page_size = \(EventsFile.pageSize)")
                 try db.execute(sql: "VACUUM")
             }
+            logger.notice(
+                "rewrote the events file with pages of \(EventsFile.pageSize) bytes in \(started.duration(to: .now))",
+                metadata: metadata)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
+            logger.warning("the events file keeps its pages: another process has it open", metadata: metadata)
         } catch {
             logger.warning("the events file keeps its pages: \(error)", metadata: metadata)
-            return
         }
-        logger.notice(
-            "rewrote the events file with pages of \(EventsFile.pageSize) bytes in \(started.duration(to: .now))",
-            metadata: metadata)
     }
 
     /// Opens a pool that syncs every commit, creating the file privately when missing; the events file's with its

@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import InMemoryLogging
+import Logging
 import SwitchyardCore
 import Testing
 
@@ -114,7 +116,7 @@ struct SQLiteFlagStoreTests {
         try await Self.rewritePages(of: eventsPath, size: 4096)
         store = try await SQLiteFlagStore(path: path)
         #expect(try await store.eventsWriterSetting("page_size") == 1024)
-        #expect(try await store.journalMode() == "wal")
+        #expect(try await store.events.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
         #expect(try await Self.counts(store) == countsBefore)
         // The ids were kept: the same events again are duplicates.
         let again = try await store.ingestEvents(Self.sessions(4, crashed: 1), in: "rider", receivedAt: Date())
@@ -134,12 +136,40 @@ struct SQLiteFlagStoreTests {
 
         let other = try DatabasePool(path: eventsPath)
         _ = try await other.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_id") }
-        store = try await SQLiteFlagStore(path: path)
+        let logs = InMemoryLogHandler()
+        store = try await SQLiteFlagStore(path: path, logger: Logger(label: "test") { _ in logs })
         #expect(try await store.eventsWriterSetting("page_size") == 4096)
+        #expect(
+            logs.entries.map(\.message.description).contains(
+                "the events file keeps its pages: another process has it open"))
         let counted = try await store.ingestEvents(Self.sessions(3), in: "rider", receivedAt: Date())
         #expect(counted.counted.count == 3)
         try store.close()
         try other.close()
+    }
+
+    /// An events file too large to rewrite at start keeps its pages, and the log says how to rewrite it offline.
+    @Test func anEventsFileTooLargeToRewriteAtStartKeepsItsPages() async throws {
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try await SQLiteFlagStore(path: path)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        try store.close()
+        let eventsPath = SQLiteFlagStore.eventsPath(for: path)
+        try await Self.rewritePages(of: eventsPath, size: 4096)
+
+        let logs = InMemoryLogHandler()
+        SQLiteFlagStore.convertEventsPages(eventsPath, largest: 4096, logger: Logger(label: "test") { _ in logs })
+        let file = try DatabaseQueue(path: eventsPath)
+        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 4096)
+        try file.close()
+        let notice = try #require(logs.entries.first { $0.level == .notice }?.message.description)
+        #expect(notice.contains("too large to rewrite at start"))
+        #expect(notice.contains("PRAGMA page_size = 1024; VACUUM"))
+
+        SQLiteFlagStore.convertEventsPages(eventsPath, logger: Logger(label: "test") { _ in logs })
+        let rewritten = try DatabaseQueue(path: eventsPath)
+        #expect(try await rewritten.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 1024)
+        try rewritten.close()
     }
 
     /// Gives a SQLite file in WAL mode pages of `size` bytes, as SQLite's defaults made them before.
