@@ -128,16 +128,11 @@ struct SQLiteFlagStoreTests {
     /// opens and counts as before.
     @Test func anEventsFileHeldOpenElsewhereKeepsItsPages() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        var store = try await SQLiteFlagStore(path: path)
-        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
-        try store.close()
-        let eventsPath = SQLiteFlagStore.eventsPath(for: path)
-        try await Self.rewritePages(of: eventsPath, size: 4096)
-
+        let eventsPath = try await storeFromBefore()
         let other = try DatabasePool(path: eventsPath)
         _ = try await other.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_id") }
         let logs = InMemoryLogHandler()
-        store = try await SQLiteFlagStore(path: path, logger: Logger(label: "test") { _ in logs })
+        let store = try await SQLiteFlagStore(path: path, logger: Logger(label: "test") { _ in logs })
         #expect(try await store.eventsWriterSetting("page_size") == 4096)
         #expect(
             logs.entries.map(\.message.description).contains(
@@ -151,12 +146,7 @@ struct SQLiteFlagStoreTests {
     /// An events file too large to rewrite at start keeps its pages, and the log says how to rewrite it offline.
     @Test func anEventsFileTooLargeToRewriteAtStartKeepsItsPages() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try await SQLiteFlagStore(path: path)
-        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
-        try store.close()
-        let eventsPath = SQLiteFlagStore.eventsPath(for: path)
-        try await Self.rewritePages(of: eventsPath, size: 4096)
-
+        let eventsPath = try await storeFromBefore()
         let logs = InMemoryLogHandler()
         SQLiteFlagStore.convertEventsPages(eventsPath, largest: 4096, logger: Logger(label: "test") { _ in logs })
         let file = try DatabaseQueue(path: eventsPath)
@@ -170,6 +160,17 @@ struct SQLiteFlagStoreTests {
         let rewritten = try DatabaseQueue(path: eventsPath)
         #expect(try await rewritten.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 1024)
         try rewritten.close()
+    }
+
+    /// A store with the rider namespace whose events file has SQLite's 4 KiB pages, as before 1 KiB ones.
+    /// - Returns: the events file's path.
+    func storeFromBefore() async throws -> String {
+        let store = try await SQLiteFlagStore(path: path)
+        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+        try store.close()
+        let eventsPath = SQLiteFlagStore.eventsPath(for: path)
+        try await Self.rewritePages(of: eventsPath, size: 4096)
+        return eventsPath
     }
 
     /// Gives a SQLite file in WAL mode pages of `size` bytes, as SQLite's defaults made them before.
