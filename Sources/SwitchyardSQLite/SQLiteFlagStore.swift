@@ -232,14 +232,8 @@ public final class SQLiteFlagStore: FlagStore {
         }
     }
 
-    /// The events' writer connection's `PRAGMA synchronous` (2 is FULL), for tests.
-    package func eventsWriterSynchronousMode() async throws -> Int {
-        try await events.writeWithoutTransaction { db in
-            try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
-        }
-    }
-
-    /// An integer setting of the events' writer connection (`PRAGMA page_size`, `wal_autocheckpoint`), for tests.
+    /// An integer setting of the events' writer connection (`PRAGMA synchronous`, 2 being FULL; `page_size`,
+    /// `wal_autocheckpoint`), for tests.
     package func eventsWriterSetting(_ pragma: String) async throws -> Int {
         try await events.writeWithoutTransaction { db in
             try Int.fetchOne(db, sql: "PRAGMA \(pragma)") ?? -1

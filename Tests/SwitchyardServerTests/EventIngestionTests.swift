@@ -96,7 +96,7 @@ struct EventIngestionTests {
         #expect(EventRouteTests.strings(retried.json["duplicates"]).count == 7)
         #expect(try await Self.baselineSessions(app) == 7)
         // The parts before the last commit unsynced; the writer syncs every commit again afterwards (2 is FULL).
-        #expect(try await app.store.eventsWriterSynchronousMode() == 2)
+        #expect(try await app.store.eventsWriterSetting("synchronous") == 2)
     }
 
     // MARK: The backlog

@@ -28,7 +28,7 @@ struct SQLiteFlagStoreTests {
         let store = try await SQLiteFlagStore(path: path)
         _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
         _ = try await store.ingestEvents(Self.sessions(3), in: "rider", receivedAt: Date())
-        #expect(try await store.eventsWriterSynchronousMode() == 2)
+        #expect(try await store.eventsWriterSetting("synchronous") == 2)
         try store.close()
 
         let eventsPath = SQLiteFlagStore.eventsPath(for: path)

@@ -90,6 +90,10 @@ def session(crashed: bool, switches, city: str, at: float = None) -> dict:
             "end": stamp(now - 2), "crashed": crashed, "switches": switches, "unit": event_id}
 
 
+# The units the flood's sessions are drawn from (default 0: every session its own unit, 20,000 in all).
+FLOOD_UNITS = int(os.environ.get("FLOOD_UNITS", "0"))
+
+
 def batch_bodies(count: int, size: int, rng: random.Random, units: int = 0):
     """`count` bodies of `size` sessions, each session its own unit, or (`units` > 0) one of `units` units drawn at
     random: fewer units share the pages of the unit-keyed tables, so the events write fewer bytes each."""
@@ -234,8 +238,7 @@ def flood_process(host, port, client, connections, size, stop, results):
     os.setpriority(os.PRIO_PROCESS, 0, int(os.environ.get("FLOOD_NICE", "0")))
     uvloop.install()
     rng = random.Random(11)
-    # FLOOD_UNITS (default 0: every session its own unit, 20,000 in all): the units the sessions are drawn from.
-    bodies = batch_bodies(200, size, rng, int(os.environ.get("FLOOD_UNITS", "0")))
+    bodies = batch_bodies(200, size, rng, FLOOD_UNITS)
 
     async def run():
         counter = {"next": 0}
@@ -350,7 +353,7 @@ async def flood(host, port, admin, client, seconds, rounds, connections, size, c
               "commit_over_50ms": {name: int(commit[name][1] - within_50ms[name][0]) for name in commit},
               "routed_over_50ms": {name: int(routed[name][0] - within_50ms[name][1]) for name in routed},
               "editor_nice": os.getpriority(os.PRIO_PROCESS, 0), "flood_nice": int(os.environ.get("FLOOD_NICE", "0")),
-              "flood_units": int(os.environ.get("FLOOD_UNITS", "0"))}
+              "flood_units": FLOOD_UNITS}
     editor.close()
     result["ratio_p50_flood_to_rest"] = round(result["flood"]["p50_ms"] / result["rest"]["p50_ms"], 2)
     result["ratio_p99_flood_to_rest"] = round(result["flood"]["p99_ms"] / result["rest"]["p99_ms"], 2)
