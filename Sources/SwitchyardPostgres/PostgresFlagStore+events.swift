@@ -206,6 +206,9 @@ extension PostgresFlagStore {
         }
         let additions = writes.additions
         if !additions.isEmpty {
+            // The time moves only once a slack old: an update that sets no indexed column to a new value leaves the
+            // index alone (a heap-only tuple).
+            let stale = received - ExperimentWrites.totalsTimeSlackMilliseconds
             _ = try await connection.query(
                 """
                 INSERT INTO metric_total (namespace, unit, metric, total, updated_ms)
@@ -214,7 +217,7 @@ extension PostgresFlagStore {
                      WITH ORDINALITY AS a(unit, metric, total, position)
                 ORDER BY a.position
                 ON CONFLICT (namespace, unit, metric) DO UPDATE SET total = metric_total.total + excluded.total,
-                    updated_ms = excluded.updated_ms
+                    updated_ms = CASE WHEN metric_total.updated_ms < \(stale) THEN excluded.updated_ms ELSE metric_total.updated_ms END
                 """, logger: logger
             ).collect()
         }
@@ -273,10 +276,12 @@ extension PostgresFlagStore {
                      WHERE a.namespace = o.namespace AND a.experiment = o.experiment AND a.phase = o.phase RETURNING 1)
             SELECT (SELECT count(*) FROM pre)::bigint + (SELECT count(*) FROM units)::bigint + (SELECT count(*) FROM arms)::bigint
             """, on: .events)
-        // Totals of units quiet since the date that no phase holds (after the phases above are gone).
+        // Totals of units quiet since the date that no phase holds (after the phases above are gone); their time is
+        // a slack behind (ExperimentWrites.totalsTimeSlackMilliseconds).
+        let quiet = cutoff - ExperimentWrites.totalsTimeSlackMilliseconds
         let totals = try await self.rows(
             """
-            WITH gone AS (DELETE FROM metric_total t WHERE t.updated_ms < \(cutoff) AND NOT EXISTS (
+            WITH gone AS (DELETE FROM metric_total t WHERE t.updated_ms < \(quiet) AND NOT EXISTS (
                 SELECT 1 FROM experiment_unit u WHERE u.namespace = t.namespace AND u.unit = t.unit) RETURNING 1)
             SELECT count(*)::bigint FROM gone
             """, on: .events)

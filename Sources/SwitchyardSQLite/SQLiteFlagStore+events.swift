@@ -163,13 +163,21 @@ extension SQLiteFlagStore {
                 try insertPre.execute(arguments: [namespace, entry.experiment, entry.phase, entry.unit, metric, total])
             }
         }
+        // The total, then its time only when that is a slack old (SQLite rewrites an index entry whenever its
+        // column is set, even to the same value: a second statement leaves the index alone on most batches).
         let add = try db.cachedStatement(
             sql: """
                 INSERT INTO metric_total (namespace, unit, metric, total, updated_ms) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (namespace, unit, metric) DO UPDATE SET total = total + excluded.total, updated_ms = excluded.updated_ms
+                ON CONFLICT (namespace, unit, metric) DO UPDATE SET total = total + excluded.total
                 """)
+        let touch = try db.cachedStatement(
+            sql: """
+                UPDATE metric_total SET updated_ms = ? WHERE namespace = ? AND unit = ? AND metric = ? AND updated_ms < ?
+                """)
+        let stale = received - ExperimentWrites.totalsTimeSlackMilliseconds
         for addition in writes.additions {
             try add.execute(arguments: [namespace, addition.unit, addition.metric, addition.value, received])
+            try touch.execute(arguments: [received, namespace, addition.unit, addition.metric, stale])
         }
         return writes.entries.count
     }
@@ -248,13 +256,14 @@ extension SQLiteFlagStore {
                     """, arguments: StatementArguments(phase + phase))
             }
         }
-        // Totals of units quiet since the date, unless an experiment still holds the unit (its values count from them).
+        // Totals of units quiet since the date (their time a slack behind it: ExperimentWrites.totalsTimeSlackMilliseconds),
+        // unless an experiment still holds the unit (its values count from them).
         removed += try await prune(
             """
             DELETE FROM metric_total WHERE (namespace, unit, metric) IN (
                 SELECT t.namespace, t.unit, t.metric FROM metric_total t WHERE t.updated_ms < ? AND NOT EXISTS (
                     SELECT 1 FROM experiment_unit u WHERE u.namespace = t.namespace AND u.unit = t.unit) LIMIT ?)
-            """, before: date)
+            """, arguments: [date.milliseconds - ExperimentWrites.totalsTimeSlackMilliseconds])
         return removed
     }
 

@@ -159,15 +159,40 @@ import Testing
                     Self.session("s2", unit: "quiet"),
                 ], in: "rider", receivedAt: Self.t0, admission: Self.admission())
             _ = try await store.ingestEvents(
-                [Self.session("s3", unit: "new", at: 7200, splits: [Self.promos: true])],
-                in: "rider", receivedAt: Self.t0 + 7200, admission: Self.admission(phase: "50%"))
-            let removed = try await store.pruneExperimentRecords(before: Self.t0 + 3600)
+                [Self.session("s3", unit: "new", at: 10_800, splits: [Self.promos: true])],
+                in: "rider", receivedAt: Self.t0 + 10_800, admission: Self.admission(phase: "50%"))
+            // Two hours on: quiet's total is past its hour of slack too.
+            let removed = try await store.pruneExperimentRecords(before: Self.t0 + 7200)
             // The 25 % phase (unit, arm count), old's and quiet's totals.
             #expect(removed == 4)
             let left = try await store.experimentUnits(in: "rider", experiment: Self.promos)
             #expect(left.map(\.unit) == ["new"])
             #expect(left.first?.value("sessions") == 1)
-            #expect(try await store.pruneExperimentRecords(before: Self.t0 + 3600) == 0)
+            #expect(try await store.pruneExperimentRecords(before: Self.t0 + 7200) == 0)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aTotalIsNeverForgottenBeforeItsUnitWasQuietSinceTheDateThoughItsTimeMovesHourly(backend: StoreBackend)
+        async throws
+    {
+        try await backend.withStore { store in
+            _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .kills, request: Fixtures.request())
+            func report(_ id: String, _ unit: String, at seconds: TimeInterval) async throws {
+                _ = try await store.ingestEvents(
+                    [Self.session(id, unit: unit, at: seconds)], in: "rider", receivedAt: Self.t0 + seconds,
+                    admission: Self.admission())
+            }
+            try await report("s1", "busy", at: 0)
+            try await report("s2", "quiet", at: 0)
+            // Within the hour: busy's total keeps its time (t0), yet it was added to after the date below.
+            try await report("s3", "busy", at: 1800)
+            #expect(try await store.pruneExperimentRecords(before: Self.t0 + 1200) == 0)
+            // Past the hour its time moves: quiet goes at a date just past its last addition and its slack, busy stays.
+            try await report("s4", "busy", at: 4000)
+            #expect(try await store.pruneExperimentRecords(before: Self.t0 + 3601) == 1)
+            #expect(try await store.pruneExperimentRecords(before: Self.t0 + 7600) == 0)
+            #expect(try await store.pruneExperimentRecords(before: Self.t0 + 7601) == 1)
         }
     }
 

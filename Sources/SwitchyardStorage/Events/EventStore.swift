@@ -40,7 +40,9 @@ import SwitchyardCore
 ///   (then by unit), each with its metric totals now and its pre-exposure values.
 /// - `pruneExperimentRecords(before:)` forgets the phases of experiments whose newest unit entered before the date
 ///   (units, pre-exposure values, arm counts), then the metric totals last added to before the date of units no
-///   experiment phase holds.
+///   experiment phase holds. A total records its last addition to within
+///   ``ExperimentWrites/totalsTimeSlackMilliseconds`` (an hour): one added to since the date is never forgotten, one
+///   quiet since then may be forgotten up to that much later.
 /// - `pruneEventIDs(before:)` forgets the ids of events whose time is before the date, and never touches
 ///   counters. The server keeps ids for longer than it accepts old events, so a forgotten id can only come
 ///   back on an event that is refused as too old.

@@ -202,6 +202,12 @@ public struct ExperimentUnitRecord: Sendable, Hashable {
 /// rows: which units enter which arms (in step order, while the phase has room), their pre-exposure values (their
 /// totals before the step, this batch's earlier steps included), and what the batch adds to each unit's totals.
 public struct ExperimentWrites: Sendable {
+    /// How far behind a unit's metric totals may record their last addition: a total moves its time (`updated_ms`,
+    /// which the pruning of quiet units reads through an index) only once the time is this old, so a unit reporting
+    /// often rewrites its row and not the index's entries on every batch. Pruning allows for it (a total goes only
+    /// once its time is this much older than the date), so a total is never forgotten early, at most this late.
+    package static let totalsTimeSlackMilliseconds: Int64 = EventAggregation.hourMilliseconds
+
     /// A unit entering an arm.
     public struct Entry: Sendable, Hashable {
         public var experiment: String
