@@ -9,6 +9,8 @@
 #   bench/events-flood.sh
 #   CLIENTS=8 ROUNDS=5 CHANGES=200 bench/events-flood.sh
 #   FLOOD_UNITS=1000 bench/events-flood.sh    # sessions drawn from 1,000 units (default: each its own unit)
+#   FLOOD_IDS=time bench/events-flood.sh      # event ids as the client runtime makes them, beginning with their time
+#                                             # (random: every id random; default batch: a random prefix per batch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/flagsd-common.sh
@@ -44,9 +46,11 @@ o = f["commit_over_5ms"]
 r = f["routed_over_5ms"]
 s, t = f["commit_over_50ms"], f["routed_over_50ms"]
 units = f"{f['flood_units']} units" if f.get("flood_units") else "as many units as sessions (20,000)"
+ids = {"batch": "a random prefix per batch", "random": "every id random",
+       "time": "every id beginning with its time"}[f.get("flood_ids", "batch")]
 print(f"Over 50 ms (the rare stalls; max above): in the store {s['rest']} at rest, {s['flood']} during the flood; in the router {t['rest']} at rest, {t['flood']} during the flood.")
 print()
-print(f"Mean time of a change inside flagsd's store (the commit, its wait for the writer included): at rest {c['rest']} ms, during the flood {c['flood']} ms; the rest of a change's latency is the request's way through flagsd and the load client. Changes that spent more than 5 ms in the store: {o['rest']} at rest, {o['flood']} during the flood; more than 5 ms in flagsd's router (request to response): {r['rest']} at rest, {r['flood']} during the flood (of {f['rest']['changes']} each). The editor's process ran at nice {f['editor_nice']}, the flooding clients' at nice {f.get('flood_nice', 0)}; sessions drawn from {units}.")
+print(f"Mean time of a change inside flagsd's store (the commit, its wait for the writer included): at rest {c['rest']} ms, during the flood {c['flood']} ms; the rest of a change's latency is the request's way through flagsd and the load client. Changes that spent more than 5 ms in the store: {o['rest']} at rest, {o['flood']} during the flood; more than 5 ms in flagsd's router (request to response): {r['rest']} at rest, {r['flood']} during the flood (of {f['rest']['changes']} each). The editor's process ran at nice {f['editor_nice']}, the flooding clients' at nice {f.get('flood_nice', 0)}; sessions drawn from {units}; event ids: {ids}.")
 print()
 print(f"flagsd wrote {written / 2**20:.0f} MiB towards the disk during the run ({written / max(f['flood_events'], 1) / 1024:.1f} KiB per event counted, {f['flood_events']} events).")
 PY

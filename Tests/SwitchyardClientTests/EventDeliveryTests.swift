@@ -27,6 +27,19 @@ struct EventDeliveryTests {
         ])
     }
 
+    @Test func eventIDsAreVersion7UUIDsThatSortByTheirTime() {
+        let time = Date(timeIntervalSince1970: 1_796_000_000)
+        let id = ClientEvent.newID(at: time)
+        let hex = Array(id.replacingOccurrences(of: "-", with: ""))
+        #expect(id.count == 36 && id == id.lowercased())
+        #expect(UInt64(String(hex[0..<12]), radix: 16) == 1_796_000_000_000, "the time in milliseconds, first")
+        #expect(hex[12] == "7", "version 7")
+        #expect("89ab".contains(hex[16]), "RFC 9562's variant")
+        #expect(ClientEvent.newID(at: time) != id, "random after the time")
+        #expect(ClientEvent.newID(at: time + 0.002) > id)
+        #expect(ClientEvent.newID(at: time - 3600) < id)
+    }
+
     @Test func theLastSessionIsSentAtTheNextLaunchAndLeavesTheQueueWhenAcknowledged() async throws {
         let harness = try ClientHarness()
         let server = try FlagsdStandIn()

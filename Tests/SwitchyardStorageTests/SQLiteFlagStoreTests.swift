@@ -99,7 +99,7 @@ struct SQLiteFlagStoreTests {
         try store.close()
     }
 
-    /// The events file has 1 KiB pages and is checkpointed every 16 MiB of log (``SQLiteFlagStore/EventsFile``); a
+    /// The events file has 1 KiB pages and is checkpointed every 64 MiB of log (``SQLiteFlagStore/EventsFile``); a
     /// file from before, with SQLite's 4 KiB pages, is rewritten with 1 KiB ones on opening, its events kept.
     @Test func theEventsFileHasSmallPagesAndAFileFromBeforeIsRewritten() async throws {
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -107,7 +107,7 @@ struct SQLiteFlagStoreTests {
         _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
         _ = try await store.ingestEvents(Self.sessions(4, crashed: 1), in: "rider", receivedAt: Date())
         #expect(try await store.eventsWriterSetting("page_size") == 1024)
-        #expect(try await store.eventsWriterSetting("wal_autocheckpoint") == 16_384)
+        #expect(try await store.eventsWriterSetting("wal_autocheckpoint") == 65_536)
         let countsBefore = try await Self.counts(store)
         #expect(!countsBefore.isEmpty)
         try store.close()

@@ -92,6 +92,24 @@ def session(crashed: bool, switches, city: str, at: float = None) -> dict:
 
 # The units the flood's sessions are drawn from (default 0: every session its own unit, 20,000 in all).
 FLOOD_UNITS = int(os.environ.get("FLOOD_UNITS", "0"))
+# How a body sent again gets fresh event ids (so that nothing counts as a duplicate), each 38 hex digits:
+# "batch" (default) a random prefix per batch before each session's random id, so a batch's ids sort together;
+# "random" every id random (the client runtime's ids before they began with their time); "time" every id beginning
+# with its session's start in milliseconds (the client runtime's version 7 UUIDs), so ids sort by time.
+FLOOD_IDS = os.environ.get("FLOOD_IDS", "batch")
+if FLOOD_IDS not in ("batch", "random", "time"):
+    raise SystemExit(f"FLOOD_IDS={FLOOD_IDS}: expected batch, random or time")
+EVENT_ID = re.compile(rb'"id": "([0-9a-f]{32})"')
+
+
+def fresh_ids(body: bytes) -> bytes:
+    """The body with fresh event ids, drawn as FLOOD_IDS says."""
+    if FLOOD_IDS == "batch":
+        return body.replace(b'"id": "', b'"id": "' + uuid.uuid4().hex[:6].encode())
+    if FLOOD_IDS == "random":
+        return EVENT_ID.sub(lambda m: b'"id": "' + os.urandom(3).hex().encode() + m[1] + b'"', body)
+    start = b"%012x" % int((time.time() - 300) * 1000)  # the sessions started 300 s before they are sent
+    return EVENT_ID.sub(lambda m: b'"id": "' + start + os.urandom(3).hex().encode() + m[1][:20] + b'"', body)
 
 
 def batch_bodies(count: int, size: int, rng: random.Random, units: int = 0):
@@ -141,8 +159,7 @@ async def ingest(host, port, admin, client, seconds, rounds, connections, size, 
                 while time.monotonic() < deadline:
                     body = bodies[counter["next"] % len(bodies)]
                     counter["next"] += 1
-                    # Fresh ids each time a body is reused, so nothing is counted as a duplicate.
-                    body = body.replace(b'"id": "', b'"id": "' + uuid.uuid4().hex[:6].encode())
+                    body = fresh_ids(body)
                     started = time.monotonic()
                     status, _, data = await connection.request("POST", f"/v1/namespaces/{namespace}/events", body)
                     assert status == 200, (status, data[:200])
@@ -249,7 +266,7 @@ def flood_process(host, port, client, connections, size, stop, results):
             while not stop.is_set():
                 body = bodies[counter["next"] % len(bodies)]
                 counter["next"] += 1
-                body = body.replace(b'"id": "', b'"id": "' + uuid.uuid4().hex[:6].encode())
+                body = fresh_ids(body)
                 status, _, data = await connection.request("POST", "/v1/namespaces/flood/events", body)
                 if status == 429:
                     refused += 1
@@ -353,7 +370,7 @@ async def flood(host, port, admin, client, seconds, rounds, connections, size, c
               "commit_over_50ms": {name: int(commit[name][1] - within_50ms[name][0]) for name in commit},
               "routed_over_50ms": {name: int(routed[name][0] - within_50ms[name][1]) for name in routed},
               "editor_nice": os.getpriority(os.PRIO_PROCESS, 0), "flood_nice": int(os.environ.get("FLOOD_NICE", "0")),
-              "flood_units": FLOOD_UNITS}
+              "flood_units": FLOOD_UNITS, "flood_ids": FLOOD_IDS}
     editor.close()
     result["ratio_p50_flood_to_rest"] = round(result["flood"]["p50_ms"] / result["rest"]["p50_ms"], 2)
     result["ratio_p99_flood_to_rest"] = round(result["flood"]["p99_ms"] / result["rest"]["p99_ms"], 2)

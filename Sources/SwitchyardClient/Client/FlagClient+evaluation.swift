@@ -159,10 +159,11 @@ extension FlagClient {
         recordVariant(variant, of: key)
         guard configuration.events.recordsExposures else { return }
         let context = shared.withLock { $0.context }
+        let now = wallClock()
         enqueue(
             ClientEvent.exposure(
                 flag: key, variant: variant, epoch: compiled.epoch, version: compiled.version,
-                unit: unitDigest(of: context), context: context, id: ClientEvent.newID(), time: wallClock()))
+                unit: unitDigest(of: context), context: context, id: ClientEvent.newID(at: now), time: now))
     }
 }
 

@@ -129,7 +129,7 @@ public final class FlagClient: Sendable {
         let session = LockedBox(
             SessionState(
                 record: SessionRecord(
-                    id: ClientEvent.newID(), namespace: configuration.namespace, start: now,
+                    id: ClientEvent.newID(at: now), namespace: configuration.namespace, start: now,
                     context: configuration.context)))
         let ended = SessionFiles.claim(directory, namespace: configuration.namespace, session: session, report: report)
         Self.concludePreviousSessions(

@@ -118,8 +118,21 @@ package enum ClientEvent {
         return event
     }
 
-    /// A new event id.
-    package static func newID() -> String {
-        UUID().uuidString.lowercased()
+    /// A new event id: a version 7 UUID (RFC 9562), lowercase: its first 48 bits are `time` in milliseconds since
+    /// 1970, the other 74 (besides version and variant) random. Ids made about the same time sort together, so
+    /// flagsd, which remembers ids in a B-tree keyed by id, adds a fleet's new ids beside each other rather than each
+    /// on a page of its own (fewer bytes written per event; bench/README.md, "Time-ordered event ids").
+    package static func newID(at time: Date) -> String {
+        let milliseconds = UInt64(max(0, (time.timeIntervalSince1970 * 1000).rounded(.down)))
+        var uuid = UUID().uuid
+        uuid.0 = UInt8(truncatingIfNeeded: milliseconds >> 40)
+        uuid.1 = UInt8(truncatingIfNeeded: milliseconds >> 32)
+        uuid.2 = UInt8(truncatingIfNeeded: milliseconds >> 24)
+        uuid.3 = UInt8(truncatingIfNeeded: milliseconds >> 16)
+        uuid.4 = UInt8(truncatingIfNeeded: milliseconds >> 8)
+        uuid.5 = UInt8(truncatingIfNeeded: milliseconds)
+        uuid.6 = uuid.6 & 0x0F | 0x70
+        uuid.8 = uuid.8 & 0x3F | 0x80
+        return UUID(uuid: uuid).uuidString.lowercased()
     }
 }

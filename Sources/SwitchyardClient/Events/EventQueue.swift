@@ -72,7 +72,8 @@ package final class EventQueue: Sendable {
     @discardableResult
     package func enqueue(_ event: JSONObject) -> Int {
         let entry = Entry(
-            id: event["id"]?.stringValue ?? ClientEvent.newID(), line: JSONValue.object(event).serialized(.canonical))
+            id: event["id"]?.stringValue ?? ClientEvent.newID(at: Date()),
+            line: JSONValue.object(event).serialized(.canonical))
         return state.withLock { state in
             state.entries.append(entry)
             state.dirty = true

@@ -48,7 +48,7 @@ extension FlagClient {
         enqueue(
             ClientEvent.metric(
                 metric, value: value, unit: unit, switches: switches, splits: splits, variants: variants,
-                context: context, id: ClientEvent.newID(), time: now))
+                context: context, id: ClientEvent.newID(at: now), time: now))
         recordSplits()
     }
 
