@@ -206,8 +206,8 @@ extension PostgresFlagStore {
         }
         let additions = writes.additions
         if !additions.isEmpty {
-            // The time moves only once a slack old: an update that sets no indexed column to a new value leaves the
-            // index alone (a heap-only tuple).
+            // The time moves only once a slack old: an update that sets no indexed column to a new value may leave
+            // the indexes alone (a heap-only tuple, when the row's page has room for the new version).
             let stale = received - ExperimentWrites.totalsTimeSlackMilliseconds
             _ = try await connection.query(
                 """

@@ -38,6 +38,8 @@ struct EventDeliveryTests {
         #expect(ClientEvent.newID(at: time) != id, "random after the time")
         #expect(ClientEvent.newID(at: time + 0.002) > id)
         #expect(ClientEvent.newID(at: time - 3600) < id)
+        #expect(ClientEvent.newID(at: Date(timeIntervalSince1970: -5)).hasPrefix("00000000-0000-7"))
+        #expect(ClientEvent.newID(at: Date(timeIntervalSince1970: .infinity)).hasPrefix("ffffffff-ffff-7"))
     }
 
     @Test func theLastSessionIsSentAtTheNextLaunchAndLeavesTheQueueWhenAcknowledged() async throws {

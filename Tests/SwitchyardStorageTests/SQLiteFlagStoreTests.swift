@@ -134,6 +134,7 @@ struct SQLiteFlagStoreTests {
         let logs = InMemoryLogHandler()
         let store = try await SQLiteFlagStore(path: path, logger: Logger(label: "test") { _ in logs })
         #expect(try await store.eventsWriterSetting("page_size") == 4096)
+        #expect(try await store.eventsWriterSetting("wal_autocheckpoint") == 16_384, "64 MiB of 4 KiB pages")
         #expect(
             logs.entries.map(\.message.description).contains(
                 "the events file keeps its pages: another process has it open"))

@@ -95,7 +95,8 @@ FLOOD_UNITS = int(os.environ.get("FLOOD_UNITS", "0"))
 # How a body sent again gets fresh event ids (so that nothing counts as a duplicate), each 38 hex digits:
 # "batch" (default) a random prefix per batch before each session's random id, so a batch's ids sort together;
 # "random" every id random (the client runtime's ids before they began with their time); "time" every id beginning
-# with its session's start in milliseconds (the client runtime's version 7 UUIDs), so ids sort by time.
+# with the time it is sent less 300 s, in milliseconds (as the client runtime's version 7 UUIDs begin with the time
+# a session started), so ids sort by time.
 FLOOD_IDS = os.environ.get("FLOOD_IDS", "batch")
 if FLOOD_IDS not in ("batch", "random", "time"):
     raise SystemExit(f"FLOOD_IDS={FLOOD_IDS}: expected batch, random or time")
@@ -108,7 +109,7 @@ def fresh_ids(body: bytes) -> bytes:
         return body.replace(b'"id": "', b'"id": "' + uuid.uuid4().hex[:6].encode())
     if FLOOD_IDS == "random":
         return EVENT_ID.sub(lambda m: b'"id": "' + os.urandom(3).hex().encode() + m[1] + b'"', body)
-    start = b"%012x" % int((time.time() - 300) * 1000)  # the sessions started 300 s before they are sent
+    start = b"%012x" % int((time.time() - 300) * 1000)  # as if the sessions started 300 s before they are sent
     return EVENT_ID.sub(lambda m: b'"id": "' + start + os.urandom(3).hex().encode() + m[1][:20] + b'"', body)
 
 

@@ -123,7 +123,9 @@ package enum ClientEvent {
     /// flagsd, which remembers ids in a B-tree keyed by id, adds a fleet's new ids beside each other rather than each
     /// on a page of its own (fewer bytes written per event; bench/README.md, "Time-ordered event ids").
     package static func newID(at time: Date) -> String {
-        let milliseconds = UInt64(max(0, (time.timeIntervalSince1970 * 1000).rounded(.down)))
+        // Clamped to what 48 bits hold (a clock before 1970 or past the year 10889 gives an id at either end).
+        let since1970 = (time.timeIntervalSince1970 * 1000).rounded(.down)
+        let milliseconds = since1970.isNaN ? 0 : UInt64(min(max(0, since1970), Double((1 << 48) - 1)))
         var uuid = UUID().uuid
         uuid.0 = UInt8(truncatingIfNeeded: milliseconds >> 40)
         uuid.1 = UInt8(truncatingIfNeeded: milliseconds >> 32)
