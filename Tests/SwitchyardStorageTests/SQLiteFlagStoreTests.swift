@@ -150,17 +150,13 @@ struct SQLiteFlagStoreTests {
         let eventsPath = try await storeFromBefore()
         let logs = InMemoryLogHandler()
         SQLiteFlagStore.convertEventsPages(eventsPath, largest: 4096, logger: Logger(label: "test") { _ in logs })
-        let file = try DatabaseQueue(path: eventsPath)
-        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 4096)
-        try file.close()
+        #expect(try await Self.pageSize(of: eventsPath) == 4096)
         let notice = try #require(logs.entries.first { $0.level == .notice }?.message.description)
         #expect(notice.contains("too large to rewrite at start"))
         #expect(notice.contains("PRAGMA page_size = 1024; VACUUM"))
 
         SQLiteFlagStore.convertEventsPages(eventsPath, logger: Logger(label: "test") { _ in logs })
-        let rewritten = try DatabaseQueue(path: eventsPath)
-        #expect(try await rewritten.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 1024)
-        try rewritten.close()
+        #expect(try await Self.pageSize(of: eventsPath) == 1024)
     }
 
     /// A store with the rider namespace whose events file has SQLite's 4 KiB pages, as before 1 KiB ones.
@@ -183,8 +179,15 @@ struct SQLiteFlagStoreTests {
             try db.execute(sql: "VACUUM")
             _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
         }
-        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == size)
         try file.close()
+        #expect(try await pageSize(of: path) == size)
+    }
+
+    /// The page size of a SQLite file, read through a connection of its own.
+    static func pageSize(of path: String) async throws -> Int? {
+        let file = try DatabaseQueue(path: path)
+        defer { try? file.close() }
+        return try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }
     }
 
     /// A database from before objects had rows kept each version's flag set as one text; the first opening splits
