@@ -77,11 +77,12 @@ public struct MatrixLayout: Sendable, Hashable {
         var covers: [[Int]] = []
         var ignored: [String] = []
         let groups = flagSet.killSwitches.filter { !$0.isMaster } + flagSet.killSwitches.filter(\.isMaster)
+        let coverage = KillSwitchCoverage(flagSet)
         for kill in groups {
             let covered =
                 kill.isMaster
                 ? Array(0..<switchKeys.count)
-                : flagSet.members(of: kill.key).compactMap { switchIndex[$0] }.sorted()
+                : coverage.members(of: kill.key).compactMap { switchIndex[$0] }.sorted()
             if covered.isEmpty {
                 ignored.append(kill.key)
             } else {

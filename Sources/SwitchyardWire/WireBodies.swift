@@ -156,9 +156,10 @@ public struct FlagBody: Sendable, Hashable {
     public var killSwitches: [String]
     public var pluginPoint: String?
 
-    public init(_ flag: FlagDefinition, in flagSet: FlagSet) {
+    /// - Parameter coverage: the flag set's, when a listing asks every flag (one flag: leave it out).
+    public init(_ flag: FlagDefinition, in flagSet: FlagSet, coverage: KillSwitchCoverage? = nil) {
         self.flag = flag
-        killSwitches = flagSet.killSwitchKeys(covering: flag.key)
+        killSwitches = coverage?.killSwitchKeys(covering: flag.key) ?? flagSet.killSwitchKeys(covering: flag.key)
         pluginPoint = flagSet.pluginPoint(listing: flag.key)?.name
     }
 
@@ -197,9 +198,10 @@ public struct KillSwitchBody: Sendable, Hashable {
     /// Every flag it covers: its declared members and the switches of the plugin points that name it.
     public var members: [String]
 
-    public init(_ killSwitch: KillSwitch, in flagSet: FlagSet) {
+    /// - Parameter coverage: the flag set's, when a listing asks every kill switch (one: leave it out).
+    public init(_ killSwitch: KillSwitch, in flagSet: FlagSet, coverage: KillSwitchCoverage? = nil) {
         self.killSwitch = killSwitch
-        members = flagSet.members(of: killSwitch.key)
+        members = coverage?.members(of: killSwitch.key) ?? flagSet.members(of: killSwitch.key)
     }
 
     public var json: JSONValue {

@@ -23,6 +23,7 @@ struct FlagSetLookupTests {
 
     static func expectSameAnswers(_ flagSet: FlagSet, probing extra: [String], _ comment: Comment) {
         let reference = Reference(flagSet: flagSet)
+        let coverage = KillSwitchCoverage(flagSet)
         let keys =
             flagSet.flags.map(\.key) + flagSet.killSwitches.map(\.key) + flagSet.pluginPoints.flatMap(\.switches)
             + extra
@@ -33,6 +34,10 @@ struct FlagSetLookupTests {
                 flagSet.killSwitchPosition(key) == reference.killSwitchPosition(key), "\(comment): kill switch \(key)")
             #expect(flagSet.pluginPoint(listing: key) == reference.pluginPoint(key), "\(comment): point of \(key)")
             #expect(flagSet.killSwitchKeys(covering: key) == reference.killSwitchKeys(key), "\(comment): kills \(key)")
+            // Worked out once for the whole set, the same lists in the same order.
+            #expect(
+                coverage.killSwitchKeys(covering: key) == reference.killSwitchKeys(key), "\(comment): covers \(key)")
+            #expect(coverage.members(of: key) == flagSet.members(of: key), "\(comment): members of \(key)")
         }
     }
 
@@ -108,6 +113,37 @@ struct FlagSetLookupTests {
             // The flag set it was copied from answers as before.
             Self.expectSameAnswers(before, probing: absent, "seed \(seed), the copy before \(edits.last!)")
         }
+    }
+
+    /// Kill switches in no particular order (the master among them), a switch both a member of a group and on a
+    /// point naming that group, a member listed twice, members that are no flag, a group no point names, a point
+    /// without a group.
+    @Test func coverageWorkedOutOnceAnswersAsTheLookupsOneByOne() {
+        let flagSet = FlagSet(
+            namespace: "coverage",
+            pluginPoints: [
+                PluginPointDefinition(name: "feed", killSwitch: "kill_feed", switches: ["s_a", "s_b"]),
+                PluginPointDefinition(name: "home", switches: ["s_c"]),
+                PluginPointDefinition(name: "pay", killSwitch: "kill_pay", switches: ["s_d"]),
+                PluginPointDefinition(name: "feed_more", killSwitch: "kill_feed", switches: ["s_e", "s_a"]),
+            ],
+            killSwitches: [
+                KillSwitch(key: "kill_pay", members: ["s_a"]),
+                KillSwitch(key: "kill_feed", members: ["s_b", "s_b", "gone"]),
+                KillSwitch(key: KillSwitch.masterKey),
+                KillSwitch(key: "kill_lonely", members: ["s_c", "s_d"]),
+            ],
+            flags: ["s_e", "s_d", "s_c", "s_b", "s_a"].map {
+                FlagDefinition(key: $0, kind: .pluginSwitch(PluginSwitchDefinition()))
+            })
+        Self.expectSameAnswers(flagSet, probing: ["gone", "nothing"], "hand-made")
+        let coverage = KillSwitchCoverage(flagSet)
+        #expect(coverage.killSwitchKeys(covering: "s_a") == ["kill_pay", "kill_feed", "master"])
+        #expect(coverage.killSwitchKeys(covering: "s_d") == ["kill_pay", "master", "kill_lonely"])
+        #expect(coverage.killSwitchKeys(covering: "gone") == ["kill_feed", "master"])
+        #expect(coverage.members(of: "kill_feed") == ["s_b", "s_b", "gone", "s_a", "s_e"])
+        #expect(coverage.members(of: "master") == ["s_e", "s_d", "s_c", "s_b", "s_a"])
+        #expect(coverage.members(of: "nothing").isEmpty)
     }
 
     @Test func indexingChangesNothingAFlagSetIsComparedBy() throws {

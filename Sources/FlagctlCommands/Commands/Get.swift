@@ -47,10 +47,10 @@ public struct Get: FlagctlCommand {
         let view = try await client.namespaceView(try settings.requireNamespace())
         let flagSet = view.flagSet
         guard let key else {
-            if let rendered = outputOptions.render(.object(Self.listTree(view))) {
-                console.write(rendered)
-            } else {
+            if outputOptions.output == .table {
                 console.write(Self.listTable(view, colour: console.usesColour))
+            } else if let rendered = outputOptions.render(.object(Self.listTree(view))) {
+                console.write(rendered)
             }
             return
         }
@@ -96,10 +96,12 @@ public struct Get: FlagctlCommand {
     }
 
     static func listTree(_ view: NamespaceView) -> JSONObject {
+        let flagSet = view.flagSet.indexingSwitches()
+        let coverage = KillSwitchCoverage(flagSet)
         var tree = header(view)
-        tree["flags"] = .array(view.flagSet.flags.map { flagTree($0, in: view.flagSet) })
-        tree["kill_switches"] = .array(view.flagSet.killSwitches.map { killSwitchTree($0, in: view.flagSet) })
-        tree["metrics"] = .array(view.flagSet.allMetrics.map(metricTree))
+        tree["flags"] = .array(flagSet.flags.map { flagTree($0, in: flagSet, coverage: coverage) })
+        tree["kill_switches"] = .array(flagSet.killSwitches.map { killSwitchTree($0, in: flagSet, coverage: coverage) })
+        tree["metrics"] = .array(flagSet.allMetrics.map(metricTree))
         return tree
     }
 
@@ -117,22 +119,27 @@ public struct Get: FlagctlCommand {
     /// A flag as the API shows it (rollouts in basis points), with its plugin point, kill switches and (for
     /// `get`) its state.
     /// A flag as the API shows it (`FlagBody`), with its state for people when asked.
-    static func flagTree(_ flag: FlagDefinition, in flagSet: FlagSet, withState: Bool = true) -> JSONValue {
-        let tree = FlagBody(flag, in: flagSet).json
+    static func flagTree(
+        _ flag: FlagDefinition, in flagSet: FlagSet, coverage: KillSwitchCoverage? = nil, withState: Bool = true
+    ) -> JSONValue {
+        let tree = FlagBody(flag, in: flagSet, coverage: coverage).json
         guard withState, var object = tree.objectValue else { return tree }
-        object["state"] = .string(FlagState(flag, in: flagSet).word)
+        object["state"] = .string(FlagState(flag, in: flagSet, coverage: coverage).word)
         return .object(object)
     }
 
-    static func killSwitchTree(_ kill: KillSwitch, in flagSet: FlagSet) -> JSONValue {
-        KillSwitchBody(kill, in: flagSet).json
+    static func killSwitchTree(_ kill: KillSwitch, in flagSet: FlagSet, coverage: KillSwitchCoverage? = nil)
+        -> JSONValue
+    {
+        KillSwitchBody(kill, in: flagSet, coverage: coverage).json
     }
 
     static func listTable(_ view: NamespaceView, colour: Bool) -> String {
         let flagSet = view.flagSet
+        let coverage = KillSwitchCoverage(flagSet)
         var flags = Table("FLAG", "TYPE", "STATE", "ROLLOUT", "RULES", "SCOPED OFF")
         for flag in flagSet.flags {
-            let state = FlagState(flag, in: flagSet)
+            let state = FlagState(flag, in: flagSet, coverage: coverage)
             flags.add([
                 .init(flag.key), .init(flag.kindName), .init(state.headline, state.style), .init(flag.rolloutText),
                 .init(String(flag.ruleCount)), .init(state.scopedText, state.scopedText == "-" ? .plain : .yellow),
@@ -140,7 +147,7 @@ public struct Get: FlagctlCommand {
         }
         var kills = Table("KILL SWITCH", "ENTRIES", "COVERS")
         for kill in flagSet.killSwitches {
-            let covers = flagSet.members(of: kill.key).count
+            let covers = coverage.members(of: kill.key).count
             kills.add([
                 .init(kill.key), .init(kill.entriesText, kill.entries.isEmpty ? .plain : .red),
                 .init("\(covers) flag\(covers == 1 ? "" : "s")"),

@@ -30,8 +30,9 @@ struct FlagState: Sendable {
     /// Whether any unit can get it on (a plugin switch with some rollout above 0; an experiment always).
     var reachesUnits = true
 
-    init(_ flag: FlagDefinition, in flagSet: FlagSet) {
-        for key in flagSet.killSwitchKeys(covering: flag.key) {
+    /// - Parameter coverage: the flag set's, when a listing asks every flag.
+    init(_ flag: FlagDefinition, in flagSet: FlagSet, coverage: KillSwitchCoverage? = nil) {
+        for key in coverage?.killSwitchKeys(covering: flag.key) ?? flagSet.killSwitchKeys(covering: flag.key) {
             guard let kill = flagSet.killSwitch(key) else { continue }
             for entry in kill.entries {
                 if entry.isEverywhere {

@@ -25,8 +25,11 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/flags`
     func listFlags(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, state) = try await readableState(request, context)
+        // Indexed for the flags' plugin points (a no-op for a flag set the store indexed already).
+        let flagSet = state.flagSet.indexingSwitches()
+        let coverage = KillSwitchCoverage(flagSet)
         let list = ListBody(
-            items: state.flagSet.flags.map { FlagBody($0, in: state.flagSet) },
+            items: flagSet.flags.map { FlagBody($0, in: flagSet, coverage: coverage) },
             namespace: (namespace, state.record.version))
         return .json(list.json, headers: etagHeaders(state.record))
     }
@@ -166,8 +169,9 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/kill-switches`
     func listKillSwitches(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, state) = try await readableState(request, context)
+        let coverage = KillSwitchCoverage(state.flagSet)
         let list = ListBody(
-            items: state.flagSet.killSwitches.map { KillSwitchBody($0, in: state.flagSet) },
+            items: state.flagSet.killSwitches.map { KillSwitchBody($0, in: state.flagSet, coverage: coverage) },
             namespace: (namespace, state.record.version))
         return .json(list.json, headers: etagHeaders(state.record))
     }

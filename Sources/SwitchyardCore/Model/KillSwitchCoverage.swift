@@ -1,0 +1,63 @@
+/// Which kill switches cover each flag, and which flags each kill switch covers, worked out once for a whole flag
+/// set: the answers of `FlagSet.killSwitchKeys(covering:)` and `FlagSet.members(of:)`, the same lists in the same
+/// order, for listings that ask them of every flag and every kill switch. Asked one by one, those scan the kill
+/// switches and plugin points on each call; a namespace of 10,000 switches in 1,250 plugin points, each point with
+/// its group kill switch, made `flagctl get` take seconds scanning them.
+public struct KillSwitchCoverage: Sendable {
+    private let flagSet: FlagSet
+    /// The position of the master kill switch in `flagSet.killSwitches` (a valid flag set has one).
+    private let masters: [Int]
+    /// Key → positions, in ascending order, of the kill switches other than the master that cover it (as a member,
+    /// or as the group kill switch of the plugin point that first lists it).
+    private let covering: [String: [Int]]
+    /// Kill switch key → positions of the plugin points that name it as their group kill switch, in order.
+    private let pointsNaming: [String: [Int]]
+
+    public init(_ flagSet: FlagSet) {
+        self.flagSet = flagSet
+        // The group of the first plugin point listing a switch, as `pluginPoint(listing:)` finds it.
+        var firstGroup: [String: String?] = [:]
+        var pointsNaming: [String: [Int]] = [:]
+        for (position, point) in flagSet.pluginPoints.enumerated() {
+            for key in point.switches where firstGroup[key] == nil { firstGroup[key] = .some(point.killSwitch) }
+            if let group = point.killSwitch { pointsNaming[group, default: []].append(position) }
+        }
+        var grouped: [String: [String]] = [:]
+        for (key, group) in firstGroup {
+            if let group { grouped[group, default: []].append(key) }
+        }
+        var masters: [Int] = []
+        var covering: [String: [Int]] = [:]
+        for (position, kill) in flagSet.killSwitches.enumerated() {
+            if kill.isMaster {
+                masters.append(position)
+                continue
+            }
+            // Positions only grow, so each list stays in order; a key both member and grouped is added once.
+            for key in kill.members + (grouped[kill.key] ?? []) where covering[key]?.last != position {
+                covering[key, default: []].append(position)
+            }
+        }
+        self.masters = masters
+        self.covering = covering
+        self.pointsNaming = pointsNaming
+    }
+
+    /// The keys of the kill switches that cover a flag (see `FlagSet.killSwitchKeys(covering:)`).
+    public func killSwitchKeys(covering flagKey: String) -> [String] {
+        let positions = covering[flagKey] ?? []
+        return (masters.isEmpty ? positions : (positions + masters).sorted()).map { flagSet.killSwitches[$0].key }
+    }
+
+    /// The flags a kill switch covers (see `FlagSet.members(of:)`).
+    public func members(of killSwitchKey: String) -> [String] {
+        guard let kill = flagSet.killSwitch(killSwitchKey) else { return [] }
+        if kill.isMaster { return flagSet.flags.map(\.key) }
+        var members = kill.members
+        var seen = Set(members)
+        for position in pointsNaming[killSwitchKey] ?? [] {
+            for key in flagSet.pluginPoints[position].switches where seen.insert(key).inserted { members.append(key) }
+        }
+        return members
+    }
+}
