@@ -28,6 +28,24 @@ public struct CoveringArray: Sendable, Hashable {
         rows = Self.build(levels: levels, strength: max(1, strength))
     }
 
+    /// About how many steps building an array of these levels takes: its horizontal growth, where each row tries
+    /// each level of each factor after the first `strength` against each set of `strength - 1` factors before it,
+    /// counted with the fewest rows the array can have (the product of the `strength` largest levels). The vertical
+    /// growth and the interactions' bookkeeping grow alike. Worked out before building, so that a plan that would
+    /// run for hours is refused at once (``MatrixPlan/planningBudget``).
+    public static func estimatedSteps(levels: [Int], strength: Int) -> Double {
+        let t = min(max(1, strength), levels.count)
+        let sorted = levels.map { Double(max(1, $0)) }.sorted(by: >)
+        let rows = sorted.prefix(t).reduce(1, *)
+        var steps = 0.0
+        for factor in t..<sorted.count {
+            // The sets of t - 1 factors among the `factor` before it.
+            let sets = t == 1 ? 1 : t == 2 ? Double(factor) : Double(factor) * Double(factor - 1) / 2
+            steps += rows * sorted[factor] * sets * Double(max(1, t - 1))
+        }
+        return steps
+    }
+
     /// How many interactions of `strength` factors there are (each must appear in some row).
     public var interactionCount: Int {
         let t = min(strength, levels.count)

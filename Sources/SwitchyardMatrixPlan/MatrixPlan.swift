@@ -59,6 +59,13 @@ public struct MatrixPlan: Sendable {
     /// The default bound: at most 2^20 combinations run exhaustively.
     public static let defaultBound: UInt64 = 1 << 20
 
+    /// The most steps (``CoveringArray/estimatedSteps(levels:strength:)``, a lower bound) a covering array may take to
+    /// build: plans under it took up to a few minutes here (docs/matrix.md). Past it a plan is refused with what to
+    /// change, rather than run for hours: a namespace of
+    /// 1,250 plugin points of 8 switches and a kill switch each (512 states per point) would need at least 262,144
+    /// rows and about 10^14 steps for a pairwise array across its points.
+    public static let planningBudget = 5e9
+
     public let layout: MatrixLayout
     /// The most combinations run exhaustively.
     public let bound: UInt64
@@ -100,6 +107,7 @@ public struct MatrixPlan: Sendable {
                 point.gates.isEmpty ? nil : .point(index: index, gates: point.gates)
             }
             let factors = Self.factors(of: layout)
+            try Self.checkBudget(factors, strength: strength, gates: gateCount)
             let array = CoveringArray(levels: factors.map(\.levels), strength: strength)
             let rows = array.rows.map { row in
                 var combination = GateSet(capacity: gateCount)
@@ -123,6 +131,32 @@ public struct MatrixPlan: Sendable {
         }
         segmentStarts = starts
         total = running
+    }
+
+    /// Refuses a covering array past ``planningBudget``, saying what it would take and what to change.
+    static func checkBudget(_ factors: [Factor], strength: Int, gates: Int) throws(MatrixPlanError) {
+        let levels = factors.map(\.levels)
+        let steps = CoveringArray.estimatedSteps(levels: levels, strength: strength)
+        guard steps > planningBudget else { return }
+        let largest = factors.max { $0.gates.count < $1.gates.count }
+        let rows = levels.sorted(by: >).prefix(strength).reduce(1.0) { $0 * Double($1) }
+        func rounded(_ value: Double) -> String {
+            guard value >= 1e6 else { return String(Int(value)) }
+            var (exponent, rest) = (0, value)
+            while rest >= 10 { (exponent, rest) = (exponent + 1, rest / 10) }
+            let digit = Int(rest)
+            return digit > 1 ? "\(digit)×10^\(exponent)" : "10^\(exponent)"
+        }
+        var advice = "give plugin points fewer switches (each point's gates multiply its states), or split the "
+        advice += "namespace's plugin points between namespaces"
+        if strength == 3 { advice = "use --strength 2 (pairwise), or " + advice }
+        throw .tooLarge(
+            "the matrix of \(gates) gates is too large to plan: a \(strengthName(strength)) covering array across "
+                + "\(factors.count) factors (plugin points and shared gates"
+                + (largest.map { ", the largest \($0.name) with \($0.gates.count) gates: 2^\($0.gates.count) states" }
+                    ?? "")
+                + ") needs at least \(rounded(rows)) rows and about \(rounded(steps)) steps to build, past the "
+                + "planner's \(rounded(planningBudget)); \(advice)")
     }
 
     /// The covering array's factors: each point with the gates that belong to it alone (its switches, groups

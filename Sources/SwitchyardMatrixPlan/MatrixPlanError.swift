@@ -6,6 +6,7 @@ public struct MatrixPlanError: Error, Sendable, Hashable, CustomStringConvertibl
         case shard(String)
         case unknownGate(String, suggestions: [String])
         case option(String)
+        case tooLarge(String)
     }
 
     private let reason: Reason
@@ -19,10 +20,17 @@ public struct MatrixPlanError: Error, Sendable, Hashable, CustomStringConvertibl
         MatrixPlanError(.unknownGate(key, suggestions: suggestions))
     }
     static func option(_ message: String) -> MatrixPlanError { MatrixPlanError(.option(message)) }
+    static func tooLarge(_ message: String) -> MatrixPlanError { MatrixPlanError(.tooLarge(message)) }
+
+    /// The flag file's gates make a plan too large to build (not a wrong option).
+    public var isTooLarge: Bool {
+        if case .tooLarge = reason { return true }
+        return false
+    }
 
     public var description: String {
         switch reason {
-        case .shard(let message), .option(let message):
+        case .shard(let message), .option(let message), .tooLarge(let message):
             return message
         case .unknownGate(let key, let suggestions):
             return

@@ -55,6 +55,32 @@ struct MatrixCommandTests {
         #expect(shards.compactMap { $0["combinations"] as? Int }.reduce(0, +) == 131_072)
     }
 
+    /// A flag file whose matrix is past the planning budget: exit status 1 at once, with what to change (not a
+    /// usage error, and not a plan running for hours).
+    @Test func aMatrixTooLargeToPlanFailsSayingWhatToChange() async throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // 60 plugin points of 7 switches and a group each.
+        var points = ""
+        var kills = "  master: {}\n"
+        var flags = ""
+        for point in 0..<60 {
+            let switches = (0..<7).map { "plugin_switch_\(point)_\($0)" }
+            points += "  - name: point_\(point)\n    kill_switch: kill_\(point)\n"
+            points += "    switches: [\(switches.joined(separator: ", "))]\n"
+            kills += "  kill_\(point): {}\n"
+            for key in switches { flags += "  \(key):\n    rollout: 50\n" }
+        }
+        let file = "namespace: wide\nplugin_points:\n\(points)kill_switches:\n\(kills)flags:\n\(flags)"
+        try file.write(toFile: directory + "/wide.yaml", atomically: true, encoding: .utf8)
+        #expect(await flagctl("lint", directory).status == 0)
+        let result = await flagctl("matrix", "plan", directory)
+        #expect(result.status == 1)
+        #expect(result.error.contains("the matrix of 481 gates is too large to plan"), "\(result.error)")
+        #expect(result.error.contains("give plugin points fewer switches"))
+        #expect(!result.error.contains("Usage:"))
+    }
+
     @Test func aCoveringPlanListsItsRowsAndFactors() async throws {
         let result = await flagctl(
             "matrix", "plan", TestPaths.flags, "--bound", "4096", "--strength", "3", "-o", "json")

@@ -203,6 +203,32 @@ struct MatrixPlanTests {
         }
     }
 
+    /// Past the planning budget a plan is refused before anything is built (a namespace of 1,250 points of eight
+    /// switches planned for hours), saying what it would take and what to change.
+    @Test func aPlanTooLargeToBuildIsRefusedSayingWhatToChange() throws {
+        // 60 points of 7 switches and their group: 61 factors, the points of 2^8 states.
+        let wide = MatrixLayout(flagSet: Shop.wide(points: 60, switchesPerPoint: 7))
+        let error = try #require(throws: MatrixPlanError.self) { try MatrixPlan(layout: wide) }
+        #expect(error.isTooLarge)
+        #expect(error.description.contains("the matrix of 481 gates is too large to plan"))
+        #expect(
+            error.description.contains(
+                "needs at least 65536 rows and about 2×10^10 steps to build, past the planner's 5×10^9"))
+        #expect(error.description.contains("give plugin points fewer switches"))
+        #expect(!error.description.contains("--strength 2"))
+        // Pairwise plans 80 points of 3 switches; three-wise would not, and says so.
+        let many = MatrixLayout(flagSet: Shop.wide(points: 80, switchesPerPoint: 3))
+        // (its factors: 80 points of 2^4 states and the master)
+        let levels = Array(repeating: 16, count: 80) + [2]
+        #expect(CoveringArray.estimatedSteps(levels: levels, strength: 2) < MatrixPlan.planningBudget)
+        let threeWise = try #require(throws: MatrixPlanError.self) { try MatrixPlan(layout: many, strength: 3) }
+        #expect(threeWise.isTooLarge)
+        #expect(threeWise.description.contains("use --strength 2 (pairwise)"))
+        // A wrong option is not a plan too large.
+        let option = try #require(throws: MatrixPlanError.self) { try MatrixPlan(layout: wide, strength: 4) }
+        #expect(!option.isTooLarge)
+    }
+
     @Test func aLowerBoundSwitchesToCoveringAndBadOptionsAreRefused() throws {
         let layout = MatrixLayout(flagSet: Shop.flagSet)
         #expect(try MatrixPlan(layout: layout, bound: 512).isExhaustive)

@@ -52,7 +52,8 @@ public struct MatrixPlanCommand: FlagctlCommand {
             In GitHub Actions, feed --github-matrix to a job's strategy.matrix with fromJSON, and give each job \
             SWITCHYARD_MATRIX_SHARD: ${{ matrix.shard }}.
 
-            Exit status: 0 ok, 1 when the flag file has problems, 4 unknown namespace, 64 usage.
+            Exit status: 0 ok, 1 when the flag file has problems or its matrix is too large to plan, 4 unknown \
+            namespace, 64 usage.
             """
     )
 
@@ -128,6 +129,8 @@ public struct MatrixPlanCommand: FlagctlCommand {
         let plan: MatrixPlan
         do {
             plan = try MatrixPlan(layout: layout, bound: Self.parseBound(bound)!, strength: strength)
+        } catch  where error.isTooLarge {
+            throw CommandFailure("\(error)")
         } catch {
             throw ValidationError("\(error)")
         }
