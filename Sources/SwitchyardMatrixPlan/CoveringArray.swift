@@ -22,10 +22,12 @@ public struct CoveringArray: Sendable, Hashable {
     /// - Parameters:
     ///   - levels: how many levels each factor has (at least 1).
     ///   - strength: `t`; with `t` or fewer factors the array is their full product.
-    public init(levels: [Int], strength: Int) {
+    ///   - progress: told after each factor how much of the work is done (0 to 1, by the steps of
+    ///     ``estimatedSteps(levels:strength:)``: later factors take more), for a caller that reports long plans.
+    public init(levels: [Int], strength: Int, progress: ((_ done: Double) -> Void)? = nil) {
         self.levels = levels
         self.strength = strength
-        rows = Self.build(levels: levels, strength: max(1, strength))
+        rows = Self.build(levels: levels, strength: max(1, strength), progress: progress)
     }
 
     /// About how many steps building an array of these levels takes: its horizontal growth, where each row tries
@@ -66,7 +68,7 @@ public struct CoveringArray: Sendable, Hashable {
         return missing
     }
 
-    private static func build(levels original: [Int], strength: Int) -> [[Int]] {
+    private static func build(levels original: [Int], strength: Int, progress: ((Double) -> Void)?) -> [[Int]] {
         let factorCount = original.count
         guard factorCount > 0 else { return [[]] }
         // Work with factors sorted by levels, most first; map back at the end.
@@ -80,7 +82,13 @@ public struct CoveringArray: Sendable, Hashable {
         }
         rows = rows.map { $0 + Array(repeating: -1, count: factorCount - t) }
 
+        let total = estimatedSteps(levels: levels, strength: t)
         for factor in t..<factorCount {
+            defer {
+                if let progress, total > 0 {
+                    progress(min(1, estimatedSteps(levels: Array(levels[...factor]), strength: t) / total))
+                }
+            }
             let subsets = Self.subsets(of: Array(0..<factor), size: t - 1)
             let tupleCounts = subsets.map { subset in subset.reduce(levels[factor]) { $0 * levels[$1] } }
             var covered = tupleCounts.map { [Bool](repeating: false, count: $0) }

@@ -86,8 +86,14 @@ public struct MatrixPlan: Sendable {
     ///   - layout: the namespace's gates.
     ///   - bound: at most this many combinations run exhaustively (default 2^20).
     ///   - strength: 2 (pairwise) or 3 (three-wise), for the covering array beyond the bound.
-    /// - Throws: ``MatrixPlanError`` for a bound of 0 or a strength other than 2 or 3.
-    public init(layout: MatrixLayout, bound: UInt64 = defaultBound, strength: Int = 2) throws(MatrixPlanError) {
+    ///   - progress: told how much of the covering array is built (0 to 1) as it is, for a caller that reports long
+    ///     plans (see ``CoveringArray/init(levels:strength:progress:)``); never called for an exhaustive plan.
+    /// - Throws: ``MatrixPlanError`` for a bound of 0 or a strength other than 2 or 3, or a plan past
+    ///   ``planningBudget``.
+    public init(
+        layout: MatrixLayout, bound: UInt64 = defaultBound, strength: Int = 2,
+        progress: ((_ done: Double) -> Void)? = nil
+    ) throws(MatrixPlanError) {
         guard bound >= 1 else { throw .option("the bound must be at least 1 combination") }
         guard strength == 2 || strength == 3 else {
             throw .option("the covering strength must be 2 (pairwise) or 3 (three-wise), not \(strength)")
@@ -108,7 +114,7 @@ public struct MatrixPlan: Sendable {
             }
             let factors = Self.factors(of: layout)
             try Self.checkBudget(factors, strength: strength, gates: gateCount)
-            let array = CoveringArray(levels: factors.map(\.levels), strength: strength)
+            let array = CoveringArray(levels: factors.map(\.levels), strength: strength, progress: progress)
             let rows = array.rows.map { row in
                 var combination = GateSet(capacity: gateCount)
                 for (factor, level) in zip(factors, row) {

@@ -151,6 +151,19 @@ struct CoveringArrayTests {
         #expect(threeWise.rows.count < 40)
     }
 
+    /// A long plan reports how far it got: once per factor after the first `t`, never less than before, all done at
+    /// the end; the rows are the same as without a listener.
+    @Test func progressRisesFactorByFactorToAllDone() {
+        let levels = [4, 8, 2, 16, 3, 5]
+        var reports: [Double] = []
+        let array = CoveringArray(levels: levels, strength: 2) { reports.append($0) }
+        #expect(reports.count == levels.count - 2)
+        #expect(zip(reports, reports.dropFirst()).allSatisfy { $0 <= $1 })
+        #expect(reports.first.map { $0 > 0 && $0 < 1 } == true)
+        #expect(reports.last == 1)
+        #expect(array.rows == CoveringArray(levels: levels, strength: 2).rows)
+    }
+
     @Test func theSameLevelsGiveTheSameRows() {
         #expect(
             CoveringArray(levels: [4, 8, 2, 16, 3], strength: 2)

@@ -120,6 +120,9 @@ public struct MatrixPlanCommand: FlagctlCommand {
         return UInt64(1) << UInt64(exponent)
     }
 
+    /// How often a long plan reports its progress.
+    static let progressInterval = Duration.seconds(5)
+
     public func run(console: Console) async throws {
         var flagsOptions = FlagsOptions()
         flagsOptions.directory = directory
@@ -128,7 +131,17 @@ public struct MatrixPlanCommand: FlagctlCommand {
         let layout = MatrixLayout(flagSet: file.flagSet)
         let plan: MatrixPlan
         do {
-            plan = try MatrixPlan(layout: layout, bound: Self.parseBound(bound)!, strength: strength)
+            // A covering array across many points takes a while to build (docs/matrix.md): say how far it got,
+            // every few seconds, on standard error.
+            let started = ContinuousClock.now
+            var reported = started
+            plan = try MatrixPlan(layout: layout, bound: Self.parseBound(bound)!, strength: strength) { done in
+                let now = ContinuousClock.now
+                guard now - reported >= Self.progressInterval else { return }
+                reported = now
+                let seconds = Int((now - started) / .seconds(1))
+                console.writeError("planning the covering array: \(Int(done * 100))% after \(seconds) s\n")
+            }
         } catch  where error.isTooLarge {
             throw CommandFailure("\(error)")
         } catch {
