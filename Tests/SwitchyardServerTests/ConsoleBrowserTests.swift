@@ -50,6 +50,7 @@ struct ConsoleBrowserTests {
         "an experiment flag's results draw one interval per treatment variant",
         "a sample ratio mismatch shows a red banner first and marks the results untrustworthy",
         "a flag's page shows who holds it, its charts and its history as readable diffs, and reverts a change after a confirmation",
+        "a namespace of many flags lists 200 at first and more on request, the filter finds any, and the guard table and a large change's diffs are as short",
         "every control has an accessible name",
         "on a phone-sized screen nothing scrolls sideways",
         "no script error and no Content-Security-Policy violation",
@@ -90,13 +91,34 @@ struct ConsoleBrowserTests {
             body: #"{"flag": {"description": \#(description), "rollout": 0}, "reason": "XSS probe"}"#)
         try #require(probe.status == .ok, "\(probe.text)")
 
+        // A namespace of more plugin switches than the console lists at once, created in one change: 45 plugin
+        // points of 10 switches, each point with its group kill switch.
+        let wideFlags = 450
+        var points: [String] = []
+        var kills = [#""master": {}"#]
+        var flags: [String] = []
+        for point in 0..<(wideFlags / 10) {
+            let keys = (0..<10).map { "plugin_switch_wide_" + String(format: "%03d", point * 10 + $0) }
+            let switches = keys.map { JSONValue.string($0).serializedString() }.joined(separator: ", ")
+            points.append(
+                #"{"name": "wide_point_\#(point)", "kill_switch": "kill_wide_\#(point)", "switches": [\#(switches)]}"#)
+            kills.append(#""kill_wide_\#(point)": {}"#)
+            flags += keys.map { #""\#($0)": {"type": "plugin_switch", "rollout": 5000}"# }
+        }
+        let wide = try await admin.send(
+            "POST", "/v1/namespaces",
+            body:
+                #"{"name": "wide", "reason_policy": "never", "flag_set": {"plugin_points": [\#(points.joined(separator: ", "))], "kill_switches": {\#(kills.joined(separator: ", "))}, "flags": {\#(flags.joined(separator: ", "))}}}"#
+        )
+        try #require(wide.status == .created, "\(wide.text)")
+
         // A liveness deadline, not a speed claim (a first run may install tools from PyPI).
         let result = try await Repository.runScript(
             Self.script,
             environment: [
                 "CONSOLE_URL": url, "SWITCHYARD_EDITOR_TOKEN": editor, "EDITOR_NAME": "ada-console",
                 "SWITCHYARD_CLIENT_TOKEN": client, "FLAGCTL": flagctl.path, "FLAGCTL_TOKEN": cli,
-                "FLAGCTL_ACTOR": "release-bot",
+                "FLAGCTL_ACTOR": "release-bot", "WIDE_NAMESPACE": "wide", "WIDE_FLAGS": String(wideFlags),
             ], deadline: .seconds(600))
         let lines = result.output.split(separator: "\n").map(String.init)
         for check in Self.checks {

@@ -10,6 +10,8 @@ description is XSS_PAYLOAD. Environment:
   SWITCHYARD_CLIENT_TOKEN   a client token (the console must refuse it)
   FLAGCTL                   the flagctl binary; FLAGCTL_TOKEN: a token for it (its changes show as its actor)
   FLAGCTL_ACTOR             the name of FLAGCTL_TOKEN
+  WIDE_NAMESPACE, WIDE_FLAGS  a namespace of WIDE_FLAGS plugin switches plugin_switch_wide_000, ..., created in one
+                            change (more than the console lists at once)
   CHROMIUM, CHROMEDRIVER    the browser and the driver (set by ./run)
 
 Prints one line per check, `ok <name>` or `FAIL <name>: <what differed>`, and exits 1 when any check failed.
@@ -40,6 +42,8 @@ CLIENT_TOKEN = os.environ["SWITCHYARD_CLIENT_TOKEN"]
 FLAGCTL = os.environ["FLAGCTL"]
 FLAGCTL_TOKEN = os.environ["FLAGCTL_TOKEN"]
 FLAGCTL_ACTOR = os.environ["FLAGCTL_ACTOR"]
+WIDE_NAMESPACE = os.environ["WIDE_NAMESPACE"]
+WIDE_FLAGS = int(os.environ["WIDE_FLAGS"])
 XSS_PAYLOAD = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script> probe'
 
 # Generous deadlines: liveness checks on a shared, busy machine, not speed claims.
@@ -1242,6 +1246,65 @@ def flag_page():
     definition = wait_for(lambda d: "40 %" in (text := d.find_element(By.CSS_SELECTOR, "#flag-definition").text) and text, "the rollout back at 40 %")
     if "40 %" not in definition:
         problems.append("the page's definition does not show the rollout back at 40 %")
+    return "; ".join(problems)
+
+
+def listed_flags():
+    """The keys of the flags the Flags view lists, in order."""
+    return browser.execute_script("return [...document.querySelectorAll('tr[data-flag]')].map((row) => row.dataset.flag)")
+
+
+@check("a namespace of many flags lists 200 at first and more on request, the filter finds any, and the guard table and a large change's diffs are as short")
+def many_flags():
+    problems = []
+    browser.get(f"{URL}/console/#/{WIDE_NAMESPACE}/flags")
+    wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr[data-flag]")) == 200 and d.find_elements(By.ID, "show-more-flags"),
+             f"the first 200 flags of {WIDE_NAMESPACE}")
+    if f"Showing 200 of {WIDE_FLAGS} flags" not in by_id("flags-more").text:
+        problems.append(f"the list says {by_id('flags-more').text!r}")
+    click_id("show-more-flags")
+    wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr[data-flag]")) == min(400, WIDE_FLAGS), "200 more flags")
+    keys = listed_flags()
+    if keys != sorted(keys) or keys[0] != "plugin_switch_wide_000":
+        problems.append(f"the flags are listed as {keys[:3]}…")
+    focused = browser.execute_script("const row = document.activeElement.closest('tr[data-flag]'); return row && row.dataset.flag")
+    if focused != keys[200]:
+        problems.append(f"after Show more the focus is on {focused}, not the first flag added ({keys[200]})")
+    # The last flag, past what is listed, is found by the filter.
+    last = f"plugin_switch_wide_{WIDE_FLAGS - 1:03d}"
+    by_id("flag-filter").send_keys(last)
+    wait_for(lambda d: listed_flags() == [last], f"the filter to find {last}")
+    if browser.find_elements(By.ID, "flags-more"):
+        problems.append("a list the filter narrowed to one flag still offers more")
+    open_view("guard")
+    switches = "#guard-status-table tbody tr"
+    wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, switches)) == 200 and d.find_elements(By.ID, "show-more-switches"),
+             "the guard table's first 200 switches")
+    click_id("show-more-switches")
+    wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, switches)) == min(400, WIDE_FLAGS), "200 more switches")
+    said = by_id("guard-status-more").text if browser.find_elements(By.ID, "guard-status-more") else ""
+    if f"Showing the 400 most urgent of {WIDE_FLAGS} plugin switches" not in said:
+        problems.append(f"the guard table says {said!r}")
+    while browser.find_elements(By.ID, "show-more-switches"):
+        click_id("show-more-switches")
+    wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, switches)) == WIDE_FLAGS, "every switch in the guard table")
+    # The namespace was created in one change of more objects than an entry draws at first.
+    open_view("audit")
+    entry = "#audit-timeline > li:last-child"
+    total = int(wait_for(lambda d: d.execute_script(
+        f"const s = document.querySelector('{entry} details > summary'); return s && s.textContent.match(/\\((\\d+)\\)/)[1]"),
+        "the creation's entry"))
+    drawn = lambda: len(browser.find_elements(By.CSS_SELECTOR, f"{entry} .change-diff"))
+    if total <= 200 or drawn() != 200:
+        problems.append(f"the creation's entry of {total} objects draws {drawn()}")
+    browser.execute_script(f"document.querySelector('{entry} details').open = true")
+    button = wait_for(lambda d: d.find_element(By.CSS_SELECTOR, f"{entry} details > p.meta button"), "the entry's button for the rest")
+    if button.text != f"Show the other {total - 200:,}":
+        problems.append(f"the entry's button says {button.text!r}")
+    button.click()
+    wait_for(lambda _: drawn() == total, f"all {total} objects of the creation")
+    browser.get(f"{URL}/console/#/rider/flags")
+    wait_for(lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-flag="plugin_switch_feed_promos"]'), "rider's flags again")
     return "; ".join(problems)
 
 

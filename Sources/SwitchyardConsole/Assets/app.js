@@ -30,6 +30,8 @@
     epoch: null,
     etag: null,
     filter: '',
+    /** How many flags the Flags view lists (it adds a page at a time; see views.js). */
+    flagLimit: 0,
     recent: [],
     audit: freshAudit(),
     guard: freshGuard(),
@@ -192,7 +194,7 @@
     document.title = `${view === 'flag' && wantedKey ? `${wantedKey} · ` : ''}${VIEW_TITLES[view]} · ${namespace} · Switchyard console`;
     if (namespaceChanged) {
       stopFollowing();
-      Object.assign(state, { namespace, record: null, flags: [], killSwitches: [], version: 0, epoch: null, etag: null, recent: [], filter: '', saved: new Set() });
+      Object.assign(state, { namespace, record: null, flags: [], killSwitches: [], version: 0, epoch: null, etag: null, recent: [], filter: '', flagLimit: 0, saved: new Set() });
       state.audit = freshAudit();
       state.guard = freshGuard();
       state.releases = freshReleases();
@@ -512,6 +514,13 @@
     filter: (value) => {
       state.filter = value;
       render();
+    },
+    moreFlags: (limit, first) => {
+      state.flagLimit = limit;
+      render();
+      // Keyboard users go on from the first flag just shown.
+      const next = document.querySelector(`#flags-table tbody tr:nth-child(${first + 1}) a.key`);
+      if (next) next.focus({ preventScroll: true });
     },
     auditQuery: (query) => {
       state.audit = freshAudit();

@@ -17,10 +17,26 @@
     return body;
   }
 
+  /** Each series body's series by switch, made on first use. */
+  const seriesIndex = new WeakMap();
+
   /** The series of one switch (`''`: the baseline) in a series body, or null. */
   function seriesOf(body, key) {
     if (!body || !Array.isArray(body.series)) return null;
-    return body.series.find((entry) => (key ? entry.subject === 'switch' && entry.key === key : entry.subject === 'baseline')) || null;
+    // Indexed once per body: the Flags view asks for every switch's series.
+    let index = seriesIndex.get(body.series);
+    if (!index) {
+      index = { switches: new Map(), baseline: null };
+      for (const entry of body.series) {
+        if (entry.subject === 'switch') {
+          if (!index.switches.has(entry.key)) index.switches.set(entry.key, entry);
+        } else if (entry.subject === 'baseline' && !index.baseline) {
+          index.baseline = entry;
+        }
+      }
+      seriesIndex.set(body.series, index);
+    }
+    return (key ? index.switches.get(key) : index.baseline) || null;
   }
 
   /** The start of step `index` of a series body, in milliseconds. */

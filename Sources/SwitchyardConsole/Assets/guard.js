@@ -27,6 +27,13 @@
   const finite = (value) => typeof value === 'number' && Number.isFinite(value);
 
   /**
+   * How many switches the table lists at first and each "Show more" adds, and how many crash-rate charts are drawn
+   * (the most urgent first): a namespace of ten thousand switches drawn whole held the view for seconds.
+   */
+  const SWITCH_PAGE = 200;
+  const CHART_LIMIT = 24;
+
+  /**
    * What a release manager reads first about a switch's crashes, in words: how often it crashes against the sessions
    * without it, and whether the guard is sure (its lower bound above the bound) or what it still waits for. `check` is
    * the guard's (crash_rate, baseline_rate, lower_bound, bound, exceeds, shortfall, sessions).
@@ -172,7 +179,10 @@
       return mine && mine.sessions.some((value) => value > 0);
     });
     if (!shown.length) return h('p', { class: 'empty', id: 'guard-charts' }, `No plugin switch had a session in the last ${spanText(series)}.`);
-    return h('div', { class: 'chart-grid', id: 'guard-charts' }, shown.map((status) => {
+    const untold = shown.length > CHART_LIMIT
+      ? h('p', { class: 'meta', id: 'guard-charts-more' }, `The ${CHART_LIMIT} most urgent of ${count(shown.length)} switches with sessions; the table below has every switch's numbers.`)
+      : null;
+    return [h('div', { class: 'chart-grid', id: 'guard-charts' }, shown.slice(0, CHART_LIMIT).map((status) => {
       const shownState_ = shownState(status);
       const [tone, words] = STATES[shownState_] || ['', status.state];
       const trips = [...(status.open_trips || []), ...(status.last_trip ? [status.last_trip] : [])]
@@ -187,7 +197,30 @@
             + `(it trips when that is above ${rate(status.bound)}); sessions without it ${rate(status.baseline_rate)}`
             + `${finite(status.baseline_difference_lower) ? `, the difference's lower bound ${((status.baseline_difference_lower) * 100).toFixed(2)} pp` : ''}. `
             + `The chart's points are per ${Math.round(series.step_seconds / 60)} min over the last ${spanText(series)}; the dashed line is every session of the namespace.`)));
-    }));
+    })), untold];
+  }
+
+  /** The table's rows, the first `SWITCH_PAGE` and a button that adds as many again while there are more. */
+  function rowsShown(switches) {
+    const tbody = h('tbody', {}, switches.slice(0, SWITCH_PAGE).map(row));
+    if (switches.length <= SWITCH_PAGE) return [tbody, null];
+    const button = h('button', { type: 'button', id: 'show-more-switches' });
+    const more = h('p', { class: 'meta', id: 'guard-status-more' }, '', button);
+    const describe = () => {
+      const shown = tbody.rows.length;
+      more.firstChild.textContent = `Showing the ${count(shown)} most urgent of ${count(switches.length)} plugin switches. `;
+      button.textContent = `Show ${count(Math.min(SWITCH_PAGE, switches.length - shown))} more`;
+      if (shown >= switches.length) more.remove();
+    };
+    button.addEventListener('click', () => {
+      const first = tbody.rows.length;
+      tbody.append(...switches.slice(first, first + SWITCH_PAGE).map(row));
+      describe();
+      const next = tbody.rows[first] && tbody.rows[first].querySelector('a');
+      if (next) next.focus({ preventScroll: true });
+    });
+    describe();
+    return [tbody, more];
   }
 
   /** The statistics of every plugin switch of the namespace as a table, most urgent first, after the proposals. */
@@ -197,6 +230,7 @@
       || a.key.localeCompare(b.key));
     const window = switches.length ? switches[0].window : null;
     const confidence = switches.length && switches[0].policy ? switches[0].policy.confidence / 100 : null;
+    const [tbody, more] = rowsShown(switches);
     return h('div', { id: 'guard-status' },
       h('h3', {}, 'Proposals'), proposalsSection(body, on),
       h('h3', {}, 'Crash rates over time'), rateCharts(switches, series),
@@ -210,8 +244,9 @@
         h('caption', {}, `${switches.length} plugin switches`),
         h('thead', {}, h('tr', {}, ['Plugin switch', 'State', 'Sessions', 'Crashes', 'Crash rate', 'Lower bound', 'Bound', 'Evidence and notes']
           .map((title) => h('th', { scope: 'col' }, title)))),
-        h('tbody', {}, switches.map(row)))
-        : h('p', { class: 'empty' }, 'This namespace has no plugin switches.'));
+        tbody)
+        : h('p', { class: 'empty' }, 'This namespace has no plugin switches.'),
+      more);
   }
 
   /**

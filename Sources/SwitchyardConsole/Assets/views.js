@@ -7,7 +7,7 @@
 
 (function (global) {
   const Switchyard = (global.Switchyard = global.Switchyard || {});
-  const { h, percent, scopeText, isEverywhere, conditionsText, timeElement } = Switchyard.dom;
+  const { h, percent, scopeText, isEverywhere, conditionsText, timeElement, count } = Switchyard.dom;
 
   /** The key (focusable element id) focus returns to after a view is rendered again. */
   const focusKey = (action, key, extra) => [action, key, extra].filter((part) => part !== undefined).join(':');
@@ -139,13 +139,14 @@
       held.push({ kind: 'release', tone: planState.status === 'rolled_back' ? 'killed' : planState.status === 'paused' ? 'partial' : 'on', label: words, detail: `(${where}; a change here pauses it)` });
     }
     const overview = state.overview || {};
-    const guard = overview.guard && (overview.guard.switches || []).find((status) => status.key === flag.key);
+    const guard = overview.guard && keyed(overview.guard.switches).get(flag.key);
     if (guard && ['tripped', 'tripping', 'proposed'].includes(guard.state)) {
       held.push({ kind: 'guard', tone: 'killed', label: `crash guard: ${guard.state}`, detail: `(${Switchyard.guard ? Switchyard.guard.crashSentence(guard) : ''})` });
     } else if (guard && Switchyard.guard && Switchyard.guard.shownState(guard) === 'rising') {
       held.push({ kind: 'guard-watch', tone: 'partial', label: 'crash guard: above its bound', detail: `(${Switchyard.guard.crashSentence(guard)})` });
     }
-    const killed = (flag.kill_switches || []).map((key) => state.killSwitches.find((kill) => kill.key === key)).filter((kill) => kill && kill.killed_everywhere);
+    const kills = keyed(state.killSwitches);
+    const killed = (flag.kill_switches || []).map((key) => kills.get(key)).filter((kill) => kill && kill.killed_everywhere);
     for (const kill of killed) held.push({ kind: 'kill', tone: 'killed', label: `kill switch ${kill.key}`, detail: '(killed everywhere)' });
     return held;
   }
@@ -165,15 +166,25 @@
       Switchyard.charts.sparkline(mine.sessions, `sessions with ${flag.key}`, Switchyard.charts.spanText(series)));
   }
 
+  /**
+   * How many flags the Flags view lists at first, and how many more each "Show more" adds: a namespace of ten
+   * thousand switches drawn whole took the browser some 20 seconds, again on every change it showed live.
+   */
+  const FLAG_PAGE = 200;
+
   /** The flags of a namespace with their state, rollout, rules and kill switches, and the actions on them. */
   function flagsView(state, on) {
-    const killSwitches = new Map(state.killSwitches.map((kill) => [kill.key, kill]));
+    const killSwitches = keyed(state.killSwitches);
     const visible = state.flags.filter((flag) => matchesFilter(flag, state.filter));
     const counts = { killed: 0, disabled: 0 };
-    const rows = visible.map((flag) => {
+    for (const flag of visible) {
+      const tone = flagState(flag, killSwitches).tone;
+      if (tone === 'killed') counts.killed += 1;
+      if (tone === 'disabled') counts.disabled += 1;
+    }
+    const shown = visible.slice(0, Math.max(FLAG_PAGE, state.flagLimit || 0));
+    const rows = shown.map((flag) => {
       const flagStatus = flagState(flag, killSwitches);
-      if (flagStatus.tone === 'killed') counts.killed += 1;
-      if (flagStatus.tone === 'disabled') counts.disabled += 1;
       const meta = [flag.type === 'experiment' ? `experiment (${flag.value_type})` : 'plugin switch'];
       if (flag.owner) meta.push(`owner ${flag.owner}`);
       if (flag.plugin_point) meta.push(`plugin point ${flag.plugin_point}`);
@@ -204,6 +215,14 @@
       type: 'search', id: 'flag-filter', value: state.filter || '', placeholder: 'key, owner, description', autocomplete: 'off',
     });
     filter.addEventListener('input', () => on.filter(filter.value));
+    const rest = visible.length - shown.length;
+    let more = null;
+    if (rest > 0) {
+      const button = h('button', { type: 'button', id: 'show-more-flags' }, `Show ${Math.min(FLAG_PAGE, rest)} more`);
+      button.addEventListener('click', () => on.moreFlags(shown.length + FLAG_PAGE, shown.length));
+      more = h('p', { class: 'meta', id: 'flags-more' },
+        `Showing ${shown.length} of ${visible.length} flags; filter by key, owner or description to find one. `, button);
+    }
 
     const summary = `${visible.length} of ${state.flags.length} flags` +
       (counts.killed ? `; ${counts.killed} killed` : '') + (counts.disabled ? `; ${counts.disabled} disabled` : '') + '.';
@@ -216,7 +235,23 @@
         h('caption', {}, summary),
         h('thead', {}, h('tr', {}, ['Flag', 'State', overviewSpan(state), 'Rollout', 'Rules', 'Kill switches', 'Actions'].map((title) => h('th', { scope: 'col' }, title)))),
         h('tbody', {}, rows))
-        : h('p', { class: 'empty' }, state.flags.length ? 'No flag matches the filter.' : 'This namespace has no flags yet.'));
+        : h('p', { class: 'empty' }, state.flags.length ? 'No flag matches the filter.' : 'This namespace has no flags yet.'),
+      more);
+  }
+
+  /**
+   * A list's members by key, made once per list (a WeakMap remembers it for as long as the list lives): the views
+   * look every flag's kill switches and crash guard state up, which scanning lists made quadratic.
+   */
+  const keyedLists = new WeakMap();
+  function keyed(list) {
+    if (!Array.isArray(list)) return new Map();
+    let map = keyedLists.get(list);
+    if (!map) {
+      map = new Map(list.map((item) => [item.key, item]));
+      keyedLists.set(list, map);
+    }
+    return map;
   }
 
   /** The latest change the console saw, live. */
@@ -324,9 +359,25 @@
       h('p', { class: 'entry-reason' }, entry.reason ? ['Reason: ', h('span', { class: 'reason' }, entry.reason)] : h('span', { class: 'empty' }, 'No reason given')),
       changes.length ? h('details', { open: changes.length === 1 && fresh !== 'closed' },
         h('summary', {}, `What changed (${changes.length})`),
-        changes.map(changeDiff))
+        changesShown(changes))
         : null,
       on && entry.version && entry.namespace ? revertButton(entry, on) : null);
+  }
+
+  /**
+   * How many of a change's objects its entry draws at first: creating or applying a namespace of ten thousand
+   * switches is one entry of some 12,500 objects, which drawn whole held the audit view for seconds.
+   */
+  const DIFF_PAGE = 200;
+
+  /** A change's diffs, the first `DIFF_PAGE` of them and a button for the rest when there are more. */
+  function changesShown(changes) {
+    if (changes.length <= DIFF_PAGE) return changes.map(changeDiff);
+    const rest = changes.length - DIFF_PAGE;
+    const button = h('button', { type: 'button', class: 'small' }, `Show the other ${count(rest)}`);
+    const more = h('p', { class: 'meta' }, `${count(rest)} more objects changed. `, button);
+    button.addEventListener('click', () => more.replaceWith(...changes.slice(DIFF_PAGE).map(changeDiff)));
+    return [...changes.slice(0, DIFF_PAGE).map(changeDiff), more];
   }
 
   function revertButton(entry, on) {
