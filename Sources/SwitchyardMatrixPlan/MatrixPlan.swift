@@ -61,9 +61,9 @@ public struct MatrixPlan: Sendable {
 
     /// The most steps (``CoveringArray/estimatedSteps(levels:strength:)``, a lower bound) a covering array may take to
     /// build: plans under it took up to a few minutes here (docs/matrix.md). Past it a plan is refused with what to
-    /// change, rather than run for hours: a namespace of
-    /// 1,250 plugin points of 8 switches and a kill switch each (512 states per point) would need at least 262,144
-    /// rows and about 10^14 steps for a pairwise array across its points.
+    /// change, rather than run for hours: a namespace of 1,250 plugin points of 8 switches and a kill switch each
+    /// (512 states per point) would need at least 262,144 rows and about 10^14 steps for a pairwise array across its
+    /// points.
     public static let planningBudget = 5e9
 
     public let layout: MatrixLayout

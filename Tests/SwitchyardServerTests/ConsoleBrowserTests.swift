@@ -91,9 +91,9 @@ struct ConsoleBrowserTests {
             body: #"{"flag": {"description": \#(description), "rollout": 0}, "reason": "XSS probe"}"#)
         try #require(probe.status == .ok, "\(probe.text)")
 
-        // A namespace of more plugin switches than the console lists at once, created in one change: 45 plugin
+        // A namespace of more plugin switches than the console lists at once, created in one change: 25 plugin
         // points of 10 switches, each point with its group kill switch.
-        let wideFlags = 450
+        let wideFlags = 250
         var points: [String] = []
         var kills = [#""master": {}"#]
         var flags: [String] = []

@@ -116,9 +116,8 @@ public struct Get: FlagctlCommand {
         return .object(object)
     }
 
-    /// A flag as the API shows it (rollouts in basis points), with its plugin point, kill switches and (for
-    /// `get`) its state.
-    /// A flag as the API shows it (`FlagBody`), with its state for people when asked.
+    /// A flag as the API shows it (`FlagBody`: rollouts in basis points, its plugin point and kill switches), with its
+    /// state for people when asked; `coverage` when listing every flag.
     static func flagTree(
         _ flag: FlagDefinition, in flagSet: FlagSet, coverage: KillSwitchCoverage? = nil, withState: Bool = true
     ) -> JSONValue {

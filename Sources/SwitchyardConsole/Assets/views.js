@@ -240,15 +240,17 @@
   }
 
   /**
-   * A list's members by key, made once per list (a WeakMap remembers it for as long as the list lives): the views
-   * look every flag's kill switches and crash guard state up, which scanning lists made quadratic.
+   * A list's members by key (the first of a key, as a scan finds it), made once per list: a WeakMap keeps it while
+   * the list lives, and the console replaces lists it loads again, never edits them. The views look every flag's
+   * kill switches and crash guard state up, which scanning the lists made quadratic.
    */
   const keyedLists = new WeakMap();
   function keyed(list) {
     if (!Array.isArray(list)) return new Map();
     let map = keyedLists.get(list);
     if (!map) {
-      map = new Map(list.map((item) => [item.key, item]));
+      map = new Map();
+      for (const item of list) if (!map.has(item.key)) map.set(item.key, item);
       keyedLists.set(list, map);
     }
     return map;
