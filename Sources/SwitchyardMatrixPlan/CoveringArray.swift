@@ -90,54 +90,63 @@ public struct CoveringArray: Sendable, Hashable {
                 }
             }
             let subsets = Self.subsets(of: Array(0..<factor), size: t - 1)
-            let tupleCounts = subsets.map { subset in subset.reduce(levels[factor]) { $0 * levels[$1] } }
-            var covered = tupleCounts.map { [Bool](repeating: false, count: $0) }
             let width = levels[factor]
+            // The interactions of every subset with the new factor in one array: subset `p`'s start at offsets[p].
+            var offsets: [Int] = []
+            offsets.reserveCapacity(subsets.count + 1)
+            var end = 0
+            for subset in subsets {
+                offsets.append(end)
+                end += subset.reduce(width) { $0 * levels[$1] }
+            }
+            offsets.append(end)
+            var covered = [Bool](repeating: false, count: end)
 
-            /// The tuple index of a row's values on a subset with `value` for the new factor, or nil when the row
-            /// has a don't-care there.
-            func tupleIndex(_ row: [Int], _ subset: [Int], _ value: Int) -> Int? {
-                var index = 0
-                for column in subset {
-                    let level = row[column]
-                    if level < 0 { return nil }
-                    index = index * levels[column] + level
+            /// A row's levels on each subset as one number (its interaction with the new factor's level `v` is
+            /// `base * width + v`), or -1 where the row has a don't-care on the subset.
+            func bases(of row: [Int]) -> [Int] {
+                subsets.map { subset in
+                    var base = 0
+                    for column in subset {
+                        let level = row[column]
+                        if level < 0 { return -1 }
+                        base = base * levels[column] + level
+                    }
+                    return base
                 }
-                return index * width + value
             }
 
             func markCovered(_ row: [Int]) {
                 let value = row[factor]
                 guard value >= 0 else { return }
-                for (position, subset) in subsets.enumerated() {
-                    if let index = tupleIndex(row, subset, value) { covered[position][index] = true }
+                for (position, base) in bases(of: row).enumerated() where base >= 0 {
+                    covered[offsets[position] + base * width + value] = true
                 }
             }
 
-            // Horizontal growth: each row takes the level that covers the most uncovered interactions.
+            // Horizontal growth: each row takes the level that covers the most uncovered interactions (the lowest
+            // such level).
+            var gains = [Int](repeating: 0, count: width)
             for rowIndex in rows.indices {
-                var best = 0
-                var bestGain = -1
-                for value in 0..<width {
-                    var gain = 0
-                    for (position, subset) in subsets.enumerated() {
-                        if let index = tupleIndex(rows[rowIndex], subset, value), !covered[position][index] {
-                            gain += 1
-                        }
-                    }
-                    if gain > bestGain {
-                        best = value
-                        bestGain = gain
-                    }
+                let rowBases = bases(of: rows[rowIndex])
+                for value in 0..<width { gains[value] = 0 }
+                for (position, base) in rowBases.enumerated() where base >= 0 {
+                    let start = offsets[position] + base * width
+                    for value in 0..<width where !covered[start + value] { gains[value] += 1 }
                 }
+                var best = 0
+                for value in 1..<width where gains[value] > gains[best] { best = value }
                 rows[rowIndex][factor] = best
-                markCovered(rows[rowIndex])
+                for (position, base) in rowBases.enumerated() where base >= 0 {
+                    covered[offsets[position] + base * width + best] = true
+                }
             }
 
             // Vertical growth: put every interaction still uncovered into a row with room for it, or a new row.
             var openRows = rows.indices.filter { index in rows[index][0...factor].contains(-1) }
             for (position, subset) in subsets.enumerated() {
-                for tuple in 0..<tupleCounts[position] where !covered[position][tuple] {
+                let first = offsets[position]
+                for tuple in 0..<(offsets[position + 1] - first) where !covered[first + tuple] {
                     // Decode the tuple: the subset's levels, then the new factor's.
                     var values = [Int](repeating: 0, count: subset.count)
                     var rest = tuple / width

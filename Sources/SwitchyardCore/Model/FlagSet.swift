@@ -124,6 +124,27 @@ public struct FlagSet: Sendable, Hashable {
     }
 }
 
+extension FlagSet {
+    /// For every switch the plugin points list, the group kill switch of the point `pluginPoint(listing:)` finds
+    /// for it (`.some(nil)` for a point without one), in one pass: the indexed point while the index holds it, the
+    /// first point listing it otherwise.
+    func listedSwitchGroups() -> [String: String?] {
+        var groups: [String: String?] = [:]
+        for point in pluginPoints {
+            for key in point.switches where groups[key] == nil {
+                if let hint = switchPoints?.positions[key], hint < pluginPoints.count,
+                    pluginPoints[hint].switches.contains(key)
+                {
+                    groups[key] = .some(pluginPoints[hint].killSwitch)
+                } else {
+                    groups[key] = .some(point.killSwitch)
+                }
+            }
+        }
+        return groups
+    }
+}
+
 /// The plugin points a flag set's switches are listed by, for the plugin points it was made from (kept, so that an
 /// index is known to be current when its flag set's points are these very ones).
 private final class SwitchPoints: Sendable {

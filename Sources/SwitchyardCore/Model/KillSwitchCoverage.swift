@@ -8,22 +8,20 @@ public struct KillSwitchCoverage: Sendable {
     /// The position of the master kill switch in `flagSet.killSwitches` (a valid flag set has one).
     private let masters: [Int]
     /// Key → positions, in ascending order, of the kill switches other than the master that cover it (as a member,
-    /// or as the group kill switch of the plugin point that first lists it).
+    /// or as the group kill switch of the plugin point `FlagSet.pluginPoint(listing:)` finds for it).
     private let covering: [String: [Int]]
     /// Kill switch key → positions of the plugin points that name it as their group kill switch, in order.
     private let pointsNaming: [String: [Int]]
 
     public init(_ flagSet: FlagSet) {
         self.flagSet = flagSet
-        // The group of the first plugin point listing a switch, as `pluginPoint(listing:)` finds it.
-        var firstGroup: [String: String?] = [:]
         var pointsNaming: [String: [Int]] = [:]
         for (position, point) in flagSet.pluginPoints.enumerated() {
-            for key in point.switches where firstGroup[key] == nil { firstGroup[key] = .some(point.killSwitch) }
             if let group = point.killSwitch { pointsNaming[group, default: []].append(position) }
         }
+        // Each group's switches, by the point `pluginPoint(listing:)` finds for each.
         var grouped: [String: [String]] = [:]
-        for (key, group) in firstGroup {
+        for (key, group) in flagSet.listedSwitchGroups() {
             if let group { grouped[group, default: []].append(key) }
         }
         var masters: [Int] = []
