@@ -41,6 +41,9 @@ public struct Matrix {
         public var bound: UInt64 = MatrixPlan.defaultBound
         /// The covering array's strength beyond the bound: 2 (pairwise) or 3 (three-wise).
         public var strength: Int = 2
+        /// The most steps the covering array may take to build (`MatrixPlan.defaultPlanningBudget`); past it the
+        /// plan is refused, saying what it would take.
+        public var planningBudget: Double = MatrixPlan.defaultPlanningBudget
         /// Where combinations run.
         public var isolation: Isolation = .childProcess
         /// Tells several matrices of one test function apart (the child process runs the one with its name).
@@ -139,9 +142,11 @@ public struct Matrix {
     }
 
     /// The combinations the matrix runs.
-    /// - Throws: ``MatrixPlanError`` for a bad bound or strength.
+    /// - Throws: ``MatrixPlanError`` for a bad bound or strength, or a covering array past the planning budget.
     public func plan() throws(MatrixPlanError) -> MatrixPlan {
-        try MatrixPlan(layout: MatrixLayout(flagSet: flagSet), bound: options.bound, strength: options.strength)
+        try MatrixPlan(
+            layout: MatrixLayout(flagSet: flagSet), bound: options.bound, strength: options.strength,
+            planningBudget: options.planningBudget)
     }
 
     /// Where the code and the flag file disagree: a point missing on either side, switches in another order,

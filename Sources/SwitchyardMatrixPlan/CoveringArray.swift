@@ -34,7 +34,7 @@ public struct CoveringArray: Sendable, Hashable {
     /// each level of each factor after the first `strength` against each set of `strength - 1` factors before it,
     /// counted with the fewest rows the array can have (the product of the `strength` largest levels). The vertical
     /// growth and the interactions' bookkeeping grow alike. Worked out before building, so that a plan that would
-    /// run for hours is refused at once (``MatrixPlan/planningBudget``).
+    /// run for hours is refused at once (``MatrixPlan/defaultPlanningBudget``).
     public static func estimatedSteps(levels: [Int], strength: Int) -> Double {
         let t = min(max(1, strength), levels.count)
         let sorted = levels.map { Double(max(1, $0)) }.sorted(by: >)

@@ -64,7 +64,7 @@ public struct MatrixPlan: Sendable {
     /// change, rather than run for hours: a namespace of 1,250 plugin points of 8 switches and a kill switch each
     /// (512 states per point) would need at least 262,144 rows and about 10^14 steps for a pairwise array across its
     /// points.
-    public static let planningBudget = 5e9
+    public static let defaultPlanningBudget = 5e9
 
     public let layout: MatrixLayout
     /// The most combinations run exhaustively.
@@ -86,13 +86,14 @@ public struct MatrixPlan: Sendable {
     ///   - layout: the namespace's gates.
     ///   - bound: at most this many combinations run exhaustively (default 2^20).
     ///   - strength: 2 (pairwise) or 3 (three-wise), for the covering array beyond the bound.
+    ///   - planningBudget: the most steps the covering array may take to build (``defaultPlanningBudget``).
     ///   - progress: told how much of the covering array is built (0 to 1) as it is, for a caller that reports long
     ///     plans (see ``CoveringArray/init(levels:strength:progress:)``); never called for an exhaustive plan.
     /// - Throws: ``MatrixPlanError`` for a bound of 0 or a strength other than 2 or 3, or a plan past
-    ///   ``planningBudget``.
+    ///   `planningBudget`.
     public init(
         layout: MatrixLayout, bound: UInt64 = defaultBound, strength: Int = 2,
-        progress: ((_ done: Double) -> Void)? = nil
+        planningBudget: Double = defaultPlanningBudget, progress: ((_ done: Double) -> Void)? = nil
     ) throws(MatrixPlanError) {
         guard bound >= 1 else { throw .option("the bound must be at least 1 combination") }
         guard strength == 2 || strength == 3 else {
@@ -113,7 +114,7 @@ public struct MatrixPlan: Sendable {
                 point.gates.isEmpty ? nil : .point(index: index, gates: point.gates)
             }
             let factors = Self.factors(of: layout)
-            try Self.checkBudget(factors, strength: strength, gates: gateCount)
+            try Self.checkBudget(factors, strength: strength, gates: gateCount, budget: planningBudget)
             let array = CoveringArray(levels: factors.map(\.levels), strength: strength, progress: progress)
             let rows = array.rows.map { row in
                 var combination = GateSet(capacity: gateCount)
@@ -139,22 +140,25 @@ public struct MatrixPlan: Sendable {
         total = running
     }
 
-    /// Refuses a covering array past ``planningBudget``, saying what it would take and what to change.
-    static func checkBudget(_ factors: [Factor], strength: Int, gates: Int) throws(MatrixPlanError) {
+    /// Refuses a covering array past a planning budget, saying what it would take and what to change.
+    static func checkBudget(_ factors: [Factor], strength: Int, gates: Int, budget: Double) throws(MatrixPlanError) {
         let levels = factors.map(\.levels)
         let steps = CoveringArray.estimatedSteps(levels: levels, strength: strength)
-        guard steps > planningBudget else { return }
+        guard steps > budget else { return }
         let largest = factors.max { $0.gates.count < $1.gates.count }
         let rows = levels.sorted(by: >).prefix(strength).reduce(1.0) { $0 * Double($1) }
+        /// `262144`, `3×10^10`, `10^14`: one significant digit past a million, rounded.
         func rounded(_ value: Double) -> String {
-            guard value >= 1e6 else { return String(Int(value)) }
-            var (exponent, rest) = (0, value)
-            while rest >= 10 { (exponent, rest) = (exponent + 1, rest / 10) }
-            let digit = Int(rest)
+            guard value >= 1e6 else { return String(Int(value.rounded())) }
+            var (exponent, power) = (0, 1.0)
+            while power * 10 <= value { (exponent, power) = (exponent + 1, power * 10) }
+            var digit = Int((value / power).rounded())
+            if digit == 10 { (digit, exponent) = (1, exponent + 1) }
             return digit > 1 ? "\(digit)×10^\(exponent)" : "10^\(exponent)"
         }
         var advice = "give plugin points fewer switches (each point's gates multiply its states), or split the "
-        advice += "namespace's plugin points between namespaces"
+        advice += "namespace's plugin points between namespaces, or raise the budget to wait longer "
+        advice += "(flagctl matrix plan --planning-budget, Matrix.Options.planningBudget)"
         if strength == 3 { advice = "use --strength 2 (pairwise), or " + advice }
         throw .tooLarge(
             "the matrix of \(gates) gates is too large to plan: a \(strengthName(strength)) covering array across "
@@ -162,7 +166,7 @@ public struct MatrixPlan: Sendable {
                 + (largest.map { ", the largest \($0.name) with \($0.gates.count) gates: 2^\($0.gates.count) states" }
                     ?? "")
                 + ") needs at least \(rounded(rows)) rows and about \(rounded(steps)) steps to build, past the "
-                + "planner's \(rounded(planningBudget)); \(advice)")
+                + "planner's \(rounded(budget)); \(advice)")
     }
 
     /// The covering array's factors: each point with the gates that belong to it alone (its switches, groups

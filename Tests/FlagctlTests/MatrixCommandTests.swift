@@ -79,6 +79,12 @@ struct MatrixCommandTests {
         #expect(result.error.contains("the matrix of 481 gates is too large to plan"), "\(result.error)")
         #expect(result.error.contains("give plugin points fewer switches"))
         #expect(!result.error.contains("Usage:"))
+        // A budget of one's own: the rider file's covering plan (beyond a bound of 2^12) refused under a tiny one.
+        let tiny = await flagctl("matrix", "plan", TestPaths.flags, "--bound", "4096", "--planning-budget", "10")
+        #expect(tiny.status == 1)
+        #expect(tiny.error.contains("past the planner's 10; "), "\(tiny.error)")
+        #expect(await flagctl("matrix", "plan", TestPaths.flags, "--bound", "4096").status == 0)
+        #expect(await flagctl("matrix", "plan", TestPaths.flags, "--planning-budget", "0").status == 64)
     }
 
     @Test func aCoveringPlanListsItsRowsAndFactors() async throws {

@@ -226,17 +226,22 @@ struct MatrixPlanTests {
         #expect(error.description.contains("the matrix of 481 gates is too large to plan"))
         #expect(
             error.description.contains(
-                "needs at least 65536 rows and about 2×10^10 steps to build, past the planner's 5×10^9"))
+                "needs at least 65536 rows and about 3×10^10 steps to build, past the planner's 5×10^9"))
         #expect(error.description.contains("give plugin points fewer switches"))
         #expect(!error.description.contains("--strength 2"))
         // Pairwise plans 80 points of 3 switches; three-wise would not, and says so.
         let many = MatrixLayout(flagSet: Shop.wide(points: 80, switchesPerPoint: 3))
         // (its factors: 80 points of 2^4 states and the master)
         let levels = Array(repeating: 16, count: 80) + [2]
-        #expect(CoveringArray.estimatedSteps(levels: levels, strength: 2) < MatrixPlan.planningBudget)
+        #expect(CoveringArray.estimatedSteps(levels: levels, strength: 2) < MatrixPlan.defaultPlanningBudget)
         let threeWise = try #require(throws: MatrixPlanError.self) { try MatrixPlan(layout: many, strength: 3) }
         #expect(threeWise.isTooLarge)
         #expect(threeWise.description.contains("use --strength 2 (pairwise)"))
+        // A budget of one's own: a small covering plan refused under a tiny one, planned under the default.
+        let small = MatrixLayout(flagSet: Shop.wide(points: 6, switchesPerPoint: 3))
+        let tiny = try #require(throws: MatrixPlanError.self) { try MatrixPlan(layout: small, planningBudget: 10) }
+        #expect(tiny.isTooLarge && tiny.description.contains("past the planner's 10; "))
+        #expect(try MatrixPlan(layout: small).mode == .covering(strength: 2))
         // A wrong option is not a plan too large.
         let option = try #require(throws: MatrixPlanError.self) { try MatrixPlan(layout: wide, strength: 4) }
         #expect(!option.isTooLarge)

@@ -1260,8 +1260,9 @@ def many_flags():
     browser.get(f"{URL}/console/#/{WIDE_NAMESPACE}/flags")
     wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr[data-flag]")) == 200 and d.find_elements(By.ID, "show-more-flags"),
              f"the first 200 flags of {WIDE_NAMESPACE}")
-    if f"Showing 200 of {WIDE_FLAGS} flags" not in by_id("flags-more").text:
-        problems.append(f"the list says {by_id('flags-more').text!r}")
+    said = steady(lambda: by_id("flags-more").text)
+    if f"Showing 200 of {WIDE_FLAGS} flags" not in said:
+        problems.append(f"the list says {said!r}")
     click_id("show-more-flags")
     wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr[data-flag]")) == min(400, WIDE_FLAGS), "the next flags")
     if WIDE_FLAGS <= 400 and browser.find_elements(By.ID, "show-more-flags"):
@@ -1282,7 +1283,7 @@ def many_flags():
     switches = "#guard-status-table tbody tr"
     wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, switches)) == 200 and d.find_elements(By.ID, "show-more-switches"),
              "the guard table's first 200 switches")
-    said = by_id("guard-status-more").text
+    said = steady(lambda: by_id("guard-status-more").text)
     if f"Showing the 200 most urgent of {WIDE_FLAGS} plugin switches" not in said or f"Show {min(200, WIDE_FLAGS - 200)} more" not in said:
         problems.append(f"the guard table says {said!r}")
     while browser.find_elements(By.ID, "show-more-switches"):
@@ -1300,11 +1301,15 @@ def many_flags():
     if total <= 200 or drawn() != 200:
         problems.append(f"the creation's entry of {total} objects draws {drawn()}")
     browser.execute_script(f"document.querySelector('{entry} details').open = true")
-    button = wait_for(lambda d: d.find_element(By.CSS_SELECTOR, f"{entry} details > p.meta button"), "the entry's button for the rest")
-    if button.text != f"Show the other {total - 200:,}":
-        problems.append(f"the entry's button says {button.text!r}")
-    button.click()
+    button = f"{entry} details > p.meta button"
+    label = wait_for(lambda d: d.find_element(By.CSS_SELECTOR, button).text, "the entry's button for the rest")
+    if label != f"Show the other {total - 200:,}":
+        problems.append(f"the entry's button says {label!r}")
+    click(button)
     wait_for(lambda _: drawn() == total, f"all {total} objects of the creation")
+    focused = browser.execute_script("return document.activeElement.closest('.change-diff') && document.activeElement.closest('.change-diff').dataset.key")
+    if not focused:
+        problems.append("after showing the other objects the focus is not on the first of them")
     browser.get(f"{URL}/console/#/rider/flags")
     wait_for(lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-flag="plugin_switch_feed_promos"]'), "rider's flags again")
     return "; ".join(problems)

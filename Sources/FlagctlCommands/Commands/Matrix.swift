@@ -71,6 +71,12 @@ public struct MatrixPlanCommand: FlagctlCommand {
     @Option(help: ArgumentHelp("Covering strength beyond the bound: 2 (pairwise) or 3 (three-wise).", valueName: "t"))
     public var strength: Int = 2
 
+    @Option(
+        help: ArgumentHelp(
+            "The most steps a covering array may take to plan (5e9 by default: a few minutes at most); past it the plan is refused, saying what it would take.",
+            valueName: "steps"))
+    public var planningBudget: Double = MatrixPlan.defaultPlanningBudget
+
     @Option(help: ArgumentHelp("Split into this many shards.", valueName: "n"))
     public var shards: Int?
 
@@ -98,6 +104,10 @@ public struct MatrixPlanCommand: FlagctlCommand {
         }
         guard Self.parseBound(bound) != nil else {
             throw ValidationError("--bound \(bound) is not a number of combinations: write e.g. 1048576 or 2^20.")
+        }
+        guard planningBudget > 0, planningBudget.isFinite else {
+            throw ValidationError(
+                "--planning-budget must be a positive number of steps (5e9, 1e11), not \(planningBudget).")
         }
         guard strength == 2 || strength == 3 else {
             throw ValidationError("--strength must be 2 (pairwise) or 3 (three-wise), not \(strength).")
@@ -135,7 +145,9 @@ public struct MatrixPlanCommand: FlagctlCommand {
             // every few seconds, on standard error.
             let started = ContinuousClock.now
             var reported = started
-            plan = try MatrixPlan(layout: layout, bound: Self.parseBound(bound)!, strength: strength) { done in
+            plan = try MatrixPlan(
+                layout: layout, bound: Self.parseBound(bound)!, strength: strength, planningBudget: planningBudget
+            ) { done in
                 let now = ContinuousClock.now
                 guard now - reported >= Self.progressInterval else { return }
                 reported = now

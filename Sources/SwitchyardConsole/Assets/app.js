@@ -513,6 +513,7 @@
     action: (action, button) => (action.kind === 'revert' ? openRevert(action, button) : openChange(action, button)),
     filter: (value) => {
       state.filter = value;
+      state.flagLimit = 0;
       render();
     },
     moreFlags: (limit, first) => {

@@ -361,7 +361,7 @@
       h('p', { class: 'entry-reason' }, entry.reason ? ['Reason: ', h('span', { class: 'reason' }, entry.reason)] : h('span', { class: 'empty' }, 'No reason given')),
       changes.length ? h('details', { open: changes.length === 1 && fresh !== 'closed' },
         h('summary', {}, `What changed (${changes.length})`),
-        changesShown(changes))
+        changesShown(changes, entry))
         : null,
       on && entry.version && entry.namespace ? revertButton(entry, on) : null);
   }
@@ -372,13 +372,23 @@
    */
   const DIFF_PAGE = 200;
 
-  /** A change's diffs, the first `DIFF_PAGE` of them and a button for the rest when there are more. */
-  function changesShown(changes) {
+  /**
+   * A change's diffs, the first `DIFF_PAGE` of them and a button for the rest when there are more (drawn until the
+   * view is drawn again); focus goes on to the first of the rest.
+   */
+  function changesShown(changes, entry) {
     if (changes.length <= DIFF_PAGE) return changes.map(changeDiff);
     const rest = changes.length - DIFF_PAGE;
-    const button = h('button', { type: 'button', class: 'small' }, `Show the other ${count(rest)}`);
+    const which = entry.version ? `version ${entry.version}` : 'this change';
+    const button = h('button', { type: 'button', class: 'small', 'aria-label': `Show the other ${count(rest)} objects of ${which}` },
+      `Show the other ${count(rest)}`);
     const more = h('p', { class: 'meta' }, `${count(rest)} more objects changed. `, button);
-    button.addEventListener('click', () => more.replaceWith(...changes.slice(DIFF_PAGE).map(changeDiff)));
+    button.addEventListener('click', () => {
+      const shown = changes.slice(DIFF_PAGE).map(changeDiff);
+      shown[0].setAttribute('tabindex', '-1');
+      more.replaceWith(...shown);
+      shown[0].focus({ preventScroll: true });
+    });
     return [...changes.slice(0, DIFF_PAGE).map(changeDiff), more];
   }
 
