@@ -77,7 +77,7 @@ public struct MatrixLayout: Sendable, Hashable {
         var covers: [[Int]] = []
         var ignored: [String] = []
         let groups = flagSet.killSwitches.filter { !$0.isMaster } + flagSet.killSwitches.filter(\.isMaster)
-        let coverage = KillSwitchCoverage(flagSet)
+        let coverage = KillSwitchCoverage(flagSet, flags: false)
         for kill in groups {
             let covered =
                 kill.isMaster

@@ -40,6 +40,7 @@ struct FlagSetLookupTests {
     /// lists in the same order, for every key of the set and some that are not.
     static func expectCoverageAnswersAsLookups(_ flagSet: FlagSet, probing extra: [String], _ comment: Comment) {
         let coverage = KillSwitchCoverage(flagSet)
+        let membersOnly = KillSwitchCoverage(flagSet, flags: false)
         let keys =
             flagSet.flags.map(\.key) + flagSet.killSwitches.map(\.key) + flagSet.pluginPoints.flatMap(\.switches)
             + extra
@@ -48,6 +49,10 @@ struct FlagSetLookupTests {
                 coverage.killSwitchKeys(covering: key) == flagSet.killSwitchKeys(covering: key),
                 "\(comment): covers \(key)")
             #expect(coverage.members(of: key) == flagSet.members(of: key), "\(comment): members of \(key)")
+            #expect(membersOnly.members(of: key) == flagSet.members(of: key), "\(comment): members of \(key) alone")
+            #expect(
+                membersOnly.killSwitchKeys(covering: key) == flagSet.killSwitchKeys(covering: key),
+                "\(comment): covers \(key) asked of the flag set")
         }
     }
 

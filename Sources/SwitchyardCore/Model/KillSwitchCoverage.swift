@@ -8,16 +8,24 @@ public struct KillSwitchCoverage: Sendable {
     /// The position of the master kill switch in `flagSet.killSwitches` (a valid flag set has one).
     private let masters: [Int]
     /// Key → positions, in ascending order, of the kill switches other than the master that cover it (as a member,
-    /// or as the group kill switch of the plugin point `FlagSet.pluginPoint(listing:)` finds for it).
-    private let covering: [String: [Int]]
+    /// or as the group kill switch of the plugin point `FlagSet.pluginPoint(listing:)` finds for it); nil when not
+    /// worked out (then the flag set answers).
+    private let covering: [String: [Int]]?
     /// Kill switch key → positions of the plugin points that name it as their group kill switch, in order.
     private let pointsNaming: [String: [Int]]
 
-    public init(_ flagSet: FlagSet) {
+    /// - Parameter flags: whether to work out the kill switches covering each flag too. A listing of kill switches
+    ///   alone asks only `members(of:)`; without it, `killSwitchKeys(covering:)` asks the flag set, a scan a call.
+    public init(_ flagSet: FlagSet, flags: Bool = true) {
         self.flagSet = flagSet
         var pointsNaming: [String: [Int]] = [:]
         for (position, point) in flagSet.pluginPoints.enumerated() {
             if let group = point.killSwitch { pointsNaming[group, default: []].append(position) }
+        }
+        self.pointsNaming = pointsNaming
+        guard flags else {
+            (masters, covering) = ([], nil)
+            return
         }
         // Each group's switches, by the point `pluginPoint(listing:)` finds for each.
         var grouped: [String: [String]] = [:]
@@ -38,11 +46,11 @@ public struct KillSwitchCoverage: Sendable {
         }
         self.masters = masters
         self.covering = covering
-        self.pointsNaming = pointsNaming
     }
 
     /// The keys of the kill switches that cover a flag (see `FlagSet.killSwitchKeys(covering:)`).
     public func killSwitchKeys(covering flagKey: String) -> [String] {
+        guard let covering else { return flagSet.killSwitchKeys(covering: flagKey) }
         let positions = covering[flagKey] ?? []
         return (masters.isEmpty ? positions : (positions + masters).sorted()).map { flagSet.killSwitches[$0].key }
     }

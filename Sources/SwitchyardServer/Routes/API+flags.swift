@@ -169,7 +169,7 @@ extension API {
     /// `GET /v1/namespaces/{namespace}/kill-switches`
     func listKillSwitches(_ request: Request, context: FlagsRequestContext) async throws -> Response {
         let (namespace, state) = try await readableState(request, context)
-        let coverage = KillSwitchCoverage(state.flagSet)
+        let coverage = KillSwitchCoverage(state.flagSet, flags: false)
         let list = ListBody(
             items: state.flagSet.killSwitches.map { KillSwitchBody($0, in: state.flagSet, coverage: coverage) },
             namespace: (namespace, state.record.version))
