@@ -36,16 +36,21 @@ public struct CoveringArray: Sendable, Hashable {
     /// growth and the interactions' bookkeeping grow alike. Worked out before building, so that a plan that would
     /// run for hours is refused at once (``MatrixPlan/defaultPlanningBudget``).
     public static func estimatedSteps(levels: [Int], strength: Int) -> Double {
+        cost(levels: levels, strength: strength).steps.reduce(0, +)
+    }
+
+    /// The fewest rows an array of these levels can have, and the steps of `estimatedSteps(levels:strength:)` factor
+    /// by factor, in the order the array is built (most levels first), for the factors after the first `strength`.
+    static func cost(levels: [Int], strength: Int) -> (rows: Double, steps: [Double]) {
         let t = min(max(1, strength), levels.count)
         let sorted = levels.map { Double(max(1, $0)) }.sorted(by: >)
         let rows = sorted.prefix(t).reduce(1, *)
-        var steps = 0.0
-        for factor in t..<sorted.count {
+        let steps = (t..<sorted.count).map { factor in
             // The sets of t - 1 factors among the `factor` before it.
             let sets = t == 1 ? 1 : t == 2 ? Double(factor) : Double(factor) * Double(factor - 1) / 2
-            steps += rows * sorted[factor] * sets * Double(max(1, t - 1))
+            return rows * sorted[factor] * sets * Double(max(1, t - 1))
         }
-        return steps
+        return (rows, steps)
     }
 
     /// How many interactions of `strength` factors there are (each must appear in some row).
@@ -82,12 +87,13 @@ public struct CoveringArray: Sendable, Hashable {
         }
         rows = rows.map { $0 + Array(repeating: -1, count: factorCount - t) }
 
-        let total = estimatedSteps(levels: levels, strength: t)
+        let steps = cost(levels: levels, strength: t).steps
+        let total = steps.reduce(0, +)
+        var done = 0.0
         for factor in t..<factorCount {
             defer {
-                if let progress, total > 0 {
-                    progress(min(1, estimatedSteps(levels: Array(levels[...factor]), strength: t) / total))
-                }
+                done += steps[factor - t]
+                if let progress, total > 0 { progress(min(1, done / total)) }
             }
             let subsets = Self.subsets(of: Array(0..<factor), size: t - 1)
             let width = levels[factor]

@@ -142,11 +142,10 @@ public struct MatrixPlan: Sendable {
 
     /// Refuses a covering array past a planning budget, saying what it would take and what to change.
     static func checkBudget(_ factors: [Factor], strength: Int, gates: Int, budget: Double) throws(MatrixPlanError) {
-        let levels = factors.map(\.levels)
-        let steps = CoveringArray.estimatedSteps(levels: levels, strength: strength)
+        let (rows, perFactor) = CoveringArray.cost(levels: factors.map(\.levels), strength: strength)
+        let steps = perFactor.reduce(0, +)
         guard steps > budget else { return }
         let largest = factors.max { $0.gates.count < $1.gates.count }
-        let rows = levels.sorted(by: >).prefix(strength).reduce(1.0) { $0 * Double($1) }
         /// `262144`, `3×10^10`, `10^14`: one significant digit past a million, rounded.
         func rounded(_ value: Double) -> String {
             guard value >= 1e6 else { return String(Int(value.rounded())) }

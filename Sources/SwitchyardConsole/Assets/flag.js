@@ -46,8 +46,8 @@
 
   /** The flag's definition in a few lines, and as stored. */
   function definition(flag, state) {
-    const { rolloutCell, rulesCell, killSwitchesCell } = Switchyard.views;
-    const killSwitches = new Map(state.killSwitches.map((kill) => [kill.key, kill]));
+    const { rolloutCell, rulesCell, killSwitchesCell, keyed } = Switchyard.views;
+    const killSwitches = keyed(state.killSwitches);
     const cell = (td) => h('dd', {}, [...td.childNodes]);
     const plan = flag.release;
     return h('dl', { class: 'flag-definition', id: 'flag-definition' },
@@ -118,7 +118,7 @@
 
   /** The flag's page. */
   function flagView(state, on) {
-    const { heading, badge, flagState, holders, flagButtons, lastChange } = Switchyard.views;
+    const { heading, badge, flagState, holders, flagButtons, lastChange, keyed } = Switchyard.views;
     const page = state.flagPage;
     const flag = state.flags.find((candidate) => candidate.key === page.key);
     const back = h('p', {}, h('a', { href: `#/${encodeURIComponent(state.namespace)}/flags`, id: 'flag-back' }, '← All flags'));
@@ -126,7 +126,7 @@
       return h('section', { 'aria-labelledby': 'view-title' }, heading(`Flag ${page.key || ''}`, state.namespace, state), back,
         h('p', { class: 'notice error', role: 'alert', id: 'flag-missing' }, `Namespace ${state.namespace} has no flag ${page.key}.`));
     }
-    const killSwitches = new Map(state.killSwitches.map((kill) => [kill.key, kill]));
+    const killSwitches = keyed(state.killSwitches);
     const status = flagState(flag, killSwitches);
     const held = holders(flag, state);
     let body;

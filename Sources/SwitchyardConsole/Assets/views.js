@@ -176,15 +176,15 @@
   function flagsView(state, on) {
     const killSwitches = keyed(state.killSwitches);
     const visible = state.flags.filter((flag) => matchesFilter(flag, state.filter));
-    const counts = { killed: 0, disabled: 0 };
-    for (const flag of visible) {
-      const tone = flagState(flag, killSwitches).tone;
-      if (tone === 'killed') counts.killed += 1;
-      if (tone === 'disabled') counts.disabled += 1;
-    }
+    // Every visible flag's state, for the counts; the rows are drawn for the first page(s) of them.
+    const states = visible.map((flag) => flagState(flag, killSwitches));
+    const counts = {
+      killed: states.filter((status) => status.tone === 'killed').length,
+      disabled: states.filter((status) => status.tone === 'disabled').length,
+    };
     const shown = visible.slice(0, Math.max(FLAG_PAGE, state.flagLimit || 0));
-    const rows = shown.map((flag) => {
-      const flagStatus = flagState(flag, killSwitches);
+    const rows = shown.map((flag, index) => {
+      const flagStatus = states[index];
       const meta = [flag.type === 'experiment' ? `experiment (${flag.value_type})` : 'plugin switch'];
       if (flag.owner) meta.push(`owner ${flag.owner}`);
       if (flag.plugin_point) meta.push(`plugin point ${flag.plugin_point}`);
@@ -488,6 +488,6 @@
   // The Releases view (releases.js) adds itself here, built with heading() and lastChange().
   Switchyard.views = {
     flags: flagsView, 'kill-switches': killSwitchesView, audit: auditView, guard: guardView, flagState, focusKey, heading, lastChange,
-    badge, holders, flagLink, auditItem, changeDiff, fieldText, rolloutCell, rulesCell, killSwitchesCell, flagButtons, sessionsCell,
+    badge, holders, flagLink, auditItem, keyed, changeDiff, fieldText, rolloutCell, rulesCell, killSwitchesCell, flagButtons, sessionsCell,
   };
 })(window);

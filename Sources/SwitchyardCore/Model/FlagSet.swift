@@ -61,12 +61,16 @@ public struct FlagSet: Sendable, Hashable {
 
     /// The plugin point that lists a switch (a valid flag set has at most one).
     public func pluginPoint(listing switchKey: String) -> PluginPointDefinition? {
-        if let hint = switchPoints?.positions[switchKey], hint < pluginPoints.count,
-            pluginPoints[hint].switches.contains(switchKey)
-        {
-            return pluginPoints[hint]
-        }
+        if let hint = indexedPointPosition(listing: switchKey) { return pluginPoints[hint] }
         return pluginPoints.first { $0.switches.contains(switchKey) }
+    }
+
+    /// The position of the plugin point the index names for a switch, while that point still lists it.
+    private func indexedPointPosition(listing switchKey: String) -> Int? {
+        guard let hint = switchPoints?.positions[switchKey], hint < pluginPoints.count,
+            pluginPoints[hint].switches.contains(switchKey)
+        else { return nil }
+        return hint
     }
 
     /// This flag set with its switches' plugin points indexed for `pluginPoint(listing:)`, unless the index it
@@ -132,13 +136,8 @@ extension FlagSet {
         var groups: [String: String?] = [:]
         for point in pluginPoints {
             for key in point.switches where groups[key] == nil {
-                if let hint = switchPoints?.positions[key], hint < pluginPoints.count,
-                    pluginPoints[hint].switches.contains(key)
-                {
-                    groups[key] = .some(pluginPoints[hint].killSwitch)
-                } else {
-                    groups[key] = .some(point.killSwitch)
-                }
+                groups[key] = .some(
+                    indexedPointPosition(listing: key).map { pluginPoints[$0].killSwitch } ?? point.killSwitch)
             }
         }
         return groups
