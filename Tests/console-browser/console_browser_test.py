@@ -149,12 +149,12 @@ def flagctl(*arguments):
     return result.stdout
 
 
-def api(method, path, body=None):
-    """Calls flagsd's API in namespace rider with FLAGCTL_TOKEN (an editor), as a release manager's script would; returns
-    the JSON (an HTTP error raises)."""
+def api(method, path, body=None, namespace="rider"):
+    """Calls flagsd's API in a namespace (rider unless told) with FLAGCTL_TOKEN (an editor), as a release manager's
+    script would; returns the JSON (an HTTP error raises)."""
     headers = {"Authorization": f"Bearer {FLAGCTL_TOKEN}", "Content-Type": "application/json"}
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(f"{URL}/v1/namespaces/rider/{path}", data=data, headers=headers, method=method)
+    request = urllib.request.Request(f"{URL}/v1/namespaces/{namespace}/{path}", data=data, headers=headers, method=method)
     with urllib.request.urlopen(request, timeout=DEADLINE) as response:
         return json.loads(response.read())
 
@@ -1291,6 +1291,20 @@ def many_flags():
     wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, switches)) == WIDE_FLAGS, "every switch in the guard table")
     if browser.find_elements(By.ID, "guard-status-more"):
         problems.append("the guard table offers more once every switch is listed")
+    # A change made elsewhere loads the statistics again: the table keeps every switch listed and the focus its link.
+    last_link = f"guard-table:{last}"
+    browser.execute_script("document.getElementById(arguments[0]).focus(); document.getElementById('guard-status-table').dataset.before = 'yes'", last_link)
+    changed = api("POST", "flags/plugin_switch_wide_001/rollout", {"rollout": 4321}, namespace=WIDE_NAMESPACE)
+    if not changed.get("changed"):
+        problems.append(f"the change in {WIDE_NAMESPACE} changed nothing: {changed}")
+    wait_for(lambda d: d.execute_script("const table = document.getElementById('guard-status-table'); return table && !table.dataset.before"),
+             "the guard's statistics loaded again after a change")
+    listed = steady(lambda: len(browser.find_elements(By.CSS_SELECTOR, switches)))
+    if listed != WIDE_FLAGS:
+        problems.append(f"after a change the guard table lists {listed} switches, not the {WIDE_FLAGS} shown before")
+    focused = browser.execute_script("return document.activeElement.id")
+    if focused != last_link:
+        problems.append(f"after a change the focus is on {focused!r}, not {last_link!r}")
     # The namespace was created in one change of more objects than an entry draws at first.
     open_view("audit")
     entry = "#audit-timeline > li:last-child"
@@ -1310,6 +1324,16 @@ def many_flags():
     focused = browser.execute_script("return document.activeElement.closest('.change-diff') && document.activeElement.closest('.change-diff').dataset.key")
     if not focused:
         problems.append("after showing the other objects the focus is not on the first of them")
+    # A change made elsewhere adds its entry at the top: the creation's entry keeps every object drawn, and the focus.
+    entries = len(browser.find_elements(By.CSS_SELECTOR, "#audit-timeline > li"))
+    changed = api("POST", "flags/plugin_switch_wide_002/rollout", {"rollout": 1234}, namespace=WIDE_NAMESPACE)
+    if not changed.get("changed"):
+        problems.append(f"the second change in {WIDE_NAMESPACE} changed nothing: {changed}")
+    wait_for(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#audit-timeline > li")) > entries, "the new change's entry")
+    still = steady(lambda: (drawn(), browser.execute_script(
+        "return document.activeElement.closest('.change-diff') && document.activeElement.closest('.change-diff').dataset.key")))
+    if still != (total, focused):
+        problems.append(f"after a change the creation's entry draws {still[0]} of {total} objects, the focus on {still[1]!r} (was {focused!r})")
     browser.get(f"{URL}/console/#/rider/flags")
     wait_for(lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-flag="plugin_switch_feed_promos"]'), "rider's flags again")
     return "; ".join(problems)

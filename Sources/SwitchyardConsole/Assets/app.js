@@ -46,11 +46,12 @@
   });
 
   function freshAudit() {
-    return { query: {}, entries: [], nextCursor: null, loaded: false, error: null, fresh: new Set() };
+    return { query: {}, entries: [], nextCursor: null, loaded: false, error: null, fresh: new Set(), expanded: new Set() };
   }
 
+  /** `shown`: how many rows the guard's table lists (guard.js); `expanded`: entries whose objects are all drawn. */
   function freshGuard() {
-    return { entries: [], loaded: false, stale: false, error: null, status: null };
+    return { entries: [], loaded: false, stale: false, error: null, status: null, shown: {}, expanded: new Set() };
   }
 
   function freshReleases() {

@@ -149,7 +149,7 @@
         + ((status.left_out || []).length ? `; judged without ${status.left_out.join(', ')} (shown to crash)` : ''))
       : null;
     return h('tr', { dataset: { guardSwitch: status.key, state: status.state, shown } },
-      h('td', { 'data-label': 'Plugin switch' }, flagLink(status.key)),
+      h('td', { 'data-label': 'Plugin switch' }, flagLink(status.key, 'table')),
       h('td', { 'data-label': 'State' }, h('span', { class: ['badge', tone], dataset: { state: status.state, shown } }, words), cooling),
       h('td', { 'data-label': 'Sessions', class: 'number sessions' }, count(status.sessions)),
       h('td', { 'data-label': 'Crashes', class: 'number crashes' }, count(status.crashes)),
@@ -161,10 +161,13 @@
         (status.open_trips || []).map(tripEvidence), scopes, spread, shortfall));
   }
 
-  /** A switch's key, linking to its page. */
-  function flagLink(key) {
+  /**
+   * A switch's key, linking to its page; `place` ('table' or 'chart') makes the link's id, so that focus stays on it
+   * when the view is drawn again (a live change loads the guard's statistics anew).
+   */
+  function flagLink(key, place) {
     const namespace = Switchyard.state ? Switchyard.state.namespace : '';
-    return h('a', { class: 'key', href: `#/${encodeURIComponent(namespace)}/flag/${encodeURIComponent(key)}`, 'aria-label': `The page of ${key}` }, key);
+    return h('a', { class: 'key', id: `guard-${place}:${key}`, href: `#/${encodeURIComponent(namespace)}/flag/${encodeURIComponent(key)}`, 'aria-label': `The page of ${key}` }, key);
   }
 
   /**
@@ -188,7 +191,7 @@
       const trips = [...(status.open_trips || []), ...(status.last_trip ? [status.last_trip] : [])]
         .filter((trip, index, all) => all.findIndex((other) => other.version === trip.version) === index);
       return h('figure', { class: ['switch-chart', tone], dataset: { guardSwitch: status.key, shown: shownState_ } },
-        h('figcaption', {}, flagLink(status.key), ' ', h('span', { class: ['badge', tone] }, words), h('br'),
+        h('figcaption', {}, flagLink(status.key, 'chart'), ' ', h('span', { class: ['badge', tone] }, words), h('br'),
           h('span', { class: 'meta' }, crashSentence(status))),
         crashRateChart(series, status.key, { bound: status.bound, trips }),
         h('details', { class: 'bounds' }, h('summary', {}, 'The bounds'),
@@ -200,10 +203,13 @@
     })), untold];
   }
 
-  /** The table's rows, the first `SWITCH_PAGE` and a button that adds as many again while there are more. */
-  function rowsShown(switches) {
-    const tbody = h('tbody', {}, switches.slice(0, SWITCH_PAGE).map(row));
-    if (switches.length <= SWITCH_PAGE) return [tbody, null];
+  /**
+   * The table's rows, the first `SWITCH_PAGE` (or as many as were shown before the statistics were loaded again:
+   * `shown`, kept in the view's state) and a button that adds `SWITCH_PAGE` more while there are more.
+   */
+  function rowsShown(switches, shown) {
+    const tbody = h('tbody', {}, switches.slice(0, Math.max(SWITCH_PAGE, shown.rows || 0)).map(row));
+    if (switches.length <= tbody.rows.length) return [tbody, null];
     const button = h('button', { type: 'button', id: 'show-more-switches' });
     const more = h('p', { class: 'meta', id: 'guard-status-more' }, '', button);
     const describe = () => {
@@ -215,6 +221,7 @@
     button.addEventListener('click', () => {
       const first = tbody.rows.length;
       tbody.append(...switches.slice(first, first + SWITCH_PAGE).map(row));
+      shown.rows = tbody.rows.length;
       describe();
       const next = tbody.rows[first] && tbody.rows[first].querySelector('a');
       if (next) next.focus({ preventScroll: true });
@@ -223,14 +230,17 @@
     return [tbody, more];
   }
 
-  /** The statistics of every plugin switch of the namespace as a table, most urgent first, after the proposals. */
-  function table(body, refresh, on, series) {
+  /**
+   * The statistics of every plugin switch of the namespace as a table, most urgent first, after the proposals.
+   * `shown` keeps how many rows the table lists across loads.
+   */
+  function table(body, refresh, on, series, shown) {
     const switches = [...(body.switches || [])].sort((a, b) =>
       (ORDER.indexOf(shownState(a)) + 1 || 99) - (ORDER.indexOf(shownState(b)) + 1 || 99) || (b.crash_rate || 0) - (a.crash_rate || 0)
       || a.key.localeCompare(b.key));
     const window = switches.length ? switches[0].window : null;
     const confidence = switches.length && switches[0].policy ? switches[0].policy.confidence / 100 : null;
-    const [tbody, more] = rowsShown(switches);
+    const [tbody, more] = rowsShown(switches, shown);
     return h('div', { id: 'guard-status' },
       h('h3', {}, 'Proposals'), proposalsSection(body, on),
       h('h3', {}, 'Crash rates over time'), rateCharts(switches, series),
@@ -264,7 +274,9 @@
           return null;
         }),
       ]);
-      node = table(body, refresh, on, series);
+      // How many rows the table lists, kept with the view's state (a namespace's guard state starts afresh).
+      const shown = state.guard ? (state.guard.shown = state.guard.shown || {}) : {};
+      node = table(body, refresh, on, series, shown);
     } catch (error) {
       if (error.status === 401) throw error;
       const why = error.status === 403
@@ -282,6 +294,9 @@
       }
       if (state.guard) state.guard.status = next;
       node.replaceWith(next);
+      // The button was replaced by its successor in the new node: focus goes on with it.
+      const again = next.querySelector ? next.querySelector('#guard-status-refresh') : null;
+      if (again && document.activeElement === document.body) again.focus({ preventScroll: true });
     });
     return node;
   }

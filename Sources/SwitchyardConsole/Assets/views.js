@@ -347,8 +347,11 @@
         h('pre', {}, `before: ${JSON.stringify(change.before, null, 2)}\nafter:  ${JSON.stringify(change.after, null, 2)}`)));
   }
 
-  /** One audit entry as a timeline item; with `on`, entries that made a version get a Revert… button. */
-  function auditItem(entry, fresh, on) {
+  /**
+   * One audit entry as a timeline item; with `on`, entries that made a version get a Revert… button. `expanded`: the
+   * ids of entries whose objects are all drawn (the view's state keeps it, so a redraw keeps them drawn).
+   */
+  function auditItem(entry, fresh, on, expanded) {
     const guard = entry.source === 'crash-guard';
     const changes = entry.changes || [];
     return h('li', { class: [guard ? 'guard' : '', fresh ? 'fresh' : ''], dataset: { id: String(entry.id), version: String(entry.version ?? '') } },
@@ -361,7 +364,7 @@
       h('p', { class: 'entry-reason' }, entry.reason ? ['Reason: ', h('span', { class: 'reason' }, entry.reason)] : h('span', { class: 'empty' }, 'No reason given')),
       changes.length ? h('details', { open: changes.length === 1 && fresh !== 'closed' },
         h('summary', {}, `What changed (${changes.length})`),
-        changesShown(changes, entry))
+        changesShown(changes, entry, expanded))
         : null,
       on && entry.version && entry.namespace ? revertButton(entry, on) : null);
   }
@@ -373,11 +376,22 @@
   const DIFF_PAGE = 200;
 
   /**
-   * A change's diffs, the first `DIFF_PAGE` of them and a button for the rest when there are more (drawn until the
-   * view is drawn again); focus goes on to the first of the rest.
+   * A change's diffs, the first `DIFF_PAGE` of them and a button for the rest when there are more; once asked for
+   * (the entry's id added to `expanded`), every one, also when the view is drawn again. Focus goes on to the first of
+   * the rest, which has an id so that a redraw keeps it there.
    */
-  function changesShown(changes, entry) {
+  function changesShown(changes, entry, expanded) {
     if (changes.length <= DIFF_PAGE) return changes.map(changeDiff);
+    const firstOfRest = (diff) => {
+      diff.setAttribute('tabindex', '-1');
+      diff.id = focusKey('diffs', String(entry.id));
+      return diff;
+    };
+    if (expanded && expanded.has(entry.id)) {
+      const all = changes.map(changeDiff);
+      firstOfRest(all[DIFF_PAGE]);
+      return all;
+    }
     const rest = changes.length - DIFF_PAGE;
     const which = entry.version ? `version ${entry.version}` : 'this change';
     const button = h('button', { type: 'button', class: 'small', 'aria-label': `Show the other ${count(rest)} objects of ${which}` },
@@ -385,7 +399,8 @@
     const more = h('p', { class: 'meta' }, `${count(rest)} more objects changed. `, button);
     button.addEventListener('click', () => {
       const shown = changes.slice(DIFF_PAGE).map(changeDiff);
-      shown[0].setAttribute('tabindex', '-1');
+      firstOfRest(shown[0]);
+      if (expanded) expanded.add(entry.id);
       more.replaceWith(...shown);
       shown[0].focus({ preventScroll: true });
     });
@@ -424,7 +439,7 @@
       body = h('p', { class: 'empty' }, 'No audit entries match.');
     } else {
       body = h('ol', { class: 'timeline', id: 'audit-timeline', 'aria-label': 'Audit entries, newest first' },
-        audit.entries.map((entry) => auditItem(entry, audit.fresh.has(entry.id), on)));
+        audit.entries.map((entry) => auditItem(entry, audit.fresh.has(entry.id), on, audit.expanded)));
     }
     let more = null;
     if (audit.nextCursor) {
@@ -453,7 +468,7 @@
       trips = h('p', { class: 'empty', id: 'guard-empty' }, 'The crash guard has not turned off any plugin switch in this namespace.');
     } else {
       trips = h('ol', { class: 'timeline', id: 'guard-timeline', 'aria-label': 'Changes by the crash guard, newest first' },
-        guard.entries.map((entry) => auditItem(entry, false)));
+        guard.entries.map((entry) => auditItem(entry, false, undefined, guard.expanded)));
     }
 
     // Switches the guard touched that are still disabled (globally or in a scope): a person turns them back on.
