@@ -322,6 +322,26 @@ struct CrashAttributionTests {
         #expect(try sessionEvents(second).map { $0["session_id"] } == [.string("legacy"), .string(first.sessionID)])
     }
 
+    /// A launch that ends after persisting the queue but before removing the concluded session's files leaves both
+    /// behind: the next launch finds the session's event queued and reports it no second time (flagsd knows an event
+    /// by its id and time, and a second report would carry a later time), nor counts its crash twice.
+    @Test func aSessionConcludedByALaunchKilledBeforeRemovingItsFilesIsReportedOnce() throws {
+        let harness = try ClientHarness()
+        try writeOpenSession("killed", in: harness)
+        let first = try launch(harness)
+        let reported = try sessionEvents(first)
+        #expect(reported.map { $0["id"] } == [.string("killed")])
+        // The files the killed launch would have left: the record again (its lock is made anew when claimed).
+        try writeOpenSession("killed", in: harness)
+        harness.clock.advance(by: .seconds(60))
+        let second = try launch(harness)
+        let events = try sessionEvents(second)
+        #expect(events.map { $0["id"] } == [.string("killed"), .string(first.sessionID)])
+        #expect(events.first?["time"] == reported.first?["time"])
+        #expect(!harness.reports.contains(.crashGuardTripped), "the crash of 'killed' counted twice")
+        #expect(!FileManager.default.fileExists(atPath: harness.directory.file(SessionFiles.recordName("killed")).path))
+    }
+
     @Test func aLockLeftWithoutItsRecordIsRemoved() throws {
         let harness = try ClientHarness()
         _ = try #require(try FileIO.tryLock(harness.directory.file(SessionFiles.lockName("gone"))))

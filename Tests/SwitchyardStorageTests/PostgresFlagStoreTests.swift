@@ -145,6 +145,79 @@ import Testing
         }
     }
 
+    /// A database from before kept event ids keyed by namespace and id, with an index by time beside; the migration
+    /// keys new ids by time first in a new `event_id` and keeps the ids from before, renamed and not copied, as seen
+    /// until pruning empties them.
+    @Test func aDatabaseFromBeforeKeysNewEventIDsByTimeFirstAndKeepsTheOldOnesUntilPruned() async throws {
+        try await withStores(2) { stores in
+            try await stores[0].migrate()
+            _ = try await stores[0].createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
+            let start = Date(timeIntervalSince1970: 1_800_000_000)
+            func session(_ id: String, at seconds: Double) -> StoredEvent {
+                StoredEvent(
+                    id: id, time: start + seconds, city: "lagos", cohorts: [],
+                    payload: .session(crashed: false, switches: [], variants: [:]))
+            }
+            let events = (0..<3).map { session("s\($0)", at: Double($0)) }
+            #expect(try await stores[0].ingestEvents(events, in: "rider", receivedAt: start).counted.count == 3)
+            let url = try TestPostgres.databaseURL(TestPostgres.serverURL(), name: stores[0].configuration.database)
+            /// The columns of a table's primary key in order, and its rows.
+            func shape(_ table: String) async throws -> (key: [String], rows: Int64) {
+                var found: (key: [String], rows: Int64) = ([], 0)
+                try await TestPostgres.administer(url) { connection, logger in
+                    for row in try await connection.query(
+                        """
+                        SELECT a.attname::text FROM pg_index i
+                        JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+                        WHERE i.indrelid = \(table)::regclass AND i.indisprimary
+                        ORDER BY array_position(i.indkey::int2[], a.attnum)
+                        """, logger: logger
+                    ).collect() {
+                        found.key.append(try row.decode(String.self))
+                    }
+                    let count = try await connection.query(
+                        PostgresQuery(unsafeSQL: "SELECT count(*)::bigint FROM \(table)"), logger: logger
+                    ).collect()
+                    found.rows = try count.first?.decode(Int64.self) ?? 0
+                }
+                return found
+            }
+            #expect(try await shape("event_id") == (["time_ms", "namespace", "id"], 3))
+            #expect(try await shape("event_id_legacy") == (["namespace", "id"], 0))
+            try await TestPostgres.administer(url) { connection, logger in
+                for statement: PostgresQuery in [
+                    "DROP TABLE event_id_legacy",
+                    "ALTER TABLE event_id RENAME TO event_id_keyed",
+                    "ALTER TABLE event_id_keyed RENAME CONSTRAINT event_id_pkey TO event_id_keyed_pkey",
+                    """
+                    CREATE TABLE event_id (
+                        namespace TEXT NOT NULL, id TEXT NOT NULL, time_ms BIGINT NOT NULL, received_ms BIGINT NOT NULL,
+                        PRIMARY KEY (namespace, id))
+                    """,
+                    "CREATE INDEX event_id_time ON event_id(time_ms)",
+                    "INSERT INTO event_id SELECT namespace, id, time_ms, received_ms FROM event_id_keyed",
+                    "DROP TABLE event_id_keyed",
+                    "DELETE FROM switchyard_migration WHERE id = 9",
+                ] {
+                    _ = try await connection.query(statement, logger: logger).collect()
+                }
+            }
+            #expect(try await shape("event_id") == (["namespace", "id"], 3))
+            try await stores[1].migrate()
+            #expect(try await shape("event_id") == (["time_ms", "namespace", "id"], 0))
+            #expect(try await shape("event_id_legacy") == (["namespace", "id"], 3))
+            // The ids from before are still known, whatever their time now; a new one counts.
+            let again = try await stores[1].ingestEvents(
+                events + [session("s0", at: 30), session("s3", at: 0)], in: "rider", receivedAt: start + 10)
+            #expect(again.duplicates == ["s0", "s1", "s2", "s0"])
+            #expect(again.counted == ["s3"])
+            // Pruning forgets both.
+            #expect(try await stores[1].pruneEventIDs(before: start + 86_400) == 4)
+            #expect(try await shape("event_id").rows == 0)
+            #expect(try await shape("event_id_legacy").rows == 0)
+        }
+    }
+
     @Test func operationsBeforeTheFirstConnectionWaitForRun() async throws {
         let (url, drop) = try await TestPostgres.createDatabase(timeout: 60)
         let store = try PostgresFlagStore(configuration: PostgresStoreConfiguration(url: url))

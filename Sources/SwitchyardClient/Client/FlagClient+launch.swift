@@ -84,6 +84,10 @@ extension FlagClient {
     /// Reports each ended session (crashed when it did not end cleanly) as a `session` event, oldest first, lets the
     /// crash guard count it, lifts quarantines whose TTL passed or whose switch the restored snapshot changed, and
     /// persists the queue and the guard before anything else can go wrong.
+    ///
+    /// A session whose event is queued already was concluded by a launch that ended before it removed the session's
+    /// files (they are removed after the queue is persisted): it is not reported again. flagsd knows an event by its
+    /// id and time, and a second conclusion would carry this launch's time.
     static func concludePreviousSessions(
         _ ended: [SessionRecord], configuration: Configuration, queue: EventQueue,
         guardState: inout CrashLoopGuardState, installed: Snapshot?, now: Date,
@@ -91,7 +95,9 @@ extension FlagClient {
     ) {
         let directory = configuration.directory
         var guardChanged = false
-        for previous in ended.sorted(by: { ($0.updated, $0.id) < ($1.updated, $1.id) }) {
+        let queued = Set(queue.entries.map(\.id))
+        for previous in ended.sorted(by: { ($0.updated, $0.id) < ($1.updated, $1.id) })
+        where !queued.contains(previous.id) {
             let crashed = !previous.isClean
             queue.enqueue(ClientEvent.session(previous, crashed: crashed, id: previous.id, time: now))
             let keys = previous.switches.map(\.key)
