@@ -17,40 +17,34 @@ extension PostgresFlagStore {
         synced: Bool
     ) async throws -> EventIngestResult {
         let received = receivedAt.milliseconds
-        // The first event of each id and time in the batch; later ones with the same id and time are duplicates.
-        var seen = Set<EventKey>()
-        let unique = events.filter { seen.insert(EventKey($0)).inserted }
-        let sorted = unique.sorted { ($0.time.milliseconds, $0.id) < ($1.time.milliseconds, $1.id) }
+        // The first event of each id in the batch; later ones with the same id are duplicates.
+        var seen = Set<String>()
+        let unique = events.filter { seen.insert($0.id).inserted }
+        let sorted = unique.sorted { $0.id < $1.id }
         return try await transaction(on: .events) { connection in
             if !synced { try await connection.query("SET LOCAL synchronous_commit TO OFF", logger: self.logger) }
             guard try await Self.liveNamespaceRow(connection, namespace, lock: false, logger: self.logger) != nil else {
                 throw StorageError.namespaceNotFound(namespace)
             }
-            var recorded = Set<EventKey>()
+            var recorded = Set<String>()
             if !sorted.isEmpty {
                 let rows = try await connection.query(
                     """
-                    INSERT INTO event_id (time_ms, namespace, id, received_ms)
-                    SELECT e.time_ms, \(namespace), e.id, \(received)
+                    INSERT INTO event_id (namespace, id, time_ms, received_ms)
+                    SELECT \(namespace), e.id, e.time_ms, \(received)
                     FROM unnest(\(sorted.map(\.id))::text[], \(sorted.map(\.time.milliseconds))::bigint[]) AS e(id, time_ms)
-                    -- Ids counted before they were keyed by time (migration 9) are known by id alone until pruned.
-                    WHERE NOT EXISTS (SELECT 1 FROM event_id_legacy l WHERE l.namespace = \(namespace) AND l.id = e.id)
-                    ORDER BY e.time_ms, e.id
-                    ON CONFLICT (time_ms, namespace, id) DO NOTHING
-                    RETURNING id, time_ms
+                    ORDER BY e.id
+                    ON CONFLICT (namespace, id) DO NOTHING
+                    RETURNING id
                     """, logger: self.logger
                 ).collect()
-                for row in rows {
-                    let (id, time) = try row.decode((String, Int64).self)
-                    recorded.insert(EventKey(id: id, milliseconds: time))
-                }
+                for row in rows { recorded.insert(try row.decode(String.self)) }
             }
             var fresh: [StoredEvent] = []
             var duplicates: [String] = []
-            var used = Set<EventKey>()
+            var used = Set<String>()
             for event in events {
-                let key = EventKey(event)
-                if recorded.contains(key), used.insert(key).inserted {
+                if recorded.contains(event.id), used.insert(event.id).inserted {
                     fresh.append(event)
                 } else {
                     duplicates.append(event.id)
@@ -464,9 +458,8 @@ extension PostgresFlagStore {
     public func pruneEventIDs(before date: Date) async throws -> Int {
         let rows = try await rows(
             """
-            WITH forgotten AS (DELETE FROM event_id WHERE time_ms < \(date.milliseconds) RETURNING 1),
-                legacy AS (DELETE FROM event_id_legacy WHERE time_ms < \(date.milliseconds) RETURNING 1)
-            SELECT (SELECT count(*) FROM forgotten)::bigint + (SELECT count(*) FROM legacy)::bigint
+            WITH forgotten AS (DELETE FROM event_id WHERE time_ms < \(date.milliseconds) RETURNING 1)
+            SELECT count(*)::bigint FROM forgotten
             """, on: .events)
         return Int(try rows.first?.decode(Int64.self) ?? 0)
     }
@@ -539,20 +532,5 @@ extension PostgresFlagStore {
             SELECT (SELECT count(*) FROM windows)::bigint + (SELECT count(*) FROM crashes)::bigint
             """, on: .events)
         return Int(try rows.first?.decode(Int64.self) ?? 0)
-    }
-}
-
-/// What identifies an event in `event_id`: its id and its time to the millisecond.
-private struct EventKey: Hashable {
-    var id: String
-    var milliseconds: Int64
-
-    init(id: String, milliseconds: Int64) {
-        self.id = id
-        self.milliseconds = milliseconds
-    }
-
-    init(_ event: StoredEvent) {
-        self.init(id: event.id, milliseconds: event.time.milliseconds)
     }
 }

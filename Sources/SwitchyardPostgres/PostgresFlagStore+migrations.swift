@@ -237,26 +237,6 @@ extension PostgresFlagStore {
                 """,
                 "ALTER TABLE namespace DROP COLUMN flag_set",
             ]),
-        Migration(
-            id: 9, name: "event ids keyed by their time first",
-            statements: [
-                // An event is its time and id (`EventStore.ingestEvents`): keyed by time first, new ids land side by
-                // side at the end of the index however clients draw them, and no index by time is needed beside it.
-                // The ids kept so far stay where they are, renamed, and still count as seen (a table of millions is
-                // neither copied nor re-indexed under a lock); pruning empties it within 8 days.
-                "ALTER TABLE event_id RENAME TO event_id_legacy",
-                "ALTER TABLE event_id_legacy RENAME CONSTRAINT event_id_pkey TO event_id_legacy_pkey",
-                "ALTER INDEX event_id_time RENAME TO event_id_legacy_time",
-                """
-                CREATE TABLE event_id (
-                    time_ms BIGINT NOT NULL,
-                    namespace TEXT NOT NULL,
-                    id TEXT NOT NULL,
-                    received_ms BIGINT NOT NULL,
-                    PRIMARY KEY (time_ms, namespace, id)
-                )
-                """,
-            ]),
     ]
 
     /// An arbitrary constant naming the migration lock (`pg_advisory_xact_lock`).

@@ -60,21 +60,14 @@ extension SQLiteFlagStore {
         -> EventIngestResult
     {
         let received = receivedAt.milliseconds
-        // Ids counted before they were keyed by time (v5 of the events file) are known by id alone until pruned.
-        let knownBefore = try db.cachedStatement(
-            sql: "SELECT 1 FROM event_id_legacy WHERE namespace = ? AND id = ?")
         let remember = try db.cachedStatement(
             sql: """
-                INSERT OR IGNORE INTO event_id (time_ms, namespace, id, received_ms) VALUES (?, ?, ?, ?)
+                INSERT OR IGNORE INTO event_id (namespace, id, time_ms, received_ms) VALUES (?, ?, ?, ?)
                 """)
         var fresh: [StoredEvent] = []
         var duplicates: [String] = []
         for event in events {
-            if try Int.fetchOne(knownBefore, arguments: [namespace, event.id]) != nil {
-                duplicates.append(event.id)
-                continue
-            }
-            try remember.execute(arguments: [event.time.milliseconds, namespace, event.id, received])
+            try remember.execute(arguments: [namespace, event.id, event.time.milliseconds, received])
             if db.changesCount > 0 { fresh.append(event) } else { duplicates.append(event.id) }
         }
         let (counted, dropped) = try Self.admit(fresh, in: namespace, admission: admission, db)
@@ -439,17 +432,10 @@ extension SQLiteFlagStore {
 
     @discardableResult
     public func pruneEventIDs(before date: Date) async throws -> Int {
-        let legacy = try await prune(
+        try await prune(
             """
-            DELETE FROM event_id_legacy WHERE (namespace, id) IN
-                (SELECT namespace, id FROM event_id_legacy WHERE time_ms < ? LIMIT ?)
+            DELETE FROM event_id WHERE (namespace, id) IN (SELECT namespace, id FROM event_id WHERE time_ms < ? LIMIT ?)
             """, before: date)
-        return try await legacy
-            + prune(
-                """
-                DELETE FROM event_id WHERE (time_ms, namespace, id) IN
-                    (SELECT time_ms, namespace, id FROM event_id WHERE time_ms < ? LIMIT ?)
-                """, before: date)
     }
 
     @discardableResult

@@ -359,23 +359,6 @@ extension SQLiteFlagStore {
             // A release plan's guardrails count the networks behind a decision (null: entered before this).
             try db.execute(sql: "ALTER TABLE experiment_unit ADD COLUMN address TEXT")
         }
-        migrator.registerMigration("v5: event ids keyed by their time first") { db in
-            // An event is its time and id (`EventStore.ingestEvents`): keyed by time first, new ids land side by side
-            // at the end of the tree however clients draw them, and no index by time is needed beside it. The ids
-            // kept so far stay where they are, renamed, and still count as seen (a store of millions is not copied at
-            // start); pruning empties that table within `--events-max-age` and a day.
-            try db.execute(
-                sql: """
-                    ALTER TABLE event_id RENAME TO event_id_legacy;
-                    CREATE TABLE event_id (
-                        time_ms INTEGER NOT NULL,
-                        namespace TEXT NOT NULL,
-                        id TEXT NOT NULL,
-                        received_ms INTEGER NOT NULL,
-                        PRIMARY KEY (time_ms, namespace, id)
-                    ) WITHOUT ROWID;
-                    """)
-        }
         return migrator
     }
 }

@@ -323,8 +323,8 @@ struct CrashAttributionTests {
     }
 
     /// A launch that ends after persisting the queue but before removing the concluded session's files leaves both
-    /// behind: the next launch finds the session's event queued and reports it no second time (flagsd knows an event
-    /// by its id and time, and a second report would carry a later time), nor counts its crash twice.
+    /// behind: the next launch finds the session's event queued and reports it no second time (a second report would
+    /// carry a later time), nor counts its crash twice in the crash-loop guard.
     @Test func aSessionConcludedByALaunchKilledBeforeRemovingItsFilesIsReportedOnce() throws {
         let harness = try ClientHarness()
         try writeOpenSession("killed", in: harness)

@@ -84,11 +84,9 @@ struct CrashRecoveryTests {
         var random = SeededRandom(seed: UInt64.random(in: 1...UInt64.max))
         let seed = random.seed
 
-        // Batch `number` is the same text whenever it is sent, as a client's retry is: an event is its id and time.
-        let start = Date()
         /// Batch n: five sessions, ids "b<n>-<i>", the first one crashed.
         func batch(_ number: Int) -> String {
-            let now = (start + Double(number) / 1000).iso8601
+            let now = Date().iso8601
             let events = (0..<5).map { index in
                 #"{"id": "b\#(number)-\#(index)", "type": "session", "time": "\#(now)", "cohorts": [], "session_id": "b\#(number)-\#(index)", "unit": "u\#(number)-\#(index)", "start": "\#(now)", "end": "\#(now)", "crashed": \#(index == 0), "switches": ["plugin_switch_feed_promos"]}"#
             }

@@ -102,9 +102,7 @@ struct EventRouteTests {
 
     @Test func aRetriedBatchNeverCountsTwiceAlsoAfterARestart() async throws {
         let app = try await TestApp.make()
-        // A retry sends the same events (ids and times) again; an event is its id and time.
-        let s1 = Self.session("s1", crashed: true)
-        let batch = Self.body([s1, Self.exposure("e1")])
+        let batch = Self.body([Self.session("s1", crashed: true), Self.exposure("e1")])
         #expect(try await app.send(.post, Self.path, token: "client", body: batch).status == .ok)
         let retried = try await app.send(.post, Self.path, token: "client", body: batch)
         #expect(Self.strings(retried.json["accepted"]) == ["s1", "e1"])
@@ -114,7 +112,7 @@ struct EventRouteTests {
         defer { restarted.close() }
         let afterRestart = try await restarted.send(
             .post, Self.path, token: "client",
-            body: Self.body([s1, Self.session("s2"), Self.session("s2")]))
+            body: Self.body([Self.session("s1", crashed: true), Self.session("s2"), Self.session("s2")]))
         #expect(Self.strings(afterRestart.json["accepted"]) == ["s1", "s2", "s2"])
         #expect(Self.strings(afterRestart.json["duplicates"]) == ["s1", "s2"])
         let counts = try await counts(restarted, [.baseline])
@@ -274,14 +272,15 @@ struct EventRouteTests {
         defer { app.close() }
         let observer = RecordingObserver()
         app.server.context.eventObservers.add(observer)
-        let s1 = Self.session(
-            "s1", crashed: true, switches: ["plugin_switch_feed_promos", "plugin_switch_feed_weather"],
-            variants: JSONObject([("checkout_button", .string("bold"))]))
         _ = try await app.send(
             .post, Self.path, token: "client",
-            body: Self.body([s1, Self.exposure("e1", flag: "checkout_button", variant: "control")]))
-        // Sent again (a retry: the same id and time), s1 counts nothing and no observer hears of it.
-        _ = try await app.send(.post, Self.path, token: "client", body: Self.body([s1]))
+            body: Self.body([
+                Self.session(
+                    "s1", crashed: true, switches: ["plugin_switch_feed_promos", "plugin_switch_feed_weather"],
+                    variants: JSONObject([("checkout_button", .string("bold"))])),
+                Self.exposure("e1", flag: "checkout_button", variant: "control"),
+            ]))
+        _ = try await app.send(.post, Self.path, token: "client", body: Self.body([Self.session("s1", crashed: true)]))
         let batches = observer.batches
         #expect(batches.count == 1)
         let batch = try #require(batches.first)

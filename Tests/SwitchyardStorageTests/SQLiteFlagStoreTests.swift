@@ -124,66 +124,6 @@ struct SQLiteFlagStoreTests {
         try store.close()
     }
 
-    /// An events file from before kept its ids keyed by namespace and id, with an index by time beside; the first
-    /// opening keys new ids by time first (an event is its id and time) in a new `event_id` and keeps the ids from
-    /// before, renamed and not copied, as seen until pruning empties them.
-    @Test func anEventsFileFromBeforeKeysNewIDsByTimeFirstAndKeepsTheOldOnesUntilPruned() async throws {
-        defer { try? FileManager.default.removeItem(at: folder) }
-        var store = try await SQLiteFlagStore(path: path)
-        _ = try await store.createNamespace(Fixtures.rider(), reasonPolicy: .never, request: Fixtures.request())
-        _ = try await store.ingestEvents(Self.sessions(4, crashed: 1), in: "rider", receivedAt: Date())
-        try store.close()
-
-        /// The columns of a table's primary key in order, its other indexes, and its rows.
-        func shape(_ file: DatabaseQueue, _ table: String) throws -> (key: [String], indexes: [String], rows: Int) {
-            try file.read { db in
-                let key = try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))")
-                    .filter { ($0["pk"] as Int) > 0 }.sorted { ($0["pk"] as Int) < ($1["pk"] as Int) }
-                    .map { $0["name"] as String }
-                let indexes = try String.fetchAll(
-                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
-                    arguments: [table])
-                return (key, indexes, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0)
-            }
-        }
-        let eventsPath = SQLiteFlagStore.eventsPath(for: path)
-        let file = try DatabaseQueue(path: eventsPath)
-        #expect(try shape(file, "event_id") == (["time_ms", "namespace", "id"], [], 4))
-        #expect(try shape(file, "event_id_legacy") == (["namespace", "id"], ["event_id_time"], 0))
-        // Put the file back as it was before: the ids keyed by namespace and id, an index by time, v5 not run.
-        try file.inDatabase { db in
-            try db.execute(
-                sql: """
-                    DROP TABLE event_id_legacy;
-                    CREATE TABLE event_id_before (
-                        namespace TEXT NOT NULL, id TEXT NOT NULL, time_ms INTEGER NOT NULL, received_ms INTEGER NOT NULL,
-                        PRIMARY KEY (namespace, id)
-                    ) WITHOUT ROWID;
-                    INSERT INTO event_id_before SELECT namespace, id, time_ms, received_ms FROM event_id;
-                    DROP TABLE event_id;
-                    ALTER TABLE event_id_before RENAME TO event_id;
-                    CREATE INDEX event_id_time ON event_id(time_ms);
-                    DELETE FROM grdb_migrations WHERE identifier LIKE 'v5:%';
-                    """)
-        }
-        #expect(try shape(file, "event_id") == (["namespace", "id"], ["event_id_time"], 4))
-        try file.close()
-
-        store = try await SQLiteFlagStore(path: path)
-        // The ids from before are still known: the same events again are duplicates; a new one counts.
-        let again = try await store.ingestEvents(Self.sessions(5, crashed: 1), in: "rider", receivedAt: Date())
-        #expect(again.duplicates == (0..<4).map { "session-\($0)" })
-        #expect(again.counted == ["session-4"])
-        let migrated = try DatabaseQueue(path: eventsPath)
-        #expect(try shape(migrated, "event_id") == (["time_ms", "namespace", "id"], [], 1))
-        #expect(try shape(migrated, "event_id_legacy") == (["namespace", "id"], ["event_id_time"], 4))
-        // Pruning forgets both.
-        #expect(try await store.pruneEventIDs(before: Date() + 86_400) == 5)
-        #expect(try shape(migrated, "event_id").rows == 0 && shape(migrated, "event_id_legacy").rows == 0)
-        try migrated.close()
-        try store.close()
-    }
-
     /// An events file that another connection holds open cannot be rewritten: it keeps its pages, and the store
     /// opens and counts as before.
     @Test func anEventsFileHeldOpenElsewhereKeepsItsPages() async throws {
@@ -305,12 +245,8 @@ struct SQLiteFlagStoreTests {
     }
 
     /// Sessions of the rider fixture, in Lagos, the first `crashed` of them crashed.
-    /// The minute the sessions of ``sessions(_:crashed:)`` start in, the same for every call: an event is its id and
-    /// time, so the same sessions sent again are duplicates only with the same time.
-    static let sessionsStart = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60)
-
     static func sessions(_ count: Int, crashed: Int = 0) -> [StoredEvent] {
-        let start = sessionsStart
+        let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60)
         return (0..<count).map { index in
             StoredEvent(
                 id: "session-\(index)", time: start, city: "lagos", cohorts: ["beta"],

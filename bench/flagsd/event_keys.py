@@ -3,8 +3,8 @@
 
 Builds an events-file-like SQLite table (1 KiB pages, write-ahead log, no automatic checkpoint) holding PRELOAD ids,
 then adds BATCHES batches of 100 in a transaction each and prints the log's bytes per event for two keys:
-  by id:   PRIMARY KEY (namespace, id) and an index by time (the events file up to its v5)
-  by time: PRIMARY KEY (time_ms, namespace, id) (the events file since v5)
+  by id:   PRIMARY KEY (namespace, id) and an index by time (the events file)
+  by time: PRIMARY KEY (time_ms, namespace, id) (a trial, not kept: bench/README.md says why)
 and four ways of drawing ids and times:
   batch:    a random prefix per batch, each batch's events at one of 64 times (bench/events-flood.sh's default)
   random:   every id random, each batch at one of 64 times (FLOOD_IDS=random: the flood resends 64 bodies)

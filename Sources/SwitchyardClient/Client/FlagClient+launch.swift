@@ -86,8 +86,8 @@ extension FlagClient {
     /// persists the queue and the guard before anything else can go wrong.
     ///
     /// A session whose event is queued already was concluded by a launch that ended before it removed the session's
-    /// files (they are removed after the queue is persisted): it is not reported again. flagsd knows an event by its
-    /// id and time, and a second conclusion would carry this launch's time.
+    /// files (they are removed after the queue is persisted): it is not reported again, nor counted again by the
+    /// crash-loop guard (whose state was written before the queue).
     static func concludePreviousSessions(
         _ ended: [SessionRecord], configuration: Configuration, queue: EventQueue,
         guardState: inout CrashLoopGuardState, installed: Snapshot?, now: Date,

@@ -9,10 +9,8 @@ import SwitchyardCore
 ///
 /// Implementation requirements (the conformance suite checks each):
 /// - `ingestEvents` runs in one transaction and is durable when it returns, like a flag change: for each
-///   event in order, record its id and time (to the millisecond) for the namespace unless recorded already (an
-///   event whose id and time were seen before, in an earlier call, in this call, or before a restart, is a duplicate
-///   and counts nothing; an id seen with another time is another event). Stores key the ids by time first, so that
-///   new ones are added side by side however clients draw their ids. Then admit the new events
+///   event in order, record its id for the namespace unless recorded already (an id seen before, in an earlier
+///   call, in this call, or before a restart, is a duplicate and counts nothing). Then admit the new events
 ///   with an ``EventAdmission/Plan`` over the namespace's admission windows (the counts of sessions each address
 ///   block and unit contributed, and of sessions per city and cohort with their ``EventAdmission/Reach``, per
 ///   window): while its `contributions` is not nil, add them and pass the totals after adding them to
