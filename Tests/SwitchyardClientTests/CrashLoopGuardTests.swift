@@ -86,8 +86,28 @@ struct CrashLoopGuardStateTests {
         var state = CrashLoopGuardState()
         for _ in 0..<3 { _ = state.record(session(["a", "b"]), crashed: true, now: now, policy: policy) }
         _ = state.record(session(["c"]), crashed: true, now: now, policy: policy)
+        #expect(state.concluded.count == 4)
         let reread = try #require(CrashLoopGuardState(json: JSONValue.parse(JSONValue.object(state.json).serialized())))
         #expect(reread == state)
+        // A file from before the counted sessions were kept reads with none.
+        var before = state.json
+        before["concluded"] = nil
+        #expect(CrashLoopGuardState(json: .object(before))?.concluded == [])
+    }
+
+    /// A session counted again (concluded by a launch that ended before removing its files) changes nothing; the
+    /// state keeps the last ``CrashLoopGuardState/concludedKept`` ids.
+    @Test func aSessionIsCountedOnce() {
+        var state = CrashLoopGuardState()
+        let crashed = session(["a"])
+        _ = state.record(crashed, crashed: true, now: now, policy: policy)
+        _ = state.record(session(["a"]), crashed: true, now: now, policy: policy)
+        #expect(state.record(crashed, crashed: true, now: now, policy: policy).isEmpty)
+        #expect(state.streaks["a"] == 2 && state.quarantined.isEmpty)
+        for _ in 0..<CrashLoopGuardState.concludedKept {
+            _ = state.record(session([]), crashed: false, now: now, policy: policy)
+        }
+        #expect(state.concluded.count == CrashLoopGuardState.concludedKept && !state.concluded.contains(crashed.id))
     }
 }
 
@@ -340,6 +360,22 @@ struct CrashAttributionTests {
         #expect(events.first?["time"] == reported.first?["time"])
         #expect(!harness.reports.contains(.crashGuardTripped), "the crash of 'killed' counted twice")
         #expect(!FileManager.default.fileExists(atPath: harness.directory.file(SessionFiles.recordName("killed")).path))
+    }
+
+    /// A launch that ends after writing the crash-loop guard's state but before persisting the queue leaves the
+    /// session's files and no event: the next launch reports the session, and the guard does not count its crash again.
+    @Test func aSessionConcludedByALaunchKilledBeforePersistingTheQueueIsCountedOnce() throws {
+        let harness = try ClientHarness()
+        try writeOpenSession("killed", in: harness)
+        let first = try launch(harness)
+        #expect(try sessionEvents(first).map { $0["id"] } == [.string("killed")])
+        // The files the killed launch would have left: the guard's state written, the queue not, the record kept.
+        try FileManager.default.removeItem(at: harness.directory.file(EventQueue.fileName))
+        try writeOpenSession("killed", in: harness)
+        let second = try launch(harness)
+        let ids = try sessionEvents(second).compactMap { $0["id"]?.stringValue }
+        #expect(ids.sorted() == ["killed", first.sessionID].sorted())
+        #expect(!harness.reports.contains(.crashGuardTripped), "the crash of 'killed' counted twice")
     }
 
     @Test func aLockLeftWithoutItsRecordIsRemoved() throws {

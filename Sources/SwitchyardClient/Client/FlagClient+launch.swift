@@ -85,9 +85,9 @@ extension FlagClient {
     /// crash guard count it, lifts quarantines whose TTL passed or whose switch the restored snapshot changed, and
     /// persists the queue and the guard before anything else can go wrong.
     ///
-    /// A session whose event is queued already was concluded by a launch that ended before it removed the session's
-    /// files (they are removed after the queue is persisted): it is not reported again, nor counted again by the
-    /// crash-loop guard (whose state was written before the queue).
+    /// A session concluded by a launch that ended before it removed the session's files is concluded again, once:
+    /// its event is not queued a second time when the queue holds it already, and the crash-loop guard counts a
+    /// session once (``CrashLoopGuardState/concluded``), whichever of the two files that launch wrote.
     static func concludePreviousSessions(
         _ ended: [SessionRecord], configuration: Configuration, queue: EventQueue,
         guardState: inout CrashLoopGuardState, installed: Snapshot?, now: Date,
@@ -96,12 +96,13 @@ extension FlagClient {
         let directory = configuration.directory
         var guardChanged = false
         let queued = Set(queue.entries.map(\.id))
-        for previous in ended.sorted(by: { ($0.updated, $0.id) < ($1.updated, $1.id) })
-        where !queued.contains(previous.id) {
+        for previous in ended.sorted(by: { ($0.updated, $0.id) < ($1.updated, $1.id) }) {
             let crashed = !previous.isClean
-            queue.enqueue(ClientEvent.session(previous, crashed: crashed, id: previous.id, time: now))
+            if !queued.contains(previous.id) {
+                queue.enqueue(ClientEvent.session(previous, crashed: crashed, id: previous.id, time: now))
+            }
             let keys = previous.switches.map(\.key)
-            if crashed {
+            if crashed, !guardState.concluded.contains(previous.id) {
                 report(
                     ClientReport(
                         kind: .previousSessionCrashed,

@@ -37,16 +37,26 @@ package struct CrashLoopGuardState: Sendable, Hashable {
     /// Consecutive crashed sessions in which each switch was active.
     package var streaks: [String: Int] = [:]
     package var quarantined: [String: Quarantine] = [:]
+    /// The ids of the sessions counted last, newest last (at most ``concludedKept``): a session concluded again (a
+    /// launch ended before removing its files) is counted once.
+    package var concluded: [String] = []
+
+    /// How many counted session ids the state keeps: a session is concluded again at the next launch, if at all.
+    package static let concludedKept = 64
 
     package init() {}
 
-    /// Counts a finished session. A clean session ends the streak of every switch active in it; a crashed one
-    /// extends it. A streak reaching the policy's threshold quarantines the switch.
+    /// Counts a finished session, once: a session counted before (its id in ``concluded``) changes nothing. A clean
+    /// session ends the streak of every switch active in it; a crashed one extends it. A streak reaching the policy's
+    /// threshold quarantines the switch.
     /// - Returns: the keys quarantined now.
     package mutating func record(
         _ session: SessionRecord, crashed: Bool, now: Date,
         policy: CrashLoopGuardPolicy
     ) -> [String] {
+        guard !concluded.contains(session.id) else { return [] }
+        concluded.append(session.id)
+        if concluded.count > Self.concludedKept { concluded.removeFirst(concluded.count - Self.concludedKept) }
         var tripped: [String] = []
         for active in session.switches {
             guard crashed else {
@@ -109,6 +119,7 @@ package struct CrashLoopGuardState: Sendable, Hashable {
             quarantineObject[key] = .object(entry)
         }
         object["quarantined"] = .object(quarantineObject)
+        object["concluded"] = .array(concluded.map { .string($0) })
         return object
     }
 
@@ -130,6 +141,16 @@ package struct CrashLoopGuardState: Sendable, Hashable {
                 since: Timestamp.date(milliseconds: since), crashes: Int(crashes),
                 epoch: value["epoch"]?.stringValue, version: value["version"]?.int64Value,
                 definition: value["definition"]?.stringValue)
+        }
+        // Absent from files written before it was kept.
+        if let ids = object["concluded"] {
+            guard let list = ids.arrayValue else { return nil }
+            var read: [String] = []
+            for id in list {
+                guard let id = id.stringValue else { return nil }
+                read.append(id)
+            }
+            concluded = Array(read.suffix(Self.concludedKept))
         }
     }
 }
