@@ -122,10 +122,10 @@ public struct CoveringArray: Sendable, Hashable {
                 }
             }
 
-            func markCovered(_ row: [Int]) {
-                let value = row[factor]
+            /// Marks the interactions of a row (its `bases`) with the new factor's level `value` as covered.
+            func markCovered(_ rowBases: [Int], _ value: Int) {
                 guard value >= 0 else { return }
-                for (position, base) in bases(of: row).enumerated() where base >= 0 {
+                for (position, base) in rowBases.enumerated() where base >= 0 {
                     covered[offsets[position] + base * width + value] = true
                 }
             }
@@ -143,9 +143,7 @@ public struct CoveringArray: Sendable, Hashable {
                 var best = 0
                 for value in 1..<width where gains[value] > gains[best] { best = value }
                 rows[rowIndex][factor] = best
-                for (position, base) in rowBases.enumerated() where base >= 0 {
-                    covered[offsets[position] + base * width + best] = true
-                }
+                markCovered(rowBases, best)
             }
 
             // Vertical growth: put every interaction still uncovered into a row with room for it, or a new row.
@@ -176,7 +174,7 @@ public struct CoveringArray: Sendable, Hashable {
                     }
                     for (column, level) in zip(subset, values) { rows[rowIndex][column] = level }
                     rows[rowIndex][factor] = value
-                    markCovered(rows[rowIndex])
+                    markCovered(bases(of: rows[rowIndex]), rows[rowIndex][factor])
                     if !rows[rowIndex][0...factor].contains(-1) { openRows.removeAll { $0 == rowIndex } }
                 }
             }

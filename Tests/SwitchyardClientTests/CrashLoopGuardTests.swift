@@ -18,8 +18,8 @@ struct CrashLoopGuardStateTests {
 
     @Test func aSwitchInThreeCrashedSessionsInARowIsQuarantined() {
         var state = CrashLoopGuardState()
-        #expect(state.record(session(["a", "b"]), crashed: true, now: now, policy: policy).isEmpty)
-        #expect(state.record(session(["a"]), crashed: true, now: now, policy: policy).isEmpty)
+        #expect(state.record(session(["a", "b"]), crashed: true, now: now, policy: policy) == [])
+        #expect(state.record(session(["a"]), crashed: true, now: now, policy: policy) == [])
         #expect(state.record(session(["a", "b"]), crashed: true, now: now, policy: policy) == ["a"])
         #expect(state.quarantined["a"]?.crashes == 3)
         #expect(state.streaks["b"] == 2)
@@ -30,7 +30,7 @@ struct CrashLoopGuardStateTests {
         _ = state.record(session(["a"]), crashed: true, now: now, policy: policy)
         _ = state.record(session(["a"]), crashed: true, now: now, policy: policy)
         _ = state.record(session(["a"]), crashed: false, now: now, policy: policy)
-        #expect(state.record(session(["a"]), crashed: true, now: now, policy: policy).isEmpty)
+        #expect(state.record(session(["a"]), crashed: true, now: now, policy: policy) == [])
         #expect(state.streaks["a"] == 1)
     }
 
@@ -102,7 +102,7 @@ struct CrashLoopGuardStateTests {
         let crashed = session(["a"])
         _ = state.record(crashed, crashed: true, now: now, policy: policy)
         _ = state.record(session(["a"]), crashed: true, now: now, policy: policy)
-        #expect(state.record(crashed, crashed: true, now: now, policy: policy).isEmpty)
+        #expect(state.record(crashed, crashed: true, now: now, policy: policy) == nil)
         #expect(state.streaks["a"] == 2 && state.quarantined.isEmpty)
         for _ in 0..<CrashLoopGuardState.concludedKept {
             _ = state.record(session([]), crashed: false, now: now, policy: policy)

@@ -101,8 +101,14 @@ extension FlagClient {
             if !queued.contains(previous.id) {
                 queue.enqueue(ClientEvent.session(previous, crashed: crashed, id: previous.id, time: now))
             }
+            let policy = configuration.crashLoopGuard
+            // Counted before by a launch that ended before removing the session's files: reported then too.
+            guard let tripped = guardState.record(previous, crashed: crashed, now: now, policy: policy) else {
+                continue
+            }
+            guardChanged = true
             let keys = previous.switches.map(\.key)
-            if crashed, !guardState.concluded.contains(previous.id) {
+            if crashed {
                 report(
                     ClientReport(
                         kind: .previousSessionCrashed,
@@ -110,9 +116,6 @@ extension FlagClient {
                             "the previous session (\(previous.id)) ended without endSession(): reporting a crash with \(keys.isEmpty ? "no plugin switch" : keys.joined(separator: ", ")) active",
                         flagKeys: keys))
             }
-            let policy = configuration.crashLoopGuard
-            let tripped = guardState.record(previous, crashed: crashed, now: now, policy: policy)
-            guardChanged = true
             if !tripped.isEmpty {
                 report(
                     ClientReport(

@@ -49,12 +49,12 @@ package struct CrashLoopGuardState: Sendable, Hashable {
     /// Counts a finished session, once: a session counted before (its id in ``concluded``) changes nothing. A clean
     /// session ends the streak of every switch active in it; a crashed one extends it. A streak reaching the policy's
     /// threshold quarantines the switch.
-    /// - Returns: the keys quarantined now.
+    /// - Returns: the keys quarantined now; nil when the session was counted before.
     package mutating func record(
         _ session: SessionRecord, crashed: Bool, now: Date,
         policy: CrashLoopGuardPolicy
-    ) -> [String] {
-        guard !concluded.contains(session.id) else { return [] }
+    ) -> [String]? {
+        guard !concluded.contains(session.id) else { return nil }
         concluded.append(session.id)
         if concluded.count > Self.concludedKept { concluded.removeFirst(concluded.count - Self.concludedKept) }
         var tripped: [String] = []

@@ -275,8 +275,7 @@
         }),
       ]);
       // How many rows the table lists, kept with the view's state (a namespace's guard state starts afresh).
-      const shown = state.guard ? (state.guard.shown = state.guard.shown || {}) : {};
-      node = table(body, refresh, on, series, shown);
+      node = table(body, refresh, on, series, state.guard ? state.guard.shown : {});
     } catch (error) {
       if (error.status === 401) throw error;
       const why = error.status === 403
@@ -295,7 +294,7 @@
       if (state.guard) state.guard.status = next;
       node.replaceWith(next);
       // The button was replaced by its successor in the new node: focus goes on with it.
-      const again = next.querySelector ? next.querySelector('#guard-status-refresh') : null;
+      const again = next.querySelector('#guard-status-refresh');
       if (again && document.activeElement === document.body) again.focus({ preventScroll: true });
     });
     return node;
